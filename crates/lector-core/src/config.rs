@@ -1,0 +1,227 @@
+//! The one configuration type of Lector.
+//!
+//! Loaded in layers by the binary (defaults, `lector.toml`, `LECTOR_*` environment, command-line
+//! flags) and validated once at start-up. Every field has a default, so `lector serve` runs with
+//! no configuration at all. Secrets are [`Secret`]s: they never print.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+/// A value that must not appear in logs or in `print-config`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str("[redacted]")
+    }
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Secret)
+    }
+}
+
+/// How the listener speaks to clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TlsMode {
+    /// Terminate TLS here: the configured certificate, or a self-signed one kept in the data
+    /// directory. Plain HTTP on the port gets a 400 telling the client to use https.
+    #[default]
+    On,
+    /// Plain HTTP behind a TLS-terminating proxy: only requests from a trusted proxy that say
+    /// `X-Forwarded-Proto: https` are served.
+    Proxy,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address and port to listen on.
+    pub listen: String,
+    /// Where the SQLite database, blobs, the TLS certificate, the JWT key and the mail outbox live.
+    pub data_dir: PathBuf,
+    /// `on` (TLS here) or `proxy` (plain HTTP behind a trusted TLS proxy).
+    pub tls: TlsMode,
+    /// PEM certificate chain; with `tls_key`, replaces the self-signed certificate.
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for `tls_cert`.
+    pub tls_key: Option<PathBuf>,
+    /// Proxy addresses trusted in `proxy` mode.
+    pub trusted_proxies: Vec<IpAddr>,
+    /// The address clients use, for links in mails; defaults to `https://{listen}`.
+    pub public_url: Option<String>,
+    /// `postgres://…` or `sqlite://…`; default: SQLite at `{data_dir}/lector.db`.
+    pub database_url: Option<Secret>,
+    /// Connections in the database pool.
+    pub database_max_connections: u32,
+    /// HS256 key for access tokens, at least 32 bytes; default: 256 random bits kept in the data directory.
+    pub jwt_secret: Option<Secret>,
+    /// Lifetime of access tokens, in seconds.
+    pub token_lifetime_secs: i64,
+    /// Lifetime of password-reset tokens, in seconds.
+    pub reset_token_lifetime_secs: i64,
+    /// Lifetime of invitation and first-time-login tokens, in seconds.
+    pub invitation_lifetime_secs: i64,
+    /// Largest request body accepted, in bytes (uploads included).
+    pub max_body_bytes: usize,
+    /// Cost of password hashing.
+    pub password_hashing: PasswordHashing,
+    /// Attempts allowed per client address and window.
+    pub rate_limits: RateLimits,
+    /// Outgoing mail.
+    pub mail: MailConfig,
+    /// `text` or `json` log lines.
+    pub log_format: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8443".into(),
+            data_dir: PathBuf::from("lector-data"),
+            tls: TlsMode::On,
+            tls_cert: None,
+            tls_key: None,
+            trusted_proxies: vec![IpAddr::from([127, 0, 0, 1])],
+            public_url: None,
+            database_url: None,
+            database_max_connections: 10,
+            jwt_secret: None,
+            token_lifetime_secs: 24 * 3600,
+            reset_token_lifetime_secs: 3600,
+            invitation_lifetime_secs: 7 * 24 * 3600,
+            max_body_bytes: 50 * 1024 * 1024,
+            password_hashing: PasswordHashing::default(),
+            rate_limits: RateLimits::default(),
+            mail: MailConfig::default(),
+            log_format: "text".into(),
+        }
+    }
+}
+
+impl Config {
+    /// The database URL in force: the configured one or SQLite in the data directory.
+    pub fn database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) => url.expose().to_owned(),
+            None => format!("sqlite://{}?mode=rwc", self.data_dir.join("lector.db").display()),
+        }
+    }
+
+    pub fn mail_outbox(&self) -> PathBuf {
+        self.data_dir.join("mail")
+    }
+
+    pub fn public_url(&self) -> String {
+        self.public_url.clone().unwrap_or_else(|| format!("https://{}", self.listen)).trim_end_matches('/').to_owned()
+    }
+
+    /// Problems that must stop start-up.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(key) = &self.jwt_secret
+            && key.expose().len() < 32
+        {
+            return Err("jwt_secret must be at least 32 bytes".into());
+        }
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            return Err("tls_cert and tls_key go together".into());
+        }
+        if self.token_lifetime_secs <= 0 || self.reset_token_lifetime_secs <= 0 || self.invitation_lifetime_secs <= 0 {
+            return Err("token lifetimes must be positive".into());
+        }
+        if self.database_max_connections == 0 {
+            return Err("database_max_connections must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// Argon2id parameters. The defaults follow OWASP's recommendation; tests use cheaper ones.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PasswordHashing {
+    pub memory_kib: u32,
+    pub iterations: u32,
+}
+
+impl Default for PasswordHashing {
+    fn default() -> Self {
+        Self { memory_kib: 19 * 1024, iterations: 2 }
+    }
+}
+
+/// Fixed-window limits, kept in the database so several nodes share them.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateLimits {
+    /// Log-in attempts per client address per minute.
+    pub login_per_minute: i64,
+    /// Registrations per client address per hour.
+    pub register_per_hour: i64,
+    /// Password-reset mails per client address per hour.
+    pub reset_mail_per_hour: i64,
+    /// Invitation mails per workspace per hour.
+    pub invitations_per_hour: i64,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self { login_per_minute: 10, register_per_hour: 20, reset_mail_per_hour: 5, invitations_per_hour: 200 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MailConfig {
+    /// Sender address of every mail.
+    pub from: String,
+    /// `smtps://user:pass@host:465` or `smtp://host:25?tls=required`; without it mail goes to
+    /// the outbox folder `{data_dir}/mail`, one file per message.
+    pub smtp_url: Option<Secret>,
+}
+
+impl Default for MailConfig {
+    fn default() -> Self {
+        Self { from: "Lector <lector@localhost>".into(), smtp_url: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_never_print() {
+        let c = Config { jwt_secret: Some(Secret::new("x".repeat(40))), ..Config::default() };
+        assert!(!format!("{c:?}").contains("xxxx"));
+        assert!(!serde_json::to_string(&c).unwrap().contains("xxxx"));
+    }
+
+    #[test]
+    fn short_jwt_keys_refuse_start() {
+        let c = Config { jwt_secret: Some(Secret::new("short")), ..Config::default() };
+        assert!(c.validate().is_err());
+        assert!(Config::default().validate().is_ok());
+    }
+}

@@ -1,0 +1,184 @@
+//! The one error type of Lector and its catalogue of stable codes.
+//!
+//! Every rejection the service makes is an [`Error`] with an [`ErrorCode`]; the code fixes the
+//! HTTP status and the title, so clients can rely on `code` rather than on message text.
+//! 5xx errors carry no detail for the client: the cause is logged where it happens.
+
+use serde::Serialize;
+
+/// A stable, machine-readable reason for a rejection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    BadRequest,
+    InvalidJson,
+    UnknownField,
+    ImmutableField,
+    InvalidParameter,
+    ValidationFailed,
+    Unauthorized,
+    InvalidCredentials,
+    Forbidden,
+    WorkspaceReadOnly,
+    NotFound,
+    MethodNotAllowed,
+    Conflict,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    RateLimited,
+    Internal,
+    Unavailable,
+}
+
+impl ErrorCode {
+    /// The HTTP status this code is answered with.
+    pub fn status(self) -> u16 {
+        use ErrorCode::*;
+        match self {
+            BadRequest | InvalidJson | UnknownField | ImmutableField | InvalidParameter => 400,
+            Unauthorized | InvalidCredentials => 401,
+            Forbidden | WorkspaceReadOnly => 403,
+            NotFound => 404,
+            MethodNotAllowed => 405,
+            Conflict => 409,
+            PayloadTooLarge => 413,
+            UnsupportedMediaType => 415,
+            ValidationFailed => 422,
+            RateLimited => 429,
+            Internal => 500,
+            Unavailable => 503,
+        }
+    }
+
+    /// A short, human-readable summary that does not change between occurrences.
+    pub fn title(self) -> &'static str {
+        use ErrorCode::*;
+        match self {
+            BadRequest => "Bad request",
+            InvalidJson => "The body is not valid JSON",
+            UnknownField => "The body has a field this operation does not take",
+            ImmutableField => "The body sets a field the server owns",
+            InvalidParameter => "A path or query parameter is invalid",
+            ValidationFailed => "The request is well-formed but its values are invalid",
+            Unauthorized => "Authentication required",
+            InvalidCredentials => "Invalid credentials",
+            Forbidden => "Forbidden",
+            WorkspaceReadOnly => "The workspace is read-only",
+            NotFound => "Not found",
+            MethodNotAllowed => "Method not allowed",
+            Conflict => "Conflict",
+            PayloadTooLarge => "Payload too large",
+            UnsupportedMediaType => "Unsupported media type",
+            RateLimited => "Too many requests",
+            Internal => "Internal server error",
+            Unavailable => "Service unavailable",
+        }
+    }
+
+    /// The snake_case name clients see in the `code` member.
+    pub fn as_str(self) -> &'static str {
+        use ErrorCode::*;
+        match self {
+            BadRequest => "bad_request",
+            InvalidJson => "invalid_json",
+            UnknownField => "unknown_field",
+            ImmutableField => "immutable_field",
+            InvalidParameter => "invalid_parameter",
+            ValidationFailed => "validation_failed",
+            Unauthorized => "unauthorized",
+            InvalidCredentials => "invalid_credentials",
+            Forbidden => "forbidden",
+            WorkspaceReadOnly => "workspace_read_only",
+            NotFound => "not_found",
+            MethodNotAllowed => "method_not_allowed",
+            Conflict => "conflict",
+            PayloadTooLarge => "payload_too_large",
+            UnsupportedMediaType => "unsupported_media_type",
+            RateLimited => "rate_limited",
+            Internal => "internal",
+            Unavailable => "unavailable",
+        }
+    }
+}
+
+/// One problem with one field of a request, listed in a problem's `errors`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { field: field.into(), message: message.into() }
+    }
+}
+
+/// A rejection: a catalogue code, a detail for the client and optional field errors.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code:?}: {detail}")]
+pub struct Error {
+    pub code: ErrorCode,
+    pub detail: String,
+    pub errors: Vec<FieldError>,
+    /// Seconds a client should wait before retrying (429 and 503).
+    pub retry_after: Option<u64>,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(code: ErrorCode, detail: impl Into<String>) -> Self {
+        Self { code, detail: detail.into(), errors: Vec::new(), retry_after: None }
+    }
+
+    pub fn bad_request(detail: impl Into<String>) -> Self {
+        Self::new(ErrorCode::BadRequest, detail)
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::new(ErrorCode::NotFound, format!("{what} not found"))
+    }
+
+    pub fn forbidden(detail: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Forbidden, detail)
+    }
+
+    pub fn conflict(detail: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Conflict, detail)
+    }
+
+    pub fn unauthorized(detail: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Unauthorized, detail)
+    }
+
+    /// A server fault. The cause must already be logged; clients see only the title.
+    pub fn internal() -> Self {
+        Self::new(ErrorCode::Internal, "the server could not complete the request")
+    }
+
+    pub fn unavailable(detail: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Unavailable, detail)
+    }
+
+    pub fn rate_limited(retry_after: u64) -> Self {
+        Self {
+            retry_after: Some(retry_after.max(1)),
+            ..Self::new(ErrorCode::RateLimited, "too many attempts; retry later")
+        }
+    }
+
+    /// 422 with one problem per field.
+    pub fn validation(errors: Vec<FieldError>) -> Self {
+        let detail = errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.message))
+            .collect::<Vec<_>>()
+            .join("; ");
+        Self { errors, ..Self::new(ErrorCode::ValidationFailed, detail) }
+    }
+
+    pub fn status(&self) -> u16 {
+        self.code.status()
+    }
+}

@@ -1,0 +1,16 @@
+//! Lector's domain vocabulary: the types every other crate speaks (project types, roles,
+//! statuses), the role policy, input validation and the error catalogue.
+//!
+//! Nothing here knows about HTTP, SQL or files: the API renders [`Error`] as problem+json,
+//! the store maps its failures into it, and the policy is plain functions over [`Role`].
+
+pub mod config;
+pub mod error;
+pub mod policy;
+pub mod time;
+pub mod types;
+pub mod validate;
+
+pub use error::{Error, ErrorCode, FieldError, Result};
+pub use policy::{Action, Role, Scope};
+pub use types::{NotificationType, ProjectType};

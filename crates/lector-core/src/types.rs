@@ -1,0 +1,93 @@
+//! Enumerations of the domain that travel as upper-case strings on the wire.
+
+use serde::{Deserialize, Serialize};
+
+/// Generates `as_str`, `Display` and `FromStr` for a unit enum spelled in upper case.
+#[macro_export]
+macro_rules! wire_enum {
+    ($name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = ::std::string::String;
+
+            fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
+                match s {
+                    $($text => ::std::result::Result::Ok($name::$variant),)+
+                    _ => ::std::result::Result::Err(::std::format!(
+                        "unknown {}: {s:?} (expected one of {})",
+                        stringify!($name),
+                        [$($text),+].join(", ")
+                    )),
+                }
+            }
+        }
+    };
+}
+
+/// The kind of model a project trains; it fixes what a tag means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ProjectType {
+    /// Aspects (classes) per segment, each with a sentiment (label).
+    Absa,
+    /// Zero or more classes per segment.
+    Class,
+    /// Exactly one label per segment.
+    Label,
+    /// Class and label pairs per segment.
+    Classlabel,
+}
+
+crate::wire_enum!(ProjectType { Absa => "ABSA", Class => "CLASS", Label => "LABEL", Classlabel => "CLASSLABEL" });
+
+impl ProjectType {
+    /// The numeric mapping of the original interface (1 is BASE, which is no project type).
+    pub fn number(self) -> u8 {
+        match self {
+            ProjectType::Absa => 2,
+            ProjectType::Label => 3,
+            ProjectType::Class => 4,
+            ProjectType::Classlabel => 5,
+        }
+    }
+
+    /// The labels an ABSA project always has, and only has.
+    pub const ABSA_LABELS: [&'static str; 3] = ["positive", "negative", "neutral"];
+}
+
+/// How urgent a notification is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum NotificationType {
+    Info,
+    Warning,
+}
+
+crate::wire_enum!(NotificationType { Info => "INFO", Warning => "WARNING" });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_types_round_trip_through_their_wire_names() {
+        for t in ProjectType::ALL {
+            assert_eq!(t.as_str().parse::<ProjectType>().unwrap(), *t);
+            assert_eq!(serde_json::to_value(t).unwrap(), t.as_str());
+        }
+        assert!("class".parse::<ProjectType>().is_err());
+    }
+}

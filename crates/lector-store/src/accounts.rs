@@ -1,0 +1,206 @@
+//! Users: registration (with the personal workspace), look-ups for authentication, profile and
+//! permission changes.
+
+use crate::records::{FromAnyRow, USER_COLUMNS, User};
+use crate::{Store, db, db_unique, parse_stored};
+use lector_core::policy::WorkspaceAccess;
+use lector_core::time::Timestamp;
+use lector_core::{Error, Result, Role, Scope};
+use sqlx::{Any, Row, Transaction};
+
+/// A user to create; the password hash is computed by the caller.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub email: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub password_hash: Option<String>,
+    pub is_superuser: bool,
+}
+
+/// Profile fields to change; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct UserChanges {
+    pub email: Option<String>,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    pub password_hash: Option<String>,
+}
+
+impl Store {
+    /// Creates a user, its personal workspace (the user is its ADMIN) and makes that the default.
+    pub async fn create_user(&self, new: NewUser) -> Result<User> {
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        let user = insert_user(&mut tx, &new).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(user)
+    }
+
+    /// The user and the stored password hash for a login attempt (system look-up, no scope).
+    pub async fn login_candidate(&self, email: &str) -> Result<Option<(User, Option<String>)>> {
+        let sql = format!("SELECT {USER_COLUMNS}, password_hash FROM users WHERE email = $1");
+        let row = sqlx::query(&sql).bind(email).fetch_optional(&self.pool).await.map_err(db)?;
+        row.map(|r| Ok((User::decode(&r)?, r.try_get("password_hash").map_err(db)?))).transpose()
+    }
+
+    /// The user behind a verified token, with the workspaces it may act in.
+    pub async fn principal(&self, user_id: i64) -> Result<Option<(User, Scope)>> {
+        let Some(user) = self.user_by_id(user_id).await? else { return Ok(None) };
+        let rows = sqlx::query(
+            "SELECT m.workspace_id, m.role FROM memberships m JOIN workspaces w ON w.id = m.workspace_id \
+             WHERE m.user_id = $1 AND w.is_active = $2 ORDER BY m.workspace_id",
+        )
+        .bind(user_id)
+        .bind(true)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        let mut workspaces = Vec::with_capacity(rows.len());
+        for row in rows {
+            let role: String = row.try_get("role").map_err(db)?;
+            workspaces.push(WorkspaceAccess {
+                workspace_id: row.try_get("workspace_id").map_err(db)?,
+                role: parse_stored::<Role>(&role)?,
+            });
+        }
+        let scope = Scope { user_id, is_superuser: user.is_superuser, workspaces };
+        Ok(Some((user, scope)))
+    }
+
+    pub(crate) async fn user_by_id(&self, user_id: i64) -> Result<Option<User>> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
+        let row = sqlx::query(&sql).bind(user_id).fetch_optional(&self.pool).await.map_err(db)?;
+        row.as_ref().map(User::decode).transpose()
+    }
+
+    /// A user as the caller may see it: itself, or anyone for a superuser.
+    pub async fn user(&self, scope: &Scope, user_id: i64) -> Result<User> {
+        ensure_self_or_superuser(scope, user_id)?;
+        self.user_by_id(user_id).await?.ok_or_else(|| Error::not_found("user"))
+    }
+
+    /// Changes a profile. A new password bumps the token version, so earlier tokens stop working.
+    pub async fn update_user(&self, scope: &Scope, user_id: i64, changes: UserChanges) -> Result<User> {
+        let current = self.user(scope, user_id).await?;
+        let bump = i64::from(changes.password_hash.is_some());
+        sqlx::query(
+            "UPDATE users SET email = $1, first_name = $2, last_name = $3, \
+             password_hash = COALESCE($4, password_hash), token_version = token_version + $5 WHERE id = $6",
+        )
+        .bind(changes.email.unwrap_or(current.email))
+        .bind(changes.first_name.unwrap_or(current.first_name))
+        .bind(changes.last_name.unwrap_or(current.last_name))
+        .bind(changes.password_hash)
+        .bind(bump)
+        .bind(user_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_unique("a user with this e-mail exists"))?;
+        self.user(scope, user_id).await
+    }
+
+    /// Sets a new password for a user who proved it by a one-time token; revokes earlier tokens.
+    pub async fn reset_password(&self, user_id: i64, password_hash: &str) -> Result<()> {
+        sqlx::query("UPDATE users SET password_hash = $1, token_version = token_version + 1 WHERE id = $2")
+            .bind(password_hash)
+            .bind(user_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    /// Changes `is_superuser` and `is_betauser`; only superusers may.
+    pub async fn set_permissions(
+        &self,
+        scope: &Scope,
+        user_id: i64,
+        is_superuser: Option<bool>,
+        is_betauser: Option<bool>,
+    ) -> Result<User> {
+        if !scope.is_superuser {
+            return Err(Error::forbidden("only superusers change permissions"));
+        }
+        let current = self.user(scope, user_id).await?;
+        sqlx::query("UPDATE users SET is_superuser = $1, is_betauser = $2 WHERE id = $3")
+            .bind(is_superuser.unwrap_or(current.is_superuser))
+            .bind(is_betauser.unwrap_or(current.is_betauser))
+            .bind(user_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        self.user(scope, user_id).await
+    }
+}
+
+pub(crate) fn ensure_self_or_superuser(scope: &Scope, user_id: i64) -> Result<()> {
+    if scope.user_id == user_id || scope.is_superuser {
+        Ok(())
+    } else {
+        Err(Error::forbidden("only the user itself or a superuser may do this"))
+    }
+}
+
+/// Inserts the user, its personal workspace and its ADMIN membership in the caller's transaction.
+pub(crate) async fn insert_user(tx: &mut Transaction<'static, Any>, new: &NewUser) -> Result<User> {
+    let now = Timestamp::now().micros();
+    let taken: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE email = $1")
+        .bind(&new.email)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db)?;
+    if taken.is_some() {
+        return Err(Error::conflict("a user with this e-mail exists"));
+    }
+    let workspace_id = insert_personal_workspace(tx, &new.email, now).await?;
+    let sql = format!(
+        "INSERT INTO users (email, first_name, last_name, password_hash, is_superuser, \
+         personal_workspace_id, default_workspace_id, created) VALUES ($1, $2, $3, $4, $5, $6, $6, $7) \
+         RETURNING {USER_COLUMNS}"
+    );
+    let row = sqlx::query(&sql)
+        .bind(&new.email)
+        .bind(&new.first_name)
+        .bind(&new.last_name)
+        .bind(new.password_hash.as_deref())
+        .bind(new.is_superuser)
+        .bind(workspace_id)
+        .bind(now)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(db_unique("a user with this e-mail exists"))?;
+    let user = User::decode(&row)?;
+    sqlx::query("INSERT INTO memberships (workspace_id, user_id, role, created) VALUES ($1, $2, $3, $4)")
+        .bind(workspace_id)
+        .bind(user.id)
+        .bind(Role::Admin.as_str())
+        .bind(now)
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    Ok(user)
+}
+
+/// The personal workspace is named after the e-mail; a taken name gets a number.
+async fn insert_personal_workspace(tx: &mut Transaction<'static, Any>, email: &str, now: i64) -> Result<i64> {
+    for n in 1..100 {
+        let name = if n == 1 { email.to_owned() } else { format!("{email} ({n})") };
+        let taken: Option<i64> = sqlx::query_scalar("SELECT id FROM workspaces WHERE name = $1")
+            .bind(&name)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(db)?;
+        if taken.is_none() {
+            return sqlx::query_scalar(
+                "INSERT INTO workspaces (name, description, created) VALUES ($1, $2, $3) RETURNING id",
+            )
+            .bind(&name)
+            .bind("Personal workspace")
+            .bind(now)
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(db);
+        }
+    }
+    Err(Error::conflict("no free name for a personal workspace"))
+}

@@ -1,0 +1,135 @@
+//! Lector's storage: one [`Store`] over SQLite (embedded, the default) and PostgreSQL.
+//!
+//! Both backends run the same SQL through sqlx's `Any` driver; only the migrations differ, one
+//! folder per backend, listed once in [`migrations`] so neither can miss a step. Every function
+//! that reads or writes tenant data takes the caller's [`Scope`](lector_core::Scope); there is no
+//! unscoped read of tenant data. Failures come back as [`lector_core::Error`]: unique violations
+//! as 409, an unreachable database as 503, anything else as a logged 500.
+
+mod accounts;
+pub use accounts::{NewUser, UserChanges};
+pub use security::{MAX_PRODUCT_KEYS, TokenPurpose};
+pub use workspaces::{Invitee, WorkspaceChanges, MAX_WORKSPACES_PER_USER};
+mod migrations;
+mod notifications;
+mod records;
+mod security;
+mod workspaces;
+
+pub use records::*;
+pub use workspaces::WorkspaceRef;
+
+use lector_core::{Error, Result};
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::AnyPool;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Which database a store talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The handle every part of Lector stores and reads through. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+}
+
+impl Store {
+    /// Connects (creating an SQLite file if needed) without migrating.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
+        install_default_drivers();
+        let backend = if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Backend::Postgres
+        } else if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else {
+            return Err(Error::bad_request("the database URL must start with sqlite: or postgres:"));
+        };
+        let mut options = AnyPoolOptions::new().acquire_timeout(Duration::from_secs(10));
+        if backend == Backend::Sqlite {
+            // SQLite allows one writer; WAL lets readers go on beside it, and the busy timeout
+            // makes concurrent writers wait instead of failing.
+            options = options.max_connections(max_connections.min(4)).after_connect(|conn, _| {
+                Box::pin(async move {
+                    sqlx::query("PRAGMA journal_mode = WAL").execute(&mut *conn).await?;
+                    sqlx::query("PRAGMA busy_timeout = 10000").execute(&mut *conn).await?;
+                    sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
+                    sqlx::query("PRAGMA synchronous = NORMAL").execute(&mut *conn).await?;
+                    Ok(())
+                })
+            });
+        } else {
+            options = options.max_connections(max_connections);
+        }
+        let pool = options.connect(url).await.map_err(|e| {
+            tracing::error!(error = %e, "cannot connect to the database");
+            Error::unavailable("the database is unreachable")
+        })?;
+        Ok(Self { pool, backend })
+    }
+
+    /// Connects and brings the schema up to date.
+    pub async fn open(url: &str, max_connections: u32) -> Result<Self> {
+        let store = Self::connect(url, max_connections).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Applies the migrations this binary knows and the database has not seen.
+    pub async fn migrate(&self) -> Result<()> {
+        migrations::migrator(self.backend).run(&self.pool).await.map_err(|e| {
+            tracing::error!(error = %e, "migration failed");
+            Error::internal()
+        })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Whether the database answers (for `/health`).
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await.map(|_| ()).map_err(db)
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Maps a database failure into the error catalogue, logging what the client must not see.
+pub(crate) fn db(e: sqlx::Error) -> Error {
+    match &e {
+        sqlx::Error::RowNotFound => Error::not_found("object"),
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+            tracing::error!(error = %e, "database unavailable");
+            Error::unavailable("the database is unreachable")
+        }
+        sqlx::Error::Database(d) if d.is_unique_violation() => Error::conflict("the object exists already"),
+        _ => {
+            tracing::error!(error = %e, "database error");
+            Error::internal()
+        }
+    }
+}
+
+/// Like [`db`], but names what already exists on a unique violation.
+pub(crate) fn db_unique(what: &'static str) -> impl Fn(sqlx::Error) -> Error {
+    move |e| match &e {
+        sqlx::Error::Database(d) if d.is_unique_violation() => Error::conflict(what),
+        _ => db(e),
+    }
+}
+
+/// Parses a role or enum stored as text; a bad value is a corrupt row, logged as such.
+pub(crate) fn parse_stored<T: FromStr<Err = String>>(text: &str) -> Result<T> {
+    text.parse().map_err(|e: String| {
+        tracing::error!(error = %e, "corrupt stored value");
+        Error::internal()
+    })
+}

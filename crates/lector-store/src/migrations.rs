@@ -1,0 +1,35 @@
+//! The schema history, one entry per step with its SQL for each backend.
+//!
+//! Entries are forward-only and never edited once landed: a change is a new entry.
+
+use crate::Backend;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use std::borrow::Cow;
+
+struct Step {
+    version: i64,
+    description: &'static str,
+    sqlite: &'static str,
+    postgres: &'static str,
+}
+
+const STEPS: &[Step] = &[Step {
+    version: 1,
+    description: "accounts",
+    sqlite: include_str!("../migrations/sqlite/0001_accounts.sql"),
+    postgres: include_str!("../migrations/postgres/0001_accounts.sql"),
+}];
+
+pub(crate) fn migrator(backend: Backend) -> Migrator {
+    let migrations = STEPS
+        .iter()
+        .map(|step| {
+            let sql = match backend {
+                Backend::Sqlite => step.sqlite,
+                Backend::Postgres => step.postgres,
+            };
+            Migration::new(step.version, Cow::Borrowed(step.description), MigrationType::Simple, Cow::Borrowed(sql), false)
+        })
+        .collect::<Vec<_>>();
+    Migrator { migrations: Cow::Owned(migrations), ..Migrator::DEFAULT }
+}

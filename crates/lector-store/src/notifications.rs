@@ -1,0 +1,63 @@
+//! Notifications: the internal [`Store::notify`] other parts call when long work ends, and the
+//! caller's own list, read and unread.
+
+use crate::records::{FromAnyRow, NOTIFICATION_COLUMNS, Notification};
+use crate::{Store, db};
+use lector_core::time::Timestamp;
+use lector_core::{Error, NotificationType, Result, Scope};
+
+impl Store {
+    /// Records a notification for a user. This is the internal API jobs and handlers call.
+    pub async fn notify(&self, user_id: i64, kind: NotificationType, title: &str, text: &str) -> Result<Notification> {
+        let sql = format!(
+            "INSERT INTO notifications (user_id, type, title, text, created) VALUES ($1, $2, $3, $4, $5) \
+             RETURNING {NOTIFICATION_COLUMNS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(user_id)
+            .bind(kind.as_str())
+            .bind(title)
+            .bind(text)
+            .bind(Timestamp::now().micros())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        Notification::decode(&row)
+    }
+
+    /// A user's notifications, newest first. Only the user itself or a superuser may list them.
+    pub async fn notifications(&self, scope: &Scope, user_id: i64, offset: i64, limit: i64) -> Result<Vec<Notification>> {
+        crate::accounts::ensure_self_or_superuser(scope, user_id)?;
+        let sql = format!(
+            "SELECT {NOTIFICATION_COLUMNS} FROM notifications WHERE user_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3"
+        );
+        let rows = sqlx::query(&sql).bind(user_id).bind(limit).bind(offset).fetch_all(&self.pool).await.map_err(db)?;
+        rows.iter().map(Notification::decode).collect()
+    }
+
+    pub async fn notification(&self, scope: &Scope, user_id: i64, id: i64) -> Result<Notification> {
+        crate::accounts::ensure_self_or_superuser(scope, user_id)?;
+        let sql = format!("SELECT {NOTIFICATION_COLUMNS} FROM notifications WHERE id = $1 AND user_id = $2");
+        let row = sqlx::query(&sql).bind(id).bind(user_id).fetch_optional(&self.pool).await.map_err(db)?;
+        row.as_ref().map(Notification::decode).transpose()?.ok_or_else(|| Error::not_found("notification"))
+    }
+
+    /// Marks a notification read at `read`, or unread with `None`.
+    pub async fn set_notification_read(
+        &self,
+        scope: &Scope,
+        user_id: i64,
+        id: i64,
+        read: Option<Timestamp>,
+    ) -> Result<Notification> {
+        self.notification(scope, user_id, id).await?;
+        sqlx::query("UPDATE notifications SET read = $1 WHERE id = $2 AND user_id = $3")
+            .bind(read.map(Timestamp::micros))
+            .bind(id)
+            .bind(user_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        self.notification(scope, user_id, id).await
+    }
+}

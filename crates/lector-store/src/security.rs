@@ -1,0 +1,183 @@
+//! Secrets at rest: one-time tokens, product keys, revoked access tokens, and the shared
+//! rate-limit counters. Tokens arrive here already hashed; the store never sees a raw secret.
+
+use crate::accounts::ensure_self_or_superuser;
+use crate::records::{FromAnyRow, PRODUCT_KEY_COLUMNS, ProductKey, User, USER_COLUMNS};
+use crate::{Store, db};
+use lector_core::time::Timestamp;
+use lector_core::{Error, Result, Scope};
+use sqlx::Row;
+
+/// What a one-time token is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenPurpose {
+    PasswordReset,
+    FirstLogin,
+}
+
+impl TokenPurpose {
+    fn as_str(self) -> &'static str {
+        match self {
+            TokenPurpose::PasswordReset => "password_reset",
+            TokenPurpose::FirstLogin => "first_login",
+        }
+    }
+}
+
+/// Keys a user may hold at once.
+pub const MAX_PRODUCT_KEYS: i64 = 50;
+
+impl Store {
+    pub async fn create_one_time_token(
+        &self,
+        user_id: i64,
+        purpose: TokenPurpose,
+        token_hash: &str,
+        expires: Timestamp,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO one_time_tokens (user_id, purpose, token_hash, created, expires) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(user_id)
+        .bind(purpose.as_str())
+        .bind(token_hash)
+        .bind(Timestamp::now().micros())
+        .bind(expires.micros())
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(())
+    }
+
+    /// Uses a one-time token up: the first caller gets the user id, every later one `None`.
+    pub async fn consume_one_time_token(&self, purpose: TokenPurpose, token_hash: &str) -> Result<Option<i64>> {
+        let now = Timestamp::now().micros();
+        sqlx::query_scalar(
+            "UPDATE one_time_tokens SET used = $1 WHERE token_hash = $2 AND purpose = $3 AND used IS NULL \
+             AND expires > $1 RETURNING user_id",
+        )
+        .bind(now)
+        .bind(token_hash)
+        .bind(purpose.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db)
+    }
+
+    /// Refuses an access token's id until the token would have expired anyway.
+    pub async fn revoke_token(&self, jti: &str, expires: Timestamp) -> Result<()> {
+        sqlx::query("INSERT INTO revoked_tokens (jti, expires) VALUES ($1, $2) ON CONFLICT (jti) DO NOTHING")
+            .bind(jti)
+            .bind(expires.micros())
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        // Entries whose tokens have expired can no longer matter.
+        sqlx::query("DELETE FROM revoked_tokens WHERE expires < $1")
+            .bind(Timestamp::now().micros())
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    pub async fn is_token_revoked(&self, jti: &str) -> Result<bool> {
+        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM revoked_tokens WHERE jti = $1")
+            .bind(jti)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(found.is_some())
+    }
+
+    pub async fn create_product_key(
+        &self,
+        scope: &Scope,
+        user_id: i64,
+        name: &str,
+        prefix: &str,
+        token_hash: &str,
+    ) -> Result<ProductKey> {
+        ensure_self_or_superuser(scope, user_id)?;
+        let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM product_keys WHERE user_id = $1")
+            .bind(user_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        if held >= MAX_PRODUCT_KEYS {
+            return Err(Error::conflict(format!("a user holds at most {MAX_PRODUCT_KEYS} product keys")));
+        }
+        let sql = format!(
+            "INSERT INTO product_keys (user_id, name, prefix, token_hash, created) VALUES ($1, $2, $3, $4, $5) \
+             RETURNING {PRODUCT_KEY_COLUMNS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(user_id)
+            .bind(name)
+            .bind(prefix)
+            .bind(token_hash)
+            .bind(Timestamp::now().micros())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        ProductKey::decode(&row)
+    }
+
+    pub async fn product_keys(&self, scope: &Scope, user_id: i64) -> Result<Vec<ProductKey>> {
+        ensure_self_or_superuser(scope, user_id)?;
+        let sql = format!("SELECT {PRODUCT_KEY_COLUMNS} FROM product_keys WHERE user_id = $1 ORDER BY id");
+        let rows = sqlx::query(&sql).bind(user_id).fetch_all(&self.pool).await.map_err(db)?;
+        rows.iter().map(ProductKey::decode).collect()
+    }
+
+    /// Deletes a key and answers the keys that remain.
+    pub async fn delete_product_key(&self, scope: &Scope, user_id: i64, key_id: i64) -> Result<Vec<ProductKey>> {
+        ensure_self_or_superuser(scope, user_id)?;
+        let done = sqlx::query("DELETE FROM product_keys WHERE id = $1 AND user_id = $2")
+            .bind(key_id)
+            .bind(user_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        if done.rows_affected() == 0 {
+            return Err(Error::not_found("product key"));
+        }
+        self.product_keys(scope, user_id).await
+    }
+
+    /// The user a product key belongs to (system look-up for authentication).
+    pub async fn user_for_product_key(&self, token_hash: &str) -> Result<Option<User>> {
+        let sql = format!(
+            "SELECT {} FROM users u JOIN product_keys k ON k.user_id = u.id WHERE k.token_hash = $1",
+            USER_COLUMNS.split(", ").map(|c| format!("u.{c}")).collect::<Vec<_>>().join(", ")
+        );
+        let row = sqlx::query(&sql).bind(token_hash).fetch_optional(&self.pool).await.map_err(db)?;
+        row.as_ref().map(User::decode).transpose()
+    }
+
+    /// Counts one attempt against `key` in a fixed window; past `limit`, answers 429 with the
+    /// seconds until the window ends.
+    pub async fn hit_rate_limit(&self, key: &str, limit: i64, window_secs: i64) -> Result<()> {
+        let now = Timestamp::now();
+        let window_start = now.micros() - now.micros().rem_euclid(window_secs * 1_000_000);
+        let row = sqlx::query(
+            "INSERT INTO rate_limits (key, window_start, count) VALUES ($1, $2, 1) \
+             ON CONFLICT (key) DO UPDATE SET \
+               count = CASE WHEN rate_limits.window_start = excluded.window_start THEN rate_limits.count + 1 ELSE 1 END, \
+               window_start = excluded.window_start \
+             RETURNING count",
+        )
+        .bind(key)
+        .bind(window_start)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db)?;
+        let count: i64 = row.try_get("count").map_err(db)?;
+        if count > limit {
+            let window_end = window_start + window_secs * 1_000_000;
+            let retry_after = (window_end - now.micros()).div_euclid(1_000_000) + 1;
+            return Err(Error::rate_limited(retry_after as u64));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,466 @@
+//! Workspaces, their members and invitations.
+//!
+//! Every function resolves the workspace and asks the policy ([`Scope::authorize`]) before it
+//! reads or writes anything, so a workspace the caller cannot see answers 404 like a missing one.
+
+use crate::accounts::{NewUser, insert_user};
+use crate::records::{
+    FromAnyRow, INVITATION_COLUMNS, Invitation, InvitationStatus, MEMBERSHIP_COLUMNS, Membership, MyWorkspace,
+    User, WORKSPACE_COLUMNS, Workspace,
+};
+use crate::{Store, db, db_unique};
+use lector_core::time::Timestamp;
+use lector_core::{Action, Error, Result, Role, Scope};
+use sqlx::{Any, Transaction};
+
+/// A workspace named in a path: by id, or by name (`{organization}` takes either).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkspaceRef {
+    Id(i64),
+    Name(String),
+}
+
+impl WorkspaceRef {
+    /// Digits address a workspace by id; anything else by name.
+    pub fn parse(text: &str) -> Self {
+        match text.parse::<i64>() {
+            Ok(id) => WorkspaceRef::Id(id),
+            Err(_) => WorkspaceRef::Name(text.to_owned()),
+        }
+    }
+}
+
+/// Memberships a user may hold; bounds what one account can create.
+pub const MAX_WORKSPACES_PER_USER: i64 = 200;
+
+/// Workspace settings to change; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct WorkspaceChanges {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub is_read_only: Option<bool>,
+    pub is_beta: Option<bool>,
+}
+
+/// Who accepts an invitation: a user that exists, or one to create.
+#[derive(Debug, Clone)]
+pub enum Invitee {
+    Existing(i64),
+    New(NewUser),
+}
+
+impl Store {
+    async fn find_workspace(&self, workspace: &WorkspaceRef) -> Result<Option<Workspace>> {
+        let (filter, sql_param): (&str, Param) = match workspace {
+            WorkspaceRef::Id(id) => ("w.id = $1", Param::Int(*id)),
+            WorkspaceRef::Name(name) => ("w.name = $1", Param::Text(name.clone())),
+        };
+        let sql = format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces w WHERE {filter}");
+        let query = sqlx::query(&sql);
+        let query = match sql_param {
+            Param::Int(v) => query.bind(v),
+            Param::Text(v) => query.bind(v),
+        };
+        let row = query.fetch_optional(&self.pool).await.map_err(db)?;
+        row.as_ref().map(Workspace::decode).transpose()
+    }
+
+    /// Resolves a workspace and checks the caller may perform `action` in it.
+    pub async fn workspace_access(&self, scope: &Scope, workspace: &WorkspaceRef, action: Action) -> Result<(Workspace, Role)> {
+        let found = self.find_workspace(workspace).await?.ok_or_else(|| Error::not_found("workspace"))?;
+        let role = scope.authorize(found.facts(), action)?;
+        Ok((found, role))
+    }
+
+    /// Creates a workspace with the caller as its ADMIN.
+    pub async fn create_workspace(&self, scope: &Scope, name: &str, description: &str) -> Result<Workspace> {
+        let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memberships WHERE user_id = $1")
+            .bind(scope.user_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        if held >= MAX_WORKSPACES_PER_USER {
+            return Err(Error::conflict(format!("a user belongs to at most {MAX_WORKSPACES_PER_USER} workspaces")));
+        }
+        let now = Timestamp::now().micros();
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        let sql = format!(
+            "INSERT INTO workspaces (name, description, created) VALUES ($1, $2, $3) RETURNING {}",
+            WORKSPACE_COLUMNS.replace("w.", "")
+        );
+        let row = sqlx::query(&sql)
+            .bind(name)
+            .bind(description)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_unique("a workspace with this name exists"))?;
+        let workspace = Workspace::decode(&row)?;
+        insert_membership(&mut tx, workspace.id, scope.user_id, Role::Admin).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(workspace)
+    }
+
+    /// The caller's active workspaces with its role in each and which one is its default.
+    pub async fn my_workspaces(&self, scope: &Scope) -> Result<Vec<MyWorkspace>> {
+        let default = self.default_workspace_id(scope.user_id).await?;
+        let sql = format!(
+            "SELECT {WORKSPACE_COLUMNS}, m.role FROM workspaces w JOIN memberships m ON m.workspace_id = w.id \
+             WHERE m.user_id = $1 AND w.is_active = $2 ORDER BY w.id"
+        );
+        let rows = sqlx::query(&sql).bind(scope.user_id).bind(true).fetch_all(&self.pool).await.map_err(db)?;
+        rows.iter()
+            .map(|row| {
+                let workspace = Workspace::decode(row)?;
+                let role: String = sqlx::Row::try_get(row, "role").map_err(db)?;
+                Ok(MyWorkspace {
+                    is_default: Some(workspace.id) == default,
+                    role: crate::parse_stored(&role)?,
+                    workspace,
+                })
+            })
+            .collect()
+    }
+
+    /// The default workspace: the chosen one while it is active and the user a member, else
+    /// the personal one.
+    pub async fn default_workspace_id(&self, user_id: i64) -> Result<Option<i64>> {
+        sqlx::query_scalar(
+            "SELECT COALESCE(( \
+                 SELECT w.id FROM users u JOIN workspaces w ON w.id = u.default_workspace_id \
+                 JOIN memberships m ON m.workspace_id = w.id AND m.user_id = u.id \
+                 WHERE u.id = $1 AND w.is_active = $2), \
+               (SELECT personal_workspace_id FROM users WHERE id = $1))",
+        )
+        .bind(user_id)
+        .bind(true)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db)
+    }
+
+    /// Changes a workspace. ADMINs may always change its settings, read-only or not, so that
+    /// read-only can be lifted again; `is_beta` is for superusers.
+    pub async fn update_workspace(&self, scope: &Scope, workspace: &WorkspaceRef, changes: WorkspaceChanges) -> Result<Workspace> {
+        let found = self.find_workspace(workspace).await?.ok_or_else(|| Error::not_found("workspace"))?;
+        let facts = lector_core::policy::WorkspaceFacts { is_read_only: false, ..found.facts() };
+        scope.authorize(facts, Action::Administer)?;
+        if changes.is_beta.is_some() && !scope.is_superuser {
+            return Err(Error::forbidden("only superusers change is_beta"));
+        }
+        sqlx::query("UPDATE workspaces SET name = $1, description = $2, is_read_only = $3, is_beta = $4 WHERE id = $5")
+            .bind(changes.name.unwrap_or(found.name))
+            .bind(changes.description.unwrap_or(found.description))
+            .bind(changes.is_read_only.unwrap_or(found.is_read_only))
+            .bind(changes.is_beta.unwrap_or(found.is_beta))
+            .bind(found.id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_unique("a workspace with this name exists"))?;
+        self.find_workspace(&WorkspaceRef::Id(found.id)).await?.ok_or_else(|| Error::not_found("workspace"))
+    }
+
+    /// Deactivates a workspace: it disappears for its members. Personal workspaces stay.
+    pub async fn deactivate_workspace(&self, scope: &Scope, workspace: &WorkspaceRef) -> Result<Workspace> {
+        let (found, _) = self.workspace_access(scope, workspace, Action::Administer).await?;
+        let personal: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE personal_workspace_id = $1")
+            .bind(found.id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        if personal.is_some() {
+            return Err(Error::conflict("a personal workspace cannot be deactivated"));
+        }
+        sqlx::query("UPDATE workspaces SET is_active = $1 WHERE id = $2")
+            .bind(false)
+            .bind(found.id)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(Workspace { is_active: false, ..found })
+    }
+
+    /// Makes a workspace the caller's default (`true`) or, if it is the default, returns the
+    /// default to the personal workspace (`false`).
+    pub async fn set_default_workspace(&self, scope: &Scope, workspace: &WorkspaceRef, default: bool) -> Result<MyWorkspace> {
+        let (found, role) = self.workspace_access(scope, workspace, Action::Read).await?;
+        if scope.role_in(found.id).is_none() {
+            return Err(Error::conflict("only a member can make a workspace the default"));
+        }
+        let sql = if default {
+            "UPDATE users SET default_workspace_id = $1 WHERE id = $2"
+        } else {
+            "UPDATE users SET default_workspace_id = personal_workspace_id WHERE id = $2 AND default_workspace_id = $1"
+        };
+        sqlx::query(sql).bind(found.id).bind(scope.user_id).execute(&self.pool).await.map_err(db)?;
+        let is_default = self.default_workspace_id(scope.user_id).await? == Some(found.id);
+        Ok(MyWorkspace { workspace: found, role, is_default })
+    }
+
+    pub async fn members(&self, scope: &Scope, workspace: &WorkspaceRef) -> Result<Vec<Membership>> {
+        let (found, _) = self.workspace_access(scope, workspace, Action::Read).await?;
+        let sql = format!(
+            "SELECT {MEMBERSHIP_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id \
+             WHERE m.workspace_id = $1 ORDER BY m.id"
+        );
+        let rows = sqlx::query(&sql).bind(found.id).fetch_all(&self.pool).await.map_err(db)?;
+        rows.iter().map(Membership::decode).collect()
+    }
+
+    async fn membership(&self, workspace_id: i64, membership_id: i64) -> Result<Membership> {
+        let sql = format!(
+            "SELECT {MEMBERSHIP_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id \
+             WHERE m.workspace_id = $1 AND m.id = $2"
+        );
+        let row = sqlx::query(&sql).bind(workspace_id).bind(membership_id).fetch_optional(&self.pool).await.map_err(db)?;
+        row.as_ref().map(Membership::decode).transpose()?.ok_or_else(|| Error::not_found("membership"))
+    }
+
+    /// Adds an existing user to a workspace with a role no higher than the caller's.
+    pub async fn add_member(&self, scope: &Scope, workspace: &WorkspaceRef, user_id: i64, role: Role) -> Result<Membership> {
+        let (found, own) = self.workspace_access(scope, workspace, Action::ManageMembers).await?;
+        scope.may_grant(own, role)?;
+        if self.user_by_id(user_id).await?.is_none() {
+            return Err(Error::not_found("user"));
+        }
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        let id = insert_membership(&mut tx, found.id, user_id, role).await?;
+        tx.commit().await.map_err(db)?;
+        self.membership(found.id, id).await
+    }
+
+    /// Changes a member's role. Nobody changes the role of someone above them or grants a role
+    /// above their own, and a workspace keeps at least one ADMIN.
+    pub async fn update_member_role(&self, scope: &Scope, workspace: &WorkspaceRef, membership_id: i64, role: Role) -> Result<Membership> {
+        let (found, own) = self.workspace_access(scope, workspace, Action::ManageMembers).await?;
+        let target = self.membership(found.id, membership_id).await?;
+        scope.may_grant(own, target.role)?;
+        scope.may_grant(own, role)?;
+        if target.role == Role::Admin && role != Role::Admin {
+            self.ensure_another_admin(found.id, target.id).await?;
+        }
+        sqlx::query("UPDATE memberships SET role = $1 WHERE id = $2")
+            .bind(role.as_str())
+            .bind(target.id)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        self.membership(found.id, membership_id).await
+    }
+
+    /// Removes a member. Members may always leave; managers remove others up to their own role.
+    pub async fn remove_member(&self, scope: &Scope, workspace: &WorkspaceRef, membership_id: i64) -> Result<Membership> {
+        let (found, own) = self.workspace_access(scope, workspace, Action::Read).await?;
+        let target = self.membership(found.id, membership_id).await?;
+        if target.user_id != scope.user_id {
+            scope.authorize(found.facts(), Action::ManageMembers)?;
+            scope.may_grant(own, target.role)?;
+        }
+        if target.role == Role::Admin {
+            self.ensure_another_admin(found.id, target.id).await?;
+        }
+        let personal: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE id = $1 AND personal_workspace_id = $2")
+            .bind(target.user_id)
+            .bind(found.id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        if personal.is_some() {
+            return Err(Error::conflict("nobody leaves their own personal workspace"));
+        }
+        sqlx::query("DELETE FROM memberships WHERE id = $1").bind(target.id).execute(&self.pool).await.map_err(db)?;
+        Ok(target)
+    }
+
+    async fn ensure_another_admin(&self, workspace_id: i64, except_membership: i64) -> Result<()> {
+        let others: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM memberships WHERE workspace_id = $1 AND role = $2 AND id <> $3")
+                .bind(workspace_id)
+                .bind(Role::Admin.as_str())
+                .bind(except_membership)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db)?;
+        if others == 0 {
+            return Err(Error::conflict("a workspace keeps at least one ADMIN"));
+        }
+        Ok(())
+    }
+
+    /// Why an address cannot be invited to a workspace now, if it cannot.
+    pub async fn invitation_obstacle(&self, workspace_id: i64, email: &str) -> Result<Option<&'static str>> {
+        let member: Option<i64> = sqlx::query_scalar(
+            "SELECT m.id FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.workspace_id = $1 AND u.email = $2",
+        )
+        .bind(workspace_id)
+        .bind(email)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db)?;
+        if member.is_some() {
+            return Ok(Some("already a member of the workspace"));
+        }
+        let invited: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM invitations WHERE workspace_id = $1 AND email = $2 AND status = $3 AND expires > $4",
+        )
+        .bind(workspace_id)
+        .bind(email)
+        .bind(InvitationStatus::Pending.as_str())
+        .bind(Timestamp::now().micros())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(invited.map(|_| "already invited"))
+    }
+
+    /// Records an invitation; the caller has checked access, the role and the obstacles.
+    pub async fn create_invitation(
+        &self,
+        scope: &Scope,
+        workspace_id: i64,
+        email: &str,
+        role: Role,
+        token_hash: &str,
+        expires: Timestamp,
+    ) -> Result<Invitation> {
+        let sql = format!(
+            "INSERT INTO invitations (workspace_id, email, role, invited_by_id, token_hash, status, created, expires) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {INVITATION_COLUMNS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(workspace_id)
+            .bind(email)
+            .bind(role.as_str())
+            .bind(scope.user_id)
+            .bind(token_hash)
+            .bind(InvitationStatus::Pending.as_str())
+            .bind(Timestamp::now().micros())
+            .bind(expires.micros())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        Invitation::decode(&row)
+    }
+
+    /// Pending invitations of a workspace, oldest first.
+    pub async fn pending_invitations(&self, scope: &Scope, workspace: &WorkspaceRef) -> Result<Vec<Invitation>> {
+        let (found, _) = self.workspace_access(scope, workspace, Action::ManageMembers).await?;
+        let sql = format!(
+            "SELECT {INVITATION_COLUMNS} FROM invitations WHERE workspace_id = $1 AND status = $2 AND expires > $3 ORDER BY id"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(found.id)
+            .bind(InvitationStatus::Pending.as_str())
+            .bind(Timestamp::now().micros())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter().map(Invitation::decode).collect()
+    }
+
+    async fn pending_invitation(&self, scope: &Scope, workspace: &WorkspaceRef, id: i64) -> Result<(Invitation, Role)> {
+        let (found, own) = self.workspace_access(scope, workspace, Action::ManageMembers).await?;
+        let sql = format!("SELECT {INVITATION_COLUMNS} FROM invitations WHERE workspace_id = $1 AND id = $2");
+        let row = sqlx::query(&sql).bind(found.id).bind(id).fetch_optional(&self.pool).await.map_err(db)?;
+        let invitation = row.as_ref().map(Invitation::decode).transpose()?.ok_or_else(|| Error::not_found("invitation"))?;
+        if invitation.status != InvitationStatus::Pending {
+            return Err(Error::conflict(format!("the invitation is {}", invitation.status.as_str().to_lowercase())));
+        }
+        scope.may_grant(own, invitation.role)?;
+        Ok((invitation, own))
+    }
+
+    pub async fn cancel_invitation(&self, scope: &Scope, workspace: &WorkspaceRef, id: i64) -> Result<Invitation> {
+        let (invitation, _) = self.pending_invitation(scope, workspace, id).await?;
+        sqlx::query("UPDATE invitations SET status = $1 WHERE id = $2")
+            .bind(InvitationStatus::Cancelled.as_str())
+            .bind(invitation.id)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(Invitation { status: InvitationStatus::Cancelled, ..invitation })
+    }
+
+    /// Gives a pending invitation a fresh token and expiry (the old token stops working).
+    pub async fn renew_invitation(
+        &self,
+        scope: &Scope,
+        workspace: &WorkspaceRef,
+        id: i64,
+        token_hash: &str,
+        expires: Timestamp,
+    ) -> Result<Invitation> {
+        let (invitation, _) = self.pending_invitation(scope, workspace, id).await?;
+        sqlx::query("UPDATE invitations SET token_hash = $1, expires = $2 WHERE id = $3")
+            .bind(token_hash)
+            .bind(expires.micros())
+            .bind(invitation.id)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(Invitation { expires, ..invitation })
+    }
+
+    /// The pending, unexpired invitation a token belongs to (system look-up, no scope).
+    pub async fn invitation_by_token(&self, token_hash: &str) -> Result<Option<Invitation>> {
+        let sql = format!(
+            "SELECT {INVITATION_COLUMNS} FROM invitations WHERE token_hash = $1 AND status = $2 AND expires > $3"
+        );
+        let row = sqlx::query(&sql)
+            .bind(token_hash)
+            .bind(InvitationStatus::Pending.as_str())
+            .bind(Timestamp::now().micros())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref().map(Invitation::decode).transpose()
+    }
+
+    /// Accepts an invitation once: creates the user if needed and adds the membership, all in
+    /// one transaction. A second acceptance of the same invitation finds it gone (404).
+    pub async fn accept_invitation(&self, invitation: &Invitation, invitee: Invitee) -> Result<User> {
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        let claimed = sqlx::query("UPDATE invitations SET status = $1 WHERE id = $2 AND status = $3")
+            .bind(InvitationStatus::Accepted.as_str())
+            .bind(invitation.id)
+            .bind(InvitationStatus::Pending.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        if claimed.rows_affected() != 1 {
+            return Err(Error::not_found("invitation"));
+        }
+        let user_id = match invitee {
+            Invitee::Existing(id) => id,
+            Invitee::New(new) => insert_user(&mut tx, &new).await?.id,
+        };
+        let already: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM memberships WHERE workspace_id = $1 AND user_id = $2")
+                .bind(invitation.workspace_id)
+                .bind(user_id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?;
+        if already.is_none() {
+            insert_membership(&mut tx, invitation.workspace_id, user_id, invitation.role).await?;
+        }
+        tx.commit().await.map_err(db)?;
+        self.user_by_id(user_id).await?.ok_or_else(|| Error::not_found("user"))
+    }
+}
+
+enum Param {
+    Int(i64),
+    Text(String),
+}
+
+async fn insert_membership(tx: &mut Transaction<'static, Any>, workspace_id: i64, user_id: i64, role: Role) -> Result<i64> {
+    sqlx::query_scalar("INSERT INTO memberships (workspace_id, user_id, role, created) VALUES ($1, $2, $3, $4) RETURNING id")
+        .bind(workspace_id)
+        .bind(user_id)
+        .bind(role.as_str())
+        .bind(Timestamp::now().micros())
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(db_unique("the user is a member of the workspace already"))
+}
