@@ -1,0 +1,261 @@
+//! The model artifact: one self-describing, versioned, checksummed file.
+//!
+//! Layout (all integers little-endian):
+//!
+//! | bytes | content |
+//! |---|---|
+//! | 8 | magic `LECTORML` |
+//! | 4 | format version (1) |
+//! | 4 | header length `h` |
+//! | h | header: [`ModelInfo`] as JSON (project type, classes, labels, features, hyper-parameters, calibration, training date, metrics) |
+//! | 8 | body length `b` |
+//! | b | body: the IDF table, then each head, stored sparsely (only rows with a non-zero value) |
+//! | 8 | FNV-1a 64 of everything before it |
+//!
+//! The weights are exact `f32` bit patterns, so a loaded model predicts exactly what the saved
+//! one did. Reading checks the magic, the version and the checksum before parsing anything and
+//! then bounds-checks every length, so a truncated, corrupted or foreign file is an
+//! [`Error::Artifact`], never a panic or a huge allocation.
+
+use crate::error::{Error, Result};
+use crate::features::{FNV_SEED, Featurizer, fnv1a};
+use crate::model::{Head, Model, ModelInfo};
+
+const MAGIC: &[u8; 8] = b"LECTORML";
+/// The format this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+const MAX_HEADER: usize = 64 << 20;
+
+fn put_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// `values` as `(count, default, [index, value]…)`: everything not listed equals `default`.
+fn put_sparse_table(out: &mut Vec<u8>, values: &[f32], default: f32) {
+    let listed: Vec<(usize, f32)> = values
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, v)| v.to_bits() != default.to_bits())
+        .collect();
+    put_u32(out, values.len() as u32);
+    out.extend_from_slice(&default.to_le_bytes());
+    put_u32(out, listed.len() as u32);
+    for (i, v) in listed {
+        put_u32(out, i as u32);
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+fn put_head(out: &mut Vec<u8>, head: &Head) {
+    let k = head.outputs;
+    put_u32(out, k as u32);
+    put_u32(out, head.dim() as u32);
+    for &b in &head.bias {
+        out.extend_from_slice(&b.to_le_bytes());
+    }
+    let rows: Vec<usize> = (0..head.dim())
+        .filter(|&j| {
+            head.weights[j * k..j * k + k]
+                .iter()
+                .any(|w| w.to_bits() != 0)
+        })
+        .collect();
+    put_u32(out, rows.len() as u32);
+    for j in rows {
+        put_u32(out, j as u32);
+        for w in &head.weights[j * k..j * k + k] {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+    }
+}
+
+/// A bounds-checked reader over the body.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.bytes.len())
+            .ok_or_else(|| Error::artifact("unexpected end of data"))?;
+        let s = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self) -> Result<u64> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    fn f32(&mut self) -> Result<f32> {
+        Ok(f32::from_bits(self.u32()?))
+    }
+
+    /// A count of items of `item_bytes` each that must fit in what is left.
+    fn count(&mut self, item_bytes: usize) -> Result<usize> {
+        let n = self.u32()? as usize;
+        if n.saturating_mul(item_bytes) > self.bytes.len() - self.at {
+            return Err(Error::artifact("a count exceeds the data"));
+        }
+        Ok(n)
+    }
+
+    fn sparse_table(&mut self, expected_len: usize) -> Result<Vec<f32>> {
+        let len = self.u32()? as usize;
+        if len != expected_len {
+            return Err(Error::artifact("a table does not match the header"));
+        }
+        let default = self.f32()?;
+        let listed = self.count(8)?;
+        let mut values = vec![default; len];
+        for _ in 0..listed {
+            let i = self.u32()? as usize;
+            let v = self.f32()?;
+            *values
+                .get_mut(i)
+                .ok_or_else(|| Error::artifact("an index is out of range"))? = v;
+        }
+        Ok(values)
+    }
+
+    fn head(&mut self, dim: usize, outputs: usize) -> Result<Head> {
+        let k = self.u32()? as usize;
+        let d = self.u32()? as usize;
+        if k != outputs || d != dim {
+            return Err(Error::artifact("a head does not match the header"));
+        }
+        let mut head = Head::zeros(dim, k);
+        for b in head.bias.iter_mut() {
+            *b = self.f32()?;
+        }
+        let rows = self.count(4 + 4 * k)?;
+        for _ in 0..rows {
+            let j = self.u32()? as usize;
+            if j >= dim {
+                return Err(Error::artifact("a row is out of range"));
+            }
+            for o in 0..k {
+                head.weights[j * k + o] = self.f32()?;
+            }
+        }
+        Ok(head)
+    }
+}
+
+impl Model {
+    /// The model as one artifact file.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let header = serde_json::to_vec(&self.info).unwrap_or_default();
+        let mut body = Vec::new();
+        let idf = &self.featurizer.idf;
+        // Unseen buckets all share the largest IDF: store that once.
+        let default = idf.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        put_sparse_table(
+            &mut body,
+            idf,
+            if default.is_finite() { default } else { 0.0 },
+        );
+        put_head(&mut body, &self.main);
+        body.push(u8::from(self.label_head.is_some()));
+        if let Some(h) = &self.label_head {
+            put_head(&mut body, h);
+        }
+        let mut out = Vec::with_capacity(32 + header.len() + body.len());
+        out.extend_from_slice(MAGIC);
+        put_u32(&mut out, FORMAT_VERSION);
+        put_u32(&mut out, header.len() as u32);
+        out.extend_from_slice(&header);
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&body);
+        let sum = fnv1a(FNV_SEED, &out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        out
+    }
+
+    /// Reads an artifact written by [`Model::to_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Model> {
+        if bytes.len() < 8 || &bytes[..8] != MAGIC {
+            return Err(Error::artifact("not a Lector model (bad magic)"));
+        }
+        if bytes.len() < 8 + 4 + 4 + 8 + 8 {
+            return Err(Error::artifact("file too short"));
+        }
+        let (content, sum) = bytes.split_at(bytes.len() - 8);
+        let mut r = Reader {
+            bytes: content,
+            at: 8,
+        };
+        let version = r.u32()?;
+        if version != FORMAT_VERSION {
+            return Err(Error::artifact(format!(
+                "format version {version} is not supported (this build reads {FORMAT_VERSION})"
+            )));
+        }
+        let mut expected = [0u8; 8];
+        expected.copy_from_slice(sum);
+        if fnv1a(FNV_SEED, content) != u64::from_le_bytes(expected) {
+            return Err(Error::artifact(
+                "checksum mismatch: the file is damaged or truncated",
+            ));
+        }
+        let header_len = r.u32()? as usize;
+        if header_len > MAX_HEADER {
+            return Err(Error::artifact("header too large"));
+        }
+        let header = r.take(header_len)?;
+        let info: ModelInfo = serde_json::from_slice(header)
+            .map_err(|e| Error::artifact(format!("bad header: {e}")))?;
+        info.features
+            .validate()
+            .map_err(|e| Error::artifact(format!("bad header: {e}")))?;
+        let body_len = r.u64()?;
+        if body_len != (content.len() - r.at) as u64 {
+            return Err(Error::artifact("body length does not match the file"));
+        }
+        let dim = info.features.buckets();
+        let idf = r.sparse_table(dim)?;
+        let main_outputs = if info.project_type == lector_core::ProjectType::Label {
+            info.labels.len()
+        } else {
+            info.classes.len()
+        };
+        let main = r.head(dim, main_outputs)?;
+        let label_head = match r.take(1)?[0] {
+            0 => None,
+            1 => Some(r.head(dim, info.labels.len().max(1))?),
+            _ => return Err(Error::artifact("bad head marker")),
+        };
+        if r.at != content.len() {
+            return Err(Error::artifact("trailing data"));
+        }
+        if info.project_type != lector_core::ProjectType::Label
+            && info.calibration.thresholds.len() != info.classes.len()
+            && !info.calibration.thresholds.is_empty()
+        {
+            return Err(Error::artifact("thresholds do not match the classes"));
+        }
+        let featurizer = Featurizer {
+            config: info.features.clone(),
+            idf,
+        };
+        Ok(Model {
+            info,
+            featurizer,
+            main,
+            label_head,
+        })
+    }
+}

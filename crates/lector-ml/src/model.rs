@@ -1,0 +1,433 @@
+//! The trained model and prediction.
+//!
+//! A model is a featuriser (hash configuration and IDF weights), a main linear head (labels for
+//! LABEL, classes for the others), for the pair types a second head that scores labels on the
+//! features crossed with the class (so the sentiment of "service" is learnt apart from that of
+//! "food" while sharing what is common), and the calibration fitted on held-out data. Training
+//! lives in `train`, the file format in `artifact`.
+
+use lector_core::ProjectType;
+use serde::{Deserialize, Serialize};
+
+use crate::calibrate::{Platt, softmax};
+use crate::features::{FeatureConfig, Featurizer, Scratch, SparseVec, mix64};
+use crate::metrics::{Metrics, evaluate_tags};
+
+/// One tag of a segment: a class, a label, or both (see DESIGN §6).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Tag {
+    pub class: Option<String>,
+    pub label: Option<String>,
+}
+
+impl Tag {
+    pub fn label(label: impl Into<String>) -> Self {
+        Self {
+            class: None,
+            label: Some(label.into()),
+        }
+    }
+
+    pub fn class(class: impl Into<String>) -> Self {
+        Self {
+            class: Some(class.into()),
+            label: None,
+        }
+    }
+
+    pub fn pair(class: impl Into<String>, label: impl Into<String>) -> Self {
+        Self {
+            class: Some(class.into()),
+            label: Some(label.into()),
+        }
+    }
+}
+
+/// A tagged segment to learn from or to score against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Example {
+    pub text: String,
+    pub tags: Vec<Tag>,
+}
+
+impl Example {
+    pub fn new(text: impl Into<String>, tags: Vec<Tag>) -> Self {
+        Self {
+            text: text.into(),
+            tags,
+        }
+    }
+}
+
+/// A name with its calibrated probability.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scored {
+    pub name: String,
+    pub probability: f32,
+}
+
+/// A tag the model decided on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PredictedTag {
+    pub class: Option<String>,
+    pub label: Option<String>,
+    /// The probability that this tag is right: of the label (LABEL), of the class (CLASS),
+    /// of the class times that of the label given the class (pair types).
+    pub confidence: f32,
+    /// Pair types: the distribution over labels for this class (sums to 1).
+    pub labels: Vec<Scored>,
+}
+
+/// What the model says about one text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    pub tags: Vec<PredictedTag>,
+    /// LABEL: every label with its probability (they sum to 1).
+    pub labels: Vec<Scored>,
+    /// CLASS and pair types: every class with the probability that it applies.
+    pub classes: Vec<Scored>,
+    /// How sure the model is of the whole decision, in `[0, 1]`: the least certain of its
+    /// choices. Correction sessions show the least sure segments first.
+    pub confidence: f32,
+}
+
+impl Prediction {
+    /// The decided tags without probabilities.
+    pub fn plain_tags(&self) -> Vec<Tag> {
+        self.tags
+            .iter()
+            .map(|t| Tag {
+                class: t.class.clone(),
+                label: t.label.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Hyper-parameters a model was trained with, chosen or given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HyperParameters {
+    /// SVM cost of the main head.
+    pub c: f64,
+    /// SVM cost of the label head (pair types).
+    pub c_labels: Option<f64>,
+    /// The costs tried on held-out data (empty when `c` was given).
+    pub c_grid: Vec<f64>,
+    pub seed: u64,
+    pub max_epochs: u32,
+    /// How held-out data was made: `"5-fold"`, `"holdout-20%"` or `"none"`.
+    pub validation: String,
+    /// Held-out score of the chosen main-head cost (macro F1 for LABEL, micro F1 otherwise).
+    pub validation_score: Option<f64>,
+}
+
+/// The probabilities' calibration, fitted on held-out margins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// LABEL: softmax temperature of the main head.
+    pub temperature: f32,
+    /// Multi-label heads: the shared sigmoid.
+    pub platt: Platt,
+    /// Multi-label heads: per-class probability thresholds.
+    pub thresholds: Vec<f32>,
+    /// Pair types: softmax temperature of the label head.
+    pub label_temperature: f32,
+}
+
+/// Everything about a model except its weights: the artifact's header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    pub project_type: ProjectType,
+    pub classes: Vec<String>,
+    pub labels: Vec<String>,
+    pub features: FeatureConfig,
+    pub hyper: HyperParameters,
+    pub calibration: Calibration,
+    /// Segments the model learnt from.
+    pub examples: usize,
+    /// Given by the caller (the library never reads the clock, so training stays reproducible).
+    pub trained_at: Option<String>,
+    /// Set when training started from a base model.
+    pub warm_started: bool,
+    /// Test metrics, set by the caller after evaluation.
+    pub metrics: Option<Metrics>,
+}
+
+/// A block of linear scorers over the hashed table, stored feature-major so that scoring a
+/// sparse vector reads one short contiguous row per feature.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Head {
+    pub(crate) outputs: usize,
+    /// `dim * outputs`.
+    pub(crate) weights: Vec<f32>,
+    pub(crate) bias: Vec<f32>,
+}
+
+impl Head {
+    pub(crate) fn zeros(dim: usize, outputs: usize) -> Self {
+        Self {
+            outputs,
+            weights: vec![0.0; dim * outputs],
+            bias: vec![0.0; outputs],
+        }
+    }
+
+    pub(crate) fn dim(&self) -> usize {
+        self.weights.len().checked_div(self.outputs).unwrap_or(0)
+    }
+
+    #[inline]
+    pub(crate) fn scores(&self, x: &SparseVec, out: &mut Vec<f32>) {
+        out.clear();
+        out.extend_from_slice(&self.bias);
+        let k = self.outputs;
+        for (&j, &v) in x.indices.iter().zip(&x.values) {
+            let row = &self.weights[j as usize * k..j as usize * k + k];
+            for (o, &w) in out.iter_mut().zip(row) {
+                *o += v * w;
+            }
+        }
+    }
+
+    /// Column `k` as training weights (`dim` weights then the bias).
+    pub(crate) fn column(&self, k: usize) -> Vec<f64> {
+        let mut w: Vec<f64> = self
+            .weights
+            .iter()
+            .skip(k)
+            .step_by(self.outputs)
+            .map(|&v| f64::from(v))
+            .collect();
+        w.push(f64::from(self.bias[k]));
+        w
+    }
+
+    pub(crate) fn set_column(&mut self, k: usize, w: &[f64]) {
+        let dim = self.dim();
+        for (j, &v) in w.iter().take(dim).enumerate() {
+            self.weights[j * self.outputs + k] = v as f32;
+        }
+        self.bias[k] = w[dim] as f32;
+    }
+}
+
+/// The features crossed with class `class`: every feature twice, once shared and once in a
+/// bucket of its own for this class, each scaled by √½ so the vector keeps unit length.
+pub(crate) fn cross(x: &SparseVec, class: usize, buckets_log2: u32, out: &mut SparseVec) {
+    out.clear();
+    let shift = 64 - buckets_log2;
+    let salt = (class as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let s = std::f32::consts::FRAC_1_SQRT_2;
+    for (&j, &v) in x.indices.iter().zip(&x.values) {
+        out.indices.push(j);
+        out.values.push(v * s);
+        out.indices
+            .push((mix64(u64::from(j) ^ salt) >> shift) as u32);
+        out.values.push(v * s);
+    }
+}
+
+/// A trained classifier for one project type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    pub(crate) info: ModelInfo,
+    pub(crate) featurizer: Featurizer,
+    pub(crate) main: Head,
+    /// Pair types only.
+    pub(crate) label_head: Option<Head>,
+}
+
+/// Reusable buffers for [`Model::predict_with`]: one per thread avoids allocation per text.
+#[derive(Debug, Default, Clone)]
+pub struct Workspace {
+    scratch: Scratch,
+    crossed: SparseVec,
+    scores: Vec<f32>,
+    probs: Vec<f32>,
+}
+
+impl Model {
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    pub fn project_type(&self) -> ProjectType {
+        self.info.project_type
+    }
+
+    pub fn classes(&self) -> &[String] {
+        &self.info.classes
+    }
+
+    pub fn labels(&self) -> &[String] {
+        &self.info.labels
+    }
+
+    /// Records test metrics in the model (they travel in the artifact's header).
+    pub fn set_metrics(&mut self, metrics: Option<Metrics>) {
+        self.info.metrics = metrics;
+    }
+
+    pub fn set_trained_at(&mut self, trained_at: Option<String>) {
+        self.info.trained_at = trained_at;
+    }
+
+    /// Predicts the tags of one text.
+    pub fn predict(&self, text: &str) -> Prediction {
+        self.predict_with(text, &mut Workspace::default())
+    }
+
+    /// [`Model::predict`] reusing `ws` between calls.
+    pub fn predict_with(&self, text: &str, ws: &mut Workspace) -> Prediction {
+        self.featurizer.vectorize(text, &mut ws.scratch);
+        self.main.scores(&ws.scratch.vec, &mut ws.scores);
+        let cal = &self.info.calibration;
+        match self.info.project_type {
+            ProjectType::Label => {
+                softmax(&ws.scores, cal.temperature, &mut ws.probs);
+                let best = argmax(&ws.probs);
+                let labels: Vec<Scored> = self
+                    .info
+                    .labels
+                    .iter()
+                    .zip(&ws.probs)
+                    .map(|(name, &p)| Scored {
+                        name: name.clone(),
+                        probability: p,
+                    })
+                    .collect();
+                let confidence = ws.probs.get(best).copied().unwrap_or(0.0);
+                let tags = self
+                    .info
+                    .labels
+                    .get(best)
+                    .map(|l| PredictedTag {
+                        class: None,
+                        label: Some(l.clone()),
+                        confidence,
+                        labels: Vec::new(),
+                    })
+                    .into_iter()
+                    .collect();
+                Prediction {
+                    tags,
+                    labels,
+                    classes: Vec::new(),
+                    confidence,
+                }
+            }
+            ProjectType::Class | ProjectType::Absa | ProjectType::Classlabel => {
+                let probs: Vec<f32> = ws
+                    .scores
+                    .iter()
+                    .map(|&s| cal.platt.probability(s))
+                    .collect();
+                let mut confidence = 1.0f32;
+                let mut tags = Vec::new();
+                for (k, &p) in probs.iter().enumerate() {
+                    let threshold = cal.thresholds.get(k).copied().unwrap_or(0.5);
+                    if p >= threshold {
+                        confidence = confidence.min(p);
+                        tags.push(k);
+                    } else {
+                        confidence = confidence.min(1.0 - p);
+                    }
+                }
+                let classes: Vec<Scored> = self
+                    .info
+                    .classes
+                    .iter()
+                    .zip(&probs)
+                    .map(|(name, &p)| Scored {
+                        name: name.clone(),
+                        probability: p,
+                    })
+                    .collect();
+                let tags = tags
+                    .into_iter()
+                    .map(|k| {
+                        let class = self.info.classes[k].clone();
+                        match &self.label_head {
+                            None => PredictedTag {
+                                class: Some(class),
+                                label: None,
+                                confidence: probs[k],
+                                labels: Vec::new(),
+                            },
+                            Some(head) => {
+                                cross(
+                                    &ws.scratch.vec,
+                                    k,
+                                    self.info.features.buckets_log2,
+                                    &mut ws.crossed,
+                                );
+                                head.scores(&ws.crossed, &mut ws.scores);
+                                softmax(&ws.scores, cal.label_temperature, &mut ws.probs);
+                                let best = argmax(&ws.probs);
+                                let p_label = ws.probs.get(best).copied().unwrap_or(0.0);
+                                confidence = confidence.min(p_label);
+                                PredictedTag {
+                                    class: Some(class),
+                                    label: self.info.labels.get(best).cloned(),
+                                    confidence: probs[k] * p_label,
+                                    labels: self
+                                        .info
+                                        .labels
+                                        .iter()
+                                        .zip(&ws.probs)
+                                        .map(|(name, &p)| Scored {
+                                            name: name.clone(),
+                                            probability: p,
+                                        })
+                                        .collect(),
+                                }
+                            }
+                        }
+                    })
+                    .collect();
+                Prediction {
+                    tags,
+                    labels: Vec::new(),
+                    classes,
+                    confidence,
+                }
+            }
+        }
+    }
+
+    /// The decided label of a LABEL model (index into [`Model::labels`]) without building a
+    /// [`Prediction`]: the fast path for bulk scoring.
+    pub fn predict_label_index(&self, text: &str, ws: &mut Workspace) -> Option<usize> {
+        self.featurizer.vectorize(text, &mut ws.scratch);
+        self.main.scores(&ws.scratch.vec, &mut ws.scores);
+        (!ws.scores.is_empty()).then(|| argmax(&ws.scores))
+    }
+
+    /// Predicts every example and scores the predictions against its tags.
+    pub fn evaluate(&self, examples: &[Example]) -> Metrics {
+        let mut ws = Workspace::default();
+        let predicted: Vec<Vec<Tag>> = examples
+            .iter()
+            .map(|e| self.predict_with(&e.text, &mut ws).plain_tags())
+            .collect();
+        let gold: Vec<Vec<Tag>> = examples.iter().map(|e| e.tags.clone()).collect();
+        evaluate_tags(
+            self.info.project_type,
+            &self.info.classes,
+            &self.info.labels,
+            &gold,
+            &predicted,
+        )
+    }
+}
+
+/// Index of the largest value; the first on ties; 0 for an empty slice.
+pub(crate) fn argmax(values: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &v) in values.iter().enumerate() {
+        if v > values[best] {
+            best = i;
+        }
+    }
+    best
+}

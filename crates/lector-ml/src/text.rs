@@ -1,0 +1,252 @@
+//! Text normalisation and tokenisation for English, German and Arabic.
+//!
+//! The featuriser needs the same tokens for the same meaning however the text was typed: so we
+//! apply NFKC (Arabic presentation forms, full-width letters, ligatures), fold case (German `ß`
+//! and `ẞ` to `ss`, final sigma to sigma), and for Arabic drop tatweel and diacritics and unify
+//! the alef and ya forms (and, by default, ta marbuta to ha). Words are runs of letters, digits
+//! and combining marks, with an apostrophe kept inside a word (`don't`); every other visible
+//! character (punctuation, symbols, emoji) is a token of its own, because `!` and `:(` carry
+//! sentiment. This module does not split sentences; that is `lector-text`'s job.
+
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::is_combining_mark;
+
+/// The tokens of one text, as normalised characters and spans into them. Reused between calls
+/// so that featurising allocates nothing in the steady state.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct TokenBuf {
+    pub(crate) chars: Vec<char>,
+    /// `(start, end, is_word)` into `chars`.
+    pub(crate) spans: Vec<(u32, u32, bool)>,
+}
+
+impl TokenBuf {
+    pub(crate) fn clear(&mut self) {
+        self.chars.clear();
+        self.spans.clear();
+    }
+
+    pub(crate) fn token(&self, i: usize) -> &[char] {
+        let (s, e, _) = self.spans[i];
+        &self.chars[s as usize..e as usize]
+    }
+}
+
+/// Arabic letters and marks we unify or drop; `None` means "drop the character".
+#[inline]
+fn fold_arabic(c: char, fold_ta_marbuta: bool) -> Option<char> {
+    match c {
+        // Tatweel (kashida), the harakat, tanwin, shadda, sukun and the other marks of the
+        // block, and the superscript alef: they change the look or the vowelling, not the word.
+        '\u{0640}' | '\u{064B}'..='\u{065F}' | '\u{0670}' | '\u{06D6}'..='\u{06ED}' => None,
+        // Alef with hamza above or below, with madda, and alef wasla: plain alef.
+        '\u{0622}' | '\u{0623}' | '\u{0625}' | '\u{0671}' => Some('\u{0627}'),
+        // Alef maksura: ya.
+        '\u{0649}' => Some('\u{064A}'),
+        // Ta marbuta: ha (optional: it merges a few distinct words but helps recall).
+        '\u{0629}' if fold_ta_marbuta => Some('\u{0647}'),
+        _ => Some(c),
+    }
+}
+
+/// What role a character plays once normalised.
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Kind {
+    Word,
+    Apostrophe,
+    Space,
+    Symbol,
+}
+
+#[inline]
+fn kind(c: char) -> Kind {
+    if c.is_alphanumeric() {
+        Kind::Word
+    } else if c == '\'' || c == '\u{2019}' {
+        Kind::Apostrophe
+    } else if c.is_whitespace() || c.is_control() || c == '\u{200C}' || c == '\u{200D}' {
+        // Zero-width (non-)joiners shape Arabic and Persian script; they never separate meaning.
+        Kind::Space
+    } else if is_combining_mark(c) {
+        Kind::Word
+    } else {
+        Kind::Symbol
+    }
+}
+
+/// A tokeniser with its normalisation settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Tokenizer {
+    pub(crate) fold_ta_marbuta: bool,
+}
+
+impl Tokenizer {
+    /// Normalises and tokenises `text` into `out` (cleared first).
+    pub(crate) fn tokenize_into(&self, text: &str, out: &mut TokenBuf) {
+        out.clear();
+        if text.is_ascii() {
+            self.run(text.chars(), out);
+        } else {
+            self.run(text.nfkc(), out);
+        }
+    }
+
+    fn run(&self, source: impl Iterator<Item = char>, out: &mut TokenBuf) {
+        let mut state = Splitter {
+            word_start: None,
+            pending_apostrophe: false,
+        };
+        for raw in source {
+            if raw.is_ascii() {
+                state.push(raw.to_ascii_lowercase(), out);
+                continue;
+            }
+            let Some(c) = fold_arabic(raw, self.fold_ta_marbuta) else {
+                continue;
+            };
+            for lower in c.to_lowercase() {
+                match lower {
+                    'ß' => {
+                        state.push('s', out);
+                        state.push('s', out);
+                    }
+                    'ς' => state.push('σ', out),
+                    '\u{2019}' => state.push('\'', out),
+                    other => state.push(other, out),
+                }
+            }
+        }
+        state.finish(out);
+    }
+}
+
+/// The word-boundary state machine behind [`Tokenizer`].
+struct Splitter {
+    word_start: Option<usize>,
+    /// An apostrophe seen inside a word, kept only if a letter follows it.
+    pending_apostrophe: bool,
+}
+
+impl Splitter {
+    #[inline]
+    fn push(&mut self, c: char, out: &mut TokenBuf) {
+        match kind(c) {
+            Kind::Word => {
+                if self.word_start.is_none() {
+                    if is_combining_mark(c) {
+                        // A stray mark with no base letter: nothing to attach it to.
+                        return;
+                    }
+                    self.word_start = Some(out.chars.len());
+                }
+                if self.pending_apostrophe {
+                    out.chars.push('\'');
+                    self.pending_apostrophe = false;
+                }
+                out.chars.push(c);
+            }
+            Kind::Apostrophe if self.word_start.is_some() && !self.pending_apostrophe => {
+                self.pending_apostrophe = true;
+            }
+            Kind::Apostrophe | Kind::Symbol => {
+                self.end_word(out);
+                let start = out.chars.len();
+                out.chars.push(c);
+                out.spans.push((start as u32, start as u32 + 1, false));
+            }
+            Kind::Space => self.end_word(out),
+        }
+    }
+
+    fn end_word(&mut self, out: &mut TokenBuf) {
+        if let Some(start) = self.word_start.take() {
+            out.spans.push((start as u32, out.chars.len() as u32, true));
+        }
+        if self.pending_apostrophe {
+            // A trailing apostrophe (`dogs'`) is punctuation after all.
+            self.pending_apostrophe = false;
+            let start = out.chars.len();
+            out.chars.push('\'');
+            out.spans.push((start as u32, start as u32 + 1, false));
+        }
+    }
+
+    fn finish(&mut self, out: &mut TokenBuf) {
+        self.end_word(out);
+    }
+}
+
+/// The normalised tokens of `text`, as the featuriser sees them (ta marbuta folded).
+pub fn tokenize(text: &str) -> Vec<String> {
+    let mut buf = TokenBuf::default();
+    Tokenizer {
+        fold_ta_marbuta: true,
+    }
+    .tokenize_into(text, &mut buf);
+    (0..buf.spans.len())
+        .map(|i| buf.token(i).iter().collect())
+        .collect()
+}
+
+/// `text` with the Arabic normalisation applied and nothing else changed: tatweel and
+/// diacritics removed, alef forms and alef maksura unified, ta marbuta folded when asked.
+pub fn normalize_arabic(text: &str, fold_ta_marbuta: bool) -> String {
+    text.chars()
+        .filter_map(|c| fold_arabic(c, fold_ta_marbuta))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn english_words_apostrophes_and_punctuation() {
+        assert_eq!(
+            tokenize("Don't STOP, it's great!! dogs' toys"),
+            [
+                "don't", "stop", ",", "it's", "great", "!", "!", "dogs", "'", "toys"
+            ]
+        );
+        assert_eq!(tokenize("  \t\n "), Vec::<String>::new());
+        assert_eq!(
+            tokenize("price: 3.50 :)"),
+            ["price", ":", "3", ".", "50", ":", ")"]
+        );
+    }
+
+    #[test]
+    fn german_case_folding_umlauts_and_eszett() {
+        assert_eq!(
+            tokenize("Die STRASSE ist schön, die Straße auch. GRÜẞE aus Köln!"),
+            [
+                "die", "strasse", "ist", "schön", ",", "die", "strasse", "auch", ".", "grüsse",
+                "aus", "köln", "!"
+            ]
+        );
+        // A decomposed umlaut (o + combining diaeresis) is the same token as the composed one.
+        assert_eq!(tokenize("scho\u{0308}n"), ["schön"]);
+        assert_eq!(tokenize("Übergrößenträger"), ["übergrössenträger"]);
+    }
+
+    #[test]
+    fn arabic_normalisation() {
+        // Tatweel, diacritics (fatha, damma, kasra, shadda, sukun, tanwin) and superscript alef.
+        assert_eq!(normalize_arabic("كـــتـاب", false), "كتاب");
+        assert_eq!(normalize_arabic("مُحَمَّدٌ", false), "محمد");
+        assert_eq!(normalize_arabic("هٰذا", false), "هذا");
+        // Alef forms and alef maksura.
+        assert_eq!(normalize_arabic("أحمد إلى آمن", false), "احمد الي امن");
+        // Ta marbuta only when asked.
+        assert_eq!(normalize_arabic("مدرسة", false), "مدرسة");
+        assert_eq!(normalize_arabic("مدرسة", true), "مدرسه");
+        // Tokenisation: the same word however it is written; presentation forms via NFKC.
+        assert_eq!(tokenize("الغُرفةُ ممتازة!"), ["الغرفه", "ممتازه", "!"]);
+        assert_eq!(tokenize("إلى"), tokenize("الي"));
+        assert_eq!(
+            tokenize("\u{FEE3}\u{FEE4}\u{FEE8}\u{FEEE}\u{FECA}"),
+            tokenize("ممنوع")
+        );
+        assert_eq!(tokenize("رائع، جداً؟"), ["رائع", "،", "جدا", "؟"]);
+    }
+}

@@ -1,0 +1,785 @@
+//! Training: from tagged examples to a calibrated [`Model`], for the four project types.
+//!
+//! The recipe is the same for every head: featurise, choose the SVM cost on held-out data
+//! (5-fold cross-validation for small sets, where every example counts; one stratified 20 %
+//! holdout for large ones, where time counts), fit the calibration and thresholds on those
+//! held-out margins, then refit on everything with the chosen cost. Users never tune anything;
+//! every choice is recorded in the model's [`HyperParameters`]. All randomness comes from the
+//! seed and everything runs on one thread in a fixed order, so the same input gives the same
+//! bytes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use lector_core::ProjectType;
+
+use crate::calibrate::{Platt, best_threshold, fit_temperature};
+use crate::error::{Error, Result};
+use crate::features::{FeatureConfig, Featurizer, Scratch, SparseVec};
+use crate::model::{Calibration, Example, Head, HyperParameters, Model, ModelInfo, cross};
+use crate::progress::{Progress, ProgressFn};
+use crate::rng::Rng;
+use crate::split::stratified_folds;
+use crate::svm::{Binary, Csr, SolverParams};
+
+/// Validation runs: `(train rows, held-out rows)` each.
+type Runs = Vec<(Vec<usize>, Vec<usize>)>;
+
+/// Below this many segments, hyper-parameters are chosen by 5-fold cross-validation.
+const CROSS_VALIDATE_BELOW: usize = 3000;
+/// Below this many segments there is too little to hold out: defaults are used.
+const MIN_FOR_VALIDATION: usize = 10;
+
+/// How to train. [`Options::default`] is what users get; nothing needs tuning.
+#[derive(Debug, Clone)]
+pub struct Options<'a> {
+    pub seed: u64,
+    /// Feature extraction (ignored on a warm start, which must use the base model's).
+    pub features: FeatureConfig,
+    /// A fixed SVM cost; `None` chooses one from `c_grid` on held-out data.
+    pub c: Option<f64>,
+    pub c_grid: Vec<f64>,
+    pub max_epochs: u32,
+    /// Stored in the artifact header as given.
+    pub trained_at: Option<String>,
+    /// Start from this model's weights (regularised towards them) where labels or classes
+    /// have the same names.
+    pub base: Option<&'a Model>,
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Self {
+            seed: 0,
+            features: FeatureConfig::default(),
+            c: None,
+            c_grid: vec![0.1, 0.3, 1.0, 3.0],
+            max_epochs: 50,
+            trained_at: None,
+            base: None,
+        }
+    }
+}
+
+/// What one head learns to predict.
+enum Targets {
+    /// One of `k` outputs per row.
+    Single { y: Vec<usize>, k: usize },
+    /// Any of `k` outputs per row.
+    Multi { y: Vec<Vec<usize>>, k: usize },
+}
+
+impl Targets {
+    fn outputs(&self) -> usize {
+        match self {
+            Targets::Single { k, .. } | Targets::Multi { k, .. } => *k,
+        }
+    }
+
+    /// The binary problems: `(positive output, negative output)`; a two-way single-label head
+    /// is one problem (the second output is the first's mirror), the rest one-vs-rest.
+    fn problems(&self) -> Vec<(usize, Option<usize>)> {
+        match self {
+            Targets::Single { k: 2, .. } => vec![(1, Some(0))],
+            Targets::Single { k, .. } | Targets::Multi { k, .. } => {
+                (0..*k).map(|i| (i, None)).collect()
+            }
+        }
+    }
+
+    fn sign(&self, row: usize, output: usize) -> f64 {
+        let on = match self {
+            Targets::Single { y, .. } => y[row] == output,
+            Targets::Multi { y, .. } => y[row].contains(&output),
+        };
+        if on { 1.0 } else { -1.0 }
+    }
+
+    /// Held-out quality of margins: macro F1 of the arg-max (single) or micro F1 of the
+    /// positive margins (multi).
+    fn score(&self, rows: &[usize], margins: &[Vec<f64>]) -> f64 {
+        match self {
+            Targets::Single { y, k } => {
+                let (mut tp, mut fp, mut fn_) =
+                    (vec![0usize; *k], vec![0usize; *k], vec![0usize; *k]);
+                for (&r, m) in rows.iter().zip(margins) {
+                    let p = m
+                        .iter()
+                        .enumerate()
+                        .fold(0, |b, (i, &v)| if v > m[b] { i } else { b });
+                    if p == y[r] {
+                        tp[p] += 1;
+                    } else {
+                        fp[p] += 1;
+                        fn_[y[r]] += 1;
+                    }
+                }
+                let f1: f64 = (0..*k)
+                    .map(|i| {
+                        let d = 2 * tp[i] + fp[i] + fn_[i];
+                        if d == 0 {
+                            0.0
+                        } else {
+                            2.0 * tp[i] as f64 / d as f64
+                        }
+                    })
+                    .sum();
+                f1 / *k as f64
+            }
+            Targets::Multi { y, .. } => {
+                let (mut tp, mut fp, mut fn_) = (0usize, 0usize, 0usize);
+                for (&r, m) in rows.iter().zip(margins) {
+                    for (i, &v) in m.iter().enumerate() {
+                        match (y[r].contains(&i), v > 0.0) {
+                            (true, true) => tp += 1,
+                            (true, false) => fn_ += 1,
+                            (false, true) => fp += 1,
+                            _ => {}
+                        }
+                    }
+                }
+                let d = 2 * tp + fp + fn_;
+                if d == 0 {
+                    0.0
+                } else {
+                    2.0 * tp as f64 / d as f64
+                }
+            }
+        }
+    }
+}
+
+/// A head as fitted: weights, the cost chosen, and held-out margins at that cost.
+struct FittedHead {
+    head: Head,
+    c: f64,
+    /// `(row, margins)` of every held-out row, in row order.
+    held_out: Vec<(usize, Vec<f64>)>,
+    validation_score: Option<f64>,
+}
+
+struct HeadJob<'a> {
+    x: &'a Csr,
+    dim: usize,
+    targets: &'a Targets,
+    /// Validation runs: `(train rows, held-out rows)`.
+    runs: &'a [(Vec<usize>, Vec<usize>)],
+    grid: &'a [f64],
+    /// Per output: the base model's weights to start from.
+    w0: &'a [Option<Vec<f64>>],
+    params: SolverParams,
+}
+
+impl HeadJob<'_> {
+    fn plan(&self, progress: &mut Progress<'_, '_>) {
+        let problems = self.targets.problems().len() as f64;
+        let epochs = f64::from(self.params.max_epochs);
+        for (train, _) in self.runs {
+            progress.plan(problems * epochs * self.grid.len() as f64 * self.x.nnz_of(train) as f64);
+        }
+        progress.plan(problems * epochs * self.x.indices.len() as f64);
+    }
+
+    fn start_weights(&self, positive: usize, negative: Option<usize>) -> Option<Vec<f64>> {
+        let pos = self.w0.get(positive).and_then(Clone::clone);
+        let neg = negative.and_then(|n| self.w0.get(n).and_then(Clone::clone));
+        match (pos, neg, negative) {
+            (p, _, None) => p,
+            (None, None, Some(_)) => None,
+            (p, n, Some(_)) => {
+                let len = self.dim + 1;
+                let p = p.unwrap_or_else(|| vec![0.0; len]);
+                let n = n.unwrap_or_else(|| vec![0.0; len]);
+                Some(p.iter().zip(&n).map(|(a, b)| (a - b) / 2.0).collect())
+            }
+        }
+    }
+
+    fn fit(&self, rng: &mut Rng, progress: &mut Progress<'_, '_>) -> Result<FittedHead> {
+        let k = self.targets.outputs();
+        let problems = self.targets.problems();
+        // held[c][i] = margins of held-out row i (in `held_rows` order) at cost grid[c].
+        let held_rows: Vec<usize> = {
+            let mut rows: Vec<usize> = self
+                .runs
+                .iter()
+                .flat_map(|(_, h)| h.iter().copied())
+                .collect();
+            rows.sort_unstable();
+            rows
+        };
+        let position: BTreeMap<usize, usize> =
+            held_rows.iter().enumerate().map(|(i, &r)| (r, i)).collect();
+        let mut held = vec![vec![vec![0.0f64; k]; held_rows.len()]; self.grid.len()];
+        for (train, test) in self.runs {
+            for &(positive, negative) in &problems {
+                let y: Vec<f64> = train
+                    .iter()
+                    .map(|&r| self.targets.sign(r, positive))
+                    .collect();
+                let mut state = Binary::new(
+                    train.len(),
+                    self.dim,
+                    self.start_weights(positive, negative).as_deref(),
+                );
+                for (ci, &c) in self.grid.iter().enumerate() {
+                    let cost = vec![c; train.len()];
+                    state.solve(self.x, train, &y, &cost, self.params, rng, progress)?;
+                    for &r in test {
+                        let (ind, val) = self.x.row(r);
+                        let m = Binary::margin(&state.w, ind, val);
+                        let slot = &mut held[ci][position[&r]];
+                        slot[positive] = m;
+                        if let Some(n) = negative {
+                            slot[n] = -m;
+                        }
+                    }
+                }
+            }
+        }
+        let (best, validation_score) = if held_rows.is_empty() {
+            // Nothing held out: the cost nearest 1, liblinear's and scikit-learn's default.
+            let nearest = (0..self.grid.len())
+                .min_by(|&a, &b| self.grid[a].ln().abs().total_cmp(&self.grid[b].ln().abs()))
+                .unwrap_or(0);
+            (nearest, None)
+        } else {
+            let mut best = (0, f64::NEG_INFINITY);
+            for (ci, margins) in held.iter().enumerate() {
+                let s = self.targets.score(&held_rows, margins);
+                if s > best.1 {
+                    best = (ci, s);
+                }
+            }
+            (best.0, Some(best.1))
+        };
+        let c = self.grid[best];
+        let all: Vec<usize> = (0..self.x.rows()).collect();
+        let mut head = Head::zeros(self.dim, k);
+        for &(positive, negative) in &problems {
+            let y: Vec<f64> = all
+                .iter()
+                .map(|&r| self.targets.sign(r, positive))
+                .collect();
+            let mut state = Binary::new(
+                all.len(),
+                self.dim,
+                self.start_weights(positive, negative).as_deref(),
+            );
+            state.solve(
+                self.x,
+                &all,
+                &y,
+                &vec![c; all.len()],
+                self.params,
+                rng,
+                progress,
+            )?;
+            head.set_column(positive, &state.w);
+            if let Some(n) = negative {
+                let mirrored: Vec<f64> = state.w.iter().map(|v| -v).collect();
+                head.set_column(n, &mirrored);
+            }
+        }
+        let held_out = held_rows.into_iter().zip(held.swap_remove(best)).collect();
+        Ok(FittedHead {
+            head,
+            c,
+            held_out,
+            validation_score,
+        })
+    }
+}
+
+/// Sorted, de-duplicated names.
+fn vocabulary<'e>(names: impl Iterator<Item = &'e String>) -> Vec<String> {
+    names
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+fn index_of(names: &[String], name: &str) -> Option<usize> {
+    names.binary_search_by(|n| n.as_str().cmp(name)).ok()
+}
+
+/// The validation runs for `n` rows stratified by `keys`.
+fn validation_runs(keys: &[usize], rng: &mut Rng, fixed_c: bool) -> (Runs, String) {
+    let n = keys.len();
+    if n < MIN_FOR_VALIDATION {
+        return (Vec::new(), "none".into());
+    }
+    let folds = stratified_folds(keys, 5, rng);
+    let run = |f: usize| {
+        let train = (0..n).filter(|&i| folds[i] != f).collect::<Vec<_>>();
+        let test = (0..n).filter(|&i| folds[i] == f).collect::<Vec<_>>();
+        (train, test)
+    };
+    // With the cost fixed, held-out data serves only calibration: one fold is enough.
+    if n < CROSS_VALIDATE_BELOW && !fixed_c {
+        ((0..5).map(run).collect(), "5-fold".into())
+    } else {
+        (vec![run(0)], "holdout-20%".into())
+    }
+}
+
+impl Model {
+    /// Trains a model of `project_type` on `examples`.
+    ///
+    /// `progress` receives the fraction done (non-decreasing, ending at 1) and may answer
+    /// [`std::ops::ControlFlow::Break`] to cancel, which makes this return
+    /// [`Error::Cancelled`].
+    pub fn train(
+        project_type: ProjectType,
+        examples: &[Example],
+        options: &Options<'_>,
+        progress: &mut ProgressFn<'_>,
+    ) -> Result<Model> {
+        let mut progress = Progress::new(progress);
+        let model = train_inner(project_type, examples, options, &mut progress)?;
+        progress.finish();
+        Ok(model)
+    }
+}
+
+fn train_inner(
+    project_type: ProjectType,
+    examples: &[Example],
+    options: &Options<'_>,
+    progress: &mut Progress<'_, '_>,
+) -> Result<Model> {
+    let features = match options.base {
+        Some(base) => base.info.features.clone(),
+        None => options.features.clone(),
+    };
+    features.validate().map_err(Error::InvalidInput)?;
+    if options.max_epochs == 0 {
+        return Err(Error::input("max_epochs must be at least 1"));
+    }
+    let grid: Vec<f64> = match options.c {
+        Some(c) if c.is_finite() && c > 0.0 => vec![c],
+        Some(c) => {
+            return Err(Error::input(format!(
+                "the SVM cost must be positive, not {c}"
+            )));
+        }
+        None => {
+            let mut g: Vec<f64> = options
+                .c_grid
+                .iter()
+                .copied()
+                .filter(|c| c.is_finite() && *c > 0.0)
+                .collect();
+            g.sort_by(f64::total_cmp);
+            g.dedup();
+            if g.is_empty() {
+                return Err(Error::input("the cost grid has no positive value"));
+            }
+            g
+        }
+    };
+    if let Some(base) = options.base
+        && matches!(base.info.project_type, ProjectType::Label)
+            != matches!(project_type, ProjectType::Label)
+    {
+        return Err(Error::IncompatibleBase(format!(
+            "a {} model cannot seed a {project_type} model",
+            base.info.project_type
+        )));
+    }
+
+    // What to learn.
+    let (rows, classes, labels): (Vec<usize>, Vec<String>, Vec<String>) = match project_type {
+        ProjectType::Label => {
+            let rows: Vec<usize> = (0..examples.len())
+                .filter(|&i| examples[i].tags.iter().any(|t| t.label.is_some()))
+                .collect();
+            let labels = vocabulary(
+                rows.iter()
+                    .filter_map(|&i| examples[i].tags.iter().find_map(|t| t.label.as_ref())),
+            );
+            if labels.len() < 2 {
+                return Err(Error::input(format!(
+                    "a LABEL model needs examples of at least two labels, found {}",
+                    labels.len()
+                )));
+            }
+            (rows, Vec::new(), labels)
+        }
+        _ => {
+            let classes = vocabulary(
+                examples
+                    .iter()
+                    .flat_map(|e| e.tags.iter().filter_map(|t| t.class.as_ref())),
+            );
+            if classes.is_empty() {
+                return Err(Error::input(format!(
+                    "a {project_type} model needs at least one tagged class"
+                )));
+            }
+            let labels = match project_type {
+                ProjectType::Absa => {
+                    let fixed: Vec<String> = vocabulary(
+                        ProjectType::ABSA_LABELS
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect::<Vec<_>>()
+                            .iter(),
+                    );
+                    if let Some(bad) = examples
+                        .iter()
+                        .flat_map(|e| &e.tags)
+                        .filter_map(|t| t.label.as_ref())
+                        .find(|l| index_of(&fixed, l).is_none())
+                    {
+                        return Err(Error::input(format!(
+                            "ABSA labels are positive, negative and neutral, not {bad:?}"
+                        )));
+                    }
+                    fixed
+                }
+                ProjectType::Classlabel => vocabulary(examples.iter().flat_map(|e| {
+                    e.tags
+                        .iter()
+                        .filter(|t| t.class.is_some())
+                        .filter_map(|t| t.label.as_ref())
+                })),
+                _ => Vec::new(),
+            };
+            ((0..examples.len()).collect(), classes, labels)
+        }
+    };
+    if rows.is_empty() {
+        return Err(Error::input("no usable examples"));
+    }
+
+    // Featurise: raw counts, IDF from them, then weighted rows.
+    let text_units = rows
+        .iter()
+        .map(|&i| examples[i].text.len() as f64)
+        .sum::<f64>();
+    progress.plan(text_units);
+    let mut scratch = Scratch::default();
+    let mut counts = Vec::with_capacity(rows.len());
+    for (n, &i) in rows.iter().enumerate() {
+        let mut c = Vec::new();
+        Featurizer::raw_counts(&features, &examples[i].text, &mut scratch, &mut c);
+        counts.push(c);
+        if n % 4096 == 4095 {
+            progress.advance(0.0)?;
+        }
+    }
+    let featurizer = Featurizer::fit_idf(features.clone(), &counts);
+    let mut x = Csr::new();
+    let mut v = SparseVec::default();
+    for c in &counts {
+        featurizer.weigh(c.iter().copied(), &mut v);
+        x.push(&v);
+    }
+    drop(counts);
+    let dim = features.buckets();
+    let params = SolverParams {
+        max_epochs: options.max_epochs,
+        eps: 0.1,
+    };
+    let mut rng = Rng::new(options.seed);
+
+    // Main head targets and strata.
+    let (targets, keys) = match project_type {
+        ProjectType::Label => {
+            let y: Vec<usize> = rows
+                .iter()
+                .map(|&i| {
+                    examples[i]
+                        .tags
+                        .iter()
+                        .find_map(|t| t.label.as_deref())
+                        .and_then(|l| index_of(&labels, l))
+                        .unwrap_or(0)
+                })
+                .collect();
+            let keys = y.clone();
+            (Targets::Single { y, k: labels.len() }, keys)
+        }
+        _ => {
+            let y: Vec<Vec<usize>> = rows
+                .iter()
+                .map(|&i| {
+                    let set: BTreeSet<usize> = examples[i]
+                        .tags
+                        .iter()
+                        .filter_map(|t| t.class.as_deref())
+                        .filter_map(|c| index_of(&classes, c))
+                        .collect();
+                    set.into_iter().collect()
+                })
+                .collect();
+            let keys = y.iter().map(|s| s.first().map_or(0, |c| c + 1)).collect();
+            (
+                Targets::Multi {
+                    y,
+                    k: classes.len(),
+                },
+                keys,
+            )
+        }
+    };
+    let (runs, validation) = validation_runs(&keys, &mut rng, options.c.is_some());
+    let main_names = if project_type == ProjectType::Label {
+        &labels
+    } else {
+        &classes
+    };
+    let (w0_main, warm_main) = base_columns(
+        options.base.map(|b| (&b.main, b.main_names())),
+        main_names,
+        dim,
+    );
+
+    // The label head of the pair types: one row per (segment, class) with a label.
+    let pairs: Vec<(usize, usize, usize)> =
+        if matches!(project_type, ProjectType::Absa | ProjectType::Classlabel) {
+            let mut out = Vec::new();
+            for (r, &i) in rows.iter().enumerate() {
+                // A class tagged twice in a segment takes its most frequent label (the first on ties).
+                let mut per_class: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+                for t in &examples[i].tags {
+                    if let (Some(c), Some(l)) = (t.class.as_deref(), t.label.as_deref())
+                        && let (Some(c), Some(l)) = (index_of(&classes, c), index_of(&labels, l))
+                    {
+                        per_class.entry(c).or_default().push(l);
+                    }
+                }
+                for (c, ls) in per_class {
+                    let best = ls.iter().copied().max_by_key(|l| {
+                        (
+                            ls.iter().filter(|x| *x == l).count(),
+                            std::cmp::Reverse(ls.iter().position(|x| x == l)),
+                        )
+                    });
+                    if let Some(l) = best {
+                        out.push((r, c, l));
+                    }
+                }
+            }
+            out
+        } else {
+            Vec::new()
+        };
+    let label_job = if pairs.is_empty() {
+        None
+    } else {
+        let mut px = Csr::new();
+        let mut crossed = SparseVec::default();
+        for &(r, c, _) in &pairs {
+            let (ind, val) = x.row(r);
+            let row = SparseVec {
+                indices: ind.to_vec(),
+                values: val.to_vec(),
+            };
+            cross(&row, c, features.buckets_log2, &mut crossed);
+            px.push(&crossed);
+        }
+        let y: Vec<usize> = pairs.iter().map(|p| p.2).collect();
+        // The same folds as the segments, so no segment is on both sides.
+        let fold_of: BTreeMap<usize, usize> = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(f, (_, test))| test.iter().map(move |&r| (r, f)))
+            .collect();
+        let pair_runs: Runs = (0..runs.len())
+            .map(|f| {
+                let (mut train, mut test) = (Vec::new(), Vec::new());
+                for (p, &(r, _, _)) in pairs.iter().enumerate() {
+                    if fold_of.get(&r) == Some(&f) {
+                        test.push(p)
+                    } else {
+                        train.push(p)
+                    }
+                }
+                (train, test)
+            })
+            .filter(|(train, test)| !train.is_empty() && !test.is_empty())
+            .collect();
+        Some((px, Targets::Single { y, k: labels.len() }, pair_runs))
+    };
+    let (w0_labels, warm_labels) = base_columns(
+        options
+            .base
+            .and_then(|b| b.label_head.as_ref().map(|h| (h, &b.info.labels[..]))),
+        &labels,
+        dim,
+    );
+    if options.base.is_some() && !warm_main && !warm_labels {
+        return Err(Error::IncompatibleBase(
+            "no label or class name in common".into(),
+        ));
+    }
+
+    // Plan all solver work, then run it.
+    let main_job = HeadJob {
+        x: &x,
+        dim,
+        targets: &targets,
+        runs: &runs,
+        grid: &grid,
+        w0: &w0_main,
+        params,
+    };
+    main_job.plan(progress);
+    let label_job = label_job.as_ref().map(|(px, t, pr)| HeadJob {
+        x: px,
+        dim,
+        targets: t,
+        runs: pr,
+        grid: &grid,
+        w0: &w0_labels,
+        params,
+    });
+    if let Some(job) = &label_job {
+        job.plan(progress);
+    }
+    progress.advance(text_units)?;
+
+    let main = main_job.fit(&mut rng, progress)?;
+    let mut calibration = Calibration {
+        temperature: 1.0,
+        platt: Platt::default(),
+        thresholds: Vec::new(),
+        label_temperature: 1.0,
+    };
+    match &targets {
+        Targets::Single { y, .. } => {
+            let (scores, gold): (Vec<Vec<f64>>, Vec<usize>) = main
+                .held_out
+                .iter()
+                .map(|(r, m)| (m.clone(), y[*r]))
+                .unzip();
+            calibration.temperature = fit_temperature(&scores, &gold);
+        }
+        Targets::Multi { y, k } => {
+            let mut margins = Vec::new();
+            let mut positive = Vec::new();
+            for (r, m) in &main.held_out {
+                for (c, &v) in m.iter().enumerate() {
+                    margins.push(v);
+                    positive.push(y[*r].contains(&c));
+                }
+            }
+            calibration.platt = if main.held_out.is_empty() {
+                Platt::default()
+            } else {
+                Platt::fit(&margins, &positive)
+            };
+            calibration.thresholds = (0..*k)
+                .map(|c| {
+                    best_threshold(
+                        main.held_out
+                            .iter()
+                            .map(|(r, m)| {
+                                (
+                                    calibration.platt.probability(m[c] as f32),
+                                    y[*r].contains(&c),
+                                )
+                            })
+                            .collect(),
+                    )
+                })
+                .collect();
+        }
+    }
+    let mut c_labels = None;
+    let label_head = match (&label_job, &label_job.as_ref().map(|j| j.targets)) {
+        (Some(job), Some(Targets::Single { y, k })) if *k >= 2 => {
+            let fitted = job.fit(&mut rng, progress)?;
+            let (scores, gold): (Vec<Vec<f64>>, Vec<usize>) = fitted
+                .held_out
+                .iter()
+                .map(|(r, m)| (m.clone(), y[*r]))
+                .unzip();
+            calibration.label_temperature = fit_temperature(&scores, &gold);
+            c_labels = Some(fitted.c);
+            Some(fitted.head)
+        }
+        _ if matches!(project_type, ProjectType::Absa | ProjectType::Classlabel) => {
+            // Zero or one label seen: every class gets that label (or the first) with certainty.
+            let mut head = Head::zeros(dim, labels.len().max(1));
+            if let Some(&(_, _, l)) = pairs.first() {
+                head.bias[l] = 1.0;
+                calibration.label_temperature = 50.0;
+            }
+            Some(head)
+        }
+        _ => None,
+    };
+    let labels = if matches!(project_type, ProjectType::Classlabel) && labels.is_empty() {
+        Vec::new()
+    } else {
+        labels
+    };
+
+    Ok(Model {
+        info: ModelInfo {
+            project_type,
+            classes,
+            labels,
+            features,
+            hyper: HyperParameters {
+                c: main.c,
+                c_labels,
+                c_grid: if options.c.is_some() {
+                    Vec::new()
+                } else {
+                    grid.clone()
+                },
+                seed: options.seed,
+                max_epochs: options.max_epochs,
+                validation,
+                validation_score: main.validation_score,
+            },
+            calibration,
+            examples: rows.len(),
+            trained_at: options.trained_at.clone(),
+            warm_started: warm_main || warm_labels,
+            metrics: None,
+        },
+        featurizer,
+        main: main.head,
+        label_head,
+    })
+}
+
+impl Model {
+    fn main_names(&self) -> &[String] {
+        if self.info.project_type == ProjectType::Label {
+            &self.info.labels
+        } else {
+            &self.info.classes
+        }
+    }
+}
+
+/// The base head's columns for the outputs that share a name with ours; whether any did.
+fn base_columns(
+    base: Option<(&Head, &[String])>,
+    names: &[String],
+    dim: usize,
+) -> (Vec<Option<Vec<f64>>>, bool) {
+    let Some((head, base_names)) = base else {
+        return (vec![None; names.len()], false);
+    };
+    if head.dim() != dim {
+        return (vec![None; names.len()], false);
+    }
+    let cols: Vec<Option<Vec<f64>>> = names
+        .iter()
+        .map(|n| {
+            base_names
+                .iter()
+                .position(|b| b == n)
+                .map(|k| head.column(k))
+        })
+        .collect();
+    let any = cols.iter().any(Option::is_some);
+    (cols, any)
+}

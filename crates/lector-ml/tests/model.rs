@@ -1,0 +1,307 @@
+//! Behaviour of the public API on tiny data sets: each project type learns a separable set,
+//! probabilities are probabilities, training is reproducible, artifacts round-trip and damaged
+//! artifacts are refused.
+
+use std::ops::ControlFlow;
+
+use lector_core::ProjectType;
+use lector_ml::{Error, Example, FeatureConfig, Model, Options, Tag, split_examples};
+
+fn options() -> Options<'static> {
+    Options {
+        features: FeatureConfig {
+            buckets_log2: 14,
+            ..FeatureConfig::default()
+        },
+        trained_at: Some("2026-11-21T00:00:00Z".into()),
+        ..Options::default()
+    }
+}
+
+fn go(_: f64) -> ControlFlow<()> {
+    ControlFlow::Continue(())
+}
+
+fn label_set() -> Vec<Example> {
+    let good = [
+        "great food",
+        "lovely staff",
+        "excellent wine",
+        "wonderful view",
+        "great service",
+        "lovely evening",
+        "excellent dessert",
+        "wonderful staff",
+    ];
+    let bad = [
+        "awful food",
+        "rude staff",
+        "terrible wine",
+        "dirty tables",
+        "awful service",
+        "rude waiter",
+        "terrible dessert",
+        "dirty glasses",
+    ];
+    let mut out = Vec::new();
+    for (g, b) in good.iter().zip(bad) {
+        out.push(Example::new(*g, vec![Tag::label("good")]));
+        out.push(Example::new(b, vec![Tag::label("bad")]));
+    }
+    out
+}
+
+fn class_set() -> Vec<Example> {
+    let mut out = Vec::new();
+    let foods = ["pizza", "pasta", "salad", "soup", "steak", "sushi"];
+    let drinks = ["beer", "wine", "coffee", "tea", "juice", "cola"];
+    for (f, d) in foods.iter().zip(drinks) {
+        out.push(Example::new(
+            format!("the {f} was served"),
+            vec![Tag::class("food")],
+        ));
+        out.push(Example::new(
+            format!("the {d} was served"),
+            vec![Tag::class("drinks")],
+        ));
+        out.push(Example::new(
+            format!("the {f} and the {d} were served"),
+            vec![Tag::class("food"), Tag::class("drinks")],
+        ));
+        out.push(Example::new("we sat down and talked", vec![]));
+    }
+    out
+}
+
+fn pair_set(good: &str, bad: &str) -> Vec<Example> {
+    let mut out = Vec::new();
+    let foods = ["pizza", "pasta", "salad", "soup", "steak", "sushi"];
+    let staff = ["waiter", "waitress", "manager", "host", "chef", "barman"];
+    for (f, s) in foods.iter().zip(staff) {
+        out.push(Example::new(
+            format!("the {f} was delicious"),
+            vec![Tag::pair("food", good)],
+        ));
+        out.push(Example::new(
+            format!("the {f} was bland"),
+            vec![Tag::pair("food", bad)],
+        ));
+        out.push(Example::new(
+            format!("the {s} was friendly"),
+            vec![Tag::pair("service", good)],
+        ));
+        out.push(Example::new(
+            format!("the {s} was rude"),
+            vec![Tag::pair("service", bad)],
+        ));
+        out.push(Example::new(
+            format!("the {f} was delicious but the {s} was rude"),
+            vec![Tag::pair("food", good), Tag::pair("service", bad)],
+        ));
+    }
+    out
+}
+
+fn learns_perfectly(project_type: ProjectType, examples: &[Example]) -> Model {
+    let model = Model::train(project_type, examples, &options(), &mut go).unwrap();
+    for e in examples {
+        let p = model.predict(&e.text);
+        let mut got = p.plain_tags();
+        let mut want = e.tags.clone();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "{project_type} on {:?}: {p:?}", e.text);
+        assert!((0.0..=1.0).contains(&p.confidence));
+        for s in p.labels.iter().chain(&p.classes) {
+            assert!((0.0..=1.0).contains(&s.probability), "{s:?}");
+        }
+        if !p.labels.is_empty() {
+            assert!((p.labels.iter().map(|s| s.probability).sum::<f32>() - 1.0).abs() < 1e-4);
+        }
+        for t in &p.tags {
+            assert!((0.0..=1.0).contains(&t.confidence));
+            if !t.labels.is_empty() {
+                assert!((t.labels.iter().map(|s| s.probability).sum::<f32>() - 1.0).abs() < 1e-4);
+            }
+        }
+    }
+    let m = model.evaluate(examples);
+    assert_eq!(m.score, 1.0, "{m:?}");
+    model
+}
+
+#[test]
+fn label_learns_a_separable_set() {
+    let model = learns_perfectly(ProjectType::Label, &label_set());
+    let p = model.predict("terrible rude service");
+    assert_eq!(p.tags[0].label.as_deref(), Some("bad"));
+    assert_eq!(p.labels.len(), 2);
+}
+
+#[test]
+fn class_learns_a_separable_set() {
+    let model = learns_perfectly(ProjectType::Class, &class_set());
+    assert_eq!(model.classes(), ["drinks", "food"]);
+}
+
+#[test]
+fn classlabel_and_absa_learn_separable_sets() {
+    learns_perfectly(ProjectType::Classlabel, &pair_set("yes", "no"));
+    let model = learns_perfectly(ProjectType::Absa, &pair_set("positive", "negative"));
+    assert_eq!(model.labels(), ["negative", "neutral", "positive"]);
+    assert_eq!(
+        model.predict("the soup was bland").plain_tags(),
+        [Tag::pair("food", "negative")]
+    );
+    assert_eq!(
+        model.predict("the chef was friendly").plain_tags(),
+        [Tag::pair("service", "positive")]
+    );
+}
+
+#[test]
+fn same_seed_same_bytes_and_round_trip() {
+    for (t, set) in [
+        (ProjectType::Label, label_set()),
+        (ProjectType::Class, class_set()),
+        (ProjectType::Absa, pair_set("positive", "negative")),
+    ] {
+        let a = Model::train(t, &set, &options(), &mut go).unwrap();
+        let b = Model::train(t, &set, &options(), &mut go).unwrap();
+        let bytes = a.to_bytes();
+        assert_eq!(bytes, b.to_bytes());
+        let loaded = Model::from_bytes(&bytes).unwrap();
+        assert_eq!(loaded, a);
+        assert_eq!(loaded.to_bytes(), bytes);
+        for text in ["the soup was rude", "great wine", "", "ünïcödé 日本語 كتاب"] {
+            assert_eq!(loaded.predict(text), a.predict(text));
+        }
+    }
+}
+
+#[test]
+fn damaged_artifacts_are_refused() {
+    let model = Model::train(
+        ProjectType::Label,
+        &label_set(),
+        &Options {
+            features: FeatureConfig {
+                buckets_log2: 10,
+                char_max: 0,
+                ..FeatureConfig::default()
+            },
+            ..options()
+        },
+        &mut go,
+    )
+    .unwrap();
+    let bytes = model.to_bytes();
+    for cut in 0..bytes.len() {
+        assert!(
+            Model::from_bytes(&bytes[..cut]).is_err(),
+            "truncated at {cut}"
+        );
+    }
+    let mut damaged = bytes.clone();
+    for i in 0..bytes.len() {
+        damaged[i] ^= 0x5a;
+        assert!(
+            matches!(Model::from_bytes(&damaged), Err(Error::Artifact(_))),
+            "flipped byte {i}"
+        );
+        damaged[i] = bytes[i];
+    }
+    assert!(Model::from_bytes(b"PK\x03\x04 not a model at all, a zip").is_err());
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(Model::from_bytes(&longer).is_err());
+}
+
+#[test]
+fn progress_is_monotone_and_training_can_be_cancelled() {
+    let mut seen = Vec::new();
+    Model::train(ProjectType::Class, &class_set(), &options(), &mut |f| {
+        seen.push(f);
+        ControlFlow::Continue(())
+    })
+    .unwrap();
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert!(seen.iter().all(|f| (0.0..=1.0).contains(f)));
+    assert_eq!(seen.last(), Some(&1.0));
+    let mut calls = 0;
+    let r = Model::train(ProjectType::Label, &label_set(), &options(), &mut |_| {
+        calls += 1;
+        if calls > 3 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    assert!(matches!(r, Err(Error::Cancelled)));
+}
+
+#[test]
+fn unusable_input_is_an_error_not_a_panic() {
+    let one = vec![
+        Example::new("a", vec![Tag::label("x")]),
+        Example::new("b", vec![Tag::label("x")]),
+    ];
+    assert!(matches!(
+        Model::train(ProjectType::Label, &one, &options(), &mut go),
+        Err(Error::InvalidInput(_))
+    ));
+    assert!(Model::train(ProjectType::Class, &[], &options(), &mut go).is_err());
+    let bad = vec![Example::new("a", vec![Tag::pair("food", "great")])];
+    assert!(Model::train(ProjectType::Absa, &bad, &options(), &mut go).is_err());
+    let opts = Options {
+        c: Some(-1.0),
+        ..options()
+    };
+    assert!(Model::train(ProjectType::Label, &label_set(), &opts, &mut go).is_err());
+}
+
+#[test]
+fn warm_start_from_a_base_model_with_overlapping_labels() {
+    let base = Model::train(ProjectType::Label, &label_set(), &options(), &mut go).unwrap();
+    // Two new examples only: the base model's knowledge carries the rest.
+    let few = vec![
+        Example::new("superb soup", vec![Tag::label("good")]),
+        Example::new("cold soup", vec![Tag::label("bad")]),
+    ];
+    let opts = Options {
+        base: Some(&base),
+        ..options()
+    };
+    let warm = Model::train(ProjectType::Label, &few, &opts, &mut go).unwrap();
+    assert!(warm.info().warm_started);
+    assert_eq!(
+        warm.predict("rude staff").tags[0].label.as_deref(),
+        Some("bad")
+    );
+    assert_eq!(
+        warm.predict("lovely staff").tags[0].label.as_deref(),
+        Some("good")
+    );
+    let other = vec![
+        Example::new("x", vec![Tag::label("p")]),
+        Example::new("y", vec![Tag::label("q")]),
+    ];
+    assert!(matches!(
+        Model::train(ProjectType::Label, &other, &opts, &mut go),
+        Err(Error::IncompatibleBase(_))
+    ));
+}
+
+#[test]
+fn split_helper_is_stratified() {
+    let set = label_set();
+    let s = split_examples(ProjectType::Label, &set, 0.25, 0);
+    assert_eq!(s.test.len(), 4);
+    assert_eq!(
+        s.test
+            .iter()
+            .filter(|&&i| set[i].tags[0].label.as_deref() == Some("good"))
+            .count(),
+        2
+    );
+}
