@@ -1,0 +1,237 @@
+//! The lector-ml benchmark (issue 4). Run through `scripts/ml-bench`, which fetches the data and
+//! runs the scikit-learn and fastText baselines on the very files this program writes.
+//!
+//! ```text
+//! bench tsv  --data FILE --out DIR   # FILE: lines `label<TAB>text`
+//! bench absa --data DIR  --out DIR   # DIR: train.jsonl, dev.jsonl, test.jsonl (SemEval-16)
+//! ```
+//!
+//! `tsv` makes the stratified 80/20 split with seed 0 (`DIR/train.tsv`, `DIR/test.tsv`), the
+//! learning-curve subsets with 8, 32 and 128 training examples per label (`DIR/curve-N.tsv`),
+//! trains lector-ml on each, and writes `DIR/lector.json`. Words are whitespace-separated
+//! tokens of the raw text; prediction speed is measured on one thread over the test set,
+//! repeated for at least a second.
+
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use lector_core::ProjectType;
+use lector_ml::{Example, Model, Options, Tag, Workspace, split_examples};
+use serde_json::{Value, json};
+
+type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn read_tsv(path: &Path) -> Fallible<Vec<Example>> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(text
+        .lines()
+        .filter_map(|line| line.split_once('\t'))
+        .map(|(label, text)| Example::new(text, vec![Tag::label(label)]))
+        .collect())
+}
+
+fn write_tsv(path: &Path, examples: &[&Example]) -> Fallible<()> {
+    let mut out = String::new();
+    for e in examples {
+        let label = e
+            .tags
+            .first()
+            .and_then(|t| t.label.as_deref())
+            .unwrap_or("");
+        out.push_str(label);
+        out.push('\t');
+        out.push_str(&e.text);
+        out.push('\n');
+    }
+    std::fs::write(path, out)?;
+    Ok(())
+}
+
+fn words(examples: &[&Example]) -> usize {
+    examples
+        .iter()
+        .map(|e| e.text.split_whitespace().count())
+        .sum()
+}
+
+fn go(_: f64) -> ControlFlow<()> {
+    ControlFlow::Continue(())
+}
+
+/// Trains on `train`, scores on `test`; answers the figures as JSON.
+fn run_label(train: &[&Example], test: &[&Example], speed: bool) -> Fallible<Value> {
+    let train_owned: Vec<Example> = train.iter().map(|e| (*e).clone()).collect();
+    let test_owned: Vec<Example> = test.iter().map(|e| (*e).clone()).collect();
+    let start = Instant::now();
+    let model = Model::train(
+        ProjectType::Label,
+        &train_owned,
+        &Options::default(),
+        &mut go,
+    )?;
+    let train_s = start.elapsed().as_secs_f64();
+    let metrics = model.evaluate(&test_owned);
+    let mut out = json!({
+        "train_examples": train.len(),
+        "accuracy": metrics.accuracy,
+        "macro_f1": metrics.macro_f1,
+        "train_s": train_s,
+        "c": model.info().hyper.c,
+        "validation": model.info().hyper.validation,
+        "validation_score": model.info().hyper.validation_score,
+        "artifact_bytes": model.to_bytes().len(),
+    });
+    if speed {
+        let n_words = words(test);
+        let mut ws = Workspace::default();
+        // Full predictions (tags, every label's probability), as the service makes them.
+        let (mut rounds, start) = (0usize, Instant::now());
+        let mut sink = 0usize;
+        while rounds == 0 || start.elapsed().as_secs_f64() < 1.0 {
+            for e in test {
+                sink += model.predict_with(&e.text, &mut ws).tags.len();
+            }
+            rounds += 1;
+        }
+        let full = (n_words * rounds) as f64 / start.elapsed().as_secs_f64();
+        // Decision only (the label index), for bulk scoring.
+        let (mut rounds, start) = (0usize, Instant::now());
+        while rounds == 0 || start.elapsed().as_secs_f64() < 1.0 {
+            for e in test {
+                sink += model.predict_label_index(&e.text, &mut ws).unwrap_or(0);
+            }
+            rounds += 1;
+        }
+        let fast = (n_words * rounds) as f64 / start.elapsed().as_secs_f64();
+        out["predict_words_per_s"] = json!(full);
+        out["predict_label_only_words_per_s"] = json!(fast);
+        out["sink"] = json!(sink % 2);
+    }
+    Ok(out)
+}
+
+fn arg(args: &[String], name: &str) -> Fallible<PathBuf> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("missing {name}").into())
+}
+
+fn bench_tsv(data: &Path, out: &Path) -> Fallible<()> {
+    let all = read_tsv(data)?;
+    let split = split_examples(ProjectType::Label, &all, 0.2, 0);
+    let train: Vec<&Example> = split.train.iter().map(|&i| &all[i]).collect();
+    let test: Vec<&Example> = split.test.iter().map(|&i| &all[i]).collect();
+    std::fs::create_dir_all(out)?;
+    write_tsv(&out.join("train.tsv"), &train)?;
+    write_tsv(&out.join("test.tsv"), &test)?;
+    eprintln!(
+        "{}: {} train, {} test",
+        data.display(),
+        train.len(),
+        test.len()
+    );
+    let full = run_label(&train, &test, true)?;
+    eprintln!("  lector-ml full: {full}");
+    // Learning curve: the first N of each label in a seeded shuffle of the training side.
+    let mut curve = BTreeMap::new();
+    for per_label in [8usize, 32, 128] {
+        let keys: Vec<String> = train
+            .iter()
+            .map(|e| e.tags[0].label.clone().unwrap_or_default())
+            .collect();
+        let mut shuffled: Vec<usize> = (0..train.len()).collect();
+        shuffled.sort_by_key(|&i| (scramble(i as u64), i));
+        let mut taken: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut subset = Vec::new();
+        for i in shuffled {
+            let n = taken.entry(keys[i].as_str()).or_default();
+            if *n < per_label {
+                *n += 1;
+                subset.push(i);
+            }
+        }
+        subset.sort_unstable();
+        let subset: Vec<&Example> = subset.into_iter().map(|i| train[i]).collect();
+        write_tsv(&out.join(format!("curve-{per_label}.tsv")), &subset)?;
+        let r = run_label(&subset, &test, false)?;
+        eprintln!("  lector-ml {per_label}/label: {r}");
+        curve.insert(per_label.to_string(), r);
+    }
+    let result = json!({ "data": data.display().to_string(), "train": train.len(), "test": test.len(), "test_words": words(&test), "lector": full, "curve": curve });
+    std::fs::write(
+        out.join("lector.json"),
+        serde_json::to_string_pretty(&result)?,
+    )?;
+    Ok(())
+}
+
+/// A fixed scramble (SplitMix64's finaliser) to order examples for the learning curve.
+fn scramble(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn read_absa(path: &Path) -> Fallible<Vec<Example>> {
+    let text = std::fs::read_to_string(path)?;
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line)?;
+        let tags = v["labels"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|l| {
+                        Some(Tag::pair(l["category"].as_str()?, l["polarity"].as_str()?))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push(Example::new(v["text"].as_str().unwrap_or_default(), tags));
+    }
+    Ok(out)
+}
+
+fn bench_absa(dir: &Path, out: &Path) -> Fallible<()> {
+    let mut train = read_absa(&dir.join("train.jsonl"))?;
+    // dev joins the training data: model selection is internal (cross-validation).
+    train.extend(read_absa(&dir.join("dev.jsonl"))?);
+    let test = read_absa(&dir.join("test.jsonl"))?;
+    let start = Instant::now();
+    let model = Model::train(ProjectType::Absa, &train, &Options::default(), &mut go)?;
+    let train_s = start.elapsed().as_secs_f64();
+    let m = model.evaluate(&test);
+    let result = json!({
+        "train": train.len(),
+        "test": test.len(),
+        "aspect_f1": m.aspect_f1,
+        "sentiment_accuracy": m.sentiment_accuracy,
+        "pair_micro_f1": m.micro_f1,
+        "pair_macro_f1": m.macro_f1,
+        "train_s": train_s,
+        "c": model.info().hyper.c,
+        "c_labels": model.info().hyper.c_labels,
+        "validation": model.info().hyper.validation,
+    });
+    eprintln!("absa: {result}");
+    std::fs::create_dir_all(out)?;
+    std::fs::write(
+        out.join("lector.json"),
+        serde_json::to_string_pretty(&result)?,
+    )?;
+    Ok(())
+}
+
+fn main() -> Fallible<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("tsv") => bench_tsv(&arg(&args, "--data")?, &arg(&args, "--out")?),
+        Some("absa") => bench_absa(&arg(&args, "--data")?, &arg(&args, "--out")?),
+        _ => Err("usage: bench tsv --data FILE --out DIR | bench absa --data DIR --out DIR".into()),
+    }
+}
