@@ -1,0 +1,117 @@
+//! Rendering rejections as RFC 9457 `application/problem+json`.
+//!
+//! Handlers return [`ApiError`], a thin wrapper of [`lector_core::Error`] (the one error type).
+//! Responses that axum or tower produce on their own (405, 413, a panic) are rewritten into the
+//! same shape by [`problem_for_bare_errors`], so no client ever sees another error format.
+
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use lector_core::{Error, ErrorCode, FieldError};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// The body of every error answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// A URI naming the kind of problem.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// The stable, machine-readable code (see the catalogue in DESIGN.md section 11).
+    pub code: String,
+    /// Field-level problems, for 400 and 422.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<ProblemField>)]
+    pub errors: Vec<FieldError>,
+}
+
+/// One field-level problem.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProblemField {
+    pub field: String,
+    pub message: String,
+}
+
+/// What handlers return on failure.
+#[derive(Debug)]
+pub struct ApiError(pub Error);
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        ApiError(e)
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+pub fn problem_response(error: &Error) -> Response {
+    let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = Problem {
+        kind: format!("urn:lector:problem:{}", error.code.as_str()),
+        title: error.code.title().to_owned(),
+        status: status.as_u16(),
+        detail: error.detail.clone(),
+        code: error.code.as_str().to_owned(),
+        errors: error.errors.clone(),
+    };
+    let mut response = (status, axum::Json(body)).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    if let Some(seconds) = error.retry_after {
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        problem_response(&self.0)
+    }
+}
+
+/// Rewrites error responses that did not come from [`ApiError`] (axum's 405, the body limit's
+/// 413, a caught panic's 500) into problem+json, keeping headers such as `Allow`.
+pub async fn problem_for_bare_errors(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
+    if !(status.is_client_error() || status.is_server_error()) || is_problem {
+        return response;
+    }
+    let error = match status {
+        StatusCode::METHOD_NOT_ALLOWED => Error::new(
+            ErrorCode::MethodNotAllowed,
+            format!("{method} is not allowed here; see the Allow header"),
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => Error::new(ErrorCode::PayloadTooLarge, "the request body is too large"),
+        StatusCode::NOT_FOUND => Error::not_found("route"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            Error::new(ErrorCode::UnsupportedMediaType, "send the body as application/json")
+        }
+        s if s.is_server_error() => Error::internal(),
+        s => Error::bad_request(s.canonical_reason().unwrap_or("bad request").to_lowercase()),
+    };
+    let (mut parts, _) = response.into_parts();
+    let mut rewritten = problem_response(&error);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    for (name, value) in rewritten.headers() {
+        parts.headers.insert(name.clone(), value.clone());
+    }
+    *rewritten.headers_mut() = parts.headers;
+    *rewritten.status_mut() = status;
+    rewritten
+}
+
+/// The answer to any path no route matches.
+pub async fn not_found_fallback() -> ApiError {
+    ApiError(Error::not_found("route"))
+}

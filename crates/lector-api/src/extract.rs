@@ -1,0 +1,186 @@
+//! Request extractors that reject in our problem+json format.
+//!
+//! [`Body`] parses JSON in two steps: first as a value, to name server-owned fields with
+//! `immutable_field`, then into the write type, whose `deny_unknown_fields` names strangers
+//! with `unknown_field`; then it runs the type's own [`Validate`]. [`PathParams`] and
+//! [`QueryParams`] wrap axum's extractors so a bad id or query answers 400 in the same shape.
+
+use crate::error::ApiError;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header;
+use axum::http::request::Parts;
+use lector_core::validate::Problems;
+use lector_core::{Error, ErrorCode, Result};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use utoipa::IntoParams;
+
+/// A request body type: which fields belong to the server, and what makes a value valid.
+pub trait WriteBody: DeserializeOwned {
+    /// Fields of the resource a client may read but never set in this request.
+    const IMMUTABLE: &'static [&'static str] = &[];
+
+    /// Checks values; push every problem found.
+    fn validate(&self, _problems: &mut Problems) {}
+}
+
+/// Largest JSON body accepted by operations that take JSON (uploads have their own limit).
+pub const MAX_JSON_BYTES: usize = 2 * 1024 * 1024;
+
+/// A validated JSON request body.
+#[derive(Debug)]
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: WriteBody> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, _state: &S) -> Result<Self, ApiError> {
+        let is_json = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|v| {
+                let v = v.trim().to_ascii_lowercase();
+                v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
+            });
+        if !is_json {
+            return Err(Error::new(ErrorCode::UnsupportedMediaType, "send the body as application/json").into());
+        }
+        let too_large = || Error::new(ErrorCode::PayloadTooLarge, format!("a JSON body has at most {MAX_JSON_BYTES} bytes"));
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        if declared.is_some_and(|n| n > MAX_JSON_BYTES) {
+            return Err(too_large().into());
+        }
+        let bytes = axum::body::to_bytes(request.into_body(), MAX_JSON_BYTES).await.map_err(|e| {
+            if std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("length limit")) {
+                too_large()
+            } else {
+                Error::bad_request(format!("cannot read the body: {e}"))
+            }
+        })?;
+        parse_body(&bytes).map(Body).map_err(ApiError)
+    }
+}
+
+/// The pure part of [`Body`]: bytes to a validated write type.
+pub fn parse_body<T: WriteBody>(bytes: &[u8]) -> Result<T> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        Error::new(ErrorCode::InvalidJson, format!("line {} column {}: {e}", e.line(), e.column()))
+    })?;
+    if let Some(object) = value.as_object()
+        && let Some(field) = T::IMMUTABLE.iter().find(|f| object.contains_key(**f))
+    {
+        let mut error = Error::new(ErrorCode::ImmutableField, format!("`{field}` is set by the server"));
+        error.errors.push(lector_core::FieldError::new(*field, "is read-only"));
+        return Err(error);
+    }
+    let body: T = serde_json::from_value(value).map_err(|e| {
+        let text = e.to_string();
+        let code = if text.starts_with("unknown field") { ErrorCode::UnknownField } else { ErrorCode::BadRequest };
+        Error::new(code, text)
+    })?;
+    let mut problems = Problems::default();
+    body.validate(&mut problems);
+    problems.finish()?;
+    Ok(body)
+}
+
+/// Path parameters; a value of the wrong type answers 400.
+#[derive(Debug)]
+pub struct PathParams<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for PathParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| PathParams(p.0))
+            .map_err(|e| ApiError(Error::new(ErrorCode::InvalidParameter, e.body_text())))
+    }
+}
+
+/// Query parameters; an unknown or malformed one answers 400.
+#[derive(Debug)]
+pub struct QueryParams<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| QueryParams(q.0))
+            .map_err(|e| ApiError(Error::new(ErrorCode::InvalidParameter, e.body_text())))
+    }
+}
+
+/// `offset` and `limit` of a paged list; out-of-range values answer 400, never a silent clamp.
+#[derive(Debug, Clone, Copy, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct Paging {
+    /// Records to skip (>= 0, default 0).
+    #[serde(default)]
+    pub offset: i64,
+    /// Records to return (1..=1000, default 100).
+    #[serde(default = "default_limit")]
+    pub limit: i64,
+}
+
+fn default_limit() -> i64 {
+    100
+}
+
+impl Paging {
+    pub const MAX_LIMIT: i64 = 1000;
+
+    pub fn check(self) -> Result<Self> {
+        let mut problems = Problems::default();
+        problems.check(self.offset >= 0, "offset", "must be at least 0");
+        problems.check((1..=Self::MAX_LIMIT).contains(&self.limit), "limit", "must be between 1 and 1000");
+        problems.finish().map_err(|e| Error { code: ErrorCode::InvalidParameter, ..e })?;
+        Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Named {
+        name: String,
+    }
+
+    impl WriteBody for Named {
+        const IMMUTABLE: &'static [&'static str] = &["id", "created"];
+
+        fn validate(&self, problems: &mut Problems) {
+            problems.name("name", &self.name, 10);
+        }
+    }
+
+    #[test]
+    fn bodies_are_checked_in_order() {
+        assert_eq!(parse_body::<Named>(b"{\"name\":").unwrap_err().code, ErrorCode::InvalidJson);
+        assert_eq!(parse_body::<Named>(br#"{"name":"a","id":3}"#).unwrap_err().code, ErrorCode::ImmutableField);
+        assert_eq!(parse_body::<Named>(br#"{"name":"a","colour":3}"#).unwrap_err().code, ErrorCode::UnknownField);
+        assert_eq!(parse_body::<Named>(br#"{"name":""}"#).unwrap_err().code, ErrorCode::ValidationFailed);
+        assert_eq!(parse_body::<Named>(br#"{"name":"ok"}"#).unwrap().name, "ok");
+    }
+
+    #[test]
+    fn paging_is_never_clamped() {
+        assert!(Paging { offset: 0, limit: 1000 }.check().is_ok());
+        assert!(Paging { offset: -1, limit: 10 }.check().is_err());
+        assert!(Paging { offset: 0, limit: 0 }.check().is_err());
+        assert!(Paging { offset: 0, limit: 1001 }.check().is_err());
+    }
+}

@@ -1,0 +1,80 @@
+//! Lector's HTTPS API: the router, authentication, handlers, the OpenAPI document, and the TLS
+//! listener. Handlers are thin: they extract and validate, name the caller, call one store
+//! function and shape the answer. Authorisation is decided by `lector_core::policy`.
+
+pub mod auth;
+pub mod error;
+pub mod extract;
+pub mod metrics;
+pub mod openapi;
+pub mod routes;
+pub mod serve;
+pub mod state;
+pub mod tls;
+
+pub use serve::{Server, shutdown_signal};
+pub use state::AppState;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
+use lector_core::config::TlsMode;
+use std::sync::Arc;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+use utoipa_swagger_ui::SwaggerUi;
+
+/// The OpenAPI document of every route, finished.
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    let (_, api) = routes::router().split_for_parts();
+    openapi::finish(api)
+}
+
+/// The complete application: routes, docs page, fallbacks and middleware.
+pub fn app(state: AppState) -> Router {
+    let (router, api) = routes::router().split_for_parts();
+    let document = openapi::finish(api);
+    let json = document.to_pretty_json().unwrap_or_else(|e| {
+        tracing::error!(error = %e, "cannot render the OpenAPI document");
+        "{}".into()
+    });
+    let docs = SwaggerUi::new("/docs").config(utoipa_swagger_ui::Config::new(["/openapi.json"]));
+    let mut router = router
+        .merge(docs)
+        .fallback(error::not_found_fallback)
+        .layer(axum::Extension(routes::system::OpenApiJson(Arc::new(json))))
+        .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(CatchPanicLayer::new())
+        .layer(from_fn(error::problem_for_bare_errors))
+        .layer(from_fn_with_state(state.metrics.clone(), metrics::record));
+    if state.config.tls == TlsMode::Proxy {
+        router = router.layer(from_fn_with_state(state.clone(), require_forwarded_https));
+    }
+    router.layer(TraceLayer::new_for_http()).with_state(state)
+}
+
+/// In proxy mode, serves only requests a trusted proxy forwarded from HTTPS.
+async fn require_forwarded_https(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let from_trusted = request
+        .extensions()
+        .get::<state::PeerAddr>()
+        .is_some_and(|peer| state.config.trusted_proxies.contains(&peer.0.ip()));
+    let forwarded_https = request
+        .headers()
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("https"));
+    if from_trusted && forwarded_https {
+        next.run(request).await
+    } else {
+        error::ApiError(lector_core::Error::bad_request(
+            "this service is served over https only, through its trusted proxy",
+        ))
+        .into_response()
+    }
+}

@@ -1,0 +1,247 @@
+//! Registration, log-in and log-out, the caller's status, and password resets by mail.
+
+use crate::auth::{Caller, token_hash};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Body, WriteBody};
+use crate::routes::Message;
+use crate::routes::users::UserDto;
+use crate::routes::workspaces::MyWorkspaceDto;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::request::Parts;
+use lector_core::time::Timestamp;
+use lector_core::validate::{MAX_NAME_CHARS, Problems, normalize_email};
+use lector_core::{Error, ErrorCode};
+use lector_store::{NewUser, TokenPurpose, User};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(register))
+        .routes(routes!(login))
+        .routes(routes!(logout))
+        .routes(routes!(auth_status))
+        .routes(routes!(send_password_reset_email))
+        .routes(routes!(reset_password))
+}
+
+/// The answer of register, login and accept_invitation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuthAnswer {
+    /// The access token, for `Authorization: Bearer`.
+    pub auth_token: String,
+    pub message: String,
+    /// `CREATED` after registration, `OK` after log-in.
+    pub status: String,
+    pub user_id: i64,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterBody {
+    pub email: String,
+    /// At least 8 characters.
+    pub password: String,
+    #[serde(default)]
+    pub first_name: String,
+    #[serde(default)]
+    pub last_name: String,
+}
+
+impl WriteBody for RegisterBody {
+    fn validate(&self, problems: &mut Problems) {
+        problems.email("email", &self.email);
+        problems.password("password", &self.password);
+        problems.max_len("first_name", &self.first_name, MAX_NAME_CHARS);
+        problems.max_len("last_name", &self.last_name, MAX_NAME_CHARS);
+    }
+}
+
+/// Checks an attempt against a per-client-address limit.
+pub(crate) async fn limit_by_client(state: &AppState, parts: &Parts, what: &str, limit: i64, window_secs: i64) -> ApiResult<()> {
+    let client = state.client_ip(parts).map(|ip| ip.to_string()).unwrap_or_else(|| "unknown".into());
+    state.store.hit_rate_limit(&format!("{what}:{client}"), limit, window_secs).await?;
+    Ok(())
+}
+
+/// Creates an account with a personal workspace and logs it in.
+#[utoipa::path(post, path = "/auth/register", tag = "auth",
+    request_body = RegisterBody, responses((status = 200, body = AuthAnswer)))]
+pub async fn register(State(state): State<AppState>, parts: Parts, Body(body): Body<RegisterBody>) -> ApiResult<Json<AuthAnswer>> {
+    limit_by_client(&state, &parts, "register", state.config.rate_limits.register_per_hour, 3600).await?;
+    let password_hash = state.auth.hash_password(&body.password).await?;
+    let user = state
+        .store
+        .create_user(NewUser {
+            email: normalize_email(&body.email),
+            first_name: body.first_name.trim().to_owned(),
+            last_name: body.last_name.trim().to_owned(),
+            password_hash: Some(password_hash),
+            is_superuser: false,
+        })
+        .await?;
+    tracing::info!(user.id = user.id, "user registered");
+    answer(&state, &user, "registered", "CREATED")
+}
+
+pub(crate) fn answer(state: &AppState, user: &User, message: &str, status: &str) -> ApiResult<Json<AuthAnswer>> {
+    Ok(Json(AuthAnswer {
+        auth_token: state.auth.issue(user)?,
+        message: message.into(),
+        status: status.into(),
+        user_id: user.id,
+    }))
+}
+
+/// E-mail and password, or a first-time-login token.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoginBody {
+    pub email: Option<String>,
+    pub password: Option<String>,
+    /// A first-time-login token from the mail sent to users an administrator created.
+    pub token: Option<String>,
+}
+
+impl WriteBody for LoginBody {
+    fn validate(&self, problems: &mut Problems) {
+        let by_password = self.email.is_some() && self.password.is_some();
+        problems.check(
+            by_password != self.token.is_some(),
+            "token",
+            "send either email and password, or token",
+        );
+    }
+}
+
+/// Logs in with a password or a first-time-login token.
+#[utoipa::path(post, path = "/auth/login", tag = "auth",
+    request_body = LoginBody, responses((status = 200, body = AuthAnswer)))]
+pub async fn login(State(state): State<AppState>, parts: Parts, Body(body): Body<LoginBody>) -> ApiResult<Json<AuthAnswer>> {
+    limit_by_client(&state, &parts, "login", state.config.rate_limits.login_per_minute, 60).await?;
+    let refused = || ApiError(Error::new(ErrorCode::InvalidCredentials, "the e-mail or password is wrong"));
+    if let Some(token) = &body.token {
+        let user_id = state
+            .store
+            .consume_one_time_token(TokenPurpose::FirstLogin, &token_hash(token))
+            .await?
+            .ok_or_else(|| ApiError(Error::new(ErrorCode::InvalidCredentials, "the token is unknown, used or expired")))?;
+        let (user, _) = state.store.principal(user_id).await?.ok_or_else(refused)?;
+        return answer(&state, &user, "logged in with a first-time-login token; set a password next", "OK");
+    }
+    let (email, password) = (body.email.unwrap_or_default(), body.password.unwrap_or_default());
+    let candidate = state.store.login_candidate(&normalize_email(&email)).await?;
+    let stored = candidate.as_ref().and_then(|(_, hash)| hash.as_deref());
+    let verified = state.auth.verify_password(&password, stored).await;
+    match candidate {
+        Some((user, _)) if verified && user.is_active => answer(&state, &user, "logged in", "OK"),
+        _ => Err(refused()),
+    }
+}
+
+/// Revokes the presented access token.
+#[utoipa::path(post, path = "/auth/logout", tag = "auth", responses((status = 200, body = Message)))]
+pub async fn logout(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Message>> {
+    let Some(claims) = caller.claims else {
+        return Err(Error::bad_request("product keys are deleted, not logged out").into());
+    };
+    state.store.revoke_token(&claims.jti, Timestamp(claims.exp.saturating_mul(1_000_000))).await?;
+    Ok(Message::new("logged out"))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuthStatus {
+    pub user: UserDto,
+    pub workspaces: Vec<MyWorkspaceDto>,
+    pub default_workspace_id: Option<i64>,
+}
+
+/// The caller, its workspaces and its default workspace.
+#[utoipa::path(get, path = "/auth/status", tag = "auth", responses((status = 200, body = AuthStatus)))]
+pub async fn auth_status(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<AuthStatus>> {
+    let workspaces = state.store.my_workspaces(&caller.scope).await?;
+    let default_workspace_id = workspaces.iter().find(|w| w.is_default).map(|w| w.workspace.id);
+    Ok(Json(AuthStatus {
+        user: UserDto::from(&caller.user),
+        workspaces: workspaces.into_iter().map(MyWorkspaceDto::from).collect(),
+        default_workspace_id,
+    }))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResetMailBody {
+    pub email: String,
+}
+
+impl WriteBody for ResetMailBody {}
+
+/// Mails a password-reset token if the address is registered; answers the same either way.
+#[utoipa::path(post, path = "/password/email", tag = "auth",
+    request_body = ResetMailBody, responses((status = 200, body = Message)))]
+pub async fn send_password_reset_email(
+    State(state): State<AppState>,
+    parts: Parts,
+    Body(body): Body<ResetMailBody>,
+) -> ApiResult<Json<Message>> {
+    limit_by_client(&state, &parts, "reset-mail", state.config.rate_limits.reset_mail_per_hour, 3600).await?;
+    let same_answer = Message::new("if the address is registered, a reset token is on its way");
+    let Some((user, _)) = state.store.login_candidate(&normalize_email(&body.email)).await? else {
+        return Ok(same_answer);
+    };
+    if !user.is_active {
+        return Ok(same_answer);
+    }
+    let token = crate::auth::random_token();
+    let lifetime = state.config.reset_token_lifetime_secs;
+    state
+        .store
+        .create_one_time_token(user.id, TokenPurpose::PasswordReset, &token_hash(&token), Timestamp::now().plus_seconds(lifetime))
+        .await?;
+    let text = format!(
+        "Someone asked to reset the password of your Lector account.\n\n\
+         Token: {token}\n\n\
+         Send it with your new password to {}/password/reset as\n\
+         {{\"reset_password_token\": \"<token>\", \"password\": \"<new password>\"}}.\n\
+         The token works once and expires in {} minutes. If you did not ask, ignore this mail.\n",
+        state.config.public_url(),
+        lifetime / 60
+    );
+    if let Err(e) = state.mailer.send(&user.email, "Reset your Lector password", &text).await {
+        tracing::error!(error = %e, user.id = user.id, "cannot send the password-reset mail");
+    }
+    Ok(same_answer)
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResetPasswordBody {
+    /// The one-time token from the reset mail.
+    pub reset_password_token: String,
+    /// The new password, at least 8 characters.
+    pub password: String,
+}
+
+impl WriteBody for ResetPasswordBody {
+    fn validate(&self, problems: &mut Problems) {
+        problems.password("password", &self.password);
+    }
+}
+
+/// Sets a new password with a reset token; every earlier access token stops working.
+#[utoipa::path(post, path = "/password/reset", tag = "auth",
+    request_body = ResetPasswordBody, responses((status = 200, body = Message)))]
+pub async fn reset_password(State(state): State<AppState>, Body(body): Body<ResetPasswordBody>) -> ApiResult<Json<Message>> {
+    let user_id = state
+        .store
+        .consume_one_time_token(TokenPurpose::PasswordReset, &token_hash(&body.reset_password_token))
+        .await?
+        .ok_or_else(|| Error::new(ErrorCode::InvalidCredentials, "the reset token is unknown, used or expired"))?;
+    let hash = state.auth.hash_password(&body.password).await?;
+    state.store.reset_password(user_id, &hash).await?;
+    Ok(Message::new("password changed; log in with the new password"))
+}

@@ -1,0 +1,39 @@
+//! The HTTP routes, one module per resource, wired into one router in [`router`].
+//! Handler names are the operationIds of API.md.
+
+use crate::state::AppState;
+use lector_core::time::Timestamp;
+use utoipa_axum::router::OpenApiRouter;
+
+pub mod auth;
+pub mod notifications;
+pub mod system;
+pub mod users;
+pub mod workspaces;
+
+/// Every documented route of the service.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(system::router())
+        .merge(auth::router())
+        .merge(users::router())
+        .merge(workspaces::router())
+        .merge(notifications::router())
+}
+
+/// Timestamps are served as RFC 3339 strings.
+pub(crate) fn rfc3339(t: Timestamp) -> String {
+    t.to_rfc3339()
+}
+
+/// A plain confirmation, for operations whose answer has nothing else to say.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct Message {
+    pub message: String,
+}
+
+impl Message {
+    pub fn new(text: impl Into<String>) -> axum::Json<Self> {
+        axum::Json(Self { message: text.into() })
+    }
+}

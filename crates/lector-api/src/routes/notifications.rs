@@ -1,0 +1,173 @@
+//! The caller's notifications, under `/notifications` and the original's
+//! `/users/{user_id}/notifications` aliases (same handlers; `user_id` must be the caller unless
+//! a superuser asks).
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
+use crate::routes::rfc3339;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use lector_core::time::Timestamp;
+use lector_core::validate::Problems;
+use lector_store::Notification;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_notifications))
+        .routes(routes!(get_notification, update_notification))
+        .routes(routes!(list_user_notifications))
+        .routes(routes!(get_user_notification, update_user_notification))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NotificationDto {
+    pub id: i64,
+    pub title: String,
+    pub text: String,
+    pub created: String,
+    /// INFO or WARNING.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// When it was read; empty means unread.
+    pub read: String,
+}
+
+impl From<Notification> for NotificationDto {
+    fn from(n: Notification) -> Self {
+        Self {
+            id: n.id,
+            title: n.title,
+            text: n.text,
+            created: rfc3339(n.created),
+            kind: n.kind.as_str().into(),
+            read: n.read.map(rfc3339).unwrap_or_default(),
+        }
+    }
+}
+
+/// Only `read` may change: a timestamp marks the notification read, an empty string unread.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateNotificationBody {
+    pub read: Option<String>,
+}
+
+impl WriteBody for UpdateNotificationBody {
+    const IMMUTABLE: &'static [&'static str] = &["id", "title", "text", "created", "type"];
+
+    fn validate(&self, problems: &mut Problems) {
+        if let Some(read) = self.read.as_deref().filter(|r| !r.is_empty()) {
+            problems.check(Timestamp::parse_rfc3339(read).is_some(), "read", "must be an RFC 3339 date-time or empty");
+        }
+    }
+}
+
+async fn list(state: &AppState, caller: &Caller, user_id: i64, paging: Paging) -> ApiResult<Json<Vec<NotificationDto>>> {
+    let paging = paging.check()?;
+    let found = state.store.notifications(&caller.scope, user_id, paging.offset, paging.limit).await?;
+    Ok(Json(found.into_iter().map(NotificationDto::from).collect()))
+}
+
+async fn update(
+    state: &AppState,
+    caller: &Caller,
+    user_id: i64,
+    id: i64,
+    body: UpdateNotificationBody,
+) -> ApiResult<Json<NotificationDto>> {
+    let read = body.read.as_deref().and_then(Timestamp::parse_rfc3339);
+    Ok(Json(state.store.set_notification_read(&caller.scope, user_id, id, read).await?.into()))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct NotificationPath {
+    notification_id: i64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct UserPath {
+    user_id: i64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct UserNotificationPath {
+    user_id: i64,
+    notification_id: i64,
+}
+
+/// The caller's notifications, newest first.
+#[utoipa::path(get, path = "/notifications", tag = "notifications", params(Paging),
+    responses((status = 200, body = Vec<NotificationDto>)))]
+pub async fn list_notifications(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(paging): QueryParams<Paging>,
+) -> ApiResult<Json<Vec<NotificationDto>>> {
+    list(&state, &caller, caller.user.id, paging).await
+}
+
+/// One of the caller's notifications.
+#[utoipa::path(get, path = "/notifications/{notification_id}", tag = "notifications",
+    params(("notification_id" = i64, Path)), responses((status = 200, body = NotificationDto)))]
+pub async fn get_notification(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<NotificationPath>,
+) -> ApiResult<Json<NotificationDto>> {
+    Ok(Json(state.store.notification(&caller.scope, caller.user.id, p.notification_id).await?.into()))
+}
+
+/// Marks a notification read or unread.
+#[utoipa::path(put, path = "/notifications/{notification_id}", tag = "notifications",
+    params(("notification_id" = i64, Path)), request_body = UpdateNotificationBody,
+    responses((status = 200, body = NotificationDto)))]
+pub async fn update_notification(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<NotificationPath>,
+    Body(body): Body<UpdateNotificationBody>,
+) -> ApiResult<Json<NotificationDto>> {
+    update(&state, &caller, caller.user.id, p.notification_id, body).await
+}
+
+/// Alias of list_notifications for a given user.
+#[utoipa::path(get, path = "/users/{user_id}/notifications", tag = "notifications",
+    params(("user_id" = i64, Path), Paging), responses((status = 200, body = Vec<NotificationDto>)))]
+pub async fn list_user_notifications(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<UserPath>,
+    QueryParams(paging): QueryParams<Paging>,
+) -> ApiResult<Json<Vec<NotificationDto>>> {
+    list(&state, &caller, p.user_id, paging).await
+}
+
+/// Alias of get_notification for a given user.
+#[utoipa::path(get, path = "/users/{user_id}/notifications/{notification_id}", tag = "notifications",
+    params(("user_id" = i64, Path), ("notification_id" = i64, Path)), responses((status = 200, body = NotificationDto)))]
+pub async fn get_user_notification(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<UserNotificationPath>,
+) -> ApiResult<Json<NotificationDto>> {
+    Ok(Json(state.store.notification(&caller.scope, p.user_id, p.notification_id).await?.into()))
+}
+
+/// Alias of update_notification for a given user.
+#[utoipa::path(put, path = "/users/{user_id}/notifications/{notification_id}", tag = "notifications",
+    params(("user_id" = i64, Path), ("notification_id" = i64, Path)), request_body = UpdateNotificationBody,
+    responses((status = 200, body = NotificationDto)))]
+pub async fn update_user_notification(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<UserNotificationPath>,
+    Body(body): Body<UpdateNotificationBody>,
+) -> ApiResult<Json<NotificationDto>> {
+    update(&state, &caller, p.user_id, p.notification_id, body).await
+}

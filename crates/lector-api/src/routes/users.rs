@@ -1,0 +1,337 @@
+//! Users: profiles, permission flags, product keys, and accounts created by a superuser.
+
+use crate::auth::{Caller, PRODUCT_KEY_PREFIX, random_token, token_hash};
+use crate::error::ApiResult;
+use crate::extract::{Body, PathParams, WriteBody};
+use crate::routes::rfc3339;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use lector_core::Result;
+use lector_core::time::Timestamp;
+use lector_core::validate::{MAX_NAME_CHARS, Problems, normalize_email};
+use lector_store::{NewUser, ProductKey, TokenPurpose, User, UserChanges};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_user))
+        .routes(routes!(get_user, update_user))
+        .routes(routes!(get_user_permissions, update_user_permissions))
+        .routes(routes!(list_product_keys, create_product_key))
+        .routes(routes!(delete_product_key))
+}
+
+/// A user as served.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserDto {
+    pub id: i64,
+    pub email: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub is_superuser: bool,
+    pub is_betauser: bool,
+    pub created: String,
+}
+
+impl From<&User> for UserDto {
+    fn from(u: &User) -> Self {
+        Self {
+            id: u.id,
+            email: u.email.clone(),
+            first_name: u.first_name.clone(),
+            last_name: u.last_name.clone(),
+            is_superuser: u.is_superuser,
+            is_betauser: u.is_betauser,
+            created: rfc3339(u.created),
+        }
+    }
+}
+
+/// Server-owned fields of a user, refused in request bodies.
+const USER_IMMUTABLE: &[&str] = &["id", "created", "is_superuser", "is_betauser"];
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateUserBody {
+    pub email: Option<String>,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    /// A new password (at least 8 characters); revokes every earlier access token.
+    pub password: Option<String>,
+}
+
+impl WriteBody for UpdateUserBody {
+    const IMMUTABLE: &'static [&'static str] = USER_IMMUTABLE;
+
+    fn validate(&self, problems: &mut Problems) {
+        if let Some(email) = &self.email {
+            problems.email("email", email);
+        }
+        if let Some(password) = &self.password {
+            problems.password("password", password);
+        }
+        for (field, value) in [("first_name", &self.first_name), ("last_name", &self.last_name)] {
+            if let Some(value) = value {
+                problems.max_len(field, value, MAX_NAME_CHARS);
+            }
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct UserPath {
+    user_id: i64,
+}
+
+/// A user: the caller itself, or anyone for a superuser.
+#[utoipa::path(get, path = "/users/{user_id}", tag = "users",
+    params(("user_id" = i64, Path)), responses((status = 200, body = UserDto)))]
+pub async fn get_user(State(state): State<AppState>, caller: Caller, PathParams(p): PathParams<UserPath>) -> ApiResult<Json<UserDto>> {
+    Ok(Json(UserDto::from(&state.store.user(&caller.scope, p.user_id).await?)))
+}
+
+/// Changes a profile; a new password revokes every earlier token, the caller's included.
+#[utoipa::path(put, path = "/users/{user_id}", tag = "users", params(("user_id" = i64, Path)),
+    request_body = UpdateUserBody, responses((status = 200, body = UserDto)))]
+pub async fn update_user(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<UserPath>,
+    Body(body): Body<UpdateUserBody>,
+) -> ApiResult<Json<UserDto>> {
+    let password_hash = match &body.password {
+        Some(password) => Some(state.auth.hash_password(password).await?),
+        None => None,
+    };
+    let changes = UserChanges {
+        email: body.email.as_deref().map(normalize_email),
+        first_name: body.first_name.map(|s| s.trim().to_owned()),
+        last_name: body.last_name.map(|s| s.trim().to_owned()),
+        password_hash,
+    };
+    Ok(Json(UserDto::from(&state.store.update_user(&caller.scope, p.user_id, changes).await?)))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PermissionsDto {
+    pub user_id: i64,
+    pub is_superuser: bool,
+    pub is_betauser: bool,
+    /// The user's workspaces and its role in each.
+    pub workspaces: Vec<WorkspaceRole>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkspaceRole {
+    pub organization_id: i64,
+    pub role: String,
+}
+
+async fn permissions(state: &AppState, caller: &Caller, user_id: i64) -> Result<PermissionsDto> {
+    let user = state.store.user(&caller.scope, user_id).await?;
+    let (_, scope) = state.store.principal(user.id).await?.ok_or_else(|| lector_core::Error::not_found("user"))?;
+    Ok(PermissionsDto {
+        user_id: user.id,
+        is_superuser: user.is_superuser,
+        is_betauser: user.is_betauser,
+        workspaces: scope
+            .workspaces
+            .iter()
+            .map(|w| WorkspaceRole { organization_id: w.workspace_id, role: w.role.as_str().into() })
+            .collect(),
+    })
+}
+
+/// The user's permission flags and workspace roles.
+#[utoipa::path(get, path = "/users/{user_id}/permissions", tag = "users",
+    params(("user_id" = i64, Path)), responses((status = 200, body = PermissionsDto)))]
+pub async fn get_user_permissions(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<UserPath>,
+) -> ApiResult<Json<PermissionsDto>> {
+    Ok(Json(permissions(&state, &caller, p.user_id).await?))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsBody {
+    pub is_superuser: Option<bool>,
+    pub is_betauser: Option<bool>,
+}
+
+impl WriteBody for PermissionsBody {
+    const IMMUTABLE: &'static [&'static str] = &["user_id", "workspaces"];
+}
+
+/// Sets `is_superuser` and `is_betauser` (superusers only).
+#[utoipa::path(put, path = "/users/{user_id}/permissions", tag = "users", params(("user_id" = i64, Path)),
+    request_body = PermissionsBody, responses((status = 200, body = PermissionsDto)))]
+pub async fn update_user_permissions(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<UserPath>,
+    Body(body): Body<PermissionsBody>,
+) -> ApiResult<Json<PermissionsDto>> {
+    state.store.set_permissions(&caller.scope, p.user_id, body.is_superuser, body.is_betauser).await?;
+    Ok(Json(permissions(&state, &caller, p.user_id).await?))
+}
+
+/// A product key as served; `token` is whole only in the answer that creates it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProductKeyDto {
+    pub id: i64,
+    pub name: String,
+    pub created: String,
+    /// The whole token when just created; afterwards its first characters and an ellipsis.
+    pub token: String,
+}
+
+impl From<ProductKey> for ProductKeyDto {
+    fn from(k: ProductKey) -> Self {
+        Self { id: k.id, name: k.name, created: rfc3339(k.created), token: format!("{}…", k.prefix) }
+    }
+}
+
+/// The user's product keys (tokens shortened).
+#[utoipa::path(get, path = "/users/{user_id}/keys", tag = "users",
+    params(("user_id" = i64, Path)), responses((status = 200, body = Vec<ProductKeyDto>)))]
+pub async fn list_product_keys(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<UserPath>,
+) -> ApiResult<Json<Vec<ProductKeyDto>>> {
+    let keys = state.store.product_keys(&caller.scope, p.user_id).await?;
+    Ok(Json(keys.into_iter().map(ProductKeyDto::from).collect()))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProductKeyBody {
+    pub name: String,
+}
+
+impl WriteBody for ProductKeyBody {
+    const IMMUTABLE: &'static [&'static str] = &["id", "created", "token"];
+
+    fn validate(&self, problems: &mut Problems) {
+        problems.name("name", &self.name, MAX_NAME_CHARS);
+    }
+}
+
+/// Creates a product key: a long-lived bearer token shown whole only in this answer.
+#[utoipa::path(post, path = "/users/{user_id}/keys", tag = "users", params(("user_id" = i64, Path)),
+    request_body = ProductKeyBody, responses((status = 201, body = ProductKeyDto)))]
+pub async fn create_product_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<UserPath>,
+    Body(body): Body<ProductKeyBody>,
+) -> ApiResult<(StatusCode, Json<ProductKeyDto>)> {
+    let token = format!("{PRODUCT_KEY_PREFIX}{}", random_token());
+    let prefix: String = token.chars().take(PRODUCT_KEY_PREFIX.len() + 6).collect();
+    let key = state.store.create_product_key(&caller.scope, p.user_id, body.name.trim(), &prefix, &token_hash(&token)).await?;
+    Ok((StatusCode::CREATED, Json(ProductKeyDto { token, ..ProductKeyDto::from(key) })))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct KeyPath {
+    user_id: i64,
+    key_id: i64,
+}
+
+/// Deletes a product key and answers the keys that remain.
+#[utoipa::path(delete, path = "/users/{user_id}/keys/{key_id}", tag = "users",
+    params(("user_id" = i64, Path), ("key_id" = i64, Path)), responses((status = 200, body = Vec<ProductKeyDto>)))]
+pub async fn delete_product_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<KeyPath>,
+) -> ApiResult<Json<Vec<ProductKeyDto>>> {
+    let keys = state.store.delete_product_key(&caller.scope, p.user_id, p.key_id).await?;
+    Ok(Json(keys.into_iter().map(ProductKeyDto::from).collect()))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateUserBody {
+    pub email: String,
+    #[serde(default)]
+    pub first_name: String,
+    #[serde(default)]
+    pub last_name: String,
+    /// Without a password the user gets a first-time-login token by mail.
+    pub password: Option<String>,
+    #[serde(default)]
+    pub is_superuser: bool,
+}
+
+impl WriteBody for CreateUserBody {
+    const IMMUTABLE: &'static [&'static str] = &["id", "created"];
+
+    fn validate(&self, problems: &mut Problems) {
+        problems.email("email", &self.email);
+        if let Some(password) = &self.password {
+            problems.password("password", password);
+        }
+        problems.max_len("first_name", &self.first_name, MAX_NAME_CHARS);
+        problems.max_len("last_name", &self.last_name, MAX_NAME_CHARS);
+    }
+}
+
+/// Creates a user; without a password, also a first-time-login token, which is returned
+/// (for the command line) and never served over HTTP.
+pub async fn create_account(state: &AppState, body: CreateUserBody) -> Result<(User, Option<String>)> {
+    let password_hash = match &body.password {
+        Some(password) => Some(state.auth.hash_password(password).await?),
+        None => None,
+    };
+    let user = state
+        .store
+        .create_user(NewUser {
+            email: normalize_email(&body.email),
+            first_name: body.first_name.trim().to_owned(),
+            last_name: body.last_name.trim().to_owned(),
+            password_hash,
+            is_superuser: body.is_superuser,
+        })
+        .await?;
+    if body.password.is_some() {
+        return Ok((user, None));
+    }
+    let token = random_token();
+    let expires = Timestamp::now().plus_seconds(state.config.invitation_lifetime_secs);
+    state.store.create_one_time_token(user.id, TokenPurpose::FirstLogin, &token_hash(&token), expires).await?;
+    Ok((user, Some(token)))
+}
+
+/// Creates a user (superusers only); without a password, mails a first-time-login token.
+#[utoipa::path(post, path = "/users", tag = "users",
+    request_body = CreateUserBody, responses((status = 201, body = UserDto)))]
+pub async fn create_user(
+    State(state): State<AppState>,
+    caller: Caller,
+    Body(body): Body<CreateUserBody>,
+) -> ApiResult<(StatusCode, Json<UserDto>)> {
+    caller.require_superuser()?;
+    let (user, token) = create_account(&state, body).await?;
+    if let Some(token) = token {
+        let text = format!(
+            "An account was created for you on Lector.\n\n\
+             Token: {token}\n\n\
+             Log in once with POST {}/auth/login and the body {{\"token\": \"<token>\"}},\n\
+             then set a password with PUT /users/{}.\n",
+            state.config.public_url(),
+            user.id
+        );
+        if let Err(e) = state.mailer.send(&user.email, "Your Lector account", &text).await {
+            tracing::error!(error = %e, user.id = user.id, "cannot send the first-time-login mail");
+        }
+    }
+    Ok((StatusCode::CREATED, Json(UserDto::from(&user))))
+}

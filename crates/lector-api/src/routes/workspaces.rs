@@ -1,0 +1,547 @@
+//! Workspaces (called organizations in paths), their members and invitations.
+
+use crate::auth::{Caller, random_token, token_hash};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Body, PathParams, WriteBody};
+use crate::routes::auth::{AuthAnswer, answer};
+use crate::routes::rfc3339;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use lector_core::time::Timestamp;
+use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems, is_email, normalize_email};
+use lector_core::{Action, Error, ErrorCode, Role};
+use lector_store::{Invitation, Invitee, Membership, MyWorkspace, NewUser, Workspace, WorkspaceChanges, WorkspaceRef};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_workspaces, create_workspace))
+        .routes(routes!(get_workspace, update_workspace, deactivate_workspace))
+        .routes(routes!(set_default_workspace))
+        .routes(routes!(invite_users))
+        .routes(routes!(list_invitations))
+        .routes(routes!(accept_invitation))
+        .routes(routes!(list_members, add_workspace_member))
+        .routes(routes!(update_member_role, remove_member))
+        .routes(routes!(cancel_invitation))
+        .routes(routes!(resend_invitation))
+}
+
+/// Most addresses one invitation call takes.
+pub const MAX_INVITES_PER_CALL: usize = 100;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkspaceDto {
+    pub id: i64,
+    pub name: String,
+    pub description: String,
+    pub created: String,
+    pub is_beta: bool,
+    pub is_read_only: bool,
+    pub is_active: bool,
+}
+
+impl From<Workspace> for WorkspaceDto {
+    fn from(w: Workspace) -> Self {
+        Self {
+            id: w.id,
+            name: w.name,
+            description: w.description,
+            created: rfc3339(w.created),
+            is_beta: w.is_beta,
+            is_read_only: w.is_read_only,
+            is_active: w.is_active,
+        }
+    }
+}
+
+/// A workspace of the caller's, with the caller's role and default flag.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MyWorkspaceDto {
+    #[serde(flatten)]
+    pub workspace: WorkspaceDto,
+    pub role: String,
+    pub is_default: bool,
+}
+
+impl From<MyWorkspace> for MyWorkspaceDto {
+    fn from(w: MyWorkspace) -> Self {
+        Self { workspace: w.workspace.into(), role: w.role.as_str().into(), is_default: w.is_default }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MembershipDto {
+    pub id: i64,
+    pub role: String,
+    /// The member's e-mail.
+    pub user: String,
+    pub user_id: i64,
+    pub organization_id: i64,
+    pub created: String,
+}
+
+impl From<Membership> for MembershipDto {
+    fn from(m: Membership) -> Self {
+        Self {
+            id: m.id,
+            role: m.role.as_str().into(),
+            user: m.user_email,
+            user_id: m.user_id,
+            organization_id: m.workspace_id,
+            created: rfc3339(m.created),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InvitationDto {
+    pub id: i64,
+    pub role: String,
+    pub email: String,
+    pub invited_by_id: i64,
+    pub organization_id: i64,
+    pub created: String,
+    pub expires: String,
+    /// PENDING, ACCEPTED or CANCELLED.
+    pub status: String,
+    /// Where the invited person sends the token from the invitation mail.
+    pub invitation_link: String,
+}
+
+fn invitation_dto(state: &AppState, i: Invitation) -> InvitationDto {
+    InvitationDto {
+        id: i.id,
+        role: i.role.as_str().into(),
+        email: i.email,
+        invited_by_id: i.invited_by_id,
+        organization_id: i.workspace_id,
+        created: rfc3339(i.created),
+        expires: rfc3339(i.expires),
+        status: i.status.as_str().into(),
+        invitation_link: format!("{}/organizations/users/invite/accept", state.config.public_url()),
+    }
+}
+
+const WORKSPACE_IMMUTABLE: &[&str] = &["id", "created", "is_active"];
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceBody {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+impl WriteBody for WorkspaceBody {
+    const IMMUTABLE: &'static [&'static str] = WORKSPACE_IMMUTABLE;
+
+    fn validate(&self, problems: &mut Problems) {
+        validate_workspace_name(problems, &self.name);
+        problems.max_len("description", &self.description, MAX_DESCRIPTION_CHARS);
+    }
+}
+
+fn validate_workspace_name(problems: &mut Problems, name: &str) {
+    problems.name("name", name, MAX_NAME_CHARS);
+    // Digits address a workspace by id in `{organization}`, so a name must not be all digits.
+    problems.check(name.trim().parse::<i64>().is_err(), "name", "must not be a number");
+}
+
+#[derive(Debug, Deserialize)]
+pub struct OrgPath {
+    organization: String,
+}
+
+impl OrgPath {
+    fn workspace(&self) -> WorkspaceRef {
+        WorkspaceRef::parse(&self.organization)
+    }
+}
+
+/// The caller's workspaces, with its role in each and which is the default.
+#[utoipa::path(get, path = "/organizations", tag = "workspaces", responses((status = 200, body = Vec<MyWorkspaceDto>)))]
+pub async fn list_workspaces(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<MyWorkspaceDto>>> {
+    let workspaces = state.store.my_workspaces(&caller.scope).await?;
+    Ok(Json(workspaces.into_iter().map(MyWorkspaceDto::from).collect()))
+}
+
+/// Creates a workspace with the caller as its ADMIN.
+#[utoipa::path(post, path = "/organizations", tag = "workspaces",
+    request_body = WorkspaceBody, responses((status = 200, body = WorkspaceDto)))]
+pub async fn create_workspace(
+    State(state): State<AppState>,
+    caller: Caller,
+    Body(body): Body<WorkspaceBody>,
+) -> ApiResult<Json<WorkspaceDto>> {
+    let workspace = state.store.create_workspace(&caller.scope, body.name.trim(), body.description.trim()).await?;
+    tracing::info!(workspace.id = workspace.id, user.id = caller.user.id, "workspace created");
+    Ok(Json(workspace.into()))
+}
+
+/// A workspace, by id or by name.
+#[utoipa::path(get, path = "/organizations/{organization}", tag = "workspaces",
+    params(("organization" = String, Path, description = "workspace id or name")), responses((status = 200, body = WorkspaceDto)))]
+pub async fn get_workspace(State(state): State<AppState>, caller: Caller, PathParams(p): PathParams<OrgPath>) -> ApiResult<Json<WorkspaceDto>> {
+    let (workspace, _) = state.store.workspace_access(&caller.scope, &p.workspace(), Action::Read).await?;
+    Ok(Json(workspace.into()))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateWorkspaceBody {
+    pub name: String,
+    pub description: Option<String>,
+    /// A read-only workspace refuses every change but to these settings.
+    pub is_read_only: Option<bool>,
+    /// Superusers only.
+    pub is_beta: Option<bool>,
+}
+
+impl WriteBody for UpdateWorkspaceBody {
+    const IMMUTABLE: &'static [&'static str] = WORKSPACE_IMMUTABLE;
+
+    fn validate(&self, problems: &mut Problems) {
+        validate_workspace_name(problems, &self.name);
+        if let Some(description) = &self.description {
+            problems.max_len("description", description, MAX_DESCRIPTION_CHARS);
+        }
+    }
+}
+
+/// Changes a workspace (ADMIN).
+#[utoipa::path(put, path = "/organizations/{organization}", tag = "workspaces",
+    params(("organization" = String, Path, description = "workspace id or name")),
+    request_body = UpdateWorkspaceBody, responses((status = 200, body = WorkspaceDto)))]
+pub async fn update_workspace(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<OrgPath>,
+    Body(body): Body<UpdateWorkspaceBody>,
+) -> ApiResult<Json<WorkspaceDto>> {
+    let changes = WorkspaceChanges {
+        name: Some(body.name.trim().to_owned()),
+        description: body.description.map(|d| d.trim().to_owned()),
+        is_read_only: body.is_read_only,
+        is_beta: body.is_beta,
+    };
+    Ok(Json(state.store.update_workspace(&caller.scope, &p.workspace(), changes).await?.into()))
+}
+
+/// Deactivates a workspace (ADMIN); it disappears for its members.
+#[utoipa::path(delete, path = "/organizations/{organization}", tag = "workspaces",
+    params(("organization" = String, Path, description = "workspace id or name")), responses((status = 200, body = WorkspaceDto)))]
+pub async fn deactivate_workspace(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<OrgPath>,
+) -> ApiResult<Json<WorkspaceDto>> {
+    let workspace = state.store.deactivate_workspace(&caller.scope, &p.workspace()).await?;
+    tracing::info!(workspace.id = workspace.id, user.id = caller.user.id, "workspace deactivated");
+    Ok(Json(workspace.into()))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultBody {
+    /// `true` makes the workspace the default; `false` returns the default to the personal workspace.
+    pub default: bool,
+}
+
+impl WriteBody for DefaultBody {}
+
+/// Makes a workspace the caller's default, or stops it being the default.
+#[utoipa::path(post, path = "/organizations/{organization}/default", tag = "workspaces",
+    params(("organization" = String, Path, description = "workspace id or name")),
+    request_body = DefaultBody, responses((status = 200, body = MyWorkspaceDto)))]
+pub async fn set_default_workspace(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<OrgPath>,
+    Body(body): Body<DefaultBody>,
+) -> ApiResult<Json<MyWorkspaceDto>> {
+    Ok(Json(state.store.set_default_workspace(&caller.scope, &p.workspace(), body.default).await?.into()))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InviteBody {
+    /// The role every invited person gets; no higher than the caller's.
+    #[schema(value_type = String, example = "USER")]
+    pub role: Role,
+    pub emails: Vec<String>,
+}
+
+impl WriteBody for InviteBody {
+    fn validate(&self, problems: &mut Problems) {
+        problems.check(!self.emails.is_empty(), "emails", "must name at least one address");
+        problems.check(
+            self.emails.len() <= MAX_INVITES_PER_CALL,
+            "emails",
+            &format!("must name at most {MAX_INVITES_PER_CALL} addresses"),
+        );
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NotInvited {
+    pub email: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InviteAnswer {
+    pub not_invited: Vec<NotInvited>,
+    pub invitations: Vec<InvitationDto>,
+}
+
+/// Invites people by e-mail; addresses that cannot be invited come back with a reason.
+#[utoipa::path(post, path = "/organizations/{organization}/users/invite", tag = "workspaces",
+    params(("organization" = String, Path, description = "workspace id or name")),
+    request_body = InviteBody, responses((status = 200, body = InviteAnswer)))]
+pub async fn invite_users(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<OrgPath>,
+    Body(body): Body<InviteBody>,
+) -> ApiResult<Json<InviteAnswer>> {
+    let (workspace, own) = state.store.workspace_access(&caller.scope, &p.workspace(), Action::ManageMembers).await?;
+    caller.scope.may_grant(own, body.role)?;
+    let mut answer = InviteAnswer { not_invited: Vec::new(), invitations: Vec::new() };
+    let mut seen = std::collections::HashSet::new();
+    for raw in &body.emails {
+        let email = normalize_email(raw);
+        let reason = if !is_email(&email) {
+            Some("not an e-mail address")
+        } else if !seen.insert(email.clone()) {
+            Some("listed twice")
+        } else {
+            state.store.invitation_obstacle(workspace.id, &email).await?
+        };
+        if let Some(reason) = reason {
+            answer.not_invited.push(NotInvited { email: raw.clone(), reason: reason.into() });
+            continue;
+        }
+        let key = format!("invite:{}", workspace.id);
+        state.store.hit_rate_limit(&key, state.config.rate_limits.invitations_per_hour, 3600).await?;
+        let token = random_token();
+        let expires = Timestamp::now().plus_seconds(state.config.invitation_lifetime_secs);
+        let invitation =
+            state.store.create_invitation(&caller.scope, workspace.id, &email, body.role, &token_hash(&token), expires).await?;
+        send_invitation(&state, &caller, &workspace, &invitation, &token).await;
+        answer.invitations.push(invitation_dto(&state, invitation));
+    }
+    Ok(Json(answer))
+}
+
+async fn send_invitation(state: &AppState, caller: &Caller, workspace: &Workspace, invitation: &Invitation, token: &str) {
+    let text = format!(
+        "{} invited you to the Lector workspace \"{}\" as {}.\n\n\
+         Token: {token}\n\n\
+         Accept with POST {}/organizations/users/invite/accept and the body\n\
+         {{\"token\": \"<token>\", \"password\": \"<your password>\", \"first_name\": \"…\", \"last_name\": \"…\"}}.\n\
+         If you already have an account, send its password. The invitation expires on {}.\n",
+        caller.user.email,
+        workspace.name,
+        invitation.role,
+        state.config.public_url(),
+        rfc3339(invitation.expires)
+    );
+    if let Err(e) = state.mailer.send(&invitation.email, "You are invited to a Lector workspace", &text).await {
+        tracing::error!(error = %e, invitation.id = invitation.id, "cannot send the invitation mail");
+    }
+}
+
+/// Pending invitations of a workspace.
+#[utoipa::path(get, path = "/organizations/{organization}/users/invites", tag = "workspaces",
+    params(("organization" = String, Path, description = "workspace id or name")), responses((status = 200, body = Vec<InvitationDto>)))]
+pub async fn list_invitations(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<OrgPath>,
+) -> ApiResult<Json<Vec<InvitationDto>>> {
+    let invitations = state.store.pending_invitations(&caller.scope, &p.workspace()).await?;
+    Ok(Json(invitations.into_iter().map(|i| invitation_dto(&state, i)).collect()))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcceptBody {
+    /// The token from the invitation mail.
+    pub token: String,
+    /// A new account's password, or the existing account's.
+    pub password: String,
+    /// If given, must be the invited address.
+    pub email: Option<String>,
+    #[serde(default)]
+    pub first_name: String,
+    #[serde(default)]
+    pub last_name: String,
+}
+
+impl WriteBody for AcceptBody {
+    fn validate(&self, problems: &mut Problems) {
+        problems.password("password", &self.password);
+        problems.max_len("first_name", &self.first_name, MAX_NAME_CHARS);
+        problems.max_len("last_name", &self.last_name, MAX_NAME_CHARS);
+    }
+}
+
+/// Accepts an invitation: creates the account (or, for an existing one, checks its password)
+/// and adds the membership. Answers like log-in.
+#[utoipa::path(post, path = "/organizations/users/invite/accept", tag = "workspaces",
+    request_body = AcceptBody, responses((status = 200, body = AuthAnswer)))]
+pub async fn accept_invitation(State(state): State<AppState>, Body(body): Body<AcceptBody>) -> ApiResult<Json<AuthAnswer>> {
+    let invitation = state
+        .store
+        .invitation_by_token(&token_hash(&body.token))
+        .await?
+        .ok_or_else(|| Error::not_found("invitation (unknown, used, cancelled or expired)"))?;
+    if let Some(email) = &body.email
+        && normalize_email(email) != invitation.email
+    {
+        return Err(Error::validation(vec![lector_core::FieldError::new("email", "is not the invited address")]).into());
+    }
+    let invitee = match state.store.login_candidate(&invitation.email).await? {
+        Some((user, hash)) => {
+            if !state.auth.verify_password(&body.password, hash.as_deref()).await {
+                return Err(ApiError(Error::new(ErrorCode::InvalidCredentials, "the password of the existing account is wrong")));
+            }
+            Invitee::Existing(user.id)
+        }
+        None => Invitee::New(NewUser {
+            email: invitation.email.clone(),
+            first_name: body.first_name.trim().to_owned(),
+            last_name: body.last_name.trim().to_owned(),
+            password_hash: Some(state.auth.hash_password(&body.password).await?),
+            is_superuser: false,
+        }),
+    };
+    let user = state.store.accept_invitation(&invitation, invitee).await?;
+    tracing::info!(user.id = user.id, workspace.id = invitation.workspace_id, "invitation accepted");
+    answer(&state, &user, "invitation accepted", "OK")
+}
+
+/// Members of a workspace.
+#[utoipa::path(get, path = "/organizations/{organization}/permissions", tag = "workspaces",
+    params(("organization" = String, Path, description = "workspace id or name")), responses((status = 200, body = Vec<MembershipDto>)))]
+pub async fn list_members(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<OrgPath>,
+) -> ApiResult<Json<Vec<MembershipDto>>> {
+    let members = state.store.members(&caller.scope, &p.workspace()).await?;
+    Ok(Json(members.into_iter().map(MembershipDto::from).collect()))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddMemberBody {
+    #[schema(value_type = String, example = "ANNOTATOR")]
+    pub role: Role,
+    pub user_id: i64,
+}
+
+impl WriteBody for AddMemberBody {
+    const IMMUTABLE: &'static [&'static str] = &["id", "created"];
+}
+
+/// Adds an existing user to a workspace (MANAGER; no role above the caller's).
+#[utoipa::path(post, path = "/organizations/{organization}/permissions", tag = "workspaces",
+    params(("organization" = String, Path, description = "workspace id or name")),
+    request_body = AddMemberBody, responses((status = 200, body = MembershipDto)))]
+pub async fn add_workspace_member(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<OrgPath>,
+    Body(body): Body<AddMemberBody>,
+) -> ApiResult<Json<MembershipDto>> {
+    Ok(Json(state.store.add_member(&caller.scope, &p.workspace(), body.user_id, body.role).await?.into()))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct MemberPath {
+    organization: String,
+    permission_id: i64,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoleBody {
+    #[schema(value_type = String, example = "MANAGER")]
+    pub role: Role,
+}
+
+impl WriteBody for RoleBody {
+    const IMMUTABLE: &'static [&'static str] = &["id", "user", "user_id", "created"];
+}
+
+/// Changes a member's role (MANAGER; never above the caller's own).
+#[utoipa::path(put, path = "/organizations/{organization}/permissions/{permission_id}", tag = "workspaces",
+    params(("organization" = String, Path, description = "workspace id or name"), ("permission_id" = i64, Path)),
+    request_body = RoleBody, responses((status = 200, body = MembershipDto)))]
+pub async fn update_member_role(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<MemberPath>,
+    Body(body): Body<RoleBody>,
+) -> ApiResult<Json<MembershipDto>> {
+    let workspace = WorkspaceRef::parse(&p.organization);
+    Ok(Json(state.store.update_member_role(&caller.scope, &workspace, p.permission_id, body.role).await?.into()))
+}
+
+/// Removes a member (MANAGER), or lets a member leave; answers the removed membership.
+#[utoipa::path(delete, path = "/organizations/{organization}/permissions/{permission_id}", tag = "workspaces",
+    params(("organization" = String, Path, description = "workspace id or name"), ("permission_id" = i64, Path)),
+    responses((status = 200, body = MembershipDto)))]
+pub async fn remove_member(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<MemberPath>,
+) -> ApiResult<Json<MembershipDto>> {
+    let workspace = WorkspaceRef::parse(&p.organization);
+    Ok(Json(state.store.remove_member(&caller.scope, &workspace, p.permission_id).await?.into()))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct InvitationPath {
+    organization: String,
+    invitation_id: i64,
+}
+
+/// Cancels a pending invitation; its token stops working.
+#[utoipa::path(delete, path = "/organizations/{organization}/invitation/{invitation_id}", tag = "workspaces",
+    params(("organization" = String, Path, description = "workspace id or name"), ("invitation_id" = i64, Path)),
+    responses((status = 200, body = InvitationDto)))]
+pub async fn cancel_invitation(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<InvitationPath>,
+) -> ApiResult<Json<InvitationDto>> {
+    let workspace = WorkspaceRef::parse(&p.organization);
+    let invitation = state.store.cancel_invitation(&caller.scope, &workspace, p.invitation_id).await?;
+    Ok(Json(invitation_dto(&state, invitation)))
+}
+
+/// Mails a pending invitation again with a fresh token (the old one stops working).
+#[utoipa::path(post, path = "/organizations/{organization}/invitation/{invitation_id}/resend", tag = "workspaces",
+    params(("organization" = String, Path, description = "workspace id or name"), ("invitation_id" = i64, Path)),
+    responses((status = 200, body = InvitationDto)))]
+pub async fn resend_invitation(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<InvitationPath>,
+) -> ApiResult<Json<InvitationDto>> {
+    let workspace_ref = WorkspaceRef::parse(&p.organization);
+    let (workspace, _) = state.store.workspace_access(&caller.scope, &workspace_ref, Action::ManageMembers).await?;
+    state.store.hit_rate_limit(&format!("invite:{}", workspace.id), state.config.rate_limits.invitations_per_hour, 3600).await?;
+    let token = random_token();
+    let expires = Timestamp::now().plus_seconds(state.config.invitation_lifetime_secs);
+    let invitation = state.store.renew_invitation(&caller.scope, &workspace_ref, p.invitation_id, &token_hash(&token), expires).await?;
+    send_invitation(&state, &caller, &workspace, &invitation, &token).await;
+    Ok(Json(invitation_dto(&state, invitation)))
+}

@@ -1,0 +1,148 @@
+//! The listener: our own accept loop, so that a plain-HTTP request on the TLS port gets a short
+//! 400 telling the client to use https (a TLS connection starts with the byte 0x16), and so that
+//! SIGTERM stops accepting and lets open requests finish.
+
+use crate::state::{AppState, PeerAddr};
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use lector_core::config::TlsMode;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt;
+
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+
+/// A bound, not yet running server.
+pub struct Server {
+    listener: TcpListener,
+    router: Router,
+    tls: Option<TlsAcceptor>,
+}
+
+impl Server {
+    /// Binds the configured address and prepares TLS (creating the certificate if needed).
+    pub async fn bind(state: AppState) -> Result<Self, String> {
+        let tls = match state.config.tls {
+            TlsMode::On => Some(TlsAcceptor::from(crate::tls::server_config(&state.config)?)),
+            TlsMode::Proxy => None,
+        };
+        let listener = TcpListener::bind(&state.config.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", state.config.listen))?;
+        Ok(Self { listener, router: crate::app(state), tls })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until `shutdown` completes, then drains open connections (at most 30 s).
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let graceful = GracefulShutdown::new();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, peer)) => {
+                        let watcher = graceful.watcher();
+                        let (router, tls) = (self.router.clone(), self.tls.clone());
+                        tokio::spawn(async move {
+                            connection(stream, peer, router, tls, watcher).await;
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                () = &mut shutdown => break,
+            }
+        }
+        drop(self.listener);
+        tracing::info!(connections = graceful.count(), "shutting down; draining connections");
+        tokio::select! {
+            () = graceful.shutdown() => {}
+            () = tokio::time::sleep(DRAIN_TIMEOUT) => tracing::warn!("connections still open after the drain timeout"),
+        }
+    }
+}
+
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    tls: Option<TlsAcceptor>,
+    watcher: hyper_util::server::graceful::Watcher,
+) {
+    let _ = stream.set_nodelay(true);
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        request.extensions_mut().insert(PeerAddr(peer));
+        router.clone().oneshot(request.map(axum::body::Body::new))
+    });
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let Some(acceptor) = tls else {
+        let _ = watcher.watch(builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned()).await;
+        return;
+    };
+    let mut first = [0u8; 1];
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, stream.peek(&mut first)).await {
+        Ok(Ok(1)) if first[0] == TLS_HANDSHAKE_RECORD => {}
+        Ok(Ok(1)) => return refuse_plain_http(stream).await,
+        _ => return,
+    }
+    let tls_stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return tracing::debug!(error = %e, %peer, "TLS handshake failed"),
+        Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
+    };
+    let _ = watcher.watch(builder.serve_connection_with_upgrades(TokioIo::new(tls_stream), service).into_owned()).await;
+}
+
+/// Answers a plain-HTTP request on the TLS port, without serving it.
+async fn refuse_plain_http(mut stream: TcpStream) {
+    let body = r#"{"type":"urn:lector:problem:bad_request","title":"Bad request","status":400,"detail":"this port speaks HTTPS only: use https://","code":"bad_request"}"#;
+    let response = format!(
+        "HTTP/1.1 400 Bad Request\r\ncontent-type: application/problem+json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
+        // Read what the client sent first, so closing does not reset the connection under it.
+        let mut buf = [0u8; 4096];
+        let _ = tokio::time::timeout(Duration::from_millis(200), tokio::io::AsyncReadExt::read(&mut stream, &mut buf)).await;
+        let _ = stream.write_all(response.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+}
+
+/// Completes on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+    tracing::info!("shutdown signal received");
+}

@@ -1,0 +1,63 @@
+//! What every handler shares: the store, the configuration, the token keys, the mailer and
+//! the metrics. Built once at start-up by [`AppState::new`].
+
+use crate::auth::AuthKeys;
+use crate::metrics::Metrics;
+use lector_core::config::Config;
+use lector_jobs::Mailer;
+use lector_store::Store;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub store: Store,
+    pub config: Arc<Config>,
+    pub auth: Arc<AuthKeys>,
+    pub mailer: Arc<Mailer>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl AppState {
+    /// Opens the store (migrating it), loads or creates the token key, and builds the mailer.
+    pub async fn new(config: Config) -> Result<Self, String> {
+        config.validate()?;
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|e| format!("data directory {}: {e}", config.data_dir.display()))?;
+        let store = Store::open(&config.database_url(), config.database_max_connections)
+            .await
+            .map_err(|e| format!("database: {}", e.detail))?;
+        let auth = AuthKeys::load(&config)?;
+        let mailer = Mailer::new(&config.mail, &config.mail_outbox())?;
+        Ok(Self {
+            store,
+            config: Arc::new(config),
+            auth: Arc::new(auth),
+            mailer: Arc::new(mailer),
+            metrics: Arc::new(Metrics::new()),
+        })
+    }
+}
+
+/// The address of the connection a request came in on, put into request extensions by the
+/// server's accept loop.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerAddr(pub SocketAddr);
+
+impl AppState {
+    /// The client's address: the peer, or in proxy mode the first `X-Forwarded-For` hop that a
+    /// trusted proxy reports.
+    pub fn client_ip(&self, parts: &axum::http::request::Parts) -> Option<IpAddr> {
+        let peer = parts.extensions.get::<PeerAddr>().map(|p| p.0.ip())?;
+        if self.config.tls == lector_core::config::TlsMode::Proxy && self.config.trusted_proxies.contains(&peer) {
+            let forwarded = parts
+                .headers
+                .get("x-forwarded-for")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.split(',').next())
+                .and_then(|v| v.trim().parse().ok());
+            return forwarded.or(Some(peer));
+        }
+        Some(peer)
+    }
+}

@@ -1,0 +1,84 @@
+//! Outgoing mail: password resets, invitations and first-time-login tokens.
+//!
+//! Without SMTP configuration every message is written to the outbox folder, so a fresh
+//! installation works offline and an operator can read what would have been sent.
+
+use lector_core::config::MailConfig;
+use lettre::message::Mailbox;
+use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use std::path::{Path, PathBuf};
+
+enum Transport {
+    Outbox(AsyncFileTransport<Tokio1Executor>),
+    Smtp(Box<AsyncSmtpTransport<Tokio1Executor>>),
+}
+
+/// Sends plain-text mail through the configured transport. Cheap to share behind an `Arc`.
+pub struct Mailer {
+    transport: Transport,
+    from: Mailbox,
+    outbox: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Mailer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mailer").field("from", &self.from.to_string()).field("outbox", &self.outbox).finish()
+    }
+}
+
+impl Mailer {
+    /// Builds the transport; an unusable sender address or SMTP URL refuses start-up.
+    pub fn new(config: &MailConfig, outbox: &Path) -> Result<Self, String> {
+        let from: Mailbox = config.from.parse().map_err(|e| format!("mail.from: {e}"))?;
+        match &config.smtp_url {
+            Some(url) => {
+                let smtp = AsyncSmtpTransport::<Tokio1Executor>::from_url(url.expose())
+                    .map_err(|e| format!("mail.smtp_url: {e}"))?
+                    .build();
+                Ok(Self { transport: Transport::Smtp(Box::new(smtp)), from, outbox: None })
+            }
+            None => {
+                std::fs::create_dir_all(outbox).map_err(|e| format!("mail outbox {}: {e}", outbox.display()))?;
+                Ok(Self { transport: Transport::Outbox(AsyncFileTransport::new(outbox)), from, outbox: Some(outbox.into()) })
+            }
+        }
+    }
+
+    /// The folder messages are written to, when there is no SMTP server.
+    pub fn outbox(&self) -> Option<&Path> {
+        self.outbox.as_deref()
+    }
+
+    /// Sends one plain-text message.
+    pub async fn send(&self, to: &str, subject: &str, body: &str) -> Result<(), String> {
+        let to: Mailbox = to.parse().map_err(|e| format!("recipient: {e}"))?;
+        let message = Message::builder()
+            .from(self.from.clone())
+            .to(to)
+            .subject(subject)
+            .body(body.to_owned())
+            .map_err(|e| format!("message: {e}"))?;
+        match &self.transport {
+            Transport::Outbox(t) => t.send(message).await.map(|_| ()).map_err(|e| format!("outbox: {e}")),
+            Transport::Smtp(t) => t.send(message).await.map(|_| ()).map_err(|e| format!("smtp: {e}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn writes_one_file_per_message_to_the_outbox() {
+        let dir = std::env::temp_dir().join(format!("lector-mail-{}", std::process::id()));
+        let mailer = Mailer::new(&MailConfig::default(), &dir).unwrap();
+        mailer.send("ada@example.org", "Hello", "token=abc").await.unwrap();
+        let files: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(files.len(), 1);
+        let text = std::fs::read_to_string(files[0].as_ref().unwrap().path()).unwrap();
+        assert!(text.contains("To: ada@example.org") && text.contains("token=abc"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(mailer.send("not an address", "x", "y").await.is_err());
+    }
+}

@@ -1,0 +1,135 @@
+//! The `lector` command: serve the API, migrate the database, print the OpenAPI document or the
+//! effective configuration, and create users from the shell.
+
+mod config;
+
+use clap::{Parser, Subcommand};
+use lector_api::AppState;
+use lector_api::routes::users::{CreateUserBody, create_account};
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(name = "lector", version, about = "Self-hosted document intelligence")]
+struct Cli {
+    #[command(flatten)]
+    overrides: config::Overrides,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve the HTTPS API (migrating the database first).
+    Serve,
+    /// Bring the database schema up to date and exit.
+    Migrate,
+    /// Print the OpenAPI document.
+    Openapi,
+    /// Print the effective configuration, secrets redacted.
+    PrintConfig,
+    /// Manage users.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum UserCommand {
+    /// Create a user; without --password, print a first-time-login token.
+    Create {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        password: Option<String>,
+        #[arg(long)]
+        superuser: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match config::load(&cli.overrides) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("lector: configuration: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(&config.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("lector: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli.command, config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lector: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(command: Command, config: lector_core::config::Config) -> Result<(), String> {
+    match command {
+        Command::Openapi => {
+            let document = lector_api::openapi_document().to_pretty_json().map_err(|e| e.to_string())?;
+            println!("{document}");
+        }
+        Command::PrintConfig => {
+            println!("{}", toml::to_string_pretty(&config).map_err(|e| e.to_string())?);
+        }
+        Command::Migrate => {
+            let store = lector_store::Store::open(&config.database_url(), 1).await.map_err(|e| e.detail)?;
+            store.close().await;
+            println!("database is up to date");
+        }
+        Command::Serve => {
+            let state = AppState::new(config).await?;
+            let server = lector_api::Server::bind(state.clone()).await?;
+            let address = server.local_addr().map_err(|e| e.to_string())?;
+            let scheme = match state.config.tls {
+                lector_core::config::TlsMode::On => "https",
+                lector_core::config::TlsMode::Proxy => "http (behind a TLS proxy)",
+            };
+            tracing::info!(%address, scheme, data_dir = %state.config.data_dir.display(), "lector is serving");
+            server.run(lector_api::shutdown_signal()).await;
+            state.store.close().await;
+        }
+        Command::User { command: UserCommand::Create { email, password, superuser } } => {
+            let state = AppState::new(config).await?;
+            let body = CreateUserBody {
+                email,
+                first_name: String::new(),
+                last_name: String::new(),
+                password,
+                is_superuser: superuser,
+            };
+            let mut problems = lector_core::validate::Problems::default();
+            lector_api::extract::WriteBody::validate(&body, &mut problems);
+            problems.finish().map_err(|e| e.detail)?;
+            let (user, token) = create_account(&state, body).await.map_err(|e| e.detail)?;
+            println!("created user {} ({})", user.id, user.email);
+            if let Some(token) = token {
+                println!("first-time-login token: {token}");
+                println!("log in once with POST /auth/login {{\"token\": \"{token}\"}}");
+            }
+            state.store.close().await;
+        }
+    }
+    Ok(())
+}
+
+fn init_logging(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
