@@ -205,9 +205,10 @@ pub async fn send_password_reset_email(
     let text = format!(
         "Someone asked to reset the password of your Lector account.\n\n\
          Token: {token}\n\n\
-         Send it with your new password to {}/password/reset as\n\
-         {{\"reset_password_token\": \"<token>\", \"password\": \"<new password>\"}}.\n\
-         The token works once and expires in {} minutes. If you did not ask, ignore this mail.\n",
+         To set a new password, POST to {}/password/reset\n\
+         the JSON fields reset_password_token and password.\n\
+         The token works once and expires in {} minutes.\n\
+         If you did not ask, ignore this mail.\n",
         state.config.public_url(),
         lifetime / 60
     );

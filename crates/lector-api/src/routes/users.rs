@@ -324,8 +324,8 @@ pub async fn create_user(
         let text = format!(
             "An account was created for you on Lector.\n\n\
              Token: {token}\n\n\
-             Log in once with POST {}/auth/login and the body {{\"token\": \"<token>\"}},\n\
-             then set a password with PUT /users/{}.\n",
+             Log in once by POSTing {{\"token\": \"<token>\"}} to\n\
+             {}/auth/login, then set a password with PUT /users/{}.\n",
             state.config.public_url(),
             user.id
         );

@@ -342,9 +342,10 @@ async fn send_invitation(state: &AppState, caller: &Caller, workspace: &Workspac
     let text = format!(
         "{} invited you to the Lector workspace \"{}\" as {}.\n\n\
          Token: {token}\n\n\
-         Accept with POST {}/organizations/users/invite/accept and the body\n\
-         {{\"token\": \"<token>\", \"password\": \"<your password>\", \"first_name\": \"…\", \"last_name\": \"…\"}}.\n\
-         If you already have an account, send its password. The invitation expires on {}.\n",
+         To accept, POST to {}/organizations/users/invite/accept\n\
+         the JSON fields token, password, first_name and last_name.\n\
+         If you have an account already, send its password.\n\
+         The invitation expires at {}.\n",
         caller.user.email,
         workspace.name,
         invitation.role,

@@ -1,0 +1,295 @@
+//! `TestApp`: the real server, over HTTPS on port 0, on a fresh database of either backend.
+//!
+//! SQLite databases live in a temporary data directory. PostgreSQL databases are created on the
+//! server named by `LECTOR_TEST_DATABASE_URL` with a unique name and dropped afterwards; without
+//! that variable the PostgreSQL tests are skipped with a notice, except in CI, where they fail.
+#![allow(dead_code)]
+
+use lector_api::{AppState, Server};
+use lector_core::config::Config;
+use reqwest::{Method, StatusCode, header::HeaderMap};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use tokio::sync::oneshot;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Generates one test per backend for each listed `async fn NAME(app: TestApp)`.
+#[macro_export]
+macro_rules! backend_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(app) = $crate::common::TestApp::start($crate::common::Backend::Sqlite).await {
+                        super::$name(app).await;
+                    }
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(app) = $crate::common::TestApp::start($crate::common::Backend::Postgres).await {
+                        super::$name(app).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub state: AppState,
+    pub data_dir: tempfile::TempDir,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+    postgres: Option<(String, String)>,
+}
+
+/// A registered user and its token.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub token: String,
+    pub user_id: i64,
+    pub email: String,
+}
+
+/// An answer: status, headers and the body as JSON (`Value::Null` when it is not JSON).
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Answer {
+    /// Asserts the status, showing the body when it differs.
+    #[track_caller]
+    pub fn expect(self, status: u16) -> Value {
+        assert_eq!(self.status.as_u16(), status, "unexpected status; body: {}", self.text);
+        self.body
+    }
+
+    /// Asserts a problem+json answer with this status and code.
+    #[track_caller]
+    pub fn expect_problem(self, status: u16, code: &str) -> Value {
+        assert_eq!(self.status.as_u16(), status, "unexpected status; body: {}", self.text);
+        let content_type = self.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default();
+        assert_eq!(content_type, "application/problem+json", "body: {}", self.text);
+        assert_eq!(self.body["code"], code, "body: {}", self.text);
+        assert_eq!(self.body["status"], status);
+        self.body
+    }
+}
+
+fn postgres_admin_url() -> Option<String> {
+    match std::env::var("LECTOR_TEST_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false") => {
+            panic!("LECTOR_TEST_DATABASE_URL is not set: the PostgreSQL tests must run in CI")
+        }
+        _ => {
+            eprintln!("notice: LECTOR_TEST_DATABASE_URL is not set; skipping a PostgreSQL test");
+            None
+        }
+    }
+}
+
+/// `postgres://host/db?x` with another database name.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (url, String::new()),
+    };
+    let authority_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    let root = match base[authority_end..].find('/') {
+        Some(i) => &base[..authority_end + i],
+        None => base,
+    };
+    format!("{root}/{name}{query}")
+}
+
+impl TestApp {
+    pub async fn start(backend: Backend) -> Option<Self> {
+        Self::start_with(backend, |_| {}).await
+    }
+
+    /// Starts the app with a configuration the test may adjust.
+    pub async fn start_with(backend: Backend, adjust: impl FnOnce(&mut Config)) -> Option<Self> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let data_dir = tempfile::tempdir().expect("temporary directory");
+        let mut config = Config {
+            listen: "127.0.0.1:0".into(),
+            data_dir: data_dir.path().to_path_buf(),
+            ..Config::default()
+        };
+        config.password_hashing.memory_kib = 64;
+        config.password_hashing.iterations = 1;
+        config.rate_limits.login_per_minute = 1000;
+        config.rate_limits.register_per_hour = 1000;
+        config.rate_limits.reset_mail_per_hour = 1000;
+        let mut postgres = None;
+        if backend == Backend::Postgres {
+            let admin = postgres_admin_url()?;
+            let name = format!("lector_test_{}", uuid::Uuid::new_v4().simple());
+            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.expect("connect to PostgreSQL");
+            sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create test database");
+            config.database_url = Some(lector_core::config::Secret::new(with_database(&admin, &name)));
+            postgres = Some((admin, name));
+        }
+        adjust(&mut config);
+        let state = AppState::new(config).await.expect("app state");
+        let server = Server::bind(state.clone()).await.expect("bind");
+        let address = server.local_addr().expect("address");
+        let (tx, rx) = oneshot::channel::<()>();
+        let handle = tokio::spawn(server.run(async {
+            let _ = rx.await;
+        }));
+        let client = reqwest::Client::builder()
+            .danger_accept_invalid_certs(true)
+            .build()
+            .expect("client");
+        Some(Self {
+            base: format!("https://{address}"),
+            client,
+            state,
+            data_dir,
+            shutdown: Some(tx),
+            server: Some(handle),
+            postgres,
+        })
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Option<Value>) -> Answer {
+        let mut request = self.client.request(method, self.url(path));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("request");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Answer { status, headers, body, text }
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> Answer {
+        self.call(Method::GET, path, Some(token), None).await
+    }
+
+    pub async fn post(&self, path: &str, token: &str, body: Value) -> Answer {
+        self.call(Method::POST, path, Some(token), Some(body)).await
+    }
+
+    pub async fn put(&self, path: &str, token: &str, body: Value) -> Answer {
+        self.call(Method::PUT, path, Some(token), Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str, token: &str) -> Answer {
+        self.call(Method::DELETE, path, Some(token), None).await
+    }
+
+    /// Registers a user through the API.
+    pub async fn register(&self, email: &str) -> Session {
+        let body = json!({"email": email, "password": "password-123", "first_name": "Test", "last_name": "User"});
+        let answer = self.call(Method::POST, "/auth/register", None, Some(body)).await.expect(200);
+        Session {
+            token: answer["auth_token"].as_str().expect("token").to_owned(),
+            user_id: answer["user_id"].as_i64().expect("user id"),
+            email: email.to_owned(),
+        }
+    }
+
+    /// Creates a superuser the way `lector user create --superuser` does, and logs it in.
+    pub async fn superuser(&self, email: &str) -> Session {
+        let body: lector_api::routes::users::CreateUserBody = serde_json::from_value(json!({
+            "email": email, "password": "password-123", "is_superuser": true
+        }))
+        .expect("body");
+        lector_api::routes::users::create_account(&self.state, body).await.expect("superuser");
+        self.login(email, "password-123").await
+    }
+
+    pub async fn login(&self, email: &str, password: &str) -> Session {
+        let body = json!({"email": email, "password": password});
+        let answer = self.call(Method::POST, "/auth/login", None, Some(body)).await.expect(200);
+        Session {
+            token: answer["auth_token"].as_str().expect("token").to_owned(),
+            user_id: answer["user_id"].as_i64().expect("user id"),
+            email: email.to_owned(),
+        }
+    }
+
+    /// Messages in the mail outbox addressed to `email`, oldest first.
+    pub fn mails_to(&self, email: &str) -> Vec<String> {
+        let outbox: PathBuf = self.data_dir.path().join("mail");
+        let mut mails: Vec<(std::time::SystemTime, String)> = std::fs::read_dir(&outbox)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter_map(|e| {
+                        let modified = e.metadata().ok()?.modified().ok()?;
+                        Some((modified, std::fs::read_to_string(e.path()).ok()?))
+                    })
+                    .filter(|(_, text)| text.lines().any(|l| l.eq_ignore_ascii_case(&format!("to: {email}"))))
+                    .collect()
+            })
+            .unwrap_or_default();
+        mails.sort();
+        mails.into_iter().map(|(_, text)| text).collect()
+    }
+
+    /// The token of the newest mail to `email`.
+    #[track_caller]
+    pub fn token_from_mail(&self, email: &str) -> String {
+        let mails = self.mails_to(email);
+        let last = mails.last().unwrap_or_else(|| panic!("no mail to {email}"));
+        last.lines()
+            .find_map(|l| l.strip_prefix("Token: "))
+            .unwrap_or_else(|| panic!("no token in the mail: {last}"))
+            .trim()
+            .to_owned()
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(handle) = self.server.take() {
+            handle.abort();
+        }
+        if let Some((admin, name)) = self.postgres.take() {
+            // Drop runs inside the test's runtime; a thread with its own runtime may block. FORCE ends
+            // the server's pooled connections.
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+                runtime.block_on(async {
+                    if let Ok(mut conn) = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await {
+                        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn).await;
+                    }
+                });
+            })
+            .join()
+            .expect("drop the test database");
+        }
+    }
+}
