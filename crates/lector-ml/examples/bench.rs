@@ -4,6 +4,7 @@
 //! ```text
 //! bench tsv  --data FILE --out DIR   # FILE: lines `label<TAB>text`
 //! bench absa --data DIR  --out DIR   # DIR: train.jsonl, dev.jsonl, test.jsonl (SemEval-16)
+//! # experiments: --char MIN-MAX, --buckets-log2 N, --word-ngrams N, --grid C,C,…, --no-curve
 //! ```
 //!
 //! `tsv` makes the stratified 80/20 split with seed 0 (`DIR/train.tsv`, `DIR/test.tsv`), the
@@ -61,16 +62,16 @@ fn go(_: f64) -> ControlFlow<()> {
 }
 
 /// Trains on `train`, scores on `test`; answers the figures as JSON.
-fn run_label(train: &[&Example], test: &[&Example], speed: bool) -> Fallible<Value> {
+fn run_label(
+    train: &[&Example],
+    test: &[&Example],
+    options: &Options<'_>,
+    speed: bool,
+) -> Fallible<Value> {
     let train_owned: Vec<Example> = train.iter().map(|e| (*e).clone()).collect();
     let test_owned: Vec<Example> = test.iter().map(|e| (*e).clone()).collect();
     let start = Instant::now();
-    let model = Model::train(
-        ProjectType::Label,
-        &train_owned,
-        &Options::default(),
-        &mut go,
-    )?;
+    let model = Model::train(ProjectType::Label, &train_owned, options, &mut go)?;
     let train_s = start.elapsed().as_secs_f64();
     let metrics = model.evaluate(&test_owned);
     let mut out = json!({
@@ -120,7 +121,12 @@ fn arg(args: &[String], name: &str) -> Fallible<PathBuf> {
         .ok_or_else(|| format!("missing {name}").into())
 }
 
-fn bench_tsv(data: &Path, out: &Path) -> Fallible<()> {
+fn bench_tsv(
+    data: &Path,
+    out: &Path,
+    options: &Options<'_>,
+    curve_sizes: &[usize],
+) -> Fallible<()> {
     let all = read_tsv(data)?;
     let split = split_examples(ProjectType::Label, &all, 0.2, 0);
     let train: Vec<&Example> = split.train.iter().map(|&i| &all[i]).collect();
@@ -134,11 +140,11 @@ fn bench_tsv(data: &Path, out: &Path) -> Fallible<()> {
         train.len(),
         test.len()
     );
-    let full = run_label(&train, &test, true)?;
+    let full = run_label(&train, &test, options, true)?;
     eprintln!("  lector-ml full: {full}");
     // Learning curve: the first N of each label in a seeded shuffle of the training side.
     let mut curve = BTreeMap::new();
-    for per_label in [8usize, 32, 128] {
+    for &per_label in curve_sizes {
         let keys: Vec<String> = train
             .iter()
             .map(|e| e.tags[0].label.clone().unwrap_or_default())
@@ -157,7 +163,7 @@ fn bench_tsv(data: &Path, out: &Path) -> Fallible<()> {
         subset.sort_unstable();
         let subset: Vec<&Example> = subset.into_iter().map(|i| train[i]).collect();
         write_tsv(&out.join(format!("curve-{per_label}.tsv")), &subset)?;
-        let r = run_label(&subset, &test, false)?;
+        let r = run_label(&subset, &test, options, false)?;
         eprintln!("  lector-ml {per_label}/label: {r}");
         curve.insert(per_label.to_string(), r);
     }
@@ -197,13 +203,13 @@ fn read_absa(path: &Path) -> Fallible<Vec<Example>> {
     Ok(out)
 }
 
-fn bench_absa(dir: &Path, out: &Path) -> Fallible<()> {
+fn bench_absa(dir: &Path, out: &Path, options: &Options<'_>) -> Fallible<()> {
     let mut train = read_absa(&dir.join("train.jsonl"))?;
     // dev joins the training data: model selection is internal (cross-validation).
     train.extend(read_absa(&dir.join("dev.jsonl"))?);
     let test = read_absa(&dir.join("test.jsonl"))?;
     let start = Instant::now();
-    let model = Model::train(ProjectType::Absa, &train, &Options::default(), &mut go)?;
+    let model = Model::train(ProjectType::Absa, &train, options, &mut go)?;
     let train_s = start.elapsed().as_secs_f64();
     let m = model.evaluate(&test);
     let result = json!({
@@ -229,9 +235,43 @@ fn bench_absa(dir: &Path, out: &Path) -> Fallible<()> {
 
 fn main() -> Fallible<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let value = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    // Overrides for experiments; the published figures use the defaults.
+    let mut options = Options::default();
+    if let Some(range) = value("--char") {
+        let (a, b) = range
+            .split_once('-')
+            .ok_or("--char takes MIN-MAX (0-0 for none)")?;
+        options.features.char_min = a.parse()?;
+        options.features.char_max = b.parse()?;
+    }
+    if let Some(b) = value("--buckets-log2") {
+        options.features.buckets_log2 = b.parse()?;
+    }
+    if let Some(w) = value("--word-ngrams") {
+        options.features.word_ngrams = w.parse()?;
+    }
+    if let Some(g) = value("--grid") {
+        options.c_grid = g.split(',').map(str::parse).collect::<Result<_, _>>()?;
+    }
+    let curve: &[usize] = if args.iter().any(|a| a == "--no-curve") {
+        &[]
+    } else {
+        &[8, 32, 128]
+    };
     match args.first().map(String::as_str) {
-        Some("tsv") => bench_tsv(&arg(&args, "--data")?, &arg(&args, "--out")?),
-        Some("absa") => bench_absa(&arg(&args, "--data")?, &arg(&args, "--out")?),
+        Some("tsv") => bench_tsv(
+            &arg(&args, "--data")?,
+            &arg(&args, "--out")?,
+            &options,
+            curve,
+        ),
+        Some("absa") => bench_absa(&arg(&args, "--data")?, &arg(&args, "--out")?, &options),
         _ => Err("usage: bench tsv --data FILE --out DIR | bench absa --data DIR --out DIR".into()),
     }
 }

@@ -18,8 +18,8 @@
 //! [`Error::Artifact`], never a panic or a huge allocation.
 
 use crate::error::{Error, Result};
-use crate::features::{FNV_SEED, Featurizer, fnv1a};
-use crate::model::{Head, Model, ModelInfo};
+use crate::features::{FNV_SEED, fnv1a};
+use crate::model::{Head, Model, ModelInfo, Table};
 
 const MAGIC: &[u8; 8] = b"LECTORML";
 /// The format this build writes and reads.
@@ -160,7 +160,7 @@ impl Model {
     pub fn to_bytes(&self) -> Vec<u8> {
         let header = serde_json::to_vec(&self.info).unwrap_or_default();
         let mut body = Vec::new();
-        let idf = &self.featurizer.idf;
+        let idf = &self.main.idf();
         // Unseen buckets all share the largest IDF: store that once.
         let default = idf.iter().copied().fold(f32::NEG_INFINITY, f32::max);
         put_sparse_table(
@@ -168,7 +168,7 @@ impl Model {
             idf,
             if default.is_finite() { default } else { 0.0 },
         );
-        put_head(&mut body, &self.main);
+        put_head(&mut body, &self.main.head());
         body.push(u8::from(self.label_head.is_some()));
         if let Some(h) = &self.label_head {
             put_head(&mut body, h);
@@ -247,13 +247,9 @@ impl Model {
         {
             return Err(Error::artifact("thresholds do not match the classes"));
         }
-        let featurizer = Featurizer {
-            config: info.features.clone(),
-            idf,
-        };
+        let main = Table::fuse(&idf, &main);
         Ok(Model {
             info,
-            featurizer,
             main,
             label_head,
         })

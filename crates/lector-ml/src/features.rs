@@ -148,7 +148,8 @@ impl Counter {
         }
         let key = bucket + 1;
         let mask = self.keys.len() - 1;
-        let mut slot = (mix64(u64::from(key)) as usize) & mask;
+        // Buckets come from the top bits of a mixed hash: their low bits are already uniform.
+        let mut slot = key as usize & mask;
         loop {
             let k = self.keys[slot];
             if k == key {
@@ -198,8 +199,25 @@ impl Counter {
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Scratch {
     tokens: TokenBuf,
-    counter: Counter,
+    pub(crate) counter: Counter,
     pub(crate) vec: SparseVec,
+}
+
+/// Sublinear term frequency, `1 + ln tf` (exactly 1 for the common single occurrence).
+#[inline]
+pub(crate) fn sublinear_tf(count: u32) -> f32 {
+    if count == 1 {
+        1.0
+    } else {
+        1.0 + (count as f32).ln()
+    }
+}
+
+/// A 64-bit feature hash to a bucket of a `2^(64 - shift)`-row table: one xor-shift-multiply
+/// round, then the top bits.
+#[inline]
+fn to_bucket(h: u64, shift: u32) -> u32 {
+    ((h ^ (h >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9) >> shift) as u32
 }
 
 /// Turns text into feature vectors with a fixed configuration and learnt IDF weights.
@@ -212,14 +230,14 @@ pub(crate) struct Featurizer {
 
 impl Featurizer {
     /// Counts the hashed features of `text` into `scratch.counter`; answers the token count.
-    fn count(config: &FeatureConfig, text: &str, scratch: &mut Scratch) -> usize {
+    pub(crate) fn count(config: &FeatureConfig, text: &str, scratch: &mut Scratch) -> usize {
         let tokenizer = Tokenizer {
             fold_ta_marbuta: config.fold_ta_marbuta,
         };
         tokenizer.tokenize_into(text, &mut scratch.tokens);
         scratch.counter.clear();
         let shift = 64 - config.buckets_log2;
-        let bucket = |h: u64| (mix64(h) >> shift) as u32;
+        let bucket = |h: u64| to_bucket(h, shift);
         let tokens = &scratch.tokens;
         let counter = &mut scratch.counter;
         let mut previous: Option<u64> = None;
@@ -310,7 +328,7 @@ impl Featurizer {
         out.clear();
         let mut norm = 0.0f32;
         for (b, c) in counts {
-            let v = (1.0 + (c as f32).ln()) * self.idf[b as usize];
+            let v = sublinear_tf(c) * self.idf[b as usize];
             norm += v * v;
             out.indices.push(b);
             out.values.push(v);
@@ -324,6 +342,7 @@ impl Featurizer {
     }
 
     /// The feature vector of `text` in `scratch.vec`; answers the token count.
+    #[cfg(test)]
     pub(crate) fn vectorize(&self, text: &str, scratch: &mut Scratch) -> usize {
         let n = Self::count(&self.config, text, scratch);
         let Scratch { counter, vec, .. } = scratch;

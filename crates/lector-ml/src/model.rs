@@ -10,7 +10,7 @@ use lector_core::ProjectType;
 use serde::{Deserialize, Serialize};
 
 use crate::calibrate::{Platt, softmax};
-use crate::features::{FeatureConfig, Featurizer, Scratch, SparseVec, mix64};
+use crate::features::{FeatureConfig, Featurizer, Scratch, SparseVec, mix64, sublinear_tf};
 use crate::metrics::{Metrics, evaluate_tags};
 
 /// One tag of a segment: a class, a label, or both (see DESIGN §6).
@@ -211,6 +211,58 @@ impl Head {
     }
 }
 
+/// The main head fused with the IDF weights: row `j` is `[idf_j, w_j0, …, w_j(K-1)]`, so
+/// prediction touches one cache line per feature and weighs, normalises and scores in one pass
+/// (scores are linear, so the L2 norm is applied at the end).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Table {
+    pub(crate) outputs: usize,
+    pub(crate) rows: Vec<f32>,
+    pub(crate) bias: Vec<f32>,
+}
+
+impl Table {
+    pub(crate) fn fuse(idf: &[f32], head: &Head) -> Self {
+        let k = head.outputs;
+        let mut rows = Vec::with_capacity(idf.len() * (k + 1));
+        for (j, &w) in idf.iter().enumerate() {
+            rows.push(w);
+            rows.extend_from_slice(&head.weights[j * k..j * k + k]);
+        }
+        Self {
+            outputs: k,
+            rows,
+            bias: head.bias.clone(),
+        }
+    }
+
+    pub(crate) fn dim(&self) -> usize {
+        self.rows.len() / (self.outputs + 1)
+    }
+
+    pub(crate) fn idf(&self) -> Vec<f32> {
+        self.rows
+            .iter()
+            .step_by(self.outputs + 1)
+            .copied()
+            .collect()
+    }
+
+    /// The weights alone, as a [`Head`].
+    pub(crate) fn head(&self) -> Head {
+        let s = self.outputs + 1;
+        let mut weights = Vec::with_capacity(self.dim() * self.outputs);
+        for row in self.rows.chunks_exact(s) {
+            weights.extend_from_slice(&row[1..]);
+        }
+        Head {
+            outputs: self.outputs,
+            weights,
+            bias: self.bias.clone(),
+        }
+    }
+}
+
 /// The features crossed with class `class`: every feature twice, once shared and once in a
 /// bucket of its own for this class, each scaled by √½ so the vector keeps unit length.
 pub(crate) fn cross(x: &SparseVec, class: usize, buckets_log2: u32, out: &mut SparseVec) {
@@ -231,8 +283,7 @@ pub(crate) fn cross(x: &SparseVec, class: usize, buckets_log2: u32, out: &mut Sp
 #[derive(Debug, Clone, PartialEq)]
 pub struct Model {
     pub(crate) info: ModelInfo,
-    pub(crate) featurizer: Featurizer,
-    pub(crate) main: Head,
+    pub(crate) main: Table,
     /// Pair types only.
     pub(crate) label_head: Option<Head>,
 }
@@ -277,10 +328,43 @@ impl Model {
         self.predict_with(text, &mut Workspace::default())
     }
 
+    /// Featurises `text` and scores it with the main head into `ws.scores`; for the pair types
+    /// also leaves the normalised feature vector in `ws.scratch.vec`.
+    fn main_scores(&self, text: &str, ws: &mut Workspace) {
+        Featurizer::count(&self.info.features, text, &mut ws.scratch);
+        let Scratch { counter, vec, .. } = &mut ws.scratch;
+        let keep_vector = self.label_head.is_some();
+        vec.clear();
+        let k = self.main.outputs;
+        let stride = k + 1;
+        ws.scores.clear();
+        ws.scores.resize(k, 0.0);
+        let mut norm = 0.0f32;
+        for (b, c) in counter.iter() {
+            let at = b as usize * stride;
+            let row = &self.main.rows[at..at + stride];
+            let v = sublinear_tf(c) * row[0];
+            norm += v * v;
+            for (o, &w) in ws.scores.iter_mut().zip(&row[1..]) {
+                *o += v * w;
+            }
+            if keep_vector {
+                vec.indices.push(b);
+                vec.values.push(v);
+            }
+        }
+        let inv = if norm > 0.0 { 1.0 / norm.sqrt() } else { 0.0 };
+        for (o, &b) in ws.scores.iter_mut().zip(&self.main.bias) {
+            *o = *o * inv + b;
+        }
+        for v in &mut vec.values {
+            *v *= inv;
+        }
+    }
+
     /// [`Model::predict`] reusing `ws` between calls.
     pub fn predict_with(&self, text: &str, ws: &mut Workspace) -> Prediction {
-        self.featurizer.vectorize(text, &mut ws.scratch);
-        self.main.scores(&ws.scratch.vec, &mut ws.scores);
+        self.main_scores(text, ws);
         let cal = &self.info.calibration;
         match self.info.project_type {
             ProjectType::Label => {
@@ -398,8 +482,7 @@ impl Model {
     /// The decided label of a LABEL model (index into [`Model::labels`]) without building a
     /// [`Prediction`]: the fast path for bulk scoring.
     pub fn predict_label_index(&self, text: &str, ws: &mut Workspace) -> Option<usize> {
-        self.featurizer.vectorize(text, &mut ws.scratch);
-        self.main.scores(&ws.scratch.vec, &mut ws.scores);
+        self.main_scores(text, ws);
         (!ws.scores.is_empty()).then(|| argmax(&ws.scores))
     }
 
