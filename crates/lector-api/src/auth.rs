@@ -58,7 +58,9 @@ pub struct AuthKeys {
 
 impl std::fmt::Debug for AuthKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AuthKeys").field("lifetime_secs", &self.lifetime_secs).finish_non_exhaustive()
+        f.debug_struct("AuthKeys")
+            .field("lifetime_secs", &self.lifetime_secs)
+            .finish_non_exhaustive()
     }
 }
 
@@ -118,10 +120,12 @@ impl AuthKeys {
     /// Hashes a password with argon2id off the async threads.
     pub async fn hash_password(&self, password: &str) -> Result<String> {
         let (hashing, password) = (self.hashing, password.to_owned());
-        tokio::task::spawn_blocking(move || hash_password_now(hashing, &password)).await.map_err(|e| {
-            tracing::error!(error = %e, "password hashing task failed");
-            Error::internal()
-        })?
+        tokio::task::spawn_blocking(move || hash_password_now(hashing, &password))
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "password hashing task failed");
+                Error::internal()
+            })?
     }
 
     /// Checks a password against a stored hash; `None` (no such user, or no password set)
@@ -131,7 +135,9 @@ impl AuthKeys {
         let hash = stored.unwrap_or(&self.decoy_hash).to_owned();
         let password = password.to_owned();
         let verified = tokio::task::spawn_blocking(move || {
-            Argon2::default().verify_password(password.as_bytes(), hash.as_str()).is_ok()
+            Argon2::default()
+                .verify_password(password.as_bytes(), hash.as_str())
+                .is_ok()
         })
         .await
         .unwrap_or(false);
@@ -177,7 +183,10 @@ pub fn random_token() -> String {
 
 /// How one-time tokens and product keys are stored: never the token itself.
 pub fn token_hash(token: &str) -> String {
-    Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The authenticated caller of a request.
@@ -201,18 +210,29 @@ impl FromRequestParts<AppState> for Caller {
 fn bearer(parts: &Parts) -> Option<&str> {
     let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then_some(token.trim()).filter(|t| !t.is_empty())
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+        .filter(|t| !t.is_empty())
 }
 
 async fn authenticate(state: &AppState, token: &str) -> Result<Caller> {
     let refused = || Error::unauthorized("the token is invalid or expired; log in again");
     if token.starts_with(PRODUCT_KEY_PREFIX) {
-        let user = state.store.user_for_product_key(&token_hash(token)).await?.ok_or_else(refused)?;
+        let user = state
+            .store
+            .user_for_product_key(&token_hash(token))
+            .await?
+            .ok_or_else(refused)?;
         let (user, scope) = state.store.principal(user.id).await?.ok_or_else(refused)?;
         if !user.is_active {
             return Err(refused());
         }
-        return Ok(Caller { user, scope, claims: None });
+        return Ok(Caller {
+            user,
+            scope,
+            claims: None,
+        });
     }
     let claims = state.auth.verify(token)?;
     let user_id: i64 = claims.sub.parse().map_err(|_| refused())?;
@@ -223,7 +243,11 @@ async fn authenticate(state: &AppState, token: &str) -> Result<Caller> {
     if !user.is_active || user.token_version != claims.ver {
         return Err(refused());
     }
-    Ok(Caller { user, scope, claims: Some(claims) })
+    Ok(Caller {
+        user,
+        scope,
+        claims: Some(claims),
+    })
 }
 
 impl Caller {

@@ -47,7 +47,12 @@ impl<S: Send + Sync, T: WriteBody> FromRequest<S> for Body<T> {
         if !is_json {
             return Err(Error::new(ErrorCode::UnsupportedMediaType, "send the body as application/json").into());
         }
-        let too_large = || Error::new(ErrorCode::PayloadTooLarge, format!("a JSON body has at most {MAX_JSON_BYTES} bytes"));
+        let too_large = || {
+            Error::new(
+                ErrorCode::PayloadTooLarge,
+                format!("a JSON body has at most {MAX_JSON_BYTES} bytes"),
+            )
+        };
         let declared = request
             .headers()
             .get(header::CONTENT_LENGTH)
@@ -56,13 +61,15 @@ impl<S: Send + Sync, T: WriteBody> FromRequest<S> for Body<T> {
         if declared.is_some_and(|n| n > MAX_JSON_BYTES) {
             return Err(too_large().into());
         }
-        let bytes = axum::body::to_bytes(request.into_body(), MAX_JSON_BYTES).await.map_err(|e| {
-            if std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("length limit")) {
-                too_large()
-            } else {
-                Error::bad_request(format!("cannot read the body: {e}"))
-            }
-        })?;
+        let bytes = axum::body::to_bytes(request.into_body(), MAX_JSON_BYTES)
+            .await
+            .map_err(|e| {
+                if std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("length limit")) {
+                    too_large()
+                } else {
+                    Error::bad_request(format!("cannot read the body: {e}"))
+                }
+            })?;
         parse_body(&bytes).map(Body).map_err(ApiError)
     }
 }
@@ -70,7 +77,10 @@ impl<S: Send + Sync, T: WriteBody> FromRequest<S> for Body<T> {
 /// The pure part of [`Body`]: bytes to a validated write type.
 pub fn parse_body<T: WriteBody>(bytes: &[u8]) -> Result<T> {
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
-        Error::new(ErrorCode::InvalidJson, format!("line {} column {}: {e}", e.line(), e.column()))
+        Error::new(
+            ErrorCode::InvalidJson,
+            format!("line {} column {}: {e}", e.line(), e.column()),
+        )
     })?;
     if let Some(object) = value.as_object()
         && let Some(field) = T::IMMUTABLE.iter().find(|f| object.contains_key(**f))
@@ -81,7 +91,11 @@ pub fn parse_body<T: WriteBody>(bytes: &[u8]) -> Result<T> {
     }
     let body: T = serde_json::from_value(value).map_err(|e| {
         let text = e.to_string();
-        let code = if text.starts_with("unknown field") { ErrorCode::UnknownField } else { ErrorCode::BadRequest };
+        let code = if text.starts_with("unknown field") {
+            ErrorCode::UnknownField
+        } else {
+            ErrorCode::BadRequest
+        };
         Error::new(code, text)
     })?;
     let mut problems = Problems::default();
@@ -143,8 +157,15 @@ impl Paging {
     pub fn check(self) -> Result<Self> {
         let mut problems = Problems::default();
         problems.check(self.offset >= 0, "offset", "must be at least 0");
-        problems.check((1..=Self::MAX_LIMIT).contains(&self.limit), "limit", "must be between 1 and 1000");
-        problems.finish().map_err(|e| Error { code: ErrorCode::InvalidParameter, ..e })?;
+        problems.check(
+            (1..=Self::MAX_LIMIT).contains(&self.limit),
+            "limit",
+            "must be between 1 and 1000",
+        );
+        problems.finish().map_err(|e| Error {
+            code: ErrorCode::InvalidParameter,
+            ..e
+        })?;
         Ok(self)
     }
 }
@@ -169,10 +190,22 @@ mod tests {
 
     #[test]
     fn bodies_are_checked_in_order() {
-        assert_eq!(parse_body::<Named>(b"{\"name\":").unwrap_err().code, ErrorCode::InvalidJson);
-        assert_eq!(parse_body::<Named>(br#"{"name":"a","id":3}"#).unwrap_err().code, ErrorCode::ImmutableField);
-        assert_eq!(parse_body::<Named>(br#"{"name":"a","colour":3}"#).unwrap_err().code, ErrorCode::UnknownField);
-        assert_eq!(parse_body::<Named>(br#"{"name":""}"#).unwrap_err().code, ErrorCode::ValidationFailed);
+        assert_eq!(
+            parse_body::<Named>(b"{\"name\":").unwrap_err().code,
+            ErrorCode::InvalidJson
+        );
+        assert_eq!(
+            parse_body::<Named>(br#"{"name":"a","id":3}"#).unwrap_err().code,
+            ErrorCode::ImmutableField
+        );
+        assert_eq!(
+            parse_body::<Named>(br#"{"name":"a","colour":3}"#).unwrap_err().code,
+            ErrorCode::UnknownField
+        );
+        assert_eq!(
+            parse_body::<Named>(br#"{"name":""}"#).unwrap_err().code,
+            ErrorCode::ValidationFailed
+        );
         assert_eq!(parse_body::<Named>(br#"{"name":"ok"}"#).unwrap().name, "ok");
     }
 

@@ -51,8 +51,16 @@ impl Metrics {
             Histogram::new(exponential_buckets(0.001, 2.0, 16))
         });
         registry.register("http_requests", "HTTP requests answered", requests.clone());
-        registry.register("http_request_duration_seconds", "Time to answer HTTP requests", durations.clone());
-        Self { registry, requests, durations }
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to answer HTTP requests",
+            durations.clone(),
+        );
+        Self {
+            registry,
+            requests,
+            durations,
+        }
     }
 
     /// The exposition text.
@@ -76,7 +84,17 @@ pub async fn record(State(metrics): State<std::sync::Arc<Metrics>>, request: Req
         .unwrap_or_else(|| "unmatched".to_owned());
     let response = next.run(request).await;
     let status = response.status().as_u16();
-    metrics.requests.get_or_create(&RequestLabels { method: method.clone(), route: route.clone(), status }).inc();
-    metrics.durations.get_or_create(&RouteLabels { method, route }).observe(started.elapsed().as_secs_f64());
+    metrics
+        .requests
+        .get_or_create(&RequestLabels {
+            method: method.clone(),
+            route: route.clone(),
+            status,
+        })
+        .inc();
+    metrics
+        .durations
+        .get_or_create(&RouteLabels { method, route })
+        .observe(started.elapsed().as_secs_f64());
     response
 }

@@ -33,7 +33,12 @@ pub fn finish(mut api: OpenApi) -> OpenApi {
     let components = api.components.get_or_insert_with(Default::default);
     components.add_security_scheme(
         "bearer",
-        SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("JWT or lk_ product key").build()),
+        SecurityScheme::Http(
+            HttpBuilder::new()
+                .scheme(HttpAuthScheme::Bearer)
+                .bearer_format("JWT or lk_ product key")
+                .build(),
+        ),
     );
     let mut schemas = vec![(Problem::name().into_owned(), Problem::schema())];
     <Problem as ToSchema>::schemas(&mut schemas);
@@ -43,7 +48,12 @@ pub fn finish(mut api: OpenApi) -> OpenApi {
     }
     let problem = ResponseBuilder::new()
         .description("The request was refused; see `code` and `detail`")
-        .content("application/problem+json", ContentBuilder::new().schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name("Problem")))).build())
+        .content(
+            "application/problem+json",
+            ContentBuilder::new()
+                .schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name("Problem"))))
+                .build(),
+        )
         .build();
     for item in api.paths.paths.values_mut() {
         for operation in operations(item) {
@@ -51,7 +61,10 @@ pub fn finish(mut api: OpenApi) -> OpenApi {
             if !PUBLIC_OPERATIONS.contains(&id.as_str()) {
                 operation.security = Some(vec![SecurityRequirement::new("bearer", Vec::<String>::new())]);
             }
-            operation.responses.responses.insert("default".into(), RefOr::T(problem.clone()));
+            operation
+                .responses
+                .responses
+                .insert("default".into(), RefOr::T(problem.clone()));
         }
     }
     api

@@ -38,7 +38,11 @@ impl Server {
         let listener = TcpListener::bind(&state.config.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", state.config.listen))?;
-        Ok(Self { listener, router: crate::app(state), tls })
+        Ok(Self {
+            listener,
+            router: crate::app(state),
+            tls,
+        })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -90,7 +94,13 @@ async fn connection(
     });
     let builder = auto::Builder::new(TokioExecutor::new());
     let Some(acceptor) = tls else {
-        let _ = watcher.watch(builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned()).await;
+        let _ = watcher
+            .watch(
+                builder
+                    .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                    .into_owned(),
+            )
+            .await;
         return;
     };
     let mut first = [0u8; 1];
@@ -104,7 +114,13 @@ async fn connection(
         Ok(Err(e)) => return tracing::debug!(error = %e, %peer, "TLS handshake failed"),
         Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
     };
-    let _ = watcher.watch(builder.serve_connection_with_upgrades(TokioIo::new(tls_stream), service).into_owned()).await;
+    let _ = watcher
+        .watch(
+            builder
+                .serve_connection_with_upgrades(TokioIo::new(tls_stream), service)
+                .into_owned(),
+        )
+        .await;
 }
 
 /// Answers a plain-HTTP request on the TLS port, without serving it.
@@ -117,7 +133,11 @@ async fn refuse_plain_http(mut stream: TcpStream) {
     let _ = tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
         // Read what the client sent first, so closing does not reset the connection under it.
         let mut buf = [0u8; 4096];
-        let _ = tokio::time::timeout(Duration::from_millis(200), tokio::io::AsyncReadExt::read(&mut stream, &mut buf)).await;
+        let _ = tokio::time::timeout(
+            Duration::from_millis(200),
+            tokio::io::AsyncReadExt::read(&mut stream, &mut buf),
+        )
+        .await;
         let _ = stream.write_all(response.as_bytes()).await;
         let _ = stream.shutdown().await;
     })

@@ -134,7 +134,11 @@ impl Config {
     }
 
     pub fn public_url(&self) -> String {
-        self.public_url.clone().unwrap_or_else(|| format!("https://{}", self.listen)).trim_end_matches('/').to_owned()
+        self.public_url
+            .clone()
+            .unwrap_or_else(|| format!("https://{}", self.listen))
+            .trim_end_matches('/')
+            .to_owned()
     }
 
     /// Problems that must stop start-up.
@@ -167,7 +171,10 @@ pub struct PasswordHashing {
 
 impl Default for PasswordHashing {
     fn default() -> Self {
-        Self { memory_kib: 19 * 1024, iterations: 2 }
+        Self {
+            memory_kib: 19 * 1024,
+            iterations: 2,
+        }
     }
 }
 
@@ -187,7 +194,12 @@ pub struct RateLimits {
 
 impl Default for RateLimits {
     fn default() -> Self {
-        Self { login_per_minute: 10, register_per_hour: 20, reset_mail_per_hour: 5, invitations_per_hour: 200 }
+        Self {
+            login_per_minute: 10,
+            register_per_hour: 20,
+            reset_mail_per_hour: 5,
+            invitations_per_hour: 200,
+        }
     }
 }
 
@@ -203,7 +215,10 @@ pub struct MailConfig {
 
 impl Default for MailConfig {
     fn default() -> Self {
-        Self { from: "Lector <lector@localhost>".into(), smtp_url: None }
+        Self {
+            from: "Lector <lector@localhost>".into(),
+            smtp_url: None,
+        }
     }
 }
 
@@ -213,14 +228,20 @@ mod tests {
 
     #[test]
     fn secrets_never_print() {
-        let c = Config { jwt_secret: Some(Secret::new("x".repeat(40))), ..Config::default() };
+        let c = Config {
+            jwt_secret: Some(Secret::new("x".repeat(40))),
+            ..Config::default()
+        };
         assert!(!format!("{c:?}").contains("xxxx"));
         assert!(!serde_json::to_string(&c).unwrap().contains("xxxx"));
     }
 
     #[test]
     fn short_jwt_keys_refuse_start() {
-        let c = Config { jwt_secret: Some(Secret::new("short")), ..Config::default() };
+        let c = Config {
+            jwt_secret: Some(Secret::new("short")),
+            ..Config::default()
+        };
         assert!(c.validate().is_err());
         assert!(Config::default().validate().is_ok());
     }

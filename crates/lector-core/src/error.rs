@@ -110,7 +110,10 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { field: field.into(), message: message.into() }
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -129,7 +132,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(code: ErrorCode, detail: impl Into<String>) -> Self {
-        Self { code, detail: detail.into(), errors: Vec::new(), retry_after: None }
+        Self {
+            code,
+            detail: detail.into(),
+            errors: Vec::new(),
+            retry_after: None,
+        }
     }
 
     pub fn bad_request(detail: impl Into<String>) -> Self {
@@ -175,7 +183,10 @@ impl Error {
             .map(|e| format!("{}: {}", e.field, e.message))
             .collect::<Vec<_>>()
             .join("; ");
-        Self { errors, ..Self::new(ErrorCode::ValidationFailed, detail) }
+        Self {
+            errors,
+            ..Self::new(ErrorCode::ValidationFailed, detail)
+        }
     }
 
     pub fn status(&self) -> u16 {

@@ -82,7 +82,10 @@ pub struct WorkspaceFacts {
 impl Scope {
     /// The caller's role in a workspace, if a member.
     pub fn role_in(&self, workspace_id: i64) -> Option<Role> {
-        self.workspaces.iter().find(|w| w.workspace_id == workspace_id).map(|w| w.role)
+        self.workspaces
+            .iter()
+            .find(|w| w.workspace_id == workspace_id)
+            .map(|w| w.role)
     }
 
     /// Whether the caller may see the workspace at all.
@@ -122,7 +125,9 @@ impl Scope {
         if self.is_superuser || granted <= own_role {
             Ok(())
         } else {
-            Err(Error::forbidden(format!("a {own_role} cannot grant the role {granted}")))
+            Err(Error::forbidden(format!(
+                "a {own_role} cannot grant the role {granted}"
+            )))
         }
     }
 }
@@ -131,10 +136,18 @@ impl Scope {
 mod tests {
     use super::*;
 
-    const WS: WorkspaceFacts = WorkspaceFacts { id: 7, is_active: true, is_read_only: false };
+    const WS: WorkspaceFacts = WorkspaceFacts {
+        id: 7,
+        is_active: true,
+        is_read_only: false,
+    };
 
     fn member(role: Role) -> Scope {
-        Scope { user_id: 1, is_superuser: false, workspaces: vec![WorkspaceAccess { workspace_id: 7, role }] }
+        Scope {
+            user_id: 1,
+            is_superuser: false,
+            workspaces: vec![WorkspaceAccess { workspace_id: 7, role }],
+        }
     }
 
     const ACTIONS: [Action; 6] = [
@@ -169,20 +182,36 @@ mod tests {
 
     #[test]
     fn strangers_get_not_found_and_superusers_pass() {
-        let stranger = Scope { user_id: 2, is_superuser: false, workspaces: vec![] };
-        assert_eq!(stranger.authorize(WS, Action::Read).unwrap_err().code, ErrorCode::NotFound);
-        let root = Scope { is_superuser: true, ..stranger };
+        let stranger = Scope {
+            user_id: 2,
+            is_superuser: false,
+            workspaces: vec![],
+        };
+        assert_eq!(
+            stranger.authorize(WS, Action::Read).unwrap_err().code,
+            ErrorCode::NotFound
+        );
+        let root = Scope {
+            is_superuser: true,
+            ..stranger
+        };
         assert_eq!(root.authorize(WS, Action::Administer), Ok(Role::Admin));
     }
 
     #[test]
     fn read_only_and_inactive_workspaces() {
-        let ro = WorkspaceFacts { is_read_only: true, ..WS };
+        let ro = WorkspaceFacts {
+            is_read_only: true,
+            ..WS
+        };
         assert!(member(Role::Admin).authorize(ro, Action::Read).is_ok());
         let err = member(Role::Admin).authorize(ro, Action::Edit).unwrap_err();
         assert_eq!(err.code, ErrorCode::WorkspaceReadOnly);
         let gone = WorkspaceFacts { is_active: false, ..WS };
-        assert_eq!(member(Role::Admin).authorize(gone, Action::Read).unwrap_err().code, ErrorCode::NotFound);
+        assert_eq!(
+            member(Role::Admin).authorize(gone, Action::Read).unwrap_err().code,
+            ErrorCode::NotFound
+        );
     }
 
     #[test]

@@ -53,7 +53,11 @@ impl Problems {
 
     /// `Ok` when nothing was found, else a 422 error listing every problem.
     pub fn finish(self) -> crate::Result<()> {
-        if self.0.is_empty() { Ok(()) } else { Err(crate::Error::validation(self.0)) }
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(crate::Error::validation(self.0))
+        }
     }
 }
 
@@ -62,7 +66,9 @@ pub fn is_email(value: &str) -> bool {
     if value.len() > MAX_EMAIL_CHARS || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return false;
     }
-    let Some((local, domain)) = value.split_once('@') else { return false };
+    let Some((local, domain)) = value.split_once('@') else {
+        return false;
+    };
     !local.is_empty()
         && !domain.contains('@')
         && domain.contains('.')

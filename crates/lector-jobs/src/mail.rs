@@ -22,7 +22,10 @@ pub struct Mailer {
 
 impl std::fmt::Debug for Mailer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mailer").field("from", &self.from.to_string()).field("outbox", &self.outbox).finish()
+        f.debug_struct("Mailer")
+            .field("from", &self.from.to_string())
+            .field("outbox", &self.outbox)
+            .finish()
     }
 }
 
@@ -35,11 +38,19 @@ impl Mailer {
                 let smtp = AsyncSmtpTransport::<Tokio1Executor>::from_url(url.expose())
                     .map_err(|e| format!("mail.smtp_url: {e}"))?
                     .build();
-                Ok(Self { transport: Transport::Smtp(Box::new(smtp)), from, outbox: None })
+                Ok(Self {
+                    transport: Transport::Smtp(Box::new(smtp)),
+                    from,
+                    outbox: None,
+                })
             }
             None => {
                 std::fs::create_dir_all(outbox).map_err(|e| format!("mail outbox {}: {e}", outbox.display()))?;
-                Ok(Self { transport: Transport::Outbox(AsyncFileTransport::new(outbox)), from, outbox: Some(outbox.into()) })
+                Ok(Self {
+                    transport: Transport::Outbox(AsyncFileTransport::new(outbox)),
+                    from,
+                    outbox: Some(outbox.into()),
+                })
             }
         }
     }

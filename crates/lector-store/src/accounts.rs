@@ -39,13 +39,20 @@ impl Store {
     /// The user and the stored password hash for a login attempt (system look-up, no scope).
     pub async fn login_candidate(&self, email: &str) -> Result<Option<(User, Option<String>)>> {
         let sql = format!("SELECT {USER_COLUMNS}, password_hash FROM users WHERE email = $1");
-        let row = sqlx::query(&sql).bind(email).fetch_optional(&self.pool).await.map_err(db)?;
-        row.map(|r| Ok((User::decode(&r)?, r.try_get("password_hash").map_err(db)?))).transpose()
+        let row = sqlx::query(&sql)
+            .bind(email)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.map(|r| Ok((User::decode(&r)?, r.try_get("password_hash").map_err(db)?)))
+            .transpose()
     }
 
     /// The user behind a verified token, with the workspaces it may act in.
     pub async fn principal(&self, user_id: i64) -> Result<Option<(User, Scope)>> {
-        let Some(user) = self.user_by_id(user_id).await? else { return Ok(None) };
+        let Some(user) = self.user_by_id(user_id).await? else {
+            return Ok(None);
+        };
         let rows = sqlx::query(
             "SELECT m.workspace_id, m.role FROM memberships m JOIN workspaces w ON w.id = m.workspace_id \
              WHERE m.user_id = $1 AND w.is_active = $2 ORDER BY m.workspace_id",
@@ -63,13 +70,21 @@ impl Store {
                 role: parse_stored::<Role>(&role)?,
             });
         }
-        let scope = Scope { user_id, is_superuser: user.is_superuser, workspaces };
+        let scope = Scope {
+            user_id,
+            is_superuser: user.is_superuser,
+            workspaces,
+        };
         Ok(Some((user, scope)))
     }
 
     pub(crate) async fn user_by_id(&self, user_id: i64) -> Result<Option<User>> {
         let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
-        let row = sqlx::query(&sql).bind(user_id).fetch_optional(&self.pool).await.map_err(db)?;
+        let row = sqlx::query(&sql)
+            .bind(user_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
         row.as_ref().map(User::decode).transpose()
     }
 
@@ -184,7 +199,11 @@ pub(crate) async fn insert_user(tx: &mut Transaction<'static, Any>, new: &NewUse
 /// The personal workspace is named after the e-mail; a taken name gets a number.
 async fn insert_personal_workspace(tx: &mut Transaction<'static, Any>, email: &str, now: i64) -> Result<i64> {
     for n in 1..100 {
-        let name = if n == 1 { email.to_owned() } else { format!("{email} ({n})") };
+        let name = if n == 1 {
+            email.to_owned()
+        } else {
+            format!("{email} ({n})")
+        };
         let taken: Option<i64> = sqlx::query_scalar("SELECT id FROM workspaces WHERE name = $1")
             .bind(&name)
             .fetch_optional(&mut **tx)

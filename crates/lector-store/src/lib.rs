@@ -9,7 +9,7 @@
 mod accounts;
 pub use accounts::{NewUser, UserChanges};
 pub use security::{MAX_PRODUCT_KEYS, TokenPurpose};
-pub use workspaces::{Invitee, WorkspaceChanges, MAX_WORKSPACES_PER_USER};
+pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
 mod notifications;
 mod records;
@@ -20,8 +20,8 @@ pub use records::*;
 pub use workspaces::WorkspaceRef;
 
 use lector_core::{Error, Result};
-use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::AnyPool;
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -48,21 +48,25 @@ impl Store {
         } else if url.starts_with("sqlite:") {
             Backend::Sqlite
         } else {
-            return Err(Error::bad_request("the database URL must start with sqlite: or postgres:"));
+            return Err(Error::bad_request(
+                "the database URL must start with sqlite: or postgres:",
+            ));
         };
         let mut options = AnyPoolOptions::new().acquire_timeout(Duration::from_secs(10));
         if backend == Backend::Sqlite {
             // SQLite allows one writer; WAL lets readers go on beside it, and the busy timeout
             // makes concurrent writers wait instead of failing.
-            options = options.max_connections(max_connections.min(4)).after_connect(|conn, _| {
-                Box::pin(async move {
-                    sqlx::query("PRAGMA journal_mode = WAL").execute(&mut *conn).await?;
-                    sqlx::query("PRAGMA busy_timeout = 10000").execute(&mut *conn).await?;
-                    sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
-                    sqlx::query("PRAGMA synchronous = NORMAL").execute(&mut *conn).await?;
-                    Ok(())
-                })
-            });
+            options = options
+                .max_connections(max_connections.min(4))
+                .after_connect(|conn, _| {
+                    Box::pin(async move {
+                        sqlx::query("PRAGMA journal_mode = WAL").execute(&mut *conn).await?;
+                        sqlx::query("PRAGMA busy_timeout = 10000").execute(&mut *conn).await?;
+                        sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
+                        sqlx::query("PRAGMA synchronous = NORMAL").execute(&mut *conn).await?;
+                        Ok(())
+                    })
+                });
         } else {
             options = options.max_connections(max_connections);
         }
@@ -94,7 +98,11 @@ impl Store {
 
     /// Whether the database answers (for `/health`).
     pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await.map(|_| ()).map_err(db)
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+            .map_err(db)
     }
 
     pub async fn close(&self) {

@@ -28,8 +28,17 @@ pub(crate) fn migrator(backend: Backend) -> Migrator {
                 Backend::Sqlite => step.sqlite,
                 Backend::Postgres => step.postgres,
             };
-            Migration::new(step.version, Cow::Borrowed(step.description), MigrationType::Simple, Cow::Borrowed(sql), false)
+            Migration::new(
+                step.version,
+                Cow::Borrowed(step.description),
+                MigrationType::Simple,
+                Cow::Borrowed(sql),
+                false,
+            )
         })
         .collect::<Vec<_>>();
-    Migrator { migrations: Cow::Owned(migrations), ..Migrator::DEFAULT }
+    Migrator {
+        migrations: Cow::Owned(migrations),
+        ..Migrator::DEFAULT
+    }
 }

@@ -26,20 +26,40 @@ impl Store {
     }
 
     /// A user's notifications, newest first. Only the user itself or a superuser may list them.
-    pub async fn notifications(&self, scope: &Scope, user_id: i64, offset: i64, limit: i64) -> Result<Vec<Notification>> {
+    pub async fn notifications(
+        &self,
+        scope: &Scope,
+        user_id: i64,
+        offset: i64,
+        limit: i64,
+    ) -> Result<Vec<Notification>> {
         crate::accounts::ensure_self_or_superuser(scope, user_id)?;
         let sql = format!(
             "SELECT {NOTIFICATION_COLUMNS} FROM notifications WHERE user_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3"
         );
-        let rows = sqlx::query(&sql).bind(user_id).bind(limit).bind(offset).fetch_all(&self.pool).await.map_err(db)?;
+        let rows = sqlx::query(&sql)
+            .bind(user_id)
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
         rows.iter().map(Notification::decode).collect()
     }
 
     pub async fn notification(&self, scope: &Scope, user_id: i64, id: i64) -> Result<Notification> {
         crate::accounts::ensure_self_or_superuser(scope, user_id)?;
         let sql = format!("SELECT {NOTIFICATION_COLUMNS} FROM notifications WHERE id = $1 AND user_id = $2");
-        let row = sqlx::query(&sql).bind(id).bind(user_id).fetch_optional(&self.pool).await.map_err(db)?;
-        row.as_ref().map(Notification::decode).transpose()?.ok_or_else(|| Error::not_found("notification"))
+        let row = sqlx::query(&sql)
+            .bind(id)
+            .bind(user_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref()
+            .map(Notification::decode)
+            .transpose()?
+            .ok_or_else(|| Error::not_found("notification"))
     }
 
     /// Marks a notification read at `read`, or unread with `None`.

@@ -9,7 +9,8 @@ use crate::parse_stored;
 
 /// Reads a flag stored as BOOLEAN (PostgreSQL) or INTEGER 0/1 (SQLite).
 pub(crate) fn flag(row: &AnyRow, column: &str) -> Result<bool, sqlx::Error> {
-    row.try_get::<bool, _>(column).or_else(|_| row.try_get::<i64, _>(column).map(|v| v != 0))
+    row.try_get::<bool, _>(column)
+        .or_else(|_| row.try_get::<i64, _>(column).map(|v| v != 0))
 }
 
 fn ts(row: &AnyRow, column: &str) -> Result<Timestamp, sqlx::Error> {
@@ -76,11 +77,16 @@ pub struct Workspace {
     pub is_active: bool,
 }
 
-pub(crate) const WORKSPACE_COLUMNS: &str = "w.id, w.name, w.description, w.created, w.is_beta, w.is_read_only, w.is_active";
+pub(crate) const WORKSPACE_COLUMNS: &str =
+    "w.id, w.name, w.description, w.created, w.is_beta, w.is_read_only, w.is_active";
 
 impl Workspace {
     pub fn facts(&self) -> lector_core::policy::WorkspaceFacts {
-        lector_core::policy::WorkspaceFacts { id: self.id, is_active: self.is_active, is_read_only: self.is_read_only }
+        lector_core::policy::WorkspaceFacts {
+            id: self.id,
+            is_active: self.is_active,
+            is_read_only: self.is_read_only,
+        }
     }
 }
 

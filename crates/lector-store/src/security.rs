@@ -2,7 +2,7 @@
 //! rate-limit counters. Tokens arrive here already hashed; the store never sees a raw secret.
 
 use crate::accounts::ensure_self_or_superuser;
-use crate::records::{FromAnyRow, PRODUCT_KEY_COLUMNS, ProductKey, User, USER_COLUMNS};
+use crate::records::{FromAnyRow, PRODUCT_KEY_COLUMNS, ProductKey, USER_COLUMNS, User};
 use crate::{Store, db};
 use lector_core::time::Timestamp;
 use lector_core::{Error, Result, Scope};
@@ -105,7 +105,9 @@ impl Store {
             .await
             .map_err(db)?;
         if held >= MAX_PRODUCT_KEYS {
-            return Err(Error::conflict(format!("a user holds at most {MAX_PRODUCT_KEYS} product keys")));
+            return Err(Error::conflict(format!(
+                "a user holds at most {MAX_PRODUCT_KEYS} product keys"
+            )));
         }
         let sql = format!(
             "INSERT INTO product_keys (user_id, name, prefix, token_hash, created) VALUES ($1, $2, $3, $4, $5) \
@@ -126,7 +128,11 @@ impl Store {
     pub async fn product_keys(&self, scope: &Scope, user_id: i64) -> Result<Vec<ProductKey>> {
         ensure_self_or_superuser(scope, user_id)?;
         let sql = format!("SELECT {PRODUCT_KEY_COLUMNS} FROM product_keys WHERE user_id = $1 ORDER BY id");
-        let rows = sqlx::query(&sql).bind(user_id).fetch_all(&self.pool).await.map_err(db)?;
+        let rows = sqlx::query(&sql)
+            .bind(user_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
         rows.iter().map(ProductKey::decode).collect()
     }
 
@@ -149,9 +155,17 @@ impl Store {
     pub async fn user_for_product_key(&self, token_hash: &str) -> Result<Option<User>> {
         let sql = format!(
             "SELECT {} FROM users u JOIN product_keys k ON k.user_id = u.id WHERE k.token_hash = $1",
-            USER_COLUMNS.split(", ").map(|c| format!("u.{c}")).collect::<Vec<_>>().join(", ")
+            USER_COLUMNS
+                .split(", ")
+                .map(|c| format!("u.{c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
-        let row = sqlx::query(&sql).bind(token_hash).fetch_optional(&self.pool).await.map_err(db)?;
+        let row = sqlx::query(&sql)
+            .bind(token_hash)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
         row.as_ref().map(User::decode).transpose()
     }
 

@@ -5,8 +5,8 @@
 
 use crate::accounts::{NewUser, insert_user};
 use crate::records::{
-    FromAnyRow, INVITATION_COLUMNS, Invitation, InvitationStatus, MEMBERSHIP_COLUMNS, Membership, MyWorkspace,
-    User, WORKSPACE_COLUMNS, Workspace,
+    FromAnyRow, INVITATION_COLUMNS, Invitation, InvitationStatus, MEMBERSHIP_COLUMNS, Membership, MyWorkspace, User,
+    WORKSPACE_COLUMNS, Workspace,
 };
 use crate::{Store, db, db_unique};
 use lector_core::time::Timestamp;
@@ -66,8 +66,16 @@ impl Store {
     }
 
     /// Resolves a workspace and checks the caller may perform `action` in it.
-    pub async fn workspace_access(&self, scope: &Scope, workspace: &WorkspaceRef, action: Action) -> Result<(Workspace, Role)> {
-        let found = self.find_workspace(workspace).await?.ok_or_else(|| Error::not_found("workspace"))?;
+    pub async fn workspace_access(
+        &self,
+        scope: &Scope,
+        workspace: &WorkspaceRef,
+        action: Action,
+    ) -> Result<(Workspace, Role)> {
+        let found = self
+            .find_workspace(workspace)
+            .await?
+            .ok_or_else(|| Error::not_found("workspace"))?;
         let role = scope.authorize(found.facts(), action)?;
         Ok((found, role))
     }
@@ -80,7 +88,9 @@ impl Store {
             .await
             .map_err(db)?;
         if held >= MAX_WORKSPACES_PER_USER {
-            return Err(Error::conflict(format!("a user belongs to at most {MAX_WORKSPACES_PER_USER} workspaces")));
+            return Err(Error::conflict(format!(
+                "a user belongs to at most {MAX_WORKSPACES_PER_USER} workspaces"
+            )));
         }
         let now = Timestamp::now().micros();
         let mut tx = self.pool.begin().await.map_err(db)?;
@@ -108,7 +118,12 @@ impl Store {
             "SELECT {WORKSPACE_COLUMNS}, m.role FROM workspaces w JOIN memberships m ON m.workspace_id = w.id \
              WHERE m.user_id = $1 AND w.is_active = $2 ORDER BY w.id"
         );
-        let rows = sqlx::query(&sql).bind(scope.user_id).bind(true).fetch_all(&self.pool).await.map_err(db)?;
+        let rows = sqlx::query(&sql)
+            .bind(scope.user_id)
+            .bind(true)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
         rows.iter()
             .map(|row| {
                 let workspace = Workspace::decode(row)?;
@@ -141,9 +156,20 @@ impl Store {
 
     /// Changes a workspace. ADMINs may always change its settings, read-only or not, so that
     /// read-only can be lifted again; `is_beta` is for superusers.
-    pub async fn update_workspace(&self, scope: &Scope, workspace: &WorkspaceRef, changes: WorkspaceChanges) -> Result<Workspace> {
-        let found = self.find_workspace(workspace).await?.ok_or_else(|| Error::not_found("workspace"))?;
-        let facts = lector_core::policy::WorkspaceFacts { is_read_only: false, ..found.facts() };
+    pub async fn update_workspace(
+        &self,
+        scope: &Scope,
+        workspace: &WorkspaceRef,
+        changes: WorkspaceChanges,
+    ) -> Result<Workspace> {
+        let found = self
+            .find_workspace(workspace)
+            .await?
+            .ok_or_else(|| Error::not_found("workspace"))?;
+        let facts = lector_core::policy::WorkspaceFacts {
+            is_read_only: false,
+            ..found.facts()
+        };
         scope.authorize(facts, Action::Administer)?;
         if changes.is_beta.is_some() && !scope.is_superuser {
             return Err(Error::forbidden("only superusers change is_beta"));
@@ -157,7 +183,9 @@ impl Store {
             .execute(&self.pool)
             .await
             .map_err(db_unique("a workspace with this name exists"))?;
-        self.find_workspace(&WorkspaceRef::Id(found.id)).await?.ok_or_else(|| Error::not_found("workspace"))
+        self.find_workspace(&WorkspaceRef::Id(found.id))
+            .await?
+            .ok_or_else(|| Error::not_found("workspace"))
     }
 
     /// Deactivates a workspace: it disappears for its members. Personal workspaces stay.
@@ -177,12 +205,20 @@ impl Store {
             .execute(&self.pool)
             .await
             .map_err(db)?;
-        Ok(Workspace { is_active: false, ..found })
+        Ok(Workspace {
+            is_active: false,
+            ..found
+        })
     }
 
     /// Makes a workspace the caller's default (`true`) or, if it is the default, returns the
     /// default to the personal workspace (`false`).
-    pub async fn set_default_workspace(&self, scope: &Scope, workspace: &WorkspaceRef, default: bool) -> Result<MyWorkspace> {
+    pub async fn set_default_workspace(
+        &self,
+        scope: &Scope,
+        workspace: &WorkspaceRef,
+        default: bool,
+    ) -> Result<MyWorkspace> {
         let (found, role) = self.workspace_access(scope, workspace, Action::Read).await?;
         if scope.role_in(found.id).is_none() {
             return Err(Error::conflict("only a member can make a workspace the default"));
@@ -192,9 +228,18 @@ impl Store {
         } else {
             "UPDATE users SET default_workspace_id = personal_workspace_id WHERE id = $2 AND default_workspace_id = $1"
         };
-        sqlx::query(sql).bind(found.id).bind(scope.user_id).execute(&self.pool).await.map_err(db)?;
+        sqlx::query(sql)
+            .bind(found.id)
+            .bind(scope.user_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
         let is_default = self.default_workspace_id(scope.user_id).await? == Some(found.id);
-        Ok(MyWorkspace { workspace: found, role, is_default })
+        Ok(MyWorkspace {
+            workspace: found,
+            role,
+            is_default,
+        })
     }
 
     pub async fn members(&self, scope: &Scope, workspace: &WorkspaceRef) -> Result<Vec<Membership>> {
@@ -203,7 +248,11 @@ impl Store {
             "SELECT {MEMBERSHIP_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id \
              WHERE m.workspace_id = $1 ORDER BY m.id"
         );
-        let rows = sqlx::query(&sql).bind(found.id).fetch_all(&self.pool).await.map_err(db)?;
+        let rows = sqlx::query(&sql)
+            .bind(found.id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
         rows.iter().map(Membership::decode).collect()
     }
 
@@ -212,12 +261,26 @@ impl Store {
             "SELECT {MEMBERSHIP_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id \
              WHERE m.workspace_id = $1 AND m.id = $2"
         );
-        let row = sqlx::query(&sql).bind(workspace_id).bind(membership_id).fetch_optional(&self.pool).await.map_err(db)?;
-        row.as_ref().map(Membership::decode).transpose()?.ok_or_else(|| Error::not_found("membership"))
+        let row = sqlx::query(&sql)
+            .bind(workspace_id)
+            .bind(membership_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref()
+            .map(Membership::decode)
+            .transpose()?
+            .ok_or_else(|| Error::not_found("membership"))
     }
 
     /// Adds an existing user to a workspace with a role no higher than the caller's.
-    pub async fn add_member(&self, scope: &Scope, workspace: &WorkspaceRef, user_id: i64, role: Role) -> Result<Membership> {
+    pub async fn add_member(
+        &self,
+        scope: &Scope,
+        workspace: &WorkspaceRef,
+        user_id: i64,
+        role: Role,
+    ) -> Result<Membership> {
         let (found, own) = self.workspace_access(scope, workspace, Action::ManageMembers).await?;
         scope.may_grant(own, role)?;
         if self.user_by_id(user_id).await?.is_none() {
@@ -231,7 +294,13 @@ impl Store {
 
     /// Changes a member's role. Nobody changes the role of someone above them or grants a role
     /// above their own, and a workspace keeps at least one ADMIN.
-    pub async fn update_member_role(&self, scope: &Scope, workspace: &WorkspaceRef, membership_id: i64, role: Role) -> Result<Membership> {
+    pub async fn update_member_role(
+        &self,
+        scope: &Scope,
+        workspace: &WorkspaceRef,
+        membership_id: i64,
+        role: Role,
+    ) -> Result<Membership> {
         let (found, own) = self.workspace_access(scope, workspace, Action::ManageMembers).await?;
         let target = self.membership(found.id, membership_id).await?;
         scope.may_grant(own, target.role)?;
@@ -249,7 +318,12 @@ impl Store {
     }
 
     /// Removes a member. Members may always leave; managers remove others up to their own role.
-    pub async fn remove_member(&self, scope: &Scope, workspace: &WorkspaceRef, membership_id: i64) -> Result<Membership> {
+    pub async fn remove_member(
+        &self,
+        scope: &Scope,
+        workspace: &WorkspaceRef,
+        membership_id: i64,
+    ) -> Result<Membership> {
         let (found, own) = self.workspace_access(scope, workspace, Action::Read).await?;
         let target = self.membership(found.id, membership_id).await?;
         if target.user_id != scope.user_id {
@@ -259,16 +333,21 @@ impl Store {
         if target.role == Role::Admin {
             self.ensure_another_admin(found.id, target.id).await?;
         }
-        let personal: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE id = $1 AND personal_workspace_id = $2")
-            .bind(target.user_id)
-            .bind(found.id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
+        let personal: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM users WHERE id = $1 AND personal_workspace_id = $2")
+                .bind(target.user_id)
+                .bind(found.id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?;
         if personal.is_some() {
             return Err(Error::conflict("nobody leaves their own personal workspace"));
         }
-        sqlx::query("DELETE FROM memberships WHERE id = $1").bind(target.id).execute(&self.pool).await.map_err(db)?;
+        sqlx::query("DELETE FROM memberships WHERE id = $1")
+            .bind(target.id)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
         Ok(target)
     }
 
@@ -361,10 +440,22 @@ impl Store {
     async fn pending_invitation(&self, scope: &Scope, workspace: &WorkspaceRef, id: i64) -> Result<(Invitation, Role)> {
         let (found, own) = self.workspace_access(scope, workspace, Action::ManageMembers).await?;
         let sql = format!("SELECT {INVITATION_COLUMNS} FROM invitations WHERE workspace_id = $1 AND id = $2");
-        let row = sqlx::query(&sql).bind(found.id).bind(id).fetch_optional(&self.pool).await.map_err(db)?;
-        let invitation = row.as_ref().map(Invitation::decode).transpose()?.ok_or_else(|| Error::not_found("invitation"))?;
+        let row = sqlx::query(&sql)
+            .bind(found.id)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        let invitation = row
+            .as_ref()
+            .map(Invitation::decode)
+            .transpose()?
+            .ok_or_else(|| Error::not_found("invitation"))?;
         if invitation.status != InvitationStatus::Pending {
-            return Err(Error::conflict(format!("the invitation is {}", invitation.status.as_str().to_lowercase())));
+            return Err(Error::conflict(format!(
+                "the invitation is {}",
+                invitation.status.as_str().to_lowercase()
+            )));
         }
         scope.may_grant(own, invitation.role)?;
         Ok((invitation, own))
@@ -378,7 +469,10 @@ impl Store {
             .execute(&self.pool)
             .await
             .map_err(db)?;
-        Ok(Invitation { status: InvitationStatus::Cancelled, ..invitation })
+        Ok(Invitation {
+            status: InvitationStatus::Cancelled,
+            ..invitation
+        })
     }
 
     /// Gives a pending invitation a fresh token and expiry (the old token stops working).
@@ -454,13 +548,20 @@ enum Param {
     Text(String),
 }
 
-async fn insert_membership(tx: &mut Transaction<'static, Any>, workspace_id: i64, user_id: i64, role: Role) -> Result<i64> {
-    sqlx::query_scalar("INSERT INTO memberships (workspace_id, user_id, role, created) VALUES ($1, $2, $3, $4) RETURNING id")
-        .bind(workspace_id)
-        .bind(user_id)
-        .bind(role.as_str())
-        .bind(Timestamp::now().micros())
-        .fetch_one(&mut **tx)
-        .await
-        .map_err(db_unique("the user is a member of the workspace already"))
+async fn insert_membership(
+    tx: &mut Transaction<'static, Any>,
+    workspace_id: i64,
+    user_id: i64,
+    role: Role,
+) -> Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO memberships (workspace_id, user_id, role, created) VALUES ($1, $2, $3, $4) RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(user_id)
+    .bind(role.as_str())
+    .bind(Timestamp::now().micros())
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(db_unique("the user is a member of the workspace already"))
 }

@@ -39,7 +39,11 @@ pub fn load(overrides: &Overrides) -> Result<Config, String> {
     let mut figment = Figment::from(Serialized::defaults(Config::default()))
         .merge(Toml::file(&file))
         // LECTOR_TEST_* belong to the test suite, not to the service.
-        .merge(Env::prefixed("LECTOR_").split("__").filter(|key| !key.as_str().starts_with("test_")));
+        .merge(
+            Env::prefixed("LECTOR_")
+                .split("__")
+                .filter(|key| !key.as_str().starts_with("test_")),
+        );
     if let Some(listen) = &overrides.listen {
         figment = figment.merge(("listen", listen));
     }

@@ -76,14 +76,19 @@ fn main() -> ExitCode {
 async fn run(command: Command, config: lector_core::config::Config) -> Result<(), String> {
     match command {
         Command::Openapi => {
-            let document = lector_api::openapi_document().to_pretty_json().map_err(|e| e.to_string())?;
+            let document = lector_api::openapi_document()
+                .to_pretty_json()
+                .map_err(|e| e.to_string())?;
             println!("{document}");
         }
         Command::PrintConfig => {
             println!("{}", toml::to_string_pretty(&config).map_err(|e| e.to_string())?);
         }
         Command::Migrate => {
-            let store = lector_store::Store::open(&config.database_url(), 1).await.map_err(|e| e.detail)?;
+            std::fs::create_dir_all(&config.data_dir).map_err(|e| format!("{}: {e}", config.data_dir.display()))?;
+            let store = lector_store::Store::open(&config.database_url(), 1)
+                .await
+                .map_err(|e| e.detail)?;
             store.close().await;
             println!("database is up to date");
         }
@@ -99,7 +104,14 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             server.run(lector_api::shutdown_signal()).await;
             state.store.close().await;
         }
-        Command::User { command: UserCommand::Create { email, password, superuser } } => {
+        Command::User {
+            command:
+                UserCommand::Create {
+                    email,
+                    password,
+                    superuser,
+                },
+        } => {
             let state = AppState::new(config).await?;
             let body = CreateUserBody {
                 email,
@@ -126,7 +138,11 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
 fn init_logging(format: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr);
     if format == "json" {
         builder.json().init();
     } else {

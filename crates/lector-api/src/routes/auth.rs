@@ -62,17 +62,40 @@ impl WriteBody for RegisterBody {
 }
 
 /// Checks an attempt against a per-client-address limit.
-pub(crate) async fn limit_by_client(state: &AppState, parts: &Parts, what: &str, limit: i64, window_secs: i64) -> ApiResult<()> {
-    let client = state.client_ip(parts).map(|ip| ip.to_string()).unwrap_or_else(|| "unknown".into());
-    state.store.hit_rate_limit(&format!("{what}:{client}"), limit, window_secs).await?;
+pub(crate) async fn limit_by_client(
+    state: &AppState,
+    parts: &Parts,
+    what: &str,
+    limit: i64,
+    window_secs: i64,
+) -> ApiResult<()> {
+    let client = state
+        .client_ip(parts)
+        .map(|ip| ip.to_string())
+        .unwrap_or_else(|| "unknown".into());
+    state
+        .store
+        .hit_rate_limit(&format!("{what}:{client}"), limit, window_secs)
+        .await?;
     Ok(())
 }
 
 /// Creates an account with a personal workspace and logs it in.
 #[utoipa::path(post, path = "/auth/register", tag = "auth",
     request_body = RegisterBody, responses((status = 200, body = AuthAnswer)))]
-pub async fn register(State(state): State<AppState>, parts: Parts, Body(body): Body<RegisterBody>) -> ApiResult<Json<AuthAnswer>> {
-    limit_by_client(&state, &parts, "register", state.config.rate_limits.register_per_hour, 3600).await?;
+pub async fn register(
+    State(state): State<AppState>,
+    parts: Parts,
+    Body(body): Body<RegisterBody>,
+) -> ApiResult<Json<AuthAnswer>> {
+    limit_by_client(
+        &state,
+        &parts,
+        "register",
+        state.config.rate_limits.register_per_hour,
+        3600,
+    )
+    .await?;
     let password_hash = state.auth.hash_password(&body.password).await?;
     let user = state
         .store
@@ -121,17 +144,36 @@ impl WriteBody for LoginBody {
 /// Logs in with a password or a first-time-login token.
 #[utoipa::path(post, path = "/auth/login", tag = "auth",
     request_body = LoginBody, responses((status = 200, body = AuthAnswer)))]
-pub async fn login(State(state): State<AppState>, parts: Parts, Body(body): Body<LoginBody>) -> ApiResult<Json<AuthAnswer>> {
+pub async fn login(
+    State(state): State<AppState>,
+    parts: Parts,
+    Body(body): Body<LoginBody>,
+) -> ApiResult<Json<AuthAnswer>> {
     limit_by_client(&state, &parts, "login", state.config.rate_limits.login_per_minute, 60).await?;
-    let refused = || ApiError(Error::new(ErrorCode::InvalidCredentials, "the e-mail or password is wrong"));
+    let refused = || {
+        ApiError(Error::new(
+            ErrorCode::InvalidCredentials,
+            "the e-mail or password is wrong",
+        ))
+    };
     if let Some(token) = &body.token {
         let user_id = state
             .store
             .consume_one_time_token(TokenPurpose::FirstLogin, &token_hash(token))
             .await?
-            .ok_or_else(|| ApiError(Error::new(ErrorCode::InvalidCredentials, "the token is unknown, used or expired")))?;
+            .ok_or_else(|| {
+                ApiError(Error::new(
+                    ErrorCode::InvalidCredentials,
+                    "the token is unknown, used or expired",
+                ))
+            })?;
         let (user, _) = state.store.principal(user_id).await?.ok_or_else(refused)?;
-        return answer(&state, &user, "logged in with a first-time-login token; set a password next", "OK");
+        return answer(
+            &state,
+            &user,
+            "logged in with a first-time-login token; set a password next",
+            "OK",
+        );
     }
     let (email, password) = (body.email.unwrap_or_default(), body.password.unwrap_or_default());
     let candidate = state.store.login_candidate(&normalize_email(&email)).await?;
@@ -149,7 +191,10 @@ pub async fn logout(State(state): State<AppState>, caller: Caller) -> ApiResult<
     let Some(claims) = caller.claims else {
         return Err(Error::bad_request("product keys are deleted, not logged out").into());
     };
-    state.store.revoke_token(&claims.jti, Timestamp(claims.exp.saturating_mul(1_000_000))).await?;
+    state
+        .store
+        .revoke_token(&claims.jti, Timestamp(claims.exp.saturating_mul(1_000_000)))
+        .await?;
     Ok(Message::new("logged out"))
 }
 
@@ -188,7 +233,14 @@ pub async fn send_password_reset_email(
     parts: Parts,
     Body(body): Body<ResetMailBody>,
 ) -> ApiResult<Json<Message>> {
-    limit_by_client(&state, &parts, "reset-mail", state.config.rate_limits.reset_mail_per_hour, 3600).await?;
+    limit_by_client(
+        &state,
+        &parts,
+        "reset-mail",
+        state.config.rate_limits.reset_mail_per_hour,
+        3600,
+    )
+    .await?;
     let same_answer = Message::new("if the address is registered, a reset token is on its way");
     let Some((user, _)) = state.store.login_candidate(&normalize_email(&body.email)).await? else {
         return Ok(same_answer);
@@ -200,7 +252,12 @@ pub async fn send_password_reset_email(
     let lifetime = state.config.reset_token_lifetime_secs;
     state
         .store
-        .create_one_time_token(user.id, TokenPurpose::PasswordReset, &token_hash(&token), Timestamp::now().plus_seconds(lifetime))
+        .create_one_time_token(
+            user.id,
+            TokenPurpose::PasswordReset,
+            &token_hash(&token),
+            Timestamp::now().plus_seconds(lifetime),
+        )
         .await?;
     let text = format!(
         "Someone asked to reset the password of your Lector account.\n\n\
@@ -212,7 +269,11 @@ pub async fn send_password_reset_email(
         state.config.public_url(),
         lifetime / 60
     );
-    if let Err(e) = state.mailer.send(&user.email, "Reset your Lector password", &text).await {
+    if let Err(e) = state
+        .mailer
+        .send(&user.email, "Reset your Lector password", &text)
+        .await
+    {
         tracing::error!(error = %e, user.id = user.id, "cannot send the password-reset mail");
     }
     Ok(same_answer)
@@ -236,12 +297,20 @@ impl WriteBody for ResetPasswordBody {
 /// Sets a new password with a reset token; every earlier access token stops working.
 #[utoipa::path(post, path = "/password/reset", tag = "auth",
     request_body = ResetPasswordBody, responses((status = 200, body = Message)))]
-pub async fn reset_password(State(state): State<AppState>, Body(body): Body<ResetPasswordBody>) -> ApiResult<Json<Message>> {
+pub async fn reset_password(
+    State(state): State<AppState>,
+    Body(body): Body<ResetPasswordBody>,
+) -> ApiResult<Json<Message>> {
     let user_id = state
         .store
         .consume_one_time_token(TokenPurpose::PasswordReset, &token_hash(&body.reset_password_token))
         .await?
-        .ok_or_else(|| Error::new(ErrorCode::InvalidCredentials, "the reset token is unknown, used or expired"))?;
+        .ok_or_else(|| {
+            Error::new(
+                ErrorCode::InvalidCredentials,
+                "the reset token is unknown, used or expired",
+            )
+        })?;
     let hash = state.auth.hash_password(&body.password).await?;
     state.store.reset_password(user_id, &hash).await?;
     Ok(Message::new("password changed; log in with the new password"))

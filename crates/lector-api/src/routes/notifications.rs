@@ -63,14 +63,26 @@ impl WriteBody for UpdateNotificationBody {
 
     fn validate(&self, problems: &mut Problems) {
         if let Some(read) = self.read.as_deref().filter(|r| !r.is_empty()) {
-            problems.check(Timestamp::parse_rfc3339(read).is_some(), "read", "must be an RFC 3339 date-time or empty");
+            problems.check(
+                Timestamp::parse_rfc3339(read).is_some(),
+                "read",
+                "must be an RFC 3339 date-time or empty",
+            );
         }
     }
 }
 
-async fn list(state: &AppState, caller: &Caller, user_id: i64, paging: Paging) -> ApiResult<Json<Vec<NotificationDto>>> {
+async fn list(
+    state: &AppState,
+    caller: &Caller,
+    user_id: i64,
+    paging: Paging,
+) -> ApiResult<Json<Vec<NotificationDto>>> {
     let paging = paging.check()?;
-    let found = state.store.notifications(&caller.scope, user_id, paging.offset, paging.limit).await?;
+    let found = state
+        .store
+        .notifications(&caller.scope, user_id, paging.offset, paging.limit)
+        .await?;
     Ok(Json(found.into_iter().map(NotificationDto::from).collect()))
 }
 
@@ -82,7 +94,13 @@ async fn update(
     body: UpdateNotificationBody,
 ) -> ApiResult<Json<NotificationDto>> {
     let read = body.read.as_deref().and_then(Timestamp::parse_rfc3339);
-    Ok(Json(state.store.set_notification_read(&caller.scope, user_id, id, read).await?.into()))
+    Ok(Json(
+        state
+            .store
+            .set_notification_read(&caller.scope, user_id, id, read)
+            .await?
+            .into(),
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -120,7 +138,13 @@ pub async fn get_notification(
     caller: Caller,
     PathParams(p): PathParams<NotificationPath>,
 ) -> ApiResult<Json<NotificationDto>> {
-    Ok(Json(state.store.notification(&caller.scope, caller.user.id, p.notification_id).await?.into()))
+    Ok(Json(
+        state
+            .store
+            .notification(&caller.scope, caller.user.id, p.notification_id)
+            .await?
+            .into(),
+    ))
 }
 
 /// Marks a notification read or unread.
@@ -156,7 +180,13 @@ pub async fn get_user_notification(
     caller: Caller,
     PathParams(p): PathParams<UserNotificationPath>,
 ) -> ApiResult<Json<NotificationDto>> {
-    Ok(Json(state.store.notification(&caller.scope, p.user_id, p.notification_id).await?.into()))
+    Ok(Json(
+        state
+            .store
+            .notification(&caller.scope, p.user_id, p.notification_id)
+            .await?
+            .into(),
+    ))
 }
 
 /// Alias of update_notification for a given user.

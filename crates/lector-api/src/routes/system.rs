@@ -33,10 +33,20 @@ pub struct Health {
     responses((status = 200, body = Health), (status = 503, body = Health)))]
 pub async fn health(State(state): State<AppState>) -> Response {
     match state.store.ping().await {
-        Ok(()) => (StatusCode::OK, axum::Json(Health { status: "ok".into(), database: "ok".into() })).into_response(),
+        Ok(()) => (
+            StatusCode::OK,
+            axum::Json(Health {
+                status: "ok".into(),
+                database: "ok".into(),
+            }),
+        )
+            .into_response(),
         Err(_) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(Health { status: "unavailable".into(), database: "unreachable".into() }),
+            axum::Json(Health {
+                status: "unavailable".into(),
+                database: "unreachable".into(),
+            }),
         )
             .into_response(),
     }
@@ -75,7 +85,11 @@ pub struct OpenApiJson(pub Arc<String>);
 #[utoipa::path(get, path = "/openapi.json", tag = "system",
     responses((status = 200, description = "The OpenAPI document", content_type = "application/json")))]
 pub async fn openapi(Extension(document): Extension<OpenApiJson>) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], document.0.as_str().to_owned()).into_response()
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        document.0.as_str().to_owned(),
+    )
+        .into_response()
 }
 
 /// Prometheus metrics (superusers only).
@@ -83,5 +97,9 @@ pub async fn openapi(Extension(document): Extension<OpenApiJson>) -> Response {
     responses((status = 200, description = "Prometheus text exposition", content_type = "text/plain")))]
 pub async fn metrics(State(state): State<AppState>, caller: Caller) -> ApiResult<Response> {
     caller.require_superuser()?;
-    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], state.metrics.render()).into_response())
+    Ok((
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        state.metrics.render(),
+    )
+        .into_response())
 }

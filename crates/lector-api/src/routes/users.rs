@@ -91,7 +91,11 @@ pub struct UserPath {
 /// A user: the caller itself, or anyone for a superuser.
 #[utoipa::path(get, path = "/users/{user_id}", tag = "users",
     params(("user_id" = i64, Path)), responses((status = 200, body = UserDto)))]
-pub async fn get_user(State(state): State<AppState>, caller: Caller, PathParams(p): PathParams<UserPath>) -> ApiResult<Json<UserDto>> {
+pub async fn get_user(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<UserPath>,
+) -> ApiResult<Json<UserDto>> {
     Ok(Json(UserDto::from(&state.store.user(&caller.scope, p.user_id).await?)))
 }
 
@@ -114,7 +118,9 @@ pub async fn update_user(
         last_name: body.last_name.map(|s| s.trim().to_owned()),
         password_hash,
     };
-    Ok(Json(UserDto::from(&state.store.update_user(&caller.scope, p.user_id, changes).await?)))
+    Ok(Json(UserDto::from(
+        &state.store.update_user(&caller.scope, p.user_id, changes).await?,
+    )))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -134,7 +140,11 @@ pub struct WorkspaceRole {
 
 async fn permissions(state: &AppState, caller: &Caller, user_id: i64) -> Result<PermissionsDto> {
     let user = state.store.user(&caller.scope, user_id).await?;
-    let (_, scope) = state.store.principal(user.id).await?.ok_or_else(|| lector_core::Error::not_found("user"))?;
+    let (_, scope) = state
+        .store
+        .principal(user.id)
+        .await?
+        .ok_or_else(|| lector_core::Error::not_found("user"))?;
     Ok(PermissionsDto {
         user_id: user.id,
         is_superuser: user.is_superuser,
@@ -142,7 +152,10 @@ async fn permissions(state: &AppState, caller: &Caller, user_id: i64) -> Result<
         workspaces: scope
             .workspaces
             .iter()
-            .map(|w| WorkspaceRole { organization_id: w.workspace_id, role: w.role.as_str().into() })
+            .map(|w| WorkspaceRole {
+                organization_id: w.workspace_id,
+                role: w.role.as_str().into(),
+            })
             .collect(),
     })
 }
@@ -178,7 +191,10 @@ pub async fn update_user_permissions(
     PathParams(p): PathParams<UserPath>,
     Body(body): Body<PermissionsBody>,
 ) -> ApiResult<Json<PermissionsDto>> {
-    state.store.set_permissions(&caller.scope, p.user_id, body.is_superuser, body.is_betauser).await?;
+    state
+        .store
+        .set_permissions(&caller.scope, p.user_id, body.is_superuser, body.is_betauser)
+        .await?;
     Ok(Json(permissions(&state, &caller, p.user_id).await?))
 }
 
@@ -194,7 +210,12 @@ pub struct ProductKeyDto {
 
 impl From<ProductKey> for ProductKeyDto {
     fn from(k: ProductKey) -> Self {
-        Self { id: k.id, name: k.name, created: rfc3339(k.created), token: format!("{}…", k.prefix) }
+        Self {
+            id: k.id,
+            name: k.name,
+            created: rfc3339(k.created),
+            token: format!("{}…", k.prefix),
+        }
     }
 }
 
@@ -235,8 +256,17 @@ pub async fn create_product_key(
 ) -> ApiResult<(StatusCode, Json<ProductKeyDto>)> {
     let token = format!("{PRODUCT_KEY_PREFIX}{}", random_token());
     let prefix: String = token.chars().take(PRODUCT_KEY_PREFIX.len() + 6).collect();
-    let key = state.store.create_product_key(&caller.scope, p.user_id, body.name.trim(), &prefix, &token_hash(&token)).await?;
-    Ok((StatusCode::CREATED, Json(ProductKeyDto { token, ..ProductKeyDto::from(key) })))
+    let key = state
+        .store
+        .create_product_key(&caller.scope, p.user_id, body.name.trim(), &prefix, &token_hash(&token))
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(ProductKeyDto {
+            token,
+            ..ProductKeyDto::from(key)
+        }),
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -253,7 +283,10 @@ pub async fn delete_product_key(
     caller: Caller,
     PathParams(p): PathParams<KeyPath>,
 ) -> ApiResult<Json<Vec<ProductKeyDto>>> {
-    let keys = state.store.delete_product_key(&caller.scope, p.user_id, p.key_id).await?;
+    let keys = state
+        .store
+        .delete_product_key(&caller.scope, p.user_id, p.key_id)
+        .await?;
     Ok(Json(keys.into_iter().map(ProductKeyDto::from).collect()))
 }
 
@@ -306,7 +339,10 @@ pub async fn create_account(state: &AppState, body: CreateUserBody) -> Result<(U
     }
     let token = random_token();
     let expires = Timestamp::now().plus_seconds(state.config.invitation_lifetime_secs);
-    state.store.create_one_time_token(user.id, TokenPurpose::FirstLogin, &token_hash(&token), expires).await?;
+    state
+        .store
+        .create_one_time_token(user.id, TokenPurpose::FirstLogin, &token_hash(&token), expires)
+        .await?;
     Ok((user, Some(token)))
 }
 

@@ -70,7 +70,11 @@ pub struct MyWorkspaceDto {
 
 impl From<MyWorkspace> for MyWorkspaceDto {
     fn from(w: MyWorkspace) -> Self {
-        Self { workspace: w.workspace.into(), role: w.role.as_str().into(), is_default: w.is_default }
+        Self {
+            workspace: w.workspace.into(),
+            role: w.role.as_str().into(),
+            is_default: w.is_default,
+        }
     }
 }
 
@@ -178,16 +182,30 @@ pub async fn create_workspace(
     caller: Caller,
     Body(body): Body<WorkspaceBody>,
 ) -> ApiResult<Json<WorkspaceDto>> {
-    let workspace = state.store.create_workspace(&caller.scope, body.name.trim(), body.description.trim()).await?;
-    tracing::info!(workspace.id = workspace.id, user.id = caller.user.id, "workspace created");
+    let workspace = state
+        .store
+        .create_workspace(&caller.scope, body.name.trim(), body.description.trim())
+        .await?;
+    tracing::info!(
+        workspace.id = workspace.id,
+        user.id = caller.user.id,
+        "workspace created"
+    );
     Ok(Json(workspace.into()))
 }
 
 /// A workspace, by id or by name.
 #[utoipa::path(get, path = "/organizations/{organization}", tag = "workspaces",
     params(("organization" = String, Path, description = "workspace id or name")), responses((status = 200, body = WorkspaceDto)))]
-pub async fn get_workspace(State(state): State<AppState>, caller: Caller, PathParams(p): PathParams<OrgPath>) -> ApiResult<Json<WorkspaceDto>> {
-    let (workspace, _) = state.store.workspace_access(&caller.scope, &p.workspace(), Action::Read).await?;
+pub async fn get_workspace(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<OrgPath>,
+) -> ApiResult<Json<WorkspaceDto>> {
+    let (workspace, _) = state
+        .store
+        .workspace_access(&caller.scope, &p.workspace(), Action::Read)
+        .await?;
     Ok(Json(workspace.into()))
 }
 
@@ -229,7 +247,13 @@ pub async fn update_workspace(
         is_read_only: body.is_read_only,
         is_beta: body.is_beta,
     };
-    Ok(Json(state.store.update_workspace(&caller.scope, &p.workspace(), changes).await?.into()))
+    Ok(Json(
+        state
+            .store
+            .update_workspace(&caller.scope, &p.workspace(), changes)
+            .await?
+            .into(),
+    ))
 }
 
 /// Deactivates a workspace (ADMIN); it disappears for its members.
@@ -241,7 +265,11 @@ pub async fn deactivate_workspace(
     PathParams(p): PathParams<OrgPath>,
 ) -> ApiResult<Json<WorkspaceDto>> {
     let workspace = state.store.deactivate_workspace(&caller.scope, &p.workspace()).await?;
-    tracing::info!(workspace.id = workspace.id, user.id = caller.user.id, "workspace deactivated");
+    tracing::info!(
+        workspace.id = workspace.id,
+        user.id = caller.user.id,
+        "workspace deactivated"
+    );
     Ok(Json(workspace.into()))
 }
 
@@ -264,7 +292,13 @@ pub async fn set_default_workspace(
     PathParams(p): PathParams<OrgPath>,
     Body(body): Body<DefaultBody>,
 ) -> ApiResult<Json<MyWorkspaceDto>> {
-    Ok(Json(state.store.set_default_workspace(&caller.scope, &p.workspace(), body.default).await?.into()))
+    Ok(Json(
+        state
+            .store
+            .set_default_workspace(&caller.scope, &p.workspace(), body.default)
+            .await?
+            .into(),
+    ))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -309,9 +343,15 @@ pub async fn invite_users(
     PathParams(p): PathParams<OrgPath>,
     Body(body): Body<InviteBody>,
 ) -> ApiResult<Json<InviteAnswer>> {
-    let (workspace, own) = state.store.workspace_access(&caller.scope, &p.workspace(), Action::ManageMembers).await?;
+    let (workspace, own) = state
+        .store
+        .workspace_access(&caller.scope, &p.workspace(), Action::ManageMembers)
+        .await?;
     caller.scope.may_grant(own, body.role)?;
-    let mut answer = InviteAnswer { not_invited: Vec::new(), invitations: Vec::new() };
+    let mut answer = InviteAnswer {
+        not_invited: Vec::new(),
+        invitations: Vec::new(),
+    };
     let mut seen = std::collections::HashSet::new();
     for raw in &body.emails {
         let email = normalize_email(raw);
@@ -323,22 +363,43 @@ pub async fn invite_users(
             state.store.invitation_obstacle(workspace.id, &email).await?
         };
         if let Some(reason) = reason {
-            answer.not_invited.push(NotInvited { email: raw.clone(), reason: reason.into() });
+            answer.not_invited.push(NotInvited {
+                email: raw.clone(),
+                reason: reason.into(),
+            });
             continue;
         }
         let key = format!("invite:{}", workspace.id);
-        state.store.hit_rate_limit(&key, state.config.rate_limits.invitations_per_hour, 3600).await?;
+        state
+            .store
+            .hit_rate_limit(&key, state.config.rate_limits.invitations_per_hour, 3600)
+            .await?;
         let token = random_token();
         let expires = Timestamp::now().plus_seconds(state.config.invitation_lifetime_secs);
-        let invitation =
-            state.store.create_invitation(&caller.scope, workspace.id, &email, body.role, &token_hash(&token), expires).await?;
+        let invitation = state
+            .store
+            .create_invitation(
+                &caller.scope,
+                workspace.id,
+                &email,
+                body.role,
+                &token_hash(&token),
+                expires,
+            )
+            .await?;
         send_invitation(&state, &caller, &workspace, &invitation, &token).await;
         answer.invitations.push(invitation_dto(&state, invitation));
     }
     Ok(Json(answer))
 }
 
-async fn send_invitation(state: &AppState, caller: &Caller, workspace: &Workspace, invitation: &Invitation, token: &str) {
+async fn send_invitation(
+    state: &AppState,
+    caller: &Caller,
+    workspace: &Workspace,
+    invitation: &Invitation,
+    token: &str,
+) {
     let text = format!(
         "{} invited you to the Lector workspace \"{}\" as {}.\n\n\
          Token: {token}\n\n\
@@ -352,7 +413,11 @@ async fn send_invitation(state: &AppState, caller: &Caller, workspace: &Workspac
         state.config.public_url(),
         rfc3339(invitation.expires)
     );
-    if let Err(e) = state.mailer.send(&invitation.email, "You are invited to a Lector workspace", &text).await {
+    if let Err(e) = state
+        .mailer
+        .send(&invitation.email, "You are invited to a Lector workspace", &text)
+        .await
+    {
         tracing::error!(error = %e, invitation.id = invitation.id, "cannot send the invitation mail");
     }
 }
@@ -366,7 +431,9 @@ pub async fn list_invitations(
     PathParams(p): PathParams<OrgPath>,
 ) -> ApiResult<Json<Vec<InvitationDto>>> {
     let invitations = state.store.pending_invitations(&caller.scope, &p.workspace()).await?;
-    Ok(Json(invitations.into_iter().map(|i| invitation_dto(&state, i)).collect()))
+    Ok(Json(
+        invitations.into_iter().map(|i| invitation_dto(&state, i)).collect(),
+    ))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -396,7 +463,10 @@ impl WriteBody for AcceptBody {
 /// and adds the membership. Answers like log-in.
 #[utoipa::path(post, path = "/organizations/users/invite/accept", tag = "workspaces",
     request_body = AcceptBody, responses((status = 200, body = AuthAnswer)))]
-pub async fn accept_invitation(State(state): State<AppState>, Body(body): Body<AcceptBody>) -> ApiResult<Json<AuthAnswer>> {
+pub async fn accept_invitation(
+    State(state): State<AppState>,
+    Body(body): Body<AcceptBody>,
+) -> ApiResult<Json<AuthAnswer>> {
     let invitation = state
         .store
         .invitation_by_token(&token_hash(&body.token))
@@ -405,12 +475,19 @@ pub async fn accept_invitation(State(state): State<AppState>, Body(body): Body<A
     if let Some(email) = &body.email
         && normalize_email(email) != invitation.email
     {
-        return Err(Error::validation(vec![lector_core::FieldError::new("email", "is not the invited address")]).into());
+        return Err(Error::validation(vec![lector_core::FieldError::new(
+            "email",
+            "is not the invited address",
+        )])
+        .into());
     }
     let invitee = match state.store.login_candidate(&invitation.email).await? {
         Some((user, hash)) => {
             if !state.auth.verify_password(&body.password, hash.as_deref()).await {
-                return Err(ApiError(Error::new(ErrorCode::InvalidCredentials, "the password of the existing account is wrong")));
+                return Err(ApiError(Error::new(
+                    ErrorCode::InvalidCredentials,
+                    "the password of the existing account is wrong",
+                )));
             }
             Invitee::Existing(user.id)
         }
@@ -423,7 +500,11 @@ pub async fn accept_invitation(State(state): State<AppState>, Body(body): Body<A
         }),
     };
     let user = state.store.accept_invitation(&invitation, invitee).await?;
-    tracing::info!(user.id = user.id, workspace.id = invitation.workspace_id, "invitation accepted");
+    tracing::info!(
+        user.id = user.id,
+        workspace.id = invitation.workspace_id,
+        "invitation accepted"
+    );
     answer(&state, &user, "invitation accepted", "OK")
 }
 
@@ -461,7 +542,13 @@ pub async fn add_workspace_member(
     PathParams(p): PathParams<OrgPath>,
     Body(body): Body<AddMemberBody>,
 ) -> ApiResult<Json<MembershipDto>> {
-    Ok(Json(state.store.add_member(&caller.scope, &p.workspace(), body.user_id, body.role).await?.into()))
+    Ok(Json(
+        state
+            .store
+            .add_member(&caller.scope, &p.workspace(), body.user_id, body.role)
+            .await?
+            .into(),
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -492,7 +579,13 @@ pub async fn update_member_role(
     Body(body): Body<RoleBody>,
 ) -> ApiResult<Json<MembershipDto>> {
     let workspace = WorkspaceRef::parse(&p.organization);
-    Ok(Json(state.store.update_member_role(&caller.scope, &workspace, p.permission_id, body.role).await?.into()))
+    Ok(Json(
+        state
+            .store
+            .update_member_role(&caller.scope, &workspace, p.permission_id, body.role)
+            .await?
+            .into(),
+    ))
 }
 
 /// Removes a member (MANAGER), or lets a member leave; answers the removed membership.
@@ -505,7 +598,13 @@ pub async fn remove_member(
     PathParams(p): PathParams<MemberPath>,
 ) -> ApiResult<Json<MembershipDto>> {
     let workspace = WorkspaceRef::parse(&p.organization);
-    Ok(Json(state.store.remove_member(&caller.scope, &workspace, p.permission_id).await?.into()))
+    Ok(Json(
+        state
+            .store
+            .remove_member(&caller.scope, &workspace, p.permission_id)
+            .await?
+            .into(),
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -524,7 +623,10 @@ pub async fn cancel_invitation(
     PathParams(p): PathParams<InvitationPath>,
 ) -> ApiResult<Json<InvitationDto>> {
     let workspace = WorkspaceRef::parse(&p.organization);
-    let invitation = state.store.cancel_invitation(&caller.scope, &workspace, p.invitation_id).await?;
+    let invitation = state
+        .store
+        .cancel_invitation(&caller.scope, &workspace, p.invitation_id)
+        .await?;
     Ok(Json(invitation_dto(&state, invitation)))
 }
 
@@ -538,11 +640,30 @@ pub async fn resend_invitation(
     PathParams(p): PathParams<InvitationPath>,
 ) -> ApiResult<Json<InvitationDto>> {
     let workspace_ref = WorkspaceRef::parse(&p.organization);
-    let (workspace, _) = state.store.workspace_access(&caller.scope, &workspace_ref, Action::ManageMembers).await?;
-    state.store.hit_rate_limit(&format!("invite:{}", workspace.id), state.config.rate_limits.invitations_per_hour, 3600).await?;
+    let (workspace, _) = state
+        .store
+        .workspace_access(&caller.scope, &workspace_ref, Action::ManageMembers)
+        .await?;
+    state
+        .store
+        .hit_rate_limit(
+            &format!("invite:{}", workspace.id),
+            state.config.rate_limits.invitations_per_hour,
+            3600,
+        )
+        .await?;
     let token = random_token();
     let expires = Timestamp::now().plus_seconds(state.config.invitation_lifetime_secs);
-    let invitation = state.store.renew_invitation(&caller.scope, &workspace_ref, p.invitation_id, &token_hash(&token), expires).await?;
+    let invitation = state
+        .store
+        .renew_invitation(
+            &caller.scope,
+            &workspace_ref,
+            p.invitation_id,
+            &token_hash(&token),
+            expires,
+        )
+        .await?;
     send_invitation(&state, &caller, &workspace, &invitation, &token).await;
     Ok(Json(invitation_dto(&state, invitation)))
 }

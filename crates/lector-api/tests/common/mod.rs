@@ -84,7 +84,11 @@ impl Answer {
     #[track_caller]
     pub fn expect_problem(self, status: u16, code: &str) -> Value {
         assert_eq!(self.status.as_u16(), status, "unexpected status; body: {}", self.text);
-        let content_type = self.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let content_type = self
+            .headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
         assert_eq!(content_type, "application/problem+json", "body: {}", self.text);
         assert_eq!(self.body["code"], code, "body: {}", self.text);
         assert_eq!(self.body["status"], status);
@@ -142,8 +146,13 @@ impl TestApp {
         if backend == Backend::Postgres {
             let admin = postgres_admin_url()?;
             let name = format!("lector_test_{}", uuid::Uuid::new_v4().simple());
-            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.expect("connect to PostgreSQL");
-            sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create test database");
+            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin)
+                .await
+                .expect("connect to PostgreSQL");
+            sqlx::query(&format!("CREATE DATABASE {name}"))
+                .execute(&mut conn)
+                .await
+                .expect("create test database");
             config.database_url = Some(lector_core::config::Secret::new(with_database(&admin, &name)));
             postgres = Some((admin, name));
         }
@@ -187,7 +196,12 @@ impl TestApp {
         let headers = response.headers().clone();
         let text = response.text().await.expect("body");
         let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Answer { status, headers, body, text }
+        Answer {
+            status,
+            headers,
+            body,
+            text,
+        }
     }
 
     pub async fn get(&self, path: &str, token: &str) -> Answer {
@@ -209,7 +223,10 @@ impl TestApp {
     /// Registers a user through the API.
     pub async fn register(&self, email: &str) -> Session {
         let body = json!({"email": email, "password": "password-123", "first_name": "Test", "last_name": "User"});
-        let answer = self.call(Method::POST, "/auth/register", None, Some(body)).await.expect(200);
+        let answer = self
+            .call(Method::POST, "/auth/register", None, Some(body))
+            .await
+            .expect(200);
         Session {
             token: answer["auth_token"].as_str().expect("token").to_owned(),
             user_id: answer["user_id"].as_i64().expect("user id"),
@@ -223,13 +240,18 @@ impl TestApp {
             "email": email, "password": "password-123", "is_superuser": true
         }))
         .expect("body");
-        lector_api::routes::users::create_account(&self.state, body).await.expect("superuser");
+        lector_api::routes::users::create_account(&self.state, body)
+            .await
+            .expect("superuser");
         self.login(email, "password-123").await
     }
 
     pub async fn login(&self, email: &str, password: &str) -> Session {
         let body = json!({"email": email, "password": password});
-        let answer = self.call(Method::POST, "/auth/login", None, Some(body)).await.expect(200);
+        let answer = self
+            .call(Method::POST, "/auth/login", None, Some(body))
+            .await
+            .expect(200);
         Session {
             token: answer["auth_token"].as_str().expect("token").to_owned(),
             user_id: answer["user_id"].as_i64().expect("user id"),
@@ -281,10 +303,15 @@ impl Drop for TestApp {
             // Drop runs inside the test's runtime; a thread with its own runtime may block. FORCE ends
             // the server's pooled connections.
             std::thread::spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
                 runtime.block_on(async {
                     if let Ok(mut conn) = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await {
-                        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn).await;
+                        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                            .execute(&mut conn)
+                            .await;
                     }
                 });
             })

@@ -1,0 +1,140 @@
+//! The protocol around the operations: HTTPS only, problem+json for every rejection, health,
+//! info, metrics and the docs page.
+
+mod common;
+
+use common::{Backend, TestApp};
+use reqwest::Method;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+backend_tests!(health_and_info);
+
+async fn health_and_info(app: TestApp) {
+    let health = app.call(Method::GET, "/health", None, None).await.expect(200);
+    assert_eq!(health["status"], "ok");
+    let info = app.call(Method::GET, "/info", None, None).await.expect(200);
+    assert_eq!(info["name"], "lector");
+    assert!(["sqlite", "postgres"].contains(&info["database"].as_str().unwrap()));
+}
+
+async fn app() -> TestApp {
+    TestApp::start(Backend::Sqlite).await.expect("sqlite app")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_http_on_the_tls_port_is_told_to_use_https() {
+    let app = app().await;
+    let address = app.base.trim_start_matches("https://");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream
+        .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(
+        answer.contains("application/problem+json") && answer.contains("https"),
+        "{answer}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_rejection_is_problem_json() {
+    let app = app().await;
+    let ada = app.register("ada@example.org").await;
+    app.get("/no/such/route", &ada.token)
+        .await
+        .expect_problem(404, "not_found");
+    let wrong_method = app.call(Method::PATCH, "/organizations", Some(&ada.token), None).await;
+    let allow = wrong_method
+        .headers
+        .get("allow")
+        .expect("Allow header")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(allow.contains("GET") && allow.contains("POST"), "{allow}");
+    wrong_method.expect_problem(405, "method_not_allowed");
+
+    let malformed = app
+        .client
+        .post(app.url("/organizations"))
+        .bearer_auth(&ada.token)
+        .header("content-type", "application/json")
+        .body("{\"name\": ")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(malformed.status(), 400);
+    let body: serde_json::Value = malformed.json().await.unwrap();
+    assert_eq!(body["code"], "invalid_json");
+
+    let not_json = app
+        .client
+        .post(app.url("/organizations"))
+        .bearer_auth(&ada.token)
+        .body("name=x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_json.status(), 415);
+    let huge = "x".repeat(3 * 1024 * 1024);
+    let too_large = app.post("/organizations", &ada.token, json!({"name": huge})).await;
+    too_large.expect_problem(413, "payload_too_large");
+    app.post("/organizations", &ada.token, json!({"name": "ok", "extra": 1}))
+        .await
+        .expect_problem(400, "unknown_field");
+    app.post("/organizations", &ada.token, json!(["not", "an", "object"]))
+        .await
+        .expect_problem(400, "bad_request");
+    app.call(Method::GET, "/organizations", None, None)
+        .await
+        .expect_problem(401, "unauthorized");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_for_superusers() {
+    let app = app().await;
+    let ada = app.register("ada@example.org").await;
+    app.get("/metrics", &ada.token).await.expect_problem(403, "forbidden");
+    let root = app.superuser("root@example.org").await;
+    let metrics = app.get("/metrics", &root.token).await;
+    assert_eq!(metrics.status, 200);
+    assert!(metrics.text.contains("lector_http_requests_total"), "{}", metrics.text);
+    assert!(metrics.text.contains("route=\"/auth/register\""), "{}", metrics.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docs_page_is_served_offline() {
+    let app = app().await;
+    let page = app.client.get(app.url("/docs/")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("swagger"));
+    let script = app
+        .client
+        .get(app.url("/docs/swagger-ui-bundle.js"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(script.status(), 200, "the UI's assets are embedded in the binary");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_mode_serves_only_forwarded_https() {
+    let Some(app) = TestApp::start_with(Backend::Sqlite, |c| c.tls = lector_core::config::TlsMode::Proxy).await else {
+        return;
+    };
+    let plain = app.base.replace("https://", "http://");
+    let client = reqwest::Client::new();
+    let direct = client.get(format!("{plain}/health")).send().await.unwrap();
+    assert_eq!(direct.status(), 400);
+    let forwarded = client
+        .get(format!("{plain}/health"))
+        .header("x-forwarded-proto", "https")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forwarded.status(), 200, "127.0.0.1 is a trusted proxy by default");
+}

@@ -1,0 +1,127 @@
+//! The `lector` binary as a newcomer runs it: serve with no configuration (HTTPS, a
+//! self-signed certificate, graceful stop on SIGTERM), migrate, openapi, print-config and
+//! user create.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn lector(dir: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lector"));
+    command
+        .current_dir(dir)
+        .env_remove("LECTOR_DATABASE_URL")
+        .env("RUST_LOG", "info");
+    command
+}
+
+#[test]
+fn serve_answers_https_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = lector(dir.path())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Read the log on a thread, so a server that never logs its address fails the test
+    // instead of hanging it.
+    let stderr = child.stderr.take().unwrap();
+    let (found, address) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("address=").nth(1) {
+                let _ = found.send(rest.split_whitespace().next().unwrap_or_default().to_owned());
+            }
+        }
+    });
+    let address = match address.recv_timeout(Duration::from_secs(30)) {
+        Ok(address) => address,
+        Err(_) => {
+            let _ = child.kill();
+            panic!("the server did not log its address");
+        }
+    };
+    assert!(
+        dir.path().join("lector-data/tls/cert.pem").exists(),
+        "a self-signed certificate is kept"
+    );
+    assert!(
+        dir.path().join("lector-data/lector.db").exists(),
+        "SQLite is the default"
+    );
+
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let health = runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .danger_accept_invalid_certs(true)
+            .build()
+            .unwrap();
+        client
+            .get(format!("https://{address}/health"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    });
+    assert_eq!(health, 200);
+
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "serve did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "a graceful stop exits 0: {status}");
+}
+
+#[test]
+fn migrate_openapi_print_config_and_user_create() {
+    let dir = tempfile::tempdir().unwrap();
+    let migrate = lector(dir.path()).arg("migrate").output().unwrap();
+    assert!(migrate.status.success(), "{}", String::from_utf8_lossy(&migrate.stderr));
+
+    let openapi = lector(dir.path()).arg("openapi").output().unwrap();
+    let document: serde_json::Value = serde_json::from_slice(&openapi.stdout).unwrap();
+    assert_eq!(document["paths"]["/auth/register"]["post"]["operationId"], "register");
+
+    let config = lector(dir.path())
+        .arg("print-config")
+        .env("LECTOR_JWT_SECRET", "a-secret-that-is-long-enough-to-be-accepted")
+        .env("LECTOR_LISTEN", "127.0.0.1:9443")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&config.stdout);
+    assert!(text.contains("listen = \"127.0.0.1:9443\""), "{text}");
+    assert!(text.contains("[redacted]") && !text.contains("long-enough"), "{text}");
+    let short = lector(dir.path())
+        .arg("print-config")
+        .env("LECTOR_JWT_SECRET", "short")
+        .output()
+        .unwrap();
+    assert!(!short.status.success(), "a short JWT key refuses start-up");
+
+    let created = lector(dir.path())
+        .args(["user", "create", "--email", "admin@example.org", "--superuser"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&created.stdout);
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    assert!(text.contains("first-time-login token: "), "{text}");
+    let again = lector(dir.path())
+        .args(["user", "create", "--email", "admin@example.org"])
+        .output()
+        .unwrap();
+    assert!(!again.status.success(), "the e-mail is taken");
+}
