@@ -42,7 +42,7 @@ pub fn load(overrides: &Overrides) -> Result<Config, String> {
         .merge(
             Env::prefixed("LECTOR_")
                 .split("__")
-                .filter(|key| !key.as_str().starts_with("test_")),
+                .filter(|key| !key.as_str().to_ascii_lowercase().starts_with("test_")),
         );
     if let Some(listen) = &overrides.listen {
         figment = figment.merge(("listen", listen));
