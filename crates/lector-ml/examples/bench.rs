@@ -36,11 +36,7 @@ fn read_tsv(path: &Path) -> Fallible<Vec<Example>> {
 fn write_tsv(path: &Path, examples: &[&Example]) -> Fallible<()> {
     let mut out = String::new();
     for e in examples {
-        let label = e
-            .tags
-            .first()
-            .and_then(|t| t.label.as_deref())
-            .unwrap_or("");
+        let label = e.tags.first().and_then(|t| t.label.as_deref()).unwrap_or("");
         out.push_str(label);
         out.push('\t');
         out.push_str(&e.text);
@@ -51,10 +47,7 @@ fn write_tsv(path: &Path, examples: &[&Example]) -> Fallible<()> {
 }
 
 fn words(examples: &[&Example]) -> usize {
-    examples
-        .iter()
-        .map(|e| e.text.split_whitespace().count())
-        .sum()
+    examples.iter().map(|e| e.text.split_whitespace().count()).sum()
 }
 
 fn go(_: f64) -> ControlFlow<()> {
@@ -62,12 +55,7 @@ fn go(_: f64) -> ControlFlow<()> {
 }
 
 /// Trains on `train`, scores on `test`; answers the figures as JSON.
-fn run_label(
-    train: &[&Example],
-    test: &[&Example],
-    options: &Options<'_>,
-    speed: bool,
-) -> Fallible<Value> {
+fn run_label(train: &[&Example], test: &[&Example], options: &Options<'_>, speed: bool) -> Fallible<Value> {
     let train_owned: Vec<Example> = train.iter().map(|e| (*e).clone()).collect();
     let test_owned: Vec<Example> = test.iter().map(|e| (*e).clone()).collect();
     let start = Instant::now();
@@ -121,12 +109,7 @@ fn arg(args: &[String], name: &str) -> Fallible<PathBuf> {
         .ok_or_else(|| format!("missing {name}").into())
 }
 
-fn bench_tsv(
-    data: &Path,
-    out: &Path,
-    options: &Options<'_>,
-    curve_sizes: &[usize],
-) -> Fallible<()> {
+fn bench_tsv(data: &Path, out: &Path, options: &Options<'_>, curve_sizes: &[usize]) -> Fallible<()> {
     let all = read_tsv(data)?;
     let split = split_examples(ProjectType::Label, &all, 0.2, 0);
     let train: Vec<&Example> = split.train.iter().map(|&i| &all[i]).collect();
@@ -134,12 +117,7 @@ fn bench_tsv(
     std::fs::create_dir_all(out)?;
     write_tsv(&out.join("train.tsv"), &train)?;
     write_tsv(&out.join("test.tsv"), &test)?;
-    eprintln!(
-        "{}: {} train, {} test",
-        data.display(),
-        train.len(),
-        test.len()
-    );
+    eprintln!("{}: {} train, {} test", data.display(), train.len(), test.len());
     let full = run_label(&train, &test, options, true)?;
     eprintln!("  lector-ml full: {full}");
     // Learning curve: the first N of each label in a seeded shuffle of the training side.
@@ -168,10 +146,7 @@ fn bench_tsv(
         curve.insert(per_label.to_string(), r);
     }
     let result = json!({ "data": data.display().to_string(), "train": train.len(), "test": test.len(), "test_words": words(&test), "lector": full, "curve": curve });
-    std::fs::write(
-        out.join("lector.json"),
-        serde_json::to_string_pretty(&result)?,
-    )?;
+    std::fs::write(out.join("lector.json"), serde_json::to_string_pretty(&result)?)?;
     Ok(())
 }
 
@@ -192,9 +167,7 @@ fn read_absa(path: &Path) -> Fallible<Vec<Example>> {
             .as_array()
             .map(|a| {
                 a.iter()
-                    .filter_map(|l| {
-                        Some(Tag::pair(l["category"].as_str()?, l["polarity"].as_str()?))
-                    })
+                    .filter_map(|l| Some(Tag::pair(l["category"].as_str()?, l["polarity"].as_str()?)))
                     .collect()
             })
             .unwrap_or_default();
@@ -226,10 +199,7 @@ fn bench_absa(dir: &Path, out: &Path, options: &Options<'_>) -> Fallible<()> {
     });
     eprintln!("absa: {result}");
     std::fs::create_dir_all(out)?;
-    std::fs::write(
-        out.join("lector.json"),
-        serde_json::to_string_pretty(&result)?,
-    )?;
+    std::fs::write(out.join("lector.json"), serde_json::to_string_pretty(&result)?)?;
     Ok(())
 }
 
@@ -244,9 +214,7 @@ fn main() -> Fallible<()> {
     // Overrides for experiments; the published figures use the defaults.
     let mut options = Options::default();
     if let Some(range) = value("--char") {
-        let (a, b) = range
-            .split_once('-')
-            .ok_or("--char takes MIN-MAX (0-0 for none)")?;
+        let (a, b) = range.split_once('-').ok_or("--char takes MIN-MAX (0-0 for none)")?;
         options.features.char_min = a.parse()?;
         options.features.char_max = b.parse()?;
     }
@@ -265,12 +233,7 @@ fn main() -> Fallible<()> {
         &[8, 32, 128]
     };
     match args.first().map(String::as_str) {
-        Some("tsv") => bench_tsv(
-            &arg(&args, "--data")?,
-            &arg(&args, "--out")?,
-            &options,
-            curve,
-        ),
+        Some("tsv") => bench_tsv(&arg(&args, "--data")?, &arg(&args, "--out")?, &options, curve),
         Some("absa") => bench_absa(&arg(&args, "--data")?, &arg(&args, "--out")?, &options),
         _ => Err("usage: bench tsv --data FILE --out DIR | bench absa --data DIR --out DIR".into()),
     }

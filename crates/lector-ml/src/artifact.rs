@@ -55,11 +55,7 @@ fn put_head(out: &mut Vec<u8>, head: &Head) {
         out.extend_from_slice(&b.to_le_bytes());
     }
     let rows: Vec<usize> = (0..head.dim())
-        .filter(|&j| {
-            head.weights[j * k..j * k + k]
-                .iter()
-                .any(|w| w.to_bits() != 0)
-        })
+        .filter(|&j| head.weights[j * k..j * k + k].iter().any(|w| w.to_bits() != 0))
         .collect();
     put_u32(out, rows.len() as u32);
     for j in rows {
@@ -163,11 +159,7 @@ impl Model {
         let idf = &self.main.idf();
         // Unseen buckets all share the largest IDF: store that once.
         let default = idf.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        put_sparse_table(
-            &mut body,
-            idf,
-            if default.is_finite() { default } else { 0.0 },
-        );
+        put_sparse_table(&mut body, idf, if default.is_finite() { default } else { 0.0 });
         put_head(&mut body, &self.main.head());
         body.push(u8::from(self.label_head.is_some()));
         if let Some(h) = &self.label_head {
@@ -194,10 +186,7 @@ impl Model {
             return Err(Error::artifact("file too short"));
         }
         let (content, sum) = bytes.split_at(bytes.len() - 8);
-        let mut r = Reader {
-            bytes: content,
-            at: 8,
-        };
+        let mut r = Reader { bytes: content, at: 8 };
         let version = r.u32()?;
         if version != FORMAT_VERSION {
             return Err(Error::artifact(format!(
@@ -207,17 +196,15 @@ impl Model {
         let mut expected = [0u8; 8];
         expected.copy_from_slice(sum);
         if fnv1a(FNV_SEED, content) != u64::from_le_bytes(expected) {
-            return Err(Error::artifact(
-                "checksum mismatch: the file is damaged or truncated",
-            ));
+            return Err(Error::artifact("checksum mismatch: the file is damaged or truncated"));
         }
         let header_len = r.u32()? as usize;
         if header_len > MAX_HEADER {
             return Err(Error::artifact("header too large"));
         }
         let header = r.take(header_len)?;
-        let info: ModelInfo = serde_json::from_slice(header)
-            .map_err(|e| Error::artifact(format!("bad header: {e}")))?;
+        let info: ModelInfo =
+            serde_json::from_slice(header).map_err(|e| Error::artifact(format!("bad header: {e}")))?;
         info.features
             .validate()
             .map_err(|e| Error::artifact(format!("bad header: {e}")))?;
@@ -248,10 +235,6 @@ impl Model {
             return Err(Error::artifact("thresholds do not match the classes"));
         }
         let main = Table::fuse(&idf, &main);
-        Ok(Model {
-            info,
-            main,
-            label_head,
-        })
+        Ok(Model { info, main, label_head })
     }
 }

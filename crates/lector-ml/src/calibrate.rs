@@ -13,9 +13,7 @@ use serde::{Deserialize, Serialize};
 /// Softmax of `scores * temperature` into `out`.
 pub(crate) fn softmax(scores: &[f32], temperature: f32, out: &mut Vec<f32>) {
     out.clear();
-    let max = scores
-        .iter()
-        .fold(f32::NEG_INFINITY, |m, &s| m.max(s * temperature));
+    let max = scores.iter().fold(f32::NEG_INFINITY, |m, &s| m.max(s * temperature));
     let mut sum = 0.0f32;
     for &s in scores {
         let e = (s * temperature - max).exp();
@@ -238,11 +236,7 @@ mod tests {
         let mut out = Vec::new();
         softmax(&[-1.0, 1.0], t, &mut out);
         assert!((out[1] - 0.8).abs() < 0.02, "{t} {out:?}");
-        assert!(
-            (best_threshold(vec![(0.9, true), (0.7, true), (0.4, false), (0.2, false)]) - 0.55)
-                .abs()
-                < 1e-6
-        );
+        assert!((best_threshold(vec![(0.9, true), (0.7, true), (0.4, false), (0.2, false)]) - 0.55).abs() < 1e-6);
         assert_eq!(best_threshold(vec![(0.9, false)]), 0.5);
     }
 }

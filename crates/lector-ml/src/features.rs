@@ -61,9 +61,9 @@ pub struct FeatureConfig {
 impl Default for FeatureConfig {
     fn default() -> Self {
         Self {
-            buckets_log2: 20,
+            buckets_log2: 18,
             word_ngrams: 2,
-            char_min: 2,
+            char_min: 3,
             char_max: 5,
             fold_ta_marbuta: true,
         }
@@ -73,20 +73,12 @@ impl Default for FeatureConfig {
 impl FeatureConfig {
     pub(crate) fn validate(&self) -> Result<(), String> {
         if !(10..=24).contains(&self.buckets_log2) {
-            return Err(format!(
-                "buckets_log2 must be in 10..=24, not {}",
-                self.buckets_log2
-            ));
+            return Err(format!("buckets_log2 must be in 10..=24, not {}", self.buckets_log2));
         }
         if !(1..=2).contains(&self.word_ngrams) {
-            return Err(format!(
-                "word_ngrams must be 1 or 2, not {}",
-                self.word_ngrams
-            ));
+            return Err(format!("word_ngrams must be 1 or 2, not {}", self.word_ngrams));
         }
-        if self.char_max != 0
-            && (self.char_min < 1 || self.char_min > self.char_max || self.char_max > 8)
-        {
+        if self.char_max != 0 && (self.char_min < 1 || self.char_min > self.char_max || self.char_max > 8) {
             return Err(format!(
                 "character n-grams {}..={} are out of range",
                 self.char_min, self.char_max
@@ -206,11 +198,7 @@ pub(crate) struct Scratch {
 /// Sublinear term frequency, `1 + ln tf` (exactly 1 for the common single occurrence).
 #[inline]
 pub(crate) fn sublinear_tf(count: u32) -> f32 {
-    if count == 1 {
-        1.0
-    } else {
-        1.0 + (count as f32).ln()
-    }
+    if count == 1 { 1.0 } else { 1.0 + (count as f32).ln() }
 }
 
 /// A 64-bit feature hash to a bucket of a `2^(64 - shift)`-row table: one xor-shift-multiply
@@ -250,9 +238,7 @@ impl Featurizer {
             counter.add(bucket(h));
             if config.word_ngrams >= 2 {
                 if let Some(p) = previous {
-                    counter.add(bucket(
-                        p.rotate_left(23).wrapping_mul(FNV_PRIME) ^ h ^ NS_BIGRAM,
-                    ));
+                    counter.add(bucket(p.rotate_left(23).wrapping_mul(FNV_PRIME) ^ h ^ NS_BIGRAM));
                 }
                 previous = Some(h);
             }
@@ -359,6 +345,7 @@ mod tests {
     fn vectors_are_deterministic_unit_length_and_sensitive_to_words() {
         let config = FeatureConfig {
             buckets_log2: 16,
+            char_min: 2,
             ..FeatureConfig::default()
         };
         let f = Featurizer {

@@ -35,8 +35,7 @@ pub use error::{Error, Result};
 pub use features::FeatureConfig;
 pub use metrics::{ConfusionMatrix, Metrics, NameScores, evaluate_tags};
 pub use model::{
-    Calibration, Example, HyperParameters, Model, ModelInfo, PredictedTag, Prediction, Scored, Tag,
-    Workspace,
+    Calibration, Example, HyperParameters, Model, ModelInfo, PredictedTag, Prediction, Scored, Tag, Workspace,
 };
 pub use progress::ProgressFn;
 pub use split::{Split, split_examples, stratified_split, stratum};

@@ -66,11 +66,7 @@ struct Counts {
 impl Counts {
     fn f1(self) -> f64 {
         let d = 2 * self.tp + self.fp + self.fn_;
-        if d == 0 {
-            0.0
-        } else {
-            2.0 * self.tp as f64 / d as f64
-        }
+        if d == 0 { 0.0 } else { 2.0 * self.tp as f64 / d as f64 }
     }
 
     fn scores(self, name: &str) -> NameScores {
@@ -130,21 +126,12 @@ pub fn evaluate_tags(
     let n = gold.len().min(predicted.len());
     match project_type {
         ProjectType::Label => {
-            let mut per: BTreeMap<String, Counts> = labels
-                .iter()
-                .map(|l| (l.clone(), Counts::default()))
-                .collect();
+            let mut per: BTreeMap<String, Counts> = labels.iter().map(|l| (l.clone(), Counts::default())).collect();
             let mut pairs = Vec::new();
             let mut right = 0;
             for i in 0..n {
-                let g = gold[i]
-                    .iter()
-                    .find_map(|t| t.label.clone())
-                    .unwrap_or_default();
-                let p = predicted[i]
-                    .iter()
-                    .find_map(|t| t.label.clone())
-                    .unwrap_or_default();
+                let g = gold[i].iter().find_map(|t| t.label.clone()).unwrap_or_default();
+                let p = predicted[i].iter().find_map(|t| t.label.clone()).unwrap_or_default();
                 if g == p {
                     right += 1;
                     per.entry(g.clone()).or_default().tp += 1;
@@ -171,18 +158,11 @@ pub fn evaluate_tags(
             }
         }
         ProjectType::Class => {
-            let mut per: BTreeMap<String, Counts> = classes
-                .iter()
-                .map(|c| (c.clone(), Counts::default()))
-                .collect();
+            let mut per: BTreeMap<String, Counts> = classes.iter().map(|c| (c.clone(), Counts::default())).collect();
             let mut exact = 0;
             for i in 0..n {
-                let g: BTreeSet<&String> =
-                    gold[i].iter().filter_map(|t| t.class.as_ref()).collect();
-                let p: BTreeSet<&String> = predicted[i]
-                    .iter()
-                    .filter_map(|t| t.class.as_ref())
-                    .collect();
+                let g: BTreeSet<&String> = gold[i].iter().filter_map(|t| t.class.as_ref()).collect();
+                let p: BTreeSet<&String> = predicted[i].iter().filter_map(|t| t.class.as_ref()).collect();
                 exact += usize::from(g == p);
                 for c in g.union(&p) {
                     let e = per.entry((*c).clone()).or_default();
@@ -209,14 +189,10 @@ pub fn evaluate_tags(
             }
         }
         ProjectType::Absa | ProjectType::Classlabel => {
-            let mut pair_per: BTreeMap<String, Counts> = classes
-                .iter()
-                .map(|c| (c.clone(), Counts::default()))
-                .collect();
-            let mut label_per: BTreeMap<String, Counts> = labels
-                .iter()
-                .map(|l| (l.clone(), Counts::default()))
-                .collect();
+            let mut pair_per: BTreeMap<String, Counts> =
+                classes.iter().map(|c| (c.clone(), Counts::default())).collect();
+            let mut label_per: BTreeMap<String, Counts> =
+                labels.iter().map(|l| (l.clone(), Counts::default())).collect();
             let mut detect = Counts::default();
             let mut label_pairs = Vec::new();
             let (mut exact, mut label_right) = (0, 0);
@@ -324,10 +300,7 @@ mod tests {
     #[test]
     fn absa_metrics_by_hand() {
         let classes = vec!["food".to_string(), "service".to_string()];
-        let labels: Vec<String> = ProjectType::ABSA_LABELS
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let labels: Vec<String> = ProjectType::ABSA_LABELS.iter().map(|s| s.to_string()).collect();
         let g = [vec![
             tag(Some("food"), Some("positive")),
             tag(Some("service"), Some("negative")),

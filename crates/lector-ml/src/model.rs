@@ -241,11 +241,7 @@ impl Table {
     }
 
     pub(crate) fn idf(&self) -> Vec<f32> {
-        self.rows
-            .iter()
-            .step_by(self.outputs + 1)
-            .copied()
-            .collect()
+        self.rows.iter().step_by(self.outputs + 1).copied().collect()
     }
 
     /// The weights alone, as a [`Head`].
@@ -273,8 +269,7 @@ pub(crate) fn cross(x: &SparseVec, class: usize, buckets_log2: u32, out: &mut Sp
     for (&j, &v) in x.indices.iter().zip(&x.values) {
         out.indices.push(j);
         out.values.push(v * s);
-        out.indices
-            .push((mix64(u64::from(j) ^ salt) >> shift) as u32);
+        out.indices.push((mix64(u64::from(j) ^ salt) >> shift) as u32);
         out.values.push(v * s);
     }
 }
@@ -401,11 +396,7 @@ impl Model {
                 }
             }
             ProjectType::Class | ProjectType::Absa | ProjectType::Classlabel => {
-                let probs: Vec<f32> = ws
-                    .scores
-                    .iter()
-                    .map(|&s| cal.platt.probability(s))
-                    .collect();
+                let probs: Vec<f32> = ws.scores.iter().map(|&s| cal.platt.probability(s)).collect();
                 let mut confidence = 1.0f32;
                 let mut tags = Vec::new();
                 for (k, &p) in probs.iter().enumerate() {
@@ -439,12 +430,7 @@ impl Model {
                                 labels: Vec::new(),
                             },
                             Some(head) => {
-                                cross(
-                                    &ws.scratch.vec,
-                                    k,
-                                    self.info.features.buckets_log2,
-                                    &mut ws.crossed,
-                                );
+                                cross(&ws.scratch.vec, k, self.info.features.buckets_log2, &mut ws.crossed);
                                 head.scores(&ws.crossed, &mut ws.scores);
                                 softmax(&ws.scores, cal.label_temperature, &mut ws.probs);
                                 let best = argmax(&ws.probs);

@@ -51,12 +51,7 @@ pub fn stratum(project_type: ProjectType, example: &Example) -> Option<String> {
 }
 
 /// [`stratified_split`] of examples by [`stratum`].
-pub fn split_examples(
-    project_type: ProjectType,
-    examples: &[Example],
-    test_fraction: f64,
-    seed: u64,
-) -> Split {
+pub fn split_examples(project_type: ProjectType, examples: &[Example], test_fraction: f64, seed: u64) -> Split {
     let keys: Vec<Option<String>> = examples.iter().map(|e| stratum(project_type, e)).collect();
     stratified_split(&keys, test_fraction, seed)
 }
@@ -90,9 +85,7 @@ mod tests {
 
     #[test]
     fn split_is_stratified_seeded_and_complete() {
-        let keys: Vec<&str> = (0..100)
-            .map(|i| if i % 4 == 0 { "rare" } else { "common" })
-            .collect();
+        let keys: Vec<&str> = (0..100).map(|i| if i % 4 == 0 { "rare" } else { "common" }).collect();
         let a = stratified_split(&keys, 0.2, 0);
         assert_eq!(a, stratified_split(&keys, 0.2, 0));
         assert_ne!(a, stratified_split(&keys, 0.2, 1));

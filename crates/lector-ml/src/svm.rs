@@ -47,9 +47,7 @@ impl Csr {
     }
 
     pub(crate) fn nnz_of(&self, rows: &[usize]) -> usize {
-        rows.iter()
-            .map(|&i| self.indptr[i + 1] - self.indptr[i])
-            .sum()
+        rows.iter().map(|&i| self.indptr[i + 1] - self.indptr[i]).sum()
     }
 }
 
@@ -77,10 +75,7 @@ impl Binary {
             Some(w0) if w0.len() == dim + 1 => w0.to_vec(),
             _ => vec![0.0; dim + 1],
         };
-        Self {
-            alpha: vec![0.0; n],
-            w,
-        }
+        Self { alpha: vec![0.0; n], w }
     }
 
     /// Margin `w·x + b` of one row.
@@ -115,11 +110,7 @@ impl Binary {
         let qd: Vec<f64> = (0..n)
             .map(|k| {
                 let (_, vals) = x.row(rows[k]);
-                vals.iter()
-                    .map(|&v| f64::from(v) * f64::from(v))
-                    .sum::<f64>()
-                    + 1.0
-                    + diag[k]
+                vals.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() + 1.0 + diag[k]
             })
             .collect();
         let mut index: Vec<usize> = (0..n).collect();

@@ -179,21 +179,14 @@ impl Splitter {
 /// The normalised tokens of `text`, as the featuriser sees them (ta marbuta folded).
 pub fn tokenize(text: &str) -> Vec<String> {
     let mut buf = TokenBuf::default();
-    Tokenizer {
-        fold_ta_marbuta: true,
-    }
-    .tokenize_into(text, &mut buf);
-    (0..buf.spans.len())
-        .map(|i| buf.token(i).iter().collect())
-        .collect()
+    Tokenizer { fold_ta_marbuta: true }.tokenize_into(text, &mut buf);
+    (0..buf.spans.len()).map(|i| buf.token(i).iter().collect()).collect()
 }
 
 /// `text` with the Arabic normalisation applied and nothing else changed: tatweel and
 /// diacritics removed, alef forms and alef maksura unified, ta marbuta folded when asked.
 pub fn normalize_arabic(text: &str, fold_ta_marbuta: bool) -> String {
-    text.chars()
-        .filter_map(|c| fold_arabic(c, fold_ta_marbuta))
-        .collect()
+    text.chars().filter_map(|c| fold_arabic(c, fold_ta_marbuta)).collect()
 }
 
 #[cfg(test)]
@@ -204,15 +197,10 @@ mod tests {
     fn english_words_apostrophes_and_punctuation() {
         assert_eq!(
             tokenize("Don't STOP, it's great!! dogs' toys"),
-            [
-                "don't", "stop", ",", "it's", "great", "!", "!", "dogs", "'", "toys"
-            ]
+            ["don't", "stop", ",", "it's", "great", "!", "!", "dogs", "'", "toys"]
         );
         assert_eq!(tokenize("  \t\n "), Vec::<String>::new());
-        assert_eq!(
-            tokenize("price: 3.50 :)"),
-            ["price", ":", "3", ".", "50", ":", ")"]
-        );
+        assert_eq!(tokenize("price: 3.50 :)"), ["price", ":", "3", ".", "50", ":", ")"]);
     }
 
     #[test]
@@ -220,8 +208,7 @@ mod tests {
         assert_eq!(
             tokenize("Die STRASSE ist schön, die Straße auch. GRÜẞE aus Köln!"),
             [
-                "die", "strasse", "ist", "schön", ",", "die", "strasse", "auch", ".", "grüsse",
-                "aus", "köln", "!"
+                "die", "strasse", "ist", "schön", ",", "die", "strasse", "auch", ".", "grüsse", "aus", "köln", "!"
             ]
         );
         // A decomposed umlaut (o + combining diaeresis) is the same token as the composed one.
@@ -243,10 +230,7 @@ mod tests {
         // Tokenisation: the same word however it is written; presentation forms via NFKC.
         assert_eq!(tokenize("الغُرفةُ ممتازة!"), ["الغرفه", "ممتازه", "!"]);
         assert_eq!(tokenize("إلى"), tokenize("الي"));
-        assert_eq!(
-            tokenize("\u{FEE3}\u{FEE4}\u{FEE8}\u{FEEE}\u{FECA}"),
-            tokenize("ممنوع")
-        );
+        assert_eq!(tokenize("\u{FEE3}\u{FEE4}\u{FEE8}\u{FEEE}\u{FECA}"), tokenize("ممنوع"));
         assert_eq!(tokenize("رائع، جداً؟"), ["رائع", "،", "جدا", "؟"]);
     }
 }

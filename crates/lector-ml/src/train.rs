@@ -28,6 +28,10 @@ type Runs = Vec<(Vec<usize>, Vec<usize>)>;
 /// documents), hyper-parameters are chosen by 5-fold cross-validation; above, one holdout
 /// is both reliable enough and five times cheaper.
 const CROSS_VALIDATE_BELOW_NNZ: usize = 2_000_000;
+/// The largest cost tried on sets too large to cross-validate.
+pub const LARGE_DATA_MAX_C: f64 = 3.0;
+/// Epoch budget of each solve on held-out runs.
+const SELECTION_EPOCHS: u32 = 20;
 /// Below this many segments there is too little to hold out: defaults are used.
 const MIN_FOR_VALIDATION: usize = 10;
 
@@ -39,6 +43,9 @@ pub struct Options<'a> {
     pub features: FeatureConfig,
     /// A fixed SVM cost; `None` chooses one from `c_grid` on held-out data.
     pub c: Option<f64>,
+    /// Costs above [`LARGE_DATA_MAX_C`] are tried only on small sets (cross-validated), where
+    /// strong fits pay off and solves are cheap; on large sets they rarely win and converge
+    /// slowly.
     pub c_grid: Vec<f64>,
     pub max_epochs: u32,
     /// Stored in the artifact header as given.
@@ -54,7 +61,7 @@ impl Default for Options<'_> {
             seed: 0,
             features: FeatureConfig::default(),
             c: None,
-            c_grid: vec![0.1, 0.3, 1.0, 3.0],
+            c_grid: vec![0.1, 0.3, 1.0, 3.0, 10.0],
             max_epochs: 50,
             trained_at: None,
             base: None,
@@ -82,9 +89,7 @@ impl Targets {
     fn problems(&self) -> Vec<(usize, Option<usize>)> {
         match self {
             Targets::Single { k: 2, .. } => vec![(1, Some(0))],
-            Targets::Single { k, .. } | Targets::Multi { k, .. } => {
-                (0..*k).map(|i| (i, None)).collect()
-            }
+            Targets::Single { k, .. } | Targets::Multi { k, .. } => (0..*k).map(|i| (i, None)).collect(),
         }
     }
 
@@ -101,13 +106,9 @@ impl Targets {
     fn score(&self, rows: &[usize], margins: &[Vec<f64>]) -> f64 {
         match self {
             Targets::Single { y, k } => {
-                let (mut tp, mut fp, mut fn_) =
-                    (vec![0usize; *k], vec![0usize; *k], vec![0usize; *k]);
+                let (mut tp, mut fp, mut fn_) = (vec![0usize; *k], vec![0usize; *k], vec![0usize; *k]);
                 for (&r, m) in rows.iter().zip(margins) {
-                    let p = m
-                        .iter()
-                        .enumerate()
-                        .fold(0, |b, (i, &v)| if v > m[b] { i } else { b });
+                    let p = m.iter().enumerate().fold(0, |b, (i, &v)| if v > m[b] { i } else { b });
                     if p == y[r] {
                         tp[p] += 1;
                     } else {
@@ -118,11 +119,7 @@ impl Targets {
                 let f1: f64 = (0..*k)
                     .map(|i| {
                         let d = 2 * tp[i] + fp[i] + fn_[i];
-                        if d == 0 {
-                            0.0
-                        } else {
-                            2.0 * tp[i] as f64 / d as f64
-                        }
+                        if d == 0 { 0.0 } else { 2.0 * tp[i] as f64 / d as f64 }
                     })
                     .sum();
                 f1 / *k as f64
@@ -140,11 +137,7 @@ impl Targets {
                     }
                 }
                 let d = 2 * tp + fp + fn_;
-                if d == 0 {
-                    0.0
-                } else {
-                    2.0 * tp as f64 / d as f64
-                }
+                if d == 0 { 0.0 } else { 2.0 * tp as f64 / d as f64 }
             }
         }
     }
@@ -168,17 +161,21 @@ struct HeadJob<'a> {
     grid: &'a [f64],
     /// Per output: the base model's weights to start from.
     w0: &'a [Option<Vec<f64>>],
+    /// For the final fit.
     params: SolverParams,
+    /// For the held-out runs: a tighter epoch budget. Large costs converge slowly, and a
+    /// nearly converged model ranks costs as well as a converged one.
+    select: SolverParams,
 }
 
 impl HeadJob<'_> {
     fn plan(&self, progress: &mut Progress<'_, '_>) {
         let problems = self.targets.problems().len() as f64;
-        let epochs = f64::from(self.params.max_epochs);
+        let epochs = f64::from(self.select.max_epochs);
         for (train, _) in self.runs {
             progress.plan(problems * epochs * self.grid.len() as f64 * self.x.nnz_of(train) as f64);
         }
-        progress.plan(problems * epochs * self.x.indices.len() as f64);
+        progress.plan(problems * f64::from(self.params.max_epochs) * self.x.indices.len() as f64);
     }
 
     fn start_weights(&self, positive: usize, negative: Option<usize>) -> Option<Vec<f64>> {
@@ -201,31 +198,19 @@ impl HeadJob<'_> {
         let problems = self.targets.problems();
         // held[c][i] = margins of held-out row i (in `held_rows` order) at cost grid[c].
         let held_rows: Vec<usize> = {
-            let mut rows: Vec<usize> = self
-                .runs
-                .iter()
-                .flat_map(|(_, h)| h.iter().copied())
-                .collect();
+            let mut rows: Vec<usize> = self.runs.iter().flat_map(|(_, h)| h.iter().copied()).collect();
             rows.sort_unstable();
             rows
         };
-        let position: BTreeMap<usize, usize> =
-            held_rows.iter().enumerate().map(|(i, &r)| (r, i)).collect();
+        let position: BTreeMap<usize, usize> = held_rows.iter().enumerate().map(|(i, &r)| (r, i)).collect();
         let mut held = vec![vec![vec![0.0f64; k]; held_rows.len()]; self.grid.len()];
         for (train, test) in self.runs {
             for &(positive, negative) in &problems {
-                let y: Vec<f64> = train
-                    .iter()
-                    .map(|&r| self.targets.sign(r, positive))
-                    .collect();
-                let mut state = Binary::new(
-                    train.len(),
-                    self.dim,
-                    self.start_weights(positive, negative).as_deref(),
-                );
+                let y: Vec<f64> = train.iter().map(|&r| self.targets.sign(r, positive)).collect();
+                let mut state = Binary::new(train.len(), self.dim, self.start_weights(positive, negative).as_deref());
                 for (ci, &c) in self.grid.iter().enumerate() {
                     let cost = vec![c; train.len()];
-                    state.solve(self.x, train, &y, &cost, self.params, rng, progress)?;
+                    state.solve(self.x, train, &y, &cost, self.select, rng, progress)?;
                     for &r in test {
                         let (ind, val) = self.x.row(r);
                         let m = Binary::margin(&state.w, ind, val);
@@ -258,24 +243,9 @@ impl HeadJob<'_> {
         let all: Vec<usize> = (0..self.x.rows()).collect();
         let mut head = Head::zeros(self.dim, k);
         for &(positive, negative) in &problems {
-            let y: Vec<f64> = all
-                .iter()
-                .map(|&r| self.targets.sign(r, positive))
-                .collect();
-            let mut state = Binary::new(
-                all.len(),
-                self.dim,
-                self.start_weights(positive, negative).as_deref(),
-            );
-            state.solve(
-                self.x,
-                &all,
-                &y,
-                &vec![c; all.len()],
-                self.params,
-                rng,
-                progress,
-            )?;
+            let y: Vec<f64> = all.iter().map(|&r| self.targets.sign(r, positive)).collect();
+            let mut state = Binary::new(all.len(), self.dim, self.start_weights(positive, negative).as_deref());
+            state.solve(self.x, &all, &y, &vec![c; all.len()], self.params, rng, progress)?;
             head.set_column(positive, &state.w);
             if let Some(n) = negative {
                 let mirrored: Vec<f64> = state.w.iter().map(|v| -v).collect();
@@ -294,11 +264,7 @@ impl HeadJob<'_> {
 
 /// Sorted, de-duplicated names.
 fn vocabulary<'e>(names: impl Iterator<Item = &'e String>) -> Vec<String> {
-    names
-        .cloned()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect()
+    names.cloned().collect::<BTreeSet<_>>().into_iter().collect()
 }
 
 fn index_of(names: &[String], name: &str) -> Option<usize> {
@@ -361,9 +327,7 @@ fn train_inner(
     let grid: Vec<f64> = match options.c {
         Some(c) if c.is_finite() && c > 0.0 => vec![c],
         Some(c) => {
-            return Err(Error::input(format!(
-                "the SVM cost must be positive, not {c}"
-            )));
+            return Err(Error::input(format!("the SVM cost must be positive, not {c}")));
         }
         None => {
             let mut g: Vec<f64> = options
@@ -381,8 +345,7 @@ fn train_inner(
         }
     };
     if let Some(base) = options.base
-        && matches!(base.info.project_type, ProjectType::Label)
-            != matches!(project_type, ProjectType::Label)
+        && matches!(base.info.project_type, ProjectType::Label) != matches!(project_type, ProjectType::Label)
     {
         return Err(Error::IncompatibleBase(format!(
             "a {} model cannot seed a {project_type} model",
@@ -456,10 +419,7 @@ fn train_inner(
     }
 
     // Featurise: raw counts, IDF from them, then weighted rows.
-    let text_units = rows
-        .iter()
-        .map(|&i| examples[i].text.len() as f64)
-        .sum::<f64>();
+    let text_units = rows.iter().map(|&i| examples[i].text.len() as f64).sum::<f64>();
     progress.plan(text_units);
     let mut scratch = Scratch::default();
     let mut counts = Vec::with_capacity(rows.len());
@@ -483,6 +443,10 @@ fn train_inner(
     let params = SolverParams {
         max_epochs: options.max_epochs,
         eps: 0.1,
+    };
+    let select = SolverParams {
+        max_epochs: options.max_epochs.min(SELECTION_EPOCHS),
+        ..params
     };
     let mut rng = Rng::new(options.seed);
 
@@ -517,16 +481,16 @@ fn train_inner(
                 })
                 .collect();
             let keys = y.iter().map(|s| s.first().map_or(0, |c| c + 1)).collect();
-            (
-                Targets::Multi {
-                    y,
-                    k: classes.len(),
-                },
-                keys,
-            )
+            (Targets::Multi { y, k: classes.len() }, keys)
         }
     };
     let (runs, validation) = validation_runs(&keys, x.indices.len(), &mut rng, options.c.is_some());
+    let grid: Vec<f64> = if runs.len() == 1 && options.c.is_none() {
+        let capped: Vec<f64> = grid.iter().copied().filter(|&c| c <= LARGE_DATA_MAX_C).collect();
+        if capped.is_empty() { grid } else { capped }
+    } else {
+        grid
+    };
     let main_names = if project_type == ProjectType::Label {
         &labels
     } else {
@@ -540,35 +504,34 @@ fn train_inner(
     );
 
     // The label head of the pair types: one row per (segment, class) with a label.
-    let pairs: Vec<(usize, usize, usize)> =
-        if matches!(project_type, ProjectType::Absa | ProjectType::Classlabel) {
-            let mut out = Vec::new();
-            for (r, &i) in rows.iter().enumerate() {
-                // A class tagged twice in a segment takes its most frequent label (the first on ties).
-                let mut per_class: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-                for t in &examples[i].tags {
-                    if let (Some(c), Some(l)) = (t.class.as_deref(), t.label.as_deref())
-                        && let (Some(c), Some(l)) = (index_of(&classes, c), index_of(&labels, l))
-                    {
-                        per_class.entry(c).or_default().push(l);
-                    }
-                }
-                for (c, ls) in per_class {
-                    let best = ls.iter().copied().max_by_key(|l| {
-                        (
-                            ls.iter().filter(|x| *x == l).count(),
-                            std::cmp::Reverse(ls.iter().position(|x| x == l)),
-                        )
-                    });
-                    if let Some(l) = best {
-                        out.push((r, c, l));
-                    }
+    let pairs: Vec<(usize, usize, usize)> = if matches!(project_type, ProjectType::Absa | ProjectType::Classlabel) {
+        let mut out = Vec::new();
+        for (r, &i) in rows.iter().enumerate() {
+            // A class tagged twice in a segment takes its most frequent label (the first on ties).
+            let mut per_class: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+            for t in &examples[i].tags {
+                if let (Some(c), Some(l)) = (t.class.as_deref(), t.label.as_deref())
+                    && let (Some(c), Some(l)) = (index_of(&classes, c), index_of(&labels, l))
+                {
+                    per_class.entry(c).or_default().push(l);
                 }
             }
-            out
-        } else {
-            Vec::new()
-        };
+            for (c, ls) in per_class {
+                let best = ls.iter().copied().max_by_key(|l| {
+                    (
+                        ls.iter().filter(|x| *x == l).count(),
+                        std::cmp::Reverse(ls.iter().position(|x| x == l)),
+                    )
+                });
+                if let Some(l) = best {
+                    out.push((r, c, l));
+                }
+            }
+        }
+        out
+    } else {
+        Vec::new()
+    };
     let label_job = if pairs.is_empty() {
         None
     } else {
@@ -614,9 +577,7 @@ fn train_inner(
         dim,
     );
     if options.base.is_some() && !warm_main && !warm_labels {
-        return Err(Error::IncompatibleBase(
-            "no label or class name in common".into(),
-        ));
+        return Err(Error::IncompatibleBase("no label or class name in common".into()));
     }
 
     // Plan all solver work, then run it.
@@ -628,6 +589,7 @@ fn train_inner(
         grid: &grid,
         w0: &w0_main,
         params,
+        select,
     };
     main_job.plan(progress);
     let label_job = label_job.as_ref().map(|(px, t, pr)| HeadJob {
@@ -638,6 +600,7 @@ fn train_inner(
         grid: &grid,
         w0: &w0_labels,
         params,
+        select,
     });
     if let Some(job) = &label_job {
         job.plan(progress);
@@ -653,11 +616,8 @@ fn train_inner(
     };
     match &targets {
         Targets::Single { y, .. } => {
-            let (scores, gold): (Vec<Vec<f64>>, Vec<usize>) = main
-                .held_out
-                .iter()
-                .map(|(r, m)| (m.clone(), y[*r]))
-                .unzip();
+            let (scores, gold): (Vec<Vec<f64>>, Vec<usize>) =
+                main.held_out.iter().map(|(r, m)| (m.clone(), y[*r])).unzip();
             calibration.temperature = fit_temperature(&scores, &gold);
         }
         Targets::Multi { y, k } => {
@@ -679,12 +639,7 @@ fn train_inner(
                     best_threshold(
                         main.held_out
                             .iter()
-                            .map(|(r, m)| {
-                                (
-                                    calibration.platt.probability(m[c] as f32),
-                                    y[*r].contains(&c),
-                                )
-                            })
+                            .map(|(r, m)| (calibration.platt.probability(m[c] as f32), y[*r].contains(&c)))
                             .collect(),
                     )
                 })
@@ -695,11 +650,8 @@ fn train_inner(
     let label_head = match (&label_job, &label_job.as_ref().map(|j| j.targets)) {
         (Some(job), Some(Targets::Single { y, k })) if *k >= 2 => {
             let fitted = job.fit(&mut rng, progress)?;
-            let (scores, gold): (Vec<Vec<f64>>, Vec<usize>) = fitted
-                .held_out
-                .iter()
-                .map(|(r, m)| (m.clone(), y[*r]))
-                .unzip();
+            let (scores, gold): (Vec<Vec<f64>>, Vec<usize>) =
+                fitted.held_out.iter().map(|(r, m)| (m.clone(), y[*r])).unzip();
             calibration.label_temperature = fit_temperature(&scores, &gold);
             c_labels = Some(fitted.c);
             Some(fitted.head)
@@ -730,11 +682,7 @@ fn train_inner(
             hyper: HyperParameters {
                 c: main.c,
                 c_labels,
-                c_grid: if options.c.is_some() {
-                    Vec::new()
-                } else {
-                    grid.clone()
-                },
+                c_grid: if options.c.is_some() { Vec::new() } else { grid.clone() },
                 seed: options.seed,
                 max_epochs: options.max_epochs,
                 validation,
@@ -762,11 +710,7 @@ impl Model {
 }
 
 /// The base head's columns for the outputs that share a name with ours; whether any did.
-fn base_columns(
-    base: Option<(&Head, &[String])>,
-    names: &[String],
-    dim: usize,
-) -> (Vec<Option<Vec<f64>>>, bool) {
+fn base_columns(base: Option<(&Head, &[String])>, names: &[String], dim: usize) -> (Vec<Option<Vec<f64>>>, bool) {
     let Some((head, base_names)) = base else {
         return (vec![None; names.len()], false);
     };
@@ -775,12 +719,7 @@ fn base_columns(
     }
     let cols: Vec<Option<Vec<f64>>> = names
         .iter()
-        .map(|n| {
-            base_names
-                .iter()
-                .position(|b| b == n)
-                .map(|k| head.column(k))
-        })
+        .map(|n| base_names.iter().position(|b| b == n).map(|k| head.column(k)))
         .collect();
     let any = cols.iter().any(Option::is_some);
     (cols, any)

@@ -56,14 +56,8 @@ fn class_set() -> Vec<Example> {
     let foods = ["pizza", "pasta", "salad", "soup", "steak", "sushi"];
     let drinks = ["beer", "wine", "coffee", "tea", "juice", "cola"];
     for (f, d) in foods.iter().zip(drinks) {
-        out.push(Example::new(
-            format!("the {f} was served"),
-            vec![Tag::class("food")],
-        ));
-        out.push(Example::new(
-            format!("the {d} was served"),
-            vec![Tag::class("drinks")],
-        ));
+        out.push(Example::new(format!("the {f} was served"), vec![Tag::class("food")]));
+        out.push(Example::new(format!("the {d} was served"), vec![Tag::class("drinks")]));
         out.push(Example::new(
             format!("the {f} and the {d} were served"),
             vec![Tag::class("food"), Tag::class("drinks")],
@@ -82,10 +76,7 @@ fn pair_set(good: &str, bad: &str) -> Vec<Example> {
             format!("the {f} was delicious"),
             vec![Tag::pair("food", good)],
         ));
-        out.push(Example::new(
-            format!("the {f} was bland"),
-            vec![Tag::pair("food", bad)],
-        ));
+        out.push(Example::new(format!("the {f} was bland"), vec![Tag::pair("food", bad)]));
         out.push(Example::new(
             format!("the {s} was friendly"),
             vec![Tag::pair("service", good)],
@@ -197,10 +188,7 @@ fn damaged_artifacts_are_refused() {
     .unwrap();
     let bytes = model.to_bytes();
     for cut in 0..bytes.len() {
-        assert!(
-            Model::from_bytes(&bytes[..cut]).is_err(),
-            "truncated at {cut}"
-        );
+        assert!(Model::from_bytes(&bytes[..cut]).is_err(), "truncated at {cut}");
     }
     let mut damaged = bytes.clone();
     for i in 0..bytes.len() {
@@ -274,14 +262,8 @@ fn warm_start_from_a_base_model_with_overlapping_labels() {
     };
     let warm = Model::train(ProjectType::Label, &few, &opts, &mut go).unwrap();
     assert!(warm.info().warm_started);
-    assert_eq!(
-        warm.predict("rude staff").tags[0].label.as_deref(),
-        Some("bad")
-    );
-    assert_eq!(
-        warm.predict("lovely staff").tags[0].label.as_deref(),
-        Some("good")
-    );
+    assert_eq!(warm.predict("rude staff").tags[0].label.as_deref(), Some("bad"));
+    assert_eq!(warm.predict("lovely staff").tags[0].label.as_deref(), Some("good"));
     let other = vec![
         Example::new("x", vec![Tag::label("p")]),
         Example::new("y", vec![Tag::label("q")]),
