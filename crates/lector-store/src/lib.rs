@@ -8,10 +8,12 @@
 
 mod accounts;
 pub use accounts::{NewUser, UserChanges};
+pub use projects::{ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectFields};
 pub use security::{MAX_PRODUCT_KEYS, TokenPurpose};
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
 mod notifications;
+mod projects;
 mod records;
 mod security;
 mod workspaces;

@@ -13,12 +13,20 @@ struct Step {
     postgres: &'static str,
 }
 
-const STEPS: &[Step] = &[Step {
-    version: 1,
-    description: "accounts",
-    sqlite: include_str!("../migrations/sqlite/0001_accounts.sql"),
-    postgres: include_str!("../migrations/postgres/0001_accounts.sql"),
-}];
+const STEPS: &[Step] = &[
+    Step {
+        version: 1,
+        description: "accounts",
+        sqlite: include_str!("../migrations/sqlite/0001_accounts.sql"),
+        postgres: include_str!("../migrations/postgres/0001_accounts.sql"),
+    },
+    Step {
+        version: 2,
+        description: "projects",
+        sqlite: include_str!("../migrations/sqlite/0002_projects.sql"),
+        postgres: include_str!("../migrations/postgres/0002_projects.sql"),
+    },
+];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {
     let migrations = STEPS

@@ -229,3 +229,77 @@ impl FromAnyRow for Notification {
         })
     }
 }
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Project {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub name: String,
+    pub kind: lector_core::ProjectType,
+    pub status: String,
+    pub external_id: Option<i64>,
+    pub created: Timestamp,
+}
+
+pub(crate) const PROJECT_COLUMNS: &str = "p.id, p.workspace_id, p.name, p.type, p.status, p.external_id, p.created";
+
+impl FromAnyRow for Project {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        let kind: String = row.try_get("type")?;
+        Ok(Self {
+            id: row.try_get("id")?,
+            workspace_id: row.try_get("workspace_id")?,
+            name: row.try_get("name")?,
+            kind: parse_stored(&kind).map_err(|e| sqlx::Error::Decode(e.into()))?,
+            status: row.try_get("status")?,
+            external_id: row.try_get("external_id")?,
+            created: ts(row, "created")?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Class {
+    pub id: i64,
+    pub project_id: i64,
+    pub name: String,
+    pub example: String,
+    pub description: String,
+    pub created: Timestamp,
+}
+
+pub(crate) const CLASS_COLUMNS: &str = "id, project_id, name, example, description, created";
+
+impl FromAnyRow for Class {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            project_id: row.try_get("project_id")?,
+            name: row.try_get("name")?,
+            example: row.try_get("example")?,
+            description: row.try_get("description")?,
+            created: ts(row, "created")?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Label {
+    pub id: i64,
+    pub project_id: i64,
+    pub name: String,
+    pub created: Timestamp,
+}
+
+pub(crate) const LABEL_COLUMNS: &str = "id, project_id, name, created";
+
+impl FromAnyRow for Label {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            project_id: row.try_get("project_id")?,
+            name: row.try_get("name")?,
+            created: ts(row, "created")?,
+        })
+    }
+}

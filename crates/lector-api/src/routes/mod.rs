@@ -6,7 +6,9 @@ use lector_core::time::Timestamp;
 use utoipa_axum::router::OpenApiRouter;
 
 pub mod auth;
+pub mod classes;
 pub mod notifications;
+pub mod projects;
 pub mod system;
 pub mod users;
 pub mod workspaces;
@@ -19,6 +21,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(users::router())
         .merge(workspaces::router())
         .merge(notifications::router())
+        .merge(projects::router())
+        .merge(classes::router())
 }
 
 /// Timestamps are served as RFC 3339 strings.

@@ -1,0 +1,293 @@
+//! Projects: the four project types, CRUD, transfer between workspaces, and the type list.
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{Body, PathParams, QueryParams, WriteBody};
+use crate::routes::rfc3339;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use lector_core::validate::{MAX_NAME_CHARS, Problems};
+use lector_core::{Action, ProjectType};
+use lector_store::{Project, ProjectFields, WorkspaceRef};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_types))
+        .routes(routes!(list_projects, create_project))
+        .routes(routes!(get_project, update_project, delete_project))
+        .routes(routes!(transfer_project))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProjectDto {
+    pub id: i64,
+    pub name: String,
+    /// ABSA, CLASS, LABEL or CLASSLABEL.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub status: String,
+    pub created: String,
+    pub organization_id: i64,
+    pub external_id: Option<i64>,
+    /// Class names (with `details`, and always for a single project).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<String>>,
+    /// Label names (with `details`, and always for a single project).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Vec<String>>,
+}
+
+impl ProjectDto {
+    fn plain(p: Project) -> Self {
+        Self {
+            id: p.id,
+            name: p.name,
+            kind: p.kind.as_str().into(),
+            status: p.status,
+            created: rfc3339(p.created),
+            organization_id: p.workspace_id,
+            external_id: p.external_id,
+            classes: None,
+            labels: None,
+        }
+    }
+
+    /// With class and label names.
+    pub async fn detailed(state: &AppState, p: Project) -> lector_core::Result<Self> {
+        let classes = state
+            .store
+            .classes_of(p.id)
+            .await?
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        let labels = state.store.labels_of(p.id).await?.into_iter().map(|l| l.name).collect();
+        Ok(Self {
+            classes: Some(classes),
+            labels: Some(labels),
+            ..Self::plain(p)
+        })
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TypeDto {
+    pub id: u8,
+    pub name: String,
+}
+
+/// The project types and their numbers in the original interface.
+#[utoipa::path(get, path = "/types", tag = "projects", responses((status = 200, body = Vec<TypeDto>)))]
+pub async fn list_types(_caller: Caller) -> Json<Vec<TypeDto>> {
+    let mut types: Vec<TypeDto> = ProjectType::ALL
+        .iter()
+        .map(|t| TypeDto {
+            id: t.number(),
+            name: t.as_str().into(),
+        })
+        .collect();
+    types.sort_by_key(|t| t.id);
+    Json(types)
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListProjectsQuery {
+    /// Adds the class and label names.
+    #[serde(default)]
+    pub details: bool,
+    /// Only the projects of this workspace.
+    pub organization_id: Option<i64>,
+}
+
+/// The projects of the caller's workspaces.
+#[utoipa::path(get, path = "/projects", tag = "projects", params(ListProjectsQuery),
+    responses((status = 200, body = Vec<ProjectDto>)))]
+pub async fn list_projects(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(query): QueryParams<ListProjectsQuery>,
+) -> ApiResult<Json<Vec<ProjectDto>>> {
+    let projects = state.store.projects(&caller.scope, query.organization_id).await?;
+    let mut answer = Vec::with_capacity(projects.len());
+    for project in projects {
+        answer.push(if query.details {
+            ProjectDto::detailed(&state, project).await?
+        } else {
+            ProjectDto::plain(project)
+        });
+    }
+    Ok(Json(answer))
+}
+
+const PROJECT_IMMUTABLE: &[&str] = &["id", "created", "status", "classes", "labels", "models"];
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateProjectBody {
+    pub name: String,
+    #[serde(rename = "type")]
+    #[schema(value_type = String, example = "CLASS")]
+    pub kind: ProjectType,
+    /// The workspace; default: the caller's default workspace.
+    pub organization_id: Option<i64>,
+    pub external_id: Option<i64>,
+}
+
+impl WriteBody for CreateProjectBody {
+    const IMMUTABLE: &'static [&'static str] = PROJECT_IMMUTABLE;
+
+    fn validate(&self, problems: &mut Problems) {
+        problems.name("name", &self.name, MAX_NAME_CHARS);
+    }
+}
+
+/// Creates a project (MANAGER) in the default workspace or the one named.
+#[utoipa::path(post, path = "/projects", tag = "projects", request_body = CreateProjectBody,
+    responses((status = 201, body = ProjectDto)))]
+pub async fn create_project(
+    State(state): State<AppState>,
+    caller: Caller,
+    Body(body): Body<CreateProjectBody>,
+) -> ApiResult<(StatusCode, Json<ProjectDto>)> {
+    let workspace_id = match body.organization_id {
+        Some(id) => id,
+        None => state
+            .store
+            .default_workspace_id(caller.user.id)
+            .await?
+            .ok_or_else(|| lector_core::Error::bad_request("name a workspace in organization_id"))?,
+    };
+    let (workspace, _) = state
+        .store
+        .workspace_access(&caller.scope, &WorkspaceRef::Id(workspace_id), Action::Manage)
+        .await?;
+    let fields = ProjectFields {
+        name: body.name.trim().to_owned(),
+        kind: body.kind,
+        external_id: body.external_id,
+    };
+    let project = state.store.create_project(&caller.scope, &workspace, fields).await?;
+    tracing::info!(project.id = project.id, workspace.id = workspace.id, "project created");
+    Ok((StatusCode::CREATED, Json(ProjectDto::detailed(&state, project).await?)))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ProjectPath {
+    project_id: i64,
+}
+
+/// A project with its class and label names.
+#[utoipa::path(get, path = "/projects/{project_id}", tag = "projects", params(("project_id" = i64, Path)),
+    responses((status = 200, body = ProjectDto)))]
+pub async fn get_project(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+) -> ApiResult<Json<ProjectDto>> {
+    let (project, _) = state
+        .store
+        .project_access(&caller.scope, p.project_id, Action::Read)
+        .await?;
+    Ok(Json(ProjectDto::detailed(&state, project).await?))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateProjectBody {
+    pub name: Option<String>,
+    #[serde(rename = "type")]
+    #[schema(value_type = Option<String>, example = "LABEL")]
+    pub kind: Option<ProjectType>,
+    pub external_id: Option<i64>,
+}
+
+impl WriteBody for UpdateProjectBody {
+    const IMMUTABLE: &'static [&'static str] = &[
+        "id",
+        "created",
+        "status",
+        "classes",
+        "labels",
+        "models",
+        "organization_id",
+    ];
+
+    fn validate(&self, problems: &mut Problems) {
+        if let Some(name) = &self.name {
+            problems.name("name", name, MAX_NAME_CHARS);
+        }
+    }
+}
+
+/// Renames a project or changes its type (only while it has no classes or labels).
+#[utoipa::path(put, path = "/projects/{project_id}", tag = "projects", params(("project_id" = i64, Path)),
+    request_body = UpdateProjectBody, responses((status = 200, body = ProjectDto)))]
+pub async fn update_project(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    Body(body): Body<UpdateProjectBody>,
+) -> ApiResult<Json<ProjectDto>> {
+    let (current, _) = state
+        .store
+        .project_access(&caller.scope, p.project_id, Action::Manage)
+        .await?;
+    let fields = ProjectFields {
+        name: body.name.map(|n| n.trim().to_owned()).unwrap_or(current.name),
+        kind: body.kind.unwrap_or(current.kind),
+        external_id: body.external_id.or(current.external_id),
+    };
+    let project = state.store.update_project(&caller.scope, p.project_id, fields).await?;
+    Ok(Json(ProjectDto::detailed(&state, project).await?))
+}
+
+/// Deletes a project with its classes and labels; answers the deleted project.
+#[utoipa::path(delete, path = "/projects/{project_id}", tag = "projects", params(("project_id" = i64, Path)),
+    responses((status = 200, body = ProjectDto)))]
+pub async fn delete_project(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+) -> ApiResult<Json<ProjectDto>> {
+    let project = state.store.delete_project(&caller.scope, p.project_id).await?;
+    tracing::info!(project.id = project.id, "project deleted");
+    Ok(Json(ProjectDto::plain(project)))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TransferBody {
+    /// The target workspace; the caller must manage projects there too.
+    pub organization_id: i64,
+}
+
+impl WriteBody for TransferBody {}
+
+/// Moves a project, with everything in it, to another workspace.
+#[utoipa::path(post, path = "/projects/{project_id}/transfer", tag = "projects", params(("project_id" = i64, Path)),
+    request_body = TransferBody, responses((status = 200, body = ProjectDto)))]
+pub async fn transfer_project(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    Body(body): Body<TransferBody>,
+) -> ApiResult<Json<ProjectDto>> {
+    let (target, _) = state
+        .store
+        .workspace_access(&caller.scope, &WorkspaceRef::Id(body.organization_id), Action::Manage)
+        .await?;
+    let project = state
+        .store
+        .transfer_project(&caller.scope, p.project_id, &target)
+        .await?;
+    tracing::info!(project.id = project.id, workspace.id = target.id, "project transferred");
+    Ok(Json(ProjectDto::detailed(&state, project).await?))
+}

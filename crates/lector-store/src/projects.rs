@@ -1,0 +1,455 @@
+//! Projects and their classes and labels.
+//!
+//! A project belongs to one workspace; every function resolves it together with its workspace
+//! and asks the policy, so a project of another workspace answers 404 like a missing one.
+//! ABSA projects keep exactly the labels positive, negative and neutral.
+
+use crate::records::{CLASS_COLUMNS, Class, FromAnyRow, LABEL_COLUMNS, Label, PROJECT_COLUMNS, Project, Workspace};
+use crate::{Store, db, db_unique};
+use lector_core::time::Timestamp;
+use lector_core::{Action, Error, ErrorCode, ProjectType, Result, Role, Scope};
+use sqlx::{Any, Transaction};
+
+/// Classes one project may have.
+pub const MAX_CLASSES_PER_PROJECT: i64 = 1000;
+/// Labels one project may have.
+pub const MAX_LABELS_PER_PROJECT: i64 = 1000;
+/// Projects one workspace may have.
+pub const MAX_PROJECTS_PER_WORKSPACE: i64 = 10_000;
+
+/// The fields of a project a client sets.
+#[derive(Debug, Clone)]
+pub struct ProjectFields {
+    pub name: String,
+    pub kind: ProjectType,
+    pub external_id: Option<i64>,
+}
+
+/// The fields of a class a client sets.
+#[derive(Debug, Clone, Default)]
+pub struct ClassFields {
+    pub name: String,
+    pub example: String,
+    pub description: String,
+}
+
+fn absa_refuses_labels() -> Error {
+    Error::validation(vec![lector_core::FieldError::new(
+        "name",
+        "an ABSA project has exactly the labels positive, negative and neutral",
+    )])
+}
+
+impl Store {
+    /// Resolves a project and checks the caller may perform `action` in its workspace.
+    pub async fn project_access(&self, scope: &Scope, project_id: i64, action: Action) -> Result<(Project, Role)> {
+        let sql = format!(
+            "SELECT {PROJECT_COLUMNS}, w.is_active, w.is_read_only FROM projects p \
+             JOIN workspaces w ON w.id = p.workspace_id WHERE p.id = $1"
+        );
+        let row = sqlx::query(&sql)
+            .bind(project_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        let Some(row) = row else {
+            return Err(Error::not_found("project"));
+        };
+        let project = Project::decode(&row)?;
+        let facts = lector_core::policy::WorkspaceFacts {
+            id: project.workspace_id,
+            is_active: crate::records::flag(&row, "is_active").map_err(db)?,
+            is_read_only: crate::records::flag(&row, "is_read_only").map_err(db)?,
+        };
+        let role = scope.authorize(facts, action).map_err(|e| match e.code {
+            ErrorCode::NotFound => Error::not_found("project"),
+            _ => e,
+        })?;
+        Ok((project, role))
+    }
+
+    /// Projects of the caller's workspaces (or of one of them), oldest first.
+    pub async fn projects(&self, scope: &Scope, workspace_id: Option<i64>) -> Result<Vec<Project>> {
+        let ids: Vec<i64> = scope
+            .workspaces
+            .iter()
+            .map(|w| w.workspace_id)
+            .filter(|id| workspace_id.is_none_or(|wanted| wanted == *id))
+            .collect();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders = (1..=ids.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+        let sql =
+            format!("SELECT {PROJECT_COLUMNS} FROM projects p WHERE p.workspace_id IN ({placeholders}) ORDER BY p.id");
+        let mut query = sqlx::query(&sql);
+        for id in ids {
+            query = query.bind(id);
+        }
+        let rows = query.fetch_all(&self.pool).await.map_err(db)?;
+        rows.iter().map(Project::decode).collect()
+    }
+
+    /// Creates a project in a workspace where the caller may manage projects.
+    pub async fn create_project(&self, scope: &Scope, workspace: &Workspace, fields: ProjectFields) -> Result<Project> {
+        scope.authorize(workspace.facts(), Action::Manage)?;
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM projects WHERE workspace_id = $1")
+            .bind(workspace.id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        if count >= MAX_PROJECTS_PER_WORKSPACE {
+            return Err(Error::conflict(format!(
+                "a workspace has at most {MAX_PROJECTS_PER_WORKSPACE} projects"
+            )));
+        }
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        let sql = format!(
+            "INSERT INTO projects (workspace_id, name, type, status, external_id, created) VALUES ($1, $2, $3, $4, $5, $6) \
+             RETURNING {}",
+            PROJECT_COLUMNS.replace("p.", "")
+        );
+        let row = sqlx::query(&sql)
+            .bind(workspace.id)
+            .bind(&fields.name)
+            .bind(fields.kind.as_str())
+            .bind("CREATED")
+            .bind(fields.external_id)
+            .bind(Timestamp::now().micros())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_unique("a project with this name exists in the workspace"))?;
+        let project = Project::decode(&row)?;
+        if project.kind == ProjectType::Absa {
+            insert_absa_labels(&mut tx, project.id).await?;
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(project)
+    }
+
+    /// Renames a project or changes its type. The type changes only while the project has no
+    /// classes and no labels of its own (an ABSA project's fixed labels go and come with it).
+    pub async fn update_project(&self, scope: &Scope, project_id: i64, fields: ProjectFields) -> Result<Project> {
+        let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        if fields.kind != project.kind {
+            let classes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM classes WHERE project_id = $1")
+                .bind(project.id)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db)?;
+            let own_labels = if project.kind == ProjectType::Absa {
+                0
+            } else {
+                self.label_count(project.id).await?
+            };
+            if classes > 0 || own_labels > 0 {
+                return Err(Error::conflict(
+                    "the type of a project with classes or labels cannot change",
+                ));
+            }
+            sqlx::query("DELETE FROM labels WHERE project_id = $1")
+                .bind(project.id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+            if fields.kind == ProjectType::Absa {
+                insert_absa_labels(&mut tx, project.id).await?;
+            }
+        }
+        sqlx::query("UPDATE projects SET name = $1, type = $2, external_id = $3 WHERE id = $4")
+            .bind(&fields.name)
+            .bind(fields.kind.as_str())
+            .bind(fields.external_id)
+            .bind(project.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_unique("a project with this name exists in the workspace"))?;
+        tx.commit().await.map_err(db)?;
+        Ok(Project {
+            name: fields.name,
+            kind: fields.kind,
+            external_id: fields.external_id,
+            ..project
+        })
+    }
+
+    /// Deletes a project with its classes and labels; answers what was deleted.
+    pub async fn delete_project(&self, scope: &Scope, project_id: i64) -> Result<Project> {
+        let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        for table in ["classes", "labels"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE project_id = $1"))
+                .bind(project.id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        sqlx::query("DELETE FROM projects WHERE id = $1")
+            .bind(project.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(project)
+    }
+
+    /// Moves a project, with everything in it, to another workspace. The caller manages
+    /// projects in both.
+    pub async fn transfer_project(&self, scope: &Scope, project_id: i64, target: &Workspace) -> Result<Project> {
+        let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
+        scope.authorize(target.facts(), Action::Manage)?;
+        if target.id == project.workspace_id {
+            return Ok(project);
+        }
+        sqlx::query("UPDATE projects SET workspace_id = $1 WHERE id = $2")
+            .bind(target.id)
+            .bind(project.id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_unique("a project with this name exists in the target workspace"))?;
+        Ok(Project {
+            workspace_id: target.id,
+            ..project
+        })
+    }
+
+    pub async fn classes(&self, scope: &Scope, project_id: i64) -> Result<Vec<Class>> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        self.classes_of(project.id).await
+    }
+
+    /// The classes of a project the caller has already resolved.
+    pub async fn classes_of(&self, project_id: i64) -> Result<Vec<Class>> {
+        let sql = format!("SELECT {CLASS_COLUMNS} FROM classes WHERE project_id = $1 ORDER BY id");
+        let rows = sqlx::query(&sql)
+            .bind(project_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter().map(Class::decode).collect()
+    }
+
+    pub async fn class(&self, scope: &Scope, project_id: i64, class_id: i64) -> Result<Class> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        self.class_of(project.id, class_id).await
+    }
+
+    async fn class_of(&self, project_id: i64, class_id: i64) -> Result<Class> {
+        let sql = format!("SELECT {CLASS_COLUMNS} FROM classes WHERE project_id = $1 AND id = $2");
+        let row = sqlx::query(&sql)
+            .bind(project_id)
+            .bind(class_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref()
+            .map(Class::decode)
+            .transpose()?
+            .ok_or_else(|| Error::not_found("class"))
+    }
+
+    /// Adds classes in one transaction: all or none.
+    pub async fn add_classes(&self, scope: &Scope, project_id: i64, classes: Vec<ClassFields>) -> Result<Vec<Class>> {
+        let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
+        let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM classes WHERE project_id = $1")
+            .bind(project.id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        if held + classes.len() as i64 > MAX_CLASSES_PER_PROJECT {
+            return Err(Error::conflict(format!(
+                "a project has at most {MAX_CLASSES_PER_PROJECT} classes"
+            )));
+        }
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        let sql = format!(
+            "INSERT INTO classes (project_id, name, example, description, created) VALUES ($1, $2, $3, $4, $5) \
+             RETURNING {CLASS_COLUMNS}"
+        );
+        let mut added = Vec::with_capacity(classes.len());
+        for class in classes {
+            let row = sqlx::query(&sql)
+                .bind(project.id)
+                .bind(&class.name)
+                .bind(&class.example)
+                .bind(&class.description)
+                .bind(Timestamp::now().micros())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| db_unique_named(e, "class", &class.name))?;
+            added.push(Class::decode(&row)?);
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(added)
+    }
+
+    pub async fn update_class(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        class_id: i64,
+        fields: ClassFields,
+    ) -> Result<Class> {
+        let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
+        let class = self.class_of(project.id, class_id).await?;
+        sqlx::query("UPDATE classes SET name = $1, example = $2, description = $3 WHERE id = $4")
+            .bind(&fields.name)
+            .bind(&fields.example)
+            .bind(&fields.description)
+            .bind(class.id)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| db_unique_named(e, "class", &fields.name))?;
+        Ok(Class {
+            name: fields.name,
+            example: fields.example,
+            description: fields.description,
+            ..class
+        })
+    }
+
+    pub async fn delete_class(&self, scope: &Scope, project_id: i64, class_id: i64) -> Result<Class> {
+        let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
+        let class = self.class_of(project.id, class_id).await?;
+        sqlx::query("DELETE FROM classes WHERE id = $1")
+            .bind(class.id)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(class)
+    }
+
+    pub async fn labels(&self, scope: &Scope, project_id: i64) -> Result<Vec<Label>> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        self.labels_of(project.id).await
+    }
+
+    /// The labels of a project the caller has already resolved.
+    pub async fn labels_of(&self, project_id: i64) -> Result<Vec<Label>> {
+        let sql = format!("SELECT {LABEL_COLUMNS} FROM labels WHERE project_id = $1 ORDER BY id");
+        let rows = sqlx::query(&sql)
+            .bind(project_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter().map(Label::decode).collect()
+    }
+
+    async fn label_count(&self, project_id: i64) -> Result<i64> {
+        sqlx::query_scalar("SELECT COUNT(*) FROM labels WHERE project_id = $1")
+            .bind(project_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)
+    }
+
+    pub async fn label(&self, scope: &Scope, project_id: i64, label_id: i64) -> Result<Label> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        self.label_where(project.id, "id = $2", LabelKey::Id(label_id)).await
+    }
+
+    async fn label_where(&self, project_id: i64, filter: &str, key: LabelKey<'_>) -> Result<Label> {
+        let sql = format!("SELECT {LABEL_COLUMNS} FROM labels WHERE project_id = $1 AND {filter}");
+        let query = sqlx::query(&sql).bind(project_id);
+        let query = match key {
+            LabelKey::Id(id) => query.bind(id),
+            LabelKey::Name(name) => query.bind(name.to_owned()),
+        };
+        let row = query.fetch_optional(&self.pool).await.map_err(db)?;
+        row.as_ref()
+            .map(Label::decode)
+            .transpose()?
+            .ok_or_else(|| Error::not_found("label"))
+    }
+
+    /// Adds a label; ABSA projects refuse.
+    pub async fn add_label(&self, scope: &Scope, project_id: i64, name: &str) -> Result<Label> {
+        let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
+        if project.kind == ProjectType::Absa {
+            return Err(absa_refuses_labels());
+        }
+        if self.label_count(project.id).await? >= MAX_LABELS_PER_PROJECT {
+            return Err(Error::conflict(format!(
+                "a project has at most {MAX_LABELS_PER_PROJECT} labels"
+            )));
+        }
+        let sql =
+            format!("INSERT INTO labels (project_id, name, created) VALUES ($1, $2, $3) RETURNING {LABEL_COLUMNS}");
+        let row = sqlx::query(&sql)
+            .bind(project.id)
+            .bind(name)
+            .bind(Timestamp::now().micros())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| db_unique_named(e, "label", name))?;
+        Label::decode(&row)
+    }
+
+    /// Renames a label found by id or by its current name; ABSA labels are fixed.
+    pub async fn rename_label(&self, scope: &Scope, project_id: i64, key: LabelKey<'_>, name: &str) -> Result<Label> {
+        let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
+        let filter = match key {
+            LabelKey::Id(_) => "id = $2",
+            LabelKey::Name(_) => "name = $2",
+        };
+        let label = self.label_where(project.id, filter, key).await?;
+        if project.kind == ProjectType::Absa {
+            return Err(absa_refuses_labels());
+        }
+        sqlx::query("UPDATE labels SET name = $1 WHERE id = $2")
+            .bind(name)
+            .bind(label.id)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| db_unique_named(e, "label", name))?;
+        Ok(Label {
+            name: name.to_owned(),
+            ..label
+        })
+    }
+
+    pub async fn delete_label(&self, scope: &Scope, project_id: i64, label_id: i64) -> Result<Label> {
+        let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
+        let label = self.label_where(project.id, "id = $2", LabelKey::Id(label_id)).await?;
+        if project.kind == ProjectType::Absa {
+            return Err(absa_refuses_labels());
+        }
+        sqlx::query("DELETE FROM labels WHERE id = $1")
+            .bind(label.id)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(label)
+    }
+}
+
+/// How a label is named in a path.
+#[derive(Debug, Clone, Copy)]
+pub enum LabelKey<'a> {
+    Id(i64),
+    Name(&'a str),
+}
+
+fn db_unique_named(e: sqlx::Error, what: &str, name: &str) -> Error {
+    match &e {
+        sqlx::Error::Database(d) if d.is_unique_violation() => {
+            Error::conflict(format!("the {what} {name:?} exists already"))
+        }
+        _ => db(e),
+    }
+}
+
+async fn insert_absa_labels(tx: &mut Transaction<'static, Any>, project_id: i64) -> Result<()> {
+    let now = Timestamp::now().micros();
+    for name in ProjectType::ABSA_LABELS {
+        sqlx::query("INSERT INTO labels (project_id, name, created) VALUES ($1, $2, $3)")
+            .bind(project_id)
+            .bind(name)
+            .bind(now)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
+    Ok(())
+}
