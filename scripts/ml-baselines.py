@@ -9,7 +9,7 @@ Usage: ml-baselines.py DIR   (DIR holds train.tsv, test.tsv, curve-*.tsv; writes
   chosen from 0.1, 0.25, 0.5, 1.0 on a held-out tenth of the training side; its training time
   is that of the final fit only (the choice is not counted).
 Training time includes vectorising; prediction speed is words (whitespace tokens of the raw
-text) per second on one thread, over the test set, repeated for at least a second.
+text) per second on one thread over the test set: the fastest of at least 5 passes.
 """
 import json
 import os
@@ -42,11 +42,15 @@ def words(texts):
 
 
 def timed_rate(fn, n_words):
-    rounds, start = 0, time.perf_counter()
-    while rounds == 0 or time.perf_counter() - start < 1.0:
+    # The fastest of at least 5 passes and 1 s, as the Rust bench measures: the machine is
+    # shared, and the best pass is the one least disturbed by other work.
+    rounds, start, best = 0, time.perf_counter(), float("inf")
+    while rounds < 5 or time.perf_counter() - start < 1.0:
+        t = time.perf_counter()
         fn()
+        best = min(best, time.perf_counter() - t)
         rounds += 1
-    return n_words * rounds / (time.perf_counter() - start)
+    return n_words / best
 
 
 def svm(train, test, speed):

@@ -133,7 +133,7 @@ impl Default for Counter {
 }
 
 impl Counter {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add(&mut self, bucket: u32) {
         if self.used.len() * 2 >= self.keys.len() {
             self.grow();
@@ -158,6 +158,8 @@ impl Counter {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn grow(&mut self) {
         let entries: Vec<(u32, u32)> = self.iter().collect();
         let cap = self.keys.len() * 2;
@@ -225,9 +227,9 @@ impl Featurizer {
         tokenizer.tokenize_into(text, &mut scratch.tokens);
         scratch.counter.clear();
         let shift = 64 - config.buckets_log2;
-        let bucket = |h: u64| to_bucket(h, shift);
         let tokens = &scratch.tokens;
         let counter = &mut scratch.counter;
+        let mut add = |h: u64| counter.add(to_bucket(h, shift));
         let mut previous: Option<u64> = None;
         for &(start, end, is_word) in &tokens.spans {
             let chars = &tokens.chars[start as usize..end as usize];
@@ -235,15 +237,15 @@ impl Featurizer {
             for &c in chars {
                 h = (h ^ u64::from(c as u32)).wrapping_mul(FNV_PRIME);
             }
-            counter.add(bucket(h));
+            add(h);
             if config.word_ngrams >= 2 {
                 if let Some(p) = previous {
-                    counter.add(bucket(p.rotate_left(23).wrapping_mul(FNV_PRIME) ^ h ^ NS_BIGRAM));
+                    add(p.rotate_left(23).wrapping_mul(FNV_PRIME) ^ h ^ NS_BIGRAM);
                 }
                 previous = Some(h);
             }
             if is_word && config.char_max > 0 {
-                Self::char_ngrams(config, chars, &mut |h| counter.add(bucket(h)));
+                Self::char_ngrams(config, chars, &mut add);
             }
         }
         tokens.spans.len()
@@ -254,20 +256,19 @@ impl Featurizer {
     fn char_ngrams(config: &FeatureConfig, word: &[char], emit: &mut impl FnMut(u64)) {
         let word = &word[..word.len().min(MAX_CHARS_PER_TOKEN)];
         let len = word.len() + 2;
-        let at = |i: usize| -> u32 {
-            if i == 0 {
-                '<' as u32
-            } else if i == len - 1 {
-                '>' as u32
-            } else {
-                word[i - 1] as u32
-            }
-        };
+        let mut marked = [0u32; MAX_CHARS_PER_TOKEN + 2];
+        marked[0] = '<' as u32;
+        for (m, &c) in marked[1..].iter_mut().zip(word) {
+            *m = c as u32;
+        }
+        marked[len - 1] = '>' as u32;
+        let marked = &marked[..len];
         let (min, max) = (config.char_min as usize, config.char_max as usize);
         for start in 0..len {
             let mut h = NS_CHAR;
-            for n in 1..=max.min(len - start) {
-                h = (h ^ u64::from(at(start + n - 1))).wrapping_mul(FNV_PRIME);
+            for (i, &c) in marked[start..len.min(start + max)].iter().enumerate() {
+                let n = i + 1;
+                h = (h ^ u64::from(c)).wrapping_mul(FNV_PRIME);
                 if n >= min {
                     // A lone boundary mark says nothing.
                     if n == 1 && (start == 0 || start == len - 1) {

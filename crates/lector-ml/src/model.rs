@@ -326,12 +326,12 @@ impl Model {
     /// Featurises `text` and scores it with the main head into `ws.scores`; for the pair types
     /// also leaves the normalised feature vector in `ws.scratch.vec`.
     fn main_scores(&self, text: &str, ws: &mut Workspace) {
+        let k = self.main.outputs;
+        let stride = k + 1;
         Featurizer::count(&self.info.features, text, &mut ws.scratch);
         let Scratch { counter, vec, .. } = &mut ws.scratch;
         let keep_vector = self.label_head.is_some();
         vec.clear();
-        let k = self.main.outputs;
-        let stride = k + 1;
         ws.scores.clear();
         ws.scores.resize(k, 0.0);
         let mut norm = 0.0f32;

@@ -8,8 +8,8 @@
 //! character (punctuation, symbols, emoji) is a token of its own, because `!` and `:(` carry
 //! sentiment. This module does not split sentences; that is `lector-text`'s job.
 
-use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 
 /// The tokens of one text, as normalised characters and spans into them. Reused between calls
 /// so that featurising allocates nothing in the steady state.
@@ -84,7 +84,8 @@ impl Tokenizer {
     /// Normalises and tokenises `text` into `out` (cleared first).
     pub(crate) fn tokenize_into(&self, text: &str, out: &mut TokenBuf) {
         out.clear();
-        if text.is_ascii() {
+        // Most text is already in NFKC; checking is much cheaper than normalising.
+        if text.is_ascii() || is_nfkc_quick(text.chars()) == IsNormalized::Yes {
             self.run(text.chars(), out);
         } else {
             self.run(text.nfkc(), out);
