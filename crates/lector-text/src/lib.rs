@@ -1,7 +1,23 @@
-//! Text handling for Lector: Unicode normalisation now; sentence segmentation and bounded
-//! file readers (CSV, TXT, JSON, JSONL, XLSX) belong here too. Knows nothing of HTTP or SQL.
+//! Text handling for Lector: Unicode normalisation, sentence segmentation (en, de, ar) and bounded
+//! file readers (CSV, TXT, JSON, JSONL, XLSX) with previews and column selection.
+//!
+//! Plain values in, plain values out: nothing here knows about HTTP or SQL, so the crate is
+//! tested and benchmarked on its own. Errors are one [`TextError`] whose [`TextError::code`] says
+//! how the API answers it (413 for a limit, 422 for a malformed file or selection).
+
+mod error;
+mod limits;
+mod read;
+mod segment;
+mod table;
 
 use unicode_normalization::UnicodeNormalization;
+
+pub use error::{Limit, Location, Result, TextError};
+pub use limits::{Limits, RATIO_FLOOR};
+pub use read::{Format, ReadOptions, Row, RowReader, open_rows, preview, read_table};
+pub use segment::{ClientSegment, Language, Segment, check_segments, segment, split_sentences, whole_segment};
+pub use table::{ColumnRef, Table};
 
 /// Documents are stored NFC-normalised so spans and searches agree on one form.
 pub fn normalize(text: &str) -> String {

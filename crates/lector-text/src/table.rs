@@ -1,0 +1,130 @@
+//! Tables: what every file reader produces, and how columns are chosen from them.
+//!
+//! A table is a header (column names) and data rows of cell strings, all rows as wide as the
+//! header. Files without a header row get columns named "0", "1", …; a blank header cell is named
+//! by its index the same way, so every column can be chosen by name as well as by 0-based index.
+
+use crate::error::{Result, TextError};
+
+/// A whole file read into memory (bounded by [`crate::Limits`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// The header followed by at most `rows` data rows: the preview clients choose columns from.
+    pub fn preview(&self, rows: usize) -> Vec<Vec<String>> {
+        std::iter::once(self.header.clone())
+            .chain(self.rows.iter().take(rows).cloned())
+            .collect()
+    }
+
+    /// The 0-based index of a column.
+    pub fn column_index(&self, column: &ColumnRef) -> Result<usize> {
+        column.resolve(&self.header)
+    }
+
+    /// The cells of one column, in row order.
+    pub fn column(&self, column: &ColumnRef) -> Result<Vec<&str>> {
+        let index = self.column_index(column)?;
+        Ok(self
+            .rows
+            .iter()
+            .map(|row| row.get(index).map_or("", String::as_str))
+            .collect())
+    }
+}
+
+/// A column chosen by the client: by 0-based index (`column`) or by name (`column_name`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnRef {
+    Index(usize),
+    Name(String),
+}
+
+impl ColumnRef {
+    /// The 0-based index of this column in `header`; names match exactly, then ignoring case and
+    /// surrounding whitespace.
+    pub fn resolve(&self, header: &[String]) -> Result<usize> {
+        let found = match self {
+            ColumnRef::Index(index) => (*index < header.len()).then_some(*index),
+            ColumnRef::Name(name) => header.iter().position(|h| h == name).or_else(|| {
+                let wanted = name.trim().to_lowercase();
+                header.iter().position(|h| h.trim().to_lowercase() == wanted)
+            }),
+        };
+        found.ok_or_else(|| TextError::MissingColumn {
+            column: self.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for ColumnRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ColumnRef::Index(index) => write!(f, "{index}"),
+            ColumnRef::Name(name) => write!(f, "{name:?}"),
+        }
+    }
+}
+
+/// Column names for a file: its first row when `header_first`, else "0", "1", …
+pub(crate) fn header_names(first_row: Option<&[String]>, width: usize, header_first: bool) -> Vec<String> {
+    (0..width)
+        .map(|index| match first_row.and_then(|row| row.get(index)) {
+            Some(name) if header_first && !name.trim().is_empty() => name.clone(),
+            _ => index.to_string(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> Table {
+        Table {
+            header: vec!["text".into(), "Label ".into()],
+            rows: vec![
+                vec!["a".into(), "x".into()],
+                vec!["b".into(), "y".into()],
+                vec!["c".into(), "z".into()],
+            ],
+        }
+    }
+
+    #[test]
+    fn preview_puts_the_header_first() {
+        let preview = table().preview(2);
+        assert_eq!(preview, [vec!["text", "Label "], vec!["a", "x"], vec!["b", "y"]]);
+        assert_eq!(table().preview(0).len(), 1);
+    }
+
+    #[test]
+    fn columns_by_index_and_by_name() {
+        let table = table();
+        assert_eq!(table.column(&ColumnRef::Index(1)).unwrap(), ["x", "y", "z"]);
+        assert_eq!(table.column(&ColumnRef::Name("text".into())).unwrap(), ["a", "b", "c"]);
+        assert_eq!(table.column_index(&ColumnRef::Name("label".into())).unwrap(), 1);
+    }
+
+    #[test]
+    fn a_missing_column_is_named_in_the_error() {
+        let error = table().column(&ColumnRef::Name("aspect".into())).unwrap_err();
+        assert_eq!(error.status(), 422);
+        assert_eq!(error.to_string(), "the file has no column \"aspect\"");
+        assert_eq!(
+            table().column(&ColumnRef::Index(2)).unwrap_err().to_string(),
+            "the file has no column 2"
+        );
+    }
+
+    #[test]
+    fn headers_are_named_by_index_without_a_header_row() {
+        let first = ["a".to_string(), " ".to_string()];
+        assert_eq!(header_names(Some(&first), 3, true), ["a", "1", "2"]);
+        assert_eq!(header_names(Some(&first), 2, false), ["0", "1"]);
+    }
+}
