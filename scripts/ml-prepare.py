@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Turn the registry archives fetched by scripts/ml-bench into `label<TAB>text` files.
 
-Usage: ml-prepare.py EXTRACTED_DIR OUT_DIR
+Usage: ml-prepare.py EXTRACTED_DIR OUT_DIR [SHARED_DATA_DIR]
 
-One file per set (bbc, mr, rt, tweets, amazon-de), one example per line, tabs and newlines in
+One file per set (bbc, mr, rt, tweets, amazon-de; with SHARED_DATA_DIR also the Arabic hotel
+reviews' own train and test sides, the aspect term put back in place of `$T$`), one example per line, tabs and newlines in
 the text replaced by spaces. Reading follows /work/shared/data/README.md: the tweets are read
 with undecodable bytes ignored and de-duplicated on whitespace-normalised text (first label
 wins), which leaves the 37,233 unique tweets the README counts.
@@ -69,8 +70,22 @@ def tweets(src):
                 yield row["sentiment"], row["text"]
 
 
+def hotels_ar(path):
+    """SemEval-2016 Arabic hotel reviews: sentence with `$T$`, aspect term, polarity."""
+    with open(path, encoding="utf-8") as f:
+        lines = [line.strip() for line in f]
+    for i in range(0, len(lines) - 2, 3):
+        sentence, term, polarity = lines[i : i + 3]
+        if sentence and polarity:
+            yield polarity.lower(), sentence.replace("$T$", term)
+
+
 def main():
     src, out = sys.argv[1], sys.argv[2]
+    shared = sys.argv[3] if len(sys.argv) > 3 else None
+    if shared:
+        for side in ("train", "test"):
+            write(out, f"hotels-ar-{side}", hotels_ar(os.path.join(shared, "absa-hotels-ar", f"{side}.dat")))
     os.makedirs(out, exist_ok=True)
     write(out, "bbc", bbc(src))
     write(out, "mr", pattern_polarity(src, "polarity-en-pang&lee2.csv"))

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! bench tsv  --data FILE --out DIR   # FILE: lines `label<TAB>text`
+//! bench tsv  --data TRAIN --test TEST --out DIR   # a set with its own test side
 //! bench absa --data DIR  --out DIR   # DIR: train.jsonl, dev.jsonl, test.jsonl (SemEval-16)
 //! # experiments: --char MIN-MAX, --buckets-log2 N, --word-ngrams N, --grid C,C,…, --no-curve
 //! ```
@@ -116,11 +117,27 @@ fn arg(args: &[String], name: &str) -> Fallible<PathBuf> {
         .ok_or_else(|| format!("missing {name}").into())
 }
 
-fn bench_tsv(data: &Path, out: &Path, options: &Options<'_>, curve_sizes: &[usize]) -> Fallible<()> {
+fn bench_tsv(
+    data: &Path,
+    test_file: Option<&Path>,
+    out: &Path,
+    options: &Options<'_>,
+    curve_sizes: &[usize],
+) -> Fallible<()> {
     let all = read_tsv(data)?;
-    let split = split_examples(ProjectType::Label, &all, 0.2, 0);
-    let train: Vec<&Example> = split.train.iter().map(|&i| &all[i]).collect();
-    let test: Vec<&Example> = split.test.iter().map(|&i| &all[i]).collect();
+    let given_test = test_file.map(read_tsv).transpose()?;
+    let (train, test): (Vec<&Example>, Vec<&Example>) = match &given_test {
+        // A set with its own test file (sentences repeated across aspects must not straddle
+        // a random split).
+        Some(test) => (all.iter().collect(), test.iter().collect()),
+        None => {
+            let split = split_examples(ProjectType::Label, &all, 0.2, 0);
+            (
+                split.train.iter().map(|&i| &all[i]).collect(),
+                split.test.iter().map(|&i| &all[i]).collect(),
+            )
+        }
+    };
     std::fs::create_dir_all(out)?;
     write_tsv(&out.join("train.tsv"), &train)?;
     write_tsv(&out.join("test.tsv"), &test)?;
@@ -240,7 +257,13 @@ fn main() -> Fallible<()> {
         &[8, 32, 128]
     };
     match args.first().map(String::as_str) {
-        Some("tsv") => bench_tsv(&arg(&args, "--data")?, &arg(&args, "--out")?, &options, curve),
+        Some("tsv") => bench_tsv(
+            &arg(&args, "--data")?,
+            value("--test").map(PathBuf::from).as_deref(),
+            &arg(&args, "--out")?,
+            &options,
+            curve,
+        ),
         Some("absa") => bench_absa(&arg(&args, "--data")?, &arg(&args, "--out")?, &options),
         _ => Err("usage: bench tsv --data FILE --out DIR | bench absa --data DIR --out DIR".into()),
     }
