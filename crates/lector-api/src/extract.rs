@@ -20,11 +20,14 @@ pub trait WriteBody: DeserializeOwned {
     /// Fields of the resource a client may read but never set in this request.
     const IMMUTABLE: &'static [&'static str] = &[];
 
+    /// Largest body this request takes.
+    const MAX_BYTES: usize = MAX_JSON_BYTES;
+
     /// Checks values; push every problem found.
     fn validate(&self, _problems: &mut Problems) {}
 }
 
-/// Largest JSON body accepted by operations that take JSON (uploads have their own limit).
+/// Largest JSON body accepted by default (bulk uploads set their own, larger limit).
 pub const MAX_JSON_BYTES: usize = 2 * 1024 * 1024;
 
 /// A validated JSON request body.
@@ -47,32 +50,44 @@ impl<S: Send + Sync, T: WriteBody> FromRequest<S> for Body<T> {
         if !is_json {
             return Err(Error::new(ErrorCode::UnsupportedMediaType, "send the body as application/json").into());
         }
-        let too_large = || {
-            Error::new(
-                ErrorCode::PayloadTooLarge,
-                format!("a JSON body has at most {MAX_JSON_BYTES} bytes"),
-            )
-        };
+        let max = T::MAX_BYTES;
+        let too_large = || Error::new(ErrorCode::PayloadTooLarge, format!("this body has at most {max} bytes"));
         let declared = request
             .headers()
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<usize>().ok());
-        if declared.is_some_and(|n| n > MAX_JSON_BYTES) {
+        if declared.is_some_and(|n| n > max) {
+            drain(request.into_body()).await;
             return Err(too_large().into());
         }
-        let bytes = axum::body::to_bytes(request.into_body(), MAX_JSON_BYTES)
-            .await
-            .map_err(|e| {
-                if std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("length limit")) {
-                    too_large()
-                } else {
-                    Error::bad_request(format!("cannot read the body: {e}"))
-                }
-            })?;
+        let bytes = axum::body::to_bytes(request.into_body(), max).await.map_err(|e| {
+            if std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("length limit")) {
+                too_large()
+            } else {
+                Error::bad_request(format!("cannot read the body: {e}"))
+            }
+        })?;
         parse_body(&bytes).map(Body).map_err(ApiError)
     }
 }
+
+/// Reads and discards a refused body (at most [`MAX_DRAIN_BYTES`]), so that an HTTP/1.1 client
+/// still writing it reads the answer instead of a broken connection.
+async fn drain(body: axum::body::Body) {
+    use http_body_util::BodyExt;
+    let mut body = body;
+    let mut seen = 0usize;
+    while seen < MAX_DRAIN_BYTES {
+        match body.frame().await {
+            Some(Ok(frame)) => seen += frame.data_ref().map_or(0, |d| d.len()),
+            _ => break,
+        }
+    }
+}
+
+/// The most of a refused body the server reads before it gives up on the connection.
+const MAX_DRAIN_BYTES: usize = 16 * 1024 * 1024;
 
 /// The pure part of [`Body`]: bytes to a validated write type.
 pub fn parse_body<T: WriteBody>(bytes: &[u8]) -> Result<T> {

@@ -93,6 +93,8 @@ pub struct Config {
     pub mail: MailConfig,
     /// `text` or `json` log lines.
     pub log_format: String,
+    /// Job workers embedded in `lector serve` (0 for an API-only node).
+    pub workers: usize,
 }
 
 impl Default for Config {
@@ -116,6 +118,7 @@ impl Default for Config {
             rate_limits: RateLimits::default(),
             mail: MailConfig::default(),
             log_format: "text".into(),
+            workers: 2,
         }
     }
 }

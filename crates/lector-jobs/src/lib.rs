@@ -1,7 +1,15 @@
-//! Lector's background work. For now: delivering mail, to an outbox folder (one `.eml` file per
-//! message, readable by a person) or over SMTP. Ingest, training, analysis and clone jobs will
-//! run here on the durable job queue.
+//! Lector's background work: the worker loop over the durable job queue, the job handlers,
+//! and mail delivery (to an outbox folder, one `.eml` file per message, or over SMTP).
 
+pub mod ingest;
 pub mod mail;
+pub mod runner;
 
+pub use ingest::{ImportDocuments, prepare_document};
 pub use mail::Mailer;
+pub use runner::{Handler, HandlerFuture, JobError, Outcome, Runner};
+
+/// The runner with every kind of job this installation handles.
+pub fn standard_runner() -> Runner {
+    Runner::new().with(lector_store::IMPORT_JOB, ImportDocuments)
+}

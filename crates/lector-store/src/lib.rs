@@ -7,7 +7,11 @@
 //! as 409, an unreachable database as 503, anything else as a logged 500.
 
 mod accounts;
+mod documents;
+mod jobs;
 pub use accounts::{NewUser, UserChanges};
+pub use documents::{Document, DocumentFilter, DocumentGroup, IMPORT_JOB, NewDocument, NewSegment, Segment};
+pub use jobs::{Job, JobNotice, JobState, Lease, NewJob};
 pub use projects::{ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectFields};
 pub use security::{MAX_PRODUCT_KEYS, TokenPurpose};
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
@@ -16,6 +20,8 @@ mod notifications;
 mod projects;
 mod records;
 mod security;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod workspaces;
 
 pub use records::*;
@@ -109,6 +115,28 @@ impl Store {
 
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+/// A value for a query whose parameters are decided at run time.
+pub(crate) enum Param {
+    Int(i64),
+    Text(String),
+}
+
+impl Param {
+    /// Binds the parameters in order, `$1` first.
+    pub(crate) fn bind_all<'q>(
+        mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+        params: Vec<Param>,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+        for param in params {
+            query = match param {
+                Param::Int(v) => query.bind(v),
+                Param::Text(v) => query.bind(v),
+            };
+        }
+        query
     }
 }
 

@@ -26,6 +26,18 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0002_projects.sql"),
         postgres: include_str!("../migrations/postgres/0002_projects.sql"),
     },
+    Step {
+        version: 3,
+        description: "jobs",
+        sqlite: include_str!("../migrations/sqlite/0003_jobs.sql"),
+        postgres: include_str!("../migrations/postgres/0003_jobs.sql"),
+    },
+    Step {
+        version: 4,
+        description: "documents",
+        sqlite: include_str!("../migrations/sqlite/0004_documents.sql"),
+        postgres: include_str!("../migrations/postgres/0004_documents.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -8,7 +8,7 @@ use crate::records::{
     FromAnyRow, INVITATION_COLUMNS, Invitation, InvitationStatus, MEMBERSHIP_COLUMNS, Membership, MyWorkspace, User,
     WORKSPACE_COLUMNS, Workspace,
 };
-use crate::{Store, db, db_unique};
+use crate::{Param, Store, db, db_unique};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Role, Scope};
 use sqlx::{Any, Transaction};
@@ -51,16 +51,12 @@ pub enum Invitee {
 
 impl Store {
     async fn find_workspace(&self, workspace: &WorkspaceRef) -> Result<Option<Workspace>> {
-        let (filter, sql_param): (&str, Param) = match workspace {
+        let (filter, param) = match workspace {
             WorkspaceRef::Id(id) => ("w.id = $1", Param::Int(*id)),
             WorkspaceRef::Name(name) => ("w.name = $1", Param::Text(name.clone())),
         };
         let sql = format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces w WHERE {filter}");
-        let query = sqlx::query(&sql);
-        let query = match sql_param {
-            Param::Int(v) => query.bind(v),
-            Param::Text(v) => query.bind(v),
-        };
+        let query = Param::bind_all(sqlx::query(&sql), vec![param]);
         let row = query.fetch_optional(&self.pool).await.map_err(db)?;
         row.as_ref().map(Workspace::decode).transpose()
     }
@@ -541,11 +537,6 @@ impl Store {
         tx.commit().await.map_err(db)?;
         self.user_by_id(user_id).await?.ok_or_else(|| Error::not_found("user"))
     }
-}
-
-enum Param {
-    Int(i64),
-    Text(String),
 }
 
 async fn insert_membership(

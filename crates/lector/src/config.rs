@@ -21,6 +21,9 @@ pub struct Overrides {
     /// `on` (TLS here) or `proxy` (plain HTTP behind a trusted TLS proxy).
     #[arg(long, global = true, value_parser = parse_tls)]
     tls: Option<TlsMode>,
+    /// Job workers (embedded in serve; run by worker).
+    #[arg(long, global = true)]
+    workers: Option<usize>,
 }
 
 fn parse_tls(text: &str) -> Result<TlsMode, String> {
@@ -49,6 +52,9 @@ pub fn load(overrides: &Overrides) -> Result<Config, String> {
     }
     if let Some(dir) = &overrides.data_dir {
         figment = figment.merge(("data_dir", dir));
+    }
+    if let Some(workers) = overrides.workers {
+        figment = figment.merge(("workers", workers));
     }
     if let Some(tls) = overrides.tls {
         figment = figment.merge(("tls", tls));

@@ -21,6 +21,8 @@ struct Cli {
 enum Command {
     /// Serve the HTTPS API (migrating the database first).
     Serve,
+    /// Run job workers only (no HTTP), until SIGTERM.
+    Worker,
     /// Bring the database schema up to date and exit.
     Migrate,
     /// Print the OpenAPI document.
@@ -100,9 +102,24 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
                 lector_core::config::TlsMode::On => "https",
                 lector_core::config::TlsMode::Proxy => "http (behind a TLS proxy)",
             };
-            tracing::info!(%address, scheme, data_dir = %state.config.data_dir.display(), "lector is serving");
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            let workers = lector_jobs::standard_runner().spawn(state.store.clone(), state.config.workers, stopped);
+            tracing::info!(%address, scheme, workers = state.config.workers, data_dir = %state.config.data_dir.display(), "lector is serving");
             server.run(lector_api::shutdown_signal()).await;
+            stop_workers(stop, workers).await;
             state.store.close().await;
+        }
+        Command::Worker => {
+            let store = lector_store::Store::open(&config.database_url(), config.database_max_connections)
+                .await
+                .map_err(|e| e.detail)?;
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            let count = config.workers.max(1);
+            let workers = lector_jobs::standard_runner().spawn(store.clone(), count, stopped);
+            tracing::info!(workers = count, "lector worker is running");
+            lector_api::shutdown_signal().await;
+            stop_workers(stop, workers).await;
+            store.close().await;
         }
         Command::User {
             command:
@@ -133,6 +150,23 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
         }
     }
     Ok(())
+}
+
+/// Asks the workers to stop after their current job and waits for them (at most 60 s; a job
+/// cut short runs again elsewhere once its lease expires).
+async fn stop_workers(stop: tokio::sync::watch::Sender<bool>, workers: Vec<tokio::task::JoinHandle<()>>) {
+    let _ = stop.send(true);
+    let all = async {
+        for worker in workers {
+            let _ = worker.await;
+        }
+    };
+    if tokio::time::timeout(std::time::Duration::from_secs(60), all)
+        .await
+        .is_err()
+    {
+        tracing::warn!("workers still busy after 60 s; their jobs will run again");
+    }
 }
 
 fn init_logging(format: &str) {

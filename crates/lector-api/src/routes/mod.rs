@@ -7,6 +7,8 @@ use utoipa_axum::router::OpenApiRouter;
 
 pub mod auth;
 pub mod classes;
+pub mod documents;
+pub mod groups;
 pub mod notifications;
 pub mod projects;
 pub mod system;
@@ -23,6 +25,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(notifications::router())
         .merge(projects::router())
         .merge(classes::router())
+        .merge(documents::router())
+        .merge(groups::router())
 }
 
 /// Timestamps are served as RFC 3339 strings.

@@ -1,12 +1,12 @@
 //! `TestApp`: the real server, over HTTPS on port 0, on a fresh database of either backend.
 //!
-//! SQLite databases live in a temporary data directory. PostgreSQL databases are created on the
-//! server named by `LECTOR_TEST_DATABASE_URL` with a unique name and dropped afterwards; without
-//! that variable the PostgreSQL tests are skipped with a notice, except in CI, where they fail.
+//! The database comes from `lector_store::testing` (a temporary SQLite file, or a uniquely named
+//! PostgreSQL database dropped afterwards).
 #![allow(dead_code)]
 
 use lector_api::{AppState, Server};
 use lector_core::config::Config;
+use lector_store::testing::TestDatabase;
 use reqwest::{Method, StatusCode, header::HeaderMap};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -52,7 +52,7 @@ pub struct TestApp {
     pub data_dir: tempfile::TempDir,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
-    postgres: Option<(String, String)>,
+    database: Option<TestDatabase>,
 }
 
 /// A registered user and its token.
@@ -96,33 +96,6 @@ impl Answer {
     }
 }
 
-fn postgres_admin_url() -> Option<String> {
-    match std::env::var("LECTOR_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false") => {
-            panic!("LECTOR_TEST_DATABASE_URL is not set: the PostgreSQL tests must run in CI")
-        }
-        _ => {
-            eprintln!("notice: LECTOR_TEST_DATABASE_URL is not set; skipping a PostgreSQL test");
-            None
-        }
-    }
-}
-
-/// `postgres://host/db?x` with another database name.
-fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, format!("?{q}")),
-        None => (url, String::new()),
-    };
-    let authority_end = base.find("://").map(|i| i + 3).unwrap_or(0);
-    let root = match base[authority_end..].find('/') {
-        Some(i) => &base[..authority_end + i],
-        None => base,
-    };
-    format!("{root}/{name}{query}")
-}
-
 impl TestApp {
     pub async fn start(backend: Backend) -> Option<Self> {
         Self::start_with(backend, |_| {}).await
@@ -131,10 +104,16 @@ impl TestApp {
     /// Starts the app with a configuration the test may adjust.
     pub async fn start_with(backend: Backend, adjust: impl FnOnce(&mut Config)) -> Option<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
+        let database = TestDatabase::create(match backend {
+            Backend::Sqlite => lector_store::Backend::Sqlite,
+            Backend::Postgres => lector_store::Backend::Postgres,
+        })
+        .await?;
         let data_dir = tempfile::tempdir().expect("temporary directory");
         let mut config = Config {
             listen: "127.0.0.1:0".into(),
             data_dir: data_dir.path().to_path_buf(),
+            database_url: Some(lector_core::config::Secret::new(database.url.clone())),
             ..Config::default()
         };
         config.password_hashing.memory_kib = 64;
@@ -142,28 +121,24 @@ impl TestApp {
         config.rate_limits.login_per_minute = 1000;
         config.rate_limits.register_per_hour = 1000;
         config.rate_limits.reset_mail_per_hour = 1000;
-        let mut postgres = None;
-        if backend == Backend::Postgres {
-            let admin = postgres_admin_url()?;
-            let name = format!("lector_test_{}", uuid::Uuid::new_v4().simple());
-            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin)
-                .await
-                .expect("connect to PostgreSQL");
-            sqlx::query(&format!("CREATE DATABASE {name}"))
-                .execute(&mut conn)
-                .await
-                .expect("create test database");
-            config.database_url = Some(lector_core::config::Secret::new(with_database(&admin, &name)));
-            postgres = Some((admin, name));
-        }
         adjust(&mut config);
         let state = AppState::new(config).await.expect("app state");
         let server = Server::bind(state.clone()).await.expect("bind");
         let address = server.local_addr().expect("address");
         let (tx, rx) = oneshot::channel::<()>();
-        let handle = tokio::spawn(server.run(async {
-            let _ = rx.await;
-        }));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let workers = lector_jobs::standard_runner().spawn(state.store.clone(), 2, stopped);
+        let handle = tokio::spawn(async move {
+            server
+                .run(async {
+                    let _ = rx.await;
+                })
+                .await;
+            let _ = stop.send(true);
+            for worker in workers {
+                let _ = worker.await;
+            }
+        });
         let client = reqwest::Client::builder()
             .danger_accept_invalid_certs(true)
             .build()
@@ -175,7 +150,7 @@ impl TestApp {
             data_dir,
             shutdown: Some(tx),
             server: Some(handle),
-            postgres,
+            database: Some(database),
         })
     }
 
@@ -299,24 +274,7 @@ impl Drop for TestApp {
         if let Some(handle) = self.server.take() {
             handle.abort();
         }
-        if let Some((admin, name)) = self.postgres.take() {
-            // Drop runs inside the test's runtime; a thread with its own runtime may block. FORCE ends
-            // the server's pooled connections.
-            std::thread::spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("runtime");
-                runtime.block_on(async {
-                    if let Ok(mut conn) = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await {
-                        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                            .execute(&mut conn)
-                            .await;
-                    }
-                });
-            })
-            .join()
-            .expect("drop the test database");
-        }
+        // The server stops before its database goes.
+        self.database.take();
     }
 }

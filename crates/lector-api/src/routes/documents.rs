@@ -1,0 +1,540 @@
+//! Documents of a project, single or uploaded in bulk (an import job fills a document group),
+//! and the tasks (jobs) of a project.
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
+use crate::routes::groups::GroupDto;
+use crate::routes::rfc3339;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use lector_core::validate::Problems;
+use lector_core::{Error, ErrorCode, Result};
+use lector_jobs::ingest::ImportedDocument;
+use lector_jobs::prepare_document;
+use lector_store::{Document, DocumentFilter, Job, NewDocument, NewSegment, Segment};
+use lector_text::{ClientSegment, Language};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_documents, create_document))
+        .routes(routes!(get_document, update_document, delete_document))
+        .routes(routes!(upload_documents))
+        .routes(routes!(get_project_task))
+}
+
+/// Longest document text, in characters.
+pub const MAX_DOCUMENT_CHARS: usize = 1_000_000;
+/// Most documents one upload takes.
+pub const MAX_UPLOAD_DOCUMENTS: usize = 100_000;
+/// Largest upload body, in bytes.
+pub const MAX_UPLOAD_BYTES: usize = 50 * 1024 * 1024;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SegmentDto {
+    pub id: i64,
+    pub text: String,
+    /// `[start, end)` in code points of the document text.
+    pub span: [i64; 2],
+    /// The segment's tags (with `details=tags`); labeling sessions add them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub tags: Option<Vec<serde_json::Value>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentDto {
+    pub id: i64,
+    pub text: String,
+    pub group_id: Option<i64>,
+    pub language: String,
+    pub created: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<Vec<SegmentDto>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub meta: Option<serde_json::Value>,
+}
+
+/// Which parts of a document to return: any of `segments`, `meta`, `tags`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Details {
+    pub segments: bool,
+    pub meta: bool,
+    pub tags: bool,
+}
+
+impl Details {
+    pub fn parse(text: Option<&str>) -> Result<Self> {
+        let mut details = Details::default();
+        for part in text
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
+            match part {
+                "segments" => details.segments = true,
+                "meta" => details.meta = true,
+                "tags" => details.tags = true,
+                other => {
+                    return Err(Error::new(
+                        ErrorCode::InvalidParameter,
+                        format!("details takes segments, meta and tags, not {other:?}"),
+                    ));
+                }
+            }
+        }
+        Ok(details)
+    }
+}
+
+/// Shapes documents for an answer, fetching their segments when asked for.
+pub async fn document_dtos(state: &AppState, documents: Vec<Document>, details: Details) -> Result<Vec<DocumentDto>> {
+    let with_segments = details.segments || details.tags;
+    let mut segments: Vec<Segment> = if with_segments {
+        state
+            .store
+            .segments_of(&documents.iter().map(|d| d.id).collect::<Vec<_>>())
+            .await?
+    } else {
+        Vec::new()
+    };
+    segments.reverse();
+    Ok(documents
+        .into_iter()
+        .map(|d| {
+            let own = if with_segments {
+                let mut own = Vec::new();
+                while segments.last().is_some_and(|s| s.document_id == d.id) {
+                    let s = segments.pop().expect("checked");
+                    own.push(SegmentDto {
+                        id: s.id,
+                        text: s.text,
+                        span: [s.start, s.end],
+                        tags: details.tags.then(Vec::new),
+                    });
+                }
+                Some(own)
+            } else {
+                None
+            };
+            DocumentDto {
+                id: d.id,
+                text: d.text,
+                group_id: d.group_id,
+                language: d.language,
+                created: rfc3339(d.created),
+                segments: own,
+                meta: details.meta.then_some(d.meta),
+            }
+        })
+        .collect())
+}
+
+fn language(field: &Option<String>, problems: &mut Problems) {
+    if let Some(code) = field {
+        problems.check(Language::from_code(code).is_some(), "language", "must be en, de or ar");
+    }
+}
+
+fn check_text(problems: &mut Problems, field: &str, text: &str) {
+    problems.check(!text.trim().is_empty(), field, "must not be empty");
+    problems.check(
+        text.chars().count() <= MAX_DOCUMENT_CHARS,
+        field,
+        &format!("must have at most {MAX_DOCUMENT_CHARS} characters"),
+    );
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentBody {
+    pub text: String,
+    /// Where the segment lies; found after the previous segment when absent.
+    pub span: Option<[usize; 2]>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentBody {
+    pub text: String,
+    /// The client's own segments; otherwise the text is split into sentences.
+    pub segments: Option<Vec<SegmentBody>>,
+    #[schema(value_type = Option<Object>)]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// en (default), de or ar: the sentence rules.
+    pub language: Option<String>,
+    /// `false` keeps the whole text as one segment.
+    pub split: Option<bool>,
+}
+
+impl WriteBody for DocumentBody {
+    const IMMUTABLE: &'static [&'static str] = &["id", "created", "group_id"];
+
+    fn validate(&self, problems: &mut Problems) {
+        check_text(problems, "text", &self.text);
+        language(&self.language, problems);
+    }
+}
+
+impl DocumentBody {
+    fn prepare(self) -> Result<NewDocument> {
+        let language = Language::from_code_or_default(self.language.as_deref());
+        let meta = serde_json::Value::Object(self.meta.unwrap_or_default());
+        let mut document = prepare_document(&self.text, meta, language, self.split.unwrap_or(true));
+        if let Some(given) = &self.segments {
+            let given: Vec<ClientSegment<'_>> = given
+                .iter()
+                .map(|s| ClientSegment {
+                    text: &s.text,
+                    span: s.span,
+                })
+                .collect();
+            let checked = lector_text::check_segments(&document.text, &given)
+                .map_err(|e| Error::validation(vec![lector_core::FieldError::new("segments", e.to_string())]))?;
+            document.segments = checked
+                .into_iter()
+                .map(|s| NewSegment {
+                    start: s.start() as i64,
+                    end: s.end() as i64,
+                    text: s.text,
+                })
+                .collect();
+        }
+        Ok(document)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ProjectPath {
+    project_id: i64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DocumentPath {
+    project_id: i64,
+    document_id: i64,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct DetailsQuery {
+    /// Comma-separated: segments, meta, tags.
+    pub details: Option<String>,
+}
+
+/// Creates one document, split into sentences unless it brings its own segments.
+#[utoipa::path(post, path = "/projects/{project_id}/documents", tag = "documents", params(("project_id" = i64, Path)),
+    request_body = DocumentBody, responses((status = 201, body = DocumentDto)))]
+pub async fn create_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    Body(body): Body<DocumentBody>,
+) -> ApiResult<(StatusCode, Json<DocumentDto>)> {
+    let (document, _) = state
+        .store
+        .create_document(&caller.scope, p.project_id, body.prepare()?)
+        .await?;
+    let details = Details {
+        segments: true,
+        meta: true,
+        tags: false,
+    };
+    let mut answer = document_dtos(&state, vec![document], details).await?;
+    Ok((StatusCode::CREATED, Json(answer.remove(0))))
+}
+
+/// A document with its segments.
+#[utoipa::path(get, path = "/projects/{project_id}/documents/{document_id}", tag = "documents",
+    params(("project_id" = i64, Path), ("document_id" = i64, Path), DetailsQuery), responses((status = 200, body = DocumentDto)))]
+pub async fn get_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<DocumentPath>,
+    QueryParams(q): QueryParams<DetailsQuery>,
+) -> ApiResult<Json<DocumentDto>> {
+    let mut details = Details::parse(q.details.as_deref())?;
+    details.segments = true;
+    let document = state.store.document(&caller.scope, p.project_id, p.document_id).await?;
+    Ok(Json(document_dtos(&state, vec![document], details).await?.remove(0)))
+}
+
+/// Replaces a document's text (and segments, meta, language).
+#[utoipa::path(put, path = "/projects/{project_id}/documents/{document_id}", tag = "documents",
+    params(("project_id" = i64, Path), ("document_id" = i64, Path)), request_body = DocumentBody,
+    responses((status = 200, body = DocumentDto)))]
+pub async fn update_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<DocumentPath>,
+    Body(body): Body<DocumentBody>,
+) -> ApiResult<Json<DocumentDto>> {
+    let (document, _) = state
+        .store
+        .update_document(&caller.scope, p.project_id, p.document_id, body.prepare()?)
+        .await?;
+    let details = Details {
+        segments: true,
+        meta: true,
+        tags: false,
+    };
+    Ok(Json(document_dtos(&state, vec![document], details).await?.remove(0)))
+}
+
+/// Deletes a document; answers it.
+#[utoipa::path(delete, path = "/projects/{project_id}/documents/{document_id}", tag = "documents",
+    params(("project_id" = i64, Path), ("document_id" = i64, Path)), responses((status = 200, body = DocumentDto)))]
+pub async fn delete_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<DocumentPath>,
+) -> ApiResult<Json<DocumentDto>> {
+    let document = state
+        .store
+        .delete_document(&caller.scope, p.project_id, p.document_id)
+        .await?;
+    Ok(Json(
+        document_dtos(&state, vec![document], Details::default())
+            .await?
+            .remove(0),
+    ))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListDocumentsQuery {
+    /// Comma-separated: segments, meta, tags.
+    pub details: Option<String>,
+    /// Case-insensitive substring of the text.
+    pub search: Option<String>,
+    pub group_id: Option<i64>,
+    /// Only documents in a group (true) or in none (false).
+    pub grouped: Option<bool>,
+    #[serde(default)]
+    pub offset: i64,
+    #[serde(default = "default_limit")]
+    pub limit: i64,
+}
+
+fn default_limit() -> i64 {
+    100
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentPage {
+    pub documents: Vec<DocumentDto>,
+    pub has_more: bool,
+    pub offset: i64,
+    pub limit: i64,
+    pub count: usize,
+}
+
+/// A page of a project's documents, in id order (paging never drops or repeats a row).
+#[utoipa::path(get, path = "/projects/{project_id}/documents", tag = "documents",
+    params(("project_id" = i64, Path), ListDocumentsQuery), responses((status = 200, body = DocumentPage)))]
+pub async fn list_documents(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    QueryParams(q): QueryParams<ListDocumentsQuery>,
+) -> ApiResult<Json<DocumentPage>> {
+    let paging = Paging {
+        offset: q.offset,
+        limit: q.limit,
+    }
+    .check()?;
+    let details = Details::parse(q.details.as_deref())?;
+    let filter = DocumentFilter {
+        search: q.search,
+        group_id: q.group_id,
+        grouped: q.grouped,
+    };
+    let (documents, has_more) = state
+        .store
+        .documents(&caller.scope, p.project_id, &filter, paging.offset, paging.limit)
+        .await?;
+    let documents = document_dtos(&state, documents, details).await?;
+    Ok(Json(DocumentPage {
+        count: documents.len(),
+        documents,
+        has_more,
+        offset: paging.offset,
+        limit: paging.limit,
+    }))
+}
+
+/// Documents to upload: a plain array, or an object with options.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum UploadBody {
+    List(Vec<UploadedDocument>),
+    WithOptions(UploadOptions),
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UploadOptions {
+    pub documents: Vec<UploadedDocument>,
+    /// The group's name; default: "Upload" and the time.
+    pub name: Option<String>,
+    pub language: Option<String>,
+    pub split: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UploadedDocument {
+    pub text: String,
+    /// The client's own id for the document, kept in its meta as `external_id`.
+    pub id: Option<i64>,
+    #[schema(value_type = Option<Object>)]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl WriteBody for UploadBody {
+    const MAX_BYTES: usize = MAX_UPLOAD_BYTES;
+
+    fn validate(&self, problems: &mut Problems) {
+        let (documents, language_field) = match self {
+            UploadBody::List(list) => (list, None),
+            UploadBody::WithOptions(o) => (&o.documents, o.language.clone()),
+        };
+        problems.check(!documents.is_empty(), "documents", "send at least one document");
+        problems.check(
+            documents.len() <= MAX_UPLOAD_DOCUMENTS,
+            "documents",
+            &format!("send at most {MAX_UPLOAD_DOCUMENTS} documents per upload"),
+        );
+        for (i, document) in documents.iter().enumerate().take(MAX_UPLOAD_DOCUMENTS) {
+            check_text(problems, &format!("documents[{i}].text"), &document.text);
+            if problems.0.len() >= 20 {
+                break;
+            }
+        }
+        language(&language_field, problems);
+    }
+}
+
+/// Uploads documents: answers 202 with the group they will fill (PROCESSING) and the task
+/// that fills it; the group turns CREATED when every document is stored and segmented.
+#[utoipa::path(post, path = "/projects/{project_id}/upload-documents", tag = "documents", params(("project_id" = i64, Path)),
+    request_body = Vec<UploadedDocument>, responses((status = 202, body = GroupDto)))]
+pub async fn upload_documents(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    Body(body): Body<UploadBody>,
+) -> ApiResult<Response> {
+    let options = match body {
+        UploadBody::List(documents) => UploadOptions {
+            documents,
+            name: None,
+            language: None,
+            split: None,
+        },
+        UploadBody::WithOptions(options) => options,
+    };
+    let documents: Vec<ImportedDocument> = options
+        .documents
+        .into_iter()
+        .map(|d| {
+            let mut meta = d.meta.unwrap_or_default();
+            if let Some(id) = d.id {
+                meta.insert("external_id".into(), id.into());
+            }
+            ImportedDocument { text: d.text, meta }
+        })
+        .collect();
+    let name = options
+        .name
+        .unwrap_or_else(|| format!("Upload {}", rfc3339(lector_core::time::Timestamp::now())));
+    let language = Language::from_code_or_default(options.language.as_deref());
+    let payload = serde_json::json!({
+        "documents": documents,
+        "language": language.code(),
+        "split": options.split.unwrap_or(true),
+    });
+    let group = state
+        .store
+        .start_import(&caller.scope, p.project_id, &name, "upload", payload)
+        .await?;
+    tracing::info!(project.id = p.project_id, group.id = group.id, job.id = ?group.task_id, "import queued");
+    let location = format!("/projects/{}/groups/{}", p.project_id, group.id);
+    let mut response = (StatusCode::ACCEPTED, Json(GroupDto::from(group))).into_response();
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    Ok(response)
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TaskDto {
+    pub id: i64,
+    pub project_id: Option<i64>,
+    /// The kind of work, e.g. `import_documents`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// QUEUED, RUNNING, DONE or FAILED.
+    pub status: String,
+    /// In [0, 1]; never decreases.
+    pub progress: f64,
+    pub attempts: i64,
+    pub created: String,
+    pub updated: String,
+    pub finished: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub result: Option<serde_json::Value>,
+    pub error: Option<String>,
+}
+
+impl From<Job> for TaskDto {
+    fn from(j: Job) -> Self {
+        Self {
+            id: j.id,
+            project_id: j.project_id,
+            kind: j.kind,
+            status: j.state.as_str().into(),
+            progress: j.progress,
+            attempts: j.attempts,
+            created: rfc3339(j.created),
+            updated: rfc3339(j.updated),
+            finished: j.finished.map(rfc3339),
+            result: j.result,
+            error: j.error,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TaskPath {
+    project_id: i64,
+    task_id: i64,
+}
+
+/// A long-running task of a project (an import, a training, an analysis) with its progress.
+#[utoipa::path(get, path = "/projects/{project_id}/tasks/{task_id}", tag = "projects",
+    params(("project_id" = i64, Path), ("task_id" = i64, Path)), responses((status = 200, body = TaskDto)))]
+pub async fn get_project_task(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<TaskPath>,
+) -> ApiResult<Json<TaskDto>> {
+    Ok(Json(
+        state
+            .store
+            .project_job(&caller.scope, p.project_id, p.task_id)
+            .await?
+            .into(),
+    ))
+}

@@ -1,0 +1,339 @@
+//! Document groups: created from documents given whole (or filled by an upload's import),
+//! listed, renamed, extended, deleted, and read with their documents.
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{Body, PathParams, QueryParams, WriteBody};
+use crate::routes::documents::{Details, DocumentDto, UploadedDocument, document_dtos};
+use crate::routes::rfc3339;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use lector_core::validate::{MAX_NAME_CHARS, Problems};
+use lector_core::{Error, Result};
+use lector_jobs::prepare_document;
+use lector_store::{DocumentFilter, DocumentGroup, NewDocument};
+use lector_text::Language;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_groups, create_group))
+        .routes(routes!(get_group, update_group, delete_group))
+        .routes(routes!(list_group_documents))
+        .routes(routes!(get_group_document))
+}
+
+/// Most documents a group takes in one synchronous call; larger sets go through upload_documents.
+pub const MAX_GROUP_DOCUMENTS: usize = 10_000;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GroupDto {
+    pub id: i64,
+    pub name: String,
+    pub created: String,
+    pub document_count: i64,
+    pub project_id: i64,
+    pub source: String,
+    /// PROCESSING while an import fills it, then CREATED.
+    pub status: String,
+    /// The task filling the group, for get_project_task.
+    pub task_id: Option<i64>,
+}
+
+impl From<DocumentGroup> for GroupDto {
+    fn from(g: DocumentGroup) -> Self {
+        Self {
+            id: g.id,
+            name: g.name,
+            created: rfc3339(g.created),
+            document_count: g.document_count,
+            project_id: g.project_id,
+            source: g.source,
+            status: g.status,
+            task_id: g.task_id,
+        }
+    }
+}
+
+fn prepare_all(documents: Vec<UploadedDocument>, language: Option<&str>, split: Option<bool>) -> Vec<NewDocument> {
+    let language = Language::from_code_or_default(language);
+    documents
+        .into_iter()
+        .map(|d| {
+            let mut meta = d.meta.unwrap_or_default();
+            if let Some(id) = d.id {
+                meta.insert("external_id".into(), id.into());
+            }
+            prepare_document(
+                &d.text,
+                serde_json::Value::Object(meta),
+                language,
+                split.unwrap_or(true),
+            )
+        })
+        .collect()
+}
+
+fn check_documents(problems: &mut Problems, documents: &[UploadedDocument]) {
+    problems.check(
+        documents.len() <= MAX_GROUP_DOCUMENTS,
+        "documents",
+        &format!("at most {MAX_GROUP_DOCUMENTS} documents per call; upload larger sets with upload_documents"),
+    );
+    for (i, d) in documents.iter().enumerate().take(MAX_GROUP_DOCUMENTS) {
+        problems.check(
+            !d.text.trim().is_empty(),
+            &format!("documents[{i}].text"),
+            "must not be empty",
+        );
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateGroupBody {
+    pub name: String,
+    #[serde(default)]
+    pub documents: Vec<UploadedDocument>,
+    pub language: Option<String>,
+    /// `false` keeps each document whole as one segment.
+    pub split: Option<bool>,
+}
+
+impl WriteBody for CreateGroupBody {
+    const IMMUTABLE: &'static [&'static str] = &["id", "created", "status", "document_count", "project_id"];
+    const MAX_BYTES: usize = crate::routes::documents::MAX_UPLOAD_BYTES;
+
+    fn validate(&self, problems: &mut Problems) {
+        problems.name("name", &self.name, MAX_NAME_CHARS);
+        check_documents(problems, &self.documents);
+        if let Some(code) = &self.language {
+            problems.check(Language::from_code(code).is_some(), "language", "must be en, de or ar");
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ProjectPath {
+    project_id: i64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct GroupPath {
+    project_id: i64,
+    group_id: i64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct GroupDocumentPath {
+    project_id: i64,
+    group_id: i64,
+    document_id: i64,
+}
+
+/// Creates a group from documents given whole, in one step.
+#[utoipa::path(post, path = "/projects/{project_id}/groups", tag = "groups", params(("project_id" = i64, Path)),
+    request_body = CreateGroupBody, responses((status = 201, body = GroupDto)))]
+pub async fn create_group(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    Body(body): Body<CreateGroupBody>,
+) -> ApiResult<(StatusCode, Json<GroupDto>)> {
+    let documents = prepare_all(body.documents, body.language.as_deref(), body.split);
+    let group = state
+        .store
+        .create_group(&caller.scope, p.project_id, body.name.trim(), documents)
+        .await?;
+    Ok((StatusCode::CREATED, Json(group.into())))
+}
+
+/// The document groups of a project.
+#[utoipa::path(get, path = "/projects/{project_id}/groups", tag = "groups", params(("project_id" = i64, Path)),
+    responses((status = 200, body = Vec<GroupDto>)))]
+pub async fn list_groups(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+) -> ApiResult<Json<Vec<GroupDto>>> {
+    Ok(Json(
+        state
+            .store
+            .groups(&caller.scope, p.project_id)
+            .await?
+            .into_iter()
+            .map(GroupDto::from)
+            .collect(),
+    ))
+}
+
+/// A document group.
+#[utoipa::path(get, path = "/projects/{project_id}/groups/{group_id}", tag = "groups",
+    params(("project_id" = i64, Path), ("group_id" = i64, Path)), responses((status = 200, body = GroupDto)))]
+pub async fn get_group(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<GroupPath>,
+) -> ApiResult<Json<GroupDto>> {
+    Ok(Json(
+        state.store.group(&caller.scope, p.project_id, p.group_id).await?.into(),
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateGroupBody {
+    pub name: Option<String>,
+    /// Documents of the project to move into the group.
+    #[serde(default)]
+    pub document_ids: Vec<i64>,
+    /// New documents to add to the group.
+    #[serde(default)]
+    pub documents: Vec<UploadedDocument>,
+    pub language: Option<String>,
+    pub split: Option<bool>,
+}
+
+impl WriteBody for UpdateGroupBody {
+    const IMMUTABLE: &'static [&'static str] = &["id", "created", "status", "document_count", "project_id"];
+    const MAX_BYTES: usize = crate::routes::documents::MAX_UPLOAD_BYTES;
+
+    fn validate(&self, problems: &mut Problems) {
+        if let Some(name) = &self.name {
+            problems.name("name", name, MAX_NAME_CHARS);
+        }
+        check_documents(problems, &self.documents);
+        problems.check(
+            self.document_ids.len() <= MAX_GROUP_DOCUMENTS,
+            "document_ids",
+            "too many ids",
+        );
+    }
+}
+
+/// Renames a group and adds documents to it.
+#[utoipa::path(put, path = "/projects/{project_id}/groups/{group_id}", tag = "groups",
+    params(("project_id" = i64, Path), ("group_id" = i64, Path)), request_body = UpdateGroupBody,
+    responses((status = 200, body = GroupDto)))]
+pub async fn update_group(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<GroupPath>,
+    Body(body): Body<UpdateGroupBody>,
+) -> ApiResult<Json<GroupDto>> {
+    let documents = prepare_all(body.documents, body.language.as_deref(), body.split);
+    let name = body.name.as_deref().map(str::trim);
+    let group = state
+        .store
+        .update_group(
+            &caller.scope,
+            p.project_id,
+            p.group_id,
+            name,
+            &body.document_ids,
+            documents,
+        )
+        .await?;
+    Ok(Json(group.into()))
+}
+
+/// Deletes a group; its documents stay in the project, ungrouped.
+#[utoipa::path(delete, path = "/projects/{project_id}/groups/{group_id}", tag = "groups",
+    params(("project_id" = i64, Path), ("group_id" = i64, Path)), responses((status = 200, body = GroupDto)))]
+pub async fn delete_group(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<GroupPath>,
+) -> ApiResult<Json<GroupDto>> {
+    Ok(Json(
+        state
+            .store
+            .delete_group(&caller.scope, p.project_id, p.group_id)
+            .await?
+            .into(),
+    ))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct GroupDocumentsQuery {
+    pub details: Option<String>,
+    pub search: Option<String>,
+    #[serde(default)]
+    pub offset: i64,
+    #[serde(default = "default_limit")]
+    pub limit: i64,
+}
+
+fn default_limit() -> i64 {
+    100
+}
+
+async fn group_documents(
+    state: &AppState,
+    caller: &Caller,
+    p: &GroupPath,
+    q: GroupDocumentsQuery,
+) -> Result<Vec<DocumentDto>> {
+    let paging = crate::extract::Paging {
+        offset: q.offset,
+        limit: q.limit,
+    }
+    .check()?;
+    let group = state.store.group(&caller.scope, p.project_id, p.group_id).await?;
+    let filter = DocumentFilter {
+        search: q.search,
+        group_id: Some(group.id),
+        grouped: None,
+    };
+    let (documents, _) = state
+        .store
+        .documents(&caller.scope, p.project_id, &filter, paging.offset, paging.limit)
+        .await?;
+    document_dtos(state, documents, Details::parse(q.details.as_deref())?).await
+}
+
+/// The documents of a group, in id order.
+#[utoipa::path(get, path = "/projects/{project_id}/groups/{group_id}/documents", tag = "groups",
+    params(("project_id" = i64, Path), ("group_id" = i64, Path), GroupDocumentsQuery),
+    responses((status = 200, body = Vec<DocumentDto>)))]
+pub async fn list_group_documents(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<GroupPath>,
+    QueryParams(q): QueryParams<GroupDocumentsQuery>,
+) -> ApiResult<Json<Vec<DocumentDto>>> {
+    Ok(Json(group_documents(&state, &caller, &p, q).await?))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct GroupDocumentQuery {
+    pub details: Option<String>,
+}
+
+/// A document of a group.
+#[utoipa::path(get, path = "/projects/{project_id}/groups/{group_id}/documents/{document_id}", tag = "groups",
+    params(("project_id" = i64, Path), ("group_id" = i64, Path), ("document_id" = i64, Path), GroupDocumentQuery),
+    responses((status = 200, body = DocumentDto)))]
+pub async fn get_group_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<GroupDocumentPath>,
+    QueryParams(q): QueryParams<GroupDocumentQuery>,
+) -> ApiResult<Json<DocumentDto>> {
+    let document = state.store.document(&caller.scope, p.project_id, p.document_id).await?;
+    if document.group_id != Some(p.group_id) {
+        return Err(Error::not_found("document").into());
+    }
+    let mut details = Details::parse(q.details.as_deref())?;
+    details.segments = true;
+    Ok(Json(document_dtos(&state, vec![document], details).await?.remove(0)))
+}

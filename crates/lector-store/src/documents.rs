@@ -1,0 +1,553 @@
+//! Documents, their segments, and document groups, including the fenced, idempotent batch
+//! writes of the import job.
+//!
+//! Texts arrive here already normalised and segmented (by `lector-text`): the store keeps
+//! what it is given. An imported document remembers its place in its group, so a re-run of an
+//! import after a crash skips what the first run stored: nothing is lost or doubled.
+
+use crate::jobs::{Lease, NewJob, check_fence, enqueue_in};
+use crate::records::FromAnyRow;
+use crate::{Param, Store, db};
+use lector_core::time::Timestamp;
+use lector_core::{Action, Error, Result, Scope};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+/// A document to store, with its segments (spans in code points).
+#[derive(Debug, Clone)]
+pub struct NewDocument {
+    pub text: String,
+    pub meta: serde_json::Value,
+    pub language: String,
+    pub segments: Vec<NewSegment>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewSegment {
+    pub text: String,
+    pub start: i64,
+    pub end: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    pub id: i64,
+    pub project_id: i64,
+    pub group_id: Option<i64>,
+    pub text: String,
+    pub meta: serde_json::Value,
+    pub language: String,
+    pub created: Timestamp,
+}
+
+const DOCUMENT_COLUMNS: &str = "d.id, d.project_id, d.group_id, d.text, d.meta, d.language, d.created";
+
+impl FromAnyRow for Document {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        let meta: String = row.try_get("meta")?;
+        Ok(Self {
+            id: row.try_get("id")?,
+            project_id: row.try_get("project_id")?,
+            group_id: row.try_get("group_id")?,
+            text: row.try_get("text")?,
+            meta: serde_json::from_str(&meta).map_err(|e| sqlx::Error::Decode(e.into()))?,
+            language: row.try_get("language")?,
+            created: Timestamp(row.try_get("created")?),
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    pub id: i64,
+    pub document_id: i64,
+    pub position: i64,
+    pub start: i64,
+    pub end: i64,
+    pub text: String,
+}
+
+impl FromAnyRow for Segment {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            document_id: row.try_get("document_id")?,
+            position: row.try_get("position")?,
+            start: row.try_get("span_start")?,
+            end: row.try_get("span_end")?,
+            text: row.try_get("text")?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocumentGroup {
+    pub id: i64,
+    pub project_id: i64,
+    pub name: String,
+    pub source: String,
+    /// PROCESSING while an import fills it, then CREATED (or FAILED).
+    pub status: String,
+    pub task_id: Option<i64>,
+    pub document_count: i64,
+    pub created: Timestamp,
+}
+
+const GROUP_COLUMNS: &str = "g.id, g.project_id, g.name, g.source, g.status, g.task_id, g.created, \
+     (SELECT COUNT(*) FROM documents d WHERE d.group_id = g.id) AS document_count";
+
+impl FromAnyRow for DocumentGroup {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            project_id: row.try_get("project_id")?,
+            name: row.try_get("name")?,
+            source: row.try_get("source")?,
+            status: row.try_get("status")?,
+            task_id: row.try_get("task_id")?,
+            document_count: row.try_get("document_count")?,
+            created: Timestamp(row.try_get("created")?),
+        })
+    }
+}
+
+/// Which documents of a project to list.
+#[derive(Debug, Clone, Default)]
+pub struct DocumentFilter {
+    /// Case-insensitive substring of the text; `%` and `_` match themselves.
+    pub search: Option<String>,
+    pub group_id: Option<i64>,
+    /// Only documents in a group (`true`) or in none (`false`).
+    pub grouped: Option<bool>,
+}
+
+/// The kind of job that imports documents into a group.
+pub const IMPORT_JOB: &str = "import_documents";
+
+impl Store {
+    pub async fn create_document(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        document: NewDocument,
+    ) -> Result<(Document, Vec<Segment>)> {
+        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        let id = insert_document(&mut tx, project.id, None, &document)
+            .await?
+            .ok_or_else(Error::internal)?;
+        tx.commit().await.map_err(db)?;
+        self.document_with_segments(project.id, id).await
+    }
+
+    async fn document_with_segments(&self, project_id: i64, id: i64) -> Result<(Document, Vec<Segment>)> {
+        let document = self.document_of(project_id, id).await?;
+        let segments = self.segments_of(&[document.id]).await?;
+        Ok((document, segments))
+    }
+
+    async fn document_of(&self, project_id: i64, id: i64) -> Result<Document> {
+        let sql = format!("SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE d.project_id = $1 AND d.id = $2");
+        let row = sqlx::query(&sql)
+            .bind(project_id)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref()
+            .map(Document::decode)
+            .transpose()?
+            .ok_or_else(|| Error::not_found("document"))
+    }
+
+    pub async fn document(&self, scope: &Scope, project_id: i64, id: i64) -> Result<Document> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        self.document_of(project.id, id).await
+    }
+
+    /// The segments of documents the caller has already resolved, in document and text order.
+    pub async fn segments_of(&self, document_ids: &[i64]) -> Result<Vec<Segment>> {
+        let mut segments = Vec::new();
+        for chunk in document_ids.chunks(500) {
+            let placeholders = (1..=chunk.len())
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "SELECT id, document_id, position, span_start, span_end, text FROM segments \
+                 WHERE document_id IN ({placeholders}) ORDER BY document_id, position"
+            );
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(&self.pool).await.map_err(db)? {
+                segments.push(Segment::decode(&row)?);
+            }
+        }
+        Ok(segments)
+    }
+
+    /// Replaces a document's text, meta and segments.
+    pub async fn update_document(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        id: i64,
+        document: NewDocument,
+    ) -> Result<(Document, Vec<Segment>)> {
+        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        let current = self.document_of(project.id, id).await?;
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        sqlx::query("UPDATE documents SET text = $1, meta = $2, language = $3 WHERE id = $4")
+            .bind(&document.text)
+            .bind(document.meta.to_string())
+            .bind(&document.language)
+            .bind(current.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        sqlx::query("DELETE FROM segments WHERE document_id = $1")
+            .bind(current.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        insert_segments(&mut tx, current.id, &document.segments).await?;
+        tx.commit().await.map_err(db)?;
+        self.document_with_segments(project.id, id).await
+    }
+
+    pub async fn delete_document(&self, scope: &Scope, project_id: i64, id: i64) -> Result<Document> {
+        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        let document = self.document_of(project.id, id).await?;
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        sqlx::query("DELETE FROM segments WHERE document_id = $1")
+            .bind(document.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        sqlx::query("DELETE FROM documents WHERE id = $1")
+            .bind(document.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(document)
+    }
+
+    /// One page of a project's documents in id order; answers the page and whether more follow.
+    pub async fn documents(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        filter: &DocumentFilter,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Vec<Document>, bool)> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        let mut params = vec![Param::Int(project.id)];
+        let mut conditions = vec!["d.project_id = $1".to_owned()];
+        if let Some(search) = &filter.search {
+            params.push(Param::Text(format!("%{}%", escape_like(&search.to_lowercase()))));
+            conditions.push(format!("LOWER(d.text) LIKE ${} ESCAPE '\\'", params.len()));
+        }
+        if let Some(group_id) = filter.group_id {
+            params.push(Param::Int(group_id));
+            conditions.push(format!("d.group_id = ${}", params.len()));
+        }
+        match filter.grouped {
+            Some(true) => conditions.push("d.group_id IS NOT NULL".into()),
+            Some(false) => conditions.push("d.group_id IS NULL".into()),
+            None => {}
+        }
+        let sql = format!(
+            "SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE {} ORDER BY d.id LIMIT {} OFFSET {}",
+            conditions.join(" AND "),
+            limit + 1,
+            offset
+        );
+        let query = Param::bind_all(sqlx::query(&sql), params);
+        let rows = query.fetch_all(&self.pool).await.map_err(db)?;
+        let has_more = rows.len() as i64 > limit;
+        let documents = rows
+            .iter()
+            .take(limit as usize)
+            .map(Document::decode)
+            .collect::<Result<Vec<_>>>()?;
+        Ok((documents, has_more))
+    }
+
+    /// Creates a group from documents given whole, in one transaction.
+    pub async fn create_group(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        name: &str,
+        documents: Vec<NewDocument>,
+    ) -> Result<DocumentGroup> {
+        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        let group_id = insert_group(&mut tx, project.id, name, "api", "CREATED").await?;
+        for (position, document) in documents.iter().enumerate() {
+            insert_grouped(&mut tx, project.id, group_id, position as i64, document).await?;
+        }
+        tx.commit().await.map_err(db)?;
+        self.group_of(project.id, group_id).await
+    }
+
+    /// Creates a group in PROCESSING and the job that will fill it, in one transaction.
+    pub async fn start_import(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        name: &str,
+        source: &str,
+        payload: serde_json::Value,
+    ) -> Result<DocumentGroup> {
+        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        let group_id = insert_group(&mut tx, project.id, name, source, "PROCESSING").await?;
+        let mut payload = payload;
+        payload["group_id"] = group_id.into();
+        payload["project_id"] = project.id.into();
+        let job = enqueue_in(
+            &mut tx,
+            NewJob {
+                kind: IMPORT_JOB.into(),
+                payload,
+                workspace_id: Some(project.workspace_id),
+                project_id: Some(project.id),
+                user_id: Some(scope.user_id),
+                max_attempts: 5,
+            },
+        )
+        .await?;
+        sqlx::query("UPDATE document_groups SET task_id = $1 WHERE id = $2")
+            .bind(job.id)
+            .bind(group_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        self.group_of(project.id, group_id).await
+    }
+
+    /// Stores one batch of an import under the job's lease. Documents the import stored
+    /// before (a re-run) are skipped; answers how many were new.
+    pub async fn import_batch(
+        &self,
+        lease: &Lease,
+        project_id: i64,
+        group_id: i64,
+        first_position: i64,
+        documents: &[NewDocument],
+    ) -> Result<usize> {
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        check_fence(&mut tx, lease).await?;
+        let mut added = 0;
+        for (offset, document) in documents.iter().enumerate() {
+            if insert_grouped(&mut tx, project_id, group_id, first_position + offset as i64, document).await? {
+                added += 1;
+            }
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(added)
+    }
+
+    /// Sets the state of the group an import fills, under the job's lease.
+    pub async fn set_import_status(&self, lease: &Lease, group_id: i64, status: &str) -> Result<()> {
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        check_fence(&mut tx, lease).await?;
+        sqlx::query("UPDATE document_groups SET status = $1 WHERE id = $2")
+            .bind(status)
+            .bind(group_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+
+    pub async fn groups(&self, scope: &Scope, project_id: i64) -> Result<Vec<DocumentGroup>> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        let sql = format!("SELECT {GROUP_COLUMNS} FROM document_groups g WHERE g.project_id = $1 ORDER BY g.id");
+        let rows = sqlx::query(&sql)
+            .bind(project.id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter().map(DocumentGroup::decode).collect()
+    }
+
+    pub async fn group(&self, scope: &Scope, project_id: i64, group_id: i64) -> Result<DocumentGroup> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        self.group_of(project.id, group_id).await
+    }
+
+    async fn group_of(&self, project_id: i64, group_id: i64) -> Result<DocumentGroup> {
+        let sql = format!("SELECT {GROUP_COLUMNS} FROM document_groups g WHERE g.project_id = $1 AND g.id = $2");
+        let row = sqlx::query(&sql)
+            .bind(project_id)
+            .bind(group_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref()
+            .map(DocumentGroup::decode)
+            .transpose()?
+            .ok_or_else(|| Error::not_found("document group"))
+    }
+
+    /// Renames a group and adds documents to it: existing ones by id, new ones whole.
+    pub async fn update_group(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        group_id: i64,
+        name: Option<&str>,
+        document_ids: &[i64],
+        documents: Vec<NewDocument>,
+    ) -> Result<DocumentGroup> {
+        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        let group = self.group_of(project.id, group_id).await?;
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        if let Some(name) = name {
+            sqlx::query("UPDATE document_groups SET name = $1 WHERE id = $2")
+                .bind(name)
+                .bind(group.id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        for id in document_ids {
+            let moved = sqlx::query(
+                "UPDATE documents SET group_id = $1, group_position = NULL WHERE id = $2 AND project_id = $3",
+            )
+            .bind(group.id)
+            .bind(*id)
+            .bind(project.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+            if moved.rows_affected() != 1 {
+                return Err(Error::not_found(&format!("document {id}")));
+            }
+        }
+        for document in &documents {
+            let id = insert_document(&mut tx, project.id, Some((group.id, None)), document).await?;
+            id.ok_or_else(Error::internal)?;
+        }
+        tx.commit().await.map_err(db)?;
+        self.group_of(project.id, group.id).await
+    }
+
+    /// Deletes a group; its documents stay in the project, ungrouped.
+    pub async fn delete_group(&self, scope: &Scope, project_id: i64, group_id: i64) -> Result<DocumentGroup> {
+        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        let group = self.group_of(project.id, group_id).await?;
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        sqlx::query("UPDATE documents SET group_id = NULL, group_position = NULL WHERE group_id = $1")
+            .bind(group.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        sqlx::query("DELETE FROM document_groups WHERE id = $1")
+            .bind(group.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(group)
+    }
+}
+
+/// `%`, `_` and `\` match themselves in a LIKE pattern with `ESCAPE '\'`.
+fn escape_like(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+async fn insert_group(
+    tx: &mut Transaction<'static, Any>,
+    project_id: i64,
+    name: &str,
+    source: &str,
+    status: &str,
+) -> Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO document_groups (project_id, name, source, status, created) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+    )
+    .bind(project_id)
+    .bind(name)
+    .bind(source)
+    .bind(status)
+    .bind(Timestamp::now().micros())
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(db)
+}
+
+/// Inserts a document at its place in a group; `false` when that place is taken (a re-run).
+async fn insert_grouped(
+    tx: &mut Transaction<'static, Any>,
+    project_id: i64,
+    group_id: i64,
+    position: i64,
+    document: &NewDocument,
+) -> Result<bool> {
+    Ok(
+        insert_document(tx, project_id, Some((group_id, Some(position))), document)
+            .await?
+            .is_some(),
+    )
+}
+
+/// Inserts a document with its segments; `None` when its group place is taken already.
+async fn insert_document(
+    tx: &mut Transaction<'static, Any>,
+    project_id: i64,
+    group: Option<(i64, Option<i64>)>,
+    document: &NewDocument,
+) -> Result<Option<i64>> {
+    let (group_id, position) = group.map_or((None, None), |(g, p)| (Some(g), p));
+    let id: Option<i64> = sqlx::query_scalar(
+        "INSERT INTO documents (project_id, group_id, group_position, text, meta, language, created) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (group_id, group_position) DO NOTHING RETURNING id",
+    )
+    .bind(project_id)
+    .bind(group_id)
+    .bind(position)
+    .bind(&document.text)
+    .bind(document.meta.to_string())
+    .bind(&document.language)
+    .bind(Timestamp::now().micros())
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db)?;
+    if let Some(id) = id {
+        insert_segments(tx, id, &document.segments).await?;
+    }
+    Ok(id)
+}
+
+async fn insert_segments(tx: &mut Transaction<'static, Any>, document_id: i64, segments: &[NewSegment]) -> Result<()> {
+    for (position, segment) in segments.iter().enumerate() {
+        sqlx::query(
+            "INSERT INTO segments (document_id, position, span_start, span_end, text) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(document_id)
+        .bind(position as i64)
+        .bind(segment.start)
+        .bind(segment.end)
+        .bind(&segment.text)
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! Fresh databases for tests, on either backend.
+//!
+//! SQLite databases live in a temporary directory. PostgreSQL databases are created with a
+//! unique name on the server named by `LECTOR_TEST_DATABASE_URL` and dropped when the
+//! [`TestDatabase`] goes. Without that variable a PostgreSQL test is skipped with a notice,
+//! except under `CI`, where it fails loudly.
+
+use crate::Backend;
+
+/// A database that exists for one test.
+#[derive(Debug)]
+pub struct TestDatabase {
+    pub url: String,
+    /// Keeps the SQLite file's directory alive.
+    pub dir: tempfile::TempDir,
+    postgres: Option<(String, String)>,
+}
+
+impl TestDatabase {
+    /// Creates a fresh database; `None` when PostgreSQL is not configured outside CI.
+    pub async fn create(backend: Backend) -> Option<Self> {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        match backend {
+            Backend::Sqlite => {
+                let url = format!("sqlite://{}?mode=rwc", dir.path().join("lector.db").display());
+                Some(Self {
+                    url,
+                    dir,
+                    postgres: None,
+                })
+            }
+            Backend::Postgres => {
+                let admin = postgres_admin_url()?;
+                let name = format!("lector_test_{}", uuid::Uuid::new_v4().simple());
+                let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin)
+                    .await
+                    .expect("connect to PostgreSQL");
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&mut conn)
+                    .await
+                    .expect("create test database");
+                Some(Self {
+                    url: with_database(&admin, &name),
+                    dir,
+                    postgres: Some((admin, name)),
+                })
+            }
+        }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let Some((admin, name)) = self.postgres.take() else {
+            return;
+        };
+        // Drop may run inside a runtime; a thread with its own runtime may block. FORCE ends
+        // the connections a pool still holds.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async {
+                if let Ok(mut conn) = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await {
+                    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                        .execute(&mut conn)
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+fn postgres_admin_url() -> Option<String> {
+    match std::env::var("LECTOR_TEST_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false") => {
+            panic!("LECTOR_TEST_DATABASE_URL is not set: the PostgreSQL tests must run in CI")
+        }
+        _ => {
+            eprintln!("notice: LECTOR_TEST_DATABASE_URL is not set; skipping a PostgreSQL test");
+            None
+        }
+    }
+}
+
+/// `postgres://host/db?x` with another database name.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (url, String::new()),
+    };
+    let authority_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    let root = match base[authority_end..].find('/') {
+        Some(i) => &base[..authority_end + i],
+        None => base,
+    };
+    format!("{root}/{name}{query}")
+}
