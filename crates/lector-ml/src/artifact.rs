@@ -25,6 +25,8 @@ const MAGIC: &[u8; 8] = b"LECTORML";
 /// The format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 const MAX_HEADER: usize = 64 << 20;
+/// 2 GiB of weights per table: far beyond any model trained with sane settings.
+const MAX_TABLE_FLOATS: usize = 1 << 29;
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
@@ -213,6 +215,12 @@ impl Model {
             return Err(Error::artifact("body length does not match the file"));
         }
         let dim = info.features.buckets();
+        // The checksum is no signature: a crafted header could ask for any table size, so
+        // refuse sizes no trained model has before allocating them.
+        let outputs = info.classes.len().max(info.labels.len()) + 1;
+        if dim.saturating_mul(outputs) > MAX_TABLE_FLOATS {
+            return Err(Error::artifact("the header asks for an implausibly large model"));
+        }
         let idf = r.sparse_table(dim)?;
         let main_outputs = if info.project_type == lector_core::ProjectType::Label {
             info.labels.len()

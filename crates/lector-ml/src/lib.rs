@@ -1,6 +1,19 @@
 //! Lector's text classifiers: featurisation, training, prediction, evaluation and the
 //! model artifact, for the four project types. Knows nothing of HTTP or SQL.
 //!
+//! - [`Model::train`] learns a LABEL, CLASS, CLASSLABEL or ABSA model from tagged
+//!   [`Example`]s: hashed word and character n-grams (`features`), a linear SVM per output
+//!   trained by dual coordinate descent (`svm`), the cost chosen and the probabilities
+//!   calibrated on held-out data (`train`, `calibrate`). It is reproducible bit for bit from
+//!   [`Options::seed`], reports progress and can be cancelled through its callback, and can
+//!   start from a base model ([`Options::base`]).
+//! - [`Model::predict`] gives the decided [`Tag`]s with calibrated probabilities.
+//! - [`Model::evaluate`] and [`evaluate_tags`] compute the [`Metrics`] the product reports;
+//!   [`split_examples`] makes the stratified, seeded train/test split.
+//! - [`Model::to_bytes`] / [`Model::from_bytes`] write and read the versioned artifact.
+//!
+//! Performance and accuracy against TF-IDF + LinearSVC and fastText: `docs/BENCHMARKS.md`.
+//!
 //! ```
 //! use lector_core::ProjectType;
 //! use lector_ml::{Example, Model, Options, Tag};

@@ -353,92 +353,14 @@ fn train_inner(
         )));
     }
 
-    // What to learn.
-    let (rows, classes, labels): (Vec<usize>, Vec<String>, Vec<String>) = match project_type {
-        ProjectType::Label => {
-            let rows: Vec<usize> = (0..examples.len())
-                .filter(|&i| examples[i].tags.iter().any(|t| t.label.is_some()))
-                .collect();
-            let labels = vocabulary(
-                rows.iter()
-                    .filter_map(|&i| examples[i].tags.iter().find_map(|t| t.label.as_ref())),
-            );
-            if labels.len() < 2 {
-                return Err(Error::input(format!(
-                    "a LABEL model needs examples of at least two labels, found {}",
-                    labels.len()
-                )));
-            }
-            (rows, Vec::new(), labels)
-        }
-        _ => {
-            let classes = vocabulary(
-                examples
-                    .iter()
-                    .flat_map(|e| e.tags.iter().filter_map(|t| t.class.as_ref())),
-            );
-            if classes.is_empty() {
-                return Err(Error::input(format!(
-                    "a {project_type} model needs at least one tagged class"
-                )));
-            }
-            let labels = match project_type {
-                ProjectType::Absa => {
-                    let fixed: Vec<String> = vocabulary(
-                        ProjectType::ABSA_LABELS
-                            .iter()
-                            .map(|s| s.to_string())
-                            .collect::<Vec<_>>()
-                            .iter(),
-                    );
-                    if let Some(bad) = examples
-                        .iter()
-                        .flat_map(|e| &e.tags)
-                        .filter_map(|t| t.label.as_ref())
-                        .find(|l| index_of(&fixed, l).is_none())
-                    {
-                        return Err(Error::input(format!(
-                            "ABSA labels are positive, negative and neutral, not {bad:?}"
-                        )));
-                    }
-                    fixed
-                }
-                ProjectType::Classlabel => vocabulary(examples.iter().flat_map(|e| {
-                    e.tags
-                        .iter()
-                        .filter(|t| t.class.is_some())
-                        .filter_map(|t| t.label.as_ref())
-                })),
-                _ => Vec::new(),
-            };
-            ((0..examples.len()).collect(), classes, labels)
-        }
-    };
+    let (rows, classes, labels) = vocabularies(project_type, examples)?;
     if rows.is_empty() {
         return Err(Error::input("no usable examples"));
     }
 
-    // Featurise: raw counts, IDF from them, then weighted rows.
     let text_units = rows.iter().map(|&i| examples[i].text.len() as f64).sum::<f64>();
     progress.plan(text_units);
-    let mut scratch = Scratch::default();
-    let mut counts = Vec::with_capacity(rows.len());
-    for (n, &i) in rows.iter().enumerate() {
-        let mut c = Vec::new();
-        Featurizer::raw_counts(&features, &examples[i].text, &mut scratch, &mut c);
-        counts.push(c);
-        if n % 4096 == 4095 {
-            progress.advance(0.0)?;
-        }
-    }
-    let featurizer = Featurizer::fit_idf(features.clone(), &counts);
-    let mut x = Csr::new();
-    let mut v = SparseVec::default();
-    for c in &counts {
-        featurizer.weigh(c.iter().copied(), &mut v);
-        x.push(&v);
-    }
-    drop(counts);
+    let (featurizer, x) = featurise(&features, examples, &rows, progress)?;
     let dim = features.buckets();
     let params = SolverParams {
         max_epochs: options.max_epochs,
@@ -504,31 +426,8 @@ fn train_inner(
     );
 
     // The label head of the pair types: one row per (segment, class) with a label.
-    let pairs: Vec<(usize, usize, usize)> = if matches!(project_type, ProjectType::Absa | ProjectType::Classlabel) {
-        let mut out = Vec::new();
-        for (r, &i) in rows.iter().enumerate() {
-            // A class tagged twice in a segment takes its most frequent label (the first on ties).
-            let mut per_class: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-            for t in &examples[i].tags {
-                if let (Some(c), Some(l)) = (t.class.as_deref(), t.label.as_deref())
-                    && let (Some(c), Some(l)) = (index_of(&classes, c), index_of(&labels, l))
-                {
-                    per_class.entry(c).or_default().push(l);
-                }
-            }
-            for (c, ls) in per_class {
-                let best = ls.iter().copied().max_by_key(|l| {
-                    (
-                        ls.iter().filter(|x| *x == l).count(),
-                        std::cmp::Reverse(ls.iter().position(|x| x == l)),
-                    )
-                });
-                if let Some(l) = best {
-                    out.push((r, c, l));
-                }
-            }
-        }
-        out
+    let pairs = if matches!(project_type, ProjectType::Absa | ProjectType::Classlabel) {
+        label_pairs(examples, &rows, &classes, &labels)
     } else {
         Vec::new()
     };
@@ -697,6 +596,128 @@ fn train_inner(
         main: Table::fuse(&featurizer.idf, &main.head),
         label_head,
     })
+}
+
+/// What a model of `project_type` learns from `examples`: the rows it uses (indices into
+/// `examples`), its classes and its labels, sorted by name.
+fn vocabularies(project_type: ProjectType, examples: &[Example]) -> Result<(Vec<usize>, Vec<String>, Vec<String>)> {
+    Ok(match project_type {
+        ProjectType::Label => {
+            let rows: Vec<usize> = (0..examples.len())
+                .filter(|&i| examples[i].tags.iter().any(|t| t.label.is_some()))
+                .collect();
+            let labels = vocabulary(
+                rows.iter()
+                    .filter_map(|&i| examples[i].tags.iter().find_map(|t| t.label.as_ref())),
+            );
+            if labels.len() < 2 {
+                return Err(Error::input(format!(
+                    "a LABEL model needs examples of at least two labels, found {}",
+                    labels.len()
+                )));
+            }
+            (rows, Vec::new(), labels)
+        }
+        _ => {
+            let classes = vocabulary(
+                examples
+                    .iter()
+                    .flat_map(|e| e.tags.iter().filter_map(|t| t.class.as_ref())),
+            );
+            if classes.is_empty() {
+                return Err(Error::input(format!(
+                    "a {project_type} model needs at least one tagged class"
+                )));
+            }
+            let labels = match project_type {
+                ProjectType::Absa => {
+                    let fixed = vocabulary(ProjectType::ABSA_LABELS.map(String::from).iter());
+                    if let Some(bad) = examples
+                        .iter()
+                        .flat_map(|e| &e.tags)
+                        .filter_map(|t| t.label.as_ref())
+                        .find(|l| index_of(&fixed, l).is_none())
+                    {
+                        return Err(Error::input(format!(
+                            "ABSA labels are positive, negative and neutral, not {bad:?}"
+                        )));
+                    }
+                    fixed
+                }
+                ProjectType::Classlabel => vocabulary(examples.iter().flat_map(|e| {
+                    e.tags
+                        .iter()
+                        .filter(|t| t.class.is_some())
+                        .filter_map(|t| t.label.as_ref())
+                })),
+                _ => Vec::new(),
+            };
+            ((0..examples.len()).collect(), classes, labels)
+        }
+    })
+}
+
+/// Featurises the rows: raw counts, IDF weights learnt from them, then weighted, normalised
+/// vectors.
+fn featurise(
+    features: &FeatureConfig,
+    examples: &[Example],
+    rows: &[usize],
+    progress: &mut Progress<'_, '_>,
+) -> Result<(Featurizer, Csr)> {
+    let mut scratch = Scratch::default();
+    let mut counts = Vec::with_capacity(rows.len());
+    for (n, &i) in rows.iter().enumerate() {
+        let mut c = Vec::new();
+        Featurizer::raw_counts(features, &examples[i].text, &mut scratch, &mut c);
+        counts.push(c);
+        if n % 4096 == 4095 {
+            // Gives the caller a chance to cancel during a long featurisation.
+            progress.advance(0.0)?;
+        }
+    }
+    let featurizer = Featurizer::fit_idf(features.clone(), &counts);
+    let mut x = Csr::new();
+    let mut v = SparseVec::default();
+    for c in &counts {
+        featurizer.weigh(c.iter().copied(), &mut v);
+        x.push(&v);
+    }
+    Ok((featurizer, x))
+}
+
+/// The label head's training rows: `(row, class, label)` for every class of a segment that
+/// has a label. A class tagged twice in a segment takes its most frequent label (the first on
+/// ties).
+fn label_pairs(
+    examples: &[Example],
+    rows: &[usize],
+    classes: &[String],
+    labels: &[String],
+) -> Vec<(usize, usize, usize)> {
+    let mut out = Vec::new();
+    for (r, &i) in rows.iter().enumerate() {
+        let mut per_class: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for t in &examples[i].tags {
+            if let (Some(c), Some(l)) = (t.class.as_deref(), t.label.as_deref())
+                && let (Some(c), Some(l)) = (index_of(classes, c), index_of(labels, l))
+            {
+                per_class.entry(c).or_default().push(l);
+            }
+        }
+        for (c, ls) in per_class {
+            let best = ls.iter().copied().max_by_key(|l| {
+                (
+                    ls.iter().filter(|x| *x == l).count(),
+                    std::cmp::Reverse(ls.iter().position(|x| x == l)),
+                )
+            });
+            if let Some(l) = best {
+                out.push((r, c, l));
+            }
+        }
+    }
+    out
 }
 
 impl Model {
