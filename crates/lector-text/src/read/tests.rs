@@ -386,3 +386,52 @@ fn garbage_never_panics() {
         }
     }
 }
+
+/// Sets the declared uncompressed size of `member` in both its local and central headers.
+fn patch_declared_size(zip: &mut [u8], member: &str, size: u32) {
+    let name = member.as_bytes();
+    let mut at = 0;
+    while at + 46 + name.len() <= zip.len() {
+        let signature = &zip[at..at + 4];
+        let (size_offset, name_offset) = match signature {
+            b"PK\x03\x04" => (22, 30),
+            b"PK\x01\x02" => (24, 46),
+            _ => {
+                at += 1;
+                continue;
+            }
+        };
+        if &zip[at + name_offset..at + name_offset + name.len()] == name {
+            zip[at + size_offset..at + size_offset + 4].copy_from_slice(&size.to_le_bytes());
+        }
+        at += 4;
+    }
+}
+
+#[test]
+fn xlsx_declaring_a_huge_member_is_refused_before_decompression() {
+    let mut bytes = xlsx_bytes(&strings(&[&["text"], &["a"]]));
+    patch_declared_size(&mut bytes, "xl/worksheets/sheet1.xml", u32::MAX);
+    let started = std::time::Instant::now();
+    let error = read(Format::Xlsx, &bytes).unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_millis(100));
+    assert!(
+        matches!(
+            error,
+            TextError::TooLarge {
+                limit: Limit::DecompressedSize,
+                ..
+            }
+        ),
+        "{error}"
+    );
+}
+
+#[test]
+fn xlsx_member_bigger_than_declared_is_cut_at_the_declared_size() {
+    let rows: Vec<Vec<String>> = (0..2_000).map(|i| vec![format!("row {i}")]).collect();
+    let mut bytes = xlsx_bytes(&rows);
+    patch_declared_size(&mut bytes, "xl/worksheets/sheet1.xml", 200);
+    let error = read(Format::Xlsx, &bytes).unwrap_err();
+    assert_eq!(error.status(), 422, "{error}");
+}

@@ -1,3 +1,5 @@
+//! Segmentation tests: rules per language, code-point spans, whitespace, client segments.
+
 use super::*;
 
 /// Python's `text[start:end]`.
