@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use lector_core::error::ErrorCode;
+use lector_core::error::{Error, ErrorCode};
 
 /// Where in an input a problem was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +86,9 @@ pub enum TextError {
     /// A column selection names a column the file does not have: answered 422.
     #[error("the file has no column {column}")]
     MissingColumn { column: String },
+    /// A language code without sentence rules: answered 422.
+    #[error("unsupported language {code:?}; use en, de or ar")]
+    UnknownLanguage { code: String },
     /// The underlying reader failed (not the client's fault): answered 500.
     #[error("reading the input failed: {0}")]
     Io(#[source] std::io::Error),
@@ -111,7 +114,9 @@ impl TextError {
     pub fn code(&self) -> ErrorCode {
         match self {
             TextError::TooLarge { .. } => ErrorCode::PayloadTooLarge,
-            TextError::Malformed { .. } | TextError::MissingColumn { .. } => ErrorCode::ValidationFailed,
+            TextError::Malformed { .. } | TextError::MissingColumn { .. } | TextError::UnknownLanguage { .. } => {
+                ErrorCode::ValidationFailed
+            }
             TextError::Io(_) => ErrorCode::Internal,
         }
     }
@@ -126,7 +131,18 @@ impl TextError {
         match self {
             TextError::TooLarge { at, .. } => at.as_ref(),
             TextError::Malformed { at, .. } => Some(at),
-            TextError::MissingColumn { .. } | TextError::Io(_) => None,
+            TextError::MissingColumn { .. } | TextError::UnknownLanguage { .. } | TextError::Io(_) => None,
+        }
+    }
+}
+
+/// The service's error for a text error: the message as detail for 413 and 422; a bare 500 for
+/// I/O failures, whose cause the caller logs before converting (5xx bodies say nothing).
+impl From<TextError> for Error {
+    fn from(error: TextError) -> Error {
+        match error {
+            TextError::Io(_) => Error::internal(),
+            other => Error::new(other.code(), other.to_string()),
         }
     }
 }
@@ -149,5 +165,9 @@ mod tests {
         assert_eq!(bad.status(), 422);
         assert_eq!(bad.to_string(), "malformed input at cell B7: not a number");
         assert_eq!(TextError::MissingColumn { column: "name".into() }.status(), 422);
+        let problem = Error::from(bad);
+        assert_eq!(problem.code, ErrorCode::ValidationFailed);
+        assert_eq!(problem.detail, "malformed input at cell B7: not a number");
+        assert_eq!(Error::from(TextError::Io(std::io::Error::other("disk"))).status(), 500);
     }
 }

@@ -10,12 +10,14 @@
 
 use std::panic::catch_unwind;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Location, Result, TextError};
 
 /// A language with its own sentence rules. Unknown or absent languages fall back to English.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+/// Serialised as its code ("en", "de", "ar").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Language {
     #[default]
     En,
@@ -54,12 +56,7 @@ impl std::str::FromStr for Language {
     type Err = TextError;
 
     fn from_str(code: &str) -> Result<Language> {
-        Language::from_code(code).ok_or_else(|| {
-            TextError::malformed(
-                Location::File,
-                format!("unsupported language {code:?}; use en, de or ar"),
-            )
-        })
+        Language::from_code(code).ok_or_else(|| TextError::UnknownLanguage { code: code.to_owned() })
     }
 }
 

@@ -239,3 +239,15 @@ fn bad_client_segments_name_the_segment() {
         );
     }
 }
+
+#[test]
+fn a_single_newline_is_not_a_boundary_but_a_full_stop_before_it_is() {
+    assert_eq!(texts("line one\nline two", Language::En), ["line one\nline two"]);
+    assert_eq!(texts("First.\nSecond.", Language::En), ["First.", "Second."]);
+}
+
+#[test]
+fn languages_serialise_as_codes() {
+    assert_eq!(serde_json::to_string(&Language::De).unwrap(), "\"de\"");
+    assert_eq!(serde_json::from_str::<Language>("\"ar\"").unwrap(), Language::Ar);
+}
