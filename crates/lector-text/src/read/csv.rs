@@ -19,6 +19,8 @@ const SNIFF_BYTES: usize = 64 * 1024;
 /// How many lines are looked at to guess the delimiter.
 const SNIFF_LINES: usize = 20;
 const CANDIDATES: [u8; 3] = [b',', b';', b'\t'];
+/// The ASCII unit separator: the delimiter of files with a single column.
+const SINGLE_COLUMN: u8 = 0x1F;
 
 type Input<R> = Chain<Cursor<Vec<u8>>, Limited<R>>;
 
@@ -125,6 +127,11 @@ fn csv_error(error: csv::Error, limits: &Limits) -> TextError {
 /// larger count, then by the order of [`CANDIDATES`] (comma first).
 fn guess_delimiter(head: &[u8], at_end: bool) -> u8 {
     let lines = logical_lines(head, at_end);
+    // A first line without any candidate is a one-column file: a comma in a later text must not
+    // split it, so the delimiter becomes a control character that text does not contain.
+    if lines.first().is_some_and(|first| first.iter().all(|&count| count == 0)) {
+        return SINGLE_COLUMN;
+    }
     let mut best = (b',', 0usize, 0usize);
     for candidate in CANDIDATES {
         let counts: Vec<usize> = lines.iter().map(|line| line[candidate_index(candidate)]).collect();
@@ -192,6 +199,7 @@ mod tests {
         assert_eq!(guess_delimiter(b"a;b;c\n1,5;2;3\n", true), b';');
         assert_eq!(guess_delimiter(b"a\tb\n\"x;y\"\t2\n", true), b'\t');
         assert_eq!(guess_delimiter(b"\"a,\nb\";c\nd;e\n", true), b';');
-        assert_eq!(guess_delimiter(b"just text\n", true), b',');
+        assert_eq!(guess_delimiter(b"just text\nHello, world\n", true), SINGLE_COLUMN);
+        assert_eq!(guess_delimiter(b"", true), b',');
     }
 }

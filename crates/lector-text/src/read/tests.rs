@@ -39,6 +39,14 @@ fn csv_with_semicolons_and_tabs() {
 }
 
 #[test]
+fn single_column_csv_keeps_commas_in_its_text() {
+    let table = read(Format::Csv, b"text\nHello, world.\n\"Quoted; with \"\"quotes\"\"\"\n").unwrap();
+    assert_eq!(table.header, ["text"]);
+    assert_eq!(table.rows, strings(&[&["Hello, world."], &["Quoted; with \"quotes\""]]));
+    assert_eq!(read(Format::Csv, b"").unwrap(), Table::default());
+}
+
+#[test]
 fn csv_without_header_names_columns_by_index() {
     let options = ReadOptions { header_first: false };
     let table = read_table(Format::Csv, &b"a,b\nc,d\n"[..], options, &Limits::default()).unwrap();
@@ -434,4 +442,24 @@ fn xlsx_member_bigger_than_declared_is_cut_at_the_declared_size() {
     patch_declared_size(&mut bytes, "xl/worksheets/sheet1.xml", 200);
     let error = read(Format::Xlsx, &bytes).unwrap_err();
     assert_eq!(error.status(), 422, "{error}");
+}
+
+#[test]
+fn damaged_xlsx_bytes_never_panic() {
+    let rows: Vec<Vec<String>> = (0..50).map(|i| vec![format!("row {i}"), i.to_string()]).collect();
+    let good = xlsx_bytes(&rows);
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    for _ in 0..300 {
+        let mut bytes = good.clone();
+        for _ in 0..4 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let at = (state % bytes.len() as u64) as usize;
+            bytes[at] ^= (state >> 56) as u8 | 1;
+        }
+        if let Err(error) = read(Format::Xlsx, &bytes) {
+            assert!(matches!(error.status(), 413 | 422), "{error}");
+        }
+    }
 }
