@@ -6,16 +6,12 @@
 //! cargo run --release -p lector-text --example bench -- generate DIR [ROWS]   (also writes bomb.xlsx)
 //! cargo run --release -p lector-text --example bench -- csv|xlsx|jsonl|txt FILE [MAX_MIB]
 
-#[path = "../src/read/xlsx_fixture.rs"]
-#[allow(dead_code, reason = "shared with the tests, which use more of it")]
-mod xlsx_fixture;
-
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use lector_text::{ColumnRef, Format, Language, Limits, ReadOptions, open_rows, split_sentences};
+use lector_text::{ColumnRef, Format, Language, Limits, ReadOptions, Table, open_rows, split_sentences, write_table};
 
 const EN_DATA: &str = "/work/shared/data/absa-rest16-en/train.jsonl";
 const AR_DATA: &str = "/work/shared/data/absa-hotels-ar/train.dat";
@@ -172,9 +168,12 @@ fn generate(dir: &Path, rows: usize) -> Outcome {
     }
     csv.flush().map_err(|e| e.to_string())?;
     jsonl.flush().map_err(|e| e.to_string())?;
-    let mut table = vec![["id", "text", "label", "stars"].map(str::to_owned).to_vec()];
-    table.extend((0..rows).map(row));
-    std::fs::write(dir.join("reviews.xlsx"), xlsx_fixture::xlsx_bytes(&table)).map_err(|e| e.to_string())?;
+    let table = Table {
+        header: ["id", "text", "label", "stars"].map(str::to_owned).to_vec(),
+        rows: (0..rows).map(row).collect(),
+    };
+    let xlsx = BufWriter::new(File::create(dir.join("reviews.xlsx")).map_err(|e| e.to_string())?);
+    write_table(Format::Xlsx, &table, xlsx).map_err(|e| e.to_string())?;
     write_bomb(&dir.join("bomb.xlsx"))?;
     for name in ["reviews.csv", "reviews.jsonl", "reviews.xlsx", "bomb.xlsx"] {
         let size = std::fs::metadata(dir.join(name)).map_err(|e| e.to_string())?.len();

@@ -1,5 +1,6 @@
 //! Text handling for Lector: Unicode normalisation, sentence segmentation (en, de, ar) and bounded
-//! file readers (CSV, TXT, JSON, JSONL, XLSX) with previews and column selection.
+//! file readers (CSV, TXT, JSON, JSONL, XLSX) with previews and column selection, and writers
+//! for downloads that read back unchanged.
 //!
 //! Plain values in, plain values out: nothing here knows about HTTP or SQL, so the crate is
 //! tested and benchmarked on its own. Errors are one [`TextError`] whose [`TextError::code`] says
@@ -10,6 +11,7 @@ mod limits;
 mod read;
 mod segment;
 mod table;
+mod write;
 
 use unicode_normalization::UnicodeNormalization;
 
@@ -18,6 +20,7 @@ pub use limits::{Limits, RATIO_FLOOR};
 pub use read::{Format, ReadOptions, Row, RowReader, open_rows, preview, read_table};
 pub use segment::{ClientSegment, Language, Segment, check_segments, segment, split_sentences, whole_segment};
 pub use table::{ColumnRef, Table};
+pub use write::write_table;
 
 /// Documents are stored NFC-normalised so spans and searches agree on one form.
 pub fn normalize(text: &str) -> String {

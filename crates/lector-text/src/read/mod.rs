@@ -14,6 +14,8 @@ mod xlsx;
 
 use std::io::Read;
 
+pub(crate) use xlsx::cell_name;
+
 use crate::error::{Limit, Location, Result, TextError};
 use crate::limits::Limits;
 use crate::table::Table;

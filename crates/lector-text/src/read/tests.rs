@@ -419,7 +419,7 @@ fn patch_declared_size(zip: &mut [u8], member: &str, size: u32) {
 #[test]
 fn xlsx_declaring_a_huge_member_is_refused_before_decompression() {
     let mut bytes = xlsx_bytes(&strings(&[&["text"], &["a"]]));
-    patch_declared_size(&mut bytes, "xl/worksheets/sheet1.xml", u32::MAX);
+    patch_declared_size(&mut bytes, "xl/worksheets/sheet1.xml", 0xFFFF_FFF0);
     let started = std::time::Instant::now();
     let error = read(Format::Xlsx, &bytes).unwrap_err();
     assert!(started.elapsed() < std::time::Duration::from_millis(100));

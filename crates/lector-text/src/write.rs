@@ -1,0 +1,204 @@
+//! Writing tables back out as CSV, TXT, JSON, JSONL or XLSX, for downloads.
+//!
+//! Every file written here reads back through [`crate::read_table`] to the same header and cells,
+//! so a downloaded labeling session can be uploaded again unchanged. Cells are always written as
+//! text (a "007" stays "007"); XLSX cells become inline strings, so no shared-string table is needed.
+
+use std::io::{Cursor, Write};
+
+use zip::CompressionMethod;
+use zip::write::{SimpleFileOptions, ZipWriter};
+
+use crate::error::{Location, Result, TextError};
+use crate::read::Format;
+use crate::table::Table;
+
+/// Writes `table` in `format` to `out`. TXT holds one column: the first, with line breaks inside
+/// a cell turned into spaces.
+pub fn write_table(format: Format, table: &Table, mut out: impl Write) -> Result<()> {
+    match format {
+        Format::Csv => write_csv(table, out),
+        Format::Txt => {
+            for row in &table.rows {
+                let text = row
+                    .first()
+                    .map_or(String::new(), |cell| cell.replace(['\r', '\n'], " "));
+                writeln!(out, "{text}").map_err(TextError::Io)?;
+            }
+            Ok(())
+        }
+        Format::Json => {
+            out.write_all(b"[").map_err(TextError::Io)?;
+            for (index, row) in table.rows.iter().enumerate() {
+                if index > 0 {
+                    out.write_all(b",\n").map_err(TextError::Io)?;
+                }
+                write_object(&table.header, row, &mut out)?;
+            }
+            out.write_all(b"]\n").map_err(TextError::Io)
+        }
+        Format::Jsonl => {
+            for row in &table.rows {
+                write_object(&table.header, row, &mut out)?;
+                out.write_all(b"\n").map_err(TextError::Io)?;
+            }
+            Ok(())
+        }
+        Format::Xlsx => out.write_all(&xlsx_bytes(table)?).map_err(TextError::Io),
+    }
+}
+
+fn write_csv(table: &Table, out: impl Write) -> Result<()> {
+    let mut writer = csv::Writer::from_writer(out);
+    let failed = |e: csv::Error| TextError::Io(std::io::Error::other(e.to_string()));
+    writer.write_record(&table.header).map_err(failed)?;
+    for row in &table.rows {
+        writer.write_record(row).map_err(failed)?;
+    }
+    writer.flush().map_err(TextError::Io)
+}
+
+/// One object with the header's keys in order (serde_json's map would sort them).
+fn write_object(header: &[String], row: &[String], out: &mut impl Write) -> Result<()> {
+    let mut line = String::from("{");
+    for (index, name) in header.iter().enumerate() {
+        if index > 0 {
+            line.push_str(", ");
+        }
+        let value = row.get(index).map_or("", String::as_str);
+        let pair = serde_json::to_string(name).and_then(|n| serde_json::to_string(value).map(|v| (n, v)));
+        let (name, value) = pair.map_err(|e| TextError::Io(std::io::Error::other(e)))?;
+        line.push_str(&name);
+        line.push_str(": ");
+        line.push_str(&value);
+    }
+    line.push('}');
+    out.write_all(line.as_bytes()).map_err(TextError::Io)
+}
+
+const CONTENT_TYPES: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>"#;
+const ROOT_RELS: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>"#;
+const WORKBOOK: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>"#;
+const WORKBOOK_RELS: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/></Relationships>"#;
+const SHEET_START: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>"#;
+const SHEET_END: &str = "</sheetData></worksheet>";
+
+/// A workbook of one sheet holding the header and rows as inline strings.
+pub(crate) fn xlsx_bytes(table: &Table) -> Result<Vec<u8>> {
+    let mut sheet = String::from(SHEET_START);
+    for (index, row) in std::iter::once(&table.header).chain(&table.rows).enumerate() {
+        let number = index + 1;
+        sheet.push_str(&format!(r#"<row r="{number}">"#));
+        for (column, value) in row.iter().enumerate() {
+            if value.is_empty() {
+                continue;
+            }
+            let name = crate::read::cell_name(index as u32, column as u32);
+            sheet.push_str(&format!(
+                r#"<c r="{name}" t="inlineStr"><is><t xml:space="preserve">{}</t></is></c>"#,
+                escape(value)
+            ));
+        }
+        sheet.push_str("</row>");
+    }
+    sheet.push_str(SHEET_END);
+    workbook(&sheet)
+}
+
+/// Packs a sheet's XML with the parts every workbook needs.
+pub(crate) fn workbook(sheet: &str) -> Result<Vec<u8>> {
+    let failed = |e: zip::result::ZipError| TextError::malformed(Location::File, format!("cannot write XLSX: {e}"));
+    let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
+    // Zip64 headers only when a part needs them: plain headers keep the declared sizes where every
+    // reader (and our zip-bomb check) looks first.
+    let large = sheet.len() >= u32::MAX as usize;
+    let options = SimpleFileOptions::default()
+        .compression_method(CompressionMethod::Deflated)
+        .large_file(large);
+    for (name, body) in [
+        ("[Content_Types].xml", CONTENT_TYPES),
+        ("_rels/.rels", ROOT_RELS),
+        ("xl/workbook.xml", WORKBOOK),
+        ("xl/_rels/workbook.xml.rels", WORKBOOK_RELS),
+        ("xl/worksheets/sheet1.xml", sheet),
+    ] {
+        zip.start_file(name, options).map_err(failed)?;
+        zip.write_all(body.as_bytes()).map_err(TextError::Io)?;
+    }
+    Ok(zip.finish().map_err(failed)?.into_inner())
+}
+
+/// XML text: markup characters escaped, characters XML 1.0 cannot hold dropped.
+fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '\t' | '\n' | '\r' => escaped.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Limits, ReadOptions, read_table};
+
+    fn sample() -> Table {
+        Table {
+            header: vec!["text".into(), "class".into(), "label".into(), "ä b".into()],
+            rows: vec![
+                vec![
+                    "Café, \"quoted\"; & <tag>".into(),
+                    "food".into(),
+                    "positive".into(),
+                    "007".into(),
+                ],
+                vec!["  two\nlines  ".into(), "".into(), "negative".into(), "3.50".into()],
+                vec!["الخدمة سيئة؟".into(), "service".into(), "".into(), "".into()],
+            ],
+        }
+    }
+
+    #[test]
+    fn every_format_reads_back_unchanged() {
+        for format in [Format::Csv, Format::Json, Format::Jsonl, Format::Xlsx] {
+            let mut bytes = Vec::new();
+            write_table(format, &sample(), &mut bytes).unwrap();
+            let back = read_table(format, &bytes[..], ReadOptions::default(), &Limits::default()).unwrap();
+            assert_eq!(back, sample(), "{format:?}");
+        }
+    }
+
+    #[test]
+    fn txt_keeps_the_first_column_one_line_each() {
+        let mut bytes = Vec::new();
+        write_table(Format::Txt, &sample(), &mut bytes).unwrap();
+        let back = read_table(
+            Format::Txt,
+            &bytes[..],
+            ReadOptions { header_first: false },
+            &Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            back.column(&crate::ColumnRef::Index(0)).unwrap(),
+            ["Café, \"quoted\"; & <tag>", "  two lines  ", "الخدمة سيئة؟"]
+        );
+    }
+
+    #[test]
+    fn control_characters_are_dropped_from_xml() {
+        assert_eq!(escape("a\u{1}b\tc&"), "ab\tc&amp;");
+    }
+}
