@@ -246,3 +246,41 @@ impl Model {
         Ok(Model { info, main, label_head })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Example, Tag};
+    use crate::train::Options;
+    use lector_core::ProjectType;
+    use std::ops::ControlFlow;
+
+    /// A header that passes the checksum (it is no signature) but asks for a huge table is
+    /// refused before anything is allocated.
+    #[test]
+    fn crafted_header_cannot_demand_a_huge_allocation() {
+        let examples = vec![
+            Example::new("good", vec![Tag::label("a")]),
+            Example::new("bad", vec![Tag::label("b")]),
+        ];
+        let mut options = Options::default();
+        options.features.buckets_log2 = 10;
+        let model = Model::train(ProjectType::Label, &examples, &options, &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        let mut info = model.info.clone();
+        info.features.buckets_log2 = 24;
+        info.labels = (0..1000).map(|i| i.to_string()).collect();
+        let header = serde_json::to_vec(&info).unwrap();
+        let mut out = Vec::new();
+        out.extend_from_slice(MAGIC);
+        put_u32(&mut out, FORMAT_VERSION);
+        put_u32(&mut out, header.len() as u32);
+        out.extend_from_slice(&header);
+        out.extend_from_slice(&0u64.to_le_bytes());
+        let sum = fnv1a(FNV_SEED, &out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        assert!(matches!(Model::from_bytes(&out), Err(Error::Artifact(m)) if m.contains("implausibly")));
+    }
+}
