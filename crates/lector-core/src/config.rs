@@ -95,6 +95,9 @@ pub struct Config {
     pub log_format: String,
     /// Job workers embedded in `lector serve` (0 for an API-only node).
     pub workers: usize,
+    /// How long a worker's claim on a job lasts without a heartbeat, in seconds; after that the
+    /// job runs again elsewhere.
+    pub job_lease_secs: i64,
 }
 
 impl Default for Config {
@@ -119,6 +122,7 @@ impl Default for Config {
             mail: MailConfig::default(),
             log_format: "text".into(),
             workers: 2,
+            job_lease_secs: 30,
         }
     }
 }
@@ -156,6 +160,9 @@ impl Config {
         }
         if self.token_lifetime_secs <= 0 || self.reset_token_lifetime_secs <= 0 || self.invitation_lifetime_secs <= 0 {
             return Err("token lifetimes must be positive".into());
+        }
+        if !(2..=3600).contains(&self.job_lease_secs) {
+            return Err("job_lease_secs must be between 2 and 3600".into());
         }
         if self.database_max_connections == 0 {
             return Err("database_max_connections must be at least 1".into());

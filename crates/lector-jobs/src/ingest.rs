@@ -37,14 +37,13 @@ pub struct ImportedDocument {
     pub meta: serde_json::Map<String, serde_json::Value>,
 }
 
-/// The payload of an import job.
+/// The parameters of an import job; the documents are its input.
 #[derive(Debug, Clone, Deserialize)]
 struct ImportPayload {
     project_id: i64,
     group_id: i64,
     language: String,
     split: bool,
-    documents: Vec<ImportedDocument>,
 }
 
 /// Fills a document group from the documents in its job's payload.
@@ -56,18 +55,24 @@ impl Handler for ImportDocuments {
         Box::pin(async move {
             let payload: ImportPayload = serde_json::from_value(lease.job.payload.clone())
                 .map_err(|e| JobError::fatal(format!("the import's payload is unreadable: {e}"), None))?;
-            import(store, lease, &payload)
+            let input = store
+                .job_input(lease)
+                .await
+                .map_err(|e| JobError::transient(e.detail))?;
+            let documents: Vec<ImportedDocument> = serde_json::from_value(input)
+                .map_err(|e| JobError::fatal(format!("the import's documents are unreadable: {e}"), None))?;
+            import(store, lease, &payload, &documents)
                 .await
                 .map_err(|e| JobError::transient(e.detail))
         })
     }
 }
 
-async fn import(store: &Store, lease: &Lease, payload: &ImportPayload) -> Result<Outcome> {
+async fn import(store: &Store, lease: &Lease, payload: &ImportPayload, all: &[ImportedDocument]) -> Result<Outcome> {
     let language = Language::from_code_or_default(Some(&payload.language));
-    let total = payload.documents.len();
+    let total = all.len();
     let mut added = 0;
-    for (batch, documents) in payload.documents.chunks(IMPORT_BATCH).enumerate() {
+    for (batch, documents) in all.chunks(IMPORT_BATCH).enumerate() {
         let prepared: Vec<NewDocument> = documents
             .iter()
             .map(|d| {

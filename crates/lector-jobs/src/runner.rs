@@ -11,9 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// How long a claim lasts without a heartbeat.
+/// How long a claim lasts without a heartbeat, unless configured otherwise.
 pub const LEASE_SECS: i64 = 30;
-const HEARTBEAT: Duration = Duration::from_secs(10);
 const IDLE_POLL: Duration = Duration::from_millis(200);
 const REAP_EVERY: Duration = Duration::from_secs(5);
 
@@ -59,9 +58,19 @@ pub trait Handler: Send + Sync {
 }
 
 /// The handlers by job kind, and the loop that feeds them.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Runner {
     handlers: HashMap<&'static str, Arc<dyn Handler>>,
+    lease_secs: i64,
+}
+
+impl Default for Runner {
+    fn default() -> Self {
+        Self {
+            handlers: HashMap::new(),
+            lease_secs: LEASE_SECS,
+        }
+    }
 }
 
 impl std::fmt::Debug for Runner {
@@ -75,6 +84,12 @@ impl std::fmt::Debug for Runner {
 impl Runner {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sets the lease; workers heartbeat three times per lease.
+    pub fn lease_secs(mut self, seconds: i64) -> Self {
+        self.lease_secs = seconds.max(1);
+        self
     }
 
     pub fn with(mut self, kind: &'static str, handler: impl Handler + 'static) -> Self {
@@ -124,7 +139,7 @@ impl Runner {
 
     /// Claims and runs one job; `false` when the queue had none.
     pub async fn run_one(&self, store: &Store, owner: &str) -> lector_core::Result<bool> {
-        let Some(lease) = store.claim_job(owner, LEASE_SECS).await? else {
+        let Some(lease) = store.claim_job(owner, self.lease_secs).await? else {
             return Ok(false);
         };
         let job_id = lease.job.id;
@@ -141,23 +156,35 @@ impl Runner {
             return Ok(true);
         };
         tracing::info!(job.id = job_id, kind = %lease.job.kind, attempt = lease.job.attempts, "job started");
-        let outcome = {
-            let work = handler.run(store, &lease);
-            tokio::pin!(work);
-            let mut beat = tokio::time::interval(HEARTBEAT);
-            beat.tick().await;
-            loop {
-                tokio::select! {
-                    outcome = &mut work => break Some(outcome),
-                    _ = beat.tick() => {
-                        if !store.heartbeat(&lease, LEASE_SECS).await.unwrap_or(false) {
-                            tracing::warn!(job.id = job_id, "lease lost; abandoning the job");
-                            break None;
+        // The heartbeat runs beside the handler, never in its way: a heartbeat waiting for a
+        // lock the handler's transaction holds must not stop that transaction from finishing.
+        let (lost, mut lease_lost) = tokio::sync::oneshot::channel::<()>();
+        let heartbeat = {
+            let (store, lease, seconds) = (store.clone(), lease.clone(), self.lease_secs);
+            tokio::spawn(async move {
+                let mut beat = tokio::time::interval(Duration::from_millis(seconds as u64 * 1000 / 3));
+                beat.tick().await;
+                loop {
+                    beat.tick().await;
+                    match store.heartbeat(&lease, seconds).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            let _ = lost.send(());
+                            break;
                         }
+                        Err(e) => tracing::warn!(job.id = lease.job.id, error = %e, "heartbeat failed; retrying"),
                     }
                 }
+            })
+        };
+        let outcome = tokio::select! {
+            outcome = handler.run(store, &lease) => Some(outcome),
+            _ = &mut lease_lost => {
+                tracing::warn!(job.id = job_id, "lease lost; abandoning the job");
+                None
             }
         };
+        heartbeat.abort();
         match outcome {
             Some(Ok(outcome)) => {
                 let finished = store.finish_job(&lease, outcome.result, outcome.notice).await?;

@@ -27,6 +27,7 @@ fn job(user_id: i64, max_attempts: i64) -> NewJob {
     NewJob {
         kind: "count".into(),
         payload: json!({"upto": 3}),
+        input: None,
         workspace_id: None,
         project_id: None,
         user_id: Some(user_id),

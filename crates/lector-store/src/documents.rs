@@ -295,7 +295,8 @@ impl Store {
         self.group_of(project.id, group_id).await
     }
 
-    /// Creates a group in PROCESSING and the job that will fill it, in one transaction.
+    /// Creates a group in PROCESSING and the job that will fill it from `input` (the documents),
+    /// in one transaction.
     pub async fn start_import(
         &self,
         scope: &Scope,
@@ -303,6 +304,7 @@ impl Store {
         name: &str,
         source: &str,
         payload: serde_json::Value,
+        input: serde_json::Value,
     ) -> Result<DocumentGroup> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let mut tx = self.pool.begin().await.map_err(db)?;
@@ -315,6 +317,7 @@ impl Store {
             NewJob {
                 kind: IMPORT_JOB.into(),
                 payload,
+                input: Some(input),
                 workspace_id: Some(project.workspace_id),
                 project_id: Some(project.id),
                 user_id: Some(scope.user_id),
@@ -344,9 +347,21 @@ impl Store {
     ) -> Result<usize> {
         let mut tx = self.pool.begin().await.map_err(db)?;
         check_fence(&mut tx, lease).await?;
+        // A re-run finds the places an earlier run filled and skips them.
+        let stored: Vec<i64> = sqlx::query_scalar(
+            "SELECT group_position FROM documents WHERE group_id = $1 AND group_position >= $2 AND group_position < $3",
+        )
+        .bind(group_id)
+        .bind(first_position)
+        .bind(first_position + documents.len() as i64)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?;
+        let stored: std::collections::HashSet<i64> = stored.into_iter().collect();
         let mut added = 0;
         for (offset, document) in documents.iter().enumerate() {
-            if insert_grouped(&mut tx, project_id, group_id, first_position + offset as i64, document).await? {
+            let position = first_position + offset as i64;
+            if !stored.contains(&position) && insert_grouped(&mut tx, project_id, group_id, position, document).await? {
                 added += 1;
             }
         }

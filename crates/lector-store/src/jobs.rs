@@ -28,7 +28,10 @@ lector_core::wire_enum!(JobState { Queued => "QUEUED", Running => "RUNNING", Don
 #[derive(Debug, Clone)]
 pub struct NewJob {
     pub kind: String,
+    /// Small parameters, read with the job.
     pub payload: serde_json::Value,
+    /// Bulk input (documents to import, ...), read once by the handler with [`Store::job_input`].
+    pub input: Option<serde_json::Value>,
     pub workspace_id: Option<i64>,
     pub project_id: Option<i64>,
     pub user_id: Option<i64>,
@@ -284,6 +287,22 @@ impl Store {
             .ok_or_else(|| Error::not_found("task"))
     }
 
+    /// The bulk input of a claimed job (`null` when it has none).
+    pub async fn job_input(&self, lease: &Lease) -> Result<serde_json::Value> {
+        let text: Option<String> = sqlx::query_scalar("SELECT input FROM job_inputs WHERE job_id = $1")
+            .bind(lease.job.id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        text.map(|t| serde_json::from_str(&t))
+            .transpose()
+            .map(Option::unwrap_or_default)
+            .map_err(|e| {
+                tracing::error!(error = %e, job.id = lease.job.id, "corrupt job input");
+                Error::internal()
+            })
+    }
+
     /// A job by id, for tests and operators (system look-up, no scope).
     pub async fn job_by_id(&self, job_id: i64) -> Result<Option<Job>> {
         let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1");
@@ -315,7 +334,16 @@ pub(crate) async fn enqueue_in(tx: &mut Transaction<'static, Any>, job: NewJob) 
         .fetch_one(&mut **tx)
         .await
         .map_err(db)?;
-    Job::decode(&row)
+    let created = Job::decode(&row)?;
+    if let Some(input) = &job.input {
+        sqlx::query("INSERT INTO job_inputs (job_id, input) VALUES ($1, $2)")
+            .bind(created.id)
+            .bind(input.to_string())
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
+    Ok(created)
 }
 
 /// Fails unless `lease` is still the job's current lease; call first in a result transaction.

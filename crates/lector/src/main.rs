@@ -103,7 +103,8 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
                 lector_core::config::TlsMode::Proxy => "http (behind a TLS proxy)",
             };
             let (stop, stopped) = tokio::sync::watch::channel(false);
-            let workers = lector_jobs::standard_runner().spawn(state.store.clone(), state.config.workers, stopped);
+            let runner = lector_jobs::standard_runner().lease_secs(state.config.job_lease_secs);
+            let workers = runner.spawn(state.store.clone(), state.config.workers, stopped);
             tracing::info!(%address, scheme, workers = state.config.workers, data_dir = %state.config.data_dir.display(), "lector is serving");
             server.run(lector_api::shutdown_signal()).await;
             stop_workers(stop, workers).await;
@@ -115,7 +116,10 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
                 .map_err(|e| e.detail)?;
             let (stop, stopped) = tokio::sync::watch::channel(false);
             let count = config.workers.max(1);
-            let workers = lector_jobs::standard_runner().spawn(store.clone(), count, stopped);
+            let workers =
+                lector_jobs::standard_runner()
+                    .lease_secs(config.job_lease_secs)
+                    .spawn(store.clone(), count, stopped);
             tracing::info!(workers = count, "lector worker is running");
             lector_api::shutdown_signal().await;
             stop_workers(stop, workers).await;

@@ -460,14 +460,14 @@ pub async fn upload_documents(
         .name
         .unwrap_or_else(|| format!("Upload {}", rfc3339(lector_core::time::Timestamp::now())));
     let language = Language::from_code_or_default(options.language.as_deref());
-    let payload = serde_json::json!({
-        "documents": documents,
-        "language": language.code(),
-        "split": options.split.unwrap_or(true),
-    });
+    let payload = serde_json::json!({"language": language.code(), "split": options.split.unwrap_or(true)});
+    let input = serde_json::to_value(&documents).map_err(|e| {
+        tracing::error!(error = %e, "cannot encode the upload");
+        Error::internal()
+    })?;
     let group = state
         .store
-        .start_import(&caller.scope, p.project_id, &name, "upload", payload)
+        .start_import(&caller.scope, p.project_id, &name, "upload", payload, input)
         .await?;
     tracing::info!(project.id = p.project_id, group.id = group.id, job.id = ?group.task_id, "import queued");
     let location = format!("/projects/{}/groups/{}", p.project_id, group.id);

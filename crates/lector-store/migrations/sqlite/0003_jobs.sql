@@ -23,3 +23,10 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_queue ON jobs(state, run_after, id);
 CREATE INDEX jobs_project ON jobs(project_id);
+
+-- A job's input, kept apart so that the frequent updates of a job's row (heartbeats,
+-- progress) never rewrite a large payload.
+CREATE TABLE job_inputs (
+    job_id BIGINT PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+    input TEXT NOT NULL
+);

@@ -1,0 +1,141 @@
+//! A worker process killed (SIGKILL) in the middle of an import: another worker takes the job
+//! over once the lease expires, and the import finishes once, with no document lost or doubled.
+
+use lector_core::Scope;
+use lector_store::testing::TestDatabase;
+use lector_store::{Backend, JobState, NewUser, ProjectFields, Store, WorkspaceRef};
+use serde_json::json;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const DOCUMENTS: usize = 20_000;
+
+fn worker(url: &str, dir: &std::path::Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_lector"))
+        .args(["worker", "--workers", "1", "--data-dir"])
+        .arg(dir)
+        .env("LECTOR_DATABASE_URL", url)
+        .env("LECTOR_JOB_LEASE_SECS", "2")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start a worker")
+}
+
+async fn killed_worker_loses_nothing(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 2).await.unwrap();
+    let user = store
+        .create_user(NewUser {
+            email: "ada@example.org".into(),
+            first_name: String::new(),
+            last_name: String::new(),
+            password_hash: None,
+            is_superuser: false,
+        })
+        .await
+        .unwrap();
+    let (_, scope): (_, Scope) = store.principal(user.id).await.unwrap().unwrap();
+    let personal = user.personal_workspace_id.unwrap();
+    let (workspace, _) = store
+        .workspace_access(&scope, &WorkspaceRef::Id(personal), lector_core::Action::Manage)
+        .await
+        .unwrap();
+    let fields = ProjectFields {
+        name: "Bulk".into(),
+        kind: lector_core::ProjectType::Class,
+        external_id: None,
+    };
+    let project = store.create_project(&scope, &workspace, fields).await.unwrap();
+    let documents: Vec<_> = (0..DOCUMENTS)
+        .map(|n| json!({"text": format!("Row {n}. It has two sentences.")}))
+        .collect();
+    let payload = json!({"language": "en", "split": true});
+    let group = store
+        .start_import(&scope, project.id, "bulk", "upload", payload, json!(documents))
+        .await
+        .unwrap();
+    let job_id = group.task_id.unwrap();
+
+    // Kill the first worker once it has committed part of the import.
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = worker(&database.url, dir.path());
+    let started = Instant::now();
+    loop {
+        let job = store.job_by_id(job_id).await.unwrap().unwrap();
+        assert_ne!(
+            job.state,
+            JobState::Done,
+            "the import finished before the worker could be killed"
+        );
+        if job.progress > 0.0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the first worker never made progress"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let halfway = store.group(&scope, project.id, group.id).await.unwrap().document_count;
+    assert!(
+        halfway > 0 && halfway < DOCUMENTS as i64,
+        "{halfway} documents after the kill"
+    );
+
+    let mut second = worker(&database.url, dir.path());
+    let started = Instant::now();
+    let job = loop {
+        let job = store.job_by_id(job_id).await.unwrap().unwrap();
+        if job.state == JobState::Done || job.state == JobState::Failed {
+            break job;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the import did not finish after the kill"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    second.kill().unwrap();
+    second.wait().unwrap();
+
+    assert_eq!(job.state, JobState::Done, "{:?}", job.error);
+    assert_eq!(job.attempts, 2, "the second worker ran the job again");
+    let group = store.group(&scope, project.id, group.id).await.unwrap();
+    assert_eq!(
+        (group.document_count, group.status.as_str()),
+        (DOCUMENTS as i64, "CREATED"),
+        "nothing lost or doubled"
+    );
+    let filter = lector_store::DocumentFilter {
+        group_id: Some(group.id),
+        ..Default::default()
+    };
+    let (last, _) = store
+        .documents(&scope, project.id, &filter, DOCUMENTS as i64 - 1, 1)
+        .await
+        .unwrap();
+    assert_eq!(last[0].text, format!("Row {}. It has two sentences.", DOCUMENTS - 1));
+    assert_eq!(store.segments_of(&[last[0].id]).await.unwrap().len(), 2);
+    let notes = store.notifications(&scope, user.id, 0, 100).await.unwrap();
+    assert_eq!(
+        notes.iter().filter(|n| n.title == "Import finished").count(),
+        1,
+        "one notification per job"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_worker_loses_nothing_on_sqlite() {
+    killed_worker_loses_nothing(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_worker_loses_nothing_on_postgres() {
+    killed_worker_loses_nothing(Backend::Postgres).await;
+}
