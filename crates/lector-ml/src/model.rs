@@ -533,7 +533,7 @@ mod tests {
     fn bfloat16_rounds_to_nearest_and_round_trips() {
         assert_eq!(to_bf16(1.0), 0x3f80);
         assert_eq!(from_bf16(to_bf16(-2.5)), -2.5);
-        for x in [0.1f32, 3.14159, -7.77e-3, 123.456] {
+        for x in [0.1f32, 3.3, -7.77e-3, 123.456] {
             let y = from_bf16(to_bf16(x));
             assert!(((y - x) / x).abs() <= 1.0 / 256.0, "{x} -> {y}");
             assert_eq!(to_bf16(y), to_bf16(x));
