@@ -162,7 +162,8 @@ pub struct Paging {
     pub limit: i64,
 }
 
-fn default_limit() -> i64 {
+/// The page size when a list request names none.
+pub fn default_limit() -> i64 {
     100
 }
 

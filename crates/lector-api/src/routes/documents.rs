@@ -323,12 +323,8 @@ pub struct ListDocumentsQuery {
     pub grouped: Option<bool>,
     #[serde(default)]
     pub offset: i64,
-    #[serde(default = "default_limit")]
+    #[serde(default = "crate::extract::default_limit")]
     pub limit: i64,
-}
-
-fn default_limit() -> i64 {
-    100
 }
 
 #[derive(Debug, Serialize, ToSchema)]

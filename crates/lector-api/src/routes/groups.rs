@@ -267,12 +267,8 @@ pub struct GroupDocumentsQuery {
     pub search: Option<String>,
     #[serde(default)]
     pub offset: i64,
-    #[serde(default = "default_limit")]
+    #[serde(default = "crate::extract::default_limit")]
     pub limit: i64,
-}
-
-fn default_limit() -> i64 {
-    100
 }
 
 async fn group_documents(
