@@ -29,6 +29,9 @@ pub struct Problem {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     #[schema(value_type = Vec<ProblemField>)]
     pub errors: Vec<FieldError>,
+    /// The request's id (also in `x-request-id` and in the server's log lines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 /// One field-level problem.
@@ -59,6 +62,7 @@ pub fn problem_response(error: &Error) -> Response {
         detail: error.detail.clone(),
         code: error.code.as_str().to_owned(),
         errors: error.errors.clone(),
+        request_id: None,
     };
     let mut response = (status, axum::Json(body)).into_response();
     response
@@ -79,18 +83,34 @@ impl IntoResponse for ApiError {
 }
 
 /// Rewrites error responses that did not come from [`ApiError`] (axum's 405, the body limit's
-/// 413, a caught panic's 500) into problem+json, keeping headers such as `Allow`.
+/// 413, a caught panic's 500) into problem+json, keeping headers such as `Allow`, and stamps
+/// every problem with the request's id.
 pub async fn problem_for_bare_errors(request: Request, next: Next) -> Response {
     let method = request.method().clone();
+    let request_id = request
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let response = next.run(request).await;
     let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
     let is_problem = response
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
-    if !(status.is_client_error() || status.is_server_error()) || is_problem {
-        return response;
-    }
+    let response = if is_problem {
+        response
+    } else {
+        rewrite_bare(response, &method)
+    };
+    with_request_id(response, request_id).await
+}
+
+fn rewrite_bare(response: Response, method: &axum::http::Method) -> Response {
+    let status = response.status();
     let error = match status {
         StatusCode::METHOD_NOT_ALLOWED => Error::new(
             ErrorCode::MethodNotAllowed,
@@ -114,6 +134,29 @@ pub async fn problem_for_bare_errors(request: Request, next: Next) -> Response {
     *rewritten.status_mut() = status;
     rewritten
 }
+
+/// Problems are small; anything larger is passed through untouched.
+const MAX_PROBLEM_BYTES: usize = 64 * 1024;
+
+async fn with_request_id(response: Response, request_id: Option<String>) -> Response {
+    let Some(request_id) = request_id else { return response };
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_PROBLEM_BYTES).await else {
+        return Response::from_parts(parts, axum::body::Body::empty());
+    };
+    let stamped = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(serde_json::Value::Object(mut problem)) => {
+            problem.insert("request_id".into(), request_id.into());
+            serde_json::to_vec(&problem).unwrap_or_else(|_| bytes.to_vec())
+        }
+        _ => bytes.to_vec(),
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(stamped))
+}
+
+/// The header that carries a request's id, set by the server when the client sent none.
+pub const REQUEST_ID: &str = "x-request-id";
 
 /// The answer to any path no route matches.
 pub async fn not_found_fallback() -> ApiError {

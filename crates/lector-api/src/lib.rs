@@ -22,6 +22,7 @@ use axum::response::{IntoResponse, Response};
 use lector_core::config::TlsMode;
 use std::sync::Arc;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 use utoipa_swagger_ui::SwaggerUi;
 
@@ -51,7 +52,19 @@ pub fn app(state: AppState) -> Router {
     if state.config.tls == TlsMode::Proxy {
         router = router.layer(from_fn_with_state(state.clone(), require_forwarded_https));
     }
-    router.layer(TraceLayer::new_for_http()).with_state(state)
+    let request_id = axum::http::HeaderName::from_static(error::REQUEST_ID);
+    router
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
+            let id = request
+                .headers()
+                .get(error::REQUEST_ID)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            tracing::info_span!("request", method = %request.method(), uri = %request.uri().path(), request_id = %id)
+        }))
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        .with_state(state)
 }
 
 /// In proxy mode, serves only requests a trusted proxy forwarded from HTTPS.

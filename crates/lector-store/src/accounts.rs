@@ -30,7 +30,7 @@ pub struct UserChanges {
 impl Store {
     /// Creates a user, its personal workspace (the user is its ADMIN) and makes that the default.
     pub async fn create_user(&self, new: NewUser) -> Result<User> {
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         let user = insert_user(&mut tx, &new).await?;
         tx.commit().await.map_err(db)?;
         Ok(user)

@@ -132,7 +132,7 @@ impl Store {
         document: NewDocument,
     ) -> Result<(Document, Vec<Segment>)> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         let id = insert_document(&mut tx, project.id, None, &document)
             .await?
             .ok_or_else(Error::internal)?;
@@ -198,7 +198,7 @@ impl Store {
     ) -> Result<(Document, Vec<Segment>)> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let current = self.document_of(project.id, id).await?;
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("UPDATE documents SET text = $1, meta = $2, language = $3 WHERE id = $4")
             .bind(&document.text)
             .bind(document.meta.to_string())
@@ -220,7 +220,7 @@ impl Store {
     pub async fn delete_document(&self, scope: &Scope, project_id: i64, id: i64) -> Result<Document> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let document = self.document_of(project.id, id).await?;
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("DELETE FROM segments WHERE document_id = $1")
             .bind(document.id)
             .execute(&mut *tx)
@@ -286,7 +286,7 @@ impl Store {
         documents: Vec<NewDocument>,
     ) -> Result<DocumentGroup> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         let group_id = insert_group(&mut tx, project.id, name, "api", "CREATED").await?;
         for (position, document) in documents.iter().enumerate() {
             insert_grouped(&mut tx, project.id, group_id, position as i64, document).await?;
@@ -307,7 +307,7 @@ impl Store {
         input: serde_json::Value,
     ) -> Result<DocumentGroup> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         let group_id = insert_group(&mut tx, project.id, name, source, "PROCESSING").await?;
         let mut payload = payload;
         payload["group_id"] = group_id.into();
@@ -345,7 +345,7 @@ impl Store {
         first_position: i64,
         documents: &[NewDocument],
     ) -> Result<usize> {
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         check_fence(&mut tx, lease).await?;
         // A re-run finds the places an earlier run filled and skips them.
         let stored: Vec<i64> = sqlx::query_scalar(
@@ -371,7 +371,7 @@ impl Store {
 
     /// Sets the state of the group an import fills, under the job's lease.
     pub async fn set_import_status(&self, lease: &Lease, group_id: i64, status: &str) -> Result<()> {
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         check_fence(&mut tx, lease).await?;
         sqlx::query("UPDATE document_groups SET status = $1 WHERE id = $2")
             .bind(status)
@@ -424,7 +424,7 @@ impl Store {
     ) -> Result<DocumentGroup> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let group = self.group_of(project.id, group_id).await?;
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         if let Some(name) = name {
             sqlx::query("UPDATE document_groups SET name = $1 WHERE id = $2")
                 .bind(name)
@@ -459,7 +459,7 @@ impl Store {
     pub async fn delete_group(&self, scope: &Scope, project_id: i64, group_id: i64) -> Result<DocumentGroup> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let group = self.group_of(project.id, group_id).await?;
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("UPDATE documents SET group_id = NULL, group_position = NULL WHERE group_id = $1")
             .bind(group.id)
             .execute(&mut *tx)

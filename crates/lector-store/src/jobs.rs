@@ -104,7 +104,7 @@ pub struct JobNotice {
 impl Store {
     /// Puts a job on the queue.
     pub async fn enqueue(&self, job: NewJob) -> Result<Job> {
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         let job = enqueue_in(&mut tx, job).await?;
         tx.commit().await.map_err(db)?;
         Ok(job)
@@ -183,7 +183,7 @@ impl Store {
         result: serde_json::Value,
         notice: Option<JobNotice>,
     ) -> Result<bool> {
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         let now = Timestamp::now().micros();
         let done = sqlx::query(
             "UPDATE jobs SET state = $1, progress = 1, result = $2, lease_owner = NULL, lease_expires = NULL, \
@@ -217,7 +217,7 @@ impl Store {
         retryable: bool,
         notice: Option<JobNotice>,
     ) -> Result<bool> {
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         let now = Timestamp::now();
         let again = retryable && lease.job.attempts < lease.job.max_attempts;
         let (state, finished) = if again {

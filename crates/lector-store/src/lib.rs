@@ -100,6 +100,17 @@ impl Store {
         })
     }
 
+    /// Starts a transaction that will write. On SQLite it takes the write lock at once
+    /// (`BEGIN IMMEDIATE`, waiting up to the busy timeout), so a transaction that reads first
+    /// never fails when another connection commits between its read and its first write.
+    pub(crate) async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.pool.begin().await,
+        }
+        .map_err(db)
+    }
+
     pub fn backend(&self) -> Backend {
         self.backend
     }

@@ -103,7 +103,7 @@ impl Store {
                 "a workspace has at most {MAX_PROJECTS_PER_WORKSPACE} projects"
             )));
         }
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         let sql = format!(
             "INSERT INTO projects (workspace_id, name, type, status, external_id, created) VALUES ($1, $2, $3, $4, $5, $6) \
              RETURNING {}",
@@ -131,7 +131,7 @@ impl Store {
     /// classes and no labels of its own (an ABSA project's fixed labels go and come with it).
     pub async fn update_project(&self, scope: &Scope, project_id: i64, fields: ProjectFields) -> Result<Project> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         if fields.kind != project.kind {
             let classes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM classes WHERE project_id = $1")
                 .bind(project.id)
@@ -177,7 +177,7 @@ impl Store {
     /// Deletes a project with its classes and labels; answers what was deleted.
     pub async fn delete_project(&self, scope: &Scope, project_id: i64) -> Result<Project> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         for table in ["classes", "labels"] {
             sqlx::query(&format!("DELETE FROM {table} WHERE project_id = $1"))
                 .bind(project.id)
@@ -262,7 +262,7 @@ impl Store {
                 "a project has at most {MAX_CLASSES_PER_PROJECT} classes"
             )));
         }
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         let sql = format!(
             "INSERT INTO classes (project_id, name, example, description, created) VALUES ($1, $2, $3, $4, $5) \
              RETURNING {CLASS_COLUMNS}"

@@ -89,7 +89,7 @@ impl Store {
             )));
         }
         let now = Timestamp::now().micros();
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         let sql = format!(
             "INSERT INTO workspaces (name, description, created) VALUES ($1, $2, $3) RETURNING {}",
             WORKSPACE_COLUMNS.replace("w.", "")
@@ -282,7 +282,7 @@ impl Store {
         if self.user_by_id(user_id).await?.is_none() {
             return Err(Error::not_found("user"));
         }
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         let id = insert_membership(&mut tx, found.id, user_id, role).await?;
         tx.commit().await.map_err(db)?;
         self.membership(found.id, id).await
@@ -509,7 +509,7 @@ impl Store {
     /// Accepts an invitation once: creates the user if needed and adds the membership, all in
     /// one transaction. A second acceptance of the same invitation finds it gone (404).
     pub async fn accept_invitation(&self, invitation: &Invitation, invitee: Invitee) -> Result<User> {
-        let mut tx = self.pool.begin().await.map_err(db)?;
+        let mut tx = self.begin_write().await?;
         let claimed = sqlx::query("UPDATE invitations SET status = $1 WHERE id = $2 AND status = $3")
             .bind(InvitationStatus::Accepted.as_str())
             .bind(invitation.id)
