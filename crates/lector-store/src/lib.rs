@@ -12,7 +12,9 @@ mod jobs;
 pub use accounts::{NewUser, UserChanges};
 pub use documents::{Document, DocumentFilter, DocumentGroup, IMPORT_JOB, NewDocument, NewSegment, Segment};
 pub use jobs::{Job, JobNotice, JobState, Lease, NewJob};
-pub use projects::{ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectFields};
+pub use projects::{
+    ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
+};
 pub use security::{MAX_PRODUCT_KEYS, TokenPurpose};
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;

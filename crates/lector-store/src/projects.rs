@@ -25,6 +25,14 @@ pub struct ProjectFields {
     pub external_id: Option<i64>,
 }
 
+/// Project fields to change; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectChanges {
+    pub name: Option<String>,
+    pub kind: Option<ProjectType>,
+    pub external_id: Option<i64>,
+}
+
 /// The fields of a class a client sets.
 #[derive(Debug, Clone, Default)]
 pub struct ClassFields {
@@ -129,8 +137,13 @@ impl Store {
 
     /// Renames a project or changes its type. The type changes only while the project has no
     /// classes and no labels of its own (an ABSA project's fixed labels go and come with it).
-    pub async fn update_project(&self, scope: &Scope, project_id: i64, fields: ProjectFields) -> Result<Project> {
+    pub async fn update_project(&self, scope: &Scope, project_id: i64, changes: ProjectChanges) -> Result<Project> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
+        let fields = ProjectFields {
+            name: changes.name.unwrap_or_else(|| project.name.clone()),
+            kind: changes.kind.unwrap_or(project.kind),
+            external_id: changes.external_id.or(project.external_id),
+        };
         let mut tx = self.begin_write().await?;
         if fields.kind != project.kind {
             let classes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM classes WHERE project_id = $1")

@@ -4,7 +4,7 @@ use crate::auth::{Caller, token_hash};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, WriteBody};
 use crate::routes::Message;
-use crate::routes::users::UserDto;
+use crate::routes::users::{CreateUserBody, UserDto, create_account};
 use crate::routes::workspaces::MyWorkspaceDto;
 use crate::state::AppState;
 use axum::Json;
@@ -13,7 +13,7 @@ use axum::http::request::Parts;
 use lector_core::time::Timestamp;
 use lector_core::validate::{MAX_NAME_CHARS, Problems, normalize_email};
 use lector_core::{Error, ErrorCode};
-use lector_store::{NewUser, TokenPurpose, User};
+use lector_store::{TokenPurpose, User};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -96,17 +96,14 @@ pub async fn register(
         3600,
     )
     .await?;
-    let password_hash = state.auth.hash_password(&body.password).await?;
-    let user = state
-        .store
-        .create_user(NewUser {
-            email: normalize_email(&body.email),
-            first_name: body.first_name.trim().to_owned(),
-            last_name: body.last_name.trim().to_owned(),
-            password_hash: Some(password_hash),
-            is_superuser: false,
-        })
-        .await?;
+    let account = CreateUserBody {
+        email: body.email,
+        first_name: body.first_name,
+        last_name: body.last_name,
+        password: Some(body.password),
+        is_superuser: false,
+    };
+    let (user, _) = create_account(&state, account).await?;
     tracing::info!(user.id = user.id, "user registered");
     answer(&state, &user, "registered", "CREATED")
 }

@@ -10,7 +10,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use lector_core::validate::{MAX_NAME_CHARS, Problems};
 use lector_core::{Action, ProjectType};
-use lector_store::{Project, ProjectFields, WorkspaceRef};
+use lector_store::{Project, ProjectChanges, ProjectFields, WorkspaceRef};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -236,16 +236,12 @@ pub async fn update_project(
     PathParams(p): PathParams<ProjectPath>,
     Body(body): Body<UpdateProjectBody>,
 ) -> ApiResult<Json<ProjectDto>> {
-    let (current, _) = state
-        .store
-        .project_access(&caller.scope, p.project_id, Action::Manage)
-        .await?;
-    let fields = ProjectFields {
-        name: body.name.map(|n| n.trim().to_owned()).unwrap_or(current.name),
-        kind: body.kind.unwrap_or(current.kind),
-        external_id: body.external_id.or(current.external_id),
+    let changes = ProjectChanges {
+        name: body.name.map(|n| n.trim().to_owned()),
+        kind: body.kind,
+        external_id: body.external_id,
     };
-    let project = state.store.update_project(&caller.scope, p.project_id, fields).await?;
+    let project = state.store.update_project(&caller.scope, p.project_id, changes).await?;
     Ok(Json(ProjectDto::detailed(&state, project).await?))
 }
 

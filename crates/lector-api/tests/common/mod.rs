@@ -63,6 +63,17 @@ pub struct Session {
     pub email: String,
 }
 
+impl Session {
+    /// The session an auth answer (register, login, accept_invitation) opens.
+    fn from_answer(answer: &Value, email: &str) -> Self {
+        Session {
+            token: answer["auth_token"].as_str().expect("token").to_owned(),
+            user_id: answer["user_id"].as_i64().expect("user id"),
+            email: email.to_owned(),
+        }
+    }
+}
+
 /// An answer: status, headers and the body as JSON (`Value::Null` when it is not JSON).
 #[derive(Debug)]
 pub struct Answer {
@@ -215,11 +226,7 @@ impl TestApp {
             .call(Method::POST, "/auth/register", None, Some(body))
             .await
             .expect(200);
-        Session {
-            token: answer["auth_token"].as_str().expect("token").to_owned(),
-            user_id: answer["user_id"].as_i64().expect("user id"),
-            email: email.to_owned(),
-        }
+        Session::from_answer(&answer, email)
     }
 
     /// Creates a superuser the way `lector user create --superuser` does, and logs it in.
@@ -240,11 +247,7 @@ impl TestApp {
             .call(Method::POST, "/auth/login", None, Some(body))
             .await
             .expect(200);
-        Session {
-            token: answer["auth_token"].as_str().expect("token").to_owned(),
-            user_id: answer["user_id"].as_i64().expect("user id"),
-            email: email.to_owned(),
-        }
+        Session::from_answer(&answer, email)
     }
 
     /// Messages in the mail outbox addressed to `email`, oldest first.
