@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod error;
+pub mod labeling;
 pub mod policy;
 pub mod time;
 pub mod types;

@@ -40,7 +40,7 @@ pub struct Document {
     pub created: Timestamp,
 }
 
-const DOCUMENT_COLUMNS: &str = "d.id, d.project_id, d.group_id, d.text, d.meta, d.language, d.created";
+pub(crate) const DOCUMENT_COLUMNS: &str = "d.id, d.project_id, d.group_id, d.text, d.meta, d.language, d.created";
 
 impl FromAnyRow for Document {
     fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
@@ -119,6 +119,8 @@ pub struct DocumentFilter {
     pub group_id: Option<i64>,
     /// Only documents in a group (`true`) or in none (`false`).
     pub grouped: Option<bool>,
+    /// Only documents of this labeling session (which must belong to the project).
+    pub session_id: Option<i64>,
 }
 
 /// The kind of job that imports documents into a group.
@@ -146,7 +148,7 @@ impl Store {
         Ok((document, segments))
     }
 
-    async fn document_of(&self, project_id: i64, id: i64) -> Result<Document> {
+    pub(crate) async fn document_of(&self, project_id: i64, id: i64) -> Result<Document> {
         let sql = format!("SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE d.project_id = $1 AND d.id = $2");
         let row = sqlx::query(&sql)
             .bind(project_id)
@@ -254,6 +256,14 @@ impl Store {
         if let Some(group_id) = filter.group_id {
             params.push(Param::Int(group_id));
             conditions.push(format!("d.group_id = ${}", params.len()));
+        }
+        if let Some(session_id) = filter.session_id {
+            self.session_of(project.id, session_id).await?;
+            params.push(Param::Int(session_id));
+            conditions.push(format!(
+                "d.id IN (SELECT document_id FROM session_documents WHERE session_id = ${})",
+                params.len()
+            ));
         }
         match filter.grouped {
             Some(true) => conditions.push("d.group_id IS NOT NULL".into()),
@@ -487,7 +497,7 @@ fn escape_like(text: &str) -> String {
     out
 }
 
-async fn insert_group(
+pub(crate) async fn insert_group(
     tx: &mut Transaction<'static, Any>,
     project_id: i64,
     name: &str,
@@ -523,7 +533,7 @@ async fn insert_grouped(
 }
 
 /// Inserts a document with its segments; `None` when its group place is taken already.
-async fn insert_document(
+pub(crate) async fn insert_document(
     tx: &mut Transaction<'static, Any>,
     project_id: i64,
     group: Option<(i64, Option<i64>)>,

@@ -16,12 +16,17 @@ pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
 };
 pub use security::{MAX_PRODUCT_KEYS, TokenPurpose};
+pub use sessions::{
+    LabeledDocument, MarkTarget, NewSession, NewTag, SegmentAt, SegmentMark, SegmentTag, Session, SessionChanges,
+    SessionFilter, Vocabulary, tags_by_segment,
+};
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
 mod notifications;
 mod projects;
 mod records;
 mod security;
+mod sessions;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod workspaces;
@@ -151,6 +156,42 @@ impl Param {
         }
         query
     }
+}
+
+/// Most parameters one statement binds (SQLite allows 32,766; PostgreSQL 65,535).
+const MAX_STATEMENT_PARAMS: usize = 30_000;
+
+/// Inserts rows with as few multi-row statements as the parameter limit allows. `tail` follows
+/// the VALUES list (an `ON CONFLICT` clause, say).
+pub(crate) async fn insert_many(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    table: &str,
+    columns: &[&str],
+    rows: Vec<Vec<Param>>,
+    tail: &str,
+) -> Result<()> {
+    let per_statement = (MAX_STATEMENT_PARAMS / columns.len()).max(1);
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<Vec<Param>> = rows.by_ref().take(per_statement).collect();
+        let mut values = Vec::with_capacity(chunk.len());
+        for i in 0..chunk.len() {
+            let places = (1..=columns.len())
+                .map(|c| format!("${}", i * columns.len() + c))
+                .collect::<Vec<_>>();
+            values.push(format!("({})", places.join(", ")));
+        }
+        let sql = format!(
+            "INSERT INTO {table} ({}) VALUES {} {tail}",
+            columns.join(", "),
+            values.join(", ")
+        );
+        Param::bind_all(sqlx::query(&sql), chunk.into_iter().flatten().collect())
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
+    Ok(())
 }
 
 /// Maps a database failure into the error catalogue, logging what the client must not see.

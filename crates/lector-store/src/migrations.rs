@@ -38,6 +38,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0004_documents.sql"),
         postgres: include_str!("../migrations/postgres/0004_documents.sql"),
     },
+    Step {
+        version: 5,
+        description: "sessions",
+        sqlite: include_str!("../migrations/sqlite/0005_sessions.sql"),
+        postgres: include_str!("../migrations/postgres/0005_sessions.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

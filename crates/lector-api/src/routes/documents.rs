@@ -15,9 +15,10 @@ use lector_core::validate::Problems;
 use lector_core::{Error, ErrorCode, Result};
 use lector_jobs::ingest::ImportedDocument;
 use lector_jobs::prepare_document;
-use lector_store::{Document, DocumentFilter, Job, NewDocument, NewSegment, Segment};
+use lector_store::{Document, DocumentFilter, Job, NewDocument, NewSegment, Segment, SegmentTag, tags_by_segment};
 use lector_text::{ClientSegment, Language};
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -43,10 +44,43 @@ pub struct SegmentDto {
     pub text: String,
     /// `[start, end)` in code points of the document text.
     pub span: [i64; 2],
-    /// The segment's tags (with `details=tags`); labeling sessions add them.
+    /// The segment's tags (with `details=tags`): of the session when read through one, else of
+    /// every session of the project.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub tags: Option<Vec<serde_json::Value>>,
+    pub tags: Option<Vec<TagDto>>,
+    /// ANNOTATED once marked, when read through a session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+/// A tag on a segment: a class and/or a label by name, optionally on a part of the segment.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TagDto {
+    pub id: i64,
+    pub class: Option<String>,
+    pub label: Option<String>,
+    /// The part of the segment the tag points at, in code points of the document text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub span: Option<[i64; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The labeling session the tag belongs to.
+    pub annotation_id: i64,
+    pub created: String,
+}
+
+impl From<SegmentTag> for TagDto {
+    fn from(t: SegmentTag) -> Self {
+        Self {
+            id: t.id,
+            class: t.class,
+            label: t.label,
+            span: t.span.map(|(a, b)| [a, b]),
+            text: t.text,
+            annotation_id: t.session_id,
+            created: rfc3339(t.created),
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -63,12 +97,14 @@ pub struct DocumentDto {
     pub meta: Option<serde_json::Value>,
 }
 
-/// Which parts of a document to return: any of `segments`, `meta`, `tags`.
+/// Which parts of a document to return: any of `segments`, `meta`, `tags`; and the labeling
+/// session it is read through, whose tags and marks it shows.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Details {
     pub segments: bool,
     pub meta: bool,
     pub tags: bool,
+    pub session: Option<i64>,
 }
 
 impl Details {
@@ -96,56 +132,72 @@ impl Details {
     }
 }
 
-/// Shapes documents for an answer, fetching their segments when asked for.
+/// Shapes documents for an answer, fetching their segments, tags and marks when asked for.
 pub async fn document_dtos(state: &AppState, documents: Vec<Document>, details: Details) -> Result<Vec<DocumentDto>> {
     let with_segments = details.segments || details.tags;
-    let mut segments: Vec<Segment> = if with_segments {
-        state
-            .store
-            .segments_of(&documents.iter().map(|d| d.id).collect::<Vec<_>>())
-            .await?
+    let segments: Vec<Segment> = if with_segments {
+        let ids: Vec<i64> = documents.iter().map(|d| d.id).collect();
+        state.store.segments_of(&ids).await?
     } else {
         Vec::new()
     };
-    segments.reverse();
+    let segment_ids: Vec<i64> = segments.iter().map(|s| s.id).collect();
+    let mut tags = if details.tags {
+        tags_by_segment(state.store.tags_of(&segment_ids, details.session).await?)
+    } else {
+        HashMap::new()
+    };
+    let marked: HashSet<i64> = match details.session {
+        Some(session_id) if with_segments => state
+            .store
+            .marks_of(session_id, &segment_ids)
+            .await?
+            .into_iter()
+            .map(|m| m.segment_id)
+            .collect(),
+        _ => HashSet::new(),
+    };
+    let mut by_document: HashMap<i64, Vec<SegmentDto>> = HashMap::new();
+    for s in segments {
+        by_document.entry(s.document_id).or_default().push(SegmentDto {
+            id: s.id,
+            text: s.text,
+            span: [s.start, s.end],
+            tags: details.tags.then(|| {
+                tags.remove(&s.id)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(TagDto::from)
+                    .collect()
+            }),
+            status: details.session.and_then(|_| {
+                marked
+                    .contains(&s.id)
+                    .then(|| lector_core::labeling::ANNOTATED.to_owned())
+            }),
+        });
+    }
     Ok(documents
         .into_iter()
-        .map(|d| {
-            let own = if with_segments {
-                let mut own = Vec::new();
-                while segments.last().is_some_and(|s| s.document_id == d.id) {
-                    let s = segments.pop().expect("checked");
-                    own.push(SegmentDto {
-                        id: s.id,
-                        text: s.text,
-                        span: [s.start, s.end],
-                        tags: details.tags.then(Vec::new),
-                    });
-                }
-                Some(own)
-            } else {
-                None
-            };
-            DocumentDto {
-                id: d.id,
-                text: d.text,
-                group_id: d.group_id,
-                language: d.language,
-                created: rfc3339(d.created),
-                segments: own,
-                meta: details.meta.then_some(d.meta),
-            }
+        .map(|d| DocumentDto {
+            segments: with_segments.then(|| by_document.remove(&d.id).unwrap_or_default()),
+            id: d.id,
+            text: d.text,
+            group_id: d.group_id,
+            language: d.language,
+            created: rfc3339(d.created),
+            meta: details.meta.then_some(d.meta),
         })
         .collect())
 }
 
-fn language(field: &Option<String>, problems: &mut Problems) {
+pub(crate) fn language(field: &Option<String>, problems: &mut Problems) {
     if let Some(code) = field {
         problems.check(Language::from_code(code).is_some(), "language", "must be en, de or ar");
     }
 }
 
-fn check_text(problems: &mut Problems, field: &str, text: &str) {
+pub(crate) fn check_text(problems: &mut Problems, field: &str, text: &str) {
     problems.check(!text.trim().is_empty(), field, "must not be empty");
     problems.check(
         text.chars().count() <= MAX_DOCUMENT_CHARS,
@@ -187,30 +239,47 @@ impl WriteBody for DocumentBody {
 
 impl DocumentBody {
     fn prepare(self) -> Result<NewDocument> {
-        let language = Language::from_code_or_default(self.language.as_deref());
-        let meta = serde_json::Value::Object(self.meta.unwrap_or_default());
-        let mut document = prepare_document(&self.text, meta, language, self.split.unwrap_or(true));
-        if let Some(given) = &self.segments {
-            let given: Vec<ClientSegment<'_>> = given
-                .iter()
-                .map(|s| ClientSegment {
-                    text: &s.text,
-                    span: s.span,
-                })
-                .collect();
-            let checked = lector_text::check_segments(&document.text, &given)
-                .map_err(|e| Error::validation(vec![lector_core::FieldError::new("segments", e.to_string())]))?;
-            document.segments = checked
-                .into_iter()
-                .map(|s| NewSegment {
-                    start: s.start() as i64,
-                    end: s.end() as i64,
-                    text: s.text,
-                })
-                .collect();
-        }
-        Ok(document)
+        prepare_document_body(
+            &self.text,
+            self.meta.unwrap_or_default(),
+            self.language.as_deref(),
+            self.split.unwrap_or(true),
+            self.segments.as_deref(),
+        )
     }
+}
+
+/// Normalises a document a client sent and segments it: with the client's own segments
+/// (checked against the text), as sentences, or whole when `split` is false.
+pub(crate) fn prepare_document_body(
+    text: &str,
+    meta: serde_json::Map<String, serde_json::Value>,
+    language: Option<&str>,
+    split: bool,
+    given: Option<&[SegmentBody]>,
+) -> Result<NewDocument> {
+    let language = Language::from_code_or_default(language);
+    let mut document = prepare_document(text, serde_json::Value::Object(meta), language, split);
+    if let Some(given) = given {
+        let given: Vec<ClientSegment<'_>> = given
+            .iter()
+            .map(|s| ClientSegment {
+                text: &s.text,
+                span: s.span,
+            })
+            .collect();
+        let checked = lector_text::check_segments(&document.text, &given)
+            .map_err(|e| Error::validation(vec![lector_core::FieldError::new("segments", e.to_string())]))?;
+        document.segments = checked
+            .into_iter()
+            .map(|s| NewSegment {
+                start: s.start() as i64,
+                end: s.end() as i64,
+                text: s.text,
+            })
+            .collect();
+    }
+    Ok(document)
 }
 
 #[derive(Debug, Deserialize)]
@@ -248,7 +317,7 @@ pub async fn create_document(
     let details = Details {
         segments: true,
         meta: true,
-        tags: false,
+        ..Details::default()
     };
     let mut answer = document_dtos(&state, vec![document], details).await?;
     Ok((StatusCode::CREATED, Json(answer.remove(0))))
@@ -286,7 +355,7 @@ pub async fn update_document(
     let details = Details {
         segments: true,
         meta: true,
-        tags: false,
+        ..Details::default()
     };
     Ok(Json(document_dtos(&state, vec![document], details).await?.remove(0)))
 }
@@ -321,6 +390,8 @@ pub struct ListDocumentsQuery {
     pub group_id: Option<i64>,
     /// Only documents in a group (true) or in none (false).
     pub grouped: Option<bool>,
+    /// Only documents of this labeling session; `details=tags` then shows its tags.
+    pub annotation_id: Option<i64>,
     #[serde(default)]
     pub offset: i64,
     #[serde(default = "crate::extract::default_limit")]
@@ -350,11 +421,13 @@ pub async fn list_documents(
         limit: q.limit,
     }
     .check()?;
-    let details = Details::parse(q.details.as_deref())?;
+    let mut details = Details::parse(q.details.as_deref())?;
+    details.session = q.annotation_id;
     let filter = DocumentFilter {
         search: q.search,
         group_id: q.group_id,
         grouped: q.grouped,
+        session_id: q.annotation_id,
     };
     let (documents, has_more) = state
         .store

@@ -286,7 +286,7 @@ async fn group_documents(
     let filter = DocumentFilter {
         search: q.search,
         group_id: Some(group.id),
-        grouped: None,
+        ..DocumentFilter::default()
     };
     let (documents, _) = state
         .store

@@ -5,12 +5,14 @@ use crate::state::AppState;
 use lector_core::time::Timestamp;
 use utoipa_axum::router::OpenApiRouter;
 
+pub mod annotate;
 pub mod auth;
 pub mod classes;
 pub mod documents;
 pub mod groups;
 pub mod notifications;
 pub mod projects;
+pub mod sessions;
 pub mod system;
 pub mod users;
 pub mod workspaces;
@@ -27,6 +29,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(classes::router())
         .merge(documents::router())
         .merge(groups::router())
+        .merge(sessions::router())
+        .merge(annotate::router())
 }
 
 /// Timestamps are served as RFC 3339 strings.

@@ -1,0 +1,640 @@
+//! Labeling sessions (`annotations` in paths): creating them from documents of the project or
+//! from labeled documents, reading them with their documents, and changing or deleting them.
+//! Tags and marks on their segments live in [`crate::routes::annotate`].
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
+use crate::routes::classes::{ClassDto, LabelDto};
+use crate::routes::documents::{
+    Details, DocumentDto, MAX_UPLOAD_BYTES, SegmentBody, check_text, document_dtos, language, prepare_document_body,
+};
+use crate::routes::rfc3339;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use lector_core::labeling::{SessionMode, SessionStatus};
+use lector_core::validate::Problems;
+use lector_core::{Action, Error, ErrorCode, Result};
+use lector_store::{LabeledDocument, NewSession, NewTag, Session, SessionChanges, SessionFilter};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_labeling_sessions, create_labeling_session))
+        .routes(routes!(
+            get_labeling_session,
+            update_labeling_session,
+            delete_labeling_session
+        ))
+        .routes(routes!(list_labeling_session_documents))
+        .routes(routes!(get_labeling_session_document))
+}
+
+/// Labeled documents one request may bring.
+pub const MAX_LABELED_DOCUMENTS: usize = 10_000;
+/// Document ids one request may name.
+pub const MAX_DOCUMENT_IDS: usize = 100_000;
+/// Longest session name and description, in characters.
+const MAX_NAME_CHARS: usize = 200;
+const MAX_DESCRIPTION_CHARS: usize = 2000;
+
+/// The fields every session answer has; the class and label lists differ by operation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionCore {
+    pub id: i64,
+    pub uuid: String,
+    pub name: String,
+    pub description: String,
+    pub created: String,
+    pub finished: Option<String>,
+    pub document_count: i64,
+    /// All segments of the session's documents.
+    pub segment_count: i64,
+    /// Segments marked annotated.
+    pub annotated_count: i64,
+    pub document_group_id: Option<i64>,
+    /// The workspace.
+    pub organization_id: i64,
+    pub user_id: i64,
+    pub project_id: i64,
+    /// Annotated segments over all segments, in [0, 1].
+    pub progress: f64,
+    pub model_id: Option<i64>,
+    pub status: String,
+    pub mode: String,
+    /// The project type, which fixes the shape of tags.
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+impl SessionCore {
+    fn new(session: Session, kind: lector_core::ProjectType) -> Self {
+        Self {
+            progress: session.progress(),
+            id: session.id,
+            uuid: session.uuid,
+            name: session.name,
+            description: session.description,
+            created: rfc3339(session.created),
+            finished: session.finished.map(rfc3339),
+            document_count: session.document_count,
+            segment_count: session.segment_count,
+            annotated_count: session.annotated_count,
+            document_group_id: session.document_group_id,
+            organization_id: session.workspace_id,
+            user_id: session.user_id,
+            project_id: session.project_id,
+            model_id: session.model_id,
+            status: session.status.as_str().into(),
+            mode: session.mode.as_str().into(),
+            kind: kind.as_str().into(),
+        }
+    }
+}
+
+/// A labeling session, with the names of the classes and labels it offers.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionDto {
+    #[serde(flatten)]
+    pub session: SessionCore,
+    pub classes: Vec<String>,
+    pub labels: Vec<String>,
+}
+
+/// Shapes a session for an answer, with its class and label names.
+pub async fn session_dto(state: &AppState, session: Session) -> Result<SessionDto> {
+    let vocabulary = state.store.session_vocabulary(&session).await?;
+    Ok(SessionDto {
+        session: SessionCore::new(session, vocabulary.kind),
+        classes: vocabulary.classes.into_iter().map(|c| c.name).collect(),
+        labels: vocabulary.labels.into_iter().map(|l| l.name).collect(),
+    })
+}
+
+/// A tag as a client sends it: a class and/or a label by name, optionally on a part of the
+/// segment given by span or text.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TagBody {
+    pub class: Option<String>,
+    pub label: Option<String>,
+    /// `[start, end)` in code points of the document text, inside the segment.
+    pub span: Option<[i64; 2]>,
+    /// The words the tag points at (an aspect term), found in the segment when `span` is absent.
+    pub text: Option<String>,
+}
+
+impl TagBody {
+    /// The tag with no part; parts need the segment, which only the tag routes resolve.
+    fn whole(&self) -> Result<NewTag> {
+        if self.span.is_some() || self.text.is_some() {
+            return Err(Error::validation(vec![lector_core::FieldError::new(
+                "tags",
+                "a tag of a new document covers its whole segment; add parts with add_segment_tag",
+            )]));
+        }
+        Ok(NewTag {
+            class: self.class.clone(),
+            label: self.label.clone(),
+            part: None,
+        })
+    }
+}
+
+/// A segment of a labeled document: its text (and where it lies), its tags, and whether it
+/// counts as annotated (it does when it has tags).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LabeledSegmentBody {
+    pub text: String,
+    pub span: Option<[usize; 2]>,
+    #[serde(default)]
+    pub tags: Vec<TagBody>,
+    /// ANNOTATED marks the segment annotated even without tags.
+    pub status: Option<String>,
+}
+
+/// A document that arrives with its labels, as a download of a session gives them back.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LabeledDocumentBody {
+    pub text: String,
+    /// The client's own id for the document, kept in its meta as `external_id`.
+    pub id: Option<i64>,
+    #[schema(value_type = Option<Object>)]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+    pub language: Option<String>,
+    /// Split the text into sentences (default: the whole text is one segment, unless
+    /// `segments` are given).
+    pub split: Option<bool>,
+    /// The document's segments with their tags.
+    pub segments: Option<Vec<LabeledSegmentBody>>,
+    /// Tags for every segment of the document.
+    #[serde(default)]
+    pub tags: Vec<TagBody>,
+}
+
+impl LabeledDocumentBody {
+    fn validate(&self, problems: &mut Problems, field: &str) {
+        check_text(problems, &format!("{field}.text"), &self.text);
+        language(&self.language, problems);
+        if let Some(segments) = &self.segments {
+            for (i, segment) in segments.iter().enumerate() {
+                if let Some(status) = &segment.status {
+                    problems.check(
+                        status == lector_core::labeling::ANNOTATED,
+                        &format!("{field}.segments[{i}].status"),
+                        "must be ANNOTATED",
+                    );
+                }
+            }
+        }
+    }
+
+    fn prepare(self) -> Result<LabeledDocument> {
+        let mut meta = self.meta.unwrap_or_default();
+        if let Some(id) = self.id {
+            meta.insert("external_id".into(), id.into());
+        }
+        let given: Option<Vec<SegmentBody>> = self.segments.as_ref().map(|segments| {
+            segments
+                .iter()
+                .map(|s| SegmentBody {
+                    text: s.text.clone(),
+                    span: s.span,
+                })
+                .collect()
+        });
+        let document = prepare_document_body(
+            &self.text,
+            meta,
+            self.language.as_deref(),
+            self.split.unwrap_or(false),
+            given.as_deref(),
+        )?;
+        let whole: Vec<NewTag> = self.tags.iter().map(TagBody::whole).collect::<Result<_>>()?;
+        let count = document.segments.len();
+        let (tags, annotated) = match &self.segments {
+            Some(segments) => {
+                let mut tags = Vec::with_capacity(count);
+                let mut annotated = Vec::with_capacity(count);
+                for segment in segments {
+                    let mut own: Vec<NewTag> = segment.tags.iter().map(TagBody::whole).collect::<Result<_>>()?;
+                    own.extend(whole.iter().cloned());
+                    annotated.push(!own.is_empty() || segment.status.is_some());
+                    tags.push(own);
+                }
+                (tags, annotated)
+            }
+            None => (vec![whole.clone(); count], vec![!whole.is_empty(); count]),
+        };
+        Ok(LabeledDocument {
+            document,
+            tags,
+            annotated,
+        })
+    }
+}
+
+fn check_labeled(problems: &mut Problems, documents: &Option<Vec<LabeledDocumentBody>>) {
+    let Some(documents) = documents else { return };
+    problems.check(
+        documents.len() <= MAX_LABELED_DOCUMENTS,
+        "documents",
+        &format!("send at most {MAX_LABELED_DOCUMENTS} documents per request"),
+    );
+    for (i, document) in documents.iter().enumerate().take(MAX_LABELED_DOCUMENTS) {
+        document.validate(problems, &format!("documents[{i}]"));
+        if problems.0.len() >= 20 {
+            break;
+        }
+    }
+}
+
+fn check_names(problems: &mut Problems, field: &str, names: &Option<Vec<String>>) {
+    if let Some(names) = names {
+        problems.check(names.len() <= 1000, field, "name at most 1000");
+    }
+}
+
+fn prepare_all(documents: Option<Vec<LabeledDocumentBody>>) -> Result<Vec<LabeledDocument>> {
+    documents
+        .unwrap_or_default()
+        .into_iter()
+        .map(LabeledDocumentBody::prepare)
+        .collect()
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSessionBody {
+    /// Default: "Session" and the time.
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// Tag and mark annotated the documents whose attributes (`class`, `aspect`, `label`,
+    /// `sentiment`, …) name the session's classes and labels.
+    pub auto: Option<bool>,
+    /// Take a random sample of this many documents (seeded by `seed`, default 0).
+    pub sample_size: Option<i64>,
+    pub seed: Option<u64>,
+    /// Existing documents of the project. With neither these nor `documents`, the session
+    /// takes every document of the project.
+    pub document_ids: Option<Vec<i64>>,
+    /// New documents with their tags.
+    pub documents: Option<Vec<LabeledDocumentBody>>,
+    /// Class names the session offers (default: all of the project's).
+    pub classes: Option<Vec<String>>,
+    /// Label names the session offers (default: all of the project's).
+    pub labels: Option<Vec<String>>,
+}
+
+impl WriteBody for CreateSessionBody {
+    const MAX_BYTES: usize = MAX_UPLOAD_BYTES;
+    const IMMUTABLE: &'static [&'static str] = &["id", "uuid", "created", "status", "progress", "mode"];
+
+    fn validate(&self, problems: &mut Problems) {
+        if let Some(name) = &self.name {
+            problems.name("name", name, MAX_NAME_CHARS);
+        }
+        if let Some(description) = &self.description {
+            problems.max_len("description", description, MAX_DESCRIPTION_CHARS);
+        }
+        if let Some(size) = self.sample_size {
+            problems.check(size >= 1, "sample_size", "must be at least 1");
+            problems.check(
+                self.documents.is_none(),
+                "sample_size",
+                "samples existing documents; it does not go with documents",
+            );
+        }
+        if let Some(ids) = &self.document_ids {
+            problems.check(
+                ids.len() <= MAX_DOCUMENT_IDS,
+                "document_ids",
+                &format!("name at most {MAX_DOCUMENT_IDS} documents"),
+            );
+        }
+        check_labeled(problems, &self.documents);
+        check_names(problems, "classes", &self.classes);
+        check_names(problems, "labels", &self.labels);
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ProjectPath {
+    project_id: i64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SessionPath {
+    project_id: i64,
+    annotation_id: i64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SessionDocumentPath {
+    project_id: i64,
+    annotation_id: i64,
+    document_id: i64,
+}
+
+/// Creates a labeling session from documents of the project (all, chosen, or a seeded sample)
+/// and from labeled documents; `auto` tags documents whose attributes name its classes.
+#[utoipa::path(post, path = "/projects/{project_id}/annotations", tag = "labeling sessions",
+    params(("project_id" = i64, Path)), request_body = CreateSessionBody,
+    responses((status = 201, body = SessionDto)))]
+pub async fn create_labeling_session(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    Body(body): Body<CreateSessionBody>,
+) -> ApiResult<(StatusCode, Json<SessionDto>)> {
+    let new = NewSession {
+        name: body
+            .name
+            .unwrap_or_else(|| format!("Session {}", rfc3339(lector_core::time::Timestamp::now()))),
+        description: body.description.unwrap_or_default(),
+        classes: body.classes,
+        labels: body.labels,
+        document_ids: body.document_ids,
+        labeled: prepare_all(body.documents)?,
+        sample: body.sample_size.map(|size| (size as usize, body.seed.unwrap_or(0))),
+        auto: body.auto.unwrap_or(false),
+    };
+    let session = state.store.create_session(&caller.scope, p.project_id, new).await?;
+    tracing::info!(
+        project.id = p.project_id,
+        session.id = session.id,
+        "labeling session created"
+    );
+    Ok((StatusCode::CREATED, Json(session_dto(&state, session).await?)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListSessionsQuery {
+    /// ANNOTATION, CORRECTION, or both separated by a comma.
+    pub mode: Option<String>,
+    /// One session status.
+    pub status: Option<String>,
+}
+
+fn parse_query<T: std::str::FromStr<Err = String>>(name: &str, value: &str) -> Result<T> {
+    value
+        .trim()
+        .parse()
+        .map_err(|e| Error::new(ErrorCode::InvalidParameter, format!("{name}: {e}")))
+}
+
+/// The project's labeling sessions, oldest first.
+#[utoipa::path(get, path = "/projects/{project_id}/annotations", tag = "labeling sessions",
+    params(("project_id" = i64, Path), ListSessionsQuery), responses((status = 200, body = Vec<SessionDto>)))]
+pub async fn list_labeling_sessions(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    QueryParams(q): QueryParams<ListSessionsQuery>,
+) -> ApiResult<Json<Vec<SessionDto>>> {
+    let modes = q
+        .mode
+        .as_deref()
+        .unwrap_or_default()
+        .split(',')
+        .filter(|m| !m.trim().is_empty())
+        .map(|m| parse_query::<SessionMode>("mode", m))
+        .collect::<Result<Vec<_>>>()?;
+    let status = q
+        .status
+        .as_deref()
+        .map(|s| parse_query::<SessionStatus>("status", s))
+        .transpose()?;
+    let sessions = state
+        .store
+        .sessions(&caller.scope, p.project_id, &SessionFilter { modes, status })
+        .await?;
+    let mut answer = Vec::with_capacity(sessions.len());
+    for session in sessions {
+        answer.push(session_dto(&state, session).await?);
+    }
+    Ok(Json(answer))
+}
+
+/// A labeling session with its progress.
+#[utoipa::path(get, path = "/projects/{project_id}/annotations/{annotation_id}", tag = "labeling sessions",
+    params(("project_id" = i64, Path), ("annotation_id" = i64, Path)), responses((status = 200, body = SessionDto)))]
+pub async fn get_labeling_session(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<SessionPath>,
+) -> ApiResult<Json<SessionDto>> {
+    let session = state
+        .store
+        .session(&caller.scope, p.project_id, p.annotation_id)
+        .await?;
+    Ok(Json(session_dto(&state, session).await?))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateSessionBody {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// Documents of the project to add.
+    pub document_ids: Option<Vec<i64>>,
+    /// New labeled documents to add.
+    pub documents: Option<Vec<LabeledDocumentBody>>,
+    /// The class names the session offers from now on.
+    pub classes: Option<Vec<String>>,
+    pub labels: Option<Vec<String>>,
+}
+
+impl WriteBody for UpdateSessionBody {
+    const MAX_BYTES: usize = MAX_UPLOAD_BYTES;
+    const IMMUTABLE: &'static [&'static str] = &[
+        "id",
+        "uuid",
+        "created",
+        "finished",
+        "status",
+        "progress",
+        "mode",
+        "project_id",
+        "organization_id",
+        "user_id",
+        "document_count",
+    ];
+
+    fn validate(&self, problems: &mut Problems) {
+        if let Some(name) = &self.name {
+            problems.name("name", name, MAX_NAME_CHARS);
+        }
+        if let Some(description) = &self.description {
+            problems.max_len("description", description, MAX_DESCRIPTION_CHARS);
+        }
+        if let Some(ids) = &self.document_ids {
+            problems.check(
+                ids.len() <= MAX_DOCUMENT_IDS,
+                "document_ids",
+                &format!("name at most {MAX_DOCUMENT_IDS} documents"),
+            );
+        }
+        check_labeled(problems, &self.documents);
+        check_names(problems, "classes", &self.classes);
+        check_names(problems, "labels", &self.labels);
+    }
+}
+
+/// Renames a session, changes the classes and labels it offers, and adds documents to it.
+#[utoipa::path(put, path = "/projects/{project_id}/annotations/{annotation_id}", tag = "labeling sessions",
+    params(("project_id" = i64, Path), ("annotation_id" = i64, Path)), request_body = UpdateSessionBody,
+    responses((status = 200, body = SessionDto)))]
+pub async fn update_labeling_session(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<SessionPath>,
+    Body(body): Body<UpdateSessionBody>,
+) -> ApiResult<Json<SessionDto>> {
+    let changes = SessionChanges {
+        name: body.name,
+        description: body.description,
+        classes: body.classes,
+        labels: body.labels,
+        document_ids: body.document_ids.unwrap_or_default(),
+        labeled: prepare_all(body.documents)?,
+    };
+    let session = state
+        .store
+        .update_session(&caller.scope, p.project_id, p.annotation_id, changes)
+        .await?;
+    Ok(Json(session_dto(&state, session).await?))
+}
+
+/// Deletes a session with its tags and marks; its documents stay in the project.
+#[utoipa::path(delete, path = "/projects/{project_id}/annotations/{annotation_id}", tag = "labeling sessions",
+    params(("project_id" = i64, Path), ("annotation_id" = i64, Path)), responses((status = 200, body = SessionDto)))]
+pub async fn delete_labeling_session(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<SessionPath>,
+) -> ApiResult<Json<SessionDto>> {
+    let session = state
+        .store
+        .session(&caller.scope, p.project_id, p.annotation_id)
+        .await?;
+    let answer = session_dto(&state, session).await?;
+    state
+        .store
+        .delete_session(&caller.scope, p.project_id, p.annotation_id)
+        .await?;
+    Ok(Json(answer))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct SessionDocumentsQuery {
+    /// Comma-separated: segments, meta, tags.
+    pub details: Option<String>,
+    #[serde(default)]
+    pub offset: i64,
+    #[serde(default = "crate::extract::default_limit")]
+    pub limit: i64,
+}
+
+/// A session with one page of its documents, and the classes and labels it offers in full.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionDocumentsDto {
+    #[serde(flatten)]
+    pub session: SessionCore,
+    pub classes: Vec<ClassDto>,
+    pub labels: Vec<LabelDto>,
+    pub documents: Vec<DocumentDto>,
+    pub has_more: bool,
+    pub offset: i64,
+    pub limit: i64,
+    pub count: usize,
+}
+
+/// A session with a page of its documents in id order; `details=tags` shows the session's tags
+/// and each segment's status.
+#[utoipa::path(get, path = "/projects/{project_id}/annotations/{annotation_id}/documents", tag = "labeling sessions",
+    params(("project_id" = i64, Path), ("annotation_id" = i64, Path), SessionDocumentsQuery),
+    responses((status = 200, body = SessionDocumentsDto)))]
+pub async fn list_labeling_session_documents(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<SessionPath>,
+    QueryParams(q): QueryParams<SessionDocumentsQuery>,
+) -> ApiResult<Json<SessionDocumentsDto>> {
+    let paging = Paging {
+        offset: q.offset,
+        limit: q.limit,
+    }
+    .check()?;
+    let mut details = Details::parse(q.details.as_deref())?;
+    details.session = Some(p.annotation_id);
+    let (session, documents, has_more) = state
+        .store
+        .session_documents(
+            &caller.scope,
+            p.project_id,
+            p.annotation_id,
+            paging.offset,
+            paging.limit,
+        )
+        .await?;
+    let vocabulary = state.store.session_vocabulary(&session).await?;
+    let documents = document_dtos(&state, documents, details).await?;
+    Ok(Json(SessionDocumentsDto {
+        session: SessionCore::new(session, vocabulary.kind),
+        classes: vocabulary.classes.into_iter().map(ClassDto::from).collect(),
+        labels: vocabulary.labels.into_iter().map(LabelDto::from).collect(),
+        count: documents.len(),
+        documents,
+        has_more,
+        offset: paging.offset,
+        limit: paging.limit,
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct SessionDocumentQuery {
+    /// Comma-separated: segments, meta, tags (segments and tags are always given).
+    pub details: Option<String>,
+}
+
+/// A document of a session with its segments, the session's tags on them and their status.
+#[utoipa::path(get, path = "/projects/{project_id}/annotations/{annotation_id}/documents/{document_id}",
+    tag = "labeling sessions",
+    params(("project_id" = i64, Path), ("annotation_id" = i64, Path), ("document_id" = i64, Path), SessionDocumentQuery),
+    responses((status = 200, body = DocumentDto)))]
+pub async fn get_labeling_session_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<SessionDocumentPath>,
+    QueryParams(q): QueryParams<SessionDocumentQuery>,
+) -> ApiResult<Json<DocumentDto>> {
+    let mut details = Details::parse(q.details.as_deref())?;
+    details.segments = true;
+    details.tags = true;
+    details.session = Some(p.annotation_id);
+    let (_, document) = state
+        .store
+        .session_document(
+            &caller.scope,
+            p.project_id,
+            p.annotation_id,
+            p.document_id,
+            Action::Read,
+        )
+        .await?;
+    Ok(Json(document_dtos(&state, vec![document], details).await?.remove(0)))
+}

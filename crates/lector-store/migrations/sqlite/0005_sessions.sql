@@ -1,0 +1,64 @@
+-- Labeling (and later correction) sessions: which documents they cover, the classes and labels
+-- they offer, the tags annotators put on segments, and which segments are marked annotated.
+CREATE TABLE sessions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    uuid TEXT NOT NULL UNIQUE,
+    project_id BIGINT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    user_id BIGINT NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    mode TEXT NOT NULL,
+    status TEXT NOT NULL,
+    document_group_id BIGINT REFERENCES document_groups(id) ON DELETE SET NULL,
+    model_id BIGINT,
+    created BIGINT NOT NULL,
+    finished BIGINT
+);
+CREATE INDEX sessions_project ON sessions(project_id, id);
+
+CREATE TABLE session_documents (
+    session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    document_id BIGINT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    PRIMARY KEY (session_id, document_id)
+);
+CREATE INDEX session_documents_document ON session_documents(document_id);
+
+CREATE TABLE session_classes (
+    session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    class_id BIGINT NOT NULL REFERENCES classes(id) ON DELETE CASCADE,
+    PRIMARY KEY (session_id, class_id)
+);
+
+CREATE TABLE session_labels (
+    session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    label_id BIGINT NOT NULL REFERENCES labels(id) ON DELETE CASCADE,
+    PRIMARY KEY (session_id, label_id)
+);
+
+CREATE TABLE segment_tags (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    segment_id BIGINT NOT NULL REFERENCES segments(id) ON DELETE CASCADE,
+    class_id BIGINT REFERENCES classes(id) ON DELETE CASCADE,
+    label_id BIGINT REFERENCES labels(id) ON DELETE CASCADE,
+    -- An optional part of the segment the tag points at (an aspect term), in code points of
+    -- the document text.
+    span_start BIGINT,
+    span_end BIGINT,
+    text TEXT,
+    user_id BIGINT,
+    created BIGINT NOT NULL
+);
+CREATE INDEX segment_tags_segment ON segment_tags(segment_id, session_id);
+CREATE INDEX segment_tags_session ON segment_tags(session_id, segment_id);
+
+CREATE TABLE segment_statuses (
+    session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    segment_id BIGINT NOT NULL REFERENCES segments(id) ON DELETE CASCADE,
+    document_id BIGINT NOT NULL,
+    name TEXT NOT NULL,
+    user_id BIGINT,
+    created BIGINT NOT NULL,
+    PRIMARY KEY (session_id, segment_id)
+);
+CREATE INDEX segment_statuses_segment ON segment_statuses(segment_id);

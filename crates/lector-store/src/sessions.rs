@@ -1,0 +1,1151 @@
+//! Labeling sessions: the documents they cover, the classes and labels they offer, the tags
+//! annotators put on segments, and the marks that say a segment is annotated.
+//!
+//! A session's status and progress follow from its marks (see `lector_core::labeling`): every
+//! write that can change them recomputes the status in the same transaction.
+
+use crate::documents::{NewDocument, insert_document, insert_group};
+use crate::records::{CLASS_COLUMNS, Class, FromAnyRow, LABEL_COLUMNS, Label, Project};
+use crate::{Param, Store, db};
+use lector_core::labeling::{self, SessionMode, SessionStatus, TagNames};
+use lector_core::time::Timestamp;
+use lector_core::{Action, Error, FieldError, ProjectType, Result, Scope};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+use std::collections::HashMap;
+
+/// Sessions one project may have.
+pub const MAX_SESSIONS_PER_PROJECT: i64 = 1000;
+/// Tags one segment may carry in one session.
+pub const MAX_TAGS_PER_SEGMENT: i64 = 100;
+
+/// A session with the counts its progress comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    pub id: i64,
+    pub uuid: String,
+    pub project_id: i64,
+    pub workspace_id: i64,
+    pub user_id: i64,
+    pub name: String,
+    pub description: String,
+    pub mode: SessionMode,
+    pub status: SessionStatus,
+    pub document_group_id: Option<i64>,
+    pub model_id: Option<i64>,
+    pub created: Timestamp,
+    pub finished: Option<Timestamp>,
+    pub document_count: i64,
+    pub segment_count: i64,
+    pub annotated_count: i64,
+}
+
+impl Session {
+    /// Annotated segments over all segments, in [0, 1].
+    pub fn progress(&self) -> f64 {
+        labeling::progress(self.annotated_count, self.segment_count)
+    }
+}
+
+const SESSION_COLUMNS: &str = "s.id, s.uuid, s.project_id, p.workspace_id, s.user_id, s.name, s.description, \
+     s.mode, s.status, s.document_group_id, s.model_id, s.created, s.finished, \
+     (SELECT COUNT(*) FROM session_documents sd WHERE sd.session_id = s.id) AS document_count, \
+     (SELECT COUNT(*) FROM session_documents sd JOIN segments g ON g.document_id = sd.document_id \
+      WHERE sd.session_id = s.id) AS segment_count, \
+     (SELECT COUNT(*) FROM segment_statuses st WHERE st.session_id = s.id) AS annotated_count";
+
+impl FromAnyRow for Session {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        let decode = |e: String| sqlx::Error::Decode(e.into());
+        Ok(Self {
+            id: row.try_get("id")?,
+            uuid: row.try_get("uuid")?,
+            project_id: row.try_get("project_id")?,
+            workspace_id: row.try_get("workspace_id")?,
+            user_id: row.try_get("user_id")?,
+            name: row.try_get("name")?,
+            description: row.try_get("description")?,
+            mode: row.try_get::<String, _>("mode")?.parse().map_err(decode)?,
+            status: row.try_get::<String, _>("status")?.parse().map_err(decode)?,
+            document_group_id: row.try_get("document_group_id")?,
+            model_id: row.try_get("model_id")?,
+            created: Timestamp(row.try_get("created")?),
+            finished: row.try_get::<Option<i64>, _>("finished")?.map(Timestamp),
+            document_count: row.try_get("document_count")?,
+            segment_count: row.try_get("segment_count")?,
+            annotated_count: row.try_get("annotated_count")?,
+        })
+    }
+}
+
+/// A tag to put on a segment, by class and label name, optionally on a part of the segment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewTag {
+    pub class: Option<String>,
+    pub label: Option<String>,
+    /// `[start, end)` in code points of the document text, inside the segment.
+    pub part: Option<(i64, i64, String)>,
+}
+
+impl From<TagNames> for NewTag {
+    fn from(t: TagNames) -> Self {
+        Self {
+            class: t.class,
+            label: t.label,
+            part: None,
+        }
+    }
+}
+
+/// A tag as stored, with its class and label names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SegmentTag {
+    pub id: i64,
+    pub session_id: i64,
+    pub segment_id: i64,
+    pub class: Option<String>,
+    pub label: Option<String>,
+    pub span: Option<(i64, i64)>,
+    pub text: Option<String>,
+    pub created: Timestamp,
+}
+
+const TAG_COLUMNS: &str = "t.id, t.session_id, t.segment_id, c.name AS class_name, l.name AS label_name, \
+     t.span_start, t.span_end, t.text, t.created";
+const TAG_JOINS: &str =
+    "segment_tags t LEFT JOIN classes c ON c.id = t.class_id LEFT JOIN labels l ON l.id = t.label_id";
+
+impl FromAnyRow for SegmentTag {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        let start: Option<i64> = row.try_get("span_start")?;
+        let end: Option<i64> = row.try_get("span_end")?;
+        Ok(Self {
+            id: row.try_get("id")?,
+            session_id: row.try_get("session_id")?,
+            segment_id: row.try_get("segment_id")?,
+            class: row.try_get("class_name")?,
+            label: row.try_get("label_name")?,
+            span: start.zip(end),
+            text: row.try_get("text")?,
+            created: Timestamp(row.try_get("created")?),
+        })
+    }
+}
+
+/// A segment marked annotated in a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SegmentMark {
+    pub session_id: i64,
+    pub segment_id: i64,
+    pub document_id: i64,
+    pub name: String,
+    pub created: Timestamp,
+}
+
+impl FromAnyRow for SegmentMark {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            session_id: row.try_get("session_id")?,
+            segment_id: row.try_get("segment_id")?,
+            document_id: row.try_get("document_id")?,
+            name: row.try_get("name")?,
+            created: Timestamp(row.try_get("created")?),
+        })
+    }
+}
+
+/// A new document that arrives with its tags: one list of tags per segment, and whether each
+/// segment counts as annotated.
+#[derive(Debug, Clone)]
+pub struct LabeledDocument {
+    pub document: NewDocument,
+    pub tags: Vec<Vec<NewTag>>,
+    pub annotated: Vec<bool>,
+}
+
+/// Everything a new session is made of.
+#[derive(Debug, Clone, Default)]
+pub struct NewSession {
+    pub name: String,
+    pub description: String,
+    /// Class names the session offers; all of the project's when `None`.
+    pub classes: Option<Vec<String>>,
+    pub labels: Option<Vec<String>>,
+    /// Existing documents of the project.
+    pub document_ids: Option<Vec<i64>>,
+    /// New documents with their tags, stored in a group named after the session.
+    pub labeled: Vec<LabeledDocument>,
+    /// Take a seeded random sample of this many of the existing documents.
+    pub sample: Option<(usize, u64)>,
+    /// Tag and mark documents whose attributes name the session's classes or labels.
+    pub auto: bool,
+}
+
+/// Changes to a session; `None` leaves a field as it is. Documents are only ever added.
+#[derive(Debug, Clone, Default)]
+pub struct SessionChanges {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub classes: Option<Vec<String>>,
+    pub labels: Option<Vec<String>>,
+    pub document_ids: Vec<i64>,
+    pub labeled: Vec<LabeledDocument>,
+}
+
+/// What to mark annotated within one document of a session.
+#[derive(Debug, Clone, Copy)]
+pub enum MarkTarget {
+    Segment(i64),
+    /// A page (from 0) of the document's text: pages are separated by form feeds.
+    Page(i64),
+    Document,
+}
+
+/// Which sessions to list.
+#[derive(Debug, Clone, Default)]
+pub struct SessionFilter {
+    pub modes: Vec<SessionMode>,
+    pub status: Option<SessionStatus>,
+}
+
+/// The classes and labels a session offers, with the project type that gives tags their shape.
+#[derive(Debug, Clone)]
+pub struct Vocabulary {
+    pub kind: ProjectType,
+    pub classes: Vec<Class>,
+    pub labels: Vec<Label>,
+}
+
+impl Vocabulary {
+    /// Resolves a tag's names to ids, checking it fits the project type and the session.
+    fn resolve(&self, tag: &NewTag, field: &str) -> Result<(Option<i64>, Option<i64>)> {
+        let invalid =
+            |e: FieldError| Error::validation(vec![FieldError::new(format!("{field}.{}", e.field), e.message)]);
+        labeling::check_tag(self.kind, tag.class.as_deref(), tag.label.as_deref()).map_err(invalid)?;
+        let class = match tag.class.as_deref() {
+            Some(name) => Some(
+                self.classes
+                    .iter()
+                    .find(|c| c.name == name)
+                    .map(|c| c.id)
+                    .ok_or_else(|| invalid(FieldError::new("class", format!("the session has no class {name:?}"))))?,
+            ),
+            None => None,
+        };
+        let label = match tag.label.as_deref() {
+            Some(name) => Some(
+                self.labels
+                    .iter()
+                    .find(|l| l.name == name)
+                    .map(|l| l.id)
+                    .ok_or_else(|| invalid(FieldError::new("label", format!("the session has no label {name:?}"))))?,
+            ),
+            None => None,
+        };
+        Ok((class, label))
+    }
+
+    fn class_names(&self) -> Vec<String> {
+        self.classes.iter().map(|c| c.name.clone()).collect()
+    }
+
+    fn label_names(&self) -> Vec<String> {
+        self.labels.iter().map(|l| l.name.clone()).collect()
+    }
+}
+
+impl Store {
+    /// Resolves a session of a project and checks the caller may perform `action` on it.
+    async fn session_access(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        session_id: i64,
+        action: Action,
+    ) -> Result<(Project, Session)> {
+        let (project, _) = self.project_access(scope, project_id, action).await?;
+        let session = self.session_of(project.id, session_id).await?;
+        Ok((project, session))
+    }
+
+    pub(crate) async fn session_of(&self, project_id: i64, session_id: i64) -> Result<Session> {
+        let sql = format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions s JOIN projects p ON p.id = s.project_id \
+             WHERE s.project_id = $1 AND s.id = $2"
+        );
+        let row = sqlx::query(&sql)
+            .bind(project_id)
+            .bind(session_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref()
+            .map(Session::decode)
+            .transpose()?
+            .ok_or_else(|| Error::not_found("labeling session"))
+    }
+
+    pub async fn session(&self, scope: &Scope, project_id: i64, session_id: i64) -> Result<Session> {
+        Ok(self
+            .session_access(scope, project_id, session_id, Action::Read)
+            .await?
+            .1)
+    }
+
+    /// The classes and labels a session offers.
+    pub async fn session_vocabulary(&self, session: &Session) -> Result<Vocabulary> {
+        let kind = self.project_kind(session.project_id).await?;
+        let classes = sqlx::query(&format!(
+            "SELECT {CLASS_COLUMNS} FROM classes WHERE id IN \
+             (SELECT class_id FROM session_classes WHERE session_id = $1) ORDER BY id"
+        ))
+        .bind(session.id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        let labels = sqlx::query(&format!(
+            "SELECT {LABEL_COLUMNS} FROM labels WHERE id IN \
+             (SELECT label_id FROM session_labels WHERE session_id = $1) ORDER BY id"
+        ))
+        .bind(session.id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(Vocabulary {
+            kind,
+            classes: classes.iter().map(Class::decode).collect::<Result<_>>()?,
+            labels: labels.iter().map(Label::decode).collect::<Result<_>>()?,
+        })
+    }
+
+    async fn project_kind(&self, project_id: i64) -> Result<ProjectType> {
+        let kind: String = sqlx::query_scalar("SELECT type FROM projects WHERE id = $1")
+            .bind(project_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        crate::parse_stored(&kind)
+    }
+
+    /// A project's sessions, oldest first.
+    pub async fn sessions(&self, scope: &Scope, project_id: i64, filter: &SessionFilter) -> Result<Vec<Session>> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        let mut params = vec![Param::Int(project.id)];
+        let mut conditions = vec!["s.project_id = $1".to_owned()];
+        if !filter.modes.is_empty() {
+            let mut places = Vec::new();
+            for mode in &filter.modes {
+                params.push(Param::Text(mode.as_str().into()));
+                places.push(format!("${}", params.len()));
+            }
+            conditions.push(format!("s.mode IN ({})", places.join(", ")));
+        }
+        if let Some(status) = filter.status {
+            params.push(Param::Text(status.as_str().into()));
+            conditions.push(format!("s.status = ${}", params.len()));
+        }
+        let sql = format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions s JOIN projects p ON p.id = s.project_id WHERE {} ORDER BY s.id",
+            conditions.join(" AND ")
+        );
+        let rows = Param::bind_all(sqlx::query(&sql), params)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter().map(Session::decode).collect()
+    }
+
+    /// Creates a labeling session with its documents, tags and marks, all in one transaction.
+    pub async fn create_session(&self, scope: &Scope, project_id: i64, new: NewSession) -> Result<Session> {
+        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sessions WHERE project_id = $1")
+            .bind(project.id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        if count >= MAX_SESSIONS_PER_PROJECT {
+            return Err(Error::conflict(format!(
+                "a project has at most {MAX_SESSIONS_PER_PROJECT} sessions; delete one first"
+            )));
+        }
+        let vocabulary = Vocabulary {
+            kind: project.kind,
+            classes: pick(
+                self.classes_of(project.id).await?,
+                new.classes.as_deref(),
+                ("classes", "class"),
+                |c| &c.name,
+            )?,
+            labels: pick(
+                self.labels_of(project.id).await?,
+                new.labels.as_deref(),
+                ("labels", "label"),
+                |l| &l.name,
+            )?,
+        };
+        let mut tx = self.begin_write().await?;
+        let session_id: i64 = sqlx::query_scalar(
+            "INSERT INTO sessions (uuid, project_id, user_id, name, description, mode, status, created) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+        )
+        .bind(uuid::Uuid::new_v4().to_string())
+        .bind(project.id)
+        .bind(scope.user_id)
+        .bind(&new.name)
+        .bind(&new.description)
+        .bind(SessionMode::Annotation.as_str())
+        .bind(SessionStatus::Created.as_str())
+        .bind(Timestamp::now().micros())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db)?;
+        set_vocabulary(&mut tx, session_id, &vocabulary).await?;
+        let existing = match (&new.document_ids, new.labeled.is_empty()) {
+            (Some(ids), _) => project_documents(&mut tx, project.id, Some(ids)).await?,
+            (None, true) => project_documents(&mut tx, project.id, None).await?,
+            (None, false) => Vec::new(),
+        };
+        let existing = match new.sample {
+            Some((size, seed)) => labeling::sample(&existing, size, seed),
+            None => existing,
+        };
+        add_session_documents(&mut tx, session_id, &existing).await?;
+        if new.auto {
+            auto_tag(&mut tx, session_id, scope.user_id, &vocabulary, &existing).await?;
+        }
+        if !new.labeled.is_empty() {
+            let group_id = insert_group(&mut tx, project.id, &new.name, "session", "CREATED").await?;
+            sqlx::query("UPDATE sessions SET document_group_id = $1 WHERE id = $2")
+                .bind(group_id)
+                .bind(session_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+            add_labeled(
+                &mut tx,
+                project.id,
+                group_id,
+                session_id,
+                scope.user_id,
+                &vocabulary,
+                &new.labeled,
+            )
+            .await?;
+        }
+        refresh_status(&mut tx, session_id).await?;
+        tx.commit().await.map_err(db)?;
+        self.session_of(project.id, session_id).await
+    }
+
+    /// Renames a session, changes what it offers, and adds documents to it.
+    pub async fn update_session(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        session_id: i64,
+        changes: SessionChanges,
+    ) -> Result<Session> {
+        let (project, session) = self.session_access(scope, project_id, session_id, Action::Edit).await?;
+        let current = self.session_vocabulary(&session).await?;
+        let vocabulary = Vocabulary {
+            kind: project.kind,
+            classes: match &changes.classes {
+                Some(names) => pick(
+                    self.classes_of(project.id).await?,
+                    Some(names),
+                    ("classes", "class"),
+                    |c| &c.name,
+                )?,
+                None => current.classes,
+            },
+            labels: match &changes.labels {
+                Some(names) => pick(
+                    self.labels_of(project.id).await?,
+                    Some(names),
+                    ("labels", "label"),
+                    |l| &l.name,
+                )?,
+                None => current.labels,
+            },
+        };
+        let mut tx = self.begin_write().await?;
+        if let Some(name) = &changes.name {
+            sqlx::query("UPDATE sessions SET name = $1 WHERE id = $2")
+                .bind(name)
+                .bind(session.id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        if let Some(description) = &changes.description {
+            sqlx::query("UPDATE sessions SET description = $1 WHERE id = $2")
+                .bind(description)
+                .bind(session.id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        if changes.classes.is_some() || changes.labels.is_some() {
+            set_vocabulary(&mut tx, session.id, &vocabulary).await?;
+        }
+        if !changes.document_ids.is_empty() {
+            let ids = project_documents(&mut tx, project.id, Some(&changes.document_ids)).await?;
+            add_session_documents(&mut tx, session.id, &ids).await?;
+        }
+        if !changes.labeled.is_empty() {
+            let group_id = match session.document_group_id {
+                Some(id) => id,
+                None => {
+                    let id = insert_group(&mut tx, project.id, &session.name, "session", "CREATED").await?;
+                    sqlx::query("UPDATE sessions SET document_group_id = $1 WHERE id = $2")
+                        .bind(id)
+                        .bind(session.id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db)?;
+                    id
+                }
+            };
+            add_labeled(
+                &mut tx,
+                project.id,
+                group_id,
+                session.id,
+                scope.user_id,
+                &vocabulary,
+                &changes.labeled,
+            )
+            .await?;
+        }
+        refresh_status(&mut tx, session.id).await?;
+        tx.commit().await.map_err(db)?;
+        self.session_of(project.id, session.id).await
+    }
+
+    /// Deletes a session with its tags and marks; its documents stay in the project.
+    pub async fn delete_session(&self, scope: &Scope, project_id: i64, session_id: i64) -> Result<Session> {
+        let (_, session) = self.session_access(scope, project_id, session_id, Action::Edit).await?;
+        let mut tx = self.begin_write().await?;
+        for table in [
+            "segment_tags",
+            "segment_statuses",
+            "session_documents",
+            "session_classes",
+            "session_labels",
+        ] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE session_id = $1"))
+                .bind(session.id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        sqlx::query("DELETE FROM sessions WHERE id = $1")
+            .bind(session.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(session)
+    }
+
+    /// One page of a session's documents in id order, and whether more follow.
+    pub async fn session_documents(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        session_id: i64,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Session, Vec<crate::Document>, bool)> {
+        let (_, session) = self.session_access(scope, project_id, session_id, Action::Read).await?;
+        let sql = format!(
+            "SELECT {} FROM documents d JOIN session_documents sd ON sd.document_id = d.id \
+             WHERE sd.session_id = $1 ORDER BY d.id LIMIT {} OFFSET {}",
+            crate::documents::DOCUMENT_COLUMNS,
+            limit + 1,
+            offset
+        );
+        let rows = sqlx::query(&sql)
+            .bind(session.id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        let has_more = rows.len() as i64 > limit;
+        let documents = rows
+            .iter()
+            .take(limit as usize)
+            .map(crate::Document::decode)
+            .collect::<Result<Vec<_>>>()?;
+        Ok((session, documents, has_more))
+    }
+
+    /// One document of a session (404 when the session does not cover it).
+    pub async fn session_document(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        session_id: i64,
+        document_id: i64,
+        action: Action,
+    ) -> Result<(Session, crate::Document)> {
+        let (project, session) = self.session_access(scope, project_id, session_id, action).await?;
+        let covered: Option<i64> =
+            sqlx::query_scalar("SELECT document_id FROM session_documents WHERE session_id = $1 AND document_id = $2")
+                .bind(session.id)
+                .bind(document_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?;
+        if covered.is_none() {
+            return Err(Error::not_found("document"));
+        }
+        let document = self.document_of(project.id, document_id).await?;
+        Ok((session, document))
+    }
+
+    /// The tags on segments: of one session, or of every session when `session_id` is `None`.
+    pub async fn tags_of(&self, segment_ids: &[i64], session_id: Option<i64>) -> Result<Vec<SegmentTag>> {
+        let mut tags = Vec::new();
+        for chunk in segment_ids.chunks(500) {
+            let mut params: Vec<Param> = chunk.iter().map(|id| Param::Int(*id)).collect();
+            let places = (1..=chunk.len())
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut sql = format!("SELECT {TAG_COLUMNS} FROM {TAG_JOINS} WHERE t.segment_id IN ({places})");
+            if let Some(session_id) = session_id {
+                params.push(Param::Int(session_id));
+                sql.push_str(&format!(" AND t.session_id = ${}", params.len()));
+            }
+            sql.push_str(" ORDER BY t.segment_id, t.id");
+            let rows = Param::bind_all(sqlx::query(&sql), params)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db)?;
+            for row in &rows {
+                tags.push(SegmentTag::decode(row)?);
+            }
+        }
+        Ok(tags)
+    }
+
+    /// The marks of a session on the given segments.
+    pub async fn marks_of(&self, session_id: i64, segment_ids: &[i64]) -> Result<Vec<SegmentMark>> {
+        let mut marks = Vec::new();
+        for chunk in segment_ids.chunks(500) {
+            let places = (2..=chunk.len() + 1)
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "SELECT session_id, segment_id, document_id, name, created FROM segment_statuses \
+                 WHERE session_id = $1 AND segment_id IN ({places}) ORDER BY segment_id"
+            );
+            let mut params = vec![Param::Int(session_id)];
+            params.extend(chunk.iter().map(|id| Param::Int(*id)));
+            let rows = Param::bind_all(sqlx::query(&sql), params)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db)?;
+            for row in &rows {
+                marks.push(SegmentMark::decode(row)?);
+            }
+        }
+        Ok(marks)
+    }
+
+    /// A segment of a document of a session, checked all the way down.
+    async fn session_segment(
+        &self,
+        scope: &Scope,
+        at: SegmentAt,
+        action: Action,
+    ) -> Result<(Session, crate::Document, crate::Segment)> {
+        let (session, document) = self
+            .session_document(scope, at.project_id, at.session_id, at.document_id, action)
+            .await?;
+        let segment = self
+            .segments_of(&[document.id])
+            .await?
+            .into_iter()
+            .find(|s| s.id == at.segment_id)
+            .ok_or_else(|| Error::not_found("segment"))?;
+        Ok((session, document, segment))
+    }
+
+    pub async fn segment_tags(&self, scope: &Scope, at: SegmentAt) -> Result<Vec<SegmentTag>> {
+        let (session, _, segment) = self.session_segment(scope, at, Action::Read).await?;
+        self.tags_of(&[segment.id], Some(session.id)).await
+    }
+
+    /// Puts a tag on a segment. The same tag twice, or a second label in a LABEL project, is a
+    /// conflict.
+    pub async fn add_segment_tag(&self, scope: &Scope, at: SegmentAt, tag: NewTag) -> Result<SegmentTag> {
+        let (session, _, segment) = self.session_segment(scope, at, Action::Annotate).await?;
+        let vocabulary = self.session_vocabulary(&session).await?;
+        let ids = vocabulary.resolve(&tag, "tag")?;
+        let mut tx = self.begin_write().await?;
+        let id = insert_tag(
+            &mut tx,
+            session.id,
+            segment.id,
+            scope.user_id,
+            ids,
+            &tag,
+            vocabulary.kind,
+        )
+        .await?;
+        tx.commit().await.map_err(db)?;
+        self.tag_by_id(session.id, segment.id, id).await
+    }
+
+    /// Changes a tag's class, label or part.
+    pub async fn update_segment_tag(
+        &self,
+        scope: &Scope,
+        at: SegmentAt,
+        tag_id: i64,
+        tag: NewTag,
+    ) -> Result<SegmentTag> {
+        let (session, _, segment) = self.session_segment(scope, at, Action::Annotate).await?;
+        self.tag_by_id(session.id, segment.id, tag_id).await?;
+        let vocabulary = self.session_vocabulary(&session).await?;
+        let (class_id, label_id) = vocabulary.resolve(&tag, "tag")?;
+        let mut tx = self.begin_write().await?;
+        let duplicate: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM segment_tags WHERE session_id = $1 AND segment_id = $2 AND id <> $3 \
+             AND COALESCE(class_id, 0) = $4 AND COALESCE(label_id, 0) = $5 \
+             AND COALESCE(span_start, -1) = $6 AND COALESCE(span_end, -1) = $7",
+        )
+        .bind(session.id)
+        .bind(segment.id)
+        .bind(tag_id)
+        .bind(class_id.unwrap_or(0))
+        .bind(label_id.unwrap_or(0))
+        .bind(tag.part.as_ref().map_or(-1, |p| p.0))
+        .bind(tag.part.as_ref().map_or(-1, |p| p.1))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+        if duplicate.is_some() {
+            return Err(Error::conflict("the segment carries this tag already"));
+        }
+        let (start, end, text) = split_part(&tag.part);
+        sqlx::query(
+            "UPDATE segment_tags SET class_id = $1, label_id = $2, span_start = $3, span_end = $4, text = $5 \
+             WHERE id = $6",
+        )
+        .bind(class_id)
+        .bind(label_id)
+        .bind(start)
+        .bind(end)
+        .bind(text)
+        .bind(tag_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        self.tag_by_id(session.id, segment.id, tag_id).await
+    }
+
+    pub async fn delete_segment_tag(&self, scope: &Scope, at: SegmentAt, tag_id: i64) -> Result<SegmentTag> {
+        let (session, _, segment) = self.session_segment(scope, at, Action::Annotate).await?;
+        let tag = self.tag_by_id(session.id, segment.id, tag_id).await?;
+        sqlx::query("DELETE FROM segment_tags WHERE id = $1")
+            .bind(tag.id)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(tag)
+    }
+
+    async fn tag_by_id(&self, session_id: i64, segment_id: i64, tag_id: i64) -> Result<SegmentTag> {
+        let sql = format!(
+            "SELECT {TAG_COLUMNS} FROM {TAG_JOINS} WHERE t.id = $1 AND t.session_id = $2 AND t.segment_id = $3"
+        );
+        let row = sqlx::query(&sql)
+            .bind(tag_id)
+            .bind(session_id)
+            .bind(segment_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref()
+            .map(SegmentTag::decode)
+            .transpose()?
+            .ok_or_else(|| Error::not_found("tag"))
+    }
+
+    /// Marks a segment, a page or a whole document of a session annotated; marking again keeps
+    /// the first mark. Answers the marks of the target and the session as it now stands.
+    pub async fn mark_annotated(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        session_id: i64,
+        document_id: i64,
+        target: MarkTarget,
+    ) -> Result<(Vec<SegmentMark>, Session)> {
+        let (session, document) = self
+            .session_document(scope, project_id, session_id, document_id, Action::Annotate)
+            .await?;
+        let segments = self.segments_of(&[document.id]).await?;
+        let chosen: Vec<i64> = match target {
+            MarkTarget::Segment(id) => {
+                let segment = segments
+                    .iter()
+                    .find(|s| s.id == id)
+                    .ok_or_else(|| Error::not_found("segment"))?;
+                vec![segment.id]
+            }
+            MarkTarget::Page(page) => {
+                let pages = labeling::page_spans(&document.text);
+                let (start, end) = usize::try_from(page)
+                    .ok()
+                    .and_then(|p| pages.get(p).copied())
+                    .ok_or_else(|| Error::not_found("page"))?;
+                segments
+                    .iter()
+                    .filter(|s| s.start < end.max(start + 1) && s.end > start)
+                    .map(|s| s.id)
+                    .collect()
+            }
+            MarkTarget::Document => segments.iter().map(|s| s.id).collect(),
+        };
+        let mut tx = self.begin_write().await?;
+        mark_segments(&mut tx, session.id, document.id, scope.user_id, &chosen).await?;
+        refresh_status(&mut tx, session.id).await?;
+        tx.commit().await.map_err(db)?;
+        let marks = self.marks_of(session.id, &chosen).await?;
+        let session = self.session_of(session.project_id, session.id).await?;
+        Ok((marks, session))
+    }
+}
+
+/// Where a segment sits: project, session, document and segment ids from a path.
+#[derive(Debug, Clone, Copy)]
+pub struct SegmentAt {
+    pub project_id: i64,
+    pub session_id: i64,
+    pub document_id: i64,
+    pub segment_id: i64,
+}
+
+/// Keeps the named items (all when `names` is `None`), refusing names the project lacks.
+fn pick<T>(
+    all: Vec<T>,
+    names: Option<&[String]>,
+    (field, what): (&str, &str),
+    name_of: impl Fn(&T) -> &String,
+) -> Result<Vec<T>> {
+    let Some(names) = names else { return Ok(all) };
+    let missing: Vec<FieldError> = names
+        .iter()
+        .filter(|n| !all.iter().any(|item| name_of(item) == *n))
+        .map(|n| FieldError::new(field, format!("the project has no {what} named {n:?}")))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::validation(missing));
+    }
+    Ok(all.into_iter().filter(|item| names.contains(name_of(item))).collect())
+}
+
+async fn set_vocabulary(tx: &mut Transaction<'static, Any>, session_id: i64, vocabulary: &Vocabulary) -> Result<()> {
+    for (table, column, ids) in [
+        (
+            "session_classes",
+            "class_id",
+            vocabulary.classes.iter().map(|c| c.id).collect::<Vec<_>>(),
+        ),
+        (
+            "session_labels",
+            "label_id",
+            vocabulary.labels.iter().map(|l| l.id).collect(),
+        ),
+    ] {
+        sqlx::query(&format!("DELETE FROM {table} WHERE session_id = $1"))
+            .bind(session_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+        let rows = ids
+            .iter()
+            .map(|id| vec![Param::Int(session_id), Param::Int(*id)])
+            .collect();
+        crate::insert_many(tx, table, &["session_id", column], rows, "").await?;
+    }
+    Ok(())
+}
+
+/// The ids of a project's documents: all of them, or the given ones (each must exist).
+async fn project_documents(
+    tx: &mut Transaction<'static, Any>,
+    project_id: i64,
+    ids: Option<&[i64]>,
+) -> Result<Vec<i64>> {
+    let Some(ids) = ids else {
+        return sqlx::query_scalar("SELECT id FROM documents WHERE project_id = $1 ORDER BY id")
+            .bind(project_id)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db);
+    };
+    let mut found = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(500) {
+        let places = (2..=chunk.len() + 1)
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!("SELECT id FROM documents WHERE project_id = $1 AND id IN ({places})");
+        let mut params = vec![Param::Int(project_id)];
+        params.extend(chunk.iter().map(|id| Param::Int(*id)));
+        let rows = Param::bind_all(sqlx::query(&sql), params)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db)?;
+        for row in rows {
+            found.push(row.try_get::<i64, _>("id").map_err(db)?);
+        }
+    }
+    found.sort_unstable();
+    found.dedup();
+    if let Some(missing) = ids.iter().find(|id| found.binary_search(id).is_err()) {
+        return Err(Error::validation(vec![FieldError::new(
+            "document_ids",
+            format!("the project has no document {missing}"),
+        )]));
+    }
+    Ok(found)
+}
+
+async fn add_session_documents(tx: &mut Transaction<'static, Any>, session_id: i64, ids: &[i64]) -> Result<()> {
+    let rows = ids
+        .iter()
+        .map(|id| vec![Param::Int(session_id), Param::Int(*id)])
+        .collect();
+    crate::insert_many(
+        tx,
+        "session_documents",
+        &["session_id", "document_id"],
+        rows,
+        "ON CONFLICT (session_id, document_id) DO NOTHING",
+    )
+    .await
+}
+
+/// Stores new documents with their tags and marks, as part of a session.
+async fn add_labeled(
+    tx: &mut Transaction<'static, Any>,
+    project_id: i64,
+    group_id: i64,
+    session_id: i64,
+    user_id: i64,
+    vocabulary: &Vocabulary,
+    labeled: &[LabeledDocument],
+) -> Result<()> {
+    for (i, item) in labeled.iter().enumerate() {
+        let document_id = insert_document(tx, project_id, Some((group_id, None)), &item.document)
+            .await?
+            .ok_or_else(Error::internal)?;
+        add_session_documents(tx, session_id, &[document_id]).await?;
+        let segment_ids: Vec<i64> =
+            sqlx::query_scalar("SELECT id FROM segments WHERE document_id = $1 ORDER BY position")
+                .bind(document_id)
+                .fetch_all(&mut **tx)
+                .await
+                .map_err(db)?;
+        let mut annotated = Vec::new();
+        for (position, segment_id) in segment_ids.iter().enumerate() {
+            for tag in item.tags.get(position).map(Vec::as_slice).unwrap_or_default() {
+                let ids = vocabulary.resolve(tag, &format!("documents[{i}].tags"))?;
+                insert_tag(tx, session_id, *segment_id, user_id, ids, tag, vocabulary.kind).await?;
+            }
+            if item.annotated.get(position).copied().unwrap_or(false) {
+                annotated.push(*segment_id);
+            }
+        }
+        mark_segments(tx, session_id, document_id, user_id, &annotated).await?;
+    }
+    Ok(())
+}
+
+/// Tags and marks the documents whose attributes name the session's classes or labels.
+async fn auto_tag(
+    tx: &mut Transaction<'static, Any>,
+    session_id: i64,
+    user_id: i64,
+    vocabulary: &Vocabulary,
+    document_ids: &[i64],
+) -> Result<()> {
+    let (classes, labels) = (vocabulary.class_names(), vocabulary.label_names());
+    for chunk in document_ids.chunks(500) {
+        let places = (1..=chunk.len())
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!("SELECT id, meta FROM documents WHERE id IN ({places})");
+        let params = chunk.iter().map(|id| Param::Int(*id)).collect();
+        let rows = Param::bind_all(sqlx::query(&sql), params)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db)?;
+        for row in rows {
+            let id: i64 = row.try_get("id").map_err(db)?;
+            let meta: String = row.try_get("meta").map_err(db)?;
+            let meta: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&meta).unwrap_or_default();
+            let tags = labeling::implied_tags(vocabulary.kind, &meta, &classes, &labels);
+            if tags.is_empty() {
+                continue;
+            }
+            let segment_ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM segments WHERE document_id = $1")
+                .bind(id)
+                .fetch_all(&mut **tx)
+                .await
+                .map_err(db)?;
+            for segment_id in &segment_ids {
+                for tag in &tags {
+                    let tag = NewTag::from(tag.clone());
+                    let ids = vocabulary.resolve(&tag, "auto")?;
+                    insert_tag(tx, session_id, *segment_id, user_id, ids, &tag, vocabulary.kind).await?;
+                }
+            }
+            mark_segments(tx, session_id, id, user_id, &segment_ids).await?;
+        }
+    }
+    Ok(())
+}
+
+fn split_part(part: &Option<(i64, i64, String)>) -> (Option<i64>, Option<i64>, Option<String>) {
+    match part {
+        Some((start, end, text)) => (Some(*start), Some(*end), Some(text.clone())),
+        None => (None, None, None),
+    }
+}
+
+/// Inserts one tag after checking it is new on the segment (and, in a LABEL project, that
+/// the segment has no label yet) and that the segment is under the per-segment limit.
+async fn insert_tag(
+    tx: &mut Transaction<'static, Any>,
+    session_id: i64,
+    segment_id: i64,
+    user_id: i64,
+    (class_id, label_id): (Option<i64>, Option<i64>),
+    tag: &NewTag,
+    kind: ProjectType,
+) -> Result<i64> {
+    let existing = sqlx::query(
+        "SELECT class_id, label_id, span_start, span_end FROM segment_tags WHERE session_id = $1 AND segment_id = $2",
+    )
+    .bind(session_id)
+    .bind(segment_id)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(db)?;
+    if existing.len() as i64 >= MAX_TAGS_PER_SEGMENT {
+        return Err(Error::conflict(format!(
+            "a segment carries at most {MAX_TAGS_PER_SEGMENT} tags"
+        )));
+    }
+    let (start, end, text) = split_part(&tag.part);
+    for row in &existing {
+        let same = row.try_get::<Option<i64>, _>("class_id").map_err(db)? == class_id
+            && row.try_get::<Option<i64>, _>("label_id").map_err(db)? == label_id
+            && row.try_get::<Option<i64>, _>("span_start").map_err(db)? == start
+            && row.try_get::<Option<i64>, _>("span_end").map_err(db)? == end;
+        if same {
+            return Err(Error::conflict("the segment carries this tag already"));
+        }
+    }
+    if kind == ProjectType::Label && !existing.is_empty() {
+        return Err(Error::conflict(
+            "a segment of a LABEL project has one label; change its tag instead",
+        ));
+    }
+    sqlx::query_scalar(
+        "INSERT INTO segment_tags (session_id, segment_id, class_id, label_id, span_start, span_end, text, user_id, created) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+    )
+    .bind(session_id)
+    .bind(segment_id)
+    .bind(class_id)
+    .bind(label_id)
+    .bind(start)
+    .bind(end)
+    .bind(text)
+    .bind(user_id)
+    .bind(Timestamp::now().micros())
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(db)
+}
+
+async fn mark_segments(
+    tx: &mut Transaction<'static, Any>,
+    session_id: i64,
+    document_id: i64,
+    user_id: i64,
+    segment_ids: &[i64],
+) -> Result<()> {
+    let now = Timestamp::now().micros();
+    let rows = segment_ids
+        .iter()
+        .map(|id| {
+            vec![
+                Param::Int(session_id),
+                Param::Int(*id),
+                Param::Int(document_id),
+                Param::Text(labeling::ANNOTATED.into()),
+                Param::Int(user_id),
+                Param::Int(now),
+            ]
+        })
+        .collect();
+    crate::insert_many(
+        tx,
+        "segment_statuses",
+        &["session_id", "segment_id", "document_id", "name", "user_id", "created"],
+        rows,
+        "ON CONFLICT (session_id, segment_id) DO NOTHING",
+    )
+    .await
+}
+
+/// Recomputes a session's status from its marks, stamping `finished` when it first finishes.
+async fn refresh_status(tx: &mut Transaction<'static, Any>, session_id: i64) -> Result<()> {
+    let counts = sqlx::query(
+        "SELECT (SELECT COUNT(*) FROM session_documents sd JOIN segments g ON g.document_id = sd.document_id \
+          WHERE sd.session_id = $1) AS segments, \
+         (SELECT COUNT(*) FROM segment_statuses WHERE session_id = $1) AS annotated",
+    )
+    .bind(session_id)
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(db)?;
+    let segments: i64 = counts.try_get("segments").map_err(db)?;
+    let annotated: i64 = counts.try_get("annotated").map_err(db)?;
+    let status = labeling::status_for(annotated, segments);
+    let update = if status == SessionStatus::Finished {
+        sqlx::query("UPDATE sessions SET status = $1, finished = COALESCE(finished, $2) WHERE id = $3 AND mode = $4")
+            .bind(status.as_str())
+            .bind(Timestamp::now().micros())
+    } else {
+        sqlx::query("UPDATE sessions SET status = $1, finished = NULL WHERE id = $2 AND mode = $3")
+            .bind(status.as_str())
+    };
+    update
+        .bind(session_id)
+        .bind(SessionMode::Annotation.as_str())
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
+/// Groups tags by segment id, for shaping answers.
+pub fn tags_by_segment(tags: Vec<SegmentTag>) -> HashMap<i64, Vec<SegmentTag>> {
+    let mut map: HashMap<i64, Vec<SegmentTag>> = HashMap::new();
+    for tag in tags {
+        map.entry(tag.segment_id).or_default().push(tag);
+    }
+    map
+}
