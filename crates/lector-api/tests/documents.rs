@@ -5,7 +5,6 @@ mod common;
 
 use common::{Session, TestApp};
 use serde_json::{Value, json};
-use std::time::Duration;
 
 backend_tests!(
     documents_are_normalised_and_segmented,
@@ -196,24 +195,6 @@ async fn paging_and_filters_never_drop_or_repeat(app: TestApp) {
     assert!(page["documents"][0]["segments"].is_array());
 }
 
-async fn wait_for_task(app: &TestApp, token: &str, project_id: i64, task_id: i64) -> Value {
-    let mut last_progress = 0.0;
-    for _ in 0..600 {
-        let task = app
-            .get(&format!("/projects/{project_id}/tasks/{task_id}"), token)
-            .await
-            .expect(200);
-        let progress = task["progress"].as_f64().unwrap();
-        assert!(progress >= last_progress, "progress never decreases");
-        last_progress = progress;
-        if task["status"] == "DONE" || task["status"] == "FAILED" {
-            return task;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the task did not finish");
-}
-
 async fn upload_runs_as_a_task_and_fills_a_group(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let id = project(&app, &ada, "Bulk").await;
@@ -238,7 +219,9 @@ async fn upload_runs_as_a_task_and_fills_a_group(app: TestApp) {
     assert_eq!(group["status"], "PROCESSING");
     assert_eq!(location, format!("/projects/{id}/groups/{}", group["id"]));
 
-    let task = wait_for_task(&app, &ada.token, id, group["task_id"].as_i64().unwrap()).await;
+    let task = app
+        .wait_for_task(&ada.token, id, group["task_id"].as_i64().unwrap())
+        .await;
     assert_eq!(
         (task["status"].as_str(), task["progress"].as_f64()),
         (Some("DONE"), Some(1.0)),

@@ -292,6 +292,15 @@ async fn transfer_needs_manager_in_both_workspaces(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(names(&in_target), ["Mail"]);
+    let notices = app.get("/notifications", &ada.token).await.expect(200);
+    assert!(
+        notices
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["title"] == "Transfer finished"),
+        "{notices}"
+    );
 }
 
 async fn projects_follow_roles_and_tenancy(app: TestApp) {

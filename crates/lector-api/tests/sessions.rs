@@ -9,6 +9,7 @@ backend_tests!(
     sessions_cover_documents_and_track_progress,
     labeled_documents_samples_and_auto_tags,
     sessions_follow_roles_and_tenancy,
+    clones_copy_everything_as_a_task,
 );
 
 async fn project(app: &TestApp, owner: &Session, name: &str, kind: &str, classes: &[&str]) -> i64 {
@@ -481,4 +482,203 @@ async fn sessions_follow_roles_and_tenancy(app: TestApp) {
     .await
     .expect_problem(404, "not_found");
     app.delete(&base, &ann.token).await.expect_problem(403, "forbidden");
+}
+
+/// What a project holds, in a form that compares across copies (no ids).
+async fn contents(app: &TestApp, who: &Session, id: i64) -> Value {
+    let project = app.get(&format!("/projects/{id}"), &who.token).await.expect(200);
+    let groups: Vec<Value> = app
+        .get(&format!("/projects/{id}/groups"), &who.token)
+        .await
+        .expect(200)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| json!([g["name"], g["document_count"], g["status"]]))
+        .collect();
+    let documents: Vec<Value> = app
+        .get(&format!("/projects/{id}/documents?details=segments,meta"), &who.token)
+        .await
+        .expect(200)["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            json!([
+                d["text"],
+                d["meta"],
+                d["segments"].as_array().unwrap().len(),
+                d["group_id"].is_i64()
+            ])
+        })
+        .collect();
+    let mut sessions = Vec::new();
+    for session in app
+        .get(&format!("/projects/{id}/annotations"), &who.token)
+        .await
+        .expect(200)
+        .as_array()
+        .unwrap()
+    {
+        let listing = app
+            .get(
+                &format!("/projects/{id}/annotations/{}/documents?details=tags", session["id"]),
+                &who.token,
+            )
+            .await
+            .expect(200);
+        let tags: Vec<Value> = listing["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|d| d["segments"].as_array().unwrap().clone())
+            .map(|s| {
+                let tags: Vec<Value> = s["tags"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| json!([t["class"], t["label"], t["span"]]))
+                    .collect();
+                json!([s["text"], s["status"], tags])
+            })
+            .collect();
+        sessions.push(json!([
+            session["name"],
+            session["status"],
+            session["progress"],
+            session["classes"],
+            tags
+        ]));
+    }
+    json!({
+        "type": project["type"], "classes": project["classes"], "labels": project["labels"],
+        "groups": groups, "documents": documents, "sessions": sessions,
+    })
+}
+
+async fn clones_copy_everything_as_a_task(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let id = project(&app, &ada, "Original", "CLASSLABEL", &["FOOD", "SERVICE"]).await;
+    app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "good"}))
+        .await
+        .expect(201);
+    app.post(
+        &format!("/projects/{id}/groups"),
+        &ada.token,
+        json!({"name": "Batch", "documents": [{"text": "One. Two.", "meta": {"k": 1}}, {"text": "Three."}]}),
+    )
+    .await
+    .expect(201);
+    document(&app, &ada, id, json!({"text": "Loose document."})).await;
+    let session = app
+        .post(
+            &format!("/projects/{id}/annotations"),
+            &ada.token,
+            json!({"name": "Labeled", "classes": ["FOOD"], "documents": [
+                {"text": "Good soup here.", "tags": [{"class": "FOOD", "label": "good"}]}
+            ]}),
+        )
+        .await
+        .expect(201);
+    let doc = app
+        .get(
+            &format!("/projects/{id}/annotations/{}/documents", session["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200)["documents"][0]
+        .clone();
+    let doc = app
+        .get(
+            &format!("/projects/{id}/annotations/{}/documents/{}", session["id"], doc["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    app.post(
+        &format!(
+            "/projects/{id}/annotations/{}/documents/{}/segments/{}/tags",
+            session["id"], doc["id"], doc["segments"][0]["id"]
+        ),
+        &ada.token,
+        json!({"class": "FOOD", "label": "good", "text": "soup"}),
+    )
+    .await
+    .expect(201);
+    app.post(
+        &format!("/projects/{id}/annotations"),
+        &ada.token,
+        json!({"name": "All"}),
+    )
+    .await
+    .expect(201);
+    let team = app
+        .post("/organizations", &ada.token, json!({"name": "Team"}))
+        .await
+        .expect(200)["id"]
+        .as_i64()
+        .unwrap();
+
+    let copy = app
+        .post(
+            &format!("/projects/{id}/clone"),
+            &ada.token,
+            json!({"organization_id": team}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(copy["name"], "Original (copy)");
+    assert_eq!(copy["organization_id"], team);
+    let copy_id = copy["id"].as_i64().unwrap();
+    let task = app
+        .wait_for_task(&ada.token, copy_id, copy["task_id"].as_i64().unwrap())
+        .await;
+    assert_eq!(task["status"], "DONE", "{task}");
+    assert_eq!(task["progress"], 1.0);
+    assert_eq!(task["result"]["sessions"], 2);
+    let copied = app.get(&format!("/projects/{copy_id}"), &ada.token).await.expect(200);
+    assert_eq!(copied["status"], "CREATED");
+    assert_eq!(contents(&app, &ada, copy_id).await, contents(&app, &ada, id).await);
+    let notices = app.get("/notifications", &ada.token).await.expect(200);
+    assert!(
+        notices
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["title"] == "Clone finished"),
+        "{notices}"
+    );
+
+    // The copy is independent of the original.
+    app.delete(&format!("/projects/{id}"), &ada.token).await.expect(200);
+    let after = contents(&app, &ada, copy_id).await;
+    assert_eq!(after["documents"].as_array().unwrap().len(), 4);
+
+    let second = app
+        .post(&format!("/projects/{copy_id}/clone"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    assert_eq!(second["name"], "Original (copy) (copy)");
+    assert_eq!(second["organization_id"], team);
+    app.post(
+        &format!("/projects/{copy_id}/clone"),
+        &ada.token,
+        json!({"name": "Original (copy)"}),
+    )
+    .await
+    .expect_problem(409, "conflict");
+    app.post(&format!("/projects/{copy_id}/clone"), &bob.token, json!({}))
+        .await
+        .expect_problem(404, "not_found");
+    let bobs = app.get("/auth/status", &bob.token).await.expect(200)["default_workspace_id"]
+        .as_i64()
+        .unwrap();
+    app.post(
+        &format!("/projects/{copy_id}/clone"),
+        &ada.token,
+        json!({"organization_id": bobs}),
+    )
+    .await
+    .expect_problem(404, "not_found");
 }

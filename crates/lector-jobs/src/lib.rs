@@ -1,15 +1,19 @@
 //! Lector's background work: the worker loop over the durable job queue, the job handlers,
 //! and mail delivery (to an outbox folder, one `.eml` file per message, or over SMTP).
 
+pub mod cloning;
 pub mod ingest;
 pub mod mail;
 pub mod runner;
 
+pub use cloning::CloneProject;
 pub use ingest::{ImportDocuments, prepare_document};
 pub use mail::Mailer;
 pub use runner::{Handler, HandlerFuture, JobError, Outcome, Runner};
 
 /// The runner with every kind of job this installation handles.
 pub fn standard_runner() -> Runner {
-    Runner::new().with(lector_store::IMPORT_JOB, ImportDocuments)
+    Runner::new()
+        .with(lector_store::IMPORT_JOB, ImportDocuments)
+        .with(lector_store::CLONE_JOB, CloneProject)
 }

@@ -9,7 +9,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use lector_core::validate::{MAX_NAME_CHARS, Problems};
-use lector_core::{Action, ProjectType};
+use lector_core::{Action, NotificationType, ProjectType};
 use lector_store::{Project, ProjectChanges, ProjectFields, WorkspaceRef};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -22,6 +22,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_projects, create_project))
         .routes(routes!(get_project, update_project, delete_project))
         .routes(routes!(transfer_project))
+        .routes(routes!(clone_project))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -41,6 +42,9 @@ pub struct ProjectDto {
     /// Label names (with `details`, and always for a single project).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<Vec<String>>,
+    /// The task filling the project (a clone's copy job); poll it with `get_project_task`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<i64>,
 }
 
 impl ProjectDto {
@@ -55,6 +59,7 @@ impl ProjectDto {
             external_id: p.external_id,
             classes: None,
             labels: None,
+            task_id: None,
         }
     }
 
@@ -285,5 +290,72 @@ pub async fn transfer_project(
         .transfer_project(&caller.scope, p.project_id, &target)
         .await?;
     tracing::info!(project.id = project.id, workspace.id = target.id, "project transferred");
+    let text = format!("Project {} moved to workspace {}.", project.name, target.name);
+    if let Err(e) = state
+        .store
+        .notify(caller.scope.user_id, NotificationType::Info, "Transfer finished", &text)
+        .await
+    {
+        tracing::warn!(error = %e.detail, "the transfer notification was not stored");
+    }
     Ok(Json(ProjectDto::detailed(&state, project).await?))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CloneBody {
+    /// The workspace of the copy (default: the original's); the caller must manage projects
+    /// there too.
+    pub organization_id: Option<i64>,
+    /// Default: the original's name with "(copy)".
+    pub name: Option<String>,
+}
+
+impl WriteBody for CloneBody {
+    fn validate(&self, problems: &mut Problems) {
+        if let Some(name) = &self.name {
+            problems.name("name", name, MAX_NAME_CHARS);
+        }
+    }
+}
+
+/// Copies a project with its classes, labels, groups, documents, labeling sessions and tags.
+/// Answers the copy at once (status PROCESSING) with the `task_id` of the job that fills it;
+/// the copy turns CREATED when everything is copied.
+#[utoipa::path(post, path = "/projects/{project_id}/clone", tag = "projects", params(("project_id" = i64, Path)),
+    request_body = CloneBody, responses((status = 200, body = ProjectDto)))]
+pub async fn clone_project(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    Body(body): Body<CloneBody>,
+) -> ApiResult<Json<ProjectDto>> {
+    let workspace = match body.organization_id {
+        Some(id) => WorkspaceRef::Id(id),
+        None => WorkspaceRef::Id(
+            state
+                .store
+                .project_access(&caller.scope, p.project_id, Action::Read)
+                .await?
+                .0
+                .workspace_id,
+        ),
+    };
+    let (target, _) = state
+        .store
+        .workspace_access(&caller.scope, &workspace, Action::Manage)
+        .await?;
+    let (copy, task_id) = state
+        .store
+        .start_clone(&caller.scope, p.project_id, &target, body.name)
+        .await?;
+    tracing::info!(
+        project.id = p.project_id,
+        copy.id = copy.id,
+        job.id = task_id,
+        "clone queued"
+    );
+    let mut answer = ProjectDto::detailed(&state, copy).await?;
+    answer.task_id = Some(task_id);
+    Ok(Json(answer))
 }

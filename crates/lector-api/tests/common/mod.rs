@@ -251,6 +251,26 @@ impl TestApp {
     }
 
     /// Messages in the mail outbox addressed to `email`, oldest first.
+    /// Polls a task of a project until it is DONE or FAILED, checking its progress never
+    /// decreases; answers the last task.
+    pub async fn wait_for_task(&self, token: &str, project_id: i64, task_id: i64) -> Value {
+        let mut last_progress = 0.0;
+        for _ in 0..600 {
+            let task = self
+                .get(&format!("/projects/{project_id}/tasks/{task_id}"), token)
+                .await
+                .expect(200);
+            let progress = task["progress"].as_f64().unwrap();
+            assert!(progress >= last_progress, "progress never decreases");
+            last_progress = progress;
+            if task["status"] == "DONE" || task["status"] == "FAILED" {
+                return task;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("the task did not finish");
+    }
+
     pub fn mails_to(&self, email: &str) -> Vec<String> {
         let outbox: PathBuf = self.data_dir.path().join("mail");
         let mut mails: Vec<(std::time::SystemTime, String)> = std::fs::read_dir(&outbox)

@@ -62,3 +62,12 @@ CREATE TABLE segment_statuses (
     PRIMARY KEY (session_id, segment_id)
 );
 CREATE INDEX segment_statuses_segment ON segment_statuses(segment_id);
+
+-- Cloning a project copies rows into a new project; each copy remembers its original, so the
+-- copies of rows that refer to each other can be joined up with plain INSERT ... SELECT.
+ALTER TABLE document_groups ADD COLUMN cloned_from BIGINT;
+ALTER TABLE documents ADD COLUMN cloned_from BIGINT;
+ALTER TABLE sessions ADD COLUMN cloned_from BIGINT;
+CREATE INDEX documents_cloned_from ON documents(cloned_from);
+CREATE INDEX document_groups_cloned_from ON document_groups(cloned_from);
+CREATE INDEX sessions_cloned_from ON sessions(cloned_from);
