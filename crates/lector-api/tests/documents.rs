@@ -12,6 +12,7 @@ backend_tests!(
     upload_runs_as_a_task_and_fills_a_group,
     groups_of_documents,
     documents_follow_roles_and_tenancy,
+    documents_filter_by_analysis,
 );
 
 async fn project(app: &TestApp, owner: &Session, name: &str) -> i64 {
@@ -185,7 +186,7 @@ async fn paging_and_filters_never_drop_or_repeat(app: TestApp) {
     app.get(&format!("{docs}?limit=0"), &ada.token)
         .await
         .expect_problem(400, "invalid_parameter");
-    app.get(&format!("{docs}?analysed=true"), &ada.token)
+    app.get(&format!("{docs}?analysed=maybe"), &ada.token)
         .await
         .expect_problem(400, "invalid_parameter");
     let page = app
@@ -385,4 +386,80 @@ async fn documents_follow_roles_and_tenancy(app: TestApp) {
     app.get(&format!("/projects/{eve_project}/documents/{}", doc["id"]), &eve.token)
         .await
         .expect_problem(404, "not_found");
+}
+
+async fn documents_filter_by_analysis(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada, "Analysed").await;
+    let other = project(&app, &ada, "Other").await;
+    let mut ids = Vec::new();
+    for text in ["One.", "Two.", "Three."] {
+        let doc = app
+            .post(&format!("/projects/{id}/documents"), &ada.token, json!({"text": text}))
+            .await
+            .expect(201);
+        ids.push(doc["id"].as_i64().unwrap());
+    }
+    let analyses = format!("/projects/{id}/analyses");
+    assert_eq!(app.get(&analyses, &ada.token).await.expect(200), json!([]));
+
+    // The analysis job records analyses through the store; here the test does.
+    let (_, scope) = app.state.store.principal(ada.user_id).await.unwrap().unwrap();
+    let new = |name: &str, documents: Vec<i64>| lector_store::NewAnalysis {
+        name: name.into(),
+        document_ids: documents,
+        ..Default::default()
+    };
+    let first = app
+        .state
+        .store
+        .create_analysis(&scope, id, new("First", vec![ids[0], ids[2]]))
+        .await
+        .unwrap();
+    app.state
+        .store
+        .create_analysis(&scope, id, new("Second", vec![ids[2]]))
+        .await
+        .unwrap();
+    let listed = app.get(&analyses, &ada.token).await.expect(200);
+    assert_eq!(listed[0]["name"], "First");
+    assert_eq!(listed[0]["document_count"], 2);
+    assert_eq!(listed[0]["type"], "CLASS");
+    assert_eq!(listed[0]["status"], "CREATED");
+    let page = app
+        .get(&format!("{analyses}?offset=1&limit=1"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(page.as_array().unwrap().len(), 1);
+    assert_eq!(page[0]["name"], "Second");
+    app.get(&format!("{analyses}?limit=0"), &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
+
+    let docs = format!("/projects/{id}/documents");
+    let texts = |page: Value| -> Vec<String> {
+        page["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["text"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let by_analysis = app
+        .get(&format!("{docs}?analysis_id={}", first.id), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(texts(by_analysis), ["One.", "Three."]);
+    let analysed = app.get(&format!("{docs}?analysed=true"), &ada.token).await.expect(200);
+    assert_eq!(texts(analysed), ["One.", "Three."]);
+    let not_analysed = app.get(&format!("{docs}?analysed=false"), &ada.token).await.expect(200);
+    assert_eq!(texts(not_analysed), ["Two."]);
+    app.get(
+        &format!("/projects/{other}/documents?analysis_id={}", first.id),
+        &ada.token,
+    )
+    .await
+    .expect_problem(404, "not_found");
+    let eve = app.register("eve@example.org").await;
+    app.get(&analyses, &eve.token).await.expect_problem(404, "not_found");
 }

@@ -121,6 +121,10 @@ pub struct DocumentFilter {
     pub grouped: Option<bool>,
     /// Only documents of this labeling session (which must belong to the project).
     pub session_id: Option<i64>,
+    /// Only documents this analysis covers (which must belong to the project).
+    pub analysis_id: Option<i64>,
+    /// Only documents some analysis covers (`true`) or none does (`false`).
+    pub analysed: Option<bool>,
 }
 
 /// The kind of job that imports documents into a group.
@@ -264,6 +268,20 @@ impl Store {
                 "d.id IN (SELECT document_id FROM session_documents WHERE session_id = ${})",
                 params.len()
             ));
+        }
+        if let Some(analysis_id) = filter.analysis_id {
+            self.analysis_of(project.id, analysis_id).await?;
+            params.push(Param::Int(analysis_id));
+            conditions.push(format!(
+                "d.id IN (SELECT document_id FROM analysis_documents WHERE analysis_id = ${})",
+                params.len()
+            ));
+        }
+        let covered = "EXISTS (SELECT 1 FROM analysis_documents ad WHERE ad.document_id = d.id)";
+        match filter.analysed {
+            Some(true) => conditions.push(covered.into()),
+            Some(false) => conditions.push(format!("NOT {covered}")),
+            None => {}
         }
         match filter.grouped {
             Some(true) => conditions.push("d.group_id IS NOT NULL".into()),

@@ -7,10 +7,12 @@
 //! as 409, an unreachable database as 503, anything else as a logged 500.
 
 mod accounts;
+mod analyses;
 mod cloning;
 mod documents;
 mod jobs;
 pub use accounts::{NewUser, UserChanges};
+pub use analyses::{Analysis, NewAnalysis};
 pub use cloning::{CLONE_JOB, CloneCounts};
 pub use documents::{Document, DocumentFilter, DocumentGroup, IMPORT_JOB, NewDocument, NewSegment, Segment};
 pub use jobs::{Job, JobNotice, JobState, Lease, NewJob};

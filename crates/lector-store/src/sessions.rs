@@ -878,7 +878,7 @@ async fn set_vocabulary(tx: &mut Transaction<'static, Any>, session_id: i64, voc
 }
 
 /// The ids of a project's documents: all of them, or the given ones (each must exist).
-async fn project_documents(
+pub(crate) async fn project_documents(
     tx: &mut Transaction<'static, Any>,
     project_id: i64,
     ids: Option<&[i64]>,

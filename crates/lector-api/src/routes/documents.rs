@@ -392,6 +392,10 @@ pub struct ListDocumentsQuery {
     pub grouped: Option<bool>,
     /// Only documents of this labeling session; `details=tags` then shows its tags.
     pub annotation_id: Option<i64>,
+    /// Only documents this analysis covers.
+    pub analysis_id: Option<i64>,
+    /// Only documents some analysis covers (true) or none does (false).
+    pub analysed: Option<bool>,
     #[serde(default)]
     pub offset: i64,
     #[serde(default = "crate::extract::default_limit")]
@@ -428,6 +432,8 @@ pub async fn list_documents(
         group_id: q.group_id,
         grouped: q.grouped,
         session_id: q.annotation_id,
+        analysis_id: q.analysis_id,
+        analysed: q.analysed,
     };
     let (documents, has_more) = state
         .store

@@ -5,6 +5,7 @@ use crate::state::AppState;
 use lector_core::time::Timestamp;
 use utoipa_axum::router::OpenApiRouter;
 
+pub mod analyses;
 pub mod annotate;
 pub mod auth;
 pub mod classes;
@@ -31,6 +32,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(groups::router())
         .merge(sessions::router())
         .merge(annotate::router())
+        .merge(analyses::router())
 }
 
 /// Timestamps are served as RFC 3339 strings.

@@ -71,3 +71,28 @@ ALTER TABLE sessions ADD COLUMN cloned_from BIGINT;
 CREATE INDEX documents_cloned_from ON documents(cloned_from);
 CREATE INDEX document_groups_cloned_from ON document_groups(cloned_from);
 CREATE INDEX sessions_cloned_from ON sessions(cloned_from);
+
+-- Analyses: a model's predictions over documents of its project. Written by the analysis job
+-- (a later step); documents are filtered by the analyses that cover them.
+CREATE TABLE analyses (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    uuid TEXT NOT NULL UNIQUE,
+    project_id BIGINT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    model_id BIGINT,
+    user_id BIGINT,
+    name TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL,
+    type TEXT NOT NULL,
+    progress REAL NOT NULL DEFAULT 0,
+    created BIGINT NOT NULL,
+    finished BIGINT
+);
+CREATE INDEX analyses_project ON analyses(project_id, id);
+
+CREATE TABLE analysis_documents (
+    analysis_id BIGINT NOT NULL REFERENCES analyses(id) ON DELETE CASCADE,
+    document_id BIGINT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    PRIMARY KEY (analysis_id, document_id)
+);
+CREATE INDEX analysis_documents_document ON analysis_documents(document_id);

@@ -1,0 +1,129 @@
+//! Analyses: a model's predictions over documents of its project. This module keeps their
+//! records and which documents each covers, so documents can be listed by analysis; the job
+//! that runs a model over documents writes through [`Store::create_analysis`].
+
+use crate::records::FromAnyRow;
+use crate::{Store, db};
+use lector_core::time::Timestamp;
+use lector_core::{Action, Result, Scope};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+/// An analysis with the number of documents it covers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub id: i64,
+    pub uuid: String,
+    pub project_id: i64,
+    pub model_id: Option<i64>,
+    pub user_id: Option<i64>,
+    pub name: String,
+    pub description: String,
+    pub status: String,
+    /// The model's (and project's) type.
+    pub kind: String,
+    pub progress: f64,
+    pub created: Timestamp,
+    pub finished: Option<Timestamp>,
+    pub document_count: i64,
+}
+
+const ANALYSIS_COLUMNS: &str = "a.id, a.uuid, a.project_id, a.model_id, a.user_id, a.name, a.description, a.status, \
+     a.type, a.progress, a.created, a.finished, \
+     (SELECT COUNT(*) FROM analysis_documents ad WHERE ad.analysis_id = a.id) AS document_count";
+
+impl FromAnyRow for Analysis {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            uuid: row.try_get("uuid")?,
+            project_id: row.try_get("project_id")?,
+            model_id: row.try_get("model_id")?,
+            user_id: row.try_get("user_id")?,
+            name: row.try_get("name")?,
+            description: row.try_get("description")?,
+            status: row.try_get("status")?,
+            kind: row.try_get("type")?,
+            progress: row.try_get("progress")?,
+            created: Timestamp(row.try_get("created")?),
+            finished: row.try_get::<Option<i64>, _>("finished")?.map(Timestamp),
+            document_count: row.try_get("document_count")?,
+        })
+    }
+}
+
+/// A new analysis of documents of a project.
+#[derive(Debug, Clone, Default)]
+pub struct NewAnalysis {
+    pub name: String,
+    pub description: String,
+    pub model_id: Option<i64>,
+    pub document_ids: Vec<i64>,
+}
+
+impl Store {
+    /// One page of a project's analyses, oldest first.
+    pub async fn project_analyses(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        offset: i64,
+        limit: i64,
+    ) -> Result<Vec<Analysis>> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        let sql = format!(
+            "SELECT {ANALYSIS_COLUMNS} FROM analyses a WHERE a.project_id = $1 ORDER BY a.id LIMIT {limit} OFFSET {offset}"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(project.id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter().map(Analysis::decode).collect()
+    }
+
+    /// Records an analysis (CREATED) covering documents of the project.
+    pub async fn create_analysis(&self, scope: &Scope, project_id: i64, new: NewAnalysis) -> Result<Analysis> {
+        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        let mut tx = self.begin_write().await?;
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO analyses (uuid, project_id, model_id, user_id, name, description, status, type, created) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+        )
+        .bind(uuid::Uuid::new_v4().to_string())
+        .bind(project.id)
+        .bind(new.model_id)
+        .bind(scope.user_id)
+        .bind(&new.name)
+        .bind(&new.description)
+        .bind("CREATED")
+        .bind(project.kind.as_str())
+        .bind(Timestamp::now().micros())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db)?;
+        let documents = crate::sessions::project_documents(&mut tx, project.id, Some(&new.document_ids)).await?;
+        let rows = documents
+            .iter()
+            .map(|d| vec![crate::Param::Int(id), crate::Param::Int(*d)])
+            .collect();
+        crate::insert_many(&mut tx, "analysis_documents", &["analysis_id", "document_id"], rows, "").await?;
+        tx.commit().await.map_err(db)?;
+        self.analysis_of(project.id, id).await
+    }
+
+    /// An analysis of a project (404 when the project has none with this id).
+    pub(crate) async fn analysis_of(&self, project_id: i64, id: i64) -> Result<Analysis> {
+        let sql = format!("SELECT {ANALYSIS_COLUMNS} FROM analyses a WHERE a.project_id = $1 AND a.id = $2");
+        let row = sqlx::query(&sql)
+            .bind(project_id)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref()
+            .map(Analysis::decode)
+            .transpose()?
+            .ok_or_else(|| lector_core::Error::not_found("analysis"))
+    }
+}
