@@ -1,10 +1,15 @@
 //! The job queue on both backends: leases, heartbeats, fencing, the reaper, retries, and
 //! exactly one notification per finished job.
 
-use lector_core::{NotificationType, Scope};
+use lector_core::{Action, NotificationType, ProjectType, Scope};
+use lector_jobs::prepare_document;
 use lector_jobs::{Handler, HandlerFuture, JobError, Outcome, Runner};
 use lector_store::testing::TestDatabase;
-use lector_store::{Backend, JobState, Lease, NewJob, NewUser, Store};
+use lector_store::{
+    Backend, ClassFields, JobState, LabeledDocument, Lease, NewJob, NewSession, NewTag, NewUser, ProjectFields, Store,
+    WorkspaceRef,
+};
+use lector_text::Language;
 use serde_json::json;
 
 async fn store(backend: Backend) -> Option<(Store, TestDatabase, i64)> {
@@ -204,8 +209,102 @@ macro_rules! on_both_backends {
     };
 }
 
+/// A clone job that runs again after committing its copies (a worker killed before it could
+/// record the job done) copies nothing twice.
+async fn a_clone_run_twice_copies_once(backend: Backend) {
+    let Some((store, _db, user)) = store(backend).await else {
+        return;
+    };
+    let (_, scope) = store.principal(user).await.unwrap().unwrap();
+    let workspace_id = store.default_workspace_id(user).await.unwrap().unwrap();
+    let (workspace, _) = store
+        .workspace_access(&scope, &WorkspaceRef::Id(workspace_id), Action::Manage)
+        .await
+        .unwrap();
+    let fields = ProjectFields {
+        name: "Original".into(),
+        kind: ProjectType::Absa,
+        external_id: None,
+    };
+    let project = store.create_project(&scope, &workspace, fields).await.unwrap();
+    store
+        .add_classes(
+            &scope,
+            project.id,
+            vec![ClassFields {
+                name: "FOOD".into(),
+                ..Default::default()
+            }],
+        )
+        .await
+        .unwrap();
+    let document = |text: &str| prepare_document(text, json!({}), Language::En, true);
+    store
+        .create_group(
+            &scope,
+            project.id,
+            "Batch",
+            vec![document("One. Two."), document("Three.")],
+        )
+        .await
+        .unwrap();
+    let tag = NewTag {
+        class: Some("FOOD".into()),
+        label: Some("positive".into()),
+        part: None,
+    };
+    let labeled = LabeledDocument {
+        document: document("Good food."),
+        tags: vec![vec![tag]],
+        annotated: vec![true],
+    };
+    store
+        .create_session(
+            &scope,
+            project.id,
+            NewSession {
+                name: "S".into(),
+                labeled: vec![labeled],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+
+    let (copy, _) = store.start_clone(&scope, project.id, &workspace, None).await.unwrap();
+    let lease = store.claim_job("a", 30).await.unwrap().expect("the clone job");
+    let first = store.fill_clone(&lease, project.id, copy.id).await.unwrap();
+    let again = store.fill_clone(&lease, project.id, copy.id).await.unwrap();
+    assert_eq!(first, again);
+    let count = |project_id: i64| {
+        let (store, scope) = (&store, &scope);
+        async move {
+            let (documents, _) = store
+                .documents(scope, project_id, &Default::default(), 0, 100)
+                .await
+                .unwrap();
+            let ids: Vec<i64> = documents.iter().map(|d| d.id).collect();
+            let segments = store.segments_of(&ids).await.unwrap();
+            let segment_ids: Vec<i64> = segments.iter().map(|s| s.id).collect();
+            let tags = store.tags_of(&segment_ids, None).await.unwrap();
+            let sessions = store.sessions(scope, project_id, &Default::default()).await.unwrap();
+            let groups = store.groups(scope, project_id).await.unwrap();
+            (
+                documents.len(),
+                segments.len(),
+                tags.len(),
+                sessions.len(),
+                groups.len(),
+            )
+        }
+    };
+    assert_eq!(count(copy.id).await, (3, 4, 1, 1, 2));
+    assert_eq!(count(copy.id).await, count(project.id).await);
+}
+
 on_both_backends!(
     a_taken_over_lease_can_no_longer_commit,
     failures_retry_then_fail_with_one_notification,
-    the_runner_runs_handlers_and_records_outcomes
+    the_runner_runs_handlers_and_records_outcomes,
+    a_clone_run_twice_copies_once
 );
