@@ -26,6 +26,8 @@ pub enum Location {
     ZipEntry(String),
     /// The n-th (0-based) client-given segment.
     Segment(usize),
+    /// A 1-based data row of a table (the header not counted).
+    Row(u64),
 }
 
 impl fmt::Display for Location {
@@ -38,6 +40,7 @@ impl fmt::Display for Location {
             Location::Cell(cell) => write!(f, "cell {cell}"),
             Location::ZipEntry(name) => write!(f, "zip entry {name}"),
             Location::Segment(index) => write!(f, "segment {index}"),
+            Location::Row(row) => write!(f, "row {row}"),
         }
     }
 }

@@ -7,6 +7,7 @@
 //! how the API answers it (413 for a limit, 422 for a malformed file or selection).
 
 mod error;
+mod labeled;
 mod limits;
 mod read;
 mod segment;
@@ -16,6 +17,7 @@ mod write;
 use unicode_normalization::UnicodeNormalization;
 
 pub use error::{Limit, Location, Result, TextError};
+pub use labeled::{ColumnMapping, LABELED_HEADER, LabeledSegment, LabeledTag, LabeledText, labeled_documents};
 pub use limits::{Limits, RATIO_FLOOR};
 pub use read::{Format, ReadOptions, Row, RowReader, open_rows, preview, read_table};
 pub use segment::{ClientSegment, Language, Segment, check_segments, segment, split_sentences, whole_segment};

@@ -1,0 +1,232 @@
+//! Labeled data as tables: the rows a labeling session downloads as, and how rows of an
+//! uploaded table become documents with tagged segments again.
+//!
+//! One row is one tag on one segment (or a segment without tags). Rows that share a document
+//! key (the `document` column) are the segments of one document, in order; consecutive rows
+//! with the same segment text are the tags of one segment. Without a `document` column every
+//! row (or run of rows with the same text) is a document of one segment.
+
+use crate::error::{Location, Result, TextError};
+use crate::table::{ColumnRef, Table};
+
+/// The columns of a labeling-session download, in order.
+pub const LABELED_HEADER: [&str; 7] = ["document", "segment", "text", "class", "label", "part", "annotated"];
+
+/// Which columns hold what. Only `text` is required.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnMapping {
+    pub text: ColumnRef,
+    /// The class (the aspect in ABSA projects).
+    pub class: Option<ColumnRef>,
+    pub label: Option<ColumnRef>,
+    /// Rows with the same value here are segments of one document.
+    pub document: Option<ColumnRef>,
+    /// The words of the segment a tag points at.
+    pub part: Option<ColumnRef>,
+    /// true, yes, 1 or ANNOTATED: the segment counts as annotated even without tags.
+    pub annotated: Option<ColumnRef>,
+}
+
+impl ColumnMapping {
+    /// The mapping a table's own header implies: `text`, `class` (or `aspect`, `category`),
+    /// `label` (or `sentiment`, `polarity`), `document`, `part`, `annotated`.
+    pub fn from_header(header: &[String]) -> Result<Self> {
+        let find = |names: &[&str]| {
+            names
+                .iter()
+                .map(|n| ColumnRef::Name((*n).to_owned()))
+                .find(|c| c.resolve(header).is_ok())
+        };
+        Ok(Self {
+            text: find(&["text"]).ok_or_else(|| TextError::MissingColumn {
+                column: "\"text\"".into(),
+            })?,
+            class: find(&["class", "aspect", "category"]),
+            label: find(&["label", "sentiment", "polarity"]),
+            document: find(&["document"]),
+            part: find(&["part"]),
+            annotated: find(&["annotated"]),
+        })
+    }
+}
+
+/// A tag as a table names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabeledTag {
+    pub class: Option<String>,
+    pub label: Option<String>,
+    pub part: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabeledSegment {
+    pub text: String,
+    pub tags: Vec<LabeledTag>,
+    pub annotated: bool,
+}
+
+/// A document made of labeled segments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabeledText {
+    pub segments: Vec<LabeledSegment>,
+}
+
+impl LabeledText {
+    /// The document's text: its segments joined by a space, with each segment's span in code
+    /// points.
+    pub fn text_and_spans(&self) -> (String, Vec<[usize; 2]>) {
+        let mut text = String::new();
+        let mut spans = Vec::with_capacity(self.segments.len());
+        let mut at = 0;
+        for (i, segment) in self.segments.iter().enumerate() {
+            if i > 0 {
+                text.push(' ');
+                at += 1;
+            }
+            let length = segment.text.chars().count();
+            spans.push([at, at + length]);
+            text.push_str(&segment.text);
+            at += length;
+        }
+        (text, spans)
+    }
+}
+
+fn is_true(cell: &str) -> bool {
+    matches!(cell.trim().to_lowercase().as_str(), "true" | "yes" | "1" | "annotated")
+}
+
+fn cell(row: &[String], at: Option<usize>) -> &str {
+    at.and_then(|i| row.get(i)).map_or("", String::as_str)
+}
+
+fn non_empty(cell: &str) -> Option<String> {
+    let cell = cell.trim();
+    (!cell.is_empty()).then(|| cell.to_owned())
+}
+
+/// Reads the labeled documents of a table.
+pub fn labeled_documents(table: &Table, mapping: &ColumnMapping) -> Result<Vec<LabeledText>> {
+    let column = |c: &Option<ColumnRef>| c.as_ref().map(|c| c.resolve(&table.header)).transpose();
+    let text_at = mapping.text.resolve(&table.header)?;
+    let (class_at, label_at) = (column(&mapping.class)?, column(&mapping.label)?);
+    let (document_at, part_at, annotated_at) = (
+        column(&mapping.document)?,
+        column(&mapping.part)?,
+        column(&mapping.annotated)?,
+    );
+
+    let mut documents: Vec<LabeledText> = Vec::new();
+    let mut last_key: Option<String> = None;
+    for (index, row) in table.rows.iter().enumerate() {
+        let Some(text) = non_empty(cell(row, Some(text_at))) else {
+            return Err(TextError::malformed(
+                Location::Row(index as u64 + 1),
+                "the text is empty",
+            ));
+        };
+        let tag = LabeledTag {
+            class: non_empty(cell(row, class_at)),
+            label: non_empty(cell(row, label_at)),
+            part: non_empty(cell(row, part_at)),
+        };
+        let has_tag = tag.class.is_some() || tag.label.is_some();
+        let key = document_at.map(|at| cell(row, Some(at)).trim().to_owned());
+        let same_document = match (&key, &last_key) {
+            (Some(key), Some(last)) => key == last,
+            (None, _) => documents
+                .last()
+                .and_then(|d| d.segments.last())
+                .is_some_and(|s| s.text == text),
+            _ => false,
+        };
+        if !same_document || documents.is_empty() {
+            documents.push(LabeledText { segments: Vec::new() });
+        }
+        last_key = key;
+        let document = documents.last_mut().expect("pushed above");
+        if document.segments.last().is_none_or(|s| s.text != text) {
+            document.segments.push(LabeledSegment {
+                text,
+                tags: Vec::new(),
+                annotated: false,
+            });
+        }
+        let segment = document.segments.last_mut().expect("pushed above");
+        segment.annotated |= has_tag || is_true(cell(row, annotated_at));
+        if has_tag && !segment.tags.contains(&tag) {
+            segment.tags.push(tag);
+        }
+    }
+    Ok(documents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(header: &[&str], rows: &[&[&str]]) -> Table {
+        Table {
+            header: header.iter().map(|h| (*h).to_owned()).collect(),
+            rows: rows
+                .iter()
+                .map(|r| r.iter().map(|c| (*c).to_owned()).collect())
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn rows_become_documents_segments_and_tags() {
+        let t = table(
+            &LABELED_HEADER,
+            &[
+                &["1", "10", "Good soup.", "FOOD", "positive", "soup", "true"],
+                &["1", "10", "Good soup.", "PRICE", "negative", "", "true"],
+                &["1", "11", "Slow service.", "", "", "", "true"],
+                &["2", "12", "Nothing.", "", "", "", "false"],
+            ],
+        );
+        let mapping = ColumnMapping::from_header(&t.header).unwrap();
+        let documents = labeled_documents(&t, &mapping).unwrap();
+        assert_eq!(documents.len(), 2);
+        assert_eq!(documents[0].segments.len(), 2);
+        assert_eq!(documents[0].segments[0].tags.len(), 2);
+        assert_eq!(documents[0].segments[0].tags[0].part.as_deref(), Some("soup"));
+        assert!(documents[0].segments[1].annotated, "annotated without tags");
+        assert!(!documents[1].segments[0].annotated);
+        assert_eq!(
+            documents[0].text_and_spans(),
+            ("Good soup. Slow service.".to_owned(), vec![[0, 10], [11, 24]])
+        );
+    }
+
+    #[test]
+    fn without_a_document_column_each_text_is_a_document() {
+        let t = table(
+            &["review", "aspect", "sentiment"],
+            &[
+                &["Tasty.", "FOOD", "positive"],
+                &["Tasty.", "FOOD", "positive"],
+                &["Loud.", "AMBIENCE", ""],
+            ],
+        );
+        let mapping = ColumnMapping {
+            text: ColumnRef::Name("review".into()),
+            ..ColumnMapping::from_header(&["text".into(), "aspect".into(), "sentiment".into()]).unwrap()
+        };
+        let documents = labeled_documents(&t, &mapping).unwrap();
+        assert_eq!(documents.len(), 2);
+        assert_eq!(documents[0].segments[0].tags.len(), 1, "a repeated row is one tag");
+        assert_eq!(documents[1].segments[0].tags[0].label, None);
+        assert!(documents[1].segments[0].annotated);
+    }
+
+    #[test]
+    fn a_missing_text_column_or_cell_is_named() {
+        let err = ColumnMapping::from_header(&["body".into()]).unwrap_err();
+        assert_eq!(err.status(), 422);
+        let t = table(&["text"], &[&["fine"], &["  "]]);
+        let err = labeled_documents(&t, &ColumnMapping::from_header(&t.header).unwrap()).unwrap_err();
+        assert_eq!(err.to_string(), "malformed input at row 2: the text is empty");
+    }
+}
