@@ -638,3 +638,129 @@ pub async fn get_labeling_session_document(
         .await?;
     Ok(Json(document_dtos(&state, vec![document], details).await?.remove(0)))
 }
+
+/// Most rows one download of labeled data holds.
+pub const MAX_DOWNLOAD_ROWS: usize = 500_000;
+
+/// A session's labeled data as a table of [`lector_text::LABELED_HEADER`] rows: one row per tag,
+/// and one for each segment without tags; with `with_session`, a first column names the session.
+pub async fn session_table(
+    state: &AppState,
+    scope: &lector_core::Scope,
+    session: &Session,
+    with_session: bool,
+    table: &mut lector_text::Table,
+) -> Result<()> {
+    const PAGE: i64 = 500;
+    let mut offset = 0;
+    loop {
+        let (_, documents, has_more) = state
+            .store
+            .session_documents(scope, session.project_id, session.id, offset, PAGE)
+            .await?;
+        let ids: Vec<i64> = documents.iter().map(|d| d.id).collect();
+        let segments = state.store.segments_of(&ids).await?;
+        let segment_ids: Vec<i64> = segments.iter().map(|s| s.id).collect();
+        let mut tags = lector_store::tags_by_segment(state.store.tags_of(&segment_ids, Some(session.id)).await?);
+        let marked: std::collections::HashSet<i64> = state
+            .store
+            .marks_of(session.id, &segment_ids)
+            .await?
+            .into_iter()
+            .map(|m| m.segment_id)
+            .collect();
+        for segment in segments {
+            let prefix: Vec<String> = with_session.then(|| session.id.to_string()).into_iter().collect();
+            let base = |class: Option<String>, label: Option<String>, part: Option<String>| {
+                let mut row = prefix.clone();
+                row.extend([
+                    segment.document_id.to_string(),
+                    segment.id.to_string(),
+                    segment.text.clone(),
+                    class.unwrap_or_default(),
+                    label.unwrap_or_default(),
+                    part.unwrap_or_default(),
+                    marked.contains(&segment.id).to_string(),
+                ]);
+                row
+            };
+            match tags.remove(&segment.id) {
+                Some(own) => table
+                    .rows
+                    .extend(own.into_iter().map(|t| base(t.class, t.label, t.text))),
+                None => table.rows.push(base(None, None, None)),
+            }
+            if table.rows.len() > MAX_DOWNLOAD_ROWS {
+                return Err(Error::validation(vec![lector_core::FieldError::new(
+                    "annotation_id",
+                    format!("the download would hold over {MAX_DOWNLOAD_ROWS} rows; download sessions one by one"),
+                )]));
+            }
+        }
+        if !has_more {
+            return Ok(());
+        }
+        offset += PAGE;
+    }
+}
+
+/// The header of a labeled-data download.
+pub fn session_header(with_session: bool) -> Vec<String> {
+    let first = with_session.then(|| "annotation".to_owned());
+    first
+        .into_iter()
+        .chain(lector_text::LABELED_HEADER.iter().map(|h| (*h).to_owned()))
+        .collect()
+}
+
+/// Turns labeled texts read from a table into documents with tagged segments: each row's
+/// segment is kept as it is (not split again), and a tag's `part` is found in its segment.
+pub fn labeled_from_texts(texts: Vec<lector_text::LabeledText>, language: Option<&str>) -> Result<Vec<LabeledDocument>> {
+    texts
+        .into_iter()
+        .map(|mut labeled| {
+            // Normalise first, so the spans computed here hold for the stored text.
+            for segment in &mut labeled.segments {
+                segment.text = lector_text::normalize(&segment.text);
+            }
+            let (text, spans) = labeled.text_and_spans();
+            let given: Vec<SegmentBody> = labeled
+                .segments
+                .iter()
+                .zip(&spans)
+                .map(|(s, span)| SegmentBody {
+                    text: s.text.clone(),
+                    span: Some(*span),
+                })
+                .collect();
+            let document = prepare_document_body(&text, Default::default(), language, false, Some(&given))?;
+            let mut tags = Vec::with_capacity(labeled.segments.len());
+            for (segment, stored) in labeled.segments.iter().zip(&document.segments) {
+                let mut own = Vec::with_capacity(segment.tags.len());
+                for tag in &segment.tags {
+                    let part = match &tag.part {
+                        Some(part) => lector_core::labeling::locate_part(
+                            &document.text,
+                            (stored.start, stored.end),
+                            None,
+                            Some(part),
+                        )
+                        .map_err(|e| Error::validation(vec![e]))?,
+                        None => None,
+                    };
+                    own.push(NewTag {
+                        class: tag.class.clone(),
+                        label: tag.label.clone(),
+                        part,
+                    });
+                }
+                tags.push(own);
+            }
+            Ok(LabeledDocument {
+                annotated: labeled.segments.iter().map(|s| s.annotated).collect(),
+                document,
+                tags,
+            })
+        })
+        .collect()
+}
