@@ -7,9 +7,11 @@
 //! as 409, an unreachable database as 503, anything else as a logged 500.
 
 mod accounts;
+mod credentials;
 mod documents;
 mod jobs;
 pub use accounts::{NewUser, UserChanges};
+pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use documents::{Document, DocumentFilter, DocumentGroup, IMPORT_JOB, NewDocument, NewSegment, Segment};
 pub use jobs::{Job, JobNotice, JobState, Lease, NewJob};
 pub use projects::{

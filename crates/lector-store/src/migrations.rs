@@ -38,6 +38,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0004_documents.sql"),
         postgres: include_str!("../migrations/postgres/0004_documents.sql"),
     },
+    Step {
+        version: 7,
+        description: "credentials",
+        sqlite: include_str!("../migrations/sqlite/0007_credentials.sql"),
+        postgres: include_str!("../migrations/postgres/0007_credentials.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -7,6 +7,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 pub mod auth;
 pub mod classes;
+pub mod credentials;
 pub mod documents;
 pub mod groups;
 pub mod notifications;
@@ -22,6 +23,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(auth::router())
         .merge(users::router())
         .merge(workspaces::router())
+        .merge(credentials::router())
         .merge(notifications::router())
         .merge(projects::router())
         .merge(classes::router())
