@@ -58,7 +58,11 @@ async fn serve() -> u16 {
                 let authorized = head
                     .lines()
                     .any(|l| l.eq_ignore_ascii_case("authorization: Bearer t0k3n"));
-                let answer = respond(&path, port, authorized);
+                let answer = if path.starts_with("/data-bucket/") {
+                    respond_s3(&path, &head)
+                } else {
+                    respond(&path, port, authorized)
+                };
                 let _ = stream.write_all(&answer).await;
                 let _ = stream.shutdown().await;
             });
@@ -111,6 +115,40 @@ fn respond(path: &str, port: u16, authorized: bool) -> Vec<u8> {
             out
         }
         _ => plain("404 Not Found", "", "SECRET-REMOTE-BODY"),
+    }
+}
+
+/// A stand-in for an S3-compatible store: path-style addresses, SigV4 headers required.
+fn respond_s3(path: &str, head: &str) -> Vec<u8> {
+    let header = |name: &str| {
+        head.lines()
+            .find_map(|l| {
+                l.split_once(':')
+                    .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+                    .map(|(_, v)| v.trim().to_owned())
+            })
+            .unwrap_or_default()
+    };
+    let date = header("x-amz-date");
+    let signed = date.len() == 16
+        && header("x-amz-content-sha256") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        && header("authorization").starts_with(&format!(
+            "AWS4-HMAC-SHA256 Credential=AKIDTEST/{}/eu-central-1/s3/aws4_request, \
+             SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=",
+            &date[..8]
+        ));
+    let answer = |status: &str, extra: &str, body: &str| {
+        format!(
+            "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    };
+    match path {
+        _ if !signed => answer("403 Forbidden", "", "<Error>SECRET-REMOTE-BODY</Error>"),
+        "/data-bucket/in/a%20b.csv" => answer("200 OK", "", "x,y\n1,2\n"),
+        "/data-bucket/moved.csv" => answer("301 Moved Permanently", "Location: http://127.0.0.1:1/\r\n", ""),
+        _ => answer("404 Not Found", "", "<Error>SECRET-REMOTE-BODY</Error>"),
     }
 }
 
@@ -264,6 +302,59 @@ async fn secrets_open_only_in_their_workspace_and_kind() {
         .await
         .unwrap_err();
     assert_eq!(err.status(), 422);
+}
+
+#[tokio::test]
+async fn s3_objects_are_fetched_with_signed_requests() {
+    let port = serve().await;
+    let s = sources(loopback_allowed(), limits());
+    let secret = |key: &str| {
+        sealed(
+            &s,
+            SourceKind::S3,
+            json!({"access_key_id": "AKIDTEST", "secret_access_key": key, "region": "eu-central-1",
+                "endpoint": format!("http://127.0.0.1:{port}")}),
+        )
+    };
+    let good = secret("s3-secret");
+    let object = |key: &str| json!({"bucket": "data-bucket", "key": key});
+    let file = s.fetch(WS, SourceKind::S3, &good, &object("in/a b.csv")).await.unwrap();
+    assert_eq!(
+        (file.bytes.as_slice(), file.file_name.as_str()),
+        (&b"x,y\n1,2\n"[..], "a b.csv")
+    );
+    let err = s
+        .fetch(WS, SourceKind::S3, &good, &object("missing.csv"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.detail, "the source does not exist (HTTP 404)");
+    let err = s
+        .fetch(WS, SourceKind::S3, &good, &object("moved.csv"))
+        .await
+        .unwrap_err();
+    assert!(err.detail.contains("does not follow"), "{}", err.detail);
+    assert!(!format!("{err:?}").contains("SECRET"));
+    let err = s
+        .fetch(WS, SourceKind::S3, &good, &json!({"bucket": "Bad_Bucket", "key": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), 422);
+
+    let guarded = sources(NetPolicy::public_only(), limits());
+    let sealed_private = guarded.seal(
+        WS,
+        &CredentialSecret::parse(
+            SourceKind::S3,
+            &json!({"access_key_id": "AKIDTEST", "secret_access_key": "k", "region": "eu-central-1",
+                "endpoint": format!("http://127.0.0.1:{port}")}),
+        )
+        .unwrap(),
+    );
+    let err = guarded
+        .fetch(WS, SourceKind::S3, &sealed_private, &object("in/a b.csv"))
+        .await
+        .unwrap_err();
+    assert!(err.detail.contains("private or reserved address"), "{}", err.detail);
 }
 
 /// A fresh PostgreSQL database with a small table, and a source allowed to reach it.
