@@ -191,8 +191,10 @@ pub(crate) fn transport_error(e: &reqwest::Error) -> Error {
     if e.is_timeout() {
         return Error::bad_request("the source did not answer in time");
     }
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
+    for cause in causes(e) {
+        if cause.is::<rustls::Error>() {
+            return Error::bad_request("the TLS handshake with the source failed (is its certificate valid?)");
+        }
         if let Some(io) = cause.downcast_ref::<std::io::Error>() {
             match io.kind() {
                 std::io::ErrorKind::ConnectionRefused => return Error::bad_request("connection refused"),
@@ -201,14 +203,28 @@ pub(crate) fn transport_error(e: &reqwest::Error) -> Error {
                 _ => {}
             }
         }
-        if cause.downcast_ref::<rustls::Error>().is_some() {
-            return Error::bad_request("the TLS handshake with the source failed (is its certificate valid?)");
-        }
-        source = cause.source();
     }
     if e.is_connect() {
         Error::bad_request("the source could not be reached")
     } else {
         Error::bad_request("the connection to the source failed")
     }
+}
+
+/// Every error under `e`, looking inside I/O errors too (their `source` skips the wrapped error).
+fn causes<'a>(e: &'a (dyn std::error::Error + 'static)) -> Vec<&'a (dyn std::error::Error + 'static)> {
+    let mut found = Vec::new();
+    let mut pending = vec![e];
+    while let Some(cause) = pending.pop() {
+        if found.len() >= 32 {
+            break;
+        }
+        found.push(cause);
+        if let Some(inner) = cause.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+            pending.push(inner);
+        } else if let Some(next) = cause.source() {
+            pending.push(next);
+        }
+    }
+    found
 }

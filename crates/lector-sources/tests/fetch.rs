@@ -357,6 +357,50 @@ async fn s3_objects_are_fetched_with_signed_requests() {
     assert!(err.detail.contains("private or reserved address"), "{}", err.detail);
 }
 
+/// A TLS server on 127.0.0.1 with a self-signed certificate, answering one fixed file.
+async fn serve_tls() -> u16 {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(generated.signing_key.serialize_der()));
+    let certs = vec![CertificateDer::from(generated.cert.der().to_vec())];
+    let config =
+        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                if let Ok(mut tls) = acceptor.accept(stream).await {
+                    let mut buf = [0u8; 4096];
+                    let _ = tls.read(&mut buf).await;
+                    let _ = tls.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await;
+                    let _ = tls.shutdown().await;
+                }
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn https_checks_certificates() {
+    let port = serve_tls().await;
+    let s = sources(loopback_allowed(), limits());
+    let secret = sealed(&s, SourceKind::Http, json!({}));
+    let err = get(&s, &secret, &format!("https://localhost:{port}/data.csv"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), 400);
+    assert!(err.detail.contains("TLS handshake"), "{}", err.detail);
+}
+
 /// A fresh PostgreSQL database with a small table, and a source allowed to reach it.
 async fn database() -> Option<(lector_store::testing::TestDatabase, Value)> {
     let db = lector_store::testing::TestDatabase::create(lector_store::Backend::Postgres).await?;
