@@ -410,7 +410,7 @@ async fn database() -> Option<(lector_store::testing::TestDatabase, Value)> {
     sqlx::raw_sql(
         "CREATE TABLE items (id INT, name TEXT, price NUMERIC, seen TIMESTAMP); \
          INSERT INTO items VALUES (1, 'plain', 1.5, '2024-05-01 10:00:00'), (2, 'with, comma', NULL, NULL), \
-         (3, 'say \"hi\"', 3, NULL);",
+         (3, 'say \"hi\"', 3, NULL); CREATE SEQUENCE counter;",
     )
     .execute(&mut conn)
     .await
@@ -467,6 +467,8 @@ async fn postgres_sources_only_read() {
         "SELECT * FROM items FOR UPDATE",
         "SELECT nextval('no_such_sequence')",
         "SELECT * INTO copy_of_items FROM items",
+        "SELECT set_config('transaction_read_only', 'off', true), nextval('counter')",
+        "SELECT nextval('counter')",
     ] {
         let err = query(&s, &secret, sql).await.unwrap_err();
         assert_eq!(err.status(), 400, "{sql}: {}", err.detail);
@@ -484,6 +486,11 @@ async fn postgres_sources_only_read() {
         .await
         .unwrap();
     assert_eq!(copies, None);
+    let counted: bool = sqlx::query_scalar("SELECT is_called FROM counter")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert!(!counted, "the sequence never moved");
 }
 
 #[tokio::test]
