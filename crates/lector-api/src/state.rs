@@ -16,10 +16,13 @@ pub struct AppState {
     pub auth: Arc<AuthKeys>,
     pub mailer: Arc<Mailer>,
     pub metrics: Arc<Metrics>,
+    /// The credential key, address policy and limits of external sources.
+    pub sources: Arc<lector_sources::Sources>,
 }
 
 impl AppState {
-    /// Opens the store (migrating it), loads or creates the token key, and builds the mailer.
+    /// Opens the store (migrating it), loads or creates the token and credential keys, and builds
+    /// the mailer.
     pub async fn new(config: Config) -> Result<Self, String> {
         config.validate()?;
         std::fs::create_dir_all(&config.data_dir)
@@ -29,12 +32,14 @@ impl AppState {
             .map_err(|e| format!("database: {}", e.detail))?;
         let auth = AuthKeys::load(&config)?;
         let mailer = Mailer::new(&config.mail, &config.mail_outbox())?;
+        let sources = lector_sources::Sources::new(&config)?;
         Ok(Self {
             store,
             config: Arc::new(config),
             auth: Arc::new(auth),
             mailer: Arc::new(mailer),
             metrics: Arc::new(Metrics::new()),
+            sources: Arc::new(sources),
         })
     }
 }

@@ -98,6 +98,11 @@ pub struct Config {
     /// How long a worker's claim on a job lasts without a heartbeat, in seconds; after that the
     /// job runs again elsewhere.
     pub job_lease_secs: i64,
+    /// Key that seals credential secrets at rest, at least 32 bytes; default: 256 random bits
+    /// kept in the data directory.
+    pub credential_key: Option<Secret>,
+    /// External sources (http, postgres, s3): which addresses they may reach and their limits.
+    pub sources: SourcesConfig,
 }
 
 impl Default for Config {
@@ -123,6 +128,8 @@ impl Default for Config {
             log_format: "text".into(),
             workers: 2,
             job_lease_secs: 30,
+            credential_key: None,
+            sources: SourcesConfig::default(),
         }
     }
 }
@@ -167,6 +174,12 @@ impl Config {
         if self.database_max_connections == 0 {
             return Err("database_max_connections must be at least 1".into());
         }
+        if let Some(key) = &self.credential_key
+            && key.expose().len() < 32
+        {
+            return Err("credential_key must be at least 32 bytes".into());
+        }
+        self.sources.validate()?;
         Ok(())
     }
 }
@@ -232,6 +245,71 @@ impl Default for MailConfig {
     }
 }
 
+/// External sources: by default they reach public addresses only (the guard against
+/// server-side request forgery), and every fetch is bounded in bytes, rows and time.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SourcesConfig {
+    /// Let sources reach private, loopback, link-local and other non-public addresses.
+    pub allow_private: bool,
+    /// Non-public networks sources may reach all the same, as `10.1.2.0/24` or `10.1.2.3`.
+    pub allowed_networks: Vec<String>,
+    /// Largest file a source may deliver, in bytes.
+    pub max_bytes: u64,
+    /// Most rows a database query may deliver.
+    pub max_rows: u64,
+    /// Time one fetch may take, connecting included, in seconds.
+    pub timeout_secs: u64,
+}
+
+impl Default for SourcesConfig {
+    fn default() -> Self {
+        Self {
+            allow_private: false,
+            allowed_networks: Vec::new(),
+            max_bytes: 50 * 1024 * 1024,
+            max_rows: 100_000,
+            timeout_secs: 30,
+        }
+    }
+}
+
+impl SourcesConfig {
+    fn validate(&self) -> Result<(), String> {
+        for network in &self.allowed_networks {
+            parse_network(network).map_err(|e| format!("sources.allowed_networks: {e}"))?;
+        }
+        if self.max_bytes == 0 || self.max_rows == 0 {
+            return Err("sources.max_bytes and sources.max_rows must be at least 1".into());
+        }
+        if !(1..=3600).contains(&self.timeout_secs) {
+            return Err("sources.timeout_secs must be between 1 and 3600".into());
+        }
+        Ok(())
+    }
+}
+
+/// Parses `address` or `address/prefix` into the network's address and prefix length.
+pub fn parse_network(text: &str) -> Result<(IpAddr, u8), String> {
+    let (address, prefix) = match text.trim().split_once('/') {
+        Some((address, prefix)) => (address, Some(prefix)),
+        None => (text.trim(), None),
+    };
+    let address: IpAddr = address
+        .parse()
+        .map_err(|_| format!("{text:?} is not an IP address or network"))?;
+    let max = if address.is_ipv4() { 32 } else { 128 };
+    let prefix = match prefix {
+        Some(p) => p
+            .parse::<u8>()
+            .ok()
+            .filter(|p| *p <= max)
+            .ok_or_else(|| format!("{text:?} has a bad prefix length"))?,
+        None => max,
+    };
+    Ok((address, prefix))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,6 +322,23 @@ mod tests {
         };
         assert!(!format!("{c:?}").contains("xxxx"));
         assert!(!serde_json::to_string(&c).unwrap().contains("xxxx"));
+    }
+
+    #[test]
+    fn networks_parse_and_bad_ones_refuse_start() {
+        assert_eq!(parse_network("10.1.0.0/16"), Ok((IpAddr::from([10, 1, 0, 0]), 16)));
+        assert_eq!(parse_network("::1"), Ok(("::1".parse().unwrap(), 128)));
+        for bad in ["10.0.0.0/33", "example.org", "::/129", "1.2.3.4/x"] {
+            assert!(parse_network(bad).is_err(), "{bad}");
+        }
+        let mut c = Config::default();
+        c.sources.allowed_networks = vec!["10.0.0.0/40".into()];
+        assert!(c.validate().is_err());
+        let c = Config {
+            credential_key: Some(Secret::new("short")),
+            ..Config::default()
+        };
+        assert!(c.validate().is_err());
     }
 
     #[test]

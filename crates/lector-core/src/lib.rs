@@ -14,4 +14,4 @@ pub mod validate;
 
 pub use error::{Error, ErrorCode, FieldError, Result};
 pub use policy::{Action, Role, Scope};
-pub use types::{NotificationType, ProjectType};
+pub use types::{NotificationType, ProjectType, SourceKind};

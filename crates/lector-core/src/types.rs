@@ -91,3 +91,17 @@ mod tests {
         assert!("class".parse::<ProjectType>().is_err());
     }
 }
+
+/// Where an external source's data comes from; a credential opens one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceKind {
+    /// One file fetched by HTTP(S) GET from a URL.
+    Http,
+    /// The rows of one read-only query on a PostgreSQL database, as CSV.
+    Postgres,
+    /// One object of an S3-compatible bucket.
+    S3,
+}
+
+crate::wire_enum!(SourceKind { Http => "http", Postgres => "postgres", S3 => "s3" });

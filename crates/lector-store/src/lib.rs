@@ -9,11 +9,13 @@
 mod accounts;
 mod analyses;
 mod cloning;
+mod credentials;
 mod documents;
 mod jobs;
 pub use accounts::{NewUser, UserChanges};
 pub use analyses::{Analysis, NewAnalysis};
 pub use cloning::{CLONE_JOB, CloneCounts};
+pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use documents::{Document, DocumentFilter, DocumentGroup, IMPORT_JOB, NewDocument, NewSegment, Segment};
 pub use jobs::{Job, JobNotice, JobState, Lease, NewJob};
 pub use projects::{

@@ -44,6 +44,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0005_sessions.sql"),
         postgres: include_str!("../migrations/postgres/0005_sessions.sql"),
     },
+    Step {
+        version: 7,
+        description: "credentials",
+        sqlite: include_str!("../migrations/sqlite/0007_credentials.sql"),
+        postgres: include_str!("../migrations/postgres/0007_credentials.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -9,6 +9,7 @@ pub mod analyses;
 pub mod annotate;
 pub mod auth;
 pub mod classes;
+pub mod credentials;
 pub mod documents;
 pub mod groups;
 pub mod notifications;
@@ -25,6 +26,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(auth::router())
         .merge(users::router())
         .merge(workspaces::router())
+        .merge(credentials::router())
         .merge(notifications::router())
         .merge(projects::router())
         .merge(classes::router())

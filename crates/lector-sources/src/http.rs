@@ -1,0 +1,230 @@
+//! Bounded HTTP(S) GETs through the guard: every hop is resolved and checked, the connection
+//! goes to the checked addresses, redirects are followed by hand (at most five, each checked
+//! again), the body streams into memory only up to the byte limit, and errors name a reason,
+//! never what the remote answered.
+
+use crate::Limits;
+use crate::guard::NetPolicy;
+use lector_core::{Error, ErrorCode, Result};
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, LOCATION};
+use std::sync::Once;
+use url::Url;
+
+/// Redirects followed before a fetch gives up.
+pub const MAX_REDIRECTS: usize = 5;
+
+/// What a GET brought back.
+#[derive(Debug)]
+pub(crate) struct Body {
+    pub bytes: Vec<u8>,
+    /// The address the body came from, after redirects.
+    pub url: Url,
+    pub content_type: Option<String>,
+}
+
+/// Whether redirects are followed (the http source) or refused (S3, which never redirects a
+/// signed request anywhere useful).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Redirects {
+    Follow,
+    Refuse,
+}
+
+/// Makes rustls use ring (the project's one crypto provider) for outbound connections.
+fn install_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// Checks what a URL may be before anything is resolved: http or https, a host, no user info.
+pub(crate) fn check_url(url: &Url) -> Result<()> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(Error::bad_request("a source URL must start with http:// or https://"));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(Error::bad_request("a source URL must name a host"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(Error::bad_request(
+            "a source URL must not carry a user name or password; keep them in the credential",
+        ));
+    }
+    Ok(())
+}
+
+/// GETs `url` with `headers`, within the policy and the limits. `headers` go to the first
+/// host only: a redirect to another origin drops them.
+pub(crate) async fn get(
+    policy: &NetPolicy,
+    limits: &Limits,
+    url: Url,
+    headers: HeaderMap,
+    redirects: Redirects,
+) -> Result<Body> {
+    let timeout = limits.timeout;
+    tokio::time::timeout(timeout, get_unbounded_in_time(policy, limits, url, headers, redirects))
+        .await
+        .unwrap_or_else(|_| {
+            Err(Error::bad_request(format!(
+                "the source did not answer within {} seconds",
+                timeout.as_secs()
+            )))
+        })
+}
+
+async fn get_unbounded_in_time(
+    policy: &NetPolicy,
+    limits: &Limits,
+    mut url: Url,
+    mut headers: HeaderMap,
+    redirects: Redirects,
+) -> Result<Body> {
+    let origin = url.origin();
+    for _ in 0..=MAX_REDIRECTS {
+        check_url(&url)?;
+        if url.origin() != origin {
+            headers.clear();
+        }
+        let response = send(policy, limits, &url, &headers).await?;
+        let status = response.status();
+        if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
+            if redirects == Redirects::Refuse {
+                return Err(status_error(status));
+            }
+            let location = response
+                .headers()
+                .get(LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| Error::bad_request("the source redirected without a Location"))?;
+            url = url
+                .join(location)
+                .map_err(|_| Error::bad_request("the source redirected to an invalid address"))?;
+            continue;
+        }
+        if !status.is_success() {
+            return Err(status_error(status));
+        }
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let bytes = read_bounded(response, limits.max_bytes).await?;
+        return Ok(Body {
+            bytes,
+            url,
+            content_type,
+        });
+    }
+    Err(Error::bad_request(format!(
+        "the source redirected more than {MAX_REDIRECTS} times"
+    )))
+}
+
+/// One request to the checked addresses of the URL's host.
+async fn send(policy: &NetPolicy, limits: &Limits, url: &Url, headers: &HeaderMap) -> Result<reqwest::Response> {
+    install_crypto_provider();
+    let host = url.host_str().unwrap_or_default();
+    let port = url.port_or_known_default().unwrap_or(443);
+    let addrs = policy.resolve(host, port).await?;
+    let mut builder = reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(limits.timeout)
+        .user_agent(concat!("lector/", env!("CARGO_PKG_VERSION")));
+    if let Some(url::Host::Domain(domain)) = url.host() {
+        builder = builder.resolve_to_addrs(domain, &addrs);
+    }
+    let client = builder.build().map_err(|e| {
+        tracing::error!(error = %e, "cannot build an HTTP client");
+        Error::internal()
+    })?;
+    client
+        .get(url.clone())
+        .headers(headers.clone())
+        .send()
+        .await
+        .map_err(|e| transport_error(&e))
+}
+
+/// Reads the body, stopping as soon as it exceeds `max_bytes`.
+async fn read_bounded(mut response: reqwest::Response, max_bytes: u64) -> Result<Vec<u8>> {
+    if response.content_length().is_some_and(|n| n > max_bytes) {
+        return Err(too_large(max_bytes));
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| transport_error(&e))? {
+        if (bytes.len() + chunk.len()) as u64 > max_bytes {
+            return Err(too_large(max_bytes));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+pub(crate) fn too_large(max_bytes: u64) -> Error {
+    Error::new(
+        ErrorCode::PayloadTooLarge,
+        format!("the source delivers more than {max_bytes} bytes, the most a source may deliver"),
+    )
+}
+
+/// A reason for an HTTP status, without anything of the remote's body.
+fn status_error(status: StatusCode) -> Error {
+    let code = status.as_u16();
+    let reason = match code {
+        401 | 403 => "authentication failed or access was denied",
+        404 => "the source does not exist",
+        300..=399 => "the source redirected, which this kind of source does not follow",
+        400..=499 => "the source refused the request",
+        _ => "the source failed",
+    };
+    Error::bad_request(format!("{reason} (HTTP {code})"))
+}
+
+/// A reason for a failure to reach the source, from the error chain (never its text).
+pub(crate) fn transport_error(e: &reqwest::Error) -> Error {
+    tracing::info!(error = %e, "a source could not be fetched");
+    if e.is_timeout() {
+        return Error::bad_request("the source did not answer in time");
+    }
+    for cause in causes(e) {
+        if cause.is::<rustls::Error>() {
+            return Error::bad_request("the TLS handshake with the source failed (is its certificate valid?)");
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return Error::bad_request("connection refused"),
+                std::io::ErrorKind::TimedOut => return Error::bad_request("the connection timed out"),
+                std::io::ErrorKind::ConnectionReset => return Error::bad_request("the connection was reset"),
+                _ => {}
+            }
+        }
+    }
+    if e.is_connect() {
+        Error::bad_request("the source could not be reached")
+    } else {
+        Error::bad_request("the connection to the source failed")
+    }
+}
+
+/// Every error under `e`, looking inside I/O errors too (their `source` skips the wrapped error).
+fn causes<'a>(e: &'a (dyn std::error::Error + 'static)) -> Vec<&'a (dyn std::error::Error + 'static)> {
+    let mut found = Vec::new();
+    let mut pending = vec![e];
+    while let Some(cause) = pending.pop() {
+        if found.len() >= 32 {
+            break;
+        }
+        found.push(cause);
+        if let Some(inner) = cause.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+            pending.push(inner);
+        } else if let Some(next) = cause.source() {
+            pending.push(next);
+        }
+    }
+    found
+}

@@ -1,0 +1,184 @@
+//! External sources of data: a file fetched by HTTP(S), the rows of a read-only PostgreSQL
+//! query, or one object of an S3-compatible bucket, each opened with a credential of its
+//! workspace.
+//!
+//! This crate knows nothing of the HTTP API or of Lector's own database: it seals credential
+//! secrets ([`seal`]), guards outbound connections against server-side request forgery
+//! ([`guard`]), and turns a sealed credential plus a fetch's `parameters` into the bytes of one
+//! file ([`Sources::fetch`]), bounded in bytes, rows and time. A failure answers 400 with a
+//! reason (private address, connection refused, authentication failed), never what the remote
+//! side sent.
+
+pub mod guard;
+mod http;
+mod postgres;
+mod s3;
+pub mod seal;
+pub mod secret;
+
+pub use guard::NetPolicy;
+pub use seal::SealKey;
+pub use secret::CredentialSecret;
+
+use lector_core::config::Config;
+use lector_core::{Result, SourceKind};
+use secret::{HttpParameters, PostgresParameters, S3Parameters};
+use std::time::Duration;
+
+/// Bounds on one fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest file delivered, in bytes.
+    pub max_bytes: u64,
+    /// Most rows a database query delivers.
+    pub max_rows: u64,
+    /// Time the whole fetch may take.
+    pub timeout: Duration,
+}
+
+/// The file a source delivered, for the blob store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    pub bytes: Vec<u8>,
+    /// A file name whose extension tells the format (`.csv`, `.json`, `.jsonl`, `.xlsx`, `.txt`)
+    /// when the source gave a hint of it.
+    pub file_name: String,
+}
+
+/// Everything a fetch needs from the configuration: the sealing key, the address policy and
+/// the limits. Built once at start-up.
+#[derive(Debug, Clone)]
+pub struct Sources {
+    key: SealKey,
+    policy: NetPolicy,
+    limits: Limits,
+}
+
+impl Sources {
+    /// Loads (or creates) the sealing key and reads the `sources` settings.
+    pub fn new(config: &Config) -> Result<Self, String> {
+        Ok(Self::with_parts(
+            SealKey::load(config)?,
+            NetPolicy::from_config(&config.sources)?,
+            Limits {
+                max_bytes: config.sources.max_bytes,
+                max_rows: config.sources.max_rows,
+                timeout: Duration::from_secs(config.sources.timeout_secs),
+            },
+        ))
+    }
+
+    pub fn with_parts(key: SealKey, policy: NetPolicy, limits: Limits) -> Self {
+        Self { key, policy, limits }
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Seals a checked secret for storage in a workspace's credential.
+    pub fn seal(&self, workspace_id: i64, secret: &CredentialSecret) -> String {
+        self.key.seal(workspace_id, secret.kind(), &secret.to_json())
+    }
+
+    /// Fetches one file with a workspace's credential of `kind` (its sealed secret as stored)
+    /// and the request's `parameters`: `{url}` for http, `{query}` for postgres, `{bucket, key}`
+    /// for s3.
+    pub async fn fetch(
+        &self,
+        workspace_id: i64,
+        kind: SourceKind,
+        sealed_secret: &str,
+        parameters: &serde_json::Value,
+    ) -> Result<Fetched> {
+        let opened = self.key.open(workspace_id, kind, sealed_secret)?;
+        let secret = CredentialSecret::from_json(kind, &opened)?;
+        match secret {
+            CredentialSecret::Http(secret) => {
+                let parameters = HttpParameters::parse(parameters)?;
+                self.fetch_http(&secret, &parameters).await
+            }
+            CredentialSecret::Postgres(secret) => {
+                let parameters = PostgresParameters::parse(parameters)?;
+                let bytes = postgres::fetch(&self.policy, &self.limits, &secret.url, &parameters.query).await?;
+                Ok(Fetched {
+                    bytes,
+                    file_name: "query.csv".into(),
+                })
+            }
+            CredentialSecret::S3(secret) => {
+                let parameters = S3Parameters::parse(parameters)?;
+                let (bytes, file_name) = s3::fetch(&self.policy, &self.limits, &secret, &parameters).await?;
+                Ok(Fetched { bytes, file_name })
+            }
+        }
+    }
+
+    async fn fetch_http(&self, secret: &secret::HttpSecret, parameters: &HttpParameters) -> Result<Fetched> {
+        let url = url::Url::parse(parameters.url.trim())
+            .map_err(|_| lector_core::Error::bad_request("parameters.url is not a URL"))?;
+        let headers = secret::header_map(&secret.headers).map_err(lector_core::Error::bad_request)?;
+        let body = http::get(&self.policy, &self.limits, url, headers, http::Redirects::Follow).await?;
+        let file_name = file_name(&body.url, body.content_type.as_deref());
+        Ok(Fetched {
+            bytes: body.bytes,
+            file_name,
+        })
+    }
+}
+
+/// Longest file name kept from a URL.
+const MAX_FILE_NAME_CHARS: usize = 200;
+
+/// The last segment of the URL's path, or `download`, with an extension from the content type
+/// when it has none.
+fn file_name(url: &url::Url, content_type: Option<&str>) -> String {
+    let last = url
+        .path_segments()
+        .and_then(|mut segments| segments.next_back())
+        .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .unwrap_or_default();
+    let mut name: String = last
+        .chars()
+        .filter(|c| !c.is_control() && !matches!(c, '/' | '\\'))
+        .take(MAX_FILE_NAME_CHARS)
+        .collect();
+    if name.trim_matches('.').is_empty() {
+        name = "download".into();
+    }
+    if !name.contains('.') {
+        let mime = content_type
+            .and_then(|c| c.split(';').next())
+            .map(|c| c.trim().to_ascii_lowercase());
+        let extension = match mime.as_deref() {
+            Some("text/csv") => ".csv",
+            Some("application/json") => ".json",
+            Some("application/x-ndjson" | "application/jsonl" | "application/jsonlines") => ".jsonl",
+            Some("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet") => ".xlsx",
+            Some("text/plain") => ".txt",
+            _ => "",
+        };
+        name.push_str(extension);
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_from_urls() {
+        let url = |s: &str| url::Url::parse(s).unwrap();
+        assert_eq!(file_name(&url("https://x.org/data/a%20b.csv?x=1"), None), "a b.csv");
+        assert_eq!(
+            file_name(&url("https://x.org/export"), Some("text/csv; charset=utf-8")),
+            "export.csv"
+        );
+        assert_eq!(
+            file_name(&url("https://x.org/"), Some("application/json")),
+            "download.json"
+        );
+        assert_eq!(file_name(&url("https://x.org/a%2F..%2Fb"), None), "a..b");
+    }
+}
