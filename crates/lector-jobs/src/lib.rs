@@ -1,6 +1,7 @@
 //! Lector's background work: the worker loop over the durable job queue, the job handlers,
 //! and mail delivery (to an outbox folder, one `.eml` file per message, or over SMTP).
 
+pub mod file_import;
 pub mod ingest;
 pub mod mail;
 pub mod runner;

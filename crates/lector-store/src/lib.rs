@@ -7,15 +7,18 @@
 //! as 409, an unreachable database as 503, anything else as a logged 500.
 
 mod accounts;
+mod blobs;
 mod documents;
 mod jobs;
 pub use accounts::{NewUser, UserChanges};
+pub use blobs::Blobs;
 pub use documents::{Document, DocumentFilter, DocumentGroup, IMPORT_JOB, NewDocument, NewSegment, Segment};
 pub use jobs::{Job, JobNotice, JobState, Lease, NewJob};
 pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
 };
 pub use security::{MAX_PRODUCT_KEYS, TokenPurpose};
+pub use uploads::{UPLOAD_PREFIX, Upload};
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
 mod notifications;
@@ -24,6 +27,7 @@ mod records;
 mod security;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod uploads;
 mod workspaces;
 
 pub use records::*;
@@ -47,6 +51,8 @@ pub enum Backend {
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
+    /// Where uploaded files live; set by [`Store::with_blobs`].
+    blobs: Option<Blobs>,
 }
 
 impl Store {
@@ -84,7 +90,11 @@ impl Store {
             tracing::error!(error = %e, "cannot connect to the database");
             Error::unavailable("the database is unreachable")
         })?;
-        Ok(Self { pool, backend })
+        Ok(Self {
+            pool,
+            backend,
+            blobs: None,
+        })
     }
 
     /// Connects and brings the schema up to date.

@@ -38,6 +38,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0004_documents.sql"),
         postgres: include_str!("../migrations/postgres/0004_documents.sql"),
     },
+    Step {
+        version: 6,
+        description: "uploads",
+        sqlite: include_str!("../migrations/sqlite/0006_uploads.sql"),
+        postgres: include_str!("../migrations/postgres/0006_uploads.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

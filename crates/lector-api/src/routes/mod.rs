@@ -8,6 +8,7 @@ use utoipa_axum::router::OpenApiRouter;
 pub mod auth;
 pub mod classes;
 pub mod documents;
+pub mod files;
 pub mod groups;
 pub mod notifications;
 pub mod projects;
@@ -27,6 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(classes::router())
         .merge(documents::router())
         .merge(groups::router())
+        .merge(files::router())
 }
 
 /// Timestamps are served as RFC 3339 strings.
