@@ -88,7 +88,20 @@ pub async fn upload_group_file(
     PathParams(p): PathParams<ProjectPath>,
     multipart: std::result::Result<Multipart, MultipartRejection>,
 ) -> ApiResult<Json<UploadedFileDto>> {
-    let upload = receive(&state, &caller, p.project_id, multipart?).await?;
+    Ok(Json(
+        upload_with_preview(&state, &caller, p.project_id, multipart?).await?,
+    ))
+}
+
+/// Receives an uploaded file for a project and answers its id and preview; a file whose preview
+/// cannot be read is not kept. For every operation that answers an Uploaded file.
+pub async fn upload_with_preview(
+    state: &AppState,
+    caller: &Caller,
+    project_id: i64,
+    multipart: Multipart,
+) -> Result<UploadedFileDto> {
+    let upload = receive_upload(state, caller, project_id, multipart).await?;
     let read = {
         let state = state.clone();
         move |file: std::fs::File, format: Format| {
@@ -96,17 +109,17 @@ pub async fn upload_group_file(
             lector_text::preview(format, file, PREVIEW_ROWS, ReadOptions::default(), &limits)
         }
     };
-    let preview = match read_upload(&state, &upload, read).await {
+    let preview = match read_upload(state, &upload, read).await {
         Ok(preview) => preview,
         Err(e) => {
-            discard(&state, &upload).await;
-            return Err(e.into());
+            discard(state, &upload).await;
+            return Err(e);
         }
     };
     let header = preview.first().cloned().unwrap_or_default();
     let upload = state.store.set_upload_columns(&upload, &header).await?;
     tracing::info!(upload.id = %upload.id, bytes = upload.byte_size, format = %upload.format, "file uploaded");
-    Ok(Json(UploadedFileDto { id: upload.id, preview }))
+    Ok(UploadedFileDto { id: upload.id, preview })
 }
 
 /// Adds the classes of a file (a header row with `name` and optionally `example` and
@@ -124,7 +137,7 @@ pub async fn upload_classes_file(
     PathParams(p): PathParams<ProjectPath>,
     multipart: std::result::Result<Multipart, MultipartRejection>,
 ) -> ApiResult<Json<Vec<ClassDto>>> {
-    let upload = receive(&state, &caller, p.project_id, multipart?).await?;
+    let upload = receive_upload(&state, &caller, p.project_id, multipart?).await?;
     let read = {
         let state = state.clone();
         move |file: std::fs::File, format: Format| {
@@ -142,8 +155,9 @@ pub async fn upload_classes_file(
     Ok(Json(added.into_iter().map(ClassDto::from).collect()))
 }
 
-/// Receives the `file` part of an upload form into the blob store.
-async fn receive(state: &AppState, caller: &Caller, project_id: i64, mut form: Multipart) -> Result<Upload> {
+/// Receives the `file` part of an upload form (and the deprecated `to_list`) into the blob
+/// store, unused; 413 past `uploads.max_bytes`, 415 for a format Lector does not read.
+pub async fn receive_upload(state: &AppState, caller: &Caller, project_id: i64, mut form: Multipart) -> Result<Upload> {
     let mut upload = None;
     while let Some(field) = form.next_field().await.map_err(multipart_error)? {
         match field.name().unwrap_or_default() {
@@ -218,15 +232,15 @@ pub fn format_name(format: Format) -> &'static str {
 }
 
 /// The readers' limits for uploads: the configured byte limit, the defaults otherwise.
-fn limits(state: &AppState) -> Limits {
+pub fn limits(state: &AppState) -> Limits {
     Limits {
         max_bytes: state.config.uploads.max_bytes,
         ..Limits::default()
     }
 }
 
-/// Runs `read` over an upload's bytes on a blocking thread.
-async fn read_upload<T: Send + 'static>(
+/// Runs `read` over an upload's bytes on a blocking thread (a `TextError` becomes 413 or 422).
+pub async fn read_upload<T: Send + 'static>(
     state: &AppState,
     upload: &Upload,
     read: impl FnOnce(std::fs::File, Format) -> std::result::Result<T, TextError> + Send + 'static,
