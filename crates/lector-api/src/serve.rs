@@ -26,6 +26,7 @@ pub struct Server {
     listener: TcpListener,
     router: Router,
     tls: Option<TlsAcceptor>,
+    state: AppState,
 }
 
 impl Server {
@@ -40,8 +41,9 @@ impl Server {
             .map_err(|e| format!("cannot listen on {}: {e}", state.config.listen))?;
         Ok(Self {
             listener,
-            router: crate::app(state),
+            router: crate::app(state.clone()),
             tls,
+            state,
         })
     }
 
@@ -51,6 +53,7 @@ impl Server {
 
     /// Serves until `shutdown` completes, then drains open connections (at most 30 s).
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let sweeper = tokio::spawn(sweep_uploads(self.state.clone()));
         let graceful = GracefulShutdown::new();
         tokio::pin!(shutdown);
         loop {
@@ -72,6 +75,7 @@ impl Server {
             }
         }
         drop(self.listener);
+        sweeper.abort();
         tracing::info!(connections = graceful.count(), "shutting down; draining connections");
         tokio::select! {
             () = graceful.shutdown() => {}
@@ -165,4 +169,19 @@ pub async fn shutdown_signal() {
         () = term => {}
     }
     tracing::info!("shutdown signal received");
+}
+
+/// Deletes uploaded files nothing used, every `uploads.sweep_every_secs`, while the server runs.
+async fn sweep_uploads(state: AppState) {
+    let uploads = state.config.uploads;
+    let mut every = tokio::time::interval(Duration::from_secs(uploads.sweep_every_secs));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        match state.store.sweep_uploads(uploads.unused_ttl_secs).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(uploads = n, "swept unused uploads"),
+            Err(e) => tracing::warn!(error = %e.detail, "sweeping uploads failed"),
+        }
+    }
 }

@@ -5,7 +5,7 @@ use crate::auth::AuthKeys;
 use crate::metrics::Metrics;
 use lector_core::config::Config;
 use lector_jobs::Mailer;
-use lector_store::Store;
+use lector_store::{Blobs, Store};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -27,9 +27,11 @@ impl AppState {
         config.validate()?;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| format!("data directory {}: {e}", config.data_dir.display()))?;
+        let blobs = Blobs::from_config(&config).map_err(|e| format!("blob store: {}", e.detail))?;
         let store = Store::open(&config.database_url(), config.database_max_connections)
             .await
-            .map_err(|e| format!("database: {}", e.detail))?;
+            .map_err(|e| format!("database: {}", e.detail))?
+            .with_blobs(blobs);
         let auth = AuthKeys::load(&config)?;
         let mailer = Mailer::new(&config.mail, &config.mail_outbox())?;
         let sources = lector_sources::Sources::new(&config)?;

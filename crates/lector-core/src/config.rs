@@ -103,6 +103,12 @@ pub struct Config {
     pub credential_key: Option<Secret>,
     /// External sources (http, postgres, s3): which addresses they may reach and their limits.
     pub sources: SourcesConfig,
+    /// Where uploaded files are kept: `s3://bucket/prefix` (credentials from the usual `AWS_*`
+    /// variables; needs a build with the `s3` feature) or a local directory (a path or
+    /// `file:///path`); default `{data_dir}/blobs`.
+    pub blob_url: Option<String>,
+    /// Uploaded files: their size limit and when unused ones are swept.
+    pub uploads: UploadConfig,
 }
 
 impl Default for Config {
@@ -130,6 +136,8 @@ impl Default for Config {
             job_lease_secs: 30,
             credential_key: None,
             sources: SourcesConfig::default(),
+            blob_url: None,
+            uploads: UploadConfig::default(),
         }
     }
 }
@@ -145,6 +153,14 @@ impl Config {
 
     pub fn mail_outbox(&self) -> PathBuf {
         self.data_dir.join("mail")
+    }
+
+    /// The blob store in force: the configured URL or the `blobs` folder of the data directory.
+    pub fn blob_url(&self) -> String {
+        match &self.blob_url {
+            Some(url) => url.clone(),
+            None => self.data_dir.join("blobs").display().to_string(),
+        }
     }
 
     pub fn public_url(&self) -> String {
@@ -170,6 +186,11 @@ impl Config {
         }
         if !(2..=3600).contains(&self.job_lease_secs) {
             return Err("job_lease_secs must be between 2 and 3600".into());
+        }
+        if self.uploads.max_bytes == 0 || self.uploads.unused_ttl_secs <= 0 || self.uploads.sweep_every_secs == 0 {
+            return Err(
+                "uploads.max_bytes, uploads.unused_ttl_secs and uploads.sweep_every_secs must be positive".into(),
+            );
         }
         if self.database_max_connections == 0 {
             return Err("database_max_connections must be at least 1".into());
@@ -222,6 +243,29 @@ impl Default for RateLimits {
             register_per_hour: 20,
             reset_mail_per_hour: 5,
             invitations_per_hour: 200,
+        }
+    }
+}
+
+/// Uploaded files (`upload_group_file`, `upload_classes_file` and the like).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UploadConfig {
+    /// Largest uploaded file, in bytes; larger ones are answered 413. Requests are also bounded
+    /// by `max_body_bytes`.
+    pub max_bytes: u64,
+    /// Uploads that nothing used are deleted this long after they arrived, in seconds.
+    pub unused_ttl_secs: i64,
+    /// How often the sweeper looks for them, in seconds.
+    pub sweep_every_secs: u64,
+}
+
+impl Default for UploadConfig {
+    fn default() -> Self {
+        Self {
+            max_bytes: 50 * 1024 * 1024,
+            unused_ttl_secs: 24 * 3600,
+            sweep_every_secs: 3600,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Bringing documents in: normalising and segmenting a text (for single documents and
 //! imports alike), and the import job that fills a document group in fenced batches.
 
+use crate::file_import::{FileSource, import_file};
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
 use lector_core::{NotificationType, Result};
 use lector_store::{Lease, NewDocument, NewSegment, Store};
@@ -37,16 +38,19 @@ pub struct ImportedDocument {
     pub meta: serde_json::Map<String, serde_json::Value>,
 }
 
-/// The parameters of an import job; the documents are its input.
+/// The parameters of an import job; the documents are its input, or an uploaded file is.
 #[derive(Debug, Clone, Deserialize)]
-struct ImportPayload {
-    project_id: i64,
-    group_id: i64,
-    language: String,
-    split: bool,
+pub(crate) struct ImportPayload {
+    pub(crate) project_id: i64,
+    pub(crate) group_id: i64,
+    pub(crate) language: String,
+    pub(crate) split: bool,
+    /// Set when the documents come from an uploaded file.
+    #[serde(default)]
+    pub(crate) file: Option<FileSource>,
 }
 
-/// Fills a document group from the documents in its job's payload.
+/// Fills a document group from the documents in its job's input or from an uploaded file.
 #[derive(Debug, Default)]
 pub struct ImportDocuments;
 
@@ -55,6 +59,16 @@ impl Handler for ImportDocuments {
         Box::pin(async move {
             let payload: ImportPayload = serde_json::from_value(lease.job.payload.clone())
                 .map_err(|e| JobError::fatal(format!("the import's payload is unreadable: {e}"), None))?;
+            if let Some(file) = &payload.file {
+                let outcome = import_file(store, lease, &payload, file).await;
+                if let Err(e) = &outcome
+                    && !e.retryable
+                {
+                    // A file that cannot be read is final: the group says so.
+                    let _ = store.set_import_status(lease, payload.group_id, "FAILED").await;
+                }
+                return outcome;
+            }
             let input = store
                 .job_input(lease)
                 .await

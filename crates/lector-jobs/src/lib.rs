@@ -2,6 +2,7 @@
 //! and mail delivery (to an outbox folder, one `.eml` file per message, or over SMTP).
 
 pub mod cloning;
+pub mod file_import;
 pub mod ingest;
 pub mod mail;
 pub mod runner;

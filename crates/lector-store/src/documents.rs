@@ -7,6 +7,8 @@
 
 use crate::jobs::{Lease, NewJob, check_fence, enqueue_in};
 use crate::records::FromAnyRow;
+use crate::records::Project;
+use crate::uploads::{Upload, mark_used_in};
 use crate::{Param, Store, db};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope};
@@ -316,9 +318,12 @@ impl Store {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let mut tx = self.begin_write().await?;
         let group_id = insert_group(&mut tx, project.id, name, "api", "CREATED").await?;
-        for (position, document) in documents.iter().enumerate() {
-            insert_grouped(&mut tx, project.id, group_id, position as i64, document).await?;
-        }
+        let placed: Vec<(i64, &NewDocument)> = documents
+            .iter()
+            .enumerate()
+            .map(|(position, document)| (position as i64, document))
+            .collect();
+        insert_grouped_batch(&mut tx, project.id, group_id, &placed).await?;
         tx.commit().await.map_err(db)?;
         self.group_of(project.id, group_id).await
     }
@@ -336,35 +341,36 @@ impl Store {
     ) -> Result<DocumentGroup> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let mut tx = self.begin_write().await?;
-        let group_id = insert_group(&mut tx, project.id, name, source, "PROCESSING").await?;
-        let mut payload = payload;
-        payload["group_id"] = group_id.into();
-        payload["project_id"] = project.id.into();
-        let job = enqueue_in(
-            &mut tx,
-            NewJob {
-                kind: IMPORT_JOB.into(),
-                payload,
-                input: Some(input),
-                workspace_id: Some(project.workspace_id),
-                project_id: Some(project.id),
-                user_id: Some(scope.user_id),
-                max_attempts: 5,
-            },
-        )
-        .await?;
-        sqlx::query("UPDATE document_groups SET task_id = $1 WHERE id = $2")
-            .bind(job.id)
-            .bind(group_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        let group_id = queue_import(&mut tx, scope, &project, name, source, payload, Some(input)).await?;
         tx.commit().await.map_err(db)?;
         self.group_of(project.id, group_id).await
     }
 
-    /// Stores one batch of an import under the job's lease. Documents the import stored
-    /// before (a re-run) are skipped; answers how many were new.
+    /// Creates a group in PROCESSING and the job that will fill it from an uploaded file of the
+    /// project (named in `payload` by the job handler's own fields), marking the file used, in
+    /// one transaction.
+    pub async fn start_file_import(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        name: &str,
+        upload: &Upload,
+        payload: serde_json::Value,
+    ) -> Result<DocumentGroup> {
+        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        if upload.project_id != project.id {
+            return Err(Error::not_found("uploaded file"));
+        }
+        let mut tx = self.begin_write().await?;
+        mark_used_in(&mut tx, upload.id).await?;
+        let group_id = queue_import(&mut tx, scope, &project, name, "file", payload, None).await?;
+        tx.commit().await.map_err(db)?;
+        self.group_of(project.id, group_id).await
+    }
+
+    /// Stores one batch of an import under the job's lease, the documents at consecutive places
+    /// from `first_position`. Documents the import stored before (a re-run) are skipped; answers
+    /// how many were new.
     pub async fn import_batch(
         &self,
         lease: &Lease,
@@ -373,26 +379,45 @@ impl Store {
         first_position: i64,
         documents: &[NewDocument],
     ) -> Result<usize> {
+        let placed: Vec<(i64, &NewDocument)> = documents
+            .iter()
+            .enumerate()
+            .map(|(offset, document)| (first_position + offset as i64, document))
+            .collect();
+        self.import_placed(lease, project_id, group_id, &placed).await
+    }
+
+    /// Like [`Store::import_batch`] for documents at given places in ascending order (an import
+    /// from a file places each document at its row, so skipped rows leave gaps).
+    pub async fn import_placed(
+        &self,
+        lease: &Lease,
+        project_id: i64,
+        group_id: i64,
+        documents: &[(i64, &NewDocument)],
+    ) -> Result<usize> {
+        let (Some((first, _)), Some((last, _))) = (documents.first(), documents.last()) else {
+            return Ok(0);
+        };
         let mut tx = self.begin_write().await?;
         check_fence(&mut tx, lease).await?;
         // A re-run finds the places an earlier run filled and skips them.
         let stored: Vec<i64> = sqlx::query_scalar(
-            "SELECT group_position FROM documents WHERE group_id = $1 AND group_position >= $2 AND group_position < $3",
+            "SELECT group_position FROM documents WHERE group_id = $1 AND group_position >= $2 AND group_position <= $3",
         )
         .bind(group_id)
-        .bind(first_position)
-        .bind(first_position + documents.len() as i64)
+        .bind(*first)
+        .bind(*last)
         .fetch_all(&mut *tx)
         .await
         .map_err(db)?;
         let stored: std::collections::HashSet<i64> = stored.into_iter().collect();
-        let mut added = 0;
-        for (offset, document) in documents.iter().enumerate() {
-            let position = first_position + offset as i64;
-            if !stored.contains(&position) && insert_grouped(&mut tx, project_id, group_id, position, document).await? {
-                added += 1;
-            }
-        }
+        let fresh: Vec<(i64, &NewDocument)> = documents
+            .iter()
+            .filter(|(position, _)| !stored.contains(position))
+            .copied()
+            .collect();
+        let added = insert_grouped_batch(&mut tx, project_id, group_id, &fresh).await?;
         tx.commit().await.map_err(db)?;
         Ok(added)
     }
@@ -515,6 +540,129 @@ fn escape_like(text: &str) -> String {
     out
 }
 
+/// The group in PROCESSING and its import job, inside the caller's transaction.
+async fn queue_import(
+    tx: &mut Transaction<'static, Any>,
+    scope: &Scope,
+    project: &Project,
+    name: &str,
+    source: &str,
+    mut payload: serde_json::Value,
+    input: Option<serde_json::Value>,
+) -> Result<i64> {
+    let group_id = insert_group(tx, project.id, name, source, "PROCESSING").await?;
+    payload["group_id"] = group_id.into();
+    payload["project_id"] = project.id.into();
+    let job = enqueue_in(
+        tx,
+        NewJob {
+            kind: IMPORT_JOB.into(),
+            payload,
+            input,
+            workspace_id: Some(project.workspace_id),
+            project_id: Some(project.id),
+            user_id: Some(scope.user_id),
+            max_attempts: 5,
+        },
+    )
+    .await?;
+    sqlx::query("UPDATE document_groups SET task_id = $1 WHERE id = $2")
+        .bind(job.id)
+        .bind(group_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    Ok(group_id)
+}
+
+/// Rows per multi-row INSERT of documents (7 parameters each) and of segments (5 each): well
+/// under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters.
+const DOCUMENT_ROWS_PER_INSERT: usize = 500;
+const SEGMENT_ROWS_PER_INSERT: usize = 1000;
+
+/// `($1, $2, …), ($k, …)`: `rows` tuples of `width` placeholders.
+fn placeholders(rows: usize, width: usize) -> String {
+    let mut sql = String::with_capacity(rows * width * 5);
+    for row in 0..rows {
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for column in 0..width {
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&(row * width + column + 1).to_string());
+        }
+        sql.push(')');
+    }
+    sql
+}
+
+/// Inserts documents at their places in a group with multi-row INSERTs, then their segments the
+/// same way; places already taken are skipped. Answers how many documents were new.
+async fn insert_grouped_batch(
+    tx: &mut Transaction<'static, Any>,
+    project_id: i64,
+    group_id: i64,
+    documents: &[(i64, &NewDocument)],
+) -> Result<usize> {
+    let created = Timestamp::now().micros();
+    let mut ids = std::collections::HashMap::with_capacity(documents.len());
+    for chunk in documents.chunks(DOCUMENT_ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO documents (project_id, group_id, group_position, text, meta, language, created) \
+             VALUES {} ON CONFLICT (group_id, group_position) DO NOTHING RETURNING id, group_position",
+            placeholders(chunk.len(), 7)
+        );
+        let mut query = sqlx::query(&sql);
+        for (position, document) in chunk {
+            query = query
+                .bind(project_id)
+                .bind(group_id)
+                .bind(*position)
+                .bind(&document.text)
+                .bind(document.meta.to_string())
+                .bind(&document.language)
+                .bind(created);
+        }
+        for row in query.fetch_all(&mut **tx).await.map_err(db)? {
+            let id: i64 = row.try_get("id").map_err(db)?;
+            let position: i64 = row.try_get("group_position").map_err(db)?;
+            ids.insert(position, id);
+        }
+    }
+    let segments: Vec<(i64, i64, &NewSegment)> = documents
+        .iter()
+        .filter_map(|(position, document)| ids.get(position).map(|id| (*id, document)))
+        .flat_map(|(id, document)| {
+            document
+                .segments
+                .iter()
+                .enumerate()
+                .map(move |(index, segment)| (id, index as i64, segment))
+        })
+        .collect();
+    for chunk in segments.chunks(SEGMENT_ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO segments (document_id, position, span_start, span_end, text) VALUES {}",
+            placeholders(chunk.len(), 5)
+        );
+        let mut query = sqlx::query(&sql);
+        for (document_id, position, segment) in chunk {
+            query = query
+                .bind(*document_id)
+                .bind(*position)
+                .bind(segment.start)
+                .bind(segment.end)
+                .bind(&segment.text);
+        }
+        query.execute(&mut **tx).await.map_err(db)?;
+    }
+    Ok(ids.len())
+}
+
 pub(crate) async fn insert_group(
     tx: &mut Transaction<'static, Any>,
     project_id: i64,
@@ -533,21 +681,6 @@ pub(crate) async fn insert_group(
     .fetch_one(&mut **tx)
     .await
     .map_err(db)
-}
-
-/// Inserts a document at its place in a group; `false` when that place is taken (a re-run).
-async fn insert_grouped(
-    tx: &mut Transaction<'static, Any>,
-    project_id: i64,
-    group_id: i64,
-    position: i64,
-    document: &NewDocument,
-) -> Result<bool> {
-    Ok(
-        insert_document(tx, project_id, Some((group_id, Some(position))), document)
-            .await?
-            .is_some(),
-    )
 }
 
 /// Inserts a document with its segments; `None` when its group place is taken already.

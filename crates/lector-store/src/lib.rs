@@ -8,12 +8,14 @@
 
 mod accounts;
 mod analyses;
+mod blobs;
 mod cloning;
 mod credentials;
 mod documents;
 mod jobs;
 pub use accounts::{NewUser, UserChanges};
 pub use analyses::{Analysis, NewAnalysis};
+pub use blobs::Blobs;
 pub use cloning::{CLONE_JOB, CloneCounts};
 pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use documents::{Document, DocumentFilter, DocumentGroup, IMPORT_JOB, NewDocument, NewSegment, Segment};
@@ -26,6 +28,7 @@ pub use sessions::{
     LabeledDocument, MarkTarget, NewSession, NewTag, SegmentAt, SegmentMark, SegmentTag, Session, SessionChanges,
     SessionFilter, Vocabulary, tags_by_segment,
 };
+pub use uploads::{UPLOAD_PREFIX, Upload};
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
 mod notifications;
@@ -35,6 +38,7 @@ mod security;
 mod sessions;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod uploads;
 mod workspaces;
 
 pub use records::*;
@@ -58,6 +62,8 @@ pub enum Backend {
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
+    /// Where uploaded files live; set by [`Store::with_blobs`].
+    blobs: Option<Blobs>,
 }
 
 impl Store {
@@ -95,7 +101,11 @@ impl Store {
             tracing::error!(error = %e, "cannot connect to the database");
             Error::unavailable("the database is unreachable")
         })?;
-        Ok(Self { pool, backend })
+        Ok(Self {
+            pool,
+            backend,
+            blobs: None,
+        })
     }
 
     /// Connects and brings the schema up to date.

@@ -45,6 +45,12 @@ const STEPS: &[Step] = &[
         postgres: include_str!("../migrations/postgres/0005_sessions.sql"),
     },
     Step {
+        version: 6,
+        description: "uploads",
+        sqlite: include_str!("../migrations/sqlite/0006_uploads.sql"),
+        postgres: include_str!("../migrations/postgres/0006_uploads.sql"),
+    },
+    Step {
         version: 7,
         description: "credentials",
         sqlite: include_str!("../migrations/sqlite/0007_credentials.sql"),

@@ -111,9 +111,11 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             state.store.close().await;
         }
         Command::Worker => {
+            let blobs = lector_store::Blobs::from_config(&config).map_err(|e| format!("blob store: {}", e.detail))?;
             let store = lector_store::Store::open(&config.database_url(), config.database_max_connections)
                 .await
-                .map_err(|e| e.detail)?;
+                .map_err(|e| e.detail)?
+                .with_blobs(blobs);
             let (stop, stopped) = tokio::sync::watch::channel(false);
             let count = config.workers.max(1);
             let workers =

@@ -9,12 +9,14 @@ use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use lector_core::validate::{MAX_NAME_CHARS, Problems};
 use lector_core::{Error, Result};
+use lector_jobs::file_import::FileSource;
 use lector_jobs::prepare_document;
 use lector_store::{DocumentFilter, DocumentGroup, NewDocument};
-use lector_text::Language;
+use lector_text::{ColumnRef, Language};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -103,6 +105,17 @@ pub struct CreateGroupBody {
     pub language: Option<String>,
     /// `false` keeps each document whole as one segment.
     pub split: Option<bool>,
+    /// A file from `upload_group_file` to fill the group from, as an import task (the group
+    /// answers PROCESSING with its `task_id`).
+    #[schema(value_type = Option<String>, format = "uuid")]
+    pub file_id: Option<uuid::Uuid>,
+    /// The 0-based index of the file's text column (deprecated: use `column_name`).
+    #[schema(deprecated)]
+    pub column: Option<i64>,
+    /// The name of the file's text column; the other columns go into each document's meta.
+    pub column_name: Option<String>,
+    /// Whether the file's first row is a header (default: true, but false for TXT).
+    pub header_first: Option<bool>,
 }
 
 impl WriteBody for CreateGroupBody {
@@ -115,6 +128,25 @@ impl WriteBody for CreateGroupBody {
         if let Some(code) = &self.language {
             problems.check(Language::from_code(code).is_some(), "language", "must be en, de or ar");
         }
+        let from_file = self.file_id.is_some();
+        problems.check(
+            !from_file || self.documents.is_empty(),
+            "file_id",
+            "give documents or a file_id, not both",
+        );
+        for (field, given) in [
+            ("column", self.column.is_some()),
+            ("column_name", self.column_name.is_some()),
+            ("header_first", self.header_first.is_some()),
+        ] {
+            problems.check(from_file || !given, field, "applies only with a file_id");
+        }
+        problems.check(
+            self.column.is_none() || self.column_name.is_none(),
+            "column",
+            "give column or column_name, not both",
+        );
+        problems.check(self.column.is_none_or(|c| c >= 0), "column", "must be 0 or more");
     }
 }
 
@@ -136,7 +168,8 @@ pub struct GroupDocumentPath {
     document_id: i64,
 }
 
-/// Creates a group from documents given whole, in one step.
+/// Creates a group from documents given whole, in one step, or from an uploaded file, as an
+/// import task (answered at once with the group in PROCESSING, its `task_id` and a `Location`).
 #[utoipa::path(post, path = "/projects/{project_id}/groups", tag = "groups", params(("project_id" = i64, Path)),
     request_body = CreateGroupBody, responses((status = 201, body = GroupDto)))]
 pub async fn create_group(
@@ -144,13 +177,65 @@ pub async fn create_group(
     caller: Caller,
     PathParams(p): PathParams<ProjectPath>,
     Body(body): Body<CreateGroupBody>,
-) -> ApiResult<(StatusCode, Json<GroupDto>)> {
+) -> ApiResult<Response> {
+    if let Some(file_id) = body.file_id {
+        return Ok(create_group_from_file(&state, &caller, p.project_id, file_id, body).await?);
+    }
     let documents = prepare_all(body.documents, body.language.as_deref(), body.split);
     let group = state
         .store
         .create_group(&caller.scope, p.project_id, body.name.trim(), documents)
         .await?;
-    Ok((StatusCode::CREATED, Json(group.into())))
+    Ok((StatusCode::CREATED, Json(GroupDto::from(group))).into_response())
+}
+
+async fn create_group_from_file(
+    state: &AppState,
+    caller: &Caller,
+    project_id: i64,
+    file_id: uuid::Uuid,
+    body: CreateGroupBody,
+) -> Result<Response> {
+    let upload = state.store.upload(&caller.scope, project_id, file_id).await?;
+    let header_first = body.header_first.unwrap_or(upload.format != "txt");
+    let column = match (&body.column_name, body.column) {
+        (Some(name), _) => ColumnRef::Name(name.clone()),
+        (None, index) => ColumnRef::Index(index.unwrap_or(0) as usize),
+    };
+    // The preview recorded the file's first row: a column it lacks is refused now, not later.
+    if let Some(first) = &upload.columns {
+        let keyed = matches!(upload.format.as_str(), "json" | "jsonl");
+        let header: Vec<String> = if header_first || keyed {
+            first.clone()
+        } else {
+            (0..first.len()).map(|i| i.to_string()).collect()
+        };
+        column.resolve(&header).map_err(Error::from)?;
+    }
+    let source = FileSource {
+        upload_id: upload.id,
+        column_index: body.column.map(|c| c as usize),
+        column_name: body.column_name,
+        header_first,
+        max_bytes: state.config.uploads.max_bytes,
+    };
+    let language = Language::from_code_or_default(body.language.as_deref());
+    let payload = serde_json::json!({
+        "language": language.code(),
+        "split": body.split.unwrap_or(true),
+        "file": source,
+    });
+    let group = state
+        .store
+        .start_file_import(&caller.scope, project_id, body.name.trim(), &upload, payload)
+        .await?;
+    tracing::info!(project.id = project_id, group.id = group.id, job.id = ?group.task_id, upload.id = %upload.id, "file import queued");
+    let location = format!("/projects/{project_id}/groups/{}", group.id);
+    let mut response = (StatusCode::CREATED, Json(GroupDto::from(group))).into_response();
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    Ok(response)
 }
 
 /// The document groups of a project.

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod classes;
 pub mod credentials;
 pub mod documents;
+pub mod files;
 pub mod groups;
 pub mod notifications;
 pub mod projects;
@@ -35,6 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(sessions::router())
         .merge(annotate::router())
         .merge(analyses::router())
+        .merge(files::router())
 }
 
 /// Timestamps are served as RFC 3339 strings.

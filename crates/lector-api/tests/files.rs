@@ -1,0 +1,708 @@
+//! Files through HTTPS on both backends: uploads for groups (every format, previews, the import
+//! task), classes files, bad files (encoding, ragged rows, missing column, zip bomb, size),
+//! tenancy of upload ids, the sweeper, and downloads that upload again.
+
+mod common;
+
+use common::{Answer, Session, TestApp};
+use lector_text::{Format, Table};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+backend_tests!(
+    every_format_uploads_and_fills_a_group,
+    create_group_checks_columns_and_header_first,
+    bad_files_are_refused_naming_the_place,
+    uploads_over_the_limit_answer_413,
+    upload_ids_belong_to_their_project,
+    classes_files_add_all_or_nothing,
+    downloads_upload_again,
+);
+
+mod sweeping {
+    use super::*;
+    backend_tests!(unused_uploads_are_swept);
+}
+
+async fn project(app: &TestApp, owner: &Session, name: &str) -> i64 {
+    app.post("/projects", &owner.token, json!({"name": name, "type": "CLASS"}))
+        .await
+        .expect(201)["id"]
+        .as_i64()
+        .unwrap()
+}
+
+/// Sends a multipart form with a `file` part (and any other text fields).
+async fn send_form(
+    app: &TestApp,
+    path: &str,
+    token: &str,
+    file_name: &str,
+    bytes: &[u8],
+    extra: &[(&str, &str)],
+) -> Answer {
+    let boundary = "lector-test-boundary-7d1f";
+    let mut body = Vec::new();
+    for (name, value) in extra {
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
+        );
+    }
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\n\
+             Content-Type: application/octet-stream\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let response = app
+        .client
+        .post(app.url(path))
+        .bearer_auth(token)
+        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+        .body(body)
+        .send()
+        .await
+        .expect("request");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let text = response.text().await.expect("body");
+    Answer {
+        status,
+        headers,
+        body: serde_json::from_str(&text).unwrap_or(Value::Null),
+        text,
+    }
+}
+
+async fn upload_file(app: &TestApp, token: &str, project_id: i64, name: &str, bytes: &[u8]) -> Answer {
+    send_form(
+        app,
+        &format!("/projects/{project_id}/groups/upload"),
+        token,
+        name,
+        bytes,
+        &[],
+    )
+    .await
+}
+
+fn table(header: &[&str], rows: &[&[&str]]) -> Table {
+    Table {
+        header: header.iter().map(|s| s.to_string()).collect(),
+        rows: rows.iter().map(|r| r.iter().map(|s| s.to_string()).collect()).collect(),
+    }
+}
+
+fn written(format: Format, table: &Table) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    lector_text::write_table(format, table, &mut bytes).unwrap();
+    bytes
+}
+
+async fn wait_for_task(app: &TestApp, token: &str, project_id: i64, task_id: i64) -> Value {
+    let mut last = 0.0;
+    for _ in 0..1200 {
+        let task = app
+            .get(&format!("/projects/{project_id}/tasks/{task_id}"), token)
+            .await
+            .expect(200);
+        let progress = task["progress"].as_f64().unwrap();
+        assert!(progress >= last, "progress never decreases: {task}");
+        last = progress;
+        if task["status"] == "DONE" || task["status"] == "FAILED" {
+            return task;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the task did not finish");
+}
+
+/// Creates a group from an upload and waits for its import; answers the finished group and task.
+async fn group_from_file(app: &TestApp, token: &str, project_id: i64, body: Value) -> (Value, Value) {
+    let answer = app.post(&format!("/projects/{project_id}/groups"), token, body).await;
+    let location = answer.headers.get("location").map(|v| v.to_str().unwrap().to_owned());
+    let group = answer.expect(201);
+    assert_eq!(group["status"], "PROCESSING");
+    assert_eq!(
+        location.as_deref(),
+        Some(format!("/projects/{project_id}/groups/{}", group["id"]).as_str())
+    );
+    let task = wait_for_task(app, token, project_id, group["task_id"].as_i64().unwrap()).await;
+    let group = app
+        .get(&format!("/projects/{project_id}/groups/{}", group["id"]), token)
+        .await
+        .expect(200);
+    (group, task)
+}
+
+async fn group_texts(app: &TestApp, token: &str, project_id: i64, group_id: &Value) -> Vec<Value> {
+    app.get(
+        &format!("/projects/{project_id}/groups/{group_id}/documents?details=meta,segments&limit=1000"),
+        token,
+    )
+    .await
+    .expect(200)
+    .as_array()
+    .unwrap()
+    .clone()
+}
+
+async fn every_format_uploads_and_fills_a_group(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada, "Files").await;
+    let reviews = table(
+        &["text", "stars"],
+        &[
+            &["Good food. Friendly staff.", "5"],
+            &["Cafe\u{301} was cold.", "2"],
+            &["Slow service.", "1"],
+        ],
+    );
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("reviews.csv", written(Format::Csv, &reviews)),
+        ("reviews.json", written(Format::Json, &reviews)),
+        ("reviews.jsonl", written(Format::Jsonl, &reviews)),
+        ("reviews.xlsx", written(Format::Xlsx, &reviews)),
+    ];
+    for (name, bytes) in files {
+        let uploaded = upload_file(&app, &ada.token, id, name, &bytes).await.expect(200);
+        assert!(uploaded["id"].as_str().unwrap().len() == 36, "{uploaded}");
+        assert_eq!(
+            uploaded["preview"],
+            json!([
+                ["text", "stars"],
+                ["Good food. Friendly staff.", "5"],
+                ["Cafe\u{301} was cold.", "2"],
+                ["Slow service.", "1"]
+            ]),
+            "{name}"
+        );
+        let (group, task) = group_from_file(
+            &app,
+            &ada.token,
+            id,
+            json!({"name": name, "file_id": uploaded["id"], "column_name": "text"}),
+        )
+        .await;
+        assert_eq!(task["status"], "DONE", "{task}");
+        assert_eq!(
+            (group["status"].as_str(), group["document_count"].as_i64()),
+            (Some("CREATED"), Some(3))
+        );
+        assert_eq!(group["source"], "file");
+        let documents = group_texts(&app, &ada.token, id, &group["id"]).await;
+        assert_eq!(documents[1]["text"], "Caf\u{e9} was cold.", "NFC; {name}");
+        assert_eq!(
+            documents[0]["segments"].as_array().unwrap().len(),
+            2,
+            "split into sentences"
+        );
+        assert_eq!(
+            documents[0]["meta"],
+            json!({"stars": "5"}),
+            "the other columns are meta"
+        );
+    }
+
+    // TXT: one document per line, no header by default; the deprecated to_list is taken.
+    let txt = b"first line. two sentences\nsecond line\n\nthird line\n";
+    let uploaded = send_form(
+        &app,
+        &format!("/projects/{id}/groups/upload"),
+        &ada.token,
+        "lines.txt",
+        txt,
+        &[("to_list", "false")],
+    )
+    .await
+    .expect(200);
+    let (group, task) = group_from_file(
+        &app,
+        &ada.token,
+        id,
+        json!({"name": "lines", "file_id": uploaded["id"], "column": 0, "split": false}),
+    )
+    .await;
+    assert_eq!(group["document_count"], 3, "{task}");
+    let documents = group_texts(&app, &ada.token, id, &group["id"]).await;
+    assert_eq!(documents[0]["text"], "first line. two sentences");
+    assert_eq!(documents[0]["segments"].as_array().unwrap().len(), 1, "split: false");
+    assert_eq!(documents[2]["text"], "third line", "blank lines are no documents");
+
+    // Rows with a blank text are left out, counted, and the notification warns.
+    let uploaded = upload_file(
+        &app,
+        &ada.token,
+        id,
+        "gaps.csv",
+        b"text,n
+,1
+kept,2
+  ,3
+",
+    )
+    .await
+    .expect(200);
+    let (group, task) = group_from_file(&app, &ada.token, id, json!({"name": "gaps", "file_id": uploaded["id"]})).await;
+    assert_eq!(group["document_count"], 1, "{task}");
+    assert_eq!(task["result"]["rejected_rows"], 2, "{task}");
+    let notes = app.get("/notifications", &ada.token).await.expect(200);
+    assert!(notes.to_string().contains("WARNING"), "blank rows warn: {notes}");
+
+    // A file named without a known extension is recognised from its content, or refused.
+    let json_file = written(Format::Json, &reviews);
+    upload_file(&app, &ada.token, id, "export", &json_file)
+        .await
+        .expect(200);
+    upload_file(&app, &ada.token, id, "notes.doc", b"plain words")
+        .await
+        .expect_problem(415, "unsupported_media_type");
+    // Not a form at all.
+    app.post(
+        &format!("/projects/{id}/groups/upload"),
+        &ada.token,
+        json!({"file": "x"}),
+    )
+    .await
+    .expect_problem(415, "unsupported_media_type");
+}
+
+async fn create_group_checks_columns_and_header_first(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada, "Columns").await;
+    let csv = b"id,review\n1,Tasty soup.\n2,Cold tea.\n";
+    let uploaded = upload_file(&app, &ada.token, id, "r.csv", csv).await.expect(200);
+    let groups = format!("/projects/{id}/groups");
+    let problem = app
+        .post(
+            &groups,
+            &ada.token,
+            json!({"name": "g", "file_id": uploaded["id"], "column_name": "comment"}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert!(problem["detail"].as_str().unwrap().contains("\"comment\""), "{problem}");
+    app.post(
+        &groups,
+        &ada.token,
+        json!({"name": "g", "file_id": uploaded["id"], "column": 5}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    app.post(
+        &groups,
+        &ada.token,
+        json!({"name": "g", "file_id": uploaded["id"], "column": 1, "column_name": "review"}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    app.post(&groups, &ada.token, json!({"name": "g", "column": 1}))
+        .await
+        .expect_problem(422, "validation_failed");
+
+    // The deprecated 0-based column, and header_first false taking the first row as data.
+    let (group, _) = group_from_file(
+        &app,
+        &ada.token,
+        id,
+        json!({"name": "all rows", "file_id": uploaded["id"], "column": 1, "header_first": false}),
+    )
+    .await;
+    assert_eq!(group["document_count"], 3);
+    let documents = group_texts(&app, &ada.token, id, &group["id"]).await;
+    assert_eq!(documents[0]["text"], "review");
+    assert_eq!(documents[0]["meta"], json!({"0": "id"}));
+}
+
+async fn bad_files_are_refused_naming_the_place(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada, "Bad").await;
+    // Latin-1, not UTF-8.
+    let problem = upload_file(&app, &ada.token, id, "latin.csv", b"text\n\xe4pfel\n")
+        .await
+        .expect_problem(422, "validation_failed");
+    assert!(problem["detail"].as_str().unwrap().contains("line 2"), "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains("UTF-8"), "{problem}");
+    // A ragged row within the preview.
+    let problem = upload_file(&app, &ada.token, id, "ragged.csv", b"a,b\n1,2\n3\n")
+        .await
+        .expect_problem(422, "validation_failed");
+    assert!(problem["detail"].as_str().unwrap().contains("line 3"), "{problem}");
+    // Broken JSON and an XLSX that is no zip.
+    upload_file(&app, &ada.token, id, "broken.json", b"[{\"text\": \"a\"},")
+        .await
+        .expect_problem(422, "validation_failed");
+    let problem = upload_file(&app, &ada.token, id, "fake.xlsx", b"not a workbook")
+        .await
+        .expect_problem(422, "validation_failed");
+    assert!(problem["detail"].as_str().unwrap().contains("XLSX"), "{problem}");
+
+    // A zip bomb: 64 MiB of zeros in a few tens of KiB, refused from the zip directory, fast.
+    let bomb = {
+        use std::io::Write;
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file("xl/worksheets/sheet1.xml", options).unwrap();
+        let zeros = vec![b'0'; 1 << 20];
+        for _ in 0..64 {
+            zip.write_all(&zeros).unwrap();
+        }
+        zip.finish().unwrap().into_inner()
+    };
+    assert!(bomb.len() < 512 * 1024);
+    let started = std::time::Instant::now();
+    let problem = upload_file(&app, &ada.token, id, "bomb.xlsx", &bomb)
+        .await
+        .expect_problem(413, "payload_too_large");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        problem["detail"].as_str().unwrap().contains("compression ratio"),
+        "{problem}"
+    );
+
+    // A ragged row past the preview fails the import with the line named; the group says FAILED.
+    let mut csv = String::from("text,n\n");
+    for n in 0..2500 {
+        csv.push_str(&format!("row {n},{n}\n"));
+    }
+    csv.push_str("short row\n");
+    let uploaded = upload_file(&app, &ada.token, id, "late.csv", csv.as_bytes())
+        .await
+        .expect(200);
+    let (group, task) = group_from_file(&app, &ada.token, id, json!({"name": "late", "file_id": uploaded["id"]})).await;
+    assert_eq!(task["status"], "FAILED", "{task}");
+    assert!(task["error"].as_str().unwrap().contains("line 2502"), "{task}");
+    assert_eq!(group["status"], "FAILED");
+    // No refused file is kept: of the uploads, late.csv alone has bytes in the blob store.
+    assert_eq!(blob_files(&app), 1, "only late.csv is kept");
+}
+
+async fn uploads_over_the_limit_answer_413(app: TestApp) {
+    let Some(app) = TestApp::start_with(backend_of(&app), |c| c.uploads.max_bytes = 10_000).await else {
+        return;
+    };
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada, "Limits").await;
+    let mut csv = String::from("text\n");
+    while csv.len() <= 10_000 {
+        csv.push_str("a row of text\n");
+    }
+    upload_file(&app, &ada.token, id, "big.csv", csv.as_bytes())
+        .await
+        .expect_problem(413, "payload_too_large");
+    upload_file(&app, &ada.token, id, "small.csv", &csv.as_bytes()[..9_000])
+        .await
+        .expect(200);
+    assert_eq!(blob_files(&app), 1, "the refused file is not kept");
+}
+
+/// The backend of an app, for starting a second one with another configuration.
+fn backend_of(app: &TestApp) -> common::Backend {
+    match app.state.store.backend() {
+        lector_store::Backend::Sqlite => common::Backend::Sqlite,
+        lector_store::Backend::Postgres => common::Backend::Postgres,
+    }
+}
+
+/// Files in the blob folder of the app's data directory.
+fn blob_files(app: &TestApp) -> usize {
+    let dir = app.data_dir.path().join("blobs").join("uploads");
+    std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0)
+}
+
+async fn upload_ids_belong_to_their_project(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let mine = project(&app, &ada, "Mine").await;
+    let other = project(&app, &ada, "Other").await;
+    let bobs = project(&app, &bob, "Bob's").await;
+    let uploaded = upload_file(&app, &ada.token, mine, "r.csv", b"text\nhello\n")
+        .await
+        .expect(200);
+    let body = json!({"name": "g", "file_id": uploaded["id"]});
+    // Another workspace: its member sees nothing, neither through its own project nor through ada's.
+    app.post(&format!("/projects/{bobs}/groups"), &bob.token, body.clone())
+        .await
+        .expect_problem(404, "not_found");
+    app.post(&format!("/projects/{mine}/groups"), &bob.token, body.clone())
+        .await
+        .expect_problem(404, "not_found");
+    upload_file(&app, &bob.token, mine, "r.csv", b"text\nhello\n")
+        .await
+        .expect_problem(404, "not_found");
+    // Another project of the same workspace does not see it either.
+    app.post(&format!("/projects/{other}/groups"), &ada.token, body.clone())
+        .await
+        .expect_problem(404, "not_found");
+    let random = json!({"name": "g", "file_id": "6f1c1d52-0b7e-4b1e-9d5e-2d2f3c4b5a69"});
+    app.post(&format!("/projects/{mine}/groups"), &ada.token, random)
+        .await
+        .expect_problem(404, "not_found");
+    let (group, _) = group_from_file(&app, &ada.token, mine, body).await;
+    assert_eq!(group["document_count"], 1);
+}
+
+async fn classes_files_add_all_or_nothing(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada, "Classes").await;
+    let path = format!("/projects/{id}/classes/upload");
+    let classes = table(
+        &["name", "example", "description"],
+        &[&["food", "The soup", "About dishes"], &["service", "", "About staff"]],
+    );
+    let added = send_form(
+        &app,
+        &path,
+        &ada.token,
+        "classes.xlsx",
+        &written(Format::Xlsx, &classes),
+        &[],
+    )
+    .await
+    .expect(200);
+    assert_eq!(added.as_array().unwrap().len(), 2, "{added}");
+    assert_eq!(
+        (added[0]["name"].as_str(), added[0]["example"].as_str()),
+        (Some("food"), Some("The soup"))
+    );
+    // TXT: one name per line, an optional `name` header; JSON and JSONL by keys.
+    send_form(&app, &path, &ada.token, "more.txt", b"name\nprice\nambience\n", &[])
+        .await
+        .expect(200);
+    send_form(
+        &app,
+        &path,
+        &ada.token,
+        "more.jsonl",
+        b"{\"name\": \"drinks\", \"description\": \"Wine\"}\n",
+        &[],
+    )
+    .await
+    .expect(200);
+    send_form(&app, &path, &ada.token, "more.json", b"[{\"name\": \"location\"}]", &[])
+        .await
+        .expect(200);
+    let all = app
+        .get(&format!("/projects/{id}/classes"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(all.as_array().unwrap().len(), 6, "{all}");
+
+    // Any problem adds nothing: a blank name (line named), a duplicate, an existing class.
+    let problem = send_form(
+        &app,
+        &path,
+        &ada.token,
+        "bad.csv",
+        b"name,description\nnew one,x\n,y\n",
+        &[],
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    assert!(problem["detail"].as_str().unwrap().contains("line 3"), "{problem}");
+    let problem = send_form(
+        &app,
+        &path,
+        &ada.token,
+        "bad.xlsx",
+        &written(Format::Xlsx, &table(&["name"], &[&["x"], &["x"]])),
+        &[],
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    assert!(problem["detail"].as_str().unwrap().contains("cell A3"), "{problem}");
+    let problem = send_form(&app, &path, &ada.token, "nohead.csv", b"label,description\nx,y\n", &[])
+        .await
+        .expect_problem(422, "validation_failed");
+    assert!(problem["detail"].as_str().unwrap().contains("\"name\""), "{problem}");
+    send_form(&app, &path, &ada.token, "dup.csv", b"name\nbrand new\nfood\n", &[])
+        .await
+        .expect_problem(409, "conflict");
+    let all = app
+        .get(&format!("/projects/{id}/classes"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(all.as_array().unwrap().len(), 6, "nothing was added: {all}");
+    assert_eq!(blob_files(&app), 0, "classes files are not kept");
+}
+
+async fn download(app: &TestApp, token: &str, path: &str) -> (String, String, Vec<u8>) {
+    let response = app.client.get(app.url(path)).bearer_auth(token).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 200, "{path}");
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default()
+    };
+    let (content_type, disposition) = (header("content-type"), header("content-disposition"));
+    (content_type, disposition, response.bytes().await.unwrap().to_vec())
+}
+
+async fn downloads_upload_again(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada, "Round trip").await;
+    let csv = "text,stars\n\"Good, really good.\",5\n\u{627}\u{644}\u{62e}\u{62f}\u{645}\u{629} \u{633}\u{64a}\u{626}\u{629},1\n";
+    let uploaded = upload_file(&app, &ada.token, id, "r.csv", csv.as_bytes())
+        .await
+        .expect(200);
+    let (group, _) = group_from_file(
+        &app,
+        &ada.token,
+        id,
+        json!({"name": "source", "file_id": uploaded["id"], "column_name": "text"}),
+    )
+    .await;
+    let original = group_texts(&app, &ada.token, id, &group["id"]).await;
+    send_form(
+        &app,
+        &format!("/projects/{id}/classes/upload"),
+        &ada.token,
+        "c.csv",
+        b"name,example,description\nfood,soup,dishes\nservice,,\n",
+        &[],
+    )
+    .await
+    .expect(200);
+    app.post(
+        &format!("/projects/{id}/labels"),
+        &ada.token,
+        json!({"name": "positive"}),
+    )
+    .await
+    .expect(201);
+
+    for (format, content_type) in [
+        ("csv", "text/csv; charset=utf-8"),
+        ("json", "application/json"),
+        ("jsonl", "application/x-ndjson"),
+        (
+            "xlsx",
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        ),
+    ] {
+        // The group, uploaded again into a new group of the same texts and meta.
+        let (kind, disposition, bytes) = download(
+            &app,
+            &ada.token,
+            &format!("/projects/{id}/groups/{}/download?format={format}", group["id"]),
+        )
+        .await;
+        assert_eq!(kind, content_type);
+        assert_eq!(
+            disposition,
+            format!("attachment; filename=\"group-{}.{format}\"", group["id"])
+        );
+        let again = upload_file(&app, &ada.token, id, &format!("g.{format}"), &bytes)
+            .await
+            .expect(200);
+        assert_eq!(again["preview"][0], json!(["id", "text", "stars"]), "{format}");
+        let (copy, _) = group_from_file(
+            &app,
+            &ada.token,
+            id,
+            json!({"name": format!("copy {format}"), "file_id": again["id"], "column_name": "text"}),
+        )
+        .await;
+        let copied = group_texts(&app, &ada.token, id, &copy["id"]).await;
+        let texts = |docs: &[Value]| {
+            docs.iter()
+                .map(|d| (d["text"].clone(), d["meta"]["stars"].clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(texts(&copied), texts(&original), "{format}");
+
+        // The classes, uploaded again into a fresh project.
+        let (_, _, bytes) = download(
+            &app,
+            &ada.token,
+            &format!("/projects/{id}/classes/download?format={format}"),
+        )
+        .await;
+        let fresh = project(&app, &ada, &format!("Fresh {format}")).await;
+        let added = send_form(
+            &app,
+            &format!("/projects/{fresh}/classes/upload"),
+            &ada.token,
+            &format!("c.{format}"),
+            &bytes,
+            &[],
+        )
+        .await
+        .expect(200);
+        let fields = |v: &Value| {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|c| (c["name"].clone(), c["example"].clone(), c["description"].clone()))
+                .collect::<Vec<_>>()
+        };
+        let before = app
+            .get(&format!("/projects/{id}/classes"), &ada.token)
+            .await
+            .expect(200);
+        assert_eq!(fields(&added), fields(&before), "{format}");
+    }
+    let (kind, _, bytes) = download(&app, &ada.token, &format!("/projects/{id}/labels/download")).await;
+    assert_eq!(kind, "text/csv; charset=utf-8", "csv by default");
+    assert_eq!(String::from_utf8(bytes).unwrap(), "name\npositive\n");
+    app.get(&format!("/projects/{id}/labels/download?format=pdf"), &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
+    let bob = app.register("bob@example.org").await;
+    app.get(&format!("/projects/{id}/classes/download"), &bob.token)
+        .await
+        .expect_problem(404, "not_found");
+}
+
+async fn unused_uploads_are_swept(app: TestApp) {
+    let Some(app) = TestApp::start_with(backend_of(&app), |c| {
+        c.uploads.unused_ttl_secs = 1;
+        c.uploads.sweep_every_secs = 1;
+    })
+    .await
+    else {
+        return;
+    };
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada, "Sweep").await;
+    let unused = upload_file(&app, &ada.token, id, "a.csv", b"text\nunused\n")
+        .await
+        .expect(200);
+    let used = upload_file(&app, &ada.token, id, "b.csv", b"text\nused\n")
+        .await
+        .expect(200);
+    group_from_file(&app, &ada.token, id, json!({"name": "kept", "file_id": used["id"]})).await;
+    assert_eq!(blob_files(&app), 2);
+    for _ in 0..100 {
+        if blob_files(&app) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(blob_files(&app), 1, "the unused upload was swept, bytes and all");
+    app.post(
+        &format!("/projects/{id}/groups"),
+        &ada.token,
+        json!({"name": "late", "file_id": unused["id"]}),
+    )
+    .await
+    .expect_problem(404, "not_found");
+    // A project's deletion takes its uploads, used or not, at the next sweep.
+    app.delete(&format!("/projects/{id}"), &ada.token).await.expect(200);
+    for _ in 0..100 {
+        if blob_files(&app) == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(blob_files(&app), 0);
+}

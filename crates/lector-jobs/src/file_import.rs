@@ -1,0 +1,221 @@
+//! Filling a document group from an uploaded file (`create_group` with a `file_id`).
+//!
+//! The file streams from the blob store through `lector-text`'s bounded readers on a blocking
+//! thread, which also normalises and segments each row's text; the job writes the documents in
+//! fenced batches, each at its row's place in the group, so a re-run after a crash skips what
+//! was stored. Two batches wait between the reader and the writer at most: memory holds a few
+//! batches, whatever the file's size (CSV, TXT and JSONL stream; JSON and XLSX are loaded whole
+//! within the reader's limits). A malformed row stops the import with the line or cell named.
+
+use crate::ingest::{ImportPayload, prepare_document};
+use crate::runner::{JobError, Outcome, notice_for};
+use lector_core::{ErrorCode, NotificationType};
+use lector_store::{Lease, NewDocument, Store};
+use lector_text::{ColumnRef, Format, Language, Limits, ReadOptions, TextError, open_rows};
+use serde::Deserialize;
+use std::io::Read;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::sync::mpsc;
+
+/// Rows read, prepared and written per batch.
+pub const FILE_BATCH: usize = 1000;
+
+/// Which file and column an import reads, as `create_group` put it in the job's payload.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+pub struct FileSource {
+    pub upload_id: uuid::Uuid,
+    /// The text column by 0-based index …
+    pub column_index: Option<usize>,
+    /// … or by name (the default is column 0).
+    pub column_name: Option<String>,
+    /// Whether the first row is a header (CSV, TXT, XLSX).
+    pub header_first: bool,
+    /// The reader's byte limit (the configured upload limit).
+    pub max_bytes: u64,
+}
+
+impl FileSource {
+    fn column(&self) -> ColumnRef {
+        match (&self.column_name, self.column_index) {
+            (Some(name), _) => ColumnRef::Name(name.clone()),
+            (None, index) => ColumnRef::Index(index.unwrap_or(0)),
+        }
+    }
+}
+
+/// One batch from the reader: documents at their row's place, and rows left out (blank text).
+struct Batch {
+    documents: Vec<(i64, NewDocument)>,
+    blank: u64,
+}
+
+pub(crate) async fn import_file(
+    store: &Store,
+    lease: &Lease,
+    payload: &ImportPayload,
+    source: &FileSource,
+) -> Result<Outcome, JobError> {
+    let upload = store
+        .upload_for_job(lease, source.upload_id)
+        .await
+        .map_err(|e| refuse(e.code == ErrorCode::NotFound, "the uploaded file is gone", e.detail))?;
+    let format = Format::from_extension(&upload.format)
+        .ok_or_else(|| JobError::fatal(format!("files of format {:?} cannot be read", upload.format), None))?;
+    let file = store
+        .open_upload(&upload)
+        .await
+        .map_err(|e| refuse(e.code == ErrorCode::NotFound, "the uploaded file is gone", e.detail))?;
+    let read = Arc::new(AtomicU64::new(0));
+    let (sender, mut batches) = mpsc::channel(2);
+    let reader = {
+        let (source, read) = (source.clone(), read.clone());
+        let language = Language::from_code_or_default(Some(&payload.language));
+        let split = payload.split;
+        tokio::task::spawn_blocking(move || {
+            let file = Counting { inner: file, read };
+            if let Err(e) = produce(file, format, &source, language, split, &sender) {
+                let _ = sender.blocking_send(Err(e));
+            }
+        })
+    };
+    let size = upload.byte_size.max(1) as f64;
+    let (mut stored, mut blank, mut added) = (0u64, 0u64, 0usize);
+    while let Some(batch) = batches.recv().await {
+        let batch = match batch {
+            Ok(batch) => batch,
+            Err(e) => {
+                reader.abort();
+                return Err(failed(lease, e));
+            }
+        };
+        let placed: Vec<(i64, &NewDocument)> = batch.documents.iter().map(|(p, d)| (*p, d)).collect();
+        added += store
+            .import_placed(lease, payload.project_id, payload.group_id, &placed)
+            .await
+            .map_err(|e| JobError::transient(e.detail))?;
+        stored += batch.documents.len() as u64;
+        blank += batch.blank;
+        let progress = 0.99 * read.load(Ordering::Relaxed) as f64 / size;
+        store
+            .report_progress(lease, progress.min(0.99))
+            .await
+            .map_err(|e| JobError::transient(e.detail))?;
+    }
+    let _ = reader.await;
+    store
+        .set_import_status(lease, payload.group_id, "CREATED")
+        .await
+        .map_err(|e| JobError::transient(e.detail))?;
+    let (kind, text) = if blank > 0 {
+        (
+            NotificationType::Warning,
+            format!(
+                "{stored} documents are in group {}; {blank} rows with an empty text were left out.",
+                payload.group_id
+            ),
+        )
+    } else {
+        (
+            NotificationType::Info,
+            format!("{stored} documents are in group {}.", payload.group_id),
+        )
+    };
+    Ok(Outcome {
+        result: serde_json::json!({
+            "group_id": payload.group_id,
+            "documents": stored,
+            "rejected_rows": blank,
+            "stored_by_this_run": added,
+        }),
+        notice: notice_for(lease, kind, "Import finished", text),
+    })
+}
+
+/// Reads the file and sends prepared batches until the end, an error, or a closed channel.
+fn produce(
+    file: impl Read + Send,
+    format: Format,
+    source: &FileSource,
+    language: Language,
+    split: bool,
+    sender: &mpsc::Sender<Result<Batch, TextError>>,
+) -> Result<(), TextError> {
+    let options = ReadOptions {
+        header_first: source.header_first,
+    };
+    let limits = Limits {
+        max_bytes: source.max_bytes,
+        ..Limits::default()
+    };
+    let mut rows = open_rows(format, file, options, &limits)?;
+    let header = rows.header().to_vec();
+    let column = source.column().resolve(&header)?;
+    let mut position: i64 = 0;
+    loop {
+        let chunk = rows.next_batch(FILE_BATCH)?;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        let mut batch = Batch {
+            documents: Vec::with_capacity(chunk.len()),
+            blank: 0,
+        };
+        for row in chunk {
+            let place = position;
+            position += 1;
+            let text = row.cells.get(column).map_or("", String::as_str);
+            if text.trim().is_empty() {
+                batch.blank += 1;
+                continue;
+            }
+            let meta: serde_json::Map<String, serde_json::Value> = header
+                .iter()
+                .zip(&row.cells)
+                .enumerate()
+                .filter(|(index, (_, cell))| *index != column && !cell.is_empty())
+                .map(|(_, (name, cell))| (name.clone(), serde_json::Value::String(cell.clone())))
+                .collect();
+            let document = prepare_document(text, serde_json::Value::Object(meta), language, split);
+            batch.documents.push((place, document));
+        }
+        if sender.blocking_send(Ok(batch)).is_err() {
+            return Ok(());
+        }
+    }
+}
+
+/// A file that cannot be imported: the user hears why (the group turns FAILED, see
+/// `ImportDocuments`).
+fn failed(lease: &Lease, error: TextError) -> JobError {
+    if let TextError::Io(e) = &error {
+        tracing::warn!(job.id = lease.job.id, error = %e, "reading an uploaded file failed");
+        return JobError::transient("reading the uploaded file failed");
+    }
+    let message = format!("the file cannot be imported: {error}");
+    let notice = notice_for(lease, NotificationType::Warning, "Import failed", message.clone());
+    JobError::fatal(message, notice)
+}
+
+/// A lookup failure: final when the thing is gone, worth another try otherwise.
+fn refuse(gone: bool, message: &str, detail: String) -> JobError {
+    if gone {
+        JobError::fatal(message, None)
+    } else {
+        JobError::transient(detail)
+    }
+}
+
+/// Counts the bytes read, for the job's progress.
+struct Counting<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}

@@ -1,0 +1,183 @@
+//! The blob store: bytes that never go into table rows (uploaded files, later model artifacts
+//! and page images), kept by `object_store` in a local directory or, with the `s3` feature, in
+//! an S3 bucket.
+//!
+//! Writes stream in bounded parts, so a large upload never sits in memory whole, and stop at a
+//! byte limit. Reads hand out a [`std::fs::File`]: the stored file itself for a local directory,
+//! a temporary copy for S3, so the synchronous file readers of `lector-text` (XLSX needs `Seek`)
+//! can take it on a blocking thread.
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use lector_core::config::Config;
+use lector_core::{Error, ErrorCode, Result};
+use object_store::path::Path;
+use object_store::{GetResultPayload, ObjectStore, ObjectStoreExt, WriteMultipart};
+use std::io::{Seek, Write};
+use std::sync::Arc;
+
+/// Parts of at most this many bytes are buffered while a blob is written.
+const PART_BYTES: usize = 5 * 1024 * 1024;
+/// Parts in flight at once while writing (bounds a writer's memory to about twice [`PART_BYTES`]).
+const PARTS_IN_FLIGHT: usize = 2;
+
+/// Where blobs live. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Blobs {
+    store: Arc<dyn ObjectStore>,
+    location: String,
+}
+
+impl Blobs {
+    /// The blob store a configuration names (`blob_url`, default `{data_dir}/blobs`).
+    pub fn from_config(config: &Config) -> Result<Self> {
+        Self::open(&config.blob_url())
+    }
+
+    /// Opens `s3://bucket/prefix` or a local directory (`file:///path` or a plain path, created
+    /// if missing).
+    pub fn open(url: &str) -> Result<Self> {
+        let store: Arc<dyn ObjectStore> = if let Some(rest) = url.strip_prefix("s3://") {
+            s3(rest)?
+        } else if url.contains("://") && !url.starts_with("file://") {
+            return Err(Error::bad_request(format!(
+                "blob_url {url:?}: use s3://bucket/prefix or a local directory"
+            )));
+        } else {
+            let dir = url.strip_prefix("file://").unwrap_or(url);
+            std::fs::create_dir_all(dir).map_err(|e| Error::bad_request(format!("blob directory {dir}: {e}")))?;
+            let local = object_store::local::LocalFileSystem::new_with_prefix(dir)
+                .map_err(|e| Error::bad_request(format!("blob directory {dir}: {e}")))?;
+            Arc::new(local.with_automatic_cleanup(true))
+        };
+        Ok(Self {
+            store,
+            location: url.to_owned(),
+        })
+    }
+
+    /// Where the blobs are, for logs.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// Writes a blob from a stream of chunks, refusing (413, nothing kept) one over `max_bytes`.
+    /// Answers the number of bytes written.
+    pub async fn put_stream<S>(&self, key: &str, mut chunks: S, max_bytes: u64) -> Result<u64>
+    where
+        S: Stream<Item = Result<Bytes>> + Unpin + Send,
+    {
+        let path = Path::from(key);
+        let upload = self.store.put_multipart(&path).await.map_err(failed("start a blob"))?;
+        let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
+        let mut written: u64 = 0;
+        while let Some(chunk) = chunks.next().await {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(e) => {
+                    abort(writer).await;
+                    return Err(e);
+                }
+            };
+            written += chunk.len() as u64;
+            if written > max_bytes {
+                abort(writer).await;
+                return Err(Error::new(
+                    ErrorCode::PayloadTooLarge,
+                    format!("the file is over the limit of {max_bytes} bytes"),
+                ));
+            }
+            if let Err(e) = writer.wait_for_capacity(PARTS_IN_FLIGHT).await {
+                tracing::error!(error = %e, "cannot write a blob");
+                return Err(Error::internal());
+            }
+            writer.put(chunk);
+        }
+        writer.finish().await.map_err(failed("finish a blob"))?;
+        Ok(written)
+    }
+
+    /// Writes a blob from bytes in memory.
+    pub async fn put_bytes(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
+        self.store
+            .put(&Path::from(key), bytes.into())
+            .await
+            .map(|_| ())
+            .map_err(failed("write a blob"))
+    }
+
+    /// Opens a blob for reading: the file itself when the store is a local directory, otherwise
+    /// a temporary copy (deleted when the file is closed). A missing blob answers 404.
+    pub async fn open_file(&self, key: &str) -> Result<std::fs::File> {
+        let got = self.store.get(&Path::from(key)).await.map_err(|e| match e {
+            object_store::Error::NotFound { .. } => Error::not_found("file"),
+            e => failed("read a blob")(e),
+        })?;
+        match got.payload {
+            GetResultPayload::File(file, _) => Ok(file),
+            GetResultPayload::Stream(mut stream) => {
+                let mut copy = tempfile::tempfile().map_err(io_failed)?;
+                while let Some(chunk) = stream.next().await {
+                    let chunk = chunk.map_err(failed("read a blob"))?;
+                    copy = tokio::task::spawn_blocking(move || copy.write_all(&chunk).map(|_| copy))
+                        .await
+                        .map_err(|_| Error::internal())?
+                        .map_err(io_failed)?;
+                }
+                copy.rewind().map_err(io_failed)?;
+                Ok(copy)
+            }
+        }
+    }
+
+    /// Deletes a blob; a missing one is no error.
+    pub async fn delete(&self, key: &str) -> Result<()> {
+        match self.store.delete(&Path::from(key)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(failed("delete a blob")(e)),
+        }
+    }
+}
+
+async fn abort(writer: WriteMultipart) {
+    if let Err(e) = writer.abort().await {
+        tracing::warn!(error = %e, "cannot abort a blob upload");
+    }
+}
+
+fn failed(what: &'static str) -> impl Fn(object_store::Error) -> Error {
+    move |e| {
+        tracing::error!(error = %e, "cannot {what}");
+        Error::unavailable(format!("cannot {what}: the blob store is unavailable"))
+    }
+}
+
+fn io_failed(e: std::io::Error) -> Error {
+    tracing::error!(error = %e, "temporary file for a blob");
+    Error::internal()
+}
+
+#[cfg(feature = "s3")]
+fn s3(bucket_and_prefix: &str) -> Result<Arc<dyn ObjectStore>> {
+    let (bucket, prefix) = bucket_and_prefix.split_once('/').unwrap_or((bucket_and_prefix, ""));
+    if bucket.is_empty() {
+        return Err(Error::bad_request("blob_url: s3://bucket/prefix needs a bucket"));
+    }
+    let s3 = object_store::aws::AmazonS3Builder::from_env()
+        .with_bucket_name(bucket)
+        .build()
+        .map_err(|e| Error::bad_request(format!("blob_url: {e}")))?;
+    let prefix = prefix.trim_matches('/');
+    if prefix.is_empty() {
+        Ok(Arc::new(s3))
+    } else {
+        Ok(Arc::new(object_store::prefix::PrefixStore::new(s3, prefix)))
+    }
+}
+
+#[cfg(not(feature = "s3"))]
+fn s3(_: &str) -> Result<Arc<dyn ObjectStore>> {
+    Err(Error::bad_request(
+        "blob_url names S3, but this build has no S3 support: build lector with `--features s3`",
+    ))
+}

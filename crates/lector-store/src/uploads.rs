@@ -1,0 +1,254 @@
+//! Uploaded files: a row per file (whose it is, its format and size, whether anything used it)
+//! and its bytes in the blob store under `uploads/{id}`.
+//!
+//! A client uploads a file, reads the preview, then names the file by its uuid when it creates a
+//! group or a labeling session; that marks it used. Files nothing used are swept after a while
+//! (`uploads.unused_ttl_secs`), and so are the files of projects that no longer exist. An upload
+//! is found only through its project, under the caller's scope: another workspace's uuid answers
+//! 404 like a missing one.
+
+use crate::blobs::Blobs;
+use crate::jobs::Lease;
+use crate::records::FromAnyRow;
+use crate::{Store, db};
+use bytes::Bytes;
+use futures_util::Stream;
+use lector_core::time::Timestamp;
+use lector_core::{Action, Error, Result, Scope};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+use uuid::Uuid;
+
+/// The folder of the blob store that holds uploaded files.
+pub const UPLOAD_PREFIX: &str = "uploads";
+/// Uploads the sweeper looks at per query.
+const SWEEP_BATCH: i64 = 500;
+
+/// An uploaded file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Upload {
+    pub id: Uuid,
+    pub workspace_id: i64,
+    pub project_id: i64,
+    pub user_id: Option<i64>,
+    /// The name the client gave the file.
+    pub file_name: String,
+    /// The format it was detected as: csv, txt, json, jsonl or xlsx.
+    pub format: String,
+    pub byte_size: i64,
+    /// The file's first row (its header when it has one), once the preview was read.
+    pub columns: Option<Vec<String>>,
+    pub created: Timestamp,
+    /// When a group or session first used it; unused uploads are swept.
+    pub used: Option<Timestamp>,
+}
+
+impl Upload {
+    /// Where its bytes are in the blob store.
+    pub fn blob_key(&self) -> String {
+        blob_key(self.id)
+    }
+}
+
+fn blob_key(id: Uuid) -> String {
+    format!("{UPLOAD_PREFIX}/{id}")
+}
+
+const UPLOAD_COLUMNS: &str =
+    "id, workspace_id, project_id, user_id, file_name, format, byte_size, columns, created, used";
+
+impl FromAnyRow for Upload {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        let id: String = row.try_get("id")?;
+        Ok(Self {
+            id: Uuid::parse_str(&id).map_err(|e| sqlx::Error::Decode(e.into()))?,
+            workspace_id: row.try_get("workspace_id")?,
+            project_id: row.try_get("project_id")?,
+            user_id: row.try_get("user_id")?,
+            file_name: row.try_get("file_name")?,
+            format: row.try_get("format")?,
+            byte_size: row.try_get("byte_size")?,
+            columns: row
+                .try_get::<Option<String>, _>("columns")?
+                .map(|text| serde_json::from_str(&text))
+                .transpose()
+                .map_err(|e| sqlx::Error::Decode(e.into()))?,
+            created: Timestamp(row.try_get("created")?),
+            used: row.try_get::<Option<i64>, _>("used")?.map(Timestamp),
+        })
+    }
+}
+
+impl Store {
+    /// This store with a blob store for uploaded files.
+    pub fn with_blobs(mut self, blobs: Blobs) -> Self {
+        self.blobs = Some(blobs);
+        self
+    }
+
+    /// The blob store; an installation that never set one cannot take files.
+    pub fn blobs(&self) -> Result<&Blobs> {
+        self.blobs.as_ref().ok_or_else(|| {
+            tracing::error!("this store has no blob store (Store::with_blobs was not called)");
+            Error::internal()
+        })
+    }
+
+    /// Stores an uploaded file for a project the caller may edit: streams `chunks` into the blob
+    /// store (413 past `max_bytes`, keeping nothing) and records it, unused.
+    pub async fn save_upload<S>(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        file_name: &str,
+        format: &str,
+        chunks: S,
+        max_bytes: u64,
+    ) -> Result<Upload>
+    where
+        S: Stream<Item = Result<Bytes>> + Unpin + Send,
+    {
+        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        let blobs = self.blobs()?;
+        let id = Uuid::new_v4();
+        let size = blobs.put_stream(&blob_key(id), chunks, max_bytes).await?;
+        let sql = format!(
+            "INSERT INTO uploads (id, workspace_id, project_id, user_id, file_name, format, byte_size, created) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {UPLOAD_COLUMNS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(id.to_string())
+            .bind(project.workspace_id)
+            .bind(project.id)
+            .bind(scope.user_id)
+            .bind(file_name)
+            .bind(format)
+            .bind(size as i64)
+            .bind(Timestamp::now().micros())
+            .fetch_one(&self.pool)
+            .await;
+        match row {
+            Ok(row) => Upload::decode(&row),
+            Err(e) => {
+                let _ = blobs.delete(&blob_key(id)).await;
+                Err(db(e))
+            }
+        }
+    }
+
+    /// An upload of a project the caller may read; 404 for another project's or workspace's.
+    pub async fn upload(&self, scope: &Scope, project_id: i64, id: Uuid) -> Result<Upload> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        self.upload_of(project.id, id).await
+    }
+
+    /// The upload a job works on: one of the job's own project.
+    pub async fn upload_for_job(&self, lease: &Lease, id: Uuid) -> Result<Upload> {
+        let project_id = lease.job.project_id.ok_or_else(|| Error::not_found("uploaded file"))?;
+        self.upload_of(project_id, id).await
+    }
+
+    async fn upload_of(&self, project_id: i64, id: Uuid) -> Result<Upload> {
+        let sql = format!("SELECT {UPLOAD_COLUMNS} FROM uploads WHERE id = $1 AND project_id = $2");
+        let row = sqlx::query(&sql)
+            .bind(id.to_string())
+            .bind(project_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref()
+            .map(Upload::decode)
+            .transpose()?
+            .ok_or_else(|| Error::not_found("uploaded file"))
+    }
+
+    /// Opens an upload's bytes for reading (see [`Blobs::open_file`]).
+    pub async fn open_upload(&self, upload: &Upload) -> Result<std::fs::File> {
+        self.blobs()?.open_file(&upload.blob_key()).await
+    }
+
+    /// Records an upload's first row (from its preview), for checking column choices later.
+    pub async fn set_upload_columns(&self, upload: &Upload, columns: &[String]) -> Result<Upload> {
+        let text = serde_json::to_string(columns).map_err(|_| Error::internal())?;
+        sqlx::query("UPDATE uploads SET columns = $1 WHERE id = $2")
+            .bind(text)
+            .bind(upload.id.to_string())
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(Upload {
+            columns: Some(columns.to_vec()),
+            ..upload.clone()
+        })
+    }
+
+    /// Marks an upload used, so the sweeper keeps it; 404 when it was swept meanwhile.
+    pub async fn mark_upload_used(&self, upload: &Upload) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        mark_used_in(&mut tx, upload.id).await?;
+        tx.commit().await.map_err(db)
+    }
+
+    /// Deletes an upload and its bytes (a file whose preview failed, for example).
+    pub async fn discard_upload(&self, upload: &Upload) -> Result<()> {
+        sqlx::query("DELETE FROM uploads WHERE id = $1")
+            .bind(upload.id.to_string())
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        self.blobs()?.delete(&upload.blob_key()).await
+    }
+
+    /// Deletes uploads nothing used within `unused_for_secs` of their arrival, and every upload
+    /// of a project that no longer exists, bytes first claimed by deleting the row. Answers how
+    /// many went.
+    pub async fn sweep_uploads(&self, unused_for_secs: i64) -> Result<u64> {
+        let blobs = self.blobs()?;
+        let cutoff = Timestamp::now().micros() - unused_for_secs.saturating_mul(1_000_000);
+        let stale = "((used IS NULL AND created < $1) \
+             OR NOT EXISTS (SELECT 1 FROM projects p WHERE p.id = uploads.project_id))";
+        let mut swept = 0;
+        loop {
+            let ids: Vec<String> = sqlx::query_scalar(&format!(
+                "SELECT id FROM uploads WHERE {stale} ORDER BY created LIMIT {SWEEP_BATCH}"
+            ))
+            .bind(cutoff)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+            for id in &ids {
+                // Deleting the row claims the upload: a create_group marking it used at the same
+                // moment either wins (and the row stays) or finds it gone (404).
+                let deleted = sqlx::query(&format!("DELETE FROM uploads WHERE id = $2 AND {stale}"))
+                    .bind(cutoff)
+                    .bind(id)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(db)?;
+                if deleted.rows_affected() == 1 {
+                    blobs.delete(&format!("{UPLOAD_PREFIX}/{id}")).await?;
+                    swept += 1;
+                }
+            }
+            if (ids.len() as i64) < SWEEP_BATCH {
+                break;
+            }
+        }
+        Ok(swept)
+    }
+}
+
+/// Marks an upload used inside a caller's transaction; 404 when it is gone.
+pub(crate) async fn mark_used_in(tx: &mut Transaction<'static, Any>, id: Uuid) -> Result<()> {
+    let updated = sqlx::query("UPDATE uploads SET used = COALESCE(used, $1) WHERE id = $2")
+        .bind(Timestamp::now().micros())
+        .bind(id.to_string())
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    if updated.rows_affected() == 1 {
+        Ok(())
+    } else {
+        Err(Error::not_found("uploaded file"))
+    }
+}
