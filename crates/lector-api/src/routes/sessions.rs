@@ -715,7 +715,10 @@ pub fn session_header(with_session: bool) -> Vec<String> {
 
 /// Turns labeled texts read from a table into documents with tagged segments: each row's
 /// segment is kept as it is (not split again), and a tag's `part` is found in its segment.
-pub fn labeled_from_texts(texts: Vec<lector_text::LabeledText>, language: Option<&str>) -> Result<Vec<LabeledDocument>> {
+pub fn labeled_from_texts(
+    texts: Vec<lector_text::LabeledText>,
+    language: Option<&str>,
+) -> Result<Vec<LabeledDocument>> {
     texts
         .into_iter()
         .map(|mut labeled| {
