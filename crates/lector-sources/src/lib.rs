@@ -100,7 +100,9 @@ impl Sources {
             }
             CredentialSecret::Postgres(secret) => {
                 let parameters = PostgresParameters::parse(parameters)?;
-                let bytes = postgres::fetch(&self.policy, &self.limits, &secret.url, &parameters.query).await?;
+                let bytes = self
+                    .fetch_postgres(secret.url.clone(), parameters.query.clone())
+                    .await?;
                 Ok(Fetched {
                     bytes,
                     file_name: "query.csv".into(),
@@ -112,6 +114,27 @@ impl Sources {
                 Ok(Fetched { bytes, file_name })
             }
         }
+    }
+
+    /// Runs a postgres source on a thread of its own with a one-thread runtime: sqlx's
+    /// connection futures are not `Send` for every lifetime, which a server's handler needs.
+    async fn fetch_postgres(&self, url: String, query: String) -> Result<Vec<u8>> {
+        let (policy, limits) = (self.policy.clone(), self.limits);
+        tokio::task::spawn_blocking(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| {
+                    tracing::error!(error = %e, "cannot start a runtime for a postgres source");
+                    lector_core::Error::internal()
+                })?;
+            runtime.block_on(postgres::fetch(&policy, &limits, &url, &query))
+        })
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "a postgres source panicked");
+            lector_core::Error::internal()
+        })?
     }
 
     async fn fetch_http(&self, secret: &secret::HttpSecret, parameters: &HttpParameters) -> Result<Fetched> {

@@ -102,6 +102,12 @@ pub async fn upload_with_preview(
     multipart: Multipart,
 ) -> Result<UploadedFileDto> {
     let upload = receive_upload(state, caller, project_id, multipart).await?;
+    preview_upload(state, upload).await
+}
+
+/// Reads an upload's preview and remembers its header; an upload whose preview cannot be read
+/// is not kept.
+pub async fn preview_upload(state: &AppState, upload: Upload) -> Result<UploadedFileDto> {
     let read = {
         let state = state.clone();
         move |file: std::fs::File, format: Format| {
@@ -157,16 +163,33 @@ pub async fn upload_classes_file(
 
 /// Receives the `file` part of an upload form (and the deprecated `to_list`) into the blob
 /// store, unused; 413 past `uploads.max_bytes`, 415 for a format Lector does not read.
-pub async fn receive_upload(state: &AppState, caller: &Caller, project_id: i64, mut form: Multipart) -> Result<Upload> {
+pub async fn receive_upload(state: &AppState, caller: &Caller, project_id: i64, form: Multipart) -> Result<Upload> {
+    let (upload, _) = receive_upload_with(state, caller, project_id, form, &["to_list"]).await?;
+    Ok(upload)
+}
+
+/// Like [`receive_upload`], also taking the boolean text fields named in `flags`; answers the
+/// file and the flags that were set.
+pub async fn receive_upload_with(
+    state: &AppState,
+    caller: &Caller,
+    project_id: i64,
+    mut form: Multipart,
+    flags: &[&str],
+) -> Result<(Upload, Vec<(String, bool)>)> {
     let mut upload = None;
+    let mut set = Vec::new();
     while let Some(field) = form.next_field().await.map_err(multipart_error)? {
-        match field.name().unwrap_or_default() {
+        let name = field.name().unwrap_or_default().to_owned();
+        match name.as_str() {
             "file" if upload.is_none() => upload = Some(store_file(state, caller, project_id, field).await?),
             "file" => return Err(bad_field("file", "send one file")),
-            "to_list" => {
+            flag if flags.contains(&flag) => {
                 let value = field.text().await.map_err(multipart_error)?;
-                if !matches!(value.trim(), "true" | "false" | "") {
-                    return Err(bad_field("to_list", "must be true or false"));
+                match value.trim() {
+                    "true" => set.push((name, true)),
+                    "false" | "" => set.push((name, false)),
+                    _ => return Err(bad_field(&name, "must be true or false")),
                 }
             }
             other => {
@@ -176,7 +199,8 @@ pub async fn receive_upload(state: &AppState, caller: &Caller, project_id: i64, 
             }
         }
     }
-    upload.ok_or_else(|| bad_field("file", "is required"))
+    let upload = upload.ok_or_else(|| bad_field("file", "is required"))?;
+    Ok((upload, set))
 }
 
 async fn store_file(state: &AppState, caller: &Caller, project_id: i64, mut field: Field<'_>) -> Result<Upload> {
@@ -208,7 +232,7 @@ async fn store_file(state: &AppState, caller: &Caller, project_id: i64, mut fiel
 }
 
 /// The format of a file without a known extension, from its first bytes.
-fn sniff(start: &[u8]) -> Option<Format> {
+pub(crate) fn sniff(start: &[u8]) -> Option<Format> {
     if start.starts_with(b"PK\x03\x04") {
         return Some(Format::Xlsx);
     }
@@ -264,7 +288,7 @@ pub async fn read_upload<T: Send + 'static>(
     })
 }
 
-async fn discard(state: &AppState, upload: &Upload) {
+pub(crate) async fn discard(state: &AppState, upload: &Upload) {
     if let Err(e) = state.store.discard_upload(upload).await {
         tracing::warn!(upload.id = %upload.id, error = %e.detail, "cannot discard an upload");
     }
@@ -278,7 +302,7 @@ fn multipart_error(e: MultipartError) -> Error {
     }
 }
 
-fn bad_field(field: &str, message: &str) -> Error {
+pub(crate) fn bad_field(field: &str, message: &str) -> Error {
     Error::validation(vec![FieldError::new(field, message)])
 }
 
@@ -401,7 +425,7 @@ pub struct DownloadQuery {
 }
 
 impl DownloadQuery {
-    fn format(&self) -> Result<Format> {
+    pub(crate) fn format(&self) -> Result<Format> {
         match self.format.as_deref().unwrap_or("csv") {
             "csv" => Ok(Format::Csv),
             "json" => Ok(Format::Json),
@@ -416,7 +440,7 @@ impl DownloadQuery {
 }
 
 /// A table as a file to download.
-fn file_response(table: Table, format: Format, stem: &str) -> Result<Response> {
+pub(crate) fn file_response(table: Table, format: Format, stem: &str) -> Result<Response> {
     let mut bytes = Vec::new();
     lector_text::write_table(format, &table, &mut bytes).map_err(|e| {
         tracing::error!(error = %e, "cannot write a download");

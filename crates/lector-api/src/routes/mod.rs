@@ -16,6 +16,7 @@ pub mod groups;
 pub mod notifications;
 pub mod projects;
 pub mod sessions;
+pub mod sources;
 pub mod system;
 pub mod users;
 pub mod workspaces;
@@ -37,6 +38,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(annotate::router())
         .merge(analyses::router())
         .merge(files::router())
+        .merge(sources::router())
 }
 
 /// Timestamps are served as RFC 3339 strings.

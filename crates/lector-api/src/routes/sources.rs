@@ -1,0 +1,208 @@
+//! External sources: a workspace credential plus parameters (a URL, a query, an object key)
+//! fetched once into an uploaded file, used afterwards like any upload: by `file_id` in
+//! `create_group` and `create_labeling_session`, or inline by the same fields there.
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::PathParams;
+use crate::routes::files::{UploadedFileDto, bad_field, format_name, preview_upload, sniff};
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::extract::multipart::{Multipart, MultipartRejection};
+use bytes::Bytes;
+use lector_core::{Action, Error, ErrorCode, FieldError, Result, SourceKind};
+use lector_text::Format;
+use serde::Deserialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(connect_group_source))
+        .routes(routes!(connect_labeling_source))
+}
+
+/// Which source to read: a credential of the project's workspace, the kind of source it is
+/// for, and what to read there (`{url}` for http, `{query}` for postgres, `{bucket, key}` for s3).
+#[derive(Debug, Clone)]
+pub struct SourceRequest {
+    pub credential_id: i64,
+    pub source: String,
+    pub parameters: serde_json::Value,
+}
+
+impl SourceRequest {
+    /// The source fields of a JSON body: all three, or none.
+    pub fn from_fields(
+        credential_id: Option<i64>,
+        source: Option<String>,
+        parameters: Option<serde_json::Value>,
+    ) -> Result<Option<Self>> {
+        match (credential_id, source) {
+            (None, None) if parameters.is_none() => Ok(None),
+            (Some(credential_id), Some(source)) => Ok(Some(Self {
+                credential_id,
+                source,
+                parameters: parameters.unwrap_or_else(|| serde_json::json!({})),
+            })),
+            (None, _) => Err(Error::validation(vec![FieldError::new(
+                "credential_id",
+                "is required with a source",
+            )])),
+            (Some(_), None) => Err(Error::validation(vec![FieldError::new(
+                "source",
+                "is required with a credential_id",
+            )])),
+        }
+    }
+}
+
+/// The multipart form of a connect operation.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct ConnectForm {
+    /// A credential of the project's workspace.
+    credential_id: i64,
+    /// http, postgres or s3: the credential's kind.
+    source: String,
+    /// JSON: `{"url": …}` (http), `{"query": "SELECT …"}` (postgres) or `{"bucket": …, "key": …}` (s3).
+    #[schema(value_type = Object)]
+    parameters: Option<serde_json::Value>,
+}
+
+async fn read_connect_form(mut form: Multipart) -> Result<SourceRequest> {
+    let (mut credential_id, mut source, mut parameters) = (None, None, None);
+    while let Some(field) = form
+        .next_field()
+        .await
+        .map_err(|e| Error::bad_request(format!("the form cannot be read: {e}")))?
+    {
+        let name = field.name().unwrap_or_default().to_owned();
+        let value = field
+            .text()
+            .await
+            .map_err(|e| Error::bad_request(format!("the form cannot be read: {e}")))?;
+        match name.as_str() {
+            "credential_id" => {
+                credential_id = Some(
+                    value
+                        .trim()
+                        .parse::<i64>()
+                        .map_err(|_| bad_field("credential_id", "must be a number"))?,
+                )
+            }
+            "source" => source = Some(value.trim().to_owned()),
+            "parameters" => {
+                parameters = Some(
+                    serde_json::from_str(&value).map_err(|e| bad_field("parameters", &format!("is not JSON: {e}")))?,
+                )
+            }
+            other => {
+                let mut error = Error::new(ErrorCode::UnknownField, format!("the form has no field `{other}`"));
+                error.errors.push(FieldError::new(other, "unknown field"));
+                return Err(error);
+            }
+        }
+    }
+    SourceRequest::from_fields(credential_id, source, parameters)?
+        .ok_or_else(|| bad_field("credential_id", "is required"))
+}
+
+/// Fetches a source into an upload of the project and answers it with its preview.
+pub async fn fetch_to_upload(
+    state: &AppState,
+    caller: &Caller,
+    project_id: i64,
+    request: &SourceRequest,
+) -> Result<UploadedFileDto> {
+    let (project, _) = state
+        .store
+        .project_access(&caller.scope, project_id, Action::Edit)
+        .await?;
+    let kind: SourceKind = request
+        .source
+        .parse()
+        .map_err(|_| bad_field("source", "must be http, postgres or s3"))?;
+    let credential = state
+        .store
+        .credential_for_use(&caller.scope, project.workspace_id, request.credential_id)
+        .await?;
+    if credential.source != kind {
+        return Err(bad_field(
+            "source",
+            &format!("credential {} is for {} sources", credential.id, credential.source),
+        ));
+    }
+    let fetched = state
+        .sources
+        .fetch(
+            project.workspace_id,
+            kind,
+            &credential.sealed_secret,
+            &request.parameters,
+        )
+        .await?;
+    let format = Format::from_file_name(&fetched.file_name)
+        .or_else(|| sniff(&fetched.bytes))
+        .ok_or_else(|| {
+            Error::new(
+                ErrorCode::UnsupportedMediaType,
+                "the source did not deliver a CSV, TXT, JSON, JSONL or XLSX file",
+            )
+        })?;
+    let bytes = Bytes::from(fetched.bytes);
+    let chunks = futures_util::stream::once(async move { Ok::<Bytes, Error>(bytes) });
+    let upload = state
+        .store
+        .save_upload(
+            &caller.scope,
+            project.id,
+            &fetched.file_name,
+            format_name(format),
+            Box::pin(chunks),
+            state.config.uploads.max_bytes,
+        )
+        .await?;
+    tracing::info!(project.id = project.id, credential.id = credential.id, source = %kind, "source fetched");
+    preview_upload(state, upload).await
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ProjectPath {
+    project_id: i64,
+}
+
+/// Reads unlabeled data from an external source into an uploaded file: answers its id (for
+/// `create_group`'s `file_id`) and a preview. A bad credential or an unreachable source
+/// answers 400 with the reason, never the remote's answer.
+#[utoipa::path(post, path = "/projects/{project_id}/groups/connect", tag = "groups",
+    params(("project_id" = i64, Path)),
+    request_body(content = ConnectForm, content_type = "multipart/form-data"),
+    responses((status = 200, body = UploadedFileDto)))]
+pub async fn connect_group_source(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    form: std::result::Result<Multipart, MultipartRejection>,
+) -> ApiResult<Json<UploadedFileDto>> {
+    let request = read_connect_form(form?).await?;
+    Ok(Json(fetch_to_upload(&state, &caller, p.project_id, &request).await?))
+}
+
+/// Reads labeled data from an external source into an uploaded file: answers its id (for
+/// `create_labeling_session`'s `file_id` with a `column_mapping`) and a preview.
+#[utoipa::path(post, path = "/projects/{project_id}/annotations/connect", tag = "labeling sessions",
+    params(("project_id" = i64, Path)),
+    request_body(content = ConnectForm, content_type = "multipart/form-data"),
+    responses((status = 200, body = UploadedFileDto)))]
+pub async fn connect_labeling_source(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    form: std::result::Result<Multipart, MultipartRejection>,
+) -> ApiResult<Json<UploadedFileDto>> {
+    let request = read_connect_form(form?).await?;
+    Ok(Json(fetch_to_upload(&state, &caller, p.project_id, &request).await?))
+}
