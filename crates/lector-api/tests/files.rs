@@ -32,54 +32,8 @@ async fn project(app: &TestApp, owner: &Session, name: &str) -> i64 {
         .unwrap()
 }
 
-/// Sends a multipart form with a `file` part (and any other text fields).
-async fn send_form(
-    app: &TestApp,
-    path: &str,
-    token: &str,
-    file_name: &str,
-    bytes: &[u8],
-    extra: &[(&str, &str)],
-) -> Answer {
-    let boundary = "lector-test-boundary-7d1f";
-    let mut body = Vec::new();
-    for (name, value) in extra {
-        body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
-        );
-    }
-    body.extend_from_slice(
-        format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\n\
-             Content-Type: application/octet-stream\r\n\r\n"
-        )
-        .as_bytes(),
-    );
-    body.extend_from_slice(bytes);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    let response = app
-        .client
-        .post(app.url(path))
-        .bearer_auth(token)
-        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
-        .body(body)
-        .send()
-        .await
-        .expect("request");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let text = response.text().await.expect("body");
-    Answer {
-        status,
-        headers,
-        body: serde_json::from_str(&text).unwrap_or(Value::Null),
-        text,
-    }
-}
-
 async fn upload_file(app: &TestApp, token: &str, project_id: i64, name: &str, bytes: &[u8]) -> Answer {
-    send_form(
-        app,
+    app.send_form(
         &format!("/projects/{project_id}/groups/upload"),
         token,
         name,
@@ -102,24 +56,6 @@ fn written(format: Format, table: &Table) -> Vec<u8> {
     bytes
 }
 
-async fn wait_for_task(app: &TestApp, token: &str, project_id: i64, task_id: i64) -> Value {
-    let mut last = 0.0;
-    for _ in 0..1200 {
-        let task = app
-            .get(&format!("/projects/{project_id}/tasks/{task_id}"), token)
-            .await
-            .expect(200);
-        let progress = task["progress"].as_f64().unwrap();
-        assert!(progress >= last, "progress never decreases: {task}");
-        last = progress;
-        if task["status"] == "DONE" || task["status"] == "FAILED" {
-            return task;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the task did not finish");
-}
-
 /// Creates a group from an upload and waits for its import; answers the finished group and task.
 async fn group_from_file(app: &TestApp, token: &str, project_id: i64, body: Value) -> (Value, Value) {
     let answer = app.post(&format!("/projects/{project_id}/groups"), token, body).await;
@@ -130,7 +66,9 @@ async fn group_from_file(app: &TestApp, token: &str, project_id: i64, body: Valu
         location.as_deref(),
         Some(format!("/projects/{project_id}/groups/{}", group["id"]).as_str())
     );
-    let task = wait_for_task(app, token, project_id, group["task_id"].as_i64().unwrap()).await;
+    let task = app
+        .wait_for_task(token, project_id, group["task_id"].as_i64().unwrap())
+        .await;
     let group = app
         .get(&format!("/projects/{project_id}/groups/{}", group["id"]), token)
         .await
@@ -209,16 +147,16 @@ async fn every_format_uploads_and_fills_a_group(app: TestApp) {
 
     // TXT: one document per line, no header by default; the deprecated to_list is taken.
     let txt = b"first line. two sentences\nsecond line\n\nthird line\n";
-    let uploaded = send_form(
-        &app,
-        &format!("/projects/{id}/groups/upload"),
-        &ada.token,
-        "lines.txt",
-        txt,
-        &[("to_list", "false")],
-    )
-    .await
-    .expect(200);
+    let uploaded = app
+        .send_form(
+            &format!("/projects/{id}/groups/upload"),
+            &ada.token,
+            "lines.txt",
+            txt,
+            &[("to_list", "false")],
+        )
+        .await
+        .expect(200);
     let (group, task) = group_from_file(
         &app,
         &ada.token,
@@ -457,27 +395,20 @@ async fn classes_files_add_all_or_nothing(app: TestApp) {
         &["name", "example", "description"],
         &[&["food", "The soup", "About dishes"], &["service", "", "About staff"]],
     );
-    let added = send_form(
-        &app,
-        &path,
-        &ada.token,
-        "classes.xlsx",
-        &written(Format::Xlsx, &classes),
-        &[],
-    )
-    .await
-    .expect(200);
+    let added = app
+        .send_form(&path, &ada.token, "classes.xlsx", &written(Format::Xlsx, &classes), &[])
+        .await
+        .expect(200);
     assert_eq!(added.as_array().unwrap().len(), 2, "{added}");
     assert_eq!(
         (added[0]["name"].as_str(), added[0]["example"].as_str()),
         (Some("food"), Some("The soup"))
     );
     // TXT: one name per line, an optional `name` header; JSON and JSONL by keys.
-    send_form(&app, &path, &ada.token, "more.txt", b"name\nprice\nambience\n", &[])
+    app.send_form(&path, &ada.token, "more.txt", b"name\nprice\nambience\n", &[])
         .await
         .expect(200);
-    send_form(
-        &app,
+    app.send_form(
         &path,
         &ada.token,
         "more.jsonl",
@@ -486,7 +417,7 @@ async fn classes_files_add_all_or_nothing(app: TestApp) {
     )
     .await
     .expect(200);
-    send_form(&app, &path, &ada.token, "more.json", b"[{\"name\": \"location\"}]", &[])
+    app.send_form(&path, &ada.token, "more.json", b"[{\"name\": \"location\"}]", &[])
         .await
         .expect(200);
     let all = app
@@ -496,33 +427,28 @@ async fn classes_files_add_all_or_nothing(app: TestApp) {
     assert_eq!(all.as_array().unwrap().len(), 6, "{all}");
 
     // Any problem adds nothing: a blank name (line named), a duplicate, an existing class.
-    let problem = send_form(
-        &app,
-        &path,
-        &ada.token,
-        "bad.csv",
-        b"name,description\nnew one,x\n,y\n",
-        &[],
-    )
-    .await
-    .expect_problem(422, "validation_failed");
+    let problem = app
+        .send_form(&path, &ada.token, "bad.csv", b"name,description\nnew one,x\n,y\n", &[])
+        .await
+        .expect_problem(422, "validation_failed");
     assert!(problem["detail"].as_str().unwrap().contains("line 3"), "{problem}");
-    let problem = send_form(
-        &app,
-        &path,
-        &ada.token,
-        "bad.xlsx",
-        &written(Format::Xlsx, &table(&["name"], &[&["x"], &["x"]])),
-        &[],
-    )
-    .await
-    .expect_problem(422, "validation_failed");
+    let problem = app
+        .send_form(
+            &path,
+            &ada.token,
+            "bad.xlsx",
+            &written(Format::Xlsx, &table(&["name"], &[&["x"], &["x"]])),
+            &[],
+        )
+        .await
+        .expect_problem(422, "validation_failed");
     assert!(problem["detail"].as_str().unwrap().contains("cell A3"), "{problem}");
-    let problem = send_form(&app, &path, &ada.token, "nohead.csv", b"label,description\nx,y\n", &[])
+    let problem = app
+        .send_form(&path, &ada.token, "nohead.csv", b"label,description\nx,y\n", &[])
         .await
         .expect_problem(422, "validation_failed");
     assert!(problem["detail"].as_str().unwrap().contains("\"name\""), "{problem}");
-    send_form(&app, &path, &ada.token, "dup.csv", b"name\nbrand new\nfood\n", &[])
+    app.send_form(&path, &ada.token, "dup.csv", b"name\nbrand new\nfood\n", &[])
         .await
         .expect_problem(409, "conflict");
     let all = app
@@ -531,20 +457,6 @@ async fn classes_files_add_all_or_nothing(app: TestApp) {
         .expect(200);
     assert_eq!(all.as_array().unwrap().len(), 6, "nothing was added: {all}");
     assert_eq!(blob_files(&app), 0, "classes files are not kept");
-}
-
-async fn download(app: &TestApp, token: &str, path: &str) -> (String, String, Vec<u8>) {
-    let response = app.client.get(app.url(path)).bearer_auth(token).send().await.unwrap();
-    assert_eq!(response.status().as_u16(), 200, "{path}");
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .map(|v| v.to_str().unwrap().to_owned())
-            .unwrap_or_default()
-    };
-    let (content_type, disposition) = (header("content-type"), header("content-disposition"));
-    (content_type, disposition, response.bytes().await.unwrap().to_vec())
 }
 
 async fn downloads_upload_again(app: TestApp) {
@@ -562,8 +474,7 @@ async fn downloads_upload_again(app: TestApp) {
     )
     .await;
     let original = group_texts(&app, &ada.token, id, &group["id"]).await;
-    send_form(
-        &app,
+    app.send_form(
         &format!("/projects/{id}/classes/upload"),
         &ada.token,
         "c.csv",
@@ -590,12 +501,12 @@ async fn downloads_upload_again(app: TestApp) {
         ),
     ] {
         // The group, uploaded again into a new group of the same texts and meta.
-        let (kind, disposition, bytes) = download(
-            &app,
-            &ada.token,
-            &format!("/projects/{id}/groups/{}/download?format={format}", group["id"]),
-        )
-        .await;
+        let (kind, disposition, bytes) = app
+            .download(
+                &ada.token,
+                &format!("/projects/{id}/groups/{}/download?format={format}", group["id"]),
+            )
+            .await;
         assert_eq!(kind, content_type);
         assert_eq!(
             disposition,
@@ -621,23 +532,20 @@ async fn downloads_upload_again(app: TestApp) {
         assert_eq!(texts(&copied), texts(&original), "{format}");
 
         // The classes, uploaded again into a fresh project.
-        let (_, _, bytes) = download(
-            &app,
-            &ada.token,
-            &format!("/projects/{id}/classes/download?format={format}"),
-        )
-        .await;
+        let (_, _, bytes) = app
+            .download(&ada.token, &format!("/projects/{id}/classes/download?format={format}"))
+            .await;
         let fresh = project(&app, &ada, &format!("Fresh {format}")).await;
-        let added = send_form(
-            &app,
-            &format!("/projects/{fresh}/classes/upload"),
-            &ada.token,
-            &format!("c.{format}"),
-            &bytes,
-            &[],
-        )
-        .await
-        .expect(200);
+        let added = app
+            .send_form(
+                &format!("/projects/{fresh}/classes/upload"),
+                &ada.token,
+                &format!("c.{format}"),
+                &bytes,
+                &[],
+            )
+            .await
+            .expect(200);
         let fields = |v: &Value| {
             v.as_array()
                 .unwrap()
@@ -651,7 +559,9 @@ async fn downloads_upload_again(app: TestApp) {
             .expect(200);
         assert_eq!(fields(&added), fields(&before), "{format}");
     }
-    let (kind, _, bytes) = download(&app, &ada.token, &format!("/projects/{id}/labels/download")).await;
+    let (kind, _, bytes) = app
+        .download(&ada.token, &format!("/projects/{id}/labels/download"))
+        .await;
     assert_eq!(kind, "text/csv; charset=utf-8", "csv by default");
     assert_eq!(String::from_utf8(bytes).unwrap(), "name\npositive\n");
     app.get(&format!("/projects/{id}/labels/download?format=pdf"), &ada.token)

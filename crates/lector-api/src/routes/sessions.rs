@@ -10,6 +10,7 @@ use crate::routes::documents::{
     Details, DocumentDto, MAX_UPLOAD_BYTES, SegmentBody, check_text, document_dtos, language, prepare_document_body,
 };
 use crate::routes::rfc3339;
+use crate::routes::sources::{SourceRequest, fetch_to_upload};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -33,6 +34,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(list_labeling_session_documents))
         .routes(routes!(get_labeling_session_document))
+        .routes(routes!(upload_labeling_file))
+        .routes(routes!(download_labeling_sessions))
+        .routes(routes!(download_labeling_session))
 }
 
 /// Labeled documents one request may bring.
@@ -291,6 +295,78 @@ pub struct CreateSessionBody {
     pub classes: Option<Vec<String>>,
     /// Label names the session offers (default: all of the project's).
     pub labels: Option<Vec<String>>,
+    /// A labeled-data file from `upload_labeling_file` (with `show_preview`) or a connect
+    /// operation: its rows become documents with tags.
+    #[schema(value_type = Option<String>, format = "uuid")]
+    pub file_id: Option<uuid::Uuid>,
+    /// Which columns of the file hold what (default: the columns named so).
+    pub column_mapping: Option<ColumnMappingBody>,
+    /// Read the labeled data from an external source instead: a credential of the workspace,
+    /// its kind (http, postgres, s3) and what to read.
+    pub credential_id: Option<i64>,
+    pub source: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub parameters: Option<serde_json::Value>,
+    /// The language of the file's texts: en (default), de or ar.
+    pub language: Option<String>,
+}
+
+/// A column of a file: its 0-based index or its name.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum ColumnName {
+    Index(usize),
+    Name(String),
+}
+
+impl From<ColumnName> for lector_text::ColumnRef {
+    fn from(c: ColumnName) -> Self {
+        match c {
+            ColumnName::Index(i) => lector_text::ColumnRef::Index(i),
+            ColumnName::Name(n) => lector_text::ColumnRef::Name(n),
+        }
+    }
+}
+
+/// Maps the attributes of labeled data to file columns. `text` is required unless the file
+/// has a column named so; `aspect` is the class of ABSA projects. `document` (rows with the
+/// same value are one document's segments), `part` (the words a tag points at) and
+/// `annotated` read back what a session download writes.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnMappingBody {
+    pub text: Option<ColumnName>,
+    pub class: Option<ColumnName>,
+    pub aspect: Option<ColumnName>,
+    pub label: Option<ColumnName>,
+    pub document: Option<ColumnName>,
+    pub part: Option<ColumnName>,
+    pub annotated: Option<ColumnName>,
+}
+
+impl ColumnMappingBody {
+    /// The mapping over a file's header: the given columns, the rest by their names.
+    fn resolve(self, header: &[String]) -> std::result::Result<lector_text::ColumnMapping, lector_text::TextError> {
+        let implied = lector_text::ColumnMapping::from_header(header);
+        let text = match (self.text, &implied) {
+            (Some(text), _) => text.into(),
+            (None, Ok(implied)) => implied.text.clone(),
+            (None, Err(_)) => return implied,
+        };
+        let implied = implied.ok();
+        let or_implied =
+            |given: Option<ColumnName>, pick: fn(&lector_text::ColumnMapping) -> Option<lector_text::ColumnRef>| {
+                given.map(Into::into).or_else(|| implied.as_ref().and_then(pick))
+            };
+        Ok(lector_text::ColumnMapping {
+            text,
+            class: or_implied(self.class.or(self.aspect), |m| m.class.clone()),
+            label: or_implied(self.label, |m| m.label.clone()),
+            document: or_implied(self.document, |m| m.document.clone()),
+            part: or_implied(self.part, |m| m.part.clone()),
+            annotated: or_implied(self.annotated, |m| m.annotated.clone()),
+        })
+    }
 }
 
 impl WriteBody for CreateSessionBody {
@@ -322,7 +398,88 @@ impl WriteBody for CreateSessionBody {
         check_labeled(problems, &self.documents);
         check_names(problems, "classes", &self.classes);
         check_names(problems, "labels", &self.labels);
+        language(&self.language, problems);
+        let from_file = self.file_id.is_some() || self.credential_id.is_some();
+        problems.check(
+            !(self.file_id.is_some() && self.credential_id.is_some()),
+            "file_id",
+            "give a file_id or a source, not both",
+        );
+        problems.check(
+            !from_file || self.documents.is_none(),
+            "documents",
+            "give documents or a file, not both",
+        );
+        problems.check(
+            !from_file || self.sample_size.is_none(),
+            "sample_size",
+            "samples existing documents; it does not go with a file",
+        );
+        problems.check(
+            from_file || self.column_mapping.is_none(),
+            "column_mapping",
+            "applies only with a file_id or a source",
+        );
+        if let Some(mapping) = &self.column_mapping {
+            problems.check(
+                mapping.class.is_none() || mapping.aspect.is_none(),
+                "column_mapping.aspect",
+                "give class or aspect, not both",
+            );
+        }
     }
+}
+
+/// Rows of a labeled-data file one session takes.
+pub const MAX_LABELED_ROWS: u64 = 100_000;
+
+/// Reads the labeled documents of an upload.
+async fn labeled_from_upload(
+    state: &AppState,
+    upload: &lector_store::Upload,
+    mapping: Option<ColumnMappingBody>,
+    language: Option<&str>,
+) -> Result<Vec<LabeledDocument>> {
+    let limits = lector_text::Limits {
+        max_rows: MAX_LABELED_ROWS,
+        ..crate::routes::files::limits(state)
+    };
+    let texts = crate::routes::files::read_upload(state, upload, move |file, format| {
+        let options = lector_text::ReadOptions { header_first: true };
+        let table = lector_text::read_table(format, file, options, &limits)?;
+        let mapping = match mapping {
+            Some(mapping) => mapping.resolve(&table.header)?,
+            None => lector_text::ColumnMapping::from_header(&table.header)?,
+        };
+        lector_text::labeled_documents(&table, &mapping)
+    })
+    .await?;
+    if texts.len() > MAX_LABELED_DOCUMENTS {
+        return Err(Error::new(
+            ErrorCode::PayloadTooLarge,
+            format!(
+                "the file holds {} documents; a session takes at most {MAX_LABELED_DOCUMENTS} at once",
+                texts.len()
+            ),
+        ));
+    }
+    labeled_from_texts(texts, language)
+}
+
+/// The upload a session reads its labeled data from: a `file_id`, or a source fetched now.
+async fn session_file(
+    state: &AppState,
+    caller: &Caller,
+    project_id: i64,
+    file_id: Option<uuid::Uuid>,
+    source: Option<SourceRequest>,
+) -> Result<Option<lector_store::Upload>> {
+    let id = match (file_id, source) {
+        (Some(id), _) => id,
+        (None, Some(source)) => fetch_to_upload(state, caller, project_id, &source).await?.id,
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(state.store.upload(&caller.scope, project_id, id).await?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -354,6 +511,12 @@ pub async fn create_labeling_session(
     PathParams(p): PathParams<ProjectPath>,
     Body(body): Body<CreateSessionBody>,
 ) -> ApiResult<(StatusCode, Json<SessionDto>)> {
+    let source = SourceRequest::from_fields(body.credential_id, body.source, body.parameters)?;
+    let file = session_file(&state, &caller, p.project_id, body.file_id, source).await?;
+    let mut labeled = prepare_all(body.documents)?;
+    if let Some(upload) = &file {
+        labeled = labeled_from_upload(&state, upload, body.column_mapping, body.language.as_deref()).await?;
+    }
     let new = NewSession {
         name: body
             .name
@@ -362,11 +525,14 @@ pub async fn create_labeling_session(
         classes: body.classes,
         labels: body.labels,
         document_ids: body.document_ids,
-        labeled: prepare_all(body.documents)?,
+        labeled,
         sample: body.sample_size.map(|size| (size as usize, body.seed.unwrap_or(0))),
         auto: body.auto.unwrap_or(false),
     };
     let session = state.store.create_session(&caller.scope, p.project_id, new).await?;
+    if let Some(upload) = &file {
+        state.store.mark_upload_used(upload).await?;
+    }
     tracing::info!(
         project.id = p.project_id,
         session.id = session.id,
@@ -766,4 +932,117 @@ pub fn labeled_from_texts(
             })
         })
         .collect()
+}
+
+/// The multipart form of `upload_labeling_file`.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct LabelingUploadForm {
+    /// Labeled data: CSV, JSON, JSONL or XLSX with a header row (`text`, `class` or `aspect`,
+    /// `label`; a session download has these).
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+    /// true: keep the file and answer its id and preview, for `create_labeling_session` with a
+    /// `file_id` and a `column_mapping`. false (default): create the session now.
+    show_preview: Option<bool>,
+}
+
+/// What `upload_labeling_file` answers: the file's preview, or the session made from it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum LabelingUpload {
+    Preview(crate::routes::files::UploadedFileDto),
+    Session(SessionDto),
+}
+
+/// Uploads labeled data: with `show_preview`, answers the file's id and preview; otherwise
+/// creates a labeling session from it at once, its columns found by their names.
+#[utoipa::path(post, path = "/projects/{project_id}/annotations/upload", tag = "labeling sessions",
+    params(("project_id" = i64, Path)),
+    request_body(content = LabelingUploadForm, content_type = "multipart/form-data"),
+    responses((status = 200, body = LabelingUpload)))]
+pub async fn upload_labeling_file(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    form: std::result::Result<axum::extract::Multipart, axum::extract::multipart::MultipartRejection>,
+) -> ApiResult<Json<LabelingUpload>> {
+    let (upload, flags) =
+        crate::routes::files::receive_upload_with(&state, &caller, p.project_id, form?, &["show_preview"]).await?;
+    if flags.iter().any(|(_, on)| *on) {
+        let preview = crate::routes::files::preview_upload(&state, upload).await?;
+        return Ok(Json(LabelingUpload::Preview(preview)));
+    }
+    let labeled = match labeled_from_upload(&state, &upload, None, None).await {
+        Ok(labeled) => labeled,
+        Err(e) => {
+            crate::routes::files::discard(&state, &upload).await;
+            return Err(e.into());
+        }
+    };
+    let name = upload
+        .file_name
+        .rsplit_once('.')
+        .map_or(upload.file_name.as_str(), |(stem, _)| stem);
+    let new = NewSession {
+        name: name.chars().take(MAX_NAME_CHARS).collect(),
+        labeled,
+        ..NewSession::default()
+    };
+    let session = state.store.create_session(&caller.scope, p.project_id, new).await?;
+    state.store.mark_upload_used(&upload).await?;
+    Ok(Json(LabelingUpload::Session(session_dto(&state, session).await?)))
+}
+
+/// A session's labeled data as a file: one row per tag (and per segment without tags) with
+/// columns document, segment, text, class, label, part, annotated. It uploads again as a
+/// session with the same tags.
+#[utoipa::path(get, path = "/projects/{project_id}/annotations/{annotation_id}/download", tag = "labeling sessions",
+    params(("project_id" = i64, Path), ("annotation_id" = i64, Path), crate::routes::files::DownloadQuery),
+    responses((status = 200, description = "the file", content_type = "application/octet-stream")))]
+pub async fn download_labeling_session(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<SessionPath>,
+    QueryParams(q): QueryParams<crate::routes::files::DownloadQuery>,
+) -> ApiResult<axum::response::Response> {
+    let format = q.format()?;
+    let session = state
+        .store
+        .session(&caller.scope, p.project_id, p.annotation_id)
+        .await?;
+    let mut table = lector_text::Table {
+        header: session_header(false),
+        rows: Vec::new(),
+    };
+    session_table(&state, &caller.scope, &session, false, &mut table).await?;
+    let stem = format!("annotation-{}", session.id);
+    Ok(crate::routes::files::file_response(table, format, &stem)?)
+}
+
+/// Every labeling session of a project as one file: the columns of a session download after
+/// an `annotation` column naming the session.
+#[utoipa::path(get, path = "/projects/{project_id}/annotations/download", tag = "labeling sessions",
+    params(("project_id" = i64, Path), crate::routes::files::DownloadQuery),
+    responses((status = 200, description = "the file", content_type = "application/octet-stream")))]
+pub async fn download_labeling_sessions(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    QueryParams(q): QueryParams<crate::routes::files::DownloadQuery>,
+) -> ApiResult<axum::response::Response> {
+    let format = q.format()?;
+    let sessions = state
+        .store
+        .sessions(&caller.scope, p.project_id, &SessionFilter::default())
+        .await?;
+    let mut table = lector_text::Table {
+        header: session_header(true),
+        rows: Vec::new(),
+    };
+    for session in &sessions {
+        session_table(&state, &caller.scope, session, true, &mut table).await?;
+    }
+    let stem = format!("project-{}-annotations", p.project_id);
+    Ok(crate::routes::files::file_response(table, format, &stem)?)
 }

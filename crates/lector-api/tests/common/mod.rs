@@ -255,7 +255,7 @@ impl TestApp {
     /// decreases; answers the last task.
     pub async fn wait_for_task(&self, token: &str, project_id: i64, task_id: i64) -> Value {
         let mut last_progress = 0.0;
-        for _ in 0..600 {
+        for _ in 0..1200 {
             let task = self
                 .get(&format!("/projects/{project_id}/tasks/{task_id}"), token)
                 .await
@@ -269,6 +269,70 @@ impl TestApp {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         panic!("the task did not finish");
+    }
+
+    /// Sends a multipart form with a `file` part (and any other text fields first).
+    pub async fn send_form(
+        &self,
+        path: &str,
+        token: &str,
+        file_name: &str,
+        bytes: &[u8],
+        extra: &[(&str, &str)],
+    ) -> Answer {
+        let boundary = "lector-test-boundary-7d1f";
+        let mut body = Vec::new();
+        for (name, value) in extra {
+            body.extend_from_slice(
+                format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                    .as_bytes(),
+            );
+        }
+        if !file_name.is_empty() {
+            body.extend_from_slice(
+                format!(
+                    "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\n\
+                     Content-Type: application/octet-stream\r\n\r\n"
+                )
+                .as_bytes(),
+            );
+            body.extend_from_slice(bytes);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        let response = self
+            .client
+            .post(self.url(path))
+            .bearer_auth(token)
+            .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+            .body(body)
+            .send()
+            .await
+            .expect("request");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("body");
+        Answer {
+            status,
+            headers,
+            body: serde_json::from_str(&text).unwrap_or(Value::Null),
+            text,
+        }
+    }
+
+    /// Downloads a file: answers its content type, content disposition and bytes.
+    pub async fn download(&self, token: &str, path: &str) -> (String, String, Vec<u8>) {
+        let response = self.client.get(self.url(path)).bearer_auth(token).send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{path}");
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .map(|v| v.to_str().unwrap().to_owned())
+                .unwrap_or_default()
+        };
+        let (content_type, disposition) = (header("content-type"), header("content-disposition"));
+        (content_type, disposition, response.bytes().await.unwrap().to_vec())
     }
 
     pub fn mails_to(&self, email: &str) -> Vec<String> {
