@@ -8,7 +8,7 @@ use reqwest::Method;
 use serde_json::Value;
 use std::path::PathBuf;
 
-/// operationId, method, path: API.md's rows for accounts, workspaces and notifications.
+/// operationId, method, path: API.md's rows for every operation served so far.
 const CONTRACT: &[(&str, &str, &str)] = &[
     ("register", "post", "/auth/register"),
     ("login", "post", "/auth/login"),
@@ -66,6 +66,196 @@ const CONTRACT: &[(&str, &str, &str)] = &[
         "/organizations/{organization}/invitation/{invitation_id}/resend",
     ),
     ("metrics", "get", "/metrics"),
+    ("list_credentials", "get", "/organizations/{organization}/credentials"),
+    ("create_credential", "post", "/organizations/{organization}/credentials"),
+    (
+        "delete_credential",
+        "delete",
+        "/organizations/{organization}/credentials/{credential_id}",
+    ),
+    (
+        "cancel_invitation",
+        "delete",
+        "/organizations/{organization}/invitation/{invitation_id}",
+    ),
+    (
+        "resend_invitation",
+        "post",
+        "/organizations/{organization}/invitation/{invitation_id}/resend",
+    ),
+    (
+        "add_workspace_member",
+        "post",
+        "/organizations/{organization}/permissions",
+    ),
+    (
+        "update_member_role",
+        "put",
+        "/organizations/{organization}/permissions/{permission_id}",
+    ),
+    (
+        "remove_member",
+        "delete",
+        "/organizations/{organization}/permissions/{permission_id}",
+    ),
+    ("list_projects", "get", "/projects"),
+    ("create_project", "post", "/projects"),
+    ("get_project", "get", "/projects/{project_id}"),
+    ("update_project", "put", "/projects/{project_id}"),
+    ("delete_project", "delete", "/projects/{project_id}"),
+    ("list_project_analyses", "get", "/projects/{project_id}/analyses"),
+    ("list_labeling_sessions", "get", "/projects/{project_id}/annotations"),
+    ("create_labeling_session", "post", "/projects/{project_id}/annotations"),
+    (
+        "connect_labeling_source",
+        "post",
+        "/projects/{project_id}/annotations/connect",
+    ),
+    (
+        "download_labeling_sessions",
+        "get",
+        "/projects/{project_id}/annotations/download",
+    ),
+    (
+        "upload_labeling_file",
+        "post",
+        "/projects/{project_id}/annotations/upload",
+    ),
+    (
+        "get_labeling_session",
+        "get",
+        "/projects/{project_id}/annotations/{annotation_id}",
+    ),
+    (
+        "update_labeling_session",
+        "put",
+        "/projects/{project_id}/annotations/{annotation_id}",
+    ),
+    (
+        "delete_labeling_session",
+        "delete",
+        "/projects/{project_id}/annotations/{annotation_id}",
+    ),
+    (
+        "list_labeling_session_documents",
+        "get",
+        "/projects/{project_id}/annotations/{annotation_id}/documents",
+    ),
+    (
+        "get_labeling_session_document",
+        "get",
+        "/projects/{project_id}/annotations/{annotation_id}/documents/{document_id}",
+    ),
+    (
+        "mark_page_annotated",
+        "post",
+        "/projects/{project_id}/annotations/{annotation_id}/documents/{document_id}/pages/{page}/statuses",
+    ),
+    (
+        "mark_segment_annotated",
+        "post",
+        "/projects/{project_id}/annotations/{annotation_id}/documents/{document_id}/segments/{segment_id}/statuses",
+    ),
+    (
+        "list_segment_tags",
+        "get",
+        "/projects/{project_id}/annotations/{annotation_id}/documents/{document_id}/segments/{segment_id}/tags",
+    ),
+    (
+        "add_segment_tag",
+        "post",
+        "/projects/{project_id}/annotations/{annotation_id}/documents/{document_id}/segments/{segment_id}/tags",
+    ),
+    (
+        "update_segment_tag",
+        "put",
+        "/projects/{project_id}/annotations/{annotation_id}/documents/{document_id}/segments/{segment_id}/tags/{tag_id}",
+    ),
+    (
+        "delete_segment_tag",
+        "delete",
+        "/projects/{project_id}/annotations/{annotation_id}/documents/{document_id}/segments/{segment_id}/tags/{tag_id}",
+    ),
+    (
+        "mark_document_annotated",
+        "post",
+        "/projects/{project_id}/annotations/{annotation_id}/documents/{document_id}/statuses",
+    ),
+    (
+        "download_labeling_session",
+        "get",
+        "/projects/{project_id}/annotations/{annotation_id}/download",
+    ),
+    ("list_classes", "get", "/projects/{project_id}/classes"),
+    ("add_class", "post", "/projects/{project_id}/classes"),
+    ("download_classes", "get", "/projects/{project_id}/classes/download"),
+    ("upload_classes_file", "post", "/projects/{project_id}/classes/upload"),
+    ("get_class", "get", "/projects/{project_id}/classes/{class_id}"),
+    ("update_class", "put", "/projects/{project_id}/classes/{class_id}"),
+    ("delete_class", "delete", "/projects/{project_id}/classes/{class_id}"),
+    ("clone_project", "post", "/projects/{project_id}/clone"),
+    ("list_documents", "get", "/projects/{project_id}/documents"),
+    ("create_document", "post", "/projects/{project_id}/documents"),
+    ("get_document", "get", "/projects/{project_id}/documents/{document_id}"),
+    (
+        "update_document",
+        "put",
+        "/projects/{project_id}/documents/{document_id}",
+    ),
+    (
+        "delete_document",
+        "delete",
+        "/projects/{project_id}/documents/{document_id}",
+    ),
+    ("list_groups", "get", "/projects/{project_id}/groups"),
+    ("create_group", "post", "/projects/{project_id}/groups"),
+    ("connect_group_source", "post", "/projects/{project_id}/groups/connect"),
+    ("upload_group_file", "post", "/projects/{project_id}/groups/upload"),
+    ("get_group", "get", "/projects/{project_id}/groups/{group_id}"),
+    ("update_group", "put", "/projects/{project_id}/groups/{group_id}"),
+    ("delete_group", "delete", "/projects/{project_id}/groups/{group_id}"),
+    (
+        "list_group_documents",
+        "get",
+        "/projects/{project_id}/groups/{group_id}/documents",
+    ),
+    (
+        "get_group_document",
+        "get",
+        "/projects/{project_id}/groups/{group_id}/documents/{document_id}",
+    ),
+    (
+        "download_group",
+        "get",
+        "/projects/{project_id}/groups/{group_id}/download",
+    ),
+    ("list_labels", "get", "/projects/{project_id}/labels"),
+    ("add_label", "post", "/projects/{project_id}/labels"),
+    ("download_labels", "get", "/projects/{project_id}/labels/download"),
+    (
+        "update_label_by_name",
+        "put",
+        "/projects/{project_id}/labels/name/{name}",
+    ),
+    ("get_label", "get", "/projects/{project_id}/labels/{label_id}"),
+    ("update_label", "put", "/projects/{project_id}/labels/{label_id}"),
+    ("delete_label", "delete", "/projects/{project_id}/labels/{label_id}"),
+    ("get_project_task", "get", "/projects/{project_id}/tasks/{task_id}"),
+    ("transfer_project", "post", "/projects/{project_id}/transfer"),
+    ("add_classes", "post", "/projects/{project_id}/upload-classes"),
+    ("upload_documents", "post", "/projects/{project_id}/upload-documents"),
+    ("list_types", "get", "/types"),
+    ("list_user_notifications", "get", "/users/{user_id}/notifications"),
+    (
+        "get_user_notification",
+        "get",
+        "/users/{user_id}/notifications/{notification_id}",
+    ),
+    (
+        "update_user_notification",
+        "put",
+        "/users/{user_id}/notifications/{notification_id}",
+    ),
 ];
 
 async fn served() -> Value {

@@ -991,7 +991,9 @@ pub async fn upload_labeling_file(
     };
     let session = state.store.create_session(&caller.scope, p.project_id, new).await?;
     state.store.mark_upload_used(&upload).await?;
-    Ok(Json(LabelingUpload::Session(Box::new(session_dto(&state, session).await?))))
+    Ok(Json(LabelingUpload::Session(Box::new(
+        session_dto(&state, session).await?,
+    ))))
 }
 
 /// A session's labeled data as a file: one row per tag (and per segment without tags) with
