@@ -15,20 +15,6 @@ backend_tests!(
     labeled_files_map_their_columns,
 );
 
-async fn project(app: &TestApp, owner: &Session, name: &str, kind: &str, classes: &[&str]) -> i64 {
-    let id = app
-        .post("/projects", &owner.token, json!({"name": name, "type": kind}))
-        .await
-        .expect(201)["id"]
-        .as_i64()
-        .unwrap();
-    let classes: Vec<Value> = classes.iter().map(|c| json!({"name": c})).collect();
-    app.post(&format!("/projects/{id}/upload-classes"), &owner.token, json!(classes))
-        .await
-        .expect(201);
-    id
-}
-
 /// Every tag of a session as (segment text, class, label, part), counted, with the number of
 /// annotated segments: what must survive a download and an upload.
 async fn tags_of(app: &TestApp, who: &Session, project: i64, session: i64) -> (BTreeMap<String, usize>, usize) {
@@ -61,7 +47,9 @@ async fn tags_of(app: &TestApp, who: &Session, project: i64, session: i64) -> (B
 
 async fn story_csv_group_session_download_and_back(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Reviews", "CLASS", &["FOOD", "SERVICE", "PRICE"]).await;
+    let id = app
+        .project_with_classes(&ada, "Reviews", "CLASS", &["FOOD", "SERVICE", "PRICE"])
+        .await;
 
     // A CSV with 1,000 rows becomes a group through the import task.
     let mut csv = String::from("text,stars\n");
@@ -207,7 +195,9 @@ async fn story_csv_group_session_download_and_back(app: TestApp) {
 
 async fn session_downloads_upload_again_in_every_format(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Aspects", "ABSA", &["FOOD", "SERVICE"]).await;
+    let id = app
+        .project_with_classes(&ada, "Aspects", "ABSA", &["FOOD", "SERVICE"])
+        .await;
     let session = app
         .post(
             &format!("/projects/{id}/annotations"),
@@ -269,7 +259,9 @@ async fn session_downloads_upload_again_in_every_format(app: TestApp) {
 async fn labeled_files_map_their_columns(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let eve = app.register("eve@example.org").await;
-    let id = project(&app, &ada, "Mapped", "ABSA", &["FOOD", "AMBIENCE"]).await;
+    let id = app
+        .project_with_classes(&ada, "Mapped", "ABSA", &["FOOD", "AMBIENCE"])
+        .await;
     let csv =
         "review,aspect,sentiment\nTasty food.,FOOD,positive\nTasty food.,AMBIENCE,neutral\nLoud.,AMBIENCE,negative\n";
     let upload = app
@@ -301,7 +293,7 @@ async fn labeled_files_map_their_columns(app: TestApp) {
     )
     .await
     .expect_problem(422, "validation_failed");
-    let eve_project = project(&app, &eve, "Eve's", "ABSA", &["FOOD"]).await;
+    let eve_project = app.project_with_classes(&eve, "Eve's", "ABSA", &["FOOD"]).await;
     app.post(
         &format!("/projects/{eve_project}/annotations"),
         &eve.token,
@@ -356,12 +348,32 @@ async fn serve_file(body: &'static str) -> (String, tokio::task::JoinHandle<()>)
     (format!("http://{address}/labeled.csv"), server)
 }
 
+/// Sends a connect form: a credential, its source kind and the parameters as JSON.
+async fn connect(
+    app: &TestApp,
+    who: &Session,
+    path: &str,
+    credential: &Value,
+    source: &str,
+    parameters: &str,
+) -> common::Answer {
+    let credential = credential.to_string();
+    let fields = [
+        ("credential_id", credential.as_str()),
+        ("source", source),
+        ("parameters", parameters),
+    ];
+    app.send_form(path, &who.token, "", b"", &fields).await
+}
+
 async fn labeled_data_comes_from_sources(backend: Backend) {
     let Some(app) = TestApp::start_with(backend, |config| config.sources.allow_private = true).await else {
         return;
     };
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Sourced", "CLASS", &["FOOD", "SERVICE"]).await;
+    let id = app
+        .project_with_classes(&ada, "Sourced", "CLASS", &["FOOD", "SERVICE"])
+        .await;
     let workspace = app.get("/auth/status", &ada.token).await.expect(200)["default_workspace_id"]
         .as_i64()
         .unwrap();
@@ -376,21 +388,9 @@ async fn labeled_data_comes_from_sources(backend: Backend) {
         .expect(201);
     let (url, server) = serve_file("text,class\nHot soup.,FOOD\nKind staff.,SERVICE\nKind staff.,FOOD\n").await;
 
-    let connect = format!("/projects/{id}/annotations/connect");
-    let web_id = web["id"].to_string();
+    let connect_path = format!("/projects/{id}/annotations/connect");
     let parameters = json!({"url": url}).to_string();
-    let fetched = app
-        .send_form(
-            &connect,
-            &ada.token,
-            "",
-            b"",
-            &[
-                ("credential_id", &web_id),
-                ("source", "http"),
-                ("parameters", &parameters),
-            ],
-        )
+    let fetched = connect(&app, &ada, &connect_path, &web["id"], "http", &parameters)
         .await
         .expect(200);
     assert_eq!(fetched["preview"][1], json!(["Hot soup.", "FOOD"]));
@@ -416,48 +416,22 @@ async fn labeled_data_comes_from_sources(backend: Backend) {
         tags_of(&app, &ada, id, from_file["id"].as_i64().unwrap()).await
     );
     // The same source fills a group too.
-    let group_file = app
-        .send_form(
-            &format!("/projects/{id}/groups/connect"),
-            &ada.token,
-            "",
-            b"",
-            &[
-                ("credential_id", &web_id),
-                ("source", "http"),
-                ("parameters", &parameters),
-            ],
-        )
-        .await
-        .expect(200);
-    assert_eq!(group_file["preview"].as_array().unwrap().len(), 4);
-    app.send_form(
-        &connect,
-        &ada.token,
-        "",
-        b"",
-        &[
-            ("credential_id", &web_id),
-            ("source", "postgres"),
-            ("parameters", &parameters),
-        ],
+    let group_file = connect(
+        &app,
+        &ada,
+        &format!("/projects/{id}/groups/connect"),
+        &web["id"],
+        "http",
+        &parameters,
     )
     .await
-    .expect_problem(422, "validation_failed");
+    .expect(200);
+    assert_eq!(group_file["preview"].as_array().unwrap().len(), 4);
+    connect(&app, &ada, &connect_path, &web["id"], "postgres", &parameters)
+        .await
+        .expect_problem(422, "validation_failed");
     server.abort();
-    let gone = app
-        .send_form(
-            &connect,
-            &ada.token,
-            "",
-            b"",
-            &[
-                ("credential_id", &web_id),
-                ("source", "http"),
-                ("parameters", &parameters),
-            ],
-        )
-        .await;
+    let gone = connect(&app, &ada, &connect_path, &web["id"], "http", &parameters).await;
     assert_eq!(gone.status.as_u16(), 400, "{}", gone.text);
 
     // A read-only query of a PostgreSQL database, when the tests have one.

@@ -12,22 +12,6 @@ backend_tests!(
     clones_copy_everything_as_a_task,
 );
 
-async fn project(app: &TestApp, owner: &Session, name: &str, kind: &str, classes: &[&str]) -> i64 {
-    let id = app
-        .post("/projects", &owner.token, json!({"name": name, "type": kind}))
-        .await
-        .expect(201)["id"]
-        .as_i64()
-        .unwrap();
-    let classes: Vec<Value> = classes.iter().map(|c| json!({"name": c})).collect();
-    if !classes.is_empty() {
-        app.post(&format!("/projects/{id}/upload-classes"), &owner.token, json!(classes))
-            .await
-            .expect(201);
-    }
-    id
-}
-
 async fn document(app: &TestApp, owner: &Session, project: i64, body: Value) -> Value {
     app.post(&format!("/projects/{project}/documents"), &owner.token, body)
         .await
@@ -55,7 +39,9 @@ async fn session_documents(app: &TestApp, who: &Session, sessions: &str, session
 
 async fn sessions_cover_documents_and_track_progress(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Reviews", "CLASS", &["FOOD", "SERVICE"]).await;
+    let id = app
+        .project_with_classes(&ada, "Reviews", "CLASS", &["FOOD", "SERVICE"])
+        .await;
     let two = document(
         &app,
         &ada,
@@ -280,7 +266,9 @@ async fn sessions_cover_documents_and_track_progress(app: TestApp) {
 
 async fn labeled_documents_samples_and_auto_tags(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Aspects", "ABSA", &["FOOD", "SERVICE"]).await;
+    let id = app
+        .project_with_classes(&ada, "Aspects", "ABSA", &["FOOD", "SERVICE"])
+        .await;
     let sessions = format!("/projects/{id}/annotations");
     let labeled = app
         .post(
@@ -411,7 +399,7 @@ async fn sessions_follow_roles_and_tenancy(app: TestApp) {
         .await
         .expect(200);
     }
-    let id = project(&app, &ada, "Shared", "LABEL", &[]).await;
+    let id = app.project_with_classes(&ada, "Shared", "LABEL", &[]).await;
     app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "spam"}))
         .await
         .expect(201);
@@ -474,7 +462,7 @@ async fn sessions_follow_roles_and_tenancy(app: TestApp) {
     )
     .await
     .expect_problem(404, "not_found");
-    let eve_project = project(&app, &eve, "Eve's", "LABEL", &[]).await;
+    let eve_project = app.project_with_classes(&eve, "Eve's", "LABEL", &[]).await;
     app.get(
         &format!("/projects/{eve_project}/annotations/{}", session["id"]),
         &eve.token,
@@ -559,7 +547,9 @@ async fn contents(app: &TestApp, who: &Session, id: i64) -> Value {
 async fn clones_copy_everything_as_a_task(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let bob = app.register("bob@example.org").await;
-    let id = project(&app, &ada, "Original", "CLASSLABEL", &["FOOD", "SERVICE"]).await;
+    let id = app
+        .project_with_classes(&ada, "Original", "CLASSLABEL", &["FOOD", "SERVICE"])
+        .await;
     app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "good"}))
         .await
         .expect(201);

@@ -222,26 +222,20 @@ impl Vocabulary {
         let invalid =
             |e: FieldError| Error::validation(vec![FieldError::new(format!("{field}.{}", e.field), e.message)]);
         labeling::check_tag(self.kind, tag.class.as_deref(), tag.label.as_deref()).map_err(invalid)?;
-        let class = match tag.class.as_deref() {
-            Some(name) => Some(
-                self.classes
-                    .iter()
-                    .find(|c| c.name == name)
-                    .map(|c| c.id)
-                    .ok_or_else(|| invalid(FieldError::new("class", format!("the session has no class {name:?}"))))?,
-            ),
-            None => None,
+        let id_of = |name: Option<&str>, field: &str, known: &[(i64, &str)]| -> Result<Option<i64>> {
+            let Some(name) = name else { return Ok(None) };
+            match known.iter().find(|(_, n)| *n == name) {
+                Some((id, _)) => Ok(Some(*id)),
+                None => Err(invalid(FieldError::new(
+                    field,
+                    format!("the session has no {field} {name:?}"),
+                ))),
+            }
         };
-        let label = match tag.label.as_deref() {
-            Some(name) => Some(
-                self.labels
-                    .iter()
-                    .find(|l| l.name == name)
-                    .map(|l| l.id)
-                    .ok_or_else(|| invalid(FieldError::new("label", format!("the session has no label {name:?}"))))?,
-            ),
-            None => None,
-        };
+        let classes: Vec<(i64, &str)> = self.classes.iter().map(|c| (c.id, c.name.as_str())).collect();
+        let labels: Vec<(i64, &str)> = self.labels.iter().map(|l| (l.id, l.name.as_str())).collect();
+        let class = id_of(tag.class.as_deref(), "class", &classes)?;
+        let label = id_of(tag.label.as_deref(), "label", &labels)?;
         Ok((class, label))
     }
 

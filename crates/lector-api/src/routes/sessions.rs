@@ -266,6 +266,35 @@ fn check_names(problems: &mut Problems, field: &str, names: &Option<Vec<String>>
     }
 }
 
+/// The fields creating and updating a session share, for validation.
+struct SessionFields<'a> {
+    name: &'a Option<String>,
+    description: &'a Option<String>,
+    document_ids: &'a Option<Vec<i64>>,
+    documents: &'a Option<Vec<LabeledDocumentBody>>,
+    classes: &'a Option<Vec<String>>,
+    labels: &'a Option<Vec<String>>,
+}
+
+fn check_session_fields(problems: &mut Problems, fields: SessionFields<'_>) {
+    if let Some(name) = fields.name {
+        problems.name("name", name, MAX_NAME_CHARS);
+    }
+    if let Some(description) = fields.description {
+        problems.max_len("description", description, MAX_DESCRIPTION_CHARS);
+    }
+    if let Some(ids) = fields.document_ids {
+        problems.check(
+            ids.len() <= MAX_DOCUMENT_IDS,
+            "document_ids",
+            &format!("name at most {MAX_DOCUMENT_IDS} documents"),
+        );
+    }
+    check_labeled(problems, fields.documents);
+    check_names(problems, "classes", fields.classes);
+    check_names(problems, "labels", fields.labels);
+}
+
 fn prepare_all(documents: Option<Vec<LabeledDocumentBody>>) -> Result<Vec<LabeledDocument>> {
     documents
         .unwrap_or_default()
@@ -369,17 +398,25 @@ impl ColumnMappingBody {
     }
 }
 
+impl CreateSessionBody {
+    fn fields(&self) -> SessionFields<'_> {
+        SessionFields {
+            name: &self.name,
+            description: &self.description,
+            document_ids: &self.document_ids,
+            documents: &self.documents,
+            classes: &self.classes,
+            labels: &self.labels,
+        }
+    }
+}
+
 impl WriteBody for CreateSessionBody {
     const MAX_BYTES: usize = MAX_UPLOAD_BYTES;
     const IMMUTABLE: &'static [&'static str] = &["id", "uuid", "created", "status", "progress", "mode"];
 
     fn validate(&self, problems: &mut Problems) {
-        if let Some(name) = &self.name {
-            problems.name("name", name, MAX_NAME_CHARS);
-        }
-        if let Some(description) = &self.description {
-            problems.max_len("description", description, MAX_DESCRIPTION_CHARS);
-        }
+        check_session_fields(problems, self.fields());
         if let Some(size) = self.sample_size {
             problems.check(size >= 1, "sample_size", "must be at least 1");
             problems.check(
@@ -388,16 +425,6 @@ impl WriteBody for CreateSessionBody {
                 "samples existing documents; it does not go with documents",
             );
         }
-        if let Some(ids) = &self.document_ids {
-            problems.check(
-                ids.len() <= MAX_DOCUMENT_IDS,
-                "document_ids",
-                &format!("name at most {MAX_DOCUMENT_IDS} documents"),
-            );
-        }
-        check_labeled(problems, &self.documents);
-        check_names(problems, "classes", &self.classes);
-        check_names(problems, "labels", &self.labels);
         language(&self.language, problems);
         let from_file = self.file_id.is_some() || self.credential_id.is_some();
         problems.check(
@@ -637,22 +664,17 @@ impl WriteBody for UpdateSessionBody {
     ];
 
     fn validate(&self, problems: &mut Problems) {
-        if let Some(name) = &self.name {
-            problems.name("name", name, MAX_NAME_CHARS);
-        }
-        if let Some(description) = &self.description {
-            problems.max_len("description", description, MAX_DESCRIPTION_CHARS);
-        }
-        if let Some(ids) = &self.document_ids {
-            problems.check(
-                ids.len() <= MAX_DOCUMENT_IDS,
-                "document_ids",
-                &format!("name at most {MAX_DOCUMENT_IDS} documents"),
-            );
-        }
-        check_labeled(problems, &self.documents);
-        check_names(problems, "classes", &self.classes);
-        check_names(problems, "labels", &self.labels);
+        check_session_fields(
+            problems,
+            SessionFields {
+                name: &self.name,
+                description: &self.description,
+                document_ids: &self.document_ids,
+                documents: &self.documents,
+                classes: &self.classes,
+                labels: &self.labels,
+            },
+        );
     }
 }
 

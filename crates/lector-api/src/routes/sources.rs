@@ -169,6 +169,17 @@ pub async fn fetch_to_upload(
     preview_upload(state, upload).await
 }
 
+/// Both connect operations: the form read, the source fetched into an upload.
+async fn connect(
+    state: &AppState,
+    caller: &Caller,
+    project_id: i64,
+    form: std::result::Result<Multipart, MultipartRejection>,
+) -> ApiResult<Json<UploadedFileDto>> {
+    let request = read_connect_form(form?).await?;
+    Ok(Json(fetch_to_upload(state, caller, project_id, &request).await?))
+}
+
 #[derive(Debug, Deserialize)]
 pub struct ProjectPath {
     project_id: i64,
@@ -187,8 +198,7 @@ pub async fn connect_group_source(
     PathParams(p): PathParams<ProjectPath>,
     form: std::result::Result<Multipart, MultipartRejection>,
 ) -> ApiResult<Json<UploadedFileDto>> {
-    let request = read_connect_form(form?).await?;
-    Ok(Json(fetch_to_upload(&state, &caller, p.project_id, &request).await?))
+    connect(&state, &caller, p.project_id, form).await
 }
 
 /// Reads labeled data from an external source into an uploaded file: answers its id (for
@@ -203,6 +213,5 @@ pub async fn connect_labeling_source(
     PathParams(p): PathParams<ProjectPath>,
     form: std::result::Result<Multipart, MultipartRejection>,
 ) -> ApiResult<Json<UploadedFileDto>> {
-    let request = read_connect_form(form?).await?;
-    Ok(Json(fetch_to_upload(&state, &caller, p.project_id, &request).await?))
+    connect(&state, &caller, p.project_id, form).await
 }

@@ -251,6 +251,23 @@ impl TestApp {
     }
 
     /// Messages in the mail outbox addressed to `email`, oldest first.
+    /// Creates a project of `kind` with these classes; answers its id.
+    pub async fn project_with_classes(&self, owner: &Session, name: &str, kind: &str, classes: &[&str]) -> i64 {
+        let id = self
+            .post("/projects", &owner.token, json!({"name": name, "type": kind}))
+            .await
+            .expect(201)["id"]
+            .as_i64()
+            .unwrap();
+        let classes: Vec<Value> = classes.iter().map(|c| json!({"name": c})).collect();
+        if !classes.is_empty() {
+            self.post(&format!("/projects/{id}/upload-classes"), &owner.token, json!(classes))
+                .await
+                .expect(201);
+        }
+        id
+    }
+
     /// Polls a task of a project until it is DONE or FAILED, checking its progress never
     /// decreases; answers the last task.
     pub async fn wait_for_task(&self, token: &str, project_id: i64, task_id: i64) -> Value {
