@@ -4,8 +4,9 @@
 //! thread, which also normalises and segments each row's text; the job writes the documents in
 //! fenced batches, each at its row's place in the group, so a re-run after a crash skips what
 //! was stored. Two batches wait between the reader and the writer at most: memory holds a few
-//! batches, whatever the file's size (CSV, TXT and JSONL stream; JSON and XLSX are loaded whole
-//! within the reader's limits). A malformed row stops the import with the line or cell named.
+//! batches, whatever the file's size (CSV, TXT, JSONL and XLSX stream their rows; JSON is loaded
+//! whole within the reader's limits). A malformed row stops the import with the line or cell
+//! named.
 
 use crate::ingest::{ImportPayload, prepare_document};
 use crate::runner::{JobError, Outcome, notice_for};

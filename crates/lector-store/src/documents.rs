@@ -9,7 +9,7 @@ use crate::jobs::{Lease, NewJob, check_fence, enqueue_in};
 use crate::records::FromAnyRow;
 use crate::records::Project;
 use crate::uploads::{Upload, mark_used_in};
-use crate::{Param, Store, db};
+use crate::{Backend, Param, Store, db};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope};
 use sqlx::any::AnyRow;
@@ -323,7 +323,7 @@ impl Store {
             .enumerate()
             .map(|(position, document)| (position as i64, document))
             .collect();
-        insert_grouped_batch(&mut tx, project.id, group_id, &placed).await?;
+        insert_grouped_batch(&mut tx, self.backend, project.id, group_id, &placed).await?;
         tx.commit().await.map_err(db)?;
         self.group_of(project.id, group_id).await
     }
@@ -417,7 +417,7 @@ impl Store {
             .filter(|(position, _)| !stored.contains(position))
             .copied()
             .collect();
-        let added = insert_grouped_batch(&mut tx, project_id, group_id, &fresh).await?;
+        let added = insert_grouped_batch(&mut tx, self.backend, project_id, group_id, &fresh).await?;
         tx.commit().await.map_err(db)?;
         Ok(added)
     }
@@ -580,8 +580,11 @@ async fn queue_import(
 const DOCUMENT_ROWS_PER_INSERT: usize = 500;
 const SEGMENT_ROWS_PER_INSERT: usize = 1000;
 
-/// `($1, $2, …), ($k, …)`: `rows` tuples of `width` placeholders.
-fn placeholders(rows: usize, width: usize) -> String {
+/// `(…), (…)`: `rows` tuples of `width` placeholders. SQLite gets anonymous `?` placeholders:
+/// it looks a numbered one up by name with a linear scan for every parameter bound, which
+/// makes binding a statement of thousands of parameters quadratic (it took 70 % of an import's
+/// time). PostgreSQL needs `$1, $2, …` and binds them by position.
+fn placeholders(rows: usize, width: usize, backend: Backend) -> String {
     let mut sql = String::with_capacity(rows * width * 5);
     for row in 0..rows {
         if row > 0 {
@@ -592,8 +595,13 @@ fn placeholders(rows: usize, width: usize) -> String {
             if column > 0 {
                 sql.push_str(", ");
             }
-            sql.push('$');
-            sql.push_str(&(row * width + column + 1).to_string());
+            match backend {
+                Backend::Sqlite => sql.push('?'),
+                Backend::Postgres => {
+                    sql.push('$');
+                    sql.push_str(&(row * width + column + 1).to_string());
+                }
+            }
         }
         sql.push(')');
     }
@@ -604,6 +612,7 @@ fn placeholders(rows: usize, width: usize) -> String {
 /// same way; places already taken are skipped. Answers how many documents were new.
 async fn insert_grouped_batch(
     tx: &mut Transaction<'static, Any>,
+    backend: Backend,
     project_id: i64,
     group_id: i64,
     documents: &[(i64, &NewDocument)],
@@ -614,7 +623,7 @@ async fn insert_grouped_batch(
         let sql = format!(
             "INSERT INTO documents (project_id, group_id, group_position, text, meta, language, created) \
              VALUES {} ON CONFLICT (group_id, group_position) DO NOTHING RETURNING id, group_position",
-            placeholders(chunk.len(), 7)
+            placeholders(chunk.len(), 7, backend)
         );
         let mut query = sqlx::query(&sql);
         for (position, document) in chunk {
@@ -647,7 +656,7 @@ async fn insert_grouped_batch(
     for chunk in segments.chunks(SEGMENT_ROWS_PER_INSERT) {
         let sql = format!(
             "INSERT INTO segments (document_id, position, span_start, span_end, text) VALUES {}",
-            placeholders(chunk.len(), 5)
+            placeholders(chunk.len(), 5, backend)
         );
         let mut query = sqlx::query(&sql);
         for (document_id, position, segment) in chunk {

@@ -12,7 +12,8 @@ pub struct Limits {
     pub max_rows: u64,
     /// Columns of a row (default 1,000).
     pub max_columns: usize,
-    /// Cells of a table loaded whole (XLSX, JSON, `read_table`) (default 20,000,000).
+    /// Cells of a sheet (XLSX, counted by its first pass) or of a table loaded whole (JSON,
+    /// `read_table`) (default 20,000,000).
     pub max_cells: u64,
     /// Characters (code points) of one cell (default 1 Mi).
     pub max_cell_chars: usize,

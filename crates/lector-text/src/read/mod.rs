@@ -1,8 +1,9 @@
 //! File readers: CSV, TXT, JSON, JSONL and XLSX into rows of cell strings.
 //!
-//! Two ways in. [`open_rows`] streams rows (CSV, TXT and JSONL really stream; JSON and XLSX are
-//! loaded whole within the limits and then handed out row by row), so the ingest job can work in
-//! batches without holding a large file twice. [`read_table`] and [`preview`] build on it for
+//! Two ways in. [`open_rows`] streams rows (CSV, TXT and JSONL really stream; XLSX holds the
+//! file's bytes and streams its rows after a first pass over the sheet; JSON is loaded whole
+//! within the limits and then handed out row by row), so the ingest job can work in batches
+//! without holding a large file twice. [`read_table`] and [`preview`] build on it for
 //! uploads small enough to hold. Every path is bounded by [`Limits`]; a malformed file gives a
 //! [`TextError`] naming the line, JSON position or cell.
 
@@ -82,7 +83,7 @@ pub(crate) trait RowSource {
     fn next_row(&mut self) -> Result<Option<Row>>;
 }
 
-/// Rows of an already loaded table (JSON, XLSX).
+/// Rows of an already loaded table (JSON).
 struct Loaded(std::vec::IntoIter<Row>);
 
 impl RowSource for Loaded {
@@ -178,7 +179,7 @@ fn row_location(format: Format, number: u64) -> Location {
 }
 
 /// Opens a file for reading row by row; reads as far as the header (for JSON and XLSX, the whole
-/// file).
+/// file, which for XLSX is read once more, row by row, as the rows are taken).
 pub fn open_rows<'r, R: Read + Send + 'r>(
     format: Format,
     reader: R,
@@ -198,13 +199,15 @@ pub fn open_rows<'r, R: Read + Send + 'r>(
             let rows = json::JsonlRows::open(reader, limits)?;
             (rows.header().to_vec(), Box::new(rows))
         }
-        Format::Json | Format::Xlsx => {
+        Format::Json => {
             let bytes = input::read_all(reader, limits)?;
-            let (header, rows) = match format {
-                Format::Json => json::read_json(&bytes, limits)?,
-                _ => xlsx::read_xlsx(&bytes, options, limits)?,
-            };
+            let (header, rows) = json::read_json(&bytes, limits)?;
             (header, Box::new(Loaded(rows.into_iter())))
+        }
+        Format::Xlsx => {
+            let bytes = input::read_all(reader, limits)?;
+            let (header, rows) = xlsx::stream_xlsx(bytes, options, limits)?;
+            (header, Box::new(rows))
         }
     };
     Ok(RowReader {

@@ -5,7 +5,9 @@
 //! the zip reader then holds every member to its declared size, so a lying header cannot get past.
 //! Cells are streamed (calamine's cell reader) rather than loaded as a dense range, so a sheet with
 //! one cell at XFD1048576 costs one cell, and the row, column and cell-length limits are checked
-//! as each cell arrives. Rows are counted from the first non-empty one; columns from A, so column 0
+//! as each cell arrives. The sheet is read twice: a first pass checks it and finds its header and
+//! width, a second, on its own thread, hands the rows out through a bounded channel, so a large
+//! sheet never sits in memory as rows. Rows are counted from the first non-empty one; columns from A, so column 0
 //! is A. Fully empty rows are skipped, short rows padded to the widest.
 
 use std::io::Cursor;
@@ -16,14 +18,83 @@ use calamine::{DataRef, Reader, Xlsx};
 use crate::error::{Limit, Location, Result, TextError};
 use crate::limits::{Limits, RATIO_FLOOR};
 use crate::read::input::check_cell;
-use crate::read::{ReadOptions, Row};
+use crate::read::{ReadOptions, Row, RowSource};
 use crate::table::header_names;
 
-/// Reads the first sheet into a header and rows (row numbers are 1-based sheet rows).
-pub(crate) fn read_xlsx(bytes: &[u8], options: ReadOptions, limits: &Limits) -> Result<(Vec<String>, Vec<Row>)> {
+/// Rows of the first sheet waiting between the thread that reads them and the consumer.
+const STREAMED_ROWS: usize = 256;
+
+/// Opens the first sheet for streaming: a first pass over its cells checks every limit and
+/// finds the header and the widest row; a second pass on its own thread hands the rows out,
+/// padded to that width, through a bounded channel. Memory holds the file and a few hundred
+/// rows, however many the sheet has; errors of the file come from the first pass, here.
+pub(crate) fn stream_xlsx(bytes: Vec<u8>, options: ReadOptions, limits: &Limits) -> Result<(Vec<String>, XlsxRows)> {
+    let (header, first, width) = survey(&bytes, options, limits)?;
+    let (sender, receiver) = std::sync::mpsc::sync_channel(STREAMED_ROWS);
+    let limits = limits.clone();
+    let spawned = std::thread::Builder::new().name("xlsx-rows".into()).spawn(move || {
+        let outcome = guarded(|| {
+            scan_sheet(&bytes, &limits, |mut row| {
+                if options.header_first && Some(row.number) == first {
+                    return Ok(true);
+                }
+                row.cells.resize(width, String::new());
+                // A closed channel means the reader was dropped: stop reading.
+                Ok(sender.send(Ok(row)).is_ok())
+            })
+        });
+        if let Err(error) = outcome {
+            let _ = sender.send(Err(error));
+        }
+    });
+    spawned.map_err(TextError::Io)?;
+    Ok((header, XlsxRows(receiver)))
+}
+
+/// The rows a [`stream_xlsx`] thread sends.
+pub(crate) struct XlsxRows(std::sync::mpsc::Receiver<Result<Row>>);
+
+impl RowSource for XlsxRows {
+    fn next_row(&mut self) -> Result<Option<Row>> {
+        match self.0.recv() {
+            Ok(row) => row.map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+}
+
+/// The first pass: the header, the sheet row number of the header row (if any) and the width,
+/// with every limit checked.
+fn survey(bytes: &[u8], options: ReadOptions, limits: &Limits) -> Result<(Vec<String>, Option<u64>, usize)> {
     check_archive(bytes, limits)?;
-    // calamine is a large parser fed untrusted bytes: a bug in it must fail this file, not the job.
-    catch_unwind(AssertUnwindSafe(|| read_sheet(bytes, options, limits)))
+    let mut first: Option<Row> = None;
+    let mut count: u64 = 0;
+    let width = guarded(|| {
+        scan_sheet(bytes, limits, |row| {
+            count += 1;
+            if first.is_none() {
+                first = Some(row);
+            }
+            Ok(true)
+        })
+    })?;
+    if count.saturating_mul(width as u64) > limits.max_cells {
+        return Err(TextError::too_large(Limit::Cells, limits.max_cells, None));
+    }
+    let mut first_cells = first.as_ref().map(|r| r.cells.clone()).unwrap_or_default();
+    first_cells.resize(width, String::new());
+    let header = header_names(
+        first.as_ref().map(|_| first_cells.as_slice()),
+        width,
+        options.header_first,
+    );
+    Ok((header, first.map(|r| r.number), width))
+}
+
+/// Runs a pass over calamine, a large parser fed untrusted bytes: a bug in it must fail this
+/// file, not the job.
+fn guarded<T>(pass: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(pass))
         .unwrap_or_else(|_| Err(TextError::malformed(Location::File, "the workbook could not be parsed")))
 }
 
@@ -57,7 +128,9 @@ fn check_archive(bytes: &[u8], limits: &Limits) -> Result<()> {
     Ok(())
 }
 
-fn read_sheet(bytes: &[u8], options: ReadOptions, limits: &Limits) -> Result<(Vec<String>, Vec<Row>)> {
+/// Streams the first sheet's non-empty rows (unpadded) to `on_row`, which answers whether to go
+/// on; checks the row, column and cell-length limits as cells arrive. Answers the widest row.
+fn scan_sheet(bytes: &[u8], limits: &Limits, mut on_row: impl FnMut(Row) -> Result<bool>) -> Result<usize> {
     let broken =
         |e: calamine::XlsxError| TextError::malformed(Location::File, format!("not a readable XLSX file: {e}"));
     let mut workbook: Xlsx<_> = Xlsx::new(Cursor::new(bytes)).map_err(broken)?;
@@ -66,7 +139,7 @@ fn read_sheet(bytes: &[u8], options: ReadOptions, limits: &Limits) -> Result<(Ve
     };
     let mut cells = workbook.worksheet_cells_reader(&first).map_err(broken)?;
 
-    let mut rows: Vec<Row> = Vec::new();
+    let mut emitted: u64 = 0;
     let mut current: Option<Row> = None;
     let mut width = 0usize;
     let mut last = (0u32, 0u32);
@@ -101,10 +174,13 @@ fn read_sheet(bytes: &[u8], options: ReadOptions, limits: &Limits) -> Result<(Ve
         let number = u64::from(row) + 1;
         if current.as_ref().is_none_or(|r| r.number != number) {
             if let Some(done) = current.take() {
-                rows.push(done);
+                emitted += 1;
+                if !on_row(done)? {
+                    return Ok(width);
+                }
             }
             // One more than the data rows allowed: the header may be among them.
-            if rows.len() as u64 > limits.max_rows {
+            if emitted > limits.max_rows {
                 return Err(TextError::too_large(Limit::Rows, limits.max_rows, Some(at())));
             }
             current = Some(Row {
@@ -120,18 +196,10 @@ fn read_sheet(bytes: &[u8], options: ReadOptions, limits: &Limits) -> Result<(Ve
         }
         width = width.max(column + 1);
     }
-    rows.extend(current);
-    if (rows.len() as u64).saturating_mul(width as u64) > limits.max_cells {
-        return Err(TextError::too_large(Limit::Cells, limits.max_cells, None));
+    if let Some(done) = current.take() {
+        on_row(done)?;
     }
-    for row in &mut rows {
-        row.cells.resize(width, String::new());
-    }
-    let header = header_names(rows.first().map(|r| r.cells.as_slice()), width, options.header_first);
-    if options.header_first && !rows.is_empty() {
-        rows.remove(0);
-    }
-    Ok((header, rows))
+    Ok(width)
 }
 
 /// A cell's value as text: numbers as written, dates as ISO 8601, errors as Excel shows them.

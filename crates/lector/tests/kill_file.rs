@@ -1,0 +1,147 @@
+//! A worker process killed (SIGKILL) in the middle of an import from an uploaded file: another
+//! worker reads the file again from the blob store, skips the rows the first one stored, and
+//! the group ends with every row once.
+
+use lector_core::Scope;
+use lector_store::testing::TestDatabase;
+use lector_store::{Backend, Blobs, JobState, NewUser, ProjectFields, Store, WorkspaceRef};
+use serde_json::json;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ROWS: usize = 20_000;
+
+fn worker(url: &str, dir: &std::path::Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_lector"))
+        .args(["worker", "--workers", "1", "--data-dir"])
+        .arg(dir)
+        .env("LECTOR_DATABASE_URL", url)
+        .env("LECTOR_JOB_LEASE_SECS", "2")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start a worker")
+}
+
+async fn wait_until(store: &Store, job_id: i64, done: impl Fn(&lector_store::Job) -> bool) -> lector_store::Job {
+    let started = Instant::now();
+    loop {
+        let job = store.job_by_id(job_id).await.unwrap().unwrap();
+        if done(&job) {
+            return job;
+        }
+        assert!(started.elapsed() < Duration::from_secs(180), "the job stalled: {job:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn killed_worker_imports_the_file_once(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = Blobs::open(&dir.path().join("blobs").display().to_string()).unwrap();
+    let store = Store::open(&database.url, 2).await.unwrap().with_blobs(blobs);
+    let user = store
+        .create_user(NewUser {
+            email: "ada@example.org".into(),
+            first_name: String::new(),
+            last_name: String::new(),
+            password_hash: None,
+            is_superuser: false,
+        })
+        .await
+        .unwrap();
+    let (_, scope): (_, Scope) = store.principal(user.id).await.unwrap().unwrap();
+    let (workspace, _) = store
+        .workspace_access(
+            &scope,
+            &WorkspaceRef::Id(user.personal_workspace_id.unwrap()),
+            lector_core::Action::Manage,
+        )
+        .await
+        .unwrap();
+    let fields = ProjectFields {
+        name: "Files".into(),
+        kind: lector_core::ProjectType::Class,
+        external_id: None,
+    };
+    let project = store.create_project(&scope, &workspace, fields).await.unwrap();
+    let mut csv = String::from("text,n\n");
+    for n in 0..ROWS {
+        csv.push_str(&format!("Row {n}. It has two sentences.,{n}\n"));
+    }
+    let chunks = futures_util::stream::iter(vec![Ok(bytes::Bytes::from(csv))]);
+    let upload = store
+        .save_upload(&scope, project.id, "rows.csv", "csv", chunks, 50 << 20)
+        .await
+        .unwrap();
+    let payload = json!({"language": "en", "split": true, "file": {
+        "upload_id": upload.id, "column_name": "text", "header_first": true, "max_bytes": 50 << 20
+    }});
+    let group = store
+        .start_file_import(&scope, project.id, "rows", &upload, payload)
+        .await
+        .unwrap();
+    let job_id = group.task_id.unwrap();
+
+    let mut first = worker(&database.url, dir.path());
+    let job = wait_until(&store, job_id, |j| j.progress > 0.0 || j.state == JobState::Done).await;
+    assert_ne!(
+        job.state,
+        JobState::Done,
+        "the import finished before the worker could be killed"
+    );
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let halfway = store.group(&scope, project.id, group.id).await.unwrap().document_count;
+    assert!(
+        halfway > 0 && halfway < ROWS as i64,
+        "{halfway} documents after the kill"
+    );
+
+    let mut second = worker(&database.url, dir.path());
+    let job = wait_until(&store, job_id, |j| matches!(j.state, JobState::Done | JobState::Failed)).await;
+    second.kill().unwrap();
+    second.wait().unwrap();
+    assert_eq!(job.state, JobState::Done, "{:?}", job.error);
+    assert_eq!(job.attempts, 2);
+    let result = job.result.unwrap();
+    assert_eq!(result["documents"], ROWS, "{result}");
+    assert_eq!(
+        result["stored_by_this_run"].as_i64().unwrap() + halfway,
+        ROWS as i64,
+        "the second run stored only what the first had not: {result}"
+    );
+    let group = store.group(&scope, project.id, group.id).await.unwrap();
+    assert_eq!((group.document_count, group.status.as_str()), (ROWS as i64, "CREATED"));
+    let filter = lector_store::DocumentFilter {
+        group_id: Some(group.id),
+        ..Default::default()
+    };
+    let (last, _) = store
+        .documents(&scope, project.id, &filter, ROWS as i64 - 1, 1)
+        .await
+        .unwrap();
+    assert_eq!(last[0].text, format!("Row {}. It has two sentences.", ROWS - 1));
+    assert_eq!(last[0].meta, json!({"n": (ROWS - 1).to_string()}));
+    assert!(
+        store
+            .upload(&scope, project.id, upload.id)
+            .await
+            .unwrap()
+            .used
+            .is_some()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_worker_imports_the_file_once_on_sqlite() {
+    killed_worker_imports_the_file_once(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_worker_imports_the_file_once_on_postgres() {
+    killed_worker_imports_the_file_once(Backend::Postgres).await;
+}
