@@ -9,7 +9,7 @@ use crate::jobs::{Lease, NewJob, check_fence, enqueue_in};
 use crate::records::FromAnyRow;
 use crate::records::Project;
 use crate::uploads::{Upload, mark_used_in};
-use crate::{Backend, Param, Store, db};
+use crate::{Backend, Param, Store, db, placeholders};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope};
 use sqlx::any::AnyRow;
@@ -579,34 +579,6 @@ async fn queue_import(
 /// under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters.
 const DOCUMENT_ROWS_PER_INSERT: usize = 500;
 const SEGMENT_ROWS_PER_INSERT: usize = 1000;
-
-/// `(…), (…)`: `rows` tuples of `width` placeholders. SQLite gets anonymous `?` placeholders:
-/// it looks a numbered one up by name with a linear scan for every parameter bound, which
-/// makes binding a statement of thousands of parameters quadratic (it took 70 % of an import's
-/// time). PostgreSQL needs `$1, $2, …` and binds them by position.
-fn placeholders(rows: usize, width: usize, backend: Backend) -> String {
-    let mut sql = String::with_capacity(rows * width * 5);
-    for row in 0..rows {
-        if row > 0 {
-            sql.push_str(", ");
-        }
-        sql.push('(');
-        for column in 0..width {
-            if column > 0 {
-                sql.push_str(", ");
-            }
-            match backend {
-                Backend::Sqlite => sql.push('?'),
-                Backend::Postgres => {
-                    sql.push('$');
-                    sql.push_str(&(row * width + column + 1).to_string());
-                }
-            }
-        }
-        sql.push(')');
-    }
-    sql
-}
 
 /// Inserts documents at their places in a group with multi-row INSERTs, then their segments the
 /// same way; places already taken are skipped. Answers how many documents were new.
