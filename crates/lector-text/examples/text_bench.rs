@@ -2,9 +2,9 @@
 //! CSV/XLSX reading in rows/s for a generated 100,000-row file (peak memory comes from running a
 //! mode under `/usr/bin/time -v`, one file format per process).
 //!
-//! cargo run --release -p lector-text --example bench -- segment
-//! cargo run --release -p lector-text --example bench -- generate DIR [ROWS]   (also writes bomb.xlsx)
-//! cargo run --release -p lector-text --example bench -- csv|xlsx|jsonl|txt FILE [MAX_MIB]
+//! cargo run --release -p lector-text --example text_bench -- segment
+//! cargo run --release -p lector-text --example text_bench -- generate DIR [ROWS]   (also writes bomb.xlsx)
+//! cargo run --release -p lector-text --example text_bench -- csv|xlsx|jsonl|txt FILE [MAX_MIB]
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
