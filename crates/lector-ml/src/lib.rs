@@ -31,6 +31,7 @@
 
 mod artifact;
 mod calibrate;
+mod dense;
 mod error;
 mod features;
 mod metrics;
@@ -44,6 +45,7 @@ mod train;
 
 pub use artifact::FORMAT_VERSION;
 pub use calibrate::Platt;
+pub use dense::{DenseConfig, Embedder};
 pub use error::{Error, Result};
 pub use features::FeatureConfig;
 pub use metrics::{ConfusionMatrix, Metrics, NameScores, evaluate_tags};
