@@ -56,7 +56,8 @@ pub struct Options<'a> {
     /// have the same names.
     pub base: Option<&'a Model>,
     /// A sentence encoder whose vectors join the n-grams of the main head (an optional base
-    /// model, e.g. `lector-embed`'s MiniLM); the model keeps it for prediction.
+    /// model, e.g. `lector-embed`'s MiniLM); the model keeps it for prediction. A warm start
+    /// without one keeps the base model's.
     pub embedder: Option<Arc<dyn Embedder>>,
     /// The encoder's vector is scaled by this beside the unit-length n-gram vector.
     pub dense_weight: f32,
@@ -369,11 +370,19 @@ fn train_inner(
 
     let text_units = rows.iter().map(|&i| examples[i].text.len() as f64).sum::<f64>();
     progress.plan(text_units);
-    let dense = match &options.embedder {
-        Some(e) if !(options.dense_weight.is_finite() && options.dense_weight > 0.0) => {
+    // A warm start keeps the base model's encoder (like its features) unless one is given.
+    let (embedder, dense_weight) = match (&options.embedder, options.base) {
+        (Some(e), _) => (Some(e.clone()), options.dense_weight),
+        (None, Some(base)) => match (&base.encoder, &base.info.dense) {
+            (Some(e), Some(d)) => (Some(e.0.clone()), d.weight),
+            _ => (None, options.dense_weight),
+        },
+        (None, None) => (None, options.dense_weight),
+    };
+    let dense = match &embedder {
+        Some(_) if !(dense_weight.is_finite() && dense_weight > 0.0) => {
             return Err(Error::input(format!(
-                "the dense weight must be positive, not {}",
-                options.dense_weight
+                "the dense weight must be positive, not {dense_weight}"
             )));
         }
         Some(e) => {
@@ -382,14 +391,14 @@ fn train_inner(
             Some(DenseConfig {
                 encoder: e.id(),
                 dim: e.dim(),
-                weight: options.dense_weight,
+                weight: dense_weight,
             })
         }
         None => None,
     };
     let (featurizer, x) = featurise(&features, examples, &rows, progress)?;
     let dim = features.buckets();
-    let x_main = match (&options.embedder, &dense) {
+    let x_main = match (&embedder, &dense) {
         (Some(e), Some(d)) => with_dense(&x, dim, e.as_ref(), d, examples, &rows, progress)?,
         _ => x.clone(),
     };
@@ -630,7 +639,7 @@ fn train_inner(
         },
         main: Table::fuse(&dense_idf(&featurizer.idf, main_dim), &main.head),
         label_head,
-        encoder: options.embedder.clone().map(Encoder),
+        encoder: embedder.map(Encoder),
     })
 }
 

@@ -121,3 +121,21 @@ fn a_bad_dense_weight_is_refused() {
         Err(Error::InvalidInput(_))
     ));
 }
+
+#[test]
+fn a_warm_start_keeps_the_base_models_encoder() {
+    let encoder: Arc<dyn Embedder> = Arc::new(Concepts("concepts-v1"));
+    let base = Model::train(ProjectType::Class, &class_set(), &options(Some(encoder)), &mut go).unwrap();
+    let few = vec![
+        Example::new("the pizza was served", vec![Tag::class("food")]),
+        Example::new("the beer was served", vec![Tag::class("drinks")]),
+    ];
+    let opts = Options {
+        base: Some(&base),
+        ..options(None)
+    };
+    let warm = Model::train(ProjectType::Class, &few, &opts, &mut go).unwrap();
+    assert!(warm.info().warm_started);
+    assert_eq!(warm.info().dense, base.info().dense);
+    assert_eq!(classes(&warm, "the curry was served"), [Tag::class("food")]);
+}
