@@ -256,6 +256,8 @@ fn bench_absa(dir: &Path, out: &Path, options: &Options<'_>) -> Fallible<()> {
         "train_s": train_s,
         "c": model.info().hyper.c,
         "c_labels": model.info().hyper.c_labels,
+        "at_least_one": model.info().calibration.at_least_one,
+        "empty_predictions": test.iter().filter(|e| model.predict(&e.text).tags.is_empty()).count(),
         "validation": model.info().hyper.validation,
     });
     eprintln!("absa: {result}");

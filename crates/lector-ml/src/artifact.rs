@@ -9,7 +9,7 @@
 //! | 4 | header length `h` |
 //! | h | header: [`ModelInfo`] as JSON (project type, classes, labels, features, hyper-parameters, calibration, training date, metrics) |
 //! | 8 | body length `b` |
-//! | b | body: the IDF table, then each head, stored sparsely (only rows with a non-zero value) |
+//! | b | body: the IDF table, then each head, stored sparsely (only rows with a non-zero value); a model with a sentence encoder (`dense` in the header) has the encoder's `dim` rows after the hashed buckets in the IDF table and the main head |
 //! | 8 | FNV-1a 64 of everything before it |
 //!
 //! The weights are exact `f32` bit patterns, so a loaded model predicts exactly what the saved
@@ -17,6 +17,9 @@
 //! then bounds-checks every length, so a truncated, corrupted or foreign file is an
 //! [`Error::Artifact`], never a panic or a huge allocation.
 
+use std::sync::Arc;
+
+use crate::dense::{Embedder, Encoder};
 use crate::error::{Error, Result};
 use crate::features::{FNV_SEED, fnv1a};
 use crate::model::{Head, Model, ModelInfo, Table};
@@ -179,8 +182,15 @@ impl Model {
         out
     }
 
-    /// Reads an artifact written by [`Model::to_bytes`].
+    /// Reads an artifact written by [`Model::to_bytes`] of a model without a sentence
+    /// encoder (see [`Model::from_bytes_with`]).
     pub fn from_bytes(bytes: &[u8]) -> Result<Model> {
+        Self::from_bytes_with(bytes, None)
+    }
+
+    /// Reads an artifact; a model trained with a sentence encoder needs that encoder (same
+    /// [`Embedder::id`]) as `encoder`.
+    pub fn from_bytes_with(bytes: &[u8], encoder: Option<Arc<dyn Embedder>>) -> Result<Model> {
         if bytes.len() < 8 || &bytes[..8] != MAGIC {
             return Err(Error::artifact("not a Lector model (bad magic)"));
         }
@@ -215,19 +225,30 @@ impl Model {
             return Err(Error::artifact("body length does not match the file"));
         }
         let dim = info.features.buckets();
+        let encoder = match (&info.dense, encoder) {
+            (None, _) => None,
+            (Some(d), Some(e)) if e.id() == d.encoder && e.dim() == d.dim => Some(Encoder(e)),
+            (Some(d), _) => {
+                return Err(Error::artifact(format!(
+                    "the model reads the sentence encoder {} ({} values), which was not given",
+                    d.encoder, d.dim
+                )));
+            }
+        };
+        let main_dim = dim.saturating_add(info.dense.as_ref().map_or(0, |d| d.dim));
         // The checksum is no signature: a crafted header could ask for any table size, so
         // refuse sizes no trained model has before allocating them.
         let outputs = info.classes.len().max(info.labels.len()) + 1;
-        if dim.saturating_mul(outputs) > MAX_TABLE_FLOATS {
+        if main_dim.saturating_mul(outputs) > MAX_TABLE_FLOATS {
             return Err(Error::artifact("the header asks for an implausibly large model"));
         }
-        let idf = r.sparse_table(dim)?;
+        let idf = r.sparse_table(main_dim)?;
         let main_outputs = if info.project_type == lector_core::ProjectType::Label {
             info.labels.len()
         } else {
             info.classes.len()
         };
-        let main = r.head(dim, main_outputs)?;
+        let main = r.head(main_dim, main_outputs)?;
         let label_head = match r.take(1)?[0] {
             0 => None,
             1 => Some(r.head(dim, info.labels.len().max(1))?),
@@ -243,7 +264,12 @@ impl Model {
             return Err(Error::artifact("thresholds do not match the classes"));
         }
         let main = Table::fuse(&idf, &main);
-        Ok(Model { info, main, label_head })
+        Ok(Model {
+            info,
+            main,
+            label_head,
+            encoder,
+        })
     }
 }
 

@@ -6,7 +6,10 @@
 //!   trained by dual coordinate descent (`svm`), the cost chosen and the probabilities
 //!   calibrated on held-out data (`train`, `calibrate`). It is reproducible bit for bit from
 //!   [`Options::seed`], reports progress and can be cancelled through its callback, and can
-//!   start from a base model ([`Options::base`]).
+//!   start from a base model ([`Options::base`]). An optional sentence encoder
+//!   ([`Options::embedder`], an [`Embedder`] such as `lector-embed`'s MiniLM) adds its dense
+//!   vector to the n-grams of the main head; such a model loads only with that encoder
+//!   ([`Model::from_bytes_with`]).
 //! - [`Model::predict`] gives the decided [`Tag`]s with calibrated probabilities.
 //! - [`Model::evaluate`] and [`evaluate_tags`] compute the [`Metrics`] the product reports;
 //!   [`split_examples`] makes the stratified, seeded train/test split.
@@ -31,6 +34,7 @@
 
 mod artifact;
 mod calibrate;
+mod dense;
 mod error;
 mod features;
 mod metrics;
@@ -44,6 +48,7 @@ mod train;
 
 pub use artifact::FORMAT_VERSION;
 pub use calibrate::Platt;
+pub use dense::{DenseConfig, Embedder};
 pub use error::{Error, Result};
 pub use features::FeatureConfig;
 pub use metrics::{ConfusionMatrix, Metrics, NameScores, evaluate_tags};

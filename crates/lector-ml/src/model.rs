@@ -10,6 +10,7 @@ use lector_core::ProjectType;
 use serde::{Deserialize, Serialize};
 
 use crate::calibrate::{Platt, softmax};
+use crate::dense::{DenseConfig, Encoder, scaled};
 use crate::features::{FeatureConfig, Featurizer, Scratch, SparseVec, mix64, sublinear_tf};
 use crate::metrics::{Metrics, evaluate_tags};
 
@@ -132,6 +133,10 @@ pub struct Calibration {
     pub thresholds: Vec<f32>,
     /// Pair types: softmax temperature of the label head.
     pub label_temperature: f32,
+    /// Multi-label heads: when no class reaches its threshold, take the most probable one
+    /// (chosen on held-out data: right where every segment has a class).
+    #[serde(default)]
+    pub at_least_one: bool,
 }
 
 /// Everything about a model except its weights: the artifact's header.
@@ -141,6 +146,9 @@ pub struct ModelInfo {
     pub classes: Vec<String>,
     pub labels: Vec<String>,
     pub features: FeatureConfig,
+    /// Set when the main head also reads a sentence encoder's vectors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dense: Option<DenseConfig>,
     pub hyper: HyperParameters,
     pub calibration: Calibration,
     /// Segments the model learnt from.
@@ -305,6 +313,9 @@ pub struct Model {
     pub(crate) main: Table,
     /// Pair types only.
     pub(crate) label_head: Option<Head>,
+    /// The sentence encoder of [`ModelInfo::dense`]; the main table has its `dim` rows
+    /// after the hashed buckets.
+    pub(crate) encoder: Option<Encoder>,
 }
 
 /// Reusable buffers for [`Model::predict_with`]: one per thread avoids allocation per text.
@@ -319,6 +330,11 @@ pub struct Workspace {
 impl Model {
     pub fn info(&self) -> &ModelInfo {
         &self.info
+    }
+
+    /// The sentence encoder the model reads beside its n-grams, if any.
+    pub fn embedder(&self) -> Option<&std::sync::Arc<dyn crate::Embedder>> {
+        self.encoder.as_ref().map(|e| &e.0)
     }
 
     pub fn project_type(&self) -> ProjectType {
@@ -376,6 +392,16 @@ impl Model {
         for (o, &b) in ws.scores.iter_mut().zip(&self.main.bias) {
             *o = *o * inv + b;
         }
+        if let (Some(encoder), Some(dense)) = (&self.encoder, &self.info.dense) {
+            let first = self.info.features.buckets();
+            let v = scaled(&encoder.0.embed(text), dense.weight);
+            for (i, &x) in v.iter().take(dense.dim).enumerate() {
+                let at = (first + i) * stride;
+                for (o, &w) in ws.scores.iter_mut().zip(&self.main.rows[at + 1..at + stride]) {
+                    *o += x * from_bf16(w);
+                }
+            }
+        }
         for v in &mut vec.values {
             *v *= inv;
         }
@@ -431,6 +457,11 @@ impl Model {
                     } else {
                         confidence = confidence.min(1.0 - p);
                     }
+                }
+                if tags.is_empty() && cal.at_least_one && !probs.is_empty() {
+                    let k = argmax(&probs);
+                    confidence = confidence.min(probs[k]);
+                    tags.push(k);
                 }
                 let classes: Vec<Scored> = self
                     .info

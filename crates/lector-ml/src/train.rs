@@ -9,13 +9,15 @@
 //! bytes.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use lector_core::ProjectType;
 
 use crate::calibrate::{Platt, best_threshold, fit_temperature};
+use crate::dense::{DenseConfig, Embedder, Encoder, scaled};
 use crate::error::{Error, Result};
 use crate::features::{FeatureConfig, Featurizer, Scratch, SparseVec};
-use crate::model::{Calibration, Example, Head, HyperParameters, Model, ModelInfo, Table, cross};
+use crate::model::{Calibration, Example, Head, HyperParameters, Model, ModelInfo, Table, argmax, cross};
 use crate::progress::{Progress, ProgressFn};
 use crate::rng::Rng;
 use crate::split::stratified_folds;
@@ -53,6 +55,12 @@ pub struct Options<'a> {
     /// Start from this model's weights (regularised towards them) where labels or classes
     /// have the same names.
     pub base: Option<&'a Model>,
+    /// A sentence encoder whose vectors join the n-grams of the main head (an optional base
+    /// model, e.g. `lector-embed`'s MiniLM); the model keeps it for prediction. A warm start
+    /// without one keeps the base model's.
+    pub embedder: Option<Arc<dyn Embedder>>,
+    /// The encoder's vector is scaled by this beside the unit-length n-gram vector.
+    pub dense_weight: f32,
 }
 
 impl Default for Options<'_> {
@@ -65,6 +73,8 @@ impl Default for Options<'_> {
             max_epochs: 50,
             trained_at: None,
             base: None,
+            embedder: None,
+            dense_weight: 1.0,
         }
     }
 }
@@ -360,8 +370,39 @@ fn train_inner(
 
     let text_units = rows.iter().map(|&i| examples[i].text.len() as f64).sum::<f64>();
     progress.plan(text_units);
+    // A warm start keeps the base model's encoder (like its features) unless one is given.
+    let (embedder, dense_weight) = match (&options.embedder, options.base) {
+        (Some(e), _) => (Some(e.clone()), options.dense_weight),
+        (None, Some(base)) => match (&base.encoder, &base.info.dense) {
+            (Some(e), Some(d)) => (Some(e.0.clone()), d.weight),
+            _ => (None, options.dense_weight),
+        },
+        (None, None) => (None, options.dense_weight),
+    };
+    let dense = match &embedder {
+        Some(_) if !(dense_weight.is_finite() && dense_weight > 0.0) => {
+            return Err(Error::input(format!(
+                "the dense weight must be positive, not {dense_weight}"
+            )));
+        }
+        Some(e) => {
+            // Encoding costs far more per text than hashing n-grams: plan it as such.
+            progress.plan(ENCODE_UNITS_PER_BYTE * text_units);
+            Some(DenseConfig {
+                encoder: e.id(),
+                dim: e.dim(),
+                weight: dense_weight,
+            })
+        }
+        None => None,
+    };
     let (featurizer, x) = featurise(&features, examples, &rows, progress)?;
     let dim = features.buckets();
+    let x_main = match (&embedder, &dense) {
+        (Some(e), Some(d)) => with_dense(&x, dim, e.as_ref(), d, examples, &rows, progress)?,
+        _ => x.clone(),
+    };
+    let main_dim = dim + dense.as_ref().map_or(0, |d| d.dim);
     let params = SolverParams {
         max_epochs: options.max_epochs,
         eps: 0.1,
@@ -406,7 +447,7 @@ fn train_inner(
             (Targets::Multi { y, k: classes.len() }, keys)
         }
     };
-    let (runs, validation) = validation_runs(&keys, x.indices.len(), &mut rng, options.c.is_some());
+    let (runs, validation) = validation_runs(&keys, x_main.indices.len(), &mut rng, options.c.is_some());
     let grid: Vec<f64> = if runs.len() == 1 && options.c.is_none() {
         let capped: Vec<f64> = grid.iter().copied().filter(|&c| c <= LARGE_DATA_MAX_C).collect();
         if capped.is_empty() { grid } else { capped }
@@ -422,7 +463,7 @@ fn train_inner(
     let (w0_main, warm_main) = base_columns(
         base_main.as_ref().zip(options.base.map(|b| b.main_names())),
         main_names,
-        dim,
+        main_dim,
     );
 
     // The label head of the pair types: one row per (segment, class) with a label.
@@ -481,8 +522,8 @@ fn train_inner(
 
     // Plan all solver work, then run it.
     let main_job = HeadJob {
-        x: &x,
-        dim,
+        x: &x_main,
+        dim: main_dim,
         targets: &targets,
         runs: &runs,
         grid: &grid,
@@ -512,6 +553,7 @@ fn train_inner(
         platt: Platt::default(),
         thresholds: Vec::new(),
         label_temperature: 1.0,
+        at_least_one: false,
     };
     match &targets {
         Targets::Single { y, .. } => {
@@ -543,6 +585,7 @@ fn train_inner(
                     )
                 })
                 .collect();
+            calibration.at_least_one = at_least_one_helps(&main.held_out, y, &calibration);
         }
     }
     let mut c_labels = None;
@@ -578,6 +621,7 @@ fn train_inner(
             classes,
             labels,
             features,
+            dense,
             hyper: HyperParameters {
                 c: main.c,
                 c_labels,
@@ -593,8 +637,9 @@ fn train_inner(
             warm_started: warm_main || warm_labels,
             metrics: None,
         },
-        main: Table::fuse(&featurizer.idf, &main.head),
+        main: Table::fuse(&dense_idf(&featurizer.idf, main_dim), &main.head),
         label_head,
+        encoder: embedder.map(Encoder),
     })
 }
 
@@ -655,6 +700,83 @@ fn vocabularies(project_type: ProjectType, examples: &[Example]) -> Result<(Vec<
             ((0..examples.len()).collect(), classes, labels)
         }
     })
+}
+
+/// Progress units per byte of text for encoding (against 1 for hashing n-grams).
+const ENCODE_UNITS_PER_BYTE: f64 = 50.0;
+
+/// The IDF table of the main head: the n-grams' weights, then 0 for the encoder's rows
+/// (they are no n-grams; prediction reads only their weights).
+fn dense_idf(idf: &[f32], main_dim: usize) -> Vec<f32> {
+    let mut out = idf.to_vec();
+    out.resize(main_dim, 0.0);
+    out
+}
+
+/// `x` with each row's encoder vector appended at columns `dim..dim + d.dim`.
+fn with_dense(
+    x: &Csr,
+    dim: usize,
+    encoder: &dyn Embedder,
+    d: &DenseConfig,
+    examples: &[Example],
+    rows: &[usize],
+    progress: &mut Progress<'_, '_>,
+) -> Result<Csr> {
+    let mut out = Csr::new();
+    let mut v = SparseVec::default();
+    for (r, &i) in rows.iter().enumerate() {
+        let (ind, val) = x.row(r);
+        v.indices.clear();
+        v.values.clear();
+        v.indices.extend_from_slice(ind);
+        v.values.extend_from_slice(val);
+        let e = scaled(&encoder.embed(&examples[i].text), d.weight);
+        for (j, &value) in e.iter().take(d.dim).enumerate() {
+            if value != 0.0 {
+                v.indices.push((dim + j) as u32);
+                v.values.push(value);
+            }
+        }
+        out.push(&v);
+        // Cancellable between texts: encoding is the slow part of training with an encoder.
+        progress.advance(ENCODE_UNITS_PER_BYTE * examples[i].text.len() as f64)?;
+    }
+    Ok(out)
+}
+
+/// Whether taking the most probable class when none reaches its threshold raises the held-out
+/// micro F1 (it does where every segment has a class, as in ABSA data).
+fn at_least_one_helps(held_out: &[(usize, Vec<f64>)], y: &[Vec<usize>], calibration: &Calibration) -> bool {
+    let (mut tp, mut fp, mut fn_) = (0usize, 0usize, 0usize);
+    let (mut gain_tp, mut gain_fp) = (0usize, 0usize);
+    for (r, m) in held_out {
+        let probs: Vec<f32> = m.iter().map(|&v| calibration.platt.probability(v as f32)).collect();
+        let mut any = false;
+        for (c, &p) in probs.iter().enumerate() {
+            let on = p >= calibration.thresholds.get(c).copied().unwrap_or(0.5);
+            any |= on;
+            match (y[*r].contains(&c), on) {
+                (true, true) => tp += 1,
+                (true, false) => fn_ += 1,
+                (false, true) => fp += 1,
+                _ => {}
+            }
+        }
+        if !any && !probs.is_empty() {
+            let k = argmax(&probs);
+            if y[*r].contains(&k) {
+                gain_tp += 1;
+            } else {
+                gain_fp += 1;
+            }
+        }
+    }
+    let f1 = |tp: usize, fp: usize, fn_: usize| {
+        let d = 2 * tp + fp + fn_;
+        if d == 0 { 0.0 } else { 2.0 * tp as f64 / d as f64 }
+    };
+    f1(tp + gain_tp, fp + gain_fp, fn_ - gain_tp) > f1(tp, fp, fn_)
 }
 
 /// Featurises the rows: raw counts, IDF weights learnt from them, then weighted, normalised
@@ -744,4 +866,32 @@ fn base_columns(base: Option<(&Head, &[String])>, names: &[String], dim: usize) 
         .collect();
     let any = cols.iter().any(Option::is_some);
     (cols, any)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calibration(thresholds: Vec<f32>) -> Calibration {
+        Calibration {
+            temperature: 1.0,
+            platt: Platt::default(),
+            thresholds,
+            label_temperature: 1.0,
+            at_least_one: false,
+        }
+    }
+
+    #[test]
+    fn at_least_one_is_chosen_only_where_it_helps() {
+        let cal = calibration(vec![0.99, 0.99]);
+        // Every segment has a class and the most probable one is right: forcing one helps.
+        let held = vec![(0, vec![0.5, -0.5]), (1, vec![-0.5, 0.5])];
+        assert!(at_least_one_helps(&held, &[vec![0], vec![1]], &cal));
+        // Segments without a class: forcing one only adds false positives.
+        assert!(!at_least_one_helps(&held, &[vec![], vec![]], &cal));
+        // Something already passes its threshold: nothing to force.
+        let cal = calibration(vec![0.1, 0.1]);
+        assert!(!at_least_one_helps(&held, &[vec![0], vec![1]], &cal));
+    }
 }

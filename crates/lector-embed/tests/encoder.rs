@@ -1,0 +1,137 @@
+//! The encoder end to end: on a tiny random BERT written by the test (always), and on the
+//! real MiniLM against figures from the reference implementation (Hugging Face's
+//! tokenizer and sentence-transformers) when `LECTOR_MINILM_DIR` names the directory that
+//! `scripts/fetch-minilm` prints.
+
+use std::path::PathBuf;
+
+use lector_embed::{MiniLm, write_f32};
+use serde_json::json;
+
+/// A deterministic pseudo-random stream in [-0.5, 0.5).
+fn values(seed: u64, n: usize) -> Vec<f32> {
+    let mut z = seed;
+    (0..n)
+        .map(|_| {
+            z = z
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((z >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        })
+        .collect()
+}
+
+fn tiny() -> MiniLm {
+    let (h, i, vocab, positions) = (8usize, 16usize, 12usize, 16usize);
+    let config = json!({
+        "vocab_size": vocab, "hidden_size": h, "num_attention_heads": 2, "num_hidden_layers": 2,
+        "intermediate_size": i, "max_position_embeddings": positions, "layer_norm_eps": 1e-12,
+        "hidden_act": "gelu"
+    });
+    let mut tensors: Vec<(String, Vec<usize>, Vec<f32>)> = vec![
+        (
+            "embeddings.word_embeddings.weight".into(),
+            vec![vocab, h],
+            values(1, vocab * h),
+        ),
+        (
+            "embeddings.position_embeddings.weight".into(),
+            vec![positions, h],
+            values(2, positions * h),
+        ),
+        (
+            "embeddings.token_type_embeddings.weight".into(),
+            vec![2, h],
+            values(3, 2 * h),
+        ),
+        ("embeddings.LayerNorm.weight".into(), vec![h], vec![1.0; h]),
+        ("embeddings.LayerNorm.bias".into(), vec![h], vec![0.0; h]),
+    ];
+    let mut seed = 10;
+    for l in 0..2 {
+        let p = format!("encoder.layer.{l}");
+        for (name, out, inp) in [
+            ("attention.self.query", h, h),
+            ("attention.self.key", h, h),
+            ("attention.self.value", h, h),
+            ("attention.output.dense", h, h),
+            ("intermediate.dense", i, h),
+            ("output.dense", h, i),
+        ] {
+            seed += 1;
+            tensors.push((format!("{p}.{name}.weight"), vec![out, inp], values(seed, out * inp)));
+            tensors.push((format!("{p}.{name}.bias"), vec![out], values(seed + 100, out)));
+        }
+        for name in ["attention.output.LayerNorm", "output.LayerNorm"] {
+            tensors.push((format!("{p}.{name}.weight"), vec![h], vec![1.0; h]));
+            tensors.push((format!("{p}.{name}.bias"), vec![h], vec![0.0; h]));
+        }
+    }
+    let refs: Vec<(&str, Vec<usize>, Vec<f32>)> = tensors
+        .iter()
+        .map(|(n, s, v)| (n.as_str(), s.clone(), v.clone()))
+        .collect();
+    let vocab_text = "[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\nfood\nwas\ngreat\nslow\nservice\n##s\n.\n";
+    MiniLm::from_parts(&config, vocab_text, write_f32(&refs), 16, "tiny".into()).unwrap()
+}
+
+#[test]
+fn tiny_encoder_gives_deterministic_unit_vectors_that_depend_on_the_text() {
+    let m = tiny();
+    let a = m.embed("the food was great .");
+    assert_eq!(a.len(), 8);
+    assert!((a.iter().map(|v| v * v).sum::<f32>() - 1.0).abs() < 1e-5);
+    assert_eq!(a, m.embed("the food was great ."));
+    let b = m.embed("the service was slow .");
+    assert!(a.iter().zip(&b).any(|(x, y)| (x - y).abs() > 1e-3));
+    // Longer than max_tokens: cut, still a unit vector.
+    let long = "the food ".repeat(100);
+    assert_eq!(m.tokens(&long).len(), 16);
+    assert!((m.embed(&long).iter().map(|v| v * v).sum::<f32>() - 1.0).abs() < 1e-5);
+}
+
+#[test]
+fn missing_tensors_and_bad_configs_are_errors() {
+    let config = json!({"vocab_size": 4, "hidden_size": 8, "num_attention_heads": 2, "num_hidden_layers": 1,
+        "intermediate_size": 16, "max_position_embeddings": 8, "hidden_act": "gelu"});
+    let vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n";
+    let empty = write_f32(&[]);
+    assert!(MiniLm::from_parts(&config, vocab, empty.clone(), 8, "x".into()).is_err());
+    let bad_heads = json!({"vocab_size": 4, "hidden_size": 8, "num_attention_heads": 3, "num_hidden_layers": 1,
+        "intermediate_size": 16, "max_position_embeddings": 8, "hidden_act": "gelu"});
+    assert!(MiniLm::from_parts(&bad_heads, vocab, empty, 8, "x".into()).is_err());
+    assert!(MiniLm::load(&PathBuf::from("/nonexistent")).is_err());
+}
+
+/// Run with `LECTOR_MINILM_DIR=$(scripts/fetch-minilm) cargo test -p lector-embed -- --ignored`.
+#[test]
+#[ignore = "needs the MiniLM: set LECTOR_MINILM_DIR to the directory scripts/fetch-minilm prints"]
+fn minilm_matches_the_reference_implementation() {
+    let dir = PathBuf::from(std::env::var("LECTOR_MINILM_DIR").expect("LECTOR_MINILM_DIR"));
+    let m = MiniLm::load(&dir).unwrap();
+    // Hugging Face BertTokenizer (uncased) ids.
+    assert_eq!(
+        m.tokens("The crème brûlée was great, but the waiter (Jürgen) forgot us!"),
+        [
+            101, 1996, 13675, 21382, 7987, 9307, 2063, 2001, 2307, 1010, 2021, 1996, 15610, 1006, 23171, 1007, 9471,
+            2149, 999, 102
+        ]
+    );
+    // sentence-transformers' normalised embeddings, first six values.
+    for (text, want) in [
+        (
+            "The crème brûlée was great, but the waiter (Jürgen) forgot us!",
+            [0.047426f32, -0.009234, -0.008392, -0.049585, -0.0098, 0.056921],
+        ),
+        (
+            "the food was great .",
+            [0.001552, 0.106203, 0.026236, 0.06019, -0.056517, 0.019882],
+        ),
+    ] {
+        let got = m.embed(text);
+        assert_eq!(got.len(), 384);
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 2e-6, "{text}: {g} vs {w}");
+        }
+    }
+}
