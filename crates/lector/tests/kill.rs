@@ -1,27 +1,16 @@
 //! A worker process killed (SIGKILL) in the middle of an import: another worker takes the job
 //! over once the lease expires, and the import finishes once, with no document lost or doubled.
 
+mod common;
+
+use common::worker;
 use lector_core::Scope;
 use lector_store::testing::TestDatabase;
 use lector_store::{Backend, JobState, NewUser, ProjectFields, Store, WorkspaceRef};
 use serde_json::json;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const DOCUMENTS: usize = 20_000;
-
-fn worker(url: &str, dir: &std::path::Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(["worker", "--workers", "1", "--data-dir"])
-        .arg(dir)
-        .env("LECTOR_DATABASE_URL", url)
-        .env("LECTOR_JOB_LEASE_SECS", "2")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start a worker")
-}
 
 async fn killed_worker_loses_nothing(backend: Backend) {
     let Some(database) = TestDatabase::create(backend).await else {

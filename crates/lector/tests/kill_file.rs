@@ -2,27 +2,16 @@
 //! worker reads the file again from the blob store, skips the rows the first one stored, and
 //! the group ends with every row once.
 
+mod common;
+
+use common::worker;
 use lector_core::Scope;
 use lector_store::testing::TestDatabase;
 use lector_store::{Backend, Blobs, JobState, NewUser, ProjectFields, Store, WorkspaceRef};
 use serde_json::json;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const ROWS: usize = 20_000;
-
-fn worker(url: &str, dir: &std::path::Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(["worker", "--workers", "1", "--data-dir"])
-        .arg(dir)
-        .env("LECTOR_DATABASE_URL", url)
-        .env("LECTOR_JOB_LEASE_SECS", "2")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start a worker")
-}
 
 async fn wait_until(store: &Store, job_id: i64, done: impl Fn(&lector_store::Job) -> bool) -> lector_store::Job {
     let started = Instant::now();
