@@ -9,7 +9,7 @@ use crate::jobs::{Lease, NewJob, check_fence, enqueue_in};
 use crate::records::FromAnyRow;
 use crate::records::Project;
 use crate::uploads::{Upload, mark_used_in};
-use crate::{Backend, Param, Store, db, placeholders};
+use crate::{Backend, Param, Store, db, numbered, placeholders};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope};
 use sqlx::any::AnyRow;
@@ -177,10 +177,7 @@ impl Store {
     pub async fn segments_of(&self, document_ids: &[i64]) -> Result<Vec<Segment>> {
         let mut segments = Vec::new();
         for chunk in document_ids.chunks(500) {
-            let placeholders = (1..=chunk.len())
-                .map(|i| format!("${i}"))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let placeholders = numbered(1, chunk.len());
             let sql = format!(
                 "SELECT id, document_id, position, span_start, span_end, text FROM segments \
                  WHERE document_id IN ({placeholders}) ORDER BY document_id, position"

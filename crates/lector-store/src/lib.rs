@@ -238,6 +238,14 @@ pub(crate) fn placeholders(rows: usize, width: usize, backend: Backend) -> Strin
     sql
 }
 
+/// `$first, $first+1, …`: `count` numbered placeholders, for an `IN (…)` list.
+pub(crate) fn numbered(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Maps a database failure into the error catalogue, logging what the client must not see.
 pub(crate) fn db(e: sqlx::Error) -> Error {
     match &e {

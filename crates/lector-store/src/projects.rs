@@ -5,7 +5,7 @@
 //! ABSA projects keep exactly the labels positive, negative and neutral.
 
 use crate::records::{CLASS_COLUMNS, Class, FromAnyRow, LABEL_COLUMNS, Label, PROJECT_COLUMNS, Project, Workspace};
-use crate::{Store, db, db_unique};
+use crate::{Store, db, db_unique, numbered};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, ErrorCode, ProjectType, Result, Role, Scope};
 use sqlx::{Any, Transaction};
@@ -87,7 +87,7 @@ impl Store {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let placeholders = (1..=ids.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+        let placeholders = numbered(1, ids.len());
         let sql =
             format!("SELECT {PROJECT_COLUMNS} FROM projects p WHERE p.workspace_id IN ({placeholders}) ORDER BY p.id");
         let mut query = sqlx::query(&sql);

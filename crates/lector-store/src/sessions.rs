@@ -6,7 +6,7 @@
 
 use crate::documents::{NewDocument, insert_document, insert_group};
 use crate::records::{CLASS_COLUMNS, Class, FromAnyRow, LABEL_COLUMNS, Label, Project};
-use crate::{Param, Store, db};
+use crate::{Param, Store, db, numbered};
 use lector_core::labeling::{self, SessionMode, SessionStatus, TagNames};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, FieldError, ProjectType, Result, Scope};
@@ -602,10 +602,7 @@ impl Store {
         let mut tags = Vec::new();
         for chunk in segment_ids.chunks(500) {
             let mut params: Vec<Param> = chunk.iter().map(|id| Param::Int(*id)).collect();
-            let places = (1..=chunk.len())
-                .map(|i| format!("${i}"))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let places = numbered(1, chunk.len());
             let mut sql = format!("SELECT {TAG_COLUMNS} FROM {TAG_JOINS} WHERE t.segment_id IN ({places})");
             if let Some(session_id) = session_id {
                 params.push(Param::Int(session_id));
@@ -627,10 +624,7 @@ impl Store {
     pub async fn marks_of(&self, session_id: i64, segment_ids: &[i64]) -> Result<Vec<SegmentMark>> {
         let mut marks = Vec::new();
         for chunk in segment_ids.chunks(500) {
-            let places = (2..=chunk.len() + 1)
-                .map(|i| format!("${i}"))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let places = numbered(2, chunk.len());
             let sql = format!(
                 "SELECT session_id, segment_id, document_id, name, created FROM segment_statuses \
                  WHERE session_id = $1 AND segment_id IN ({places}) ORDER BY segment_id"
@@ -886,10 +880,7 @@ pub(crate) async fn project_documents(
     };
     let mut found = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(500) {
-        let places = (2..=chunk.len() + 1)
-            .map(|i| format!("${i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let places = numbered(2, chunk.len());
         let sql = format!("SELECT id FROM documents WHERE project_id = $1 AND id IN ({places})");
         let mut params = vec![Param::Int(project_id)];
         params.extend(chunk.iter().map(|id| Param::Int(*id)));
@@ -973,10 +964,7 @@ async fn auto_tag(
 ) -> Result<()> {
     let (classes, labels) = (vocabulary.class_names(), vocabulary.label_names());
     for chunk in document_ids.chunks(500) {
-        let places = (1..=chunk.len())
-            .map(|i| format!("${i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let places = numbered(1, chunk.len());
         let sql = format!("SELECT id, meta FROM documents WHERE id IN ({places})");
         let params = chunk.iter().map(|id| Param::Int(*id)).collect();
         let rows = Param::bind_all(sqlx::query(&sql), params)
