@@ -173,6 +173,13 @@ impl S3 {
         expect_success("delete a blob")(response).map(|_| ())
     }
 
+    /// The address of a blob: the bucket's address, the prefix, the key (encoded as SigV4 wants).
+    fn object_url(&self, key: &str) -> Result<Url> {
+        self.base
+            .join(&uri_encode(&format!("{}{key}", self.prefix), false))
+            .map_err(|_| Error::bad_request("the blob key does not make a valid address"))
+    }
+
     /// Signs and sends one request for `key`.
     async fn send(
         &self,
@@ -182,10 +189,7 @@ impl S3 {
         length: Option<u64>,
         body: reqwest::Body,
     ) -> Result<reqwest::Response> {
-        let url = self
-            .base
-            .join(&uri_encode(&format!("{}{key}", self.prefix), false))
-            .map_err(|_| Error::bad_request("the blob key does not make a valid address"))?;
+        let url = self.object_url(key)?;
         let amz_date = amz_date(time::OffsetDateTime::now_utc());
         let mut signed = vec![
             (
@@ -264,4 +268,47 @@ fn request_failed(what: &'static str) -> impl Fn(reqwest::Error) -> Error {
 fn io_failed(e: std::io::Error) -> Error {
     tracing::error!(error = %e, "temporary file for a blob");
     Error::internal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(url: &str, endpoint: Option<&str>) -> S3 {
+        let endpoint = endpoint.map(str::to_owned);
+        S3::open(url, &move |name| match name {
+            "AWS_ENDPOINT_URL" => endpoint.clone(),
+            "AWS_REGION" => Some("eu-central-1".into()),
+            _ => Some("x".into()),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn blob_addresses() {
+        let url = |s3: &S3, key: &str| s3.object_url(key).unwrap().to_string();
+        assert_eq!(
+            url(&open("data/blobs/", None), "uploads/a b.csv"),
+            "https://data.s3.eu-central-1.amazonaws.com/blobs/uploads/a%20b.csv"
+        );
+        assert_eq!(
+            url(&open("my.data", None), "k"),
+            "https://s3.eu-central-1.amazonaws.com/my.data/k"
+        );
+        assert_eq!(
+            url(&open("data/p", Some("http://127.0.0.1:9000/")), "k/ü"),
+            "http://127.0.0.1:9000/data/p/k/%C3%BC"
+        );
+        let bad = |url: &str, endpoint: Option<&str>| {
+            let endpoint = endpoint.map(str::to_owned);
+            S3::open(url, &move |name| match name {
+                "AWS_ENDPOINT_URL" => endpoint.clone(),
+                _ => Some("x".into()),
+            })
+            .is_err()
+        };
+        assert!(bad("", None));
+        assert!(bad("Bad Bucket/p", None));
+        assert!(bad("data", Some("ftp://host")));
+    }
 }

@@ -105,6 +105,22 @@ async fn missing_blobs_and_refused_signatures() {
     assert!(bucket.lock().unwrap().objects.is_empty());
 }
 
+#[tokio::test]
+async fn session_tokens_are_sent_and_signed() {
+    let (port, bucket) = stand_in().await;
+    let env = s3_stand_in::env(port, SECRET_KEY);
+    let blobs = Blobs::open_with_env("s3://lector-blobs", &move |name| match name {
+        "AWS_SESSION_TOKEN" => Some("session-token-1".into()),
+        _ => env(name),
+    })
+    .unwrap();
+    blobs.put_bytes("k", b"v".to_vec()).await.unwrap();
+    assert_eq!(read_all(blobs.open_file("k").await.unwrap()), b"v");
+    let bucket = bucket.lock().unwrap();
+    assert_eq!(bucket.tokens, ["session-token-1", "session-token-1"]);
+    assert!(bucket.objects.contains_key("/lector-blobs/k"));
+}
+
 #[test]
 fn s3_configuration_is_checked() {
     let no_keys = Blobs::open_with_env("s3://bucket/p", &|_| None).unwrap_err();

@@ -20,6 +20,8 @@ pub const REGION: &str = "eu-west-3";
 pub struct Bucket {
     pub objects: HashMap<String, Vec<u8>>,
     pub requests: usize,
+    /// The signed `x-amz-security-token` values seen.
+    pub tokens: Vec<String>,
 }
 
 pub type Shared = Arc<Mutex<Bucket>>;
@@ -91,6 +93,9 @@ fn respond(
     bucket.requests += 1;
     if !signed_correctly(method, path, headers, &body) {
         return ("403 Forbidden", b"<Error>SignatureDoesNotMatch</Error>".to_vec());
+    }
+    if let Some((_, token)) = headers.iter().find(|(n, _)| n == "x-amz-security-token") {
+        bucket.tokens.push(token.clone());
     }
     match method {
         "PUT" if length.is_none() => ("411 Length Required", Vec::new()),
