@@ -8,6 +8,7 @@ pub mod config;
 pub mod error;
 pub mod labeling;
 pub mod policy;
+pub mod sigv4;
 pub mod time;
 pub mod types;
 pub mod validate;

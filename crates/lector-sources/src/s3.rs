@@ -1,21 +1,17 @@
 //! One object of an S3-compatible bucket: a GET signed with AWS Signature Version 4, sent
 //! through the same guarded, bounded HTTP path as the http source.
 //!
-//! Signing is done here (HMAC-SHA256 over the canonical request) rather than with
-//! object_store's `aws` feature, which brings aws-lc (no aws-lc in the server, DESIGN.md
-//! section 10) and a client that cannot be pinned to the guard's checked addresses.
+//! Signing is `lector_core::sigv4` (shared with the blob store) rather than object_store's `aws`
+//! feature, which brings aws-lc (no aws-lc in the server, DESIGN.md section 10) and a client
+//! that cannot be pinned to the guard's checked addresses.
 
 use crate::http::{self, Redirects};
 use crate::secret::{S3Parameters, S3Secret};
 use crate::{Limits, guard::NetPolicy};
-use hmac::{Hmac, Mac};
+use lector_core::sigv4::{EMPTY_SHA256, Signer, amz_date, host_header, uri_encode};
 use lector_core::{Error, Result};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use sha2::{Digest, Sha256};
 use url::Url;
-
-/// SHA-256 of the empty body of a GET.
-const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 /// Checks an S3-compatible endpoint: http(s), a host, nothing after it.
 pub(crate) fn endpoint(text: &str) -> Result<Url, String> {
@@ -35,16 +31,8 @@ pub(crate) async fn fetch(
     parameters: &S3Parameters,
 ) -> Result<(Vec<u8>, String)> {
     let url = object_url(secret, parameters)?;
-    let now = time::OffsetDateTime::now_utc();
-    let amz_date = now
-        .format(time::macros::format_description!(
-            "[year][month][day]T[hour][minute][second]Z"
-        ))
-        .map_err(|_| Error::internal())?;
-    let host = match url.port() {
-        Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
-        None => url.host_str().unwrap_or_default().to_owned(),
-    };
+    let amz_date = amz_date(time::OffsetDateTime::now_utc());
+    let host = host_header(url.host_str().unwrap_or_default(), url.port());
     let mut signed = vec![
         ("host".to_owned(), host),
         ("x-amz-content-sha256".to_owned(), EMPTY_SHA256.to_owned()),
@@ -94,33 +82,6 @@ fn object_url(secret: &S3Secret, parameters: &S3Parameters) -> Result<Url> {
     Url::parse(&text).map_err(|_| Error::bad_request("the bucket and key do not make a valid address"))
 }
 
-/// Percent-encodes all but the unreserved characters (and `/` in paths), as SigV4 wants.
-fn uri_encode(text: &str, encode_slash: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => out.push(byte as char),
-            b'/' if !encode_slash => out.push('/'),
-            _ => out.push_str(&format!("%{byte:02X}")),
-        }
-    }
-    out
-}
-
-type HmacSha256 = Hmac<Sha256>;
-
-fn hmac(key: &[u8], data: &str) -> Vec<u8> {
-    let mut mac = HmacSha256::new_from_slice(key).expect("HMAC takes keys of any length");
-    mac.update(data.as_bytes());
-    mac.finalize().into_bytes().to_vec()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The `Authorization` header of a SigV4-signed S3 request. `headers` are the signed ones,
-/// lower-case, in order.
 fn authorization(
     secret: &S3Secret,
     method: &str,
@@ -130,25 +91,12 @@ fn authorization(
     payload_hash: &str,
     amz_date: &str,
 ) -> String {
-    let date = &amz_date[..8];
-    let scope = format!("{date}/{}/s3/aws4_request", secret.region);
-    let canonical_headers: String = headers.iter().map(|(n, v)| format!("{n}:{}\n", v.trim())).collect();
-    let signed_headers = headers.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(";");
-    let canonical_request =
-        format!("{method}\n{canonical_uri}\n{canonical_query}\n{canonical_headers}\n{signed_headers}\n{payload_hash}");
-    let string_to_sign = format!(
-        "AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{}",
-        hex(&Sha256::digest(canonical_request.as_bytes()))
-    );
-    let mut key = hmac(format!("AWS4{}", secret.secret_access_key).as_bytes(), date);
-    for part in [secret.region.as_str(), "s3", "aws4_request"] {
-        key = hmac(&key, part);
-    }
-    let signature = hex(&hmac(&key, &string_to_sign));
-    format!(
-        "AWS4-HMAC-SHA256 Credential={}/{scope}, SignedHeaders={signed_headers}, Signature={signature}",
-        secret.access_key_id
-    )
+    let signer = Signer {
+        access_key_id: &secret.access_key_id,
+        secret_access_key: &secret.secret_access_key,
+        region: &secret.region,
+    };
+    signer.authorization(method, canonical_uri, canonical_query, headers, payload_hash, amz_date)
 }
 
 #[cfg(test)]
@@ -163,33 +111,6 @@ mod tests {
             endpoint: None,
             session_token: None,
         }
-    }
-
-    #[test]
-    fn signature_matches_the_published_get_object_example() {
-        // The "GET Object" example of the AWS Signature Version 4 documentation for S3.
-        let headers = [
-            ("host", "examplebucket.s3.amazonaws.com"),
-            ("range", "bytes=0-9"),
-            ("x-amz-content-sha256", EMPTY_SHA256),
-            ("x-amz-date", "20130524T000000Z"),
-        ]
-        .map(|(n, v)| (n.to_owned(), v.to_owned()));
-        let header = authorization(
-            &example_secret(),
-            "GET",
-            "/test.txt",
-            "",
-            &headers,
-            EMPTY_SHA256,
-            "20130524T000000Z",
-        );
-        assert_eq!(
-            header,
-            "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, \
-             SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, \
-             Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
-        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The blob store: bytes that never go into table rows (uploaded files, later model artifacts
-//! and page images), kept by `object_store` in a local directory or, with the `s3` feature, in
+//! and page images), kept by `object_store` in a local directory or, through [`crate::s3`], in
 //! an S3 bucket.
 //!
 //! Writes stream in bounded parts, so a large upload never sits in memory whole, and stop at a
@@ -7,6 +7,7 @@
 //! a temporary copy for S3, so the synchronous file readers of `lector-text` (XLSX needs `Seek`)
 //! can take it on a blocking thread.
 
+use crate::s3::S3;
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use lector_core::config::Config;
@@ -24,8 +25,14 @@ const PARTS_IN_FLIGHT: usize = 2;
 /// Where blobs live. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Blobs {
-    store: Arc<dyn ObjectStore>,
+    backend: Backend,
     location: String,
+}
+
+#[derive(Clone, Debug)]
+enum Backend {
+    Local(Arc<dyn ObjectStore>),
+    S3(Arc<S3>),
 }
 
 impl Blobs {
@@ -34,11 +41,17 @@ impl Blobs {
         Self::open(&config.blob_url())
     }
 
-    /// Opens `s3://bucket/prefix` or a local directory (`file:///path` or a plain path, created
-    /// if missing).
+    /// Opens `s3://bucket/prefix` (credentials from the `AWS_*` variables of the process) or a
+    /// local directory (`file:///path` or a plain path, created if missing).
     pub fn open(url: &str) -> Result<Self> {
-        let store: Arc<dyn ObjectStore> = if let Some(rest) = url.strip_prefix("s3://") {
-            s3(rest)?
+        Self::open_with_env(url, &|name| std::env::var(name).ok())
+    }
+
+    /// [`Blobs::open`] with the `AWS_*` variables answered by `env` (AWS_ACCESS_KEY_ID,
+    /// AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL, AWS_SESSION_TOKEN).
+    pub fn open_with_env(url: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
+        let backend = if let Some(rest) = url.strip_prefix("s3://") {
+            Backend::S3(Arc::new(S3::open(rest, env)?))
         } else if url.contains("://") && !url.starts_with("file://") {
             return Err(Error::bad_request(format!(
                 "blob_url {url:?}: use s3://bucket/prefix or a local directory"
@@ -48,10 +61,10 @@ impl Blobs {
             std::fs::create_dir_all(dir).map_err(|e| Error::bad_request(format!("blob directory {dir}: {e}")))?;
             let local = object_store::local::LocalFileSystem::new_with_prefix(dir)
                 .map_err(|e| Error::bad_request(format!("blob directory {dir}: {e}")))?;
-            Arc::new(local.with_automatic_cleanup(true))
+            Backend::Local(Arc::new(local.with_automatic_cleanup(true)))
         };
         Ok(Self {
-            store,
+            backend,
             location: url.to_owned(),
         })
     }
@@ -67,8 +80,12 @@ impl Blobs {
     where
         S: Stream<Item = Result<Bytes>> + Unpin + Send,
     {
+        let store = match &self.backend {
+            Backend::Local(store) => store,
+            Backend::S3(s3) => return s3.put_stream(key, chunks, max_bytes).await,
+        };
         let path = Path::from(key);
-        let upload = self.store.put_multipart(&path).await.map_err(failed("start a blob"))?;
+        let upload = store.put_multipart(&path).await.map_err(failed("start a blob"))?;
         let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
         let mut written: u64 = 0;
         while let Some(chunk) = chunks.next().await {
@@ -99,7 +116,11 @@ impl Blobs {
 
     /// Writes a blob from bytes in memory.
     pub async fn put_bytes(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
-        self.store
+        let store = match &self.backend {
+            Backend::Local(store) => store,
+            Backend::S3(s3) => return s3.put_bytes(key, bytes).await,
+        };
+        store
             .put(&Path::from(key), bytes.into())
             .await
             .map(|_| ())
@@ -109,7 +130,11 @@ impl Blobs {
     /// Opens a blob for reading: the file itself when the store is a local directory, otherwise
     /// a temporary copy (deleted when the file is closed). A missing blob answers 404.
     pub async fn open_file(&self, key: &str) -> Result<std::fs::File> {
-        let got = self.store.get(&Path::from(key)).await.map_err(|e| match e {
+        let store = match &self.backend {
+            Backend::Local(store) => store,
+            Backend::S3(s3) => return s3.open_file(key).await,
+        };
+        let got = store.get(&Path::from(key)).await.map_err(|e| match e {
             object_store::Error::NotFound { .. } => Error::not_found("file"),
             e => failed("read a blob")(e),
         })?;
@@ -132,7 +157,11 @@ impl Blobs {
 
     /// Deletes a blob; a missing one is no error.
     pub async fn delete(&self, key: &str) -> Result<()> {
-        match self.store.delete(&Path::from(key)).await {
+        let store = match &self.backend {
+            Backend::Local(store) => store,
+            Backend::S3(s3) => return s3.delete(key).await,
+        };
+        match store.delete(&Path::from(key)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(failed("delete a blob")(e)),
         }
@@ -155,29 +184,4 @@ fn failed(what: &'static str) -> impl Fn(object_store::Error) -> Error {
 fn io_failed(e: std::io::Error) -> Error {
     tracing::error!(error = %e, "temporary file for a blob");
     Error::internal()
-}
-
-#[cfg(feature = "s3")]
-fn s3(bucket_and_prefix: &str) -> Result<Arc<dyn ObjectStore>> {
-    let (bucket, prefix) = bucket_and_prefix.split_once('/').unwrap_or((bucket_and_prefix, ""));
-    if bucket.is_empty() {
-        return Err(Error::bad_request("blob_url: s3://bucket/prefix needs a bucket"));
-    }
-    let s3 = object_store::aws::AmazonS3Builder::from_env()
-        .with_bucket_name(bucket)
-        .build()
-        .map_err(|e| Error::bad_request(format!("blob_url: {e}")))?;
-    let prefix = prefix.trim_matches('/');
-    if prefix.is_empty() {
-        Ok(Arc::new(s3))
-    } else {
-        Ok(Arc::new(object_store::prefix::PrefixStore::new(s3, prefix)))
-    }
-}
-
-#[cfg(not(feature = "s3"))]
-fn s3(_: &str) -> Result<Arc<dyn ObjectStore>> {
-    Err(Error::bad_request(
-        "blob_url names S3, but this build has no S3 support: build lector with `--features s3`",
-    ))
 }

@@ -34,6 +34,7 @@ mod migrations;
 mod notifications;
 mod projects;
 mod records;
+mod s3;
 mod security;
 mod sessions;
 #[cfg(feature = "testing")]

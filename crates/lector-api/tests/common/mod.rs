@@ -127,6 +127,20 @@ impl TestApp {
 
     /// Starts the app with a configuration the test may adjust.
     pub async fn start_with(backend: Backend, adjust: impl FnOnce(&mut Config)) -> Option<Self> {
+        Self::start_full(backend, adjust, None).await
+    }
+
+    /// Starts the app with its blobs in `blobs` (an S3 store opened with the test's own `AWS_*`
+    /// values, which a test cannot put in the process environment).
+    pub async fn start_with_blobs(backend: Backend, blobs: lector_store::Blobs) -> Option<Self> {
+        Self::start_full(backend, |_| {}, Some(blobs)).await
+    }
+
+    async fn start_full(
+        backend: Backend,
+        adjust: impl FnOnce(&mut Config),
+        blobs: Option<lector_store::Blobs>,
+    ) -> Option<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let database = TestDatabase::create(match backend {
             Backend::Sqlite => lector_store::Backend::Sqlite,
@@ -146,7 +160,10 @@ impl TestApp {
         config.rate_limits.register_per_hour = 1000;
         config.rate_limits.reset_mail_per_hour = 1000;
         adjust(&mut config);
-        let state = AppState::new(config).await.expect("app state");
+        let mut state = AppState::new(config).await.expect("app state");
+        if let Some(blobs) = blobs {
+            state.store = state.store.with_blobs(blobs);
+        }
         let server = Server::bind(state.clone()).await.expect("bind");
         let address = server.local_addr().expect("address");
         let (tx, rx) = oneshot::channel::<()>();

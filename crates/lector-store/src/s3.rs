@@ -1,0 +1,314 @@
+//! The S3 backend of the blob store: plain PUT, GET and DELETE requests signed with AWS
+//! Signature Version 4 (`lector_core::sigv4`) over reqwest with rustls on ring, so the default
+//! build stores blobs in S3 without aws-lc (DESIGN.md section 10).
+//!
+//! The endpoint is chosen by the operator (`blob_url`, `AWS_ENDPOINT_URL`), so requests do not
+//! go through the guard against server-side request forgery that user-given sources pass.
+//! A written blob is first streamed into a temporary file (bounded, hashed on the way), then
+//! sent in one PUT with its length and payload hash, its body read from that file: memory stays
+//! flat whatever the size. A read lands in a temporary file the same way.
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use lector_core::sigv4::{EMPTY_SHA256, Signer, amz_date, hex, host_header, sha256_hex, uri_encode};
+use lector_core::{Error, ErrorCode, Result};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Method, StatusCode};
+use sha2::{Digest, Sha256};
+use std::io::SeekFrom;
+use std::sync::Once;
+use std::time::Duration;
+use tokio::io::{AsyncSeekExt, AsyncWriteExt};
+use url::Url;
+
+/// How long connecting may take, and how long a request may wait for the next bytes.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where an S3 blob store is and how it is signed for, from `s3://bucket/prefix` and the
+/// `AWS_*` variables.
+#[derive(Clone)]
+pub(crate) struct S3 {
+    client: reqwest::Client,
+    /// The bucket's address, ending in `/`: path-style on a configured endpoint.
+    base: Url,
+    /// Key prefix inside the bucket, empty or ending in `/`.
+    prefix: String,
+    access_key_id: String,
+    secret_access_key: String,
+    region: String,
+    session_token: Option<String>,
+}
+
+impl std::fmt::Debug for S3 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3")
+            .field("base", &self.base.as_str())
+            .field("prefix", &self.prefix)
+            .field("region", &self.region)
+            .finish_non_exhaustive()
+    }
+}
+
+impl S3 {
+    /// Reads `bucket/prefix` (after `s3://`) and the variables `env` answers: AWS_ACCESS_KEY_ID
+    /// and AWS_SECRET_ACCESS_KEY (required), AWS_REGION (default us-east-1), AWS_ENDPOINT_URL
+    /// and AWS_SESSION_TOKEN (optional).
+    pub(crate) fn open(bucket_and_prefix: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
+        let (bucket, prefix) = bucket_and_prefix.split_once('/').unwrap_or((bucket_and_prefix, ""));
+        if bucket.is_empty() || !bucket.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b)) {
+            return Err(Error::bad_request(
+                "blob_url: s3://bucket/prefix needs a valid bucket name",
+            ));
+        }
+        let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let required =
+            |name: &str| var(name).ok_or_else(|| Error::bad_request(format!("blob_url names S3: set {name}")));
+        let region = var("AWS_REGION")
+            .or_else(|| var("AWS_DEFAULT_REGION"))
+            .unwrap_or_else(|| "us-east-1".into());
+        let base = match var("AWS_ENDPOINT_URL") {
+            Some(endpoint) => {
+                let url = Url::parse(&endpoint)
+                    .ok()
+                    .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
+                    .ok_or_else(|| Error::bad_request("AWS_ENDPOINT_URL must be an http(s) URL"))?;
+                format!("{}/{bucket}/", url.as_str().trim_end_matches('/'))
+            }
+            None if bucket.contains('.') => format!("https://s3.{region}.amazonaws.com/{bucket}/"),
+            None => format!("https://{bucket}.s3.{region}.amazonaws.com/"),
+        };
+        let base = Url::parse(&base).map_err(|_| Error::bad_request("blob_url: not a valid S3 address"))?;
+        let prefix = prefix.trim_matches('/');
+        install_crypto_provider();
+        let client = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(READ_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| {
+                tracing::error!(error = %e, "cannot build the S3 client");
+                Error::internal()
+            })?;
+        Ok(Self {
+            client,
+            base,
+            prefix: if prefix.is_empty() {
+                String::new()
+            } else {
+                format!("{prefix}/")
+            },
+            access_key_id: required("AWS_ACCESS_KEY_ID")?,
+            secret_access_key: required("AWS_SECRET_ACCESS_KEY")?,
+            region,
+            session_token: var("AWS_SESSION_TOKEN"),
+        })
+    }
+
+    /// Streams `chunks` into a temporary file (413 past `max_bytes`, nothing sent), then PUTs it.
+    pub(crate) async fn put_stream<S>(&self, key: &str, mut chunks: S, max_bytes: u64) -> Result<u64>
+    where
+        S: Stream<Item = Result<Bytes>> + Unpin + Send,
+    {
+        let mut file = tokio::fs::File::from_std(tempfile::tempfile().map_err(io_failed)?);
+        let mut hash = Sha256::new();
+        let mut written: u64 = 0;
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk?;
+            written += chunk.len() as u64;
+            if written > max_bytes {
+                return Err(Error::new(
+                    ErrorCode::PayloadTooLarge,
+                    format!("the file is over the limit of {max_bytes} bytes"),
+                ));
+            }
+            hash.update(&chunk);
+            file.write_all(&chunk).await.map_err(io_failed)?;
+        }
+        file.flush().await.map_err(io_failed)?;
+        file.seek(SeekFrom::Start(0)).await.map_err(io_failed)?;
+        let hash = hex(&hash.finalize());
+        self.send(Method::PUT, key, &hash, Some(written), reqwest::Body::from(file))
+            .await
+            .and_then(expect_success("write a blob"))?;
+        Ok(written)
+    }
+
+    /// PUTs bytes held in memory.
+    pub(crate) async fn put_bytes(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
+        let hash = sha256_hex(&bytes);
+        let length = bytes.len() as u64;
+        self.send(Method::PUT, key, &hash, Some(length), bytes.into())
+            .await
+            .and_then(expect_success("write a blob"))
+            .map(|_| ())
+    }
+
+    /// GETs a blob into a temporary file (deleted when closed), rewound; 404 when missing.
+    pub(crate) async fn open_file(&self, key: &str) -> Result<std::fs::File> {
+        let mut response = self
+            .send(Method::GET, key, EMPTY_SHA256, None, reqwest::Body::default())
+            .await?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Err(Error::not_found("file"));
+        }
+        response = expect_success("read a blob")(response)?;
+        let mut file = tokio::fs::File::from_std(tempfile::tempfile().map_err(io_failed)?);
+        while let Some(chunk) = response.chunk().await.map_err(request_failed("read a blob"))? {
+            file.write_all(&chunk).await.map_err(io_failed)?;
+        }
+        file.flush().await.map_err(io_failed)?;
+        file.seek(SeekFrom::Start(0)).await.map_err(io_failed)?;
+        Ok(file.into_std().await)
+    }
+
+    /// DELETEs a blob; a missing one is no error.
+    pub(crate) async fn delete(&self, key: &str) -> Result<()> {
+        let response = self
+            .send(Method::DELETE, key, EMPTY_SHA256, None, reqwest::Body::default())
+            .await?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Ok(());
+        }
+        expect_success("delete a blob")(response).map(|_| ())
+    }
+
+    /// The address of a blob: the bucket's address, the prefix, the key (encoded as SigV4 wants).
+    fn object_url(&self, key: &str) -> Result<Url> {
+        self.base
+            .join(&uri_encode(&format!("{}{key}", self.prefix), false))
+            .map_err(|_| Error::bad_request("the blob key does not make a valid address"))
+    }
+
+    /// Signs and sends one request for `key`.
+    async fn send(
+        &self,
+        method: Method,
+        key: &str,
+        payload_hash: &str,
+        length: Option<u64>,
+        body: reqwest::Body,
+    ) -> Result<reqwest::Response> {
+        let url = self.object_url(key)?;
+        let amz_date = amz_date(time::OffsetDateTime::now_utc());
+        let mut signed = vec![
+            (
+                "host".to_owned(),
+                host_header(url.host_str().unwrap_or_default(), url.port()),
+            ),
+            ("x-amz-content-sha256".to_owned(), payload_hash.to_owned()),
+            ("x-amz-date".to_owned(), amz_date.clone()),
+        ];
+        if let Some(token) = &self.session_token {
+            signed.push(("x-amz-security-token".to_owned(), token.clone()));
+        }
+        let signer = Signer {
+            access_key_id: &self.access_key_id,
+            secret_access_key: &self.secret_access_key,
+            region: &self.region,
+        };
+        let authorization = signer.authorization(method.as_str(), url.path(), "", &signed, payload_hash, &amz_date);
+        let mut headers = HeaderMap::new();
+        // `host` is set by the client from the URL, the same value as signed.
+        for (name, value) in signed
+            .into_iter()
+            .skip(1)
+            .chain([("authorization".to_owned(), authorization)])
+        {
+            let mut value = HeaderValue::from_str(&value)
+                .map_err(|_| Error::bad_request("an AWS_* variable has a value that cannot be sent"))?;
+            value.set_sensitive(true);
+            headers.insert(
+                HeaderName::from_bytes(name.as_bytes()).map_err(|_| Error::internal())?,
+                value,
+            );
+        }
+        if let Some(length) = length {
+            headers.insert(reqwest::header::CONTENT_LENGTH, HeaderValue::from(length));
+        }
+        self.client
+            .request(method, url)
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(request_failed("reach the blob store"))
+    }
+}
+
+/// Makes rustls use ring (the project's one crypto provider) for outbound connections.
+fn install_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// Passes a 2xx answer on; anything else is logged (status only) and answers 503.
+fn expect_success(what: &'static str) -> impl Fn(reqwest::Response) -> Result<reqwest::Response> {
+    move |response| {
+        if response.status().is_success() {
+            Ok(response)
+        } else {
+            tracing::error!(status = %response.status(), "cannot {what}: the S3 store refused");
+            Err(Error::unavailable(format!(
+                "cannot {what}: the blob store is unavailable"
+            )))
+        }
+    }
+}
+
+fn request_failed(what: &'static str) -> impl Fn(reqwest::Error) -> Error {
+    move |e| {
+        tracing::error!(error = %e, "cannot {what}");
+        Error::unavailable(format!("cannot {what}: the blob store is unavailable"))
+    }
+}
+
+fn io_failed(e: std::io::Error) -> Error {
+    tracing::error!(error = %e, "temporary file for a blob");
+    Error::internal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(url: &str, endpoint: Option<&str>) -> S3 {
+        let endpoint = endpoint.map(str::to_owned);
+        S3::open(url, &move |name| match name {
+            "AWS_ENDPOINT_URL" => endpoint.clone(),
+            "AWS_REGION" => Some("eu-central-1".into()),
+            _ => Some("x".into()),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn blob_addresses() {
+        let url = |s3: &S3, key: &str| s3.object_url(key).unwrap().to_string();
+        assert_eq!(
+            url(&open("data/blobs/", None), "uploads/a b.csv"),
+            "https://data.s3.eu-central-1.amazonaws.com/blobs/uploads/a%20b.csv"
+        );
+        assert_eq!(
+            url(&open("my.data", None), "k"),
+            "https://s3.eu-central-1.amazonaws.com/my.data/k"
+        );
+        assert_eq!(
+            url(&open("data/p", Some("http://127.0.0.1:9000/")), "k/ü"),
+            "http://127.0.0.1:9000/data/p/k/%C3%BC"
+        );
+        let bad = |url: &str, endpoint: Option<&str>| {
+            let endpoint = endpoint.map(str::to_owned);
+            S3::open(url, &move |name| match name {
+                "AWS_ENDPOINT_URL" => endpoint.clone(),
+                _ => Some("x".into()),
+            })
+            .is_err()
+        };
+        assert!(bad("", None));
+        assert!(bad("Bad Bucket/p", None));
+        assert!(bad("data", Some("ftp://host")));
+    }
+}

@@ -1,0 +1,136 @@
+//! The S3 backend of the blob store against a local stand-in (`support/s3_stand_in.rs`), which
+//! checks every request's SigV4 signature and payload hash.
+
+#[path = "support/s3_stand_in.rs"]
+mod s3_stand_in;
+
+use bytes::Bytes;
+use lector_core::{ErrorCode, Result};
+use lector_store::Blobs;
+use s3_stand_in::{SECRET_KEY, stand_in};
+use std::io::Read;
+
+fn blobs(port: u16, secret: &str) -> Blobs {
+    Blobs::open_with_env("s3://lector-blobs/tenant/files", &s3_stand_in::env(port, secret)).unwrap()
+}
+
+fn chunks(total: usize, size: usize) -> impl futures_util::Stream<Item = Result<Bytes>> + Unpin + Send {
+    let parts: Vec<Result<Bytes>> = (0..total.div_ceil(size))
+        .map(|i| {
+            let len = size.min(total - i * size);
+            Ok(Bytes::from(
+                (0..len).map(|j| ((i * size + j) % 251) as u8).collect::<Vec<_>>(),
+            ))
+        })
+        .collect();
+    futures_util::stream::iter(parts)
+}
+
+fn read_all(mut file: std::fs::File) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).unwrap();
+    bytes
+}
+
+#[tokio::test]
+async fn blobs_round_trip_through_signed_requests() {
+    let (port, bucket) = stand_in().await;
+    let blobs = blobs(port, SECRET_KEY);
+
+    // A streamed blob of several chunks arrives whole, under the prefix, in one PUT.
+    let total = 3 * 1024 * 1024 + 17;
+    let written = blobs
+        .put_stream("uploads/7/a b.csv", chunks(total, 64 * 1024), 10 << 20)
+        .await
+        .unwrap();
+    assert_eq!(written, total as u64);
+    let expected: Vec<u8> = (0..total).map(|j| (j % 251) as u8).collect();
+    {
+        let bucket = bucket.lock().unwrap();
+        assert_eq!(bucket.requests, 1);
+        assert_eq!(
+            bucket.objects.keys().collect::<Vec<_>>(),
+            ["/lector-blobs/tenant/files/uploads/7/a%20b.csv"]
+        );
+    }
+    assert_eq!(read_all(blobs.open_file("uploads/7/a b.csv").await.unwrap()), expected);
+
+    blobs.put_bytes("models/m1", b"weights".to_vec()).await.unwrap();
+    assert_eq!(read_all(blobs.open_file("models/m1").await.unwrap()), b"weights");
+
+    blobs.delete("uploads/7/a b.csv").await.unwrap();
+    let gone = blobs.open_file("uploads/7/a b.csv").await.unwrap_err();
+    assert_eq!(gone.code, ErrorCode::NotFound);
+    // Deleting again is no error.
+    blobs.delete("uploads/7/a b.csv").await.unwrap();
+    assert_eq!(bucket.lock().unwrap().objects.len(), 1);
+}
+
+#[tokio::test]
+async fn a_blob_over_the_limit_is_refused_and_nothing_is_sent() {
+    let (port, bucket) = stand_in().await;
+    let blobs = blobs(port, SECRET_KEY);
+    let err = blobs
+        .put_stream("uploads/big", chunks(100_001, 10_000), 100_000)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::PayloadTooLarge);
+    {
+        let bucket = bucket.lock().unwrap();
+        assert_eq!(bucket.requests, 0);
+        assert!(bucket.objects.is_empty());
+    }
+    // Exactly at the limit is fine.
+    assert_eq!(
+        blobs
+            .put_stream("uploads/big", chunks(100_000, 10_000), 100_000)
+            .await
+            .unwrap(),
+        100_000
+    );
+}
+
+#[tokio::test]
+async fn missing_blobs_and_refused_signatures() {
+    let (port, bucket) = stand_in().await;
+    let err = blobs(port, SECRET_KEY).open_file("nope").await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::NotFound);
+
+    // A wrong secret key is refused by the store: the write fails (503), nothing is kept.
+    let wrong = blobs(port, "not-the-secret");
+    let err = wrong.put_bytes("x", b"1".to_vec()).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::Unavailable);
+    let err = wrong.put_stream("x", chunks(10, 3), 100).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::Unavailable);
+    assert!(bucket.lock().unwrap().objects.is_empty());
+}
+
+#[tokio::test]
+async fn session_tokens_are_sent_and_signed() {
+    let (port, bucket) = stand_in().await;
+    let env = s3_stand_in::env(port, SECRET_KEY);
+    let blobs = Blobs::open_with_env("s3://lector-blobs", &move |name| match name {
+        "AWS_SESSION_TOKEN" => Some("session-token-1".into()),
+        _ => env(name),
+    })
+    .unwrap();
+    blobs.put_bytes("k", b"v".to_vec()).await.unwrap();
+    assert_eq!(read_all(blobs.open_file("k").await.unwrap()), b"v");
+    let bucket = bucket.lock().unwrap();
+    assert_eq!(bucket.tokens, ["session-token-1", "session-token-1"]);
+    assert!(bucket.objects.contains_key("/lector-blobs/k"));
+}
+
+#[test]
+fn s3_configuration_is_checked() {
+    let no_keys = Blobs::open_with_env("s3://bucket/p", &|_| None).unwrap_err();
+    assert!(no_keys.detail.contains("AWS_ACCESS_KEY_ID"), "{}", no_keys.detail);
+    let env = |name: &str| {
+        name.starts_with("AWS_")
+            .then(|| "x".to_owned())
+            .filter(|_| name != "AWS_ENDPOINT_URL")
+    };
+    assert!(Blobs::open_with_env("s3:///p", &env).is_err());
+    let blobs = Blobs::open_with_env("s3://bucket/p", &env).unwrap();
+    assert_eq!(blobs.location(), "s3://bucket/p");
+}

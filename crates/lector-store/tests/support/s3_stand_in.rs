@@ -1,0 +1,163 @@
+//! A local stand-in for an S3 bucket, shared by the blob store's tests and the API's: an
+//! HTTP/1.1 server on 127.0.0.1 that keeps objects in memory and answers only requests whose
+//! SigV4 signature it can recompute with the expected key (and whose payload hash matches the
+//! body). Included with `#[path]`, since test support of one crate's tests is no library API.
+
+#![allow(dead_code)]
+
+use lector_core::sigv4::{Signer, sha256_hex};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+pub const ACCESS_KEY: &str = "AKIDBLOBS";
+pub const SECRET_KEY: &str = "blob-secret-key";
+pub const REGION: &str = "eu-west-3";
+
+/// Objects by path (`/bucket/key`), and how many requests came in.
+#[derive(Default)]
+pub struct Bucket {
+    pub objects: HashMap<String, Vec<u8>>,
+    pub requests: usize,
+    /// The signed `x-amz-security-token` values seen.
+    pub tokens: Vec<String>,
+}
+
+pub type Shared = Arc<Mutex<Bucket>>;
+
+pub async fn stand_in() -> (u16, Shared) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let bucket = Shared::default();
+    let shared = bucket.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(serve_one(stream, shared.clone()));
+        }
+    });
+    (port, bucket)
+}
+
+async fn serve_one(mut stream: TcpStream, bucket: Shared) {
+    let mut data = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let head_end = loop {
+        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => data.extend_from_slice(&buf[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&data[..head_end]).to_string();
+    let mut lines = head.lines();
+    let mut request_line = lines.next().unwrap_or_default().split_whitespace();
+    let (method, path) = (
+        request_line.next().unwrap_or_default().to_owned(),
+        request_line.next().unwrap_or_default().to_owned(),
+    );
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    let length: Option<usize> = header("content-length").and_then(|v| v.parse().ok());
+    let mut body = data[head_end..].to_vec();
+    while body.len() < length.unwrap_or(0) {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => body.extend_from_slice(&buf[..n]),
+        }
+    }
+    let (status, answer) = respond(&method, &path, &headers, length, body, &bucket);
+    let reply = format!(
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        answer.len()
+    );
+    let _ = stream.write_all(reply.as_bytes()).await;
+    let _ = stream.write_all(&answer).await;
+    let _ = stream.shutdown().await;
+}
+
+fn respond(
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    length: Option<usize>,
+    body: Vec<u8>,
+    bucket: &Shared,
+) -> (&'static str, Vec<u8>) {
+    let mut bucket = bucket.lock().unwrap();
+    bucket.requests += 1;
+    if !signed_correctly(method, path, headers, &body) {
+        return ("403 Forbidden", b"<Error>SignatureDoesNotMatch</Error>".to_vec());
+    }
+    if let Some((_, token)) = headers.iter().find(|(n, _)| n == "x-amz-security-token") {
+        bucket.tokens.push(token.clone());
+    }
+    match method {
+        "PUT" if length.is_none() => ("411 Length Required", Vec::new()),
+        "PUT" => {
+            bucket.objects.insert(path.to_owned(), body);
+            ("200 OK", Vec::new())
+        }
+        "GET" => match bucket.objects.get(path) {
+            Some(bytes) => ("200 OK", bytes.clone()),
+            None => ("404 Not Found", b"<Error>NoSuchKey</Error>".to_vec()),
+        },
+        "DELETE" => {
+            bucket.objects.remove(path);
+            ("204 No Content", Vec::new())
+        }
+        _ => ("405 Method Not Allowed", Vec::new()),
+    }
+}
+
+/// Recomputes the request's signature from its signed headers with the expected secret key.
+fn signed_correctly(method: &str, path: &str, headers: &[(String, String)], body: &[u8]) -> bool {
+    let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
+    let (Some(authorization), Some(date), Some(payload_hash)) = (
+        header("authorization"),
+        header("x-amz-date"),
+        header("x-amz-content-sha256"),
+    ) else {
+        return false;
+    };
+    if payload_hash != sha256_hex(body) || !authorization.starts_with("AWS4-HMAC-SHA256 Credential=") {
+        return false;
+    }
+    let Some(signed_names) = authorization
+        .split(", ")
+        .find_map(|part| part.strip_prefix("SignedHeaders="))
+    else {
+        return false;
+    };
+    let mut signed = Vec::new();
+    for name in signed_names.split(';') {
+        let Some(value) = header(name) else { return false };
+        signed.push((name.to_owned(), value.to_owned()));
+    }
+    let signer = Signer {
+        access_key_id: ACCESS_KEY,
+        secret_access_key: SECRET_KEY,
+        region: REGION,
+    };
+    signed_names.starts_with("host;")
+        && authorization == signer.authorization(method, path, "", &signed, payload_hash, date)
+}
+
+/// The `AWS_*` variables that point the blob store at the stand-in on `port`, signing with
+/// `secret`.
+pub fn env(port: u16, secret: &str) -> impl Fn(&str) -> Option<String> + use<> {
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let secret = secret.to_owned();
+    move |name| match name {
+        "AWS_ACCESS_KEY_ID" => Some(ACCESS_KEY.into()),
+        "AWS_SECRET_ACCESS_KEY" => Some(secret.clone()),
+        "AWS_REGION" => Some(REGION.into()),
+        "AWS_ENDPOINT_URL" => Some(endpoint.clone()),
+        _ => None,
+    }
+}
