@@ -13,6 +13,7 @@ backend_tests!(
     groups_of_documents,
     documents_follow_roles_and_tenancy,
     documents_filter_by_analysis,
+    the_project_language_is_the_default,
 );
 
 async fn project(app: &TestApp, owner: &Session, name: &str) -> i64 {
@@ -462,4 +463,75 @@ async fn documents_filter_by_analysis(app: TestApp) {
     .expect_problem(404, "not_found");
     let eve = app.register("eve@example.org").await;
     app.get(&analyses, &eve.token).await.expect_problem(404, "not_found");
+}
+
+async fn the_project_language_is_the_default(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    app.post(
+        "/projects",
+        &ada.token,
+        json!({"name": "Fr", "type": "CLASS", "language": "fr"}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    let project = app
+        .post(
+            "/projects",
+            &ada.token,
+            json!({"name": "Rezensionen", "type": "CLASS", "language": "de"}),
+        )
+        .await
+        .expect(201);
+    assert_eq!(project["language"], "de");
+    let id = project["id"].as_i64().unwrap();
+    let docs = format!("/projects/{id}/documents");
+    let german = app
+        .post(&docs, &ada.token, json!({"text": "Das war z. B. gut. Sehr gut."}))
+        .await
+        .expect(201);
+    assert_eq!(german["language"], "de");
+    let english = app
+        .post(&docs, &ada.token, json!({"text": "Fine.", "language": "en"}))
+        .await
+        .expect(201);
+    assert_eq!(english["language"], "en", "a request's language wins");
+
+    let changed = app
+        .put(&format!("/projects/{id}"), &ada.token, json!({"language": "ar"}))
+        .await
+        .expect(200);
+    assert_eq!(changed["language"], "ar");
+    let group = app
+        .post(
+            &format!("/projects/{id}/upload-documents"),
+            &ada.token,
+            json!([{"text": "مرحبا. شكرا."}]),
+        )
+        .await
+        .expect(202);
+    let task = app
+        .wait_for_task(&ada.token, id, group["task_id"].as_i64().unwrap())
+        .await;
+    assert_eq!(task["status"], "DONE");
+    let uploaded = app
+        .get(&format!("/projects/{id}/groups/{}/documents", group["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(uploaded[0]["language"], "ar");
+    let session = app
+        .post(
+            &format!("/projects/{id}/annotations"),
+            &ada.token,
+            json!({"documents": [{"text": "نص."}]}),
+        )
+        .await
+        .expect(201);
+    let labeled = app
+        .get(
+            &format!("/projects/{id}/annotations/{}/documents", session["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(labeled["documents"][0]["language"], "ar");
 }

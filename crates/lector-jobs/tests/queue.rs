@@ -225,6 +225,7 @@ async fn a_clone_run_twice_copies_once(backend: Backend) {
         name: "Original".into(),
         kind: ProjectType::Absa,
         external_id: None,
+        language: "en".into(),
     };
     let project = store.create_project(&scope, &workspace, fields).await.unwrap();
     store

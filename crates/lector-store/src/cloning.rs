@@ -45,7 +45,8 @@ impl Store {
         };
         let mut tx = self.begin_write().await?;
         let sql = format!(
-            "INSERT INTO projects (workspace_id, name, type, status, created) VALUES ($1, $2, $3, $4, $5) RETURNING {}",
+            "INSERT INTO projects (workspace_id, name, type, status, language, created) VALUES ($1, $2, $3, $4, $5, $6) \
+             RETURNING {}",
             PROJECT_COLUMNS.replace("p.", "")
         );
         let row = sqlx::query(&sql)
@@ -53,6 +54,7 @@ impl Store {
             .bind(&name)
             .bind(source.kind.as_str())
             .bind("PROCESSING")
+            .bind(&source.language)
             .bind(Timestamp::now().micros())
             .fetch_one(&mut *tx)
             .await

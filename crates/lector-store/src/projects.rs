@@ -23,6 +23,8 @@ pub struct ProjectFields {
     pub name: String,
     pub kind: ProjectType,
     pub external_id: Option<i64>,
+    /// en, de or ar.
+    pub language: String,
 }
 
 /// Project fields to change; `None` leaves a field as it is.
@@ -31,6 +33,7 @@ pub struct ProjectChanges {
     pub name: Option<String>,
     pub kind: Option<ProjectType>,
     pub external_id: Option<i64>,
+    pub language: Option<String>,
 }
 
 /// The fields of a class a client sets.
@@ -113,7 +116,8 @@ impl Store {
         }
         let mut tx = self.begin_write().await?;
         let sql = format!(
-            "INSERT INTO projects (workspace_id, name, type, status, external_id, created) VALUES ($1, $2, $3, $4, $5, $6) \
+            "INSERT INTO projects (workspace_id, name, type, status, external_id, language, created) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) \
              RETURNING {}",
             PROJECT_COLUMNS.replace("p.", "")
         );
@@ -123,6 +127,7 @@ impl Store {
             .bind(fields.kind.as_str())
             .bind("CREATED")
             .bind(fields.external_id)
+            .bind(&fields.language)
             .bind(Timestamp::now().micros())
             .fetch_one(&mut *tx)
             .await
@@ -143,6 +148,7 @@ impl Store {
             name: changes.name.unwrap_or_else(|| project.name.clone()),
             kind: changes.kind.unwrap_or(project.kind),
             external_id: changes.external_id.or(project.external_id),
+            language: changes.language.unwrap_or_else(|| project.language.clone()),
         };
         let mut tx = self.begin_write().await?;
         if fields.kind != project.kind {
@@ -170,10 +176,11 @@ impl Store {
                 insert_absa_labels(&mut tx, project.id).await?;
             }
         }
-        sqlx::query("UPDATE projects SET name = $1, type = $2, external_id = $3 WHERE id = $4")
+        sqlx::query("UPDATE projects SET name = $1, type = $2, external_id = $3, language = $4 WHERE id = $5")
             .bind(&fields.name)
             .bind(fields.kind.as_str())
             .bind(fields.external_id)
+            .bind(&fields.language)
             .bind(project.id)
             .execute(&mut *tx)
             .await
@@ -183,6 +190,7 @@ impl Store {
             name: fields.name,
             kind: fields.kind,
             external_id: fields.external_id,
+            language: fields.language,
             ..project
         })
     }

@@ -238,10 +238,13 @@ pub struct Project {
     pub kind: lector_core::ProjectType,
     pub status: String,
     pub external_id: Option<i64>,
+    /// en, de or ar: the sentence rules of its documents, unless a request names others.
+    pub language: String,
     pub created: Timestamp,
 }
 
-pub(crate) const PROJECT_COLUMNS: &str = "p.id, p.workspace_id, p.name, p.type, p.status, p.external_id, p.created";
+pub(crate) const PROJECT_COLUMNS: &str =
+    "p.id, p.workspace_id, p.name, p.type, p.status, p.external_id, p.language, p.created";
 
 impl FromAnyRow for Project {
     fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
@@ -253,6 +256,7 @@ impl FromAnyRow for Project {
             kind: parse_stored(&kind).map_err(|e| sqlx::Error::Decode(e.into()))?,
             status: row.try_get("status")?,
             external_id: row.try_get("external_id")?,
+            language: row.try_get("language")?,
             created: ts(row, "created")?,
         })
     }

@@ -37,6 +37,7 @@ async fn killed_worker_loses_nothing(backend: Backend) {
         name: "Bulk".into(),
         kind: lector_core::ProjectType::Class,
         external_id: None,
+        language: "en".into(),
     };
     let project = store.create_project(&scope, &workspace, fields).await.unwrap();
     let documents: Vec<_> = (0..DOCUMENTS)

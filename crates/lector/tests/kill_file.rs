@@ -55,6 +55,7 @@ async fn killed_worker_imports_the_file_once(backend: Backend) {
         name: "Files".into(),
         kind: lector_core::ProjectType::Class,
         external_id: None,
+        language: "en".into(),
     };
     let project = store.create_project(&scope, &workspace, fields).await.unwrap();
     let mut csv = String::from("text,n\n");

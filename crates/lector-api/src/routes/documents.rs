@@ -191,6 +191,24 @@ pub async fn document_dtos(state: &AppState, documents: Vec<Document>, details: 
         .collect())
 }
 
+/// The language a request's texts are split by: the one it names, else its project's.
+pub(crate) async fn language_for(
+    state: &AppState,
+    caller: &crate::auth::Caller,
+    project_id: i64,
+    named: Option<String>,
+) -> Result<String> {
+    match named {
+        Some(named) => Ok(named),
+        None => Ok(state
+            .store
+            .project_access(&caller.scope, project_id, lector_core::Action::Read)
+            .await?
+            .0
+            .language),
+    }
+}
+
 pub(crate) fn language(field: &Option<String>, problems: &mut Problems) {
     if let Some(code) = field {
         problems.check(Language::from_code(code).is_some(), "language", "must be en, de or ar");
@@ -308,8 +326,9 @@ pub async fn create_document(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<ProjectPath>,
-    Body(body): Body<DocumentBody>,
+    Body(mut body): Body<DocumentBody>,
 ) -> ApiResult<(StatusCode, Json<DocumentDto>)> {
+    body.language = Some(language_for(&state, &caller, p.project_id, body.language).await?);
     let (document, _) = state
         .store
         .create_document(&caller.scope, p.project_id, body.prepare()?)
@@ -346,8 +365,9 @@ pub async fn update_document(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<DocumentPath>,
-    Body(body): Body<DocumentBody>,
+    Body(mut body): Body<DocumentBody>,
 ) -> ApiResult<Json<DocumentDto>> {
+    body.language = Some(language_for(&state, &caller, p.project_id, body.language).await?);
     let (document, _) = state
         .store
         .update_document(&caller.scope, p.project_id, p.document_id, body.prepare()?)
@@ -534,7 +554,8 @@ pub async fn upload_documents(
     let name = options
         .name
         .unwrap_or_else(|| format!("Upload {}", rfc3339(lector_core::time::Timestamp::now())));
-    let language = Language::from_code_or_default(options.language.as_deref());
+    let language = language_for(&state, &caller, p.project_id, options.language).await?;
+    let language = Language::from_code_or_default(Some(&language));
     let payload = serde_json::json!({"language": language.code(), "split": options.split.unwrap_or(true)});
     let input = serde_json::to_value(&documents).map_err(|e| {
         tracing::error!(error = %e, "cannot encode the upload");

@@ -4,7 +4,7 @@
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{Body, PathParams, QueryParams, WriteBody};
-use crate::routes::documents::{Details, DocumentDto, UploadedDocument, document_dtos};
+use crate::routes::documents::{Details, DocumentDto, UploadedDocument, document_dtos, language_for};
 use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
@@ -176,8 +176,9 @@ pub async fn create_group(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<ProjectPath>,
-    Body(body): Body<CreateGroupBody>,
+    Body(mut body): Body<CreateGroupBody>,
 ) -> ApiResult<Response> {
+    body.language = Some(language_for(&state, &caller, p.project_id, body.language).await?);
     if let Some(file_id) = body.file_id {
         return Ok(create_group_from_file(&state, &caller, p.project_id, file_id, body).await?);
     }
@@ -309,9 +310,10 @@ pub async fn update_group(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<GroupPath>,
-    Body(body): Body<UpdateGroupBody>,
+    Body(mut body): Body<UpdateGroupBody>,
 ) -> ApiResult<Json<GroupDto>> {
-    let documents = prepare_all(body.documents, body.language.as_deref(), body.split);
+    let language = language_for(&state, &caller, p.project_id, body.language.take()).await?;
+    let documents = prepare_all(body.documents, Some(&language), body.split);
     let name = body.name.as_deref().map(str::trim);
     let group = state
         .store

@@ -36,6 +36,8 @@ pub struct ProjectDto {
     pub created: String,
     pub organization_id: i64,
     pub external_id: Option<i64>,
+    /// en, de or ar: the sentence rules of the project's documents.
+    pub language: String,
     /// Class names (with `details`, and always for a single project).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<String>>,
@@ -57,6 +59,7 @@ impl ProjectDto {
             created: rfc3339(p.created),
             organization_id: p.workspace_id,
             external_id: p.external_id,
+            language: p.language,
             classes: None,
             labels: None,
             task_id: None,
@@ -144,6 +147,9 @@ pub struct CreateProjectBody {
     /// The workspace; default: the caller's default workspace.
     pub organization_id: Option<i64>,
     pub external_id: Option<i64>,
+    /// en (default), de or ar: how the project's documents are split into sentences, unless a
+    /// request names another language.
+    pub language: Option<String>,
 }
 
 impl WriteBody for CreateProjectBody {
@@ -151,6 +157,7 @@ impl WriteBody for CreateProjectBody {
 
     fn validate(&self, problems: &mut Problems) {
         problems.name("name", &self.name, MAX_NAME_CHARS);
+        crate::routes::documents::language(&self.language, problems);
     }
 }
 
@@ -178,6 +185,7 @@ pub async fn create_project(
         name: body.name.trim().to_owned(),
         kind: body.kind,
         external_id: body.external_id,
+        language: body.language.unwrap_or_else(|| "en".into()),
     };
     let project = state.store.create_project(&caller.scope, &workspace, fields).await?;
     tracing::info!(project.id = project.id, workspace.id = workspace.id, "project created");
@@ -212,6 +220,8 @@ pub struct UpdateProjectBody {
     #[schema(value_type = Option<String>, example = "LABEL")]
     pub kind: Option<ProjectType>,
     pub external_id: Option<i64>,
+    /// en, de or ar.
+    pub language: Option<String>,
 }
 
 impl WriteBody for UpdateProjectBody {
@@ -229,6 +239,7 @@ impl WriteBody for UpdateProjectBody {
         if let Some(name) = &self.name {
             problems.name("name", name, MAX_NAME_CHARS);
         }
+        crate::routes::documents::language(&self.language, problems);
     }
 }
 
@@ -245,6 +256,7 @@ pub async fn update_project(
         name: body.name.map(|n| n.trim().to_owned()),
         kind: body.kind,
         external_id: body.external_id,
+        language: body.language,
     };
     let project = state.store.update_project(&caller.scope, p.project_id, changes).await?;
     Ok(Json(ProjectDto::detailed(&state, project).await?))

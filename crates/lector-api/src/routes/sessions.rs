@@ -7,7 +7,8 @@ use crate::error::ApiResult;
 use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
 use crate::routes::classes::{ClassDto, LabelDto};
 use crate::routes::documents::{
-    Details, DocumentDto, MAX_UPLOAD_BYTES, SegmentBody, check_text, document_dtos, language, prepare_document_body,
+    Details, DocumentDto, MAX_UPLOAD_BYTES, SegmentBody, check_text, document_dtos, language, language_for,
+    prepare_document_body,
 };
 use crate::routes::rfc3339;
 use crate::routes::sources::{SourceRequest, fetch_to_upload};
@@ -295,11 +296,15 @@ fn check_session_fields(problems: &mut Problems, fields: SessionFields<'_>) {
     check_names(problems, "labels", fields.labels);
 }
 
-fn prepare_all(documents: Option<Vec<LabeledDocumentBody>>) -> Result<Vec<LabeledDocument>> {
+/// Prepares labeled documents; those that name no language take `language`.
+fn prepare_all(documents: Option<Vec<LabeledDocumentBody>>, language: &str) -> Result<Vec<LabeledDocument>> {
     documents
         .unwrap_or_default()
         .into_iter()
-        .map(LabeledDocumentBody::prepare)
+        .map(|mut d| {
+            d.language.get_or_insert_with(|| language.to_owned());
+            d.prepare()
+        })
         .collect()
 }
 
@@ -536,13 +541,14 @@ pub async fn create_labeling_session(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<ProjectPath>,
-    Body(body): Body<CreateSessionBody>,
+    Body(mut body): Body<CreateSessionBody>,
 ) -> ApiResult<(StatusCode, Json<SessionDto>)> {
+    let language = language_for(&state, &caller, p.project_id, body.language.take()).await?;
     let source = SourceRequest::from_fields(body.credential_id, body.source, body.parameters)?;
     let file = session_file(&state, &caller, p.project_id, body.file_id, source).await?;
-    let mut labeled = prepare_all(body.documents)?;
+    let mut labeled = prepare_all(body.documents, &language)?;
     if let Some(upload) = &file {
-        labeled = labeled_from_upload(&state, upload, body.column_mapping, body.language.as_deref()).await?;
+        labeled = labeled_from_upload(&state, upload, body.column_mapping, Some(&language)).await?;
     }
     let new = NewSession {
         name: body
@@ -688,13 +694,14 @@ pub async fn update_labeling_session(
     PathParams(p): PathParams<SessionPath>,
     Body(body): Body<UpdateSessionBody>,
 ) -> ApiResult<Json<SessionDto>> {
+    let language = language_for(&state, &caller, p.project_id, None).await?;
     let changes = SessionChanges {
         name: body.name,
         description: body.description,
         classes: body.classes,
         labels: body.labels,
         document_ids: body.document_ids.unwrap_or_default(),
-        labeled: prepare_all(body.documents)?,
+        labeled: prepare_all(body.documents, &language)?,
     };
     let session = state
         .store
@@ -995,7 +1002,8 @@ pub async fn upload_labeling_file(
         let preview = crate::routes::files::preview_upload(&state, upload).await?;
         return Ok(Json(LabelingUpload::Preview(preview)));
     }
-    let labeled = match labeled_from_upload(&state, &upload, None, None).await {
+    let language = language_for(&state, &caller, p.project_id, None).await?;
+    let labeled = match labeled_from_upload(&state, &upload, None, Some(&language)).await {
         Ok(labeled) => labeled,
         Err(e) => {
             crate::routes::files::discard(&state, &upload).await;

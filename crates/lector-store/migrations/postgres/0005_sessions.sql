@@ -96,3 +96,6 @@ CREATE TABLE analysis_documents (
     PRIMARY KEY (analysis_id, document_id)
 );
 CREATE INDEX analysis_documents_document ON analysis_documents(document_id);
+
+-- The sentence rules a project's documents are split by, unless a request names others.
+ALTER TABLE projects ADD COLUMN language TEXT NOT NULL DEFAULT 'en';
