@@ -251,6 +251,9 @@ async fn sessions_cover_documents_and_track_progress(app: TestApp) {
     app.put(&base, &ada.token, json!({"progress": 1}))
         .await
         .expect_problem(400, "immutable_field");
+    app.put(&base, &ada.token, json!({"segment_count": 3}))
+        .await
+        .expect_problem(400, "immutable_field");
     app.put(&base, &ada.token, json!({"document_ids": [999999]}))
         .await
         .expect_problem(422, "validation_failed");

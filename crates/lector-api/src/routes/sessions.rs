@@ -418,7 +418,19 @@ impl CreateSessionBody {
 
 impl WriteBody for CreateSessionBody {
     const MAX_BYTES: usize = MAX_UPLOAD_BYTES;
-    const IMMUTABLE: &'static [&'static str] = &["id", "uuid", "created", "status", "progress", "mode"];
+    const IMMUTABLE: &'static [&'static str] = &[
+        "id",
+        "uuid",
+        "created",
+        "finished",
+        "status",
+        "progress",
+        "mode",
+        "type",
+        "document_count",
+        "segment_count",
+        "annotated_count",
+    ];
 
     fn validate(&self, problems: &mut Problems) {
         check_session_fields(problems, self.fields());
@@ -667,6 +679,11 @@ impl WriteBody for UpdateSessionBody {
         "organization_id",
         "user_id",
         "document_count",
+        "segment_count",
+        "annotated_count",
+        "document_group_id",
+        "model_id",
+        "type",
     ];
 
     fn validate(&self, problems: &mut Problems) {
