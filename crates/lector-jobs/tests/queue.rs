@@ -1,13 +1,12 @@
 //! The job queue on both backends: leases, heartbeats, fencing, the reaper, retries, and
 //! exactly one notification per finished job.
 
-use lector_core::{Action, NotificationType, ProjectType, Scope};
+use lector_core::{NotificationType, ProjectType, Scope};
 use lector_jobs::prepare_document;
 use lector_jobs::{Handler, HandlerFuture, JobError, Outcome, Runner};
-use lector_store::testing::TestDatabase;
+use lector_store::testing::{TestDatabase, owner_with_project};
 use lector_store::{
-    Backend, ClassFields, JobState, LabeledDocument, Lease, NewJob, NewSession, NewTag, NewUser, ProjectFields, Store,
-    WorkspaceRef,
+    Backend, ClassFields, JobState, LabeledDocument, Lease, NewJob, NewSession, NewTag, NewUser, Store,
 };
 use lector_text::Language;
 use serde_json::json;
@@ -212,22 +211,11 @@ macro_rules! on_both_backends {
 /// A clone job that runs again after committing its copies (a worker killed before it could
 /// record the job done) copies nothing twice.
 async fn a_clone_run_twice_copies_once(backend: Backend) {
-    let Some((store, _db, user)) = store(backend).await else {
+    let Some(database) = TestDatabase::create(backend).await else {
         return;
     };
-    let (_, scope) = store.principal(user).await.unwrap().unwrap();
-    let workspace_id = store.default_workspace_id(user).await.unwrap().unwrap();
-    let (workspace, _) = store
-        .workspace_access(&scope, &WorkspaceRef::Id(workspace_id), Action::Manage)
-        .await
-        .unwrap();
-    let fields = ProjectFields {
-        name: "Original".into(),
-        kind: ProjectType::Absa,
-        external_id: None,
-        language: "en".into(),
-    };
-    let project = store.create_project(&scope, &workspace, fields).await.unwrap();
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (scope, workspace, project) = owner_with_project(&store, "Original", ProjectType::Absa).await;
     store
         .add_classes(
             &scope,

@@ -99,3 +99,36 @@ fn with_database(url: &str, name: &str) -> String {
     };
     format!("{root}/{name}{query}")
 }
+
+/// A user (ada@example.org) with its scope and a project of `kind` in its personal workspace:
+/// the owner most store-level tests start from.
+pub async fn owner_with_project(
+    store: &crate::Store,
+    project: &str,
+    kind: lector_core::ProjectType,
+) -> (lector_core::Scope, crate::Workspace, crate::Project) {
+    let user = store
+        .create_user(crate::NewUser {
+            email: "ada@example.org".into(),
+            first_name: String::new(),
+            last_name: String::new(),
+            password_hash: None,
+            is_superuser: false,
+        })
+        .await
+        .expect("user");
+    let (_, scope) = store.principal(user.id).await.expect("principal").expect("the user");
+    let personal = user.personal_workspace_id.expect("a personal workspace");
+    let (workspace, _) = store
+        .workspace_access(&scope, &crate::WorkspaceRef::Id(personal), lector_core::Action::Manage)
+        .await
+        .expect("workspace");
+    let fields = crate::ProjectFields {
+        name: project.into(),
+        kind,
+        external_id: None,
+        language: "en".into(),
+    };
+    let project = store.create_project(&scope, &workspace, fields).await.expect("project");
+    (scope, workspace, project)
+}

@@ -4,9 +4,8 @@
 mod common;
 
 use common::worker;
-use lector_core::Scope;
-use lector_store::testing::TestDatabase;
-use lector_store::{Backend, JobState, NewUser, ProjectFields, Store, WorkspaceRef};
+use lector_store::testing::{TestDatabase, owner_with_project};
+use lector_store::{Backend, JobState, Store};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -17,29 +16,7 @@ async fn killed_worker_loses_nothing(backend: Backend) {
         return;
     };
     let store = Store::open(&database.url, 2).await.unwrap();
-    let user = store
-        .create_user(NewUser {
-            email: "ada@example.org".into(),
-            first_name: String::new(),
-            last_name: String::new(),
-            password_hash: None,
-            is_superuser: false,
-        })
-        .await
-        .unwrap();
-    let (_, scope): (_, Scope) = store.principal(user.id).await.unwrap().unwrap();
-    let personal = user.personal_workspace_id.unwrap();
-    let (workspace, _) = store
-        .workspace_access(&scope, &WorkspaceRef::Id(personal), lector_core::Action::Manage)
-        .await
-        .unwrap();
-    let fields = ProjectFields {
-        name: "Bulk".into(),
-        kind: lector_core::ProjectType::Class,
-        external_id: None,
-        language: "en".into(),
-    };
-    let project = store.create_project(&scope, &workspace, fields).await.unwrap();
+    let (scope, _, project) = owner_with_project(&store, "Bulk", lector_core::ProjectType::Class).await;
     let documents: Vec<_> = (0..DOCUMENTS)
         .map(|n| json!({"text": format!("Row {n}. It has two sentences.")}))
         .collect();
@@ -112,7 +89,7 @@ async fn killed_worker_loses_nothing(backend: Backend) {
         .unwrap();
     assert_eq!(last[0].text, format!("Row {}. It has two sentences.", DOCUMENTS - 1));
     assert_eq!(store.segments_of(&[last[0].id]).await.unwrap().len(), 2);
-    let notes = store.notifications(&scope, user.id, 0, 100).await.unwrap();
+    let notes = store.notifications(&scope, scope.user_id, 0, 100).await.unwrap();
     assert_eq!(
         notes.iter().filter(|n| n.title == "Import finished").count(),
         1,

@@ -5,9 +5,8 @@
 mod common;
 
 use common::worker;
-use lector_core::Scope;
-use lector_store::testing::TestDatabase;
-use lector_store::{Backend, Blobs, JobState, NewUser, ProjectFields, Store, WorkspaceRef};
+use lector_store::testing::{TestDatabase, owner_with_project};
+use lector_store::{Backend, Blobs, JobState, Store};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -32,32 +31,7 @@ async fn killed_worker_imports_the_file_once(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let blobs = Blobs::open(&dir.path().join("blobs").display().to_string()).unwrap();
     let store = Store::open(&database.url, 2).await.unwrap().with_blobs(blobs);
-    let user = store
-        .create_user(NewUser {
-            email: "ada@example.org".into(),
-            first_name: String::new(),
-            last_name: String::new(),
-            password_hash: None,
-            is_superuser: false,
-        })
-        .await
-        .unwrap();
-    let (_, scope): (_, Scope) = store.principal(user.id).await.unwrap().unwrap();
-    let (workspace, _) = store
-        .workspace_access(
-            &scope,
-            &WorkspaceRef::Id(user.personal_workspace_id.unwrap()),
-            lector_core::Action::Manage,
-        )
-        .await
-        .unwrap();
-    let fields = ProjectFields {
-        name: "Files".into(),
-        kind: lector_core::ProjectType::Class,
-        external_id: None,
-        language: "en".into(),
-    };
-    let project = store.create_project(&scope, &workspace, fields).await.unwrap();
+    let (scope, _, project) = owner_with_project(&store, "Files", lector_core::ProjectType::Class).await;
     let mut csv = String::from("text,n\n");
     for n in 0..ROWS {
         csv.push_str(&format!("Row {n}. It has two sentences.,{n}\n"));
