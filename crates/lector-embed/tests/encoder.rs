@@ -135,3 +135,78 @@ fn minilm_matches_the_reference_implementation() {
         }
     }
 }
+
+/// An ABSA model whose aspect classes are scored by the tiny encoder tuned to them: trained
+/// the same twice, written and read back to the same predictions, and unreadable without it.
+#[test]
+fn a_model_with_the_tuned_encoder_round_trips() {
+    use std::ops::ControlFlow;
+    use std::sync::Arc;
+
+    use lector_core::ProjectType;
+    use lector_ml::{Embedder, Example, Model, Options, Tag};
+
+    let options = lector_embed::TuneOptions {
+        epochs: 30,
+        learning_rate: 1e-2,
+        batch: 2,
+        ..Default::default()
+    };
+    let encoder: Arc<dyn Embedder> = Arc::new(tiny().with_tune_options(options));
+    let examples = vec![
+        Example::new("the food was great .", vec![Tag::pair("food", "positive")]),
+        Example::new("slow service .", vec![Tag::pair("service", "negative")]),
+        Example::new("great food", vec![Tag::pair("food", "positive")]),
+        Example::new("the services was slow", vec![Tag::pair("service", "negative")]),
+    ];
+    let train = || {
+        let opts = Options {
+            embedder: Some(encoder.clone()),
+            ..Options::default()
+        };
+        Model::train(ProjectType::Absa, &examples, &opts, &mut |_| ControlFlow::Continue(())).unwrap()
+    };
+    let model = train();
+    assert_eq!(model.info().dense.as_ref().map(|d| d.tuned), Some(true));
+    for e in &examples {
+        let got: Vec<Option<String>> = model.predict(&e.text).tags.into_iter().map(|t| t.class).collect();
+        assert_eq!(got, [e.tags[0].class.clone()], "{}", e.text);
+    }
+    let bytes = model.to_bytes();
+    assert_eq!(bytes, train().to_bytes());
+    let loaded = Model::from_bytes_with(&bytes, Some(encoder.clone())).unwrap();
+    for text in ["the food was slow", "service", ""] {
+        assert_eq!(loaded.predict(text), model.predict(text));
+    }
+    assert!(Model::from_bytes(&bytes).is_err());
+}
+
+/// The tuned copy gives the encoder's own vector beside its logits, for texts the tuned layers
+/// read whole and for texts they read only the start of.
+#[test]
+fn the_tuned_copy_gives_the_encoders_own_vector() {
+    use std::ops::ControlFlow;
+
+    use lector_ml::Embedder;
+
+    let options = lector_embed::TuneOptions {
+        epochs: 2,
+        max_tokens: 5,
+        ..Default::default()
+    };
+    let m = tiny().with_tune_options(options);
+    let texts = ["the food was great .", "slow service .", "great", "services"];
+    let targets = [vec![0], vec![1], vec![0], vec![1]];
+    let tuned = m
+        .tune(&texts, &targets, 2, 7, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    for text in ["great", "the food was great and the service was slow ."] {
+        let (vector, logits) = tuned.embed_and_score(text);
+        assert_eq!(vector, m.embed(text), "{text}");
+        assert_eq!(logits.len(), 2);
+        assert!(logits.iter().all(|z| z.is_finite()));
+    }
+    let again = m.load_tuned(&tuned.to_bytes()).unwrap();
+    assert_eq!(again.embed_and_score("slow food"), tuned.embed_and_score("slow food"));
+    assert!(m.load_tuned(&tuned.to_bytes()[1..]).is_err());
+}

@@ -5,11 +5,11 @@
 //! | bytes | content |
 //! |---|---|
 //! | 8 | magic `LECTORML` |
-//! | 4 | format version (1) |
+//! | 4 | format version (2; version 1, without the tuned encoder's part, is read too) |
 //! | 4 | header length `h` |
 //! | h | header: [`ModelInfo`] as JSON (project type, classes, labels, features, hyper-parameters, calibration, training date, metrics) |
 //! | 8 | body length `b` |
-//! | b | body: the IDF table, then each head, stored sparsely (only rows with a non-zero value); a model with a sentence encoder (`dense` in the header) has the encoder's `dim` rows after the hashed buckets in the IDF table and the main head |
+//! | b | body: the IDF table, then each head, stored sparsely (only rows with a non-zero value); a model with a sentence encoder (`dense` in the header) has the encoder's `dim` rows after the hashed buckets in the IDF table and the main head; then a marker byte and, where it is 1, the tuned encoder's weights ([`crate::Tuned::to_bytes`]) after their length (8 bytes) |
 //! | 8 | FNV-1a 64 of everything before it |
 //!
 //! The weights are exact `f32` bit patterns, so a loaded model predicts exactly what the saved
@@ -19,14 +19,14 @@
 
 use std::sync::Arc;
 
-use crate::dense::{Embedder, Encoder};
+use crate::dense::{Embedder, Encoder, TunedEncoder};
 use crate::error::{Error, Result};
 use crate::features::{FNV_SEED, fnv1a};
 use crate::model::{Head, Model, ModelInfo, Table};
 
 const MAGIC: &[u8; 8] = b"LECTORML";
-/// The format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format this build writes (it reads this one and version 1).
+pub const FORMAT_VERSION: u32 = 2;
 const MAX_HEADER: usize = 64 << 20;
 /// 2 GiB of weights per table: far beyond any model trained with sane settings.
 const MAX_TABLE_FLOATS: usize = 1 << 29;
@@ -170,6 +170,12 @@ impl Model {
         if let Some(h) = &self.label_head {
             put_head(&mut body, h);
         }
+        body.push(u8::from(self.tuned.is_some()));
+        if let Some(t) = &self.tuned {
+            let weights = t.0.to_bytes();
+            body.extend_from_slice(&(weights.len() as u64).to_le_bytes());
+            body.extend_from_slice(&weights);
+        }
         let mut out = Vec::with_capacity(32 + header.len() + body.len());
         out.extend_from_slice(MAGIC);
         put_u32(&mut out, FORMAT_VERSION);
@@ -200,7 +206,7 @@ impl Model {
         let (content, sum) = bytes.split_at(bytes.len() - 8);
         let mut r = Reader { bytes: content, at: 8 };
         let version = r.u32()?;
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != 1 {
             return Err(Error::artifact(format!(
                 "format version {version} is not supported (this build reads {FORMAT_VERSION})"
             )));
@@ -254,6 +260,21 @@ impl Model {
             1 => Some(r.head(dim, info.labels.len().max(1))?),
             _ => return Err(Error::artifact("bad head marker")),
         };
+        let tuned = match (version, &encoder) {
+            (1, _) => None,
+            (_, encoder) => match (r.take(1)?[0], encoder) {
+                (0, _) => None,
+                (1, Some(e)) => {
+                    let len = usize::try_from(r.u64()?).map_err(|_| Error::artifact("a length is out of range"))?;
+                    Some(TunedEncoder(e.0.load_tuned(r.take(len)?)?))
+                }
+                (1, None) => return Err(Error::artifact("a tuned encoder without an encoder")),
+                _ => return Err(Error::artifact("bad tuned-encoder marker")),
+            },
+        };
+        if info.dense.as_ref().is_some_and(|d| d.tuned) != tuned.is_some() {
+            return Err(Error::artifact("the header and the tuned encoder disagree"));
+        }
         if r.at != content.len() {
             return Err(Error::artifact("trailing data"));
         }
@@ -269,6 +290,7 @@ impl Model {
             main,
             label_head,
             encoder,
+            tuned,
         })
     }
 }

@@ -4,11 +4,21 @@
 //! ("the waiter forgot us" is about service though no word says so). This crate only defines
 //! the interface, so it stays free of the encoder's weights and code; a model trained with an
 //! encoder records its [`DenseConfig`] and needs the same encoder to load and predict.
+//!
+//! An encoder that can be tuned ([`Embedder::can_tune`], like the MiniLM) does more for the
+//! multi-label heads (CLASS, CLASSLABEL, ABSA): training also adapts a copy of it to the
+//! model's classes ([`Embedder::tune`]), and that copy's logits are added to the n-gram
+//! head's margins ([`Tuned::embed_and_score`]): two different models of the same classes,
+//! whose sum is more accurate than either. The tuned weights travel in the artifact
+//! ([`Embedder::load_tuned`]).
 
 use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::progress::ProgressFn;
 
 /// A deterministic sentence encoder.
 pub trait Embedder: Send + Sync + fmt::Debug {
@@ -18,6 +28,44 @@ pub trait Embedder: Send + Sync + fmt::Debug {
     fn dim(&self) -> usize;
     /// The vector of `text`: `dim()` values of length at most 1, the same on every call.
     fn embed(&self, text: &str) -> Vec<f32>;
+
+    /// Whether [`Embedder::tune`] can adapt this encoder (by default it cannot).
+    fn can_tune(&self) -> bool {
+        false
+    }
+
+    /// A copy of the encoder adapted to predict `targets`, each text's positive outputs among
+    /// `outputs`, from `texts`; the same from the same `seed`. `progress` gets the fraction
+    /// done and may cancel ([`Error::Cancelled`]).
+    fn tune(
+        &self,
+        texts: &[&str],
+        targets: &[Vec<usize>],
+        outputs: usize,
+        seed: u64,
+        progress: &mut ProgressFn<'_>,
+    ) -> Result<Arc<dyn Tuned>> {
+        let _ = (texts, targets, outputs, seed, progress);
+        Err(Error::input("this sentence encoder cannot be tuned"))
+    }
+
+    /// Reads what [`Tuned::to_bytes`] of a copy of this encoder wrote.
+    fn load_tuned(&self, bytes: &[u8]) -> Result<Arc<dyn Tuned>> {
+        let _ = bytes;
+        Err(Error::artifact(
+            "the model holds a tuned encoder, but this encoder cannot be tuned",
+        ))
+    }
+}
+
+/// An encoder adapted to one model's classes by [`Embedder::tune`].
+pub trait Tuned: Send + Sync + fmt::Debug {
+    /// The encoder's own vector of `text` (what [`Embedder::embed`] answers) and the tuned
+    /// copy's logits (log-odds), one per class: together, since both can share the layers
+    /// the tuning left alone.
+    fn embed_and_score(&self, text: &str) -> (Vec<f32>, Vec<f32>);
+    /// The adapted weights, as [`Embedder::load_tuned`] reads them.
+    fn to_bytes(&self) -> Vec<u8>;
 }
 
 /// The dense part of a model's features, stored in its header.
@@ -29,6 +77,10 @@ pub struct DenseConfig {
     /// The vector is scaled by this before it joins the unit-length n-gram vector: the
     /// balance between the two ([`crate::Options::dense_weight`], 1 by default).
     pub weight: f32,
+    /// A copy of the encoder was tuned to the classes ([`Embedder::tune`]): its logits are
+    /// added to the main head's margins.
+    #[serde(default)]
+    pub tuned: bool,
 }
 
 /// The encoder a model holds; compared by id.
@@ -44,6 +96,22 @@ impl fmt::Debug for Encoder {
 impl PartialEq for Encoder {
     fn eq(&self, other: &Self) -> bool {
         self.0.id() == other.0.id()
+    }
+}
+
+/// The tuned encoder a model holds; compared by its weights.
+#[derive(Clone)]
+pub(crate) struct TunedEncoder(pub(crate) Arc<dyn Tuned>);
+
+impl fmt::Debug for TunedEncoder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TunedEncoder")
+    }
+}
+
+impl PartialEq for TunedEncoder {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_bytes() == other.0.to_bytes()
     }
 }
 

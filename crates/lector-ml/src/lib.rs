@@ -9,7 +9,9 @@
 //!   start from a base model ([`Options::base`]). An optional sentence encoder
 //!   ([`Options::embedder`], an [`Embedder`] such as `lector-embed`'s MiniLM) adds its dense
 //!   vector to the n-grams of the main head; such a model loads only with that encoder
-//!   ([`Model::from_bytes_with`]).
+//!   ([`Model::from_bytes_with`]). An encoder that can be tuned ([`Embedder::tune`]) is, for
+//!   the multi-label heads, adapted to the classes instead, and its [`Tuned`] copy scores them
+//!   ([`Options::tune_encoder`]).
 //! - [`Model::predict`] gives the decided [`Tag`]s with calibrated probabilities.
 //! - [`Model::evaluate`] and [`evaluate_tags`] compute the [`Metrics`] the product reports;
 //!   [`split_examples`] makes the stratified, seeded train/test split.
@@ -48,7 +50,7 @@ mod train;
 
 pub use artifact::FORMAT_VERSION;
 pub use calibrate::Platt;
-pub use dense::{DenseConfig, Embedder};
+pub use dense::{DenseConfig, Embedder, Tuned};
 pub use error::{Error, Result};
 pub use features::FeatureConfig;
 pub use metrics::{ConfusionMatrix, Metrics, NameScores, evaluate_tags};
@@ -56,6 +58,7 @@ pub use model::{
     Calibration, Example, HyperParameters, Model, ModelInfo, PredictedTag, Prediction, Scored, Tag, Workspace,
 };
 pub use progress::ProgressFn;
+pub use rng::Rng;
 pub use split::{Split, split_examples, stratified_split, stratum};
 pub use text::{normalize_arabic, tokenize};
 pub use train::Options;

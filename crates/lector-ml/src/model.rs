@@ -10,7 +10,7 @@ use lector_core::ProjectType;
 use serde::{Deserialize, Serialize};
 
 use crate::calibrate::{Platt, softmax};
-use crate::dense::{DenseConfig, Encoder, scaled};
+use crate::dense::{DenseConfig, Encoder, TunedEncoder, scaled};
 use crate::features::{FeatureConfig, Featurizer, Scratch, SparseVec, mix64, sublinear_tf};
 use crate::metrics::{Metrics, evaluate_tags};
 
@@ -316,6 +316,9 @@ pub struct Model {
     /// The sentence encoder of [`ModelInfo::dense`]; the main table has its `dim` rows
     /// after the hashed buckets.
     pub(crate) encoder: Option<Encoder>,
+    /// The encoder tuned to the classes ([`DenseConfig::tuned`]): its logits are added to the
+    /// class margins.
+    pub(crate) tuned: Option<TunedEncoder>,
 }
 
 /// Reusable buffers for [`Model::predict_with`]: one per thread avoids allocation per text.
@@ -393,13 +396,20 @@ impl Model {
             *o = *o * inv + b;
         }
         if let (Some(encoder), Some(dense)) = (&self.encoder, &self.info.dense) {
+            let (vector, logits) = match &self.tuned {
+                Some(tuned) => tuned.0.embed_and_score(text),
+                None => (encoder.0.embed(text), Vec::new()),
+            };
             let first = self.info.features.buckets();
-            let v = scaled(&encoder.0.embed(text), dense.weight);
+            let v = scaled(&vector, dense.weight);
             for (i, &x) in v.iter().take(dense.dim).enumerate() {
                 let at = (first + i) * stride;
                 for (o, &w) in ws.scores.iter_mut().zip(&self.main.rows[at + 1..at + stride]) {
                     *o += x * from_bf16(w);
                 }
+            }
+            for (o, &z) in ws.scores.iter_mut().zip(&logits) {
+                *o += z;
             }
         }
         for v in &mut vec.values {
@@ -446,7 +456,11 @@ impl Model {
                 }
             }
             ProjectType::Class | ProjectType::Absa | ProjectType::Classlabel => {
-                let probs: Vec<f32> = ws.scores.iter().map(|&s| cal.platt.probability(s)).collect();
+                let probs: Vec<f32> = if self.tuned.is_some() {
+                    ws.scores.iter().map(|&z| 1.0 / (1.0 + (-z).exp())).collect()
+                } else {
+                    ws.scores.iter().map(|&s| cal.platt.probability(s)).collect()
+                };
                 let mut confidence = 1.0f32;
                 let mut tags = Vec::new();
                 for (k, &p) in probs.iter().enumerate() {

@@ -9,12 +9,13 @@
 //! bytes.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use lector_core::ProjectType;
 
 use crate::calibrate::{Platt, best_threshold, fit_temperature};
-use crate::dense::{DenseConfig, Embedder, Encoder, scaled};
+use crate::dense::{DenseConfig, Embedder, Encoder, TunedEncoder, scaled};
 use crate::error::{Error, Result};
 use crate::features::{FeatureConfig, Featurizer, Scratch, SparseVec};
 use crate::model::{Calibration, Example, Head, HyperParameters, Model, ModelInfo, Table, argmax, cross};
@@ -61,6 +62,11 @@ pub struct Options<'a> {
     pub embedder: Option<Arc<dyn Embedder>>,
     /// The encoder's vector is scaled by this beside the unit-length n-gram vector.
     pub dense_weight: f32,
+    /// Where the encoder can be tuned ([`Embedder::can_tune`]) and the main head is
+    /// multi-label (CLASS, CLASSLABEL, ABSA), also adapt a copy of it to the classes and add
+    /// its logits to the main head's margins. On by default: it is the more accurate, and
+    /// the slower to train by far (`docs/BENCHMARKS.md`).
+    pub tune_encoder: bool,
 }
 
 impl Default for Options<'_> {
@@ -75,6 +81,7 @@ impl Default for Options<'_> {
             base: None,
             embedder: None,
             dense_weight: 1.0,
+            tune_encoder: true,
         }
     }
 }
@@ -386,12 +393,18 @@ fn train_inner(
             )));
         }
         Some(e) => {
-            // Encoding costs far more per text than hashing n-grams: plan it as such.
+            let tuned = options.tune_encoder && project_type != ProjectType::Label && e.can_tune();
+            // Encoding costs far more per text than hashing n-grams, and tuning more still:
+            // plan them as such.
             progress.plan(ENCODE_UNITS_PER_BYTE * text_units);
+            if tuned {
+                progress.plan(TUNE_UNITS_PER_BYTE * text_units);
+            }
             Some(DenseConfig {
                 encoder: e.id(),
                 dim: e.dim(),
                 weight: dense_weight,
+                tuned,
             })
         }
         None => None,
@@ -588,6 +601,29 @@ fn train_inner(
             calibration.at_least_one = at_least_one_helps(&main.held_out, y, &calibration);
         }
     }
+    let tuned = match (&embedder, &dense, &targets) {
+        (Some(e), Some(d), Targets::Multi { y, k }) if d.tuned => {
+            let texts: Vec<&str> = rows.iter().map(|&i| examples[i].text.as_str()).collect();
+            let budget = TUNE_UNITS_PER_BYTE * text_units;
+            let mut reported = 0.0;
+            let mut inner = Ok(());
+            let tuned = e.tune(&texts, y, *k, options.seed, &mut |fraction| {
+                let units = budget * fraction.clamp(0.0, 1.0);
+                inner = progress.advance(units - reported);
+                reported = units.max(reported);
+                if inner.is_ok() {
+                    ControlFlow::Continue(())
+                } else {
+                    ControlFlow::Break(())
+                }
+            });
+            inner?;
+            // A class's score is its margin plus the tuned logit, decided at even odds.
+            calibration.thresholds = vec![0.5; *k];
+            Some(TunedEncoder(tuned?))
+        }
+        _ => None,
+    };
     let mut c_labels = None;
     let label_head = match (&label_job, &label_job.as_ref().map(|j| j.targets)) {
         (Some(job), Some(Targets::Single { y, k })) if *k >= 2 => {
@@ -640,6 +676,7 @@ fn train_inner(
         main: Table::fuse(&dense_idf(&featurizer.idf, main_dim), &main.head),
         label_head,
         encoder: embedder.map(Encoder),
+        tuned,
     })
 }
 
@@ -702,8 +739,11 @@ fn vocabularies(project_type: ProjectType, examples: &[Example]) -> Result<(Vec<
     })
 }
 
-/// Progress units per byte of text for encoding (against 1 for hashing n-grams).
-const ENCODE_UNITS_PER_BYTE: f64 = 50.0;
+/// Progress units per byte of text for encoding (against 1 for hashing n-grams, and about a
+/// thousand for the SVM solves on the SemEval restaurant set, which encoding outlasts twentyfold).
+const ENCODE_UNITS_PER_BYTE: f64 = 20_000.0;
+/// Progress units per byte of text for tuning the encoder: about ten encodings' worth.
+const TUNE_UNITS_PER_BYTE: f64 = 200_000.0;
 
 /// The IDF table of the main head: the n-grams' weights, then 0 for the encoder's rows
 /// (they are no n-grams; prediction reads only their weights).

@@ -139,3 +139,203 @@ fn a_warm_start_keeps_the_base_models_encoder() {
     assert_eq!(warm.info().dense, base.info().dense);
     assert_eq!(classes(&warm, "the curry was served"), [Tag::class("food")]);
 }
+
+/// [`Concepts`] that can be tuned: each class gets the direction from its negatives' mean
+/// concept vector to its positives', the simplest encoder adaptation there is.
+#[derive(Debug)]
+struct TunableConcepts {
+    concepts: Concepts,
+    tuned_calls: std::sync::atomic::AtomicUsize,
+}
+
+#[derive(Debug)]
+struct Centroids {
+    concepts: Concepts,
+    /// Per class: four weights and a bias.
+    rows: Vec<[f32; 5]>,
+}
+
+impl lector_ml::Tuned for Centroids {
+    fn embed_and_score(&self, text: &str) -> (Vec<f32>, Vec<f32>) {
+        let v = self.concepts.embed(text);
+        let logits = self
+            .rows
+            .iter()
+            .map(|r| 10.0 * (r[..4].iter().zip(&v).map(|(w, x)| w * x).sum::<f32>() + r[4]))
+            .collect();
+        (v, logits)
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        self.rows.iter().flatten().flat_map(|v| v.to_le_bytes()).collect()
+    }
+}
+
+impl Embedder for TunableConcepts {
+    fn id(&self) -> String {
+        self.concepts.id()
+    }
+
+    fn dim(&self) -> usize {
+        self.concepts.dim()
+    }
+
+    fn embed(&self, text: &str) -> Vec<f32> {
+        self.concepts.embed(text)
+    }
+
+    fn can_tune(&self) -> bool {
+        true
+    }
+
+    fn tune(
+        &self,
+        texts: &[&str],
+        targets: &[Vec<usize>],
+        outputs: usize,
+        _seed: u64,
+        progress: &mut lector_ml::ProgressFn<'_>,
+    ) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
+        self.tuned_calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut rows = Vec::new();
+        for k in 0..outputs {
+            if progress(k as f64 / outputs as f64).is_break() {
+                return Err(Error::Cancelled);
+            }
+            let mean = |positive: bool| {
+                let mut m = [0.0f32; 4];
+                let chosen: Vec<Vec<f32>> = texts
+                    .iter()
+                    .zip(targets)
+                    .filter(|(_, t)| t.contains(&k) == positive)
+                    .map(|(text, _)| self.embed(text))
+                    .collect();
+                for v in &chosen {
+                    m.iter_mut().zip(v).for_each(|(m, x)| *m += x / chosen.len() as f32);
+                }
+                m
+            };
+            let (p, n) = (mean(true), mean(false));
+            let w: Vec<f32> = p.iter().zip(&n).map(|(p, n)| p - n).collect();
+            let b = -w
+                .iter()
+                .zip(p.iter().zip(&n))
+                .map(|(w, (p, n))| w * (p + n) / 2.0)
+                .sum::<f32>();
+            rows.push([w[0], w[1], w[2], w[3], b]);
+        }
+        Ok(Arc::new(Centroids {
+            concepts: Concepts(self.concepts.0),
+            rows,
+        }))
+    }
+
+    fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
+        if bytes.is_empty() || !bytes.len().is_multiple_of(20) {
+            return Err(Error::Artifact("bad centroids".into()));
+        }
+        let values: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let rows = values.chunks_exact(5).map(|r| [r[0], r[1], r[2], r[3], r[4]]).collect();
+        Ok(Arc::new(Centroids {
+            concepts: Concepts(self.concepts.0),
+            rows,
+        }))
+    }
+}
+
+fn tunable() -> Arc<TunableConcepts> {
+    Arc::new(TunableConcepts {
+        concepts: Concepts("concepts-v1"),
+        tuned_calls: Default::default(),
+    })
+}
+
+#[test]
+fn a_tunable_encoder_is_tuned_to_the_classes_and_travels_in_the_artifact() {
+    let encoder = tunable();
+    let model = Model::train(
+        ProjectType::Class,
+        &class_set(),
+        &options(Some(encoder.clone())),
+        &mut go,
+    )
+    .unwrap();
+    assert_eq!(model.info().dense.as_ref().map(|d| d.tuned), Some(true));
+    assert_eq!(classes(&model, "the burger was served"), [Tag::class("food")]);
+    assert_eq!(classes(&model, "the lemonade was served"), [Tag::class("drinks")]);
+    assert_eq!(classes(&model, "we sat down and talked"), []);
+    let p = model.predict("the burger was served");
+    assert!(p.classes.iter().all(|c| (0.0..=1.0).contains(&c.probability)));
+
+    let bytes = model.to_bytes();
+    let loaded = Model::from_bytes_with(&bytes, Some(encoder.clone())).unwrap();
+    assert_eq!(loaded, model);
+    assert_eq!(loaded.to_bytes(), bytes);
+    for text in ["the curry was served", "the whisky was served", "", "we talked"] {
+        assert_eq!(loaded.predict(text), model.predict(text));
+    }
+    assert!(matches!(Model::from_bytes(&bytes), Err(Error::Artifact(_))));
+    // An encoder with the same id that cannot read tuned weights refuses them.
+    let plain: Arc<dyn Embedder> = Arc::new(Concepts("concepts-v1"));
+    assert!(matches!(
+        Model::from_bytes_with(&bytes, Some(plain)),
+        Err(Error::Artifact(_))
+    ));
+}
+
+#[test]
+fn tuning_is_skipped_for_single_label_models_and_when_turned_off() {
+    let encoder = tunable();
+    let labels: Vec<Example> = class_set()
+        .into_iter()
+        .filter_map(|e| {
+            let class = e.tags.first()?.class.clone()?;
+            Some(Example::new(e.text, vec![Tag::label(class)]))
+        })
+        .collect();
+    let label = Model::train(ProjectType::Label, &labels, &options(Some(encoder.clone())), &mut go).unwrap();
+    assert_eq!(label.info().dense.as_ref().map(|d| d.tuned), Some(false));
+    let off = Options {
+        tune_encoder: false,
+        ..options(Some(encoder.clone()))
+    };
+    let frozen = Model::train(ProjectType::Class, &class_set(), &off, &mut go).unwrap();
+    assert_eq!(frozen.info().dense.as_ref().map(|d| d.tuned), Some(false));
+    assert_eq!(encoder.tuned_calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+#[test]
+fn tuning_reports_progress_and_can_be_cancelled() {
+    let encoder = tunable();
+    let mut seen = Vec::new();
+    Model::train(
+        ProjectType::Class,
+        &class_set(),
+        &options(Some(encoder.clone())),
+        &mut |f| {
+            seen.push(f);
+            ControlFlow::Continue(())
+        },
+    )
+    .unwrap();
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]));
+    assert_eq!(seen.last(), Some(&1.0));
+    // Tuning is planned as most of the work: stopping late stops it.
+    let stopped = Model::train(
+        ProjectType::Class,
+        &class_set(),
+        &options(Some(encoder.clone())),
+        &mut |f| {
+            if f > 0.5 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        },
+    );
+    assert!(matches!(stopped, Err(Error::Cancelled)));
+    assert_eq!(encoder.tuned_calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
