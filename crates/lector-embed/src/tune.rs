@@ -206,14 +206,7 @@ impl TunedTop {
     /// The gradient of a batch's loss, left in `shards[0]`. The texts are dealt to
     /// [`SHARDS`] fixed shards, each summed on its own and the shards added in order, so the
     /// sum is the same whatever the number of `threads` that work on them.
-    fn batch_gradient(
-        &self,
-        config: &Config,
-        texts: &[Text<'_>],
-        scale: f32,
-        shards: &mut [Self],
-        threads: usize,
-    ) {
+    fn batch_gradient(&self, config: &Config, texts: &[Text<'_>], scale: f32, shards: &mut [Self], threads: usize) {
         let per_shard = texts.len().div_ceil(shards.len()).max(1);
         let mut work: Vec<(&mut Self, &[Text<'_>])> = shards
             .iter_mut()
