@@ -58,7 +58,8 @@ pub struct Options<'a> {
     pub base: Option<&'a Model>,
     /// A sentence encoder whose vectors join the n-grams of the main head (an optional base
     /// model, e.g. `lector-embed`'s MiniLM); the model keeps it for prediction. A warm start
-    /// without one keeps the base model's.
+    /// without one keeps the base model's (a tuned copy of it is tuned again, from the
+    /// encoder's own weights).
     pub embedder: Option<Arc<dyn Embedder>>,
     /// The encoder's vector is scaled by this beside the unit-length n-gram vector.
     pub dense_weight: f32,
