@@ -303,6 +303,39 @@ mod tests {
     use lector_core::ProjectType;
     use std::ops::ControlFlow;
 
+    /// Version 1 files (before tuned encoders: no marker after the heads) still load.
+    #[test]
+    fn version_1_artifacts_still_load() {
+        let examples = vec![
+            Example::new("good food", vec![Tag::class("food")]),
+            Example::new("rude staff", vec![Tag::class("service")]),
+        ];
+        let mut options = Options::default();
+        options.features.buckets_log2 = 10;
+        let model = Model::train(ProjectType::Class, &examples, &options, &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        let v2 = model.to_bytes();
+        let content = &v2[..v2.len() - 8];
+        // Drop the tuned-encoder marker (the last byte of the body), shorten the body length
+        // and write version 1.
+        let mut v1 = content[..content.len() - 1].to_vec();
+        v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+        let header_len = u32::from_le_bytes([v1[12], v1[13], v1[14], v1[15]]) as usize;
+        let at = 16 + header_len;
+        let body_len = u64::from_le_bytes(v1[at..at + 8].try_into().unwrap()) - 1;
+        v1[at..at + 8].copy_from_slice(&body_len.to_le_bytes());
+        let sum = fnv1a(FNV_SEED, &v1);
+        v1.extend_from_slice(&sum.to_le_bytes());
+        let loaded = Model::from_bytes(&v1).unwrap();
+        assert_eq!(loaded, model);
+        assert_eq!(loaded.to_bytes(), v2);
+        let mut v3 = v2.clone();
+        v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+        assert!(matches!(Model::from_bytes(&v3), Err(Error::Artifact(m)) if m.contains("version 3")));
+    }
+
     /// A header that passes the checksum (it is no signature) but asks for a huge table is
     /// refused before anything is allocated.
     #[test]
