@@ -20,6 +20,8 @@
 mod bert;
 mod error;
 mod safetensors;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 mod tune;
 mod wordpiece;
 

@@ -805,72 +805,13 @@ impl Adam {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::safetensors::{Tensors, write_f32};
+    use crate::safetensors::Tensors;
+    use crate::testing::values;
 
-    /// A deterministic pseudo-random stream in [-0.5, 0.5).
-    fn values(seed: u64, n: usize) -> Vec<f32> {
-        let mut rng = lector_ml::Rng::new(seed);
-        (0..n).map(|_| rng.unit() as f32 - 0.5).collect()
-    }
-
-    /// A random two-layer BERT (hidden 8, two heads) with layer norms that are not the
-    /// identity, so that every part of the backward pass is exercised.
+    /// The tiny encoder with random layer norms, so that every gradient matters.
     fn tiny_bert() -> Bert {
-        let (h, i, vocab, positions) = (8usize, 16usize, 12usize, 16usize);
-        let config = Config {
-            vocab,
-            hidden: h,
-            heads: 2,
-            layers: 2,
-            intermediate: i,
-            max_positions: positions,
-            eps: 1e-12,
-        };
-        let mut t: Vec<(String, Vec<usize>, Vec<f32>)> = vec![
-            (
-                "embeddings.word_embeddings.weight".into(),
-                vec![vocab, h],
-                values(1, vocab * h),
-            ),
-            (
-                "embeddings.position_embeddings.weight".into(),
-                vec![positions, h],
-                values(2, positions * h),
-            ),
-            (
-                "embeddings.token_type_embeddings.weight".into(),
-                vec![2, h],
-                values(3, 2 * h),
-            ),
-            ("embeddings.LayerNorm.weight".into(), vec![h], vec![1.0; h]),
-            ("embeddings.LayerNorm.bias".into(), vec![h], vec![0.0; h]),
-        ];
-        let mut seed = 10;
-        for l in 0..2 {
-            let p = format!("encoder.layer.{l}");
-            for (name, out, inp) in [
-                ("attention.self.query", h, h),
-                ("attention.self.key", h, h),
-                ("attention.self.value", h, h),
-                ("attention.output.dense", h, h),
-                ("intermediate.dense", i, h),
-                ("output.dense", h, i),
-            ] {
-                seed += 2;
-                let w = values(seed, out * inp).iter().map(|v| v * 2.0).collect();
-                t.push((format!("{p}.{name}.weight"), vec![out, inp], w));
-                t.push((format!("{p}.{name}.bias"), vec![out], values(seed + 1, out)));
-            }
-            for name in ["attention.output.LayerNorm", "output.LayerNorm"] {
-                seed += 2;
-                let w = values(seed, h).iter().map(|v| 1.0 + v).collect();
-                t.push((format!("{p}.{name}.weight"), vec![h], w));
-                t.push((format!("{p}.{name}.bias"), vec![h], values(seed + 1, h)));
-            }
-        }
-        let refs: Vec<(&str, Vec<usize>, Vec<f32>)> =
-            t.iter().map(|(n, s, v)| (n.as_str(), s.clone(), v.clone())).collect();
-        Bert::load(config, &Tensors::parse(write_f32(&refs)).unwrap()).unwrap()
+        let (config, weights) = crate::testing::tiny_parts(false);
+        Bert::load(Config::from_json(&config).unwrap(), &Tensors::parse(weights).unwrap()).unwrap()
     }
 
     fn options(layers: usize) -> TuneOptions {

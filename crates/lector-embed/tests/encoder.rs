@@ -5,75 +5,9 @@
 
 use std::path::PathBuf;
 
+use lector_embed::testing::tiny;
 use lector_embed::{MiniLm, write_f32};
 use serde_json::json;
-
-/// A deterministic pseudo-random stream in [-0.5, 0.5).
-fn values(seed: u64, n: usize) -> Vec<f32> {
-    let mut z = seed;
-    (0..n)
-        .map(|_| {
-            z = z
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            ((z >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        })
-        .collect()
-}
-
-fn tiny() -> MiniLm {
-    let (h, i, vocab, positions) = (8usize, 16usize, 12usize, 16usize);
-    let config = json!({
-        "vocab_size": vocab, "hidden_size": h, "num_attention_heads": 2, "num_hidden_layers": 2,
-        "intermediate_size": i, "max_position_embeddings": positions, "layer_norm_eps": 1e-12,
-        "hidden_act": "gelu"
-    });
-    let mut tensors: Vec<(String, Vec<usize>, Vec<f32>)> = vec![
-        (
-            "embeddings.word_embeddings.weight".into(),
-            vec![vocab, h],
-            values(1, vocab * h),
-        ),
-        (
-            "embeddings.position_embeddings.weight".into(),
-            vec![positions, h],
-            values(2, positions * h),
-        ),
-        (
-            "embeddings.token_type_embeddings.weight".into(),
-            vec![2, h],
-            values(3, 2 * h),
-        ),
-        ("embeddings.LayerNorm.weight".into(), vec![h], vec![1.0; h]),
-        ("embeddings.LayerNorm.bias".into(), vec![h], vec![0.0; h]),
-    ];
-    let mut seed = 10;
-    for l in 0..2 {
-        let p = format!("encoder.layer.{l}");
-        for (name, out, inp) in [
-            ("attention.self.query", h, h),
-            ("attention.self.key", h, h),
-            ("attention.self.value", h, h),
-            ("attention.output.dense", h, h),
-            ("intermediate.dense", i, h),
-            ("output.dense", h, i),
-        ] {
-            seed += 1;
-            tensors.push((format!("{p}.{name}.weight"), vec![out, inp], values(seed, out * inp)));
-            tensors.push((format!("{p}.{name}.bias"), vec![out], values(seed + 100, out)));
-        }
-        for name in ["attention.output.LayerNorm", "output.LayerNorm"] {
-            tensors.push((format!("{p}.{name}.weight"), vec![h], vec![1.0; h]));
-            tensors.push((format!("{p}.{name}.bias"), vec![h], vec![0.0; h]));
-        }
-    }
-    let refs: Vec<(&str, Vec<usize>, Vec<f32>)> = tensors
-        .iter()
-        .map(|(n, s, v)| (n.as_str(), s.clone(), v.clone()))
-        .collect();
-    let vocab_text = "[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\nfood\nwas\ngreat\nslow\nservice\n##s\n.\n";
-    MiniLm::from_parts(&config, vocab_text, write_f32(&refs), 16, "tiny".into()).unwrap()
-}
 
 #[test]
 fn tiny_encoder_gives_deterministic_unit_vectors_that_depend_on_the_text() {

@@ -303,19 +303,24 @@ mod tests {
     use lector_core::ProjectType;
     use std::ops::ControlFlow;
 
-    /// Version 1 files (before tuned encoders: no marker after the heads) still load.
-    #[test]
-    fn version_1_artifacts_still_load() {
+    /// A small LABEL model on 1,024 buckets.
+    fn small_model() -> Model {
         let examples = vec![
-            Example::new("good food", vec![Tag::class("food")]),
-            Example::new("rude staff", vec![Tag::class("service")]),
+            Example::new("good", vec![Tag::label("a")]),
+            Example::new("bad", vec![Tag::label("b")]),
         ];
         let mut options = Options::default();
         options.features.buckets_log2 = 10;
-        let model = Model::train(ProjectType::Class, &examples, &options, &mut |_| {
+        Model::train(ProjectType::Label, &examples, &options, &mut |_| {
             ControlFlow::Continue(())
         })
-        .unwrap();
+        .unwrap()
+    }
+
+    /// Version 1 files (before tuned encoders: no marker after the heads) still load.
+    #[test]
+    fn version_1_artifacts_still_load() {
+        let model = small_model();
         let v2 = model.to_bytes();
         let content = &v2[..v2.len() - 8];
         // Drop the tuned-encoder marker (the last byte of the body), shorten the body length
@@ -340,16 +345,7 @@ mod tests {
     /// refused before anything is allocated.
     #[test]
     fn crafted_header_cannot_demand_a_huge_allocation() {
-        let examples = vec![
-            Example::new("good", vec![Tag::label("a")]),
-            Example::new("bad", vec![Tag::label("b")]),
-        ];
-        let mut options = Options::default();
-        options.features.buckets_log2 = 10;
-        let model = Model::train(ProjectType::Label, &examples, &options, &mut |_| {
-            ControlFlow::Continue(())
-        })
-        .unwrap();
+        let model = small_model();
         let mut info = model.info.clone();
         info.features.buckets_log2 = 24;
         info.labels = (0..1000).map(|i| i.to_string()).collect();
