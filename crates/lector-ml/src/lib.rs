@@ -10,8 +10,8 @@
 //!   ([`Options::embedder`], an [`Embedder`] such as `lector-embed`'s MiniLM) adds its dense
 //!   vector to the n-grams of the main head; such a model loads only with that encoder
 //!   ([`Model::from_bytes_with`]). An encoder that can be tuned ([`Embedder::tune`]) is, for
-//!   the multi-label heads, adapted to the classes instead, and its [`Tuned`] copy scores them
-//!   ([`Options::tune_encoder`]).
+//!   the multi-label heads, also adapted to the classes, and the logits of its [`Tuned`] copy
+//!   are added to the class margins ([`Options::tune_encoder`]).
 //! - [`Model::predict`] gives the decided [`Tag`]s with calibrated probabilities.
 //! - [`Model::evaluate`] and [`evaluate_tags`] compute the [`Metrics`] the product reports;
 //!   [`split_examples`] makes the stratified, seeded train/test split.

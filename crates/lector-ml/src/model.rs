@@ -127,9 +127,10 @@ pub struct HyperParameters {
 pub struct Calibration {
     /// LABEL: softmax temperature of the main head.
     pub temperature: f32,
-    /// Multi-label heads: the shared sigmoid.
+    /// Multi-label heads: the shared sigmoid (unused with a tuned encoder, whose logits are
+    /// added to the margins before a plain sigmoid: they have no held-out scores to fit).
     pub platt: Platt,
-    /// Multi-label heads: per-class probability thresholds.
+    /// Multi-label heads: per-class probability thresholds (0.5 with a tuned encoder).
     pub thresholds: Vec<f32>,
     /// Pair types: softmax temperature of the label head.
     pub label_temperature: f32,
