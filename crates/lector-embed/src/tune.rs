@@ -43,6 +43,16 @@ pub struct TuneOptions {
     pub threads: usize,
 }
 
+impl TuneOptions {
+    /// The learning rate of step `step` of `steps`: a linear rise over the warm-up share, then
+    /// a linear fall to 0.
+    fn rate_at(&self, step: usize, steps: usize) -> f32 {
+        let warm = ((step + 1) as f32 / (self.warmup * steps as f32).max(1.0)).min(1.0);
+        let decay = (steps - step) as f32 / steps as f32;
+        self.learning_rate * warm * decay
+    }
+}
+
 impl Default for TuneOptions {
     fn default() -> Self {
         Self {
@@ -136,17 +146,7 @@ impl TunedTop {
             }
         }
 
-        let h = config.hidden;
-        let mut top = Self {
-            first,
-            max_tokens: options.max_tokens,
-            layers: bert.layers_from(first).to_vec(),
-            head: Linear::zeros(h, outputs),
-        };
-        let bound = 1.0 / (h as f32).sqrt();
-        for w in top.head.wt.iter_mut().chain(top.head.bias.iter_mut()) {
-            *w = bound * (2.0 * rng.unit() as f32 - 1.0);
-        }
+        let mut top = Self::start(bert, first, options.max_tokens, outputs, &mut rng);
         let mut shards: Vec<Self> = (0..SHARDS).map(|_| top.zeroed()).collect();
         let mut adam = Adam::new(&top);
         let mut order: Vec<usize> = (0..chosen.len()).collect();
@@ -163,19 +163,30 @@ impl TunedTop {
                     .collect();
                 top.batch_gradient(config, &texts, scale, &mut shards, threads);
                 done += part.iter().map(|&p| inputs[chosen[p]].len()).sum::<usize>() * 3 * tuned;
-                let warm = ((step + 1) as f32 / (options.warmup * steps as f32).max(1.0)).min(1.0);
-                let decay = (steps - step) as f32 / steps as f32;
-                adam.step(
-                    &mut top,
-                    &mut shards[0],
-                    options.learning_rate * warm * decay,
-                    options.weight_decay,
-                );
+                let rate = options.rate_at(step, steps);
+                adam.step(&mut top, &mut shards[0], rate, options.weight_decay);
                 step += 1;
                 report(done)?;
             }
         }
         Ok(top)
+    }
+
+    /// The encoder's layers from `first` on, and a head drawn uniformly from ±1/√hidden (the
+    /// usual initialisation of a linear map).
+    fn start(bert: &Bert, first: usize, max_tokens: usize, outputs: usize, rng: &mut lector_ml::Rng) -> Self {
+        let h = bert.config().hidden;
+        let mut top = Self {
+            first,
+            max_tokens,
+            layers: bert.layers_from(first).to_vec(),
+            head: Linear::zeros(h, outputs),
+        };
+        let bound = 1.0 / (h as f32).sqrt();
+        for w in top.head.wt.iter_mut().chain(top.head.bias.iter_mut()) {
+            *w = bound * (2.0 * rng.unit() as f32 - 1.0);
+        }
+        top
     }
 
     /// The first tuned layer: the ones below it are the encoder's own.
@@ -189,8 +200,8 @@ impl TunedTop {
         self.logits_from(bert, bert.states_below(ids, self.first))
     }
 
-    /// One logit per output from the states below the tuned layers
-    /// ([`Bert::states_below`] with [`TunedTop::first`]).
+    /// One logit per output from the states after the encoder's first [`TunedTop::first`]
+    /// layers.
     pub fn logits_from(&self, bert: &Bert, mut x: Vec<f32>) -> Vec<f32> {
         let config = bert.config();
         let n = x.len() / config.hidden;
