@@ -235,13 +235,8 @@ impl Bert {
     }
 
     /// `x`, the states after the first `from` layers, taken through the rest.
-    pub(crate) fn states_above(&self, mut x: Vec<f32>, from: usize) -> Vec<f32> {
-        let n = x.len() / self.config.hidden;
-        let mut buf = Buffers::default();
-        for layer in self.layers_from(from) {
-            layer.forward(&self.config, &mut x, n, &mut buf);
-        }
-        x
+    pub(crate) fn states_above(&self, x: Vec<f32>, from: usize) -> Vec<f32> {
+        apply_layers(self.layers_from(from), &self.config, x)
     }
 
     /// The hidden states after the first `layers` layers (the embeddings for 0).
@@ -266,17 +261,36 @@ impl Bert {
             );
         }
         self.embedding_norm.apply(&mut x);
-        let mut buf = Buffers::default();
-        for layer in &self.layers[..layers.min(self.layers.len())] {
-            layer.forward(&self.config, &mut x, n, &mut buf);
-        }
-        x
+        apply_layers(&self.layers[..layers.min(self.layers.len())], &self.config, x)
     }
 
     /// Layers `from..` as loaded: the starting point of a tuned copy.
     pub(crate) fn layers_from(&self, from: usize) -> &[Layer] {
         &self.layers[from.min(self.layers.len())..]
     }
+}
+
+/// `layers` applied in turn to the `n × hidden` states `x`.
+pub(crate) fn apply_layers(layers: &[Layer], config: &Config, mut x: Vec<f32>) -> Vec<f32> {
+    let n = x.len() / config.hidden;
+    let mut buf = Buffers::default();
+    for layer in layers {
+        layer.forward(config, &mut x, n, &mut buf);
+    }
+    x
+}
+
+/// The mean of the `width`-wide rows of `x`.
+pub(crate) fn mean_rows(x: &[f32], width: usize) -> Vec<f32> {
+    let mut mean = vec![0.0f32; width];
+    for row in x.chunks_exact(width) {
+        for (m, &v) in mean.iter_mut().zip(row) {
+            *m += v;
+        }
+    }
+    let n = (x.len() / width).max(1) as f32;
+    mean.iter_mut().for_each(|m| *m /= n);
+    mean
 }
 
 impl Layer {

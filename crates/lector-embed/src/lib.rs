@@ -121,16 +121,7 @@ impl MiniLm {
 
 /// The mean of the token states (`width` wide), scaled to unit length: the sentence vector.
 fn unit_mean(states: &[f32], width: usize) -> Vec<f32> {
-    let mut mean = vec![0.0f32; width];
-    for row in states.chunks_exact(width) {
-        for (m, &v) in mean.iter_mut().zip(row) {
-            *m += v;
-        }
-    }
-    let n = (states.len() / width).max(1) as f32;
-    for m in &mut mean {
-        *m /= n;
-    }
+    let mut mean = bert::mean_rows(states, width);
     let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
     for m in &mut mean {
         *m /= norm;

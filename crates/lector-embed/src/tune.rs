@@ -18,7 +18,7 @@
 
 use std::ops::ControlFlow;
 
-use crate::bert::{Bert, Buffers, Config, Layer, LayerNorm, Linear, erf};
+use crate::bert::{Bert, Config, Layer, LayerNorm, Linear, apply_layers, erf, mean_rows};
 use crate::error::{Error, Result};
 
 /// How the top layers are tuned. The defaults were chosen on the dev split of the SemEval-2016
@@ -202,13 +202,9 @@ impl TunedTop {
 
     /// One logit per output from the states after the encoder's first [`TunedTop::first`]
     /// layers.
-    pub fn logits_from(&self, bert: &Bert, mut x: Vec<f32>) -> Vec<f32> {
+    pub fn logits_from(&self, bert: &Bert, below: Vec<f32>) -> Vec<f32> {
         let config = bert.config();
-        let n = x.len() / config.hidden;
-        let mut buf = Buffers::default();
-        for layer in &self.layers {
-            layer.forward(config, &mut x, n, &mut buf);
-        }
+        let x = apply_layers(&self.layers, config, below);
         let mut z = Vec::new();
         self.head.forward(&mean_rows(&x, config.hidden), &mut z);
         z
@@ -397,19 +393,6 @@ impl TunedTop {
 
 fn sigmoid(z: f32) -> f32 {
     1.0 / (1.0 + (-z).exp())
-}
-
-/// The mean of the `width`-wide rows of `x`.
-fn mean_rows(x: &[f32], width: usize) -> Vec<f32> {
-    let mut mean = vec![0.0f32; width];
-    for row in x.chunks_exact(width) {
-        for (m, &v) in mean.iter_mut().zip(row) {
-            *m += v;
-        }
-    }
-    let n = (x.len() / width).max(1) as f32;
-    mean.iter_mut().for_each(|m| *m /= n);
-    mean
 }
 
 /// Φ, the standard normal distribution function: BERT's exact GELU is `x Φ(x)`, as
@@ -837,15 +820,7 @@ mod tests {
 
     /// Binary cross-entropy, in f64, of the text whose frozen states are `below`.
     fn loss(top: &TunedTop, bert: &Bert, below: &[f32], positive: &[usize]) -> f64 {
-        let config = bert.config();
-        let mut x = below.to_vec();
-        let n = x.len() / config.hidden;
-        let mut buf = Buffers::default();
-        for layer in &top.layers {
-            layer.forward(config, &mut x, n, &mut buf);
-        }
-        let mut z = Vec::new();
-        top.head.forward(&mean_rows(&x, config.hidden), &mut z);
+        let z = top.logits_from(bert, below.to_vec());
         let k = z.len() as f64;
         z.iter()
             .enumerate()
