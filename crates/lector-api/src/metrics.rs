@@ -76,7 +76,7 @@ impl Metrics {
 /// Counts and times every request.
 pub async fn record(State(metrics): State<std::sync::Arc<Metrics>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().to_string();
+    let method = method_label(request.method()).to_owned();
     let route = request
         .extensions()
         .get::<MatchedPath>()
@@ -97,4 +97,38 @@ pub async fn record(State(metrics): State<std::sync::Arc<Metrics>>, request: Req
         .get_or_create(&RouteLabels { method, route })
         .observe(started.elapsed().as_secs_f64());
     response
+}
+
+/// The method as a label: only the standard methods name themselves, anything else is `other`,
+/// so a client inventing methods cannot grow the label set without bound.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    const KNOWN: [Method; 9] = [
+        Method::GET,
+        Method::HEAD,
+        Method::POST,
+        Method::PUT,
+        Method::DELETE,
+        Method::PATCH,
+        Method::OPTIONS,
+        Method::CONNECT,
+        Method::TRACE,
+    ];
+    KNOWN
+        .iter()
+        .find(|known| *known == method)
+        .map_or("other", |known| known.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::method_label;
+    use axum::http::Method;
+
+    #[test]
+    fn unknown_methods_share_one_label() {
+        assert_eq!(method_label(&Method::GET), "GET");
+        assert_eq!(method_label(&Method::from_bytes(b"PROPFIND").unwrap()), "other");
+        assert_eq!(method_label(&Method::from_bytes(b"X-RANDOM-123").unwrap()), "other");
+    }
 }

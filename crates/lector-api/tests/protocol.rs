@@ -100,8 +100,13 @@ async fn metrics_are_for_superusers() {
     let ada = app.register("ada@example.org").await;
     app.get("/metrics", &ada.token).await.expect_problem(403, "forbidden");
     let root = app.superuser("root@example.org").await;
+    // An invented method counts as `other`: clients cannot grow the label set.
+    let brew = Method::from_bytes(b"BREW-4711").unwrap();
+    app.call(brew, "/organizations", Some(&root.token), None).await;
     let metrics = app.get("/metrics", &root.token).await;
     assert_eq!(metrics.status, 200);
+    assert!(!metrics.text.contains("BREW-4711"), "{}", metrics.text);
+    assert!(metrics.text.contains("method=\"other\""), "{}", metrics.text);
     assert!(metrics.text.contains("lector_http_requests_total"), "{}", metrics.text);
     assert!(metrics.text.contains("route=\"/auth/register\""), "{}", metrics.text);
 }

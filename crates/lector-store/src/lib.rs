@@ -35,9 +35,11 @@ mod notifications;
 mod projects;
 mod records;
 mod s3;
+#[cfg(test)]
+mod schema_tests;
 mod security;
 mod sessions;
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod uploads;
 mod workspaces;

@@ -1,0 +1,162 @@
+//! Two promises about the schema history, kept by tests because a reviewer cannot see them:
+//! a migration that has landed never changes (installations have applied it, and sqlx refuses
+//! a changed checksum), and after every migration the two backends have the same tables,
+//! columns and indexes, so a SQLite installation can move to PostgreSQL.
+
+use crate::testing::TestDatabase;
+use crate::{Backend, Store};
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The checked-in list: `sha256  backend/file.sql` per line, as `sha256sum` writes it.
+const CHECKSUMS: &str = include_str!("../migrations/CHECKSUMS");
+
+fn migrations_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations")
+}
+
+fn migration_files() -> BTreeSet<String> {
+    let mut files = BTreeSet::new();
+    for backend in ["sqlite", "postgres"] {
+        for entry in std::fs::read_dir(migrations_dir().join(backend)).expect("migrations folder") {
+            let name = entry.expect("entry").file_name().into_string().expect("UTF-8 name");
+            if name.ends_with(".sql") {
+                files.insert(format!("{backend}/{name}"));
+            }
+        }
+    }
+    files
+}
+
+fn listed() -> BTreeMap<String, String> {
+    CHECKSUMS
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let (sum, file) = line.split_once("  ").expect("`sha256  file` per line");
+            (file.to_owned(), sum.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn landed_migrations_never_change() {
+    for (file, sum) in listed() {
+        let bytes = std::fs::read(migrations_dir().join(&file)).unwrap_or_else(|e| {
+            panic!(
+                "{file} is listed in migrations/CHECKSUMS but cannot be read ({e}): a landed migration is never removed"
+            )
+        });
+        let actual = format!("{:x}", Sha256::digest(&bytes));
+        assert_eq!(
+            actual, sum,
+            "{file} changed after it landed; installations have applied the old text. Put the change in a new migration instead"
+        );
+    }
+}
+
+#[test]
+fn every_migration_is_listed() {
+    let listed = listed();
+    let missing: Vec<String> = migration_files()
+        .into_iter()
+        .filter(|f| !listed.contains_key(f))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "new migrations not in migrations/CHECKSUMS: {missing:?}; add them with \
+         `cd crates/lector-store/migrations && sha256sum {} >> CHECKSUMS`",
+        missing.join(" ")
+    );
+}
+
+#[test]
+fn both_backends_have_every_step() {
+    let files = migration_files();
+    for file in &files {
+        let (backend, name) = file.split_once('/').expect("backend/file");
+        let other = if backend == "sqlite" { "postgres" } else { "sqlite" };
+        assert!(files.contains(&format!("{other}/{name}")), "{file} has no {other} twin");
+    }
+}
+
+/// Tables, their columns and their named indexes, as one backend reports them.
+#[derive(Debug, PartialEq, Eq)]
+struct Shape {
+    columns: BTreeMap<String, BTreeSet<String>>,
+    indexes: BTreeMap<String, BTreeSet<String>>,
+}
+
+async fn shape(store: &Store) -> Shape {
+    let (tables, columns, indexes) = match store.backend() {
+        Backend::Sqlite => (
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> '_sqlx_migrations'",
+            "SELECT name FROM pragma_table_info($1)",
+            // Indexes written as CREATE INDEX have SQL; those behind UNIQUE and PRIMARY KEY do not.
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = $1 AND sql IS NOT NULL",
+        ),
+        Backend::Postgres => (
+            "SELECT table_name::text AS name FROM information_schema.tables \
+             WHERE table_schema = 'public' AND table_name <> '_sqlx_migrations'",
+            "SELECT column_name::text AS name FROM information_schema.columns \
+             WHERE table_schema = 'public' AND table_name = $1",
+            "SELECT indexname::text AS name FROM pg_indexes WHERE schemaname = 'public' AND tablename = $1 \
+             AND indexname NOT IN (SELECT conname FROM pg_constraint)",
+        ),
+    };
+    let names = |sql: &'static str, arg: Option<String>| {
+        let pool = store.pool.clone();
+        async move {
+            let mut query = sqlx::query(sql);
+            if let Some(arg) = arg {
+                query = query.bind(arg);
+            }
+            query
+                .fetch_all(&pool)
+                .await
+                .expect("schema query")
+                .iter()
+                .map(|row| row.try_get::<String, _>("name").expect("name"))
+                .collect::<BTreeSet<String>>()
+        }
+    };
+    let mut shape = Shape {
+        columns: BTreeMap::new(),
+        indexes: BTreeMap::new(),
+    };
+    for table in names(tables, None).await {
+        shape
+            .columns
+            .insert(table.clone(), names(columns, Some(table.clone())).await);
+        shape.indexes.insert(table.clone(), names(indexes, Some(table)).await);
+    }
+    shape
+}
+
+#[tokio::test]
+async fn sqlite_and_postgres_schemas_match() {
+    let Some(postgres) = TestDatabase::create(Backend::Postgres).await else {
+        return;
+    };
+    let sqlite = TestDatabase::create(Backend::Sqlite).await.expect("SQLite");
+    let sqlite_store = Store::open(&sqlite.url, 2).await.expect("migrate SQLite");
+    let postgres_store = Store::open(&postgres.url, 2).await.expect("migrate PostgreSQL");
+    let (left, right) = (shape(&sqlite_store).await, shape(&postgres_store).await);
+    sqlite_store.close().await;
+    postgres_store.close().await;
+    assert!(!left.columns.is_empty(), "no tables found");
+    for table in left.columns.keys().chain(right.columns.keys()).collect::<BTreeSet<_>>() {
+        assert_eq!(
+            left.columns.get(table),
+            right.columns.get(table),
+            "columns of {table}: SQLite, then PostgreSQL"
+        );
+        assert_eq!(
+            left.indexes.get(table),
+            right.indexes.get(table),
+            "indexes of {table}: SQLite, then PostgreSQL"
+        );
+    }
+}
