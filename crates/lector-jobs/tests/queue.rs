@@ -6,10 +6,32 @@ use lector_jobs::prepare_document;
 use lector_jobs::{Handler, HandlerFuture, JobError, Outcome, Runner};
 use lector_store::testing::{TestDatabase, owner_with_project};
 use lector_store::{
-    Backend, ClassFields, JobState, LabeledDocument, Lease, NewJob, NewSession, NewTag, NewUser, Store,
+    Backend, ClassFields, Failure, JobPayload, JobState, LabeledDocument, Lease, NewJob, NewSession, NewTag, NewUser,
+    Store,
 };
 use lector_text::Language;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+/// A test kind of job: counts to `upto`, reporting progress.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CountPayload {
+    upto: i64,
+}
+
+impl JobPayload for CountPayload {
+    const KIND: &'static str = "count";
+    const MAX_ATTEMPTS: i64 = 3;
+
+    fn failure(&self) -> Failure {
+        Failure::of(
+            None,
+            "Count failed",
+            format!("Counting to {}", self.upto),
+            "count again",
+        )
+    }
+}
 
 async fn store(backend: Backend) -> Option<(Store, TestDatabase, i64)> {
     let database = TestDatabase::create(backend).await?;
@@ -29,13 +51,8 @@ async fn store(backend: Backend) -> Option<(Store, TestDatabase, i64)> {
 
 fn job(user_id: i64, max_attempts: i64) -> NewJob {
     NewJob {
-        kind: "count".into(),
-        payload: json!({"upto": 3}),
-        input: None,
-        workspace_id: None,
-        project_id: None,
-        user_id: Some(user_id),
         max_attempts,
+        ..NewJob::of(&CountPayload { upto: 3 }).unwrap().owned_by(user_id)
     }
 }
 
@@ -109,12 +126,7 @@ async fn failures_retry_then_fail_with_one_notification(backend: Backend) {
     };
     let queued = store.enqueue(job(user, 2)).await.unwrap();
     let first = store.claim_job("a", 30).await.unwrap().unwrap();
-    assert!(
-        store
-            .fail_job(&first, "database hiccup", true, notice(&first, "failed"))
-            .await
-            .unwrap()
-    );
+    assert!(store.fail_job(&first, "database hiccup", true).await.unwrap());
     let retried = store.job_by_id(queued.id).await.unwrap().unwrap();
     assert_eq!(retried.state, JobState::Queued);
     assert!(
@@ -136,17 +148,17 @@ async fn failures_retry_then_fail_with_one_notification(backend: Backend) {
         owner: "a".into(),
     };
     // The stale lease (token of the first claim) cannot fail the job again.
-    assert!(!store.fail_job(&second, "late", false, None).await.unwrap());
+    assert!(!store.fail_job(&second, "late", false).await.unwrap());
+    assert_eq!(notifications(&store, user).await, 0);
 }
 
 async fn the_runner_runs_handlers_and_records_outcomes(backend: Backend) {
     struct Count;
     impl Handler for Count {
-        fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease) -> HandlerFuture<'a> {
+        type Payload = CountPayload;
+        fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: CountPayload) -> HandlerFuture<'a> {
             Box::pin(async move {
-                let upto = lease.job.payload["upto"]
-                    .as_i64()
-                    .ok_or_else(|| JobError::fatal("upto is missing", None))?;
+                let upto = payload.upto;
                 for i in 1..=upto {
                     store
                         .report_progress(lease, i as f64 / upto as f64)
@@ -163,11 +175,19 @@ async fn the_runner_runs_handlers_and_records_outcomes(backend: Backend) {
     let Some((store, _db, user)) = store(backend).await else {
         return;
     };
-    let runner = Runner::new().with("count", Count);
+    let runner = Runner::new().with(Count);
     let good = store.enqueue(job(user, 3)).await.unwrap();
+    // A payload this version cannot read (as if written by another version of Lector).
     let bad = store
         .enqueue(NewJob {
-            payload: json!({}),
+            payload: json!({"uptoo": 3, "version": 1}),
+            ..job(user, 3)
+        })
+        .await
+        .unwrap();
+    let newer = store
+        .enqueue(NewJob {
+            payload: json!({"upto": 3, "version": 2}),
             ..job(user, 3)
         })
         .await
@@ -184,15 +204,33 @@ async fn the_runner_runs_handlers_and_records_outcomes(backend: Backend) {
     let good = store.job_by_id(good.id).await.unwrap().unwrap();
     assert_eq!((good.state, good.result), (JobState::Done, Some(json!({"counted": 3}))));
     let bad = store.job_by_id(bad.id).await.unwrap().unwrap();
-    assert_eq!(
-        (bad.state, bad.error.as_deref()),
-        (JobState::Failed, Some("upto is missing"))
+    assert_eq!(bad.state, JobState::Failed);
+    let error = bad.error.unwrap();
+    assert!(
+        error.starts_with(&format!(
+            "Task {} (count) failed after 1 attempt: the job's payload is unreadable: missing field `upto`",
+            bad.id
+        )),
+        "{error}"
     );
-    assert_eq!(
-        store.job_by_id(unknown.id).await.unwrap().unwrap().state,
-        JobState::Failed
+    let newer = store.job_by_id(newer.id).await.unwrap().unwrap();
+    assert!(
+        newer
+            .error
+            .unwrap()
+            .contains("version 2 where this Lector reads version 1")
     );
-    assert_eq!(notifications(&store, user).await, 1);
+    let unknown = store.job_by_id(unknown.id).await.unwrap().unwrap();
+    assert_eq!(
+        (unknown.state, unknown.error.as_deref()),
+        (
+            JobState::Failed,
+            Some(
+                "Counting to 3 failed after 1 attempt: this installation has no handler for jobs of kind mystery; count again."
+            )
+        )
+    );
+    assert_eq!(notifications(&store, user).await, 4, "one for each job, failed or done");
 }
 
 macro_rules! on_both_backends {
