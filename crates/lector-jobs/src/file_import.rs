@@ -9,7 +9,7 @@
 //! named.
 
 use crate::ingest::prepare_document;
-use crate::runner::{JobError, Outcome, notice_for};
+use crate::runner::{JobError, Outcome, notice_for, panic_message};
 use lector_core::NotificationType;
 use lector_store::{FileSource, ImportPayload, Lease, NewDocument, Store};
 use lector_text::{ColumnRef, Format, Language, Limits, ReadOptions, TextError, open_rows};
@@ -80,7 +80,10 @@ pub(crate) async fn import_file(
             .await
             .map_err(|e| JobError::transient(e.detail))?;
     }
-    let _ = reader.await;
+    // A reader that panicked closed its channel early: that is a failure, not the file's end.
+    reader
+        .await
+        .map_err(|e| JobError::transient(format!("reading the file failed: {}", panic_message(e))))?;
     store
         .set_import_status(lease, payload.group_id, "CREATED")
         .await

@@ -4,7 +4,9 @@
 //!
 //! A handler is registered for the [`JobPayload`] it reads (`Runner::new().with(handler)`); the
 //! runner decodes each job's payload into that struct before the handler runs, and records
-//! every way a job can end through the store's `finish_job` or `fail_job`.
+//! every way a job can end through the store's `finish_job` or `fail_job`. A handler runs as a
+//! task of its own: its panic is a failed attempt (retried with backoff until the kind's cap,
+//! then the job fails for good with its trace), and the worker goes on with the next job.
 
 use lector_core::{ErrorCode, NotificationType};
 use lector_store::{JobNotice, JobPayload, Lease, Store};
@@ -203,10 +205,21 @@ impl Runner {
                 }
             })
         };
+        // The handler runs as a task of its own, so a panic in it is a failed attempt of its
+        // job (retried until the kind's cap) and never ends this worker loop.
+        let mut task = {
+            let (handler, store, lease) = (handler.clone(), store.clone(), lease.clone());
+            tokio::spawn(async move { handler.run(&store, &lease).await })
+        };
         let outcome = tokio::select! {
-            outcome = handler.run(store, &lease) => Some(outcome),
+            joined = &mut task => Some(joined.unwrap_or_else(|e| {
+                let message = panic_message(e);
+                tracing::error!(job.id = job_id, kind = %lease.job.kind, panic = %message, "the job's handler panicked");
+                Err(JobError::transient(message))
+            })),
             _ = &mut lease_lost => {
                 tracing::warn!(job.id = job_id, "lease lost; abandoning the job");
+                task.abort();
                 None
             }
         };
@@ -224,6 +237,20 @@ impl Runner {
         }
         Ok(true)
     }
+}
+
+/// What a task that did not finish says about it: "the job panicked: <its message>".
+pub fn panic_message(error: tokio::task::JoinError) -> String {
+    if !error.is_panic() {
+        return "the job was cancelled".into();
+    }
+    let payload = error.into_panic();
+    let text = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into());
+    format!("the job panicked: {text}")
 }
 
 /// Sleeps for `pause` unless told to stop; answers whether to stop.
