@@ -14,7 +14,5 @@ pub use runner::{Handler, HandlerFuture, JobError, Outcome, Runner};
 
 /// The runner with every kind of job this installation handles.
 pub fn standard_runner() -> Runner {
-    Runner::new()
-        .with(lector_store::IMPORT_JOB, ImportDocuments)
-        .with(lector_store::CLONE_JOB, CloneProject)
+    Runner::new().with(ImportDocuments).with(CloneProject)
 }

@@ -16,10 +16,11 @@ mod jobs;
 pub use accounts::{NewUser, UserChanges};
 pub use analyses::{Analysis, NewAnalysis};
 pub use blobs::Blobs;
-pub use cloning::{CLONE_JOB, CloneCounts};
+pub use cloning::CloneCounts;
 pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
-pub use documents::{Document, DocumentFilter, DocumentGroup, IMPORT_JOB, NewDocument, NewSegment, Segment};
-pub use jobs::{Job, JobNotice, JobState, Lease, NewJob};
+pub use documents::{Document, DocumentFilter, DocumentGroup, NewDocument, NewSegment, Segment};
+pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
+pub use payloads::{CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload, ImportedDocument};
 pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
 };
@@ -32,6 +33,7 @@ pub use uploads::{UPLOAD_PREFIX, Upload};
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
 mod notifications;
+mod payloads;
 mod projects;
 mod records;
 mod s3;
