@@ -16,6 +16,7 @@ pub enum ErrorCode {
     ImmutableField,
     InvalidParameter,
     ValidationFailed,
+    InvalidCharacters,
     Unauthorized,
     InvalidCredentials,
     Forbidden,
@@ -35,7 +36,7 @@ impl ErrorCode {
     pub fn status(self) -> u16 {
         use ErrorCode::*;
         match self {
-            BadRequest | InvalidJson | UnknownField | ImmutableField | InvalidParameter => 400,
+            BadRequest | InvalidJson | UnknownField | ImmutableField | InvalidParameter | InvalidCharacters => 400,
             Unauthorized | InvalidCredentials => 401,
             Forbidden | WorkspaceReadOnly => 403,
             NotFound => 404,
@@ -60,6 +61,7 @@ impl ErrorCode {
             ImmutableField => "The body sets a field the server owns",
             InvalidParameter => "A path or query parameter is invalid",
             ValidationFailed => "The request is well-formed but its values are invalid",
+            InvalidCharacters => "A text holds characters this field does not take",
             Unauthorized => "Authentication required",
             InvalidCredentials => "Invalid credentials",
             Forbidden => "Forbidden",
@@ -85,6 +87,7 @@ impl ErrorCode {
             ImmutableField => "immutable_field",
             InvalidParameter => "invalid_parameter",
             ValidationFailed => "validation_failed",
+            InvalidCharacters => "invalid_characters",
             Unauthorized => "unauthorized",
             InvalidCredentials => "invalid_credentials",
             Forbidden => "forbidden",
