@@ -17,7 +17,69 @@ backend_tests!(
     product_keys_are_bearer_tokens,
     users_see_only_themselves,
     permissions_are_changed_by_superusers_only,
+    account_changes_need_the_current_password,
 );
+
+async fn account_changes_need_the_current_password(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let path = format!("/users/{}", ada.user_id);
+    for change in [
+        json!({"password": "new-password-456"}),
+        json!({"email": "eve@example.org"}),
+    ] {
+        let problem = app
+            .put(&path, &ada.token, change.clone())
+            .await
+            .expect_problem(400, "bad_request");
+        assert_eq!(problem["errors"][0]["field"], "current_password");
+        let mut wrong = change.clone();
+        wrong["current_password"] = json!("not-my-password");
+        let problem = app.put(&path, &ada.token, wrong).await.expect_problem(403, "forbidden");
+        assert_eq!(problem["errors"][0]["field"], "current_password");
+    }
+    // The same e-mail (in another case) and other fields need no proof.
+    app.put(
+        &path,
+        &ada.token,
+        json!({"email": "ADA@example.org", "first_name": "Ada"}),
+    )
+    .await
+    .expect(200);
+    // A product key alone cannot take the account over either.
+    let key = app
+        .post(&format!("{path}/keys"), &ada.token, json!({"name": "ci"}))
+        .await
+        .expect(201)["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.put(&path, &key, json!({"email": "eve@example.org"}))
+        .await
+        .expect_problem(400, "bad_request");
+    let changed = app
+        .put(
+            &path,
+            &ada.token,
+            json!({"email": "augusta@example.org", "current_password": "password-123"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(changed["email"], "augusta@example.org");
+
+    // A superuser changes someone else's account without it (and the change is logged).
+    let root = app.superuser("root@example.org").await;
+    app.put(&path, &root.token, json!({"password": "set-by-root-1"}))
+        .await
+        .expect(200);
+    app.login("augusta@example.org", "set-by-root-1").await;
+    // Product keys outlive a password change, as the documentation says.
+    app.get("/auth/status", &key).await.expect(200);
+    // A superuser's own account is no exception.
+    let root_path = format!("/users/{}", root.user_id);
+    app.put(&root_path, &root.token, json!({"password": "another-pass-1"}))
+        .await
+        .expect_problem(400, "bad_request");
+}
 
 async fn register_login_and_status(app: TestApp) {
     let ada = app.register("Ada@Example.org").await;
@@ -112,9 +174,13 @@ async fn password_change_revokes_earlier_tokens(app: TestApp) {
     assert_eq!(user["first_name"], "Augusta");
     app.get("/auth/status", &ada.token).await.expect(200);
 
-    app.put(&path, &ada.token, json!({"password": "new-password-456"}))
-        .await
-        .expect(200);
+    app.put(
+        &path,
+        &ada.token,
+        json!({"password": "new-password-456", "current_password": "password-123"}),
+    )
+    .await
+    .expect(200);
     app.get("/auth/status", &ada.token)
         .await
         .expect_problem(401, "unauthorized");
