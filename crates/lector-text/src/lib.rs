@@ -7,6 +7,7 @@
 //! how the API answers it (413 for a limit, 422 for a malformed file or selection).
 
 mod error;
+mod formula;
 mod labeled;
 mod limits;
 mod read;
