@@ -495,6 +495,30 @@ async fn labeled_data_comes_from_sources(backend: Backend) {
     .await
     .expect(200);
     assert_eq!(group_file["preview"].as_array().unwrap().len(), 4);
+    // ... and `create_group` takes the source in its body, as SPEC.md section 4.5 lists.
+    let group = app
+        .post(
+            &format!("/projects/{id}/groups"),
+            &ada.token,
+            json!({"name": "From the web", "column_name": "text",
+                   "credential_id": web["id"], "source": "http", "parameters": {"url": url}}),
+        )
+        .await
+        .expect(201);
+    let task = group["task_id"].as_i64().unwrap();
+    assert_eq!(app.wait_for_task(&ada.token, id, task).await["status"], "DONE");
+    let filled = app
+        .get(&format!("/projects/{id}/groups/{}", group["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(filled["document_count"], 3, "{filled}");
+    app.post(
+        &format!("/projects/{id}/groups"),
+        &ada.token,
+        json!({"name": "Half", "credential_id": web["id"], "parameters": {"url": url}}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
     connect(&app, &ada, &connect_path, &web["id"], "postgres", &parameters)
         .await
         .expect_problem(422, "validation_failed");
