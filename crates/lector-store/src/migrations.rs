@@ -56,6 +56,13 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0007_credentials.sql"),
         postgres: include_str!("../migrations/postgres/0007_credentials.sql"),
     },
+    // 0008 is another branch's step.
+    Step {
+        version: 9,
+        description: "hardening",
+        sqlite: include_str!("../migrations/sqlite/0009_hardening.sql"),
+        postgres: include_str!("../migrations/postgres/0009_hardening.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {
