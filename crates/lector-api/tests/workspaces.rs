@@ -308,6 +308,18 @@ async fn members_and_roles(app: TestApp) {
         .post(&members, &bob.token, json!({"role": "USER", "user_id": cy.user_id}))
         .await
         .expect(200);
+    // The member list pages: Ada, Bob, Cy in the order they joined.
+    let page = app
+        .get(&format!("{members}?offset=1&limit=1"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(page.as_array().unwrap().len(), 1);
+    assert_eq!(page[0]["user"], "bob@example.org");
+    let all = app.get(&members, &ada.token).await.expect(200);
+    assert_eq!(all.as_array().unwrap().len(), 3);
+    app.get(&format!("{members}?limit=0"), &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
     let cy_path = format!("{members}/{}", cy_m["id"]);
     app.put(&cy_path, &bob.token, json!({"role": "ADMIN"}))
         .await

@@ -5,12 +5,13 @@
 //! what it is given. An imported document remembers its place in its group, so a re-run of an
 //! import after a crash skips what the first run stored: nothing is lost or doubled.
 
+use crate::bulk::insert_grouped_batch;
 use crate::jobs::{Lease, NewJob, check_fence, enqueue_in};
 use crate::payloads::{ImportOptions, ImportPayload, ImportedDocument};
 use crate::records::FromAnyRow;
 use crate::records::Project;
 use crate::uploads::{Upload, mark_used_in};
-use crate::{Backend, Param, Store, db, numbered, placeholders};
+use crate::{Param, Store, db, numbered};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope};
 use sqlx::any::AnyRow;
@@ -576,75 +577,6 @@ async fn queue_import(
         .await
         .map_err(db)?;
     Ok(group_id)
-}
-
-/// Rows per multi-row INSERT of documents (7 parameters each) and of segments (5 each): well
-/// under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters.
-const DOCUMENT_ROWS_PER_INSERT: usize = 500;
-const SEGMENT_ROWS_PER_INSERT: usize = 1000;
-
-/// Inserts documents at their places in a group with multi-row INSERTs, then their segments the
-/// same way; places already taken are skipped. Answers how many documents were new.
-async fn insert_grouped_batch(
-    tx: &mut Transaction<'static, Any>,
-    backend: Backend,
-    project_id: i64,
-    group_id: i64,
-    documents: &[(i64, &NewDocument)],
-) -> Result<usize> {
-    let created = Timestamp::now().micros();
-    let mut ids = std::collections::HashMap::with_capacity(documents.len());
-    for chunk in documents.chunks(DOCUMENT_ROWS_PER_INSERT) {
-        let sql = format!(
-            "INSERT INTO documents (project_id, group_id, group_position, text, meta, language, created) \
-             VALUES {} ON CONFLICT (group_id, group_position) DO NOTHING RETURNING id, group_position",
-            placeholders(chunk.len(), 7, backend)
-        );
-        let mut query = sqlx::query(&sql);
-        for (position, document) in chunk {
-            query = query
-                .bind(project_id)
-                .bind(group_id)
-                .bind(*position)
-                .bind(&document.text)
-                .bind(document.meta.to_string())
-                .bind(&document.language)
-                .bind(created);
-        }
-        for row in query.fetch_all(&mut **tx).await.map_err(db)? {
-            let id: i64 = row.try_get("id").map_err(db)?;
-            let position: i64 = row.try_get("group_position").map_err(db)?;
-            ids.insert(position, id);
-        }
-    }
-    let segments: Vec<(i64, i64, &NewSegment)> = documents
-        .iter()
-        .filter_map(|(position, document)| ids.get(position).map(|id| (*id, document)))
-        .flat_map(|(id, document)| {
-            document
-                .segments
-                .iter()
-                .enumerate()
-                .map(move |(index, segment)| (id, index as i64, segment))
-        })
-        .collect();
-    for chunk in segments.chunks(SEGMENT_ROWS_PER_INSERT) {
-        let sql = format!(
-            "INSERT INTO segments (document_id, position, span_start, span_end, text) VALUES {}",
-            placeholders(chunk.len(), 5, backend)
-        );
-        let mut query = sqlx::query(&sql);
-        for (document_id, position, segment) in chunk {
-            query = query
-                .bind(*document_id)
-                .bind(*position)
-                .bind(segment.start)
-                .bind(segment.end)
-                .bind(&segment.text);
-        }
-        query.execute(&mut **tx).await.map_err(db)?;
-    }
-    Ok(ids.len())
 }
 
 pub(crate) async fn insert_group(

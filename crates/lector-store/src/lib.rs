@@ -9,6 +9,7 @@
 mod accounts;
 mod analyses;
 mod blobs;
+mod bulk;
 mod cloning;
 mod credentials;
 mod documents;

@@ -254,14 +254,23 @@ impl Store {
         })
     }
 
-    pub async fn members(&self, scope: &Scope, workspace: &WorkspaceRef) -> Result<Vec<Membership>> {
+    /// One page of a workspace's members, oldest membership first.
+    pub async fn members(
+        &self,
+        scope: &Scope,
+        workspace: &WorkspaceRef,
+        offset: i64,
+        limit: i64,
+    ) -> Result<Vec<Membership>> {
         let (found, _) = self.workspace_access(scope, workspace, Action::Read).await?;
         let sql = format!(
             "SELECT {MEMBERSHIP_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id \
-             WHERE m.workspace_id = $1 ORDER BY m.id"
+             WHERE m.workspace_id = $1 ORDER BY m.id LIMIT $2 OFFSET $3"
         );
         let rows = sqlx::query(&sql)
             .bind(found.id)
+            .bind(limit)
+            .bind(offset)
             .fetch_all(&self.pool)
             .await
             .map_err(db)?;

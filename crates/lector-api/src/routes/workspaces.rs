@@ -2,7 +2,7 @@
 
 use crate::auth::{Caller, random_token, token_hash};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Body, PathParams, WriteBody};
+use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
 use crate::routes::auth::{AuthAnswer, answer};
 use crate::routes::rfc3339;
 use crate::state::AppState;
@@ -516,15 +516,21 @@ pub async fn accept_invitation(
     answer(&state, &user, "invitation accepted", "OK")
 }
 
-/// Members of a workspace.
+/// Members of a workspace, one page at a time (`offset`, `limit`), oldest membership first.
 #[utoipa::path(get, path = "/organizations/{organization}/permissions", tag = "workspaces",
-    params(("organization" = String, Path, description = "workspace id or name")), responses((status = 200, body = Vec<MembershipDto>)))]
+    params(("organization" = String, Path, description = "workspace id or name"), Paging),
+    responses((status = 200, body = Vec<MembershipDto>)))]
 pub async fn list_members(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<OrgPath>,
+    QueryParams(paging): QueryParams<Paging>,
 ) -> ApiResult<Json<Vec<MembershipDto>>> {
-    let members = state.store.members(&caller.scope, &p.workspace()).await?;
+    let paging = paging.check()?;
+    let members = state
+        .store
+        .members(&caller.scope, &p.workspace(), paging.offset, paging.limit)
+        .await?;
     Ok(Json(members.into_iter().map(MembershipDto::from).collect()))
 }
 

@@ -1,0 +1,122 @@
+//! Bulk inserts of documents and their segments, the hot path of every import: multi-row
+//! `INSERT … VALUES` statements, with anonymous placeholders on SQLite and numbered ones on
+//! PostgreSQL (see [`crate::placeholders`]).
+//!
+//! Tried and not kept: one JSON array per statement on PostgreSQL, unpacked by
+//! `json_to_recordset` (a constant statement text, one parameter). Measured in pairs against
+//! this on the loaded development machine it was no faster (docs/BENCHMARKS.md).
+
+use crate::documents::{NewDocument, NewSegment};
+use crate::{Backend, db, placeholders};
+use lector_core::Result;
+use sqlx::{Any, Row, Transaction};
+use std::collections::HashMap;
+
+/// Rows per multi-row INSERT, documents (7 parameters each) and segments (5 each): well under
+/// SQLite's 32,766 and PostgreSQL's 65,535 bound parameters.
+const DOCUMENT_ROWS_PER_INSERT: usize = 500;
+const SEGMENT_ROWS_PER_INSERT: usize = 1000;
+
+/// Inserts documents at their places in a group, then their segments; places already taken
+/// are skipped. Answers how many documents were new.
+pub(crate) async fn insert_grouped_batch(
+    tx: &mut Transaction<'static, Any>,
+    backend: Backend,
+    project_id: i64,
+    group_id: i64,
+    documents: &[(i64, &NewDocument)],
+) -> Result<usize> {
+    let created = lector_core::time::Timestamp::now().micros();
+    let place = Place {
+        project_id,
+        group_id,
+        created,
+    };
+    let ids = insert_documents(tx, place, documents, backend).await?;
+    let segments: Vec<(i64, i64, &NewSegment)> = documents
+        .iter()
+        .filter_map(|(position, document)| ids.get(position).map(|id| (*id, document)))
+        .flat_map(|(id, document)| {
+            document
+                .segments
+                .iter()
+                .enumerate()
+                .map(move |(index, segment)| (id, index as i64, segment))
+        })
+        .collect();
+    insert_segments(tx, &segments, backend).await?;
+    Ok(ids.len())
+}
+
+/// What every document of a batch shares.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    project_id: i64,
+    group_id: i64,
+    created: i64,
+}
+
+/// The ids of the documents stored, by their group position.
+type StoredIds = HashMap<i64, i64>;
+
+async fn insert_documents(
+    tx: &mut Transaction<'static, Any>,
+    place: Place,
+    documents: &[(i64, &NewDocument)],
+    backend: Backend,
+) -> Result<StoredIds> {
+    let mut ids = HashMap::with_capacity(documents.len());
+    for chunk in documents.chunks(DOCUMENT_ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO documents (project_id, group_id, group_position, text, meta, language, created) \
+             VALUES {} ON CONFLICT (group_id, group_position) DO NOTHING RETURNING id, group_position",
+            placeholders(chunk.len(), 7, backend)
+        );
+        let mut query = sqlx::query(&sql);
+        for (position, document) in chunk {
+            query = query
+                .bind(place.project_id)
+                .bind(place.group_id)
+                .bind(*position)
+                .bind(&document.text)
+                .bind(document.meta.to_string())
+                .bind(&document.language)
+                .bind(place.created);
+        }
+        collect_ids(query.fetch_all(&mut **tx).await.map_err(db)?, &mut ids)?;
+    }
+    Ok(ids)
+}
+
+fn collect_ids(rows: Vec<sqlx::any::AnyRow>, ids: &mut StoredIds) -> Result<()> {
+    for row in rows {
+        let id: i64 = row.try_get("id").map_err(db)?;
+        let position: i64 = row.try_get("group_position").map_err(db)?;
+        ids.insert(position, id);
+    }
+    Ok(())
+}
+
+async fn insert_segments(
+    tx: &mut Transaction<'static, Any>,
+    segments: &[(i64, i64, &NewSegment)],
+    backend: Backend,
+) -> Result<()> {
+    for chunk in segments.chunks(SEGMENT_ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO segments (document_id, position, span_start, span_end, text) VALUES {}",
+            placeholders(chunk.len(), 5, backend)
+        );
+        let mut query = sqlx::query(&sql);
+        for (document_id, position, segment) in chunk {
+            query = query
+                .bind(*document_id)
+                .bind(*position)
+                .bind(segment.start)
+                .bind(segment.end)
+                .bind(&segment.text);
+        }
+        query.execute(&mut **tx).await.map_err(db)?;
+    }
+    Ok(())
+}
