@@ -270,6 +270,10 @@ mod tests {
         let err = CredentialSecret::parse(SourceKind::Postgres, &json!({"url": "mysql://db/x"})).unwrap_err();
         assert_eq!((err.status(), err.errors[0].field.as_str()), (422, "secret.url"));
         let err =
+            CredentialSecret::parse(SourceKind::Postgres, &json!({"url": "postgres://u@db/x?sslmode=on"})).unwrap_err();
+        assert_eq!((err.status(), err.errors[0].field.as_str()), (422, "secret.url"));
+        assert!(err.errors[0].message.contains("sslmode"), "{:?}", err.errors);
+        let err =
             CredentialSecret::parse(SourceKind::Postgres, &json!({"url": "postgres://db/x", "extra": 1})).unwrap_err();
         assert!(err.detail.contains("unknown field"), "{}", err.detail);
         assert!(CredentialSecret::parse(SourceKind::Http, &json!({})).is_ok());
