@@ -131,35 +131,19 @@ fn train_inner(
     let (runs, validation) = selection::validation_runs(&keys, x_main.indices.len(), &mut rng, options.c.is_some());
     let grid = selection::grid_for(grid, &runs, options);
 
-    // Warm starts: the base model's columns for the outputs we share with it.
+    // Warm starts, and the label head of the pair types: one row per (segment, class) with a label.
     let main_names = if project_type == ProjectType::Label {
         &labels
     } else {
         &classes
     };
-    let base_main = options.base.map(|b| b.main.head());
-    let (w0_main, warm_main) = heads::base_columns(
-        base_main.as_ref().zip(options.base.map(|b| b.main_names())),
-        main_names,
-        main_dim,
-    );
-    // The label head of the pair types: one row per (segment, class) with a label.
+    let warm = heads::warm_start(options.base, main_names, &labels, main_dim, dim)?;
     let pairs = if matches!(project_type, ProjectType::Absa | ProjectType::Classlabel) {
         targets::label_pairs(examples, &rows, &classes, &labels)
     } else {
         Vec::new()
     };
     let label_problem = heads::label_problem(&x, &pairs, &runs, features.buckets_log2, labels.len());
-    let (w0_labels, warm_labels) = heads::base_columns(
-        options
-            .base
-            .and_then(|b| b.label_head.as_ref().map(|h| (h, &b.info.labels[..]))),
-        &labels,
-        dim,
-    );
-    if options.base.is_some() && !warm_main && !warm_labels {
-        return Err(Error::IncompatibleBase("no label or class name in common".into()));
-    }
 
     // Plan all solver work, then run it.
     let main_job = HeadJob {
@@ -168,7 +152,7 @@ fn train_inner(
         targets: &targets,
         runs: &runs,
         grid: &grid,
-        w0: &w0_main,
+        w0: &warm.main,
         params,
         select,
     };
@@ -179,7 +163,7 @@ fn train_inner(
         targets: t,
         runs: pr,
         grid: &grid,
-        w0: &w0_labels,
+        w0: &warm.labels,
         params,
         select,
     });
@@ -237,7 +221,7 @@ fn train_inner(
             calibration,
             examples: rows.len(),
             trained_at: options.trained_at.clone(),
-            warm_started: warm_main || warm_labels,
+            warm_started: warm.any,
             metrics: None,
         },
         main: Table::fuse(&encoder::dense_idf(&featurizer.idf, main_dim), &main.head),

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use lector_core::ProjectType;
 
 use crate::calibrate::fit_temperature;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::features::SparseVec;
-use crate::model::{Calibration, Head, cross};
+use crate::model::{Calibration, Head, Model, cross};
 use crate::progress::Progress;
 use crate::rng::Rng;
 use crate::svm::{Binary, Csr, SolverParams};
@@ -138,12 +138,46 @@ impl HeadJob<'_> {
     }
 }
 
-/// The base head's columns for the outputs that share a name with ours; whether any did.
-pub(super) fn base_columns(
-    base: Option<(&Head, &[String])>,
-    names: &[String],
+/// Where each head starts: per output, the base model's weights for the outputs that share a
+/// name with it (none without a base model).
+pub(super) struct WarmStart {
+    pub(super) main: Vec<Option<Vec<f64>>>,
+    pub(super) labels: Vec<Option<Vec<f64>>>,
+    /// Whether any output of either head did.
+    pub(super) any: bool,
+}
+
+/// The warm start from `base`, which must share a label or class name with the new model.
+pub(super) fn warm_start(
+    base: Option<&Model>,
+    main_names: &[String],
+    labels: &[String],
+    main_dim: usize,
     dim: usize,
-) -> (Vec<Option<Vec<f64>>>, bool) {
+) -> Result<WarmStart> {
+    let base_main = base.map(|b| b.main.head());
+    let (main, warm_main) = base_columns(
+        base_main.as_ref().zip(base.map(|b| b.main_names())),
+        main_names,
+        main_dim,
+    );
+    let (labels, warm_labels) = base_columns(
+        base.and_then(|b| b.label_head.as_ref().map(|h| (h, &b.info.labels[..]))),
+        labels,
+        dim,
+    );
+    if base.is_some() && !warm_main && !warm_labels {
+        return Err(Error::IncompatibleBase("no label or class name in common".into()));
+    }
+    Ok(WarmStart {
+        main,
+        labels,
+        any: warm_main || warm_labels,
+    })
+}
+
+/// The base head's columns for the outputs that share a name with ours; whether any did.
+fn base_columns(base: Option<(&Head, &[String])>, names: &[String], dim: usize) -> (Vec<Option<Vec<f64>>>, bool) {
     let Some((head, base_names)) = base else {
         return (vec![None; names.len()], false);
     };
