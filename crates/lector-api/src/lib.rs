@@ -6,6 +6,7 @@ pub mod auth;
 pub mod error;
 pub mod extract;
 pub mod headers;
+pub mod login_limits;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;

@@ -269,8 +269,15 @@ impl Default for PasswordHashing {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RateLimits {
-    /// Log-in attempts per client address per minute.
+    /// Failed log-ins per client address per minute (successful ones are not counted).
     pub login_per_minute: i64,
+    /// Failed log-ins per account (from any address) per `login_failure_window_secs`; past it,
+    /// only addresses with no failures of their own may still try that account.
+    pub login_failures_per_account: i64,
+    /// Failed log-ins per account and client address per `login_failure_window_secs`.
+    pub login_failures_per_account_address: i64,
+    /// The window of the two per-account limits, in seconds.
+    pub login_failure_window_secs: i64,
     /// Registrations per client address per hour.
     pub register_per_hour: i64,
     /// Password-reset mails per client address per hour.
@@ -282,7 +289,10 @@ pub struct RateLimits {
 impl Default for RateLimits {
     fn default() -> Self {
         Self {
-            login_per_minute: 10,
+            login_per_minute: 20,
+            login_failures_per_account: 10,
+            login_failures_per_account_address: 5,
+            login_failure_window_secs: 900,
             register_per_hour: 20,
             reset_mail_per_hour: 5,
             invitations_per_hour: 200,
