@@ -214,13 +214,20 @@ impl Config {
                  {PARSER_MAX_HEAD_BYTES} together, and http.max_headers below {PARSER_MAX_HEADERS}"
             ));
         }
+        if http.header_read_timeout_secs == 0 || http.keep_alive_timeout_secs == 0 || http.max_connections == 0 {
+            return Err(
+                "http.header_read_timeout_secs, http.keep_alive_timeout_secs and http.max_connections must be positive"
+                    .into(),
+            );
+        }
         Ok(())
     }
 }
 
-/// Limits on connections and request heads. Requests over a limit are answered with a
-/// problem (414, 431) like every other error; only heads beyond the HTTP parser's own hard limits
-/// (a URI over 65,534 bytes, a head over 400 KiB or 200 header lines) get its bare answer.
+/// Limits on connections and request heads, against slow and greedy clients. Requests over a
+/// size limit are answered with a problem (414, 431) like every other error; only heads beyond
+/// the HTTP parser's own hard limits (a URI over 65,534 bytes, a head over 400 KiB or 200 header
+/// lines) get its bare answer.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HttpConfig {
@@ -230,6 +237,12 @@ pub struct HttpConfig {
     pub max_header_bytes: usize,
     /// Most header lines in a request; more answer 431.
     pub max_headers: usize,
+    /// Seconds a client has to send a whole request head (HTTP/1); a slower one is disconnected.
+    pub header_read_timeout_secs: u64,
+    /// Seconds a connection may sit idle between requests before it is closed.
+    pub keep_alive_timeout_secs: u64,
+    /// Connections served at once; further clients wait in the listen queue.
+    pub max_connections: usize,
 }
 
 impl Default for HttpConfig {
@@ -238,6 +251,9 @@ impl Default for HttpConfig {
             max_uri_bytes: 16 * 1024,
             max_header_bytes: 32 * 1024,
             max_headers: 100,
+            header_read_timeout_secs: 10,
+            keep_alive_timeout_secs: 60,
+            max_connections: 1024,
         }
     }
 }
