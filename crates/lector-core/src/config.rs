@@ -214,9 +214,14 @@ impl Config {
                  {PARSER_MAX_HEAD_BYTES} together, and http.max_headers below {PARSER_MAX_HEADERS}"
             ));
         }
-        if http.header_read_timeout_secs == 0 || http.keep_alive_timeout_secs == 0 || http.max_connections == 0 {
+        if http.header_read_timeout_secs == 0
+            || http.keep_alive_timeout_secs == 0
+            || http.max_connections == 0
+            || http.large_bodies_mib == 0
+        {
             return Err(
-                "http.header_read_timeout_secs, http.keep_alive_timeout_secs and http.max_connections must be positive"
+                "http.header_read_timeout_secs, http.keep_alive_timeout_secs, http.max_connections and \
+                 http.large_bodies_mib must be positive"
                     .into(),
             );
         }
@@ -243,6 +248,10 @@ pub struct HttpConfig {
     pub keep_alive_timeout_secs: u64,
     /// Connections served at once; further clients wait in the listen queue.
     pub max_connections: usize,
+    /// MiB of large request bodies (over 4 MiB each, by `Content-Length`, or `max_body_bytes`
+    /// without one) read and handled at once; further ones wait their turn. Bounds the memory
+    /// that bulk uploads take together.
+    pub large_bodies_mib: usize,
 }
 
 impl Default for HttpConfig {
@@ -254,6 +263,7 @@ impl Default for HttpConfig {
             header_read_timeout_secs: 10,
             keep_alive_timeout_secs: 60,
             max_connections: 1024,
+            large_bodies_mib: 64,
         }
     }
 }
