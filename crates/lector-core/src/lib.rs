@@ -4,6 +4,7 @@
 //! Nothing here knows about HTTP, SQL or files: the API renders [`Error`] as problem+json,
 //! the store maps its failures into it, and the policy is plain functions over [`Role`].
 
+pub mod body;
 pub mod config;
 pub mod error;
 pub mod labeling;
