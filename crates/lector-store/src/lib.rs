@@ -13,6 +13,7 @@ mod cloning;
 mod credentials;
 mod documents;
 mod jobs;
+mod models;
 pub use accounts::{NewUser, UserChanges};
 pub use analyses::{Analysis, NewAnalysis};
 pub use blobs::Blobs;
@@ -20,6 +21,7 @@ pub use cloning::{CLONE_JOB, CloneCounts};
 pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use documents::{Document, DocumentFilter, DocumentGroup, IMPORT_JOB, NewDocument, NewSegment, Segment};
 pub use jobs::{Job, JobNotice, JobState, Lease, NewJob};
+pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel};
 pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
 };
@@ -28,6 +30,7 @@ pub use sessions::{
     LabeledDocument, MarkTarget, NewSession, NewTag, SegmentAt, SegmentMark, SegmentTag, Session, SessionChanges,
     SessionFilter, Vocabulary, tags_by_segment,
 };
+pub use training::{MODEL_LANGUAGES, NewTraining, TRAINING_JOB, TrainedModel, TrainingPayload, TrainingSegment};
 pub use uploads::{UPLOAD_PREFIX, Upload};
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
@@ -41,6 +44,7 @@ mod security;
 mod sessions;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod training;
 mod uploads;
 mod workspaces;
 

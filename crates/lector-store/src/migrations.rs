@@ -56,6 +56,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0007_credentials.sql"),
         postgres: include_str!("../migrations/postgres/0007_credentials.sql"),
     },
+    Step {
+        version: 8,
+        description: "models",
+        sqlite: include_str!("../migrations/sqlite/0008_models.sql"),
+        postgres: include_str!("../migrations/postgres/0008_models.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {
