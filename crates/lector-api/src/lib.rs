@@ -6,6 +6,7 @@ pub mod auth;
 pub mod error;
 pub mod extract;
 pub mod metrics;
+pub mod model_cache;
 pub mod openapi;
 pub mod routes;
 pub mod serve;

@@ -206,6 +206,28 @@ impl Store {
         Ok(model)
     }
 
+    /// A model the caller may analyse with: one of a workspace where the caller is a USER or
+    /// more, or a PUBLISHED one for a caller who is a USER somewhere. A model without a usable
+    /// artifact answers 409 naming its status.
+    pub async fn model_for_analysis(&self, scope: &Scope, model_id: i64) -> Result<Model> {
+        let model = self.model_access(scope, model_id, Action::Read).await?;
+        if scope.can_see(model.workspace) {
+            scope.authorize(model.workspace, Action::Edit)?;
+        } else if !scope.is_superuser && !scope.workspaces.iter().any(|w| w.role >= Action::Edit.min_role()) {
+            return Err(Error::forbidden(format!(
+                "analysing needs the role {} or higher in a workspace",
+                Action::Edit.min_role()
+            )));
+        }
+        if !model.status.predicts() || model.artifact_key.is_none() {
+            return Err(Error::conflict(format!(
+                "model {} is {}; it analyses once it is READY",
+                model.id, model.status
+            )));
+        }
+        Ok(model)
+    }
+
     /// A model of a project, checked like [`Store::model_access`]; another project's answers 404.
     pub async fn project_model(&self, scope: &Scope, project_id: i64, model_id: i64, action: Action) -> Result<Model> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
@@ -264,8 +286,7 @@ impl Store {
             }
             let places = numbered(params.len() + 1, ids.len());
             params.extend(ids.into_iter().map(Param::Int));
-            params.push(Param::Int(1));
-            format!("(m.workspace_id IN ({places}) AND w.is_active = ${})", params.len())
+            format!("(m.workspace_id IN ({places}) AND w.is_active = TRUE)")
         };
         let published = format!("m.status = '{}'", ModelStatus::Published.as_str());
         match filter.public {

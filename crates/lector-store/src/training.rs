@@ -277,6 +277,16 @@ impl Store {
             .ok_or_else(|| Error::not_found("model"))
     }
 
+    /// The artifact of the base model a training job starts from (the request checked that
+    /// its caller may read it).
+    pub async fn base_artifact_for_job(&self, lease: &Lease, base_id: i64) -> Result<Vec<u8>> {
+        let model = self
+            .model_row(lease.job.user_id.unwrap_or_default(), base_id)
+            .await?
+            .ok_or_else(|| Error::not_found("model"))?;
+        self.model_artifact(&model).await
+    }
+
     /// The annotated segments of a session of the job's project, with that session's tags.
     pub async fn training_segments(&self, lease: &Lease, session_id: i64) -> Result<Vec<TrainingSegment>> {
         let rows = sqlx::query(

@@ -1,0 +1,500 @@
+//! Models through HTTPS on both backends: a CLASS story (label, train, poll, analyse, download,
+//! upload again, same predictions), training refusals and failures, and every model operation
+//! with its role limits, tenancy and immutable fields.
+
+mod common;
+
+use common::{Session, TestApp};
+use serde_json::{Value, json};
+
+backend_tests!(
+    class_model_story,
+    training_is_checked_up_front_and_fails_readably,
+    models_follow_roles_and_tenancy
+);
+
+const BILLING: [&str; 14] = [
+    "My invoice shows the wrong amount.",
+    "I was charged twice for the same order.",
+    "Please refund the payment you took yesterday.",
+    "The bill for March is far too high.",
+    "Why did my credit card get charged again?",
+    "I need a copy of my invoice for taxes.",
+    "The refund has still not reached my bank.",
+    "You billed me for a plan I cancelled.",
+    "My payment failed but the money is gone.",
+    "Can I pay the invoice by bank transfer?",
+    "There is an extra fee on my bill.",
+    "I want my money back for the double charge.",
+    "The invoice total does not match the price.",
+    "Your billing department charged the wrong card.",
+];
+
+const LOGIN: [&str; 14] = [
+    "I cannot log in to my account.",
+    "The password reset link does not work.",
+    "My account is locked after three attempts.",
+    "Sign in fails with an unknown error.",
+    "I forgot my password and username.",
+    "The two-factor code never arrives.",
+    "Login keeps redirecting me to the start page.",
+    "I cannot sign in since the update.",
+    "My password is rejected although it is right.",
+    "The app logs me out every few minutes.",
+    "How do I unlock my account?",
+    "Resetting the password gives an error.",
+    "I never receive the login verification code.",
+    "Sign in with my email address does not work.",
+];
+
+const SHIPPING: [&str; 14] = [
+    "My package has not arrived yet.",
+    "The delivery is two weeks late.",
+    "The courier left the parcel at the wrong door.",
+    "Tracking shows no update since Monday.",
+    "When will my order be shipped?",
+    "The parcel arrived damaged.",
+    "The delivery driver never came.",
+    "Can you ship to a different address?",
+    "My tracking number does not work.",
+    "The package was returned to the warehouse.",
+    "Shipping takes much longer than promised.",
+    "The courier says the address is wrong.",
+    "Half of my order is missing from the parcel.",
+    "I want express delivery for my next package.",
+];
+
+/// Unseen sentences, each clearly of one class.
+const UNSEEN: [(&str, &str); 15] = [
+    ("I was charged for an invoice I already paid.", "billing"),
+    ("Please refund my payment.", "billing"),
+    ("The bill is wrong again.", "billing"),
+    ("My card was charged twice this month.", "billing"),
+    ("Where is the refund for my invoice?", "billing"),
+    ("I cannot log in with my password.", "login"),
+    ("My account got locked.", "login"),
+    ("The sign in page rejects my password.", "login"),
+    ("The verification code for login never arrives.", "login"),
+    ("I forgot my password again.", "login"),
+    ("My package is late.", "shipping"),
+    ("The courier lost my parcel.", "shipping"),
+    ("Tracking says the delivery failed.", "shipping"),
+    ("When will the package be shipped?", "shipping"),
+    ("The parcel delivery is delayed.", "shipping"),
+];
+
+/// A body with one field.
+fn with(field: &str, value: Value) -> Value {
+    let mut body = serde_json::Map::new();
+    body.insert(field.to_owned(), value);
+    Value::Object(body)
+}
+
+fn labeled(texts: &[&str], class: &str) -> Vec<Value> {
+    texts
+        .iter()
+        .map(|t| json!({"text": t, "tags": [{"class": class}]}))
+        .collect()
+}
+
+/// A CLASS project with a labeling session of 42 annotated segments; answers (project, session).
+async fn labeled_tickets(app: &TestApp, owner: &Session, name: &str) -> (i64, i64) {
+    let project = app
+        .project_with_classes(owner, name, "CLASS", &["billing", "login", "shipping"])
+        .await;
+    let mut documents = labeled(&BILLING, "billing");
+    documents.extend(labeled(&LOGIN, "login"));
+    documents.extend(labeled(&SHIPPING, "shipping"));
+    let session = app
+        .post(
+            &format!("/projects/{project}/annotations"),
+            &owner.token,
+            json!({"name": "Tickets", "documents": documents}),
+        )
+        .await
+        .expect(201);
+    assert_eq!(session["annotated_count"], 42);
+    (project, session["id"].as_i64().unwrap())
+}
+
+/// Trains and waits for the job; answers the model as get_project_model gives it.
+async fn train(app: &TestApp, who: &Session, project: i64, body: Value) -> Value {
+    let model = app
+        .post(&format!("/projects/{project}/models"), &who.token, body)
+        .await
+        .expect(201);
+    assert_eq!(model["status"], "QUEUED");
+    let task = model["task_id"].as_i64().expect("task id");
+    app.wait_for_task(&who.token, project, task).await;
+    app.get(&format!("/projects/{project}/models/{}", model["id"]), &who.token)
+        .await
+        .expect(200)
+}
+
+async fn analyze(app: &TestApp, who: &Session, model_id: &Value, texts: &[&str]) -> Value {
+    let documents: Vec<Value> = texts.iter().map(|t| json!({"text": t})).collect();
+    app.post(
+        "/analyze",
+        &who.token,
+        json!({"model_id": model_id, "documents": documents, "split": false}),
+    )
+    .await
+    .expect(200)
+}
+
+/// The class of the most confident tag of each document's first segment.
+fn top_classes(result: &Value) -> Vec<Option<String>> {
+    result["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            d["segments"][0]["tags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .max_by(|a, b| {
+                    a["confidence"]
+                        .as_f64()
+                        .unwrap()
+                        .total_cmp(&b["confidence"].as_f64().unwrap())
+                })
+                .map(|t| t["class"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+async fn class_model_story(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, session) = labeled_tickets(&app, &ada, "Tickets").await;
+    let model = train(
+        &app,
+        &ada,
+        project,
+        json!({"display_name": "Tickets v1", "language": "en"}),
+    )
+    .await;
+    assert_eq!(model["status"], "READY", "{model}");
+    assert_eq!(model["progress"], 1.0);
+    assert_eq!(model["type"], "CLASS");
+    assert_eq!(model["name"], "Tickets v1");
+    assert_eq!(model["classes"], json!(["billing", "login", "shipping"]));
+    let score = model["score"].as_f64().expect("a score");
+    assert!(score > 0.5, "macro F1 on the test side: {score}");
+    assert_eq!(model["metrics"]["score"].as_f64(), Some(score));
+    assert!(!model["demoset"].as_array().unwrap().is_empty());
+    assert!(model["demoset"][0]["segments"][0]["tags"].is_array());
+    let notes = app.get("/notifications", &ada.token).await.expect(200);
+    let ready: Vec<&Value> = notes
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["title"] == "Model ready")
+        .collect();
+    assert_eq!(ready.len(), 1, "one notification: {notes}");
+
+    // Unseen sentences are tagged right.
+    let texts: Vec<&str> = UNSEEN.iter().map(|(t, _)| *t).collect();
+    let result = analyze(&app, &ada, &model["id"], &texts).await;
+    assert_eq!(result["model"], "Tickets v1");
+    assert_eq!(result["type"], "CLASS");
+    let predicted = top_classes(&result);
+    let right = predicted
+        .iter()
+        .zip(UNSEEN)
+        .filter(|(p, (_, want))| p.as_deref() == Some(*want))
+        .count();
+    assert!(right >= 12, "{right} of 15 right: {predicted:?}");
+    // Splitting gives one segment per sentence, with spans.
+    let split = app
+        .post(
+            "/analyze",
+            &ada.token,
+            json!({"model_id": model["id"], "documents": [{"text": "My parcel is late. I cannot log in.", "id": 7}]}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(split["documents"][0]["id"], 7);
+    assert_eq!(split["documents"][0]["segments"][1]["span"], json!([19, 35]));
+
+    // Download, upload again: the same predictions.
+    let (content_type, _, bytes) = app
+        .download(&ada.token, &format!("/models/{}/download", model["id"]))
+        .await;
+    assert_eq!(content_type, "application/octet-stream");
+    let (_, _, again) = app
+        .download(
+            &ada.token,
+            &format!("/projects/{project}/models/{}/download", model["id"]),
+        )
+        .await;
+    assert_eq!(bytes, again);
+    let (_, _, by_name) = app
+        .download(
+            &ada.token,
+            "/organizations/ada@example.org/models/Tickets%20v1/download",
+        )
+        .await;
+    assert_eq!(bytes, by_name);
+    let uploaded = app
+        .send_form(
+            "/models/upload",
+            &ada.token,
+            "tickets.lector-model",
+            &bytes,
+            &[("display_name", "Tickets copy")],
+        )
+        .await
+        .expect(200);
+    assert_eq!(uploaded["status"], "READY");
+    assert_eq!(uploaded["type"], "CLASS");
+    assert_eq!(uploaded["score"].as_f64(), Some(score), "the artifact's recorded score");
+    let copy = analyze(&app, &ada, &uploaded["id"], &texts).await;
+    assert_eq!(copy["documents"], result["documents"], "identical predictions");
+    app.send_form(
+        "/models/upload",
+        &ada.token,
+        "junk.bin",
+        b"not a model",
+        &[("display_name", "Junk")],
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+
+    // The name is unique in the workspace; explicit train and test sessions.
+    app.post(
+        &format!("/projects/{project}/models"),
+        &ada.token,
+        json!({"name": "Tickets v1"}),
+    )
+    .await
+    .expect_problem(409, "conflict");
+    let second = train(
+        &app,
+        &ada,
+        project,
+        json!({"name": "Tickets v2", "trainset_annotation_ids": [session], "testset_annotation_ids": [session]}),
+    )
+    .await;
+    assert_eq!(second["status"], "READY");
+    assert_eq!(second["metrics"]["segments"], 42, "tested on the whole test session");
+}
+
+async fn training_is_checked_up_front_and_fails_readably(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app
+        .project_with_classes(&ada, "Tickets", "CLASS", &["billing", "login"])
+        .await;
+    let models = format!("/projects/{project}/models");
+    let nothing = app.post(&models, &ada.token, json!({})).await;
+    let problem = nothing.expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "annotation_ids");
+    let empty = app
+        .post(
+            &format!("/projects/{project}/annotations"),
+            &ada.token,
+            json!({"name": "Empty"}),
+        )
+        .await
+        .expect(201);
+    let problem = app
+        .post(
+            &models,
+            &ada.token,
+            json!({"language": "fr", "annotation_ids": [empty["id"], 999], "base_id": 12345}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    let fields: Vec<&str> = problem["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        ["language", "annotation_ids", "annotation_ids", "base_id"],
+        "{problem}"
+    );
+    app.post(&models, &ada.token, json!({"trainset_annotation_ids": [empty["id"]]}))
+        .await
+        .expect_problem(422, "validation_failed");
+    for field in ["score", "status", "progress"] {
+        app.post(&models, &ada.token, with(field, json!(1)))
+            .await
+            .expect_problem(400, "immutable_field");
+    }
+
+    // One class only: the model fails with a reason a person can act on, notified once.
+    app.post(
+        &format!("/projects/{project}/annotations"),
+        &ada.token,
+        json!({"name": "One class", "documents": labeled(&BILLING, "billing")}),
+    )
+    .await
+    .expect(201);
+    let model = train(&app, &ada, project, json!({"name": "Too little"})).await;
+    assert_eq!(model["status"], "FAILED");
+    let reason = model["failure"].as_str().unwrap();
+    assert!(
+        reason.contains("only 1 class") && reason.contains("needs 2"),
+        "{reason}"
+    );
+    let notes = app.get("/notifications", &ada.token).await.expect(200);
+    let failed: Vec<&Value> = notes
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["type"] == "WARNING")
+        .collect();
+    assert_eq!(failed.len(), 1, "{notes}");
+    assert!(failed[0]["text"].as_str().unwrap().contains("only 1 class"));
+    app.post(
+        "/analyze",
+        &ada.token,
+        json!({"model_id": model["id"], "documents": [{"text": "x"}]}),
+    )
+    .await
+    .expect_problem(409, "conflict");
+}
+
+async fn models_follow_roles_and_tenancy(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let ann = app.register("ann@example.org").await;
+    let vic = app.register("vic@example.org").await;
+    let usa = app.register("usa@example.org").await;
+    let eve = app.register("eve@example.org").await;
+    let personal = app.get("/auth/status", &ada.token).await.expect(200)["default_workspace_id"]
+        .as_i64()
+        .unwrap();
+    for (who, role) in [(&ann, "ANNOTATOR"), (&vic, "VIEWER"), (&usa, "USER")] {
+        app.post(
+            &format!("/organizations/{personal}/permissions"),
+            &ada.token,
+            json!({"role": role, "user_id": who.user_id}),
+        )
+        .await
+        .expect(200);
+    }
+    let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
+    let models = format!("/projects/{project}/models");
+    app.post(&models, &ann.token, json!({}))
+        .await
+        .expect_problem(403, "forbidden");
+    app.post(&models, &eve.token, json!({}))
+        .await
+        .expect_problem(404, "not_found");
+    let model = train(&app, &usa, project, json!({"display_name": "By a user"})).await;
+    assert_eq!(model["status"], "READY");
+    assert_eq!(model["owner"], "usa@example.org");
+    let id = model["id"].as_i64().unwrap();
+
+    // Reading: every member; a stranger gets 404 everywhere.
+    for who in [&vic, &ann, &usa, &ada] {
+        let listed = app.get(&models, &who.token).await.expect(200);
+        assert_eq!(listed.as_array().unwrap().len(), 1);
+        let one = app.get(&format!("/models/{id}"), &who.token).await.expect(200);
+        assert_eq!(one["count"], 1);
+        assert_eq!(one["models"][0]["id"], id);
+    }
+    for path in [
+        format!("/models/{id}"),
+        format!("/projects/{project}/models/{id}"),
+        format!("/models/{id}/download"),
+        format!("/projects/{project}/models"),
+    ] {
+        app.get(&path, &eve.token).await.expect_problem(404, "not_found");
+    }
+    let theirs = app.get("/models", &eve.token).await.expect(200);
+    assert_eq!(theirs["count"], 0);
+    app.post(
+        "/analyze",
+        &eve.token,
+        json!({"model_id": id, "documents": [{"text": "hi"}]}),
+    )
+    .await
+    .expect_problem(404, "not_found");
+    app.post(
+        "/analyze",
+        &vic.token,
+        json!({"model_id": id, "documents": [{"text": "hi"}]}),
+    )
+    .await
+    .expect_problem(403, "forbidden");
+
+    // Changing: MANAGER and up; score, status and progress are the server's.
+    let path = format!("/models/{id}");
+    app.put(&path, &usa.token, json!({"display_name": "Mine"}))
+        .await
+        .expect_problem(403, "forbidden");
+    for field in ["score", "status", "progress"] {
+        app.put(&path, &ada.token, with(field, json!(0.5)))
+            .await
+            .expect_problem(400, "immutable_field");
+    }
+    app.put(&path, &ada.token, json!({"colour": "red"}))
+        .await
+        .expect_problem(400, "unknown_field");
+    app.put(&path, &ada.token, json!({"language": "fr"}))
+        .await
+        .expect_problem(422, "validation_failed");
+    let changed = app
+        .put(
+            &format!("/projects/{project}/models/{id}"),
+            &ada.token,
+            json!({"display_name": "Tickets", "short_description": "routes tickets", "collection_id": 3}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(changed["display_name"], "Tickets");
+    assert_eq!(changed["score"], model["score"]);
+    let workspace = personal.to_string();
+    let form = [("display_name", "No"), ("organization", workspace.as_str())];
+    app.send_form("/models/upload", &usa.token, "m.lector-model", b"x", &form)
+        .await
+        .expect_problem(403, "forbidden");
+
+    // Filters of list_models.
+    let list = |query: &'static str| {
+        let (app, token) = (&app, vic.token.clone());
+        async move { app.get(&format!("/models{query}"), &token).await.expect(200) }
+    };
+    assert_eq!(list("").await["count"], 1);
+    assert_eq!(list("?type=CLASS").await["count"], 1);
+    assert_eq!(list("?type=LABEL").await["count"], 0);
+    assert_eq!(list("?search=TICK").await["count"], 1);
+    assert_eq!(list("?search=nothing").await["count"], 0);
+    assert_eq!(list("?collection_id=3").await["count"], 1);
+    assert_eq!(list("?exclude_id=0").await["count"], 1);
+    assert_eq!(list("?public=true").await["count"], 0);
+    assert_eq!(list("?starred=true").await["count"], 0);
+    let starred = app
+        .post(&format!("/models/{id}/star"), &vic.token, json!({}))
+        .await
+        .expect(200);
+    assert_eq!(starred["starred"], true);
+    assert_eq!(list("?starred=true").await["count"], 1);
+    let theirs = app.get("/models?starred=true", &ada.token).await.expect(200);
+    assert_eq!(theirs["count"], 0, "stars are per user");
+    app.post(&format!("/models/{id}/unstar"), &vic.token, json!({}))
+        .await
+        .expect(200);
+    assert_eq!(list("?starred=true").await["count"], 0);
+    let page = app.get("/models?limit=0", &vic.token).await;
+    page.expect_problem(400, "invalid_parameter");
+    let in_workspace = app
+        .get("/organizations/ada@example.org/models", &vic.token)
+        .await
+        .expect(200);
+    assert_eq!(in_workspace["count"], 1);
+    app.get("/organizations/ada@example.org/models", &eve.token)
+        .await
+        .expect_problem(404, "not_found");
+
+    // Deleting: MANAGER and up.
+    app.delete(&path, &usa.token).await.expect_problem(403, "forbidden");
+    app.delete(&format!("/projects/{project}/models/{id}"), &ada.token)
+        .await
+        .expect(200);
+    app.get(&path, &ada.token).await.expect_problem(404, "not_found");
+}
