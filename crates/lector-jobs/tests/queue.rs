@@ -272,10 +272,8 @@ async fn a_clone_run_twice_copies_once(backend: Backend) {
                 .documents(scope, project_id, &Default::default(), 0, 100)
                 .await
                 .unwrap();
-            let ids: Vec<i64> = documents.iter().map(|d| d.id).collect();
-            let segments = store.segments_of(&ids).await.unwrap();
-            let segment_ids: Vec<i64> = segments.iter().map(|s| s.id).collect();
-            let tags = store.tags_of(&segment_ids, None).await.unwrap();
+            let segments = store.segments_of(&documents).await.unwrap();
+            let tags = store.tags_of(&segments, None).await.unwrap();
             let sessions = store.sessions(scope, project_id, &Default::default()).await.unwrap();
             let groups = store.groups(scope, project_id).await.unwrap();
             (

@@ -93,11 +93,12 @@ impl Store {
     ) -> Result<Credential> {
         scope.authorize(workspace.facts(), Action::Manage)?;
         let mut tx = self.begin_write().await?;
-        let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM credentials WHERE workspace_id = $1")
-            .bind(workspace.id)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db)?;
+        let held = crate::count_under_lock(
+            &mut tx,
+            ("workspaces", workspace.id),
+            "SELECT COUNT(*) FROM credentials WHERE workspace_id = $1",
+        )
+        .await?;
         if held >= MAX_CREDENTIALS_PER_WORKSPACE {
             return Err(Error::conflict(format!(
                 "a workspace has at most {MAX_CREDENTIALS_PER_WORKSPACE} credentials"

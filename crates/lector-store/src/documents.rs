@@ -40,6 +40,7 @@ pub struct Document {
     pub meta: serde_json::Value,
     pub language: String,
     pub created: Timestamp,
+    pub(crate) checked: crate::Checked,
 }
 
 pub(crate) const DOCUMENT_COLUMNS: &str = "d.id, d.project_id, d.group_id, d.text, d.meta, d.language, d.created";
@@ -55,6 +56,7 @@ impl FromAnyRow for Document {
             meta: serde_json::from_str(&meta).map_err(|e| sqlx::Error::Decode(e.into()))?,
             language: row.try_get("language")?,
             created: Timestamp(row.try_get("created")?),
+            checked: crate::CHECKED,
         })
     }
 }
@@ -67,6 +69,7 @@ pub struct Segment {
     pub start: i64,
     pub end: i64,
     pub text: String,
+    pub(crate) checked: crate::Checked,
 }
 
 impl FromAnyRow for Segment {
@@ -78,6 +81,7 @@ impl FromAnyRow for Segment {
             start: row.try_get("span_start")?,
             end: row.try_get("span_end")?,
             text: row.try_get("text")?,
+            checked: crate::CHECKED,
         })
     }
 }
@@ -150,7 +154,7 @@ impl Store {
 
     async fn document_with_segments(&self, project_id: i64, id: i64) -> Result<(Document, Vec<Segment>)> {
         let document = self.document_of(project_id, id).await?;
-        let segments = self.segments_of(&[document.id]).await?;
+        let segments = self.segments_by_document(&[document.id]).await?;
         Ok((document, segments))
     }
 
@@ -173,8 +177,14 @@ impl Store {
         self.document_of(project.id, id).await
     }
 
-    /// The segments of documents the caller has already resolved, in document and text order.
-    pub async fn segments_of(&self, document_ids: &[i64]) -> Result<Vec<Segment>> {
+    /// The segments of documents read through a scoped call, in document and text order.
+    pub async fn segments_of(&self, documents: &[Document]) -> Result<Vec<Segment>> {
+        let ids: Vec<i64> = documents.iter().map(|d| d.id).collect();
+        self.segments_by_document(&ids).await
+    }
+
+    /// The segments of documents whose ids the store has already checked.
+    pub(crate) async fn segments_by_document(&self, document_ids: &[i64]) -> Result<Vec<Segment>> {
         let mut segments = Vec::new();
         for chunk in document_ids.chunks(500) {
             let placeholders = numbered(1, chunk.len());

@@ -185,7 +185,7 @@ impl Param {
 const MAX_STATEMENT_PARAMS: usize = 30_000;
 
 /// Inserts rows with as few multi-row statements as the parameter limit allows. `tail` follows
-/// the VALUES list (an `ON CONFLICT` clause, say).
+/// the VALUES list (an `ON CONFLICT` clause, say) and binds nothing.
 pub(crate) async fn insert_many(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     table: &str,
@@ -193,21 +193,18 @@ pub(crate) async fn insert_many(
     rows: Vec<Vec<Param>>,
     tail: &str,
 ) -> Result<()> {
+    let backend = match tx.backend_name() {
+        "PostgreSQL" => Backend::Postgres,
+        _ => Backend::Sqlite,
+    };
     let per_statement = (MAX_STATEMENT_PARAMS / columns.len()).max(1);
     let mut rows = rows.into_iter().peekable();
     while rows.peek().is_some() {
         let chunk: Vec<Vec<Param>> = rows.by_ref().take(per_statement).collect();
-        let mut values = Vec::with_capacity(chunk.len());
-        for i in 0..chunk.len() {
-            let places = (1..=columns.len())
-                .map(|c| format!("${}", i * columns.len() + c))
-                .collect::<Vec<_>>();
-            values.push(format!("({})", places.join(", ")));
-        }
         let sql = format!(
             "INSERT INTO {table} ({}) VALUES {} {tail}",
             columns.join(", "),
-            values.join(", ")
+            placeholders(chunk.len(), columns.len(), backend)
         );
         Param::bind_all(sqlx::query(&sql), chunk.into_iter().flatten().collect())
             .execute(&mut **tx)
@@ -243,6 +240,30 @@ pub(crate) fn placeholders(rows: usize, width: usize, backend: Backend) -> Strin
         sql.push(')');
     }
     sql
+}
+
+/// Counts what a limit covers inside the transaction that will write, after locking the row
+/// the limit belongs to (`owner`: table and id), so that concurrent writers at the edge of the
+/// limit queue behind each other instead of all counting the same number and all passing.
+/// SQLite's write transactions (`BEGIN IMMEDIATE`) already hold the one write lock.
+pub(crate) async fn count_under_lock(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    owner: (&str, i64),
+    count_sql: &str,
+) -> Result<i64> {
+    let (table, id) = owner;
+    if tx.backend_name() == "PostgreSQL" {
+        sqlx::query(&format!("SELECT id FROM {table} WHERE id = $1 FOR UPDATE"))
+            .bind(id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
+    sqlx::query_scalar(count_sql)
+        .bind(id)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(db)
 }
 
 /// `$first, $first+1, …`: `count` numbered placeholders, for an `IN (…)` list.

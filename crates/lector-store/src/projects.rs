@@ -5,7 +5,7 @@
 //! ABSA projects keep exactly the labels positive, negative and neutral.
 
 use crate::records::{CLASS_COLUMNS, Class, FromAnyRow, LABEL_COLUMNS, Label, PROJECT_COLUMNS, Project, Workspace};
-use crate::{Store, db, db_unique, numbered};
+use crate::{Store, count_under_lock, db, db_unique, numbered};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, ErrorCode, ProjectType, Result, Role, Scope};
 use sqlx::{Any, Transaction};
@@ -237,11 +237,12 @@ impl Store {
 
     pub async fn classes(&self, scope: &Scope, project_id: i64) -> Result<Vec<Class>> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
-        self.classes_of(project.id).await
+        self.classes_of(&project).await
     }
 
-    /// The classes of a project the caller has already resolved.
-    pub async fn classes_of(&self, project_id: i64) -> Result<Vec<Class>> {
+    /// The classes of a project read through a scoped call.
+    pub async fn classes_of(&self, project: &Project) -> Result<Vec<Class>> {
+        let project_id = project.id;
         let sql = format!("SELECT {CLASS_COLUMNS} FROM classes WHERE project_id = $1 ORDER BY id");
         let rows = sqlx::query(&sql)
             .bind(project_id)
@@ -273,17 +274,18 @@ impl Store {
     /// Adds classes in one transaction: all or none.
     pub async fn add_classes(&self, scope: &Scope, project_id: i64, classes: Vec<ClassFields>) -> Result<Vec<Class>> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
-        let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM classes WHERE project_id = $1")
-            .bind(project.id)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db)?;
+        let mut tx = self.begin_write().await?;
+        let held = count_under_lock(
+            &mut tx,
+            ("projects", project.id),
+            "SELECT COUNT(*) FROM classes WHERE project_id = $1",
+        )
+        .await?;
         if held + classes.len() as i64 > MAX_CLASSES_PER_PROJECT {
             return Err(Error::conflict(format!(
                 "a project has at most {MAX_CLASSES_PER_PROJECT} classes"
             )));
         }
-        let mut tx = self.begin_write().await?;
         let sql = format!(
             "INSERT INTO classes (project_id, name, example, description, created) VALUES ($1, $2, $3, $4, $5) \
              RETURNING {CLASS_COLUMNS}"
@@ -343,11 +345,13 @@ impl Store {
 
     pub async fn labels(&self, scope: &Scope, project_id: i64) -> Result<Vec<Label>> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
-        self.labels_of(project.id).await
+        self.labels_of(&project).await
     }
 
     /// The labels of a project the caller has already resolved.
-    pub async fn labels_of(&self, project_id: i64) -> Result<Vec<Label>> {
+    /// The labels of a project read through a scoped call.
+    pub async fn labels_of(&self, project: &Project) -> Result<Vec<Label>> {
+        let project_id = project.id;
         let sql = format!("SELECT {LABEL_COLUMNS} FROM labels WHERE project_id = $1 ORDER BY id");
         let rows = sqlx::query(&sql)
             .bind(project_id)
@@ -390,7 +394,14 @@ impl Store {
         if project.kind == ProjectType::Absa {
             return Err(absa_refuses_labels());
         }
-        if self.label_count(project.id).await? >= MAX_LABELS_PER_PROJECT {
+        let mut tx = self.begin_write().await?;
+        let held = count_under_lock(
+            &mut tx,
+            ("projects", project.id),
+            "SELECT COUNT(*) FROM labels WHERE project_id = $1",
+        )
+        .await?;
+        if held >= MAX_LABELS_PER_PROJECT {
             return Err(Error::conflict(format!(
                 "a project has at most {MAX_LABELS_PER_PROJECT} labels"
             )));
@@ -401,9 +412,10 @@ impl Store {
             .bind(project.id)
             .bind(name)
             .bind(Timestamp::now().micros())
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *tx)
             .await
             .map_err(|e| db_unique_named(e, "label", name))?;
+        tx.commit().await.map_err(db)?;
         Label::decode(&row)
     }
 

@@ -21,6 +21,15 @@ fn opt_ts(row: &AnyRow, column: &str) -> Result<Option<Timestamp>, sqlx::Error> 
     Ok(row.try_get::<Option<i64>, _>(column)?.map(Timestamp))
 }
 
+/// Proof that a record came through a scoped read. Only this crate makes one, and the records
+/// that carry it ([`Project`], [`crate::Document`], [`crate::Segment`], [`crate::Session`]) have
+/// it as a private field, so code outside the store cannot build them from raw ids: a reader
+/// that takes `&Project` instead of a project id cannot be handed another workspace's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checked(());
+
+pub(crate) const CHECKED: Checked = Checked(());
+
 /// Decodes a record from a row; a row that does not fit is a 500, logged.
 pub(crate) trait FromAnyRow: Sized {
     fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error>;
@@ -75,6 +84,7 @@ pub struct Workspace {
     pub is_beta: bool,
     pub is_read_only: bool,
     pub is_active: bool,
+    pub(crate) checked: Checked,
 }
 
 pub(crate) const WORKSPACE_COLUMNS: &str =
@@ -100,6 +110,7 @@ impl FromAnyRow for Workspace {
             is_beta: flag(row, "is_beta")?,
             is_read_only: flag(row, "is_read_only")?,
             is_active: flag(row, "is_active")?,
+            checked: CHECKED,
         })
     }
 }
@@ -241,6 +252,7 @@ pub struct Project {
     /// en, de or ar: the sentence rules of its documents, unless a request names others.
     pub language: String,
     pub created: Timestamp,
+    pub(crate) checked: Checked,
 }
 
 pub(crate) const PROJECT_COLUMNS: &str =
@@ -258,6 +270,7 @@ impl FromAnyRow for Project {
             external_id: row.try_get("external_id")?,
             language: row.try_get("language")?,
             created: ts(row, "created")?,
+            checked: CHECKED,
         })
     }
 }

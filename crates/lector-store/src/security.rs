@@ -99,11 +99,13 @@ impl Store {
         token_hash: &str,
     ) -> Result<ProductKey> {
         ensure_self_or_superuser(scope, user_id)?;
-        let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM product_keys WHERE user_id = $1")
-            .bind(user_id)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db)?;
+        let mut tx = self.begin_write().await?;
+        let held = crate::count_under_lock(
+            &mut tx,
+            ("users", user_id),
+            "SELECT COUNT(*) FROM product_keys WHERE user_id = $1",
+        )
+        .await?;
         if held >= MAX_PRODUCT_KEYS {
             return Err(Error::conflict(format!(
                 "a user holds at most {MAX_PRODUCT_KEYS} product keys"
@@ -119,9 +121,10 @@ impl Store {
             .bind(prefix)
             .bind(token_hash)
             .bind(Timestamp::now().micros())
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *tx)
             .await
             .map_err(db)?;
+        tx.commit().await.map_err(db)?;
         ProductKey::decode(&row)
     }
 

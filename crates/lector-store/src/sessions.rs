@@ -38,6 +38,7 @@ pub struct Session {
     pub document_count: i64,
     pub segment_count: i64,
     pub annotated_count: i64,
+    pub(crate) checked: crate::Checked,
 }
 
 impl Session {
@@ -74,6 +75,7 @@ impl FromAnyRow for Session {
             document_count: row.try_get("document_count")?,
             segment_count: row.try_get("segment_count")?,
             annotated_count: row.try_get("annotated_count")?,
+            checked: crate::CHECKED,
         })
     }
 }
@@ -365,13 +367,13 @@ impl Store {
         let vocabulary = Vocabulary {
             kind: project.kind,
             classes: pick(
-                self.classes_of(project.id).await?,
+                self.classes_of(&project).await?,
                 new.classes.as_deref(),
                 ("classes", "class"),
                 |c| &c.name,
             )?,
             labels: pick(
-                self.labels_of(project.id).await?,
+                self.labels_of(&project).await?,
                 new.labels.as_deref(),
                 ("labels", "label"),
                 |l| &l.name,
@@ -445,7 +447,7 @@ impl Store {
             kind: project.kind,
             classes: match &changes.classes {
                 Some(names) => pick(
-                    self.classes_of(project.id).await?,
+                    self.classes_of(&project).await?,
                     Some(names),
                     ("classes", "class"),
                     |c| &c.name,
@@ -453,12 +455,9 @@ impl Store {
                 None => current.classes,
             },
             labels: match &changes.labels {
-                Some(names) => pick(
-                    self.labels_of(project.id).await?,
-                    Some(names),
-                    ("labels", "label"),
-                    |l| &l.name,
-                )?,
+                Some(names) => pick(self.labels_of(&project).await?, Some(names), ("labels", "label"), |l| {
+                    &l.name
+                })?,
                 None => current.labels,
             },
         };
@@ -597,8 +596,19 @@ impl Store {
         Ok((session, document))
     }
 
-    /// The tags on segments: of one session, or of every session when `session_id` is `None`.
-    pub async fn tags_of(&self, segment_ids: &[i64], session_id: Option<i64>) -> Result<Vec<SegmentTag>> {
+    /// The tags on segments read through a scoped call: of one session, or of every session
+    /// when `session` is `None`.
+    pub async fn tags_of(&self, segments: &[crate::Segment], session: Option<&Session>) -> Result<Vec<SegmentTag>> {
+        let ids: Vec<i64> = segments.iter().map(|s| s.id).collect();
+        self.tags_by_segment_ids(&ids, session.map(|s| s.id)).await
+    }
+
+    /// The tags on segments whose ids the store has already checked.
+    pub(crate) async fn tags_by_segment_ids(
+        &self,
+        segment_ids: &[i64],
+        session_id: Option<i64>,
+    ) -> Result<Vec<SegmentTag>> {
         let mut tags = Vec::new();
         for chunk in segment_ids.chunks(500) {
             let mut params: Vec<Param> = chunk.iter().map(|id| Param::Int(*id)).collect();
@@ -620,8 +630,14 @@ impl Store {
         Ok(tags)
     }
 
-    /// The marks of a session on the given segments.
-    pub async fn marks_of(&self, session_id: i64, segment_ids: &[i64]) -> Result<Vec<SegmentMark>> {
+    /// The marks of a session on segments read through a scoped call.
+    pub async fn marks_of(&self, session: &Session, segments: &[crate::Segment]) -> Result<Vec<SegmentMark>> {
+        let ids: Vec<i64> = segments.iter().map(|s| s.id).collect();
+        self.marks_by_segment_ids(session.id, &ids).await
+    }
+
+    /// The marks of a session on segments whose ids the store has already checked.
+    pub(crate) async fn marks_by_segment_ids(&self, session_id: i64, segment_ids: &[i64]) -> Result<Vec<SegmentMark>> {
         let mut marks = Vec::new();
         for chunk in segment_ids.chunks(500) {
             let places = numbered(2, chunk.len());
@@ -653,7 +669,7 @@ impl Store {
             .session_document(scope, at.project_id, at.session_id, at.document_id, action)
             .await?;
         let segment = self
-            .segments_of(&[document.id])
+            .segments_by_document(&[document.id])
             .await?
             .into_iter()
             .find(|s| s.id == at.segment_id)
@@ -663,7 +679,7 @@ impl Store {
 
     pub async fn segment_tags(&self, scope: &Scope, at: SegmentAt) -> Result<Vec<SegmentTag>> {
         let (session, _, segment) = self.session_segment(scope, at, Action::Read).await?;
-        self.tags_of(&[segment.id], Some(session.id)).await
+        self.tags_by_segment_ids(&[segment.id], Some(session.id)).await
     }
 
     /// Puts a tag on a segment. The same tag twice, or a second label in a LABEL project, is a
@@ -777,7 +793,7 @@ impl Store {
         let (session, document) = self
             .session_document(scope, project_id, session_id, document_id, Action::Annotate)
             .await?;
-        let segments = self.segments_of(&[document.id]).await?;
+        let segments = self.segments_by_document(&[document.id]).await?;
         let chosen: Vec<i64> = match target {
             MarkTarget::Segment(id) => {
                 let segment = segments
@@ -804,7 +820,7 @@ impl Store {
         mark_segments(&mut tx, session.id, document.id, scope.user_id, &chosen).await?;
         refresh_status(&mut tx, session.id).await?;
         tx.commit().await.map_err(db)?;
-        let marks = self.marks_of(session.id, &chosen).await?;
+        let marks = self.marks_by_segment_ids(session.id, &chosen).await?;
         let session = self.session_of(session.project_id, session.id).await?;
         Ok((marks, session))
     }

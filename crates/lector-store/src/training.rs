@@ -308,7 +308,7 @@ impl Store {
             });
         }
         let ids: Vec<i64> = segments.iter().map(|s| s.segment_id).collect();
-        let mut tags = crate::tags_by_segment(self.tags_of(&ids, Some(session_id)).await?);
+        let mut tags = crate::tags_by_segment(self.tags_by_segment_ids(&ids, Some(session_id)).await?);
         for segment in &mut segments {
             segment.tags = tags
                 .remove(&segment.segment_id)

@@ -41,6 +41,7 @@ pub struct Upload {
     pub created: Timestamp,
     /// When a group or session first used it; unused uploads are swept.
     pub used: Option<Timestamp>,
+    pub(crate) checked: crate::Checked,
 }
 
 impl Upload {
@@ -75,6 +76,7 @@ impl FromAnyRow for Upload {
                 .map_err(|e| sqlx::Error::Decode(e.into()))?,
             created: Timestamp(row.try_get("created")?),
             used: row.try_get::<Option<i64>, _>("used")?.map(Timestamp),
+            checked: crate::CHECKED,
         })
     }
 }

@@ -78,18 +78,19 @@ impl Store {
 
     /// Creates a workspace with the caller as its ADMIN.
     pub async fn create_workspace(&self, scope: &Scope, name: &str, description: &str) -> Result<Workspace> {
-        let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memberships WHERE user_id = $1")
-            .bind(scope.user_id)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db)?;
+        let mut tx = self.begin_write().await?;
+        let held = crate::count_under_lock(
+            &mut tx,
+            ("users", scope.user_id),
+            "SELECT COUNT(*) FROM memberships WHERE user_id = $1",
+        )
+        .await?;
         if held >= MAX_WORKSPACES_PER_USER {
             return Err(Error::conflict(format!(
                 "a user belongs to at most {MAX_WORKSPACES_PER_USER} workspaces"
             )));
         }
         let now = Timestamp::now().micros();
-        let mut tx = self.begin_write().await?;
         let sql = format!(
             "INSERT INTO workspaces (name, description, created) VALUES ($1, $2, $3) RETURNING {}",
             WORKSPACE_COLUMNS.replace("w.", "")
@@ -363,7 +364,8 @@ impl Store {
     }
 
     /// Why an address cannot be invited to a workspace now, if it cannot.
-    pub async fn invitation_obstacle(&self, workspace_id: i64, email: &str) -> Result<Option<&'static str>> {
+    pub async fn invitation_obstacle(&self, workspace: &Workspace, email: &str) -> Result<Option<&'static str>> {
+        let workspace_id = workspace.id;
         let member: Option<i64> = sqlx::query_scalar(
             "SELECT m.id FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.workspace_id = $1 AND u.email = $2",
         )

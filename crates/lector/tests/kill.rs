@@ -88,7 +88,7 @@ async fn killed_worker_loses_nothing(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(last[0].text, format!("Row {}. It has two sentences.", DOCUMENTS - 1));
-    assert_eq!(store.segments_of(&[last[0].id]).await.unwrap().len(), 2);
+    assert_eq!(store.segments_of(&last[..1]).await.unwrap().len(), 2);
     let notes = store.notifications(&scope, scope.user_id, 0, 100).await.unwrap();
     assert_eq!(
         notes.iter().filter(|n| n.title == "Import finished").count(),

@@ -217,7 +217,7 @@ async fn new_tag(state: &AppState, scope: &Scope, p: &SegmentPath, body: TagBody
             .await?;
         let segment = state
             .store
-            .segments_of(&[document.id])
+            .segments_of(std::slice::from_ref(&document))
             .await?
             .into_iter()
             .find(|s| s.id == p.segment_id)

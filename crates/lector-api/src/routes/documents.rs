@@ -15,7 +15,9 @@ use lector_core::validate::Problems;
 use lector_core::{Error, ErrorCode, Result};
 use lector_jobs::ingest::ImportedDocument;
 use lector_jobs::prepare_document;
-use lector_store::{Document, DocumentFilter, Job, NewDocument, NewSegment, Segment, SegmentTag, tags_by_segment};
+use lector_store::{
+    Document, DocumentFilter, Job, NewDocument, NewSegment, Segment, SegmentTag, Session, tags_by_segment,
+};
 use lector_text::{ClientSegment, Language};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -99,12 +101,12 @@ pub struct DocumentDto {
 
 /// Which parts of a document to return: any of `segments`, `meta`, `tags`; and the labeling
 /// session it is read through, whose tags and marks it shows.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Details {
     pub segments: bool,
     pub meta: bool,
     pub tags: bool,
-    pub session: Option<i64>,
+    pub session: Option<Session>,
 }
 
 impl Details {
@@ -136,21 +138,19 @@ impl Details {
 pub async fn document_dtos(state: &AppState, documents: Vec<Document>, details: Details) -> Result<Vec<DocumentDto>> {
     let with_segments = details.segments || details.tags;
     let segments: Vec<Segment> = if with_segments {
-        let ids: Vec<i64> = documents.iter().map(|d| d.id).collect();
-        state.store.segments_of(&ids).await?
+        state.store.segments_of(&documents).await?
     } else {
         Vec::new()
     };
-    let segment_ids: Vec<i64> = segments.iter().map(|s| s.id).collect();
     let mut tags = if details.tags {
-        tags_by_segment(state.store.tags_of(&segment_ids, details.session).await?)
+        tags_by_segment(state.store.tags_of(&segments, details.session.as_ref()).await?)
     } else {
         HashMap::new()
     };
-    let marked: HashSet<i64> = match details.session {
-        Some(session_id) if with_segments => state
+    let marked: HashSet<i64> = match &details.session {
+        Some(session) if with_segments => state
             .store
-            .marks_of(session_id, &segment_ids)
+            .marks_of(session, &segments)
             .await?
             .into_iter()
             .map(|m| m.segment_id)
@@ -170,7 +170,7 @@ pub async fn document_dtos(state: &AppState, documents: Vec<Document>, details: 
                     .map(TagDto::from)
                     .collect()
             }),
-            status: details.session.and_then(|_| {
+            status: details.session.as_ref().and_then(|_| {
                 marked
                     .contains(&s.id)
                     .then(|| lector_core::labeling::ANNOTATED.to_owned())
@@ -446,7 +446,10 @@ pub async fn list_documents(
     }
     .check()?;
     let mut details = Details::parse(q.details.as_deref())?;
-    details.session = q.annotation_id;
+    details.session = match q.annotation_id {
+        Some(id) => Some(state.store.session(&caller.scope, p.project_id, id).await?),
+        None => None,
+    };
     let filter = DocumentFilter {
         search: q.search,
         group_id: q.group_id,

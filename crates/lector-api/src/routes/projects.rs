@@ -68,14 +68,8 @@ impl ProjectDto {
 
     /// With class and label names.
     pub async fn detailed(state: &AppState, p: Project) -> lector_core::Result<Self> {
-        let classes = state
-            .store
-            .classes_of(p.id)
-            .await?
-            .into_iter()
-            .map(|c| c.name)
-            .collect();
-        let labels = state.store.labels_of(p.id).await?.into_iter().map(|l| l.name).collect();
+        let classes = state.store.classes_of(&p).await?.into_iter().map(|c| c.name).collect();
+        let labels = state.store.labels_of(&p).await?.into_iter().map(|l| l.name).collect();
         Ok(Self {
             classes: Some(classes),
             labels: Some(labels),

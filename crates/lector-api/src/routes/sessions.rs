@@ -790,7 +790,6 @@ pub async fn list_labeling_session_documents(
     }
     .check()?;
     let mut details = Details::parse(q.details.as_deref())?;
-    details.session = Some(p.annotation_id);
     let (session, documents, has_more) = state
         .store
         .session_documents(
@@ -802,6 +801,7 @@ pub async fn list_labeling_session_documents(
         )
         .await?;
     let vocabulary = state.store.session_vocabulary(&session).await?;
+    details.session = Some(session.clone());
     let documents = document_dtos(&state, documents, details).await?;
     Ok(Json(SessionDocumentsDto {
         session: SessionCore::new(session, vocabulary.kind),
@@ -837,8 +837,7 @@ pub async fn get_labeling_session_document(
     let mut details = Details::parse(q.details.as_deref())?;
     details.segments = true;
     details.tags = true;
-    details.session = Some(p.annotation_id);
-    let (_, document) = state
+    let (session, document) = state
         .store
         .session_document(
             &caller.scope,
@@ -848,6 +847,7 @@ pub async fn get_labeling_session_document(
             Action::Read,
         )
         .await?;
+    details.session = Some(session);
     Ok(Json(document_dtos(&state, vec![document], details).await?.remove(0)))
 }
 
@@ -870,13 +870,11 @@ pub async fn session_table(
             .store
             .session_documents(scope, session.project_id, session.id, offset, PAGE)
             .await?;
-        let ids: Vec<i64> = documents.iter().map(|d| d.id).collect();
-        let segments = state.store.segments_of(&ids).await?;
-        let segment_ids: Vec<i64> = segments.iter().map(|s| s.id).collect();
-        let mut tags = lector_store::tags_by_segment(state.store.tags_of(&segment_ids, Some(session.id)).await?);
+        let segments = state.store.segments_of(&documents).await?;
+        let mut tags = lector_store::tags_by_segment(state.store.tags_of(&segments, Some(session)).await?);
         let marked: std::collections::HashSet<i64> = state
             .store
-            .marks_of(session.id, &segment_ids)
+            .marks_of(session, &segments)
             .await?
             .into_iter()
             .map(|m| m.segment_id)

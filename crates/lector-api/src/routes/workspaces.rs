@@ -360,7 +360,7 @@ pub async fn invite_users(
         } else if !seen.insert(email.clone()) {
             Some("listed twice")
         } else {
-            state.store.invitation_obstacle(workspace.id, &email).await?
+            state.store.invitation_obstacle(&workspace, &email).await?
         };
         if let Some(reason) = reason {
             answer.not_invited.push(NotInvited {
