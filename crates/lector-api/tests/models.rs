@@ -422,6 +422,30 @@ async fn models_follow_roles_and_tenancy(app: TestApp) {
     .await
     .expect_problem(403, "forbidden");
 
+    // The analyses made with it (recorded through the store, as the analysis job would).
+    let (_, scope) = app.state.store.principal(ada.user_id).await.unwrap().unwrap();
+    for name in ["First", "Second"] {
+        let new = lector_store::NewAnalysis {
+            name: name.into(),
+            model_id: Some(id),
+            ..Default::default()
+        };
+        app.state.store.create_analysis(&scope, project, new).await.unwrap();
+    }
+    let page = app
+        .get(&format!("/models/{id}/analyses?limit=1"), &vic.token)
+        .await
+        .expect(200);
+    assert_eq!(
+        (page["count"].as_i64(), page["has_more"].as_bool()),
+        (Some(1), Some(true))
+    );
+    assert_eq!(page["analyses"][0]["name"], "First");
+    assert_eq!(page["analyses"][0]["model_id"], id);
+    app.get(&format!("/models/{id}/analyses"), &eve.token)
+        .await
+        .expect_problem(404, "not_found");
+
     // Changing: MANAGER and up; score, status and progress are the server's.
     let path = format!("/models/{id}");
     app.put(&path, &usa.token, json!({"display_name": "Mine"}))

@@ -123,6 +123,7 @@ const CONTRACT: &[(&str, &str, &str)] = &[
     ("update_model", "put", "/models/{model_id}"),
     ("delete_model", "delete", "/models/{model_id}"),
     ("download_model", "get", "/models/{model_id}/download"),
+    ("list_model_analyses", "get", "/models/{model_id}/analyses"),
     ("star_model", "post", "/models/{model_id}/star"),
     ("unstar_model", "post", "/models/{model_id}/unstar"),
     (

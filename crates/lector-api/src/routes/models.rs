@@ -8,6 +8,7 @@
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
+use crate::routes::analyses::AnalysisDto;
 use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
@@ -34,6 +35,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(download_model))
         .routes(routes!(download_project_model))
         .routes(routes!(download_workspace_model))
+        .routes(routes!(list_model_analyses))
 }
 
 /// A model as the original interface lists it, with Lector's additions after `uuid`.
@@ -619,4 +621,37 @@ async fn artifact_response(state: &AppState, model: &Model) -> ApiResult<Respons
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
     Ok(response)
+}
+
+/// A page of analyses.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AnalysisPage {
+    pub analyses: Vec<AnalysisDto>,
+    pub has_more: bool,
+    pub offset: i64,
+    pub limit: i64,
+    pub count: usize,
+}
+
+/// The analyses made with a model, of projects in your workspaces, oldest first (any reader).
+#[utoipa::path(get, path = "/models/{model_id}/analyses", tag = "models",
+    params(("model_id" = i64, Path), Paging), responses((status = 200, body = AnalysisPage)))]
+pub async fn list_model_analyses(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ModelPath>,
+    QueryParams(paging): QueryParams<Paging>,
+) -> ApiResult<Json<AnalysisPage>> {
+    let paging = paging.check()?;
+    let (analyses, has_more) = state
+        .store
+        .model_analyses(&caller.scope, p.model_id, paging.offset, paging.limit)
+        .await?;
+    Ok(Json(AnalysisPage {
+        count: analyses.len(),
+        analyses: analyses.into_iter().map(AnalysisDto::from).collect(),
+        has_more,
+        offset: paging.offset,
+        limit: paging.limit,
+    }))
 }
