@@ -2,28 +2,21 @@
 
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
 use lector_core::NotificationType;
-use lector_store::{Lease, Store};
-use serde::Deserialize;
-
-#[derive(Debug, Clone, Deserialize)]
-struct ClonePayload {
-    source_project_id: i64,
-    project_id: i64,
-}
+use lector_store::{ClonePayload, Lease, Store};
 
 /// Copies classes, labels, groups, documents, sessions, tags and marks into a clone.
 #[derive(Debug, Default)]
 pub struct CloneProject;
 
 impl Handler for CloneProject {
-    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease) -> HandlerFuture<'a> {
+    type Payload = ClonePayload;
+
+    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: ClonePayload) -> HandlerFuture<'a> {
         Box::pin(async move {
-            let payload: ClonePayload = serde_json::from_value(lease.job.payload.clone())
-                .map_err(|e| JobError::fatal(format!("the clone's payload is unreadable: {e}"), None))?;
             let counts = store
                 .fill_clone(lease, payload.source_project_id, payload.project_id)
                 .await
-                .map_err(|e| JobError::transient(e.detail))?;
+                .map_err(JobError::from_store)?;
             let text = format!(
                 "Project {} is ready: {} documents and {} labeling sessions copied.",
                 payload.project_id, counts.documents, counts.sessions

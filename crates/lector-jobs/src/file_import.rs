@@ -8,12 +8,11 @@
 //! whole within the reader's limits). A malformed row stops the import with the line or cell
 //! named.
 
-use crate::ingest::{ImportPayload, prepare_document};
-use crate::runner::{JobError, Outcome, notice_for};
-use lector_core::{ErrorCode, NotificationType};
-use lector_store::{Lease, NewDocument, Store};
+use crate::ingest::prepare_document;
+use crate::runner::{JobError, Outcome, notice_for, panic_message};
+use lector_core::NotificationType;
+use lector_store::{FileSource, ImportPayload, Lease, NewDocument, Store};
 use lector_text::{ColumnRef, Format, Language, Limits, ReadOptions, TextError, open_rows};
-use serde::Deserialize;
 use std::io::Read;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,26 +21,10 @@ use tokio::sync::mpsc;
 /// Rows read, prepared and written per batch.
 pub const FILE_BATCH: usize = 1000;
 
-/// Which file and column an import reads, as `create_group` put it in the job's payload.
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
-pub struct FileSource {
-    pub upload_id: uuid::Uuid,
-    /// The text column by 0-based index …
-    pub column_index: Option<usize>,
-    /// … or by name (the default is column 0).
-    pub column_name: Option<String>,
-    /// Whether the first row is a header (CSV, TXT, XLSX).
-    pub header_first: bool,
-    /// The reader's byte limit (the configured upload limit).
-    pub max_bytes: u64,
-}
-
-impl FileSource {
-    fn column(&self) -> ColumnRef {
-        match (&self.column_name, self.column_index) {
-            (Some(name), _) => ColumnRef::Name(name.clone()),
-            (None, index) => ColumnRef::Index(index.unwrap_or(0)),
-        }
+fn column(source: &FileSource) -> ColumnRef {
+    match (&source.column_name, source.column_index) {
+        (Some(name), _) => ColumnRef::Name(name.clone()),
+        (None, index) => ColumnRef::Index(index.unwrap_or(0)),
     }
 }
 
@@ -57,16 +40,10 @@ pub(crate) async fn import_file(
     payload: &ImportPayload,
     source: &FileSource,
 ) -> Result<Outcome, JobError> {
-    let upload = store
-        .upload_for_job(lease, source.upload_id)
-        .await
-        .map_err(|e| refuse(e.code == ErrorCode::NotFound, "the uploaded file is gone", e.detail))?;
+    let upload = store.upload_for_job(lease, source.upload_id).await.map_err(gone)?;
     let format = Format::from_extension(&upload.format)
-        .ok_or_else(|| JobError::fatal(format!("files of format {:?} cannot be read", upload.format), None))?;
-    let file = store
-        .open_upload(&upload)
-        .await
-        .map_err(|e| refuse(e.code == ErrorCode::NotFound, "the uploaded file is gone", e.detail))?;
+        .ok_or_else(|| JobError::fatal(format!("files of format {:?} cannot be read", upload.format)))?;
+    let file = store.open_upload(&upload).await.map_err(gone)?;
     let read = Arc::new(AtomicU64::new(0));
     let (sender, mut batches) = mpsc::channel(2);
     let reader = {
@@ -103,7 +80,10 @@ pub(crate) async fn import_file(
             .await
             .map_err(|e| JobError::transient(e.detail))?;
     }
-    let _ = reader.await;
+    // A reader that panicked closed its channel early: that is a failure, not the file's end.
+    reader
+        .await
+        .map_err(|e| JobError::transient(format!("reading the file failed: {}", panic_message(e))))?;
     store
         .set_import_status(lease, payload.group_id, "CREATED")
         .await
@@ -151,7 +131,7 @@ fn produce(
     };
     let mut rows = open_rows(format, file, options, &limits)?;
     let header = rows.header().to_vec();
-    let column = source.column().resolve(&header)?;
+    let column = column(source).resolve(&header)?;
     let mut position: i64 = 0;
     loop {
         let chunk = rows.next_batch(FILE_BATCH)?;
@@ -186,24 +166,22 @@ fn produce(
     }
 }
 
-/// A file that cannot be imported: the user hears why (the group turns FAILED, see
-/// `ImportDocuments`).
+/// A file that cannot be imported fails for good (the group turns FAILED and the user hears
+/// why, see `lector_store::Failure`); a read error is worth another attempt.
 fn failed(lease: &Lease, error: TextError) -> JobError {
     if let TextError::Io(e) = &error {
         tracing::warn!(job.id = lease.job.id, error = %e, "reading an uploaded file failed");
         return JobError::transient("reading the uploaded file failed");
     }
-    let message = format!("the file cannot be imported: {error}");
-    let notice = notice_for(lease, NotificationType::Warning, "Import failed", message.clone());
-    JobError::fatal(message, notice)
+    JobError::fatal(format!("the file cannot be imported: {error}"))
 }
 
-/// A lookup failure: final when the thing is gone, worth another try otherwise.
-fn refuse(gone: bool, message: &str, detail: String) -> JobError {
-    if gone {
-        JobError::fatal(message, None)
+/// A lookup failure: final when the file is gone, worth another try otherwise.
+fn gone(error: lector_core::Error) -> JobError {
+    if error.code == lector_core::ErrorCode::NotFound {
+        JobError::fatal("the uploaded file is gone")
     } else {
-        JobError::transient(detail)
+        JobError::transient(error.detail)
     }
 }
 

@@ -16,8 +16,5 @@ pub use training::TrainModel;
 
 /// The runner with every kind of job this installation handles.
 pub fn standard_runner() -> Runner {
-    Runner::new()
-        .with(lector_store::IMPORT_JOB, ImportDocuments)
-        .with(lector_store::CLONE_JOB, CloneProject)
-        .with(lector_store::TRAINING_JOB, TrainModel)
+    Runner::new().with(ImportDocuments).with(CloneProject).with(TrainModel)
 }

@@ -1,9 +1,15 @@
 //! The worker loop: claim a job, heartbeat its lease while its handler runs, record the
 //! outcome, and reap expired leases. Embedded in `lector serve` and run alone by
 //! `lector worker`; any number of runners may share one database.
+//!
+//! A handler is registered for the [`JobPayload`] it reads (`Runner::new().with(handler)`); the
+//! runner decodes each job's payload into that struct before the handler runs, and records
+//! every way a job can end through the store's `finish_job` or `fail_job`. A handler runs as a
+//! task of its own: its panic is a failed attempt (retried with backoff until the kind's cap,
+//! then the job fails for good with its trace), and the worker goes on with the next job.
 
-use lector_core::NotificationType;
-use lector_store::{JobNotice, Lease, Store};
+use lector_core::{ErrorCode, NotificationType};
+use lector_store::{JobNotice, JobPayload, Lease, Store};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -23,44 +29,71 @@ pub struct Outcome {
     pub notice: Option<JobNotice>,
 }
 
-/// Why a handler stopped without a result.
+/// Why a handler stopped without a result. What the failure leaves behind (the resource
+/// FAILED, one notification) is the payload's [`JobPayload::failure`], written by the store.
 #[derive(Debug, Clone)]
 pub struct JobError {
     pub message: String,
     /// Worth another attempt (a transient fault), or final (bad input).
     pub retryable: bool,
-    pub notice: Option<JobNotice>,
 }
 
 impl JobError {
-    pub fn fatal(message: impl Into<String>, notice: Option<JobNotice>) -> Self {
+    /// A failure no retry can mend (bad input): the job fails for good now.
+    pub fn fatal(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
             retryable: false,
-            notice,
         }
     }
 
+    /// A fault worth another attempt, until the kind's attempt cap.
     pub fn transient(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
             retryable: true,
-            notice: None,
+        }
+    }
+
+    /// A store error: final when what the job needs is gone (404), transient otherwise.
+    pub fn from_store(error: lector_core::Error) -> Self {
+        if error.code == ErrorCode::NotFound {
+            Self::fatal(error.detail)
+        } else {
+            Self::transient(error.detail)
         }
     }
 }
 
 pub type HandlerFuture<'a> = Pin<Box<dyn Future<Output = Result<Outcome, JobError>> + Send + 'a>>;
 
-/// Runs one kind of job. Its writes must be idempotent and fenced by the lease.
-pub trait Handler: Send + Sync {
+/// Runs one kind of job, the one whose payload is [`Handler::Payload`]. Its writes must be
+/// idempotent and fenced by the lease.
+pub trait Handler: Send + Sync + 'static {
+    type Payload: JobPayload;
+    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: Self::Payload) -> HandlerFuture<'a>;
+}
+
+/// A handler behind its kind: decodes the payload, then runs the typed handler.
+trait Erased: Send + Sync {
     fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease) -> HandlerFuture<'a>;
+}
+
+struct Typed<H>(H);
+
+impl<H: Handler> Erased for Typed<H> {
+    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease) -> HandlerFuture<'a> {
+        match lease.payload::<H::Payload>() {
+            Ok(payload) => self.0.run(store, lease, payload),
+            Err(e) => Box::pin(async move { Err(JobError::fatal(e.detail)) }),
+        }
+    }
 }
 
 /// The handlers by job kind, and the loop that feeds them.
 #[derive(Clone)]
 pub struct Runner {
-    handlers: HashMap<&'static str, Arc<dyn Handler>>,
+    handlers: HashMap<&'static str, Arc<dyn Erased>>,
     lease_secs: i64,
 }
 
@@ -92,8 +125,9 @@ impl Runner {
         self
     }
 
-    pub fn with(mut self, kind: &'static str, handler: impl Handler + 'static) -> Self {
-        self.handlers.insert(kind, Arc::new(handler));
+    /// Registers `handler` for the kind of job its payload is.
+    pub fn with<H: Handler>(mut self, handler: H) -> Self {
+        self.handlers.insert(H::Payload::KIND, Arc::new(Typed(handler)));
         self
     }
 
@@ -145,14 +179,8 @@ impl Runner {
         let job_id = lease.job.id;
         let Some(handler) = self.handlers.get(lease.job.kind.as_str()).cloned() else {
             tracing::error!(job.id = job_id, kind = %lease.job.kind, "no handler for this kind of job");
-            store
-                .fail_job(
-                    &lease,
-                    "this installation has no handler for the job's kind",
-                    false,
-                    None,
-                )
-                .await?;
+            let cause = format!("this installation has no handler for jobs of kind {}", lease.job.kind);
+            store.fail_job(&lease, &cause, false).await?;
             return Ok(true);
         };
         tracing::info!(job.id = job_id, kind = %lease.job.kind, attempt = lease.job.attempts, "job started");
@@ -177,10 +205,21 @@ impl Runner {
                 }
             })
         };
+        // The handler runs as a task of its own, so a panic in it is a failed attempt of its
+        // job (retried until the kind's cap) and never ends this worker loop.
+        let mut task = {
+            let (handler, store, lease) = (handler.clone(), store.clone(), lease.clone());
+            tokio::spawn(async move { handler.run(&store, &lease).await })
+        };
         let outcome = tokio::select! {
-            outcome = handler.run(store, &lease) => Some(outcome),
+            joined = &mut task => Some(joined.unwrap_or_else(|e| {
+                let message = panic_message(e);
+                tracing::error!(job.id = job_id, kind = %lease.job.kind, panic = %message, "the job's handler panicked");
+                Err(JobError::transient(message))
+            })),
             _ = &mut lease_lost => {
                 tracing::warn!(job.id = job_id, "lease lost; abandoning the job");
+                task.abort();
                 None
             }
         };
@@ -192,12 +231,26 @@ impl Runner {
             }
             Some(Err(e)) => {
                 tracing::warn!(job.id = job_id, error = %e.message, retryable = e.retryable, "job failed");
-                store.fail_job(&lease, &e.message, e.retryable, e.notice).await?;
+                store.fail_job(&lease, &e.message, e.retryable).await?;
             }
             None => {}
         }
         Ok(true)
     }
+}
+
+/// What a task that did not finish says about it: "the job panicked: <its message>".
+pub fn panic_message(error: tokio::task::JoinError) -> String {
+    if !error.is_panic() {
+        return "the job was cancelled".into();
+    }
+    let payload = error.into_panic();
+    let text = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into());
+    format!("the job panicked: {text}")
 }
 
 /// Sleeps for `pause` unless told to stop; answers whether to stop.

@@ -4,11 +4,12 @@
 //! act on. Progress comes from `lector-ml`'s callback and never decreases.
 //!
 //! Every write is fenced by the job's lease and idempotent, so a job that runs twice (its
-//! worker killed) finishes once, with one notification. It does not serve predictions: that is
+//! worker killed) finishes once, with one notification. A failure goes through the queue's one
+//! failure path, which marks the model FAILED with the reason (`TrainingPayload::failure`). It does not serve predictions: that is
 //! the API's model cache.
 
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
-use lector_core::{ErrorCode, ModelStatus, NotificationType, ProjectType};
+use lector_core::{ModelStatus, NotificationType, ProjectType};
 use lector_ml::{Example, Model as MlModel, Options, Tag, split_examples};
 use lector_store::{Lease, Model, Store, TrainedModel, TrainingPayload};
 use std::collections::{BTreeSet, HashSet};
@@ -43,31 +44,20 @@ impl From<lector_core::Error> for Stop {
 }
 
 impl Handler for TrainModel {
-    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease) -> HandlerFuture<'a> {
+    type Payload = TrainingPayload;
+
+    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: TrainingPayload) -> HandlerFuture<'a> {
         Box::pin(async move {
-            let payload: TrainingPayload = serde_json::from_value(lease.job.payload.clone())
-                .map_err(|e| JobError::fatal(format!("the training payload is unreadable: {e}"), None))?;
-            if payload.version != TrainingPayload::VERSION {
-                return Err(JobError::fatal(
-                    format!("training payload version {} is not known here", payload.version),
-                    None,
-                ));
-            }
-            let model = match store.model_for_job(lease, payload.model_id).await {
-                Ok(model) => model,
-                Err(e) if e.code == ErrorCode::NotFound => {
-                    return Err(JobError::fatal("the model was deleted before it was trained", None));
-                }
-                Err(e) => return Err(JobError::transient(e.detail)),
-            };
+            let model = store
+                .model_for_job(lease, payload.model_id)
+                .await
+                .map_err(JobError::from_store)?;
             match store.begin_training(lease, model.id).await {
+                // A run after the model was finished (its worker died before the job did).
                 Ok(ModelStatus::Ready) => return Ok(ready(lease, &model, model.score)),
-                Ok(ModelStatus::Failed) => {
-                    let reason = model.failure.clone().unwrap_or_else(|| "training failed".into());
-                    return Err(failed(lease, &model, reason));
-                }
-                Ok(_) => {}
-                Err(e) => return Err(JobError::transient(e.detail)),
+                Ok(ModelStatus::Training) => {}
+                Ok(other) => return Err(JobError::fatal(format!("the model is {other}, not trainable"))),
+                Err(e) => return Err(JobError::from_store(e)),
             }
             match train(store, lease, &model, &payload).await {
                 Ok(trained) => {
@@ -75,20 +65,13 @@ impl Handler for TrainModel {
                     store
                         .complete_training(lease, &model, trained)
                         .await
-                        .map_err(|e| JobError::transient(e.detail))?;
+                        .map_err(JobError::from_store)?;
                     tracing::info!(model.id = model.id, job.id = lease.job.id, score, "model trained");
                     Ok(ready(lease, &model, score))
                 }
-                Err(Stop::Transient(reason)) if lease.job.attempts < lease.job.max_attempts => {
-                    Err(JobError::transient(reason))
-                }
-                Err(Stop::Fatal(reason) | Stop::Transient(reason)) => {
-                    store
-                        .fail_training(lease, model.id, &reason)
-                        .await
-                        .map_err(|e| JobError::transient(e.detail))?;
-                    Err(failed(lease, &model, reason))
-                }
+                // The queue's failure path marks the model FAILED with this reason and notifies.
+                Err(Stop::Fatal(reason)) => Err(JobError::fatal(reason)),
+                Err(Stop::Transient(reason)) => Err(JobError::transient(reason)),
             }
         })
     }
@@ -108,16 +91,6 @@ fn ready(lease: &Lease, model: &Model, score: Option<f64>) -> Outcome {
             format!("Model {} is ready: {score_text}.", model.display_name),
         ),
     }
-}
-
-fn failed(lease: &Lease, model: &Model, reason: String) -> JobError {
-    let notice = notice_for(
-        lease,
-        NotificationType::Warning,
-        "Model training failed",
-        format!("Model {} could not be trained: {reason}", model.display_name),
-    );
-    JobError::fatal(reason, notice)
 }
 
 /// Reads, learns, evaluates; answers what `complete_training` stores.

@@ -6,10 +6,33 @@ use lector_jobs::prepare_document;
 use lector_jobs::{Handler, HandlerFuture, JobError, Outcome, Runner};
 use lector_store::testing::{TestDatabase, owner_with_project};
 use lector_store::{
-    Backend, ClassFields, JobState, LabeledDocument, Lease, NewJob, NewSession, NewTag, NewUser, Store,
+    Backend, ClassFields, Failure, JobPayload, JobResource, JobState, LabeledDocument, Lease, NewJob, NewSession,
+    NewTag, NewUser, Store,
 };
 use lector_text::Language;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// A test kind of job: counts to `upto`, reporting progress.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CountPayload {
+    upto: i64,
+}
+
+impl JobPayload for CountPayload {
+    const KIND: &'static str = "count";
+    const MAX_ATTEMPTS: i64 = 3;
+
+    fn failure(&self) -> Failure {
+        Failure::of(
+            None,
+            "Count failed",
+            format!("Counting to {}", self.upto),
+            "count again",
+        )
+    }
+}
 
 async fn store(backend: Backend) -> Option<(Store, TestDatabase, i64)> {
     let database = TestDatabase::create(backend).await?;
@@ -29,13 +52,8 @@ async fn store(backend: Backend) -> Option<(Store, TestDatabase, i64)> {
 
 fn job(user_id: i64, max_attempts: i64) -> NewJob {
     NewJob {
-        kind: "count".into(),
-        payload: json!({"upto": 3}),
-        input: None,
-        workspace_id: None,
-        project_id: None,
-        user_id: Some(user_id),
         max_attempts,
+        ..NewJob::of(&CountPayload { upto: 3 }).unwrap().owned_by(user_id)
     }
 }
 
@@ -109,12 +127,7 @@ async fn failures_retry_then_fail_with_one_notification(backend: Backend) {
     };
     let queued = store.enqueue(job(user, 2)).await.unwrap();
     let first = store.claim_job("a", 30).await.unwrap().unwrap();
-    assert!(
-        store
-            .fail_job(&first, "database hiccup", true, notice(&first, "failed"))
-            .await
-            .unwrap()
-    );
+    assert!(store.fail_job(&first, "database hiccup", true).await.unwrap());
     let retried = store.job_by_id(queued.id).await.unwrap().unwrap();
     assert_eq!(retried.state, JobState::Queued);
     assert!(
@@ -136,17 +149,17 @@ async fn failures_retry_then_fail_with_one_notification(backend: Backend) {
         owner: "a".into(),
     };
     // The stale lease (token of the first claim) cannot fail the job again.
-    assert!(!store.fail_job(&second, "late", false, None).await.unwrap());
+    assert!(!store.fail_job(&second, "late", false).await.unwrap());
+    assert_eq!(notifications(&store, user).await, 0);
 }
 
 async fn the_runner_runs_handlers_and_records_outcomes(backend: Backend) {
     struct Count;
     impl Handler for Count {
-        fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease) -> HandlerFuture<'a> {
+        type Payload = CountPayload;
+        fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: CountPayload) -> HandlerFuture<'a> {
             Box::pin(async move {
-                let upto = lease.job.payload["upto"]
-                    .as_i64()
-                    .ok_or_else(|| JobError::fatal("upto is missing", None))?;
+                let upto = payload.upto;
                 for i in 1..=upto {
                     store
                         .report_progress(lease, i as f64 / upto as f64)
@@ -163,11 +176,19 @@ async fn the_runner_runs_handlers_and_records_outcomes(backend: Backend) {
     let Some((store, _db, user)) = store(backend).await else {
         return;
     };
-    let runner = Runner::new().with("count", Count);
+    let runner = Runner::new().with(Count);
     let good = store.enqueue(job(user, 3)).await.unwrap();
+    // A payload this version cannot read (as if written by another version of Lector).
     let bad = store
         .enqueue(NewJob {
-            payload: json!({}),
+            payload: json!({"uptoo": 3, "version": 1}),
+            ..job(user, 3)
+        })
+        .await
+        .unwrap();
+    let newer = store
+        .enqueue(NewJob {
+            payload: json!({"upto": 3, "version": 2}),
             ..job(user, 3)
         })
         .await
@@ -184,15 +205,189 @@ async fn the_runner_runs_handlers_and_records_outcomes(backend: Backend) {
     let good = store.job_by_id(good.id).await.unwrap().unwrap();
     assert_eq!((good.state, good.result), (JobState::Done, Some(json!({"counted": 3}))));
     let bad = store.job_by_id(bad.id).await.unwrap().unwrap();
-    assert_eq!(
-        (bad.state, bad.error.as_deref()),
-        (JobState::Failed, Some("upto is missing"))
+    assert_eq!(bad.state, JobState::Failed);
+    let error = bad.error.unwrap();
+    assert!(
+        error.starts_with(&format!(
+            "Task {} (count) failed after 1 attempt: the job's payload is unreadable: missing field `upto`",
+            bad.id
+        )),
+        "{error}"
     );
-    assert_eq!(
-        store.job_by_id(unknown.id).await.unwrap().unwrap().state,
-        JobState::Failed
+    let newer = store.job_by_id(newer.id).await.unwrap().unwrap();
+    assert!(
+        newer
+            .error
+            .unwrap()
+            .contains("version 2 where this Lector reads version 1")
     );
-    assert_eq!(notifications(&store, user).await, 1);
+    let unknown = store.job_by_id(unknown.id).await.unwrap().unwrap();
+    assert_eq!(
+        (unknown.state, unknown.error.as_deref()),
+        (
+            JobState::Failed,
+            Some(
+                "Counting to 3 failed after 1 attempt: this installation has no handler for jobs of kind mystery; count again."
+            )
+        )
+    );
+    assert_eq!(notifications(&store, user).await, 4, "one for each job, failed or done");
+}
+
+/// A test kind of job that panics on its first `panics` attempts, then succeeds; a terminal
+/// failure marks its document group FAILED.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct FlakyPayload {
+    group_id: i64,
+    panics: i64,
+}
+
+impl JobPayload for FlakyPayload {
+    const KIND: &'static str = "flaky";
+    const MAX_ATTEMPTS: i64 = 2;
+
+    fn failure(&self) -> Failure {
+        Failure::of(
+            Some(JobResource::DocumentGroup(self.group_id)),
+            "Flaky failed",
+            format!("The flaky job of group {}", self.group_id),
+            "try again",
+        )
+    }
+}
+
+struct Flaky;
+
+impl Handler for Flaky {
+    type Payload = FlakyPayload;
+    fn run<'a>(&'a self, _store: &'a Store, lease: &'a Lease, payload: FlakyPayload) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            if lease.job.attempts <= payload.panics {
+                panic!("flaky on attempt {}", lease.job.attempts);
+            }
+            Ok(Outcome {
+                result: json!({"attempt": lease.job.attempts}),
+                notice: notice(lease, "flaky done"),
+            })
+        })
+    }
+}
+
+/// A user with a project and an empty group, and a flaky job on that group.
+async fn flaky_setup(store: &Store, panics: i64) -> (Scope, i64, i64, i64) {
+    let (scope, _, project) = owner_with_project(store, "Flaky", ProjectType::Class).await;
+    let group = store.create_group(&scope, project.id, "Batch", vec![]).await.unwrap();
+    let job = NewJob::of(&FlakyPayload {
+        group_id: group.id,
+        panics,
+    })
+    .unwrap()
+    .owned_by(scope.user_id)
+    .in_project(project.workspace_id, project.id);
+    let job = store.enqueue(job).await.unwrap();
+    (scope, project.id, group.id, job.id)
+}
+
+/// Runs jobs with `runner` until `job_id` has ended (retries wait for their backoff).
+async fn run_until_ended(store: &Store, runner: &Runner, job_id: i64) -> lector_store::Job {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        runner.run_one(store, "w").await.unwrap();
+        let job = store.job_by_id(job_id).await.unwrap().unwrap();
+        if matches!(job.state, JobState::Done | JobState::Failed) {
+            return job;
+        }
+        assert!(Instant::now() < deadline, "the job did not end: {job:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn a_panic_is_a_failed_attempt_and_the_retry_succeeds(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (scope, project_id, group_id, job_id) = flaky_setup(&store, 1).await;
+    let runner = Runner::new().with(Flaky);
+    assert!(runner.run_one(&store, "w").await.unwrap(), "the panic is survived");
+    let failed_once = store.job_by_id(job_id).await.unwrap().unwrap();
+    assert_eq!(failed_once.state, JobState::Queued, "a panic is retried");
+    assert_eq!(
+        failed_once.error.as_deref(),
+        Some("the job panicked: flaky on attempt 1")
+    );
+    let job = run_until_ended(&store, &runner, job_id).await;
+    assert_eq!((job.state, job.attempts), (JobState::Done, 2), "{job:?}");
+    assert_eq!(job.result, Some(json!({"attempt": 2})));
+    let group = store.group(&scope, project_id, group_id).await.unwrap();
+    assert_eq!(group.status, "CREATED");
+    assert_eq!(notifications(&store, scope.user_id).await, 1);
+}
+
+async fn a_job_that_always_panics_fails_with_its_trace(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (scope, project_id, group_id, job_id) = flaky_setup(&store, i64::MAX).await;
+    let job = run_until_ended(&store, &Runner::new().with(Flaky), job_id).await;
+    assert_eq!((job.state, job.attempts), (JobState::Failed, 2), "{job:?}");
+    let reason = format!(
+        "The flaky job of group {group_id} failed after 2 attempts: the job panicked: flaky on attempt 2; try again."
+    );
+    assert_eq!(job.error.as_deref(), Some(reason.as_str()));
+    let group = store.group(&scope, project_id, group_id).await.unwrap();
+    assert_eq!(group.status, "FAILED", "the job's resource is marked FAILED");
+    let notes = store.notifications(&scope, scope.user_id, 0, 100).await.unwrap();
+    assert_eq!(notes.len(), 1, "exactly one notification: {notes:?}");
+    assert_eq!(
+        (notes[0].title.as_str(), notes[0].text.as_str()),
+        ("Flaky failed", reason.as_str())
+    );
+    assert_eq!(notes[0].kind, NotificationType::Warning);
+}
+
+async fn a_worker_goes_on_after_a_panic(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (scope, _, _, panicking) = flaky_setup(&store, i64::MAX).await;
+    let good = store
+        .enqueue(NewJob::of(&CountPayload { upto: 2 }).unwrap().owned_by(scope.user_id))
+        .await
+        .unwrap();
+    struct Count;
+    impl Handler for Count {
+        type Payload = CountPayload;
+        fn run<'a>(&'a self, _: &'a Store, _: &'a Lease, payload: CountPayload) -> HandlerFuture<'a> {
+            Box::pin(async move {
+                Ok(Outcome {
+                    result: json!({"counted": payload.upto}),
+                    notice: None,
+                })
+            })
+        }
+    }
+    // One worker loop: it meets the panicking job first and must live on to run the other.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let tasks = Runner::new().with(Flaky).with(Count).spawn(store.clone(), 1, stopped);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (good, panicking) = loop {
+        let good = store.job_by_id(good.id).await.unwrap().unwrap();
+        let panicking = store.job_by_id(panicking).await.unwrap().unwrap();
+        if good.state == JobState::Done && panicking.state == JobState::Failed {
+            break (good, panicking);
+        }
+        assert!(Instant::now() < deadline, "{good:?} {panicking:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(good.result, Some(json!({"counted": 2})));
+    assert_eq!(panicking.attempts, 2);
+    stop.send(true).unwrap();
+    for task in tasks {
+        task.await.expect("the worker loop ends when told, not by a panic");
+    }
 }
 
 macro_rules! on_both_backends {
@@ -293,5 +488,8 @@ on_both_backends!(
     a_taken_over_lease_can_no_longer_commit,
     failures_retry_then_fail_with_one_notification,
     the_runner_runs_handlers_and_records_outcomes,
-    a_clone_run_twice_copies_once
+    a_clone_run_twice_copies_once,
+    a_panic_is_a_failed_attempt_and_the_retry_succeeds,
+    a_job_that_always_panics_fails_with_its_trace,
+    a_worker_goes_on_after_a_panic
 );

@@ -8,14 +8,13 @@
 //! the copy without doubling anything.
 
 use crate::jobs::{Lease, NewJob, check_fence, enqueue_in};
+use crate::payloads::ClonePayload;
 use crate::records::{FromAnyRow, PROJECT_COLUMNS, Project, Workspace};
 use crate::{Store, db, db_unique};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope};
 use sqlx::{Any, Transaction};
 
-/// The kind of job that fills a clone.
-pub const CLONE_JOB: &str = "clone_project";
 /// Documents copied per transaction.
 const CLONE_BATCH: i64 = 2000;
 
@@ -60,19 +59,14 @@ impl Store {
             .await
             .map_err(db_unique("a project with this name exists in the workspace"))?;
         let copy = Project::decode(&row)?;
-        let job = enqueue_in(
-            &mut tx,
-            NewJob {
-                kind: CLONE_JOB.into(),
-                payload: serde_json::json!({"source_project_id": source.id, "project_id": copy.id}),
-                input: None,
-                workspace_id: Some(target.id),
-                project_id: Some(copy.id),
-                user_id: Some(scope.user_id),
-                max_attempts: 5,
-            },
-        )
-        .await?;
+        let payload = ClonePayload {
+            source_project_id: source.id,
+            project_id: copy.id,
+        };
+        let job = NewJob::of(&payload)?
+            .owned_by(scope.user_id)
+            .in_project(target.id, copy.id);
+        let job = enqueue_in(&mut tx, job).await?;
         tx.commit().await.map_err(db)?;
         Ok((copy, job.id))
     }

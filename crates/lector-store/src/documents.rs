@@ -6,6 +6,7 @@
 //! import after a crash skips what the first run stored: nothing is lost or doubled.
 
 use crate::jobs::{Lease, NewJob, check_fence, enqueue_in};
+use crate::payloads::{ImportOptions, ImportPayload, ImportedDocument};
 use crate::records::FromAnyRow;
 use crate::records::Project;
 use crate::uploads::{Upload, mark_used_in};
@@ -132,9 +133,6 @@ pub struct DocumentFilter {
     /// Only documents some analysis covers (`true`) or none does (`false`).
     pub analysed: Option<bool>,
 }
-
-/// The kind of job that imports documents into a group.
-pub const IMPORT_JOB: &str = "import_documents";
 
 impl Store {
     pub async fn create_document(
@@ -335,42 +333,41 @@ impl Store {
         self.group_of(project.id, group_id).await
     }
 
-    /// Creates a group in PROCESSING and the job that will fill it from `input` (the documents),
-    /// in one transaction.
+    /// Creates a group in PROCESSING and the job that will fill it with `documents`, in one
+    /// transaction.
     pub async fn start_import(
         &self,
         scope: &Scope,
         project_id: i64,
         name: &str,
         source: &str,
-        payload: serde_json::Value,
-        input: serde_json::Value,
+        options: ImportOptions,
+        documents: &[ImportedDocument],
     ) -> Result<DocumentGroup> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let mut tx = self.begin_write().await?;
-        let group_id = queue_import(&mut tx, scope, &project, name, source, payload, Some(input)).await?;
+        let group_id = queue_import(&mut tx, scope, &project, name, source, options, Some(documents)).await?;
         tx.commit().await.map_err(db)?;
         self.group_of(project.id, group_id).await
     }
 
     /// Creates a group in PROCESSING and the job that will fill it from an uploaded file of the
-    /// project (named in `payload` by the job handler's own fields), marking the file used, in
-    /// one transaction.
+    /// project (`options.file`), marking the file used, in one transaction.
     pub async fn start_file_import(
         &self,
         scope: &Scope,
         project_id: i64,
         name: &str,
         upload: &Upload,
-        payload: serde_json::Value,
+        options: ImportOptions,
     ) -> Result<DocumentGroup> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
-        if upload.project_id != project.id {
+        if upload.project_id != project.id || options.file.as_ref().is_none_or(|f| f.upload_id != upload.id) {
             return Err(Error::not_found("uploaded file"));
         }
         let mut tx = self.begin_write().await?;
         mark_used_in(&mut tx, upload.id).await?;
-        let group_id = queue_import(&mut tx, scope, &project, name, "file", payload, None).await?;
+        let group_id = queue_import(&mut tx, scope, &project, name, "file", options, None).await?;
         tx.commit().await.map_err(db)?;
         self.group_of(project.id, group_id).await
     }
@@ -554,25 +551,24 @@ async fn queue_import(
     project: &Project,
     name: &str,
     source: &str,
-    mut payload: serde_json::Value,
-    input: Option<serde_json::Value>,
+    options: ImportOptions,
+    documents: Option<&[ImportedDocument]>,
 ) -> Result<i64> {
     let group_id = insert_group(tx, project.id, name, source, "PROCESSING").await?;
-    payload["group_id"] = group_id.into();
-    payload["project_id"] = project.id.into();
-    let job = enqueue_in(
-        tx,
-        NewJob {
-            kind: IMPORT_JOB.into(),
-            payload,
-            input,
-            workspace_id: Some(project.workspace_id),
-            project_id: Some(project.id),
-            user_id: Some(scope.user_id),
-            max_attempts: 5,
-        },
-    )
-    .await?;
+    let payload = ImportPayload {
+        project_id: project.id,
+        group_id,
+        language: options.language,
+        split: options.split,
+        file: options.file,
+    };
+    let mut job = NewJob::of(&payload)?
+        .owned_by(scope.user_id)
+        .in_project(project.workspace_id, project.id);
+    if let Some(documents) = documents {
+        job = job.with_input(&documents)?;
+    }
+    let job = enqueue_in(tx, job).await?;
     sqlx::query("UPDATE document_groups SET task_id = $1 WHERE id = $2")
         .bind(job.id)
         .bind(group_id)

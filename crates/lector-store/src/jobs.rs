@@ -6,13 +6,129 @@
 //! returns jobs whose lease expired to the queue, so killing any process loses nothing: the
 //! job runs again and, its writes being idempotent, finishes once. A job's notification is
 //! written in the same transaction as its terminal state: exactly one per job.
+//!
+//! ## Kinds of job and their payloads
+//!
+//! Each kind of job is one serde struct implementing [`JobPayload`] (the structs live in
+//! `payloads.rs`): its `KIND` (the `jobs.kind` column), its `VERSION`, its attempt cap, and
+//! [`JobPayload::failure`], what the job's terminal failure marks FAILED and tells its user.
+//! The code that enqueues writes the struct with [`NewJob::of`]; the handler reads the same
+//! struct back with [`Lease::payload`] (lector-jobs' runner does this, so a handler receives the
+//! decoded struct and never parses JSON). Bulk input goes beside the payload
+//! ([`NewJob::with_input`], read once with [`Store::job_input`]) and is deleted when the job
+//! ends, so nothing it carries (documents, a mail's one-time token) outlives the job.
+//!
+//! ```ignore
+//! #[derive(Serialize, Deserialize)]
+//! pub struct TrainPayload { pub model_id: i64 }
+//! impl JobPayload for TrainPayload {
+//!     const KIND: &'static str = "train_model";
+//!     const MAX_ATTEMPTS: i64 = 3;
+//!     fn failure(&self) -> Failure {
+//!         // A resource to mark FAILED is a `JobResource` variant (add one with its table).
+//!         Failure::of(None, "Training failed", format!("Training model {}", self.model_id),
+//!             "start the training again")
+//!     }
+//! }
+//! let job = enqueue_in(&mut tx, NewJob::of(&TrainPayload { model_id })?.owned_by(user_id)).await?;
+//! // in the handler: run(&self, store, lease, payload: TrainPayload)
+//! ```
+//!
+//! The stored payload is the struct's fields plus `version` and `failure` (so those two names
+//! are taken). The failure description is stored when the job is enqueued, so a job whose
+//! payload can no longer be read, or whose kind has no handler, still fails with its trace.
+//!
+//! ## Terminal failure
+//!
+//! [`Store::fail_job`] is the one path for every error (fatal, transient with attempts
+//! exhausted, a panic, an unreadable payload, a missing handler): in one transaction with the
+//! job's FAILED state it marks the job's resource FAILED, writes the reason a person can act on
+//! ("The import into group 7 failed after 5 attempts: ...; upload the documents again") as the
+//! job's `error`, and writes exactly one WARNING notification to the job's user.
 
 use crate::records::FromAnyRow;
 use crate::{Backend, Store, db};
 use lector_core::time::Timestamp;
-use lector_core::{Action, Error, NotificationType, Result, Scope};
+use lector_core::{Action, Error, ErrorCode, ModelStatus, NotificationType, Result, Scope};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
+
+/// One kind of job: the struct its payload is, written by the enqueuer and read by the handler.
+///
+/// The struct must not use `deny_unknown_fields` nor fields named `version` or `failure`
+/// (the stored payload carries both beside its fields).
+pub trait JobPayload: Serialize + DeserializeOwned + Send + Sync + 'static {
+    /// The `jobs.kind` of this kind of job; a runner finds its handler by it.
+    const KIND: &'static str;
+    /// Raised when the struct changes incompatibly; a job of another version fails for good.
+    const VERSION: u32 = 1;
+    /// Attempts before a failing job fails for good.
+    const MAX_ATTEMPTS: i64;
+    /// What this job's terminal failure marks FAILED and says to its user.
+    fn failure(&self) -> Failure;
+}
+
+/// What a job works on, marked FAILED when the job fails for good.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "id", rename_all = "snake_case")]
+pub enum JobResource {
+    /// A document group an import fills.
+    DocumentGroup(i64),
+    /// A project a clone fills.
+    Project(i64),
+    /// A model a training job trains (its `failure` column gets the reason).
+    Model(i64),
+}
+
+/// The trace a job's terminal failure leaves: its resource FAILED and one notification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub resource: Option<JobResource>,
+    /// The notification's title, e.g. "Import failed".
+    pub title: String,
+    /// What the job was doing, starting a sentence: "The import into group 7".
+    pub subject: String,
+    /// What a person can do about it: "upload the documents again".
+    pub advice: String,
+}
+
+impl Failure {
+    pub fn of(
+        resource: Option<JobResource>,
+        title: impl Into<String>,
+        subject: impl Into<String>,
+        advice: impl Into<String>,
+    ) -> Self {
+        Self {
+            resource,
+            title: title.into(),
+            subject: subject.into(),
+            advice: advice.into(),
+        }
+    }
+
+    /// "The import into group 7 failed after 5 attempts: the file is gone; upload it again."
+    pub fn reason(&self, attempts: i64, cause: &str) -> String {
+        let times = if attempts == 1 { "attempt" } else { "attempts" };
+        let cause = cause.trim_end_matches('.');
+        format!(
+            "{} failed after {attempts} {times}: {cause}; {}.",
+            self.subject, self.advice
+        )
+    }
+
+    /// The trace of a job stored without one (or whose stored payload is damaged).
+    fn generic(job: &Job) -> Self {
+        Self::of(
+            None,
+            "Task failed",
+            format!("Task {} ({})", job.id, job.kind),
+            "start the work again, or ask an administrator to look at the server's log",
+        )
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobState {
@@ -24,11 +140,11 @@ pub enum JobState {
 
 lector_core::wire_enum!(JobState { Queued => "QUEUED", Running => "RUNNING", Done => "DONE", Failed => "FAILED" });
 
-/// A job to put on the queue.
+/// A job to put on the queue; build it with [`NewJob::of`].
 #[derive(Debug, Clone)]
 pub struct NewJob {
     pub kind: String,
-    /// Small parameters, read with the job.
+    /// Small parameters, read with the job: a [`JobPayload`] as [`NewJob::of`] stores it.
     pub payload: serde_json::Value,
     /// Bulk input (documents to import, ...), read once by the handler with [`Store::job_input`].
     pub input: Option<serde_json::Value>,
@@ -36,6 +152,53 @@ pub struct NewJob {
     pub project_id: Option<i64>,
     pub user_id: Option<i64>,
     pub max_attempts: i64,
+}
+
+impl NewJob {
+    /// A job of `payload`'s kind, with its version and failure trace, owned by nobody yet.
+    pub fn of<P: JobPayload>(payload: &P) -> Result<Self> {
+        let mut value = serde_json::to_value(payload).map_err(|e| unencodable(P::KIND, &e))?;
+        let failure = serde_json::to_value(payload.failure()).map_err(|e| unencodable(P::KIND, &e))?;
+        let Some(fields) = value.as_object_mut() else {
+            tracing::error!(kind = P::KIND, "a job payload must be a struct");
+            return Err(Error::internal());
+        };
+        fields.insert("version".into(), P::VERSION.into());
+        fields.insert("failure".into(), failure);
+        Ok(Self {
+            kind: P::KIND.into(),
+            payload: value,
+            input: None,
+            workspace_id: None,
+            project_id: None,
+            user_id: None,
+            max_attempts: P::MAX_ATTEMPTS,
+        })
+    }
+
+    /// The user the job works for: it is notified when the job ends.
+    pub fn owned_by(mut self, user_id: i64) -> Self {
+        self.user_id = Some(user_id);
+        self
+    }
+
+    /// The project (and its workspace) the job belongs to; its readers see the task.
+    pub fn in_project(mut self, workspace_id: i64, project_id: i64) -> Self {
+        self.workspace_id = Some(workspace_id);
+        self.project_id = Some(project_id);
+        self
+    }
+
+    /// Bulk input, stored apart and deleted when the job ends.
+    pub fn with_input<T: Serialize>(mut self, input: &T) -> Result<Self> {
+        self.input = Some(serde_json::to_value(input).map_err(|e| unencodable(&self.kind, &e))?);
+        Ok(self)
+    }
+}
+
+fn unencodable(kind: &str, error: &serde_json::Error) -> Error {
+    tracing::error!(kind, error = %error, "cannot encode a job");
+    Error::internal()
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -90,6 +253,37 @@ pub struct Lease {
     pub job: Job,
     pub owner: String,
     pub token: i64,
+}
+
+impl Lease {
+    /// The job's payload as the struct its kind is; refuses another kind or version.
+    pub fn payload<P: JobPayload>(&self) -> Result<P> {
+        let job = &self.job;
+        let unreadable =
+            |why: String| Error::new(ErrorCode::Internal, format!("the job's payload is unreadable: {why}"));
+        if job.kind != P::KIND {
+            return Err(unreadable(format!("a {} job is not a {} job", job.kind, P::KIND)));
+        }
+        // Payloads stored before versions were recorded are version 1.
+        let version = job.payload.get("version").map_or(Some(1), serde_json::Value::as_u64);
+        if version != Some(u64::from(P::VERSION)) {
+            return Err(unreadable(format!(
+                "version {} where this Lector reads version {}",
+                job.payload["version"],
+                P::VERSION
+            )));
+        }
+        serde_json::from_value(job.payload.clone()).map_err(|e| unreadable(e.to_string()))
+    }
+
+    /// What this job's terminal failure leaves behind, as stored with it.
+    pub fn failure(&self) -> Failure {
+        self.job
+            .payload
+            .get("failure")
+            .and_then(|f| serde_json::from_value(f.clone()).ok())
+            .unwrap_or_else(|| Failure::generic(&self.job))
+    }
 }
 
 /// A notification to write with a job's terminal state.
@@ -204,38 +398,42 @@ impl Store {
         if let Some(notice) = notice {
             insert_notice(&mut tx, &notice).await?;
         }
+        delete_input(&mut tx, lease.job.id).await?;
         tx.commit().await.map_err(db)?;
         Ok(true)
     }
 
-    /// Records a failure. A retryable one goes back on the queue (with a growing delay) while
-    /// attempts remain; otherwise the job fails for good, with its notification.
-    pub async fn fail_job(
-        &self,
-        lease: &Lease,
-        error: &str,
-        retryable: bool,
-        notice: Option<JobNotice>,
-    ) -> Result<bool> {
+    /// Records a failed attempt. A retryable one goes back on the queue (with a growing delay)
+    /// while attempts remain; otherwise the job fails for good and, in the same transaction,
+    /// its resource turns FAILED, its `error` becomes the reason a person can act on, and its
+    /// user gets exactly one notification (see the module's doc). `false` when the lease is
+    /// no longer current (nothing is written).
+    pub async fn fail_job(&self, lease: &Lease, cause: &str, retryable: bool) -> Result<bool> {
         let mut tx = self.begin_write().await?;
         let now = Timestamp::now();
-        let again = retryable && lease.job.attempts < lease.job.max_attempts;
-        let (state, finished) = if again {
-            (JobState::Queued, None)
+        let job = &lease.job;
+        let again = retryable && job.attempts < job.max_attempts;
+        let failure = lease.failure();
+        let (state, finished, error) = if again {
+            (JobState::Queued, None, cause.to_owned())
         } else {
-            (JobState::Failed, Some(now.micros()))
+            (
+                JobState::Failed,
+                Some(now.micros()),
+                failure.reason(job.attempts, cause),
+            )
         };
-        let delay = 2_i64.saturating_pow(lease.job.attempts.clamp(0, 10) as u32);
+        let delay = 2_i64.saturating_pow(job.attempts.clamp(0, 10) as u32);
         let done = sqlx::query(
             "UPDATE jobs SET state = $1, error = $2, lease_owner = NULL, lease_expires = NULL, updated = $3, \
              finished = $4, run_after = $5 WHERE id = $6 AND fencing_token = $7 AND state = $8",
         )
         .bind(state.as_str())
-        .bind(error)
+        .bind(&error)
         .bind(now.micros())
         .bind(finished)
         .bind(now.plus_seconds(delay).micros())
-        .bind(lease.job.id)
+        .bind(job.id)
         .bind(lease.token)
         .bind(JobState::Running.as_str())
         .execute(&mut *tx)
@@ -244,8 +442,20 @@ impl Store {
         if done.rows_affected() != 1 {
             return Ok(false);
         }
-        if let (false, Some(notice)) = (again, notice) {
-            insert_notice(&mut tx, &notice).await?;
+        if !again {
+            if let Some(resource) = failure.resource {
+                mark_failed(&mut tx, resource, &error).await?;
+            }
+            if let Some(user_id) = job.user_id {
+                let notice = JobNotice {
+                    user_id,
+                    kind: NotificationType::Warning,
+                    title: failure.title.clone(),
+                    text: error,
+                };
+                insert_notice(&mut tx, &notice).await?;
+            }
+            delete_input(&mut tx, job.id).await?;
         }
         tx.commit().await.map_err(db)?;
         Ok(true)
@@ -287,20 +497,18 @@ impl Store {
             .ok_or_else(|| Error::not_found("task"))
     }
 
-    /// The bulk input of a claimed job (`null` when it has none).
-    pub async fn job_input(&self, lease: &Lease) -> Result<serde_json::Value> {
+    /// The bulk input of a claimed job as the type its enqueuer wrote; 404 when it has none.
+    pub async fn job_input<T: DeserializeOwned>(&self, lease: &Lease) -> Result<T> {
         let text: Option<String> = sqlx::query_scalar("SELECT input FROM job_inputs WHERE job_id = $1")
             .bind(lease.job.id)
             .fetch_optional(&self.pool)
             .await
             .map_err(db)?;
-        text.map(|t| serde_json::from_str(&t))
-            .transpose()
-            .map(Option::unwrap_or_default)
-            .map_err(|e| {
-                tracing::error!(error = %e, job.id = lease.job.id, "corrupt job input");
-                Error::internal()
-            })
+        let text = text.ok_or_else(|| Error::new(ErrorCode::NotFound, "the job's input is gone"))?;
+        serde_json::from_str(&text).map_err(|e| {
+            tracing::error!(error = %e, job.id = lease.job.id, "unreadable job input");
+            Error::new(ErrorCode::Internal, format!("the job's input is unreadable: {e}"))
+        })
     }
 
     /// A job by id, for tests and operators (system look-up, no scope).
@@ -363,6 +571,41 @@ pub(crate) async fn check_fence(tx: &mut Transaction<'static, Any>, lease: &Leas
             "the job's lease was taken over; this worker's results are discarded",
         ))
     }
+}
+
+/// Marks what a job worked on FAILED (a job's terminal failure); a model keeps the reason.
+async fn mark_failed(tx: &mut Transaction<'static, Any>, resource: JobResource, reason: &str) -> Result<()> {
+    let query = match resource {
+        JobResource::DocumentGroup(id) => sqlx::query("UPDATE document_groups SET status = $1 WHERE id = $2")
+            .bind("FAILED")
+            .bind(id),
+        JobResource::Project(id) => sqlx::query("UPDATE projects SET status = $1 WHERE id = $2")
+            .bind("FAILED")
+            .bind(id),
+        // A model that is READY already (a late duplicate failure) stays READY.
+        JobResource::Model(id) => sqlx::query(
+            "UPDATE models SET status = $1, failure = $2, updated = $3, finished = $3 \
+             WHERE id = $4 AND status IN ($5, $6)",
+        )
+        .bind(ModelStatus::Failed.as_str())
+        .bind(reason)
+        .bind(Timestamp::now().micros())
+        .bind(id)
+        .bind(ModelStatus::Queued.as_str())
+        .bind(ModelStatus::Training.as_str()),
+    };
+    query.execute(&mut **tx).await.map_err(db)?;
+    Ok(())
+}
+
+/// Drops a job's bulk input once the job has ended: nothing it carries outlives the job.
+async fn delete_input(tx: &mut Transaction<'static, Any>, job_id: i64) -> Result<()> {
+    sqlx::query("DELETE FROM job_inputs WHERE job_id = $1")
+        .bind(job_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    Ok(())
 }
 
 async fn insert_notice(tx: &mut Transaction<'static, Any>, notice: &JobNotice) -> Result<()> {

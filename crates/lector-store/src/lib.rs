@@ -17,11 +17,15 @@ mod models;
 pub use accounts::{NewUser, UserChanges};
 pub use analyses::{Analysis, NewAnalysis};
 pub use blobs::Blobs;
-pub use cloning::{CLONE_JOB, CloneCounts};
+pub use cloning::CloneCounts;
 pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
-pub use documents::{Document, DocumentFilter, DocumentGroup, IMPORT_JOB, NewDocument, NewSegment, Segment};
-pub use jobs::{Job, JobNotice, JobState, Lease, NewJob};
+pub use documents::{Document, DocumentFilter, DocumentGroup, NewDocument, NewSegment, Segment};
+pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
 pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel};
+pub use payloads::{
+    CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload, ImportedDocument, TRAINING_JOB,
+    TrainingPayload,
+};
 pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
 };
@@ -30,11 +34,12 @@ pub use sessions::{
     LabeledDocument, MarkTarget, NewSession, NewTag, SegmentAt, SegmentMark, SegmentTag, Session, SessionChanges,
     SessionFilter, Vocabulary, tags_by_segment,
 };
-pub use training::{MODEL_LANGUAGES, NewTraining, TRAINING_JOB, TrainedModel, TrainingPayload, TrainingSegment};
+pub use training::{MODEL_LANGUAGES, NewTraining, TrainedModel, TrainingSegment};
 pub use uploads::{UPLOAD_PREFIX, Upload};
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
 mod notifications;
+mod payloads;
 mod projects;
 mod records;
 mod s3;

@@ -3,40 +3,21 @@
 //! writes the model's way through TRAINING to READY or FAILED.
 //!
 //! Every write of the job is fenced by its lease and idempotent: a second run of a job whose
-//! model is already READY or FAILED changes nothing. Learning itself is `lector-ml`'s, run by
+//! model is already READY changes nothing. A terminal failure marks the model FAILED through the
+//! job queue's one failure path (`TrainingPayload::failure`). Learning itself is `lector-ml`'s, run by
 //! the job in `lector-jobs`; this module never loads a model.
 
 use crate::jobs::{Job, Lease, NewJob, check_fence, enqueue_in};
 use crate::models::{MODEL_SELECT, Model, artifact_key};
 use crate::records::FromAnyRow;
-use crate::{SessionFilter, Store, db, db_unique};
+use crate::{SessionFilter, Store, TrainingPayload, db, db_unique};
 use lector_core::time::Timestamp;
 use lector_core::validate::Problems;
 use lector_core::{Action, Error, ErrorCode, ModelStatus, ProjectType, Result, Scope};
-use serde::{Deserialize, Serialize};
 use sqlx::Row;
-
-/// The kind of job that trains a model.
-pub const TRAINING_JOB: &str = "train_model";
 
 /// The languages a model may be trained for.
 pub const MODEL_LANGUAGES: [&str; 3] = ["en", "de", "ar"];
-
-/// What a training job is told. `test_session_ids` empty: the training sessions' segments are
-/// split 80/20 (stratified) by `seed`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TrainingPayload {
-    /// The payload's layout; a worker refuses one it does not know.
-    pub version: u32,
-    pub model_id: i64,
-    pub train_session_ids: Vec<i64>,
-    pub test_session_ids: Vec<i64>,
-    pub seed: u64,
-}
-
-impl TrainingPayload {
-    pub const VERSION: u32 = 1;
-}
 
 /// A `train_model` request, as the client sent it.
 #[derive(Debug, Clone, Default)]
@@ -152,25 +133,16 @@ impl Store {
         .await
         .map_err(db_unique("a model of this name exists in the workspace"))?;
         let payload = TrainingPayload {
-            version: TrainingPayload::VERSION,
             model_id,
+            model_name: display_name.clone(),
             train_session_ids: train,
             test_session_ids: test,
             seed: SPLIT_SEED,
         };
-        let job = enqueue_in(
-            &mut tx,
-            NewJob {
-                kind: TRAINING_JOB.into(),
-                payload: serde_json::to_value(&payload).map_err(|_| Error::internal())?,
-                input: None,
-                workspace_id: Some(project.workspace_id),
-                project_id: Some(project.id),
-                user_id: Some(scope.user_id),
-                max_attempts: 3,
-            },
-        )
-        .await?;
+        let job = NewJob::of(&payload)?
+            .owned_by(scope.user_id)
+            .in_project(project.workspace_id, project.id);
+        let job = enqueue_in(&mut tx, job).await?;
         sqlx::query("UPDATE models SET task_id = $1 WHERE id = $2")
             .bind(job.id)
             .bind(model_id)
@@ -392,27 +364,6 @@ impl Store {
         .bind(&key)
         .bind(now)
         .bind(model.id)
-        .bind(ModelStatus::Training.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-        tx.commit().await.map_err(db)
-    }
-
-    /// Marks the model FAILED with a reason a person can act on (fenced; a READY model stays).
-    pub async fn fail_training(&self, lease: &Lease, model_id: i64, reason: &str) -> Result<()> {
-        let now = Timestamp::now().micros();
-        let mut tx = self.begin_write().await?;
-        check_fence(&mut tx, lease).await?;
-        sqlx::query(
-            "UPDATE models SET status = $1, failure = $2, updated = $3, finished = $3 \
-             WHERE id = $4 AND status IN ($5, $6)",
-        )
-        .bind(ModelStatus::Failed.as_str())
-        .bind(reason)
-        .bind(now)
-        .bind(model_id)
-        .bind(ModelStatus::Queued.as_str())
         .bind(ModelStatus::Training.as_str())
         .execute(&mut *tx)
         .await

@@ -5,8 +5,7 @@ mod common;
 
 use common::worker;
 use lector_store::testing::{TestDatabase, owner_with_project};
-use lector_store::{Backend, JobState, Store};
-use serde_json::json;
+use lector_store::{Backend, ImportOptions, ImportedDocument, JobState, Store};
 use std::time::{Duration, Instant};
 
 const DOCUMENTS: usize = 20_000;
@@ -18,11 +17,18 @@ async fn killed_worker_loses_nothing(backend: Backend) {
     let store = Store::open(&database.url, 2).await.unwrap();
     let (scope, _, project) = owner_with_project(&store, "Bulk", lector_core::ProjectType::Class).await;
     let documents: Vec<_> = (0..DOCUMENTS)
-        .map(|n| json!({"text": format!("Row {n}. It has two sentences.")}))
+        .map(|n| ImportedDocument {
+            text: format!("Row {n}. It has two sentences."),
+            meta: Default::default(),
+        })
         .collect();
-    let payload = json!({"language": "en", "split": true});
+    let options = ImportOptions {
+        language: "en".into(),
+        split: true,
+        file: None,
+    };
     let group = store
-        .start_import(&scope, project.id, "bulk", "upload", payload, json!(documents))
+        .start_import(&scope, project.id, "bulk", "upload", options, &documents)
         .await
         .unwrap();
     let job_id = group.task_id.unwrap();

@@ -6,7 +6,7 @@ mod common;
 
 use common::worker;
 use lector_store::testing::{TestDatabase, owner_with_project};
-use lector_store::{Backend, Blobs, JobState, Store};
+use lector_store::{Backend, Blobs, FileSource, ImportOptions, JobState, Store};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -41,11 +41,19 @@ async fn killed_worker_imports_the_file_once(backend: Backend) {
         .save_upload(&scope, project.id, "rows.csv", "csv", chunks, 50 << 20)
         .await
         .unwrap();
-    let payload = json!({"language": "en", "split": true, "file": {
-        "upload_id": upload.id, "column_name": "text", "header_first": true, "max_bytes": 50 << 20
-    }});
+    let options = ImportOptions {
+        language: "en".into(),
+        split: true,
+        file: Some(FileSource {
+            upload_id: upload.id,
+            column_index: None,
+            column_name: Some("text".into()),
+            header_first: true,
+            max_bytes: 50 << 20,
+        }),
+    };
     let group = store
-        .start_file_import(&scope, project.id, "rows", &upload, payload)
+        .start_file_import(&scope, project.id, "rows", &upload, options)
         .await
         .unwrap();
     let job_id = group.task_id.unwrap();

@@ -13,10 +13,10 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use lector_core::validate::Problems;
 use lector_core::{Error, ErrorCode, Result};
-use lector_jobs::ingest::ImportedDocument;
 use lector_jobs::prepare_document;
 use lector_store::{
-    Document, DocumentFilter, Job, NewDocument, NewSegment, Segment, SegmentTag, Session, tags_by_segment,
+    Document, DocumentFilter, ImportOptions, ImportedDocument, Job, NewDocument, NewSegment, Segment, SegmentTag,
+    Session, tags_by_segment,
 };
 use lector_text::{ClientSegment, Language};
 use serde::{Deserialize, Serialize};
@@ -559,14 +559,14 @@ pub async fn upload_documents(
         .unwrap_or_else(|| format!("Upload {}", rfc3339(lector_core::time::Timestamp::now())));
     let language = language_for(&state, &caller, p.project_id, options.language).await?;
     let language = Language::from_code_or_default(Some(&language));
-    let payload = serde_json::json!({"language": language.code(), "split": options.split.unwrap_or(true)});
-    let input = serde_json::to_value(&documents).map_err(|e| {
-        tracing::error!(error = %e, "cannot encode the upload");
-        Error::internal()
-    })?;
+    let import = ImportOptions {
+        language: language.code().to_owned(),
+        split: options.split.unwrap_or(true),
+        file: None,
+    };
     let group = state
         .store
-        .start_import(&caller.scope, p.project_id, &name, "upload", payload, input)
+        .start_import(&caller.scope, p.project_id, &name, "upload", import, &documents)
         .await?;
     tracing::info!(project.id = p.project_id, group.id = group.id, job.id = ?group.task_id, "import queued");
     let location = format!("/projects/{}/groups/{}", p.project_id, group.id);

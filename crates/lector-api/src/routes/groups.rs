@@ -13,9 +13,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use lector_core::validate::{MAX_NAME_CHARS, Problems};
 use lector_core::{Error, Result};
-use lector_jobs::file_import::FileSource;
 use lector_jobs::prepare_document;
-use lector_store::{DocumentFilter, DocumentGroup, NewDocument};
+use lector_store::{DocumentFilter, DocumentGroup, FileSource, ImportOptions, NewDocument};
 use lector_text::{ColumnRef, Language};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -232,15 +231,16 @@ async fn create_group_from_file(
         header_first,
         max_bytes: state.config.uploads.max_bytes,
     };
-    let language = Language::from_code_or_default(body.language.as_deref());
-    let payload = serde_json::json!({
-        "language": language.code(),
-        "split": body.split.unwrap_or(true),
-        "file": source,
-    });
+    let options = ImportOptions {
+        language: Language::from_code_or_default(body.language.as_deref())
+            .code()
+            .to_owned(),
+        split: body.split.unwrap_or(true),
+        file: Some(source),
+    };
     let group = state
         .store
-        .start_file_import(&caller.scope, project_id, body.name.trim(), &upload, payload)
+        .start_file_import(&caller.scope, project_id, body.name.trim(), &upload, options)
         .await?;
     tracing::info!(project.id = project_id, group.id = group.id, job.id = ?group.task_id, upload.id = %upload.id, "file import queued");
     let location = format!("/projects/{project_id}/groups/{}", group.id);

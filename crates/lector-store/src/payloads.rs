@@ -1,0 +1,130 @@
+//! The payload of every kind of job, one struct per kind (see `jobs.rs` for the trait and how
+//! a payload is stored).
+//!
+//! They live here, in the crate both sides see: the store code (or a route) that enqueues a
+//! job builds the struct, and the handler in `lector-jobs` receives the same struct decoded.
+//! Nothing here runs a job; a struct only says what its job needs and what its failure leaves.
+
+use crate::jobs::{Failure, JobPayload, JobResource};
+use serde::{Deserialize, Serialize};
+
+/// The kind of job that imports documents into a group.
+pub const IMPORT_JOB: &str = ImportPayload::KIND;
+/// The kind of job that fills a clone.
+pub const CLONE_JOB: &str = ClonePayload::KIND;
+/// The kind of job that trains a model.
+pub const TRAINING_JOB: &str = TrainingPayload::KIND;
+
+/// Fills a document group (PROCESSING until done) from the documents in the job's input (a
+/// `Vec<ImportedDocument>`), or from an uploaded file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportPayload {
+    pub project_id: i64,
+    pub group_id: i64,
+    /// The language code the texts are segmented in.
+    pub language: String,
+    /// Whether texts are split into sentences.
+    pub split: bool,
+    /// Set when the documents come from an uploaded file.
+    #[serde(default)]
+    pub file: Option<FileSource>,
+}
+
+impl JobPayload for ImportPayload {
+    const KIND: &'static str = "import_documents";
+    const MAX_ATTEMPTS: i64 = 5;
+
+    fn failure(&self) -> Failure {
+        let advice = if self.file.is_some() {
+            "upload the file again"
+        } else {
+            "upload the documents again"
+        };
+        Failure::of(
+            Some(JobResource::DocumentGroup(self.group_id)),
+            "Import failed",
+            format!("The import into group {}", self.group_id),
+            advice,
+        )
+    }
+}
+
+/// The import options a caller chooses; the store adds the project and group it creates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportOptions {
+    pub language: String,
+    pub split: bool,
+    pub file: Option<FileSource>,
+}
+
+/// A document as an import job carries it in its input.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct ImportedDocument {
+    pub text: String,
+    #[serde(default)]
+    pub meta: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Which uploaded file and column an import reads.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct FileSource {
+    pub upload_id: uuid::Uuid,
+    /// The text column by 0-based index …
+    pub column_index: Option<usize>,
+    /// … or by name (the default is column 0).
+    pub column_name: Option<String>,
+    /// Whether the first row is a header (CSV, TXT, XLSX).
+    pub header_first: bool,
+    /// The reader's byte limit (the configured upload limit).
+    pub max_bytes: u64,
+}
+
+/// Fills a cloned project (PROCESSING until done) with copies of the original's contents.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClonePayload {
+    pub source_project_id: i64,
+    pub project_id: i64,
+}
+
+impl JobPayload for ClonePayload {
+    const KIND: &'static str = "clone_project";
+    const MAX_ATTEMPTS: i64 = 5;
+
+    fn failure(&self) -> Failure {
+        Failure::of(
+            Some(JobResource::Project(self.project_id)),
+            "Copy failed",
+            format!(
+                "The copy of project {} into project {}",
+                self.source_project_id, self.project_id
+            ),
+            "delete the incomplete copy and clone the project again",
+        )
+    }
+}
+
+/// Trains a model (QUEUED until the job starts). `test_session_ids` empty: the training
+/// sessions' annotated segments are split 80/20 (stratified) by `seed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrainingPayload {
+    pub model_id: i64,
+    /// The model's display name, for the failure notice.
+    pub model_name: String,
+    pub train_session_ids: Vec<i64>,
+    pub test_session_ids: Vec<i64>,
+    pub seed: u64,
+}
+
+impl JobPayload for TrainingPayload {
+    const KIND: &'static str = "train_model";
+    const MAX_ATTEMPTS: i64 = 3;
+
+    fn failure(&self) -> Failure {
+        Failure::of(
+            Some(JobResource::Model(self.model_id)),
+            "Model training failed",
+            format!("Training model {:?}", self.model_name),
+            "train a new model once the cause is mended",
+        )
+    }
+}
