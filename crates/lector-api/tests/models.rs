@@ -1,6 +1,7 @@
 //! Models through HTTPS on both backends: a CLASS story (label, train, poll, analyse, download,
-//! upload again, same predictions), training refusals and failures, and every model operation
-//! with its role limits, tenancy and immutable fields.
+//! upload again here and on a second server, same predictions), LABEL and CLASSLABEL stories,
+//! training refusals and failures, and every model operation with its role limits, tenancy and
+//! immutable fields.
 
 mod common;
 
@@ -9,6 +10,8 @@ use serde_json::{Value, json};
 
 backend_tests!(
     class_model_story,
+    label_model_story,
+    classlabel_model_story,
     training_is_checked_up_front_and_fails_readably,
     models_follow_roles_and_tenancy
 );
@@ -251,6 +254,24 @@ async fn class_model_story(app: TestApp) {
     assert_eq!(uploaded["score"].as_f64(), Some(score), "the artifact's recorded score");
     let copy = analyze(&app, &ada, &uploaded["id"], &texts).await;
     assert_eq!(copy["documents"], result["documents"], "identical predictions");
+    // On a second installation too.
+    let other = TestApp::start(common::Backend::Sqlite).await.expect("a second server");
+    let bob = other.register("bob@example.org").await;
+    let elsewhere = other
+        .send_form(
+            "/models/upload",
+            &bob.token,
+            "tickets.lector-model",
+            &bytes,
+            &[("display_name", "Tickets")],
+        )
+        .await
+        .expect(200);
+    let there = analyze(&other, &bob, &elsewhere["id"], &texts).await;
+    assert_eq!(
+        there["documents"], result["documents"],
+        "identical predictions on another server"
+    );
     app.send_form(
         "/models/upload",
         &ada.token,
@@ -521,4 +542,173 @@ async fn models_follow_roles_and_tenancy(app: TestApp) {
         .await
         .expect(200);
     app.get(&path, &ada.token).await.expect_problem(404, "not_found");
+}
+
+/// Creates labels (and classes) in a project of `kind`; answers its id.
+async fn project_with(app: &TestApp, owner: &Session, kind: &str, classes: &[&str], labels: &[&str]) -> i64 {
+    let project = app.project_with_classes(owner, kind, kind, classes).await;
+    for label in labels {
+        app.post(
+            &format!("/projects/{project}/labels"),
+            &owner.token,
+            json!({"name": label}),
+        )
+        .await
+        .expect(201);
+    }
+    project
+}
+
+/// The (class, label) of the most confident tag of each document's first segment.
+fn top_tags(result: &Value) -> Vec<(Option<String>, Option<String>)> {
+    result["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let best = d["segments"][0]["tags"].as_array().unwrap().iter().max_by(|a, b| {
+                a["confidence"]
+                    .as_f64()
+                    .unwrap()
+                    .total_cmp(&b["confidence"].as_f64().unwrap())
+            });
+            let name = |t: Option<&Value>, key: &str| t.and_then(|t| t[key].as_str()).map(str::to_owned);
+            (name(best, "class"), name(best, "label"))
+        })
+        .collect()
+}
+
+const GOOD: [&str; 10] = [
+    "great",
+    "excellent",
+    "wonderful",
+    "lovely",
+    "fantastic",
+    "superb",
+    "delightful",
+    "perfect",
+    "brilliant",
+    "amazing",
+];
+const BAD: [&str; 10] = [
+    "terrible",
+    "awful",
+    "horrible",
+    "dreadful",
+    "disgusting",
+    "poor",
+    "bad",
+    "appalling",
+    "miserable",
+    "lousy",
+];
+
+async fn label_model_story(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = project_with(&app, &ada, "LABEL", &[], &["positive", "negative"]).await;
+    let subjects = ["The film", "This book", "Our stay"];
+    let mut documents = Vec::new();
+    for (i, (good, bad)) in GOOD.iter().zip(BAD).enumerate() {
+        for k in 0..2 {
+            let subject = subjects[(i + k) % 3];
+            documents
+                .push(json!({"text": format!("{subject} was {good}, I loved it."), "tags": [{"label": "positive"}]}));
+            documents
+                .push(json!({"text": format!("{subject} was {bad}, I hated it."), "tags": [{"label": "negative"}]}));
+        }
+    }
+    app.post(
+        &format!("/projects/{project}/annotations"),
+        &ada.token,
+        json!({"name": "Reviews", "documents": documents}),
+    )
+    .await
+    .expect(201);
+    let model = train(&app, &ada, project, json!({"display_name": "Sentiment"})).await;
+    assert_eq!(model["status"], "READY", "{model}");
+    assert_eq!(model["labels"], json!(["negative", "positive"]));
+    let unseen = [
+        ("What a great evening, I loved it.", "positive"),
+        ("The concert was wonderful.", "positive"),
+        ("A lovely and perfect day.", "positive"),
+        ("The hotel was excellent.", "positive"),
+        ("Brilliant acting, I loved it.", "positive"),
+        ("The meal was superb.", "positive"),
+        ("Fantastic music.", "positive"),
+        ("The play was terrible, I hated it.", "negative"),
+        ("An awful and dreadful trip.", "negative"),
+        ("The service was horrible.", "negative"),
+        ("A disgusting meal, I hated it.", "negative"),
+        ("The room was poor and miserable.", "negative"),
+        ("Appalling sound.", "negative"),
+        ("The show was bad.", "negative"),
+        ("A lousy ending, I hated it.", "negative"),
+    ];
+    let texts: Vec<&str> = unseen.iter().map(|(t, _)| *t).collect();
+    let result = analyze(&app, &ada, &model["id"], &texts).await;
+    assert_eq!(result["type"], "LABEL");
+    let predicted = top_tags(&result);
+    let right = predicted
+        .iter()
+        .zip(unseen)
+        .filter(|((_, label), (_, want))| label.as_deref() == Some(*want))
+        .count();
+    assert!(right >= 12, "{right} of 15 right: {predicted:?}");
+}
+
+async fn classlabel_model_story(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = project_with(&app, &ada, "CLASSLABEL", &["food", "service"], &["good", "bad"]).await;
+    let food = ["pizza", "pasta", "soup", "dessert", "steak"];
+    let service = ["waiter", "staff", "waitress", "host", "service"];
+    let mut documents = Vec::new();
+    for i in 0..10 {
+        let (good, bad) = (GOOD[i], BAD[i]);
+        let (dish, person) = (food[i % 5], service[i % 5]);
+        for (text, class, label) in [
+            (format!("The {dish} tasted {good}."), "food", "good"),
+            (format!("The {dish} tasted {bad}."), "food", "bad"),
+            (format!("The {person} was {good} to us."), "service", "good"),
+            (format!("The {person} was {bad} to us."), "service", "bad"),
+        ] {
+            documents.push(json!({"text": text, "tags": [{"class": class, "label": label}]}));
+        }
+    }
+    app.post(
+        &format!("/projects/{project}/annotations"),
+        &ada.token,
+        json!({"name": "Reviews", "documents": documents}),
+    )
+    .await
+    .expect(201);
+    let model = train(&app, &ada, project, json!({"display_name": "Aspects"})).await;
+    assert_eq!(model["status"], "READY", "{model}");
+    assert_eq!(model["classes"], json!(["food", "service"]));
+    let unseen = [
+        ("My pasta tasted great.", "food", "good"),
+        ("The soup tasted amazing.", "food", "good"),
+        ("This steak tasted perfect.", "food", "good"),
+        ("The dessert tasted wonderful.", "food", "good"),
+        ("The pizza tasted awful.", "food", "bad"),
+        ("My soup tasted terrible.", "food", "bad"),
+        ("The steak tasted disgusting.", "food", "bad"),
+        ("The pasta tasted horrible.", "food", "bad"),
+        ("Our waiter was lovely to us.", "service", "good"),
+        ("The staff was brilliant to us.", "service", "good"),
+        ("The host was superb to us.", "service", "good"),
+        ("The waitress was rude and awful to us.", "service", "bad"),
+        ("The staff was dreadful to us.", "service", "bad"),
+        ("Our host was appalling to us.", "service", "bad"),
+        ("The service was lousy to us.", "service", "bad"),
+    ];
+    let texts: Vec<&str> = unseen.iter().map(|(t, _, _)| *t).collect();
+    let result = analyze(&app, &ada, &model["id"], &texts).await;
+    assert_eq!(result["type"], "CLASSLABEL");
+    let predicted = top_tags(&result);
+    let right = predicted
+        .iter()
+        .zip(unseen)
+        .filter(|((class, label), (_, c, l))| class.as_deref() == Some(*c) && label.as_deref() == Some(*l))
+        .count();
+    assert!(right >= 12, "{right} of 15 right: {predicted:?}");
 }
