@@ -495,9 +495,49 @@ async fn models_follow_roles_and_tenancy(app: TestApp) {
     assert_eq!(changed["score"], model["score"]);
     let workspace = personal.to_string();
     let form = [("display_name", "No"), ("organization", workspace.as_str())];
-    app.send_form("/models/upload", &usa.token, "m.lector-model", b"x", &form)
+    let (_, _, bytes) = app.download(&usa.token, &format!("/models/{id}/download")).await;
+    app.send_form("/models/upload", &usa.token, "m.lector-model", &bytes, &form)
         .await
         .expect_problem(403, "forbidden");
+    let publish = [("display_name", "Everyone's"), ("status", "PUBLISHED")];
+    app.send_form("/models/upload", &ada.token, "m.lector-model", &bytes, &publish)
+        .await
+        .expect_problem(403, "forbidden");
+    let wrong = [("display_name", "Wrong"), ("base", "nothing"), ("language", "fr")];
+    let problem = app
+        .send_form("/models/upload", &ada.token, "m.lector-model", &bytes, &wrong)
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "language", "{problem}");
+
+    // A PUBLISHED model (superusers publish) is read and used by every user, changed by none.
+    let root = app.superuser("root@example.org").await;
+    let published = app
+        .send_form("/models/upload", &root.token, "m.lector-model", &bytes, &publish)
+        .await
+        .expect(200);
+    assert_eq!(published["status"], "PUBLISHED");
+    let public = app.get("/models?public=true", &eve.token).await.expect(200);
+    assert_eq!(
+        (public["count"].as_i64(), &public["models"][0]["id"]),
+        (Some(1), &published["id"])
+    );
+    let pid = published["id"].as_i64().unwrap();
+    app.get(&format!("/models/{pid}"), &eve.token).await.expect(200);
+    app.post(
+        "/analyze",
+        &eve.token,
+        json!({"model_id": pid, "documents": [{"text": "My parcel is late."}]}),
+    )
+    .await
+    .expect(200);
+    app.put(&format!("/models/{pid}"), &eve.token, json!({"display_name": "Mine"}))
+        .await
+        .expect_problem(403, "forbidden");
+    app.delete(&format!("/models/{pid}"), &eve.token)
+        .await
+        .expect_problem(403, "forbidden");
+    app.delete(&format!("/models/{pid}"), &root.token).await.expect(200);
 
     // Filters of list_models.
     let list = |query: &'static str| {

@@ -11,7 +11,8 @@ use crate::records::{FromAnyRow, flag};
 use crate::{Param, Store, db, db_unique, numbered};
 use lector_core::policy::WorkspaceFacts;
 use lector_core::time::Timestamp;
-use lector_core::{Action, Error, ErrorCode, ModelStatus, ProjectType, Result, Scope};
+use lector_core::validate::Problems;
+use lector_core::{Action, Error, ErrorCode, FieldError, ModelStatus, ProjectType, Result, Scope};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
@@ -146,23 +147,33 @@ pub struct ModelChanges {
     pub collection_id: Option<i64>,
 }
 
-/// A model arriving as an artifact (upload_model).
+/// Where an uploaded model goes: a project (and its workspace), a workspace, or the caller's
+/// default workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UploadTarget {
+    Project(i64),
+    Workspace(crate::WorkspaceRef),
+    Default,
+}
+
+/// A model arriving as an artifact (upload_model): the client's fields and what the artifact
+/// says of itself.
 #[derive(Debug, Clone)]
 pub struct NewUploadedModel {
-    pub workspace_id: i64,
-    pub project_id: Option<i64>,
+    pub target: UploadTarget,
     pub name: String,
     pub display_name: String,
     pub short_description: String,
     pub long_description: String,
-    pub kind: ProjectType,
+    /// The name of the model it derives from, in the same workspace.
+    pub base: Option<String>,
     pub status: ModelStatus,
     pub score: Option<f64>,
+    pub language: String,
+    pub kind: ProjectType,
     pub metrics: Option<serde_json::Value>,
     pub classes: Vec<String>,
     pub labels: Vec<String>,
-    pub base_id: Option<i64>,
-    pub language: String,
 }
 
 /// The blob key of a model artifact written by `origin` (a job id, or `upload`).
@@ -445,17 +456,64 @@ impl Store {
         })
     }
 
-    /// Stores an uploaded artifact and its model (MANAGER of the workspace, checked by the
-    /// caller through `workspace_access` or `project_access`); a taken name is 409.
-    pub async fn create_uploaded_model(
-        &self,
-        scope: &Scope,
-        new: NewUploadedModel,
-        artifact: Vec<u8>,
-    ) -> Result<Model> {
+    /// Stores an uploaded artifact and its model. The caller is a MANAGER where the model goes;
+    /// PUBLISHED (every user reads it) is for superusers. A base that is not a model of the
+    /// workspace, or a project of another type than the artifact, is 422; a taken name 409.
+    pub async fn upload_model(&self, scope: &Scope, new: NewUploadedModel, artifact: Vec<u8>) -> Result<Model> {
+        let (workspace_id, project) = match &new.target {
+            UploadTarget::Project(id) => {
+                let (project, _) = self.project_access(scope, *id, Action::Manage).await?;
+                (project.workspace_id, Some(project))
+            }
+            UploadTarget::Workspace(workspace) => (
+                self.workspace_access(scope, workspace, Action::Manage).await?.0.id,
+                None,
+            ),
+            UploadTarget::Default => {
+                let id = self.default_workspace_id(scope.user_id).await?.ok_or_else(|| {
+                    Error::validation(vec![FieldError::new(
+                        "organization",
+                        "you have no default workspace; name one",
+                    )])
+                })?;
+                let workspace = crate::WorkspaceRef::Id(id);
+                (
+                    self.workspace_access(scope, &workspace, Action::Manage).await?.0.id,
+                    None,
+                )
+            }
+        };
+        if new.status == ModelStatus::Published && !scope.is_superuser {
+            return Err(Error::forbidden("only a superuser publishes a model to every user"));
+        }
+        let mut problems = Problems::default();
+        if let Some(project) = project.as_ref().filter(|p| p.kind != new.kind) {
+            problems.push(
+                "file",
+                format!(
+                    "the artifact is a {} model; project {} is {}",
+                    new.kind, project.id, project.kind
+                ),
+            );
+        }
+        let base_id = match &new.base {
+            None => None,
+            Some(base) => {
+                let workspace = crate::WorkspaceRef::Id(workspace_id);
+                match self.workspace_model(scope, &workspace, base, Action::Read).await {
+                    Ok(model) => Some(model.id),
+                    Err(e) if e.code == ErrorCode::NotFound => {
+                        problems.push("base", format!("the workspace has no model {base:?}"));
+                        None
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        problems.finish()?;
+        self.name_is_free(workspace_id, &new.name).await?;
         let uuid = uuid::Uuid::new_v4().to_string();
         let key = artifact_key(&uuid, "upload");
-        self.name_is_free(new.workspace_id, &new.name).await?;
         self.blobs()?.put_bytes(&key, artifact).await?;
         let now = Timestamp::now().micros();
         let inserted = sqlx::query_scalar::<_, i64>(
@@ -466,8 +524,8 @@ impl Store {
              RETURNING id",
         )
         .bind(&uuid)
-        .bind(new.workspace_id)
-        .bind(new.project_id)
+        .bind(workspace_id)
+        .bind(project.as_ref().map(|p| p.id))
         .bind(scope.user_id)
         .bind(&new.name)
         .bind(&new.display_name)
@@ -479,7 +537,7 @@ impl Store {
         .bind(new.metrics.map(|m| m.to_string()))
         .bind(serde_json::to_string(&new.classes).unwrap_or_default())
         .bind(serde_json::to_string(&new.labels).unwrap_or_default())
-        .bind(new.base_id)
+        .bind(base_id)
         .bind(&new.language)
         .bind(&key)
         .bind(now)

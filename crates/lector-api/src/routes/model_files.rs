@@ -16,8 +16,8 @@ use axum::Json;
 use axum::extract::State;
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
-use lector_core::{Action, Error, ErrorCode, FieldError, ModelStatus, Result};
-use lector_store::{MODEL_LANGUAGES, NewUploadedModel, WorkspaceRef};
+use lector_core::{Error, ErrorCode, FieldError, ModelStatus, Result};
+use lector_store::{MODEL_LANGUAGES, NewUploadedModel, UploadTarget, WorkspaceRef};
 use std::collections::HashMap;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -70,7 +70,7 @@ pub struct ModelUploadForm {
     organization: Option<String>,
 }
 
-/// Stores an uploaded model artifact as a model (MANAGER); answers the model.
+/// Stores an uploaded model artifact as a model (MANAGER where it goes); answers the model.
 #[utoipa::path(post, path = "/models/upload", tag = "models",
     request_body(content = ModelUploadForm, content_type = "multipart/form-data"),
     responses((status = 200, body = ModelDto)))]
@@ -80,32 +80,24 @@ pub async fn upload_model(
     multipart: std::result::Result<Multipart, MultipartRejection>,
 ) -> ApiResult<Json<ModelDto>> {
     let (bytes, fields) = read_form(&state, multipart?).await?;
+    let artifact = load_artifact(bytes.clone()).await?;
+    let new = new_model(&fields, &artifact)?;
+    let model = state.store.upload_model(&caller.scope, new, bytes).await?;
+    tracing::info!(model.id = model.id, user.id = caller.user.id, "model uploaded");
+    Ok(Json(model.into()))
+}
+
+/// The form's fields, checked all at once, with what the artifact says of itself.
+fn new_model(fields: &HashMap<String, String>, artifact: &lector_ml::Model) -> Result<NewUploadedModel> {
     let text = |name: &str| fields.get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
     let mut problems = Problems::default();
-    let project_id = parse_number::<i64>(&mut problems, "project_id", text("project_id"));
-    // Who: a MANAGER of the workspace the model goes to.
-    let (workspace_id, project) = match project_id {
-        Some(id) => {
-            let (project, _) = state.store.project_access(&caller.scope, id, Action::Manage).await?;
-            (project.workspace_id, Some(project))
-        }
-        None => {
-            let workspace = match text("organization") {
-                Some(name) => WorkspaceRef::parse(&name),
-                None => WorkspaceRef::Id(
-                    state
-                        .store
-                        .default_workspace_id(caller.user.id)
-                        .await?
-                        .ok_or_else(|| bad_field("organization", "you have no default workspace; name one"))?,
-                ),
-            };
-            let (workspace, _) = state
-                .store
-                .workspace_access(&caller.scope, &workspace, Action::Manage)
-                .await?;
-            (workspace.id, None)
-        }
+    let target = match (
+        parse_number::<i64>(&mut problems, "project_id", text("project_id")),
+        text("organization"),
+    ) {
+        (Some(id), _) => UploadTarget::Project(id),
+        (None, Some(name)) => UploadTarget::Workspace(WorkspaceRef::parse(&name)),
+        (None, None) => UploadTarget::Default,
     };
     let display_name = text("display_name").unwrap_or_default();
     problems.name("display_name", &display_name, MAX_NAME_CHARS);
@@ -126,66 +118,29 @@ pub async fn upload_model(
     }
     let status = match text("status").as_deref().map(str::parse::<ModelStatus>) {
         None => ModelStatus::Ready,
-        Some(Ok(s @ (ModelStatus::Ready | ModelStatus::Active))) => s,
-        Some(Ok(ModelStatus::Published)) if caller.scope.is_superuser => ModelStatus::Published,
-        Some(Ok(ModelStatus::Published)) => {
-            return Err(Error::forbidden("only a superuser publishes a model to every user").into());
-        }
+        Some(Ok(s @ (ModelStatus::Ready | ModelStatus::Active | ModelStatus::Published))) => s,
         Some(_) => {
             problems.push("status", "an uploaded model is READY, ACTIVE or PUBLISHED");
             ModelStatus::Ready
         }
     };
-    let base_id = match text("base") {
-        None => None,
-        Some(base) => match state
-            .store
-            .workspace_model(&caller.scope, &WorkspaceRef::Id(workspace_id), &base, Action::Read)
-            .await
-        {
-            Ok(model) => Some(model.id),
-            Err(e) if e.code == ErrorCode::NotFound => {
-                problems.push("base", format!("the workspace has no model {base:?}"));
-                None
-            }
-            Err(e) => return Err(e.into()),
-        },
-    };
-    let artifact = load_artifact(bytes.clone()).await?;
-    if let Some(project) = &project
-        && project.kind != artifact.project_type()
-    {
-        problems.push(
-            "file",
-            format!(
-                "the artifact is a {} model; project {} is {}",
-                artifact.project_type(),
-                project.id,
-                project.kind
-            ),
-        );
-    }
     problems.finish()?;
     let metrics = artifact.info().metrics.clone();
-    let new = NewUploadedModel {
-        workspace_id,
-        project_id: project.as_ref().map(|p| p.id),
+    Ok(NewUploadedModel {
+        target,
         name,
         display_name,
         short_description: text("short_description").unwrap_or_default(),
         long_description: text("long_description").unwrap_or_default(),
-        kind: artifact.project_type(),
+        base: text("base"),
         status,
         score: score.or(metrics.as_ref().map(|m| m.score)),
+        language,
+        kind: artifact.project_type(),
         metrics: metrics.and_then(|m| serde_json::to_value(m).ok()),
         classes: artifact.classes().to_vec(),
         labels: artifact.labels().to_vec(),
-        base_id,
-        language,
-    };
-    let model = state.store.create_uploaded_model(&caller.scope, new, bytes).await?;
-    tracing::info!(model.id = model.id, user.id = caller.user.id, "model uploaded");
-    Ok(Json(model.into()))
+    })
 }
 
 /// Reads the form: the file's bytes (bounded by the upload limit) and the text fields.
