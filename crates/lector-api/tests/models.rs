@@ -299,6 +299,38 @@ async fn class_model_story(app: TestApp) {
     .await;
     assert_eq!(second["status"], "READY");
     assert_eq!(second["metrics"]["segments"], 42, "tested on the whole test session");
+
+    // A warm start from the first model; a base of another type is refused up front.
+    let warm = train(
+        &app,
+        &ada,
+        project,
+        json!({"name": "Tickets v3", "base_id": model["id"]}),
+    )
+    .await;
+    assert_eq!(warm["status"], "READY", "{warm}");
+    assert_eq!((&warm["base"], &warm["base_id"]), (&json!("Tickets v1"), &model["id"]));
+    let sentiment = app
+        .post("/projects", &ada.token, json!({"name": "Sentiment", "type": "LABEL"}))
+        .await
+        .expect(201);
+    let problem = app
+        .post(
+            &format!("/projects/{}/models", sentiment["id"]),
+            &ada.token,
+            json!({"base_id": model["id"]}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    let base_error = problem["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["field"] == "base_id");
+    assert!(
+        base_error.is_some_and(|e| e["message"].as_str().unwrap().contains("CLASS")),
+        "{problem}"
+    );
 }
 
 async fn training_is_checked_up_front_and_fails_readably(app: TestApp) {
