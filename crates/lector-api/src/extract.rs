@@ -1,15 +1,17 @@
 //! Request extractors that reject in our problem+json format.
 //!
 //! [`Body`] parses JSON in two steps: first as a value, to name server-owned fields with
-//! `immutable_field`, then into the write type, whose `deny_unknown_fields` names strangers
-//! with `unknown_field`; then it runs the type's own [`Validate`]. [`PathParams`] and
-//! [`QueryParams`] wrap axum's extractors so a bad id or query answers 400 in the same shape.
+//! `immutable_field`, and to refuse control characters by lector-core's one character rule
+//! (`invalid_characters`, before anything reaches SQL), then into the write type, whose
+//! `deny_unknown_fields` names strangers with `unknown_field`; then it runs the type's own
+//! [`WriteBody::validate`]. [`PathParams`] and [`QueryParams`] wrap axum's extractors so a bad
+//! id or query answers 400 in the same shape; their string values are short fields.
 
 use crate::error::ApiError;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::header;
 use axum::http::request::Parts;
-use lector_core::validate::Problems;
+use lector_core::validate::{Problems, TextKind, check_chars};
 use lector_core::{Error, ErrorCode, Result};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -19,6 +21,12 @@ use utoipa::IntoParams;
 pub trait WriteBody: DeserializeOwned {
     /// Fields of the resource a client may read but never set in this request.
     const IMMUTABLE: &'static [&'static str] = &[];
+
+    /// Keys whose strings (and everything below them) are free text: newline and tab allowed.
+    const FREE_TEXT: &'static [&'static str] = &["description", "example", "meta", "parameters"];
+
+    /// Keys whose strings are document text, which normalisation cleans (NUL is dropped).
+    const DOCUMENT_TEXT: &'static [&'static str] = &["text"];
 
     /// Largest body this request takes.
     const MAX_BYTES: usize = MAX_JSON_BYTES;
@@ -104,6 +112,7 @@ pub fn parse_body<T: WriteBody>(bytes: &[u8]) -> Result<T> {
         error.errors.push(lector_core::FieldError::new(*field, "is read-only"));
         return Err(error);
     }
+    lector_core::validate::check_json_chars(&value, T::FREE_TEXT, T::DOCUMENT_TEXT)?;
     let body: T = serde_json::from_value(value).map_err(|e| {
         let text = e.to_string();
         let code = if text.starts_with("unknown field") {
@@ -127,6 +136,11 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for PathPar
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        if let Ok(raw) = axum::extract::RawPathParams::from_request_parts(parts, state).await {
+            for (name, value) in &raw {
+                check_chars(name, value, TextKind::Short).map_err(ApiError)?;
+            }
+        }
         axum::extract::Path::<T>::from_request_parts(parts, state)
             .await
             .map(|p| PathParams(p.0))
@@ -142,6 +156,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        if let Ok(axum::extract::Query(pairs)) = axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
+        {
+            for (name, value) in &pairs {
+                check_chars(&name.escape_debug().to_string(), name, TextKind::Short).map_err(ApiError)?;
+                check_chars(name, value, TextKind::Short).map_err(ApiError)?;
+            }
+        }
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|q| QueryParams(q.0))
@@ -221,6 +242,10 @@ mod tests {
         assert_eq!(
             parse_body::<Named>(br#"{"name":""}"#).unwrap_err().code,
             ErrorCode::ValidationFailed
+        );
+        assert_eq!(
+            parse_body::<Named>(br#"{"name":"a\u0000"}"#).unwrap_err().code,
+            ErrorCode::InvalidCharacters
         );
         assert_eq!(parse_body::<Named>(br#"{"name":"ok"}"#).unwrap().name, "ok");
     }

@@ -5,6 +5,8 @@
 pub mod auth;
 pub mod error;
 pub mod extract;
+pub mod headers;
+pub mod login_limits;
 pub mod metrics;
 pub mod model_cache;
 pub mod openapi;
@@ -48,6 +50,7 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::Extension(routes::system::OpenApiJson(Arc::new(json))))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(CatchPanicLayer::new())
+        .layer(from_fn_with_state(state.clone(), headers::head_limits))
         .layer(from_fn(error::problem_for_bare_errors))
         .layer(from_fn_with_state(state.metrics.clone(), metrics::record));
     if state.config.tls == TlsMode::Proxy {
@@ -65,6 +68,7 @@ pub fn app(state: AppState) -> Router {
         }))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        .layer(from_fn_with_state(state.clone(), headers::security_headers))
         .with_state(state)
 }
 

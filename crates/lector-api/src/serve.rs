@@ -96,7 +96,12 @@ async fn connection(
         request.extensions_mut().insert(PeerAddr(peer));
         router.clone().oneshot(request.map(axum::body::Body::new))
     });
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // The parser's limits sit above `config.http`'s, so `head_limits` answers with a problem.
+    builder
+        .http1()
+        .max_buf_size(lector_core::config::PARSER_MAX_HEAD_BYTES)
+        .max_headers(lector_core::config::PARSER_MAX_HEADERS);
     let Some(acceptor) = tls else {
         let _ = watcher
             .watch(

@@ -17,7 +17,69 @@ backend_tests!(
     product_keys_are_bearer_tokens,
     users_see_only_themselves,
     permissions_are_changed_by_superusers_only,
+    account_changes_need_the_current_password,
 );
+
+async fn account_changes_need_the_current_password(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let path = format!("/users/{}", ada.user_id);
+    for change in [
+        json!({"password": "new-password-456"}),
+        json!({"email": "eve@example.org"}),
+    ] {
+        let problem = app
+            .put(&path, &ada.token, change.clone())
+            .await
+            .expect_problem(400, "bad_request");
+        assert_eq!(problem["errors"][0]["field"], "current_password");
+        let mut wrong = change.clone();
+        wrong["current_password"] = json!("not-my-password");
+        let problem = app.put(&path, &ada.token, wrong).await.expect_problem(403, "forbidden");
+        assert_eq!(problem["errors"][0]["field"], "current_password");
+    }
+    // The same e-mail (in another case) and other fields need no proof.
+    app.put(
+        &path,
+        &ada.token,
+        json!({"email": "ADA@example.org", "first_name": "Ada"}),
+    )
+    .await
+    .expect(200);
+    // A product key alone cannot take the account over either.
+    let key = app
+        .post(&format!("{path}/keys"), &ada.token, json!({"name": "ci"}))
+        .await
+        .expect(201)["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.put(&path, &key, json!({"email": "eve@example.org"}))
+        .await
+        .expect_problem(400, "bad_request");
+    let changed = app
+        .put(
+            &path,
+            &ada.token,
+            json!({"email": "augusta@example.org", "current_password": "password-123"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(changed["email"], "augusta@example.org");
+
+    // A superuser changes someone else's account without it (and the change is logged).
+    let root = app.superuser("root@example.org").await;
+    app.put(&path, &root.token, json!({"password": "set-by-root-1"}))
+        .await
+        .expect(200);
+    app.login("augusta@example.org", "set-by-root-1").await;
+    // Product keys outlive a password change, as the documentation says.
+    app.get("/auth/status", &key).await.expect(200);
+    // A superuser's own account is no exception.
+    let root_path = format!("/users/{}", root.user_id);
+    app.put(&root_path, &root.token, json!({"password": "another-pass-1"}))
+        .await
+        .expect_problem(400, "bad_request");
+}
 
 async fn register_login_and_status(app: TestApp) {
     let ada = app.register("Ada@Example.org").await;
@@ -112,9 +174,13 @@ async fn password_change_revokes_earlier_tokens(app: TestApp) {
     assert_eq!(user["first_name"], "Augusta");
     app.get("/auth/status", &ada.token).await.expect(200);
 
-    app.put(&path, &ada.token, json!({"password": "new-password-456"}))
-        .await
-        .expect(200);
+    app.put(
+        &path,
+        &ada.token,
+        json!({"password": "new-password-456", "current_password": "password-123"}),
+    )
+    .await
+    .expect(200);
     app.get("/auth/status", &ada.token)
         .await
         .expect_problem(401, "unauthorized");
@@ -304,5 +370,129 @@ mod rate_limits {
         let retry: u64 = limited.headers["retry-after"].to_str().unwrap().parse().unwrap();
         assert!((1..=60).contains(&retry));
         limited.expect_problem(429, "rate_limited");
+    }
+
+    /// An app behind a trusted proxy, so each request can name its client address.
+    async fn behind_proxy(backend: Backend) -> Option<TestApp> {
+        TestApp::start_with(backend, |c| {
+            c.tls = lector_core::config::TlsMode::Proxy;
+            c.rate_limits = lector_core::config::RateLimits::default();
+        })
+        .await
+    }
+
+    async fn login_from(app: &TestApp, address: &str, email: &str, password: &str) -> super::common::Answer {
+        let plain = app.base.replace("https://", "http://");
+        let answer = reqwest::Client::new()
+            .post(format!("{plain}/auth/login"))
+            .header("x-forwarded-proto", "https")
+            .header("x-forwarded-for", address)
+            .json(&json!({"email": email, "password": password}))
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status();
+        let headers = answer.headers().clone();
+        let text = answer.text().await.unwrap();
+        super::common::Answer {
+            status,
+            headers,
+            body: serde_json::from_str(&text).unwrap_or_default(),
+            text,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn thirty_users_behind_one_address_sign_in_sqlite() {
+        thirty_users_behind_one_address_sign_in(Backend::Sqlite).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn thirty_users_behind_one_address_sign_in_postgres() {
+        thirty_users_behind_one_address_sign_in(Backend::Postgres).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn guesses_spread_over_addresses_are_limited_per_account_sqlite() {
+        guesses_spread_over_addresses_are_limited_per_account(Backend::Sqlite).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn guesses_spread_over_addresses_are_limited_per_account_postgres() {
+        guesses_spread_over_addresses_are_limited_per_account(Backend::Postgres).await;
+    }
+
+    async fn thirty_users_behind_one_address_sign_in(backend: Backend) {
+        let Some(app) = behind_proxy(backend).await else { return };
+        let started = std::time::Instant::now();
+        for i in 0..30 {
+            let email = format!("user{i}@example.org");
+            register_from(&app, &email, &format!("192.0.2.{}", i + 100)).await;
+            login_from(&app, "198.51.100.7", &email, "password-123")
+                .await
+                .expect(200);
+        }
+        assert!(started.elapsed().as_secs() < 60);
+        // A few typos on the way do not lock the address either.
+        login_from(&app, "198.51.100.7", "user1@example.org", "typo")
+            .await
+            .expect(401);
+        login_from(&app, "198.51.100.7", "user1@example.org", "password-123")
+            .await
+            .expect(200);
+    }
+
+    async fn guesses_spread_over_addresses_are_limited_per_account(backend: Backend) {
+        let Some(app) = behind_proxy(backend).await else { return };
+        register_from(&app, "ada@example.org", "192.0.2.1").await;
+        let addresses = ["203.0.113.1", "203.0.113.2", "203.0.113.3"];
+        let (mut wrong, mut limited) = (0, 0);
+        for guess in 0..30 {
+            let address = addresses[guess % 3];
+            let answer = login_from(&app, address, "ada@example.org", &format!("guess-{guess}")).await;
+            match answer.status.as_u16() {
+                401 => {
+                    assert_eq!(limited, 0, "once limited, the account stays limited");
+                    wrong += 1;
+                }
+                429 => {
+                    let retry: u64 = answer.headers["retry-after"].to_str().unwrap().parse().unwrap();
+                    assert!((1..=900).contains(&retry), "{retry}");
+                    answer.expect_problem(429, "rate_limited");
+                    limited += 1;
+                }
+                other => panic!("{other}: {}", answer.text),
+            }
+        }
+        // The tenth failure is still answered like a wrong password; then the account is closed
+        // to the guessing addresses, even with the right password.
+        assert_eq!(wrong, 10);
+        assert_eq!(limited, 20);
+        login_from(&app, addresses[0], "ada@example.org", "password-123")
+            .await
+            .expect(429);
+        // The owner, from an address with no failures, is not locked out by them.
+        login_from(&app, "192.0.2.44", "ada@example.org", "password-123")
+            .await
+            .expect(200);
+        // Unknown accounts are counted alike, so the limit says nothing about registration.
+        for guess in 0..12 {
+            let answer = login_from(&app, addresses[guess % 3], "nobody@example.org", "guess").await;
+            assert_eq!(answer.status, if guess < 10 { 401 } else { 429 }, "{guess}");
+        }
+    }
+
+    /// Registers from its own address (registrations have their own per-address limit).
+    async fn register_from(app: &TestApp, email: &str, address: &str) {
+        let plain = app.base.replace("https://", "http://");
+        let answer = reqwest::Client::new()
+            .post(format!("{plain}/auth/register"))
+            .header("x-forwarded-proto", "https")
+            .header("x-forwarded-for", address)
+            .json(&json!({"email": email, "password": "password-123"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
     }
 }

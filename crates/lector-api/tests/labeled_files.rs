@@ -13,6 +13,7 @@ backend_tests!(
     story_csv_group_session_download_and_back,
     session_downloads_upload_again_in_every_format,
     labeled_files_map_their_columns,
+    csv_formulas_are_neutralised_and_read_back,
 );
 
 /// Every tag of a session as (segment text, class, label, part), counted, with the number of
@@ -256,6 +257,73 @@ async fn session_downloads_upload_again_in_every_format(app: TestApp) {
     assert_eq!(answer.status().as_u16(), 400);
 }
 
+async fn csv_formulas_are_neutralised_and_read_back(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let classes = ["=SUM(A1)", "@risk", "plain"];
+    let id = app.project_with_classes(&ada, "Formulas", "CLASS", &classes).await;
+    let texts = [
+        "=HYPERLINK(\"http://evil.example\",\"click\")",
+        "+49 30 1234",
+        "-minus first",
+        "@mention",
+        "'=already quoted by hand",
+        "''two quotes",
+    ];
+    let documents: Vec<_> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let class = classes[i % 3];
+            json!({"text": text, "segments": [{"text": text, "tags": [{"class": class}]}]})
+        })
+        .collect();
+    let session = app
+        .post(
+            &format!("/projects/{id}/annotations"),
+            &ada.token,
+            json!({"name": "Formulas", "documents": documents}),
+        )
+        .await
+        .expect(201);
+    let sid = session["id"].as_i64().unwrap();
+    let expected = tags_of(&app, &ada, id, sid).await;
+    for text in texts {
+        let quoted = serde_json::to_string(text).unwrap();
+        assert!(
+            expected.0.keys().any(|k| k.starts_with(&quoted)),
+            "{text} in {expected:?}"
+        );
+    }
+    let (_, _, bytes) = app
+        .download(
+            &ada.token,
+            &format!("/projects/{id}/annotations/{sid}/download?format=csv"),
+        )
+        .await;
+    let csv = String::from_utf8(bytes.clone()).unwrap();
+    for trigger in ['=', '+', '-', '@', '\t', '\r'] {
+        for before in [",", ",\"", "\n", "\n\""] {
+            assert!(
+                !csv.contains(&format!("{before}{trigger}")),
+                "{before:?}{trigger:?} in {csv}"
+            );
+        }
+    }
+    assert!(csv.contains("'=SUM(A1)") && csv.contains("'''two quotes"), "{csv}");
+    let created = app
+        .send_form(
+            &format!("/projects/{id}/annotations/upload"),
+            &ada.token,
+            "formulas.csv",
+            &bytes,
+            &[],
+        )
+        .await
+        .expect(200);
+    let copy = tags_of(&app, &ada, id, created["id"].as_i64().unwrap()).await;
+    assert_eq!(copy, expected);
+}
+
 async fn labeled_files_map_their_columns(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let eve = app.register("eve@example.org").await;
@@ -427,6 +495,30 @@ async fn labeled_data_comes_from_sources(backend: Backend) {
     .await
     .expect(200);
     assert_eq!(group_file["preview"].as_array().unwrap().len(), 4);
+    // ... and `create_group` takes the source in its body, as SPEC.md section 4.5 lists.
+    let group = app
+        .post(
+            &format!("/projects/{id}/groups"),
+            &ada.token,
+            json!({"name": "From the web", "column_name": "text",
+                   "credential_id": web["id"], "source": "http", "parameters": {"url": url}}),
+        )
+        .await
+        .expect(201);
+    let task = group["task_id"].as_i64().unwrap();
+    assert_eq!(app.wait_for_task(&ada.token, id, task).await["status"], "DONE");
+    let filled = app
+        .get(&format!("/projects/{id}/groups/{}", group["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(filled["document_count"], 3, "{filled}");
+    app.post(
+        &format!("/projects/{id}/groups"),
+        &ada.token,
+        json!({"name": "Half", "credential_id": web["id"], "parameters": {"url": url}}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
     connect(&app, &ada, &connect_path, &web["id"], "postgres", &parameters)
         .await
         .expect_problem(422, "validation_failed");

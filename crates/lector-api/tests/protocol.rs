@@ -143,3 +143,67 @@ async fn proxy_mode_serves_only_forwarded_https() {
         .unwrap();
     assert_eq!(forwarded.status(), 200, "127.0.0.1 is a trusted proxy by default");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_heads_answer_problems_and_every_answer_carries_its_headers() {
+    let app = app().await;
+    let ada = app.register("ada@example.org").await;
+    // 414 and 431 are problems like every other rejection.
+    let long = format!("/projects?x={}", "a".repeat(20 * 1024));
+    app.get(&long, &ada.token).await.expect_problem(414, "uri_too_long");
+    let big = app
+        .client
+        .get(app.url("/health"))
+        .header("x-padding", "p".repeat(40 * 1024))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(big.status(), 431);
+    assert_eq!(big.headers()["content-type"], "application/problem+json");
+    let body: serde_json::Value = big.json().await.unwrap();
+    assert_eq!(body["code"], "headers_too_large");
+    let mut many = app.client.get(app.url("/health"));
+    for i in 0..150 {
+        many = many.header(format!("x-h{i}"), "1");
+    }
+    assert_eq!(many.send().await.unwrap().status(), 431);
+
+    // Every answer: nosniff, and HSTS since Lector serves TLS itself.
+    let ok = app.call(Method::GET, "/health", None, None).await;
+    assert_eq!(ok.headers["x-content-type-options"], "nosniff");
+    assert_eq!(ok.headers["strict-transport-security"], "max-age=31536000");
+    // Every 401 names its scheme.
+    for answer in [
+        app.call(Method::GET, "/auth/status", None, None).await,
+        app.get("/auth/status", "not-a-token").await,
+        app.call(
+            Method::POST,
+            "/auth/login",
+            None,
+            Some(json!({"email": "ada@example.org", "password": "wrong-password"})),
+        )
+        .await,
+    ] {
+        assert_eq!(answer.status, 401);
+        let scheme = answer.headers["www-authenticate"].to_str().unwrap();
+        assert!(scheme.starts_with("Bearer"), "{scheme}");
+        assert_eq!(answer.headers["x-content-type-options"], "nosniff");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_hsts_behind_a_proxy() {
+    let Some(app) = TestApp::start_with(Backend::Sqlite, |c| c.tls = lector_core::config::TlsMode::Proxy).await else {
+        return;
+    };
+    let plain = app.base.replace("https://", "http://");
+    let answer = reqwest::Client::new()
+        .get(format!("{plain}/health"))
+        .header("x-forwarded-proto", "https")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert!(answer.headers().get("strict-transport-security").is_none());
+    assert_eq!(answer.headers()["x-content-type-options"], "nosniff");
+}

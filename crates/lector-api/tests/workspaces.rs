@@ -14,6 +14,7 @@ backend_tests!(
     role_policy_for_every_role_and_operation,
     other_workspaces_are_invisible,
     read_only_workspaces_refuse_writes,
+    read_only_set_by_a_superuser_is_lifted_by_a_superuser,
 );
 
 async fn create(app: &TestApp, owner: &Session, name: &str) -> Value {
@@ -556,4 +557,44 @@ async fn read_only_workspaces_refuse_writes(app: TestApp) {
     )
     .await
     .expect(200);
+}
+
+async fn read_only_set_by_a_superuser_is_lifted_by_a_superuser(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let root = app.superuser("root@example.org").await;
+    let id = create(&app, &ada, "Archive").await["id"].as_i64().unwrap();
+    let path = format!("/organizations/{id}");
+    app.put(&path, &root.token, json!({"name": "Archive", "is_read_only": true}))
+        .await
+        .expect(200);
+    // The workspace's ADMIN can neither lift the flag nor change anything else now.
+    for body in [
+        json!({"name": "Archive", "is_read_only": false}),
+        json!({"name": "Renamed"}),
+    ] {
+        app.put(&path, &ada.token, body)
+            .await
+            .expect_problem(403, "workspace_read_only");
+    }
+    assert_eq!(app.get(&path, &ada.token).await.expect(200)["is_read_only"], true);
+    // A superuser lifts it; after that an ADMIN's own flag is the ADMIN's to lift.
+    app.put(&path, &root.token, json!({"name": "Archive", "is_read_only": false}))
+        .await
+        .expect(200);
+    app.put(&path, &ada.token, json!({"name": "Archive", "is_read_only": true}))
+        .await
+        .expect(200);
+    app.put(&path, &ada.token, json!({"name": "Archive", "is_read_only": false}))
+        .await
+        .expect(200);
+    // A superuser re-setting an ADMIN's flag takes it over.
+    app.put(&path, &ada.token, json!({"name": "Archive", "is_read_only": true}))
+        .await
+        .expect(200);
+    app.put(&path, &root.token, json!({"name": "Archive", "is_read_only": true}))
+        .await
+        .expect(200);
+    app.put(&path, &ada.token, json!({"name": "Archive", "is_read_only": false}))
+        .await
+        .expect_problem(403, "workspace_read_only");
 }

@@ -109,6 +109,8 @@ pub struct Config {
     pub blob_url: Option<String>,
     /// Uploaded files: their size limit and when unused ones are swept.
     pub uploads: UploadConfig,
+    /// Limits on connections and request heads.
+    pub http: HttpConfig,
 }
 
 impl Default for Config {
@@ -138,6 +140,7 @@ impl Default for Config {
             sources: SourcesConfig::default(),
             blob_url: None,
             uploads: UploadConfig::default(),
+            http: HttpConfig::default(),
         }
     }
 }
@@ -201,9 +204,49 @@ impl Config {
             return Err("credential_key must be at least 32 bytes".into());
         }
         self.sources.validate()?;
+        let http = self.http;
+        if http.max_uri_bytes >= PARSER_MAX_URI_BYTES
+            || http.max_uri_bytes + http.max_header_bytes >= PARSER_MAX_HEAD_BYTES
+            || http.max_headers >= PARSER_MAX_HEADERS
+        {
+            return Err(format!(
+                "http.max_uri_bytes must stay below {PARSER_MAX_URI_BYTES}, with http.max_header_bytes below \
+                 {PARSER_MAX_HEAD_BYTES} together, and http.max_headers below {PARSER_MAX_HEADERS}"
+            ));
+        }
         Ok(())
     }
 }
+
+/// Limits on connections and request heads. Requests over a limit are answered with a
+/// problem (414, 431) like every other error; only heads beyond the HTTP parser's own hard limits
+/// (a URI over 65,534 bytes, a head over 400 KiB or 200 header lines) get its bare answer.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Longest request target (path and query), in bytes; longer ones answer 414.
+    pub max_uri_bytes: usize,
+    /// Largest sum of header names and values, in bytes; larger heads answer 431.
+    pub max_header_bytes: usize,
+    /// Most header lines in a request; more answer 431.
+    pub max_headers: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            max_uri_bytes: 16 * 1024,
+            max_header_bytes: 32 * 1024,
+            max_headers: 100,
+        }
+    }
+}
+
+/// The HTTP parser's own limits, beyond which it answers without a body: `HttpConfig` must stay
+/// below them.
+pub const PARSER_MAX_URI_BYTES: usize = 65_534;
+pub const PARSER_MAX_HEAD_BYTES: usize = 400 * 1024;
+pub const PARSER_MAX_HEADERS: usize = 200;
 
 /// Argon2id parameters. The defaults follow OWASP's recommendation; tests use cheaper ones.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -226,8 +269,15 @@ impl Default for PasswordHashing {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RateLimits {
-    /// Log-in attempts per client address per minute.
+    /// Failed log-ins per client address per minute (successful ones are not counted).
     pub login_per_minute: i64,
+    /// Failed log-ins per account (from any address) per `login_failure_window_secs`; past it,
+    /// only addresses with no failures of their own may still try that account.
+    pub login_failures_per_account: i64,
+    /// Failed log-ins per account and client address per `login_failure_window_secs`.
+    pub login_failures_per_account_address: i64,
+    /// The window of the two per-account limits, in seconds.
+    pub login_failure_window_secs: i64,
     /// Registrations per client address per hour.
     pub register_per_hour: i64,
     /// Password-reset mails per client address per hour.
@@ -239,7 +289,10 @@ pub struct RateLimits {
 impl Default for RateLimits {
     fn default() -> Self {
         Self {
-            login_per_minute: 10,
+            login_per_minute: 20,
+            login_failures_per_account: 10,
+            login_failures_per_account_address: 5,
+            login_failure_window_secs: 900,
             register_per_hour: 20,
             reset_mail_per_hour: 5,
             invitations_per_hour: 200,

@@ -1,6 +1,12 @@
 //! Checks on user-supplied values that do not depend on storage.
+//!
+//! The character rule is one rule for both backends, applied before any value reaches SQL:
+//! short fields (names, e-mails, passwords, query and path values) take no control characters
+//! (C0, DEL, C1) and no bidirectional overrides or isolates (U+202A to U+202E, U+2066 to U+2069);
+//! free-text fields (descriptions, examples) take newline, carriage return and tab besides.
+//! Document text is not checked here: `lector_text::normalize` drops NUL from it.
 
-use crate::FieldError;
+use crate::{Error, ErrorCode, FieldError};
 
 pub const MIN_PASSWORD_CHARS: usize = 8;
 pub const MAX_PASSWORD_CHARS: usize = 1024;
@@ -61,6 +67,115 @@ impl Problems {
     }
 }
 
+/// Which characters a text field may hold; see the module documentation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    /// Names, e-mails, passwords, parameters: one line, no controls, no bidi overrides.
+    Short,
+    /// Descriptions and examples: like `Short`, plus newline, carriage return and tab.
+    Free,
+}
+
+/// The bidirectional embeddings, overrides and isolates, which make text display in an order
+/// other than the one it is stored in.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// The first character of `value` that a field of this kind refuses.
+pub fn forbidden_char(value: &str, kind: TextKind) -> Option<char> {
+    value.chars().find(|&c| {
+        let allowed_control = kind == TextKind::Free && matches!(c, '\n' | '\r' | '\t');
+        (c.is_control() && !allowed_control) || is_bidi_control(c)
+    })
+}
+
+/// A 400 `invalid_characters` error for `field`, or `Ok` when the value is clean.
+pub fn check_chars(field: &str, value: &str, kind: TextKind) -> crate::Result<()> {
+    match forbidden_char(value, kind) {
+        None => Ok(()),
+        Some(c) => Err(char_error(vec![char_problem(field, c)])),
+    }
+}
+
+fn char_problem(field: &str, c: char) -> FieldError {
+    FieldError::new(field, format!("must not contain the character U+{:04X}", c as u32))
+}
+
+fn char_error(errors: Vec<FieldError>) -> Error {
+    let detail = errors
+        .iter()
+        .map(|e| format!("{}: {}", e.field, e.message))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Error {
+        errors,
+        ..Error::new(ErrorCode::InvalidCharacters, detail)
+    }
+}
+
+/// Applies the character rule to every string (and object key) of a JSON request body.
+///
+/// A string under a key listed in `free` (at any depth below it: `meta` holds free JSON) is free
+/// text; under a key listed in `document` it is document text and left to normalisation; every
+/// other string is short. Problems name the
+/// field by its path (`documents[2].name`).
+pub fn check_json_chars(value: &serde_json::Value, free: &[&str], document: &[&str]) -> crate::Result<()> {
+    let mut errors = Vec::new();
+    walk(value, "", None, false, (free, document), &mut errors);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(char_error(errors))
+    }
+}
+
+fn walk(
+    value: &serde_json::Value,
+    path: &str,
+    key: Option<&str>,
+    in_free: bool,
+    keys @ (free, document): (&[&str], &[&str]),
+    errors: &mut Vec<FieldError>,
+) {
+    use serde_json::Value;
+    let key = key.unwrap_or_default();
+    let in_free = in_free || free.contains(&key);
+    match value {
+        Value::String(s) => {
+            if document.contains(&key) && !in_free {
+                return;
+            }
+            let kind = if in_free { TextKind::Free } else { TextKind::Short };
+            if let Some(c) = forbidden_char(s, kind) {
+                errors.push(char_problem(if path.is_empty() { "body" } else { path }, c));
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                walk(item, &format!("{path}[{i}]"), Some(key), in_free, keys, errors);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                let here = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                if let Some(c) = forbidden_char(k, TextKind::Short) {
+                    // The key itself is refused: name it escaped, never echo the raw control.
+                    let named = format!("{path}{}{}", if path.is_empty() { "" } else { "." }, k.escape_debug());
+                    errors.push(char_problem(&named, c));
+                } else {
+                    walk(v, &here, Some(k), in_free, keys, errors);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// A pragmatic e-mail check: one `@`, a non-empty local part, a dotted domain, no spaces.
 pub fn is_email(value: &str) -> bool {
     if value.len() > MAX_EMAIL_CHARS || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -94,6 +209,57 @@ mod tests {
         for bad in ["", "a", "a@b", "@b.co", "a@@b.co", "a b@c.de", "a@.b.co", "a@b..co"] {
             assert!(!is_email(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn short_fields_refuse_controls_and_bidi_overrides() {
+        for bad in [
+            "a\u{0}b",
+            "a\nb",
+            "a\tb",
+            "\u{7f}",
+            "\u{85}",
+            "\u{9f}",
+            "\u{202E}evil",
+            "\u{2066}x",
+        ] {
+            assert!(forbidden_char(bad, TextKind::Short).is_some(), "{bad:?}");
+        }
+        for ok in [
+            "Ada",
+            "caf\u{e9}",
+            "e\u{301}",
+            "\u{1F600} smile",
+            "\u{645}\u{631}\u{62d}\u{628}\u{627}",
+            "\u{200F}rlm",
+        ] {
+            assert_eq!(forbidden_char(ok, TextKind::Short), None, "{ok:?}");
+        }
+    }
+
+    #[test]
+    fn free_text_takes_line_breaks_and_tabs_only() {
+        assert_eq!(forbidden_char("one\r\ntwo\tthree", TextKind::Free), None);
+        for bad in ["a\u{0}", "a\u{1b}[31m", "\u{85}", "\u{202D}"] {
+            assert!(forbidden_char(bad, TextKind::Free).is_some(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn json_bodies_are_checked_by_key_and_named_by_path() {
+        let body = serde_json::json!({
+            "name": "ok",
+            "description": "two\nlines",
+            "text": "nul \u{0} is dropped later",
+            "documents": [{"name": "fine"}, {"name": "bad\u{0}"}],
+            "meta": {"k\u{0}": 1, "note": {"address": "1 Road\nTown"}}
+        });
+        let err = check_json_chars(&body, &["description", "meta"], &["text"]).unwrap_err();
+        assert_eq!(err.status(), 400);
+        assert_eq!(err.code, ErrorCode::InvalidCharacters);
+        let fields: Vec<_> = err.errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["documents[1].name", "meta.k\\0"]);
+        assert!(check_json_chars(&serde_json::json!({"description": "a\nb"}), &[], &[]).is_err());
     }
 
     #[test]

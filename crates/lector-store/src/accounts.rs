@@ -167,7 +167,7 @@ pub(crate) async fn insert_user(tx: &mut Transaction<'static, Any>, new: &NewUse
     if taken.is_some() {
         return Err(Error::conflict("a user with this e-mail exists"));
     }
-    let workspace_id = insert_personal_workspace(tx, &new.email, now).await?;
+    let workspace_id = insert_personal_workspace(tx, &new.first_name, now).await?;
     let sql = format!(
         "INSERT INTO users (email, first_name, last_name, password_hash, is_superuser, \
          personal_workspace_id, default_workspace_id, created) VALUES ($1, $2, $3, $4, $5, $6, $6, $7) \
@@ -196,14 +196,19 @@ pub(crate) async fn insert_user(tx: &mut Transaction<'static, Any>, new: &NewUse
     Ok(user)
 }
 
-/// The personal workspace is named after the e-mail; a taken name gets a number.
-async fn insert_personal_workspace(tx: &mut Transaction<'static, Any>, email: &str, now: i64) -> Result<i64> {
-    for n in 1..100 {
-        let name = if n == 1 {
-            email.to_owned()
-        } else {
-            format!("{email} ({n})")
-        };
+/// The personal workspace is named after the first name, never the e-mail: a workspace name is
+/// visible to anyone who tries to create one of the same name (409), so an e-mail there would
+/// tell strangers who is registered. A taken name gets a number, then a random suffix.
+async fn insert_personal_workspace(tx: &mut Transaction<'static, Any>, first_name: &str, now: i64) -> Result<i64> {
+    let first: String = first_name.trim().chars().take(PERSONAL_NAME_CHARS).collect();
+    let base = if first.is_empty() {
+        "Personal workspace".to_owned()
+    } else {
+        format!("Personal workspace of {first}")
+    };
+    let numbered = (2..10).map(|n| format!("{base} ({n})"));
+    let random = (0..5).map(|_| format!("{base} ({})", &uuid::Uuid::new_v4().simple().to_string()[..8]));
+    for name in std::iter::once(base.clone()).chain(numbered).chain(random) {
         let taken: Option<i64> = sqlx::query_scalar("SELECT id FROM workspaces WHERE name = $1")
             .bind(&name)
             .fetch_optional(&mut **tx)
@@ -223,3 +228,7 @@ async fn insert_personal_workspace(tx: &mut Transaction<'static, Any>, email: &s
     }
     Err(Error::conflict("no free name for a personal workspace"))
 }
+
+/// The most of a first name a personal workspace's name takes, so the name stays within
+/// `MAX_NAME_CHARS` with its prefix and suffix.
+const PERSONAL_NAME_CHARS: usize = 80;

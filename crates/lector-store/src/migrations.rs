@@ -62,6 +62,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0008_models.sql"),
         postgres: include_str!("../migrations/postgres/0008_models.sql"),
     },
+    Step {
+        version: 9,
+        description: "hardening",
+        sqlite: include_str!("../migrations/sqlite/0009_hardening.sql"),
+        postgres: include_str!("../migrations/postgres/0009_hardening.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

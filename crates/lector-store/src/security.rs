@@ -175,8 +175,17 @@ impl Store {
     /// Counts one attempt against `key` in a fixed window; past `limit`, answers 429 with the
     /// seconds until the window ends.
     pub async fn hit_rate_limit(&self, key: &str, limit: i64, window_secs: i64) -> Result<()> {
-        let now = Timestamp::now();
-        let window_start = now.micros() - now.micros().rem_euclid(window_secs * 1_000_000);
+        let (count, retry_after) = self.count_attempt(key, window_secs).await?;
+        if count > limit {
+            return Err(Error::rate_limited(retry_after));
+        }
+        Ok(())
+    }
+
+    /// Counts one event against `key` in a fixed window: the window's count after it, and the
+    /// seconds until the window ends.
+    pub async fn count_attempt(&self, key: &str, window_secs: i64) -> Result<(i64, u64)> {
+        let (now, window_start) = window(window_secs);
         let row = sqlx::query(
             "INSERT INTO rate_limits (key, window_start, count) VALUES ($1, $2, 1) \
              ON CONFLICT (key) DO UPDATE SET \
@@ -190,11 +199,31 @@ impl Store {
         .await
         .map_err(db)?;
         let count: i64 = row.try_get("count").map_err(db)?;
-        if count > limit {
-            let window_end = window_start + window_secs * 1_000_000;
-            let retry_after = (window_end - now.micros()).div_euclid(1_000_000) + 1;
-            return Err(Error::rate_limited(retry_after as u64));
-        }
-        Ok(())
+        Ok((count, seconds_left(now, window_start, window_secs)))
     }
+
+    /// The count of `key` in the current window, without counting anything, and the seconds
+    /// until the window ends.
+    pub async fn rate_count(&self, key: &str, window_secs: i64) -> Result<(i64, u64)> {
+        let (now, window_start) = window(window_secs);
+        let count: Option<i64> =
+            sqlx::query_scalar("SELECT count FROM rate_limits WHERE key = $1 AND window_start = $2")
+                .bind(key)
+                .bind(window_start)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?;
+        Ok((count.unwrap_or(0), seconds_left(now, window_start, window_secs)))
+    }
+}
+
+/// Now and the start of the fixed window of `window_secs` it falls in, in microseconds.
+fn window(window_secs: i64) -> (i64, i64) {
+    let now = Timestamp::now().micros();
+    (now, now - now.rem_euclid(window_secs * 1_000_000))
+}
+
+fn seconds_left(now: i64, window_start: i64, window_secs: i64) -> u64 {
+    let window_end = window_start + window_secs * 1_000_000;
+    ((window_end - now).div_euclid(1_000_000) + 1).max(1) as u64
 }

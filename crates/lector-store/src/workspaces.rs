@@ -152,7 +152,8 @@ impl Store {
     }
 
     /// Changes a workspace. ADMINs may always change its settings, read-only or not, so that
-    /// read-only can be lifted again; `is_beta` is for superusers.
+    /// read-only can be lifted again, except when a superuser made it read-only: then only a
+    /// superuser changes it. `is_beta` is for superusers.
     pub async fn update_workspace(
         &self,
         scope: &Scope,
@@ -163,23 +164,37 @@ impl Store {
             .find_workspace(workspace)
             .await?
             .ok_or_else(|| Error::not_found("workspace"))?;
+        let by_superuser: i64 = sqlx::query_scalar(
+            "SELECT CAST(CASE WHEN read_only_by_superuser THEN 1 ELSE 0 END AS BIGINT) FROM workspaces WHERE id = $1",
+        )
+        .bind(found.id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db)?;
+        let locked = found.is_read_only && by_superuser == 1;
         let facts = lector_core::policy::WorkspaceFacts {
-            is_read_only: false,
+            is_read_only: locked && !scope.is_superuser,
             ..found.facts()
         };
         scope.authorize(facts, Action::Administer)?;
         if changes.is_beta.is_some() && !scope.is_superuser {
             return Err(Error::forbidden("only superusers change is_beta"));
         }
-        sqlx::query("UPDATE workspaces SET name = $1, description = $2, is_read_only = $3, is_beta = $4 WHERE id = $5")
-            .bind(changes.name.unwrap_or(found.name))
-            .bind(changes.description.unwrap_or(found.description))
-            .bind(changes.is_read_only.unwrap_or(found.is_read_only))
-            .bind(changes.is_beta.unwrap_or(found.is_beta))
-            .bind(found.id)
-            .execute(&self.pool)
-            .await
-            .map_err(db_unique("a workspace with this name exists"))?;
+        let read_only = changes.is_read_only.unwrap_or(found.is_read_only);
+        let locked = read_only && (locked || (scope.is_superuser && changes.is_read_only == Some(true)));
+        sqlx::query(
+            "UPDATE workspaces SET name = $1, description = $2, is_read_only = $3, is_beta = $4, \
+             read_only_by_superuser = $5 WHERE id = $6",
+        )
+        .bind(changes.name.unwrap_or(found.name))
+        .bind(changes.description.unwrap_or(found.description))
+        .bind(read_only)
+        .bind(changes.is_beta.unwrap_or(found.is_beta))
+        .bind(locked)
+        .bind(found.id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_unique("a workspace with this name exists"))?;
         self.find_workspace(&WorkspaceRef::Id(found.id))
             .await?
             .ok_or_else(|| Error::not_found("workspace"))

@@ -7,6 +7,7 @@
 //! how the API answers it (413 for a limit, 422 for a malformed file or selection).
 
 mod error;
+mod formula;
 mod labeled;
 mod limits;
 mod read;
@@ -25,8 +26,12 @@ pub use table::{ColumnRef, Table};
 pub use write::write_table;
 
 /// Documents are stored NFC-normalised so spans and searches agree on one form.
+///
+/// NUL (U+0000) is dropped first: PostgreSQL cannot store it in text and SQLite can, so
+/// keeping it would make an installation's documents depend on its backend. Spans are code-point
+/// offsets into this normalised text, so a client's segments are compared with it as well.
 pub fn normalize(text: &str) -> String {
-    text.nfc().collect()
+    text.chars().filter(|&c| c != '\0').nfc().collect()
 }
 
 #[cfg(test)]
@@ -34,5 +39,10 @@ mod tests {
     #[test]
     fn composes_to_nfc() {
         assert_eq!(super::normalize("e\u{301}"), "\u{e9}");
+    }
+
+    #[test]
+    fn drops_nul() {
+        assert_eq!(super::normalize("a\u{0}b\u{0}e\u{0}\u{301}"), "ab\u{e9}");
     }
 }

@@ -3,6 +3,8 @@
 //! Every file written here reads back through [`crate::read_table`] to the same header and cells,
 //! so a downloaded labeling session can be uploaded again unchanged. Cells are always written as
 //! text (a "007" stays "007"); XLSX cells become inline strings, so no shared-string table is needed.
+//! CSV cells that a spreadsheet would run as a formula get a leading `'` ([`crate::formula`]),
+//! which the CSV reader removes again.
 
 use std::io::{Cursor, Write};
 
@@ -51,9 +53,15 @@ pub fn write_table(format: Format, table: &Table, mut out: impl Write) -> Result
 fn write_csv(table: &Table, out: impl Write) -> Result<()> {
     let mut writer = csv::Writer::from_writer(out);
     let failed = |e: csv::Error| TextError::Io(std::io::Error::other(e.to_string()));
-    writer.write_record(&table.header).map_err(failed)?;
+    let neutral = |cells: &[String]| {
+        cells
+            .iter()
+            .map(|c| crate::formula::neutralize(c).into_owned())
+            .collect::<Vec<_>>()
+    };
+    writer.write_record(neutral(&table.header)).map_err(failed)?;
     for row in &table.rows {
-        writer.write_record(row).map_err(failed)?;
+        writer.write_record(neutral(row)).map_err(failed)?;
     }
     writer.flush().map_err(TextError::Io)
 }
@@ -166,6 +174,7 @@ mod tests {
                 ],
                 vec!["  two\nlines  ".into(), "".into(), "negative".into(), "3.50".into()],
                 vec!["الخدمة سيئة؟".into(), "service".into(), "".into(), "".into()],
+                vec!["=HYPERLINK(\"x\")".into(), "+1".into(), "'-2".into(), "@me\tand".into()],
             ],
         }
     }
@@ -193,8 +202,22 @@ mod tests {
         .unwrap();
         assert_eq!(
             back.column(&crate::ColumnRef::Index(0)).unwrap(),
-            ["Café, \"quoted\"; & <tag>", "  two lines  ", "الخدمة سيئة؟"]
+            [
+                "Café, \"quoted\"; & <tag>",
+                "  two lines  ",
+                "الخدمة سيئة؟",
+                "=HYPERLINK(\"x\")"
+            ]
         );
+    }
+
+    #[test]
+    fn csv_cells_never_start_a_formula() {
+        let mut bytes = Vec::new();
+        write_table(Format::Csv, &sample(), &mut bytes).unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        let formula = text.lines().last().unwrap();
+        assert_eq!(formula, "\"'=HYPERLINK(\"\"x\"\")\",'+1,''-2,'@me\tand");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use crate::auth::{Caller, token_hash};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, WriteBody};
+use crate::login_limits::LoginAttempt;
 use crate::routes::Message;
 use crate::routes::users::{CreateUserBody, UserDto, create_account};
 use crate::routes::workspaces::MyWorkspaceDto;
@@ -138,7 +139,8 @@ impl WriteBody for LoginBody {
     }
 }
 
-/// Logs in with a password or a first-time-login token.
+/// Logs in with a password or a first-time-login token. Failed attempts are limited per
+/// address, per account and per both (429 with `Retry-After`); successful ones are not counted.
 #[utoipa::path(post, path = "/auth/login", tag = "auth",
     request_body = LoginBody, responses((status = 200, body = AuthAnswer)))]
 pub async fn login(
@@ -146,7 +148,21 @@ pub async fn login(
     parts: Parts,
     Body(body): Body<LoginBody>,
 ) -> ApiResult<Json<AuthAnswer>> {
-    limit_by_client(&state, &parts, "login", state.config.rate_limits.login_per_minute, 60).await?;
+    let by_password = body.token.is_none();
+    let email = body.email.as_deref().map(normalize_email);
+    let attempt = LoginAttempt::new(&state, &parts, email.as_deref());
+    attempt.check(&state, by_password).await?;
+    let outcome = login_once(&state, body, email).await;
+    if let Err(ApiError(e)) = &outcome
+        && e.code == ErrorCode::InvalidCredentials
+    {
+        attempt.failed(&state, by_password).await?;
+    }
+    outcome
+}
+
+/// One log-in attempt, by a first-time-login token or by e-mail and password.
+async fn login_once(state: &AppState, body: LoginBody, email: Option<String>) -> ApiResult<Json<AuthAnswer>> {
     let refused = || {
         ApiError(Error::new(
             ErrorCode::InvalidCredentials,
@@ -166,18 +182,18 @@ pub async fn login(
             })?;
         let (user, _) = state.store.principal(user_id).await?.ok_or_else(refused)?;
         return answer(
-            &state,
+            state,
             &user,
             "logged in with a first-time-login token; set a password next",
             "OK",
         );
     }
-    let (email, password) = (body.email.unwrap_or_default(), body.password.unwrap_or_default());
-    let candidate = state.store.login_candidate(&normalize_email(&email)).await?;
+    let password = body.password.unwrap_or_default();
+    let candidate = state.store.login_candidate(&email.unwrap_or_default()).await?;
     let stored = candidate.as_ref().and_then(|(_, hash)| hash.as_deref());
     let verified = state.auth.verify_password(&password, stored).await;
     match candidate {
-        Some((user, _)) if verified && user.is_active => answer(&state, &user, "logged in", "OK"),
+        Some((user, _)) if verified && user.is_active => answer(state, &user, "logged in", "OK"),
         _ => Err(refused()),
     }
 }

@@ -18,7 +18,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS};
+use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, TextKind, forbidden_char};
 use lector_core::{Error, ErrorCode, FieldError, Result};
 use lector_store::{ClassFields, DocumentFilter, MAX_CLASSES_PER_PROJECT, Upload};
 use lector_text::{ColumnRef, Format, Limits, Location, ReadOptions, Row, Table, TextError};
@@ -359,6 +359,12 @@ fn read_classes(
                 format!("the class name is longer than {MAX_NAME_CHARS} characters"),
             ));
         }
+        if let Some(c) = forbidden_char(&name, TextKind::Short) {
+            return Err(malformed(
+                at(name_column),
+                format!("the class name holds the character U+{:04X}", c as u32),
+            ));
+        }
         if !seen.insert(name.clone()) {
             return Err(malformed(
                 at(name_column),
@@ -378,6 +384,11 @@ fn read_classes(
                     at(index),
                     format!("longer than {MAX_DESCRIPTION_CHARS} characters"),
                 ));
+            }
+            if let Some(index) = index
+                && let Some(c) = forbidden_char(value, TextKind::Free)
+            {
+                return Err(malformed(at(index), format!("holds the character U+{:04X}", c as u32)));
             }
         }
         classes.push(class);

@@ -6,6 +6,7 @@ use crate::error::ApiResult;
 use crate::extract::{Body, PathParams, QueryParams, WriteBody};
 use crate::routes::documents::{Details, DocumentDto, UploadedDocument, document_dtos, language_for};
 use crate::routes::rfc3339;
+use crate::routes::sources::{SourceRequest, fetch_to_upload};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -127,6 +128,12 @@ pub struct CreateGroupBody {
     pub column_name: Option<String>,
     /// Whether the file's first row is a header (default: true, but false for TXT).
     pub header_first: Option<bool>,
+    /// Read the documents from an external source instead of a `file_id`: a credential of the
+    /// workspace, its kind (http, postgres, s3) and what to read (as `connect_group_source`).
+    pub credential_id: Option<i64>,
+    pub source: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub parameters: Option<serde_json::Value>,
 }
 
 impl WriteBody for CreateGroupBody {
@@ -139,18 +146,23 @@ impl WriteBody for CreateGroupBody {
         if let Some(code) = &self.language {
             problems.check(Language::from_code(code).is_some(), "language", "must be en, de or ar");
         }
-        let from_file = self.file_id.is_some();
+        let from_file = self.file_id.is_some() || self.credential_id.is_some();
         problems.check(
             !from_file || self.documents.is_empty(),
             "file_id",
-            "give documents or a file_id, not both",
+            "give documents, a file_id or a source, not two of them",
+        );
+        problems.check(
+            !(self.file_id.is_some() && self.credential_id.is_some()),
+            "credential_id",
+            "give a file_id or a source, not both",
         );
         for (field, given) in [
             ("column", self.column.is_some()),
             ("column_name", self.column_name.is_some()),
             ("header_first", self.header_first.is_some()),
         ] {
-            problems.check(from_file || !given, field, "applies only with a file_id");
+            problems.check(from_file || !given, field, "applies only with a file_id or a source");
         }
         problems.check(
             self.column.is_none() || self.column_name.is_none(),
@@ -190,7 +202,13 @@ pub async fn create_group(
     Body(mut body): Body<CreateGroupBody>,
 ) -> ApiResult<Response> {
     body.language = Some(language_for(&state, &caller, p.project_id, body.language).await?);
-    if let Some(file_id) = body.file_id {
+    let source = SourceRequest::from_fields(body.credential_id, body.source.take(), body.parameters.take())?;
+    let file_id = match (body.file_id, source) {
+        (Some(id), _) => Some(id),
+        (None, Some(source)) => Some(fetch_to_upload(&state, &caller, p.project_id, &source).await?.id),
+        (None, None) => None,
+    };
+    if let Some(file_id) = file_id {
         return Ok(create_group_from_file(&state, &caller, p.project_id, file_id, body).await?);
     }
     let documents = prepare_all(body.documents, body.language.as_deref(), body.split);

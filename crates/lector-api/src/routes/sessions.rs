@@ -951,6 +951,11 @@ pub fn labeled_from_texts(
             for (segment, stored) in labeled.segments.iter().zip(&document.segments) {
                 let mut own = Vec::with_capacity(segment.tags.len());
                 for tag in &segment.tags {
+                    for (field, value) in [("class", &tag.class), ("label", &tag.label), ("part", &tag.part)] {
+                        if let Some(value) = value {
+                            lector_core::validate::check_chars(field, value, lector_core::validate::TextKind::Short)?;
+                        }
+                    }
                     let part = match &tag.part {
                         Some(part) => lector_core::labeling::locate_part(
                             &document.text,

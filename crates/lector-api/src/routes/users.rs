@@ -8,9 +8,9 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use lector_core::Result;
 use lector_core::time::Timestamp;
 use lector_core::validate::{MAX_NAME_CHARS, Problems, normalize_email};
+use lector_core::{ErrorCode, Result};
 use lector_store::{NewUser, ProductKey, TokenPurpose, User, UserChanges};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -61,8 +61,13 @@ pub struct UpdateUserBody {
     pub email: Option<String>,
     pub first_name: Option<String>,
     pub last_name: Option<String>,
-    /// A new password (at least 8 characters); revokes every earlier access token.
+    /// A new password (at least 8 characters); revokes every earlier access token (product keys
+    /// stay valid).
     pub password: Option<String>,
+    /// The caller's present password: required to change `password` or `email` of one's own
+    /// account, unless it has none yet (a first-time login). Superusers changing someone else's
+    /// account need not send it.
+    pub current_password: Option<String>,
 }
 
 impl WriteBody for UpdateUserBody {
@@ -100,6 +105,7 @@ pub async fn get_user(
 }
 
 /// Changes a profile; a new password revokes every earlier token, the caller's included.
+/// Changing one's own password or e-mail needs `current_password`.
 #[utoipa::path(put, path = "/users/{user_id}", tag = "users", params(("user_id" = i64, Path)),
     request_body = UpdateUserBody, responses((status = 200, body = UserDto)))]
 pub async fn update_user(
@@ -108,12 +114,16 @@ pub async fn update_user(
     PathParams(p): PathParams<UserPath>,
     Body(body): Body<UpdateUserBody>,
 ) -> ApiResult<Json<UserDto>> {
+    let email = body.email.as_deref().map(normalize_email);
+    if body.password.is_some() || email.as_ref().is_some_and(|e| *e != caller.user.email) {
+        require_current_password(&state, &caller, p.user_id, body.current_password.as_deref()).await?;
+    }
     let password_hash = match &body.password {
         Some(password) => Some(state.auth.hash_password(password).await?),
         None => None,
     };
     let changes = UserChanges {
-        email: body.email.as_deref().map(normalize_email),
+        email,
         first_name: body.first_name.map(|s| s.trim().to_owned()),
         last_name: body.last_name.map(|s| s.trim().to_owned()),
         password_hash,
@@ -121,6 +131,57 @@ pub async fn update_user(
     Ok(Json(UserDto::from(
         &state.store.update_user(&caller.scope, p.user_id, changes).await?,
     )))
+}
+
+/// Proof for a password or e-mail change: the caller's own present password. A superuser
+/// changing another account is exempt, and the change is logged; callers who may not change the
+/// account at all are refused later by the store, as for any other field.
+async fn require_current_password(
+    state: &AppState,
+    caller: &Caller,
+    user_id: i64,
+    current: Option<&str>,
+) -> Result<()> {
+    if caller.user.id != user_id {
+        if caller.scope.is_superuser {
+            tracing::warn!(
+                user.id = caller.user.id,
+                target.user.id = user_id,
+                "a superuser changes the password or e-mail of another account"
+            );
+        }
+        return Ok(());
+    }
+    let stored = match state.store.login_candidate(&caller.user.email).await? {
+        Some((_, stored)) => stored,
+        None => return Err(lector_core::Error::not_found("user")),
+    };
+    // An account made by a superuser has no password until its first-time login sets one.
+    if stored.is_none() {
+        return Ok(());
+    }
+    let field = |code, detail: &str, message: &str| {
+        let mut error = lector_core::Error::new(code, detail);
+        error
+            .errors
+            .push(lector_core::FieldError::new("current_password", message));
+        error
+    };
+    let Some(current) = current else {
+        return Err(field(
+            ErrorCode::BadRequest,
+            "changing the password or e-mail needs current_password",
+            "is required to change the password or e-mail",
+        ));
+    };
+    if !state.auth.verify_password(current, stored.as_deref()).await {
+        return Err(field(
+            ErrorCode::Forbidden,
+            "current_password is not the account's password",
+            "is not the account's password",
+        ));
+    }
+    Ok(())
 }
 
 #[derive(Debug, Serialize, ToSchema)]

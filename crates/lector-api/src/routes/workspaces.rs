@@ -154,6 +154,13 @@ fn validate_workspace_name(problems: &mut Problems, name: &str) {
     problems.name("name", name, MAX_NAME_CHARS);
     // Digits address a workspace by id in `{organization}`, so a name must not be all digits.
     problems.check(name.trim().parse::<i64>().is_err(), "name", "must not be a number");
+    // Personal workspaces were once named after e-mails; a name that is one could tell a
+    // stranger (by 409) who is registered, so no workspace takes such a name.
+    problems.check(
+        !name.split_whitespace().any(lector_core::validate::is_email),
+        "name",
+        "must not contain an e-mail address",
+    );
 }
 
 #[derive(Debug, Deserialize)]
@@ -401,7 +408,8 @@ async fn send_invitation(
     token: &str,
 ) {
     let text = format!(
-        "{} invited you to the Lector workspace \"{}\" as {}.\n\n\
+        // Names are quoted with escapes ({:?}), so a stored name can never add lines to the mail.
+        "{:?} invited you to the Lector workspace {:?} as {}.\n\n\
          Token: {token}\n\n\
          To accept, POST to {}/organizations/users/invite/accept\n\
          the JSON fields token, password, first_name and last_name.\n\

@@ -99,7 +99,7 @@ impl<R: Read> CsvRows<R> {
         for field in &self.record {
             let cell = utf8(field, at)?;
             check_cell(cell, &self.limits, at)?;
-            cells.push(cell.to_owned());
+            cells.push(crate::formula::restore(cell).to_owned());
         }
         Ok(Some(Row { number: line, cells }))
     }

@@ -1,0 +1,74 @@
+//! Log-in limits: failures are counted, successes are not, per client address, per account and
+//! per account and address, in the shared `rate_limits` table (so every node sees them).
+//!
+//! A log-in is refused with 429 and `Retry-After` before its password is checked when its
+//! address has too many failures, when this account has too many from this address, or when
+//! the account has too many from everywhere *and* this address has failed on it before. So the
+//! attempt that reaches a limit is still answered like any wrong password, a guesser spread over
+//! many addresses is stopped at the account's limit, and the owner signing in from an address
+//! with no failures is not locked out by someone else's guesses. Unknown e-mail addresses are
+//! counted exactly like known ones, so the limits tell nothing about who is registered.
+
+use crate::state::AppState;
+use axum::http::request::Parts;
+use lector_core::{Error, Result};
+
+/// The keys one log-in attempt is counted under.
+pub struct LoginAttempt {
+    address: String,
+    account: String,
+    pair: String,
+}
+
+impl LoginAttempt {
+    /// `email` normalised; without one (a first-time-login token), the account keys are unused.
+    pub fn new(state: &AppState, parts: &Parts, email: Option<&str>) -> Self {
+        let client = state
+            .client_ip(parts)
+            .map(|ip| ip.to_string())
+            .unwrap_or_else(|| "unknown".into());
+        let email = email.unwrap_or_default();
+        Self {
+            address: format!("login-fail:address:{client}"),
+            account: format!("login-fail:account:{email}"),
+            pair: format!("login-fail:pair:{client}:{email}"),
+        }
+    }
+
+    /// Refuses with 429 when a limit is already reached; counts nothing.
+    pub async fn check(&self, state: &AppState, by_password: bool) -> Result<()> {
+        let limits = state.config.rate_limits;
+        let store = &state.store;
+        let (address, retry) = store.rate_count(&self.address, 60).await?;
+        if address >= limits.login_per_minute {
+            return Err(Error::rate_limited(retry));
+        }
+        if !by_password {
+            return Ok(());
+        }
+        let window = limits.login_failure_window_secs;
+        let (pair, retry) = store.rate_count(&self.pair, window).await?;
+        if pair >= limits.login_failures_per_account_address {
+            return Err(Error::rate_limited(retry));
+        }
+        if pair > 0 {
+            let (account, retry) = store.rate_count(&self.account, window).await?;
+            if account >= limits.login_failures_per_account {
+                return Err(Error::rate_limited(retry));
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts a failed attempt under every key.
+    pub async fn failed(&self, state: &AppState, by_password: bool) -> Result<()> {
+        let store = &state.store;
+        store.count_attempt(&self.address, 60).await?;
+        if by_password {
+            let window = state.config.rate_limits.login_failure_window_secs;
+            store.count_attempt(&self.account, window).await?;
+            store.count_attempt(&self.pair, window).await?;
+        }
+        Ok(())
+    }
+}
