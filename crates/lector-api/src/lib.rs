@@ -9,6 +9,7 @@ pub mod extract;
 pub mod headers;
 pub mod login_limits;
 pub mod metrics;
+pub mod model_cache;
 pub mod openapi;
 pub mod routes;
 pub mod serve;
