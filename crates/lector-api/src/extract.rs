@@ -97,23 +97,17 @@ async fn drain(body: axum::body::Body) {
 /// The most of a refused body the server reads before it gives up on the connection.
 const MAX_DRAIN_BYTES: usize = 16 * 1024 * 1024;
 
-/// The pure part of [`Body`]: bytes to a validated write type.
+/// The pure part of [`Body`]: bytes to a validated write type. One streaming pass checks
+/// syntax, server-owned fields and characters (`lector_core::body`); then the bytes are
+/// deserialised straight into the write type, never into an intermediate value tree.
 pub fn parse_body<T: WriteBody>(bytes: &[u8]) -> Result<T> {
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
-        Error::new(
-            ErrorCode::InvalidJson,
-            format!("line {} column {}: {e}", e.line(), e.column()),
-        )
-    })?;
-    if let Some(object) = value.as_object()
-        && let Some(field) = T::IMMUTABLE.iter().find(|f| object.contains_key(**f))
-    {
-        let mut error = Error::new(ErrorCode::ImmutableField, format!("`{field}` is set by the server"));
-        error.errors.push(lector_core::FieldError::new(*field, "is read-only"));
-        return Err(error);
-    }
-    lector_core::validate::check_json_chars(&value, T::FREE_TEXT, T::DOCUMENT_TEXT)?;
-    let body: T = serde_json::from_value(value).map_err(|e| {
+    let keys = lector_core::body::BodyKeys {
+        immutable: T::IMMUTABLE,
+        free: T::FREE_TEXT,
+        document: T::DOCUMENT_TEXT,
+    };
+    lector_core::body::check_json_body(bytes, keys)?;
+    let body: T = serde_json::from_slice(bytes).map_err(|e| {
         let text = e.to_string();
         let code = if text.starts_with("unknown field") {
             ErrorCode::UnknownField

@@ -3,11 +3,13 @@
 //! function and shape the answer. Authorisation is decided by `lector_core::policy`.
 
 pub mod auth;
+pub mod budget;
 pub mod error;
 pub mod extract;
 pub mod headers;
 pub mod login_limits;
 pub mod metrics;
+pub mod model_cache;
 pub mod openapi;
 pub mod routes;
 pub mod serve;
@@ -48,6 +50,10 @@ pub fn app(state: AppState) -> Router {
         .fallback(error::not_found_fallback)
         .layer(axum::Extension(routes::system::OpenApiJson(Arc::new(json))))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(from_fn_with_state(
+            budget::BodyBudget::new(state.config.http.large_bodies_mib, state.config.max_body_bytes),
+            budget::large_bodies_take_turns,
+        ))
         .layer(CatchPanicLayer::new())
         .layer(from_fn_with_state(state.clone(), headers::head_limits))
         .layer(from_fn(error::problem_for_bare_errors))

@@ -1,19 +1,25 @@
 //! The listener: our own accept loop, so that a plain-HTTP request on the TLS port gets a short
-//! 400 telling the client to use https (a TLS connection starts with the byte 0x16), and so that
-//! SIGTERM stops accepting and lets open requests finish.
+//! 400 telling the client to use https (a TLS connection starts with the byte 0x16), so that
+//! SIGTERM stops accepting and lets open requests finish, and so that slow or idle clients
+//! cannot hold the server: at most `http.max_connections` connections are served at once, a
+//! request head must arrive within `http.header_read_timeout_secs` (HTTP/1), and a connection
+//! with no request in flight is closed after `http.keep_alive_timeout_secs`.
 
 use crate::state::{AppState, PeerAddr};
 use axum::Router;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use lector_core::config::TlsMode;
+use lector_core::config::{HttpConfig, TlsMode};
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
@@ -55,15 +61,23 @@ impl Server {
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let sweeper = tokio::spawn(sweep_uploads(self.state.clone()));
         let graceful = GracefulShutdown::new();
+        let http = self.state.config.http;
+        let ceiling = Arc::new(Semaphore::new(http.max_connections));
         tokio::pin!(shutdown);
         loop {
+            // A free slot first: past the ceiling, clients wait in the listen queue.
+            let permit = tokio::select! {
+                permit = ceiling.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+                () = &mut shutdown => break,
+            };
             tokio::select! {
                 accepted = self.listener.accept() => match accepted {
                     Ok((stream, peer)) => {
                         let watcher = graceful.watcher();
                         let (router, tls) = (self.router.clone(), self.tls.clone());
                         tokio::spawn(async move {
-                            connection(stream, peer, router, tls, watcher).await;
+                            connection(stream, peer, router, tls, watcher, http).await;
+                            drop(permit);
                         });
                     }
                     Err(e) => {
@@ -90,26 +104,46 @@ async fn connection(
     router: Router,
     tls: Option<TlsAcceptor>,
     watcher: hyper_util::server::graceful::Watcher,
+    http: HttpConfig,
 ) {
     let _ = stream.set_nodelay(true);
+    let activity = Activity::default();
+    let tracked = activity.clone();
     let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
         request.extensions_mut().insert(PeerAddr(peer));
-        router.clone().oneshot(request.map(axum::body::Body::new))
+        let guard = tracked.start();
+        let answer = router.clone().oneshot(request.map(axum::body::Body::new));
+        async move {
+            use http_body_util::BodyExt;
+            // The request stays in flight until its answer's body is sent (or dropped).
+            let response = answer.await?;
+            Ok::<_, std::convert::Infallible>(response.map(|body| {
+                axum::body::Body::new(body.map_frame(move |frame| {
+                    let _in_flight = &guard;
+                    frame
+                }))
+            }))
+        }
     });
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // The parser's limits sit above `config.http`'s, so `head_limits` answers with a problem.
     builder
         .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(http.header_read_timeout_secs))
         .max_buf_size(lector_core::config::PARSER_MAX_HEAD_BYTES)
         .max_headers(lector_core::config::PARSER_MAX_HEADERS);
+    let keep_alive = Duration::from_secs(http.keep_alive_timeout_secs);
     let Some(acceptor) = tls else {
-        let _ = watcher
-            .watch(
-                builder
-                    .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                    .into_owned(),
-            )
-            .await;
+        let served = watcher.watch(
+            builder
+                .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                .into_owned(),
+        );
+        tokio::select! {
+            _ = served => {}
+            () = activity.idle_for(keep_alive) => tracing::debug!(%peer, "idle connection closed"),
+        }
         return;
     };
     let mut first = [0u8; 1];
@@ -123,13 +157,64 @@ async fn connection(
         Ok(Err(e)) => return tracing::debug!(error = %e, %peer, "TLS handshake failed"),
         Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
     };
-    let _ = watcher
-        .watch(
-            builder
-                .serve_connection_with_upgrades(TokioIo::new(tls_stream), service)
-                .into_owned(),
-        )
-        .await;
+    let served = watcher.watch(
+        builder
+            .serve_connection_with_upgrades(TokioIo::new(tls_stream), service)
+            .into_owned(),
+    );
+    tokio::select! {
+        _ = served => {}
+        () = activity.idle_for(keep_alive) => tracing::debug!(%peer, "idle connection closed"),
+    }
+}
+
+/// Requests in flight on one connection and when the last one ended, for the idle timeout.
+#[derive(Clone, Default)]
+struct Activity(Arc<ActivityState>);
+
+#[derive(Default)]
+struct ActivityState {
+    in_flight: AtomicUsize,
+    last_end: std::sync::Mutex<Option<tokio::time::Instant>>,
+}
+
+/// Marks a request in flight until dropped.
+struct InFlight(Arc<ActivityState>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Ok(mut last) = self.0.last_end.lock() {
+            *last = Some(tokio::time::Instant::now());
+        }
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Activity {
+    fn start(&self) -> InFlight {
+        self.0.in_flight.fetch_add(1, Ordering::SeqCst);
+        InFlight(self.0.clone())
+    }
+
+    /// Completes once no request has been in flight for `timeout` (counted from the connection's
+    /// start or the end of its last request). The head of a first request is bounded by the
+    /// header-read timeout, which is shorter.
+    async fn idle_for(&self, timeout: Duration) {
+        let started = tokio::time::Instant::now();
+        loop {
+            let since = self.0.last_end.lock().ok().and_then(|l| *l).unwrap_or(started);
+            let deadline = since + timeout;
+            if self.0.in_flight.load(Ordering::SeqCst) == 0 && tokio::time::Instant::now() >= deadline {
+                return;
+            }
+            let next = if self.0.in_flight.load(Ordering::SeqCst) == 0 {
+                deadline
+            } else {
+                tokio::time::Instant::now() + timeout
+            };
+            tokio::time::sleep_until(next).await;
+        }
+    }
 }
 
 /// Answers a plain-HTTP request on the TLS port, without serving it.

@@ -18,6 +18,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// The credential key, address policy and limits of external sources.
     pub sources: Arc<lector_sources::Sources>,
+    /// Models loaded for analysis on this node.
+    pub models: Arc<crate::model_cache::ModelCache>,
 }
 
 impl AppState {
@@ -42,6 +44,9 @@ impl AppState {
             mailer: Arc::new(mailer),
             metrics: Arc::new(Metrics::new()),
             sources: Arc::new(sources),
+            models: Arc::new(crate::model_cache::ModelCache::new(
+                crate::model_cache::DEFAULT_CAPACITY,
+            )),
         })
     }
 }

@@ -282,6 +282,7 @@ async fn groups_of_documents(app: TestApp) {
         (group["document_count"].as_i64(), group["status"].as_str()),
         (Some(2), Some("CREATED"))
     );
+    assert_eq!(group["source"], "UPLOAD", "one of the original client's values");
     let loose = app
         .post(
             &format!("/projects/{id}/documents"),

@@ -130,7 +130,7 @@ async fn every_format_uploads_and_fills_a_group(app: TestApp) {
             (group["status"].as_str(), group["document_count"].as_i64()),
             (Some("CREATED"), Some(3))
         );
-        assert_eq!(group["source"], "file");
+        assert_eq!(group["source"], "UPLOAD", "the original client's values");
         let documents = group_texts(&app, &ada.token, id, &group["id"]).await;
         assert_eq!(documents[1]["text"], "Caf\u{e9} was cold.", "NFC; {name}");
         assert_eq!(

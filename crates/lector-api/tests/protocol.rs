@@ -207,3 +207,88 @@ async fn no_hsts_behind_a_proxy() {
     assert!(answer.headers().get("strict-transport-security").is_none());
     assert_eq!(answer.headers()["x-content-type-options"], "nosniff");
 }
+
+/// An app in proxy mode (plain HTTP, so raw sockets can speak to it) with short connection limits.
+async fn plain_app(adjust: impl FnOnce(&mut lector_core::config::HttpConfig)) -> (TestApp, String) {
+    let app = TestApp::start_with(Backend::Sqlite, |c| {
+        c.tls = lector_core::config::TlsMode::Proxy;
+        adjust(&mut c.http);
+    })
+    .await
+    .expect("sqlite app");
+    let address = app.base.trim_start_matches("https://").to_owned();
+    (app, address)
+}
+
+/// Reads until the server closes the connection; answers what arrived, or `None` after `wait`.
+async fn read_until_closed(stream: &mut tokio::net::TcpStream, wait: std::time::Duration) -> Option<String> {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    let closed = tokio::time::timeout(wait, async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    closed.ok().map(|()| String::from_utf8_lossy(&seen).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_headers_are_cut_off() {
+    let (_app, address) = plain_app(|h| h.header_read_timeout_secs = 1).await;
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let started = std::time::Instant::now();
+    stream.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    // One header line every 300 ms: never a whole head within the second allowed.
+    let trickle = async {
+        for i in 0..20 {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            if stream.write_all(format!("X-Slow-{i}: 1\r\n").as_bytes()).await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(3), trickle)
+        .await
+        .ok();
+    let answer = read_until_closed(&mut stream, std::time::Duration::from_secs(3)).await;
+    let answer = answer.expect("the slow connection is closed");
+    assert!(!answer.contains("200 OK"), "{answer}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_are_closed_and_connections_have_a_ceiling() {
+    let (_app, address) = plain_app(|h| {
+        h.keep_alive_timeout_secs = 1;
+        h.max_connections = 2;
+    })
+    .await;
+    let request = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: https\r\n\r\n";
+    // A kept-alive connection that sends nothing more is closed after the idle timeout.
+    let mut idle = tokio::net::TcpStream::connect(&address).await.unwrap();
+    idle.write_all(request).await.unwrap();
+    let answer = read_until_closed(&mut idle, std::time::Duration::from_secs(4))
+        .await
+        .expect("the idle connection is closed");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+
+    // Two silent connections fill the ceiling; a third client waits until one goes.
+    let first = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let _second = tokio::net::TcpStream::connect(&address).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let mut third = tokio::net::TcpStream::connect(&address).await.unwrap();
+    third.write_all(request).await.unwrap();
+    let mut buf = [0u8; 64];
+    let early = tokio::time::timeout(std::time::Duration::from_millis(300), third.read(&mut buf)).await;
+    assert!(early.is_err(), "served past the ceiling");
+    drop(first);
+    let n = tokio::time::timeout(std::time::Duration::from_secs(3), third.read(&mut buf))
+        .await
+        .expect("served once a slot is free")
+        .unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+}

@@ -293,6 +293,14 @@ async fn labeled_documents_samples_and_auto_tags(app: TestApp) {
     assert_eq!(labeled["annotated_count"], 3);
     assert_eq!(labeled["labels"], json!(["positive", "negative", "neutral"]));
     assert!(labeled["document_group_id"].is_i64(), "new documents land in a group");
+    let group = app
+        .get(
+            &format!("/projects/{id}/groups/{}", labeled["document_group_id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(group["source"], "ANNOTATIONS");
     let listing = app
         .get(
             &format!("{sessions}/{}/documents?details=tags,meta", labeled["id"]),

@@ -214,13 +214,25 @@ impl Config {
                  {PARSER_MAX_HEAD_BYTES} together, and http.max_headers below {PARSER_MAX_HEADERS}"
             ));
         }
+        if http.header_read_timeout_secs == 0
+            || http.keep_alive_timeout_secs == 0
+            || http.max_connections == 0
+            || http.large_bodies_mib == 0
+        {
+            return Err(
+                "http.header_read_timeout_secs, http.keep_alive_timeout_secs, http.max_connections and \
+                 http.large_bodies_mib must be positive"
+                    .into(),
+            );
+        }
         Ok(())
     }
 }
 
-/// Limits on connections and request heads. Requests over a limit are answered with a
-/// problem (414, 431) like every other error; only heads beyond the HTTP parser's own hard limits
-/// (a URI over 65,534 bytes, a head over 400 KiB or 200 header lines) get its bare answer.
+/// Limits on connections and request heads, against slow and greedy clients. Requests over a
+/// size limit are answered with a problem (414, 431) like every other error; only heads beyond
+/// the HTTP parser's own hard limits (a URI over 65,534 bytes, a head over 400 KiB or 200 header
+/// lines) get its bare answer.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HttpConfig {
@@ -230,6 +242,16 @@ pub struct HttpConfig {
     pub max_header_bytes: usize,
     /// Most header lines in a request; more answer 431.
     pub max_headers: usize,
+    /// Seconds a client has to send a whole request head (HTTP/1); a slower one is disconnected.
+    pub header_read_timeout_secs: u64,
+    /// Seconds a connection may sit idle between requests before it is closed.
+    pub keep_alive_timeout_secs: u64,
+    /// Connections served at once; further clients wait in the listen queue.
+    pub max_connections: usize,
+    /// MiB of large request bodies (over 4 MiB each, by `Content-Length`, or `max_body_bytes`
+    /// without one) read and handled at once; further ones wait their turn. Bounds the memory
+    /// that bulk uploads take together.
+    pub large_bodies_mib: usize,
 }
 
 impl Default for HttpConfig {
@@ -238,6 +260,10 @@ impl Default for HttpConfig {
             max_uri_bytes: 16 * 1024,
             max_header_bytes: 32 * 1024,
             max_headers: 100,
+            header_read_timeout_secs: 10,
+            keep_alive_timeout_secs: 60,
+            max_connections: 1024,
+            large_bodies_mib: 64,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! Nothing here knows about HTTP, SQL or files: the API renders [`Error`] as problem+json,
 //! the store maps its failures into it, and the policy is plain functions over [`Role`].
 
+pub mod body;
 pub mod config;
 pub mod error;
 pub mod labeling;
@@ -15,4 +16,4 @@ pub mod validate;
 
 pub use error::{Error, ErrorCode, FieldError, Result};
 pub use policy::{Action, Role, Scope};
-pub use types::{NotificationType, ProjectType, SourceKind};
+pub use types::{ModelStatus, NotificationType, ProjectType, SourceKind};

@@ -68,6 +68,33 @@ impl ProjectType {
     pub const ABSA_LABELS: [&'static str; 3] = ["positive", "negative", "neutral"];
 }
 
+/// Where a model is in its life: trained by a job (QUEUED, TRAINING, then READY or FAILED),
+/// or PUBLISHED for every user to read. CREATED and ACTIVE are the original interface's values
+/// for models it made outside training; Lector accepts them on upload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ModelStatus {
+    Created,
+    Queued,
+    Training,
+    Failed,
+    Ready,
+    Active,
+    Published,
+}
+
+crate::wire_enum!(ModelStatus {
+    Created => "CREATED", Queued => "QUEUED", Training => "TRAINING", Failed => "FAILED",
+    Ready => "READY", Active => "ACTIVE", Published => "PUBLISHED"
+});
+
+impl ModelStatus {
+    /// Whether a model in this status has an artifact that predicts.
+    pub fn predicts(self) -> bool {
+        matches!(self, ModelStatus::Ready | ModelStatus::Active | ModelStatus::Published)
+    }
+}
+
 /// How urgent a notification is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]

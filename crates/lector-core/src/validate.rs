@@ -4,7 +4,8 @@
 //! short fields (names, e-mails, passwords, query and path values) take no control characters
 //! (C0, DEL, C1) and no bidirectional overrides or isolates (U+202A to U+202E, U+2066 to U+2069);
 //! free-text fields (descriptions, examples) take newline, carriage return and tab besides.
-//! Document text is not checked here: `lector_text::normalize` drops NUL from it.
+//! Document text is not checked here: `lector_text::normalize` drops NUL from it. JSON bodies
+//! are checked field by field in one streaming pass by [`crate::body`].
 
 use crate::{Error, ErrorCode, FieldError};
 
@@ -98,11 +99,11 @@ pub fn check_chars(field: &str, value: &str, kind: TextKind) -> crate::Result<()
     }
 }
 
-fn char_problem(field: &str, c: char) -> FieldError {
+pub(crate) fn char_problem(field: &str, c: char) -> FieldError {
     FieldError::new(field, format!("must not contain the character U+{:04X}", c as u32))
 }
 
-fn char_error(errors: Vec<FieldError>) -> Error {
+pub(crate) fn char_error(errors: Vec<FieldError>) -> Error {
     let detail = errors
         .iter()
         .map(|e| format!("{}: {}", e.field, e.message))
@@ -111,68 +112,6 @@ fn char_error(errors: Vec<FieldError>) -> Error {
     Error {
         errors,
         ..Error::new(ErrorCode::InvalidCharacters, detail)
-    }
-}
-
-/// Applies the character rule to every string (and object key) of a JSON request body.
-///
-/// A string under a key listed in `free` (at any depth below it: `meta` holds free JSON) is free
-/// text; under a key listed in `document` it is document text and left to normalisation; every
-/// other string is short. Problems name the
-/// field by its path (`documents[2].name`).
-pub fn check_json_chars(value: &serde_json::Value, free: &[&str], document: &[&str]) -> crate::Result<()> {
-    let mut errors = Vec::new();
-    walk(value, "", None, false, (free, document), &mut errors);
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(char_error(errors))
-    }
-}
-
-fn walk(
-    value: &serde_json::Value,
-    path: &str,
-    key: Option<&str>,
-    in_free: bool,
-    keys @ (free, document): (&[&str], &[&str]),
-    errors: &mut Vec<FieldError>,
-) {
-    use serde_json::Value;
-    let key = key.unwrap_or_default();
-    let in_free = in_free || free.contains(&key);
-    match value {
-        Value::String(s) => {
-            if document.contains(&key) && !in_free {
-                return;
-            }
-            let kind = if in_free { TextKind::Free } else { TextKind::Short };
-            if let Some(c) = forbidden_char(s, kind) {
-                errors.push(char_problem(if path.is_empty() { "body" } else { path }, c));
-            }
-        }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                walk(item, &format!("{path}[{i}]"), Some(key), in_free, keys, errors);
-            }
-        }
-        Value::Object(map) => {
-            for (k, v) in map {
-                let here = if path.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{path}.{k}")
-                };
-                if let Some(c) = forbidden_char(k, TextKind::Short) {
-                    // The key itself is refused: name it escaped, never echo the raw control.
-                    let named = format!("{path}{}{}", if path.is_empty() { "" } else { "." }, k.escape_debug());
-                    errors.push(char_problem(&named, c));
-                } else {
-                    walk(v, &here, Some(k), in_free, keys, errors);
-                }
-            }
-        }
-        _ => {}
     }
 }
 
@@ -243,23 +182,6 @@ mod tests {
         for bad in ["a\u{0}", "a\u{1b}[31m", "\u{85}", "\u{202D}"] {
             assert!(forbidden_char(bad, TextKind::Free).is_some(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn json_bodies_are_checked_by_key_and_named_by_path() {
-        let body = serde_json::json!({
-            "name": "ok",
-            "description": "two\nlines",
-            "text": "nul \u{0} is dropped later",
-            "documents": [{"name": "fine"}, {"name": "bad\u{0}"}],
-            "meta": {"k\u{0}": 1, "note": {"address": "1 Road\nTown"}}
-        });
-        let err = check_json_chars(&body, &["description", "meta"], &["text"]).unwrap_err();
-        assert_eq!(err.status(), 400);
-        assert_eq!(err.code, ErrorCode::InvalidCharacters);
-        let fields: Vec<_> = err.errors.iter().map(|e| e.field.as_str()).collect();
-        assert_eq!(fields, ["documents[1].name", "meta.k\\0"]);
-        assert!(check_json_chars(&serde_json::json!({"description": "a\nb"}), &[], &[]).is_err());
     }
 
     #[test]

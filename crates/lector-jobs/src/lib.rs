@@ -6,13 +6,15 @@ pub mod file_import;
 pub mod ingest;
 pub mod mail;
 pub mod runner;
+pub mod training;
 
 pub use cloning::CloneProject;
 pub use ingest::{ImportDocuments, prepare_document};
 pub use mail::Mailer;
 pub use runner::{Handler, HandlerFuture, JobError, Outcome, Runner};
+pub use training::TrainModel;
 
 /// The runner with every kind of job this installation handles.
 pub fn standard_runner() -> Runner {
-    Runner::new().with(ImportDocuments).with(CloneProject)
+    Runner::new().with(ImportDocuments).with(CloneProject).with(TrainModel)
 }

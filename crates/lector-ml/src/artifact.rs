@@ -298,7 +298,7 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Example, Tag};
+    use crate::example::{Example, Tag};
     use crate::train::Options;
     use lector_core::ProjectType;
     use std::ops::ControlFlow;

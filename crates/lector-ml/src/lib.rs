@@ -38,6 +38,7 @@ mod artifact;
 mod calibrate;
 mod dense;
 mod error;
+mod example;
 mod features;
 mod metrics;
 mod model;
@@ -52,11 +53,10 @@ pub use artifact::FORMAT_VERSION;
 pub use calibrate::Platt;
 pub use dense::{DenseConfig, Embedder, Tuned};
 pub use error::{Error, Result};
+pub use example::{Example, Tag};
 pub use features::FeatureConfig;
 pub use metrics::{ConfusionMatrix, Metrics, NameScores, evaluate_tags};
-pub use model::{
-    Calibration, Example, HyperParameters, Model, ModelInfo, PredictedTag, Prediction, Scored, Tag, Workspace,
-};
+pub use model::{Calibration, HyperParameters, Model, ModelInfo, PredictedTag, Prediction, Scored, Workspace};
 pub use progress::ProgressFn;
 pub use rng::Rng;
 pub use split::{Split, split_examples, stratified_split, stratum};

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use lector_core::ProjectType;
 use serde::{Deserialize, Serialize};
 
-use crate::model::Tag;
+use crate::example::Tag;
 
 /// Precision, recall, F1 and support of one class or label.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

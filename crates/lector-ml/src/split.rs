@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use lector_core::ProjectType;
 
-use crate::model::Example;
+use crate::example::Example;
 use crate::rng::Rng;
 
 /// Indices into the examples, each side in ascending order.

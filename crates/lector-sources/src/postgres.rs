@@ -7,6 +7,15 @@
 //! host passes the same address guard as any other source, and the connection goes to the
 //! checked address. Nothing from the server's own environment (PGPASSWORD, ~/.pgpass) is ever
 //! sent to the source: the options are built from the credential's URL alone.
+//!
+//! TLS follows the URL's `sslmode`: `disable`, `require` (encrypted, certificate unchecked) or
+//! `verify-full` (a certificate from the system's trusted roots, valid for the host name); the
+//! default is `verify-full`, except for a loopback host (`localhost`, 127.0.0.0/8, ::1), where it
+//! is `disable`. libpq's `prefer` and `allow`, which fall back to plain text without a word, are
+//! refused. The handshake is sqlx's own (rustls on ring), but sqlx takes one `host` both to
+//! connect to and to check the certificate against; so it is given the host name, and its bytes
+//! go through a private Unix socket to a TCP connection this module opened to the address the
+//! guard checked ([`Relay`]). A name that resolves elsewhere the second time is never dialled.
 
 use crate::Limits;
 use crate::guard::NetPolicy;
@@ -15,7 +24,55 @@ use futures_util::TryStreamExt;
 use lector_core::{Error, ErrorCode, Result};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgSslMode};
 use sqlx::{Column, Connection, Executor, Statement};
+use std::net::{IpAddr, SocketAddr};
+use tokio::net::{TcpStream, UnixListener};
 use url::Url;
+
+/// How the connection to a database source is protected (the URL's `sslmode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SslMode {
+    /// Plain text.
+    Disable,
+    /// TLS, whatever certificate the server shows.
+    Require,
+    /// TLS with a certificate from a trusted root, valid for the host name.
+    VerifyFull,
+}
+
+impl SslMode {
+    /// The mode a URL without `sslmode` gets: `verify-full`, except on loopback, where a
+    /// database seldom has a certificate and the bytes never leave the machine.
+    fn default_for(host: &str) -> SslMode {
+        let loopback = host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<IpAddr>()
+                .is_ok_and(|ip| crate::guard::canonical(ip).is_loopback());
+        if loopback {
+            SslMode::Disable
+        } else {
+            SslMode::VerifyFull
+        }
+    }
+
+    fn parse(value: &str) -> Result<SslMode, String> {
+        match value {
+            "disable" => Ok(SslMode::Disable),
+            "require" => Ok(SslMode::Require),
+            "verify-full" => Ok(SslMode::VerifyFull),
+            other => Err(format!(
+                "takes sslmode disable, require or verify-full, not sslmode={other}"
+            )),
+        }
+    }
+
+    fn pg(self) -> PgSslMode {
+        match self {
+            SslMode::Disable => PgSslMode::Disable,
+            SslMode::Require => PgSslMode::Require,
+            SslMode::VerifyFull => PgSslMode::VerifyFull,
+        }
+    }
+}
 
 /// Where and as whom to connect, from a credential's URL.
 #[derive(Clone)]
@@ -25,11 +82,12 @@ pub(crate) struct Target {
     username: String,
     password: String,
     database: String,
+    ssl: SslMode,
 }
 
-/// Parses a `postgres://user:password@host:port/database` URL. Query parameters other than
-/// `sslmode=disable` or `sslmode=prefer` are refused: they could redirect the connection
-/// (`host=`) or ask for TLS, which this build does not speak to sources.
+/// Parses a `postgres://user:password@host:port/database?sslmode=...` URL. Query parameters
+/// other than one `sslmode` are refused: they could redirect the connection (`host=`) or read
+/// files of this server (`sslrootcert=`).
 pub(crate) fn connect_options(text: &str) -> Result<Target, String> {
     let url =
         Url::parse(text).map_err(|_| "must be a URL such as postgres://user:password@host:5432/database".to_owned())?;
@@ -47,16 +105,16 @@ pub(crate) fn connect_options(text: &str) -> Result<Target, String> {
     if username.is_empty() {
         return Err("must name the user, as postgres://user:password@host/database".into());
     }
+    let mut ssl = None;
     for (key, value) in url.query_pairs() {
-        if !(key == "sslmode" && matches!(&*value, "disable" | "prefer")) {
-            return Err(format!(
-                "takes no parameter {key}={value}; TLS to database sources is not supported yet"
-            ));
+        match &*key {
+            "sslmode" if ssl.is_some() => return Err("gives sslmode twice".into()),
+            "sslmode" => ssl = Some(SslMode::parse(&value)?),
+            _ => return Err(format!("takes no parameter {key}={value}, only sslmode")),
         }
     }
     let database = decode(url.path().trim_start_matches('/'));
     Ok(Target {
-        host,
         port: url.port().unwrap_or(5432),
         password: url.password().map(decode).unwrap_or_default(),
         database: if database.is_empty() {
@@ -65,6 +123,8 @@ pub(crate) fn connect_options(text: &str) -> Result<Target, String> {
             database
         },
         username,
+        ssl: ssl.unwrap_or_else(|| SslMode::default_for(&host)),
+        host,
     })
 }
 
@@ -85,13 +145,18 @@ pub(crate) async fn fetch(policy: &NetPolicy, limits: &Limits, url: &str, query:
 
 async fn run(policy: &NetPolicy, limits: &Limits, target: &Target, query: &str) -> Result<Vec<u8>> {
     let addrs = policy.resolve(&target.host, target.port).await?;
+    let relay = Relay::open(addrs[0], target.port)
+        .await
+        .map_err(|e| db_error(&sqlx::Error::Io(e), limits))?;
+    // `host` is only the name the certificate is checked against: the bytes go to the relay.
     let options = PgConnectOptions::new_without_pgpass()
-        .host(&addrs[0].ip().to_string())
+        .host(&target.host)
+        .socket(relay.dir.path())
         .port(target.port)
         .username(&target.username)
         .password(&target.password)
         .database(&target.database)
-        .ssl_mode(PgSslMode::Disable)
+        .ssl_mode(target.ssl.pg())
         .application_name("lector")
         .statement_cache_capacity(0);
     let mut conn = PgConnection::connect_with(&options)
@@ -100,6 +165,36 @@ async fn run(policy: &NetPolicy, limits: &Limits, target: &Target, query: &str) 
     let outcome = read_only_rows(&mut conn, limits, query).await;
     let _ = conn.close().await;
     outcome
+}
+
+/// A TCP connection to the checked address, offered to sqlx as a Unix socket in a directory
+/// only this process's user can enter, for one connection; dropped with the fetch.
+struct Relay {
+    dir: tempfile::TempDir,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Relay {
+    async fn open(addr: SocketAddr, port: u16) -> std::io::Result<Relay> {
+        // Dialled first, so that a refused or unreachable address reads as such.
+        let mut server = TcpStream::connect(addr).await?;
+        let dir = tempfile::Builder::new().prefix("lector-pg-").tempdir()?;
+        // The name sqlx looks for in a socket directory.
+        let listener = UnixListener::bind(dir.path().join(format!(".s.PGSQL.{port}")))?;
+        let task = tokio::spawn(async move {
+            if let Ok((mut client, _)) = listener.accept().await {
+                drop(listener);
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+            }
+        });
+        Ok(Relay { dir, task })
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 async fn read_only_rows(conn: &mut PgConnection, limits: &Limits, query: &str) -> Result<Vec<u8>> {
@@ -221,8 +316,27 @@ fn db_error(e: &sqlx::Error, limits: &Limits) -> Error {
         sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
             Error::bad_request("the connection timed out")
         }
-        sqlx::Error::Tls(_) => Error::bad_request("the database asks for TLS, which database sources do not speak yet"),
+        sqlx::Error::Tls(e) if e.to_string().contains("does not support TLS") => {
+            Error::bad_request("the server does not offer TLS; use sslmode=disable only where plain text is acceptable")
+        }
+        sqlx::Error::Tls(_) => Error::bad_request("the TLS handshake with the database failed"),
+        sqlx::Error::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) => {
+            tls_error(io.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()))
+        }
         _ => Error::bad_request("the database could not be reached"),
+    }
+}
+
+/// A reason for a failed handshake, from rustls's own verdict (never the server's words).
+fn tls_error(e: Option<&rustls::Error>) -> Error {
+    match e {
+        Some(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName)) => {
+            Error::bad_request("the database's certificate is not valid for its host name (sslmode=verify-full)")
+        }
+        Some(rustls::Error::InvalidCertificate(_)) => Error::bad_request(
+            "the database's certificate is not trusted (sslmode=verify-full needs one from a trusted authority)",
+        ),
+        _ => Error::bad_request("the TLS handshake with the database failed"),
     }
 }
 
@@ -276,11 +390,47 @@ mod tests {
             "postgres://db.example.org/x",
             "postgres://ada@/x",
             "postgres://ada@db/x?host=/var/run/postgresql",
-            "postgres://ada@db/x?sslmode=require",
+            "postgres://ada@db/x?sslmode=prefer",
             "mysql://ada@db/x",
         ] {
             assert!(connect_options(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn sslmode_is_one_of_three_and_verify_full_by_default() {
+        let mode = |url: &str| connect_options(url).map(|t| t.ssl);
+        for host in ["db.example.org", "203.0.113.7", "[2001:db8::1]", "10.0.0.5"] {
+            assert_eq!(
+                mode(&format!("postgres://ada@{host}/x")),
+                Ok(SslMode::VerifyFull),
+                "{host}"
+            );
+        }
+        for host in ["localhost", "127.0.0.1", "127.8.0.1", "[::1]"] {
+            assert_eq!(
+                mode(&format!("postgres://ada@{host}/x")),
+                Ok(SslMode::Disable),
+                "{host}"
+            );
+        }
+        assert_eq!(mode("postgres://ada@db/x?sslmode=disable"), Ok(SslMode::Disable));
+        assert_eq!(mode("postgres://ada@db/x?sslmode=require"), Ok(SslMode::Require));
+        assert_eq!(
+            mode("postgres://ada@localhost/x?sslmode=verify-full"),
+            Ok(SslMode::VerifyFull)
+        );
+        for bad in ["prefer", "allow", "verify-ca", "VERIFY-FULL", ""] {
+            let err = mode(&format!("postgres://ada@db/x?sslmode={bad}")).unwrap_err();
+            assert_eq!(
+                err,
+                format!("takes sslmode disable, require or verify-full, not sslmode={bad}")
+            );
+        }
+        assert_eq!(
+            mode("postgres://ada@db/x?sslmode=disable&sslmode=require").unwrap_err(),
+            "gives sslmode twice"
+        );
     }
 
     #[test]

@@ -6,22 +6,12 @@
 //! that cannot be pinned to the guard's checked addresses.
 
 use crate::http::{self, Redirects};
-use crate::secret::{S3Parameters, S3Secret};
+use crate::secret::{S3Parameters, S3Secret, endpoint_url};
 use crate::{Limits, guard::NetPolicy};
 use lector_core::sigv4::{EMPTY_SHA256, Signer, amz_date, host_header, uri_encode};
 use lector_core::{Error, Result};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use url::Url;
-
-/// Checks an S3-compatible endpoint: http(s), a host, nothing after it.
-pub(crate) fn endpoint(text: &str) -> Result<Url, String> {
-    let url = Url::parse(text).map_err(|_| "must be a URL such as https://s3.example.org".to_owned())?;
-    http::check_url(&url).map_err(|e| e.detail)?;
-    if !matches!(url.path(), "" | "/") || url.query().is_some() || url.fragment().is_some() {
-        return Err("must be scheme, host and port only".into());
-    }
-    Ok(url)
-}
 
 /// Fetches the object; answers its bytes and its file name (the key's last segment).
 pub(crate) async fn fetch(
@@ -73,7 +63,7 @@ fn object_url(secret: &S3Secret, parameters: &S3Parameters) -> Result<Url> {
     let bucket = &parameters.bucket;
     let text = match &secret.endpoint {
         Some(endpoint) => {
-            let base = self::endpoint(endpoint).map_err(Error::bad_request)?;
+            let base = endpoint_url(endpoint).map_err(Error::bad_request)?;
             format!("{}{bucket}/{key}", base.as_str().trim_end_matches('/').to_owned() + "/")
         }
         None if bucket.contains('.') => format!("https://s3.{}.amazonaws.com/{bucket}/{key}", secret.region),
@@ -136,7 +126,7 @@ mod tests {
             object_url(&minio, &p("data", "ü.csv")).unwrap().as_str(),
             "http://127.0.0.1:9000/data/%C3%BC.csv"
         );
-        assert!(endpoint("https://s3.example.org/prefix").is_err());
-        assert!(endpoint("https://user:pw@s3.example.org").is_err());
+        assert!(endpoint_url("https://s3.example.org/prefix").is_err());
+        assert!(endpoint_url("https://user:pw@s3.example.org").is_err());
     }
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use url::Url;
 
 /// Longest URL, endpoint or database URL accepted.
 pub const MAX_URL_CHARS: usize = 2048;
@@ -112,7 +113,7 @@ impl CredentialSecret {
                     "must be a region name such as eu-central-1",
                 );
                 if let Some(endpoint) = &s.endpoint
-                    && let Err(message) = crate::s3::endpoint(endpoint)
+                    && let Err(message) = endpoint_url(endpoint)
                 {
                     problems.push("secret.endpoint", message);
                 }
@@ -246,6 +247,16 @@ fn strict<T: DeserializeOwned>(field: &str, value: &serde_json::Value) -> Result
     })
 }
 
+/// Checks an S3-compatible endpoint: http(s), a host, nothing after it.
+pub(crate) fn endpoint_url(text: &str) -> Result<Url, String> {
+    let url = Url::parse(text).map_err(|_| "must be a URL such as https://s3.example.org".to_owned())?;
+    crate::http::check_url(&url).map_err(|e| e.detail)?;
+    if !matches!(url.path(), "" | "/") || url.query().is_some() || url.fragment().is_some() {
+        return Err("must be scheme, host and port only".into());
+    }
+    Ok(url)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,6 +269,10 @@ mod tests {
         );
         let err = CredentialSecret::parse(SourceKind::Postgres, &json!({"url": "mysql://db/x"})).unwrap_err();
         assert_eq!((err.status(), err.errors[0].field.as_str()), (422, "secret.url"));
+        let err =
+            CredentialSecret::parse(SourceKind::Postgres, &json!({"url": "postgres://u@db/x?sslmode=on"})).unwrap_err();
+        assert_eq!((err.status(), err.errors[0].field.as_str()), (422, "secret.url"));
+        assert!(err.errors[0].message.contains("sslmode"), "{:?}", err.errors);
         let err =
             CredentialSecret::parse(SourceKind::Postgres, &json!({"url": "postgres://db/x", "extra": 1})).unwrap_err();
         assert!(err.detail.contains("unknown field"), "{}", err.detail);

@@ -548,3 +548,139 @@ async fn postgres_limits_and_reasons() {
     let err = query(&guarded, &sealed_private, "SELECT 1").await.unwrap_err();
     assert!(err.detail.contains("private or reserved address"), "{}", err.detail);
 }
+
+/// The database URL with `sslmode` set.
+fn with_sslmode(url: &str, mode: &str) -> String {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}sslmode={mode}")
+}
+
+#[tokio::test]
+async fn postgres_sslmode_decides_whether_the_session_is_encrypted() {
+    let Some((db, _)) = database().await else { return };
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&db.url)
+        .await
+        .unwrap();
+    let server_tls: String = sqlx::query_scalar("SHOW ssl").fetch_one(&mut conn).await.unwrap();
+    let s = sources(loopback_allowed(), limits());
+    let encrypted = "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()";
+    let secret = sealed(
+        &s,
+        SourceKind::Postgres,
+        json!({ "url": with_sslmode(&db.url, "disable") }),
+    );
+    assert_eq!(query(&s, &secret, encrypted).await.unwrap(), "ssl\r\nfalse\r\n");
+    let secret = sealed(
+        &s,
+        SourceKind::Postgres,
+        json!({ "url": with_sslmode(&db.url, "require") }),
+    );
+    if server_tls == "on" {
+        assert_eq!(query(&s, &secret, encrypted).await.unwrap(), "ssl\r\ntrue\r\n");
+        // Its certificate is its own (or names no 127.0.0.1): verify-full refuses it.
+        let secret = sealed(
+            &s,
+            SourceKind::Postgres,
+            json!({ "url": with_sslmode(&db.url, "verify-full") }),
+        );
+        let err = query(&s, &secret, "SELECT 1").await.unwrap_err();
+        assert!(err.detail.contains("certificate"), "{}", err.detail);
+    } else {
+        let err = query(&s, &secret, "SELECT 1").await.unwrap_err();
+        assert!(
+            err.detail.starts_with("the server does not offer TLS"),
+            "{}",
+            err.detail
+        );
+    }
+}
+
+#[tokio::test]
+async fn postgres_tls_is_never_given_up_for_plain_text() {
+    let (port, _) = serve_postgres(false).await;
+    let s = sources(loopback_allowed(), limits());
+    for mode in ["require", "verify-full"] {
+        let secret = sealed(
+            &s,
+            SourceKind::Postgres,
+            json!({ "url": format!("postgres://u@127.0.0.1:{port}/x?sslmode={mode}") }),
+        );
+        let err = query(&s, &secret, "SELECT 1").await.unwrap_err();
+        assert_eq!(err.status(), 400);
+        assert!(
+            err.detail.starts_with("the server does not offer TLS"),
+            "{mode}: {}",
+            err.detail
+        );
+    }
+}
+
+/// A stand-in PostgreSQL on 127.0.0.1 that answers the TLS request: with `tls`, yes, with a
+/// self-signed certificate for `localhost`; else no, and hangs up. Answers the port and a
+/// channel of the names clients asked for in their handshakes.
+async fn serve_postgres(tls: bool) -> (u16, tokio::sync::mpsc::UnboundedReceiver<Option<String>>) {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(generated.signing_key.serialize_der()));
+    let certs = vec![CertificateDer::from(generated.cert.der().to_vec())];
+    let config = std::sync::Arc::new(
+        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap(),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (names, received) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (config, names) = (config.clone(), names.clone());
+            tokio::spawn(async move {
+                let mut request = [0u8; 8];
+                if stream.read_exact(&mut request).await.is_err() || request != [0, 0, 0, 8, 4, 210, 22, 47] {
+                    return;
+                }
+                if !tls {
+                    let _ = stream.write_all(b"N").await;
+                    return;
+                }
+                stream.write_all(b"S").await.unwrap();
+                let acceptor = tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
+                if let Ok(start) = acceptor.await {
+                    let _ = names.send(start.client_hello().server_name().map(str::to_owned));
+                    let _ = start.into_stream(config).await;
+                }
+            });
+        }
+    });
+    (port, received)
+}
+
+#[tokio::test]
+async fn postgres_tls_checks_the_certificate_against_the_host_name() {
+    let (port, mut names) = serve_postgres(true).await;
+    let s = sources(loopback_allowed(), limits());
+    // verify-full: the connection goes to the checked 127.0.0.1, the handshake names localhost,
+    // and a self-signed certificate is refused.
+    let secret = sealed(
+        &s,
+        SourceKind::Postgres,
+        json!({ "url": format!("postgres://u@localhost:{port}/x?sslmode=verify-full") }),
+    );
+    let err = query(&s, &secret, "SELECT 1").await.unwrap_err();
+    assert_eq!(err.status(), 400);
+    assert!(err.detail.contains("certificate is not trusted"), "{}", err.detail);
+    assert_eq!(names.recv().await.unwrap().as_deref(), Some("localhost"));
+    // The guard still decides on the address: the same URL without loopback allowed never dials.
+    let guarded = sources(NetPolicy::public_only(), limits());
+    let secret = sealed(
+        &guarded,
+        SourceKind::Postgres,
+        json!({ "url": format!("postgres://u@localhost:{port}/x?sslmode=verify-full") }),
+    );
+    let err = query(&guarded, &secret, "SELECT 1").await.unwrap_err();
+    assert!(err.detail.contains("private or reserved address"), "{}", err.detail);
+    assert!(names.try_recv().is_err(), "nothing reached the server");
+}

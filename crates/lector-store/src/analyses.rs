@@ -82,6 +82,43 @@ impl Store {
         rows.iter().map(Analysis::decode).collect()
     }
 
+    /// A page of the analyses made with a model the caller may read, oldest first: only those
+    /// of projects in the caller's workspaces (a PUBLISHED model's other users stay private).
+    pub async fn model_analyses(
+        &self,
+        scope: &Scope,
+        model_id: i64,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Vec<Analysis>, bool)> {
+        let model = self.model_access(scope, model_id, Action::Read).await?;
+        let mut params = vec![crate::Param::Int(model.id)];
+        let visible = if scope.is_superuser {
+            String::new()
+        } else {
+            let ids: Vec<i64> = scope.workspaces.iter().map(|w| w.workspace_id).collect();
+            if ids.is_empty() {
+                return Ok((Vec::new(), false));
+            }
+            let places = crate::numbered(2, ids.len());
+            params.extend(ids.into_iter().map(crate::Param::Int));
+            format!(" AND p.workspace_id IN ({places})")
+        };
+        let sql = format!(
+            "SELECT {ANALYSIS_COLUMNS} FROM analyses a JOIN projects p ON p.id = a.project_id \
+             WHERE a.model_id = $1{visible} ORDER BY a.id LIMIT {} OFFSET {offset}",
+            limit + 1
+        );
+        let rows = crate::Param::bind_all(sqlx::query(&sql), params)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        let mut analyses = rows.iter().map(Analysis::decode).collect::<Result<Vec<_>>>()?;
+        let has_more = analyses.len() as i64 > limit;
+        analyses.truncate(limit as usize);
+        Ok((analyses, has_more))
+    }
+
     /// Records an analysis (CREATED) covering documents of the project.
     pub async fn create_analysis(&self, scope: &Scope, project_id: i64, new: NewAnalysis) -> Result<Analysis> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;

@@ -534,7 +534,7 @@ impl Store {
 }
 
 /// `%`, `_` and `\` match themselves in a LIKE pattern with `ESCAPE '\'`.
-fn escape_like(text: &str) -> String {
+pub(crate) fn escape_like(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if matches!(c, '%' | '_' | '\\') {

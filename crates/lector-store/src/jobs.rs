@@ -49,7 +49,7 @@
 use crate::records::FromAnyRow;
 use crate::{Backend, Store, db};
 use lector_core::time::Timestamp;
-use lector_core::{Action, Error, ErrorCode, NotificationType, Result, Scope};
+use lector_core::{Action, Error, ErrorCode, ModelStatus, NotificationType, Result, Scope};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sqlx::any::AnyRow;
@@ -78,6 +78,8 @@ pub enum JobResource {
     DocumentGroup(i64),
     /// A project a clone fills.
     Project(i64),
+    /// A model a training job trains (its `failure` column gets the reason).
+    Model(i64),
 }
 
 /// The trace a job's terminal failure leaves: its resource FAILED and one notification.
@@ -442,7 +444,7 @@ impl Store {
         }
         if !again {
             if let Some(resource) = failure.resource {
-                mark_failed(&mut tx, resource).await?;
+                mark_failed(&mut tx, resource, &error).await?;
             }
             if let Some(user_id) = job.user_id {
                 let notice = JobNotice {
@@ -571,18 +573,28 @@ pub(crate) async fn check_fence(tx: &mut Transaction<'static, Any>, lease: &Leas
     }
 }
 
-/// Marks what a job worked on FAILED (a job's terminal failure).
-async fn mark_failed(tx: &mut Transaction<'static, Any>, resource: JobResource) -> Result<()> {
-    let (sql, id) = match resource {
-        JobResource::DocumentGroup(id) => ("UPDATE document_groups SET status = $1 WHERE id = $2", id),
-        JobResource::Project(id) => ("UPDATE projects SET status = $1 WHERE id = $2", id),
-    };
-    sqlx::query(sql)
-        .bind("FAILED")
+/// Marks what a job worked on FAILED (a job's terminal failure); a model keeps the reason.
+async fn mark_failed(tx: &mut Transaction<'static, Any>, resource: JobResource, reason: &str) -> Result<()> {
+    let query = match resource {
+        JobResource::DocumentGroup(id) => sqlx::query("UPDATE document_groups SET status = $1 WHERE id = $2")
+            .bind("FAILED")
+            .bind(id),
+        JobResource::Project(id) => sqlx::query("UPDATE projects SET status = $1 WHERE id = $2")
+            .bind("FAILED")
+            .bind(id),
+        // A model that is READY already (a late duplicate failure) stays READY.
+        JobResource::Model(id) => sqlx::query(
+            "UPDATE models SET status = $1, failure = $2, updated = $3, finished = $3 \
+             WHERE id = $4 AND status IN ($5, $6)",
+        )
+        .bind(ModelStatus::Failed.as_str())
+        .bind(reason)
+        .bind(Timestamp::now().micros())
         .bind(id)
-        .execute(&mut **tx)
-        .await
-        .map_err(db)?;
+        .bind(ModelStatus::Queued.as_str())
+        .bind(ModelStatus::Training.as_str()),
+    };
+    query.execute(&mut **tx).await.map_err(db)?;
     Ok(())
 }
 

@@ -14,6 +14,7 @@ mod cloning;
 mod credentials;
 mod documents;
 mod jobs;
+mod models;
 pub use accounts::{NewUser, UserChanges};
 pub use analyses::{Analysis, NewAnalysis};
 pub use blobs::Blobs;
@@ -21,7 +22,11 @@ pub use cloning::CloneCounts;
 pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use documents::{Document, DocumentFilter, DocumentGroup, NewDocument, NewSegment, Segment};
 pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
-pub use payloads::{CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload, ImportedDocument};
+pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel, UploadTarget};
+pub use payloads::{
+    CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload, ImportedDocument, TRAINING_JOB,
+    TrainingPayload,
+};
 pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
 };
@@ -30,6 +35,7 @@ pub use sessions::{
     LabeledDocument, MarkTarget, NewSession, NewTag, SegmentAt, SegmentMark, SegmentTag, Session, SessionChanges,
     SessionFilter, Vocabulary, tags_by_segment,
 };
+pub use training::{MODEL_LANGUAGES, NewTraining, TrainedModel, TrainingSegment};
 pub use uploads::{UPLOAD_PREFIX, Upload};
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
@@ -44,6 +50,7 @@ mod security;
 mod sessions;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod training;
 mod uploads;
 mod workspaces;
 

@@ -56,7 +56,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0007_credentials.sql"),
         postgres: include_str!("../migrations/postgres/0007_credentials.sql"),
     },
-    // 0008 is another branch's step.
+    Step {
+        version: 8,
+        description: "models",
+        sqlite: include_str!("../migrations/sqlite/0008_models.sql"),
+        postgres: include_str!("../migrations/postgres/0008_models.sql"),
+    },
     Step {
         version: 9,
         description: "hardening",

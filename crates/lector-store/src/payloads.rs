@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 pub const IMPORT_JOB: &str = ImportPayload::KIND;
 /// The kind of job that fills a clone.
 pub const CLONE_JOB: &str = ClonePayload::KIND;
+/// The kind of job that trains a model.
+pub const TRAINING_JOB: &str = TrainingPayload::KIND;
 
 /// Fills a document group (PROCESSING until done) from the documents in the job's input (a
 /// `Vec<ImportedDocument>`), or from an uploaded file.
@@ -97,6 +99,32 @@ impl JobPayload for ClonePayload {
                 self.source_project_id, self.project_id
             ),
             "delete the incomplete copy and clone the project again",
+        )
+    }
+}
+
+/// Trains a model (QUEUED until the job starts). `test_session_ids` empty: the training
+/// sessions' annotated segments are split 80/20 (stratified) by `seed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrainingPayload {
+    pub model_id: i64,
+    /// The model's display name, for the failure notice.
+    pub model_name: String,
+    pub train_session_ids: Vec<i64>,
+    pub test_session_ids: Vec<i64>,
+    pub seed: u64,
+}
+
+impl JobPayload for TrainingPayload {
+    const KIND: &'static str = "train_model";
+    const MAX_ATTEMPTS: i64 = 3;
+
+    fn failure(&self) -> Failure {
+        Failure::of(
+            Some(JobResource::Model(self.model_id)),
+            "Model training failed",
+            format!("Training model {:?}", self.model_name),
+            "train a new model once the cause is mended",
         )
     }
 }

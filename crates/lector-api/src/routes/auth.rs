@@ -139,8 +139,10 @@ impl WriteBody for LoginBody {
     }
 }
 
-/// Logs in with a password or a first-time-login token. Failed attempts are limited per
-/// address, per account and per both (429 with `Retry-After`); successful ones are not counted.
+/// Logs in with a password or a first-time-login token.
+///
+/// Failed attempts are limited per address, per account and per both (429 with `Retry-After`);
+/// successful ones are not counted.
 #[utoipa::path(post, path = "/auth/login", tag = "auth",
     request_body = LoginBody, responses((status = 200, body = AuthAnswer)))]
 pub async fn login(

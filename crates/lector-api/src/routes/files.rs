@@ -294,7 +294,7 @@ pub(crate) async fn discard(state: &AppState, upload: &Upload) {
     }
 }
 
-fn multipart_error(e: MultipartError) -> Error {
+pub(crate) fn multipart_error(e: MultipartError) -> Error {
     if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
         Error::new(ErrorCode::PayloadTooLarge, "the request body is too large")
     } else {

@@ -40,11 +40,23 @@ pub struct GroupDto {
     pub created: String,
     pub document_count: i64,
     pub project_id: i64,
+    /// Where the documents came from, in the original interface's values: UPLOAD (given through
+    /// the API or a file), ANNOTATIONS (with a labeling session) or ANALYSIS.
     pub source: String,
     /// PROCESSING while an import fills it, then CREATED.
     pub status: String,
     /// The task filling the group, for get_project_task.
     pub task_id: Option<i64>,
+}
+
+/// The original client accepts only ANALYSIS, UPLOAD and ANNOTATIONS; the store keeps finer
+/// origins (`api`, `file`, `upload`, `session`, `analysis`), served as the value they belong to.
+fn wire_source(stored: &str) -> &'static str {
+    match stored {
+        "session" | "ANNOTATIONS" => "ANNOTATIONS",
+        "analysis" | "ANALYSIS" => "ANALYSIS",
+        _ => "UPLOAD",
+    }
 }
 
 impl From<DocumentGroup> for GroupDto {
@@ -55,7 +67,7 @@ impl From<DocumentGroup> for GroupDto {
             created: rfc3339(g.created),
             document_count: g.document_count,
             project_id: g.project_id,
-            source: g.source,
+            source: wire_source(&g.source).into(),
             status: g.status,
             task_id: g.task_id,
         }

@@ -6,6 +6,7 @@ use lector_core::time::Timestamp;
 use utoipa_axum::router::OpenApiRouter;
 
 pub mod analyses;
+pub mod analyze;
 pub mod annotate;
 pub mod auth;
 pub mod classes;
@@ -13,6 +14,8 @@ pub mod credentials;
 pub mod documents;
 pub mod files;
 pub mod groups;
+pub mod model_files;
+pub mod models;
 pub mod notifications;
 pub mod projects;
 pub mod sessions;
@@ -36,7 +39,10 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(groups::router())
         .merge(sessions::router())
         .merge(annotate::router())
+        .merge(models::router())
+        .merge(model_files::router())
         .merge(analyses::router())
+        .merge(analyze::router())
         .merge(files::router())
         .merge(sources::router())
 }

@@ -1,0 +1,155 @@
+//! `analyze`: an ad-hoc analysis answered within the request. Each text is normalised, split
+//! into sentences in the model's language (unless `split=false`), and every segment gets the
+//! model's tags with their confidence. The model comes from this node's cache of loaded models.
+//! Nothing is stored; batch analyses (a job over documents) are another operation.
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{Body, WriteBody};
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use lector_core::Error;
+use lector_core::validate::Problems;
+use lector_text::Language;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(analyze))
+}
+
+/// Most documents one ad-hoc analysis takes; larger sets go through batch analyses.
+pub const MAX_ADHOC_DOCUMENTS: usize = 1000;
+
+/// Texts to analyse with a model.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnalyzeBody {
+    pub documents: Vec<AnalyzeDocument>,
+    pub model_id: i64,
+    /// Split each text into sentences (default true); false keeps it one segment.
+    #[serde(default = "yes")]
+    pub split: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnalyzeDocument {
+    pub text: String,
+    /// The client's own id, answered back.
+    #[schema(value_type = Option<Object>)]
+    pub id: Option<serde_json::Value>,
+}
+
+impl WriteBody for AnalyzeBody {
+    fn validate(&self, problems: &mut Problems) {
+        problems.check(!self.documents.is_empty(), "documents", "must not be empty");
+        problems.check(
+            self.documents.len() <= MAX_ADHOC_DOCUMENTS,
+            "documents",
+            "at most 1000 documents per call; analyse larger sets with create_analysis",
+        );
+    }
+}
+
+/// The tags of an analysed segment.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AnalyzedTag {
+    pub class: Option<String>,
+    pub label: Option<String>,
+    /// The calibrated probability that the tag is right.
+    pub confidence: f32,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AnalyzedSegment {
+    pub text: String,
+    /// `[start, end)` in code points of the (normalised) text.
+    pub span: [usize; 2],
+    pub tags: Vec<AnalyzedTag>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AnalyzedDocument {
+    #[schema(value_type = Option<Object>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<serde_json::Value>,
+    pub text: String,
+    pub segments: Vec<AnalyzedSegment>,
+}
+
+/// The ad-hoc analysis result: the model's name and type, and the documents with tags.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AdHocAnalysis {
+    pub model: String,
+    pub model_id: i64,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub documents: Vec<AnalyzedDocument>,
+}
+
+/// Analyses texts with a READY model within the request (USER; a PUBLISHED model for a USER
+/// of any workspace).
+#[utoipa::path(post, path = "/analyze", tag = "analyses", request_body = AnalyzeBody,
+    responses((status = 200, body = AdHocAnalysis)))]
+pub async fn analyze(
+    State(state): State<AppState>,
+    caller: Caller,
+    Body(body): Body<AnalyzeBody>,
+) -> ApiResult<Json<AdHocAnalysis>> {
+    let model = state.store.model_for_analysis(&caller.scope, body.model_id).await?;
+    let loaded = state.models.get(&state.store, &model).await?;
+    let language = Language::from_code_or_default(Some(&model.language));
+    let split = body.split;
+    let documents = tokio::task::spawn_blocking(move || {
+        let mut workspace = lector_ml::Workspace::default();
+        body.documents
+            .into_iter()
+            .map(|document| {
+                let text = lector_text::normalize(&document.text);
+                let segments = lector_text::segment(&text, language, split)
+                    .into_iter()
+                    .map(|segment| {
+                        let prediction = loaded.predict_with(&segment.text, &mut workspace);
+                        AnalyzedSegment {
+                            tags: prediction
+                                .tags
+                                .into_iter()
+                                .map(|t| AnalyzedTag {
+                                    class: t.class,
+                                    label: t.label,
+                                    confidence: t.confidence,
+                                })
+                                .collect(),
+                            text: segment.text,
+                            span: segment.span,
+                        }
+                    })
+                    .collect();
+                AnalyzedDocument {
+                    id: document.id,
+                    text,
+                    segments,
+                }
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .map_err(|e| {
+        tracing::error!(error = %e, "an analysis panicked");
+        Error::internal()
+    })?;
+    Ok(Json(AdHocAnalysis {
+        model: model.name,
+        model_id: model.id,
+        kind: model.kind.as_str().into(),
+        documents,
+    }))
+}

@@ -1,0 +1,203 @@
+//! `upload_model`: a model artifact (as `download_model` gives it) comes back as a model of a
+//! workspace, predicting exactly as it did where it was trained.
+//!
+//! The form takes the original interface's fields (`file`, `display_name`, `name`, `base`,
+//! `score`, `long_description`, `short_description`, `status`, `language`) and Lector's
+//! `project_id` or `organization` to say where the model goes (by default the caller's default
+//! workspace). The caller is a MANAGER there; PUBLISHED, which shows a model to every user, is
+//! for superusers.
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::routes::files::{bad_field, multipart_error};
+use crate::routes::models::ModelDto;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::extract::multipart::{Multipart, MultipartRejection};
+use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
+use lector_core::{Error, ErrorCode, FieldError, ModelStatus, Result};
+use lector_store::{MODEL_LANGUAGES, NewUploadedModel, UploadTarget, WorkspaceRef};
+use std::collections::HashMap;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(upload_model))
+}
+
+/// The text fields the form takes besides `file`.
+const TEXT_FIELDS: &[&str] = &[
+    "display_name",
+    "name",
+    "base",
+    "score",
+    "long_description",
+    "short_description",
+    "status",
+    "language",
+    "project_id",
+    "organization",
+];
+
+/// The multipart form of `upload_model`.
+#[derive(Debug, ToSchema)]
+#[expect(
+    dead_code,
+    reason = "describes the form in the OpenAPI document; the handler reads the fields one by one"
+)]
+pub struct ModelUploadForm {
+    /// The artifact, as `download_model` gives it.
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+    display_name: String,
+    /// Unique within the workspace; by default the display name.
+    name: Option<String>,
+    /// The name of the model it derives from, in the same workspace.
+    base: Option<String>,
+    /// The score recorded with the artifact; by default the artifact's own.
+    score: Option<f64>,
+    long_description: Option<String>,
+    short_description: Option<String>,
+    /// READY (default), ACTIVE, or PUBLISHED (superusers).
+    status: Option<String>,
+    /// en (default), de or ar.
+    language: Option<String>,
+    /// The project the model belongs to (its type must match the artifact's).
+    project_id: Option<i64>,
+    /// The workspace (name or id) when no project is given; by default your default workspace.
+    organization: Option<String>,
+}
+
+/// Stores an uploaded model artifact as a model (MANAGER where it goes); answers the model.
+#[utoipa::path(post, path = "/models/upload", tag = "models",
+    request_body(content = ModelUploadForm, content_type = "multipart/form-data"),
+    responses((status = 200, body = ModelDto)))]
+pub async fn upload_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    multipart: std::result::Result<Multipart, MultipartRejection>,
+) -> ApiResult<Json<ModelDto>> {
+    let (bytes, fields) = read_form(&state, multipart?).await?;
+    let artifact = load_artifact(bytes.clone()).await?;
+    let new = new_model(&fields, &artifact)?;
+    let model = state.store.upload_model(&caller.scope, new, bytes).await?;
+    tracing::info!(model.id = model.id, user.id = caller.user.id, "model uploaded");
+    Ok(Json(model.into()))
+}
+
+/// The form's fields, checked all at once, with what the artifact says of itself.
+fn new_model(fields: &HashMap<String, String>, artifact: &lector_ml::Model) -> Result<NewUploadedModel> {
+    let text = |name: &str| fields.get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    let mut problems = Problems::default();
+    let target = match (
+        parse_number::<i64>(&mut problems, "project_id", text("project_id")),
+        text("organization"),
+    ) {
+        (Some(id), _) => UploadTarget::Project(id),
+        (None, Some(name)) => UploadTarget::Workspace(WorkspaceRef::parse(&name)),
+        (None, None) => UploadTarget::Default,
+    };
+    let display_name = text("display_name").unwrap_or_default();
+    problems.name("display_name", &display_name, MAX_NAME_CHARS);
+    let name = text("name").unwrap_or_else(|| display_name.clone());
+    problems.name("name", &name, MAX_NAME_CHARS);
+    let language = text("language").unwrap_or_else(|| "en".into());
+    problems.check(
+        MODEL_LANGUAGES.contains(&language.as_str()),
+        "language",
+        "must be en, de or ar",
+    );
+    for field in ["short_description", "long_description"] {
+        problems.max_len(field, &text(field).unwrap_or_default(), MAX_DESCRIPTION_CHARS);
+    }
+    let score = parse_number::<f64>(&mut problems, "score", text("score"));
+    if let Some(score) = score {
+        problems.check((0.0..=1.0).contains(&score), "score", "must be between 0 and 1");
+    }
+    let status = match text("status").as_deref().map(str::parse::<ModelStatus>) {
+        None => ModelStatus::Ready,
+        Some(Ok(s @ (ModelStatus::Ready | ModelStatus::Active | ModelStatus::Published))) => s,
+        Some(_) => {
+            problems.push("status", "an uploaded model is READY, ACTIVE or PUBLISHED");
+            ModelStatus::Ready
+        }
+    };
+    problems.finish()?;
+    let metrics = artifact.info().metrics.clone();
+    Ok(NewUploadedModel {
+        target,
+        name,
+        display_name,
+        short_description: text("short_description").unwrap_or_default(),
+        long_description: text("long_description").unwrap_or_default(),
+        base: text("base"),
+        status,
+        score: score.or(metrics.as_ref().map(|m| m.score)),
+        language,
+        kind: artifact.project_type(),
+        metrics: metrics.and_then(|m| serde_json::to_value(m).ok()),
+        classes: artifact.classes().to_vec(),
+        labels: artifact.labels().to_vec(),
+    })
+}
+
+/// Reads the form: the file's bytes (bounded by the upload limit) and the text fields.
+async fn read_form(state: &AppState, mut form: Multipart) -> Result<(Vec<u8>, HashMap<String, String>)> {
+    let max = state.config.uploads.max_bytes;
+    let mut file = None;
+    let mut fields = HashMap::new();
+    while let Some(mut field) = form.next_field().await.map_err(multipart_error)? {
+        let name = field.name().unwrap_or_default().to_owned();
+        match name.as_str() {
+            "file" if file.is_none() => {
+                let mut bytes = Vec::new();
+                while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+                    if (bytes.len() + chunk.len()) as u64 > max {
+                        return Err(Error::new(
+                            ErrorCode::PayloadTooLarge,
+                            format!("a model file has at most {max} bytes"),
+                        ));
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                file = Some(bytes);
+            }
+            "file" => return Err(bad_field("file", "send one file")),
+            known if TEXT_FIELDS.contains(&known) => {
+                let value = field.text().await.map_err(multipart_error)?;
+                fields.insert(name, value);
+            }
+            other => {
+                let mut error = Error::new(ErrorCode::UnknownField, format!("the form has no field `{other}`"));
+                error.errors.push(FieldError::new(other, "unknown field"));
+                return Err(error);
+            }
+        }
+    }
+    let file = file.ok_or_else(|| bad_field("file", "is required"))?;
+    Ok((file, fields))
+}
+
+/// Decodes an artifact on a blocking thread; bytes that are no model answer 422.
+async fn load_artifact(bytes: Vec<u8>) -> Result<lector_ml::Model> {
+    tokio::task::spawn_blocking(move || lector_ml::Model::from_bytes(&bytes))
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "reading a model artifact panicked");
+            Error::internal()
+        })?
+        .map_err(|e| bad_field("file", &format!("is not a Lector model file: {e}")))
+}
+
+fn parse_number<T: std::str::FromStr>(problems: &mut Problems, field: &str, value: Option<String>) -> Option<T> {
+    let value = value?;
+    match value.parse::<T>() {
+        Ok(v) => Some(v),
+        Err(_) => {
+            problems.push(field, format!("{value:?} is not a number"));
+            None
+        }
+    }
+}

@@ -1,0 +1,657 @@
+//! Models: trained from a project's labeling sessions (`train_model`, a job), listed, read,
+//! changed, starred, deleted, downloaded as one artifact file and uploaded again.
+//!
+//! Reading needs VIEWER (PUBLISHED models every user reads), training USER, uploading and
+//! changing MANAGER. `score`, `status` and `progress` belong to training and are refused with
+//! `immutable_field`. The artifact upload lives in `model_files`.
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
+use crate::routes::analyses::AnalysisDto;
+use crate::routes::rfc3339;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
+use lector_core::{Action, ProjectType};
+use lector_store::{MODEL_LANGUAGES, Model, ModelChanges, ModelFilter, NewTraining, WorkspaceRef};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_models))
+        .routes(routes!(list_workspace_models))
+        .routes(routes!(list_project_models, train_model))
+        .routes(routes!(get_project_model, update_project_model, delete_project_model))
+        .routes(routes!(get_model, update_model, delete_model))
+        .routes(routes!(star_model))
+        .routes(routes!(unstar_model))
+        .routes(routes!(download_model))
+        .routes(routes!(download_project_model))
+        .routes(routes!(download_workspace_model))
+        .routes(routes!(list_model_analyses))
+}
+
+/// A model as the original interface lists it, with Lector's additions after `uuid`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ModelDto {
+    pub id: i64,
+    pub name: String,
+    pub display_name: String,
+    /// The name of the model it was derived from.
+    pub base: Option<String>,
+    pub created: String,
+    /// en, de or ar.
+    pub language: String,
+    pub long_description: String,
+    pub short_description: String,
+    /// The e-mail address of the user who trained or uploaded it.
+    pub owner: Option<String>,
+    /// In [0, 1]; never decreases.
+    pub progress: f64,
+    pub project_id: Option<i64>,
+    /// Macro F1 on the test side; set by training only.
+    pub score: Option<f64>,
+    /// CREATED, QUEUED, TRAINING, FAILED, READY, ACTIVE or PUBLISHED.
+    pub status: String,
+    /// ABSA, CLASS, LABEL or CLASSLABEL.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub uuid: String,
+    pub organization_id: i64,
+    pub base_id: Option<i64>,
+    pub collection_id: Option<i64>,
+    /// Whether the caller starred it.
+    pub starred: bool,
+    /// The training job (`get_project_task`).
+    pub task_id: Option<i64>,
+    /// Grows whenever the artifact changes.
+    pub version: i64,
+    /// Why training failed, when it did.
+    pub failure: Option<String>,
+    pub finished: Option<String>,
+}
+
+impl From<Model> for ModelDto {
+    fn from(m: Model) -> Self {
+        Self {
+            id: m.id,
+            name: m.name,
+            display_name: m.display_name,
+            base: m.base,
+            created: rfc3339(m.created),
+            language: m.language,
+            long_description: m.long_description,
+            short_description: m.short_description,
+            owner: m.owner,
+            progress: m.progress,
+            project_id: m.project_id,
+            score: m.score,
+            status: m.status.as_str().into(),
+            kind: m.kind.as_str().into(),
+            uuid: m.uuid,
+            organization_id: m.workspace_id,
+            base_id: m.base_id,
+            collection_id: m.collection_id,
+            starred: m.starred,
+            task_id: m.task_id,
+            version: m.version,
+            failure: m.failure,
+            finished: m.finished.map(rfc3339),
+        }
+    }
+}
+
+/// A model of a project with what training found: test documents with predictions, metrics
+/// (per class and label precision, recall, F1, support; micro and macro F1; confusion matrix).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DetailedModelDto {
+    #[serde(flatten)]
+    pub model: ModelDto,
+    #[schema(value_type = Vec<Object>)]
+    pub demoset: serde_json::Value,
+    #[schema(value_type = Object)]
+    pub metrics: serde_json::Value,
+    pub classes: Vec<String>,
+    pub labels: Vec<String>,
+}
+
+impl From<Model> for DetailedModelDto {
+    fn from(mut m: Model) -> Self {
+        let demoset = m.demoset.take().unwrap_or_else(|| serde_json::json!([]));
+        let metrics = m.metrics.take().unwrap_or_else(|| serde_json::json!({}));
+        let (classes, labels) = (std::mem::take(&mut m.classes), std::mem::take(&mut m.labels));
+        Self {
+            model: m.into(),
+            demoset,
+            metrics,
+            classes,
+            labels,
+        }
+    }
+}
+
+/// A page of models.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ModelPage {
+    pub models: Vec<ModelDto>,
+    pub has_more: bool,
+    pub offset: i64,
+    pub limit: i64,
+    pub count: usize,
+}
+
+impl ModelPage {
+    fn new(models: Vec<Model>, has_more: bool, paging: Paging) -> Self {
+        Self {
+            count: models.len(),
+            models: models.into_iter().map(ModelDto::from).collect(),
+            has_more,
+            offset: paging.offset,
+            limit: paging.limit,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListModelsQuery {
+    pub collection_id: Option<i64>,
+    /// true: only PUBLISHED models; false: only your workspaces' unpublished ones.
+    pub public: Option<bool>,
+    /// true: only models you starred; false: only the others.
+    pub starred: Option<bool>,
+    /// A part of the name or display name, any case.
+    pub search: Option<String>,
+    /// ABSA, CLASS, LABEL or CLASSLABEL.
+    #[serde(rename = "type")]
+    #[param(value_type = Option<String>)]
+    pub kind: Option<ProjectType>,
+    pub exclude_id: Option<i64>,
+    #[serde(default)]
+    pub offset: i64,
+    #[serde(default = "crate::extract::default_limit")]
+    pub limit: i64,
+}
+
+impl ListModelsQuery {
+    fn split(self, workspace_id: Option<i64>) -> lector_core::Result<(ModelFilter, Paging)> {
+        let paging = Paging {
+            offset: self.offset,
+            limit: self.limit,
+        }
+        .check()?;
+        let filter = ModelFilter {
+            workspace_id,
+            collection_id: self.collection_id,
+            public: self.public,
+            starred: self.starred,
+            search: self.search,
+            kind: self.kind,
+            exclude_id: self.exclude_id,
+        };
+        Ok((filter, paging))
+    }
+}
+
+/// Fields of a model that belong to the server (refused with `immutable_field`).
+const SERVER_FIELDS: &[&str] = &[
+    "id",
+    "uuid",
+    "score",
+    "status",
+    "progress",
+    "created",
+    "owner",
+    "project_id",
+    "metrics",
+    "demoset",
+    "classes",
+    "labels",
+    "base",
+    "organization_id",
+    "starred",
+    "task_id",
+    "version",
+    "failure",
+    "finished",
+];
+
+/// A training request. Without `annotation_ids` or both train and test lists, every labeling
+/// session of the project with annotated segments is used, split 80/20 (stratified, seeded).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrainModelBody {
+    /// Unique within the workspace; by default the display name.
+    pub name: Option<String>,
+    pub display_name: Option<String>,
+    /// en, de or ar; by default the project's language.
+    pub language: Option<String>,
+    /// A model to start from (warm start), of the project's type.
+    pub base_id: Option<i64>,
+    /// The project's type, if given.
+    #[serde(rename = "type")]
+    #[schema(value_type = Option<String>)]
+    pub kind: Option<ProjectType>,
+    /// Labeling sessions split into train and test; the two lists below are then ignored.
+    pub annotation_ids: Option<Vec<i64>>,
+    pub trainset_annotation_ids: Option<Vec<i64>>,
+    pub testset_annotation_ids: Option<Vec<i64>>,
+}
+
+impl WriteBody for TrainModelBody {
+    const IMMUTABLE: &'static [&'static str] = SERVER_FIELDS;
+
+    fn validate(&self, problems: &mut Problems) {
+        if let Some(name) = &self.name {
+            problems.name("name", name, MAX_NAME_CHARS);
+        }
+        if let Some(name) = &self.display_name {
+            problems.name("display_name", name, MAX_NAME_CHARS);
+        }
+    }
+}
+
+/// Descriptive fields of a model (MANAGER).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateModelBody {
+    pub name: Option<String>,
+    pub display_name: Option<String>,
+    pub short_description: Option<String>,
+    pub long_description: Option<String>,
+    /// en, de or ar.
+    pub language: Option<String>,
+    pub collection_id: Option<i64>,
+}
+
+impl WriteBody for UpdateModelBody {
+    const IMMUTABLE: &'static [&'static str] = SERVER_FIELDS;
+
+    fn validate(&self, problems: &mut Problems) {
+        if let Some(name) = &self.name {
+            problems.name("name", name, MAX_NAME_CHARS);
+        }
+        if let Some(name) = &self.display_name {
+            problems.name("display_name", name, MAX_NAME_CHARS);
+        }
+        for (field, value) in [
+            ("short_description", &self.short_description),
+            ("long_description", &self.long_description),
+        ] {
+            if let Some(value) = value {
+                problems.max_len(field, value, MAX_DESCRIPTION_CHARS);
+            }
+        }
+        if let Some(language) = &self.language {
+            problems.check(
+                MODEL_LANGUAGES.contains(&language.as_str()),
+                "language",
+                "must be en, de or ar",
+            );
+        }
+    }
+}
+
+impl From<UpdateModelBody> for ModelChanges {
+    fn from(b: UpdateModelBody) -> Self {
+        Self {
+            name: b.name.map(|n| n.trim().to_owned()),
+            display_name: b.display_name,
+            short_description: b.short_description,
+            long_description: b.long_description,
+            language: b.language,
+            collection_id: b.collection_id,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ProjectPath {
+    project_id: i64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ProjectModelPath {
+    project_id: i64,
+    model_id: i64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ModelPath {
+    model_id: i64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct OrgPath {
+    organization: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct OrgModelPath {
+    organization: String,
+    model: String,
+}
+
+/// The models the caller may see: its workspaces' and every PUBLISHED one, newest first.
+#[utoipa::path(get, path = "/models", tag = "models", params(ListModelsQuery),
+    responses((status = 200, body = ModelPage)))]
+pub async fn list_models(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(q): QueryParams<ListModelsQuery>,
+) -> ApiResult<Json<ModelPage>> {
+    let (filter, paging) = q.split(None)?;
+    let (models, has_more) = state
+        .store
+        .models(&caller.scope, &filter, paging.offset, paging.limit)
+        .await?;
+    Ok(Json(ModelPage::new(models, has_more, paging)))
+}
+
+/// The models of one workspace (any member), newest first.
+#[utoipa::path(get, path = "/organizations/{organization}/models", tag = "models",
+    params(("organization" = String, Path, description = "workspace name or id"), ListModelsQuery),
+    responses((status = 200, body = ModelPage)))]
+pub async fn list_workspace_models(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<OrgPath>,
+    QueryParams(q): QueryParams<ListModelsQuery>,
+) -> ApiResult<Json<ModelPage>> {
+    let (workspace, _) = state
+        .store
+        .workspace_access(&caller.scope, &WorkspaceRef::parse(&p.organization), Action::Read)
+        .await?;
+    let (filter, paging) = q.split(Some(workspace.id))?;
+    let (models, has_more) = state
+        .store
+        .models(&caller.scope, &filter, paging.offset, paging.limit)
+        .await?;
+    Ok(Json(ModelPage::new(models, has_more, paging)))
+}
+
+/// The models of a project, oldest first (any member).
+#[utoipa::path(get, path = "/projects/{project_id}/models", tag = "models",
+    params(("project_id" = i64, Path)), responses((status = 200, body = Vec<ModelDto>)))]
+pub async fn list_project_models(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+) -> ApiResult<Json<Vec<ModelDto>>> {
+    let models = state.store.project_models(&caller.scope, p.project_id).await?;
+    Ok(Json(models.into_iter().map(ModelDto::from).collect()))
+}
+
+/// Trains a model on the project's labeling sessions (USER): answers the model QUEUED with the
+/// `task_id` of its training job; poll the model or the task.
+#[utoipa::path(post, path = "/projects/{project_id}/models", tag = "models",
+    params(("project_id" = i64, Path)), request_body = TrainModelBody,
+    responses((status = 201, body = ModelDto)))]
+pub async fn train_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    Body(body): Body<TrainModelBody>,
+) -> ApiResult<(StatusCode, Json<ModelDto>)> {
+    let request = NewTraining {
+        name: body.name,
+        display_name: body.display_name,
+        language: body.language,
+        base_id: body.base_id,
+        kind: body.kind,
+        annotation_ids: body.annotation_ids,
+        trainset_annotation_ids: body.trainset_annotation_ids,
+        testset_annotation_ids: body.testset_annotation_ids,
+    };
+    let (model, job) = state.store.start_training(&caller.scope, p.project_id, request).await?;
+    tracing::info!(
+        model.id = model.id,
+        job.id = job.id,
+        project.id = p.project_id,
+        "training queued"
+    );
+    Ok((StatusCode::CREATED, Json(model.into())))
+}
+
+/// A model of the project with its demoset, metrics, classes and labels (any member).
+#[utoipa::path(get, path = "/projects/{project_id}/models/{model_id}", tag = "models",
+    params(("project_id" = i64, Path), ("model_id" = i64, Path)),
+    responses((status = 200, body = DetailedModelDto)))]
+pub async fn get_project_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectModelPath>,
+) -> ApiResult<Json<DetailedModelDto>> {
+    let model = state
+        .store
+        .project_model(&caller.scope, p.project_id, p.model_id, Action::Read)
+        .await?;
+    Ok(Json(model.into()))
+}
+
+/// Changes a model of the project (MANAGER); `score`, `status`, `progress` are refused.
+#[utoipa::path(put, path = "/projects/{project_id}/models/{model_id}", tag = "models",
+    params(("project_id" = i64, Path), ("model_id" = i64, Path)), request_body = UpdateModelBody,
+    responses((status = 200, body = ModelDto)))]
+pub async fn update_project_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectModelPath>,
+    Body(body): Body<UpdateModelBody>,
+) -> ApiResult<Json<ModelDto>> {
+    let model = state
+        .store
+        .project_model(&caller.scope, p.project_id, p.model_id, Action::Manage)
+        .await?;
+    let changed = state.store.update_model(&caller.scope, &model, body.into()).await?;
+    Ok(Json(changed.into()))
+}
+
+/// Deletes a model of the project and its artifact (MANAGER); answers the deleted model.
+#[utoipa::path(delete, path = "/projects/{project_id}/models/{model_id}", tag = "models",
+    params(("project_id" = i64, Path), ("model_id" = i64, Path)), responses((status = 200, body = ModelDto)))]
+pub async fn delete_project_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectModelPath>,
+) -> ApiResult<Json<ModelDto>> {
+    let model = state
+        .store
+        .project_model(&caller.scope, p.project_id, p.model_id, Action::Manage)
+        .await?;
+    let deleted = state.store.delete_model(&caller.scope, &model).await?;
+    tracing::info!(model.id = deleted.id, user.id = caller.user.id, "model deleted");
+    Ok(Json(deleted.into()))
+}
+
+/// One model, in the paged shape of `list_models` (any reader).
+#[utoipa::path(get, path = "/models/{model_id}", tag = "models",
+    params(("model_id" = i64, Path)), responses((status = 200, body = ModelPage)))]
+pub async fn get_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ModelPath>,
+) -> ApiResult<Json<ModelPage>> {
+    let model = state
+        .store
+        .model_access(&caller.scope, p.model_id, Action::Read)
+        .await?;
+    let paging = Paging { offset: 0, limit: 1 };
+    Ok(Json(ModelPage::new(vec![model], false, paging)))
+}
+
+/// Changes a model (MANAGER of its workspace); `score`, `status`, `progress` are refused.
+#[utoipa::path(put, path = "/models/{model_id}", tag = "models",
+    params(("model_id" = i64, Path)), request_body = UpdateModelBody, responses((status = 200, body = ModelDto)))]
+pub async fn update_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ModelPath>,
+    Body(body): Body<UpdateModelBody>,
+) -> ApiResult<Json<ModelDto>> {
+    let model = state
+        .store
+        .model_access(&caller.scope, p.model_id, Action::Manage)
+        .await?;
+    let changed = state.store.update_model(&caller.scope, &model, body.into()).await?;
+    Ok(Json(changed.into()))
+}
+
+/// Deletes a model and its artifact (MANAGER of its workspace); answers the deleted model.
+#[utoipa::path(delete, path = "/models/{model_id}", tag = "models",
+    params(("model_id" = i64, Path)), responses((status = 200, body = ModelDto)))]
+pub async fn delete_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ModelPath>,
+) -> ApiResult<Json<ModelDto>> {
+    let model = state
+        .store
+        .model_access(&caller.scope, p.model_id, Action::Manage)
+        .await?;
+    let deleted = state.store.delete_model(&caller.scope, &model).await?;
+    tracing::info!(model.id = deleted.id, user.id = caller.user.id, "model deleted");
+    Ok(Json(deleted.into()))
+}
+
+/// Stars a model for the caller (any reader); `list_models?starred=true` lists it.
+#[utoipa::path(post, path = "/models/{model_id}/star", tag = "models",
+    params(("model_id" = i64, Path)), responses((status = 200, body = ModelDto)))]
+pub async fn star_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ModelPath>,
+) -> ApiResult<Json<ModelDto>> {
+    Ok(Json(
+        state.store.star_model(&caller.scope, p.model_id, true).await?.into(),
+    ))
+}
+
+/// Takes the caller's star off a model (any reader).
+#[utoipa::path(post, path = "/models/{model_id}/unstar", tag = "models",
+    params(("model_id" = i64, Path)), responses((status = 200, body = ModelDto)))]
+pub async fn unstar_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ModelPath>,
+) -> ApiResult<Json<ModelDto>> {
+    Ok(Json(
+        state.store.star_model(&caller.scope, p.model_id, false).await?.into(),
+    ))
+}
+
+/// The model's artifact: the one file `upload_model` takes back (any reader).
+#[utoipa::path(get, path = "/models/{model_id}/download", tag = "models",
+    params(("model_id" = i64, Path)),
+    responses((status = 200, description = "the artifact", content_type = "application/octet-stream")))]
+pub async fn download_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ModelPath>,
+) -> ApiResult<Response> {
+    let model = state
+        .store
+        .model_access(&caller.scope, p.model_id, Action::Read)
+        .await?;
+    artifact_response(&state, &model).await
+}
+
+/// The artifact of a model of the project (any member).
+#[utoipa::path(get, path = "/projects/{project_id}/models/{model_id}/download", tag = "models",
+    params(("project_id" = i64, Path), ("model_id" = i64, Path)),
+    responses((status = 200, description = "the artifact", content_type = "application/octet-stream")))]
+pub async fn download_project_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectModelPath>,
+) -> ApiResult<Response> {
+    let model = state
+        .store
+        .project_model(&caller.scope, p.project_id, p.model_id, Action::Read)
+        .await?;
+    artifact_response(&state, &model).await
+}
+
+/// The artifact of a workspace's model, addressed by id or name (any member).
+#[utoipa::path(get, path = "/organizations/{organization}/models/{model}/download", tag = "models",
+    params(("organization" = String, Path, description = "workspace name or id"),
+        ("model" = String, Path, description = "model id or name")),
+    responses((status = 200, description = "the artifact", content_type = "application/octet-stream")))]
+pub async fn download_workspace_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<OrgModelPath>,
+) -> ApiResult<Response> {
+    let workspace = WorkspaceRef::parse(&p.organization);
+    let model = state
+        .store
+        .workspace_model(&caller.scope, &workspace, &p.model, Action::Read)
+        .await?;
+    artifact_response(&state, &model).await
+}
+
+async fn artifact_response(state: &AppState, model: &Model) -> ApiResult<Response> {
+    let bytes = state.store.model_artifact(model).await?;
+    let mut response = bytes.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    let stem: String = model
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{stem}.lector-model\"")) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    Ok(response)
+}
+
+/// A page of analyses.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AnalysisPage {
+    pub analyses: Vec<AnalysisDto>,
+    pub has_more: bool,
+    pub offset: i64,
+    pub limit: i64,
+    pub count: usize,
+}
+
+/// The analyses made with a model, of projects in your workspaces, oldest first (any reader).
+#[utoipa::path(get, path = "/models/{model_id}/analyses", tag = "models",
+    params(("model_id" = i64, Path), Paging), responses((status = 200, body = AnalysisPage)))]
+pub async fn list_model_analyses(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ModelPath>,
+    QueryParams(paging): QueryParams<Paging>,
+) -> ApiResult<Json<AnalysisPage>> {
+    let paging = paging.check()?;
+    let (analyses, has_more) = state
+        .store
+        .model_analyses(&caller.scope, p.model_id, paging.offset, paging.limit)
+        .await?;
+    Ok(Json(AnalysisPage {
+        count: analyses.len(),
+        analyses: analyses.into_iter().map(AnalysisDto::from).collect(),
+        has_more,
+        offset: paging.offset,
+        limit: paging.limit,
+    }))
+}

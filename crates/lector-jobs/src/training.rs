@@ -1,0 +1,253 @@
+//! The job that trains a model: it reads the annotated segments of its labeling sessions,
+//! learns with `lector-ml` for the project's type, evaluates on the test side and stores the
+//! artifact; the model goes QUEUED → TRAINING → READY, or FAILED with a reason a person can
+//! act on. Progress comes from `lector-ml`'s callback and never decreases.
+//!
+//! Every write is fenced by the job's lease and idempotent, so a job that runs twice (its
+//! worker killed) finishes once, with one notification. A failure goes through the queue's one
+//! failure path, which marks the model FAILED with the reason (`TrainingPayload::failure`). It does not serve predictions: that is
+//! the API's model cache.
+
+use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
+use lector_core::{ModelStatus, NotificationType, ProjectType};
+use lector_ml::{Example, Model as MlModel, Options, Tag, split_examples};
+use lector_store::{Lease, Model, Store, TrainedModel, TrainingPayload};
+use std::collections::{BTreeSet, HashSet};
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Share of the progress bar the learning itself takes; evaluation and storing take the rest.
+const LEARNING_SHARE: f64 = 0.9;
+/// Test documents shown with their predictions in the model's `demoset`.
+const DEMOSET_SIZE: usize = 5;
+/// Share of the segments held out for testing when the client names no test sessions.
+const TEST_FRACTION: f64 = 0.2;
+
+/// Trains the model a `train_model` request queued.
+#[derive(Debug, Default)]
+pub struct TrainModel;
+
+/// Why a training run stopped.
+enum Stop {
+    /// The data or the model cannot make a model; said in words a person can act on.
+    Fatal(String),
+    /// Worth another attempt (the database or blob store failed).
+    Transient(String),
+}
+
+impl From<lector_core::Error> for Stop {
+    fn from(e: lector_core::Error) -> Self {
+        Stop::Transient(e.detail)
+    }
+}
+
+impl Handler for TrainModel {
+    type Payload = TrainingPayload;
+
+    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: TrainingPayload) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let model = store
+                .model_for_job(lease, payload.model_id)
+                .await
+                .map_err(JobError::from_store)?;
+            match store.begin_training(lease, model.id).await {
+                // A run after the model was finished (its worker died before the job did).
+                Ok(ModelStatus::Ready) => return Ok(ready(lease, &model, model.score)),
+                Ok(ModelStatus::Training) => {}
+                Ok(other) => return Err(JobError::fatal(format!("the model is {other}, not trainable"))),
+                Err(e) => return Err(JobError::from_store(e)),
+            }
+            match train(store, lease, &model, &payload).await {
+                Ok(trained) => {
+                    let score = trained.score;
+                    store
+                        .complete_training(lease, &model, trained)
+                        .await
+                        .map_err(JobError::from_store)?;
+                    tracing::info!(model.id = model.id, job.id = lease.job.id, score, "model trained");
+                    Ok(ready(lease, &model, score))
+                }
+                // The queue's failure path marks the model FAILED with this reason and notifies.
+                Err(Stop::Fatal(reason)) => Err(JobError::fatal(reason)),
+                Err(Stop::Transient(reason)) => Err(JobError::transient(reason)),
+            }
+        })
+    }
+}
+
+fn ready(lease: &Lease, model: &Model, score: Option<f64>) -> Outcome {
+    let score_text = score.map_or_else(
+        || "no test segments to score on".to_owned(),
+        |s| format!("score {s:.2}"),
+    );
+    Outcome {
+        result: serde_json::json!({"model_id": model.id, "status": ModelStatus::Ready.as_str(), "score": score}),
+        notice: notice_for(
+            lease,
+            NotificationType::Info,
+            "Model ready",
+            format!("Model {} is ready: {score_text}.", model.display_name),
+        ),
+    }
+}
+
+/// Reads, learns, evaluates; answers what `complete_training` stores.
+async fn train(store: &Store, lease: &Lease, model: &Model, payload: &TrainingPayload) -> Result<TrainedModel, Stop> {
+    let kind = model.kind;
+    let mut train = examples(store, lease, kind, &payload.train_session_ids).await?;
+    let mut test = examples(store, lease, kind, &payload.test_session_ids).await?;
+    check_examples(kind, &train)?;
+    if payload.test_session_ids.is_empty() {
+        let split = split_examples(kind, &train, TEST_FRACTION, payload.seed);
+        test = split.test.iter().map(|&i| train[i].clone()).collect();
+        train = split.train.iter().map(|&i| train[i].clone()).collect();
+        check_examples(kind, &train)?;
+    }
+    let base = match model.base_id {
+        None => None,
+        Some(id) => {
+            let bytes = store.base_artifact_for_job(lease, id).await?;
+            Some(MlModel::from_bytes(&bytes).map_err(|e| Stop::Fatal(format!("the base model cannot be read: {e}")))?)
+        }
+    };
+    let done = Arc::new(AtomicU64::new(0f64.to_bits()));
+    let cancel = Arc::new(AtomicBool::new(false));
+    let work = {
+        let (done, cancel) = (done.clone(), cancel.clone());
+        tokio::task::spawn_blocking(move || learn(kind, &train, &test, base.as_ref(), &done, &cancel))
+    };
+    tokio::pin!(work);
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut work => break outcome,
+            _ = tick.tick() => {
+                let fraction = f64::from_bits(done.load(Ordering::Relaxed)) * LEARNING_SHARE;
+                match store.training_progress(lease, model.id, fraction).await {
+                    Ok(true) => {}
+                    Ok(false) => cancel.store(true, Ordering::Relaxed),
+                    Err(e) => tracing::warn!(job.id = lease.job.id, error = %e.detail, "cannot record progress"),
+                }
+            }
+        }
+    };
+    outcome.map_err(|e| Stop::Transient(format!("training stopped unexpectedly: {e}")))?
+}
+
+/// Learns on a blocking thread, reporting the fraction done through `done`.
+fn learn(
+    kind: ProjectType,
+    train: &[Example],
+    test: &[Example],
+    base: Option<&MlModel>,
+    done: &AtomicU64,
+    cancel: &AtomicBool,
+) -> Result<TrainedModel, Stop> {
+    let options = Options {
+        base,
+        trained_at: Some(lector_core::time::Timestamp::now().to_rfc3339()),
+        ..Options::default()
+    };
+    let mut progress = |fraction: f64| {
+        done.store(fraction.to_bits(), Ordering::Relaxed);
+        if cancel.load(Ordering::Relaxed) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    let mut model = MlModel::train(kind, train, &options, &mut progress).map_err(|e| match e {
+        lector_ml::Error::Cancelled => Stop::Transient("the job's lease was lost".into()),
+        lector_ml::Error::InvalidInput(reason) | lector_ml::Error::IncompatibleBase(reason) => Stop::Fatal(reason),
+        e => Stop::Fatal(e.to_string()),
+    })?;
+    let metrics = (!test.is_empty()).then(|| model.evaluate(test));
+    let score = metrics.as_ref().map(|m| m.score);
+    let metrics_json = serde_json::to_value(&metrics).unwrap_or_default();
+    model.set_metrics(metrics);
+    let demoset: Vec<serde_json::Value> = test
+        .iter()
+        .take(DEMOSET_SIZE)
+        .map(|example| {
+            let prediction = model.predict(&example.text);
+            let tags: Vec<serde_json::Value> = prediction
+                .tags
+                .iter()
+                .map(|t| serde_json::json!({"class": t.class, "label": t.label, "confidence": t.confidence}))
+                .collect();
+            let span = [0, example.text.chars().count()];
+            serde_json::json!({
+                "text": example.text,
+                "segments": [{"text": example.text, "span": span, "tags": tags}],
+            })
+        })
+        .collect();
+    Ok(TrainedModel {
+        artifact: model.to_bytes(),
+        score,
+        metrics: metrics_json,
+        demoset: serde_json::Value::Array(demoset),
+        classes: model.classes().to_vec(),
+        labels: model.labels().to_vec(),
+    })
+}
+
+/// The examples of some sessions: each annotated segment once, with its tags as the project
+/// type reads them.
+async fn examples(store: &Store, lease: &Lease, kind: ProjectType, sessions: &[i64]) -> Result<Vec<Example>, Stop> {
+    let mut seen = HashSet::new();
+    let mut examples = Vec::new();
+    for &session in sessions {
+        for segment in store.training_segments(lease, session).await? {
+            if !seen.insert(segment.segment_id) {
+                continue;
+            }
+            let tags = segment
+                .tags
+                .into_iter()
+                .filter_map(|(class, label)| match kind {
+                    ProjectType::Class => class.map(Tag::class),
+                    ProjectType::Label => label.map(Tag::label),
+                    ProjectType::Absa | ProjectType::Classlabel => Some(Tag { class, label }),
+                })
+                .collect();
+            examples.push(Example::new(segment.text, tags));
+        }
+    }
+    Ok(examples)
+}
+
+/// Refuses data no model of this type can learn from, saying what is missing.
+fn check_examples(kind: ProjectType, examples: &[Example]) -> Result<(), Stop> {
+    if examples.is_empty() {
+        return Err(Stop::Fatal(
+            "the labeling sessions have no annotated segments to train on".into(),
+        ));
+    }
+    let classes: BTreeSet<&str> = examples
+        .iter()
+        .flat_map(|e| e.tags.iter().filter_map(|t| t.class.as_deref()))
+        .collect();
+    let labels: BTreeSet<&str> = examples
+        .iter()
+        .flat_map(|e| e.tags.iter().filter_map(|t| t.label.as_deref()))
+        .collect();
+    let (what, found, needed) = match kind {
+        ProjectType::Class => ("class", classes.len(), 2),
+        ProjectType::Label => ("label", labels.len(), 2),
+        ProjectType::Absa | ProjectType::Classlabel => ("class", classes.len(), 1),
+    };
+    if found < needed {
+        let found_text = if found == 0 {
+            format!("no {what} has")
+        } else {
+            format!("only {found} {what} has")
+        };
+        return Err(Stop::Fatal(format!(
+            "{found_text} annotated segments in the training data; a {kind} model needs {needed}"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! The sentence encoder's part in training: which encoder a model gets (given, or kept from a
+//! warm start's base), its vectors appended to the n-grams of the main head, and the tuning of
+//! a copy of it to the classes.
+//!
+//! Encoding and tuning dwarf the rest of training, so this module also says how much progress
+//! they are worth.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use lector_core::ProjectType;
+
+use crate::dense::{DenseConfig, Embedder, TunedEncoder, scaled};
+use crate::error::{Error, Result};
+use crate::example::Example;
+use crate::features::SparseVec;
+use crate::model::Calibration;
+use crate::progress::Progress;
+use crate::svm::Csr;
+
+use super::Options;
+use super::targets::Targets;
+
+/// Progress units per byte of text for encoding (against 1 for hashing n-grams, and about a
+/// thousand for the SVM solves on the SemEval restaurant set, which encoding outlasts twentyfold).
+const ENCODE_UNITS_PER_BYTE: f64 = 20_000.0;
+/// Progress units per byte of text for tuning the encoder: about ten encodings' worth.
+const TUNE_UNITS_PER_BYTE: f64 = 200_000.0;
+
+/// A model's encoder and its configuration, or neither.
+type Chosen = (Option<Arc<dyn Embedder>>, Option<DenseConfig>);
+
+/// The encoder of the model and its configuration: the one given, else a warm start's base
+/// model's (with its weight). Plans the encoding (and tuning) work it brings.
+pub(super) fn choose(
+    project_type: ProjectType,
+    options: &Options<'_>,
+    text_units: f64,
+    progress: &mut Progress<'_, '_>,
+) -> Result<Chosen> {
+    // A warm start keeps the base model's encoder (like its features) unless one is given.
+    let (embedder, dense_weight) = match (&options.embedder, options.base) {
+        (Some(e), _) => (Some(e.clone()), options.dense_weight),
+        (None, Some(base)) => match (&base.encoder, &base.info.dense) {
+            (Some(e), Some(d)) => (Some(e.0.clone()), d.weight),
+            _ => (None, options.dense_weight),
+        },
+        (None, None) => (None, options.dense_weight),
+    };
+    let dense = match &embedder {
+        Some(_) if !(dense_weight.is_finite() && dense_weight > 0.0) => {
+            return Err(Error::input(format!(
+                "the dense weight must be positive, not {dense_weight}"
+            )));
+        }
+        Some(e) => {
+            let tuned = options.tune_encoder && project_type != ProjectType::Label && e.can_tune();
+            // Encoding costs far more per text than hashing n-grams, and tuning more still:
+            // plan them as such.
+            progress.plan(ENCODE_UNITS_PER_BYTE * text_units);
+            if tuned {
+                progress.plan(TUNE_UNITS_PER_BYTE * text_units);
+            }
+            Some(DenseConfig {
+                encoder: e.id(),
+                dim: e.dim(),
+                weight: dense_weight,
+                tuned,
+            })
+        }
+        None => None,
+    };
+    Ok((embedder, dense))
+}
+
+/// The IDF table of the main head: the n-grams' weights, then 0 for the encoder's rows
+/// (they are no n-grams; prediction reads only their weights).
+pub(super) fn dense_idf(idf: &[f32], main_dim: usize) -> Vec<f32> {
+    let mut out = idf.to_vec();
+    out.resize(main_dim, 0.0);
+    out
+}
+
+/// `x` with each row's encoder vector appended at columns `dim..dim + d.dim`.
+pub(super) fn with_dense(
+    x: &Csr,
+    dim: usize,
+    encoder: &dyn Embedder,
+    d: &DenseConfig,
+    examples: &[Example],
+    rows: &[usize],
+    progress: &mut Progress<'_, '_>,
+) -> Result<Csr> {
+    let mut out = Csr::new();
+    let mut v = SparseVec::default();
+    for (r, &i) in rows.iter().enumerate() {
+        let (ind, val) = x.row(r);
+        v.indices.clear();
+        v.values.clear();
+        v.indices.extend_from_slice(ind);
+        v.values.extend_from_slice(val);
+        let e = scaled(&encoder.embed(&examples[i].text), d.weight);
+        for (j, &value) in e.iter().take(d.dim).enumerate() {
+            if value != 0.0 {
+                v.indices.push((dim + j) as u32);
+                v.values.push(value);
+            }
+        }
+        out.push(&v);
+        // Cancellable between texts: encoding is the slow part of training with an encoder.
+        progress.advance(ENCODE_UNITS_PER_BYTE * examples[i].text.len() as f64)?;
+    }
+    Ok(out)
+}
+
+/// Where the model's encoder is to be tuned (a multi-label main head), a copy of it adapted to
+/// the classes; its logits join the class margins, so the thresholds become even odds.
+#[expect(clippy::too_many_arguments, reason = "one step of train_inner, reading its locals")]
+pub(super) fn tune(
+    embedder: Option<&Arc<dyn Embedder>>,
+    dense: Option<&DenseConfig>,
+    targets: &Targets,
+    examples: &[Example],
+    rows: &[usize],
+    options: &Options<'_>,
+    text_units: f64,
+    calibration: &mut Calibration,
+    progress: &mut Progress<'_, '_>,
+) -> Result<Option<TunedEncoder>> {
+    Ok(match (embedder, dense, targets) {
+        (Some(e), Some(d), Targets::Multi { y, k }) if d.tuned => {
+            let texts: Vec<&str> = rows.iter().map(|&i| examples[i].text.as_str()).collect();
+            let budget = TUNE_UNITS_PER_BYTE * text_units;
+            let mut reported = 0.0;
+            let mut inner = Ok(());
+            let tuned = e.tune(&texts, y, *k, options.seed, &mut |fraction| {
+                let units = budget * fraction.clamp(0.0, 1.0);
+                inner = progress.advance(units - reported);
+                reported = units.max(reported);
+                if inner.is_ok() {
+                    ControlFlow::Continue(())
+                } else {
+                    ControlFlow::Break(())
+                }
+            });
+            inner?;
+            // A class's score is its margin plus the tuned logit, decided at even odds.
+            calibration.thresholds = vec![0.5; *k];
+            Some(TunedEncoder(tuned?))
+        }
+        _ => None,
+    })
+}

@@ -1,0 +1,275 @@
+//! Fitting one linear head: a binary SVM per output on every validation run and cost, the
+//! cost with the best held-out score, then the final fit on all rows; and the label head of
+//! the pair types (CLASSLABEL, ABSA), whose rows are (segment, class) pairs.
+//!
+//! Calibration of the held-out margins is `calibration`'s; this module only fits weights.
+
+use std::collections::BTreeMap;
+
+use lector_core::ProjectType;
+
+use crate::calibrate::fit_temperature;
+use crate::error::{Error, Result};
+use crate::features::SparseVec;
+use crate::model::{Calibration, Head, Model, cross};
+use crate::progress::Progress;
+use crate::rng::Rng;
+use crate::svm::{Binary, Csr, SolverParams};
+
+use super::selection::Runs;
+use super::targets::Targets;
+
+/// A head as fitted: weights, the cost chosen, and held-out margins at that cost.
+pub(super) struct FittedHead {
+    pub(super) head: Head,
+    pub(super) c: f64,
+    /// `(row, margins)` of every held-out row, in row order.
+    pub(super) held_out: Vec<(usize, Vec<f64>)>,
+    pub(super) validation_score: Option<f64>,
+}
+
+pub(super) struct HeadJob<'a> {
+    pub(super) x: &'a Csr,
+    pub(super) dim: usize,
+    pub(super) targets: &'a Targets,
+    /// Validation runs: `(train rows, held-out rows)`.
+    pub(super) runs: &'a [(Vec<usize>, Vec<usize>)],
+    pub(super) grid: &'a [f64],
+    /// Per output: the base model's weights to start from.
+    pub(super) w0: &'a [Option<Vec<f64>>],
+    /// For the final fit.
+    pub(super) params: SolverParams,
+    /// For the held-out runs: a tighter epoch budget. Large costs converge slowly, and a
+    /// nearly converged model ranks costs as well as a converged one.
+    pub(super) select: SolverParams,
+}
+
+impl HeadJob<'_> {
+    pub(super) fn plan(&self, progress: &mut Progress<'_, '_>) {
+        let problems = self.targets.problems().len() as f64;
+        let epochs = f64::from(self.select.max_epochs);
+        for (train, _) in self.runs {
+            progress.plan(problems * epochs * self.grid.len() as f64 * self.x.nnz_of(train) as f64);
+        }
+        progress.plan(problems * f64::from(self.params.max_epochs) * self.x.indices.len() as f64);
+    }
+
+    fn start_weights(&self, positive: usize, negative: Option<usize>) -> Option<Vec<f64>> {
+        let pos = self.w0.get(positive).and_then(Clone::clone);
+        let neg = negative.and_then(|n| self.w0.get(n).and_then(Clone::clone));
+        match (pos, neg, negative) {
+            (p, _, None) => p,
+            (None, None, Some(_)) => None,
+            (p, n, Some(_)) => {
+                let len = self.dim + 1;
+                let p = p.unwrap_or_else(|| vec![0.0; len]);
+                let n = n.unwrap_or_else(|| vec![0.0; len]);
+                Some(p.iter().zip(&n).map(|(a, b)| (a - b) / 2.0).collect())
+            }
+        }
+    }
+
+    pub(super) fn fit(&self, rng: &mut Rng, progress: &mut Progress<'_, '_>) -> Result<FittedHead> {
+        let k = self.targets.outputs();
+        let problems = self.targets.problems();
+        // held[c][i] = margins of held-out row i (in `held_rows` order) at cost grid[c].
+        let held_rows: Vec<usize> = {
+            let mut rows: Vec<usize> = self.runs.iter().flat_map(|(_, h)| h.iter().copied()).collect();
+            rows.sort_unstable();
+            rows
+        };
+        let position: BTreeMap<usize, usize> = held_rows.iter().enumerate().map(|(i, &r)| (r, i)).collect();
+        let mut held = vec![vec![vec![0.0f64; k]; held_rows.len()]; self.grid.len()];
+        for (train, test) in self.runs {
+            for &(positive, negative) in &problems {
+                let y: Vec<f64> = train.iter().map(|&r| self.targets.sign(r, positive)).collect();
+                let mut state = Binary::new(train.len(), self.dim, self.start_weights(positive, negative).as_deref());
+                for (ci, &c) in self.grid.iter().enumerate() {
+                    let cost = vec![c; train.len()];
+                    state.solve(self.x, train, &y, &cost, self.select, rng, progress)?;
+                    for &r in test {
+                        let (ind, val) = self.x.row(r);
+                        let m = Binary::margin(&state.w, ind, val);
+                        let slot = &mut held[ci][position[&r]];
+                        slot[positive] = m;
+                        if let Some(n) = negative {
+                            slot[n] = -m;
+                        }
+                    }
+                }
+            }
+        }
+        let (best, validation_score) = if held_rows.is_empty() {
+            // Nothing held out: the cost nearest 1, liblinear's and scikit-learn's default.
+            let nearest = (0..self.grid.len())
+                .min_by(|&a, &b| self.grid[a].ln().abs().total_cmp(&self.grid[b].ln().abs()))
+                .unwrap_or(0);
+            (nearest, None)
+        } else {
+            let mut best = (0, f64::NEG_INFINITY);
+            for (ci, margins) in held.iter().enumerate() {
+                let s = self.targets.score(&held_rows, margins);
+                if s > best.1 {
+                    best = (ci, s);
+                }
+            }
+            (best.0, Some(best.1))
+        };
+        let c = self.grid[best];
+        let all: Vec<usize> = (0..self.x.rows()).collect();
+        let mut head = Head::zeros(self.dim, k);
+        for &(positive, negative) in &problems {
+            let y: Vec<f64> = all.iter().map(|&r| self.targets.sign(r, positive)).collect();
+            let mut state = Binary::new(all.len(), self.dim, self.start_weights(positive, negative).as_deref());
+            state.solve(self.x, &all, &y, &vec![c; all.len()], self.params, rng, progress)?;
+            head.set_column(positive, &state.w);
+            if let Some(n) = negative {
+                let mirrored: Vec<f64> = state.w.iter().map(|v| -v).collect();
+                head.set_column(n, &mirrored);
+            }
+        }
+        let held_out = held_rows.into_iter().zip(held.swap_remove(best)).collect();
+        Ok(FittedHead {
+            head,
+            c,
+            held_out,
+            validation_score,
+        })
+    }
+}
+
+/// Where each head starts: per output, the base model's weights for the outputs that share a
+/// name with it (none without a base model).
+pub(super) struct WarmStart {
+    pub(super) main: Vec<Option<Vec<f64>>>,
+    pub(super) labels: Vec<Option<Vec<f64>>>,
+    /// Whether any output of either head did.
+    pub(super) any: bool,
+}
+
+/// The warm start from `base`, which must share a label or class name with the new model.
+pub(super) fn warm_start(
+    base: Option<&Model>,
+    main_names: &[String],
+    labels: &[String],
+    main_dim: usize,
+    dim: usize,
+) -> Result<WarmStart> {
+    let base_main = base.map(|b| b.main.head());
+    let (main, warm_main) = base_columns(
+        base_main.as_ref().zip(base.map(|b| b.main_names())),
+        main_names,
+        main_dim,
+    );
+    let (labels, warm_labels) = base_columns(
+        base.and_then(|b| b.label_head.as_ref().map(|h| (h, &b.info.labels[..]))),
+        labels,
+        dim,
+    );
+    if base.is_some() && !warm_main && !warm_labels {
+        return Err(Error::IncompatibleBase("no label or class name in common".into()));
+    }
+    Ok(WarmStart {
+        main,
+        labels,
+        any: warm_main || warm_labels,
+    })
+}
+
+/// The base head's columns for the outputs that share a name with ours; whether any did.
+fn base_columns(base: Option<(&Head, &[String])>, names: &[String], dim: usize) -> (Vec<Option<Vec<f64>>>, bool) {
+    let Some((head, base_names)) = base else {
+        return (vec![None; names.len()], false);
+    };
+    if head.dim() != dim {
+        return (vec![None; names.len()], false);
+    }
+    let cols: Vec<Option<Vec<f64>>> = names
+        .iter()
+        .map(|n| base_names.iter().position(|b| b == n).map(|k| head.column(k)))
+        .collect();
+    let any = cols.iter().any(Option::is_some);
+    (cols, any)
+}
+
+/// The label head's problem: one row per (segment, class) pair, its features crossed with the
+/// class, with the same folds as the segments so no segment is on both sides.
+pub(super) fn label_problem(
+    x: &Csr,
+    pairs: &[(usize, usize, usize)],
+    runs: &Runs,
+    buckets_log2: u32,
+    labels: usize,
+) -> Option<(Csr, Targets, Runs)> {
+    if pairs.is_empty() {
+        return None;
+    }
+    let mut px = Csr::new();
+    let mut crossed = SparseVec::default();
+    for &(r, c, _) in pairs {
+        let (ind, val) = x.row(r);
+        let row = SparseVec {
+            indices: ind.to_vec(),
+            values: val.to_vec(),
+        };
+        cross(&row, c, buckets_log2, &mut crossed);
+        px.push(&crossed);
+    }
+    let y: Vec<usize> = pairs.iter().map(|p| p.2).collect();
+    // The same folds as the segments, so no segment is on both sides.
+    let fold_of: BTreeMap<usize, usize> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(f, (_, test))| test.iter().map(move |&r| (r, f)))
+        .collect();
+    let pair_runs: Runs = (0..runs.len())
+        .map(|f| {
+            let (mut train, mut test) = (Vec::new(), Vec::new());
+            for (p, &(r, _, _)) in pairs.iter().enumerate() {
+                if fold_of.get(&r) == Some(&f) {
+                    test.push(p)
+                } else {
+                    train.push(p)
+                }
+            }
+            (train, test)
+        })
+        .filter(|(train, test)| !train.is_empty() && !test.is_empty())
+        .collect();
+    Some((px, Targets::Single { y, k: labels }, pair_runs))
+}
+
+/// Fits the label head of the pair types and its temperature; with zero or one label seen,
+/// a head that gives every class that label (or the first) with certainty. Answers the head
+/// and its chosen cost.
+#[expect(clippy::too_many_arguments, reason = "one step of train_inner, reading its locals")]
+pub(super) fn fit_label_head(
+    project_type: ProjectType,
+    job: Option<&HeadJob<'_>>,
+    pairs: &[(usize, usize, usize)],
+    labels: usize,
+    dim: usize,
+    calibration: &mut Calibration,
+    rng: &mut Rng,
+    progress: &mut Progress<'_, '_>,
+) -> Result<(Option<Head>, Option<f64>)> {
+    Ok(match (job, job.map(|j| j.targets)) {
+        (Some(job), Some(Targets::Single { y, k })) if *k >= 2 => {
+            let fitted = job.fit(rng, progress)?;
+            let (scores, gold): (Vec<Vec<f64>>, Vec<usize>) =
+                fitted.held_out.iter().map(|(r, m)| (m.clone(), y[*r])).unzip();
+            calibration.label_temperature = fit_temperature(&scores, &gold);
+            (Some(fitted.head), Some(fitted.c))
+        }
+        _ if matches!(project_type, ProjectType::Absa | ProjectType::Classlabel) => {
+            // Zero or one label seen: every class gets that label (or the first) with certainty.
+            let mut head = Head::zeros(dim, labels.max(1));
+            if let Some(&(_, _, l)) = pairs.first() {
+                head.bias[l] = 1.0;
+                calibration.label_temperature = 50.0;
+            }
+            (Some(head), None)
+        }
+        _ => (None, None),
+    })
+}

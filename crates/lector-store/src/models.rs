@@ -1,0 +1,578 @@
+//! Models: the classifiers of a workspace, trained from a project's labeling sessions or
+//! uploaded as an artifact. This module keeps their records, who may see them, their stars and
+//! their artifacts; training (the job's side) is in `training`.
+//!
+//! A model is read by the members of its workspace, and by every user once it is PUBLISHED;
+//! nothing else crosses a workspace. The artifact itself lives in the blob store under
+//! `artifact_key`; `version` grows whenever it changes, so a node that caches loaded models
+//! knows when to load one again. This module does not load or run models.
+
+use crate::records::{FromAnyRow, flag};
+use crate::{Param, Store, db, db_unique, numbered};
+use lector_core::policy::WorkspaceFacts;
+use lector_core::time::Timestamp;
+use lector_core::validate::Problems;
+use lector_core::{Action, Error, ErrorCode, FieldError, ModelStatus, ProjectType, Result, Scope};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+/// A model as the store knows it, with the caller's star.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    pub id: i64,
+    pub uuid: String,
+    pub workspace_id: i64,
+    pub project_id: Option<i64>,
+    pub user_id: Option<i64>,
+    /// The e-mail address of the user who trained or uploaded it.
+    pub owner: Option<String>,
+    pub name: String,
+    pub display_name: String,
+    pub short_description: String,
+    pub long_description: String,
+    pub kind: ProjectType,
+    pub status: ModelStatus,
+    pub progress: f64,
+    pub score: Option<f64>,
+    pub metrics: Option<serde_json::Value>,
+    pub demoset: Option<serde_json::Value>,
+    pub classes: Vec<String>,
+    pub labels: Vec<String>,
+    pub base_id: Option<i64>,
+    /// The name of the base model.
+    pub base: Option<String>,
+    pub language: String,
+    pub artifact_key: Option<String>,
+    pub version: i64,
+    pub collection_id: Option<i64>,
+    pub task_id: Option<i64>,
+    /// Why training failed, in words a person can act on.
+    pub failure: Option<String>,
+    pub created: Timestamp,
+    pub updated: Timestamp,
+    pub finished: Option<Timestamp>,
+    pub starred: bool,
+    workspace: WorkspaceFacts,
+}
+
+/// Every read binds the caller's user id as `$1` (for `starred`).
+pub(crate) const MODEL_SELECT: &str = "SELECT m.id, m.uuid, m.workspace_id, m.project_id, m.user_id, \
+     u.email AS owner, m.name, m.display_name, m.short_description, m.long_description, m.type, m.status, \
+     m.progress, m.score, m.metrics, m.demoset, m.classes, m.labels, m.base_id, b.name AS base_name, m.language, \
+     m.artifact_key, m.version, m.collection_id, m.task_id, m.failure, m.created, m.updated, m.finished, \
+     (SELECT COUNT(*) FROM model_stars ms WHERE ms.model_id = m.id AND ms.user_id = $1) AS starred, \
+     w.is_active, w.is_read_only \
+     FROM models m JOIN workspaces w ON w.id = m.workspace_id LEFT JOIN users u ON u.id = m.user_id \
+     LEFT JOIN models b ON b.id = m.base_id";
+
+impl FromAnyRow for Model {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        let decode = |e: String| sqlx::Error::Decode(e.into());
+        let json = |column: &str| -> Result<Option<serde_json::Value>, sqlx::Error> {
+            row.try_get::<Option<String>, _>(column)?
+                .map(|t| serde_json::from_str(&t).map_err(|e| sqlx::Error::Decode(e.into())))
+                .transpose()
+        };
+        let names = |column: &str| -> Result<Vec<String>, sqlx::Error> {
+            let text: String = row.try_get(column)?;
+            serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(e.into()))
+        };
+        let kind: String = row.try_get("type")?;
+        let status: String = row.try_get("status")?;
+        let workspace_id: i64 = row.try_get("workspace_id")?;
+        Ok(Self {
+            id: row.try_get("id")?,
+            uuid: row.try_get("uuid")?,
+            workspace_id,
+            project_id: row.try_get("project_id")?,
+            user_id: row.try_get("user_id")?,
+            owner: row.try_get("owner")?,
+            name: row.try_get("name")?,
+            display_name: row.try_get("display_name")?,
+            short_description: row.try_get("short_description")?,
+            long_description: row.try_get("long_description")?,
+            kind: kind.parse().map_err(decode)?,
+            status: status.parse().map_err(decode)?,
+            progress: row.try_get("progress")?,
+            score: row.try_get("score")?,
+            metrics: json("metrics")?,
+            demoset: json("demoset")?,
+            classes: names("classes")?,
+            labels: names("labels")?,
+            base_id: row.try_get("base_id")?,
+            base: row.try_get("base_name")?,
+            language: row.try_get("language")?,
+            artifact_key: row.try_get("artifact_key")?,
+            version: row.try_get("version")?,
+            collection_id: row.try_get("collection_id")?,
+            task_id: row.try_get("task_id")?,
+            failure: row.try_get("failure")?,
+            created: Timestamp(row.try_get("created")?),
+            updated: Timestamp(row.try_get("updated")?),
+            finished: row.try_get::<Option<i64>, _>("finished")?.map(Timestamp),
+            starred: row.try_get::<i64, _>("starred")? > 0,
+            workspace: WorkspaceFacts {
+                id: workspace_id,
+                is_active: flag(row, "is_active")?,
+                is_read_only: flag(row, "is_read_only")?,
+            },
+        })
+    }
+}
+
+/// What `list_models` filters on; `None` leaves a filter out.
+#[derive(Debug, Clone, Default)]
+pub struct ModelFilter {
+    /// Only this workspace's models (list_workspace_models).
+    pub workspace_id: Option<i64>,
+    pub collection_id: Option<i64>,
+    /// true: only PUBLISHED models; false: only the caller's workspaces' unpublished ones.
+    pub public: Option<bool>,
+    /// true: only models the caller starred; false: only the others.
+    pub starred: Option<bool>,
+    /// A part of the name or display name, any case.
+    pub search: Option<String>,
+    pub kind: Option<ProjectType>,
+    pub exclude_id: Option<i64>,
+}
+
+/// Model fields a MANAGER changes; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct ModelChanges {
+    pub name: Option<String>,
+    pub display_name: Option<String>,
+    pub short_description: Option<String>,
+    pub long_description: Option<String>,
+    pub language: Option<String>,
+    pub collection_id: Option<i64>,
+}
+
+/// Where an uploaded model goes: a project (and its workspace), a workspace, or the caller's
+/// default workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UploadTarget {
+    Project(i64),
+    Workspace(crate::WorkspaceRef),
+    Default,
+}
+
+/// A model arriving as an artifact (upload_model): the client's fields and what the artifact
+/// says of itself.
+#[derive(Debug, Clone)]
+pub struct NewUploadedModel {
+    pub target: UploadTarget,
+    pub name: String,
+    pub display_name: String,
+    pub short_description: String,
+    pub long_description: String,
+    /// The name of the model it derives from, in the same workspace.
+    pub base: Option<String>,
+    pub status: ModelStatus,
+    pub score: Option<f64>,
+    pub language: String,
+    pub kind: ProjectType,
+    pub metrics: Option<serde_json::Value>,
+    pub classes: Vec<String>,
+    pub labels: Vec<String>,
+}
+
+/// The blob key of a model artifact written by `origin` (a job id, or `upload`).
+pub(crate) fn artifact_key(uuid: &str, origin: &str) -> String {
+    format!("models/{uuid}/{origin}.lector-model")
+}
+
+impl Store {
+    /// A model with the caller's star, or `None`; no access check (callers check).
+    pub(crate) async fn model_row(&self, user_id: i64, model_id: i64) -> Result<Option<Model>> {
+        let sql = format!("{MODEL_SELECT} WHERE m.id = $2");
+        let row = sqlx::query(&sql)
+            .bind(user_id)
+            .bind(model_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref().map(Model::decode).transpose()
+    }
+
+    /// Resolves a model and checks the caller may perform `action` on it. Anyone reads a
+    /// PUBLISHED model; otherwise the policy of its workspace decides, and a model the caller
+    /// cannot see answers 404.
+    pub async fn model_access(&self, scope: &Scope, model_id: i64, action: Action) -> Result<Model> {
+        let model = self
+            .model_row(scope.user_id, model_id)
+            .await?
+            .ok_or_else(|| Error::not_found("model"))?;
+        if action == Action::Read && model.status == ModelStatus::Published {
+            return Ok(model);
+        }
+        if model.status == ModelStatus::Published && !scope.can_see(model.workspace) {
+            return Err(Error::forbidden(
+                "a published model is changed only in its own workspace",
+            ));
+        }
+        scope.authorize(model.workspace, action).map_err(|e| match e.code {
+            ErrorCode::NotFound => Error::not_found("model"),
+            _ => e,
+        })?;
+        Ok(model)
+    }
+
+    /// A model the caller may analyse with: one of a workspace where the caller is a USER or
+    /// more, or a PUBLISHED one for a caller who is a USER somewhere. A model without a usable
+    /// artifact answers 409 naming its status.
+    pub async fn model_for_analysis(&self, scope: &Scope, model_id: i64) -> Result<Model> {
+        let model = self.model_access(scope, model_id, Action::Read).await?;
+        if scope.can_see(model.workspace) {
+            scope.authorize(model.workspace, Action::Edit)?;
+        } else if !scope.is_superuser && !scope.workspaces.iter().any(|w| w.role >= Action::Edit.min_role()) {
+            return Err(Error::forbidden(format!(
+                "analysing needs the role {} or higher in a workspace",
+                Action::Edit.min_role()
+            )));
+        }
+        if !model.status.predicts() || model.artifact_key.is_none() {
+            return Err(Error::conflict(format!(
+                "model {} is {}; it analyses once it is READY",
+                model.id, model.status
+            )));
+        }
+        Ok(model)
+    }
+
+    /// A model of a project, checked like [`Store::model_access`]; another project's answers 404.
+    pub async fn project_model(&self, scope: &Scope, project_id: i64, model_id: i64, action: Action) -> Result<Model> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        let model = self.model_access(scope, model_id, action).await?;
+        if model.project_id != Some(project.id) {
+            return Err(Error::not_found("model"));
+        }
+        Ok(model)
+    }
+
+    /// A model of a workspace by id or name (download_workspace_model).
+    pub async fn workspace_model(
+        &self,
+        scope: &Scope,
+        workspace: &crate::WorkspaceRef,
+        model: &str,
+        action: Action,
+    ) -> Result<Model> {
+        let (workspace, _) = self.workspace_access(scope, workspace, Action::Read).await?;
+        let id = match model.parse::<i64>() {
+            Ok(id) => Some(id),
+            Err(_) => sqlx::query_scalar("SELECT id FROM models WHERE workspace_id = $1 AND name = $2")
+                .bind(workspace.id)
+                .bind(model)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?,
+        };
+        let model = self
+            .model_access(scope, id.ok_or_else(|| Error::not_found("model"))?, action)
+            .await?;
+        if model.workspace_id != workspace.id {
+            return Err(Error::not_found("model"));
+        }
+        Ok(model)
+    }
+
+    /// A page of the models the caller may see (its workspaces' and every PUBLISHED one), newest
+    /// first; answers the page and whether more follow.
+    pub async fn models(
+        &self,
+        scope: &Scope,
+        filter: &ModelFilter,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Vec<Model>, bool)> {
+        let mut params = vec![Param::Int(scope.user_id)];
+        let mut conditions = Vec::new();
+        let mine = |params: &mut Vec<Param>| -> String {
+            if scope.is_superuser {
+                return "1 = 1".into();
+            }
+            let ids: Vec<i64> = scope.workspaces.iter().map(|w| w.workspace_id).collect();
+            if ids.is_empty() {
+                return "1 = 0".into();
+            }
+            let places = numbered(params.len() + 1, ids.len());
+            params.extend(ids.into_iter().map(Param::Int));
+            format!("(m.workspace_id IN ({places}) AND w.is_active = TRUE)")
+        };
+        let published = format!("m.status = '{}'", ModelStatus::Published.as_str());
+        match filter.public {
+            Some(true) => conditions.push(published),
+            Some(false) => {
+                let mine = mine(&mut params);
+                conditions.push(format!("{mine} AND m.status <> '{}'", ModelStatus::Published.as_str()));
+            }
+            None => {
+                let mine = mine(&mut params);
+                conditions.push(format!("({published} OR {mine})"));
+            }
+        }
+        let mut int = |params: &mut Vec<Param>, sql: &str, value: i64| {
+            params.push(Param::Int(value));
+            conditions.push(sql.replace('?', &format!("${}", params.len())));
+        };
+        if let Some(id) = filter.workspace_id {
+            int(&mut params, "m.workspace_id = ?", id);
+        }
+        if let Some(id) = filter.collection_id {
+            int(&mut params, "m.collection_id = ?", id);
+        }
+        if let Some(id) = filter.exclude_id {
+            int(&mut params, "m.id <> ?", id);
+        }
+        match filter.starred {
+            Some(true) => conditions
+                .push("EXISTS (SELECT 1 FROM model_stars s WHERE s.model_id = m.id AND s.user_id = $1)".into()),
+            Some(false) => conditions
+                .push("NOT EXISTS (SELECT 1 FROM model_stars s WHERE s.model_id = m.id AND s.user_id = $1)".into()),
+            None => {}
+        }
+        if let Some(kind) = filter.kind {
+            params.push(Param::Text(kind.as_str().into()));
+            conditions.push(format!("m.type = ${}", params.len()));
+        }
+        if let Some(search) = filter.search.as_deref().filter(|s| !s.trim().is_empty()) {
+            params.push(Param::Text(format!(
+                "%{}%",
+                crate::documents::escape_like(&search.trim().to_lowercase())
+            )));
+            let n = params.len();
+            conditions.push(format!(
+                "(LOWER(m.name) LIKE ${n} ESCAPE '\\' OR LOWER(m.display_name) LIKE ${n} ESCAPE '\\')"
+            ));
+        }
+        let sql = format!(
+            "{MODEL_SELECT} WHERE {} ORDER BY m.id DESC LIMIT {} OFFSET {offset}",
+            conditions.join(" AND "),
+            limit + 1
+        );
+        let rows = Param::bind_all(sqlx::query(&sql), params)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        let mut models = rows.iter().map(Model::decode).collect::<Result<Vec<_>>>()?;
+        let has_more = models.len() as i64 > limit;
+        models.truncate(limit as usize);
+        Ok((models, has_more))
+    }
+
+    /// The models of a project, oldest first.
+    pub async fn project_models(&self, scope: &Scope, project_id: i64) -> Result<Vec<Model>> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        let sql = format!("{MODEL_SELECT} WHERE m.project_id = $2 ORDER BY m.id");
+        let rows = sqlx::query(&sql)
+            .bind(scope.user_id)
+            .bind(project.id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter().map(Model::decode).collect()
+    }
+
+    /// Changes a model's descriptive fields (MANAGER of its workspace); a taken name is 409.
+    pub async fn update_model(&self, scope: &Scope, model: &Model, changes: ModelChanges) -> Result<Model> {
+        let model = self.model_access(scope, model.id, Action::Manage).await?;
+        sqlx::query(
+            "UPDATE models SET name = $1, display_name = $2, short_description = $3, long_description = $4, \
+             language = $5, collection_id = $6, updated = $7 WHERE id = $8",
+        )
+        .bind(changes.name.unwrap_or(model.name))
+        .bind(changes.display_name.unwrap_or(model.display_name))
+        .bind(changes.short_description.unwrap_or(model.short_description))
+        .bind(changes.long_description.unwrap_or(model.long_description))
+        .bind(changes.language.unwrap_or(model.language))
+        .bind(changes.collection_id.or(model.collection_id))
+        .bind(Timestamp::now().micros())
+        .bind(model.id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_unique("a model of this name exists in the workspace"))?;
+        self.model_again(scope, model.id).await
+    }
+
+    /// Deletes a model (MANAGER of its workspace) and then its artifact; answers what was deleted.
+    pub async fn delete_model(&self, scope: &Scope, model: &Model) -> Result<Model> {
+        let model = self.model_access(scope, model.id, Action::Manage).await?;
+        sqlx::query("DELETE FROM models WHERE id = $1")
+            .bind(model.id)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        if let Some(key) = &model.artifact_key {
+            // The row is gone, so nothing refers to the blob; a failure leaves an orphan only.
+            if let Err(e) = self.blobs()?.delete(key).await {
+                tracing::warn!(model.id = model.id, error = %e.detail, "cannot delete a model artifact");
+            }
+        }
+        Ok(model)
+    }
+
+    /// Stars (or unstars) a model for the caller; any reader may.
+    pub async fn star_model(&self, scope: &Scope, model_id: i64, starred: bool) -> Result<Model> {
+        let model = self.model_access(scope, model_id, Action::Read).await?;
+        let query = if starred {
+            sqlx::query(
+                "INSERT INTO model_stars (model_id, user_id, created) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            )
+            .bind(model.id)
+            .bind(scope.user_id)
+            .bind(Timestamp::now().micros())
+        } else {
+            sqlx::query("DELETE FROM model_stars WHERE model_id = $1 AND user_id = $2")
+                .bind(model.id)
+                .bind(scope.user_id)
+        };
+        query.execute(&self.pool).await.map_err(db)?;
+        self.model_again(scope, model.id).await
+    }
+
+    /// The artifact of a model the caller may read (409 while it has none).
+    pub async fn model_artifact(&self, model: &Model) -> Result<Vec<u8>> {
+        let key = model.artifact_key.as_deref().ok_or_else(|| {
+            Error::new(
+                ErrorCode::Conflict,
+                format!("model {} has no artifact yet (status {})", model.id, model.status),
+            )
+        })?;
+        let file = self.blobs()?.open_file(key).await?;
+        tokio::task::spawn_blocking(move || {
+            use std::io::Read;
+            let mut bytes = Vec::new();
+            let mut file = file;
+            file.read_to_end(&mut bytes).map(|_| bytes)
+        })
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "reading a model artifact panicked");
+            Error::internal()
+        })?
+        .map_err(|e| {
+            tracing::error!(error = %e, model.id = model.id, "cannot read a model artifact");
+            Error::internal()
+        })
+    }
+
+    /// Stores an uploaded artifact and its model. The caller is a MANAGER where the model goes;
+    /// PUBLISHED (every user reads it) is for superusers. A base that is not a model of the
+    /// workspace, or a project of another type than the artifact, is 422; a taken name 409.
+    pub async fn upload_model(&self, scope: &Scope, new: NewUploadedModel, artifact: Vec<u8>) -> Result<Model> {
+        let (workspace_id, project) = match &new.target {
+            UploadTarget::Project(id) => {
+                let (project, _) = self.project_access(scope, *id, Action::Manage).await?;
+                (project.workspace_id, Some(project))
+            }
+            UploadTarget::Workspace(workspace) => (
+                self.workspace_access(scope, workspace, Action::Manage).await?.0.id,
+                None,
+            ),
+            UploadTarget::Default => {
+                let id = self.default_workspace_id(scope.user_id).await?.ok_or_else(|| {
+                    Error::validation(vec![FieldError::new(
+                        "organization",
+                        "you have no default workspace; name one",
+                    )])
+                })?;
+                let workspace = crate::WorkspaceRef::Id(id);
+                (
+                    self.workspace_access(scope, &workspace, Action::Manage).await?.0.id,
+                    None,
+                )
+            }
+        };
+        if new.status == ModelStatus::Published && !scope.is_superuser {
+            return Err(Error::forbidden("only a superuser publishes a model to every user"));
+        }
+        let mut problems = Problems::default();
+        if let Some(project) = project.as_ref().filter(|p| p.kind != new.kind) {
+            problems.push(
+                "file",
+                format!(
+                    "the artifact is a {} model; project {} is {}",
+                    new.kind, project.id, project.kind
+                ),
+            );
+        }
+        let base_id = match &new.base {
+            None => None,
+            Some(base) => {
+                let workspace = crate::WorkspaceRef::Id(workspace_id);
+                match self.workspace_model(scope, &workspace, base, Action::Read).await {
+                    Ok(model) => Some(model.id),
+                    Err(e) if e.code == ErrorCode::NotFound => {
+                        problems.push("base", format!("the workspace has no model {base:?}"));
+                        None
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        problems.finish()?;
+        self.name_is_free(workspace_id, &new.name).await?;
+        let uuid = uuid::Uuid::new_v4().to_string();
+        let key = artifact_key(&uuid, "upload");
+        self.blobs()?.put_bytes(&key, artifact).await?;
+        let now = Timestamp::now().micros();
+        let inserted = sqlx::query_scalar::<_, i64>(
+            "INSERT INTO models (uuid, workspace_id, project_id, user_id, name, display_name, short_description, \
+             long_description, type, status, progress, score, metrics, classes, labels, base_id, language, \
+             artifact_key, version, created, updated, finished) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, $11, $12, $13, $14, $15, $16, $17, 1, $18, $18, $18) \
+             RETURNING id",
+        )
+        .bind(&uuid)
+        .bind(workspace_id)
+        .bind(project.as_ref().map(|p| p.id))
+        .bind(scope.user_id)
+        .bind(&new.name)
+        .bind(&new.display_name)
+        .bind(&new.short_description)
+        .bind(&new.long_description)
+        .bind(new.kind.as_str())
+        .bind(new.status.as_str())
+        .bind(new.score)
+        .bind(new.metrics.map(|m| m.to_string()))
+        .bind(serde_json::to_string(&new.classes).unwrap_or_default())
+        .bind(serde_json::to_string(&new.labels).unwrap_or_default())
+        .bind(base_id)
+        .bind(&new.language)
+        .bind(&key)
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await;
+        let id = match inserted {
+            Ok(id) => id,
+            Err(e) => {
+                let _ = self.blobs()?.delete(&key).await;
+                return Err(db_unique("a model of this name exists in the workspace")(e));
+            }
+        };
+        self.model_again(scope, id).await
+    }
+
+    /// 409 when the workspace has a model of this name.
+    pub(crate) async fn name_is_free(&self, workspace_id: i64, name: &str) -> Result<()> {
+        let taken: Option<i64> = sqlx::query_scalar("SELECT id FROM models WHERE workspace_id = $1 AND name = $2")
+            .bind(workspace_id)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        match taken {
+            Some(id) => Err(Error::conflict(format!(
+                "the workspace has a model named {name:?} already (id {id})"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// A model just written by the caller, read back.
+    async fn model_again(&self, scope: &Scope, model_id: i64) -> Result<Model> {
+        self.model_row(scope.user_id, model_id)
+            .await?
+            .ok_or_else(|| Error::not_found("model"))
+    }
+}

@@ -1,0 +1,373 @@
+//! Training a model, the store's side: `train_model` checks its request and queues the model
+//! with its job in one transaction; the job reads the annotated segments of its sessions and
+//! writes the model's way through TRAINING to READY or FAILED.
+//!
+//! Every write of the job is fenced by its lease and idempotent: a second run of a job whose
+//! model is already READY changes nothing. A terminal failure marks the model FAILED through the
+//! job queue's one failure path (`TrainingPayload::failure`). Learning itself is `lector-ml`'s, run by
+//! the job in `lector-jobs`; this module never loads a model.
+
+use crate::jobs::{Job, Lease, NewJob, check_fence, enqueue_in};
+use crate::models::{MODEL_SELECT, Model, artifact_key};
+use crate::records::FromAnyRow;
+use crate::{SessionFilter, Store, TrainingPayload, db, db_unique};
+use lector_core::time::Timestamp;
+use lector_core::validate::Problems;
+use lector_core::{Action, Error, ErrorCode, ModelStatus, ProjectType, Result, Scope};
+use sqlx::Row;
+
+/// The languages a model may be trained for.
+pub const MODEL_LANGUAGES: [&str; 3] = ["en", "de", "ar"];
+
+/// A `train_model` request, as the client sent it.
+#[derive(Debug, Clone, Default)]
+pub struct NewTraining {
+    pub name: Option<String>,
+    pub display_name: Option<String>,
+    pub language: Option<String>,
+    pub base_id: Option<i64>,
+    pub kind: Option<ProjectType>,
+    pub annotation_ids: Option<Vec<i64>>,
+    pub trainset_annotation_ids: Option<Vec<i64>>,
+    pub testset_annotation_ids: Option<Vec<i64>>,
+}
+
+/// An annotated segment of a session with that session's tags on it (class, label).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainingSegment {
+    pub segment_id: i64,
+    pub text: String,
+    pub tags: Vec<(Option<String>, Option<String>)>,
+}
+
+/// What a finished training writes.
+#[derive(Debug, Clone)]
+pub struct TrainedModel {
+    pub artifact: Vec<u8>,
+    pub score: Option<f64>,
+    pub metrics: serde_json::Value,
+    pub demoset: serde_json::Value,
+    pub classes: Vec<String>,
+    pub labels: Vec<String>,
+}
+
+/// Seed of the 80/20 split when the client names no test sessions.
+const SPLIT_SEED: u64 = 20_240_601;
+
+impl Store {
+    /// Checks a training request all at once (one 422 listing every bad field; 409 for a taken
+    /// name) and queues the model (QUEUED) with its job. The caller is a USER of the project's
+    /// workspace.
+    pub async fn start_training(&self, scope: &Scope, project_id: i64, new: NewTraining) -> Result<(Model, Job)> {
+        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        let mut problems = Problems::default();
+        let language = new.language.clone().unwrap_or_else(|| project.language.clone());
+        if !MODEL_LANGUAGES.contains(&language.as_str()) {
+            problems.push("language", format!("must be en, de or ar, not {language:?}"));
+        }
+        if let Some(kind) = new.kind.filter(|k| *k != project.kind) {
+            problems.push(
+                "type",
+                format!("the project trains {} models, not {kind}", project.kind),
+            );
+        }
+        let (train, test) = self.training_sessions(scope, project.id, &new, &mut problems).await?;
+        let base = match new.base_id {
+            None => None,
+            Some(id) => match self.model_access(scope, id, Action::Read).await {
+                Ok(base) if base.kind != project.kind => {
+                    problems.push(
+                        "base_id",
+                        format!(
+                            "model {id} is a {} model; this project trains {}",
+                            base.kind, project.kind
+                        ),
+                    );
+                    None
+                }
+                Ok(base) if !base.status.predicts() || base.artifact_key.is_none() => {
+                    problems.push(
+                        "base_id",
+                        format!("model {id} is {}, not ready to start from", base.status),
+                    );
+                    None
+                }
+                Ok(base) => Some(base),
+                Err(e) if e.code == ErrorCode::NotFound => {
+                    problems.push("base_id", format!("no model {id} that you may read"));
+                    None
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        let name = new
+            .name
+            .clone()
+            .or_else(|| new.display_name.clone())
+            .map(|n| n.trim().to_owned())
+            .unwrap_or_else(|| format!("{}-{}", project.name, &uuid::Uuid::new_v4().simple().to_string()[..8]));
+        problems.name("name", &name, lector_core::validate::MAX_NAME_CHARS);
+        problems.finish()?;
+        self.name_is_free(project.workspace_id, &name).await?;
+        let display_name = new.display_name.unwrap_or_else(|| name.clone());
+        let uuid = uuid::Uuid::new_v4().to_string();
+        let now = Timestamp::now().micros();
+        let mut tx = self.begin_write().await?;
+        let model_id: i64 = sqlx::query_scalar(
+            "INSERT INTO models (uuid, workspace_id, project_id, user_id, name, display_name, type, status, \
+             base_id, language, created, updated) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) \
+             RETURNING id",
+        )
+        .bind(&uuid)
+        .bind(project.workspace_id)
+        .bind(project.id)
+        .bind(scope.user_id)
+        .bind(&name)
+        .bind(&display_name)
+        .bind(project.kind.as_str())
+        .bind(ModelStatus::Queued.as_str())
+        .bind(base.as_ref().map(|b| b.id))
+        .bind(&language)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_unique("a model of this name exists in the workspace"))?;
+        let payload = TrainingPayload {
+            model_id,
+            model_name: display_name.clone(),
+            train_session_ids: train,
+            test_session_ids: test,
+            seed: SPLIT_SEED,
+        };
+        let job = NewJob::of(&payload)?
+            .owned_by(scope.user_id)
+            .in_project(project.workspace_id, project.id);
+        let job = enqueue_in(&mut tx, job).await?;
+        sqlx::query("UPDATE models SET task_id = $1 WHERE id = $2")
+            .bind(job.id)
+            .bind(model_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        let model = self
+            .model_row(scope.user_id, model_id)
+            .await?
+            .ok_or_else(|| Error::not_found("model"))?;
+        Ok((model, job))
+    }
+
+    /// The training and test sessions of a request, each checked to be of the project and to
+    /// have annotated segments. Without any list: every session with annotated segments, split.
+    async fn training_sessions(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        new: &NewTraining,
+        problems: &mut Problems,
+    ) -> Result<(Vec<i64>, Vec<i64>)> {
+        let (train, test) = match (
+            &new.annotation_ids,
+            &new.trainset_annotation_ids,
+            &new.testset_annotation_ids,
+        ) {
+            (Some(all), _, _) => (("annotation_ids", all.clone()), None),
+            (None, Some(train), Some(test)) => (
+                ("trainset_annotation_ids", train.clone()),
+                Some(("testset_annotation_ids", test.clone())),
+            ),
+            (None, Some(_), None) => {
+                problems.push(
+                    "testset_annotation_ids",
+                    "give it with trainset_annotation_ids, or give annotation_ids alone",
+                );
+                return Ok((Vec::new(), Vec::new()));
+            }
+            (None, None, Some(_)) => {
+                problems.push(
+                    "trainset_annotation_ids",
+                    "give it with testset_annotation_ids, or give annotation_ids alone",
+                );
+                return Ok((Vec::new(), Vec::new()));
+            }
+            (None, None, None) => {
+                let sessions = self.sessions(scope, project_id, &SessionFilter::default()).await?;
+                let ids: Vec<i64> = sessions
+                    .iter()
+                    .filter(|s| s.annotated_count > 0)
+                    .map(|s| s.id)
+                    .collect();
+                if ids.is_empty() {
+                    problems.push(
+                        "annotation_ids",
+                        "the project has no labeling session with annotated segments to train on",
+                    );
+                }
+                return Ok((ids, Vec::new()));
+            }
+        };
+        let mut checked = Vec::new();
+        for (field, ids) in std::iter::once(train).chain(test) {
+            if ids.is_empty() {
+                problems.push(field, "must name at least one labeling session");
+            }
+            for id in &ids {
+                match self.session_of(project_id, *id).await {
+                    Ok(session) if session.annotated_count == 0 => {
+                        problems.push(field, format!("labeling session {id} has no annotated segments"))
+                    }
+                    Ok(_) => {}
+                    Err(e) if e.code == ErrorCode::NotFound => {
+                        problems.push(field, format!("the project has no labeling session {id}"))
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            checked.push(ids);
+        }
+        let test = if checked.len() > 1 {
+            checked.pop().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        Ok((checked.pop().unwrap_or_default(), test))
+    }
+
+    /// The model a training job trains (system read for the job's project).
+    pub async fn model_for_job(&self, lease: &Lease, model_id: i64) -> Result<Model> {
+        let sql = format!("{MODEL_SELECT} WHERE m.id = $2 AND m.project_id = $3");
+        let row = sqlx::query(&sql)
+            .bind(0_i64)
+            .bind(model_id)
+            .bind(lease.job.project_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref()
+            .map(Model::decode)
+            .transpose()?
+            .ok_or_else(|| Error::not_found("model"))
+    }
+
+    /// The artifact of the base model a training job starts from (the request checked that
+    /// its caller may read it).
+    pub async fn base_artifact_for_job(&self, lease: &Lease, base_id: i64) -> Result<Vec<u8>> {
+        let model = self
+            .model_row(lease.job.user_id.unwrap_or_default(), base_id)
+            .await?
+            .ok_or_else(|| Error::not_found("model"))?;
+        self.model_artifact(&model).await
+    }
+
+    /// The annotated segments of a session of the job's project, with that session's tags.
+    pub async fn training_segments(&self, lease: &Lease, session_id: i64) -> Result<Vec<TrainingSegment>> {
+        let rows = sqlx::query(
+            "SELECT st.segment_id, g.text FROM segment_statuses st JOIN segments g ON g.id = st.segment_id \
+             JOIN sessions s ON s.id = st.session_id WHERE st.session_id = $1 AND s.project_id = $2 \
+             ORDER BY st.segment_id",
+        )
+        .bind(session_id)
+        .bind(lease.job.project_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        let mut segments = Vec::with_capacity(rows.len());
+        for row in &rows {
+            segments.push(TrainingSegment {
+                segment_id: row.try_get("segment_id").map_err(db)?,
+                text: row.try_get("text").map_err(db)?,
+                tags: Vec::new(),
+            });
+        }
+        let ids: Vec<i64> = segments.iter().map(|s| s.segment_id).collect();
+        let mut tags = crate::tags_by_segment(self.tags_by_segment_ids(&ids, Some(session_id)).await?);
+        for segment in &mut segments {
+            segment.tags = tags
+                .remove(&segment.segment_id)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| (t.class, t.label))
+                .collect();
+        }
+        Ok(segments)
+    }
+
+    /// QUEUED → TRAINING (fenced); answers the model's status afterwards, so a job that runs
+    /// again sees a model it already finished.
+    pub async fn begin_training(&self, lease: &Lease, model_id: i64) -> Result<ModelStatus> {
+        let mut tx = self.begin_write().await?;
+        check_fence(&mut tx, lease).await?;
+        sqlx::query("UPDATE models SET status = $1, updated = $2 WHERE id = $3 AND status = $4")
+            .bind(ModelStatus::Training.as_str())
+            .bind(Timestamp::now().micros())
+            .bind(model_id)
+            .bind(ModelStatus::Queued.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        let status: String = sqlx::query_scalar("SELECT status FROM models WHERE id = $1")
+            .bind(model_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        crate::parse_stored(&status)
+    }
+
+    /// Records training progress in [0, 1] on the model and its job; it never decreases.
+    pub async fn training_progress(&self, lease: &Lease, model_id: i64, progress: f64) -> Result<bool> {
+        let progress = progress.clamp(0.0, 1.0);
+        let mut tx = self.begin_write().await?;
+        if check_fence(&mut tx, lease).await.is_err() {
+            return Ok(false);
+        }
+        sqlx::query(
+            "UPDATE models SET progress = CASE WHEN progress < $1 THEN $1 ELSE progress END \
+             WHERE id = $2 AND status = $3",
+        )
+        .bind(progress)
+        .bind(model_id)
+        .bind(ModelStatus::Training.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+        sqlx::query("UPDATE jobs SET progress = CASE WHEN progress < $1 THEN $1 ELSE progress END WHERE id = $2")
+            .bind(progress)
+            .bind(lease.job.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(true)
+    }
+
+    /// Stores the artifact and turns the model READY with its results (fenced; a model that is
+    /// no longer TRAINING is left as it is).
+    pub async fn complete_training(&self, lease: &Lease, model: &Model, trained: TrainedModel) -> Result<()> {
+        // The key names the job, so a second run overwrites its own file, never another's.
+        let key = artifact_key(&model.uuid, &format!("job-{}", lease.job.id));
+        self.blobs()?.put_bytes(&key, trained.artifact).await?;
+        let now = Timestamp::now().micros();
+        let mut tx = self.begin_write().await?;
+        check_fence(&mut tx, lease).await?;
+        sqlx::query(
+            "UPDATE models SET status = $1, progress = 1, score = $2, metrics = $3, demoset = $4, classes = $5, \
+             labels = $6, artifact_key = $7, version = version + 1, failure = NULL, updated = $8, finished = $8 \
+             WHERE id = $9 AND status = $10",
+        )
+        .bind(ModelStatus::Ready.as_str())
+        .bind(trained.score)
+        .bind(trained.metrics.to_string())
+        .bind(trained.demoset.to_string())
+        .bind(serde_json::to_string(&trained.classes).unwrap_or_default())
+        .bind(serde_json::to_string(&trained.labels).unwrap_or_default())
+        .bind(&key)
+        .bind(now)
+        .bind(model.id)
+        .bind(ModelStatus::Training.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+}
