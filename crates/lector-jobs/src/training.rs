@@ -5,11 +5,11 @@
 //!
 //! Every write is fenced by the job's lease and idempotent, so a job that runs twice (its
 //! worker killed) finishes once, with one notification. A failure goes through the queue's one
-//! failure path, which marks the model FAILED with the reason (`TrainingPayload::failure`). It does not serve predictions: that is
-//! the API's model cache.
+//! failure path, which marks the model FAILED with the reason (`TrainingPayload::failure`). It
+//! does not serve predictions: that is the API's model cache.
 
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
-use lector_core::{ModelStatus, NotificationType, ProjectType};
+use lector_core::{ErrorCode, ModelStatus, NotificationType, ProjectType};
 use lector_ml::{Example, Model as MlModel, Options, Tag, split_examples};
 use lector_store::{Lease, Model, Store, TrainedModel, TrainingPayload};
 use std::collections::{BTreeSet, HashSet};
@@ -38,8 +38,12 @@ enum Stop {
 }
 
 impl From<lector_core::Error> for Stop {
+    /// What the job needs being gone (a deleted base model) is final; other store faults pass.
     fn from(e: lector_core::Error) -> Self {
-        Stop::Transient(e.detail)
+        match e.code {
+            ErrorCode::NotFound | ErrorCode::Conflict => Stop::Fatal(e.detail),
+            _ => Stop::Transient(e.detail),
+        }
     }
 }
 
