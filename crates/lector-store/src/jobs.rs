@@ -509,6 +509,19 @@ impl Store {
         })
     }
 
+    /// Jobs queued or running, oldest first: for tests (nothing left behind) and operators
+    /// (system look-up, no scope).
+    pub async fn unfinished_jobs(&self) -> Result<Vec<Job>> {
+        let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state = $1 OR state = $2 ORDER BY id");
+        let rows = sqlx::query(&sql)
+            .bind(JobState::Queued.as_str())
+            .bind(JobState::Running.as_str())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter().map(Job::decode).collect()
+    }
+
     /// A job by id, for tests and operators (system look-up, no scope).
     pub async fn job_by_id(&self, job_id: i64) -> Result<Option<Job>> {
         let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1");

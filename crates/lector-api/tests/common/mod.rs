@@ -168,7 +168,7 @@ impl TestApp {
         let address = server.local_addr().expect("address");
         let (tx, rx) = oneshot::channel::<()>();
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let workers = lector_jobs::standard_runner().spawn(state.store.clone(), 2, stopped);
+        let workers = lector_jobs::standard_runner(state.mailer.clone()).spawn(state.store.clone(), 2, stopped);
         let handle = tokio::spawn(async move {
             server
                 .run(async {
@@ -267,7 +267,6 @@ impl TestApp {
         Session::from_answer(&answer, email)
     }
 
-    /// Messages in the mail outbox addressed to `email`, oldest first.
     /// Creates a project of `kind` with these classes; answers its id.
     pub async fn project_with_classes(&self, owner: &Session, name: &str, kind: &str, classes: &[&str]) -> i64 {
         let id = self
@@ -369,7 +368,26 @@ impl TestApp {
         (content_type, disposition, response.bytes().await.unwrap().to_vec())
     }
 
-    pub fn mails_to(&self, email: &str) -> Vec<String> {
+    /// Waits (30 s at most) until no job is queued or running; answers those left.
+    pub async fn settle_jobs(&self, within: std::time::Duration) -> Vec<lector_store::Job> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let left = self.state.store.unfinished_jobs().await.expect("unfinished jobs");
+            if left.is_empty() || std::time::Instant::now() >= deadline {
+                return left;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Messages in the mail outbox addressed to `email`, oldest first, once every queued mail
+    /// has been delivered (mail is a job).
+    pub async fn mails_to(&self, email: &str) -> Vec<String> {
+        let left = self.settle_jobs(std::time::Duration::from_secs(30)).await;
+        assert!(
+            left.iter().all(|j| j.kind != lector_store::MAIL_JOB),
+            "mail still queued: {left:?}"
+        );
         let outbox: PathBuf = self.data_dir.path().join("mail");
         let mut mails: Vec<(std::time::SystemTime, String)> = std::fs::read_dir(&outbox)
             .map(|entries| {
@@ -387,10 +405,9 @@ impl TestApp {
         mails.into_iter().map(|(_, text)| text).collect()
     }
 
-    /// The token of the newest mail to `email`.
-    #[track_caller]
-    pub fn token_from_mail(&self, email: &str) -> String {
-        let mails = self.mails_to(email);
+    /// The token of the newest mail to `email`, waiting for queued mail to be delivered.
+    pub async fn token_from_mail(&self, email: &str) -> String {
+        let mails = self.mails_to(email).await;
         let last = mails.last().unwrap_or_else(|| panic!("no mail to {email}"));
         last.lines()
             .find_map(|l| l.strip_prefix("Token: "))
