@@ -1,5 +1,6 @@
 //! Background jobs through HTTPS on both backends: a job that fails for good leaves its trace
-//! (its resource FAILED, exactly one notification saying what to do).
+//! (its resource FAILED, exactly one notification saying what to do), and a test that leaves
+//! a job behind fails at teardown.
 
 mod common;
 
@@ -60,4 +61,24 @@ async fn an_import_that_fails_for_good_marks_its_group_and_notifies_once(app: Te
     assert_eq!(notes[0]["type"], "WARNING");
     assert_eq!(notes[0]["title"], "Import failed");
     assert_eq!(notes[0]["text"], reason.as_str());
+}
+
+/// The teardown's check itself: a test that walks away from a running import fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[should_panic(expected = "the test left jobs queued or running")]
+async fn a_test_that_leaves_a_job_behind_fails() {
+    let Some(mut app) = TestApp::start(common::Backend::Sqlite).await else {
+        return;
+    };
+    app.jobs_settle = std::time::Duration::ZERO;
+    let ada = app.register("ada@example.org").await;
+    let id = app.project_with_classes(&ada, "Left", "CLASS", &[]).await;
+    let documents: Vec<_> = (0..5000).map(|n| json!({"text": format!("Row {n}.")})).collect();
+    app.post(
+        &format!("/projects/{id}/upload-documents"),
+        &ada.token,
+        json!(documents),
+    )
+    .await
+    .expect(202);
 }

@@ -50,6 +50,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub state: AppState,
     pub data_dir: tempfile::TempDir,
+    /// How long the teardown waits for the test's jobs to end ([`JOBS_SETTLE`]).
+    pub jobs_settle: std::time::Duration,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
     database: Option<TestDatabase>,
@@ -189,6 +191,7 @@ impl TestApp {
             client,
             state,
             data_dir,
+            jobs_settle: JOBS_SETTLE,
             shutdown: Some(tx),
             server: Some(handle),
             database: Some(database),
@@ -368,7 +371,7 @@ impl TestApp {
         (content_type, disposition, response.bytes().await.unwrap().to_vec())
     }
 
-    /// Waits (30 s at most) until no job is queued or running; answers those left.
+    /// Waits (`within` at most) until no job is queued or running; answers those left.
     pub async fn settle_jobs(&self, within: std::time::Duration) -> Vec<lector_store::Job> {
         let deadline = std::time::Instant::now() + within;
         loop {
@@ -417,8 +420,45 @@ impl TestApp {
     }
 }
 
+/// How long a finished test's jobs may take to end before the test fails for leaving them.
+pub const JOBS_SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl TestApp {
+    /// The jobs still queued or running after `jobs_settle`, as lines for a failure message.
+    /// Drop cannot await: this thread blocks while the runtime's other threads run the workers.
+    fn jobs_left_behind(&self) -> Vec<String> {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return vec![];
+        };
+        if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            return vec![];
+        }
+        let left = tokio::task::block_in_place(|| runtime.block_on(self.settle_jobs(self.jobs_settle)));
+        left.iter()
+            .map(|j| {
+                format!(
+                    "job {} {} {} (attempt {} of {}, error {:?})",
+                    j.id,
+                    j.kind,
+                    j.state.as_str(),
+                    j.attempts,
+                    j.max_attempts,
+                    j.error
+                )
+            })
+            .collect()
+    }
+}
+
+/// Like crates.io's test app, the teardown fails a test that leaves jobs queued or running:
+/// every job a test starts must end within the test (wait for it).
 impl Drop for TestApp {
     fn drop(&mut self) {
+        let left = if std::thread::panicking() {
+            vec![]
+        } else {
+            self.jobs_left_behind()
+        };
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -427,5 +467,11 @@ impl Drop for TestApp {
         }
         // The server stops before its database goes.
         self.database.take();
+        assert!(
+            left.is_empty(),
+            "the test left jobs queued or running after {:?}:\n{}",
+            self.jobs_settle,
+            left.join("\n")
+        );
     }
 }
