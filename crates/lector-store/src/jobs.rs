@@ -31,8 +31,11 @@
 //!     }
 //! }
 //! let job = enqueue_in(&mut tx, NewJob::of(&TrainPayload { model_id })?.owned_by(user_id)).await?;
-//! // in the handler: run(&self, store, lease, payload: TrainPayload)
+//! // lector-jobs: `impl Handler for Train { type Payload = TrainPayload; fn run(.., payload) }`,
+//! // registered in `lector_jobs::standard_runner` with `.with(Train)`.
 //! ```
+//!
+//! Mail is a kind like the others: [`Store::queue_mail`] enqueues a `MailPayload` with its body.
 //!
 //! The stored payload is the struct's fields plus `version` and `failure` (so those two names
 //! are taken). The failure description is stored when the job is enqueued, so a job whose
