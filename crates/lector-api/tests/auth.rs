@@ -216,9 +216,9 @@ async fn password_reset_by_mail_works_once(app: TestApp) {
         .await;
     assert_eq!(known.status, 200);
     assert_eq!(known.text, unknown.text, "the answer does not reveal who is registered");
-    assert!(app.mails_to("eve@example.org").is_empty());
+    assert!(app.mails_to("eve@example.org").await.is_empty());
 
-    let token = app.token_from_mail("ada@example.org");
+    let token = app.token_from_mail("ada@example.org").await;
     let reset = json!({"reset_password_token": token, "password": "brand-new-pass"});
     app.call(Method::POST, "/password/reset", None, Some(reset.clone()))
         .await
@@ -242,7 +242,7 @@ async fn superuser_creates_user_with_first_login_token(app: TestApp) {
     let created = app.post("/users", &root.token, body).await.expect(201);
     assert_eq!(created["email"], "new@example.org");
 
-    let token = app.token_from_mail("new@example.org");
+    let token = app.token_from_mail("new@example.org").await;
     let login = app
         .call(Method::POST, "/auth/login", None, Some(json!({"token": token})))
         .await

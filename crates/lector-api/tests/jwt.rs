@@ -181,7 +181,7 @@ async fn forged_tokens_are_refused(app: TestApp) {
             "old token version",
             token(hs256(), &with(&claims, "ver", json!(-1)), Some(key)),
         ),
-        ("password reset token", app.token_from_mail("ada@example.org")),
+        ("password reset token", app.token_from_mail("ada@example.org").await),
         (
             "product key guessed",
             "lk_0000000000000000000000000000000000000000".to_owned(),

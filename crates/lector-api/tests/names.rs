@@ -67,9 +67,9 @@ async fn workspace_names_cannot_write_into_mails(app: TestApp) {
     )
     .await
     .expect(200);
-    let mail = app.mails_to("bob@example.org").pop().expect("an invitation mail");
+    let mail = app.mails_to("bob@example.org").await.pop().expect("an invitation mail");
     assert!(!mail.lines().any(|l| l.starts_with("Token: forged")), "{mail}");
     // (The mail is quoted-printable, which may break the line after the escapes.)
     assert!(mail.contains(r#""Team\nToken: forged\"#), "{mail}");
-    assert_ne!(app.token_from_mail("bob@example.org"), "forged");
+    assert_ne!(app.token_from_mail("bob@example.org").await, "forged");
 }

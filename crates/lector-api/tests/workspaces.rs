@@ -162,7 +162,7 @@ async fn invitations_end_to_end(app: TestApp) {
     assert_eq!(pending.as_array().unwrap().len(), 2);
     assert_eq!(pending[0]["status"], "PENDING");
 
-    let token = app.token_from_mail("new@example.org");
+    let token = app.token_from_mail("new@example.org").await;
     let accept = json!({"token": token, "password": "new-user-pass", "first_name": "Nea"});
     let accepted = app
         .call(
@@ -179,7 +179,7 @@ async fn invitations_end_to_end(app: TestApp) {
         .await
         .expect_problem(404, "not_found");
 
-    let bob_token = app.token_from_mail("bob@example.org");
+    let bob_token = app.token_from_mail("bob@example.org").await;
     let wrong = json!({"token": bob_token, "password": "not-bobs-password"});
     app.call(Method::POST, "/organizations/users/invite/accept", None, Some(wrong))
         .await
@@ -245,7 +245,7 @@ async fn invitations_can_be_cancelled_and_resent(app: TestApp) {
         sent["invitations"][1]["id"].as_i64().unwrap(),
     );
 
-    let c_token = app.token_from_mail("c@example.org");
+    let c_token = app.token_from_mail("c@example.org").await;
     let cancelled = app
         .delete(&format!("/organizations/{id}/invitation/{c}"), &ada.token)
         .await
@@ -259,7 +259,7 @@ async fn invitations_can_be_cancelled_and_resent(app: TestApp) {
         .await
         .expect_problem(404, "not_found");
 
-    let old = app.token_from_mail("d@example.org");
+    let old = app.token_from_mail("d@example.org").await;
     app.post(
         &format!("/organizations/{id}/invitation/{d}/resend"),
         &ada.token,
@@ -267,7 +267,7 @@ async fn invitations_can_be_cancelled_and_resent(app: TestApp) {
     )
     .await
     .expect(200);
-    let new = app.token_from_mail("d@example.org");
+    let new = app.token_from_mail("d@example.org").await;
     assert_ne!(old, new);
     let stale = json!({"token": old, "password": "password-123"});
     app.call(Method::POST, "/organizations/users/invite/accept", None, Some(stale))

@@ -1,5 +1,6 @@
 //! Lector's background work: the worker loop over the durable job queue, the job handlers,
-//! and mail delivery (to an outbox folder, one `.eml` file per message, or over SMTP).
+//! and mail delivery (a `send_mail` job: to an outbox folder, one `.eml` file per message, or
+//! over SMTP).
 
 pub mod cloning;
 pub mod file_import;
@@ -10,11 +11,15 @@ pub mod training;
 
 pub use cloning::CloneProject;
 pub use ingest::{ImportDocuments, prepare_document};
-pub use mail::Mailer;
+pub use mail::{Mailer, SendMail};
 pub use runner::{Handler, HandlerFuture, JobError, Outcome, Runner};
 pub use training::TrainModel;
 
-/// The runner with every kind of job this installation handles.
-pub fn standard_runner() -> Runner {
-    Runner::new().with(ImportDocuments).with(CloneProject).with(TrainModel)
+/// The runner with every kind of job this installation handles, sending mail with `mailer`.
+pub fn standard_runner(mailer: std::sync::Arc<Mailer>) -> Runner {
+    Runner::new()
+        .with(ImportDocuments)
+        .with(CloneProject)
+        .with(TrainModel)
+        .with(SendMail(mailer))
 }

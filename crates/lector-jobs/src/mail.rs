@@ -1,12 +1,18 @@
 //! Outgoing mail: password resets, invitations and first-time-login tokens.
 //!
-//! Without SMTP configuration every message is written to the outbox folder, so a fresh
-//! installation works offline and an operator can read what would have been sent.
+//! Mail goes through the job queue (`send_mail`, [`SendMail`]): a request enqueues the message
+//! and never waits on SMTP, and a mail server that hiccups only delays the message, which is
+//! retried with backoff. The body (it carries one-time tokens) is the job's input, deleted when
+//! the job ends. Without SMTP configuration every message is written to the outbox folder, so a
+//! fresh installation works offline and an operator can read what would have been sent.
 
+use crate::runner::{Handler, HandlerFuture, JobError, Outcome};
 use lector_core::config::MailConfig;
+use lector_store::{Lease, MailPayload, Store};
 use lettre::message::Mailbox;
 use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 enum Transport {
     Outbox(AsyncFileTransport<Tokio1Executor>),
@@ -73,6 +79,35 @@ impl Mailer {
             Transport::Outbox(t) => t.send(message).await.map(|_| ()).map_err(|e| format!("outbox: {e}")),
             Transport::Smtp(t) => t.send(message).await.map(|_| ()).map_err(|e| format!("smtp: {e}")),
         }
+    }
+}
+
+/// Delivers a `send_mail` job's message through the configured transport.
+#[derive(Debug, Clone)]
+pub struct SendMail(pub Arc<Mailer>);
+
+impl Handler for SendMail {
+    type Payload = MailPayload;
+
+    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, mail: MailPayload) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            if let Err(e) = mail.to.parse::<Mailbox>() {
+                return Err(JobError::fatal(format!(
+                    "the recipient {:?} is not an address: {e}",
+                    mail.to
+                )));
+            }
+            let body: String = store.job_input(lease).await.map_err(JobError::from_store)?;
+            self.0
+                .send(&mail.to, &mail.subject, &body)
+                .await
+                .map_err(|e| JobError::transient(format!("the mail could not be sent: {e}")))?;
+            tracing::info!(job.id = lease.job.id, "mail sent");
+            Ok(Outcome {
+                result: serde_json::json!({"sent": true}),
+                notice: None,
+            })
+        })
     }
 }
 

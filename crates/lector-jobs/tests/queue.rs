@@ -390,6 +390,37 @@ async fn a_worker_goes_on_after_a_panic(backend: Backend) {
     }
 }
 
+/// A job whose kind this runner cannot handle fails for good at once: a clone's project
+/// turns FAILED and its owner hears why, once.
+async fn a_clone_without_a_handler_fails_its_project(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (scope, workspace, project) = owner_with_project(&store, "Original", ProjectType::Class).await;
+    let (copy, job_id) = store.start_clone(&scope, project.id, &workspace, None).await.unwrap();
+    assert_eq!(copy.status, "PROCESSING");
+    let job = run_until_ended(&store, &Runner::new().with(Flaky), job_id).await;
+    assert_eq!(job.state, JobState::Failed);
+    let reason = format!(
+        "The copy of project {} into project {} failed after 1 attempt: this installation has no handler for \
+         jobs of kind clone_project; delete the incomplete copy and clone the project again.",
+        project.id, copy.id
+    );
+    assert_eq!(job.error.as_deref(), Some(reason.as_str()));
+    let (copy, _) = store
+        .project_access(&scope, copy.id, lector_core::Action::Read)
+        .await
+        .unwrap();
+    assert_eq!(copy.status, "FAILED");
+    let notes = store.notifications(&scope, scope.user_id, 0, 100).await.unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(
+        (notes[0].title.as_str(), notes[0].text.as_str()),
+        ("Copy failed", reason.as_str())
+    );
+}
+
 macro_rules! on_both_backends {
     ($($name:ident),*) => {
         mod sqlite { $(
@@ -491,5 +522,6 @@ on_both_backends!(
     a_clone_run_twice_copies_once,
     a_panic_is_a_failed_attempt_and_the_retry_succeeds,
     a_job_that_always_panics_fails_with_its_trace,
-    a_worker_goes_on_after_a_panic
+    a_worker_goes_on_after_a_panic,
+    a_clone_without_a_handler_fails_its_project
 );

@@ -31,8 +31,11 @@
 //!     }
 //! }
 //! let job = enqueue_in(&mut tx, NewJob::of(&TrainPayload { model_id })?.owned_by(user_id)).await?;
-//! // in the handler: run(&self, store, lease, payload: TrainPayload)
+//! // lector-jobs: `impl Handler for Train { type Payload = TrainPayload; fn run(.., payload) }`,
+//! // registered in `lector_jobs::standard_runner` with `.with(Train)`.
 //! ```
+//!
+//! Mail is a kind like the others: [`Store::queue_mail`] enqueues a `MailPayload` with its body.
 //!
 //! The stored payload is the struct's fields plus `version` and `failure` (so those two names
 //! are taken). The failure description is stored when the job is enqueued, so a job whose
@@ -509,6 +512,19 @@ impl Store {
             tracing::error!(error = %e, job.id = lease.job.id, "unreadable job input");
             Error::new(ErrorCode::Internal, format!("the job's input is unreadable: {e}"))
         })
+    }
+
+    /// Jobs queued or running, oldest first: for tests (nothing left behind) and operators
+    /// (system look-up, no scope).
+    pub async fn unfinished_jobs(&self) -> Result<Vec<Job>> {
+        let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state = $1 OR state = $2 ORDER BY id");
+        let rows = sqlx::query(&sql)
+            .bind(JobState::Queued.as_str())
+            .bind(JobState::Running.as_str())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter().map(Job::decode).collect()
     }
 
     /// A job by id, for tests and operators (system look-up, no scope).

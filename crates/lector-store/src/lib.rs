@@ -24,8 +24,8 @@ pub use documents::{Document, DocumentFilter, DocumentGroup, NewDocument, NewSeg
 pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
 pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel, UploadTarget};
 pub use payloads::{
-    CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload, ImportedDocument, TRAINING_JOB,
-    TrainingPayload,
+    CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload, ImportedDocument, MAIL_JOB,
+    MailPayload, TRAINING_JOB, TrainingPayload,
 };
 pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,

@@ -5,7 +5,9 @@
 //! job builds the struct, and the handler in `lector-jobs` receives the same struct decoded.
 //! Nothing here runs a job; a struct only says what its job needs and what its failure leaves.
 
-use crate::jobs::{Failure, JobPayload, JobResource};
+use crate::Store;
+use crate::jobs::{Failure, JobPayload, JobResource, NewJob};
+use lector_core::Result;
 use serde::{Deserialize, Serialize};
 
 /// The kind of job that imports documents into a group.
@@ -14,6 +16,8 @@ pub const IMPORT_JOB: &str = ImportPayload::KIND;
 pub const CLONE_JOB: &str = ClonePayload::KIND;
 /// The kind of job that trains a model.
 pub const TRAINING_JOB: &str = TrainingPayload::KIND;
+/// The kind of job that sends one mail.
+pub const MAIL_JOB: &str = MailPayload::KIND;
 
 /// Fills a document group (PROCESSING until done) from the documents in the job's input (a
 /// `Vec<ImportedDocument>`), or from an uploaded file.
@@ -126,5 +130,44 @@ impl JobPayload for TrainingPayload {
             format!("Training model {:?}", self.model_name),
             "train a new model once the cause is mended",
         )
+    }
+}
+
+/// Sends one plain-text mail. The body (it may carry a one-time token) is the job's input, a
+/// `String`, deleted when the job ends; the payload keeps only the envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MailPayload {
+    pub to: String,
+    pub subject: String,
+    /// What a person can do when the mail cannot be sent, e.g. "resend the invitation".
+    pub advice: String,
+}
+
+impl JobPayload for MailPayload {
+    const KIND: &'static str = "send_mail";
+    const MAX_ATTEMPTS: i64 = 8;
+
+    fn failure(&self) -> Failure {
+        Failure::of(
+            None,
+            "Mail not sent",
+            format!("The mail \"{}\" to {}", self.subject, self.to),
+            self.advice.clone(),
+        )
+    }
+}
+
+impl Store {
+    /// Queues one mail (a `send_mail` job): the caller never waits on the mail server, and a
+    /// server that hiccups only delays the message. `notify` is the user told, once, when the
+    /// mail cannot be sent after every attempt; answers the job's id.
+    pub async fn queue_mail(&self, mail: &MailPayload, body: &str, notify: Option<i64>) -> Result<i64> {
+        let mut job = NewJob::of(mail)?.with_input(&body)?;
+        if let Some(user_id) = notify {
+            job = job.owned_by(user_id);
+        }
+        let job = self.enqueue(job).await?;
+        tracing::info!(job.id = job.id, "mail queued");
+        Ok(job.id)
     }
 }

@@ -3,10 +3,9 @@
 
 mod common;
 
-use common::worker;
+use common::{ended, stop_when, worker};
 use lector_store::testing::{TestDatabase, owner_with_project};
 use lector_store::{Backend, ImportOptions, ImportedDocument, JobState, Store};
-use std::time::{Duration, Instant};
 
 const DOCUMENTS: usize = 20_000;
 
@@ -33,26 +32,16 @@ async fn killed_worker_loses_nothing(backend: Backend) {
         .unwrap();
     let job_id = group.task_id.unwrap();
 
-    // Kill the first worker once it has committed part of the import.
+    // Kill the first worker once it has committed part of the import (caught stopped, so it
+    // cannot finish between the look and the kill).
     let dir = tempfile::tempdir().unwrap();
     let mut first = worker(&database.url, dir.path());
-    let started = Instant::now();
-    loop {
-        let job = store.job_by_id(job_id).await.unwrap().unwrap();
-        assert_ne!(
-            job.state,
-            JobState::Done,
-            "the import finished before the worker could be killed"
-        );
-        if job.progress > 0.0 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the first worker never made progress"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let job = stop_when(&first, &store, job_id, |j| j.progress > 0.0).await;
+    assert_ne!(
+        job.state,
+        JobState::Done,
+        "the import finished within one slice of the worker"
+    );
     first.kill().unwrap();
     first.wait().unwrap();
     let halfway = store.group(&scope, project.id, group.id).await.unwrap().document_count;
@@ -62,18 +51,7 @@ async fn killed_worker_loses_nothing(backend: Backend) {
     );
 
     let mut second = worker(&database.url, dir.path());
-    let started = Instant::now();
-    let job = loop {
-        let job = store.job_by_id(job_id).await.unwrap().unwrap();
-        if job.state == JobState::Done || job.state == JobState::Failed {
-            break job;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "the import did not finish after the kill"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let job = ended(&store, job_id).await;
     second.kill().unwrap();
     second.wait().unwrap();
 

@@ -4,25 +4,12 @@
 
 mod common;
 
-use common::worker;
+use common::{ended, stop_when, worker};
 use lector_store::testing::{TestDatabase, owner_with_project};
 use lector_store::{Backend, Blobs, FileSource, ImportOptions, JobState, Store};
 use serde_json::json;
-use std::time::{Duration, Instant};
 
 const ROWS: usize = 20_000;
-
-async fn wait_until(store: &Store, job_id: i64, done: impl Fn(&lector_store::Job) -> bool) -> lector_store::Job {
-    let started = Instant::now();
-    loop {
-        let job = store.job_by_id(job_id).await.unwrap().unwrap();
-        if done(&job) {
-            return job;
-        }
-        assert!(started.elapsed() < Duration::from_secs(180), "the job stalled: {job:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 async fn killed_worker_imports_the_file_once(backend: Backend) {
     let Some(database) = TestDatabase::create(backend).await else {
@@ -59,11 +46,11 @@ async fn killed_worker_imports_the_file_once(backend: Backend) {
     let job_id = group.task_id.unwrap();
 
     let mut first = worker(&database.url, dir.path());
-    let job = wait_until(&store, job_id, |j| j.progress > 0.0 || j.state == JobState::Done).await;
+    let job = stop_when(&first, &store, job_id, |j| j.progress > 0.0).await;
     assert_ne!(
         job.state,
         JobState::Done,
-        "the import finished before the worker could be killed"
+        "the import finished within one slice of the worker"
     );
     first.kill().unwrap();
     first.wait().unwrap();
@@ -74,7 +61,7 @@ async fn killed_worker_imports_the_file_once(backend: Backend) {
     );
 
     let mut second = worker(&database.url, dir.path());
-    let job = wait_until(&store, job_id, |j| matches!(j.state, JobState::Done | JobState::Failed)).await;
+    let job = ended(&store, job_id).await;
     second.kill().unwrap();
     second.wait().unwrap();
     assert_eq!(job.state, JobState::Done, "{:?}", job.error);

@@ -14,7 +14,7 @@ use axum::http::request::Parts;
 use lector_core::time::Timestamp;
 use lector_core::validate::{MAX_NAME_CHARS, Problems, normalize_email};
 use lector_core::{Error, ErrorCode};
-use lector_store::{TokenPurpose, User};
+use lector_store::{MailPayload, TokenPurpose, User};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -284,13 +284,12 @@ pub async fn send_password_reset_email(
         state.config.public_url(),
         lifetime / 60
     );
-    if let Err(e) = state
-        .mailer
-        .send(&user.email, "Reset your Lector password", &text)
-        .await
-    {
-        tracing::error!(error = %e, user.id = user.id, "cannot send the password-reset mail");
-    }
+    let mail = MailPayload {
+        to: user.email.clone(),
+        subject: "Reset your Lector password".into(),
+        advice: "ask for a new reset mail".into(),
+    };
+    state.store.queue_mail(&mail, &text, None).await?;
     Ok(same_answer)
 }
 

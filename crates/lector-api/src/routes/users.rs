@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use lector_core::time::Timestamp;
 use lector_core::validate::{MAX_NAME_CHARS, Problems, normalize_email};
 use lector_core::{ErrorCode, Result};
-use lector_store::{NewUser, ProductKey, TokenPurpose, User, UserChanges};
+use lector_store::{MailPayload, NewUser, ProductKey, TokenPurpose, User, UserChanges};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -426,9 +426,12 @@ pub async fn create_user(
             state.config.public_url(),
             user.id
         );
-        if let Err(e) = state.mailer.send(&user.email, "Your Lector account", &text).await {
-            tracing::error!(error = %e, user.id = user.id, "cannot send the first-time-login mail");
-        }
+        let mail = MailPayload {
+            to: user.email.clone(),
+            subject: "Your Lector account".into(),
+            advice: "ask the user to reset the password with their address".into(),
+        };
+        state.store.queue_mail(&mail, &text, Some(caller.user.id)).await?;
     }
     Ok((StatusCode::CREATED, Json(UserDto::from(&user))))
 }

@@ -11,7 +11,9 @@ use axum::extract::State;
 use lector_core::time::Timestamp;
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems, is_email, normalize_email};
 use lector_core::{Action, Error, ErrorCode, Role};
-use lector_store::{Invitation, Invitee, Membership, MyWorkspace, NewUser, Workspace, WorkspaceChanges, WorkspaceRef};
+use lector_store::{
+    Invitation, Invitee, MailPayload, Membership, MyWorkspace, NewUser, Workspace, WorkspaceChanges, WorkspaceRef,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -394,7 +396,7 @@ pub async fn invite_users(
                 expires,
             )
             .await?;
-        send_invitation(&state, &caller, &workspace, &invitation, &token).await;
+        send_invitation(&state, &caller, &workspace, &invitation, &token).await?;
         answer.invitations.push(invitation_dto(&state, invitation));
     }
     Ok(Json(answer))
@@ -406,7 +408,7 @@ async fn send_invitation(
     workspace: &Workspace,
     invitation: &Invitation,
     token: &str,
-) {
+) -> lector_core::Result<()> {
     let text = format!(
         // Names are quoted with escapes ({:?}), so a stored name can never add lines to the mail.
         "{:?} invited you to the Lector workspace {:?} as {}.\n\n\
@@ -421,13 +423,13 @@ async fn send_invitation(
         state.config.public_url(),
         rfc3339(invitation.expires)
     );
-    if let Err(e) = state
-        .mailer
-        .send(&invitation.email, "You are invited to a Lector workspace", &text)
-        .await
-    {
-        tracing::error!(error = %e, invitation.id = invitation.id, "cannot send the invitation mail");
-    }
+    let mail = MailPayload {
+        to: invitation.email.clone(),
+        subject: "You are invited to a Lector workspace".into(),
+        advice: "resend the invitation".into(),
+    };
+    state.store.queue_mail(&mail, &text, Some(caller.user.id)).await?;
+    Ok(())
 }
 
 /// Pending invitations of a workspace.
@@ -678,6 +680,6 @@ pub async fn resend_invitation(
             expires,
         )
         .await?;
-    send_invitation(&state, &caller, &workspace, &invitation, &token).await;
+    send_invitation(&state, &caller, &workspace, &invitation, &token).await?;
     Ok(Json(invitation_dto(&state, invitation)))
 }

@@ -50,6 +50,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub state: AppState,
     pub data_dir: tempfile::TempDir,
+    /// How long the teardown waits for the test's jobs to end ([`JOBS_SETTLE`]).
+    pub jobs_settle: std::time::Duration,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
     database: Option<TestDatabase>,
@@ -168,7 +170,7 @@ impl TestApp {
         let address = server.local_addr().expect("address");
         let (tx, rx) = oneshot::channel::<()>();
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let workers = lector_jobs::standard_runner().spawn(state.store.clone(), 2, stopped);
+        let workers = lector_jobs::standard_runner(state.mailer.clone()).spawn(state.store.clone(), 2, stopped);
         let handle = tokio::spawn(async move {
             server
                 .run(async {
@@ -189,6 +191,7 @@ impl TestApp {
             client,
             state,
             data_dir,
+            jobs_settle: JOBS_SETTLE,
             shutdown: Some(tx),
             server: Some(handle),
             database: Some(database),
@@ -267,7 +270,6 @@ impl TestApp {
         Session::from_answer(&answer, email)
     }
 
-    /// Messages in the mail outbox addressed to `email`, oldest first.
     /// Creates a project of `kind` with these classes; answers its id.
     pub async fn project_with_classes(&self, owner: &Session, name: &str, kind: &str, classes: &[&str]) -> i64 {
         let id = self
@@ -369,7 +371,26 @@ impl TestApp {
         (content_type, disposition, response.bytes().await.unwrap().to_vec())
     }
 
-    pub fn mails_to(&self, email: &str) -> Vec<String> {
+    /// Waits (`within` at most) until no job is queued or running; answers those left.
+    pub async fn settle_jobs(&self, within: std::time::Duration) -> Vec<lector_store::Job> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let left = self.state.store.unfinished_jobs().await.expect("unfinished jobs");
+            if left.is_empty() || std::time::Instant::now() >= deadline {
+                return left;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Messages in the mail outbox addressed to `email`, oldest first, once every queued mail
+    /// has been delivered (mail is a job).
+    pub async fn mails_to(&self, email: &str) -> Vec<String> {
+        let left = self.settle_jobs(std::time::Duration::from_secs(30)).await;
+        assert!(
+            left.iter().all(|j| j.kind != lector_store::MAIL_JOB),
+            "mail still queued: {left:?}"
+        );
         let outbox: PathBuf = self.data_dir.path().join("mail");
         let mut mails: Vec<(std::time::SystemTime, String)> = std::fs::read_dir(&outbox)
             .map(|entries| {
@@ -387,10 +408,9 @@ impl TestApp {
         mails.into_iter().map(|(_, text)| text).collect()
     }
 
-    /// The token of the newest mail to `email`.
-    #[track_caller]
-    pub fn token_from_mail(&self, email: &str) -> String {
-        let mails = self.mails_to(email);
+    /// The token of the newest mail to `email`, waiting for queued mail to be delivered.
+    pub async fn token_from_mail(&self, email: &str) -> String {
+        let mails = self.mails_to(email).await;
         let last = mails.last().unwrap_or_else(|| panic!("no mail to {email}"));
         last.lines()
             .find_map(|l| l.strip_prefix("Token: "))
@@ -400,8 +420,45 @@ impl TestApp {
     }
 }
 
+/// How long a finished test's jobs may take to end before the test fails for leaving them.
+pub const JOBS_SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl TestApp {
+    /// The jobs still queued or running after `jobs_settle`, as lines for a failure message.
+    /// Drop cannot await: this thread blocks while the runtime's other threads run the workers.
+    fn jobs_left_behind(&self) -> Vec<String> {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return vec![];
+        };
+        if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            return vec![];
+        }
+        let left = tokio::task::block_in_place(|| runtime.block_on(self.settle_jobs(self.jobs_settle)));
+        left.iter()
+            .map(|j| {
+                format!(
+                    "job {} {} {} (attempt {} of {}, error {:?})",
+                    j.id,
+                    j.kind,
+                    j.state.as_str(),
+                    j.attempts,
+                    j.max_attempts,
+                    j.error
+                )
+            })
+            .collect()
+    }
+}
+
+/// Like crates.io's test app, the teardown fails a test that leaves jobs queued or running:
+/// every job a test starts must end within the test (wait for it).
 impl Drop for TestApp {
     fn drop(&mut self) {
+        let left = if std::thread::panicking() {
+            vec![]
+        } else {
+            self.jobs_left_behind()
+        };
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -410,5 +467,11 @@ impl Drop for TestApp {
         }
         // The server stops before its database goes.
         self.database.take();
+        assert!(
+            left.is_empty(),
+            "the test left jobs queued or running after {:?}:\n{}",
+            self.jobs_settle,
+            left.join("\n")
+        );
     }
 }

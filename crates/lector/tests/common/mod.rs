@@ -1,10 +1,40 @@
-//! What the kill tests share: a `lector worker` process with a short lease.
+//! What the kill tests share: a `lector worker` process with a short lease, run in slices so
+//! that a test can catch it in the middle of a job however fast or slow the machine is.
 
+use lector_store::{Job, JobState, Store};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a worker may take to reach a state, on the slowest machine we expect.
+pub const DEADLINE: Duration = Duration::from_secs(180);
+
+/// A worker process, killed when dropped: a test that fails leaves no worker behind (not even
+/// a stopped one).
+pub struct Worker(Child);
+
+impl std::ops::Deref for Worker {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Worker {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
 
 /// Starts `lector worker` with one worker and a 2-second lease on `url`, quiet.
-pub fn worker(url: &str, dir: &std::path::Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_lector"))
+pub fn worker(url: &str, dir: &std::path::Path) -> Worker {
+    let child = Command::new(env!("CARGO_BIN_EXE_lector"))
         .args(["worker", "--workers", "1", "--data-dir"])
         .arg(dir)
         .env("LECTOR_DATABASE_URL", url)
@@ -13,5 +43,45 @@ pub fn worker(url: &str, dir: &std::path::Path) -> Child {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start a worker")
+        .expect("start a worker");
+    Worker(child)
+}
+
+fn signal(child: &Child, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success(), "kill {signal} failed");
+}
+
+/// Lets `child` run in short slices (continued, a few milliseconds, stopped) and looks at the
+/// job only while the child is stopped, until `reached` holds or the job has ended. Answers
+/// the job as seen with the child stopped: however slowly this test is scheduled, the worker
+/// can never run past the wanted state unobserved by more than one slice.
+pub async fn stop_when(child: &Child, store: &Store, job_id: i64, reached: impl Fn(&Job) -> bool) -> Job {
+    let started = Instant::now();
+    loop {
+        signal(child, "-STOP");
+        let job = store.job_by_id(job_id).await.unwrap().expect("the job");
+        if reached(&job) || matches!(job.state, JobState::Done | JobState::Failed) {
+            return job;
+        }
+        assert!(started.elapsed() < DEADLINE, "the worker did not get there: {job:?}");
+        signal(child, "-CONT");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Waits until the job has ended (DONE or FAILED), checking again whenever it changes.
+pub async fn ended(store: &Store, job_id: i64) -> Job {
+    let started = Instant::now();
+    loop {
+        let job = store.job_by_id(job_id).await.unwrap().expect("the job");
+        if matches!(job.state, JobState::Done | JobState::Failed) {
+            return job;
+        }
+        assert!(started.elapsed() < DEADLINE, "the job did not end: {job:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

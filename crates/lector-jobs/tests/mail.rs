@@ -1,0 +1,159 @@
+//! Mail as a job on both backends: a mail server that refuses is retried without losing the
+//! message, the body (with its one-time token) is gone from the database once delivered, and a
+//! mail that can never go out fails with one notification.
+
+use lector_core::config::{MailConfig, Secret};
+use lector_core::{ErrorCode, Scope};
+use lector_jobs::{Mailer, Runner, SendMail};
+use lector_store::testing::TestDatabase;
+use lector_store::{Backend, JobState, Lease, MailPayload, NewUser, Store};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+async fn user(store: &Store) -> Scope {
+    let user = store
+        .create_user(NewUser {
+            email: "ada@example.org".into(),
+            first_name: String::new(),
+            last_name: String::new(),
+            password_hash: None,
+            is_superuser: false,
+        })
+        .await
+        .expect("user");
+    store.principal(user.id).await.unwrap().unwrap().1
+}
+
+/// The body a job still keeps in the database, if any.
+async fn kept_body(store: &Store, job_id: i64) -> Option<String> {
+    let job = store.job_by_id(job_id).await.unwrap().unwrap();
+    let lease = Lease {
+        job,
+        owner: "test".into(),
+        token: 0,
+    };
+    match store.job_input::<String>(&lease).await {
+        Ok(body) => Some(body),
+        Err(e) if e.code == ErrorCode::NotFound => None,
+        Err(e) => panic!("{e:?}"),
+    }
+}
+
+fn mail(to: &str) -> MailPayload {
+    MailPayload {
+        to: to.into(),
+        subject: "Reset your Lector password".into(),
+        advice: "ask for a new reset mail".into(),
+    }
+}
+
+async fn a_refused_mail_is_retried_and_its_body_deleted_once_sent(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let scope = user(&store).await;
+    let job_id = store
+        .queue_mail(&mail("ada@example.org"), "Token: secret-123\n", Some(scope.user_id))
+        .await
+        .unwrap();
+
+    // The mail server is down: nothing listens on the port.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = MailConfig {
+        smtp_url: Some(Secret::new(format!("smtp://127.0.0.1:{closed}"))),
+        ..MailConfig::default()
+    };
+    let down = Runner::new().with(SendMail(Arc::new(Mailer::new(&config, "unused".as_ref()).unwrap())));
+    assert!(down.run_one(&store, "w").await.unwrap());
+    let job = store.job_by_id(job_id).await.unwrap().unwrap();
+    assert_eq!((job.state, job.attempts), (JobState::Queued, 1), "{job:?}");
+    assert!(job.error.unwrap().starts_with("the mail could not be sent: smtp"));
+    assert_eq!(kept_body(&store, job_id).await.as_deref(), Some("Token: secret-123\n"));
+
+    // The server is back (the outbox stands in for it): the retry delivers the same message.
+    let outbox = tempfile::tempdir().unwrap();
+    let up = Runner::new().with(SendMail(Arc::new(
+        Mailer::new(&MailConfig::default(), outbox.path()).unwrap(),
+    )));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let job = loop {
+        up.run_one(&store, "w").await.unwrap();
+        let job = store.job_by_id(job_id).await.unwrap().unwrap();
+        if job.state != JobState::Queued {
+            break job;
+        }
+        assert!(Instant::now() < deadline, "{job:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!((job.state, job.attempts), (JobState::Done, 2), "{job:?}");
+    let sent: Vec<_> = std::fs::read_dir(outbox.path()).unwrap().collect();
+    assert_eq!(sent.len(), 1);
+    let text = std::fs::read_to_string(sent[0].as_ref().unwrap().path()).unwrap();
+    assert!(text.contains("Token: secret-123"), "{text}");
+    assert_eq!(
+        kept_body(&store, job_id).await,
+        None,
+        "the token is not left in the database"
+    );
+    assert!(!job.payload.to_string().contains("secret-123"));
+    let notes = store.notifications(&scope, scope.user_id, 0, 10).await.unwrap();
+    assert!(notes.is_empty(), "a delivered mail notifies nobody: {notes:?}");
+}
+
+async fn a_mail_that_cannot_go_out_fails_once_with_a_notification(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let scope = user(&store).await;
+    let job_id = store
+        .queue_mail(&mail("not an address"), "Token: t\n", Some(scope.user_id))
+        .await
+        .unwrap();
+    let outbox = tempfile::tempdir().unwrap();
+    let runner = Runner::new().with(SendMail(Arc::new(
+        Mailer::new(&MailConfig::default(), outbox.path()).unwrap(),
+    )));
+    runner.run_one(&store, "w").await.unwrap();
+    let job = store.job_by_id(job_id).await.unwrap().unwrap();
+    assert_eq!(job.state, JobState::Failed);
+    assert_eq!(kept_body(&store, job_id).await, None);
+    let notes = store.notifications(&scope, scope.user_id, 0, 10).await.unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0].title, "Mail not sent");
+    assert!(
+        notes[0].text.starts_with(
+            "The mail \"Reset your Lector password\" to not an address failed after 1 attempt: the recipient"
+        ),
+        "{}",
+        notes[0].text
+    );
+    assert!(
+        notes[0].text.ends_with("; ask for a new reset mail."),
+        "{}",
+        notes[0].text
+    );
+}
+
+macro_rules! on_both_backends {
+    ($($name:ident),*) => {
+        mod sqlite { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(lector_store::Backend::Sqlite).await }
+        )* }
+        mod postgres { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(lector_store::Backend::Postgres).await }
+        )* }
+    };
+}
+
+on_both_backends!(
+    a_refused_mail_is_retried_and_its_body_deleted_once_sent,
+    a_mail_that_cannot_go_out_fails_once_with_a_notification
+);
