@@ -4,15 +4,20 @@
 pub mod cloning;
 pub mod file_import;
 pub mod ingest;
+pub mod labeled_import;
 pub mod mail;
 pub mod runner;
 
 pub use cloning::CloneProject;
 pub use ingest::{ImportDocuments, prepare_document};
+pub use labeled_import::ImportLabeled;
 pub use mail::Mailer;
 pub use runner::{Handler, HandlerFuture, JobError, Outcome, Runner};
 
 /// The runner with every kind of job this installation handles.
 pub fn standard_runner() -> Runner {
-    Runner::new().with(ImportDocuments).with(CloneProject)
+    Runner::new()
+        .with(ImportDocuments)
+        .with(ImportLabeled)
+        .with(CloneProject)
 }

@@ -78,6 +78,8 @@ pub enum JobResource {
     DocumentGroup(i64),
     /// A project a clone fills.
     Project(i64),
+    /// A labeling session a labeled-file import fills (with its document group).
+    Session(i64),
 }
 
 /// The trace a job's terminal failure leaves: its resource FAILED and one notification.
@@ -573,16 +575,26 @@ pub(crate) async fn check_fence(tx: &mut Transaction<'static, Any>, lease: &Leas
 
 /// Marks what a job worked on FAILED (a job's terminal failure).
 async fn mark_failed(tx: &mut Transaction<'static, Any>, resource: JobResource) -> Result<()> {
-    let (sql, id) = match resource {
-        JobResource::DocumentGroup(id) => ("UPDATE document_groups SET status = $1 WHERE id = $2", id),
-        JobResource::Project(id) => ("UPDATE projects SET status = $1 WHERE id = $2", id),
+    let statements: &[&str] = match resource {
+        JobResource::DocumentGroup(_) => &["UPDATE document_groups SET status = $1 WHERE id = $2"],
+        JobResource::Project(_) => &["UPDATE projects SET status = $1 WHERE id = $2"],
+        JobResource::Session(_) => &[
+            "UPDATE sessions SET status = $1 WHERE id = $2",
+            "UPDATE document_groups SET status = $1 \
+             WHERE id = (SELECT document_group_id FROM sessions WHERE id = $2)",
+        ],
     };
-    sqlx::query(sql)
-        .bind("FAILED")
-        .bind(id)
-        .execute(&mut **tx)
-        .await
-        .map_err(db)?;
+    let id = match resource {
+        JobResource::DocumentGroup(id) | JobResource::Project(id) | JobResource::Session(id) => id,
+    };
+    for sql in statements {
+        sqlx::query(sql)
+            .bind("FAILED")
+            .bind(id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
     Ok(())
 }
 

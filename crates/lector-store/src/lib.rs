@@ -13,6 +13,7 @@ mod cloning;
 mod credentials;
 mod documents;
 mod jobs;
+mod labeled_imports;
 pub use accounts::{NewUser, UserChanges};
 pub use analyses::{Analysis, NewAnalysis};
 pub use blobs::Blobs;
@@ -20,7 +21,11 @@ pub use cloning::CloneCounts;
 pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use documents::{Document, DocumentFilter, DocumentGroup, NewDocument, NewSegment, Segment};
 pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
-pub use payloads::{CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload, ImportedDocument};
+pub use labeled_imports::LabeledFile;
+pub use payloads::{
+    CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload, ImportedDocument,
+    LABELED_IMPORT_JOB, LabeledColumns, LabeledImportPayload,
+};
 pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
 };

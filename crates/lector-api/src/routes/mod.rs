@@ -13,8 +13,10 @@ pub mod credentials;
 pub mod documents;
 pub mod files;
 pub mod groups;
+pub mod labeled;
 pub mod notifications;
 pub mod projects;
+pub mod session_downloads;
 pub mod sessions;
 pub mod sources;
 pub mod system;
@@ -35,6 +37,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(documents::router())
         .merge(groups::router())
         .merge(sessions::router())
+        .merge(labeled::router())
+        .merge(session_downloads::router())
         .merge(annotate::router())
         .merge(analyses::router())
         .merge(files::router())
