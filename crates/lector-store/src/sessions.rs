@@ -513,16 +513,44 @@ impl Store {
         offset: i64,
         limit: i64,
     ) -> Result<(Session, Vec<crate::Document>, bool)> {
+        self.session_page(scope, (project_id, session_id), None, offset, limit)
+            .await
+    }
+
+    /// The page of a session's documents after the document `after` in id order (keyset:
+    /// `id > after`), for reading a whole session at a cost that does not grow with the
+    /// position; and whether more follow.
+    pub async fn session_documents_after(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        session_id: i64,
+        after: i64,
+        limit: i64,
+    ) -> Result<(Session, Vec<crate::Document>, bool)> {
+        self.session_page(scope, (project_id, session_id), Some(after), 0, limit)
+            .await
+    }
+
+    async fn session_page(
+        &self,
+        scope: &Scope,
+        (project_id, session_id): (i64, i64),
+        after: Option<i64>,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Session, Vec<crate::Document>, bool)> {
         let (_, session) = self.session_access(scope, project_id, session_id, Action::Read).await?;
         let sql = format!(
             "SELECT {} FROM documents d JOIN session_documents sd ON sd.document_id = d.id \
-             WHERE sd.session_id = $1 ORDER BY d.id LIMIT {} OFFSET {}",
+             WHERE sd.session_id = $1 AND d.id > $2 ORDER BY d.id LIMIT {} OFFSET {}",
             crate::documents::DOCUMENT_COLUMNS,
             limit + 1,
             offset
         );
         let rows = sqlx::query(&sql)
             .bind(session.id)
+            .bind(after.unwrap_or(i64::MIN))
             .fetch_all(&self.pool)
             .await
             .map_err(db)?;

@@ -487,19 +487,18 @@ pub async fn download_group(
 ) -> ApiResult<Response> {
     let format = q.format()?;
     let group = state.store.group(&caller.scope, p.project_id, p.group_id).await?;
-    let filter = DocumentFilter {
+    let mut filter = DocumentFilter {
         group_id: Some(group.id),
         ..DocumentFilter::default()
     };
     let mut header = vec!["id".to_owned(), "text".to_owned()];
     let mut documents = Vec::new();
-    let mut offset = 0;
     loop {
         let (page, more) = state
             .store
-            .documents(&caller.scope, p.project_id, &filter, offset, DOWNLOAD_PAGE)
+            .documents(&caller.scope, p.project_id, &filter, 0, DOWNLOAD_PAGE)
             .await?;
-        offset += page.len() as i64;
+        filter.after = page.last().map(|d| d.id).or(filter.after);
         for document in page {
             if let Some(meta) = document.meta.as_object() {
                 for key in meta.keys() {

@@ -32,12 +32,13 @@ pub async fn session_table(
     table: &mut lector_text::Table,
 ) -> Result<()> {
     const PAGE: i64 = 500;
-    let mut offset = 0;
+    let mut after = i64::MIN;
     loop {
         let (_, documents, has_more) = state
             .store
-            .session_documents(scope, session.project_id, session.id, offset, PAGE)
+            .session_documents_after(scope, session.project_id, session.id, after, PAGE)
             .await?;
+        after = documents.last().map_or(after, |d| d.id);
         let segments = state.store.segments_of(&documents).await?;
         let mut tags = lector_store::tags_by_segment(state.store.tags_of(&segments, Some(session)).await?);
         let marked: std::collections::HashSet<i64> = state
@@ -78,7 +79,6 @@ pub async fn session_table(
         if !has_more {
             return Ok(());
         }
-        offset += PAGE;
     }
 }
 
