@@ -19,6 +19,7 @@ pub mod projects;
 pub mod session_downloads;
 pub mod sessions;
 pub mod sources;
+pub mod streaming;
 pub mod system;
 pub mod users;
 pub mod workspaces;
