@@ -1,6 +1,7 @@
 //! Labeled data going out: a session's tags as a file (`download_labeling_session`) and every
 //! session of a project as one (`download_labeling_sessions`), one row per tag and one per
-//! segment without tags, in the columns a labeled-data upload reads back.
+//! segment without tags, in the columns a labeled-data upload reads back. CSV, JSON and JSONL
+//! stream page by page (keyset) through [`crate::routes::streaming`]; XLSX is built whole.
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -22,64 +23,110 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// Most rows one download of labeled data holds.
 pub const MAX_DOWNLOAD_ROWS: usize = 500_000;
 
-/// A session's labeled data as a table of [`lector_text::LABELED_HEADER`] rows: one row per tag,
-/// and one for each segment without tags; with `with_session`, a first column names the session.
-pub async fn session_table(
+/// Documents read per page of a session download.
+const PAGE: i64 = 500;
+
+/// One page of a session's labeled data as [`lector_text::LABELED_HEADER`] rows, for the
+/// documents after `after` (a keyset): one row per tag, and one for each segment without tags;
+/// with `with_session`, a first column names the session. Answers the rows and the keyset of the
+/// next page, `None` after the last.
+async fn session_page(
     state: &AppState,
     scope: &lector_core::Scope,
     session: &Session,
     with_session: bool,
-    table: &mut lector_text::Table,
-) -> Result<()> {
-    const PAGE: i64 = 500;
-    let mut after = i64::MIN;
-    loop {
-        let (_, documents, has_more) = state
-            .store
-            .session_documents_after(scope, session.project_id, session.id, after, PAGE)
-            .await?;
-        after = documents.last().map_or(after, |d| d.id);
-        let segments = state.store.segments_of(&documents).await?;
-        let mut tags = lector_store::tags_by_segment(state.store.tags_of(&segments, Some(session)).await?);
-        let marked: std::collections::HashSet<i64> = state
-            .store
-            .marks_of(session, &segments)
-            .await?
-            .into_iter()
-            .map(|m| m.segment_id)
-            .collect();
-        for segment in segments {
-            let prefix: Vec<String> = with_session.then(|| session.id.to_string()).into_iter().collect();
-            let base = |class: Option<String>, label: Option<String>, part: Option<String>| {
-                let mut row = prefix.clone();
-                row.extend([
-                    segment.document_id.to_string(),
-                    segment.id.to_string(),
-                    segment.text.clone(),
-                    class.unwrap_or_default(),
-                    label.unwrap_or_default(),
-                    part.unwrap_or_default(),
-                    marked.contains(&segment.id).to_string(),
-                ]);
-                row
-            };
-            match tags.remove(&segment.id) {
-                Some(own) => table
-                    .rows
-                    .extend(own.into_iter().map(|t| base(t.class, t.label, t.text))),
-                None => table.rows.push(base(None, None, None)),
-            }
-            if table.rows.len() > MAX_DOWNLOAD_ROWS {
-                return Err(Error::validation(vec![lector_core::FieldError::new(
-                    "annotation_id",
-                    format!("the download would hold over {MAX_DOWNLOAD_ROWS} rows; download sessions one by one"),
-                )]));
-            }
-        }
-        if !has_more {
-            return Ok(());
+    after: i64,
+) -> Result<(Vec<Vec<String>>, Option<i64>)> {
+    let (_, documents, has_more) = state
+        .store
+        .session_documents_after(scope, session.project_id, session.id, after, PAGE)
+        .await?;
+    let next = documents.last().map(|d| d.id).filter(|_| has_more);
+    let segments = state.store.segments_of(&documents).await?;
+    let mut tags = lector_store::tags_by_segment(state.store.tags_of(&segments, Some(session)).await?);
+    let marked: std::collections::HashSet<i64> = state
+        .store
+        .marks_of(session, &segments)
+        .await?
+        .into_iter()
+        .map(|m| m.segment_id)
+        .collect();
+    let mut rows = Vec::new();
+    for segment in segments {
+        let prefix: Vec<String> = with_session.then(|| session.id.to_string()).into_iter().collect();
+        let base = |class: Option<String>, label: Option<String>, part: Option<String>| {
+            let mut row = prefix.clone();
+            row.extend([
+                segment.document_id.to_string(),
+                segment.id.to_string(),
+                segment.text.clone(),
+                class.unwrap_or_default(),
+                label.unwrap_or_default(),
+                part.unwrap_or_default(),
+                marked.contains(&segment.id).to_string(),
+            ]);
+            row
+        };
+        match tags.remove(&segment.id) {
+            Some(own) => rows.extend(own.into_iter().map(|t| base(t.class, t.label, t.text))),
+            None => rows.push(base(None, None, None)),
         }
     }
+    Ok((rows, next))
+}
+
+/// The labeled data of `sessions` as one file: streamed row by row (CSV, JSON, JSONL), or built
+/// whole (XLSX, at most [`MAX_DOWNLOAD_ROWS`] rows).
+async fn sessions_file(
+    state: &AppState,
+    scope: &lector_core::Scope,
+    sessions: Vec<Session>,
+    with_session: bool,
+    format: lector_text::Format,
+    stem: &str,
+) -> Result<axum::response::Response> {
+    let header = session_header(with_session);
+    if !crate::routes::streaming::streams(format) {
+        let mut table = lector_text::Table {
+            header,
+            rows: Vec::new(),
+        };
+        for session in &sessions {
+            let mut after = Some(i64::MIN);
+            while let Some(from) = after {
+                let (rows, next) = session_page(state, scope, session, with_session, from).await?;
+                table.rows.extend(rows);
+                after = next;
+                if table.rows.len() > MAX_DOWNLOAD_ROWS {
+                    return Err(Error::validation(vec![lector_core::FieldError::new(
+                        "format",
+                        format!("an XLSX download holds at most {MAX_DOWNLOAD_ROWS} rows; choose csv or jsonl"),
+                    )]));
+                }
+            }
+        }
+        return crate::routes::files::file_response(table, format, stem);
+    }
+    let (response, mut sink) = crate::routes::streaming::streamed_response(format, stem, header)?;
+    let (state, scope) = (state.clone(), scope.clone());
+    tokio::spawn(async move {
+        for session in &sessions {
+            let mut after = Some(i64::MIN);
+            while let Some(from) = after {
+                match session_page(&state, &scope, session, with_session, from).await {
+                    Ok((rows, next)) => {
+                        if !sink.rows(rows).await {
+                            return;
+                        }
+                        after = next;
+                    }
+                    Err(e) => return sink.fail(e).await,
+                }
+            }
+        }
+        sink.finish().await;
+    });
+    Ok(response)
 }
 
 /// The header of a labeled-data download.
@@ -108,13 +155,8 @@ pub async fn download_labeling_session(
         .store
         .session(&caller.scope, p.project_id, p.annotation_id)
         .await?;
-    let mut table = lector_text::Table {
-        header: session_header(false),
-        rows: Vec::new(),
-    };
-    session_table(&state, &caller.scope, &session, false, &mut table).await?;
     let stem = format!("annotation-{}", session.id);
-    Ok(crate::routes::files::file_response(table, format, &stem)?)
+    Ok(sessions_file(&state, &caller.scope, vec![session], false, format, &stem).await?)
 }
 
 /// Every labeling session of a project as one file: the columns of a session download after
@@ -133,13 +175,6 @@ pub async fn download_labeling_sessions(
         .store
         .sessions(&caller.scope, p.project_id, &SessionFilter::default())
         .await?;
-    let mut table = lector_text::Table {
-        header: session_header(true),
-        rows: Vec::new(),
-    };
-    for session in &sessions {
-        session_table(&state, &caller.scope, session, true, &mut table).await?;
-    }
     let stem = format!("project-{}-annotations", p.project_id);
-    Ok(crate::routes::files::file_response(table, format, &stem)?)
+    Ok(sessions_file(&state, &caller.scope, sessions, true, format, &stem).await?)
 }
