@@ -17,6 +17,7 @@ backend_tests!(
     upload_ids_belong_to_their_project,
     classes_files_add_all_or_nothing,
     downloads_upload_again,
+    a_large_group_downloads_whole_in_every_format,
 );
 
 mod sweeping {
@@ -615,4 +616,66 @@ async fn unused_uploads_are_swept(app: TestApp) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(blob_files(&app), 0);
+}
+
+/// A group of 20,000 documents downloads whole in every format (CSV, JSON and JSONL written row
+/// by row as they are read, XLSX built whole), with the same rows in each: the header has a meta
+/// key that only late rows carry.
+async fn a_large_group_downloads_whole_in_every_format(app: TestApp) {
+    const DOCUMENTS: usize = 20_000;
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada, "Large").await;
+    let mut csv = String::from("text,source,note\n");
+    for i in 0..DOCUMENTS {
+        let note = if i % 1000 == 999 {
+            format!("late {i}")
+        } else {
+            String::new()
+        };
+        csv.push_str(&format!("Review number {i}.,web,{note}\n"));
+    }
+    let uploaded = upload_file(&app, &ada.token, id, "large.csv", csv.as_bytes())
+        .await
+        .expect(200);
+    let (group, task) = group_from_file(
+        &app,
+        &ada.token,
+        id,
+        json!({"name": "large", "file_id": uploaded["id"], "column_name": "text"}),
+    )
+    .await;
+    assert_eq!(task["status"], "DONE", "{task}");
+    assert_eq!(group["document_count"], DOCUMENTS as i64);
+    let mut tables = Vec::new();
+    for format in [Format::Csv, Format::Json, Format::Jsonl, Format::Xlsx] {
+        let name = format!("{format:?}").to_lowercase();
+        let (_, disposition, bytes) = app
+            .download(
+                &ada.token,
+                &format!("/projects/{id}/groups/{}/download?format={name}", group["id"]),
+            )
+            .await;
+        assert!(disposition.ends_with(&format!(".{name}\"")), "{disposition}");
+        let options = lector_text::ReadOptions { header_first: true };
+        let table = lector_text::read_table(format, &bytes[..], options, &lector_text::Limits::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(table.header, ["id", "text", "source", "note"], "{name}");
+        assert_eq!(table.rows.len(), DOCUMENTS, "{name}");
+        tables.push(table);
+    }
+    let csv_table: &Table = &tables[0];
+    let ids: Vec<i64> = csv_table.rows.iter().map(|r| r[0].parse().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "in id order, none twice");
+    for (i, row) in csv_table.rows.iter().enumerate() {
+        assert_eq!(row[1], format!("Review number {i}."));
+        let note = if i % 1000 == 999 {
+            format!("late {i}")
+        } else {
+            String::new()
+        };
+        assert_eq!(row[3], note);
+    }
+    for table in &tables[1..] {
+        assert_eq!(table, csv_table, "the same rows in every format");
+    }
 }

@@ -16,6 +16,21 @@ backend_tests!(
     csv_formulas_are_neutralised_and_read_back,
 );
 
+/// A session created from a labeled-data file answers STARTED with the task that fills it;
+/// waits for the task and answers the filled session.
+async fn filled_session(app: &TestApp, who: &Session, project: i64, created: &Value) -> Value {
+    assert_eq!(created["status"], "STARTED", "{created}");
+    let task = created["task_id"].as_i64().expect("a task_id");
+    let task = app.wait_for_task(&who.token, project, task).await;
+    assert_eq!(task["status"], "DONE", "{task}");
+    app.get(
+        &format!("/projects/{project}/annotations/{}", created["id"]),
+        &who.token,
+    )
+    .await
+    .expect(200)
+}
+
 /// Every tag of a session as (segment text, class, label, part), counted, with the number of
 /// annotated segments: what must survive a download and an upload.
 async fn tags_of(app: &TestApp, who: &Session, project: i64, session: i64) -> (BTreeMap<String, usize>, usize) {
@@ -184,6 +199,8 @@ async fn story_csv_group_session_download_and_back(app: TestApp) {
         )
         .await
         .expect(201);
+    let second = filled_session(&app, &ada, id, &second).await;
+    assert_eq!(second["status"], "ANNOTATING");
     assert_eq!(second["document_count"], 1000);
     assert_eq!(second["segment_count"], 2000);
     assert_eq!(second["annotated_count"], 50);
@@ -233,6 +250,7 @@ async fn session_downloads_upload_again_in_every_format(app: TestApp) {
             )
             .await
             .expect(200);
+        let created = filled_session(&app, &ada, id, &created).await;
         assert_eq!(created["name"], "seed");
         assert_eq!(created["document_count"], 3, "{format}");
         let copy = tags_of(&app, &ada, id, created["id"].as_i64().unwrap()).await;
@@ -320,6 +338,7 @@ async fn csv_formulas_are_neutralised_and_read_back(app: TestApp) {
         )
         .await
         .expect(200);
+    let created = filled_session(&app, &ada, id, &created).await;
     let copy = tags_of(&app, &ada, id, created["id"].as_i64().unwrap()).await;
     assert_eq!(copy, expected);
 }
@@ -378,22 +397,48 @@ async fn labeled_files_map_their_columns(app: TestApp) {
         )
         .await
         .expect(201);
+    let session = filled_session(&app, &ada, id, &session).await;
     assert_eq!(session["document_count"], 2);
     assert_eq!(session["annotated_count"], 2);
     let (tags, _) = tags_of(&app, &ada, id, session["id"].as_i64().unwrap()).await;
     assert_eq!(tags.len(), 3, "{tags:?}");
-    let bad = "text,class,label\nFine.,DRINKS,positive\n";
+    // A header that does not fit is refused at once, and the file makes no session.
+    let headless = "body,class\nFine.,FOOD\n";
     app.send_form(
         &format!("/projects/{id}/annotations/upload"),
         &ada.token,
-        "bad.csv",
-        bad.as_bytes(),
+        "headless.csv",
+        headless.as_bytes(),
         &[],
     )
     .await
     .expect_problem(422, "validation_failed");
     let all = app.get(&sessions, &ada.token).await.expect(200);
     assert_eq!(all.as_array().unwrap().len(), 1, "refused files make no session");
+    // A row the session cannot take fails the task: the session turns FAILED with the reason.
+    let bad = "text,class,label\nFine.,DRINKS,positive\n";
+    let refused = app
+        .send_form(
+            &format!("/projects/{id}/annotations/upload"),
+            &ada.token,
+            "bad.csv",
+            bad.as_bytes(),
+            &[],
+        )
+        .await
+        .expect(200);
+    let task = app
+        .wait_for_task(&ada.token, id, refused["task_id"].as_i64().unwrap())
+        .await;
+    assert_eq!(task["status"], "FAILED", "{task}");
+    assert!(task["error"].as_str().unwrap_or_default().contains("DRINKS"), "{task}");
+    let refused = app
+        .get(&format!("{sessions}/{}", refused["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(refused["status"], "FAILED");
+    let notices = app.get("/notifications", &ada.token).await.expect(200);
+    assert!(notices.to_string().contains("Import failed"), "{notices}");
 }
 
 /// Serves one file over plain HTTP on loopback, to every request, until dropped.
@@ -470,6 +515,7 @@ async fn labeled_data_comes_from_sources(backend: Backend) {
         )
         .await
         .expect(201);
+    let from_file = filled_session(&app, &ada, id, &from_file).await;
     assert_eq!(from_file["document_count"], 2);
     let inline = app
         .post(
@@ -479,6 +525,7 @@ async fn labeled_data_comes_from_sources(backend: Backend) {
         )
         .await
         .expect(201);
+    let inline = filled_session(&app, &ada, id, &inline).await;
     assert_eq!(
         tags_of(&app, &ada, id, inline["id"].as_i64().unwrap()).await,
         tags_of(&app, &ada, id, from_file["id"].as_i64().unwrap()).await
@@ -545,6 +592,7 @@ async fn labeled_data_comes_from_sources(backend: Backend) {
             )
             .await
             .expect(201);
+        let session = filled_session(&app, &ada, id, &session).await;
         assert_eq!(session["annotated_count"], 1);
     }
 }

@@ -168,7 +168,7 @@ fn produce(
 
 /// A file that cannot be imported fails for good (the group turns FAILED and the user hears
 /// why, see `lector_store::Failure`); a read error is worth another attempt.
-fn failed(lease: &Lease, error: TextError) -> JobError {
+pub(crate) fn failed(lease: &Lease, error: TextError) -> JobError {
     if let TextError::Io(e) = &error {
         tracing::warn!(job.id = lease.job.id, error = %e, "reading an uploaded file failed");
         return JobError::transient("reading the uploaded file failed");
@@ -177,7 +177,7 @@ fn failed(lease: &Lease, error: TextError) -> JobError {
 }
 
 /// A lookup failure: final when the file is gone, worth another try otherwise.
-fn gone(error: lector_core::Error) -> JobError {
+pub(crate) fn gone(error: lector_core::Error) -> JobError {
     if error.code == lector_core::ErrorCode::NotFound {
         JobError::fatal("the uploaded file is gone")
     } else {
@@ -186,9 +186,9 @@ fn gone(error: lector_core::Error) -> JobError {
 }
 
 /// Counts the bytes read, for the job's progress.
-struct Counting<R> {
-    inner: R,
-    read: Arc<AtomicU64>,
+pub(crate) struct Counting<R> {
+    pub(crate) inner: R,
+    pub(crate) read: Arc<AtomicU64>,
 }
 
 impl<R: Read> Read for Counting<R> {

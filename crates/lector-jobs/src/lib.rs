@@ -5,12 +5,14 @@
 pub mod cloning;
 pub mod file_import;
 pub mod ingest;
+pub mod labeled_import;
 pub mod mail;
 pub mod runner;
 pub mod training;
 
 pub use cloning::CloneProject;
 pub use ingest::{ImportDocuments, prepare_document};
+pub use labeled_import::ImportLabeled;
 pub use mail::{Mailer, SendMail};
 pub use runner::{Handler, HandlerFuture, JobError, Outcome, Runner};
 pub use training::TrainModel;
@@ -19,6 +21,7 @@ pub use training::TrainModel;
 pub fn standard_runner(mailer: std::sync::Arc<Mailer>) -> Runner {
     Runner::new()
         .with(ImportDocuments)
+        .with(ImportLabeled)
         .with(CloneProject)
         .with(TrainModel)
         .with(SendMail(mailer))

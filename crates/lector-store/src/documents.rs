@@ -133,6 +133,10 @@ pub struct DocumentFilter {
     pub analysis_id: Option<i64>,
     /// Only documents some analysis covers (`true`) or none does (`false`).
     pub analysed: Option<bool>,
+    /// Only documents after this id: the keyset of a reader that pages through every document
+    /// (`WHERE id > last ORDER BY id`), whose cost does not grow with its position as an
+    /// offset's does. Give it with offset 0.
+    pub after: Option<i64>,
 }
 
 impl Store {
@@ -284,6 +288,10 @@ impl Store {
                 "d.id IN (SELECT document_id FROM analysis_documents WHERE analysis_id = ${})",
                 params.len()
             ));
+        }
+        if let Some(after) = filter.after {
+            params.push(Param::Int(after));
+            conditions.push(format!("d.id > ${}", params.len()));
         }
         let covered = "EXISTS (SELECT 1 FROM analysis_documents ad WHERE ad.document_id = d.id)";
         match filter.analysed {

@@ -83,6 +83,8 @@ pub enum JobResource {
     Project(i64),
     /// A model a training job trains (its `failure` column gets the reason).
     Model(i64),
+    /// A labeling session a labeled-file import fills (with its document group).
+    Session(i64),
 }
 
 /// The trace a job's terminal failure leaves: its resource FAILED and one notification.
@@ -591,26 +593,35 @@ pub(crate) async fn check_fence(tx: &mut Transaction<'static, Any>, lease: &Leas
 
 /// Marks what a job worked on FAILED (a job's terminal failure); a model keeps the reason.
 async fn mark_failed(tx: &mut Transaction<'static, Any>, resource: JobResource, reason: &str) -> Result<()> {
-    let query = match resource {
-        JobResource::DocumentGroup(id) => sqlx::query("UPDATE document_groups SET status = $1 WHERE id = $2")
-            .bind("FAILED")
-            .bind(id),
-        JobResource::Project(id) => sqlx::query("UPDATE projects SET status = $1 WHERE id = $2")
-            .bind("FAILED")
-            .bind(id),
+    let failed = |sql: &'static str, id: i64| sqlx::query(sql).bind("FAILED").bind(id);
+    let queries = match resource {
+        JobResource::DocumentGroup(id) => vec![failed("UPDATE document_groups SET status = $1 WHERE id = $2", id)],
+        JobResource::Project(id) => vec![failed("UPDATE projects SET status = $1 WHERE id = $2", id)],
+        JobResource::Session(id) => vec![
+            failed("UPDATE sessions SET status = $1 WHERE id = $2", id),
+            failed(
+                "UPDATE document_groups SET status = $1 \
+                 WHERE id = (SELECT document_group_id FROM sessions WHERE id = $2)",
+                id,
+            ),
+        ],
         // A model that is READY already (a late duplicate failure) stays READY.
-        JobResource::Model(id) => sqlx::query(
-            "UPDATE models SET status = $1, failure = $2, updated = $3, finished = $3 \
-             WHERE id = $4 AND status IN ($5, $6)",
-        )
-        .bind(ModelStatus::Failed.as_str())
-        .bind(reason)
-        .bind(Timestamp::now().micros())
-        .bind(id)
-        .bind(ModelStatus::Queued.as_str())
-        .bind(ModelStatus::Training.as_str()),
+        JobResource::Model(id) => vec![
+            sqlx::query(
+                "UPDATE models SET status = $1, failure = $2, updated = $3, finished = $3 \
+                 WHERE id = $4 AND status IN ($5, $6)",
+            )
+            .bind(ModelStatus::Failed.as_str())
+            .bind(reason)
+            .bind(Timestamp::now().micros())
+            .bind(id)
+            .bind(ModelStatus::Queued.as_str())
+            .bind(ModelStatus::Training.as_str()),
+        ],
     };
-    query.execute(&mut **tx).await.map_err(db)?;
+    for query in queries {
+        query.execute(&mut **tx).await.map_err(db)?;
+    }
     Ok(())
 }
 

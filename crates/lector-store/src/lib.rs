@@ -14,6 +14,7 @@ mod cloning;
 mod credentials;
 mod documents;
 mod jobs;
+mod labeled_imports;
 mod models;
 pub use accounts::{NewUser, UserChanges};
 pub use analyses::{Analysis, NewAnalysis};
@@ -22,10 +23,11 @@ pub use cloning::CloneCounts;
 pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use documents::{Document, DocumentFilter, DocumentGroup, NewDocument, NewSegment, Segment};
 pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
+pub use labeled_imports::LabeledFile;
 pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel, UploadTarget};
 pub use payloads::{
-    CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload, ImportedDocument, MAIL_JOB,
-    MailPayload, TRAINING_JOB, TrainingPayload,
+    CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload, ImportedDocument,
+    LABELED_IMPORT_JOB, LabeledColumns, LabeledImportPayload, MAIL_JOB, MailPayload, TRAINING_JOB, TrainingPayload,
 };
 pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,

@@ -18,6 +18,8 @@ pub const CLONE_JOB: &str = ClonePayload::KIND;
 pub const TRAINING_JOB: &str = TrainingPayload::KIND;
 /// The kind of job that sends one mail.
 pub const MAIL_JOB: &str = MailPayload::KIND;
+/// The kind of job that fills a labeling session from a labeled-data file.
+pub const LABELED_IMPORT_JOB: &str = LabeledImportPayload::KIND;
 
 /// Fills a document group (PROCESSING until done) from the documents in the job's input (a
 /// `Vec<ImportedDocument>`), or from an uploaded file.
@@ -133,6 +135,38 @@ impl JobPayload for TrainingPayload {
     }
 }
 
+/// Fills a labeling session (STARTED until done) and its document group (PROCESSING) from an
+/// uploaded labeled-data file: its rows become documents with tagged segments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabeledImportPayload {
+    pub project_id: i64,
+    pub session_id: i64,
+    pub group_id: i64,
+    /// Who the tags and marks are by.
+    pub user_id: i64,
+    pub upload_id: uuid::Uuid,
+    /// The language code the texts are stored in.
+    pub language: String,
+    /// The columns, by 0-based index in the file's header (checked when the job was queued).
+    pub columns: LabeledColumns,
+    /// The reader's byte limit (the configured upload limit).
+    pub max_bytes: u64,
+}
+
+impl JobPayload for LabeledImportPayload {
+    const KIND: &'static str = "import_labeled";
+    const MAX_ATTEMPTS: i64 = 5;
+
+    fn failure(&self) -> Failure {
+        Failure::of(
+            Some(JobResource::Session(self.session_id)),
+            "Import failed",
+            format!("The import of labeled data into session {}", self.session_id),
+            "correct the file and upload it again",
+        )
+    }
+}
+
 /// Sends one plain-text mail. The body (it may carry a one-time token) is the job's input, a
 /// `String`, deleted when the job ends; the payload keeps only the envelope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -170,4 +204,15 @@ impl Store {
         tracing::info!(job.id = job.id, "mail queued");
         Ok(job.id)
     }
+}
+
+/// Where the attributes of labeled data lie in a file's header (0-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabeledColumns {
+    pub text: usize,
+    pub class: Option<usize>,
+    pub label: Option<usize>,
+    pub document: Option<usize>,
+    pub part: Option<usize>,
+    pub annotated: Option<usize>,
 }

@@ -353,6 +353,32 @@ impl Store {
 
     /// Creates a labeling session with its documents, tags and marks, all in one transaction.
     pub async fn create_session(&self, scope: &Scope, project_id: i64, new: NewSession) -> Result<Session> {
+        let (project, vocabulary) = self.session_plan(scope, project_id, &new).await?;
+        let mut tx = self.begin_write().await?;
+        let every_document = new.labeled.is_empty();
+        let session_id = insert_session(&mut tx, scope, &project, &vocabulary, &new, every_document).await?;
+        if !new.labeled.is_empty() {
+            let group_id = session_group(&mut tx, project.id, session_id, &new.name, "CREATED").await?;
+            let target = LabeledTarget {
+                project_id: project.id,
+                group_id,
+                session_id,
+                user_id: scope.user_id,
+            };
+            add_labeled(&mut tx, target, &vocabulary, None, &new.labeled).await?;
+        }
+        refresh_status(&mut tx, session_id).await?;
+        tx.commit().await.map_err(db)?;
+        self.session_of(project.id, session_id).await
+    }
+
+    /// Checks the caller may add a session to the project and resolves the vocabulary it offers.
+    pub(crate) async fn session_plan(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        new: &NewSession,
+    ) -> Result<(Project, Vocabulary)> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sessions WHERE project_id = $1")
             .bind(project.id)
@@ -379,58 +405,7 @@ impl Store {
                 |l| &l.name,
             )?,
         };
-        let mut tx = self.begin_write().await?;
-        let session_id: i64 = sqlx::query_scalar(
-            "INSERT INTO sessions (uuid, project_id, user_id, name, description, mode, status, created) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
-        )
-        .bind(uuid::Uuid::new_v4().to_string())
-        .bind(project.id)
-        .bind(scope.user_id)
-        .bind(&new.name)
-        .bind(&new.description)
-        .bind(SessionMode::Annotation.as_str())
-        .bind(SessionStatus::Created.as_str())
-        .bind(Timestamp::now().micros())
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db)?;
-        set_vocabulary(&mut tx, session_id, &vocabulary).await?;
-        let existing = match (&new.document_ids, new.labeled.is_empty()) {
-            (Some(ids), _) => project_documents(&mut tx, project.id, Some(ids)).await?,
-            (None, true) => project_documents(&mut tx, project.id, None).await?,
-            (None, false) => Vec::new(),
-        };
-        let existing = match new.sample {
-            Some((size, seed)) => labeling::sample(&existing, size, seed),
-            None => existing,
-        };
-        add_session_documents(&mut tx, session_id, &existing).await?;
-        if new.auto {
-            auto_tag(&mut tx, session_id, scope.user_id, &vocabulary, &existing).await?;
-        }
-        if !new.labeled.is_empty() {
-            let group_id = insert_group(&mut tx, project.id, &new.name, "session", "CREATED").await?;
-            sqlx::query("UPDATE sessions SET document_group_id = $1 WHERE id = $2")
-                .bind(group_id)
-                .bind(session_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
-            add_labeled(
-                &mut tx,
-                project.id,
-                group_id,
-                session_id,
-                scope.user_id,
-                &vocabulary,
-                &new.labeled,
-            )
-            .await?;
-        }
-        refresh_status(&mut tx, session_id).await?;
-        tx.commit().await.map_err(db)?;
-        self.session_of(project.id, session_id).await
+        Ok((project, vocabulary))
     }
 
     /// Renames a session, changes what it offers, and adds documents to it.
@@ -488,27 +463,15 @@ impl Store {
         if !changes.labeled.is_empty() {
             let group_id = match session.document_group_id {
                 Some(id) => id,
-                None => {
-                    let id = insert_group(&mut tx, project.id, &session.name, "session", "CREATED").await?;
-                    sqlx::query("UPDATE sessions SET document_group_id = $1 WHERE id = $2")
-                        .bind(id)
-                        .bind(session.id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db)?;
-                    id
-                }
+                None => session_group(&mut tx, project.id, session.id, &session.name, "CREATED").await?,
             };
-            add_labeled(
-                &mut tx,
-                project.id,
+            let target = LabeledTarget {
+                project_id: project.id,
                 group_id,
-                session.id,
-                scope.user_id,
-                &vocabulary,
-                &changes.labeled,
-            )
-            .await?;
+                session_id: session.id,
+                user_id: scope.user_id,
+            };
+            add_labeled(&mut tx, target, &vocabulary, None, &changes.labeled).await?;
         }
         refresh_status(&mut tx, session.id).await?;
         tx.commit().await.map_err(db)?;
@@ -550,16 +513,44 @@ impl Store {
         offset: i64,
         limit: i64,
     ) -> Result<(Session, Vec<crate::Document>, bool)> {
+        self.session_page(scope, (project_id, session_id), None, offset, limit)
+            .await
+    }
+
+    /// The page of a session's documents after the document `after` in id order (keyset:
+    /// `id > after`), for reading a whole session at a cost that does not grow with the
+    /// position; and whether more follow.
+    pub async fn session_documents_after(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        session_id: i64,
+        after: i64,
+        limit: i64,
+    ) -> Result<(Session, Vec<crate::Document>, bool)> {
+        self.session_page(scope, (project_id, session_id), Some(after), 0, limit)
+            .await
+    }
+
+    async fn session_page(
+        &self,
+        scope: &Scope,
+        (project_id, session_id): (i64, i64),
+        after: Option<i64>,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Session, Vec<crate::Document>, bool)> {
         let (_, session) = self.session_access(scope, project_id, session_id, Action::Read).await?;
         let sql = format!(
             "SELECT {} FROM documents d JOIN session_documents sd ON sd.document_id = d.id \
-             WHERE sd.session_id = $1 ORDER BY d.id LIMIT {} OFFSET {}",
+             WHERE sd.session_id = $1 AND d.id > $2 ORDER BY d.id LIMIT {} OFFSET {}",
             crate::documents::DOCUMENT_COLUMNS,
             limit + 1,
             offset
         );
         let rows = sqlx::query(&sql)
             .bind(session.id)
+            .bind(after.unwrap_or(i64::MIN))
             .fetch_all(&self.pool)
             .await
             .map_err(db)?;
@@ -934,20 +925,98 @@ async fn add_session_documents(tx: &mut Transaction<'static, Any>, session_id: i
     .await
 }
 
-/// Stores new documents with their tags and marks, as part of a session.
-async fn add_labeled(
+/// Inserts a session (CREATED) with its vocabulary and its existing documents: the given ones,
+/// a sample of them, or, with `every_document` and none given, all of the project's.
+pub(crate) async fn insert_session(
+    tx: &mut Transaction<'static, Any>,
+    scope: &Scope,
+    project: &Project,
+    vocabulary: &Vocabulary,
+    new: &NewSession,
+    every_document: bool,
+) -> Result<i64> {
+    let session_id: i64 = sqlx::query_scalar(
+        "INSERT INTO sessions (uuid, project_id, user_id, name, description, mode, status, created) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+    )
+    .bind(uuid::Uuid::new_v4().to_string())
+    .bind(project.id)
+    .bind(scope.user_id)
+    .bind(&new.name)
+    .bind(&new.description)
+    .bind(SessionMode::Annotation.as_str())
+    .bind(SessionStatus::Created.as_str())
+    .bind(Timestamp::now().micros())
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(db)?;
+    set_vocabulary(tx, session_id, vocabulary).await?;
+    let existing = match (&new.document_ids, every_document) {
+        (Some(ids), _) => project_documents(tx, project.id, Some(ids)).await?,
+        (None, true) => project_documents(tx, project.id, None).await?,
+        (None, false) => Vec::new(),
+    };
+    let existing = match new.sample {
+        Some((size, seed)) => labeling::sample(&existing, size, seed),
+        None => existing,
+    };
+    add_session_documents(tx, session_id, &existing).await?;
+    if new.auto {
+        auto_tag(tx, session_id, scope.user_id, vocabulary, &existing).await?;
+    }
+    Ok(session_id)
+}
+
+/// Creates the document group a session's new documents go into.
+pub(crate) async fn session_group(
     tx: &mut Transaction<'static, Any>,
     project_id: i64,
-    group_id: i64,
     session_id: i64,
-    user_id: i64,
+    name: &str,
+    status: &str,
+) -> Result<i64> {
+    let group_id = insert_group(tx, project_id, name, "session", status).await?;
+    sqlx::query("UPDATE sessions SET document_group_id = $1 WHERE id = $2")
+        .bind(group_id)
+        .bind(session_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    Ok(group_id)
+}
+
+/// Where labeled documents go: their project and group, the session, and who labeled them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LabeledTarget {
+    pub project_id: i64,
+    pub group_id: i64,
+    pub session_id: i64,
+    pub user_id: i64,
+}
+
+/// Stores new documents with their tags and marks, as part of a session. With `first_position`
+/// the documents take consecutive places in the group from there, and a document whose place
+/// is taken (stored by an earlier run of the same import) is skipped with its tags. Answers
+/// how many documents were new.
+pub(crate) async fn add_labeled(
+    tx: &mut Transaction<'static, Any>,
+    target: LabeledTarget,
     vocabulary: &Vocabulary,
+    first_position: Option<i64>,
     labeled: &[LabeledDocument],
-) -> Result<()> {
+) -> Result<usize> {
+    let mut added = 0;
     for (i, item) in labeled.iter().enumerate() {
-        let document_id = insert_document(tx, project_id, Some((group_id, None)), &item.document)
-            .await?
-            .ok_or_else(Error::internal)?;
+        let position = first_position.map(|first| first + i as i64);
+        let inserted =
+            insert_document(tx, target.project_id, Some((target.group_id, position)), &item.document).await?;
+        let document_id = match (inserted, position) {
+            (Some(id), _) => id,
+            (None, Some(_)) => continue,
+            (None, None) => return Err(Error::internal()),
+        };
+        added += 1;
+        let session_id = target.session_id;
         add_session_documents(tx, session_id, &[document_id]).await?;
         let segment_ids: Vec<i64> =
             sqlx::query_scalar("SELECT id FROM segments WHERE document_id = $1 ORDER BY position")
@@ -956,18 +1025,19 @@ async fn add_labeled(
                 .await
                 .map_err(db)?;
         let mut annotated = Vec::new();
-        for (position, segment_id) in segment_ids.iter().enumerate() {
-            for tag in item.tags.get(position).map(Vec::as_slice).unwrap_or_default() {
-                let ids = vocabulary.resolve(tag, &format!("documents[{i}].tags"))?;
-                insert_tag(tx, session_id, *segment_id, user_id, ids, tag, vocabulary.kind).await?;
+        let field = format!("documents[{}].tags", position.unwrap_or(i as i64));
+        for (at, segment_id) in segment_ids.iter().enumerate() {
+            for tag in item.tags.get(at).map(Vec::as_slice).unwrap_or_default() {
+                let ids = vocabulary.resolve(tag, &field)?;
+                insert_tag(tx, session_id, *segment_id, target.user_id, ids, tag, vocabulary.kind).await?;
             }
-            if item.annotated.get(position).copied().unwrap_or(false) {
+            if item.annotated.get(at).copied().unwrap_or(false) {
                 annotated.push(*segment_id);
             }
         }
-        mark_segments(tx, session_id, document_id, user_id, &annotated).await?;
+        mark_segments(tx, session_id, document_id, target.user_id, &annotated).await?;
     }
-    Ok(())
+    Ok(added)
 }
 
 /// Tags and marks the documents whose attributes name the session's classes or labels.
@@ -1109,7 +1179,7 @@ async fn mark_segments(
 }
 
 /// Recomputes a session's status from its marks, stamping `finished` when it first finishes.
-async fn refresh_status(tx: &mut Transaction<'static, Any>, session_id: i64) -> Result<()> {
+pub(crate) async fn refresh_status(tx: &mut Transaction<'static, Any>, session_id: i64) -> Result<()> {
     let counts = sqlx::query(
         "SELECT (SELECT COUNT(*) FROM session_documents sd JOIN segments g ON g.document_id = sd.document_id \
           WHERE sd.session_id = $1) AS segments, \

@@ -105,46 +105,79 @@ fn non_empty(cell: &str) -> Option<String> {
     (!cell.is_empty()).then(|| cell.to_owned())
 }
 
-/// Reads the labeled documents of a table.
-pub fn labeled_documents(table: &Table, mapping: &ColumnMapping) -> Result<Vec<LabeledText>> {
-    let column = |c: &Option<ColumnRef>| c.as_ref().map(|c| c.resolve(&table.header)).transpose();
-    let text_at = mapping.text.resolve(&table.header)?;
-    let (class_at, label_at) = (column(&mapping.class)?, column(&mapping.label)?);
-    let (document_at, part_at, annotated_at) = (
-        column(&mapping.document)?,
-        column(&mapping.part)?,
-        column(&mapping.annotated)?,
-    );
+/// Where a mapping's columns lie in one table's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResolvedColumns {
+    pub text: usize,
+    pub class: Option<usize>,
+    pub label: Option<usize>,
+    pub document: Option<usize>,
+    pub part: Option<usize>,
+    pub annotated: Option<usize>,
+}
 
-    let mut documents: Vec<LabeledText> = Vec::new();
-    let mut last_key: Option<String> = None;
-    for (index, row) in table.rows.iter().enumerate() {
-        let Some(text) = non_empty(cell(row, Some(text_at))) else {
-            return Err(TextError::malformed(
-                Location::Row(index as u64 + 1),
-                "the text is empty",
-            ));
+impl ColumnMapping {
+    /// The columns' places in `header` (a named column the header lacks is an error).
+    pub fn resolve(&self, header: &[String]) -> Result<ResolvedColumns> {
+        let column = |c: &Option<ColumnRef>| c.as_ref().map(|c| c.resolve(header)).transpose();
+        Ok(ResolvedColumns {
+            text: self.text.resolve(header)?,
+            class: column(&self.class)?,
+            label: column(&self.label)?,
+            document: column(&self.document)?,
+            part: column(&self.part)?,
+            annotated: column(&self.annotated)?,
+        })
+    }
+}
+
+/// Turns rows into labeled documents one row at a time, so a file of any length is read with
+/// one document in memory: [`LabeledRows::push`] answers the document a row completes (the one
+/// before it, when the row starts another), [`LabeledRows::finish`] the last one.
+#[derive(Debug)]
+pub struct LabeledRows {
+    columns: ResolvedColumns,
+    current: Option<LabeledText>,
+    last_key: Option<String>,
+    rows: u64,
+}
+
+impl LabeledRows {
+    pub fn new(columns: ResolvedColumns) -> Self {
+        Self {
+            columns,
+            current: None,
+            last_key: None,
+            rows: 0,
+        }
+    }
+
+    /// Takes the next data row; answers the document it completes, if any.
+    pub fn push(&mut self, row: &[String]) -> Result<Option<LabeledText>> {
+        let columns = self.columns;
+        self.rows += 1;
+        let Some(text) = non_empty(cell(row, Some(columns.text))) else {
+            return Err(TextError::malformed(Location::Row(self.rows), "the text is empty"));
         };
         let tag = LabeledTag {
-            class: non_empty(cell(row, class_at)),
-            label: non_empty(cell(row, label_at)),
-            part: non_empty(cell(row, part_at)),
+            class: non_empty(cell(row, columns.class)),
+            label: non_empty(cell(row, columns.label)),
+            part: non_empty(cell(row, columns.part)),
         };
         let has_tag = tag.class.is_some() || tag.label.is_some();
-        let key = document_at.map(|at| cell(row, Some(at)).trim().to_owned());
-        let same_document = match (&key, &last_key) {
+        let key = columns.document.map(|at| cell(row, Some(at)).trim().to_owned());
+        let same_document = match (&key, &self.last_key) {
             (Some(key), Some(last)) => key == last,
-            (None, _) => documents
-                .last()
+            (None, _) => self
+                .current
+                .as_ref()
                 .and_then(|d| d.segments.last())
                 .is_some_and(|s| s.text == text),
             _ => false,
         };
-        if !same_document || documents.is_empty() {
-            documents.push(LabeledText { segments: Vec::new() });
-        }
-        last_key = key;
-        let document = documents.last_mut().expect("pushed above");
+        let done = if same_document { None } else { self.current.take() };
+        self.last_key = key;
+        let document = self.current.get_or_insert_with(|| LabeledText { segments: Vec::new() });
         if document.segments.last().is_none_or(|s| s.text != text) {
             document.segments.push(LabeledSegment {
                 text,
@@ -153,11 +186,27 @@ pub fn labeled_documents(table: &Table, mapping: &ColumnMapping) -> Result<Vec<L
             });
         }
         let segment = document.segments.last_mut().expect("pushed above");
-        segment.annotated |= has_tag || is_true(cell(row, annotated_at));
+        segment.annotated |= has_tag || is_true(cell(row, columns.annotated));
         if has_tag && !segment.tags.contains(&tag) {
             segment.tags.push(tag);
         }
+        Ok(done)
     }
+
+    /// The last document, once every row is in.
+    pub fn finish(self) -> Option<LabeledText> {
+        self.current
+    }
+}
+
+/// Reads the labeled documents of a table.
+pub fn labeled_documents(table: &Table, mapping: &ColumnMapping) -> Result<Vec<LabeledText>> {
+    let mut rows = LabeledRows::new(mapping.resolve(&table.header)?);
+    let mut documents = Vec::new();
+    for row in &table.rows {
+        documents.extend(rows.push(row)?);
+    }
+    documents.extend(rows.finish());
     Ok(documents)
 }
 

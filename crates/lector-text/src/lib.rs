@@ -18,12 +18,15 @@ mod write;
 use unicode_normalization::UnicodeNormalization;
 
 pub use error::{Limit, Location, Result, TextError};
-pub use labeled::{ColumnMapping, LABELED_HEADER, LabeledSegment, LabeledTag, LabeledText, labeled_documents};
+pub use labeled::{
+    ColumnMapping, LABELED_HEADER, LabeledRows, LabeledSegment, LabeledTag, LabeledText, ResolvedColumns,
+    labeled_documents,
+};
 pub use limits::{Limits, RATIO_FLOOR};
 pub use read::{Format, ReadOptions, Row, RowReader, open_rows, preview, read_table};
 pub use segment::{ClientSegment, Language, Segment, check_segments, segment, split_sentences, whole_segment};
 pub use table::{ColumnRef, Table};
-pub use write::write_table;
+pub use write::{RowWriter, write_table};
 
 /// Documents are stored NFC-normalised so spans and searches agree on one form.
 ///

@@ -18,52 +18,97 @@ use crate::table::Table;
 /// Writes `table` in `format` to `out`. TXT holds one column: the first, with line breaks inside
 /// a cell turned into spaces.
 pub fn write_table(format: Format, table: &Table, mut out: impl Write) -> Result<()> {
-    match format {
-        Format::Csv => write_csv(table, out),
-        Format::Txt => {
-            for row in &table.rows {
+    if format == Format::Xlsx {
+        return out.write_all(&xlsx_bytes(table)?).map_err(TextError::Io);
+    }
+    let mut writer = RowWriter::new(format, table.header.clone())?;
+    let mut bytes = writer.start()?;
+    for row in &table.rows {
+        bytes.extend(writer.row(row)?);
+        if bytes.len() >= 1 << 16 {
+            out.write_all(&bytes).map_err(TextError::Io)?;
+            bytes.clear();
+        }
+    }
+    bytes.extend(writer.finish());
+    out.write_all(&bytes).map_err(TextError::Io)?;
+    out.flush().map_err(TextError::Io)
+}
+
+/// Writes a table one row at a time, for downloads streamed as they are read: CSV, TXT, JSON
+/// and JSONL, the same bytes [`write_table`] writes (it is built on this). Each call answers the
+/// bytes it adds. XLSX is a zip whose parts need their sizes, so it is not written this way.
+pub struct RowWriter {
+    format: Format,
+    header: Vec<String>,
+    rows: u64,
+}
+
+impl RowWriter {
+    pub fn new(format: Format, header: Vec<String>) -> Result<Self> {
+        if format == Format::Xlsx {
+            return Err(TextError::malformed(Location::File, "XLSX is not written row by row"));
+        }
+        Ok(Self {
+            format,
+            header,
+            rows: 0,
+        })
+    }
+
+    /// What comes before the first row: the CSV header, JSON's opening bracket.
+    pub fn start(&mut self) -> Result<Vec<u8>> {
+        match self.format {
+            Format::Csv => csv_record(&self.header),
+            Format::Json => Ok(b"[".to_vec()),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// One row.
+    pub fn row(&mut self, row: &[String]) -> Result<Vec<u8>> {
+        self.rows += 1;
+        match self.format {
+            Format::Csv => csv_record(row),
+            Format::Txt => {
                 let text = row
                     .first()
                     .map_or(String::new(), |cell| cell.replace(['\r', '\n'], " "));
-                writeln!(out, "{text}").map_err(TextError::Io)?;
+                Ok(format!("{text}\n").into_bytes())
             }
-            Ok(())
-        }
-        Format::Json => {
-            out.write_all(b"[").map_err(TextError::Io)?;
-            for (index, row) in table.rows.iter().enumerate() {
-                if index > 0 {
-                    out.write_all(b",\n").map_err(TextError::Io)?;
-                }
-                write_object(&table.header, row, &mut out)?;
+            Format::Json => {
+                let mut out = if self.rows > 1 { b",\n".to_vec() } else { Vec::new() };
+                write_object(&self.header, row, &mut out)?;
+                Ok(out)
             }
-            out.write_all(b"]\n").map_err(TextError::Io)
-        }
-        Format::Jsonl => {
-            for row in &table.rows {
-                write_object(&table.header, row, &mut out)?;
-                out.write_all(b"\n").map_err(TextError::Io)?;
+            Format::Jsonl => {
+                let mut out = Vec::new();
+                write_object(&self.header, row, &mut out)?;
+                out.push(b'\n');
+                Ok(out)
             }
-            Ok(())
+            Format::Xlsx => Err(TextError::malformed(Location::File, "XLSX is not written row by row")),
         }
-        Format::Xlsx => out.write_all(&xlsx_bytes(table)?).map_err(TextError::Io),
+    }
+
+    /// What comes after the last row: JSON's closing bracket.
+    pub fn finish(&mut self) -> Vec<u8> {
+        match self.format {
+            Format::Json => b"]\n".to_vec(),
+            _ => Vec::new(),
+        }
     }
 }
 
-fn write_csv(table: &Table, out: impl Write) -> Result<()> {
-    let mut writer = csv::Writer::from_writer(out);
+/// A CSV record, each cell through the formula escape ([`crate::formula`]).
+fn csv_record(cells: &[String]) -> Result<Vec<u8>> {
     let failed = |e: csv::Error| TextError::Io(std::io::Error::other(e.to_string()));
-    let neutral = |cells: &[String]| {
-        cells
-            .iter()
-            .map(|c| crate::formula::neutralize(c).into_owned())
-            .collect::<Vec<_>>()
-    };
-    writer.write_record(neutral(&table.header)).map_err(failed)?;
-    for row in &table.rows {
-        writer.write_record(neutral(row)).map_err(failed)?;
-    }
-    writer.flush().map_err(TextError::Io)
+    let mut writer = csv::WriterBuilder::new().buffer_capacity(256).from_writer(Vec::new());
+    let neutral = cells.iter().map(|c| crate::formula::neutralize(c).into_owned());
+    writer.write_record(neutral).map_err(failed)?;
+    writer
+        .into_inner()
+        .map_err(|e| TextError::Io(std::io::Error::other(e.to_string())))
 }
 
 /// One object with the header's keys in order (serde_json's map would sort them).

@@ -14,7 +14,6 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::extract::multipart::{Field, Multipart, MultipartError, MultipartRejection};
-use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -457,20 +456,8 @@ pub(crate) fn file_response(table: Table, format: Format, stem: &str) -> Result<
         tracing::error!(error = %e, "cannot write a download");
         Error::internal()
     })?;
-    let content_type = match format {
-        Format::Csv => "text/csv; charset=utf-8",
-        Format::Txt => "text/plain; charset=utf-8",
-        Format::Json => "application/json",
-        Format::Jsonl => "application/x-ndjson",
-        Format::Xlsx => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    };
-    let disposition = format!("attachment; filename=\"{stem}.{}\"", format_name(format));
     let mut response = bytes.into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    if let Ok(value) = HeaderValue::from_str(&disposition) {
-        headers.insert(header::CONTENT_DISPOSITION, value);
-    }
+    crate::routes::streaming::set_download_headers(&mut response, format, stem);
     Ok(response)
 }
 
@@ -491,55 +478,102 @@ pub async fn download_group(
         group_id: Some(group.id),
         ..DocumentFilter::default()
     };
+    // The header needs every meta key before the first row: one pass over the documents first.
     let mut header = vec!["id".to_owned(), "text".to_owned()];
-    let mut documents = Vec::new();
-    let mut offset = 0;
-    loop {
-        let (page, more) = state
-            .store
-            .documents(&caller.scope, p.project_id, &filter, offset, DOWNLOAD_PAGE)
-            .await?;
-        offset += page.len() as i64;
-        for document in page {
-            if let Some(meta) = document.meta.as_object() {
-                for key in meta.keys() {
-                    if !header.contains(key) {
-                        header.push(key.clone());
-                    }
+    let mut count = 0;
+    let mut pages = GroupPages::new(&state, &caller.scope, p.project_id, filter.clone());
+    while let Some(page) = pages.next().await? {
+        count += page.len();
+        for document in &page {
+            for key in document.meta.as_object().into_iter().flat_map(|meta| meta.keys()) {
+                if !header.contains(key) {
+                    header.push(key.clone());
                 }
             }
-            documents.push(document);
         }
-        if documents.len() > MAX_DOWNLOAD_ROWS {
+    }
+    let stem = format!("group-{}", group.id);
+    if !crate::routes::streaming::streams(format) {
+        if count > MAX_DOWNLOAD_ROWS {
             return Err(Error::new(
                 ErrorCode::PayloadTooLarge,
-                format!("a download holds at most {MAX_DOWNLOAD_ROWS} documents"),
+                format!("an XLSX download holds at most {MAX_DOWNLOAD_ROWS} documents; choose csv or jsonl"),
             )
             .into());
         }
-        if !more {
-            break;
+        let mut rows = Vec::with_capacity(count);
+        let mut pages = GroupPages::new(&state, &caller.scope, p.project_id, filter);
+        while let Some(page) = pages.next().await? {
+            rows.extend(page.into_iter().map(|d| group_row(d, &header[2..])));
+        }
+        return Ok(file_response(Table { header, rows }, format, &stem)?);
+    }
+    let (response, mut sink) = crate::routes::streaming::streamed_response(format, &stem, header.clone())?;
+    let (state, scope, project_id) = (state.clone(), caller.scope.clone(), p.project_id);
+    tokio::spawn(async move {
+        let mut pages = GroupPages::new(&state, &scope, project_id, filter);
+        loop {
+            match pages.next().await {
+                Ok(Some(page)) => {
+                    let rows = page.into_iter().map(|d| group_row(d, &header[2..]));
+                    if !sink.rows(rows).await {
+                        return;
+                    }
+                }
+                Ok(None) => return sink.finish().await,
+                Err(e) => return sink.fail(e).await,
+            }
+        }
+    });
+    Ok(response)
+}
+
+/// A group's documents page by page in id order, with a keyset.
+struct GroupPages<'a> {
+    state: &'a AppState,
+    scope: &'a lector_core::Scope,
+    project_id: i64,
+    filter: DocumentFilter,
+    done: bool,
+}
+
+impl<'a> GroupPages<'a> {
+    fn new(state: &'a AppState, scope: &'a lector_core::Scope, project_id: i64, filter: DocumentFilter) -> Self {
+        Self {
+            state,
+            scope,
+            project_id,
+            filter,
+            done: false,
         }
     }
-    let rows = documents
-        .into_iter()
-        .map(|d| {
-            let mut row = vec![d.id.to_string(), d.text];
-            for key in &header[2..] {
-                row.push(match d.meta.get(key) {
-                    Some(serde_json::Value::String(text)) => text.clone(),
-                    Some(serde_json::Value::Null) | None => String::new(),
-                    Some(other) => other.to_string(),
-                });
-            }
-            row
-        })
-        .collect();
-    Ok(file_response(
-        Table { header, rows },
-        format,
-        &format!("group-{}", group.id),
-    )?)
+
+    async fn next(&mut self) -> Result<Option<Vec<lector_store::Document>>> {
+        if self.done {
+            return Ok(None);
+        }
+        let (page, more) = self
+            .state
+            .store
+            .documents(self.scope, self.project_id, &self.filter, 0, DOWNLOAD_PAGE)
+            .await?;
+        self.filter.after = page.last().map(|d| d.id).or(self.filter.after);
+        self.done = !more;
+        Ok((!page.is_empty()).then_some(page))
+    }
+}
+
+/// A document as a row of its group's download: id, text, then the meta keys of `keys`.
+fn group_row(document: lector_store::Document, keys: &[String]) -> Vec<String> {
+    let mut row = vec![document.id.to_string(), document.text];
+    for key in keys {
+        row.push(match document.meta.get(key) {
+            Some(serde_json::Value::String(text)) => text.clone(),
+            Some(serde_json::Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        });
+    }
+    row
 }
 
 /// The classes of a project as a file with columns `name`, `example`, `description`; uploads

@@ -14,12 +14,15 @@ pub mod credentials;
 pub mod documents;
 pub mod files;
 pub mod groups;
+pub mod labeled;
 pub mod model_files;
 pub mod models;
 pub mod notifications;
 pub mod projects;
+pub mod session_downloads;
 pub mod sessions;
 pub mod sources;
+pub mod streaming;
 pub mod system;
 pub mod users;
 pub mod workspaces;
@@ -38,6 +41,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(documents::router())
         .merge(groups::router())
         .merge(sessions::router())
+        .merge(labeled::router())
+        .merge(session_downloads::router())
         .merge(annotate::router())
         .merge(models::router())
         .merge(model_files::router())

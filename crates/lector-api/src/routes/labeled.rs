@@ -1,0 +1,364 @@
+//! Labeled data coming in: documents sent with their tags (`documents` of a session's create
+//! and update bodies), and labeled-data files (`upload_labeling_file`, or a `file_id` or source
+//! with a `column_mapping` in `create_labeling_session`). A file's header is checked in the
+//! request; its rows become the session's documents in the `import_labeled` job
+//! (`lector_jobs::labeled_import`), so the request answers at once with the session STARTED and
+//! the job's `task_id`. Downloads of labeled data are in [`crate::routes::session_downloads`].
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::PathParams;
+use crate::routes::documents::{SegmentBody, check_text, language, language_for, prepare_document_body};
+use crate::routes::sessions::{MAX_LABELED_DOCUMENTS, MAX_NAME_CHARS, ProjectPath, SessionDto, session_dto};
+use crate::routes::sources::{SourceRequest, fetch_to_upload};
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use lector_core::validate::Problems;
+use lector_core::{Error, Result};
+use lector_store::{LabeledColumns, LabeledDocument, LabeledFile, NewSession, NewTag, Session, Upload};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(upload_labeling_file))
+}
+
+/// A tag as a client sends it: a class and/or a label by name, optionally on a part of the
+/// segment given by span or text.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TagBody {
+    pub class: Option<String>,
+    pub label: Option<String>,
+    /// `[start, end)` in code points of the document text, inside the segment.
+    pub span: Option<[i64; 2]>,
+    /// The words the tag points at (an aspect term), found in the segment when `span` is absent.
+    pub text: Option<String>,
+}
+
+impl TagBody {
+    /// The tag with no part; parts need the segment, which only the tag routes resolve.
+    pub(crate) fn whole(&self) -> Result<NewTag> {
+        if self.span.is_some() || self.text.is_some() {
+            return Err(Error::validation(vec![lector_core::FieldError::new(
+                "tags",
+                "a tag of a new document covers its whole segment; add parts with add_segment_tag",
+            )]));
+        }
+        Ok(NewTag {
+            class: self.class.clone(),
+            label: self.label.clone(),
+            part: None,
+        })
+    }
+}
+
+/// A segment of a labeled document: its text (and where it lies), its tags, and whether it
+/// counts as annotated (it does when it has tags).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LabeledSegmentBody {
+    pub text: String,
+    pub span: Option<[usize; 2]>,
+    #[serde(default)]
+    pub tags: Vec<TagBody>,
+    /// ANNOTATED marks the segment annotated even without tags.
+    pub status: Option<String>,
+}
+
+/// A document that arrives with its labels, as a download of a session gives them back.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LabeledDocumentBody {
+    pub text: String,
+    /// The client's own id for the document, kept in its meta as `external_id`.
+    pub id: Option<i64>,
+    #[schema(value_type = Option<Object>)]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+    pub language: Option<String>,
+    /// Split the text into sentences (default: the whole text is one segment, unless
+    /// `segments` are given).
+    pub split: Option<bool>,
+    /// The document's segments with their tags.
+    pub segments: Option<Vec<LabeledSegmentBody>>,
+    /// Tags for every segment of the document.
+    #[serde(default)]
+    pub tags: Vec<TagBody>,
+}
+
+impl LabeledDocumentBody {
+    fn validate(&self, problems: &mut Problems, field: &str) {
+        check_text(problems, &format!("{field}.text"), &self.text);
+        language(&self.language, problems);
+        if let Some(segments) = &self.segments {
+            for (i, segment) in segments.iter().enumerate() {
+                if let Some(status) = &segment.status {
+                    problems.check(
+                        status == lector_core::labeling::ANNOTATED,
+                        &format!("{field}.segments[{i}].status"),
+                        "must be ANNOTATED",
+                    );
+                }
+            }
+        }
+    }
+
+    fn prepare(self) -> Result<LabeledDocument> {
+        let mut meta = self.meta.unwrap_or_default();
+        if let Some(id) = self.id {
+            meta.insert("external_id".into(), id.into());
+        }
+        let given: Option<Vec<SegmentBody>> = self.segments.as_ref().map(|segments| {
+            segments
+                .iter()
+                .map(|s| SegmentBody {
+                    text: s.text.clone(),
+                    span: s.span,
+                })
+                .collect()
+        });
+        let document = prepare_document_body(
+            &self.text,
+            meta,
+            self.language.as_deref(),
+            self.split.unwrap_or(false),
+            given.as_deref(),
+        )?;
+        let whole: Vec<NewTag> = self.tags.iter().map(TagBody::whole).collect::<Result<_>>()?;
+        let count = document.segments.len();
+        let (tags, annotated) = match &self.segments {
+            Some(segments) => {
+                let mut tags = Vec::with_capacity(count);
+                let mut annotated = Vec::with_capacity(count);
+                for segment in segments {
+                    let mut own: Vec<NewTag> = segment.tags.iter().map(TagBody::whole).collect::<Result<_>>()?;
+                    own.extend(whole.iter().cloned());
+                    annotated.push(!own.is_empty() || segment.status.is_some());
+                    tags.push(own);
+                }
+                (tags, annotated)
+            }
+            None => (vec![whole.clone(); count], vec![!whole.is_empty(); count]),
+        };
+        Ok(LabeledDocument {
+            document,
+            tags,
+            annotated,
+        })
+    }
+}
+
+pub(crate) fn check_labeled(problems: &mut Problems, documents: &Option<Vec<LabeledDocumentBody>>) {
+    let Some(documents) = documents else { return };
+    problems.check(
+        documents.len() <= MAX_LABELED_DOCUMENTS,
+        "documents",
+        &format!("send at most {MAX_LABELED_DOCUMENTS} documents per request"),
+    );
+    for (i, document) in documents.iter().enumerate().take(MAX_LABELED_DOCUMENTS) {
+        document.validate(problems, &format!("documents[{i}]"));
+        if problems.0.len() >= 20 {
+            break;
+        }
+    }
+}
+
+/// Prepares labeled documents; those that name no language take `language`.
+pub(crate) fn prepare_all(documents: Option<Vec<LabeledDocumentBody>>, language: &str) -> Result<Vec<LabeledDocument>> {
+    documents
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut d| {
+            d.language.get_or_insert_with(|| language.to_owned());
+            d.prepare()
+        })
+        .collect()
+}
+
+/// A column of a file: its 0-based index or its name.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum ColumnName {
+    Index(usize),
+    Name(String),
+}
+
+impl From<ColumnName> for lector_text::ColumnRef {
+    fn from(c: ColumnName) -> Self {
+        match c {
+            ColumnName::Index(i) => lector_text::ColumnRef::Index(i),
+            ColumnName::Name(n) => lector_text::ColumnRef::Name(n),
+        }
+    }
+}
+
+/// Maps the attributes of labeled data to file columns. `text` is required unless the file
+/// has a column named so; `aspect` is the class of ABSA projects. `document` (rows with the
+/// same value are one document's segments), `part` (the words a tag points at) and
+/// `annotated` read back what a session download writes.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnMappingBody {
+    pub text: Option<ColumnName>,
+    pub class: Option<ColumnName>,
+    pub aspect: Option<ColumnName>,
+    pub label: Option<ColumnName>,
+    pub document: Option<ColumnName>,
+    pub part: Option<ColumnName>,
+    pub annotated: Option<ColumnName>,
+}
+
+impl ColumnMappingBody {
+    /// The mapping over a file's header: the given columns, the rest by their names.
+    pub(crate) fn resolve(
+        self,
+        header: &[String],
+    ) -> std::result::Result<lector_text::ColumnMapping, lector_text::TextError> {
+        let implied = lector_text::ColumnMapping::from_header(header);
+        let text = match (self.text, &implied) {
+            (Some(text), _) => text.into(),
+            (None, Ok(implied)) => implied.text.clone(),
+            (None, Err(_)) => return implied,
+        };
+        let implied = implied.ok();
+        let or_implied =
+            |given: Option<ColumnName>, pick: fn(&lector_text::ColumnMapping) -> Option<lector_text::ColumnRef>| {
+                given.map(Into::into).or_else(|| implied.as_ref().and_then(pick))
+            };
+        Ok(lector_text::ColumnMapping {
+            text,
+            class: or_implied(self.class.or(self.aspect), |m| m.class.clone()),
+            label: or_implied(self.label, |m| m.label.clone()),
+            document: or_implied(self.document, |m| m.document.clone()),
+            part: or_implied(self.part, |m| m.part.clone()),
+            annotated: or_implied(self.annotated, |m| m.annotated.clone()),
+        })
+    }
+}
+
+/// The upload a session reads its labeled data from: a `file_id`, or a source fetched now.
+pub(crate) async fn session_file(
+    state: &AppState,
+    caller: &Caller,
+    project_id: i64,
+    file_id: Option<uuid::Uuid>,
+    source: Option<SourceRequest>,
+) -> Result<Option<lector_store::Upload>> {
+    let id = match (file_id, source) {
+        (Some(id), _) => id,
+        (None, Some(source)) => fetch_to_upload(state, caller, project_id, &source).await?.id,
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(state.store.upload(&caller.scope, project_id, id).await?))
+}
+
+/// The multipart form of `upload_labeling_file`.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct LabelingUploadForm {
+    /// Labeled data: CSV, JSON, JSONL or XLSX with a header row (`text`, `class` or `aspect`,
+    /// `label`; a session download has these).
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+    /// true: keep the file and answer its id and preview, for `create_labeling_session` with a
+    /// `file_id` and a `column_mapping`. false (default): create the session from it (a task).
+    show_preview: Option<bool>,
+}
+
+/// What `upload_labeling_file` answers: the file's preview, or the session made from it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum LabelingUpload {
+    Preview(crate::routes::files::UploadedFileDto),
+    Session(Box<SessionDto>),
+}
+
+/// Uploads labeled data: with `show_preview`, answers the file's id and preview; otherwise
+/// answers a labeling session (STARTED) that the task `task_id` fills from the file, its
+/// columns found by their names.
+#[utoipa::path(post, path = "/projects/{project_id}/annotations/upload", tag = "labeling sessions",
+    params(("project_id" = i64, Path)),
+    request_body(content = LabelingUploadForm, content_type = "multipart/form-data"),
+    responses((status = 200, body = LabelingUpload)))]
+pub async fn upload_labeling_file(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    form: std::result::Result<axum::extract::Multipart, axum::extract::multipart::MultipartRejection>,
+) -> ApiResult<Json<LabelingUpload>> {
+    let (upload, flags) =
+        crate::routes::files::receive_upload_with(&state, &caller, p.project_id, form?, &["show_preview"]).await?;
+    if flags.iter().any(|(_, on)| *on) {
+        let preview = crate::routes::files::preview_upload(&state, upload).await?;
+        return Ok(Json(LabelingUpload::Preview(preview)));
+    }
+    let language = language_for(&state, &caller, p.project_id, None).await?;
+    let name = upload
+        .file_name
+        .rsplit_once('.')
+        .map_or(upload.file_name.as_str(), |(stem, _)| stem);
+    let new = NewSession {
+        name: name.chars().take(MAX_NAME_CHARS).collect(),
+        ..NewSession::default()
+    };
+    // A file whose header does not fit is not kept.
+    if let Err(e) = file_columns(&state, &upload, None).await {
+        crate::routes::files::discard(&state, &upload).await;
+        return Err(e.into());
+    }
+    let (session, task_id) = start_from_file(&state, &caller, p.project_id, new, &upload, None, language).await?;
+    let mut answer = session_dto(&state, session).await?;
+    answer.task_id = Some(task_id);
+    Ok(Json(LabelingUpload::Session(Box::new(answer))))
+}
+
+/// Checks a labeled-data file's header against `mapping` (the columns named so by default),
+/// then creates the session STARTED and queues the job that fills it from the file. Answers
+/// the session and the job's id.
+pub(crate) async fn start_from_file(
+    state: &AppState,
+    caller: &Caller,
+    project_id: i64,
+    new: NewSession,
+    upload: &Upload,
+    mapping: Option<ColumnMappingBody>,
+    language: String,
+) -> Result<(Session, i64)> {
+    let columns = file_columns(state, upload, mapping).await?;
+    let file = LabeledFile {
+        language,
+        columns,
+        max_bytes: state.config.uploads.max_bytes,
+    };
+    state
+        .store
+        .start_labeled_import(&caller.scope, project_id, new, upload, file)
+        .await
+}
+
+/// Where the mapped columns lie in a labeled-data file's header (422 when they are not there).
+async fn file_columns(state: &AppState, upload: &Upload, mapping: Option<ColumnMappingBody>) -> Result<LabeledColumns> {
+    let limits = crate::routes::files::limits(state);
+    let columns = crate::routes::files::read_upload(state, upload, move |file, format| {
+        let options = lector_text::ReadOptions { header_first: true };
+        let rows = lector_text::open_rows(format, file, options, &limits)?;
+        let header = rows.header();
+        let mapping = match mapping {
+            Some(mapping) => mapping.resolve(header)?,
+            None => lector_text::ColumnMapping::from_header(header)?,
+        };
+        mapping.resolve(header)
+    })
+    .await?;
+    Ok(LabeledColumns {
+        text: columns.text,
+        class: columns.class,
+        label: columns.label,
+        document: columns.document,
+        part: columns.part,
+        annotated: columns.annotated,
+    })
+}

@@ -1,0 +1,180 @@
+//! Labeled data going out: a session's tags as a file (`download_labeling_session`) and every
+//! session of a project as one (`download_labeling_sessions`), one row per tag and one per
+//! segment without tags, in the columns a labeled-data upload reads back. CSV, JSON and JSONL
+//! stream page by page (keyset) through [`crate::routes::streaming`]; XLSX is built whole.
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{PathParams, QueryParams};
+use crate::routes::sessions::{ProjectPath, SessionPath};
+use crate::state::AppState;
+use axum::extract::State;
+use lector_core::{Error, Result};
+use lector_store::{Session, SessionFilter};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(download_labeling_sessions))
+        .routes(routes!(download_labeling_session))
+}
+
+/// Most rows one download of labeled data holds.
+pub const MAX_DOWNLOAD_ROWS: usize = 500_000;
+
+/// Documents read per page of a session download.
+const PAGE: i64 = 500;
+
+/// One page of a session's labeled data as [`lector_text::LABELED_HEADER`] rows, for the
+/// documents after `after` (a keyset): one row per tag, and one for each segment without tags;
+/// with `with_session`, a first column names the session. Answers the rows and the keyset of the
+/// next page, `None` after the last.
+async fn session_page(
+    state: &AppState,
+    scope: &lector_core::Scope,
+    session: &Session,
+    with_session: bool,
+    after: i64,
+) -> Result<(Vec<Vec<String>>, Option<i64>)> {
+    let (_, documents, has_more) = state
+        .store
+        .session_documents_after(scope, session.project_id, session.id, after, PAGE)
+        .await?;
+    let next = documents.last().map(|d| d.id).filter(|_| has_more);
+    let segments = state.store.segments_of(&documents).await?;
+    let mut tags = lector_store::tags_by_segment(state.store.tags_of(&segments, Some(session)).await?);
+    let marked: std::collections::HashSet<i64> = state
+        .store
+        .marks_of(session, &segments)
+        .await?
+        .into_iter()
+        .map(|m| m.segment_id)
+        .collect();
+    let mut rows = Vec::new();
+    for segment in segments {
+        let prefix: Vec<String> = with_session.then(|| session.id.to_string()).into_iter().collect();
+        let base = |class: Option<String>, label: Option<String>, part: Option<String>| {
+            let mut row = prefix.clone();
+            row.extend([
+                segment.document_id.to_string(),
+                segment.id.to_string(),
+                segment.text.clone(),
+                class.unwrap_or_default(),
+                label.unwrap_or_default(),
+                part.unwrap_or_default(),
+                marked.contains(&segment.id).to_string(),
+            ]);
+            row
+        };
+        match tags.remove(&segment.id) {
+            Some(own) => rows.extend(own.into_iter().map(|t| base(t.class, t.label, t.text))),
+            None => rows.push(base(None, None, None)),
+        }
+    }
+    Ok((rows, next))
+}
+
+/// The labeled data of `sessions` as one file: streamed row by row (CSV, JSON, JSONL), or built
+/// whole (XLSX, at most [`MAX_DOWNLOAD_ROWS`] rows).
+async fn sessions_file(
+    state: &AppState,
+    scope: &lector_core::Scope,
+    sessions: Vec<Session>,
+    with_session: bool,
+    format: lector_text::Format,
+    stem: &str,
+) -> Result<axum::response::Response> {
+    let header = session_header(with_session);
+    if !crate::routes::streaming::streams(format) {
+        let mut table = lector_text::Table {
+            header,
+            rows: Vec::new(),
+        };
+        for session in &sessions {
+            let mut after = Some(i64::MIN);
+            while let Some(from) = after {
+                let (rows, next) = session_page(state, scope, session, with_session, from).await?;
+                table.rows.extend(rows);
+                after = next;
+                if table.rows.len() > MAX_DOWNLOAD_ROWS {
+                    return Err(Error::validation(vec![lector_core::FieldError::new(
+                        "format",
+                        format!("an XLSX download holds at most {MAX_DOWNLOAD_ROWS} rows; choose csv or jsonl"),
+                    )]));
+                }
+            }
+        }
+        return crate::routes::files::file_response(table, format, stem);
+    }
+    let (response, mut sink) = crate::routes::streaming::streamed_response(format, stem, header)?;
+    let (state, scope) = (state.clone(), scope.clone());
+    tokio::spawn(async move {
+        for session in &sessions {
+            let mut after = Some(i64::MIN);
+            while let Some(from) = after {
+                match session_page(&state, &scope, session, with_session, from).await {
+                    Ok((rows, next)) => {
+                        if !sink.rows(rows).await {
+                            return;
+                        }
+                        after = next;
+                    }
+                    Err(e) => return sink.fail(e).await,
+                }
+            }
+        }
+        sink.finish().await;
+    });
+    Ok(response)
+}
+
+/// The header of a labeled-data download.
+pub fn session_header(with_session: bool) -> Vec<String> {
+    let first = with_session.then(|| "annotation".to_owned());
+    first
+        .into_iter()
+        .chain(lector_text::LABELED_HEADER.iter().map(|h| (*h).to_owned()))
+        .collect()
+}
+
+/// A session's labeled data as a file: one row per tag (and per segment without tags) with
+/// columns document, segment, text, class, label, part, annotated. It uploads again as a
+/// session with the same tags.
+#[utoipa::path(get, path = "/projects/{project_id}/annotations/{annotation_id}/download", tag = "labeling sessions",
+    params(("project_id" = i64, Path), ("annotation_id" = i64, Path), crate::routes::files::DownloadQuery),
+    responses((status = 200, description = "the file", content_type = "application/octet-stream")))]
+pub async fn download_labeling_session(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<SessionPath>,
+    QueryParams(q): QueryParams<crate::routes::files::DownloadQuery>,
+) -> ApiResult<axum::response::Response> {
+    let format = q.format()?;
+    let session = state
+        .store
+        .session(&caller.scope, p.project_id, p.annotation_id)
+        .await?;
+    let stem = format!("annotation-{}", session.id);
+    Ok(sessions_file(&state, &caller.scope, vec![session], false, format, &stem).await?)
+}
+
+/// Every labeling session of a project as one file: the columns of a session download after
+/// an `annotation` column naming the session.
+#[utoipa::path(get, path = "/projects/{project_id}/annotations/download", tag = "labeling sessions",
+    params(("project_id" = i64, Path), crate::routes::files::DownloadQuery),
+    responses((status = 200, description = "the file", content_type = "application/octet-stream")))]
+pub async fn download_labeling_sessions(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    QueryParams(q): QueryParams<crate::routes::files::DownloadQuery>,
+) -> ApiResult<axum::response::Response> {
+    let format = q.format()?;
+    let sessions = state
+        .store
+        .sessions(&caller.scope, p.project_id, &SessionFilter::default())
+        .await?;
+    let stem = format!("project-{}-annotations", p.project_id);
+    Ok(sessions_file(&state, &caller.scope, sessions, true, format, &stem).await?)
+}

@@ -1,0 +1,99 @@
+//! Downloads written as they are read: the response's body is fed, through a bounded channel,
+//! by a task that pages through the rows (with a keyset) and writes each page with
+//! [`lector_text::RowWriter`], so memory holds a few pages whatever the file's length. CSV, TXT,
+//! JSON and JSONL stream; XLSX (a zip whose parts need their sizes) is built whole by
+//! [`crate::routes::files::file_response`].
+//!
+//! Once the first bytes are sent the status is 200: a failure later ends the body early (the
+//! client sees a cut-off transfer) and goes to the log.
+
+use axum::body::Body;
+use axum::http::{HeaderValue, header};
+use axum::response::Response;
+use bytes::Bytes;
+use lector_core::{Error, Result};
+use lector_text::{Format, RowWriter};
+use tokio::sync::mpsc;
+
+/// Chunks waiting between the writing task and the client at most.
+const CHUNKS_IN_FLIGHT: usize = 4;
+
+/// The writing end of a streamed download.
+pub(crate) struct RowSink {
+    sender: mpsc::Sender<std::io::Result<Bytes>>,
+    writer: RowWriter,
+}
+
+impl RowSink {
+    /// Writes rows and sends them on; false when the client has gone (stop producing).
+    pub(crate) async fn rows(&mut self, rows: impl IntoIterator<Item = Vec<String>>) -> bool {
+        let mut bytes = Vec::new();
+        for row in rows {
+            match self.writer.row(&row) {
+                Ok(more) => bytes.extend(more),
+                Err(e) => {
+                    self.fail(Error::from(e)).await;
+                    return false;
+                }
+            }
+        }
+        bytes.is_empty() || self.sender.send(Ok(Bytes::from(bytes))).await.is_ok()
+    }
+
+    /// Ends the file.
+    pub(crate) async fn finish(mut self) {
+        let end = self.writer.finish();
+        if !end.is_empty() {
+            let _ = self.sender.send(Ok(Bytes::from(end))).await;
+        }
+    }
+
+    /// Ends the body early: the error is logged, the client sees a cut-off transfer.
+    pub(crate) async fn fail(&self, error: Error) {
+        tracing::error!(error = %error.detail, "a streamed download failed");
+        let _ = self
+            .sender
+            .send(Err(std::io::Error::other("the download failed")))
+            .await;
+    }
+}
+
+/// Whether `format` is written row by row.
+pub(crate) fn streams(format: Format) -> bool {
+    format != Format::Xlsx
+}
+
+/// A download response whose body the returned sink fills (from a spawned task).
+pub(crate) fn streamed_response(format: Format, stem: &str, header: Vec<String>) -> Result<(Response, RowSink)> {
+    let mut writer = RowWriter::new(format, header).map_err(Error::from)?;
+    let start = writer.start().map_err(Error::from)?;
+    let (sender, receiver) = mpsc::channel(CHUNKS_IN_FLIGHT);
+    let first = futures_util::stream::once(async move { Ok::<_, std::io::Error>(Bytes::from(start)) });
+    let rest = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|chunk| (chunk, receiver))
+    });
+    let body = Body::from_stream(futures_util::StreamExt::chain(first, rest));
+    let mut response = Response::new(body);
+    set_download_headers(&mut response, format, stem);
+    Ok((response, RowSink { sender, writer }))
+}
+
+/// The content type and file name of a download.
+pub(crate) fn set_download_headers(response: &mut Response, format: Format, stem: &str) {
+    let content_type = match format {
+        Format::Csv => "text/csv; charset=utf-8",
+        Format::Txt => "text/plain; charset=utf-8",
+        Format::Json => "application/json",
+        Format::Jsonl => "application/x-ndjson",
+        Format::Xlsx => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    };
+    let disposition = format!(
+        "attachment; filename=\"{stem}.{}\"",
+        crate::routes::files::format_name(format)
+    );
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Ok(value) = HeaderValue::from_str(&disposition) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+}

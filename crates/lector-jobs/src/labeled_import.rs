@@ -1,0 +1,244 @@
+//! Filling a labeling session from an uploaded labeled-data file (`upload_labeling_file`, or
+//! `create_labeling_session` with a `file_id` or a source): the `import_labeled` job.
+//!
+//! The file streams from the blob store through `lector-text`'s bounded readers on a blocking
+//! thread; [`lector_text::LabeledRows`] turns rows into documents one at a time (a document's
+//! rows are consecutive), and each document is normalised and given its segments and tags here.
+//! The job stores them in fenced batches, each document at its place in the session's group,
+//! so a run that starts again after a crash skips what was stored and stores nothing twice.
+//! Two batches wait between the reader and the writer at most: memory holds a few batches,
+//! whatever the file's size. A malformed row, a tag the session does not offer, or a part not
+//! found in its segment fails the job for good: the session turns FAILED and its user is told
+//! why (see `lector_store::Failure`).
+//!
+//! It does not check the file's header: the request did that before queueing the job, and the
+//! payload carries the columns' places.
+
+use crate::file_import::{Counting, failed, gone};
+use crate::ingest::prepare_document;
+use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for, panic_message};
+use lector_core::labeling::locate_part;
+use lector_core::validate::{TextKind, check_chars};
+use lector_core::{Error, ErrorCode, NotificationType};
+use lector_store::{LabeledDocument, LabeledImportPayload, Lease, NewSegment, NewTag, Store};
+use lector_text::{
+    ClientSegment, Format, LabeledRows, LabeledText, Language, Limits, ReadOptions, ResolvedColumns, TextError,
+    check_segments, normalize, open_rows,
+};
+use std::io::Read;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::sync::mpsc;
+
+/// Documents read, prepared and written per batch.
+pub const LABELED_BATCH: usize = 200;
+/// Rows of a labeled-data file one session takes.
+pub const MAX_LABELED_ROWS: u64 = 100_000;
+
+/// Fills a labeling session from an uploaded labeled-data file.
+#[derive(Debug, Default)]
+pub struct ImportLabeled;
+
+impl Handler for ImportLabeled {
+    type Payload = LabeledImportPayload;
+
+    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: LabeledImportPayload) -> HandlerFuture<'a> {
+        Box::pin(async move { import_labeled(store, lease, &payload).await })
+    }
+}
+
+/// What goes wrong while reading: the file (a [`TextError`]) or a document in it.
+enum ReadError {
+    File(TextError),
+    Document(Error),
+}
+
+async fn import_labeled(store: &Store, lease: &Lease, payload: &LabeledImportPayload) -> Result<Outcome, JobError> {
+    let upload = store.upload_for_job(lease, payload.upload_id).await.map_err(gone)?;
+    let format = Format::from_extension(&upload.format)
+        .ok_or_else(|| JobError::fatal(format!("files of format {:?} cannot be read", upload.format)))?;
+    let file = store.open_upload(&upload).await.map_err(gone)?;
+    let read = Arc::new(AtomicU64::new(0));
+    let (sender, mut batches) = mpsc::channel(2);
+    let reader = {
+        let read = read.clone();
+        let language = Language::from_code_or_default(Some(&payload.language));
+        let (columns, max_bytes) = (payload.columns, payload.max_bytes);
+        tokio::task::spawn_blocking(move || {
+            let file = Counting { inner: file, read };
+            if let Err(e) = produce(file, format, columns, max_bytes, language, &sender) {
+                let _ = sender.blocking_send(Err(e));
+            }
+        })
+    };
+    let size = upload.byte_size.max(1) as f64;
+    let (mut position, mut added) = (0i64, 0usize);
+    while let Some(batch) = batches.recv().await {
+        let documents = match batch {
+            Ok(documents) => documents,
+            Err(e) => {
+                reader.abort();
+                return Err(match e {
+                    ReadError::File(e) => failed(lease, e),
+                    ReadError::Document(e) => JobError::fatal(format!("the file cannot be imported: {}", e.detail)),
+                });
+            }
+        };
+        added += store
+            .import_labeled(lease, payload, position, &documents)
+            .await
+            .map_err(|e| {
+                reader.abort();
+                refused(e)
+            })?;
+        position += documents.len() as i64;
+        let progress = 0.99 * read.load(Ordering::Relaxed) as f64 / size;
+        store
+            .report_progress(lease, progress.min(0.99))
+            .await
+            .map_err(|e| JobError::transient(e.detail))?;
+    }
+    // A reader that panicked closed its channel early: that is a failure, not the file's end.
+    reader
+        .await
+        .map_err(|e| JobError::transient(format!("reading the file failed: {}", panic_message(e))))?;
+    let session = store
+        .finish_labeled_import(lease, payload)
+        .await
+        .map_err(JobError::from_store)?;
+    let text = format!(
+        "{position} documents are in labeling session {:?} ({}).",
+        session.name, session.id
+    );
+    Ok(Outcome {
+        result: serde_json::json!({
+            "session_id": payload.session_id,
+            "group_id": payload.group_id,
+            "documents": position,
+            "stored_by_this_run": added,
+        }),
+        notice: notice_for(lease, NotificationType::Info, "Import finished", text),
+    })
+}
+
+/// A store error while writing a batch: the file's own fault (a tag the session does not offer,
+/// a second label in a LABEL project, a session deleted meanwhile) is final; others are worth
+/// another attempt.
+fn refused(error: Error) -> JobError {
+    match error.code {
+        ErrorCode::ValidationFailed | ErrorCode::Conflict => {
+            JobError::fatal(format!("the file cannot be imported: {}", error.detail))
+        }
+        _ => JobError::from_store(error),
+    }
+}
+
+/// Reads the file and sends batches of prepared documents until the end, an error, or a closed
+/// channel.
+fn produce(
+    file: impl Read + Send,
+    format: Format,
+    columns: lector_store::LabeledColumns,
+    max_bytes: u64,
+    language: Language,
+    sender: &mpsc::Sender<Result<Vec<LabeledDocument>, ReadError>>,
+) -> Result<(), ReadError> {
+    let limits = Limits {
+        max_bytes,
+        max_rows: MAX_LABELED_ROWS,
+        ..Limits::default()
+    };
+    let mut rows = open_rows(format, file, ReadOptions { header_first: true }, &limits).map_err(ReadError::File)?;
+    let mut labeled = LabeledRows::new(ResolvedColumns {
+        text: columns.text,
+        class: columns.class,
+        label: columns.label,
+        document: columns.document,
+        part: columns.part,
+        annotated: columns.annotated,
+    });
+    let mut batch = Vec::with_capacity(LABELED_BATCH);
+    // Answers false when the job stopped listening.
+    let send = |batch: &mut Vec<LabeledDocument>| {
+        let full = std::mem::replace(batch, Vec::with_capacity(LABELED_BATCH));
+        sender.blocking_send(Ok(full)).is_ok()
+    };
+    loop {
+        let chunk = rows.next_batch(1000).map_err(ReadError::File)?;
+        if chunk.is_empty() {
+            break;
+        }
+        for row in chunk {
+            if let Some(text) = labeled.push(&row.cells).map_err(ReadError::File)? {
+                batch.push(labeled_document(text, language).map_err(ReadError::Document)?);
+                if batch.len() >= LABELED_BATCH && !send(&mut batch) {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    if let Some(text) = labeled.finish() {
+        batch.push(labeled_document(text, language).map_err(ReadError::Document)?);
+    }
+    if !batch.is_empty() {
+        send(&mut batch);
+    }
+    Ok(())
+}
+
+/// Turns a labeled text read from a file into a document with tagged segments: each segment is
+/// kept as it is (not split again), and a tag's `part` is found in its segment.
+pub fn labeled_document(mut labeled: LabeledText, language: Language) -> lector_core::Result<LabeledDocument> {
+    // Normalise first, so the spans computed here hold for the stored text.
+    for segment in &mut labeled.segments {
+        segment.text = normalize(&segment.text);
+    }
+    let (text, spans) = labeled.text_and_spans();
+    let mut document = prepare_document(&text, serde_json::Value::Object(Default::default()), language, false);
+    let given: Vec<ClientSegment<'_>> = labeled
+        .segments
+        .iter()
+        .zip(&spans)
+        .map(|(s, span)| ClientSegment {
+            text: &s.text,
+            span: Some(*span),
+        })
+        .collect();
+    let checked = check_segments(&document.text, &given)
+        .map_err(|e| Error::validation(vec![lector_core::FieldError::new("segments", e.to_string())]))?;
+    document.segments = checked
+        .into_iter()
+        .map(|s| NewSegment {
+            start: s.start() as i64,
+            end: s.end() as i64,
+            text: s.text,
+        })
+        .collect();
+    let mut tags = Vec::with_capacity(labeled.segments.len());
+    for (segment, stored) in labeled.segments.iter().zip(&document.segments) {
+        let mut own = Vec::with_capacity(segment.tags.len());
+        for tag in &segment.tags {
+            for (field, value) in [("class", &tag.class), ("label", &tag.label), ("part", &tag.part)] {
+                if let Some(value) = value {
+                    check_chars(field, value, TextKind::Short)?;
+                }
+            }
+            let part = match &tag.part {
+                Some(part) => locate_part(&document.text, (stored.start, stored.end), None, Some(part))
+                    .map_err(|e| Error::validation(vec![e]))?,
+                None => None,
+            };
+            own.push(NewTag {
+                class: tag.class.clone(),
+                label: tag.label.clone(),
+                part,
+            });
+        }
+        tags.push(own);
+    }
+    Ok(LabeledDocument {
+        annotated: labeled.segments.iter().map(|s| s.annotated).collect(),
+        document,
+        tags,
+    })
+}
