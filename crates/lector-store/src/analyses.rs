@@ -139,7 +139,7 @@ impl Store {
         .fetch_one(&mut *tx)
         .await
         .map_err(db)?;
-        let documents = crate::sessions::project_documents(&mut tx, project.id, Some(&new.document_ids)).await?;
+        let documents = crate::documents::project_documents(&mut tx, project.id, Some(&new.document_ids)).await?;
         let rows = documents
             .iter()
             .map(|d| vec![crate::Param::Int(id), crate::Param::Int(*d)])

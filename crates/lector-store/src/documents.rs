@@ -651,3 +651,41 @@ async fn insert_segments(tx: &mut Transaction<'static, Any>, document_id: i64, s
     }
     Ok(())
 }
+
+/// The ids of a project's documents: all of them, or the given ones (each must exist).
+pub(crate) async fn project_documents(
+    tx: &mut Transaction<'static, Any>,
+    project_id: i64,
+    ids: Option<&[i64]>,
+) -> Result<Vec<i64>> {
+    let Some(ids) = ids else {
+        return sqlx::query_scalar("SELECT id FROM documents WHERE project_id = $1 ORDER BY id")
+            .bind(project_id)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db);
+    };
+    let mut found = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(500) {
+        let places = numbered(2, chunk.len());
+        let sql = format!("SELECT id FROM documents WHERE project_id = $1 AND id IN ({places})");
+        let mut params = vec![Param::Int(project_id)];
+        params.extend(chunk.iter().map(|id| Param::Int(*id)));
+        let rows = Param::bind_all(sqlx::query(&sql), params)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db)?;
+        for row in rows {
+            found.push(row.try_get::<i64, _>("id").map_err(db)?);
+        }
+    }
+    found.sort_unstable();
+    found.dedup();
+    if let Some(missing) = ids.iter().find(|id| found.binary_search(id).is_err()) {
+        return Err(Error::validation(vec![lector_core::FieldError::new(
+            "document_ids",
+            format!("the project has no document {missing}"),
+        )]));
+    }
+    Ok(found)
+}

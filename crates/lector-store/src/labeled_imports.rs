@@ -8,7 +8,8 @@
 
 use crate::jobs::{Lease, NewJob, check_fence, enqueue_in};
 use crate::payloads::{LabeledColumns, LabeledImportPayload};
-use crate::sessions::{LabeledTarget, add_labeled, insert_session, refresh_status, session_group};
+use crate::sessions::{insert_session, refresh_status, session_group};
+use crate::tags::{LabeledTarget, add_labeled};
 use crate::uploads::{Upload, mark_used_in};
 use crate::{LabeledDocument, NewSession, Session, Store, db};
 use lector_core::labeling::SessionStatus;

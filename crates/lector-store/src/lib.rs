@@ -33,10 +33,8 @@ pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
 };
 pub use security::{MAX_PRODUCT_KEYS, TokenPurpose};
-pub use sessions::{
-    LabeledDocument, MarkTarget, NewSession, NewTag, SegmentAt, SegmentMark, SegmentTag, Session, SessionChanges,
-    SessionFilter, Vocabulary, tags_by_segment,
-};
+pub use sessions::{LabeledDocument, MarkTarget, NewSession, Session, SessionChanges, SessionFilter, Vocabulary};
+pub use tags::{NewTag, SegmentAt, SegmentMark, SegmentTag, tags_by_segment};
 pub use training::{MODEL_LANGUAGES, NewTraining, TrainedModel, TrainingSegment};
 pub use uploads::{UPLOAD_PREFIX, Upload};
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
@@ -50,6 +48,7 @@ mod s3;
 mod schema_tests;
 mod security;
 mod sessions;
+mod tags;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod training;
