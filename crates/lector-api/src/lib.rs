@@ -7,6 +7,7 @@ pub mod budget;
 pub mod error;
 pub mod extract;
 pub mod headers;
+pub mod keys;
 pub mod login_limits;
 pub mod metrics;
 pub mod model_cache;

@@ -1,7 +1,7 @@
 //! What every handler shares: the store, the configuration, the token keys, the mailer and
 //! the metrics. Built once at start-up by [`AppState::new`].
 
-use crate::auth::AuthKeys;
+use crate::keys::AuthKeys;
 use crate::metrics::Metrics;
 use lector_core::config::Config;
 use lector_jobs::Mailer;

@@ -8,7 +8,7 @@
 //! whole within the reader's limits). A malformed row stops the import with the line or cell
 //! named.
 
-use crate::ingest::prepare_document;
+use crate::prepare::prepare_document;
 use crate::runner::{JobError, Outcome, notice_for, panic_message};
 use lector_core::NotificationType;
 use lector_store::{FileSource, ImportPayload, Lease, NewDocument, Store};

@@ -1,34 +1,16 @@
-//! Bringing documents in: normalising and segmenting a text (for single documents and
-//! imports alike), and the import job that fills a document group in fenced batches.
+//! The import job that fills a document group in fenced batches, from the documents in its
+//! input or from an uploaded file (`file_import`).
 
 use crate::file_import::import_file;
+use crate::prepare::prepare_document;
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
 use lector_core::{NotificationType, Result};
 pub use lector_store::ImportedDocument;
-use lector_store::{ImportPayload, Lease, NewDocument, NewSegment, Store};
-use lector_text::{Language, normalize, segment};
+use lector_store::{ImportPayload, Lease, NewDocument, Store};
+use lector_text::Language;
 
 /// Documents stored per transaction during an import.
 pub const IMPORT_BATCH: usize = 500;
-
-/// Normalises a text (NFC) and splits it into sentences of `language`, or keeps it whole.
-pub fn prepare_document(text: &str, meta: serde_json::Value, language: Language, split: bool) -> NewDocument {
-    let text = normalize(text);
-    let segments = segment(&text, language, split)
-        .into_iter()
-        .map(|s| NewSegment {
-            start: s.start() as i64,
-            end: s.end() as i64,
-            text: s.text,
-        })
-        .collect();
-    NewDocument {
-        text,
-        meta,
-        language: language.code().to_owned(),
-        segments,
-    }
-}
 
 /// Fills a document group from the documents in its job's input or from an uploaded file.
 #[derive(Debug, Default)]

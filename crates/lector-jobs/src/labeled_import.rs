@@ -15,7 +15,7 @@
 //! payload carries the columns' places.
 
 use crate::file_import::{Counting, failed, gone};
-use crate::ingest::prepare_document;
+use crate::prepare::prepare_document;
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for, panic_message};
 use lector_core::labeling::locate_part;
 use lector_core::validate::{TextKind, check_chars};

@@ -7,13 +7,15 @@ pub mod file_import;
 pub mod ingest;
 pub mod labeled_import;
 pub mod mail;
+pub mod prepare;
 pub mod runner;
 pub mod training;
 
 pub use cloning::CloneProject;
-pub use ingest::{ImportDocuments, prepare_document};
+pub use ingest::ImportDocuments;
 pub use labeled_import::ImportLabeled;
 pub use mail::{Mailer, SendMail};
+pub use prepare::prepare_document;
 pub use runner::{Handler, HandlerFuture, JobError, Outcome, Runner};
 pub use training::TrainModel;
 

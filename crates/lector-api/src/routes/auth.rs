@@ -1,4 +1,5 @@
-//! Registration, log-in and log-out, the caller's status, and password resets by mail.
+//! Registration, log-in and log-out, accepting an invitation (which answers like log-in), the
+//! caller's status, and password resets by mail.
 
 use crate::auth::{Caller, token_hash};
 use crate::error::{ApiError, ApiResult};
@@ -14,7 +15,7 @@ use axum::http::request::Parts;
 use lector_core::time::Timestamp;
 use lector_core::validate::{MAX_NAME_CHARS, Problems, normalize_email};
 use lector_core::{Error, ErrorCode};
-use lector_store::{MailPayload, TokenPurpose, User};
+use lector_store::{Invitee, MailPayload, NewUser, TokenPurpose, User};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -23,6 +24,7 @@ use utoipa_axum::routes;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(register))
+        .routes(routes!(accept_invitation))
         .routes(routes!(login))
         .routes(routes!(logout))
         .routes(routes!(auth_status))
@@ -328,4 +330,76 @@ pub async fn reset_password(
     let hash = state.auth.hash_password(&body.password).await?;
     state.store.reset_password(user_id, &hash).await?;
     Ok(Message::new("password changed; log in with the new password"))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcceptBody {
+    /// The token from the invitation mail.
+    pub token: String,
+    /// A new account's password, or the existing account's.
+    pub password: String,
+    /// If given, must be the invited address.
+    pub email: Option<String>,
+    #[serde(default)]
+    pub first_name: String,
+    #[serde(default)]
+    pub last_name: String,
+}
+
+impl WriteBody for AcceptBody {
+    fn validate(&self, problems: &mut Problems) {
+        problems.password("password", &self.password);
+        problems.max_len("first_name", &self.first_name, MAX_NAME_CHARS);
+        problems.max_len("last_name", &self.last_name, MAX_NAME_CHARS);
+    }
+}
+
+/// Accepts an invitation: creates the account (or, for an existing one, checks its password)
+/// and adds the membership. Answers like log-in.
+#[utoipa::path(post, path = "/organizations/users/invite/accept", tag = "workspaces",
+    request_body = AcceptBody, responses((status = 200, body = AuthAnswer)))]
+pub async fn accept_invitation(
+    State(state): State<AppState>,
+    Body(body): Body<AcceptBody>,
+) -> ApiResult<Json<AuthAnswer>> {
+    let invitation = state
+        .store
+        .invitation_by_token(&token_hash(&body.token))
+        .await?
+        .ok_or_else(|| Error::not_found("invitation (unknown, used, cancelled or expired)"))?;
+    if let Some(email) = &body.email
+        && normalize_email(email) != invitation.email
+    {
+        return Err(Error::validation(vec![lector_core::FieldError::new(
+            "email",
+            "is not the invited address",
+        )])
+        .into());
+    }
+    let invitee = match state.store.login_candidate(&invitation.email).await? {
+        Some((user, hash)) => {
+            if !state.auth.verify_password(&body.password, hash.as_deref()).await {
+                return Err(ApiError(Error::new(
+                    ErrorCode::InvalidCredentials,
+                    "the password of the existing account is wrong",
+                )));
+            }
+            Invitee::Existing(user.id)
+        }
+        None => Invitee::New(NewUser {
+            email: invitation.email.clone(),
+            first_name: body.first_name.trim().to_owned(),
+            last_name: body.last_name.trim().to_owned(),
+            password_hash: Some(state.auth.hash_password(&body.password).await?),
+            is_superuser: false,
+        }),
+    };
+    let user = state.store.accept_invitation(&invitation, invitee).await?;
+    tracing::info!(
+        user.id = user.id,
+        workspace.id = invitation.workspace_id,
+        "invitation accepted"
+    );
+    answer(&state, &user, "invitation accepted", "OK")
 }

@@ -4,19 +4,16 @@
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
-use crate::routes::groups::GroupDto;
 use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use lector_core::validate::Problems;
 use lector_core::{Error, ErrorCode, Result};
 use lector_jobs::prepare_document;
 use lector_store::{
-    Document, DocumentFilter, ImportOptions, ImportedDocument, Job, NewDocument, NewSegment, Segment, SegmentTag,
-    Session, tags_by_segment,
+    Document, DocumentFilter, Job, NewDocument, NewSegment, Segment, SegmentTag, Session, tags_by_segment,
 };
 use lector_text::{ClientSegment, Language};
 use serde::{Deserialize, Serialize};
@@ -29,7 +26,6 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_documents, create_document))
         .routes(routes!(get_document, update_document, delete_document))
-        .routes(routes!(upload_documents))
         .routes(routes!(get_project_task))
 }
 
@@ -523,59 +519,6 @@ impl WriteBody for UploadBody {
         }
         language(&language_field, problems);
     }
-}
-
-/// Uploads documents: answers 202 with the group they will fill (PROCESSING) and the task
-/// that fills it; the group turns CREATED when every document is stored and segmented.
-#[utoipa::path(post, path = "/projects/{project_id}/upload-documents", tag = "documents", params(("project_id" = i64, Path)),
-    request_body = Vec<UploadedDocument>, responses((status = 202, body = GroupDto)))]
-pub async fn upload_documents(
-    State(state): State<AppState>,
-    caller: Caller,
-    PathParams(p): PathParams<ProjectPath>,
-    Body(body): Body<UploadBody>,
-) -> ApiResult<Response> {
-    let options = match body {
-        UploadBody::List(documents) => UploadOptions {
-            documents,
-            name: None,
-            language: None,
-            split: None,
-        },
-        UploadBody::WithOptions(options) => options,
-    };
-    let documents: Vec<ImportedDocument> = options
-        .documents
-        .into_iter()
-        .map(|d| {
-            let mut meta = d.meta.unwrap_or_default();
-            if let Some(id) = d.id {
-                meta.insert("external_id".into(), id.into());
-            }
-            ImportedDocument { text: d.text, meta }
-        })
-        .collect();
-    let name = options
-        .name
-        .unwrap_or_else(|| format!("Upload {}", rfc3339(lector_core::time::Timestamp::now())));
-    let language = language_for(&state, &caller, p.project_id, options.language).await?;
-    let language = Language::from_code_or_default(Some(&language));
-    let import = ImportOptions {
-        language: language.code().to_owned(),
-        split: options.split.unwrap_or(true),
-        file: None,
-    };
-    let group = state
-        .store
-        .start_import(&caller.scope, p.project_id, &name, "upload", import, &documents)
-        .await?;
-    tracing::info!(project.id = p.project_id, group.id = group.id, job.id = ?group.task_id, "import queued");
-    let location = format!("/projects/{}/groups/{}", p.project_id, group.id);
-    let mut response = (StatusCode::ACCEPTED, Json(GroupDto::from(group))).into_response();
-    if let Ok(value) = HeaderValue::from_str(&location) {
-        response.headers_mut().insert(header::LOCATION, value);
-    }
-    Ok(response)
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -4,7 +4,9 @@
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{Body, PathParams, QueryParams, WriteBody};
-use crate::routes::documents::{Details, DocumentDto, UploadedDocument, document_dtos, language_for};
+use crate::routes::documents::{
+    Details, DocumentDto, UploadBody, UploadOptions, UploadedDocument, document_dtos, language_for,
+};
 use crate::routes::rfc3339;
 use crate::routes::sources::{SourceRequest, fetch_to_upload};
 use crate::state::AppState;
@@ -15,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use lector_core::validate::{MAX_NAME_CHARS, Problems};
 use lector_core::{Error, Result};
 use lector_jobs::prepare_document;
-use lector_store::{DocumentFilter, DocumentGroup, FileSource, ImportOptions, NewDocument};
+use lector_store::{DocumentFilter, DocumentGroup, FileSource, ImportOptions, ImportedDocument, NewDocument};
 use lector_text::{ColumnRef, Language};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -24,6 +26,7 @@ use utoipa_axum::routes;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        .routes(routes!(upload_documents))
         .routes(routes!(list_groups, create_group))
         .routes(routes!(get_group, update_group, delete_group))
         .routes(routes!(list_group_documents))
@@ -449,4 +452,57 @@ pub async fn get_group_document(
     let mut details = Details::parse(q.details.as_deref())?;
     details.segments = true;
     Ok(Json(document_dtos(&state, vec![document], details).await?.remove(0)))
+}
+
+/// Uploads documents: answers 202 with the group they will fill (PROCESSING) and the task
+/// that fills it; the group turns CREATED when every document is stored and segmented.
+#[utoipa::path(post, path = "/projects/{project_id}/upload-documents", tag = "documents", params(("project_id" = i64, Path)),
+    request_body = Vec<UploadedDocument>, responses((status = 202, body = GroupDto)))]
+pub async fn upload_documents(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    Body(body): Body<UploadBody>,
+) -> ApiResult<Response> {
+    let options = match body {
+        UploadBody::List(documents) => UploadOptions {
+            documents,
+            name: None,
+            language: None,
+            split: None,
+        },
+        UploadBody::WithOptions(options) => options,
+    };
+    let documents: Vec<ImportedDocument> = options
+        .documents
+        .into_iter()
+        .map(|d| {
+            let mut meta = d.meta.unwrap_or_default();
+            if let Some(id) = d.id {
+                meta.insert("external_id".into(), id.into());
+            }
+            ImportedDocument { text: d.text, meta }
+        })
+        .collect();
+    let name = options
+        .name
+        .unwrap_or_else(|| format!("Upload {}", rfc3339(lector_core::time::Timestamp::now())));
+    let language = language_for(&state, &caller, p.project_id, options.language).await?;
+    let language = Language::from_code_or_default(Some(&language));
+    let import = ImportOptions {
+        language: language.code().to_owned(),
+        split: options.split.unwrap_or(true),
+        file: None,
+    };
+    let group = state
+        .store
+        .start_import(&caller.scope, p.project_id, &name, "upload", import, &documents)
+        .await?;
+    tracing::info!(project.id = p.project_id, group.id = group.id, job.id = ?group.task_id, "import queued");
+    let location = format!("/projects/{}/groups/{}", p.project_id, group.id);
+    let mut response = (StatusCode::ACCEPTED, Json(GroupDto::from(group))).into_response();
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    Ok(response)
 }

@@ -1,19 +1,16 @@
 //! Workspaces (called organizations in paths), their members and invitations.
 
 use crate::auth::{Caller, random_token, token_hash};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
-use crate::routes::auth::{AuthAnswer, answer};
 use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use lector_core::time::Timestamp;
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems, is_email, normalize_email};
-use lector_core::{Action, Error, ErrorCode, Role};
-use lector_store::{
-    Invitation, Invitee, MailPayload, Membership, MyWorkspace, NewUser, Workspace, WorkspaceChanges, WorkspaceRef,
-};
+use lector_core::{Action, Role};
+use lector_store::{Invitation, MailPayload, Membership, MyWorkspace, Workspace, WorkspaceChanges, WorkspaceRef};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -26,7 +23,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(set_default_workspace))
         .routes(routes!(invite_users))
         .routes(routes!(list_invitations))
-        .routes(routes!(accept_invitation))
         .routes(routes!(list_members, add_workspace_member))
         .routes(routes!(update_member_role, remove_member))
         .routes(routes!(cancel_invitation))
@@ -444,78 +440,6 @@ pub async fn list_invitations(
     Ok(Json(
         invitations.into_iter().map(|i| invitation_dto(&state, i)).collect(),
     ))
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AcceptBody {
-    /// The token from the invitation mail.
-    pub token: String,
-    /// A new account's password, or the existing account's.
-    pub password: String,
-    /// If given, must be the invited address.
-    pub email: Option<String>,
-    #[serde(default)]
-    pub first_name: String,
-    #[serde(default)]
-    pub last_name: String,
-}
-
-impl WriteBody for AcceptBody {
-    fn validate(&self, problems: &mut Problems) {
-        problems.password("password", &self.password);
-        problems.max_len("first_name", &self.first_name, MAX_NAME_CHARS);
-        problems.max_len("last_name", &self.last_name, MAX_NAME_CHARS);
-    }
-}
-
-/// Accepts an invitation: creates the account (or, for an existing one, checks its password)
-/// and adds the membership. Answers like log-in.
-#[utoipa::path(post, path = "/organizations/users/invite/accept", tag = "workspaces",
-    request_body = AcceptBody, responses((status = 200, body = AuthAnswer)))]
-pub async fn accept_invitation(
-    State(state): State<AppState>,
-    Body(body): Body<AcceptBody>,
-) -> ApiResult<Json<AuthAnswer>> {
-    let invitation = state
-        .store
-        .invitation_by_token(&token_hash(&body.token))
-        .await?
-        .ok_or_else(|| Error::not_found("invitation (unknown, used, cancelled or expired)"))?;
-    if let Some(email) = &body.email
-        && normalize_email(email) != invitation.email
-    {
-        return Err(Error::validation(vec![lector_core::FieldError::new(
-            "email",
-            "is not the invited address",
-        )])
-        .into());
-    }
-    let invitee = match state.store.login_candidate(&invitation.email).await? {
-        Some((user, hash)) => {
-            if !state.auth.verify_password(&body.password, hash.as_deref()).await {
-                return Err(ApiError(Error::new(
-                    ErrorCode::InvalidCredentials,
-                    "the password of the existing account is wrong",
-                )));
-            }
-            Invitee::Existing(user.id)
-        }
-        None => Invitee::New(NewUser {
-            email: invitation.email.clone(),
-            first_name: body.first_name.trim().to_owned(),
-            last_name: body.last_name.trim().to_owned(),
-            password_hash: Some(state.auth.hash_password(&body.password).await?),
-            is_superuser: false,
-        }),
-    };
-    let user = state.store.accept_invitation(&invitation, invitee).await?;
-    tracing::info!(
-        user.id = user.id,
-        workspace.id = invitation.workspace_id,
-        "invitation accepted"
-    );
-    answer(&state, &user, "invitation accepted", "OK")
 }
 
 /// Members of a workspace, one page at a time (`offset`, `limit`), oldest membership first.
