@@ -6,22 +6,12 @@ use lector_core::config::{MailConfig, Secret};
 use lector_core::{ErrorCode, Scope};
 use lector_jobs::{Mailer, Runner, SendMail};
 use lector_store::testing::TestDatabase;
-use lector_store::{Backend, JobState, Lease, MailPayload, NewUser, Store};
+use lector_store::{Backend, JobState, Lease, MailPayload, Store};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 async fn user(store: &Store) -> Scope {
-    let user = store
-        .create_user(NewUser {
-            email: "ada@example.org".into(),
-            first_name: String::new(),
-            last_name: String::new(),
-            password_hash: None,
-            is_superuser: false,
-        })
-        .await
-        .expect("user");
-    store.principal(user.id).await.unwrap().unwrap().1
+    lector_store::testing::owner(store).await.1
 }
 
 /// The body a job still keeps in the database, if any.

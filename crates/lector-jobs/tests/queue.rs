@@ -7,7 +7,7 @@ use lector_jobs::{Handler, HandlerFuture, JobError, Outcome, Runner};
 use lector_store::testing::{TestDatabase, owner_with_project};
 use lector_store::{
     Backend, ClassFields, Failure, JobPayload, JobResource, JobState, LabeledDocument, Lease, NewJob, NewSession,
-    NewTag, NewUser, Store,
+    NewTag, Store,
 };
 use lector_text::Language;
 use serde::{Deserialize, Serialize};
@@ -37,16 +37,7 @@ impl JobPayload for CountPayload {
 async fn store(backend: Backend) -> Option<(Store, TestDatabase, i64)> {
     let database = TestDatabase::create(backend).await?;
     let store = Store::open(&database.url, 4).await.expect("store");
-    let user = store
-        .create_user(NewUser {
-            email: "ada@example.org".into(),
-            first_name: String::new(),
-            last_name: String::new(),
-            password_hash: None,
-            is_superuser: false,
-        })
-        .await
-        .expect("user");
+    let (user, _) = lector_store::testing::owner(&store).await;
     Some((store, database, user.id))
 }
 

@@ -100,13 +100,8 @@ fn with_database(url: &str, name: &str) -> String {
     format!("{root}/{name}{query}")
 }
 
-/// A user (ada@example.org) with its scope and a project of `kind` in its personal workspace:
-/// the owner most store-level tests start from.
-pub async fn owner_with_project(
-    store: &crate::Store,
-    project: &str,
-    kind: lector_core::ProjectType,
-) -> (lector_core::Scope, crate::Workspace, crate::Project) {
+/// A user (ada@example.org) with its scope: the owner most store-level tests start from.
+pub async fn owner(store: &crate::Store) -> (crate::User, lector_core::Scope) {
     let user = store
         .create_user(crate::NewUser {
             email: "ada@example.org".into(),
@@ -117,7 +112,16 @@ pub async fn owner_with_project(
         })
         .await
         .expect("user");
-    let (_, scope) = store.principal(user.id).await.expect("principal").expect("the user");
+    store.principal(user.id).await.expect("principal").expect("the user")
+}
+
+/// The [`owner`] with a project of `kind` in its personal workspace.
+pub async fn owner_with_project(
+    store: &crate::Store,
+    project: &str,
+    kind: lector_core::ProjectType,
+) -> (lector_core::Scope, crate::Workspace, crate::Project) {
+    let (user, scope) = owner(store).await;
     let personal = user.personal_workspace_id.expect("a personal workspace");
     let (workspace, _) = store
         .workspace_access(&scope, &crate::WorkspaceRef::Id(personal), lector_core::Action::Manage)
