@@ -83,10 +83,10 @@ def hotels_ar(path):
 def main():
     src, out = sys.argv[1], sys.argv[2]
     shared = sys.argv[3] if len(sys.argv) > 3 else None
+    os.makedirs(out, exist_ok=True)
     if shared:
         for side in ("train", "test"):
             write(out, f"hotels-ar-{side}", hotels_ar(os.path.join(shared, "absa-hotels-ar", f"{side}.dat")))
-    os.makedirs(out, exist_ok=True)
     write(out, "bbc", bbc(src))
     write(out, "mr", pattern_polarity(src, "polarity-en-pang&lee2.csv"))
     write(out, "rt", rotten(src))

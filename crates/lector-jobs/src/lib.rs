@@ -7,6 +7,7 @@ pub mod file_import;
 pub mod ingest;
 pub mod labeled_import;
 pub mod mail;
+pub mod owner;
 pub mod prepare;
 pub mod runner;
 pub mod training;

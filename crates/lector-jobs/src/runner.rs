@@ -7,7 +7,11 @@
 //! every way a job can end through the store's `finish_job` or `fail_job`. A handler runs as a
 //! task of its own: its panic is a failed attempt (retried with backoff until the kind's cap,
 //! then the job fails for good with its trace), and the worker goes on with the next job.
+//!
+//! At start, the reaper first hands back the leases of this host's workers that died (see
+//! [`crate::owner`]), so a worker restarted after kill -9 resumes its jobs at once.
 
+use crate::owner::Process;
 use lector_core::{ErrorCode, NotificationType};
 use lector_store::{JobNotice, JobPayload, Lease, Store};
 use std::collections::HashMap;
@@ -137,6 +141,16 @@ impl Runner {
         let reaper_store = store.clone();
         let mut reaper_stop = stop.clone();
         tasks.push(tokio::spawn(async move {
+            // A worker of this host killed before this start left leases nobody renews.
+            let me = Process::current();
+            match reaper_store
+                .release_leases_of_gone_holders(|owner| me.holder_is_gone(owner))
+                .await
+            {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(jobs = n, "returned the jobs of a dead worker of this host to the queue"),
+                Err(e) => tracing::error!(error = %e, "could not release the leases of dead workers"),
+            }
             loop {
                 match reaper_store.reap_expired_leases().await {
                     Ok(0) => {}
@@ -152,7 +166,7 @@ impl Runner {
             let runner = self.clone();
             let store = store.clone();
             let mut stop = stop.clone();
-            let owner = format!("{}-{n}", uuid::Uuid::new_v4());
+            let owner = Process::current().owner(n);
             tasks.push(tokio::spawn(async move {
                 loop {
                     let worked = match runner.run_one(&store, &owner).await {

@@ -466,6 +466,35 @@ impl Store {
         Ok(true)
     }
 
+    /// Returns to the queue the running jobs whose lease holder `is_gone` says died (a worker
+    /// of this host that was killed); answers how many. Their leases need not expire first:
+    /// the next claim bumps the fencing token, so nothing the dead holder left half-written
+    /// can land.
+    pub async fn release_leases_of_gone_holders(&self, is_gone: impl Fn(&str) -> bool) -> Result<u64> {
+        let owners: Vec<String> =
+            sqlx::query_scalar("SELECT DISTINCT lease_owner FROM jobs WHERE state = $1 AND lease_owner IS NOT NULL")
+                .bind(JobState::Running.as_str())
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db)?;
+        let mut released = 0;
+        for owner in owners.iter().filter(|o| is_gone(o)) {
+            let done = sqlx::query(
+                "UPDATE jobs SET state = $1, lease_owner = NULL, lease_expires = NULL, updated = $2 \
+                 WHERE state = $3 AND lease_owner = $4",
+            )
+            .bind(JobState::Queued.as_str())
+            .bind(Timestamp::now().micros())
+            .bind(JobState::Running.as_str())
+            .bind(owner)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+            released += done.rows_affected();
+        }
+        Ok(released)
+    }
+
     /// Returns jobs whose lease expired to the queue; answers how many.
     pub async fn reap_expired_leases(&self) -> Result<u64> {
         let now = Timestamp::now().micros();

@@ -1,15 +1,20 @@
 //! A worker process killed (SIGKILL) in the middle of an import: another worker takes the job
 //! over once the lease expires, and the import finishes once, with no document lost or doubled.
+//! With a lease far longer than the test may wait, the worker started after the kill on the
+//! same host hands the dead worker's lease back at once (`lector_jobs::owner`).
 
 mod common;
 
-use common::{ended, stop_when, worker};
+use common::{SHORT_LEASE_SECS, ended, stop_when, worker};
 use lector_store::testing::{TestDatabase, owner_with_project};
 use lector_store::{Backend, ImportOptions, ImportedDocument, JobState, Store};
 
 const DOCUMENTS: usize = 20_000;
 
-async fn killed_worker_loses_nothing(backend: Backend) {
+/// A lease the test never waits out (its deadline is 180 s).
+const LONG_LEASE_SECS: u32 = 3_600;
+
+async fn killed_worker_loses_nothing(backend: Backend, lease_secs: u32) {
     let Some(database) = TestDatabase::create(backend).await else {
         return;
     };
@@ -35,7 +40,7 @@ async fn killed_worker_loses_nothing(backend: Backend) {
     // Kill the first worker once it has committed part of the import (caught stopped, so it
     // cannot finish between the look and the kill).
     let dir = tempfile::tempdir().unwrap();
-    let mut first = worker(&database.url, dir.path());
+    let mut first = worker(&database.url, dir.path(), lease_secs);
     let job = stop_when(&first, &store, job_id, |j| j.progress > 0.0).await;
     assert_ne!(
         job.state,
@@ -50,7 +55,7 @@ async fn killed_worker_loses_nothing(backend: Backend) {
         "{halfway} documents after the kill"
     );
 
-    let mut second = worker(&database.url, dir.path());
+    let mut second = worker(&database.url, dir.path(), lease_secs);
     let job = ended(&store, job_id).await;
     second.kill().unwrap();
     second.wait().unwrap();
@@ -83,10 +88,20 @@ async fn killed_worker_loses_nothing(backend: Backend) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_worker_loses_nothing_on_sqlite() {
-    killed_worker_loses_nothing(Backend::Sqlite).await;
+    killed_worker_loses_nothing(Backend::Sqlite, SHORT_LEASE_SECS).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_worker_takes_back_the_dead_ones_lease_at_once() {
+    killed_worker_loses_nothing(Backend::Sqlite, LONG_LEASE_SECS).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_worker_loses_nothing_on_postgres() {
-    killed_worker_loses_nothing(Backend::Postgres).await;
+    killed_worker_loses_nothing(Backend::Postgres, SHORT_LEASE_SECS).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_worker_takes_back_the_dead_ones_lease_at_once_on_postgres() {
+    killed_worker_loses_nothing(Backend::Postgres, LONG_LEASE_SECS).await;
 }

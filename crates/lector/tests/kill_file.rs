@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{ended, stop_when, worker};
+use common::{SHORT_LEASE_SECS, ended, stop_when, worker};
 use lector_store::testing::{TestDatabase, owner_with_project};
 use lector_store::{Backend, Blobs, FileSource, ImportOptions, JobState, Store};
 use serde_json::json;
@@ -45,7 +45,7 @@ async fn killed_worker_imports_the_file_once(backend: Backend) {
         .unwrap();
     let job_id = group.task_id.unwrap();
 
-    let mut first = worker(&database.url, dir.path());
+    let mut first = worker(&database.url, dir.path(), SHORT_LEASE_SECS);
     let job = stop_when(&first, &store, job_id, |j| j.progress > 0.0).await;
     assert_ne!(
         job.state,
@@ -60,7 +60,7 @@ async fn killed_worker_imports_the_file_once(backend: Backend) {
         "{halfway} documents after the kill"
     );
 
-    let mut second = worker(&database.url, dir.path());
+    let mut second = worker(&database.url, dir.path(), SHORT_LEASE_SECS);
     let job = ended(&store, job_id).await;
     second.kill().unwrap();
     second.wait().unwrap();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{ended, stop_when, worker};
+use common::{SHORT_LEASE_SECS, ended, stop_when, worker};
 use lector_core::{ModelStatus, ProjectType};
 use lector_store::testing::{TestDatabase, owner_with_project};
 use lector_store::{
@@ -73,7 +73,7 @@ async fn killed_training_finishes_once(backend: Backend) {
     // Kill the first worker once it reports training progress: it runs in slices and is
     // looked at only while stopped, so it cannot finish unseen however slow the machine is.
     let dir = tempfile::tempdir().unwrap();
-    let mut first = worker(&database.url, dir.path());
+    let mut first = worker(&database.url, dir.path(), SHORT_LEASE_SECS);
     let seen = stop_when(&first, &store, job.id, |job| job.progress > 0.0).await;
     assert_eq!(
         seen.state,
@@ -83,7 +83,7 @@ async fn killed_training_finishes_once(backend: Backend) {
     first.kill().unwrap();
     first.wait().unwrap();
 
-    let second = worker(&database.url, dir.path());
+    let second = worker(&database.url, dir.path(), SHORT_LEASE_SECS);
     let job = ended(&store, job.id).await;
     drop(second);
 

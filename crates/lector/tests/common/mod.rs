@@ -32,13 +32,17 @@ impl Drop for Worker {
     }
 }
 
-/// Starts `lector worker` with one worker and a 2-second lease on `url`, quiet.
-pub fn worker(url: &str, dir: &std::path::Path) -> Worker {
+/// The lease most kill tests give their workers: a job of a killed worker another takes
+/// over after it.
+pub const SHORT_LEASE_SECS: u32 = 2;
+
+/// Starts `lector worker` with one worker and a lease of `lease_secs` on `url`, quiet.
+pub fn worker(url: &str, dir: &std::path::Path, lease_secs: u32) -> Worker {
     let child = Command::new(env!("CARGO_BIN_EXE_lector"))
         .args(["worker", "--workers", "1", "--data-dir"])
         .arg(dir)
         .env("LECTOR_DATABASE_URL", url)
-        .env("LECTOR_JOB_LEASE_SECS", "2")
+        .env("LECTOR_JOB_LEASE_SECS", lease_secs.to_string())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
