@@ -141,6 +141,12 @@ const MAX_PROBLEM_BYTES: usize = 64 * 1024;
 async fn with_request_id(response: Response, request_id: Option<String>) -> Response {
     let Some(request_id) = request_id else { return response };
     let (mut parts, body) = response.into_parts();
+    let small = axum::body::HttpBody::size_hint(&body)
+        .upper()
+        .is_some_and(|n| n <= MAX_PROBLEM_BYTES as u64);
+    if !small {
+        return Response::from_parts(parts, body);
+    }
     let Ok(bytes) = axum::body::to_bytes(body, MAX_PROBLEM_BYTES).await else {
         return Response::from_parts(parts, axum::body::Body::empty());
     };

@@ -19,6 +19,18 @@ pub const PUBLIC_OPERATIONS: &[&str] = &[
     "openapi",
 ];
 
+/// The content type a route's annotation names for a table download (`?format=`); the document
+/// lists the formats it stands for instead, as the server answers them.
+pub const TABLE_DOWNLOAD: &str = "application/vnd.lector.table";
+
+/// What a table download answers, by format.
+const TABLE_FORMATS: [&str; 4] = [
+    "text/csv",
+    "application/json",
+    "application/x-ndjson",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+];
+
 /// Completes the document collected from the routes.
 pub fn finish(mut api: OpenApi) -> OpenApi {
     api.info.title = "Lector".into();
@@ -65,9 +77,24 @@ pub fn finish(mut api: OpenApi) -> OpenApi {
                 .responses
                 .responses
                 .insert("default".into(), RefOr::T(problem.clone()));
+            list_table_formats(operation);
         }
     }
     api
+}
+
+/// Replaces the [`TABLE_DOWNLOAD`] marker of a download's answer with the formats it stands for.
+fn list_table_formats(operation: &mut Operation) {
+    for response in operation.responses.responses.values_mut() {
+        let RefOr::T(response) = response else { continue };
+        if response.content.shift_remove(TABLE_DOWNLOAD).is_some() {
+            for format in TABLE_FORMATS {
+                response
+                    .content
+                    .insert(format.into(), RefOr::T(ContentBuilder::new().build()));
+            }
+        }
+    }
 }
 
 fn operations(item: &mut utoipa::openapi::PathItem) -> impl Iterator<Item = &mut Operation> {

@@ -119,11 +119,27 @@ pub struct FieldError {
     pub message: String,
 }
 
+/// Most field errors one problem lists; the rest are counted in a last entry.
+pub const MAX_FIELD_ERRORS: usize = 50;
+/// Longest field name and message of a field error, and detail of a problem, in characters:
+/// messages may quote what the client sent, and a problem stays small however large the body.
+const MAX_FIELD_CHARS: usize = 200;
+const MAX_MESSAGE_CHARS: usize = 500;
+const MAX_DETAIL_CHARS: usize = 2_000;
+
+/// `text` cut to `max` characters, with an ellipsis where it was cut.
+fn clip(text: String, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text,
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
+}
+
 impl FieldError {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
-            field: field.into(),
-            message: message.into(),
+            field: clip(field.into(), MAX_FIELD_CHARS),
+            message: clip(message.into(), MAX_MESSAGE_CHARS),
         }
     }
 }
@@ -145,7 +161,7 @@ impl Error {
     pub fn new(code: ErrorCode, detail: impl Into<String>) -> Self {
         Self {
             code,
-            detail: detail.into(),
+            detail: clip(detail.into(), MAX_DETAIL_CHARS),
             errors: Vec::new(),
             retry_after: None,
         }
@@ -188,7 +204,13 @@ impl Error {
     }
 
     /// 422 with one problem per field.
-    pub fn validation(errors: Vec<FieldError>) -> Self {
+    /// A validation failure listing at most [`MAX_FIELD_ERRORS`] field errors.
+    pub fn validation(mut errors: Vec<FieldError>) -> Self {
+        if errors.len() > MAX_FIELD_ERRORS {
+            let more = errors.len() - (MAX_FIELD_ERRORS - 1);
+            errors.truncate(MAX_FIELD_ERRORS - 1);
+            errors.push(FieldError::new("…", format!("{more} more problems not listed")));
+        }
         let detail = errors
             .iter()
             .map(|e| format!("{}: {}", e.field, e.message))
@@ -202,5 +224,32 @@ impl Error {
 
     pub fn status(&self) -> u16 {
         self.code.status()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_problem_stays_small_however_much_is_wrong() {
+        let errors = (0..10_000)
+            .map(|i| FieldError::new(format!("documents[{i}].{}", "x".repeat(5_000)), "é".repeat(5_000)))
+            .collect();
+        let error = Error::validation(errors);
+        assert_eq!(error.errors.len(), MAX_FIELD_ERRORS);
+        assert_eq!(error.errors.last().unwrap().message, "9951 more problems not listed");
+        assert_eq!(error.errors[0].message.chars().count(), MAX_MESSAGE_CHARS + 1);
+        assert!(error.errors[0].field.ends_with('…'));
+        assert_eq!(error.detail.chars().count(), MAX_DETAIL_CHARS + 1);
+        let size = serde_json::to_vec(&error.errors).unwrap().len() + error.detail.len();
+        assert!(size < 64 * 1024, "{size} bytes");
+    }
+
+    #[test]
+    fn short_texts_are_kept_whole() {
+        assert_eq!(clip("abc".into(), 3), "abc");
+        assert_eq!(clip("abcd".into(), 3), "abc…");
+        assert_eq!(FieldError::new("name", "is required").message, "is required");
     }
 }

@@ -465,7 +465,7 @@ pub(crate) fn file_response(table: Table, format: Format, stem: &str) -> Result<
 /// again with `column_name: "text"`.
 #[utoipa::path(get, path = "/projects/{project_id}/groups/{group_id}/download", tag = "groups",
     params(("project_id" = i64, Path), ("group_id" = i64, Path), DownloadQuery),
-    responses((status = 200, description = "the file", content_type = "application/octet-stream")))]
+    responses((status = 200, description = "the file in the format asked for", content_type = "application/vnd.lector.table")))]
 pub async fn download_group(
     State(state): State<AppState>,
     caller: Caller,
@@ -580,7 +580,7 @@ fn group_row(document: lector_store::Document, keys: &[String]) -> Vec<String> {
 /// again through `upload_classes_file`.
 #[utoipa::path(get, path = "/projects/{project_id}/classes/download", tag = "classes",
     params(("project_id" = i64, Path), DownloadQuery),
-    responses((status = 200, description = "the file", content_type = "application/octet-stream")))]
+    responses((status = 200, description = "the file in the format asked for", content_type = "application/vnd.lector.table")))]
 pub async fn download_classes(
     State(state): State<AppState>,
     caller: Caller,
@@ -602,7 +602,7 @@ pub async fn download_classes(
 /// The labels of a project as a file with one column, `name`.
 #[utoipa::path(get, path = "/projects/{project_id}/labels/download", tag = "labels",
     params(("project_id" = i64, Path), DownloadQuery),
-    responses((status = 200, description = "the file", content_type = "application/octet-stream")))]
+    responses((status = 200, description = "the file in the format asked for", content_type = "application/vnd.lector.table")))]
 pub async fn download_labels(
     State(state): State<AppState>,
     caller: Caller,

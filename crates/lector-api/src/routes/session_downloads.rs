@@ -143,7 +143,7 @@ pub fn session_header(with_session: bool) -> Vec<String> {
 /// session with the same tags.
 #[utoipa::path(get, path = "/projects/{project_id}/annotations/{annotation_id}/download", tag = "labeling sessions",
     params(("project_id" = i64, Path), ("annotation_id" = i64, Path), crate::routes::files::DownloadQuery),
-    responses((status = 200, description = "the file", content_type = "application/octet-stream")))]
+    responses((status = 200, description = "the file in the format asked for", content_type = "application/vnd.lector.table")))]
 pub async fn download_labeling_session(
     State(state): State<AppState>,
     caller: Caller,
@@ -163,7 +163,7 @@ pub async fn download_labeling_session(
 /// an `annotation` column naming the session.
 #[utoipa::path(get, path = "/projects/{project_id}/annotations/download", tag = "labeling sessions",
     params(("project_id" = i64, Path), crate::routes::files::DownloadQuery),
-    responses((status = 200, description = "the file", content_type = "application/octet-stream")))]
+    responses((status = 200, description = "the file in the format asked for", content_type = "application/vnd.lector.table")))]
 pub async fn download_labeling_sessions(
     State(state): State<AppState>,
     caller: Caller,
