@@ -58,10 +58,11 @@ async fn authenticate(state: &AppState, token: &str) -> Result<Caller> {
     }
     let claims = state.auth.verify(token)?;
     let user_id: i64 = claims.sub.parse().map_err(|_| refused())?;
-    if state.store.is_token_revoked(&claims.jti).await? {
-        return Err(refused());
-    }
-    let (user, scope) = state.store.principal(user_id).await?.ok_or_else(refused)?;
+    let (user, scope) = state
+        .store
+        .principal_unless_revoked(user_id, &claims.jti)
+        .await?
+        .ok_or_else(refused)?;
     if !user.is_active || user.token_version != claims.ver {
         return Err(refused());
     }

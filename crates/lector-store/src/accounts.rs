@@ -50,23 +50,46 @@ impl Store {
 
     /// The user behind a verified token, with the workspaces it may act in.
     pub async fn principal(&self, user_id: i64) -> Result<Option<(User, Scope)>> {
-        let Some(user) = self.user_by_id(user_id).await? else {
+        self.principal_unless_revoked(user_id, "").await
+    }
+
+    /// The user behind a verified token whose id is `jti`, with the workspaces it may act in;
+    /// `None` when the user is gone or the token was revoked. One query, as it runs on every
+    /// request: the user's row once per active membership (or once with none).
+    pub async fn principal_unless_revoked(&self, user_id: i64, jti: &str) -> Result<Option<(User, Scope)>> {
+        let sql = format!(
+            "SELECT {USER_COLUMNS}, \
+                    CAST(CASE WHEN EXISTS (SELECT 1 FROM revoked_tokens r WHERE r.jti = $3) THEN 1 ELSE 0 END AS BIGINT) AS revoked, \
+                    ms.workspace_id AS member_of, ms.role AS member_role \
+             FROM users u LEFT JOIN ( \
+                 SELECT m.user_id, m.workspace_id, m.role FROM memberships m \
+                 JOIN workspaces w ON w.id = m.workspace_id WHERE w.is_active = $2 \
+             ) ms ON ms.user_id = u.id \
+             WHERE u.id = $1 ORDER BY ms.workspace_id",
+            USER_COLUMNS = qualified_user_columns()
+        );
+        let rows = sqlx::query(&sql)
+            .bind(user_id)
+            .bind(true)
+            .bind(jti)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        let Some(first) = rows.first() else {
             return Ok(None);
         };
-        let rows = sqlx::query(
-            "SELECT m.workspace_id, m.role FROM memberships m JOIN workspaces w ON w.id = m.workspace_id \
-             WHERE m.user_id = $1 AND w.is_active = $2 ORDER BY m.workspace_id",
-        )
-        .bind(user_id)
-        .bind(true)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)?;
+        if first.try_get::<i64, _>("revoked").map_err(db)? != 0 {
+            return Ok(None);
+        }
+        let user = User::decode(first)?;
         let mut workspaces = Vec::with_capacity(rows.len());
-        for row in rows {
-            let role: String = row.try_get("role").map_err(db)?;
+        for row in &rows {
+            let Some(workspace_id) = row.try_get::<Option<i64>, _>("member_of").map_err(db)? else {
+                continue;
+            };
+            let role: String = row.try_get("member_role").map_err(db)?;
             workspaces.push(WorkspaceAccess {
-                workspace_id: row.try_get("workspace_id").map_err(db)?,
+                workspace_id,
                 role: parse_stored::<Role>(&role)?,
             });
         }
@@ -232,3 +255,15 @@ async fn insert_personal_workspace(tx: &mut Transaction<'static, Any>, first_nam
 /// The most of a first name a personal workspace's name takes, so the name stays within
 /// `MAX_NAME_CHARS` with its prefix and suffix.
 const PERSONAL_NAME_CHARS: usize = 80;
+
+/// [`USER_COLUMNS`] of the table aliased `u`.
+fn qualified_user_columns() -> &'static str {
+    static COLUMNS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    COLUMNS.get_or_init(|| {
+        USER_COLUMNS
+            .split(',')
+            .map(|c| format!("u.{}", c.trim()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}

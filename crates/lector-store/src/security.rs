@@ -81,15 +81,6 @@ impl Store {
         Ok(())
     }
 
-    pub async fn is_token_revoked(&self, jti: &str) -> Result<bool> {
-        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM revoked_tokens WHERE jti = $1")
-            .bind(jti)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        Ok(found.is_some())
-    }
-
     pub async fn create_product_key(
         &self,
         scope: &Scope,
