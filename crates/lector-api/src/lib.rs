@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod budget;
+mod connection_timers;
 pub mod error;
 pub mod extract;
 pub mod headers;

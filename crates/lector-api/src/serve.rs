@@ -5,6 +5,7 @@
 //! request head must arrive within `http.header_read_timeout_secs` (HTTP/1), and a connection
 //! with no request in flight is closed after `http.keep_alive_timeout_secs`.
 
+use crate::connection_timers::{Activity, HeadWatch};
 use crate::state::{AppState, PeerAddr};
 use axum::Router;
 use hyper::body::Incoming;
@@ -15,7 +16,6 @@ use lector_core::config::{HttpConfig, TlsMode};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -130,19 +130,22 @@ async fn connection(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(http.header_read_timeout_secs))
+        // hyper's own head timeout would also cut idle kept-alive connections; `Activity` keeps
+        // the two clocks apart.
+        .header_read_timeout(None)
         .max_buf_size(lector_core::config::PARSER_MAX_HEAD_BYTES)
         .max_headers(lector_core::config::PARSER_MAX_HEADERS);
     let keep_alive = Duration::from_secs(http.keep_alive_timeout_secs);
+    let head = Duration::from_secs(http.header_read_timeout_secs);
     let Some(acceptor) = tls else {
         let served = watcher.watch(
             builder
-                .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                .serve_connection_with_upgrades(TokioIo::new(HeadWatch::new(stream, activity.clone())), service)
                 .into_owned(),
         );
         tokio::select! {
-            _ = served => {}
-            () = activity.idle_for(keep_alive) => tracing::debug!(%peer, "idle connection closed"),
+            served = served => if let Err(e) = served { tracing::debug!(error = %e, %peer, "connection ended with an error") },
+            () = activity.expired(keep_alive, head) => tracing::debug!(%peer, "idle or slow connection closed"),
         }
         return;
     };
@@ -159,61 +162,12 @@ async fn connection(
     };
     let served = watcher.watch(
         builder
-            .serve_connection_with_upgrades(TokioIo::new(tls_stream), service)
+            .serve_connection_with_upgrades(TokioIo::new(HeadWatch::new(tls_stream, activity.clone())), service)
             .into_owned(),
     );
     tokio::select! {
-        _ = served => {}
-        () = activity.idle_for(keep_alive) => tracing::debug!(%peer, "idle connection closed"),
-    }
-}
-
-/// Requests in flight on one connection and when the last one ended, for the idle timeout.
-#[derive(Clone, Default)]
-struct Activity(Arc<ActivityState>);
-
-#[derive(Default)]
-struct ActivityState {
-    in_flight: AtomicUsize,
-    last_end: std::sync::Mutex<Option<tokio::time::Instant>>,
-}
-
-/// Marks a request in flight until dropped.
-struct InFlight(Arc<ActivityState>);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        if let Ok(mut last) = self.0.last_end.lock() {
-            *last = Some(tokio::time::Instant::now());
-        }
-        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-impl Activity {
-    fn start(&self) -> InFlight {
-        self.0.in_flight.fetch_add(1, Ordering::SeqCst);
-        InFlight(self.0.clone())
-    }
-
-    /// Completes once no request has been in flight for `timeout` (counted from the connection's
-    /// start or the end of its last request). The head of a first request is bounded by the
-    /// header-read timeout, which is shorter.
-    async fn idle_for(&self, timeout: Duration) {
-        let started = tokio::time::Instant::now();
-        loop {
-            let since = self.0.last_end.lock().ok().and_then(|l| *l).unwrap_or(started);
-            let deadline = since + timeout;
-            if self.0.in_flight.load(Ordering::SeqCst) == 0 && tokio::time::Instant::now() >= deadline {
-                return;
-            }
-            let next = if self.0.in_flight.load(Ordering::SeqCst) == 0 {
-                deadline
-            } else {
-                tokio::time::Instant::now() + timeout
-            };
-            tokio::time::sleep_until(next).await;
-        }
+        served = served => if let Err(e) = served { tracing::debug!(error = %e, %peer, "connection ended with an error") },
+        () = activity.expired(keep_alive, head) => tracing::debug!(%peer, "idle or slow connection closed"),
     }
 }
 
