@@ -8,9 +8,9 @@
 //! whole within the reader's limits). A malformed row stops the import with the line or cell
 //! named.
 
+use crate::ingest::Filled;
 use crate::prepare::prepare_document;
-use crate::runner::{JobError, Outcome, notice_for, panic_message};
-use lector_core::NotificationType;
+use crate::runner::{JobError, panic_message};
 use lector_store::{FileSource, ImportPayload, Lease, NewDocument, Store};
 use lector_text::{ColumnRef, Format, Language, Limits, ReadOptions, TextError, open_rows};
 use std::io::Read;
@@ -39,7 +39,7 @@ pub(crate) async fn import_file(
     lease: &Lease,
     payload: &ImportPayload,
     source: &FileSource,
-) -> Result<Outcome, JobError> {
+) -> Result<Filled, JobError> {
     let upload = store.upload_for_job(lease, source.upload_id).await.map_err(gone)?;
     let format = Format::from_extension(&upload.format)
         .ok_or_else(|| JobError::fatal(format!("files of format {:?} cannot be read", upload.format)))?;
@@ -88,29 +88,7 @@ pub(crate) async fn import_file(
         .set_import_status(lease, payload.group_id, "CREATED")
         .await
         .map_err(|e| JobError::transient(e.detail))?;
-    let (kind, text) = if blank > 0 {
-        (
-            NotificationType::Warning,
-            format!(
-                "{stored} documents are in group {}; {blank} rows with an empty text were left out.",
-                payload.group_id
-            ),
-        )
-    } else {
-        (
-            NotificationType::Info,
-            format!("{stored} documents are in group {}.", payload.group_id),
-        )
-    };
-    Ok(Outcome {
-        result: serde_json::json!({
-            "group_id": payload.group_id,
-            "documents": stored,
-            "rejected_rows": blank,
-            "stored_by_this_run": added,
-        }),
-        notice: notice_for(lease, kind, "Import finished", text),
-    })
+    Ok(Filled { stored, blank, added })
 }
 
 /// Reads the file and sends prepared batches until the end, an error, or a closed channel.

@@ -2,6 +2,7 @@
 //! and mail delivery (a `send_mail` job: to an outbox folder, one `.eml` file per message, or
 //! over SMTP).
 
+pub mod analysis;
 pub mod cloning;
 pub mod file_import;
 pub mod ingest;
@@ -12,6 +13,7 @@ pub mod prepare;
 pub mod runner;
 pub mod training;
 
+pub use analysis::AnalyzeDocuments;
 pub use cloning::CloneProject;
 pub use ingest::ImportDocuments;
 pub use labeled_import::ImportLabeled;
@@ -27,5 +29,6 @@ pub fn standard_runner(mailer: std::sync::Arc<Mailer>) -> Runner {
         .with(ImportLabeled)
         .with(CloneProject)
         .with(TrainModel)
+        .with(AnalyzeDocuments)
         .with(SendMail(mailer))
 }

@@ -40,7 +40,14 @@ async fn a_labeled_import_run_twice_stores_once(backend: Backend) {
     }
     let chunks = futures_util::stream::iter(vec![Ok(bytes::Bytes::from(csv))]);
     let upload = store
-        .save_upload(&scope, project.id, "reviews.csv", "csv", chunks, 1 << 20)
+        .save_upload(
+            &scope,
+            lector_store::UploadFor::Project(project.id),
+            "reviews.csv",
+            "csv",
+            chunks,
+            1 << 20,
+        )
         .await
         .unwrap();
     let file = LabeledFile {

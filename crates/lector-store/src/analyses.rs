@@ -26,10 +26,16 @@ pub struct Analysis {
     pub created: Timestamp,
     pub finished: Option<Timestamp>,
     pub document_count: i64,
+    /// The group whose documents it reads.
+    pub document_group_id: Option<i64>,
+    /// Its job (`get_project_task`).
+    pub task_id: Option<i64>,
+    /// Why it failed, when it did.
+    pub failure: Option<String>,
 }
 
-const ANALYSIS_COLUMNS: &str = "a.id, a.uuid, a.project_id, a.model_id, a.user_id, a.name, a.description, a.status, \
-     a.type, a.progress, a.created, a.finished, \
+pub(crate) const ANALYSIS_COLUMNS: &str = "a.id, a.uuid, a.project_id, a.model_id, a.user_id, a.name, a.description, a.status, \
+     a.type, a.progress, a.created, a.finished, a.document_group_id, a.task_id, a.failure, \
      (SELECT COUNT(*) FROM analysis_documents ad WHERE ad.analysis_id = a.id) AS document_count";
 
 impl FromAnyRow for Analysis {
@@ -48,6 +54,9 @@ impl FromAnyRow for Analysis {
             created: Timestamp(row.try_get("created")?),
             finished: row.try_get::<Option<i64>, _>("finished")?.map(Timestamp),
             document_count: row.try_get("document_count")?,
+            document_group_id: row.try_get("document_group_id")?,
+            task_id: row.try_get("task_id")?,
+            failure: row.try_get("failure")?,
         })
     }
 }

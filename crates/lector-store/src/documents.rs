@@ -131,6 +131,10 @@ pub struct DocumentFilter {
     pub session_id: Option<i64>,
     /// Only documents this analysis covers (which must belong to the project).
     pub analysis_id: Option<i64>,
+    /// With `analysis_id`: only documents with a segment the analysis tagged with one of these
+    /// classes or (see `analysis_labels`) labels of the project.
+    pub analysis_classes: Vec<i64>,
+    pub analysis_labels: Vec<i64>,
     /// Only documents some analysis covers (`true`) or none does (`false`).
     pub analysed: Option<bool>,
     /// Only documents after this id: the keyset of a reader that pages through every document
@@ -263,7 +267,38 @@ impl Store {
         limit: i64,
     ) -> Result<(Vec<Document>, bool)> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
-        let mut params = vec![Param::Int(project.id)];
+        let (conditions, params) = self.document_conditions(project.id, filter).await?;
+        let sql = format!(
+            "SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE {conditions} ORDER BY d.id LIMIT {} OFFSET {}",
+            limit + 1,
+            offset
+        );
+        let query = Param::bind_all(sqlx::query(&sql), params);
+        let rows = query.fetch_all(&self.pool).await.map_err(db)?;
+        let has_more = rows.len() as i64 > limit;
+        let documents = rows
+            .iter()
+            .take(limit as usize)
+            .map(Document::decode)
+            .collect::<Result<Vec<_>>>()?;
+        Ok((documents, has_more))
+    }
+
+    /// How many of a project's documents `filter` selects.
+    pub async fn count_documents(&self, scope: &Scope, project_id: i64, filter: &DocumentFilter) -> Result<i64> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        let (conditions, params) = self.document_conditions(project.id, filter).await?;
+        let sql = format!("SELECT COUNT(*) FROM documents d WHERE {conditions}");
+        Param::bind_all(sqlx::query(&sql), params)
+            .fetch_one(&self.pool)
+            .await
+            .and_then(|row| sqlx::Row::try_get(&row, 0))
+            .map_err(db)
+    }
+
+    /// The WHERE clause of a document listing and its parameters (`$1` is the project).
+    async fn document_conditions(&self, project_id: i64, filter: &DocumentFilter) -> Result<(String, Vec<Param>)> {
+        let mut params = vec![Param::Int(project_id)];
         let mut conditions = vec!["d.project_id = $1".to_owned()];
         if let Some(search) = &filter.search {
             params.push(Param::Text(format!("%{}%", escape_like(&search.to_lowercase()))));
@@ -274,7 +309,7 @@ impl Store {
             conditions.push(format!("d.group_id = ${}", params.len()));
         }
         if let Some(session_id) = filter.session_id {
-            self.session_of(project.id, session_id).await?;
+            self.session_of(project_id, session_id).await?;
             params.push(Param::Int(session_id));
             conditions.push(format!(
                 "d.id IN (SELECT document_id FROM session_documents WHERE session_id = ${})",
@@ -282,12 +317,31 @@ impl Store {
             ));
         }
         if let Some(analysis_id) = filter.analysis_id {
-            self.analysis_of(project.id, analysis_id).await?;
+            self.analysis_of(project_id, analysis_id).await?;
             params.push(Param::Int(analysis_id));
+            let analysis = params.len();
             conditions.push(format!(
-                "d.id IN (SELECT document_id FROM analysis_documents WHERE analysis_id = ${})",
-                params.len()
+                "d.id IN (SELECT document_id FROM analysis_documents WHERE analysis_id = ${analysis})"
             ));
+            let mut tagged = Vec::new();
+            for (column, ids) in [
+                ("class_id", &filter.analysis_classes),
+                ("label_id", &filter.analysis_labels),
+            ] {
+                if ids.is_empty() {
+                    continue;
+                }
+                let first = params.len() + 1;
+                params.extend(ids.iter().map(|id| Param::Int(*id)));
+                tagged.push(format!("t.{column} IN ({})", crate::numbered(first, ids.len())));
+            }
+            if !tagged.is_empty() {
+                conditions.push(format!(
+                    "EXISTS (SELECT 1 FROM analysis_tags t WHERE t.analysis_id = ${analysis} \
+                     AND t.document_id = d.id AND ({}))",
+                    tagged.join(" OR ")
+                ));
+            }
         }
         if let Some(after) = filter.after {
             params.push(Param::Int(after));
@@ -304,21 +358,7 @@ impl Store {
             Some(false) => conditions.push("d.group_id IS NULL".into()),
             None => {}
         }
-        let sql = format!(
-            "SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE {} ORDER BY d.id LIMIT {} OFFSET {}",
-            conditions.join(" AND "),
-            limit + 1,
-            offset
-        );
-        let query = Param::bind_all(sqlx::query(&sql), params);
-        let rows = query.fetch_all(&self.pool).await.map_err(db)?;
-        let has_more = rows.len() as i64 > limit;
-        let documents = rows
-            .iter()
-            .take(limit as usize)
-            .map(Document::decode)
-            .collect::<Result<Vec<_>>>()?;
-        Ok((documents, has_more))
+        Ok((conditions.join(" AND "), params))
     }
 
     /// Creates a group from documents given whole, in one transaction.

@@ -85,6 +85,9 @@ pub enum JobResource {
     Model(i64),
     /// A labeling session a labeled-file import fills (with its document group).
     Session(i64),
+    /// A batch analysis (its `failure` column gets the reason; its own group, if still
+    /// PROCESSING, fails with it).
+    Analysis(i64),
 }
 
 /// The trace a job's terminal failure leaves: its resource FAILED and one notification.
@@ -631,6 +634,20 @@ async fn mark_failed(tx: &mut Transaction<'static, Any>, resource: JobResource, 
             failed(
                 "UPDATE document_groups SET status = $1 \
                  WHERE id = (SELECT document_group_id FROM sessions WHERE id = $2)",
+                id,
+            ),
+        ],
+        JobResource::Analysis(id) => vec![
+            sqlx::query(
+                "UPDATE analyses SET status = $1, failure = $2, finished = $3 WHERE id = $4 AND status <> 'FINISHED'",
+            )
+            .bind("FAILED")
+            .bind(reason)
+            .bind(Timestamp::now().micros())
+            .bind(id),
+            failed(
+                "UPDATE document_groups SET status = $1 WHERE status = 'PROCESSING' \
+                 AND id = (SELECT document_group_id FROM analyses WHERE id = $2)",
                 id,
             ),
         ],

@@ -8,6 +8,7 @@
 
 mod accounts;
 mod analyses;
+mod analysis_runs;
 mod blobs;
 mod bulk;
 mod cloning;
@@ -18,6 +19,7 @@ mod labeled_imports;
 mod models;
 pub use accounts::{NewUser, UserChanges};
 pub use analyses::{Analysis, NewAnalysis};
+pub use analysis_runs::{AnalysisSource, AnalysisTag, NewBatchAnalysis, PendingDocument, StoredAnalysisTag};
 pub use blobs::Blobs;
 pub use cloning::CloneCounts;
 pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
@@ -26,8 +28,9 @@ pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease
 pub use labeled_imports::LabeledFile;
 pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel, UploadTarget};
 pub use payloads::{
-    CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload, ImportedDocument,
-    LABELED_IMPORT_JOB, LabeledColumns, LabeledImportPayload, MAIL_JOB, MailPayload, TRAINING_JOB, TrainingPayload,
+    ANALYSIS_JOB, AnalysisPayload, CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload,
+    ImportedDocument, LABELED_IMPORT_JOB, LabeledColumns, LabeledImportPayload, MAIL_JOB, MailPayload, TRAINING_JOB,
+    TrainingPayload,
 };
 pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
@@ -36,7 +39,7 @@ pub use security::{MAX_PRODUCT_KEYS, TokenPurpose};
 pub use sessions::{LabeledDocument, MarkTarget, NewSession, Session, SessionChanges, SessionFilter, Vocabulary};
 pub use tags::{NewTag, SegmentAt, SegmentMark, SegmentTag, tags_by_segment};
 pub use training::{MODEL_LANGUAGES, NewTraining, TrainedModel, TrainingSegment};
-pub use uploads::{UPLOAD_PREFIX, Upload};
+pub use uploads::{UPLOAD_PREFIX, Upload, UploadFor};
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
 mod notifications;
@@ -170,6 +173,9 @@ impl Store {
 pub(crate) enum Param {
     Int(i64),
     Text(String),
+    Float(f64),
+    MaybeInt(Option<i64>),
+    MaybeText(Option<String>),
 }
 
 impl Param {
@@ -182,6 +188,9 @@ impl Param {
             query = match param {
                 Param::Int(v) => query.bind(v),
                 Param::Text(v) => query.bind(v),
+                Param::Float(v) => query.bind(v),
+                Param::MaybeInt(v) => query.bind(v),
+                Param::MaybeText(v) => query.bind(v),
             };
         }
         query

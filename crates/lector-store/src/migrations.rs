@@ -68,6 +68,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0009_hardening.sql"),
         postgres: include_str!("../migrations/postgres/0009_hardening.sql"),
     },
+    Step {
+        version: 10,
+        description: "analyses",
+        sqlite: include_str!("../migrations/sqlite/0010_analyses.sql"),
+        postgres: include_str!("../migrations/postgres/0010_analyses.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -18,6 +18,8 @@ pub const CLONE_JOB: &str = ClonePayload::KIND;
 pub const TRAINING_JOB: &str = TrainingPayload::KIND;
 /// The kind of job that sends one mail.
 pub const MAIL_JOB: &str = MailPayload::KIND;
+/// The kind of job that runs a batch analysis.
+pub const ANALYSIS_JOB: &str = AnalysisPayload::KIND;
 /// The kind of job that fills a labeling session from a labeled-data file.
 pub const LABELED_IMPORT_JOB: &str = LabeledImportPayload::KIND;
 
@@ -131,6 +133,35 @@ impl JobPayload for TrainingPayload {
             "Model training failed",
             format!("Training model {:?}", self.model_name),
             "train a new model once the cause is mended",
+        )
+    }
+}
+
+/// Runs a model over the documents of a group (a batch analysis, QUEUED until the job starts):
+/// with `import`, first fills the analysis's own group from the texts it came with (the job's
+/// input, or an uploaded file), as an import would.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnalysisPayload {
+    pub analysis_id: i64,
+    /// The analysis's name, for the failure notice.
+    pub analysis_name: String,
+    pub model_id: i64,
+    pub project_id: i64,
+    pub group_id: i64,
+    #[serde(default)]
+    pub import: Option<ImportPayload>,
+}
+
+impl JobPayload for AnalysisPayload {
+    const KIND: &'static str = "analyze_documents";
+    const MAX_ATTEMPTS: i64 = 3;
+
+    fn failure(&self) -> Failure {
+        Failure::of(
+            Some(JobResource::Analysis(self.analysis_id)),
+            "Analysis failed",
+            format!("The analysis {:?}", self.analysis_name),
+            "start a new analysis once the cause is mended",
         )
     }
 }

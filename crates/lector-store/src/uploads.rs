@@ -81,6 +81,16 @@ impl FromAnyRow for Upload {
     }
 }
 
+/// What an upload is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UploadFor {
+    /// An import into a project the caller may edit.
+    Project(i64),
+    /// A batch analysis not made yet: the file belongs to its uploader (project 0) until
+    /// `create_analysis` binds it to the model's project.
+    Analysis,
+}
+
 impl Store {
     /// This store with a blob store for uploaded files.
     pub fn with_blobs(mut self, blobs: Blobs) -> Self {
@@ -96,12 +106,13 @@ impl Store {
         })
     }
 
-    /// Stores an uploaded file for a project the caller may edit: streams `chunks` into the blob
+    /// Stores an uploaded file for a project the caller may edit (or, for a batch analysis, for
+    /// the caller alone until the analysis names it): streams `chunks` into the blob
     /// store (413 past `max_bytes`, keeping nothing) and records it, unused.
     pub async fn save_upload<S>(
         &self,
         scope: &Scope,
-        project_id: i64,
+        target: UploadFor,
         file_name: &str,
         format: &str,
         chunks: S,
@@ -110,7 +121,23 @@ impl Store {
     where
         S: Stream<Item = Result<Bytes>> + Unpin + Send,
     {
-        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        let (workspace_id, project_id) = match target {
+            UploadFor::Project(id) => {
+                let (project, _) = self.project_access(scope, id, Action::Edit).await?;
+                (project.workspace_id, project.id)
+            }
+            UploadFor::Analysis => {
+                let may_analyse =
+                    scope.is_superuser || scope.workspaces.iter().any(|w| w.role >= Action::Edit.min_role());
+                if !may_analyse {
+                    return Err(Error::forbidden(format!(
+                        "analysing needs the role {} or higher in a workspace",
+                        Action::Edit.min_role()
+                    )));
+                }
+                (0, 0)
+            }
+        };
         let blobs = self.blobs()?;
         let id = Uuid::new_v4();
         let size = blobs.put_stream(&blob_key(id), chunks, max_bytes).await?;
@@ -120,8 +147,8 @@ impl Store {
         );
         let row = sqlx::query(&sql)
             .bind(id.to_string())
-            .bind(project.workspace_id)
-            .bind(project.id)
+            .bind(workspace_id)
+            .bind(project_id)
             .bind(scope.user_id)
             .bind(file_name)
             .bind(format)
@@ -142,6 +169,24 @@ impl Store {
     pub async fn upload(&self, scope: &Scope, project_id: i64, id: Uuid) -> Result<Upload> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
         self.upload_of(project.id, id).await
+    }
+
+    /// A file the caller uploaded for a batch analysis and has not used yet; anyone else's is
+    /// not found.
+    pub async fn analysis_upload(&self, scope: &Scope, id: Uuid) -> Result<Upload> {
+        let sql = format!(
+            "SELECT {UPLOAD_COLUMNS} FROM uploads WHERE id = $1 AND project_id = 0 AND user_id = $2 AND used IS NULL"
+        );
+        let row = sqlx::query(&sql)
+            .bind(id.to_string())
+            .bind(scope.user_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref()
+            .map(Upload::decode)
+            .transpose()?
+            .ok_or_else(|| Error::not_found("uploaded file"))
     }
 
     /// The upload a job works on: one of the job's own project.

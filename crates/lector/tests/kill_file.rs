@@ -25,7 +25,14 @@ async fn killed_worker_imports_the_file_once(backend: Backend) {
     }
     let chunks = futures_util::stream::iter(vec![Ok(bytes::Bytes::from(csv))]);
     let upload = store
-        .save_upload(&scope, project.id, "rows.csv", "csv", chunks, 50 << 20)
+        .save_upload(
+            &scope,
+            lector_store::UploadFor::Project(project.id),
+            "rows.csv",
+            "csv",
+            chunks,
+            50 << 20,
+        )
         .await
         .unwrap();
     let options = ImportOptions {

@@ -1,23 +1,47 @@
-//! Analyses of a project's documents. Listing them lives here; running a model over
-//! documents comes with the analysis job.
+//! Batch analyses: a model run over many documents as a job (`create_analysis`), from texts
+//! sent with the request, an uploaded file (`upload_analysis_file`, then `column` or
+//! `column_name`) or an existing group of the model's project; listed, read, renamed, deleted;
+//! their documents listed with the tags found (filtered by class, label and text) and
+//! downloaded as labeled data that uploads again as a labeling session.
+//!
+//! Reading needs VIEWER in the analysis's workspace; creating, changing and deleting USER.
+//! `status`, `progress` and `document_count` belong to the job (`immutable_field`).
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{Paging, PathParams, QueryParams};
+use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
+use crate::routes::analyze::{AnalyzedSegment, AnalyzedTag};
+use crate::routes::classes::{ClassDto, LabelDto};
+use crate::routes::files::{DownloadQuery, UploadForm, UploadedFileDto};
 use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use lector_store::Analysis;
+use axum::extract::multipart::{Multipart, MultipartRejection};
+use axum::http::StatusCode;
+use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
+use lector_core::{Action, Error, FieldError, Result};
+use lector_store::{Analysis, AnalysisSource, Document, DocumentFilter, ImportedDocument, NewBatchAnalysis, UploadFor};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list_project_analyses))
+    OpenApiRouter::new()
+        .routes(routes!(list_project_analyses))
+        .routes(routes!(upload_analysis_file))
+        .routes(routes!(list_analyses, create_analysis))
+        .routes(routes!(get_analysis, update_analysis, delete_analysis))
+        .routes(routes!(list_analysis_documents))
+        .routes(routes!(download_analysis_documents))
 }
 
+/// Most texts one `create_analysis` request carries; larger sets come as a file.
+pub const MAX_ANALYSIS_DOCUMENTS: usize = 100_000;
+
+/// An analysis as the original interface gives it, with Lector's additions after `type`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AnalysisDto {
     pub id: i64,
@@ -30,11 +54,23 @@ pub struct AnalysisDto {
     /// In [0, 1]; never decreases.
     pub progress: f64,
     pub model_id: Option<i64>,
-    pub project_id: i64,
+    /// CREATED, QUEUED, ANALYZING, FAILED or FINISHED.
     pub status: String,
     /// The model's type.
     #[serde(rename = "type")]
     pub kind: String,
+    pub project_id: i64,
+    /// The group whose documents it reads.
+    pub document_group_id: Option<i64>,
+    /// Its job (`get_project_task`).
+    pub task_id: Option<i64>,
+    /// Why it failed, when it did.
+    pub failure: Option<String>,
+    /// The project's classes and labels (`get_analysis`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<ClassDto>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Vec<LabelDto>>,
 }
 
 impl From<Analysis> for AnalysisDto {
@@ -49,9 +85,14 @@ impl From<Analysis> for AnalysisDto {
             document_count: a.document_count,
             progress: a.progress,
             model_id: a.model_id,
-            project_id: a.project_id,
             status: a.status,
             kind: a.kind,
+            project_id: a.project_id,
+            document_group_id: a.document_group_id,
+            task_id: a.task_id,
+            failure: a.failure,
+            classes: None,
+            labels: None,
         }
     }
 }
@@ -61,14 +102,31 @@ pub struct ProjectPath {
     project_id: i64,
 }
 
+#[derive(Debug, Deserialize)]
+pub struct AnalysisPath {
+    analysis_id: i64,
+}
+
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct AnalysesQuery {
+    /// Only the analyses of this model.
+    pub model: Option<i64>,
     #[serde(default)]
     pub offset: i64,
     #[serde(default = "crate::extract::default_limit")]
     pub limit: i64,
+}
+
+impl AnalysesQuery {
+    fn paging(&self) -> Result<Paging> {
+        Paging {
+            offset: self.offset,
+            limit: self.limit,
+        }
+        .check()
+    }
 }
 
 /// The project's analyses, oldest first (a plain array, paged by offset and limit).
@@ -80,14 +138,510 @@ pub async fn list_project_analyses(
     PathParams(p): PathParams<ProjectPath>,
     QueryParams(q): QueryParams<AnalysesQuery>,
 ) -> ApiResult<Json<Vec<AnalysisDto>>> {
-    let paging = Paging {
-        offset: q.offset,
-        limit: q.limit,
-    }
-    .check()?;
+    let paging = q.paging()?;
     let analyses = state
         .store
         .project_analyses(&caller.scope, p.project_id, paging.offset, paging.limit)
         .await?;
     Ok(Json(analyses.into_iter().map(AnalysisDto::from).collect()))
+}
+
+/// The analyses of your workspaces, oldest first (a plain array), optionally of one model.
+#[utoipa::path(get, path = "/analyses", tag = "analyses", params(AnalysesQuery),
+    responses((status = 200, body = Vec<AnalysisDto>)))]
+pub async fn list_analyses(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(q): QueryParams<AnalysesQuery>,
+) -> ApiResult<Json<Vec<AnalysisDto>>> {
+    let paging = q.paging()?;
+    let analyses = state
+        .store
+        .analyses(&caller.scope, q.model, paging.offset, paging.limit)
+        .await?;
+    Ok(Json(analyses.into_iter().map(AnalysisDto::from).collect()))
+}
+
+/// Uploads a file for a batch analysis (USER somewhere): CSV, TXT, JSON, JSONL or XLSX.
+/// Answers its id and first rows; `create_analysis` takes the id with `column` or `column_name`.
+/// Only its uploader can use it.
+#[utoipa::path(post, path = "/analyses/upload", tag = "analyses",
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses((status = 200, body = UploadedFileDto), (status = 413, description = "the file is over the upload limit"),
+        (status = 415, description = "not a CSV, TXT, JSON, JSONL or XLSX file")))]
+pub async fn upload_analysis_file(
+    State(state): State<AppState>,
+    caller: Caller,
+    multipart: std::result::Result<Multipart, MultipartRejection>,
+) -> ApiResult<Json<UploadedFileDto>> {
+    Ok(Json(
+        crate::routes::files::upload_with_preview(&state, &caller, UploadFor::Analysis, multipart?).await?,
+    ))
+}
+
+/// A batch analysis to run: a model and the texts, from one of `documents`, `file_id` or
+/// `document_group_id`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateAnalysisBody {
+    /// The READY model to analyse with (required; the original interface's body omits it).
+    pub model_id: Option<i64>,
+    /// Default: "Analysis" and the time.
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// Texts to analyse, with your own ids (kept in each document's meta as `external_id`).
+    pub documents: Option<Vec<AnalysisText>>,
+    /// A file from `upload_analysis_file`.
+    #[schema(value_type = Option<String>, format = "uuid")]
+    pub file_id: Option<uuid::Uuid>,
+    /// The file's text column, 0-based …
+    pub column: Option<usize>,
+    /// … or by its header name (default: column 0).
+    pub column_name: Option<String>,
+    /// Whether the file's first row is a header (default true).
+    pub header_first: Option<bool>,
+    /// Split texts into sentences (default true).
+    pub split: Option<bool>,
+    /// Instead of texts: an existing group of the model's project.
+    pub document_group_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnalysisText {
+    pub text: String,
+    #[schema(value_type = Option<Object>)]
+    pub id: Option<serde_json::Value>,
+}
+
+impl WriteBody for CreateAnalysisBody {
+    const MAX_BYTES: usize = crate::routes::documents::MAX_UPLOAD_BYTES;
+    const IMMUTABLE: &'static [&'static str] = &[
+        "id",
+        "uuid",
+        "status",
+        "progress",
+        "document_count",
+        "created",
+        "finished",
+    ];
+
+    fn validate(&self, problems: &mut Problems) {
+        problems.check(
+            self.model_id.is_some(),
+            "model_id",
+            "is required: the model to analyse with",
+        );
+        if let Some(name) = &self.name {
+            problems.name("name", name, MAX_NAME_CHARS);
+        }
+        if let Some(description) = &self.description {
+            problems.max_len("description", description, MAX_DESCRIPTION_CHARS);
+        }
+        let sources = [
+            self.documents.is_some(),
+            self.file_id.is_some(),
+            self.document_group_id.is_some(),
+        ];
+        problems.check(
+            sources.iter().filter(|s| **s).count() == 1,
+            "documents",
+            "give exactly one of documents, file_id and document_group_id",
+        );
+        if let Some(documents) = &self.documents {
+            problems.check(!documents.is_empty(), "documents", "must not be empty");
+            problems.check(
+                documents.len() <= MAX_ANALYSIS_DOCUMENTS,
+                "documents",
+                &format!("at most {MAX_ANALYSIS_DOCUMENTS} texts per request; upload larger sets as a file"),
+            );
+            for (i, document) in documents.iter().enumerate().take(MAX_ANALYSIS_DOCUMENTS) {
+                crate::routes::documents::check_text(problems, &format!("documents[{i}].text"), &document.text);
+            }
+        }
+        if self.file_id.is_none() {
+            for (field, given) in [
+                ("column", self.column.is_some()),
+                ("column_name", self.column_name.is_some()),
+                ("header_first", self.header_first.is_some()),
+            ] {
+                problems.check(!given, field, "goes with file_id");
+            }
+        }
+        problems.check(
+            !(self.column.is_some() && self.column_name.is_some()),
+            "column_name",
+            "give column or column_name, not both",
+        );
+    }
+}
+
+/// Starts a batch analysis (USER of the model's workspace; the model READY): answers it
+/// QUEUED; a job tags every segment, then it is FINISHED, with a notification.
+#[utoipa::path(post, path = "/analyses", tag = "analyses", request_body = CreateAnalysisBody,
+    responses((status = 201, body = AnalysisDto)))]
+pub async fn create_analysis(
+    State(state): State<AppState>,
+    caller: Caller,
+    Body(body): Body<CreateAnalysisBody>,
+) -> ApiResult<(StatusCode, Json<AnalysisDto>)> {
+    let model_id = body.model_id.unwrap_or_default();
+    let model = state.store.model_for_analysis(&caller.scope, model_id).await?;
+    let source = if let Some(documents) = body.documents {
+        AnalysisSource::Documents(documents.into_iter().map(imported).collect())
+    } else if let Some(file_id) = body.file_id {
+        let upload = state
+            .store
+            .analysis_upload(&caller.scope, file_id)
+            .await
+            .map_err(|_| field_problem("file_id", "no file of yours with this id waits for an analysis"))?;
+        let header_first = body.header_first.unwrap_or(upload.format != "txt");
+        crate::routes::groups::check_column(&upload, body.column, body.column_name.as_deref(), header_first)?;
+        AnalysisSource::File {
+            upload,
+            column_index: body.column,
+            column_name: body.column_name,
+            header_first,
+            max_bytes: state.config.uploads.max_bytes,
+        }
+    } else {
+        AnalysisSource::Group(body.document_group_id.unwrap_or_default())
+    };
+    let name = body
+        .name
+        .map(|n| n.trim().to_owned())
+        .unwrap_or_else(|| format!("Analysis {}", rfc3339(lector_core::time::Timestamp::now())));
+    let new = NewBatchAnalysis {
+        name,
+        description: body.description.unwrap_or_default(),
+        split: body.split.unwrap_or(true),
+        source,
+    };
+    let analysis = state.store.start_analysis(&caller.scope, &model, new).await?;
+    tracing::info!(analysis.id = analysis.id, model.id = model.id, job.id = ?analysis.task_id, "analysis queued");
+    Ok((StatusCode::CREATED, Json(analysis.into())))
+}
+
+fn imported(text: AnalysisText) -> ImportedDocument {
+    let mut meta = serde_json::Map::new();
+    if let Some(id) = text.id {
+        meta.insert("external_id".into(), id);
+    }
+    ImportedDocument { text: text.text, meta }
+}
+
+fn field_problem(field: &str, message: &str) -> Error {
+    Error::validation(vec![FieldError::new(field, message)])
+}
+
+/// An analysis with the project's classes and labels (VIEWER).
+#[utoipa::path(get, path = "/analyses/{analysis_id}", tag = "analyses",
+    params(("analysis_id" = i64, Path)), responses((status = 200, body = AnalysisDto)))]
+pub async fn get_analysis(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<AnalysisPath>,
+) -> ApiResult<Json<AnalysisDto>> {
+    let analysis = state.store.analysis(&caller.scope, p.analysis_id, Action::Read).await?;
+    Ok(Json(with_vocabulary(&state, &caller, analysis).await?))
+}
+
+async fn with_vocabulary(state: &AppState, caller: &Caller, analysis: Analysis) -> Result<AnalysisDto> {
+    let (project, _) = state
+        .store
+        .project_access(&caller.scope, analysis.project_id, Action::Read)
+        .await?;
+    let classes = state.store.classes_of(&project).await?;
+    let labels = state.store.labels_of(&project).await?;
+    let mut dto = AnalysisDto::from(analysis);
+    dto.classes = Some(classes.into_iter().map(ClassDto::from).collect());
+    dto.labels = Some(labels.into_iter().map(LabelDto::from).collect());
+    Ok(dto)
+}
+
+/// What `update_analysis` changes.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateAnalysisBody {
+    pub name: Option<String>,
+    pub description: Option<String>,
+}
+
+impl WriteBody for UpdateAnalysisBody {
+    const IMMUTABLE: &'static [&'static str] = &[
+        "id",
+        "uuid",
+        "status",
+        "progress",
+        "document_count",
+        "created",
+        "finished",
+        "model_id",
+        "type",
+        "project_id",
+    ];
+
+    fn validate(&self, problems: &mut Problems) {
+        if let Some(name) = &self.name {
+            problems.name("name", name, MAX_NAME_CHARS);
+        }
+        if let Some(description) = &self.description {
+            problems.max_len("description", description, MAX_DESCRIPTION_CHARS);
+        }
+    }
+}
+
+/// Renames or re-describes an analysis (USER).
+#[utoipa::path(put, path = "/analyses/{analysis_id}", tag = "analyses",
+    params(("analysis_id" = i64, Path)), request_body = UpdateAnalysisBody, responses((status = 200, body = AnalysisDto)))]
+pub async fn update_analysis(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<AnalysisPath>,
+    Body(body): Body<UpdateAnalysisBody>,
+) -> ApiResult<Json<AnalysisDto>> {
+    let name = body.name.as_deref().map(str::trim);
+    let analysis = state
+        .store
+        .update_analysis(&caller.scope, p.analysis_id, name, body.description.as_deref())
+        .await?;
+    Ok(Json(with_vocabulary(&state, &caller, analysis).await?))
+}
+
+/// Deletes an analysis and the tags it found (USER); its documents stay in their group. A
+/// running analysis answers 409.
+#[utoipa::path(delete, path = "/analyses/{analysis_id}", tag = "analyses",
+    params(("analysis_id" = i64, Path)), responses((status = 200, body = AnalysisDto)))]
+pub async fn delete_analysis(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<AnalysisPath>,
+) -> ApiResult<Json<AnalysisDto>> {
+    let analysis = state.store.delete_analysis(&caller.scope, p.analysis_id).await?;
+    tracing::info!(analysis.id = analysis.id, user.id = caller.user.id, "analysis deleted");
+    Ok(Json(analysis.into()))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct AnalysisDocumentsQuery {
+    /// Each document's segments with their tags (default false: texts only).
+    #[serde(default)]
+    pub details: bool,
+    /// Only documents whose text contains this (case-insensitive).
+    pub search: Option<String>,
+    /// Only documents with a segment tagged with one of these class ids (comma-separated).
+    pub classes: Option<String>,
+    /// Only documents with a segment tagged with one of these label ids (comma-separated).
+    pub labels: Option<String>,
+    #[serde(default)]
+    pub offset: i64,
+    #[serde(default = "crate::extract::default_limit")]
+    pub limit: i64,
+}
+
+/// A document of an analysis.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AnalysisDocumentDto {
+    pub id: i64,
+    pub text: String,
+    pub group_id: Option<i64>,
+    #[schema(value_type = Object)]
+    pub meta: serde_json::Value,
+    /// With `details`: the segments and the tags the model gave them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<Vec<AnalyzedSegment>>,
+}
+
+/// A page of an analysis's documents.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AnalysisDocumentsPage {
+    pub documents: Vec<AnalysisDocumentDto>,
+    pub has_more: bool,
+    pub offset: i64,
+    pub limit: i64,
+    /// Documents the filters select, over all pages.
+    pub count: i64,
+}
+
+fn ids(field: &str, list: &Option<String>) -> Result<Vec<i64>> {
+    let Some(list) = list else { return Ok(Vec::new()) };
+    let parsed: std::result::Result<Vec<i64>, _> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::parse)
+        .collect();
+    match parsed {
+        Ok(ids) if ids.len() <= 1000 => Ok(ids),
+        Ok(_) => Err(field_problem(field, "name at most 1000 ids")),
+        Err(_) => Err(field_problem(field, "takes ids separated by commas, such as 1,2")),
+    }
+}
+
+/// The documents of an analysis, in id order, optionally with their tagged segments and
+/// filtered by text, class and label (VIEWER).
+#[utoipa::path(get, path = "/analyses/{analysis_id}/documents", tag = "analyses",
+    params(("analysis_id" = i64, Path), AnalysisDocumentsQuery), responses((status = 200, body = AnalysisDocumentsPage)))]
+pub async fn list_analysis_documents(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<AnalysisPath>,
+    QueryParams(q): QueryParams<AnalysisDocumentsQuery>,
+) -> ApiResult<Json<AnalysisDocumentsPage>> {
+    let analysis = state.store.analysis(&caller.scope, p.analysis_id, Action::Read).await?;
+    let paging = Paging {
+        offset: q.offset,
+        limit: q.limit,
+    }
+    .check()?;
+    let filter = DocumentFilter {
+        search: q.search.clone().filter(|s| !s.is_empty()),
+        analysis_id: Some(analysis.id),
+        analysis_classes: ids("classes", &q.classes)?,
+        analysis_labels: ids("labels", &q.labels)?,
+        ..Default::default()
+    };
+    let scope = &caller.scope;
+    let (documents, has_more) = state
+        .store
+        .documents(scope, analysis.project_id, &filter, paging.offset, paging.limit)
+        .await?;
+    let count = state.store.count_documents(scope, analysis.project_id, &filter).await?;
+    let mut segments = if q.details {
+        Some(tagged_segments(&state, &analysis, &documents).await?)
+    } else {
+        None
+    };
+    let documents = documents
+        .into_iter()
+        .map(|d| AnalysisDocumentDto {
+            segments: segments.as_mut().map(|s| s.remove(&d.id).unwrap_or_default()),
+            id: d.id,
+            text: d.text,
+            group_id: d.group_id,
+            meta: d.meta,
+        })
+        .collect();
+    Ok(Json(AnalysisDocumentsPage {
+        documents,
+        has_more,
+        offset: paging.offset,
+        limit: paging.limit,
+        count,
+    }))
+}
+
+/// The segments of `documents` with the analysis's tags, by document.
+async fn tagged_segments(
+    state: &AppState,
+    analysis: &Analysis,
+    documents: &[Document],
+) -> Result<HashMap<i64, Vec<AnalyzedSegment>>> {
+    let segments = state.store.segments_of(documents).await?;
+    let mut tags: HashMap<i64, Vec<AnalyzedTag>> = HashMap::new();
+    for tag in state.store.analysis_tags_of(analysis, documents).await? {
+        tags.entry(tag.segment_id).or_default().push(AnalyzedTag {
+            class: tag.class,
+            label: tag.label,
+            confidence: tag.confidence as f32,
+        });
+    }
+    let mut out: HashMap<i64, Vec<AnalyzedSegment>> = HashMap::new();
+    for segment in segments {
+        out.entry(segment.document_id).or_default().push(AnalyzedSegment {
+            tags: tags.remove(&segment.id).unwrap_or_default(),
+            span: [segment.start as usize, segment.end as usize],
+            text: segment.text,
+        });
+    }
+    Ok(out)
+}
+
+/// Documents read per page of an analysis download.
+const DOWNLOAD_PAGE: i64 = 500;
+
+/// One page of an analysis as labeled-data rows (one per tag, one per segment without tags),
+/// with the tag's confidence last.
+async fn analysis_page(
+    state: &AppState,
+    scope: &lector_core::Scope,
+    analysis: &Analysis,
+    after: i64,
+) -> Result<crate::routes::streaming::Page> {
+    let filter = DocumentFilter {
+        analysis_id: Some(analysis.id),
+        after: Some(after),
+        ..Default::default()
+    };
+    let (documents, has_more) = state
+        .store
+        .documents(scope, analysis.project_id, &filter, 0, DOWNLOAD_PAGE)
+        .await?;
+    let next = documents.last().map(|d| d.id).filter(|_| has_more);
+    let mut segments = tagged_segments(state, analysis, &documents).await?;
+    let mut rows = Vec::new();
+    for document in &documents {
+        let Some(own) = segments.remove(&document.id) else {
+            continue;
+        };
+        for (position, segment) in own.into_iter().enumerate() {
+            let row = |class: Option<String>, label: Option<String>, confidence: String| {
+                vec![
+                    document.id.to_string(),
+                    position.to_string(),
+                    segment.text.clone(),
+                    class.unwrap_or_default(),
+                    label.unwrap_or_default(),
+                    String::new(),
+                    "false".to_owned(),
+                    confidence,
+                ]
+            };
+            if segment.tags.is_empty() {
+                rows.push(row(None, None, String::new()));
+            }
+            for tag in &segment.tags {
+                rows.push(row(
+                    tag.class.clone(),
+                    tag.label.clone(),
+                    format!("{:.4}", tag.confidence),
+                ));
+            }
+        }
+    }
+    Ok((rows, next))
+}
+
+/// An analysis's tags as labeled data: one row per tag (and per segment without tags) with the
+/// columns of a labeled-data upload (document, segment, text, class, label, part, annotated)
+/// and the tag's `confidence`; it uploads again as a labeling session with the tags by name.
+#[utoipa::path(get, path = "/analyses/{analysis_id}/download", tag = "analyses",
+    params(("analysis_id" = i64, Path), DownloadQuery),
+    responses((status = 200, description = "the file in the format asked for", content_type = "application/vnd.lector.table")))]
+pub async fn download_analysis_documents(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<AnalysisPath>,
+    QueryParams(q): QueryParams<DownloadQuery>,
+) -> ApiResult<axum::response::Response> {
+    let format = q.format()?;
+    let analysis = state.store.analysis(&caller.scope, p.analysis_id, Action::Read).await?;
+    let mut header = crate::routes::session_downloads::session_header(false);
+    header.push("confidence".into());
+    let stem = format!("analysis-{}", analysis.id);
+    let scope = caller.scope.clone();
+    let page = move |after: i64| {
+        let (state, scope, analysis) = (state.clone(), scope.clone(), analysis.clone());
+        async move { analysis_page(&state, &scope, &analysis, after).await }
+    };
+    Ok(crate::routes::streaming::paged_download(
+        format,
+        &stem,
+        header,
+        crate::routes::session_downloads::MAX_DOWNLOAD_ROWS,
+        page,
+    )
+    .await?)
 }

@@ -453,7 +453,7 @@ pub async fn list_documents(
         session_id: q.annotation_id,
         analysis_id: q.analysis_id,
         analysed: q.analysed,
-        after: None,
+        ..Default::default()
     };
     let (documents, has_more) = state
         .store

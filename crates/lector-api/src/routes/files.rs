@@ -19,7 +19,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, TextKind, forbidden_char};
 use lector_core::{Error, ErrorCode, FieldError, Result};
-use lector_store::{ClassFields, DocumentFilter, MAX_CLASSES_PER_PROJECT, Upload};
+use lector_store::{ClassFields, DocumentFilter, MAX_CLASSES_PER_PROJECT, Upload, UploadFor};
 use lector_text::{ColumnRef, Format, Limits, Location, ReadOptions, Row, Table, TextError};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -88,7 +88,7 @@ pub async fn upload_group_file(
     multipart: std::result::Result<Multipart, MultipartRejection>,
 ) -> ApiResult<Json<UploadedFileDto>> {
     Ok(Json(
-        upload_with_preview(&state, &caller, p.project_id, multipart?).await?,
+        upload_with_preview(&state, &caller, UploadFor::Project(p.project_id), multipart?).await?,
     ))
 }
 
@@ -97,10 +97,10 @@ pub async fn upload_group_file(
 pub async fn upload_with_preview(
     state: &AppState,
     caller: &Caller,
-    project_id: i64,
+    target: UploadFor,
     multipart: Multipart,
 ) -> Result<UploadedFileDto> {
-    let upload = receive_upload(state, caller, project_id, multipart).await?;
+    let upload = receive_upload(state, caller, target, multipart).await?;
     preview_upload(state, upload).await
 }
 
@@ -142,7 +142,7 @@ pub async fn upload_classes_file(
     PathParams(p): PathParams<ProjectPath>,
     multipart: std::result::Result<Multipart, MultipartRejection>,
 ) -> ApiResult<Json<Vec<ClassDto>>> {
-    let upload = receive_upload(&state, &caller, p.project_id, multipart?).await?;
+    let upload = receive_upload(&state, &caller, UploadFor::Project(p.project_id), multipart?).await?;
     let read = {
         let state = state.clone();
         move |file: std::fs::File, format: Format| {
@@ -162,8 +162,8 @@ pub async fn upload_classes_file(
 
 /// Receives the `file` part of an upload form (and the deprecated `to_list`) into the blob
 /// store, unused; 413 past `uploads.max_bytes`, 415 for a format Lector does not read.
-pub async fn receive_upload(state: &AppState, caller: &Caller, project_id: i64, form: Multipart) -> Result<Upload> {
-    let (upload, _) = receive_upload_with(state, caller, project_id, form, &["to_list"]).await?;
+pub async fn receive_upload(state: &AppState, caller: &Caller, target: UploadFor, form: Multipart) -> Result<Upload> {
+    let (upload, _) = receive_upload_with(state, caller, target, form, &["to_list"]).await?;
     Ok(upload)
 }
 
@@ -172,7 +172,7 @@ pub async fn receive_upload(state: &AppState, caller: &Caller, project_id: i64, 
 pub async fn receive_upload_with(
     state: &AppState,
     caller: &Caller,
-    project_id: i64,
+    target: UploadFor,
     mut form: Multipart,
     flags: &[&str],
 ) -> Result<(Upload, Vec<(String, bool)>)> {
@@ -181,7 +181,7 @@ pub async fn receive_upload_with(
     while let Some(field) = form.next_field().await.map_err(multipart_error)? {
         let name = field.name().unwrap_or_default().to_owned();
         match name.as_str() {
-            "file" if upload.is_none() => upload = Some(store_file(state, caller, project_id, field).await?),
+            "file" if upload.is_none() => upload = Some(store_file(state, caller, target, field).await?),
             "file" => return Err(bad_field("file", "send one file")),
             flag if flags.contains(&flag) => {
                 let value = field.text().await.map_err(multipart_error)?;
@@ -202,7 +202,7 @@ pub async fn receive_upload_with(
     Ok((upload, set))
 }
 
-async fn store_file(state: &AppState, caller: &Caller, project_id: i64, mut field: Field<'_>) -> Result<Upload> {
+async fn store_file(state: &AppState, caller: &Caller, target: UploadFor, mut field: Field<'_>) -> Result<Upload> {
     let name = field.file_name().unwrap_or("upload").to_owned();
     let first = field.chunk().await.map_err(multipart_error)?.unwrap_or_default();
     let format = match Format::from_file_name(&name) {
@@ -221,7 +221,7 @@ async fn store_file(state: &AppState, caller: &Caller, project_id: i64, mut fiel
         .store
         .save_upload(
             &caller.scope,
-            project_id,
+            target,
             &name,
             format_name(format),
             Box::pin(chunks),

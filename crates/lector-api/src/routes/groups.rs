@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use lector_core::validate::{MAX_NAME_CHARS, Problems};
 use lector_core::{Error, Result};
 use lector_jobs::prepare_document;
-use lector_store::{DocumentFilter, DocumentGroup, FileSource, ImportOptions, ImportedDocument, NewDocument};
+use lector_store::{DocumentFilter, DocumentGroup, FileSource, ImportOptions, ImportedDocument, NewDocument, Upload};
 use lector_text::{ColumnRef, Language};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -222,20 +222,18 @@ pub async fn create_group(
     Ok((StatusCode::CREATED, Json(GroupDto::from(group))).into_response())
 }
 
-async fn create_group_from_file(
-    state: &AppState,
-    caller: &Caller,
-    project_id: i64,
-    file_id: uuid::Uuid,
-    body: CreateGroupBody,
-) -> Result<Response> {
-    let upload = state.store.upload(&caller.scope, project_id, file_id).await?;
-    let header_first = body.header_first.unwrap_or(upload.format != "txt");
-    let column = match (&body.column_name, body.column) {
-        (Some(name), _) => ColumnRef::Name(name.clone()),
-        (None, index) => ColumnRef::Index(index.unwrap_or(0) as usize),
+/// Refuses a text column the file lacks, by the first row its preview recorded: now, not in
+/// the job. Without a name, the column is `index` (default 0).
+pub(crate) fn check_column(
+    upload: &Upload,
+    index: Option<usize>,
+    name: Option<&str>,
+    header_first: bool,
+) -> Result<()> {
+    let column = match name {
+        Some(name) => ColumnRef::Name(name.to_owned()),
+        None => ColumnRef::Index(index.unwrap_or(0)),
     };
-    // The preview recorded the file's first row: a column it lacks is refused now, not later.
     if let Some(first) = &upload.columns {
         let keyed = matches!(upload.format.as_str(), "json" | "jsonl");
         let header: Vec<String> = if header_first || keyed {
@@ -245,6 +243,24 @@ async fn create_group_from_file(
         };
         column.resolve(&header).map_err(Error::from)?;
     }
+    Ok(())
+}
+
+async fn create_group_from_file(
+    state: &AppState,
+    caller: &Caller,
+    project_id: i64,
+    file_id: uuid::Uuid,
+    body: CreateGroupBody,
+) -> Result<Response> {
+    let upload = state.store.upload(&caller.scope, project_id, file_id).await?;
+    let header_first = body.header_first.unwrap_or(upload.format != "txt");
+    check_column(
+        &upload,
+        body.column.map(|c| c as usize),
+        body.column_name.as_deref(),
+        header_first,
+    )?;
     let source = FileSource {
         upload_id: upload.id,
         column_index: body.column.map(|c| c as usize),

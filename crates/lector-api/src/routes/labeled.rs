@@ -289,8 +289,14 @@ pub async fn upload_labeling_file(
     PathParams(p): PathParams<ProjectPath>,
     form: std::result::Result<axum::extract::Multipart, axum::extract::multipart::MultipartRejection>,
 ) -> ApiResult<Json<LabelingUpload>> {
-    let (upload, flags) =
-        crate::routes::files::receive_upload_with(&state, &caller, p.project_id, form?, &["show_preview"]).await?;
+    let (upload, flags) = crate::routes::files::receive_upload_with(
+        &state,
+        &caller,
+        lector_store::UploadFor::Project(p.project_id),
+        form?,
+        &["show_preview"],
+    )
+    .await?;
     if flags.iter().any(|(_, on)| *on) {
         let preview = crate::routes::files::preview_upload(&state, upload).await?;
         return Ok(Json(LabelingUpload::Preview(preview)));

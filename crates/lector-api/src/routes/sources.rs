@@ -158,7 +158,7 @@ pub async fn fetch_to_upload(
         .store
         .save_upload(
             &caller.scope,
-            project.id,
+            lector_store::UploadFor::Project(project.id),
             &fetched.file_name,
             format_name(format),
             Box::pin(chunks),

@@ -97,3 +97,57 @@ pub(crate) fn set_download_headers(response: &mut Response, format: Format, stem
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
 }
+
+/// One page of a download: its rows and the keyset of the next page (`None` after the last).
+pub(crate) type Page = (Vec<Vec<String>>, Option<i64>);
+
+/// A download read page by page through `page` (called with the keyset, `i64::MIN` first):
+/// streamed for CSV, JSON and JSONL; built whole for XLSX, refused past `max_rows` rows.
+pub(crate) async fn paged_download<P, F>(
+    format: Format,
+    stem: &str,
+    header: Vec<String>,
+    max_rows: usize,
+    mut page: P,
+) -> Result<Response>
+where
+    P: FnMut(i64) -> F + Send + 'static,
+    F: std::future::Future<Output = Result<Page>> + Send,
+{
+    if !streams(format) {
+        let mut table = lector_text::Table {
+            header,
+            rows: Vec::new(),
+        };
+        let mut after = Some(i64::MIN);
+        while let Some(from) = after {
+            let (rows, next) = page(from).await?;
+            table.rows.extend(rows);
+            after = next;
+            if table.rows.len() > max_rows {
+                return Err(Error::validation(vec![lector_core::FieldError::new(
+                    "format",
+                    format!("an XLSX download holds at most {max_rows} rows; choose csv or jsonl"),
+                )]));
+            }
+        }
+        return crate::routes::files::file_response(table, format, stem);
+    }
+    let (response, mut sink) = streamed_response(format, stem, header)?;
+    tokio::spawn(async move {
+        let mut after = Some(i64::MIN);
+        while let Some(from) = after {
+            match page(from).await {
+                Ok((rows, next)) => {
+                    if !sink.rows(rows).await {
+                        return;
+                    }
+                    after = next;
+                }
+                Err(e) => return sink.fail(e).await,
+            }
+        }
+        sink.finish().await;
+    });
+    Ok(response)
+}

@@ -1,0 +1,152 @@
+//! The batch-analysis job: when the analysis came with its own texts (sent with the request or
+//! in a file) it first fills the analysis's group as an import does, then runs the model over
+//! every segment of the group's documents in batches, storing each segment's tags with their
+//! confidence. The analysis goes QUEUED → ANALYZING → FINISHED (one notification, written with
+//! the job's end), or FAILED through the queue's one failure path.
+//!
+//! Each batch is written in one fenced transaction that also marks its documents covered, so a
+//! run after a crash goes on with the documents not covered yet and nothing is stored twice.
+
+use crate::ingest::fill_group;
+use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
+use lector_core::NotificationType;
+use lector_store::{AnalysisPayload, AnalysisTag, Lease, PendingDocument, Store};
+use std::sync::Arc;
+
+/// Documents read, predicted and written per transaction.
+pub const ANALYSIS_BATCH: i64 = 500;
+
+/// Runs a batch analysis.
+#[derive(Debug, Default)]
+pub struct AnalyzeDocuments;
+
+impl Handler for AnalyzeDocuments {
+    type Payload = AnalysisPayload;
+
+    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: AnalysisPayload) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let status = store
+                .begin_analysis(lease, payload.analysis_id)
+                .await
+                .map_err(JobError::from_store)?;
+            match status.as_str() {
+                "ANALYZING" => {}
+                // An earlier run finished it and died before the job ended.
+                "FINISHED" => return finished(store, lease, &payload).await,
+                other => return Err(JobError::fatal(format!("the analysis is {other}"))),
+            }
+            if let Some(import) = &payload.import {
+                let group = store
+                    .group_status_for_job(lease, payload.group_id)
+                    .await
+                    .map_err(JobError::from_store)?;
+                if group == "PROCESSING" {
+                    fill_group(store, lease, import).await?;
+                }
+            }
+            analyse(store, lease, &payload).await?;
+            store
+                .complete_analysis(lease, payload.analysis_id)
+                .await
+                .map_err(JobError::from_store)?;
+            finished(store, lease, &payload).await
+        })
+    }
+}
+
+/// Loads the model the analysis names, from its stored artifact.
+async fn load_model(store: &Store, lease: &Lease, model_id: i64) -> Result<Arc<lector_ml::Model>, JobError> {
+    let model = store
+        .model_for_job(lease, model_id)
+        .await
+        .map_err(JobError::from_store)?;
+    let bytes = store.model_artifact(&model).await.map_err(JobError::from_store)?;
+    let loaded = tokio::task::spawn_blocking(move || lector_ml::Model::from_bytes(&bytes))
+        .await
+        .map_err(|e| JobError::transient(format!("loading the model failed: {e}")))?
+        .map_err(|e| JobError::fatal(format!("the model's file cannot be read: {e}")))?;
+    Ok(Arc::new(loaded))
+}
+
+async fn analyse(store: &Store, lease: &Lease, payload: &AnalysisPayload) -> Result<(), JobError> {
+    let model = load_model(store, lease, payload.model_id).await?;
+    let (classes, labels) = store.vocabulary_for_job(lease).await.map_err(JobError::from_store)?;
+    let (total, mut done) = store
+        .analysis_extent(lease, payload.analysis_id, payload.group_id)
+        .await
+        .map_err(JobError::from_store)?;
+    let mut after = 0;
+    loop {
+        let batch = store
+            .pending_analysis_documents(lease, payload.analysis_id, payload.group_id, after, ANALYSIS_BATCH)
+            .await
+            .map_err(JobError::from_store)?;
+        let Some(last) = batch.last() else { break };
+        after = last.id;
+        let ids: Vec<i64> = batch.iter().map(|d| d.id).collect();
+        let tags = {
+            let model = model.clone();
+            tokio::task::spawn_blocking(move || predict(&model, &batch))
+                .await
+                .map_err(|e| JobError::transient(format!("predicting failed: {e}")))?
+        };
+        let tags: Vec<(AnalysisTag, Option<i64>, Option<i64>)> = tags
+            .into_iter()
+            .map(|tag| {
+                let class_id = tag.class.as_ref().and_then(|c| classes.get(c)).copied();
+                let label_id = tag.label.as_ref().and_then(|l| labels.get(l)).copied();
+                (tag, class_id, label_id)
+            })
+            .collect();
+        done += ids.len() as i64;
+        let progress = done as f64 / total.max(1) as f64;
+        store
+            .store_analysis_batch(lease, payload.analysis_id, &ids, &tags, progress.min(0.99))
+            .await
+            .map_err(|e| JobError::transient(e.detail))?;
+        store
+            .report_progress(lease, progress.min(0.99))
+            .await
+            .map_err(|e| JobError::transient(e.detail))?;
+    }
+    Ok(())
+}
+
+/// The model's tags of every segment of these documents.
+fn predict(model: &lector_ml::Model, documents: &[PendingDocument]) -> Vec<AnalysisTag> {
+    let mut workspace = lector_ml::Workspace::default();
+    let mut tags = Vec::new();
+    for document in documents {
+        for (segment_id, text) in &document.segments {
+            for tag in model.predict_with(text, &mut workspace).tags {
+                tags.push(AnalysisTag {
+                    document_id: document.id,
+                    segment_id: *segment_id,
+                    class: tag.class,
+                    label: tag.label,
+                    confidence: f64::from(tag.confidence),
+                });
+            }
+        }
+    }
+    tags
+}
+
+async fn finished(store: &Store, lease: &Lease, payload: &AnalysisPayload) -> Result<Outcome, JobError> {
+    let analysis = store
+        .analysis_for_job(lease, payload.analysis_id)
+        .await
+        .map_err(JobError::from_store)?;
+    Ok(Outcome {
+        result: serde_json::json!({"analysis_id": analysis.id, "status": analysis.status, "documents": analysis.document_count}),
+        notice: notice_for(
+            lease,
+            NotificationType::Info,
+            "Analysis finished",
+            format!(
+                "Analysis {:?} is finished: {} documents analysed.",
+                analysis.name, analysis.document_count
+            ),
+        ),
+    })
+}

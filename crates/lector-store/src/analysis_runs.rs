@@ -1,0 +1,567 @@
+//! Batch analyses, the store's side: `create_analysis` checks its request and queues the
+//! analysis (QUEUED) with its job in one transaction; the job (in `lector-jobs`) reads the
+//! documents of the analysis's group in batches and writes the model's tags through the fenced
+//! functions here, ANALYZING until FINISHED. A batch's tags and its documents' coverage are
+//! written in one transaction, after deleting what an earlier run of the same batch left, so a
+//! job that runs twice (its worker killed) stores each tag once.
+//!
+//! Readers take the caller's scope: an analysis is seen by the readers of its project.
+
+use crate::analyses::{ANALYSIS_COLUMNS, Analysis};
+use crate::documents::{Document, insert_group};
+use crate::jobs::{NewJob, check_fence, enqueue_in};
+use crate::models::Model;
+use crate::records::FromAnyRow;
+use crate::uploads::mark_used_in;
+use crate::{AnalysisPayload, ImportPayload, ImportedDocument, Lease, Param, Store, Upload, db};
+use lector_core::time::Timestamp;
+use lector_core::{Action, Error, Result, Scope};
+use std::collections::HashMap;
+
+/// Where a batch analysis finds its texts.
+#[derive(Debug, Clone)]
+pub enum AnalysisSource {
+    /// Texts sent with the request; they become documents of a group of the analysis's own.
+    Documents(Vec<ImportedDocument>),
+    /// An uploaded file and its text column; its rows become documents likewise.
+    File {
+        upload: Upload,
+        column_index: Option<usize>,
+        column_name: Option<String>,
+        header_first: bool,
+        max_bytes: u64,
+    },
+    /// An existing group of the model's project.
+    Group(i64),
+}
+
+/// A `create_analysis` request, checked.
+#[derive(Debug, Clone)]
+pub struct NewBatchAnalysis {
+    pub name: String,
+    pub description: String,
+    /// Split texts into sentences (documents of an existing group keep their segments).
+    pub split: bool,
+    pub source: AnalysisSource,
+}
+
+/// One tag the model gave a segment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnalysisTag {
+    pub document_id: i64,
+    pub segment_id: i64,
+    pub class: Option<String>,
+    pub label: Option<String>,
+    pub confidence: f64,
+}
+
+/// A tag as stored: with the project's class and label it matched, by name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredAnalysisTag {
+    pub segment_id: i64,
+    pub class_id: Option<i64>,
+    pub label_id: Option<i64>,
+    pub class: Option<String>,
+    pub label: Option<String>,
+    pub confidence: f64,
+}
+
+/// A document to analyse and its segments' ids and texts.
+#[derive(Debug, Clone)]
+pub struct PendingDocument {
+    pub id: i64,
+    pub segments: Vec<(i64, String)>,
+}
+
+impl Store {
+    /// Queues a batch analysis with `model` (USER in the model's workspace; the model READY).
+    pub async fn start_analysis(&self, scope: &Scope, model: &Model, new: NewBatchAnalysis) -> Result<Analysis> {
+        let project_id = model.project_id.ok_or_else(|| {
+            Error::validation(vec![lector_core::FieldError::new(
+                "model_id",
+                "this model belongs to no project; batch analyses run in a model's project",
+            )])
+        })?;
+        if !scope.workspaces.iter().any(|w| w.workspace_id == model.workspace_id) && !scope.is_superuser {
+            return Err(Error::forbidden(
+                "batch analyses run in the model's own workspace; analyse texts with a published model through `analyze`",
+            ));
+        }
+        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        let mut tx = self.begin_write().await?;
+        let (group_id, import, input) = match new.source {
+            AnalysisSource::Group(id) => {
+                let status: Option<String> =
+                    sqlx::query_scalar("SELECT status FROM document_groups WHERE id = $1 AND project_id = $2")
+                        .bind(id)
+                        .bind(project.id)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(db)?;
+                match status.as_deref() {
+                    None => return Err(Error::not_found("document group")),
+                    Some("PROCESSING") => {
+                        return Err(Error::conflict(format!(
+                            "group {id} is still being imported; analyse it once it is CREATED"
+                        )));
+                    }
+                    Some(_) => (id, None, None),
+                }
+            }
+            AnalysisSource::Documents(documents) => {
+                let group = insert_group(&mut tx, project.id, &new.name, "analysis", "PROCESSING").await?;
+                let import = ImportPayload {
+                    project_id: project.id,
+                    group_id: group,
+                    language: model.language.clone(),
+                    split: new.split,
+                    file: None,
+                };
+                (group, Some(import), Some(documents))
+            }
+            AnalysisSource::File {
+                upload,
+                column_index,
+                column_name,
+                header_first,
+                max_bytes,
+            } => {
+                adopt_upload(&mut tx, scope, &upload, project.workspace_id, project.id).await?;
+                mark_used_in(&mut tx, upload.id).await?;
+                let group = insert_group(&mut tx, project.id, &new.name, "analysis", "PROCESSING").await?;
+                let import = ImportPayload {
+                    project_id: project.id,
+                    group_id: group,
+                    language: model.language.clone(),
+                    split: new.split,
+                    file: Some(crate::FileSource {
+                        upload_id: upload.id,
+                        column_index,
+                        column_name,
+                        header_first,
+                        max_bytes,
+                    }),
+                };
+                (group, Some(import), None)
+            }
+        };
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO analyses (uuid, project_id, model_id, user_id, name, description, status, type, created, \
+             document_group_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+        )
+        .bind(uuid::Uuid::new_v4().to_string())
+        .bind(project.id)
+        .bind(model.id)
+        .bind(scope.user_id)
+        .bind(&new.name)
+        .bind(&new.description)
+        .bind("QUEUED")
+        .bind(model.kind.as_str())
+        .bind(Timestamp::now().micros())
+        .bind(group_id)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db)?;
+        let payload = AnalysisPayload {
+            analysis_id: id,
+            analysis_name: new.name.clone(),
+            model_id: model.id,
+            project_id: project.id,
+            group_id,
+            import,
+        };
+        let mut job = NewJob::of(&payload)?
+            .owned_by(scope.user_id)
+            .in_project(project.workspace_id, project.id);
+        if let Some(documents) = &input {
+            job = job.with_input(documents)?;
+        }
+        let job = enqueue_in(&mut tx, job).await?;
+        sqlx::query("UPDATE analyses SET task_id = $1 WHERE id = $2")
+            .bind(job.id)
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        if input.is_some() || payload.import.is_some() {
+            sqlx::query("UPDATE document_groups SET task_id = $1 WHERE id = $2")
+                .bind(job.id)
+                .bind(group_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        tx.commit().await.map_err(db)?;
+        self.analysis_of(project.id, id).await
+    }
+
+    /// An analysis the caller may read (with `Action::Read`) or change; another workspace's
+    /// answers 404 like a missing one.
+    pub async fn analysis(&self, scope: &Scope, id: i64, action: Action) -> Result<Analysis> {
+        let project_id: Option<i64> = sqlx::query_scalar("SELECT project_id FROM analyses WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        let project_id = project_id.ok_or_else(|| Error::not_found("analysis"))?;
+        self.project_access(scope, project_id, action)
+            .await
+            .map_err(|e| match e.code {
+                lector_core::ErrorCode::NotFound => Error::not_found("analysis"),
+                _ => e,
+            })?;
+        self.analysis_of(project_id, id).await
+    }
+
+    /// A page of the analyses of the caller's workspaces, oldest first, optionally of one model.
+    pub async fn analyses(
+        &self,
+        scope: &Scope,
+        model_id: Option<i64>,
+        offset: i64,
+        limit: i64,
+    ) -> Result<Vec<Analysis>> {
+        let mut params = Vec::new();
+        let mut conditions = Vec::new();
+        if !scope.is_superuser {
+            let ids: Vec<i64> = scope.workspaces.iter().map(|w| w.workspace_id).collect();
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            conditions.push(format!("p.workspace_id IN ({})", crate::numbered(1, ids.len())));
+            params.extend(ids.into_iter().map(Param::Int));
+        }
+        if let Some(model_id) = model_id {
+            params.push(Param::Int(model_id));
+            conditions.push(format!("a.model_id = ${}", params.len()));
+        }
+        let filter = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", conditions.join(" AND "))
+        };
+        let sql = format!(
+            "SELECT {ANALYSIS_COLUMNS} FROM analyses a JOIN projects p ON p.id = a.project_id {filter} \
+             ORDER BY a.id LIMIT {limit} OFFSET {offset}"
+        );
+        let rows = Param::bind_all(sqlx::query(&sql), params)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter().map(Analysis::decode).collect()
+    }
+
+    /// Renames or re-describes an analysis (USER).
+    pub async fn update_analysis(
+        &self,
+        scope: &Scope,
+        id: i64,
+        name: Option<&str>,
+        description: Option<&str>,
+    ) -> Result<Analysis> {
+        let analysis = self.analysis(scope, id, Action::Edit).await?;
+        let mut tx = self.begin_write().await?;
+        sqlx::query("UPDATE analyses SET name = $1, description = $2 WHERE id = $3")
+            .bind(name.unwrap_or(&analysis.name))
+            .bind(description.unwrap_or(&analysis.description))
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        self.analysis_of(analysis.project_id, id).await
+    }
+
+    /// Deletes an analysis and its tags (USER); its documents stay in their group. A running
+    /// analysis is refused (409) until its job has ended.
+    pub async fn delete_analysis(&self, scope: &Scope, id: i64) -> Result<Analysis> {
+        let analysis = self.analysis(scope, id, Action::Edit).await?;
+        if matches!(analysis.status.as_str(), "QUEUED" | "ANALYZING") {
+            return Err(Error::conflict(format!(
+                "analysis {id} is {}; delete it once it has finished or failed",
+                analysis.status
+            )));
+        }
+        let mut tx = self.begin_write().await?;
+        for sql in [
+            "DELETE FROM analysis_tags WHERE analysis_id = $1",
+            "DELETE FROM analysis_documents WHERE analysis_id = $1",
+            "DELETE FROM analyses WHERE id = $1",
+        ] {
+            sqlx::query(sql).bind(id).execute(&mut *tx).await.map_err(db)?;
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(analysis)
+    }
+
+    /// The tags of an analysis on these documents' segments, by segment id order.
+    pub async fn analysis_tags_of(
+        &self,
+        analysis: &Analysis,
+        documents: &[Document],
+    ) -> Result<Vec<StoredAnalysisTag>> {
+        if documents.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut params = vec![Param::Int(analysis.id)];
+        params.extend(documents.iter().map(|d| Param::Int(d.id)));
+        let sql = format!(
+            "SELECT segment_id, class_id, label_id, class_name, label_name, confidence FROM analysis_tags \
+             WHERE analysis_id = $1 AND document_id IN ({}) ORDER BY segment_id, confidence DESC",
+            crate::numbered(2, documents.len())
+        );
+        let rows = Param::bind_all(sqlx::query(&sql), params)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter()
+            .map(|row| {
+                use sqlx::Row;
+                Ok(StoredAnalysisTag {
+                    segment_id: row.try_get("segment_id").map_err(db)?,
+                    class_id: row.try_get("class_id").map_err(db)?,
+                    label_id: row.try_get("label_id").map_err(db)?,
+                    class: row.try_get("class_name").map_err(db)?,
+                    label: row.try_get("label_name").map_err(db)?,
+                    confidence: row.try_get("confidence").map_err(db)?,
+                })
+            })
+            .collect()
+    }
+
+    // ---- the job's side ----
+
+    /// The analysis a job works on (of the job's project).
+    pub async fn analysis_for_job(&self, lease: &Lease, id: i64) -> Result<Analysis> {
+        let project_id = lease.job.project_id.ok_or_else(|| Error::not_found("analysis"))?;
+        self.analysis_of(project_id, id).await
+    }
+
+    /// Moves a QUEUED analysis to ANALYZING; answers its status after the move (FINISHED when an
+    /// earlier run of the job completed it).
+    pub async fn begin_analysis(&self, lease: &Lease, id: i64) -> Result<String> {
+        let mut tx = self.begin_write().await?;
+        check_fence(&mut tx, lease).await?;
+        sqlx::query("UPDATE analyses SET status = $1 WHERE id = $2 AND status = $3")
+            .bind("ANALYZING")
+            .bind(id)
+            .bind("QUEUED")
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        let status: String = sqlx::query_scalar("SELECT status FROM analyses WHERE id = $1")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(status)
+    }
+
+    /// The status of a group of the job's project (PROCESSING while it is being filled).
+    pub async fn group_status_for_job(&self, lease: &Lease, group_id: i64) -> Result<String> {
+        let status: Option<String> =
+            sqlx::query_scalar("SELECT status FROM document_groups WHERE id = $1 AND project_id = $2")
+                .bind(group_id)
+                .bind(lease.job.project_id.unwrap_or_default())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?;
+        status.ok_or_else(|| Error::not_found("document group"))
+    }
+
+    /// How many documents the analysis's group holds, and how many the analysis covers already.
+    pub async fn analysis_extent(&self, lease: &Lease, analysis_id: i64, group_id: i64) -> Result<(i64, i64)> {
+        let project_id = lease.job.project_id.unwrap_or_default();
+        let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM documents WHERE group_id = $1 AND project_id = $2")
+            .bind(group_id)
+            .bind(project_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        let done: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM analysis_documents WHERE analysis_id = $1")
+            .bind(analysis_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok((total, done))
+    }
+
+    /// The next documents of the group (ids above `after`) the analysis does not cover yet, with
+    /// their segments.
+    pub async fn pending_analysis_documents(
+        &self,
+        lease: &Lease,
+        analysis_id: i64,
+        group_id: i64,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<PendingDocument>> {
+        let project_id = lease.job.project_id.unwrap_or_default();
+        let ids: Vec<i64> = sqlx::query_scalar(&format!(
+            "SELECT d.id FROM documents d WHERE d.group_id = $1 AND d.project_id = $2 AND d.id > $3 \
+             AND NOT EXISTS (SELECT 1 FROM analysis_documents ad WHERE ad.analysis_id = $4 AND ad.document_id = d.id) \
+             ORDER BY d.id LIMIT {limit}"
+        ))
+        .bind(group_id)
+        .bind(project_id)
+        .bind(after)
+        .bind(analysis_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        let segments = self.segments_by_document(&ids).await?;
+        let mut by_document: HashMap<i64, Vec<(i64, String)>> = HashMap::with_capacity(ids.len());
+        for segment in segments {
+            by_document
+                .entry(segment.document_id)
+                .or_default()
+                .push((segment.id, segment.text));
+        }
+        Ok(ids
+            .into_iter()
+            .map(|id| PendingDocument {
+                id,
+                segments: by_document.remove(&id).unwrap_or_default(),
+            })
+            .collect())
+    }
+
+    /// The ids of the project's classes and labels by name, for matching a model's tags.
+    pub async fn vocabulary_for_job(&self, lease: &Lease) -> Result<(HashMap<String, i64>, HashMap<String, i64>)> {
+        let project_id = lease.job.project_id.unwrap_or_default();
+        let mut out = (HashMap::new(), HashMap::new());
+        for (table, names) in [("classes", &mut out.0), ("labels", &mut out.1)] {
+            let rows: Vec<(i64, String)> =
+                sqlx::query_as(&format!("SELECT id, name FROM {table} WHERE project_id = $1"))
+                    .bind(project_id)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db)?;
+            names.extend(rows.into_iter().map(|(id, name)| (name, id)));
+        }
+        Ok(out)
+    }
+
+    /// Stores the tags of a batch of documents and marks them covered, under the job's lease;
+    /// what an earlier run stored for these documents is replaced. Raises the analysis's
+    /// progress to `progress` (never lowers it).
+    pub async fn store_analysis_batch(
+        &self,
+        lease: &Lease,
+        analysis_id: i64,
+        document_ids: &[i64],
+        tags: &[(AnalysisTag, Option<i64>, Option<i64>)],
+        progress: f64,
+    ) -> Result<()> {
+        if document_ids.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.begin_write().await?;
+        check_fence(&mut tx, lease).await?;
+        for chunk in document_ids.chunks(1000) {
+            let mut params = vec![Param::Int(analysis_id)];
+            params.extend(chunk.iter().map(|id| Param::Int(*id)));
+            let sql = format!(
+                "DELETE FROM analysis_tags WHERE analysis_id = $1 AND document_id IN ({})",
+                crate::numbered(2, chunk.len())
+            );
+            Param::bind_all(sqlx::query(&sql), params)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        let rows = tags
+            .iter()
+            .map(|(tag, class_id, label_id)| {
+                vec![
+                    Param::Int(analysis_id),
+                    Param::Int(tag.document_id),
+                    Param::Int(tag.segment_id),
+                    Param::MaybeInt(*class_id),
+                    Param::MaybeInt(*label_id),
+                    Param::MaybeText(tag.class.clone()),
+                    Param::MaybeText(tag.label.clone()),
+                    Param::Float(tag.confidence),
+                ]
+            })
+            .collect();
+        crate::insert_many(
+            &mut tx,
+            "analysis_tags",
+            &[
+                "analysis_id",
+                "document_id",
+                "segment_id",
+                "class_id",
+                "label_id",
+                "class_name",
+                "label_name",
+                "confidence",
+            ],
+            rows,
+            "",
+        )
+        .await?;
+        let covered = document_ids
+            .iter()
+            .map(|id| vec![Param::Int(analysis_id), Param::Int(*id)])
+            .collect();
+        crate::insert_many(
+            &mut tx,
+            "analysis_documents",
+            &["analysis_id", "document_id"],
+            covered,
+            "ON CONFLICT DO NOTHING",
+        )
+        .await?;
+        sqlx::query("UPDATE analyses SET progress = $1 WHERE id = $2 AND progress < $1")
+            .bind(progress.clamp(0.0, 1.0))
+            .bind(analysis_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+
+    /// Marks the analysis FINISHED (progress 1) under the job's lease.
+    pub async fn complete_analysis(&self, lease: &Lease, analysis_id: i64) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        check_fence(&mut tx, lease).await?;
+        sqlx::query("UPDATE analyses SET status = $1, progress = 1, finished = $2 WHERE id = $3 AND status <> $1")
+            .bind("FINISHED")
+            .bind(Timestamp::now().micros())
+            .bind(analysis_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+}
+
+/// Binds an upload made for an analysis (`upload_analysis_file`, no project yet) to the
+/// analysis's project; an upload of another user, or of another project, is not found.
+async fn adopt_upload(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    scope: &Scope,
+    upload: &Upload,
+    workspace_id: i64,
+    project_id: i64,
+) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE uploads SET workspace_id = $1, project_id = $2 WHERE id = $3 AND used IS NULL \
+         AND ((project_id = 0 AND user_id = $4) OR project_id = $2)",
+    )
+    .bind(workspace_id)
+    .bind(project_id)
+    .bind(upload.id.to_string())
+    .bind(scope.user_id)
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    if done.rows_affected() == 1 {
+        Ok(())
+    } else {
+        Err(Error::not_found("uploaded file"))
+    }
+}
