@@ -132,6 +132,52 @@ const CONTRACT: &[(&str, &str, &str)] = &[
         "/organizations/{organization}/models/{model}/download",
     ),
     ("analyze", "post", "/analyze"),
+    (
+        "create_correction_session",
+        "post",
+        "/projects/{project_id}/corrections",
+    ),
+    ("list_correction_sessions", "get", "/projects/{project_id}/corrections"),
+    (
+        "get_correction_session",
+        "get",
+        "/projects/{project_id}/corrections/{correction_id}",
+    ),
+    (
+        "delete_correction_session",
+        "delete",
+        "/projects/{project_id}/corrections/{correction_id}",
+    ),
+    (
+        "list_correction_session_documents",
+        "get",
+        "/projects/{project_id}/corrections/{correction_id}/documents",
+    ),
+    (
+        "mark_segment_corrected",
+        "post",
+        "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/statuses",
+    ),
+    (
+        "add_correction_tag",
+        "post",
+        "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags",
+    ),
+    (
+        "update_correction_tag",
+        "put",
+        "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags/{tag_id}",
+    ),
+    (
+        "delete_correction_tag",
+        "delete",
+        "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags/{tag_id}",
+    ),
+    (
+        "confirm_correction_tag",
+        "post",
+        "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags/{tag_id}/statuses",
+    ),
     ("upload_analysis_file", "post", "/analyses/upload"),
     ("create_analysis", "post", "/analyses"),
     ("list_analyses", "get", "/analyses"),

@@ -6,6 +6,7 @@
 
 pub mod body;
 pub mod config;
+pub mod corrections;
 pub mod error;
 pub mod labeling;
 pub mod policy;

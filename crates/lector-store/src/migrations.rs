@@ -74,6 +74,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0010_analyses.sql"),
         postgres: include_str!("../migrations/postgres/0010_analyses.sql"),
     },
+    Step {
+        version: 11,
+        description: "corrections",
+        sqlite: include_str!("../migrations/sqlite/0011_corrections.sql"),
+        postgres: include_str!("../migrations/postgres/0011_corrections.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

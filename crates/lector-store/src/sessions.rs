@@ -465,9 +465,16 @@ impl Store {
         limit: i64,
     ) -> Result<(Session, Vec<crate::Document>, bool)> {
         let (_, session) = self.session_access(scope, project_id, session_id, Action::Read).await?;
+        // Pages by offset keep a correction session's order (least sure first); a keyset
+        // reader goes by id.
+        let order = if after.is_some() {
+            "d.id"
+        } else {
+            "COALESCE(sd.position, 0), d.id"
+        };
         let sql = format!(
             "SELECT {} FROM documents d JOIN session_documents sd ON sd.document_id = d.id \
-             WHERE sd.session_id = $1 AND d.id > $2 ORDER BY d.id LIMIT {} OFFSET {}",
+             WHERE sd.session_id = $1 AND d.id > $2 ORDER BY {order} LIMIT {} OFFSET {}",
             crate::documents::DOCUMENT_COLUMNS,
             limit + 1,
             offset
@@ -652,18 +659,12 @@ pub(crate) async fn refresh_status(tx: &mut Transaction<'static, Any>, session_i
     let annotated: i64 = counts.try_get("annotated").map_err(db)?;
     let status = labeling::status_for(annotated, segments);
     let update = if status == SessionStatus::Finished {
-        sqlx::query("UPDATE sessions SET status = $1, finished = COALESCE(finished, $2) WHERE id = $3 AND mode = $4")
+        sqlx::query("UPDATE sessions SET status = $1, finished = COALESCE(finished, $2) WHERE id = $3")
             .bind(status.as_str())
             .bind(Timestamp::now().micros())
     } else {
-        sqlx::query("UPDATE sessions SET status = $1, finished = NULL WHERE id = $2 AND mode = $3")
-            .bind(status.as_str())
+        sqlx::query("UPDATE sessions SET status = $1, finished = NULL WHERE id = $2").bind(status.as_str())
     };
-    update
-        .bind(session_id)
-        .bind(SessionMode::Annotation.as_str())
-        .execute(&mut **tx)
-        .await
-        .map_err(db)?;
+    update.bind(session_id).execute(&mut **tx).await.map_err(db)?;
     Ok(())
 }

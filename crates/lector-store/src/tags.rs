@@ -47,10 +47,14 @@ pub struct SegmentTag {
     pub span: Option<(i64, i64)>,
     pub text: Option<String>,
     pub created: Timestamp,
+    /// Correction sessions: the model's confidence in a tag it predicted.
+    pub confidence: Option<f64>,
+    /// Correction sessions: CORRECTING until a person confirms the tag READY.
+    pub status: Option<String>,
 }
 
 const TAG_COLUMNS: &str = "t.id, t.session_id, t.segment_id, c.name AS class_name, l.name AS label_name, \
-     t.span_start, t.span_end, t.text, t.created";
+     t.span_start, t.span_end, t.text, t.created, t.confidence, t.status";
 const TAG_JOINS: &str =
     "segment_tags t LEFT JOIN classes c ON c.id = t.class_id LEFT JOIN labels l ON l.id = t.label_id";
 
@@ -67,6 +71,8 @@ impl FromAnyRow for SegmentTag {
             span: start.zip(end),
             text: row.try_get("text")?,
             created: Timestamp(row.try_get("created")?),
+            confidence: row.try_get("confidence")?,
+            status: row.try_get("status")?,
         })
     }
 }

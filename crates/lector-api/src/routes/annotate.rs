@@ -66,7 +66,7 @@ pub struct MarkDto {
 }
 
 impl MarkDto {
-    fn new(marks: Vec<SegmentMark>, session: Session, document_id: i64, target: MarkTarget) -> Self {
+    pub(crate) fn new(marks: Vec<SegmentMark>, session: Session, document_id: i64, target: MarkTarget) -> Self {
         let created = marks
             .iter()
             .map(|m| m.created)
@@ -95,6 +95,8 @@ impl MarkDto {
 #[derive(Debug, Deserialize)]
 pub struct DocumentAt {
     project_id: i64,
+    /// A correction session's routes name it `correction_id`.
+    #[serde(alias = "correction_id")]
     annotation_id: i64,
     document_id: i64,
 }
@@ -102,13 +104,15 @@ pub struct DocumentAt {
 #[derive(Debug, Deserialize)]
 pub struct SegmentPath {
     project_id: i64,
+    /// A correction session's routes name it `correction_id`.
+    #[serde(alias = "correction_id")]
     annotation_id: i64,
     document_id: i64,
     segment_id: i64,
 }
 
 impl SegmentPath {
-    fn at(&self) -> SegmentAt {
+    pub(crate) fn at(&self) -> SegmentAt {
         SegmentAt {
             project_id: self.project_id,
             session_id: self.annotation_id,
@@ -129,6 +133,8 @@ pub struct PagePath {
 #[derive(Debug, Deserialize)]
 pub struct TagPath {
     project_id: i64,
+    /// A correction session's routes name it `correction_id`.
+    #[serde(alias = "correction_id")]
     annotation_id: i64,
     document_id: i64,
     segment_id: i64,
@@ -273,7 +279,11 @@ pub async fn add_segment_tag(
 }
 
 impl TagPath {
-    fn segment(&self) -> SegmentPath {
+    pub(crate) fn tag_id(&self) -> i64 {
+        self.tag_id
+    }
+
+    pub(crate) fn segment(&self) -> SegmentPath {
         SegmentPath {
             project_id: self.project_id,
             annotation_id: self.annotation_id,

@@ -65,6 +65,12 @@ pub struct TagDto {
     /// The labeling session the tag belongs to.
     pub annotation_id: i64,
     pub created: String,
+    /// Correction sessions: the model's confidence in a tag it predicted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// Correction sessions: CORRECTING until a person confirms the tag READY.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
 }
 
 impl From<SegmentTag> for TagDto {
@@ -77,6 +83,8 @@ impl From<SegmentTag> for TagDto {
             text: t.text,
             annotation_id: t.session_id,
             created: rfc3339(t.created),
+            confidence: t.confidence,
+            status: t.status,
         }
     }
 }

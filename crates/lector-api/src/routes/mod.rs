@@ -10,6 +10,7 @@ pub mod analyze;
 pub mod annotate;
 pub mod auth;
 pub mod classes;
+pub mod corrections;
 pub mod credentials;
 pub mod documents;
 pub mod files;
@@ -44,6 +45,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(labeled::router())
         .merge(session_downloads::router())
         .merge(annotate::router())
+        .merge(corrections::router())
         .merge(models::router())
         .merge(model_files::router())
         .merge(analyses::router())

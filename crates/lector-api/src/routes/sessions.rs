@@ -75,7 +75,7 @@ pub struct SessionCore {
 }
 
 impl SessionCore {
-    fn new(session: Session, kind: lector_core::ProjectType) -> Self {
+    pub(crate) fn new(session: Session, kind: lector_core::ProjectType) -> Self {
         Self {
             progress: session.progress(),
             id: session.id,
@@ -274,6 +274,8 @@ pub struct ProjectPath {
 #[derive(Debug, Deserialize)]
 pub struct SessionPath {
     pub(crate) project_id: i64,
+    /// A correction session's routes name it `correction_id`.
+    #[serde(alias = "correction_id")]
     pub(crate) annotation_id: i64,
 }
 

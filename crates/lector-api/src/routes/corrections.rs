@@ -1,0 +1,501 @@
+//! Correction sessions: a model's tags on a sample of a project's documents, the ones it is
+//! least sure of first, for people to correct. Annotators add, change, delete and confirm
+//! tags and mark segments corrected; each mark answers the model's `predicted_score`, what its
+//! score is expected to become once it learns the corrections so far
+//! (`lector_core::corrections::predicted_score`). The sessions count as training data.
+//!
+//! Tags, marks and document pages are those of labeling sessions (`annotate`, `sessions`),
+//! reached here after checking that the session is a correction session. Creating needs USER,
+//! correcting ANNOTATOR, reading VIEWER.
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{Body, PathParams, QueryParams, WriteBody};
+use crate::routes::annotate::{MarkDto, SegmentPath, StatusBody, TagPath};
+use crate::routes::documents::TagDto;
+use crate::routes::labeled::TagBody;
+use crate::routes::sessions::{SessionCore, SessionDocumentsDto, SessionDocumentsQuery, SessionPath};
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use lector_core::corrections::{least_sure_first, predicted_score};
+use lector_core::labeling::{SessionMode, SessionStatus};
+use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
+use lector_core::{Action, Error, Result};
+use lector_store::{DocumentFilter, MarkTarget, NewCorrection, PredictedSegmentTag, Session, SessionFilter};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_correction_sessions, create_correction_session))
+        .routes(routes!(get_correction_session, delete_correction_session))
+        .routes(routes!(list_correction_session_documents))
+        .routes(routes!(mark_segment_corrected))
+        .routes(routes!(add_correction_tag))
+        .routes(routes!(update_correction_tag, delete_correction_tag))
+        .routes(routes!(confirm_correction_tag))
+}
+
+/// Most documents a correction session holds.
+pub const MAX_SAMPLE: usize = 1000;
+/// Most documents scored to find the least sure ones (a seeded sample of the project's when it
+/// has more).
+pub const MAX_CANDIDATES: i64 = 5000;
+
+/// The model a correction session corrects.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CorrectionModel {
+    pub id: i64,
+    pub display_name: String,
+}
+
+/// A correction session: a session (mode CORRECTION) with its model and the model's expected
+/// score once the corrections so far are learned.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CorrectionDto {
+    #[serde(flatten)]
+    pub session: SessionCore,
+    pub model: Option<CorrectionModel>,
+    pub classes: Vec<String>,
+    pub labels: Vec<String>,
+    /// The model's expected macro F1 after learning the corrections so far.
+    pub predicted_score: Option<f64>,
+}
+
+async fn correction_dto(state: &AppState, caller: &Caller, session: Session) -> Result<CorrectionDto> {
+    let predicted = predicted(state, caller, &session).await?;
+    let model = match session.model_id {
+        Some(id) => state.store.model_access(&caller.scope, id, Action::Read).await.ok(),
+        None => None,
+    };
+    let vocabulary = state.store.session_vocabulary(&session).await?;
+    Ok(CorrectionDto {
+        session: SessionCore::new(session, vocabulary.kind),
+        model: model.map(|m| CorrectionModel {
+            id: m.id,
+            display_name: m.display_name,
+        }),
+        classes: vocabulary.classes.into_iter().map(|c| c.name).collect(),
+        labels: vocabulary.labels.into_iter().map(|l| l.name).collect(),
+        predicted_score: predicted,
+    })
+}
+
+/// The model's expected score once it learns this session's corrections; `None` when the model
+/// is gone or has no score.
+async fn predicted(state: &AppState, caller: &Caller, session: &Session) -> Result<Option<f64>> {
+    let Some(model_id) = session.model_id else {
+        return Ok(None);
+    };
+    let Ok(model) = state.store.model_access(&caller.scope, model_id, Action::Read).await else {
+        return Ok(None);
+    };
+    let Some(score) = model.score else { return Ok(None) };
+    let trained_on = match state.models.get(&state.store, &model).await {
+        Ok(loaded) => loaded.info().examples,
+        Err(_) => return Ok(None),
+    };
+    let agreement = state.store.correction_agreement(session).await?;
+    Ok(Some(predicted_score(
+        score,
+        trained_on,
+        agreement.corrected,
+        agreement.agreeing,
+    )))
+}
+
+/// A correction session to create.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateCorrectionBody {
+    /// The READY model of this project to correct (required).
+    pub model_id: Option<i64>,
+    /// Documents to correct (default 20, at most 1000).
+    pub sample_size: Option<i64>,
+    /// Default: "Correction" and the time.
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// Seeds the sample (default 0): the same seed picks the same documents.
+    pub seed: Option<u64>,
+    /// Correct these documents, in this order, instead of the least sure ones.
+    pub document_ids: Option<Vec<i64>>,
+}
+
+impl WriteBody for CreateCorrectionBody {
+    const IMMUTABLE: &'static [&'static str] = &["id", "uuid", "status", "progress", "mode", "predicted_score"];
+
+    fn validate(&self, problems: &mut Problems) {
+        problems.check(self.model_id.is_some(), "model_id", "is required: the model to correct");
+        if let Some(size) = self.sample_size {
+            problems.check(
+                (1..=MAX_SAMPLE as i64).contains(&size),
+                "sample_size",
+                &format!("must be between 1 and {MAX_SAMPLE}"),
+            );
+        }
+        if let Some(ids) = &self.document_ids {
+            problems.check(!ids.is_empty(), "document_ids", "must not be empty");
+            problems.check(
+                ids.len() <= MAX_SAMPLE,
+                "document_ids",
+                &format!("name at most {MAX_SAMPLE} documents"),
+            );
+        }
+        if let Some(name) = &self.name {
+            problems.name("name", name, MAX_NAME_CHARS);
+        }
+        if let Some(description) = &self.description {
+            problems.max_len("description", description, MAX_DESCRIPTION_CHARS);
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ProjectPath {
+    project_id: i64,
+}
+
+/// Creates a correction session (USER): the model tags a sample of the project's documents,
+/// the ones it is least sure of first (or the documents named), and each segment shows the
+/// model's tags with their confidence.
+#[utoipa::path(post, path = "/projects/{project_id}/corrections", tag = "correction sessions",
+    params(("project_id" = i64, Path)), request_body = CreateCorrectionBody,
+    responses((status = 201, body = CorrectionDto)))]
+pub async fn create_correction_session(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    Body(body): Body<CreateCorrectionBody>,
+) -> ApiResult<(StatusCode, Json<CorrectionDto>)> {
+    let scope = &caller.scope;
+    state.store.project_access(scope, p.project_id, Action::Edit).await?;
+    let model = state
+        .store
+        .model_for_analysis(scope, body.model_id.unwrap_or_default())
+        .await?;
+    let filter = DocumentFilter::default();
+    let candidates = match &body.document_ids {
+        Some(ids) => {
+            let mut chosen = Vec::with_capacity(ids.len());
+            for id in ids {
+                chosen.push(state.store.document(scope, p.project_id, *id).await?);
+            }
+            chosen
+        }
+        None => {
+            let (documents, _) = state
+                .store
+                .documents(scope, p.project_id, &filter, 0, MAX_CANDIDATES)
+                .await?;
+            documents
+        }
+    };
+    let segments = state.store.segments_of(&candidates).await?;
+    let loaded = state.models.get(&state.store, &model).await?;
+    let sample = body.sample_size.unwrap_or(20) as usize;
+    let (seed, given) = (body.seed.unwrap_or(0), body.document_ids.clone());
+    let ids: Vec<i64> = candidates.iter().map(|d| d.id).collect();
+    let (chosen, predictions) = tokio::task::spawn_blocking(move || {
+        let mut workspace = lector_ml::Workspace::default();
+        let mut confidence: std::collections::HashMap<i64, f32> = ids.iter().map(|id| (*id, 1.0)).collect();
+        let mut predictions = Vec::new();
+        for segment in &segments {
+            let prediction = loaded.predict_with(&segment.text, &mut workspace);
+            let least = confidence.entry(segment.document_id).or_insert(1.0);
+            *least = least.min(prediction.confidence);
+            for tag in prediction.tags {
+                predictions.push((
+                    segment.document_id,
+                    PredictedSegmentTag {
+                        segment_id: segment.id,
+                        class: tag.class,
+                        label: tag.label,
+                        confidence: f64::from(tag.confidence),
+                    },
+                ));
+            }
+        }
+        let chosen = match given {
+            Some(given) => given,
+            None => least_sure_first(ids.iter().map(|id| (*id, confidence[id])).collect(), seed, sample),
+        };
+        let keep: std::collections::HashSet<i64> = chosen.iter().copied().collect();
+        let predictions: Vec<PredictedSegmentTag> = predictions
+            .into_iter()
+            .filter(|(document, _)| keep.contains(document))
+            .map(|(_, tag)| tag)
+            .collect();
+        (chosen, predictions)
+    })
+    .await
+    .map_err(|e| {
+        tracing::error!(error = %e, "ranking documents for a correction panicked");
+        Error::internal()
+    })?;
+    if chosen.is_empty() {
+        return Err(Error::conflict("the project has no documents to correct").into());
+    }
+    let new = NewCorrection {
+        name: body.name.map(|n| n.trim().to_owned()).unwrap_or_else(|| {
+            format!(
+                "Correction {}",
+                crate::routes::rfc3339(lector_core::time::Timestamp::now())
+            )
+        }),
+        description: body.description.unwrap_or_default(),
+        documents: chosen,
+        predictions,
+    };
+    let session = state.store.create_correction(scope, p.project_id, &model, new).await?;
+    tracing::info!(
+        session.id = session.id,
+        model.id = model.id,
+        "correction session created"
+    );
+    Ok((
+        StatusCode::CREATED,
+        Json(correction_dto(&state, &caller, session).await?),
+    ))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct CorrectionsQuery {
+    /// Only sessions with this status.
+    pub status: Option<String>,
+}
+
+/// The project's correction sessions (VIEWER).
+#[utoipa::path(get, path = "/projects/{project_id}/corrections", tag = "correction sessions",
+    params(("project_id" = i64, Path), CorrectionsQuery), responses((status = 200, body = Vec<CorrectionDto>)))]
+pub async fn list_correction_sessions(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectPath>,
+    QueryParams(q): QueryParams<CorrectionsQuery>,
+) -> ApiResult<Json<Vec<CorrectionDto>>> {
+    let status = match q.status.as_deref() {
+        None => None,
+        Some(s) => Some(s.parse::<SessionStatus>().map_err(|_| {
+            Error::validation(vec![lector_core::FieldError::new(
+                "status",
+                format!("{s:?} is no session status"),
+            )])
+        })?),
+    };
+    let filter = SessionFilter {
+        modes: vec![SessionMode::Correction],
+        status,
+    };
+    let sessions = state.store.sessions(&caller.scope, p.project_id, &filter).await?;
+    let mut out = Vec::with_capacity(sessions.len());
+    for session in sessions {
+        out.push(correction_dto(&state, &caller, session).await?);
+    }
+    Ok(Json(out))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CorrectionPath {
+    project_id: i64,
+    correction_id: i64,
+}
+
+/// A correction session (VIEWER).
+#[utoipa::path(get, path = "/projects/{project_id}/corrections/{correction_id}", tag = "correction sessions",
+    params(("project_id" = i64, Path), ("correction_id" = i64, Path)), responses((status = 200, body = CorrectionDto)))]
+pub async fn get_correction_session(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<CorrectionPath>,
+) -> ApiResult<Json<CorrectionDto>> {
+    let session = state
+        .store
+        .correction(&caller.scope, p.project_id, p.correction_id, Action::Read)
+        .await?;
+    Ok(Json(correction_dto(&state, &caller, session).await?))
+}
+
+/// Deletes a correction session with its tags and marks (USER); its documents stay.
+#[utoipa::path(delete, path = "/projects/{project_id}/corrections/{correction_id}", tag = "correction sessions",
+    params(("project_id" = i64, Path), ("correction_id" = i64, Path)), responses((status = 200, body = CorrectionDto)))]
+pub async fn delete_correction_session(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<CorrectionPath>,
+) -> ApiResult<Json<CorrectionDto>> {
+    let session = state
+        .store
+        .correction(&caller.scope, p.project_id, p.correction_id, Action::Edit)
+        .await?;
+    let answer = correction_dto(&state, &caller, session).await?;
+    state
+        .store
+        .delete_session(&caller.scope, p.project_id, p.correction_id)
+        .await?;
+    Ok(Json(answer))
+}
+
+/// The session with a page of its documents, least sure first; `details=tags` shows the tags
+/// with the model's confidence and their status (VIEWER).
+#[utoipa::path(get, path = "/projects/{project_id}/corrections/{correction_id}/documents", tag = "correction sessions",
+    params(("project_id" = i64, Path), ("correction_id" = i64, Path), SessionDocumentsQuery),
+    responses((status = 200, body = SessionDocumentsDto)))]
+pub async fn list_correction_session_documents(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<SessionPath>,
+    query: QueryParams<SessionDocumentsQuery>,
+) -> ApiResult<Json<SessionDocumentsDto>> {
+    state
+        .store
+        .correction(&caller.scope, p.project_id, p.annotation_id, Action::Read)
+        .await?;
+    crate::routes::sessions::list_labeling_session_documents(State(state), caller, PathParams(p), query).await
+}
+
+/// What marking a segment corrected answers.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CorrectedDto {
+    pub segment: MarkDto,
+    /// The model's expected macro F1 once it learns the corrections so far.
+    pub predicted_score: Option<f64>,
+    /// Corrected segments over all segments of the session, in [0, 1].
+    pub progress: f64,
+}
+
+/// Marks a segment corrected (ANNOTATOR; body `{name: "ANNOTATED"}`): answers the mark, the
+/// model's predicted score and the session's progress.
+#[utoipa::path(post,
+    path = "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/statuses",
+    tag = "correction sessions",
+    params(("project_id" = i64, Path), ("correction_id" = i64, Path), ("document_id" = i64, Path), ("segment_id" = i64, Path)),
+    request_body = StatusBody, responses((status = 200, body = CorrectedDto)))]
+pub async fn mark_segment_corrected(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<SegmentPath>,
+    Body(_): Body<StatusBody>,
+) -> ApiResult<Json<CorrectedDto>> {
+    let at = p.at();
+    state
+        .store
+        .correction(&caller.scope, at.project_id, at.session_id, Action::Annotate)
+        .await?;
+    let target = MarkTarget::Segment(at.segment_id);
+    let (marks, session) = state
+        .store
+        .mark_annotated(&caller.scope, at.project_id, at.session_id, at.document_id, target)
+        .await?;
+    let predicted_score = predicted(&state, &caller, &session).await?;
+    let progress = session.progress();
+    Ok(Json(CorrectedDto {
+        segment: MarkDto::new(marks, session, at.document_id, target),
+        predicted_score,
+        progress,
+    }))
+}
+
+/// Adds a tag to a segment of a correction session (ANNOTATOR).
+#[utoipa::path(post,
+    path = "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags",
+    tag = "correction sessions",
+    params(("project_id" = i64, Path), ("correction_id" = i64, Path), ("document_id" = i64, Path), ("segment_id" = i64, Path)),
+    request_body = TagBody, responses((status = 201, body = TagDto)))]
+pub async fn add_correction_tag(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<SegmentPath>,
+    body: Body<TagBody>,
+) -> ApiResult<(StatusCode, Json<TagDto>)> {
+    let at = p.at();
+    state
+        .store
+        .correction(&caller.scope, at.project_id, at.session_id, Action::Annotate)
+        .await?;
+    crate::routes::annotate::add_segment_tag(State(state), caller, PathParams(p), body).await
+}
+
+/// Changes a tag of a correction session (ANNOTATOR).
+#[utoipa::path(put,
+    path = "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags/{tag_id}",
+    tag = "correction sessions",
+    params(("project_id" = i64, Path), ("correction_id" = i64, Path), ("document_id" = i64, Path),
+        ("segment_id" = i64, Path), ("tag_id" = i64, Path)),
+    request_body = TagBody, responses((status = 200, body = TagDto)))]
+pub async fn update_correction_tag(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<TagPath>,
+    body: Body<TagBody>,
+) -> ApiResult<Json<TagDto>> {
+    let at = p.segment().at();
+    state
+        .store
+        .correction(&caller.scope, at.project_id, at.session_id, Action::Annotate)
+        .await?;
+    crate::routes::annotate::update_segment_tag(State(state), caller, PathParams(p), body).await
+}
+
+/// Removes a tag of a correction session (ANNOTATOR).
+#[utoipa::path(delete,
+    path = "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags/{tag_id}",
+    tag = "correction sessions",
+    params(("project_id" = i64, Path), ("correction_id" = i64, Path), ("document_id" = i64, Path),
+        ("segment_id" = i64, Path), ("tag_id" = i64, Path)),
+    responses((status = 200, body = TagDto)))]
+pub async fn delete_correction_tag(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<TagPath>,
+) -> ApiResult<Json<TagDto>> {
+    let at = p.segment().at();
+    state
+        .store
+        .correction(&caller.scope, at.project_id, at.session_id, Action::Annotate)
+        .await?;
+    crate::routes::annotate::delete_segment_tag(State(state), caller, PathParams(p)).await
+}
+
+/// The new status of a correction tag.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmBody {
+    /// READY (confirmed) or CORRECTING.
+    pub status: String,
+}
+
+impl WriteBody for ConfirmBody {
+    fn validate(&self, problems: &mut Problems) {
+        problems.check(
+            matches!(self.status.as_str(), "READY" | "CORRECTING"),
+            "status",
+            "must be READY or CORRECTING",
+        );
+    }
+}
+
+/// Confirms a tag of a correction session (READY) or reopens it (CORRECTING) (ANNOTATOR).
+#[utoipa::path(post,
+    path = "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags/{tag_id}/statuses",
+    tag = "correction sessions",
+    params(("project_id" = i64, Path), ("correction_id" = i64, Path), ("document_id" = i64, Path),
+        ("segment_id" = i64, Path), ("tag_id" = i64, Path)),
+    request_body = ConfirmBody, responses((status = 200, body = TagDto)))]
+pub async fn confirm_correction_tag(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<TagPath>,
+    Body(body): Body<ConfirmBody>,
+) -> ApiResult<Json<TagDto>> {
+    let tag = state
+        .store
+        .confirm_correction_tag(&caller.scope, p.segment().at(), p.tag_id(), &body.status)
+        .await?;
+    Ok(Json(tag.into()))
+}
