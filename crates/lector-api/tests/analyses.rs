@@ -220,7 +220,7 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
 
     // The download uploads again as a labeling session with the tags by name.
     let (content_type, _, bytes) = app
-        .download(&ada.token, &format!("/analyses/{id}/download?format=csv"))
+        .download(&ada.token, &format!("/analyses/{id}/documents/download?format=csv"))
         .await;
     assert!(content_type.starts_with("text/csv"), "{content_type}");
     let text = String::from_utf8(bytes.clone()).unwrap();
@@ -251,7 +251,7 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
     assert_eq!(session["document_count"], 1000, "{session}");
     for format in ["json", "jsonl", "xlsx"] {
         let (_, _, bytes) = app
-            .download(&ada.token, &format!("/analyses/{id}/download?format={format}"))
+            .download(&ada.token, &format!("/analyses/{id}/documents/download?format={format}"))
             .await;
         assert!(bytes.len() > 1000, "{format}");
     }

@@ -617,7 +617,7 @@ async fn analysis_page(
 /// An analysis's tags as labeled data: one row per tag (and per segment without tags) with the
 /// columns of a labeled-data upload (document, segment, text, class, label, part, annotated)
 /// and the tag's `confidence`; it uploads again as a labeling session with the tags by name.
-#[utoipa::path(get, path = "/analyses/{analysis_id}/download", tag = "analyses",
+#[utoipa::path(get, path = "/analyses/{analysis_id}/documents/download", tag = "analyses",
     params(("analysis_id" = i64, Path), DownloadQuery),
     responses((status = 200, description = "the file in the format asked for", content_type = "application/vnd.lector.table")))]
 pub async fn download_analysis_documents(
