@@ -251,7 +251,10 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
     assert_eq!(session["document_count"], 1000, "{session}");
     for format in ["json", "jsonl", "xlsx"] {
         let (_, _, bytes) = app
-            .download(&ada.token, &format!("/analyses/{id}/documents/download?format={format}"))
+            .download(
+                &ada.token,
+                &format!("/analyses/{id}/documents/download?format={format}"),
+            )
             .await;
         assert!(bytes.len() > 1000, "{format}");
     }

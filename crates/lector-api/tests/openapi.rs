@@ -185,7 +185,11 @@ const CONTRACT: &[(&str, &str, &str)] = &[
     ("update_analysis", "put", "/analyses/{analysis_id}"),
     ("delete_analysis", "delete", "/analyses/{analysis_id}"),
     ("list_analysis_documents", "get", "/analyses/{analysis_id}/documents"),
-    ("download_analysis_documents", "get", "/analyses/{analysis_id}/documents/download"),
+    (
+        "download_analysis_documents",
+        "get",
+        "/analyses/{analysis_id}/documents/download",
+    ),
     ("list_projects", "get", "/projects"),
     ("create_project", "post", "/projects"),
     ("get_project", "get", "/projects/{project_id}"),

@@ -1,8 +1,10 @@
 //! The BERT encoder's forward pass (post-layer-norm, GELU, absolute positions), for one
-//! sequence at a time on one thread, in plain loops: a fixed order of operations makes the
-//! output identical from run to run. Linear weights are kept transposed (`in × out`) so the
-//! inner loop is a contiguous multiply-add the compiler vectorises without reordering sums.
+//! sequence at a time on one thread: the linear layers' products go through matrixmultiply
+//! (via ndarray), the rest in plain loops; a fixed order of operations makes the output
+//! identical from run to run on a given CPU. Linear weights are kept transposed (`in × out`).
 
+use ndarray::linalg::general_mat_mul;
+use ndarray::{ArrayView2, ArrayViewMut2};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -75,74 +77,32 @@ impl Linear {
         })
     }
 
-    /// `x` (`rows × input`) times the weights plus the bias, into `out` (`rows × output`).
+    /// `x` (`rows × input`) times the weights plus the bias, into `out` (`rows × output`),
+    /// through matrixmultiply's kernels (AVX/FMA when the CPU has them, chosen at run time).
+    /// One thread, a fixed blocking: the same input gives the same output bit for bit on a
+    /// given CPU.
     pub(crate) fn forward(&self, x: &[f32], out: &mut Vec<f32>) {
         let rows = x.len() / self.input;
         out.clear();
-        out.resize(rows * self.output, 0.0);
-        // Tiles of `ROWS` rows × `COLS` outputs are summed in registers over the whole input:
-        // each weight read serves four rows, and nothing is stored until the tile is done.
-        let mut r = 0;
-        while r + ROWS <= rows {
-            let mut o = 0;
-            while o + COLS <= self.output {
-                self.tile(x, r, o, out);
-                o += COLS;
-            }
-            for row in r..r + ROWS {
-                self.rest(x, row, o, out);
-            }
-            r += ROWS;
+        out.reserve(rows * self.output);
+        for _ in 0..rows {
+            out.extend_from_slice(&self.bias);
         }
-        for row in r..rows {
-            self.rest(x, row, 0, out);
-        }
-    }
-
-    // Indexing the row slices, accumulators and weights in lockstep is what keeps the tile in
-    // registers; iterator chains over four rows would not.
-    #[allow(clippy::needless_range_loop)]
-    #[inline]
-    fn tile(&self, x: &[f32], r: usize, o: usize, out: &mut [f32]) {
-        let mut acc = [[0.0f32; COLS]; ROWS];
-        let xs: [&[f32]; ROWS] = std::array::from_fn(|b| &x[(r + b) * self.input..(r + b + 1) * self.input]);
-        for i in 0..self.input {
-            let w: &[f32; COLS] = self.wt[i * self.output + o..i * self.output + o + COLS]
-                .try_into()
-                .unwrap_or(&[0.0; COLS]);
-            for b in 0..ROWS {
-                let a = xs[b][i];
-                for j in 0..COLS {
-                    acc[b][j] += a * w[j];
-                }
-            }
-        }
-        for (b, acc) in acc.iter().enumerate() {
-            let dst = &mut out[(r + b) * self.output + o..(r + b) * self.output + o + COLS];
-            for ((d, &a), &bias) in dst.iter_mut().zip(acc).zip(&self.bias[o..o + COLS]) {
-                *d = a + bias;
-            }
-        }
-    }
-
-    /// Outputs `from..` of one row, one multiply-add at a time.
-    fn rest(&self, x: &[f32], row: usize, from: usize, out: &mut [f32]) {
-        let xr = &x[row * self.input..(row + 1) * self.input];
-        let dst = &mut out[row * self.output + from..(row + 1) * self.output];
-        dst.copy_from_slice(&self.bias[from..]);
-        for (i, &a) in xr.iter().enumerate() {
-            let w = &self.wt[i * self.output + from..(i + 1) * self.output];
-            for (d, &w) in dst.iter_mut().zip(w) {
-                *d += a * w;
-            }
+        let shapes = (
+            ArrayView2::from_shape((rows, self.input), &x[..rows * self.input]),
+            ArrayView2::from_shape((self.input, self.output), &self.wt[..]),
+            ArrayViewMut2::from_shape((rows, self.output), &mut out[..]),
+        );
+        match shapes {
+            (Ok(a), Ok(w), Ok(mut c)) => general_mat_mul(1.0, &a, &w, 1.0, &mut c),
+            // The shapes hold by construction; a mismatch is a bug, shown as a panic.
+            _ => panic!(
+                "linear layer shapes: {rows}×{} by {}×{}",
+                self.input, self.input, self.output
+            ),
         }
     }
 }
-
-/// Register tile of [`Linear::forward`]: 4 rows × 8 outputs is 32 accumulators, which fit the
-/// 16 SSE registers of the baseline x86-64 target with room for the weights.
-const ROWS: usize = 4;
-const COLS: usize = 8;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LayerNorm {
