@@ -201,10 +201,35 @@ impl Bert {
 
     /// The hidden states after the first `layers` layers (the embeddings for 0).
     pub(crate) fn states_below(&self, ids: &[u32], layers: usize) -> Vec<f32> {
+        let mut x = Vec::new();
+        let n = self.embed_tokens(ids, &mut x);
+        apply_batch(&self.layers[..layers.min(self.layers.len())], &self.config, x, &[n])
+    }
+
+    /// The last hidden states of several sequences at once: their rows go through each linear
+    /// layer as one matrix (far better use of the matrix kernels than one short sequence at a
+    /// time), attention stays within each sequence. Equal to [`Bert::forward`] of each within
+    /// float rounding.
+    pub fn forward_batch(&self, batch: &[&[u32]]) -> Vec<Vec<f32>> {
+        let h = self.config.hidden;
+        let mut x = Vec::new();
+        let lengths: Vec<usize> = batch.iter().map(|ids| self.embed_tokens(ids, &mut x)).collect();
+        let x = apply_batch(&self.layers, &self.config, x, &lengths);
+        let mut out = Vec::with_capacity(batch.len());
+        let mut start = 0;
+        for n in lengths {
+            out.push(x[start * h..(start + n) * h].to_vec());
+            start += n;
+        }
+        out
+    }
+
+    /// Appends the normalised embeddings of `ids` (cut to the position table) to `x`; answers
+    /// how many rows were added. Ids past the vocabulary count as id 0.
+    fn embed_tokens(&self, ids: &[u32], x: &mut Vec<f32>) -> usize {
         let h = self.config.hidden;
         let ids = &ids[..ids.len().min(self.config.max_positions)];
-        let n = ids.len();
-        let mut x = Vec::with_capacity(n * h);
+        let start = x.len();
         for (p, &id) in ids.iter().enumerate() {
             let id = if (id as usize) < self.config.vocab {
                 id as usize
@@ -220,8 +245,8 @@ impl Bert {
                     .map(|((a, b), c)| a + b + c),
             );
         }
-        self.embedding_norm.apply(&mut x);
-        apply_layers(&self.layers[..layers.min(self.layers.len())], &self.config, x)
+        self.embedding_norm.apply(&mut x[start..]);
+        ids.len()
     }
 
     /// Layers `from..` as loaded: the starting point of a tuned copy.
@@ -230,12 +255,17 @@ impl Bert {
     }
 }
 
-/// `layers` applied in turn to the `n × hidden` states `x`.
-pub(crate) fn apply_layers(layers: &[Layer], config: &Config, mut x: Vec<f32>) -> Vec<f32> {
+/// `layers` applied in turn to the `n × hidden` states `x` of one sequence.
+pub(crate) fn apply_layers(layers: &[Layer], config: &Config, x: Vec<f32>) -> Vec<f32> {
     let n = x.len() / config.hidden;
+    apply_batch(layers, config, x, &[n])
+}
+
+/// `layers` applied in turn to the states `x` of sequences of `lengths` rows, one after another.
+fn apply_batch(layers: &[Layer], config: &Config, mut x: Vec<f32>, lengths: &[usize]) -> Vec<f32> {
     let mut buf = Buffers::default();
     for layer in layers {
-        layer.forward(config, &mut x, n, &mut buf);
+        layer.forward(config, &mut x, lengths, &mut buf);
     }
     x
 }
@@ -254,44 +284,50 @@ pub(crate) fn mean_rows(x: &[f32], width: usize) -> Vec<f32> {
 }
 
 impl Layer {
-    /// One encoder layer applied in place to the `n × hidden` states `x`.
-    pub(crate) fn forward(&self, config: &Config, x: &mut [f32], n: usize, buf: &mut Buffers) {
+    /// One encoder layer applied in place to the states `x` of sequences of `lengths` rows,
+    /// one after another (attention stays within each sequence).
+    pub(crate) fn forward(&self, config: &Config, x: &mut [f32], lengths: &[usize], buf: &mut Buffers) {
         let layer = self;
         let h = config.hidden;
         let heads = config.heads;
         let d = h / heads;
         let scale = 1.0 / (d as f32).sqrt();
+        let rows: usize = lengths.iter().sum();
         layer.query.forward(x, &mut buf.q);
         layer.key.forward(x, &mut buf.k);
         layer.value.forward(x, &mut buf.v);
         buf.context.clear();
-        buf.context.resize(n * h, 0.0);
-        buf.scores.resize(n, 0.0);
-        for head in 0..heads {
-            let off = head * d;
-            for i in 0..n {
-                let q = &buf.q[i * h + off..i * h + off + d];
-                let mut max = f32::NEG_INFINITY;
-                for j in 0..n {
-                    let k = &buf.k[j * h + off..j * h + off + d];
-                    let s = q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * scale;
-                    buf.scores[j] = s;
-                    max = max.max(s);
-                }
-                let mut total = 0.0;
-                for s in &mut buf.scores[..n] {
-                    *s = (*s - max).exp();
-                    total += *s;
-                }
-                let c = &mut buf.context[i * h + off..i * h + off + d];
-                for j in 0..n {
-                    let p = buf.scores[j] / total;
-                    let v = &buf.v[j * h + off..j * h + off + d];
-                    for (c, &v) in c.iter_mut().zip(v) {
-                        *c += p * v;
+        buf.context.resize(rows * h, 0.0);
+        let mut start = 0;
+        for &n in lengths {
+            buf.scores.resize(n, 0.0);
+            for head in 0..heads {
+                let off = head * d;
+                for i in start..start + n {
+                    let q = &buf.q[i * h + off..i * h + off + d];
+                    let mut max = f32::NEG_INFINITY;
+                    for j in 0..n {
+                        let k = &buf.k[(start + j) * h + off..(start + j) * h + off + d];
+                        let s = q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * scale;
+                        buf.scores[j] = s;
+                        max = max.max(s);
+                    }
+                    let mut total = 0.0;
+                    for s in &mut buf.scores[..n] {
+                        *s = (*s - max).exp();
+                        total += *s;
+                    }
+                    let c = &mut buf.context[i * h + off..i * h + off + d];
+                    for j in 0..n {
+                        let p = buf.scores[j] / total;
+                        let v = &buf.v[(start + j) * h + off..(start + j) * h + off + d];
+                        for (c, &v) in c.iter_mut().zip(v) {
+                            *c += p * v;
+                        }
                     }
                 }
             }
+            start += n;
         }
         layer.attention_out.forward(&buf.context, &mut buf.q);
         for (x, &a) in x.iter_mut().zip(&buf.q) {
@@ -326,51 +362,11 @@ fn gelu(x: f32) -> f32 {
     0.5 * x * (1.0 + erf(x / std::f32::consts::SQRT_2))
 }
 
-/// The error function in f64, well within f32 precision: its Taylor series below 2.5 and the
-/// continued fraction of erfc above (each converges fast on its side).
+/// The error function, from `libm` (musl's, within an ulp or two of f32): GELU calls it for
+/// every value of every intermediate layer, where the series it replaced took most of the
+/// encoder's time.
 pub(crate) fn erf(x: f32) -> f32 {
-    let x = f64::from(x);
-    let a = x.abs();
-    let r = if a < 2.5 {
-        // Taylor series: 2/√π Σ (-1)^n x^(2n+1) / (n! (2n+1)).
-        let x2 = a * a;
-        let mut term = a;
-        let mut sum = a;
-        for n in 1..80 {
-            term *= -x2 / n as f64;
-            sum += term / (2 * n + 1) as f64;
-            if term.abs() < 1e-17 {
-                break;
-            }
-        }
-        sum * std::f64::consts::FRAC_2_SQRT_PI
-    } else {
-        1.0 - erfc_large(a)
-    };
-    (if x < 0.0 { -r } else { r }) as f32
-}
-
-/// erfc(a) for a ≥ 2.5 by its continued fraction, evaluated with Lentz's method.
-fn erfc_large(a: f64) -> f64 {
-    // erfc(a) = exp(-a²)/√π · 1/(a + 1/2/(a + 1/(a + 3/2/(a + 2/(a + …))))).
-    let tiny = 1e-300;
-    let mut f = a;
-    let mut c = a;
-    let mut d = 0.0;
-    for k in 1..200 {
-        let an = k as f64 / 2.0;
-        d = a + an * d;
-        d = if d.abs() < tiny { tiny } else { d };
-        c = a + an / c;
-        c = if c.abs() < tiny { tiny } else { c };
-        d = 1.0 / d;
-        let delta = c * d;
-        f *= delta;
-        if (delta - 1.0).abs() < 1e-15 {
-            break;
-        }
-    }
-    (-a * a).exp() / std::f64::consts::PI.sqrt() / f
+    libm::erff(x)
 }
 
 #[cfg(test)]

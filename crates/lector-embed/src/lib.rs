@@ -117,6 +117,19 @@ impl MiniLm {
     pub fn embed(&self, text: &str) -> Vec<f32> {
         unit_mean(&self.bert.forward(&self.tokens(text)), self.bert.config().hidden)
     }
+
+    /// [`MiniLm::embed`] of several texts, run through the encoder together (faster per text;
+    /// equal within float rounding).
+    pub fn embed_batch(&self, texts: &[&str]) -> Vec<Vec<f32>> {
+        let ids: Vec<Vec<u32>> = texts.iter().map(|t| self.tokens(t)).collect();
+        let refs: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
+        let h = self.bert.config().hidden;
+        self.bert
+            .forward_batch(&refs)
+            .iter()
+            .map(|states| unit_mean(states, h))
+            .collect()
+    }
 }
 
 /// The mean of the token states (`width` wide), scaled to unit length: the sentence vector.
