@@ -120,6 +120,19 @@ impl Scope {
         Ok(role)
     }
 
+    /// Refuses a caller who holds the role `action` needs in no workspace: the first check of an
+    /// operation whose workspace is known only later (an upload read before its target).
+    pub fn may_somewhere(&self, action: Action) -> Result<()> {
+        if self.is_superuser || self.workspaces.iter().any(|w| w.role >= action.min_role()) {
+            Ok(())
+        } else {
+            Err(Error::forbidden(format!(
+                "this needs the role {} or higher in a workspace",
+                action.min_role()
+            )))
+        }
+    }
+
     /// Nobody grants a role above their own; superusers grant any.
     pub fn may_grant(&self, own_role: Role, granted: Role) -> Result<()> {
         if self.is_superuser || granted <= own_role {
@@ -158,6 +171,24 @@ mod tests {
         Action::ManageMembers,
         Action::Administer,
     ];
+
+    #[test]
+    fn a_role_somewhere_is_enough_and_none_is_not() {
+        assert!(member(Role::Manager).may_somewhere(Action::Manage).is_ok());
+        assert!(member(Role::User).may_somewhere(Action::Manage).is_err());
+        assert!(member(Role::User).may_somewhere(Action::Edit).is_ok());
+        let nobody = Scope {
+            user_id: 2,
+            is_superuser: false,
+            workspaces: Vec::new(),
+        };
+        assert!(nobody.may_somewhere(Action::Read).is_err());
+        let superuser = Scope {
+            is_superuser: true,
+            ..nobody
+        };
+        assert!(superuser.may_somewhere(Action::Administer).is_ok());
+    }
 
     #[test]
     fn every_role_against_every_action() {

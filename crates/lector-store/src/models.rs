@@ -224,11 +224,8 @@ impl Store {
         let model = self.model_access(scope, model_id, Action::Read).await?;
         if scope.can_see(model.workspace) {
             scope.authorize(model.workspace, Action::Edit)?;
-        } else if !scope.is_superuser && !scope.workspaces.iter().any(|w| w.role >= Action::Edit.min_role()) {
-            return Err(Error::forbidden(format!(
-                "analysing needs the role {} or higher in a workspace",
-                Action::Edit.min_role()
-            )));
+        } else {
+            scope.may_somewhere(Action::Edit)?;
         }
         if !model.status.predicts() || model.artifact_key.is_none() {
             return Err(Error::conflict(format!(

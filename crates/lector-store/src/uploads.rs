@@ -127,14 +127,7 @@ impl Store {
                 (project.workspace_id, project.id)
             }
             UploadFor::Analysis => {
-                let may_analyse =
-                    scope.is_superuser || scope.workspaces.iter().any(|w| w.role >= Action::Edit.min_role());
-                if !may_analyse {
-                    return Err(Error::forbidden(format!(
-                        "analysing needs the role {} or higher in a workspace",
-                        Action::Edit.min_role()
-                    )));
-                }
+                scope.may_somewhere(Action::Edit)?;
                 (0, 0)
             }
         };

@@ -79,6 +79,8 @@ pub async fn upload_model(
     caller: Caller,
     multipart: std::result::Result<Multipart, MultipartRejection>,
 ) -> ApiResult<Json<ModelDto>> {
+    // MANAGER somewhere before the file is read; the store checks the workspace it names.
+    caller.scope.may_somewhere(lector_core::Action::Manage)?;
     let (bytes, fields) = read_form(&state, multipart?).await?;
     let artifact = load_artifact(bytes.clone()).await?;
     let new = new_model(&fields, &artifact)?;
