@@ -383,10 +383,7 @@ pub async fn mark_segment_corrected(
     Body(_): Body<StatusBody>,
 ) -> ApiResult<Json<CorrectedDto>> {
     let at = p.at();
-    state
-        .store
-        .correction(&caller.scope, at.project_id, at.session_id, Action::Annotate)
-        .await?;
+    correcting(&state, &caller, at).await?;
     let target = MarkTarget::Segment(at.segment_id);
     let (marks, session) = state
         .store
@@ -401,6 +398,15 @@ pub async fn mark_segment_corrected(
     }))
 }
 
+/// The correction session a segment path names, for an annotator's change (ANNOTATOR); a
+/// labeling session's is not found here.
+async fn correcting(state: &AppState, caller: &Caller, at: lector_store::SegmentAt) -> Result<Session> {
+    state
+        .store
+        .correction(&caller.scope, at.project_id, at.session_id, Action::Annotate)
+        .await
+}
+
 /// Adds a tag to a segment of a correction session (ANNOTATOR).
 #[utoipa::path(post,
     path = "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags",
@@ -413,11 +419,7 @@ pub async fn add_correction_tag(
     PathParams(p): PathParams<SegmentPath>,
     body: Body<TagBody>,
 ) -> ApiResult<(StatusCode, Json<TagDto>)> {
-    let at = p.at();
-    state
-        .store
-        .correction(&caller.scope, at.project_id, at.session_id, Action::Annotate)
-        .await?;
+    correcting(&state, &caller, p.at()).await?;
     crate::routes::annotate::add_segment_tag(State(state), caller, PathParams(p), body).await
 }
 
@@ -434,11 +436,7 @@ pub async fn update_correction_tag(
     PathParams(p): PathParams<TagPath>,
     body: Body<TagBody>,
 ) -> ApiResult<Json<TagDto>> {
-    let at = p.segment().at();
-    state
-        .store
-        .correction(&caller.scope, at.project_id, at.session_id, Action::Annotate)
-        .await?;
+    correcting(&state, &caller, p.segment().at()).await?;
     crate::routes::annotate::update_segment_tag(State(state), caller, PathParams(p), body).await
 }
 
@@ -454,11 +452,7 @@ pub async fn delete_correction_tag(
     caller: Caller,
     PathParams(p): PathParams<TagPath>,
 ) -> ApiResult<Json<TagDto>> {
-    let at = p.segment().at();
-    state
-        .store
-        .correction(&caller.scope, at.project_id, at.session_id, Action::Annotate)
-        .await?;
+    correcting(&state, &caller, p.segment().at()).await?;
     crate::routes::annotate::delete_segment_tag(State(state), caller, PathParams(p)).await
 }
 
