@@ -36,9 +36,9 @@ const SERVICE: [&str; 4] = ["waiter", "staff", "host", "waitress"];
 /// A text about `n`: food or service (by `n % 2`), good or bad (by `n / 2 % 2`); answers the
 /// text, the aspect and whether it is good.
 fn review(n: usize) -> (String, &'static str, bool) {
-    let good = (n / 2) % 2 == 0;
+    let good = (n / 2).is_multiple_of(2);
     let word = if good { GOOD[n % 8] } else { BAD[n % 8] };
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         (format!("The {} tasted {word} tonight.", FOOD[n % 4]), "food", good)
     } else {
         (format!("Our {} was {word} to us.", SERVICE[n % 4]), "service", good)
