@@ -67,19 +67,8 @@ async fn trained_tickets(app: &TestApp, owner: &Session) -> (i64, i64) {
     .await
     .expect(201);
     let model = app
-        .post(
-            &format!("/projects/{project}/models"),
-            &owner.token,
-            json!({"display_name": "Tickets"}),
-        )
-        .await
-        .expect(201);
-    app.wait_for_task(&owner.token, project, model["task_id"].as_i64().unwrap())
+        .train_model(owner, project, json!({"display_name": "Tickets"}))
         .await;
-    let model = app
-        .get(&format!("/projects/{project}/models/{}", model["id"]), &owner.token)
-        .await
-        .expect(200);
     assert_eq!(model["status"], "READY", "{model}");
     (project, model["id"].as_i64().unwrap())
 }

@@ -62,19 +62,8 @@ async fn trained(app: &TestApp, owner: &Session) -> (i64, i64, Value) {
         .await
         .expect(201);
     let model = app
-        .post(
-            &format!("/projects/{project}/models"),
-            &owner.token,
-            json!({"display_name": "Tickets v1"}),
-        )
-        .await
-        .expect(201);
-    app.wait_for_task(&owner.token, project, model["task_id"].as_i64().unwrap())
+        .train_model(owner, project, json!({"display_name": "Tickets v1"}))
         .await;
-    let model = app
-        .get(&format!("/projects/{project}/models/{}", model["id"]), &owner.token)
-        .await
-        .expect(200);
     assert_eq!(model["status"], "READY", "{model}");
     for text in [
         "My invoice and my parcel are both wrong.",

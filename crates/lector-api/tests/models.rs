@@ -134,16 +134,7 @@ async fn labeled_tickets(app: &TestApp, owner: &Session, name: &str) -> (i64, i6
 
 /// Trains and waits for the job; answers the model as get_project_model gives it.
 async fn train(app: &TestApp, who: &Session, project: i64, body: Value) -> Value {
-    let model = app
-        .post(&format!("/projects/{project}/models"), &who.token, body)
-        .await
-        .expect(201);
-    assert_eq!(model["status"], "QUEUED");
-    let task = model["task_id"].as_i64().expect("task id");
-    app.wait_for_task(&who.token, project, task).await;
-    app.get(&format!("/projects/{project}/models/{}", model["id"]), &who.token)
-        .await
-        .expect(200)
+    app.train_model(who, project, body).await
 }
 
 async fn analyze(app: &TestApp, who: &Session, model_id: &Value, texts: &[&str]) -> Value {

@@ -193,18 +193,7 @@ async fn the_loop(app: &TestApp, ada: &Session, kind: &str) {
 
 /// Trains and waits; answers the READY model.
 async fn trained(app: &TestApp, who: &Session, project: i64, body: Value) -> Value {
-    let model = app
-        .post(&format!("/projects/{project}/models"), &who.token, body)
-        .await
-        .expect(201);
-    let task = app
-        .wait_for_task(&who.token, project, model["task_id"].as_i64().unwrap())
-        .await;
-    assert_eq!(task["status"], "DONE", "{task}");
-    let model = app
-        .get(&format!("/projects/{project}/models/{}", model["id"]), &who.token)
-        .await
-        .expect(200);
+    let model = app.train_model(who, project, body).await;
     assert_eq!(model["status"], "READY", "{model}");
     model
 }

@@ -287,6 +287,21 @@ impl TestApp {
         id
     }
 
+    /// Trains a model of `project` with `body` and waits for its job; answers the model as
+    /// `get_project_model` gives it (READY or FAILED: the caller checks).
+    pub async fn train_model(&self, who: &Session, project: i64, body: Value) -> Value {
+        let model = self
+            .post(&format!("/projects/{project}/models"), &who.token, body)
+            .await
+            .expect(201);
+        assert_eq!(model["status"], "QUEUED", "{model}");
+        let task = model["task_id"].as_i64().expect("a task id");
+        self.wait_for_task(&who.token, project, task).await;
+        self.get(&format!("/projects/{project}/models/{}", model["id"]), &who.token)
+            .await
+            .expect(200)
+    }
+
     /// Polls a task of a project until it is DONE or FAILED, checking its progress never
     /// decreases; answers the last task.
     pub async fn wait_for_task(&self, token: &str, project_id: i64, task_id: i64) -> Value {
