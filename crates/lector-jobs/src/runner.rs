@@ -176,7 +176,7 @@ impl Runner {
                             false
                         }
                     };
-                    if *stop.borrow() || (!worked && wait_or_stop(&mut stop, IDLE_POLL).await) {
+                    if *stop.borrow() || (!worked && idle(&store, &mut stop).await) {
                         break;
                     }
                 }
@@ -268,6 +268,15 @@ pub fn panic_message(error: tokio::task::JoinError) -> String {
 }
 
 /// Sleeps for `pause` unless told to stop; answers whether to stop.
+/// An idle worker's wait: until this process queues a job, the next poll, or the stop; answers
+/// whether to stop.
+async fn idle(store: &Store, stop: &mut watch::Receiver<bool>) -> bool {
+    tokio::select! {
+        () = store.jobs_queued() => *stop.borrow(),
+        stopping = wait_or_stop(stop, IDLE_POLL) => stopping,
+    }
+}
+
 async fn wait_or_stop(stop: &mut watch::Receiver<bool>, pause: Duration) -> bool {
     tokio::select! {
         _ = tokio::time::sleep(pause) => *stop.borrow(),

@@ -192,6 +192,7 @@ impl Store {
                 .map_err(db)?;
         }
         tx.commit().await.map_err(db)?;
+        self.wake_workers();
         self.analysis_of(project.id, id).await
     }
 

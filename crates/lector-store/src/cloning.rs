@@ -68,6 +68,7 @@ impl Store {
             .in_project(target.id, copy.id);
         let job = enqueue_in(&mut tx, job).await?;
         tx.commit().await.map_err(db)?;
+        self.wake_workers();
         Ok((copy, job.id))
     }
 

@@ -397,6 +397,7 @@ impl Store {
         let mut tx = self.begin_write().await?;
         let group_id = queue_import(&mut tx, scope, &project, name, source, options, Some(documents)).await?;
         tx.commit().await.map_err(db)?;
+        self.wake_workers();
         self.group_of(project.id, group_id).await
     }
 
@@ -418,6 +419,7 @@ impl Store {
         mark_used_in(&mut tx, upload.id).await?;
         let group_id = queue_import(&mut tx, scope, &project, name, "file", options, None).await?;
         tx.commit().await.map_err(db)?;
+        self.wake_workers();
         self.group_of(project.id, group_id).await
     }
 

@@ -309,6 +309,7 @@ impl Store {
         let mut tx = self.begin_write().await?;
         let job = enqueue_in(&mut tx, job).await?;
         tx.commit().await.map_err(db)?;
+        self.wake_workers();
         Ok(job)
     }
 

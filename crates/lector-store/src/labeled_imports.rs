@@ -70,6 +70,7 @@ impl Store {
             .await
             .map_err(db)?;
         tx.commit().await.map_err(db)?;
+        self.wake_workers();
         Ok((self.session_of(project.id, session_id).await?, job.id))
     }
 

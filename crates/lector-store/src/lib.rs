@@ -83,6 +83,9 @@ pub struct Store {
     backend: Backend,
     /// Where uploaded files live; set by [`Store::with_blobs`].
     blobs: Option<Blobs>,
+    /// Rung after a transaction that queued jobs commits, so this process's idle workers claim
+    /// them at once instead of at their next poll.
+    jobs_queued: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl Store {
@@ -124,6 +127,7 @@ impl Store {
             pool,
             backend,
             blobs: None,
+            jobs_queued: Default::default(),
         })
     }
 
@@ -151,6 +155,17 @@ impl Store {
             Backend::Postgres => self.pool.begin().await,
         }
         .map_err(db)
+    }
+
+    /// Wakes this process's idle workers: a committed transaction queued jobs.
+    pub(crate) fn wake_workers(&self) {
+        self.jobs_queued.notify_waiters();
+    }
+
+    /// Completes when this process queues jobs (see [`Store::wake_workers`]); idle workers wait
+    /// on it beside their poll.
+    pub async fn jobs_queued(&self) {
+        self.jobs_queued.notified().await;
     }
 
     pub fn backend(&self) -> Backend {

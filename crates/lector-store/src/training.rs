@@ -150,6 +150,7 @@ impl Store {
             .await
             .map_err(db)?;
         tx.commit().await.map_err(db)?;
+        self.wake_workers();
         let model = self
             .model_row(scope.user_id, model_id)
             .await?
