@@ -192,8 +192,10 @@ impl Store {
                 .map_err(db)?;
         }
         tx.commit().await.map_err(db)?;
+        // The answer is read before the workers wake, so it shows the analysis QUEUED.
+        let analysis = self.analysis_of(project.id, id).await;
         self.wake_workers();
-        self.analysis_of(project.id, id).await
+        analysis
     }
 
     /// An analysis the caller may read (with `Action::Read`) or change; another workspace's

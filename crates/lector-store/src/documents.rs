@@ -397,8 +397,9 @@ impl Store {
         let mut tx = self.begin_write().await?;
         let group_id = queue_import(&mut tx, scope, &project, name, source, options, Some(documents)).await?;
         tx.commit().await.map_err(db)?;
+        let group = self.group_of(project.id, group_id).await;
         self.wake_workers();
-        self.group_of(project.id, group_id).await
+        group
     }
 
     /// Creates a group in PROCESSING and the job that will fill it from an uploaded file of the
@@ -419,8 +420,9 @@ impl Store {
         mark_used_in(&mut tx, upload.id).await?;
         let group_id = queue_import(&mut tx, scope, &project, name, "file", options, None).await?;
         tx.commit().await.map_err(db)?;
+        let group = self.group_of(project.id, group_id).await;
         self.wake_workers();
-        self.group_of(project.id, group_id).await
+        group
     }
 
     /// Stores one batch of an import under the job's lease, the documents at consecutive places

@@ -70,8 +70,9 @@ impl Store {
             .await
             .map_err(db)?;
         tx.commit().await.map_err(db)?;
+        let session = self.session_of(project.id, session_id).await;
         self.wake_workers();
-        Ok((self.session_of(project.id, session_id).await?, job.id))
+        Ok((session?, job.id))
     }
 
     /// Stores one batch of a labeled import under the job's lease: the documents at consecutive

@@ -150,11 +150,11 @@ impl Store {
             .await
             .map_err(db)?;
         tx.commit().await.map_err(db)?;
-        self.wake_workers();
         let model = self
             .model_row(scope.user_id, model_id)
             .await?
             .ok_or_else(|| Error::not_found("model"))?;
+        self.wake_workers();
         Ok((model, job))
     }
 
