@@ -10,7 +10,9 @@ use sqlx::Row;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The checked-in list: `sha256  backend/file.sql` per line, as `sha256sum` writes it.
+/// The checked-in list of migrations 0001–0009: `sha256  backend/file.sql` per line, as
+/// `sha256sum` writes it. Frozen: later migrations each add a file of their own under
+/// `migrations/checksums/`, so recording a migration never changes an existing file.
 const CHECKSUMS: &str = include_str!("../migrations/CHECKSUMS");
 
 fn migrations_dir() -> PathBuf {
@@ -30,9 +32,19 @@ fn migration_files() -> BTreeSet<String> {
     files
 }
 
+/// Every recorded checksum: the frozen list, then one file per later migration.
 fn listed() -> BTreeMap<String, String> {
-    CHECKSUMS
-        .lines()
+    let mut text = CHECKSUMS.to_owned();
+    let dir = migrations_dir().join("checksums");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|entries| entries.map(|e| e.expect("entry").path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    for file in files {
+        text.push('\n');
+        text.push_str(&std::fs::read_to_string(&file).expect("a checksum file"));
+    }
+    text.lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| {
             let (sum, file) = line.split_once("  ").expect("`sha256  file` per line");
@@ -45,9 +57,7 @@ fn listed() -> BTreeMap<String, String> {
 fn landed_migrations_never_change() {
     for (file, sum) in listed() {
         let bytes = std::fs::read(migrations_dir().join(&file)).unwrap_or_else(|e| {
-            panic!(
-                "{file} is listed in migrations/CHECKSUMS but cannot be read ({e}): a landed migration is never removed"
-            )
+            panic!("{file} has a recorded checksum but cannot be read ({e}): a landed migration is never removed")
         });
         let actual = format!("{:x}", Sha256::digest(&bytes));
         assert_eq!(
@@ -66,9 +76,8 @@ fn every_migration_is_listed() {
         .collect();
     assert!(
         missing.is_empty(),
-        "new migrations not in migrations/CHECKSUMS: {missing:?}; add them with \
-         `cd crates/lector-store/migrations && sha256sum {} >> CHECKSUMS`",
-        missing.join(" ")
+        "new migrations without a recorded checksum: {missing:?}; record each step in a file of its \
+         own: `cd crates/lector-store/migrations && sha256sum sqlite/NNNN_x.sql postgres/NNNN_x.sql > checksums/NNNN_x.sha256`"
     );
 }
 
