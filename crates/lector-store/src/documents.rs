@@ -119,30 +119,6 @@ impl FromAnyRow for DocumentGroup {
     }
 }
 
-/// Which documents of a project to list.
-#[derive(Debug, Clone, Default)]
-pub struct DocumentFilter {
-    /// Case-insensitive substring of the text; `%` and `_` match themselves.
-    pub search: Option<String>,
-    pub group_id: Option<i64>,
-    /// Only documents in a group (`true`) or in none (`false`).
-    pub grouped: Option<bool>,
-    /// Only documents of this labeling session (which must belong to the project).
-    pub session_id: Option<i64>,
-    /// Only documents this analysis covers (which must belong to the project).
-    pub analysis_id: Option<i64>,
-    /// With `analysis_id`: only documents with a segment the analysis tagged with one of these
-    /// classes or (see `analysis_labels`) labels of the project.
-    pub analysis_classes: Vec<i64>,
-    pub analysis_labels: Vec<i64>,
-    /// Only documents some analysis covers (`true`) or none does (`false`).
-    pub analysed: Option<bool>,
-    /// Only documents after this id: the keyset of a reader that pages through every document
-    /// (`WHERE id > last ORDER BY id`), whose cost does not grow with its position as an
-    /// offset's does. Give it with offset 0.
-    pub after: Option<i64>,
-}
-
 impl Store {
     pub async fn create_document(
         &self,
@@ -255,110 +231,6 @@ impl Store {
             .map_err(db)?;
         tx.commit().await.map_err(db)?;
         Ok(document)
-    }
-
-    /// One page of a project's documents in id order; answers the page and whether more follow.
-    pub async fn documents(
-        &self,
-        scope: &Scope,
-        project_id: i64,
-        filter: &DocumentFilter,
-        offset: i64,
-        limit: i64,
-    ) -> Result<(Vec<Document>, bool)> {
-        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
-        let (conditions, params) = self.document_conditions(project.id, filter).await?;
-        let sql = format!(
-            "SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE {conditions} ORDER BY d.id LIMIT {} OFFSET {}",
-            limit + 1,
-            offset
-        );
-        let query = Param::bind_all(sqlx::query(&sql), params);
-        let rows = query.fetch_all(&self.pool).await.map_err(db)?;
-        let has_more = rows.len() as i64 > limit;
-        let documents = rows
-            .iter()
-            .take(limit as usize)
-            .map(Document::decode)
-            .collect::<Result<Vec<_>>>()?;
-        Ok((documents, has_more))
-    }
-
-    /// How many of a project's documents `filter` selects.
-    pub async fn count_documents(&self, scope: &Scope, project_id: i64, filter: &DocumentFilter) -> Result<i64> {
-        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
-        let (conditions, params) = self.document_conditions(project.id, filter).await?;
-        let sql = format!("SELECT COUNT(*) FROM documents d WHERE {conditions}");
-        Param::bind_all(sqlx::query(&sql), params)
-            .fetch_one(&self.pool)
-            .await
-            .and_then(|row| sqlx::Row::try_get(&row, 0))
-            .map_err(db)
-    }
-
-    /// The WHERE clause of a document listing and its parameters (`$1` is the project).
-    async fn document_conditions(&self, project_id: i64, filter: &DocumentFilter) -> Result<(String, Vec<Param>)> {
-        let mut params = vec![Param::Int(project_id)];
-        let mut conditions = vec!["d.project_id = $1".to_owned()];
-        if let Some(search) = &filter.search {
-            params.push(Param::Text(format!("%{}%", escape_like(&search.to_lowercase()))));
-            conditions.push(format!("LOWER(d.text) LIKE ${} ESCAPE '\\'", params.len()));
-        }
-        if let Some(group_id) = filter.group_id {
-            params.push(Param::Int(group_id));
-            conditions.push(format!("d.group_id = ${}", params.len()));
-        }
-        if let Some(session_id) = filter.session_id {
-            self.session_of(project_id, session_id).await?;
-            params.push(Param::Int(session_id));
-            conditions.push(format!(
-                "d.id IN (SELECT document_id FROM session_documents WHERE session_id = ${})",
-                params.len()
-            ));
-        }
-        if let Some(analysis_id) = filter.analysis_id {
-            self.analysis_of(project_id, analysis_id).await?;
-            params.push(Param::Int(analysis_id));
-            let analysis = params.len();
-            conditions.push(format!(
-                "d.id IN (SELECT document_id FROM analysis_documents WHERE analysis_id = ${analysis})"
-            ));
-            let mut tagged = Vec::new();
-            for (column, ids) in [
-                ("class_id", &filter.analysis_classes),
-                ("label_id", &filter.analysis_labels),
-            ] {
-                if ids.is_empty() {
-                    continue;
-                }
-                let first = params.len() + 1;
-                params.extend(ids.iter().map(|id| Param::Int(*id)));
-                tagged.push(format!("t.{column} IN ({})", crate::numbered(first, ids.len())));
-            }
-            if !tagged.is_empty() {
-                conditions.push(format!(
-                    "EXISTS (SELECT 1 FROM analysis_tags t WHERE t.analysis_id = ${analysis} \
-                     AND t.document_id = d.id AND ({}))",
-                    tagged.join(" OR ")
-                ));
-            }
-        }
-        if let Some(after) = filter.after {
-            params.push(Param::Int(after));
-            conditions.push(format!("d.id > ${}", params.len()));
-        }
-        let covered = "EXISTS (SELECT 1 FROM analysis_documents ad WHERE ad.document_id = d.id)";
-        match filter.analysed {
-            Some(true) => conditions.push(covered.into()),
-            Some(false) => conditions.push(format!("NOT {covered}")),
-            None => {}
-        }
-        match filter.grouped {
-            Some(true) => conditions.push("d.group_id IS NOT NULL".into()),
-            Some(false) => conditions.push("d.group_id IS NULL".into()),
-            None => {}
-        }
-        Ok((conditions.join(" AND "), params))
     }
 
     /// Creates a group from documents given whole, in one transaction.
@@ -583,18 +455,6 @@ impl Store {
         tx.commit().await.map_err(db)?;
         Ok(group)
     }
-}
-
-/// `%`, `_` and `\` match themselves in a LIKE pattern with `ESCAPE '\'`.
-pub(crate) fn escape_like(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The group in PROCESSING and its import job, inside the caller's transaction.

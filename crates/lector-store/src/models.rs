@@ -335,7 +335,7 @@ impl Store {
         if let Some(search) = filter.search.as_deref().filter(|s| !s.trim().is_empty()) {
             params.push(Param::Text(format!(
                 "%{}%",
-                crate::documents::escape_like(&search.trim().to_lowercase())
+                crate::document_listing::escape_like(&search.trim().to_lowercase())
             )));
             let n = params.len();
             conditions.push(format!(
