@@ -325,6 +325,13 @@ async fn corrections_are_checked_and_kept_apart(app: TestApp) {
     )
     .await
     .expect(404);
+    app.post(
+        &corrections,
+        &ada.token,
+        json!({"model_id": model["id"], "document_ids": [1, 1]}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
     // Documents named keep their order.
     let documents = app
         .get(&format!("/projects/{project}/documents?limit=1000"), &ada.token)

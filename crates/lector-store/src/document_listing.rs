@@ -29,6 +29,8 @@ pub struct DocumentFilter {
     /// (`WHERE id > last ORDER BY id`), whose cost does not grow with its position as an
     /// offset's does. Give it with offset 0.
     pub after: Option<i64>,
+    /// Only these documents (at most 1,000 ids).
+    pub ids: Option<Vec<i64>>,
 }
 
 impl Store {
@@ -116,6 +118,15 @@ impl Store {
                      AND t.document_id = d.id AND ({}))",
                     tagged.join(" OR ")
                 ));
+            }
+        }
+        if let Some(ids) = &filter.ids {
+            if ids.is_empty() {
+                conditions.push("1 = 0".into());
+            } else {
+                let first = params.len() + 1;
+                params.extend(ids.iter().map(|id| Param::Int(*id)));
+                conditions.push(format!("d.id IN ({})", crate::numbered(first, ids.len())));
             }
         }
         if let Some(after) = filter.after {

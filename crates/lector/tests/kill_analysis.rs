@@ -9,7 +9,7 @@ use lector_core::{Action, ProjectType};
 use lector_store::testing::{TestDatabase, owner_with_project};
 use lector_store::{
     AnalysisSource, Backend, ClassFields, DocumentFilter, ImportOptions, ImportedDocument, JobState, LabeledDocument,
-    NewBatchAnalysis, NewDocument, NewSegment, NewSession, NewTag, NewTraining, Store,
+    NewBatchAnalysis, NewSession, NewTraining, Store,
 };
 use std::collections::HashSet;
 
@@ -22,27 +22,8 @@ fn text(n: usize) -> String {
     format!("ticket {n} about {class} issue {}", n % 97)
 }
 
-fn labeled(n: usize) -> LabeledDocument {
-    let text = text(n);
-    let end = text.chars().count() as i64;
-    LabeledDocument {
-        document: NewDocument {
-            segments: vec![NewSegment {
-                text: text.clone(),
-                start: 0,
-                end,
-            }],
-            text,
-            meta: serde_json::json!({}),
-            language: "en".into(),
-        },
-        tags: vec![vec![NewTag {
-            class: Some(CLASSES[n % CLASSES.len()].into()),
-            label: None,
-            part: None,
-        }]],
-        annotated: vec![true],
-    }
+fn ticket(n: usize) -> LabeledDocument {
+    common::labeled(text(n), CLASSES[n % CLASSES.len()])
 }
 
 async fn killed_analysis_finishes_once(backend: Backend) {
@@ -61,7 +42,7 @@ async fn killed_analysis_finishes_once(backend: Backend) {
     store.add_classes(&scope, project.id, classes).await.unwrap();
     let session = NewSession {
         name: "Tickets".into(),
-        labeled: (0..600).map(labeled).collect(),
+        labeled: (0..600).map(ticket).collect(),
         ..Default::default()
     };
     store.create_session(&scope, project.id, session).await.unwrap();

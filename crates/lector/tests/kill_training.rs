@@ -7,42 +7,23 @@ mod common;
 use common::{SHORT_LEASE_SECS, ended, stop_when, worker};
 use lector_core::{ModelStatus, ProjectType};
 use lector_store::testing::{TestDatabase, owner_with_project};
-use lector_store::{
-    Backend, ClassFields, JobState, LabeledDocument, NewDocument, NewSegment, NewSession, NewTag, NewTraining, Store,
-};
+use lector_store::{Backend, ClassFields, JobState, LabeledDocument, NewSession, NewTraining, Store};
 
 /// Enough annotated segments that training takes longer than a few progress reports.
 const SEGMENTS: usize = 30_000;
 const CLASSES: [&str; 3] = ["billing", "login", "shipping"];
 
-fn labeled(n: usize) -> LabeledDocument {
+/// A ticket of one of the classes: words shared by every class, words of the class, and a
+/// number, so the model has work.
+fn ticket(n: usize) -> LabeledDocument {
     let class = CLASSES[n % CLASSES.len()];
-    // Words shared by every class, words of the class, and a number, so the model has work.
     let text = format!(
         "ticket {n} about {class} issue {} with words {} and {}",
         n % 97,
         n % 89,
         n % 83
     );
-    let end = text.chars().count() as i64;
-    LabeledDocument {
-        document: NewDocument {
-            segments: vec![NewSegment {
-                text: text.clone(),
-                start: 0,
-                end,
-            }],
-            text,
-            meta: serde_json::json!({}),
-            language: "en".into(),
-        },
-        tags: vec![vec![NewTag {
-            class: Some(class.into()),
-            label: None,
-            part: None,
-        }]],
-        annotated: vec![true],
-    }
+    common::labeled(text, class)
 }
 
 async fn killed_training_finishes_once(backend: Backend) {
@@ -61,7 +42,7 @@ async fn killed_training_finishes_once(backend: Backend) {
     store.add_classes(&scope, project.id, classes).await.unwrap();
     let session = NewSession {
         name: "Tickets".into(),
-        labeled: (0..SEGMENTS).map(labeled).collect(),
+        labeled: (0..SEGMENTS).map(ticket).collect(),
         ..Default::default()
     };
     store.create_session(&scope, project.id, session).await.unwrap();

@@ -232,12 +232,7 @@ impl WriteBody for CreateAnalysisBody {
             "model_id",
             "is required: the model to analyse with",
         );
-        if let Some(name) = &self.name {
-            problems.name("name", name, MAX_NAME_CHARS);
-        }
-        if let Some(description) = &self.description {
-            problems.max_len("description", description, MAX_DESCRIPTION_CHARS);
-        }
+        check_name_and_description(problems, &self.name, &self.description);
         let sources = [
             self.documents.is_some(),
             self.file_id.is_some(),
@@ -322,6 +317,16 @@ pub async fn create_analysis(
     Ok((StatusCode::CREATED, Json(analysis.into())))
 }
 
+/// The checks of an analysis's name and description, where a request gives them.
+fn check_name_and_description(problems: &mut Problems, name: &Option<String>, description: &Option<String>) {
+    if let Some(name) = name {
+        problems.name("name", name, MAX_NAME_CHARS);
+    }
+    if let Some(description) = description {
+        problems.max_len("description", description, MAX_DESCRIPTION_CHARS);
+    }
+}
+
 fn imported(text: AnalysisText) -> ImportedDocument {
     let mut meta = serde_json::Map::new();
     if let Some(id) = text.id {
@@ -382,12 +387,7 @@ impl WriteBody for UpdateAnalysisBody {
     ];
 
     fn validate(&self, problems: &mut Problems) {
-        if let Some(name) = &self.name {
-            problems.name("name", name, MAX_NAME_CHARS);
-        }
-        if let Some(description) = &self.description {
-            problems.max_len("description", description, MAX_DESCRIPTION_CHARS);
-        }
+        check_name_and_description(problems, &self.name, &self.description);
     }
 }
 

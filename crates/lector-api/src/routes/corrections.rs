@@ -42,8 +42,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Most documents a correction session holds.
 pub const MAX_SAMPLE: usize = 1000;
-/// Most documents scored to find the least sure ones (a seeded sample of the project's when it
-/// has more).
+/// Most documents scored to find the least sure ones: the project's first documents by id when
+/// it has more.
 pub const MAX_CANDIDATES: i64 = 5000;
 
 /// The model a correction session corrects.
@@ -144,6 +144,8 @@ impl WriteBody for CreateCorrectionBody {
                 "document_ids",
                 &format!("name at most {MAX_SAMPLE} documents"),
             );
+            let distinct: std::collections::HashSet<&i64> = ids.iter().collect();
+            problems.check(distinct.len() == ids.len(), "document_ids", "names a document twice");
         }
         if let Some(name) = &self.name {
             problems.name("name", name, MAX_NAME_CHARS);
@@ -177,19 +179,25 @@ pub async fn create_correction_session(
         .store
         .model_for_analysis(scope, body.model_id.unwrap_or_default())
         .await?;
-    let filter = DocumentFilter::default();
     let candidates = match &body.document_ids {
         Some(ids) => {
-            let mut chosen = Vec::with_capacity(ids.len());
-            for id in ids {
-                chosen.push(state.store.document(scope, p.project_id, *id).await?);
+            let named = DocumentFilter {
+                ids: Some(ids.clone()),
+                ..Default::default()
+            };
+            let (found, _) = state
+                .store
+                .documents(scope, p.project_id, &named, 0, ids.len() as i64)
+                .await?;
+            if found.len() != ids.len() {
+                return Err(Error::not_found("document").into());
             }
-            chosen
+            found
         }
         None => {
             let (documents, _) = state
                 .store
-                .documents(scope, p.project_id, &filter, 0, MAX_CANDIDATES)
+                .documents(scope, p.project_id, &DocumentFilter::default(), 0, MAX_CANDIDATES)
                 .await?;
             documents
         }

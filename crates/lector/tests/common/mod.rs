@@ -1,7 +1,9 @@
 //! What the kill tests share: a `lector worker` process with a short lease, run in slices so
-//! that a test can catch it in the middle of a job however fast or slow the machine is.
+//! that a test can catch it in the middle of a job however fast or slow the machine is, and
+//! the labelled documents they train on. Each test binary uses a part of it.
+#![allow(dead_code)]
 
-use lector_store::{Job, JobState, Store};
+use lector_store::{Job, JobState, LabeledDocument, NewDocument, NewSegment, NewTag, Store};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -87,5 +89,28 @@ pub async fn ended(store: &Store, job_id: i64) -> Job {
         }
         assert!(started.elapsed() < DEADLINE, "the job did not end: {job:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A one-segment document of `text`, tagged with `class` and marked annotated.
+pub fn labeled(text: String, class: &str) -> LabeledDocument {
+    let end = text.chars().count() as i64;
+    LabeledDocument {
+        document: NewDocument {
+            segments: vec![NewSegment {
+                text: text.clone(),
+                start: 0,
+                end,
+            }],
+            text,
+            meta: serde_json::json!({}),
+            language: "en".into(),
+        },
+        tags: vec![vec![NewTag {
+            class: Some(class.into()),
+            label: None,
+            part: None,
+        }]],
+        annotated: vec![true],
     }
 }
