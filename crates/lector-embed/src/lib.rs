@@ -17,6 +17,7 @@
 //! The forward pass is plain Rust loops rather than a tensor library: it builds in seconds
 //! and embeds about a hundred short sentences per second per core (`docs/BENCHMARKS.md`).
 
+mod base;
 mod bert;
 mod error;
 mod safetensors;
@@ -30,6 +31,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+pub use base::{BaseDescription, BaseModels, DESCRIPTION_FILE, InstalledBase, MINILM};
 pub use bert::{Bert, Config};
 pub use error::{Error, Result};
 pub use safetensors::{Tensors, write_f32};

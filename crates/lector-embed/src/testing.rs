@@ -83,3 +83,14 @@ pub fn tiny() -> MiniLm {
     let (config, weights) = tiny_parts(true);
     MiniLm::from_parts(&config, TINY_VOCAB, weights, 16, "tiny".into()).unwrap_or_else(|e| panic!("tiny encoder: {e}"))
 }
+
+/// Writes the tiny encoder (plain layer norms) as an encoder directory `MiniLm::load` reads,
+/// as a BASE model is installed.
+pub fn write_tiny(dir: &std::path::Path) -> std::io::Result<()> {
+    let (config, weights) = tiny_parts(true);
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("config.json"), config.to_string())?;
+    std::fs::write(dir.join("vocab.txt"), TINY_VOCAB)?;
+    std::fs::write(dir.join("model.safetensors"), weights)?;
+    std::fs::write(dir.join("sentence_bert_config.json"), r#"{"max_seq_length": 16}"#)
+}

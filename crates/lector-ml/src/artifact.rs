@@ -156,6 +156,56 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// An artifact whose frame, checksum and header were checked: the body starts at `at`.
+struct Opened<'a> {
+    version: u32,
+    info: ModelInfo,
+    /// The file without its checksum.
+    content: &'a [u8],
+    at: usize,
+}
+
+fn open(bytes: &[u8]) -> Result<Opened<'_>> {
+    if bytes.len() < 8 || &bytes[..8] != MAGIC {
+        return Err(Error::artifact("not a Lector model (bad magic)"));
+    }
+    if bytes.len() < 8 + 4 + 4 + 8 + 8 {
+        return Err(Error::artifact("file too short"));
+    }
+    let (content, sum) = bytes.split_at(bytes.len() - 8);
+    let mut r = Reader { bytes: content, at: 8 };
+    let version = r.u32()?;
+    if version != FORMAT_VERSION && version != 1 {
+        return Err(Error::artifact(format!(
+            "format version {version} is not supported (this build reads {FORMAT_VERSION})"
+        )));
+    }
+    let mut expected = [0u8; 8];
+    expected.copy_from_slice(sum);
+    if fnv1a(FNV_SEED, content) != u64::from_le_bytes(expected) {
+        return Err(Error::artifact("checksum mismatch: the file is damaged or truncated"));
+    }
+    let header_len = r.u32()? as usize;
+    if header_len > MAX_HEADER {
+        return Err(Error::artifact("header too large"));
+    }
+    let header = r.take(header_len)?;
+    let info: ModelInfo = serde_json::from_slice(header).map_err(|e| Error::artifact(format!("bad header: {e}")))?;
+    info.features
+        .validate()
+        .map_err(|e| Error::artifact(format!("bad header: {e}")))?;
+    let body_len = r.u64()?;
+    if body_len != (content.len() - r.at) as u64 {
+        return Err(Error::artifact("body length does not match the file"));
+    }
+    Ok(Opened {
+        version,
+        info,
+        content,
+        at: r.at,
+    })
+}
+
 impl Model {
     /// The model as one artifact file.
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -188,6 +238,12 @@ impl Model {
         out
     }
 
+    /// The header of an artifact (checked like [`Model::from_bytes`] checks it), without
+    /// its weights: what a model is and which sentence encoder, if any, it needs to load.
+    pub fn read_info(bytes: &[u8]) -> Result<ModelInfo> {
+        open(bytes).map(|opened| opened.info)
+    }
+
     /// Reads an artifact written by [`Model::to_bytes`] of a model without a sentence
     /// encoder (see [`Model::from_bytes_with`]).
     pub fn from_bytes(bytes: &[u8]) -> Result<Model> {
@@ -197,39 +253,13 @@ impl Model {
     /// Reads an artifact; a model trained with a sentence encoder needs that encoder (same
     /// [`Embedder::id`]) as `encoder`.
     pub fn from_bytes_with(bytes: &[u8], encoder: Option<Arc<dyn Embedder>>) -> Result<Model> {
-        if bytes.len() < 8 || &bytes[..8] != MAGIC {
-            return Err(Error::artifact("not a Lector model (bad magic)"));
-        }
-        if bytes.len() < 8 + 4 + 4 + 8 + 8 {
-            return Err(Error::artifact("file too short"));
-        }
-        let (content, sum) = bytes.split_at(bytes.len() - 8);
-        let mut r = Reader { bytes: content, at: 8 };
-        let version = r.u32()?;
-        if version != FORMAT_VERSION && version != 1 {
-            return Err(Error::artifact(format!(
-                "format version {version} is not supported (this build reads {FORMAT_VERSION})"
-            )));
-        }
-        let mut expected = [0u8; 8];
-        expected.copy_from_slice(sum);
-        if fnv1a(FNV_SEED, content) != u64::from_le_bytes(expected) {
-            return Err(Error::artifact("checksum mismatch: the file is damaged or truncated"));
-        }
-        let header_len = r.u32()? as usize;
-        if header_len > MAX_HEADER {
-            return Err(Error::artifact("header too large"));
-        }
-        let header = r.take(header_len)?;
-        let info: ModelInfo =
-            serde_json::from_slice(header).map_err(|e| Error::artifact(format!("bad header: {e}")))?;
-        info.features
-            .validate()
-            .map_err(|e| Error::artifact(format!("bad header: {e}")))?;
-        let body_len = r.u64()?;
-        if body_len != (content.len() - r.at) as u64 {
-            return Err(Error::artifact("body length does not match the file"));
-        }
+        let Opened {
+            version,
+            info,
+            content,
+            at,
+        } = open(bytes)?;
+        let mut r = Reader { bytes: content, at };
         let dim = info.features.buckets();
         let encoder = match (&info.dense, encoder) {
             (None, _) => None,
