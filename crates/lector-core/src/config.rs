@@ -111,6 +111,9 @@ pub struct Config {
     pub uploads: UploadConfig,
     /// Limits on connections and request heads.
     pub http: HttpConfig,
+    /// Where the BASE models (sentence encoders) are installed, one directory each, by
+    /// `lector base-models install`; default `{data_dir}/base-models`. Every node reads its own.
+    pub base_models_dir: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -141,6 +144,7 @@ impl Default for Config {
             blob_url: None,
             uploads: UploadConfig::default(),
             http: HttpConfig::default(),
+            base_models_dir: None,
         }
     }
 }
@@ -152,6 +156,13 @@ impl Config {
             Some(url) => url.expose().to_owned(),
             None => format!("sqlite://{}?mode=rwc", self.data_dir.join("lector.db").display()),
         }
+    }
+
+    /// The BASE models' directory in force.
+    pub fn base_models_dir(&self) -> PathBuf {
+        self.base_models_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("base-models"))
     }
 
     pub fn mail_outbox(&self) -> PathBuf {
