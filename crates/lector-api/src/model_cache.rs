@@ -5,6 +5,7 @@
 //! through the store's scoped functions first.
 
 use lector_core::{Error, Result};
+use lector_embed::BaseModels;
 use lector_store::{Model, Store};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,6 +17,8 @@ pub const DEFAULT_CAPACITY: usize = 16;
 pub struct ModelCache {
     capacity: usize,
     inner: Mutex<Entries>,
+    /// Gives a model trained with a sentence encoder its encoder.
+    base_models: Arc<BaseModels>,
 }
 
 #[derive(Debug, Default)]
@@ -32,10 +35,11 @@ struct Entry {
 }
 
 impl ModelCache {
-    pub fn new(capacity: usize) -> Self {
+    pub fn new(capacity: usize, base_models: Arc<BaseModels>) -> Self {
         Self {
             capacity: capacity.max(1),
             inner: Mutex::new(Entries::default()),
+            base_models,
         }
     }
 
@@ -45,15 +49,22 @@ impl ModelCache {
             return Ok(found);
         }
         let bytes = store.model_artifact(model).await?;
-        let loaded = tokio::task::spawn_blocking(move || lector_ml::Model::from_bytes(&bytes))
+        let base_models = self.base_models.clone();
+        let loaded = tokio::task::spawn_blocking(move || base_models.load_model(&bytes))
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "loading a model panicked");
                 Error::internal()
             })?
-            .map_err(|e| {
-                tracing::error!(model.id = model.id, error = %e, "a stored model artifact does not load");
-                Error::internal()
+            .map_err(|e| match e {
+                lector_ml::Error::MissingEncoder(_) => Error::conflict(format!(
+                    "model {}: {e}; install it with `lector base-models install`",
+                    model.id
+                )),
+                e => {
+                    tracing::error!(model.id = model.id, error = %e, "a stored model artifact does not load");
+                    Error::internal()
+                }
             })?;
         let loaded = Arc::new(loaded);
         self.insert(model.id, model.version, loaded.clone());
@@ -113,7 +124,7 @@ mod tests {
 
     #[test]
     fn keeps_the_most_recently_used_and_knows_versions() {
-        let cache = ModelCache::new(2);
+        let cache = ModelCache::new(2, Arc::new(BaseModels::none()));
         let model = tiny();
         cache.insert(1, 1, model.clone());
         cache.insert(2, 1, model.clone());

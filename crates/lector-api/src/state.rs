@@ -20,6 +20,8 @@ pub struct AppState {
     pub sources: Arc<lector_sources::Sources>,
     /// Models loaded for analysis on this node.
     pub models: Arc<crate::model_cache::ModelCache>,
+    /// The BASE models (sentence encoders) installed on this node.
+    pub base_models: Arc<lector_embed::BaseModels>,
 }
 
 impl AppState {
@@ -37,6 +39,11 @@ impl AppState {
         let auth = AuthKeys::load(&config)?;
         let mailer = Mailer::new(&config.mail, &config.mail_outbox())?;
         let sources = lector_sources::Sources::new(&config)?;
+        let base_models = Arc::new(lector_embed::BaseModels::new(config.base_models_dir()));
+        store
+            .sync_base_models(&installed_base_models(&base_models))
+            .await
+            .map_err(|e| format!("base models: {}", e.detail))?;
         Ok(Self {
             store,
             config: Arc::new(config),
@@ -46,9 +53,26 @@ impl AppState {
             sources: Arc::new(sources),
             models: Arc::new(crate::model_cache::ModelCache::new(
                 crate::model_cache::DEFAULT_CAPACITY,
+                base_models.clone(),
             )),
+            base_models,
         })
     }
+}
+
+/// What the store records of the BASE models found on disk.
+fn installed_base_models(base_models: &lector_embed::BaseModels) -> Vec<lector_store::InstalledBaseModel> {
+    base_models
+        .installed()
+        .into_iter()
+        .map(|base| lector_store::InstalledBaseModel {
+            name: base.name,
+            display_name: base.description.display_name,
+            short_description: base.description.short_description,
+            long_description: base.description.long_description,
+            language: base.description.language,
+        })
+        .collect()
 }
 
 /// The address of the connection a request came in on, put into request extensions by the

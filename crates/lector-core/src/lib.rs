@@ -17,4 +17,4 @@ pub mod validate;
 
 pub use error::{Error, ErrorCode, FieldError, Result};
 pub use policy::{Action, Role, Scope};
-pub use types::{ModelStatus, NotificationType, ProjectType, SourceKind};
+pub use types::{ModelStatus, ModelType, NotificationType, ProjectType, SourceKind};

@@ -68,6 +68,49 @@ impl ProjectType {
     pub const ABSA_LABELS: [&'static str; 3] = ["positive", "negative", "neutral"];
 }
 
+/// What a model is: a classifier of one of the four project types, or a BASE model (a
+/// sentence encoder that ships with the service and that classifiers are trained with).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ModelType {
+    Base,
+    Absa,
+    Class,
+    Label,
+    Classlabel,
+}
+
+crate::wire_enum!(ModelType { Base => "BASE", Absa => "ABSA", Class => "CLASS", Label => "LABEL", Classlabel => "CLASSLABEL" });
+
+impl ModelType {
+    /// The project type of a classifier; `None` for a BASE model.
+    pub fn project_type(self) -> Option<ProjectType> {
+        match self {
+            ModelType::Base => None,
+            ModelType::Absa => Some(ProjectType::Absa),
+            ModelType::Class => Some(ProjectType::Class),
+            ModelType::Label => Some(ProjectType::Label),
+            ModelType::Classlabel => Some(ProjectType::Classlabel),
+        }
+    }
+
+    /// The numeric mapping of the original interface.
+    pub fn number(self) -> u8 {
+        self.project_type().map_or(1, ProjectType::number)
+    }
+}
+
+impl From<ProjectType> for ModelType {
+    fn from(kind: ProjectType) -> Self {
+        match kind {
+            ProjectType::Absa => ModelType::Absa,
+            ProjectType::Class => ModelType::Class,
+            ProjectType::Label => ModelType::Label,
+            ProjectType::Classlabel => ModelType::Classlabel,
+        }
+    }
+}
+
 /// Where a model is in its life: trained by a job (QUEUED, TRAINING, then READY or FAILED),
 /// or PUBLISHED for every user to read. CREATED and ACTIVE are the original interface's values
 /// for models it made outside training; Lector accepts them on upload.

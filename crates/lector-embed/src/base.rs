@@ -169,13 +169,7 @@ impl BaseModels {
         let encoder = self
             .encoder_by_id(&dense.encoder)
             .map_err(|e| lector_ml::Error::Artifact(format!("a base model cannot be read: {e}")))?
-            .ok_or_else(|| {
-                lector_ml::Error::Artifact(format!(
-                    "the model reads the sentence encoder {}, which is not installed here \
-                     (`lector base-models install`)",
-                    dense.encoder
-                ))
-            })?;
+            .ok_or(lector_ml::Error::MissingEncoder(dense.encoder))?;
         lector_ml::Model::from_bytes_with(bytes, Some(encoder as Arc<dyn lector_ml::Embedder>))
     }
 }

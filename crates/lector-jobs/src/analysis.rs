@@ -10,15 +10,16 @@
 use crate::ingest::fill_group;
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
 use lector_core::NotificationType;
+use lector_embed::BaseModels;
 use lector_store::{AnalysisPayload, AnalysisTag, Lease, PendingDocument, Store};
 use std::sync::Arc;
 
 /// Documents read, predicted and written per transaction.
 pub const ANALYSIS_BATCH: i64 = 500;
 
-/// Runs a batch analysis.
+/// Runs a batch analysis, loading models with the BASE models they were trained with.
 #[derive(Debug, Default)]
-pub struct AnalyzeDocuments;
+pub struct AnalyzeDocuments(pub Arc<BaseModels>);
 
 impl Handler for AnalyzeDocuments {
     type Payload = AnalysisPayload;
@@ -44,7 +45,7 @@ impl Handler for AnalyzeDocuments {
                     fill_group(store, lease, import).await?;
                 }
             }
-            analyse(store, lease, &payload).await?;
+            analyse(store, lease, &self.0, &payload).await?;
             store
                 .complete_analysis(lease, payload.analysis_id)
                 .await
@@ -55,21 +56,32 @@ impl Handler for AnalyzeDocuments {
 }
 
 /// Loads the model the analysis names, from its stored artifact.
-async fn load_model(store: &Store, lease: &Lease, model_id: i64) -> Result<Arc<lector_ml::Model>, JobError> {
+async fn load_model(
+    store: &Store,
+    lease: &Lease,
+    base_models: &Arc<BaseModels>,
+    model_id: i64,
+) -> Result<Arc<lector_ml::Model>, JobError> {
     let model = store
         .model_for_job(lease, model_id)
         .await
         .map_err(JobError::from_store)?;
     let bytes = store.model_artifact(&model).await.map_err(JobError::from_store)?;
-    let loaded = tokio::task::spawn_blocking(move || lector_ml::Model::from_bytes(&bytes))
+    let base_models = base_models.clone();
+    let loaded = tokio::task::spawn_blocking(move || base_models.load_model(&bytes))
         .await
         .map_err(|e| JobError::transient(format!("loading the model failed: {e}")))?
         .map_err(|e| JobError::fatal(format!("the model's file cannot be read: {e}")))?;
     Ok(Arc::new(loaded))
 }
 
-async fn analyse(store: &Store, lease: &Lease, payload: &AnalysisPayload) -> Result<(), JobError> {
-    let model = load_model(store, lease, payload.model_id).await?;
+async fn analyse(
+    store: &Store,
+    lease: &Lease,
+    base_models: &Arc<BaseModels>,
+    payload: &AnalysisPayload,
+) -> Result<(), JobError> {
+    let model = load_model(store, lease, base_models, payload.model_id).await?;
     let (classes, labels) = store.vocabulary_for_job(lease).await.map_err(JobError::from_store)?;
     let (total, mut done) = store
         .analysis_extent(lease, payload.analysis_id, payload.group_id)

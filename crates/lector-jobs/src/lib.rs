@@ -22,13 +22,17 @@ pub use prepare::prepare_document;
 pub use runner::{Handler, HandlerFuture, JobError, Outcome, Runner};
 pub use training::TrainModel;
 
-/// The runner with every kind of job this installation handles, sending mail with `mailer`.
-pub fn standard_runner(mailer: std::sync::Arc<Mailer>) -> Runner {
+use lector_embed::BaseModels;
+use std::sync::Arc;
+
+/// The runner with every kind of job this installation handles, sending mail with `mailer`
+/// and training and analysing with the BASE models of `base_models`.
+pub fn standard_runner(mailer: Arc<Mailer>, base_models: Arc<BaseModels>) -> Runner {
     Runner::new()
         .with(ImportDocuments)
         .with(ImportLabeled)
         .with(CloneProject)
-        .with(TrainModel)
-        .with(AnalyzeDocuments)
+        .with(TrainModel(base_models.clone()))
+        .with(AnalyzeDocuments(base_models))
         .with(SendMail(mailer))
 }

@@ -9,7 +9,8 @@
 //! does not serve predictions: that is the API's model cache.
 
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
-use lector_core::{ErrorCode, ModelStatus, NotificationType, ProjectType};
+use lector_core::{ErrorCode, ModelStatus, ModelType, NotificationType, ProjectType};
+use lector_embed::BaseModels;
 use lector_ml::{Example, Model as MlModel, Options, Tag, split_examples};
 use lector_store::{Lease, Model, Store, TrainedModel, TrainingPayload};
 use std::collections::{BTreeSet, HashSet};
@@ -25,9 +26,9 @@ const DEMOSET_SIZE: usize = 5;
 /// Share of the segments held out for testing when the client names no test sessions.
 const TEST_FRACTION: f64 = 0.2;
 
-/// Trains the model a `train_model` request queued.
+/// Trains the model a `train_model` request queued, with the BASE models installed here.
 #[derive(Debug, Default)]
-pub struct TrainModel;
+pub struct TrainModel(pub Arc<BaseModels>);
 
 /// Why a training run stopped.
 enum Stop {
@@ -63,7 +64,7 @@ impl Handler for TrainModel {
                 Ok(other) => return Err(JobError::fatal(format!("the model is {other}, not trainable"))),
                 Err(e) => return Err(JobError::from_store(e)),
             }
-            match train(store, lease, &model, &payload).await {
+            match train(store, lease, &self.0, &model, &payload).await {
                 Ok(trained) => {
                     let score = trained.score;
                     store
@@ -98,8 +99,17 @@ fn ready(lease: &Lease, model: &Model, score: Option<f64>) -> Outcome {
 }
 
 /// Reads, learns, evaluates; answers what `complete_training` stores.
-async fn train(store: &Store, lease: &Lease, model: &Model, payload: &TrainingPayload) -> Result<TrainedModel, Stop> {
-    let kind = model.kind;
+async fn train(
+    store: &Store,
+    lease: &Lease,
+    base_models: &Arc<BaseModels>,
+    model: &Model,
+    payload: &TrainingPayload,
+) -> Result<TrainedModel, Stop> {
+    let kind = model
+        .kind
+        .project_type()
+        .ok_or_else(|| Stop::Fatal("a BASE model ships with the service; it is not trained".into()))?;
     let mut train = examples(store, lease, kind, &payload.train_session_ids).await?;
     let mut test = examples(store, lease, kind, &payload.test_session_ids).await?;
     check_examples(kind, &train)?;
@@ -109,18 +119,15 @@ async fn train(store: &Store, lease: &Lease, model: &Model, payload: &TrainingPa
         train = split.train.iter().map(|&i| train[i].clone()).collect();
         check_examples(kind, &train)?;
     }
-    let base = match model.base_id {
-        None => None,
-        Some(id) => {
-            let bytes = store.base_artifact_for_job(lease, id).await?;
-            Some(MlModel::from_bytes(&bytes).map_err(|e| Stop::Fatal(format!("the base model cannot be read: {e}")))?)
-        }
+    let start = match model.base_id {
+        None => Start::Fresh,
+        Some(id) => start_from(store, lease, base_models, id).await?,
     };
     let done = Arc::new(AtomicU64::new(0f64.to_bits()));
     let cancel = Arc::new(AtomicBool::new(false));
     let work = {
         let (done, cancel) = (done.clone(), cancel.clone());
-        tokio::task::spawn_blocking(move || learn(kind, &train, &test, base.as_ref(), &done, &cancel))
+        tokio::task::spawn_blocking(move || learn(kind, &train, &test, &start, &done, &cancel))
     };
     tokio::pin!(work);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
@@ -140,17 +147,57 @@ async fn train(store: &Store, lease: &Lease, model: &Model, payload: &TrainingPa
     outcome.map_err(|e| Stop::Transient(format!("training stopped unexpectedly: {e}")))?
 }
 
+/// What training starts from: nothing, a BASE model's sentence encoder, or a model's weights.
+enum Start {
+    Fresh,
+    Encoder(Arc<dyn lector_ml::Embedder>),
+    Model(Box<MlModel>),
+}
+
+/// Reads the base model a training names: a BASE model's encoder, or a classifier's artifact
+/// (with the encoder it was trained with).
+async fn start_from(store: &Store, lease: &Lease, base_models: &Arc<BaseModels>, id: i64) -> Result<Start, Stop> {
+    let base = store.base_model_for_job(lease, id).await?;
+    let base_models = base_models.clone();
+    let loading = if base.kind == ModelType::Base {
+        let name = base.name.clone();
+        tokio::task::spawn_blocking(move || {
+            base_models
+                .encoder(&name)
+                .map(|e| Start::Encoder(e))
+                .map_err(|e| Stop::Fatal(format!("base model {name} cannot be read on this server: {e}")))
+        })
+    } else {
+        let bytes = store.model_artifact(&base).await?;
+        tokio::task::spawn_blocking(move || {
+            base_models
+                .load_model(&bytes)
+                .map(|m| Start::Model(Box::new(m)))
+                .map_err(|e| Stop::Fatal(format!("the base model cannot be read: {e}")))
+        })
+    };
+    loading
+        .await
+        .map_err(|e| Stop::Transient(format!("reading the base model stopped unexpectedly: {e}")))?
+}
+
 /// Learns on a blocking thread, reporting the fraction done through `done`.
 fn learn(
     kind: ProjectType,
     train: &[Example],
     test: &[Example],
-    base: Option<&MlModel>,
+    start: &Start,
     done: &AtomicU64,
     cancel: &AtomicBool,
 ) -> Result<TrainedModel, Stop> {
+    let (base, embedder) = match start {
+        Start::Fresh => (None, None),
+        Start::Encoder(encoder) => (None, Some(encoder.clone())),
+        Start::Model(model) => (Some(model.as_ref()), None),
+    };
     let options = Options {
         base,
+        embedder,
         trained_at: Some(lector_core::time::Timestamp::now().to_rfc3339()),
         ..Options::default()
     };

@@ -264,12 +264,7 @@ impl Model {
         let encoder = match (&info.dense, encoder) {
             (None, _) => None,
             (Some(d), Some(e)) if e.id() == d.encoder && e.dim() == d.dim => Some(Encoder(e)),
-            (Some(d), _) => {
-                return Err(Error::artifact(format!(
-                    "the model reads the sentence encoder {} ({} values), which was not given",
-                    d.encoder, d.dim
-                )));
-            }
+            (Some(d), _) => return Err(Error::MissingEncoder(d.encoder.clone())),
         };
         let main_dim = dim.saturating_add(info.dense.as_ref().map_or(0, |d| d.dim));
         // The checksum is no signature: a crafted header could ask for any table size, so

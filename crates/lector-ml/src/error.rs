@@ -15,6 +15,9 @@ pub enum Error {
     /// The base model given for a warm start shares nothing with this project.
     #[error("the base model cannot seed this model: {0}")]
     IncompatibleBase(String),
+    /// The model was trained with a sentence encoder (named by its id) that was not given.
+    #[error("the model reads the sentence encoder {0}, which is not installed here")]
+    MissingEncoder(String),
     /// The bytes are not a model artifact this version can read.
     #[error("not a valid model artifact: {0}")]
     Artifact(String),

@@ -101,11 +101,11 @@ fn a_model_with_an_encoder_round_trips_only_with_that_encoder() {
     for text in ["the curry was served", "the whisky was served", "", "nothing here"] {
         assert_eq!(loaded.predict(text), a.predict(text));
     }
-    assert!(matches!(Model::from_bytes(&bytes), Err(Error::Artifact(m)) if m.contains("concepts-v1")));
+    assert!(matches!(Model::from_bytes(&bytes), Err(Error::MissingEncoder(id)) if id == "concepts-v1"));
     let other: Arc<dyn Embedder> = Arc::new(Concepts("concepts-v2"));
     assert!(matches!(
         Model::from_bytes_with(&bytes, Some(other)),
-        Err(Error::Artifact(_))
+        Err(Error::MissingEncoder(_))
     ));
 }
 
@@ -277,7 +277,7 @@ fn a_tunable_encoder_is_tuned_to_the_classes_and_travels_in_the_artifact() {
     for text in ["the curry was served", "the whisky was served", "", "we talked"] {
         assert_eq!(loaded.predict(text), model.predict(text));
     }
-    assert!(matches!(Model::from_bytes(&bytes), Err(Error::Artifact(_))));
+    assert!(matches!(Model::from_bytes(&bytes), Err(Error::MissingEncoder(_))));
     // An encoder with the same id that cannot read tuned weights refuses them.
     let plain: Arc<dyn Embedder> = Arc::new(Concepts("concepts-v1"));
     assert!(matches!(

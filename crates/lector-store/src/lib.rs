@@ -9,6 +9,7 @@
 mod accounts;
 mod analyses;
 mod analysis_runs;
+mod base_models;
 mod blobs;
 mod bulk;
 mod cloning;
@@ -22,6 +23,7 @@ mod models;
 pub use accounts::{NewUser, UserChanges};
 pub use analyses::{Analysis, NewAnalysis};
 pub use analysis_runs::{AnalysisSource, AnalysisTag, NewBatchAnalysis, PendingDocument, StoredAnalysisTag};
+pub use base_models::InstalledBaseModel;
 pub use blobs::Blobs;
 pub use cloning::CloneCounts;
 pub use corrections::{CorrectionAgreement, NewCorrection, PredictedSegmentTag};

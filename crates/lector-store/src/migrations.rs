@@ -80,6 +80,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0011_corrections.sql"),
         postgres: include_str!("../migrations/postgres/0011_corrections.sql"),
     },
+    Step {
+        version: 12,
+        description: "base models",
+        sqlite: include_str!("../migrations/sqlite/0012_base_models.sql"),
+        postgres: include_str!("../migrations/postgres/0012_base_models.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -12,7 +12,7 @@ use crate::{Param, Store, db, db_unique, numbered};
 use lector_core::policy::WorkspaceFacts;
 use lector_core::time::Timestamp;
 use lector_core::validate::Problems;
-use lector_core::{Action, Error, ErrorCode, FieldError, ModelStatus, ProjectType, Result, Scope};
+use lector_core::{Action, Error, ErrorCode, FieldError, ModelStatus, ModelType, ProjectType, Result, Scope};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
@@ -30,7 +30,7 @@ pub struct Model {
     pub display_name: String,
     pub short_description: String,
     pub long_description: String,
-    pub kind: ProjectType,
+    pub kind: ModelType,
     pub status: ModelStatus,
     pub progress: f64,
     pub score: Option<f64>,
@@ -132,7 +132,8 @@ pub struct ModelFilter {
     pub starred: Option<bool>,
     /// A part of the name or display name, any case.
     pub search: Option<String>,
-    pub kind: Option<ProjectType>,
+    /// One type; without it, the four project types (BASE models only when asked for).
+    pub kind: Option<ModelType>,
     pub exclude_id: Option<i64>,
 }
 
@@ -174,6 +175,19 @@ pub struct NewUploadedModel {
     pub metrics: Option<serde_json::Value>,
     pub classes: Vec<String>,
     pub labels: Vec<String>,
+}
+
+/// 409 for a BASE model: its files are installed on each server (`lector base-models
+/// install`), never uploaded, downloaded, changed or deleted through the API.
+fn refuse_base(model: &Model) -> Result<()> {
+    if model.kind == ModelType::Base {
+        return Err(Error::conflict(format!(
+            "model {} is a BASE model: its files are installed on each server with `lector base-models install`, \
+             not downloaded, changed or deleted through the API",
+            model.id
+        )));
+    }
+    Ok(())
 }
 
 /// The blob key of a model artifact written by `origin` (a job id, or `upload`).
@@ -226,6 +240,13 @@ impl Store {
             scope.authorize(model.workspace, Action::Edit)?;
         } else {
             scope.may_somewhere(Action::Edit)?;
+        }
+        if model.kind == ModelType::Base {
+            return Err(Error::conflict(format!(
+                "model {} is a BASE model, a sentence encoder that tags nothing: train a model with \
+                 base_id {} and analyse with that",
+                model.id, model.id
+            )));
         }
         if !model.status.predicts() || model.artifact_key.is_none() {
             return Err(Error::conflict(format!(
@@ -328,9 +349,12 @@ impl Store {
                 .push("NOT EXISTS (SELECT 1 FROM model_stars s WHERE s.model_id = m.id AND s.user_id = $1)".into()),
             None => {}
         }
-        if let Some(kind) = filter.kind {
-            params.push(Param::Text(kind.as_str().into()));
-            conditions.push(format!("m.type = ${}", params.len()));
+        match filter.kind {
+            Some(kind) => {
+                params.push(Param::Text(kind.as_str().into()));
+                conditions.push(format!("m.type = ${}", params.len()));
+            }
+            None => conditions.push(format!("m.type <> '{}'", ModelType::Base.as_str())),
         }
         if let Some(search) = filter.search.as_deref().filter(|s| !s.trim().is_empty()) {
             params.push(Param::Text(format!(
@@ -373,6 +397,7 @@ impl Store {
     /// Changes a model's descriptive fields (MANAGER of its workspace); a taken name is 409.
     pub async fn update_model(&self, scope: &Scope, model: &Model, changes: ModelChanges) -> Result<Model> {
         let model = self.model_access(scope, model.id, Action::Manage).await?;
+        refuse_base(&model)?;
         sqlx::query(
             "UPDATE models SET name = $1, display_name = $2, short_description = $3, long_description = $4, \
              language = $5, collection_id = $6, updated = $7 WHERE id = $8",
@@ -394,6 +419,7 @@ impl Store {
     /// Deletes a model (MANAGER of its workspace) and then its artifact; answers what was deleted.
     pub async fn delete_model(&self, scope: &Scope, model: &Model) -> Result<Model> {
         let model = self.model_access(scope, model.id, Action::Manage).await?;
+        refuse_base(&model)?;
         sqlx::query("DELETE FROM models WHERE id = $1")
             .bind(model.id)
             .execute(&self.pool)
@@ -429,6 +455,7 @@ impl Store {
 
     /// The artifact of a model the caller may read (409 while it has none).
     pub async fn model_artifact(&self, model: &Model) -> Result<Vec<u8>> {
+        refuse_base(model)?;
         let key = model.artifact_key.as_deref().ok_or_else(|| {
             Error::new(
                 ErrorCode::Conflict,

@@ -51,6 +51,31 @@ pub struct TrainedModel {
     pub labels: Vec<String>,
 }
 
+/// Why `base` cannot be started from by a model of `kind` in `language`, if it cannot: a BASE
+/// model (a sentence encoder) must be installed and read the language; a classifier must be
+/// of the project's type and have an artifact.
+fn base_problem(base: &Model, kind: ProjectType, language: &str) -> Option<String> {
+    let id = base.id;
+    match base.kind.project_type() {
+        None if base.status != ModelStatus::Published => Some(format!(
+            "base model {id} is not installed on this server ({})",
+            base.failure.as_deref().unwrap_or("its files are missing")
+        )),
+        None if base.language != language => Some(format!(
+            "base model {id} reads {}; this model is trained for {language}",
+            base.language
+        )),
+        None => None,
+        Some(base_kind) if base_kind != kind => {
+            Some(format!("model {id} is a {base_kind} model; this project trains {kind}"))
+        }
+        Some(_) if !base.status.predicts() || base.artifact_key.is_none() => {
+            Some(format!("model {id} is {}, not ready to start from", base.status))
+        }
+        Some(_) => None,
+    }
+}
+
 /// Seed of the 80/20 split when the client names no test sessions.
 const SPLIT_SEED: u64 = 20_240_601;
 
@@ -75,24 +100,13 @@ impl Store {
         let base = match new.base_id {
             None => None,
             Some(id) => match self.model_access(scope, id, Action::Read).await {
-                Ok(base) if base.kind != project.kind => {
-                    problems.push(
-                        "base_id",
-                        format!(
-                            "model {id} is a {} model; this project trains {}",
-                            base.kind, project.kind
-                        ),
-                    );
-                    None
-                }
-                Ok(base) if !base.status.predicts() || base.artifact_key.is_none() => {
-                    problems.push(
-                        "base_id",
-                        format!("model {id} is {}, not ready to start from", base.status),
-                    );
-                    None
-                }
-                Ok(base) => Some(base),
+                Ok(base) => match base_problem(&base, project.kind, &language) {
+                    Some(problem) => {
+                        problems.push("base_id", problem);
+                        None
+                    }
+                    None => Some(base),
+                },
                 Err(e) if e.code == ErrorCode::NotFound => {
                     problems.push("base_id", format!("no model {id} that you may read"));
                     None
@@ -250,14 +264,19 @@ impl Store {
             .ok_or_else(|| Error::not_found("model"))
     }
 
-    /// The artifact of the base model a training job starts from (the request checked that
-    /// its caller may read it).
-    pub async fn base_artifact_for_job(&self, lease: &Lease, base_id: i64) -> Result<Vec<u8>> {
+    /// The base model a training job starts from (the request checked that its caller may
+    /// read it); a BASE model no longer installed is refused as gone.
+    pub async fn base_model_for_job(&self, lease: &Lease, base_id: i64) -> Result<Model> {
         let model = self
             .model_row(lease.job.user_id.unwrap_or_default(), base_id)
             .await?
             .ok_or_else(|| Error::not_found("model"))?;
-        self.model_artifact(&model).await
+        if model.kind == lector_core::ModelType::Base && model.status != ModelStatus::Published {
+            return Err(Error::not_found(
+                "base model (its files are not installed on this server any more)",
+            ));
+        }
+        Ok(model)
     }
 
     /// The annotated segments of a session of the job's project, with that session's tags.

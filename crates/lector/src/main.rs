@@ -103,7 +103,8 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
                 lector_core::config::TlsMode::Proxy => "http (behind a TLS proxy)",
             };
             let (stop, stopped) = tokio::sync::watch::channel(false);
-            let runner = lector_jobs::standard_runner(state.mailer.clone()).lease_secs(state.config.job_lease_secs);
+            let runner = lector_jobs::standard_runner(state.mailer.clone(), state.base_models.clone())
+                .lease_secs(state.config.job_lease_secs);
             let workers = runner.spawn(state.store.clone(), state.config.workers, stopped);
             tracing::info!(%address, scheme, workers = state.config.workers, data_dir = %state.config.data_dir.display(), "lector is serving");
             server.run(lector_api::shutdown_signal()).await;
@@ -119,7 +120,8 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             let mailer = std::sync::Arc::new(lector_jobs::Mailer::new(&config.mail, &config.mail_outbox())?);
             let (stop, stopped) = tokio::sync::watch::channel(false);
             let count = config.workers.max(1);
-            let workers = lector_jobs::standard_runner(mailer)
+            let base_models = std::sync::Arc::new(lector_embed::BaseModels::new(config.base_models_dir()));
+            let workers = lector_jobs::standard_runner(mailer, base_models)
                 .lease_secs(config.job_lease_secs)
                 .spawn(store.clone(), count, stopped);
             tracing::info!(workers = count, "lector worker is running");

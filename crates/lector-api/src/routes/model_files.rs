@@ -82,7 +82,7 @@ pub async fn upload_model(
     // MANAGER somewhere before the file is read; the store checks the workspace it names.
     caller.scope.may_somewhere(lector_core::Action::Manage)?;
     let (bytes, fields) = read_form(&state, multipart?).await?;
-    let artifact = load_artifact(bytes.clone()).await?;
+    let artifact = load_artifact(&state, bytes.clone()).await?;
     let new = new_model(&fields, &artifact)?;
     let model = state.store.upload_model(&caller.scope, new, bytes).await?;
     tracing::info!(model.id = model.id, user.id = caller.user.id, "model uploaded");
@@ -182,15 +182,23 @@ async fn read_form(state: &AppState, mut form: Multipart) -> Result<(Vec<u8>, Ha
     Ok((file, fields))
 }
 
-/// Decodes an artifact on a blocking thread; bytes that are no model answer 422.
-async fn load_artifact(bytes: Vec<u8>) -> Result<lector_ml::Model> {
-    tokio::task::spawn_blocking(move || lector_ml::Model::from_bytes(&bytes))
+/// Decodes an artifact on a blocking thread, with the BASE model it was trained with; bytes
+/// that are no model, or a model whose sentence encoder is not installed here, answer 422.
+async fn load_artifact(state: &AppState, bytes: Vec<u8>) -> Result<lector_ml::Model> {
+    let base_models = state.base_models.clone();
+    tokio::task::spawn_blocking(move || base_models.load_model(&bytes))
         .await
         .map_err(|e| {
             tracing::error!(error = %e, "reading a model artifact panicked");
             Error::internal()
         })?
-        .map_err(|e| bad_field("file", &format!("is not a Lector model file: {e}")))
+        .map_err(|e| match e {
+            lector_ml::Error::MissingEncoder(_) => bad_field(
+                "file",
+                &format!("{e}: install it with `lector base-models install` before uploading this model"),
+            ),
+            e => bad_field("file", &format!("is not a Lector model file: {e}")),
+        })
 }
 
 fn parse_number<T: std::str::FromStr>(problems: &mut Problems, field: &str, value: Option<String>) -> Option<T> {

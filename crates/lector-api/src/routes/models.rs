@@ -16,7 +16,7 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
-use lector_core::{Action, ProjectType};
+use lector_core::{Action, ModelType, ProjectType};
 use lector_store::{MODEL_LANGUAGES, Model, ModelChanges, ModelFilter, NewTraining, WorkspaceRef};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -60,7 +60,8 @@ pub struct ModelDto {
     pub score: Option<f64>,
     /// CREATED, QUEUED, TRAINING, FAILED, READY, ACTIVE or PUBLISHED.
     pub status: String,
-    /// ABSA, CLASS, LABEL or CLASSLABEL.
+    /// ABSA, CLASS, LABEL or CLASSLABEL; BASE for a sentence encoder that ships with the
+    /// service (listed only with `type=BASE`).
     #[serde(rename = "type")]
     pub kind: String,
     pub uuid: String,
@@ -170,10 +171,11 @@ pub struct ListModelsQuery {
     pub starred: Option<bool>,
     /// A part of the name or display name, any case.
     pub search: Option<String>,
-    /// ABSA, CLASS, LABEL or CLASSLABEL.
+    /// ABSA, CLASS, LABEL or CLASSLABEL; BASE lists the sentence encoders (base models),
+    /// which a plain listing leaves out.
     #[serde(rename = "type")]
     #[param(value_type = Option<String>)]
-    pub kind: Option<ProjectType>,
+    pub kind: Option<ModelType>,
     pub exclude_id: Option<i64>,
     #[serde(default)]
     pub offset: i64,

@@ -4,6 +4,8 @@
 //! PostgreSQL database dropped afterwards).
 #![allow(dead_code)]
 
+pub mod tickets;
+
 use lector_api::{AppState, Server};
 use lector_core::config::Config;
 use lector_store::testing::TestDatabase;
@@ -170,7 +172,11 @@ impl TestApp {
         let address = server.local_addr().expect("address");
         let (tx, rx) = oneshot::channel::<()>();
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let workers = lector_jobs::standard_runner(state.mailer.clone()).spawn(state.store.clone(), 2, stopped);
+        let workers = lector_jobs::standard_runner(state.mailer.clone(), state.base_models.clone()).spawn(
+            state.store.clone(),
+            2,
+            stopped,
+        );
         let handle = tokio::spawn(async move {
             server
                 .run(async {
