@@ -14,7 +14,8 @@ backend_tests!(
     label_model_story,
     classlabel_model_story,
     training_is_checked_up_front_and_fails_readably,
-    models_follow_roles_and_tenancy
+    models_follow_roles_and_tenancy,
+    a_project_shows_its_models_and_takes_their_files_when_deleted
 );
 
 /// The name of the caller's default workspace, as a path segment.
@@ -658,4 +659,45 @@ async fn classlabel_model_story(app: TestApp) {
         .filter(|((class, label), (_, c, l))| class.as_deref() == Some(*c) && label.as_deref() == Some(*l))
         .count();
     assert!(right >= 12, "{right} of 15 right: {predicted:?}");
+}
+
+/// Files under the blob store's `models/` folder.
+fn model_files(app: &TestApp) -> usize {
+    fn count(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir).map_or(0, |entries| {
+            entries
+                .flatten()
+                .map(|e| if e.path().is_dir() { count(&e.path()) } else { 1 })
+                .sum()
+        })
+    }
+    count(&app.data_dir.path().join("blobs/models"))
+}
+
+async fn a_project_shows_its_models_and_takes_their_files_when_deleted(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
+    let model = train(&app, &ada, project, json!({"name": "Tickets v1"})).await;
+    let shown = app.get(&format!("/projects/{project}"), &ada.token).await.expect(200);
+    assert_eq!(shown["models"].as_array().map(Vec::len), Some(1), "{shown}");
+    assert_eq!(shown["models"][0]["id"], model["id"]);
+    assert_eq!(shown["models"][0]["status"], "READY");
+    // A name that is a number is found by name when no model of the workspace has that id.
+    let numbered = train(&app, &ada, project, json!({"name": "2024"})).await;
+    let workspace = default_workspace(&app, &ada).await;
+    let (_, _, by_name) = app
+        .download(&ada.token, &format!("/organizations/{workspace}/models/2024/download"))
+        .await;
+    let (_, _, by_id) = app
+        .download(&ada.token, &format!("/models/{}/download", numbered["id"]))
+        .await;
+    assert_eq!(by_name, by_id);
+    assert_eq!(model_files(&app), 2, "the artifacts are stored");
+    app.delete(&format!("/projects/{project}"), &ada.token)
+        .await
+        .expect(200);
+    app.get(&format!("/models/{}", model["id"]), &ada.token)
+        .await
+        .expect_problem(404, "not_found");
+    assert_eq!(model_files(&app), 0, "the artifacts went with their models");
 }

@@ -67,11 +67,19 @@ impl Handler for TrainModel {
             match train(store, lease, &self.0, &model, &payload).await {
                 Ok(trained) => {
                     let score = trained.score;
+                    let storing = std::time::Instant::now();
                     store
                         .complete_training(lease, &model, trained)
                         .await
                         .map_err(JobError::from_store)?;
-                    tracing::info!(model.id = model.id, job.id = lease.job.id, score, "model trained");
+                    let stored_ms = storing.elapsed().as_millis() as u64;
+                    tracing::info!(
+                        model.id = model.id,
+                        job.id = lease.job.id,
+                        score,
+                        stored_ms,
+                        "model trained"
+                    );
                     Ok(ready(lease, &model, score))
                 }
                 // The queue's failure path marks the model FAILED with this reason and notifies.
@@ -110,6 +118,7 @@ async fn train(
         .kind
         .project_type()
         .ok_or_else(|| Stop::Fatal("a BASE model ships with the service; it is not trained".into()))?;
+    let reading = std::time::Instant::now();
     let mut train = examples(store, lease, kind, &payload.train_session_ids).await?;
     let mut test = examples(store, lease, kind, &payload.test_session_ids).await?;
     check_examples(kind, &train)?;
@@ -119,6 +128,13 @@ async fn train(
         train = split.train.iter().map(|&i| train[i].clone()).collect();
         check_examples(kind, &train)?;
     }
+    tracing::info!(
+        job.id = lease.job.id,
+        train = train.len(),
+        test = test.len(),
+        ms = reading.elapsed().as_millis() as u64,
+        "training data read"
+    );
     let start = match model.base_id {
         None => Start::Fresh,
         Some(id) => start_from(store, lease, base_models, id).await?,
@@ -209,11 +225,14 @@ fn learn(
             ControlFlow::Continue(())
         }
     };
+    let learning = std::time::Instant::now();
     let mut model = MlModel::train(kind, train, &options, &mut progress).map_err(|e| match e {
         lector_ml::Error::Cancelled => Stop::Transient("the job's lease was lost".into()),
         lector_ml::Error::InvalidInput(reason) | lector_ml::Error::IncompatibleBase(reason) => Stop::Fatal(reason),
         e => Stop::Fatal(e.to_string()),
     })?;
+    let learnt_ms = learning.elapsed().as_millis() as u64;
+    let evaluating = std::time::Instant::now();
     let metrics = (!test.is_empty()).then(|| model.evaluate(test));
     let score = metrics.as_ref().map(|m| m.score);
     let metrics_json = serde_json::to_value(&metrics).unwrap_or_default();
@@ -235,8 +254,15 @@ fn learn(
             })
         })
         .collect();
+    let artifact = model.to_bytes();
+    tracing::info!(
+        learnt_ms,
+        evaluated_ms = evaluating.elapsed().as_millis() as u64,
+        bytes = artifact.len(),
+        "model learnt and evaluated"
+    );
     Ok(TrainedModel {
-        artifact: model.to_bytes(),
+        artifact,
         score,
         metrics: metrics_json,
         demoset: serde_json::Value::Array(demoset),

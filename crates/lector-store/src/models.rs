@@ -267,7 +267,8 @@ impl Store {
         Ok(model)
     }
 
-    /// A model of a workspace by id or name (download_workspace_model).
+    /// A model of a workspace by id or name (download_workspace_model): a number is an id when
+    /// the workspace has a model of that id, else a name, so a model named "2024" is found too.
     pub async fn workspace_model(
         &self,
         scope: &Scope,
@@ -276,22 +277,26 @@ impl Store {
         action: Action,
     ) -> Result<Model> {
         let (workspace, _) = self.workspace_access(scope, workspace, Action::Read).await?;
-        let id = match model.parse::<i64>() {
-            Ok(id) => Some(id),
-            Err(_) => sqlx::query_scalar("SELECT id FROM models WHERE workspace_id = $1 AND name = $2")
+        let by_id: Option<i64> = match model.parse::<i64>() {
+            Ok(id) => sqlx::query_scalar("SELECT id FROM models WHERE workspace_id = $1 AND id = $2")
+                .bind(workspace.id)
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?,
+            Err(_) => None,
+        };
+        let id = match by_id {
+            Some(id) => Some(id),
+            None => sqlx::query_scalar("SELECT id FROM models WHERE workspace_id = $1 AND name = $2")
                 .bind(workspace.id)
                 .bind(model)
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(db)?,
         };
-        let model = self
-            .model_access(scope, id.ok_or_else(|| Error::not_found("model"))?, action)
-            .await?;
-        if model.workspace_id != workspace.id {
-            return Err(Error::not_found("model"));
-        }
-        Ok(model)
+        self.model_access(scope, id.ok_or_else(|| Error::not_found("model"))?, action)
+            .await
     }
 
     /// A page of the models the caller may see (its workspaces' and every PUBLISHED one), newest
@@ -384,6 +389,11 @@ impl Store {
     /// The models of a project, oldest first.
     pub async fn project_models(&self, scope: &Scope, project_id: i64) -> Result<Vec<Model>> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        self.models_of(scope, &project).await
+    }
+
+    /// The models of a project read through a scoped call, oldest first, with the caller's stars.
+    pub async fn models_of(&self, scope: &Scope, project: &crate::Project) -> Result<Vec<Model>> {
         let sql = format!("{MODEL_SELECT} WHERE m.project_id = $2 ORDER BY m.id");
         let rows = sqlx::query(&sql)
             .bind(scope.user_id)

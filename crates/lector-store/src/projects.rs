@@ -199,6 +199,13 @@ impl Store {
     pub async fn delete_project(&self, scope: &Scope, project_id: i64) -> Result<Project> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
         let mut tx = self.begin_write().await?;
+        // The models go with the project (ON DELETE CASCADE); their artifacts after the commit.
+        let artifacts: Vec<String> =
+            sqlx::query_scalar("SELECT artifact_key FROM models WHERE project_id = $1 AND artifact_key IS NOT NULL")
+                .bind(project.id)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db)?;
         for table in ["classes", "labels"] {
             sqlx::query(&format!("DELETE FROM {table} WHERE project_id = $1"))
                 .bind(project.id)
@@ -212,6 +219,12 @@ impl Store {
             .await
             .map_err(db)?;
         tx.commit().await.map_err(db)?;
+        for key in artifacts {
+            // Nothing refers to the blob any more; a failure leaves an orphan only.
+            if let Err(e) = self.blobs()?.delete(&key).await {
+                tracing::warn!(project.id = project.id, error = %e.detail, "cannot delete a model artifact");
+            }
+        }
         Ok(project)
     }
 

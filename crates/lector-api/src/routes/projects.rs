@@ -44,6 +44,9 @@ pub struct ProjectDto {
     /// Label names (with `details`, and always for a single project).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<Vec<String>>,
+    /// The project's models, oldest first (with `details`, and always for a single project).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub models: Option<Vec<crate::routes::models::ModelDto>>,
     /// The task filling the project (a clone's copy job); poll it with `get_project_task`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_id: Option<i64>,
@@ -62,17 +65,26 @@ impl ProjectDto {
             language: p.language,
             classes: None,
             labels: None,
+            models: None,
             task_id: None,
         }
     }
 
-    /// With class and label names.
-    pub async fn detailed(state: &AppState, p: Project) -> lector_core::Result<Self> {
+    /// With class and label names and the models, as the caller sees them.
+    pub async fn detailed(state: &AppState, scope: &lector_core::Scope, p: Project) -> lector_core::Result<Self> {
         let classes = state.store.classes_of(&p).await?.into_iter().map(|c| c.name).collect();
         let labels = state.store.labels_of(&p).await?.into_iter().map(|l| l.name).collect();
+        let models = state
+            .store
+            .models_of(scope, &p)
+            .await?
+            .into_iter()
+            .map(Into::into)
+            .collect();
         Ok(Self {
             classes: Some(classes),
             labels: Some(labels),
+            models: Some(models),
             ..Self::plain(p)
         })
     }
@@ -121,7 +133,7 @@ pub async fn list_projects(
     let mut answer = Vec::with_capacity(projects.len());
     for project in projects {
         answer.push(if query.details {
-            ProjectDto::detailed(&state, project).await?
+            ProjectDto::detailed(&state, &caller.scope, project).await?
         } else {
             ProjectDto::plain(project)
         });
@@ -183,7 +195,10 @@ pub async fn create_project(
     };
     let project = state.store.create_project(&caller.scope, &workspace, fields).await?;
     tracing::info!(project.id = project.id, workspace.id = workspace.id, "project created");
-    Ok((StatusCode::CREATED, Json(ProjectDto::detailed(&state, project).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(ProjectDto::detailed(&state, &caller.scope, project).await?),
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -203,7 +218,7 @@ pub async fn get_project(
         .store
         .project_access(&caller.scope, p.project_id, Action::Read)
         .await?;
-    Ok(Json(ProjectDto::detailed(&state, project).await?))
+    Ok(Json(ProjectDto::detailed(&state, &caller.scope, project).await?))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -253,7 +268,7 @@ pub async fn update_project(
         language: body.language,
     };
     let project = state.store.update_project(&caller.scope, p.project_id, changes).await?;
-    Ok(Json(ProjectDto::detailed(&state, project).await?))
+    Ok(Json(ProjectDto::detailed(&state, &caller.scope, project).await?))
 }
 
 /// Deletes a project with its classes and labels; answers the deleted project.
@@ -304,7 +319,7 @@ pub async fn transfer_project(
     {
         tracing::warn!(error = %e.detail, "the transfer notification was not stored");
     }
-    Ok(Json(ProjectDto::detailed(&state, project).await?))
+    Ok(Json(ProjectDto::detailed(&state, &caller.scope, project).await?))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -361,7 +376,7 @@ pub async fn clone_project(
         job.id = task_id,
         "clone queued"
     );
-    let mut answer = ProjectDto::detailed(&state, copy).await?;
+    let mut answer = ProjectDto::detailed(&state, &caller.scope, copy).await?;
     answer.task_id = Some(task_id);
     Ok(Json(answer))
 }
