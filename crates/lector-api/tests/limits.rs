@@ -13,6 +13,67 @@ backend_tests!(
     classes_stop_at_the_limit_under_concurrency
 );
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_one_row_limit_holds_for_every_import() {
+    one_row_limit_holds_for_every_import(common::Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_one_row_limit_holds_for_every_import() {
+    one_row_limit_holds_for_every_import(common::Backend::Postgres).await;
+}
+
+/// `uploads.max_rows` bounds a file import, `upload_documents` and `create_analysis` alike:
+/// at the limit they pass, one more is refused naming the limit.
+async fn one_row_limit_holds_for_every_import(backend: common::Backend) {
+    const MAX: usize = 5;
+    let Some(app) = TestApp::start_with(backend, |c| c.uploads.max_rows = MAX as u64).await else {
+        return;
+    };
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with_classes(&ada, "Rows", "CLASS", &["a", "b"]).await;
+    let texts = |n: usize| -> Vec<serde_json::Value> { (0..n).map(|i| json!({"text": format!("text {i}")})).collect() };
+    let path = format!("/projects/{project}/upload-documents");
+    app.post(&path, &ada.token, json!(texts(MAX))).await.expect(202);
+    let refused = app
+        .post(&path, &ada.token, json!(texts(MAX + 1)))
+        .await
+        .expect_problem(413, "payload_too_large");
+    assert!(
+        refused["detail"].as_str().unwrap().contains("uploads.max_rows"),
+        "{refused}"
+    );
+    assert_eq!(refused["errors"][0]["field"], "documents");
+
+    // A file of one row too many is refused as it arrives, naming the limit and the row.
+    let csv: String = std::iter::once("text".to_owned())
+        .chain((0..=MAX).map(|i| format!("row {i}")))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let refused = app
+        .send_form(
+            &format!("/projects/{project}/groups/upload"),
+            &ada.token,
+            "rows.csv",
+            csv.as_bytes(),
+            &[],
+        )
+        .await
+        .expect_problem(413, "payload_too_large");
+    assert!(refused["detail"].as_str().unwrap().contains("limit of 5"), "{refused}");
+
+    // create_analysis with texts: the same limit, checked before anything else.
+    let refused = app
+        .post(
+            "/analyses",
+            &ada.token,
+            json!({"model_id": 1, "name": "too many", "documents": texts(MAX + 1)}),
+        )
+        .await
+        .expect_problem(413, "payload_too_large");
+    assert_eq!(refused["errors"][0]["field"], "documents", "{refused}");
+}
+
 /// Sends `n` requests at once and answers how many were created (201) and refused (409).
 async fn created_and_refused(
     app: &TestApp,

@@ -292,3 +292,31 @@ async fn idle_connections_are_closed_and_connections_have_a_ceiling() {
         .unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
 }
+
+/// Over HTTP/2 a body past its limit gets its whole 413 problem, then the stream is reset with
+/// NO_ERROR (RFC 9113 section 8.1: a complete response before the whole request has been
+/// read), which asks the client to stop sending without failing the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_body_over_http2_gets_its_413() {
+    let app = app().await;
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with_classes(&ada, "Big", "CLASS", &["a"]).await;
+    let client = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let body = vec![b' '; 60 * 1024 * 1024];
+    let answer = client
+        .post(app.url(&format!("/projects/{project}/upload-documents")))
+        .bearer_auth(&ada.token)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("the answer arrives");
+    assert_eq!(answer.version(), reqwest::Version::HTTP_2);
+    assert_eq!(answer.status(), 413);
+    let problem: serde_json::Value = answer.json().await.expect("a problem body");
+    assert_eq!(problem["code"], "payload_too_large", "{problem}");
+}

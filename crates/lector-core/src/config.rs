@@ -201,9 +201,13 @@ impl Config {
         if !(2..=3600).contains(&self.job_lease_secs) {
             return Err("job_lease_secs must be between 2 and 3600".into());
         }
-        if self.uploads.max_bytes == 0 || self.uploads.unused_ttl_secs <= 0 || self.uploads.sweep_every_secs == 0 {
+        if self.uploads.max_bytes == 0
+            || self.uploads.max_rows == 0
+            || self.uploads.unused_ttl_secs <= 0
+            || self.uploads.sweep_every_secs == 0
+        {
             return Err(
-                "uploads.max_bytes, uploads.unused_ttl_secs and uploads.sweep_every_secs must be positive".into(),
+                "uploads.max_bytes, uploads.max_rows, uploads.unused_ttl_secs and uploads.sweep_every_secs must be positive".into(),
             );
         }
         if self.database_max_connections == 0 {
@@ -337,6 +341,9 @@ impl Default for RateLimits {
     }
 }
 
+/// The default of `uploads.max_rows`.
+pub const DEFAULT_MAX_ROWS: u64 = 1_000_000;
+
 /// Uploaded files (`upload_group_file`, `upload_classes_file` and the like).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -344,6 +351,10 @@ pub struct UploadConfig {
     /// Largest uploaded file, in bytes; larger ones are answered 413. Requests are also bounded
     /// by `max_body_bytes`.
     pub max_bytes: u64,
+    /// Most documents one import brings: the data rows of an imported file (documents, labelled
+    /// segments, texts to analyse) or the documents of one `upload_documents` or
+    /// `create_analysis` request. More is refused with a problem naming the limit.
+    pub max_rows: u64,
     /// Uploads that nothing used are deleted this long after they arrived, in seconds.
     pub unused_ttl_secs: i64,
     /// How often the sweeper looks for them, in seconds.
@@ -354,6 +365,7 @@ impl Default for UploadConfig {
     fn default() -> Self {
         Self {
             max_bytes: 50 * 1024 * 1024,
+            max_rows: DEFAULT_MAX_ROWS,
             unused_ttl_secs: 24 * 3600,
             sweep_every_secs: 3600,
         }

@@ -105,6 +105,7 @@ fn produce(
     };
     let limits = Limits {
         max_bytes: source.max_bytes,
+        max_rows: source.max_rows,
         ..Limits::default()
     };
     let mut rows = open_rows(format, file, options, &limits)?;

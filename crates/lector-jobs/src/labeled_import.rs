@@ -32,8 +32,6 @@ use tokio::sync::mpsc;
 
 /// Documents read, prepared and written per batch.
 pub const LABELED_BATCH: usize = 200;
-/// Rows of a labeled-data file one session takes.
-pub const MAX_LABELED_ROWS: u64 = 100_000;
 
 /// Fills a labeling session from an uploaded labeled-data file.
 #[derive(Debug, Default)]
@@ -63,10 +61,15 @@ async fn import_labeled(store: &Store, lease: &Lease, payload: &LabeledImportPay
     let reader = {
         let read = read.clone();
         let language = Language::from_code_or_default(Some(&payload.language));
-        let (columns, max_bytes) = (payload.columns, payload.max_bytes);
+        let limits = Limits {
+            max_bytes: payload.max_bytes,
+            max_rows: payload.max_rows,
+            ..Limits::default()
+        };
+        let columns = payload.columns;
         tokio::task::spawn_blocking(move || {
             let file = Counting { inner: file, read };
-            if let Err(e) = produce(file, format, columns, max_bytes, language, &sender) {
+            if let Err(e) = produce(file, format, columns, &limits, language, &sender) {
                 let _ = sender.blocking_send(Err(e));
             }
         })
@@ -139,16 +142,11 @@ fn produce(
     file: impl Read + Send,
     format: Format,
     columns: lector_store::LabeledColumns,
-    max_bytes: u64,
+    limits: &Limits,
     language: Language,
     sender: &mpsc::Sender<Result<Vec<LabeledDocument>, ReadError>>,
 ) -> Result<(), ReadError> {
-    let limits = Limits {
-        max_bytes,
-        max_rows: MAX_LABELED_ROWS,
-        ..Limits::default()
-    };
-    let mut rows = open_rows(format, file, ReadOptions { header_first: true }, &limits).map_err(ReadError::File)?;
+    let mut rows = open_rows(format, file, ReadOptions { header_first: true }, limits).map_err(ReadError::File)?;
     let mut labeled = LabeledRows::new(ResolvedColumns {
         text: columns.text,
         class: columns.class,

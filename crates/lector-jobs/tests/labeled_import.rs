@@ -61,6 +61,7 @@ async fn a_labeled_import_run_twice_stores_once(backend: Backend) {
             annotated: None,
         },
         max_bytes: 1 << 20,
+        max_rows: lector_core::config::DEFAULT_MAX_ROWS,
     };
     let new = NewSession {
         name: "Imported".into(),

@@ -30,6 +30,7 @@ pub enum AnalysisSource {
         column_name: Option<String>,
         header_first: bool,
         max_bytes: u64,
+        max_rows: u64,
     },
     /// An existing group of the model's project.
     Group(i64),
@@ -125,6 +126,7 @@ impl Store {
                 column_name,
                 header_first,
                 max_bytes,
+                max_rows,
             } => {
                 adopt_upload(&mut tx, scope, &upload, project.workspace_id, project.id).await?;
                 mark_used_in(&mut tx, upload.id).await?;
@@ -140,6 +142,7 @@ impl Store {
                         column_name,
                         header_first,
                         max_bytes,
+                        max_rows,
                     }),
                 };
                 (group, Some(import), None)

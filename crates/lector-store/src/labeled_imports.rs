@@ -15,12 +15,13 @@ use crate::{LabeledDocument, NewSession, Session, Store, db};
 use lector_core::labeling::SessionStatus;
 use lector_core::{Error, Result, Scope};
 
-/// How a labeled-data file is read: the language of its texts, its columns, the reader's limit.
+/// How a labeled-data file is read: the language of its texts, its columns, the reader's limits.
 #[derive(Debug, Clone)]
 pub struct LabeledFile {
     pub language: String,
     pub columns: LabeledColumns,
     pub max_bytes: u64,
+    pub max_rows: u64,
 }
 
 impl Store {
@@ -58,6 +59,7 @@ impl Store {
             language: file.language,
             columns: file.columns,
             max_bytes: file.max_bytes,
+            max_rows: file.max_rows,
         };
         let job = NewJob::of(&payload)?
             .owned_by(scope.user_id)

@@ -85,6 +85,13 @@ pub struct FileSource {
     pub header_first: bool,
     /// The reader's byte limit (the configured upload limit).
     pub max_bytes: u64,
+    /// The reader's row limit (`uploads.max_rows`); jobs queued before it existed get the default.
+    #[serde(default = "default_max_rows")]
+    pub max_rows: u64,
+}
+
+fn default_max_rows() -> u64 {
+    lector_core::config::DEFAULT_MAX_ROWS
 }
 
 /// Fills a cloned project (PROCESSING until done) with copies of the original's contents.
@@ -182,6 +189,9 @@ pub struct LabeledImportPayload {
     pub columns: LabeledColumns,
     /// The reader's byte limit (the configured upload limit).
     pub max_bytes: u64,
+    /// The reader's row limit (`uploads.max_rows`); jobs queued before it existed get the default.
+    #[serde(default = "default_max_rows")]
+    pub max_rows: u64,
 }
 
 impl JobPayload for LabeledImportPayload {

@@ -44,6 +44,7 @@ async fn killed_worker_imports_the_file_once(backend: Backend) {
             column_name: Some("text".into()),
             header_first: true,
             max_bytes: 50 << 20,
+            max_rows: lector_core::config::DEFAULT_MAX_ROWS,
         }),
     };
     let group = store

@@ -38,9 +38,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(download_analysis_documents))
 }
 
-/// Most texts one `create_analysis` request carries; larger sets come as a file.
-pub const MAX_ANALYSIS_DOCUMENTS: usize = 100_000;
-
 /// An analysis as the original interface gives it, with Lector's additions after `type`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AnalysisDto {
@@ -245,12 +242,8 @@ impl WriteBody for CreateAnalysisBody {
         );
         if let Some(documents) = &self.documents {
             problems.check(!documents.is_empty(), "documents", "must not be empty");
-            problems.check(
-                documents.len() <= MAX_ANALYSIS_DOCUMENTS,
-                "documents",
-                &format!("at most {MAX_ANALYSIS_DOCUMENTS} texts per request; upload larger sets as a file"),
-            );
-            for (i, document) in documents.iter().enumerate().take(MAX_ANALYSIS_DOCUMENTS) {
+            // Their number is checked against `uploads.max_rows` by the handler.
+            for (i, document) in documents.iter().enumerate() {
                 crate::routes::documents::check_text(problems, &format!("documents[{i}].text"), &document.text);
             }
         }
@@ -280,6 +273,9 @@ pub async fn create_analysis(
     caller: Caller,
     Body(body): Body<CreateAnalysisBody>,
 ) -> ApiResult<(StatusCode, Json<AnalysisDto>)> {
+    if let Some(documents) = &body.documents {
+        crate::routes::files::check_rows(&state, "documents", documents.len())?;
+    }
     let model_id = body.model_id.unwrap_or_default();
     let model = state.store.model_for_analysis(&caller.scope, model_id).await?;
     let source = if let Some(documents) = body.documents {
@@ -298,6 +294,7 @@ pub async fn create_analysis(
             column_name: body.column_name,
             header_first,
             max_bytes: state.config.uploads.max_bytes,
+            max_rows: state.config.uploads.max_rows,
         }
     } else {
         AnalysisSource::Group(body.document_group_id.unwrap_or_default())

@@ -31,8 +31,6 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Longest document text, in characters.
 pub const MAX_DOCUMENT_CHARS: usize = 1_000_000;
-/// Most documents one upload takes.
-pub const MAX_UPLOAD_DOCUMENTS: usize = 100_000;
 /// Largest upload body, in bytes.
 pub const MAX_UPLOAD_BYTES: usize = 50 * 1024 * 1024;
 
@@ -514,12 +512,8 @@ impl WriteBody for UploadBody {
             UploadBody::WithOptions(o) => (&o.documents, o.language.clone()),
         };
         problems.check(!documents.is_empty(), "documents", "send at least one document");
-        problems.check(
-            documents.len() <= MAX_UPLOAD_DOCUMENTS,
-            "documents",
-            &format!("send at most {MAX_UPLOAD_DOCUMENTS} documents per upload"),
-        );
-        for (i, document) in documents.iter().enumerate().take(MAX_UPLOAD_DOCUMENTS) {
+        // Their number is checked against `uploads.max_rows` by the handler.
+        for (i, document) in documents.iter().enumerate() {
             check_text(problems, &format!("documents[{i}].text"), &document.text);
             if problems.0.len() >= 20 {
                 break;

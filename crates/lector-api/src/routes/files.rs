@@ -258,8 +258,26 @@ pub fn format_name(format: Format) -> &'static str {
 pub fn limits(state: &AppState) -> Limits {
     Limits {
         max_bytes: state.config.uploads.max_bytes,
+        max_rows: state.config.uploads.max_rows,
         ..Limits::default()
     }
+}
+
+/// 413 naming `field` when a request brings more documents than one import may
+/// (`uploads.max_rows`, the limit on the rows of an imported file too).
+pub fn check_rows(state: &AppState, field: &str, count: usize) -> lector_core::Result<()> {
+    let max = state.config.uploads.max_rows;
+    if count as u64 > max {
+        let mut error = lector_core::Error::new(
+            lector_core::ErrorCode::PayloadTooLarge,
+            format!("the number of documents is over the limit of {max} per import (uploads.max_rows)"),
+        );
+        error
+            .errors
+            .push(lector_core::FieldError::new(field, format!("at most {max} documents")));
+        return Err(error);
+    }
+    Ok(())
 }
 
 /// Runs `read` over an upload's bytes on a blocking thread (a `TextError` becomes 413 or 422).

@@ -267,6 +267,7 @@ async fn create_group_from_file(
         column_name: body.column_name,
         header_first,
         max_bytes: state.config.uploads.max_bytes,
+        max_rows: state.config.uploads.max_rows,
     };
     let options = ImportOptions {
         language: Language::from_code_or_default(body.language.as_deref())
@@ -489,6 +490,7 @@ pub async fn upload_documents(
         },
         UploadBody::WithOptions(options) => options,
     };
+    crate::routes::files::check_rows(&state, "documents", options.documents.len())?;
     let documents: Vec<ImportedDocument> = options
         .documents
         .into_iter()

@@ -338,6 +338,7 @@ pub(crate) async fn start_from_file(
         language,
         columns,
         max_bytes: state.config.uploads.max_bytes,
+        max_rows: state.config.uploads.max_rows,
     };
     state
         .store
