@@ -190,6 +190,8 @@ impl TestApp {
         });
         let client = reqwest::Client::builder()
             .danger_accept_invalid_certs(true)
+            // The suite speaks HTTP/1.1 like most clients; tests/protocol.rs covers HTTP/2.
+            .http1_only()
             .build()
             .expect("client");
         Some(Self {

@@ -1,0 +1,1019 @@
+//! The operation × actor matrix (issue 12, test 10): every operation of the served
+//! `/openapi.json` is called by eight actors (anonymous, a user of another workspace, a
+//! member of each of the five roles, a superuser) on the objects of one workspace, and the
+//! observed allow or deny must equal the policy declared here for that operation (DESIGN.md
+//! section 4). An operation the router serves and this table does not declare fails the test,
+//! so a new route is covered the day it lands.
+//!
+//! Denied means 401, 403 or 404 (another workspace's objects are invisible); allowed means any
+//! other answer but a server error (a 409 or 422 shows the request got past the policy). Bodies
+//! are valid, so only the policy can refuse them. An operation that destroys its object (or
+//! the caller's token) runs on a fresh object of its own, by the denied actors and then by the
+//! least of the allowed ones.
+
+mod common;
+
+use common::tickets::labeled_tickets;
+use common::{Backend, Session, TestApp};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_every_operation_against_every_actor() {
+    if let Some(app) = TestApp::start(Backend::Sqlite).await {
+        every_operation_against_every_actor(app).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_every_operation_against_every_actor() {
+    if let Some(app) = TestApp::start(Backend::Postgres).await {
+        every_operation_against_every_actor(app).await;
+    }
+}
+
+/// Who may call an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Need {
+    /// Anyone, signed in or not.
+    Anyone,
+    /// Any signed-in user (it acts on what is the caller's own).
+    Signed,
+    /// Members of the workspace with at least this role (0 VIEWER … 4 ADMIN), and superusers.
+    Role(usize),
+    /// The user the path names, and superusers.
+    Target,
+    /// The user the object belongs to, alone (`/notifications/…` are the caller's own).
+    Owner,
+    /// Superusers only.
+    Superuser,
+}
+
+const VIEWER: usize = 0;
+const ANNOTATOR: usize = 1;
+const USER: usize = 2;
+const MANAGER: usize = 3;
+const ADMIN: usize = 4;
+
+/// What a request carries.
+#[derive(Debug, Clone)]
+enum Payload {
+    Nothing,
+    Json(Value),
+    /// A multipart form: text fields, then a file (skipped when the name is empty).
+    Form(Vec<(&'static str, String)>, &'static str, Vec<u8>),
+}
+
+/// An object made for one destructive operation.
+#[derive(Debug, Clone, Copy)]
+enum Fresh {
+    Analysis,
+    Model,
+    Workspace,
+    Credential,
+    Invitation,
+    Member,
+    Project,
+    Session,
+    Tag,
+    Class,
+    Correction,
+    CorrectionTag,
+    Document,
+    Group,
+    Label,
+    Key,
+    Token,
+}
+
+struct Spec {
+    need: Need,
+    payload: Payload,
+    fresh: Option<Fresh>,
+}
+
+fn spec(need: Need, payload: Payload) -> Option<Spec> {
+    Some(Spec {
+        need,
+        payload,
+        fresh: None,
+    })
+}
+
+fn destroys(need: Need, fresh: Fresh) -> Option<Spec> {
+    Some(Spec {
+        need,
+        payload: Payload::Nothing,
+        fresh: Some(fresh),
+    })
+}
+
+static UNIQUE: AtomicUsize = AtomicUsize::new(0);
+
+/// A name no earlier call used.
+fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", UNIQUE.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A complete connect form; its address is private, so an allowed caller gets the guard's 422
+/// at once instead of a fetch.
+fn connect_form(f: &Fixture) -> Payload {
+    let fields = vec![
+        ("credential_id", f.credential_id.to_string()),
+        ("source", "http".to_owned()),
+        (
+            "parameters",
+            json!({"url": "https://127.0.0.1:9/tickets.csv"}).to_string(),
+        ),
+    ];
+    Payload::Form(fields, "", Vec::new())
+}
+
+fn csv(text: &str) -> Payload {
+    Payload::Form(Vec::new(), "rows.csv", text.as_bytes().to_vec())
+}
+
+/// The declared policy of every operation, with a body that passes validation.
+fn declared(op: &str, f: &Fixture) -> Option<Spec> {
+    use Need::*;
+    use Payload::{Json, Nothing};
+    let text = || json!([{"text": "My invoice is wrong."}]);
+    match op {
+        // Signed-out operations and the service's own documents.
+        "health" | "info" | "openapi" => spec(Anyone, Nothing),
+        "metrics" => spec(Superuser, Nothing),
+        "login" => spec(
+            Anyone,
+            Json(json!({"email": f.admin.email, "password": "password-123"})),
+        ),
+        "register" => spec(
+            Anyone,
+            Json(json!({"email": format!("{}@example.org", unique("new")), "password": "password-123"})),
+        ),
+        "send_password_reset_email" => spec(Anyone, Json(json!({"email": "nobody@example.org"}))),
+        "reset_password" => spec(
+            Anyone,
+            Json(json!({"reset_password_token": "not-a-token", "password": "password-456"})),
+        ),
+        "accept_invitation" => spec(
+            Anyone,
+            Json(json!({"token": "not-a-token", "password": "password-456"})),
+        ),
+        // What every signed-in user has of their own.
+        "auth_status" | "list_workspaces" | "list_projects" | "list_models" | "list_analyses"
+        | "list_notifications" | "list_types" => spec(Signed, Nothing),
+        "logout" => destroys(Signed, Fresh::Token),
+        "create_workspace" => spec(Signed, Json(json!({"name": unique("Workspace")}))),
+        "upload_analysis_file" => spec(Signed, csv("text\nMy invoice is wrong.\n")),
+        // The workspace.
+        "get_workspace" | "list_members" | "list_workspace_models" | "download_workspace_model" => {
+            spec(Role(VIEWER), Nothing)
+        }
+        "set_default_workspace" => spec(Role(VIEWER), Json(json!({"default": false}))),
+        "update_workspace" => spec(Role(ADMIN), Json(json!({"name": f.workspace_name}))),
+        "deactivate_workspace" => destroys(Role(ADMIN), Fresh::Workspace),
+        // Members see the credentials' names (never their secrets): USERs connect sources with them.
+        "list_credentials" => spec(Role(VIEWER), Nothing),
+        "create_credential" => spec(
+            Role(MANAGER),
+            Json(json!({"name": unique("site"), "source": "http", "secret": {"headers": {"X-Key": "k"}}})),
+        ),
+        "delete_credential" => destroys(Role(MANAGER), Fresh::Credential),
+        "list_invitations" => spec(Role(MANAGER), Nothing),
+        "invite_users" => spec(
+            Role(MANAGER),
+            Json(json!({"role": "VIEWER", "emails": [format!("{}@example.org", unique("invitee"))]})),
+        ),
+        "resend_invitation" => spec(Role(MANAGER), Nothing),
+        "cancel_invitation" => destroys(Role(MANAGER), Fresh::Invitation),
+        "add_workspace_member" => spec(
+            Role(MANAGER),
+            Json(json!({"role": "VIEWER", "user_id": f.spare.user_id})),
+        ),
+        "update_member_role" => spec(Role(MANAGER), Json(json!({"role": "VIEWER"}))),
+        "remove_member" => destroys(Role(MANAGER), Fresh::Member),
+        // Projects, classes and labels.
+        "create_project" => spec(
+            Role(MANAGER),
+            Json(json!({"name": unique("Project"), "type": "CLASS", "organization_id": f.workspace_id})),
+        ),
+        "get_project"
+        | "list_project_analyses"
+        | "list_classes"
+        | "download_classes"
+        | "get_class"
+        | "list_labels"
+        | "download_labels"
+        | "get_label"
+        | "get_project_task" => spec(Role(VIEWER), Nothing),
+        "update_project" => spec(Role(MANAGER), Json(json!({"name": f.project_name}))),
+        "delete_project" => destroys(Role(MANAGER), Fresh::Project),
+        "clone_project" => spec(Role(MANAGER), Json(json!({"name": unique("Clone")}))),
+        "transfer_project" => spec(Role(MANAGER), Json(json!({"organization_id": f.workspace_id}))),
+        "add_class" => spec(Role(MANAGER), Json(json!({"name": unique("class")}))),
+        "add_classes" => spec(Role(MANAGER), Json(json!([{"name": unique("class")}]))),
+        "upload_classes_file" => spec(Role(MANAGER), csv(&format!("name\n{}\n", unique("class")))),
+        "update_class" => spec(Role(MANAGER), Json(json!({"name": "billing"}))),
+        "delete_class" => destroys(Role(MANAGER), Fresh::Class),
+        "add_label" => spec(Role(MANAGER), Json(json!({"name": unique("label")}))),
+        "update_label" | "update_label_by_name" => spec(Role(MANAGER), Json(json!({"name": "urgent"}))),
+        "delete_label" => destroys(Role(MANAGER), Fresh::Label),
+        // Documents and groups.
+        "list_documents"
+        | "get_document"
+        | "list_groups"
+        | "get_group"
+        | "list_group_documents"
+        | "get_group_document"
+        | "download_group" => spec(Role(VIEWER), Nothing),
+        "create_document" => spec(Role(USER), Json(json!({"text": "My parcel is late."}))),
+        // It splits the document again, so it changes a document of its own.
+        "update_document" => Some(Spec {
+            need: Role(USER),
+            payload: Json(json!({"text": "My invoice is wrong."})),
+            fresh: Some(Fresh::Document),
+        }),
+        "delete_document" => destroys(Role(USER), Fresh::Document),
+        "upload_documents" => spec(Role(USER), Json(text())),
+        "create_group" => spec(Role(USER), Json(json!({"name": unique("group"), "documents": text()}))),
+        "update_group" => spec(Role(USER), Json(json!({"name": "Tickets group"}))),
+        "delete_group" => destroys(Role(USER), Fresh::Group),
+        "upload_group_file" => spec(Role(USER), csv("text\nMy invoice is wrong.\n")),
+        "connect_group_source" => spec(Role(USER), connect_form(f)),
+        // Labeling.
+        "list_labeling_sessions"
+        | "download_labeling_sessions"
+        | "get_labeling_session"
+        | "list_labeling_session_documents"
+        | "get_labeling_session_document"
+        | "list_segment_tags"
+        | "download_labeling_session" => spec(Role(VIEWER), Nothing),
+        "create_labeling_session" => spec(
+            Role(USER),
+            Json(json!({"name": unique("session"), "documents": text()})),
+        ),
+        "update_labeling_session" => spec(Role(USER), Json(json!({"name": "Tickets"}))),
+        "delete_labeling_session" => destroys(Role(USER), Fresh::Session),
+        "upload_labeling_file" => spec(Role(USER), csv("text,class\nMy invoice is wrong.,billing\n")),
+        "connect_labeling_source" => spec(Role(USER), connect_form(f)),
+        "mark_page_annotated" | "mark_segment_annotated" | "mark_document_annotated" | "mark_segment_corrected" => {
+            spec(Role(ANNOTATOR), Json(json!({"name": "ANNOTATED"})))
+        }
+        "add_segment_tag" | "add_correction_tag" => spec(Role(ANNOTATOR), Json(json!({"class": "login"}))),
+        "update_segment_tag" | "update_correction_tag" => spec(Role(ANNOTATOR), Json(json!({"class": "billing"}))),
+        "delete_segment_tag" => destroys(Role(ANNOTATOR), Fresh::Tag),
+        "delete_correction_tag" => destroys(Role(ANNOTATOR), Fresh::CorrectionTag),
+        "confirm_correction_tag" => spec(Role(ANNOTATOR), Json(json!({"status": "READY"}))),
+        // Correction sessions.
+        "list_correction_sessions" | "get_correction_session" | "list_correction_session_documents" => {
+            spec(Role(VIEWER), Nothing)
+        }
+        "create_correction_session" => spec(
+            Role(USER),
+            Json(json!({"model_id": f.model_id, "sample_size": 2, "name": unique("check")})),
+        ),
+        "delete_correction_session" => destroys(Role(USER), Fresh::Correction),
+        // Models.
+        "get_model"
+        | "list_model_analyses"
+        | "download_model"
+        | "list_project_models"
+        | "get_project_model"
+        | "download_project_model" => spec(Role(VIEWER), Nothing),
+        "star_model" | "unstar_model" => spec(Role(VIEWER), Nothing),
+        "train_model" => spec(Role(USER), Json(json!({"name": unique("model")}))),
+        "update_model" | "update_project_model" => spec(Role(MANAGER), Json(json!({"display_name": "Tickets"}))),
+        "delete_model" | "delete_project_model" => destroys(Role(MANAGER), Fresh::Model),
+        "upload_model" => spec(
+            Role(MANAGER),
+            Payload::Form(
+                vec![
+                    ("organization", f.workspace_id.to_string()),
+                    ("display_name", unique("Uploaded")),
+                ],
+                "model.lector-model",
+                f.model_bytes.clone(),
+            ),
+        ),
+        // Analyses.
+        "get_analysis" | "list_analysis_documents" | "download_analysis_documents" => spec(Role(VIEWER), Nothing),
+        "analyze" => spec(Role(USER), Json(json!({"model_id": f.model_id, "documents": text()}))),
+        "create_analysis" => spec(
+            Role(USER),
+            Json(json!({"model_id": f.model_id, "name": unique("analysis"), "documents": text()})),
+        ),
+        "update_analysis" => spec(Role(USER), Json(json!({"name": "Tickets analysis"}))),
+        "delete_analysis" => destroys(Role(USER), Fresh::Analysis),
+        // Users: the USER member is the target of these paths.
+        "get_user"
+        | "list_product_keys"
+        | "list_user_notifications"
+        | "get_user_notification"
+        | "get_user_permissions" => spec(Target, Nothing),
+        "get_notification" => spec(Owner, Nothing),
+        "update_user" => spec(Target, Json(json!({"first_name": "Uma"}))),
+        "create_product_key" => spec(Target, Json(json!({"name": unique("key")}))),
+        "delete_product_key" => destroys(Target, Fresh::Key),
+        "update_user_notification" => spec(Target, Json(json!({"read": "2026-11-24T00:00:00Z"}))),
+        "update_notification" => spec(Owner, Json(json!({"read": "2026-11-24T00:00:00Z"}))),
+        "create_user" => spec(
+            Superuser,
+            Json(json!({"email": format!("{}@example.org", unique("made")), "password": "password-123"})),
+        ),
+        "update_user_permissions" => spec(Superuser, Json(json!({"is_betauser": true}))),
+        _ => None,
+    }
+}
+
+/// The actors, least powerful first.
+#[derive(Debug, Clone)]
+struct Actor {
+    name: &'static str,
+    session: Option<Session>,
+    /// The role in the workspace (VIEWER … ADMIN), if a member.
+    role: Option<usize>,
+    superuser: bool,
+    /// The user the `/users/{user_id}` paths name.
+    target: bool,
+}
+
+impl Actor {
+    fn allowed(&self, need: Need) -> bool {
+        match need {
+            Need::Anyone => true,
+            Need::Signed => self.session.is_some(),
+            Need::Role(min) => self.superuser || self.role.is_some_and(|r| r >= min),
+            Need::Target => self.superuser || self.target,
+            Need::Owner => self.target,
+            Need::Superuser => self.superuser,
+        }
+    }
+}
+
+/// The workspace and its objects, each of which the path parameters can name.
+struct Fixture {
+    admin: Session,
+    /// A user of no workspace but its own, added as a member by `add_workspace_member`.
+    spare: Session,
+    workspace_id: i64,
+    workspace_name: String,
+    project_name: String,
+    credential_id: i64,
+    model_id: i64,
+    model_bytes: Vec<u8>,
+    /// Path parameter name → value.
+    params: BTreeMap<&'static str, String>,
+    /// The document, segment and tag of the correction session, and the document of the group,
+    /// for the paths under them.
+    correction: BTreeMap<&'static str, String>,
+    group_document: String,
+}
+
+impl Fixture {
+    /// The parameters for a path: the correction's document, segment and tag under
+    /// `/corrections/…`, the group's document under `/groups/…/documents`.
+    fn params_for(&self, template: &str, base: &BTreeMap<&'static str, String>) -> BTreeMap<&'static str, String> {
+        let mut params = base.clone();
+        if template.contains("/corrections/{correction_id}/documents/") {
+            params.extend(self.correction.clone());
+        }
+        if template.contains("/groups/{group_id}/documents/") {
+            params.insert("document_id", self.group_document.clone());
+        }
+        params
+    }
+}
+
+async fn every_operation_against_every_actor(app: TestApp) {
+    let (fixture, actors) = build(&app).await;
+    let operations = served_operations(&app).await;
+    let undeclared: Vec<&str> = operations
+        .iter()
+        .filter(|(op, _, _)| declared(op, &fixture).is_none())
+        .map(|(op, _, _)| op.as_str())
+        .collect();
+    assert!(
+        undeclared.is_empty(),
+        "operations without a declared policy: {undeclared:?}"
+    );
+    let mut wrong = Vec::new();
+    let (mut later, mut cells) = (Vec::new(), 0);
+    for (op, method, template) in &operations {
+        let spec = declared(op, &fixture).unwrap();
+        if spec.fresh.is_some() {
+            later.push((op, method, template));
+            continue;
+        }
+        for actor in &actors {
+            let spec = declared(op, &fixture).unwrap();
+            let path = fill(template, &fixture.params_for(template, &fixture.params));
+            cells += 1;
+            check(&app, actor, op, method, &path, spec, &mut wrong).await;
+        }
+    }
+    // Logout last of all: it ends the token of the actor it is allowed for.
+    later.sort_by_key(|(op, _, _)| op.as_str() == "logout");
+    for (op, method, template) in later {
+        let spec = declared(op, &fixture).unwrap();
+        let fresh = spec.fresh.unwrap();
+        let mut params = fixture.params_for(template, &fixture.params);
+        let first_allowed = actors.iter().position(|a| a.allowed(spec.need)).unwrap();
+        for actor in &actors[..=first_allowed] {
+            let spec = declared(op, &fixture).unwrap();
+            if actor.allowed(spec.need) || !params.contains_key("fresh") {
+                // A new object for the allowed actor (and one made once for the denied ones).
+                make_fresh(&app, &fixture, &actors, fresh, &mut params).await;
+            }
+            let path = fill(template, &params);
+            cells += 1;
+            check(&app, actor, op, method, &path, spec, &mut wrong).await;
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {cells} cells differ from the declared policy:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    app.settle_jobs(std::time::Duration::from_secs(60)).await;
+}
+
+/// Calls one cell and records it when the answer differs from the policy.
+async fn check(
+    app: &TestApp,
+    actor: &Actor,
+    op: &str,
+    method: &Method,
+    path: &str,
+    spec: Spec,
+    wrong: &mut Vec<String>,
+) {
+    let token = actor.session.as_ref().map(|s| s.token.as_str());
+    let (status, body) = send(app, method, path, token, spec.payload).await;
+    // A 401 `invalid_credentials` answers a token in the body, not the caller.
+    let refused_caller = status == 403 || (status == 401 && !body.contains("\"invalid_credentials\""));
+    let denied = refused_caller || status == 404;
+    let expected = actor.allowed(spec.need);
+    let fine = if status >= 500 {
+        false
+    } else if spec.need == Need::Anyone {
+        // Signed-out operations refuse bad tokens and unknown addresses with 4xx of their own.
+        !refused_caller
+    } else {
+        expected != denied
+    };
+    if !fine {
+        let verdict = if expected { "allowed" } else { "denied" };
+        let body: String = body.chars().take(160).collect();
+        wrong.push(format!(
+            "{op} {method} {path} as {}: expected {verdict}, got {status} {body}",
+            actor.name
+        ));
+    }
+}
+
+async fn send(app: &TestApp, method: &Method, path: &str, token: Option<&str>, payload: Payload) -> (u16, String) {
+    let mut request = app.client.request(method.clone(), app.url(path));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request = match payload {
+        Payload::Nothing if *method == Method::POST || *method == Method::PUT => request.json(&json!({})),
+        Payload::Nothing => request,
+        Payload::Json(body) => request.json(&body),
+        Payload::Form(fields, file_name, bytes) => {
+            let boundary = "lector-matrix-boundary";
+            let mut body = Vec::new();
+            for (name, value) in fields {
+                body.extend_from_slice(
+                    format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                        .as_bytes(),
+                );
+            }
+            if !file_name.is_empty() {
+                body.extend_from_slice(
+                    format!(
+                        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\n\
+                         Content-Type: application/octet-stream\r\n\r\n"
+                    )
+                    .as_bytes(),
+                );
+                body.extend_from_slice(&bytes);
+                body.extend_from_slice(b"\r\n");
+            }
+            body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+            request
+                .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+                .body(body)
+        }
+    };
+    let response = request.send().await.expect("an answer");
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
+}
+
+/// (operationId, method, path template) of every operation the server documents.
+async fn served_operations(app: &TestApp) -> Vec<(String, Method, String)> {
+    let document = app.call(Method::GET, "/openapi.json", None, None).await.expect(200);
+    let mut operations = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let Ok(method) = method.to_uppercase().parse::<Method>() else {
+                continue;
+            };
+            if let Some(id) = operation["operationId"].as_str() {
+                operations.push((id.to_owned(), method, path.clone()));
+            }
+        }
+    }
+    operations.sort();
+    operations
+}
+
+fn fill(template: &str, params: &BTreeMap<&'static str, String>) -> String {
+    let mut path = template.to_owned();
+    for (name, value) in params {
+        path = path.replace(&format!("{{{name}}}"), value);
+    }
+    assert!(!path.contains('{'), "no value for a parameter of {template}");
+    path
+}
+
+/// The first item of a listing, bare or wrapped in an object (`{"documents": [...]}`).
+fn first(listing: &Value) -> Value {
+    let items = listing.as_array().or_else(|| {
+        ["documents", "notifications", "models"]
+            .iter()
+            .find_map(|key| listing[key].as_array())
+    });
+    items
+        .and_then(|items| items.first())
+        .cloned()
+        .unwrap_or_else(|| panic!("an empty listing: {listing}"))
+}
+
+/// A document of a correction listing, a segment the model tagged in it, and that tag.
+fn tagged_segment(listing: &Value) -> (Value, Value, Value) {
+    listing["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| d["segments"].as_array().unwrap().iter().map(move |s| (d, s)))
+        .find_map(|(d, s)| s["tags"].as_array()?.first().map(|t| (d.clone(), s.clone(), t.clone())))
+        .unwrap_or_else(|| panic!("no tagged segment in {listing}"))
+}
+
+fn id(value: &Value) -> String {
+    value["id"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no id in {value}"))
+        .to_string()
+}
+
+/// Sets up the workspace, its members and one of every object.
+async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
+    let admin = app.register("admin@example.org").await;
+    let outsider = app.register("outsider@example.org").await;
+    let spare = app.register("spare@example.org").await;
+    let root = app.superuser("root@example.org").await;
+    let workspace = app
+        .post("/organizations", &admin.token, json!({"name": "Matrix"}))
+        .await
+        .expect(200);
+    let workspace_id = workspace["id"].as_i64().unwrap();
+    let org = format!("/organizations/{workspace_id}");
+    let mut members = Vec::new();
+    for (role, name) in [
+        ("VIEWER", "viewer"),
+        ("ANNOTATOR", "annotator"),
+        ("USER", "user"),
+        ("MANAGER", "manager"),
+    ] {
+        let member = app.register(&format!("{name}@example.org")).await;
+        let added = app
+            .post(
+                &format!("{org}/permissions"),
+                &admin.token,
+                json!({"role": role, "user_id": member.user_id}),
+            )
+            .await
+            .expect(200);
+        members.push((member, added));
+    }
+    app.post(&format!("{org}/default"), &admin.token, json!({"default": true}))
+        .await
+        .expect(200);
+    let (project, session) = labeled_tickets(app, &admin, "Tickets").await;
+    let p = format!("/projects/{project}");
+    let user = members[USER].0.clone();
+    let model = app.train_model(&user, project, json!({"name": "Tickets v1"})).await;
+    let (_, _, model_bytes) = app
+        .download(&admin.token, &format!("/models/{}/download", model["id"]))
+        .await;
+    let documents = app
+        .get(
+            &format!("{p}/annotations/{session}/documents?details=segments"),
+            &admin.token,
+        )
+        .await
+        .expect(200);
+    let document = first(&documents);
+    let segment = document["segments"][0].clone();
+    let tags_path = format!(
+        "{p}/annotations/{session}/documents/{}/segments/{}/tags",
+        id(&document),
+        id(&segment)
+    );
+    let tag = first(&app.get(&tags_path, &admin.token).await.expect(200));
+    let group = app
+        .post(
+            &format!("{p}/groups"),
+            &user.token,
+            json!({"name": "Group", "documents": [{"text": "A parcel."}]}),
+        )
+        .await
+        .expect(201);
+    let group_document = first(
+        &app.get(&format!("{p}/groups/{}/documents", id(&group)), &admin.token)
+            .await
+            .expect(200),
+    );
+    let label = app
+        .post(&format!("{p}/labels"), &admin.token, json!({"name": "urgent"}))
+        .await
+        .expect(201);
+    let class = first(&app.get(&format!("{p}/classes"), &admin.token).await.expect(200));
+    let analysis = app
+        .post(
+            "/analyses",
+            &user.token,
+            json!({"model_id": model["id"], "name": "Analysis", "documents": [{"text": "A bill."}]}),
+        )
+        .await
+        .expect(201);
+    let correction = app
+        .post(
+            &format!("{p}/corrections"),
+            &user.token,
+            json!({"model_id": model["id"], "sample_size": 3}),
+        )
+        .await
+        .expect(201);
+    let listing = app
+        .get(
+            &format!("{p}/corrections/{}/documents?details=tags", id(&correction)),
+            &admin.token,
+        )
+        .await
+        .expect(200);
+    let (corrected, corrected_segment, correction_tag) = tagged_segment(&listing);
+    let credential = app
+        .post(
+            &format!("{org}/credentials"),
+            &admin.token,
+            json!({"name": "site", "source": "http", "secret": {"headers": {"X-Key": "k"}}}),
+        )
+        .await
+        .expect(201);
+    let invitation = app
+        .post(
+            &format!("{org}/users/invite"),
+            &admin.token,
+            json!({"role": "VIEWER", "emails": ["guest@example.org"]}),
+        )
+        .await
+        .expect(200)["invitations"][0]
+        .clone();
+    let key = app
+        .post(
+            &format!("/users/{}/keys", user.user_id),
+            &user.token,
+            json!({"name": "ci"}),
+        )
+        .await
+        .expect(201);
+    let notification = app.get("/notifications", &user.token).await.expect(200);
+    let notification = first(&notification);
+    let viewer_membership = &members[VIEWER].1;
+
+    let mut params = BTreeMap::new();
+    params.insert("organization", workspace_id.to_string());
+    params.insert("project_id", project.to_string());
+    params.insert("annotation_id", session.to_string());
+    params.insert("document_id", id(&document));
+    params.insert("segment_id", id(&segment));
+    params.insert("tag_id", id(&tag));
+    params.insert("page", "0".to_owned());
+    params.insert("group_id", id(&group));
+    params.insert("class_id", id(&class));
+    params.insert("label_id", id(&label));
+    params.insert("name", "urgent".to_owned());
+    params.insert("model_id", id(&model));
+    params.insert("model", id(&model));
+    params.insert("task_id", model["task_id"].as_i64().unwrap().to_string());
+    params.insert("analysis_id", id(&analysis));
+    params.insert("correction_id", id(&correction));
+    params.insert("credential_id", id(&credential));
+    params.insert("invitation_id", id(&invitation));
+    params.insert("permission_id", id(viewer_membership));
+    params.insert("user_id", user.user_id.to_string());
+    params.insert("key_id", id(&key));
+    params.insert("notification_id", id(&notification));
+    let mut correction_params = BTreeMap::new();
+    correction_params.insert("document_id", id(&corrected));
+    correction_params.insert("segment_id", id(&corrected_segment));
+    correction_params.insert("tag_id", id(&correction_tag));
+    let fixture = Fixture {
+        correction: correction_params,
+        group_document: id(&group_document),
+        spare,
+        workspace_id,
+        workspace_name: "Matrix".into(),
+        project_name: "Tickets".into(),
+        credential_id: credential["id"].as_i64().unwrap(),
+        model_id: model["id"].as_i64().unwrap(),
+        model_bytes,
+        params,
+        admin: admin.clone(),
+    };
+    let mut actors = vec![
+        Actor {
+            name: "anonymous",
+            session: None,
+            role: None,
+            superuser: false,
+            target: false,
+        },
+        Actor {
+            name: "outsider",
+            session: Some(outsider),
+            role: None,
+            superuser: false,
+            target: false,
+        },
+    ];
+    for (role, (member, _)) in members.into_iter().enumerate() {
+        actors.push(Actor {
+            name: ["VIEWER", "ANNOTATOR", "USER", "MANAGER"][role],
+            target: role == USER,
+            session: Some(member),
+            role: Some(role),
+            superuser: false,
+        });
+    }
+    actors.push(Actor {
+        name: "ADMIN",
+        session: Some(admin),
+        role: Some(ADMIN),
+        superuser: false,
+        target: false,
+    });
+    actors.push(Actor {
+        name: "superuser",
+        session: Some(root),
+        role: None,
+        superuser: true,
+        target: false,
+    });
+    (fixture, actors)
+}
+
+/// Makes the object a destructive operation destroys, and points the parameters at it.
+async fn make_fresh(
+    app: &TestApp,
+    f: &Fixture,
+    actors: &[Actor],
+    fresh: Fresh,
+    params: &mut BTreeMap<&'static str, String>,
+) {
+    let admin = &f.admin.token;
+    let p = format!("/projects/{}", f.params["project_id"]);
+    let org = format!("/organizations/{}", f.workspace_id);
+    params.insert("fresh", "yes".into());
+    match fresh {
+        Fresh::Analysis => {
+            let made = app
+                .post(
+                    "/analyses",
+                    admin,
+                    json!({"model_id": f.model_id, "name": unique("a"), "documents": [{"text": "x"}]}),
+                )
+                .await
+                .expect(201);
+            params.insert("analysis_id", id(&made));
+        }
+        Fresh::Model => {
+            let made = app
+                .send_form(
+                    "/models/upload",
+                    admin,
+                    "m.lector-model",
+                    &f.model_bytes,
+                    &[("project_id", &f.params["project_id"]), ("display_name", &unique("m"))],
+                )
+                .await
+                .expect(200);
+            params.insert("model_id", id(&made));
+        }
+        Fresh::Workspace => {
+            let made = app
+                .post("/organizations", admin, json!({"name": unique("Team")}))
+                .await
+                .expect(200);
+            for actor in actors.iter().filter(|a| a.role.is_some_and(|r| r < ADMIN)) {
+                let role = actor.name;
+                let user_id = actor.session.as_ref().unwrap().user_id;
+                app.post(
+                    &format!("/organizations/{}/permissions", id(&made)),
+                    admin,
+                    json!({"role": role, "user_id": user_id}),
+                )
+                .await
+                .expect(200);
+            }
+            params.insert("organization", id(&made));
+        }
+        Fresh::Credential => {
+            let made = app
+                .post(
+                    &format!("{org}/credentials"),
+                    admin,
+                    json!({"name": unique("c"), "source": "http", "secret": {"headers": {"X-Key": "k"}}}),
+                )
+                .await
+                .expect(201);
+            params.insert("credential_id", id(&made));
+        }
+        Fresh::Invitation => {
+            let made = app
+                .post(
+                    &format!("{org}/users/invite"),
+                    admin,
+                    json!({"role": "VIEWER", "emails": [format!("{}@example.org", unique("i"))]}),
+                )
+                .await
+                .expect(200);
+            params.insert("invitation_id", id(&made["invitations"][0]));
+        }
+        Fresh::Member => {
+            let member = app.register(&format!("{}@example.org", unique("m"))).await;
+            let made = app
+                .post(
+                    &format!("{org}/permissions"),
+                    admin,
+                    json!({"role": "VIEWER", "user_id": member.user_id}),
+                )
+                .await
+                .expect(200);
+            params.insert("permission_id", id(&made));
+        }
+        Fresh::Project => {
+            let made = app
+                .post(
+                    "/projects",
+                    admin,
+                    json!({"name": unique("P"), "type": "CLASS", "organization_id": f.workspace_id}),
+                )
+                .await
+                .expect(201);
+            params.insert("project_id", id(&made));
+        }
+        Fresh::Session => {
+            let made = app
+                .post(
+                    &format!("{p}/annotations"),
+                    admin,
+                    json!({"name": unique("s"), "documents": [{"text": "x"}]}),
+                )
+                .await
+                .expect(201);
+            params.insert("annotation_id", id(&made));
+        }
+        Fresh::Tag => {
+            // A session of its own with one tagged segment.
+            let made = app
+                .post(
+                    &format!("{p}/annotations"),
+                    admin,
+                    json!({"name": unique("s"), "documents": [{"text": "x", "tags": [{"class": "billing"}]}]}),
+                )
+                .await
+                .expect(201);
+            let documents = app
+                .get(
+                    &format!("{p}/annotations/{}/documents?details=segments", id(&made)),
+                    admin,
+                )
+                .await
+                .expect(200);
+            let document = first(&documents);
+            let segment = document["segments"][0].clone();
+            let path = format!(
+                "{p}/annotations/{}/documents/{}/segments/{}/tags",
+                id(&made),
+                id(&document),
+                id(&segment)
+            );
+            let tag = first(&app.get(&path, admin).await.expect(200));
+            params.insert("annotation_id", id(&made));
+            params.insert("document_id", id(&document));
+            params.insert("segment_id", id(&segment));
+            params.insert("tag_id", id(&tag));
+        }
+        Fresh::Class => {
+            let made = app
+                .post(&format!("{p}/classes"), admin, json!({"name": unique("c")}))
+                .await
+                .expect(201);
+            params.insert("class_id", id(&made));
+        }
+        Fresh::Label => {
+            let made = app
+                .post(&format!("{p}/labels"), admin, json!({"name": unique("l")}))
+                .await
+                .expect(201);
+            params.insert("label_id", id(&made));
+        }
+        Fresh::Correction => {
+            let made = app
+                .post(
+                    &format!("{p}/corrections"),
+                    admin,
+                    json!({"model_id": f.model_id, "sample_size": 2}),
+                )
+                .await
+                .expect(201);
+            params.insert("correction_id", id(&made));
+        }
+        Fresh::CorrectionTag => {
+            // A correction session of its own, and a tag the model gave.
+            let made = app
+                .post(
+                    &format!("{p}/corrections"),
+                    admin,
+                    json!({"model_id": f.model_id, "sample_size": 3}),
+                )
+                .await
+                .expect(201);
+            let listing = app
+                .get(&format!("{p}/corrections/{}/documents?details=tags", id(&made)), admin)
+                .await
+                .expect(200);
+            let document = first(&listing);
+            let segment = document["segments"][0].clone();
+            let tag = match segment["tags"].as_array().and_then(|t| t.first()) {
+                Some(tag) => tag.clone(),
+                None => app
+                    .post(
+                        &format!(
+                            "{p}/corrections/{}/documents/{}/segments/{}/tags",
+                            id(&made),
+                            id(&document),
+                            id(&segment)
+                        ),
+                        admin,
+                        json!({"class": "billing"}),
+                    )
+                    .await
+                    .expect(201),
+            };
+            params.insert("correction_id", id(&made));
+            params.insert("document_id", id(&document));
+            params.insert("segment_id", id(&segment));
+            params.insert("tag_id", id(&tag));
+        }
+        Fresh::Document => {
+            let made = app
+                .post(&format!("{p}/documents"), admin, json!({"text": "x"}))
+                .await
+                .expect(201);
+            params.insert("document_id", id(&made));
+        }
+        Fresh::Group => {
+            let made = app
+                .post(
+                    &format!("{p}/groups"),
+                    admin,
+                    json!({"name": unique("g"), "documents": [{"text": "x"}]}),
+                )
+                .await
+                .expect(201);
+            params.insert("group_id", id(&made));
+        }
+        Fresh::Key => {
+            let user = actors.iter().find(|a| a.target).unwrap().session.as_ref().unwrap();
+            let made = app
+                .post(
+                    &format!("/users/{}/keys", user.user_id),
+                    &user.token,
+                    json!({"name": unique("k")}),
+                )
+                .await
+                .expect(201);
+            params.insert("key_id", id(&made));
+        }
+        Fresh::Token => {}
+    }
+}
