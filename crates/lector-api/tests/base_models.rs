@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::tickets::{UNSEEN, analyze, labeled_tickets, top_classes};
+use common::tickets::{UNSEEN, analyze, labeled_tickets, predicts_the_same_on, top_classes};
 use common::{Backend, Session, TestApp};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -151,19 +151,7 @@ async fn base_model_story(backend: Backend) {
     let other = with_base_models(Backend::Sqlite, other_bases.path())
         .await
         .expect("a second server");
-    let cy = other.register("cy@example.org").await;
-    let uploaded = other
-        .send_form(
-            "/models/upload",
-            &cy.token,
-            "tickets.lector-model",
-            &bytes,
-            &[("display_name", "Tickets")],
-        )
-        .await
-        .expect(200);
-    let there = analyze(&other, &cy, &uploaded["id"], &texts).await;
-    assert_eq!(there["documents"], result["documents"], "identical predictions");
+    predicts_the_same_on(&other, "cy@example.org", &bytes, &texts, &result).await;
 
     // Its files gone (a restart finds none): FAILED with the reason, listed to nobody but
     // superusers, refused as a base.

@@ -484,29 +484,8 @@ async fn send(app: &TestApp, method: &Method, path: &str, token: Option<&str>, p
         Payload::Nothing => request,
         Payload::Json(body) => request.json(&body),
         Payload::Form(fields, file_name, bytes) => {
-            let boundary = "lector-matrix-boundary";
-            let mut body = Vec::new();
-            for (name, value) in fields {
-                body.extend_from_slice(
-                    format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
-                        .as_bytes(),
-                );
-            }
-            if !file_name.is_empty() {
-                body.extend_from_slice(
-                    format!(
-                        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\n\
-                         Content-Type: application/octet-stream\r\n\r\n"
-                    )
-                    .as_bytes(),
-                );
-                body.extend_from_slice(&bytes);
-                body.extend_from_slice(b"\r\n");
-            }
-            body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-            request
-                .header("content-type", format!("multipart/form-data; boundary={boundary}"))
-                .body(body)
+            let (content_type, body) = common::multipart(&fields, file_name, &bytes);
+            request.header("content-type", content_type).body(body)
         }
     };
     let response = request.send().await.expect("an answer");
@@ -780,6 +759,11 @@ async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
     (fixture, actors)
 }
 
+/// Creates an object (201) and answers its id.
+async fn made(app: &TestApp, path: &str, token: &str, body: Value) -> String {
+    id(&app.post(path, token, body).await.expect(201))
+}
+
 /// Makes the object a destructive operation destroys, and points the parameters at it.
 async fn make_fresh(
     app: &TestApp,
@@ -794,15 +778,16 @@ async fn make_fresh(
     params.insert("fresh", "yes".into());
     match fresh {
         Fresh::Analysis => {
-            let made = app
-                .post(
+            params.insert(
+                "analysis_id",
+                made(
+                    app,
                     "/analyses",
                     admin,
                     json!({"model_id": f.model_id, "name": unique("a"), "documents": [{"text": "x"}]}),
                 )
-                .await
-                .expect(201);
-            params.insert("analysis_id", id(&made));
+                .await,
+            );
         }
         Fresh::Model => {
             let made = app
@@ -836,15 +821,16 @@ async fn make_fresh(
             params.insert("organization", id(&made));
         }
         Fresh::Credential => {
-            let made = app
-                .post(
+            params.insert(
+                "credential_id",
+                made(
+                    app,
                     &format!("{org}/credentials"),
                     admin,
                     json!({"name": unique("c"), "source": "http", "secret": {"headers": {"X-Key": "k"}}}),
                 )
-                .await
-                .expect(201);
-            params.insert("credential_id", id(&made));
+                .await,
+            );
         }
         Fresh::Invitation => {
             let made = app
@@ -870,26 +856,28 @@ async fn make_fresh(
             params.insert("permission_id", id(&made));
         }
         Fresh::Project => {
-            let made = app
-                .post(
+            params.insert(
+                "project_id",
+                made(
+                    app,
                     "/projects",
                     admin,
                     json!({"name": unique("P"), "type": "CLASS", "organization_id": f.workspace_id}),
                 )
-                .await
-                .expect(201);
-            params.insert("project_id", id(&made));
+                .await,
+            );
         }
         Fresh::Session => {
-            let made = app
-                .post(
+            params.insert(
+                "annotation_id",
+                made(
+                    app,
                     &format!("{p}/annotations"),
                     admin,
                     json!({"name": unique("s"), "documents": [{"text": "x"}]}),
                 )
-                .await
-                .expect(201);
-            params.insert("annotation_id", id(&made));
+                .await,
+            );
         }
         Fresh::Tag => {
             // A session of its own with one tagged segment.
@@ -923,29 +911,28 @@ async fn make_fresh(
             params.insert("tag_id", id(&tag));
         }
         Fresh::Class => {
-            let made = app
-                .post(&format!("{p}/classes"), admin, json!({"name": unique("c")}))
-                .await
-                .expect(201);
-            params.insert("class_id", id(&made));
+            params.insert(
+                "class_id",
+                made(app, &format!("{p}/classes"), admin, json!({"name": unique("c")})).await,
+            );
         }
         Fresh::Label => {
-            let made = app
-                .post(&format!("{p}/labels"), admin, json!({"name": unique("l")}))
-                .await
-                .expect(201);
-            params.insert("label_id", id(&made));
+            params.insert(
+                "label_id",
+                made(app, &format!("{p}/labels"), admin, json!({"name": unique("l")})).await,
+            );
         }
         Fresh::Correction => {
-            let made = app
-                .post(
+            params.insert(
+                "correction_id",
+                made(
+                    app,
                     &format!("{p}/corrections"),
                     admin,
                     json!({"model_id": f.model_id, "sample_size": 2}),
                 )
-                .await
-                .expect(201);
-            params.insert("correction_id", id(&made));
+                .await,
+            );
         }
         Fresh::CorrectionTag => {
             // A correction session of its own, and a tag the model gave.
@@ -985,34 +972,35 @@ async fn make_fresh(
             params.insert("tag_id", id(&tag));
         }
         Fresh::Document => {
-            let made = app
-                .post(&format!("{p}/documents"), admin, json!({"text": "x"}))
-                .await
-                .expect(201);
-            params.insert("document_id", id(&made));
+            params.insert(
+                "document_id",
+                made(app, &format!("{p}/documents"), admin, json!({"text": "x"})).await,
+            );
         }
         Fresh::Group => {
-            let made = app
-                .post(
+            params.insert(
+                "group_id",
+                made(
+                    app,
                     &format!("{p}/groups"),
                     admin,
                     json!({"name": unique("g"), "documents": [{"text": "x"}]}),
                 )
-                .await
-                .expect(201);
-            params.insert("group_id", id(&made));
+                .await,
+            );
         }
         Fresh::Key => {
             let user = actors.iter().find(|a| a.target).unwrap().session.as_ref().unwrap();
-            let made = app
-                .post(
+            params.insert(
+                "key_id",
+                made(
+                    app,
                     &format!("/users/{}/keys", user.user_id),
                     &user.token,
                     json!({"name": unique("k")}),
                 )
-                .await
-                .expect(201);
-            params.insert("key_id", id(&made));
+                .await,
+            );
         }
         Fresh::Token => {}
     }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::tickets::{BILLING, UNSEEN, analyze, labeled, labeled_tickets, top_classes};
+use common::tickets::{BILLING, UNSEEN, analyze, labeled, labeled_tickets, predicts_the_same_on, top_classes};
 use common::{Session, TestApp};
 use serde_json::{Value, json};
 
@@ -134,22 +134,7 @@ async fn class_model_story(app: TestApp) {
     assert_eq!(copy["documents"], result["documents"], "identical predictions");
     // On a second installation too.
     let other = TestApp::start(common::Backend::Sqlite).await.expect("a second server");
-    let bob = other.register("bob@example.org").await;
-    let elsewhere = other
-        .send_form(
-            "/models/upload",
-            &bob.token,
-            "tickets.lector-model",
-            &bytes,
-            &[("display_name", "Tickets")],
-        )
-        .await
-        .expect(200);
-    let there = analyze(&other, &bob, &elsewhere["id"], &texts).await;
-    assert_eq!(
-        there["documents"], result["documents"],
-        "identical predictions on another server"
-    );
+    predicts_the_same_on(&other, "bob@example.org", &bytes, &texts, &result).await;
     app.send_form(
         "/models/upload",
         &ada.token,

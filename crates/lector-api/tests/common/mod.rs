@@ -124,6 +124,31 @@ impl Answer {
     }
 }
 
+/// A multipart form: text fields, then a `file` part unless `file_name` is empty; answers the
+/// content type (with its boundary) and the body.
+pub fn multipart(fields: &[(&str, String)], file_name: &str, bytes: &[u8]) -> (String, Vec<u8>) {
+    let boundary = "lector-test-boundary-7d1f";
+    let mut body = Vec::new();
+    for (name, value) in fields {
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
+        );
+    }
+    if !file_name.is_empty() {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\n\
+                 Content-Type: application/octet-stream\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
 impl TestApp {
     pub async fn start(backend: Backend) -> Option<Self> {
         Self::start_with(backend, |_| {}).await
@@ -339,31 +364,13 @@ impl TestApp {
         bytes: &[u8],
         extra: &[(&str, &str)],
     ) -> Answer {
-        let boundary = "lector-test-boundary-7d1f";
-        let mut body = Vec::new();
-        for (name, value) in extra {
-            body.extend_from_slice(
-                format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
-                    .as_bytes(),
-            );
-        }
-        if !file_name.is_empty() {
-            body.extend_from_slice(
-                format!(
-                    "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\n\
-                     Content-Type: application/octet-stream\r\n\r\n"
-                )
-                .as_bytes(),
-            );
-            body.extend_from_slice(bytes);
-            body.extend_from_slice(b"\r\n");
-        }
-        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        let fields: Vec<(&str, String)> = extra.iter().map(|(n, v)| (*n, v.to_string())).collect();
+        let (content_type, body) = multipart(&fields, file_name, bytes);
         let response = self
             .client
             .post(self.url(path))
             .bearer_auth(token)
-            .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+            .header("content-type", content_type)
             .body(body)
             .send()
             .await

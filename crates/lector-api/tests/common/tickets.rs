@@ -134,3 +134,24 @@ pub fn top_classes(result: &Value) -> Vec<Option<String>> {
         })
         .collect()
 }
+
+/// Uploads a model file to `other` as a new user there and checks it tags `texts` as `expected`
+/// (an analysis answer of the original server).
+pub async fn predicts_the_same_on(other: &TestApp, email: &str, bytes: &[u8], texts: &[&str], expected: &Value) {
+    let who = other.register(email).await;
+    let uploaded = other
+        .send_form(
+            "/models/upload",
+            &who.token,
+            "tickets.lector-model",
+            bytes,
+            &[("display_name", "Tickets")],
+        )
+        .await
+        .expect(200);
+    let there = analyze(other, &who, &uploaded["id"], texts).await;
+    assert_eq!(
+        there["documents"], expected["documents"],
+        "identical predictions on another server"
+    );
+}
