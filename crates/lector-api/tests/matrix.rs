@@ -17,8 +17,37 @@ use common::tickets::labeled_tickets;
 use common::{Backend, Session, TestApp};
 use reqwest::Method;
 use serde_json::{Value, json};
+use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Hostile strings in every string field of every write (issue 12, test 12): the same status
+/// and the same answer on SQLite and PostgreSQL, and never a server error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_strings_in_every_write_answer_alike_on_both_backends() {
+    let Some(sqlite) = TestApp::start(Backend::Sqlite).await else {
+        return;
+    };
+    let on_sqlite = hostile_writes(&sqlite).await;
+    drop(sqlite);
+    let Some(postgres) = TestApp::start(Backend::Postgres).await else {
+        return;
+    };
+    let on_postgres = hostile_writes(&postgres).await;
+    let mut differ = Vec::new();
+    for (cell, answer) in &on_sqlite {
+        let other = on_postgres.get(cell).map(String::as_str).unwrap_or("(not sent)");
+        if answer != other {
+            differ.push(format!("{cell}\n  sqlite:   {answer}\n  postgres: {other}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {} hostile writes answer differently:\n{}",
+        differ.len(),
+        on_sqlite.len(),
+        differ.join("\n")
+    );
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_every_operation_against_every_actor() {
@@ -110,11 +139,16 @@ fn destroys(need: Need, fresh: Fresh) -> Option<Spec> {
     })
 }
 
-static UNIQUE: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// Per test (a test's body runs on its own thread), so that a run on each backend makes
+    /// the same names in the same order.
+    static UNIQUE: Cell<usize> = const { Cell::new(0) };
+}
 
-/// A name no earlier call used.
+/// A name no earlier call of this test used.
 fn unique(prefix: &str) -> String {
-    format!("{prefix}-{}", UNIQUE.fetch_add(1, Ordering::Relaxed))
+    let n = UNIQUE.with(|u| u.replace(u.get() + 1));
+    format!("{prefix}-{n}")
 }
 
 /// A complete connect form; its address is private, so an allowed caller gets the guard's 422
@@ -553,6 +587,7 @@ fn id(value: &Value) -> String {
 
 /// Sets up the workspace, its members and one of every object.
 async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
+    UNIQUE.with(|u| u.set(0));
     let admin = app.register("admin@example.org").await;
     let outsider = app.register("outsider@example.org").await;
     let spare = app.register("spare@example.org").await;
@@ -1003,5 +1038,150 @@ async fn make_fresh(
             );
         }
         Fresh::Token => {}
+    }
+}
+
+/// The strings every write field gets: controls, direction overrides, a lone surrogate (sent
+/// as its JSON escape), 10,000 characters, emoji and combining marks.
+const HOSTILE: [(&str, &str); 9] = [
+    ("nul", "a\u{0}b"),
+    ("bidi override", "\u{202E}gnp.exe"),
+    ("c1 control", "a\u{85}b"),
+    ("escape", "a\u{1b}[31mb"),
+    ("newline", "a\nb"),
+    ("lone surrogate", LONE_SURROGATE),
+    ("emoji", "\u{1F600}\u{1F469}\u{200D}\u{1F467}"),
+    ("combining", "e\u{301}\u{308}z"),
+    ("long", ""),
+];
+
+/// Stands for the JSON text `"a\ud800b"`, which no Rust string holds.
+const LONE_SURROGATE: &str = "\u{E000}lone-surrogate\u{E000}";
+
+/// Every write with a JSON body, each of its string fields set to each hostile string, sent
+/// by the least actor the policy allows; answers cell → status and answer with ids, times and
+/// tokens masked. A server error fails at once.
+async fn hostile_writes(app: &TestApp) -> BTreeMap<String, String> {
+    let (fixture, actors) = build(app).await;
+    let mut answers = BTreeMap::new();
+    for (op, method, template) in served_operations(app).await {
+        let Some(Spec {
+            need,
+            payload: Payload::Json(body),
+            fresh: None,
+        }) = declared(&op, &fixture)
+        else {
+            continue;
+        };
+        let actor = actors.iter().find(|a| a.allowed(need)).unwrap();
+        let token = actor.session.as_ref().map(|s| s.token.clone());
+        let path = fill(&template, &fixture.params_for(&template, &fixture.params));
+        for field in string_fields(&body, "") {
+            for (name, text) in HOSTILE {
+                let long = "n".repeat(10_000);
+                let text = if name == "long" { long.as_str() } else { text };
+                let raw = with_field(&body, &field, text);
+                let mut request = app
+                    .client
+                    .request(method.clone(), app.url(&path))
+                    .header("content-type", "application/json")
+                    .body(raw);
+                if let Some(token) = &token {
+                    request = request.bearer_auth(token);
+                }
+                let response = request.send().await.expect("an answer");
+                let status = response.status().as_u16();
+                let text = response.text().await.unwrap_or_default();
+                assert!(status < 500, "{op} {field}={name}: {status} {text}");
+                answers.insert(format!("{op} {field}={name}"), format!("{status} {}", masked(&text)));
+            }
+        }
+    }
+    app.settle_jobs(std::time::Duration::from_secs(60)).await;
+    answers
+}
+
+/// The paths of a body's string fields (`name`, `documents[0].text`).
+fn string_fields(value: &Value, at: &str) -> Vec<String> {
+    match value {
+        Value::String(_) => vec![at.to_owned()],
+        Value::Object(map) => map
+            .iter()
+            .flat_map(|(key, v)| {
+                let path = if at.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{at}.{key}")
+                };
+                string_fields(v, &path)
+            })
+            .collect(),
+        Value::Array(items) => items
+            .first()
+            .map(|v| string_fields(v, &format!("{at}[0]")))
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// The body as JSON text with the field at `path` set to `text`.
+fn with_field(body: &Value, path: &str, text: &str) -> String {
+    let mut body = body.clone();
+    let mut at = &mut body;
+    for part in path.split('.') {
+        let (key, index) = match part.strip_suffix("[0]") {
+            Some(key) => (key, true),
+            None => (part, false),
+        };
+        if !key.is_empty() {
+            at = &mut at[key];
+        }
+        if index {
+            at = &mut at[0];
+        }
+    }
+    *at = Value::String(text.to_owned());
+    let json = body.to_string();
+    json.replace(&Value::String(LONE_SURROGATE.into()).to_string(), "\"a\\ud800b\"")
+}
+
+/// Whether `text` holds an RFC 3339 date-time (`2026-11-24T13:07`).
+fn has_timestamp(text: &str) -> bool {
+    let shape = b"dddd-dd-ddT";
+    text.as_bytes().windows(shape.len()).any(|w| {
+        w.iter()
+            .zip(shape)
+            .all(|(c, s)| if *s == b'd' { c.is_ascii_digit() } else { c == s })
+    })
+}
+
+/// An answer with what differs between two runs masked: numbers, times, uuids, tokens.
+fn masked(text: &str) -> String {
+    fn mask(value: &mut Value) {
+        match value {
+            Value::Number(_) => *value = json!(0),
+            Value::String(s) => {
+                let volatile = (s.len() == 36 && s.matches('-').count() == 4)
+                    || has_timestamp(s)
+                    || s.starts_with("eyJ")
+                    || s.starts_with("lk_");
+                if volatile {
+                    *value = json!("*");
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(mask),
+            Value::Object(map) => {
+                map.remove("request_id");
+                map.values_mut().for_each(mask);
+            }
+            _ => {}
+        }
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(mut value) => {
+            mask(&mut value);
+            value.to_string()
+        }
+        Err(_) => text.to_owned(),
     }
 }
