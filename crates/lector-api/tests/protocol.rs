@@ -320,3 +320,95 @@ async fn an_oversized_body_over_http2_gets_its_413() {
     let problem: serde_json::Value = answer.json().await.expect("a problem body");
     assert_eq!(problem["code"], "payload_too_large", "{problem}");
 }
+
+/// One generated multipart request: its parts (field name, file name, content), whether the
+/// boundary the header names is the one the body uses, and where the body is cut short.
+#[derive(Debug, Clone)]
+struct FormCase {
+    parts: Vec<(String, Option<String>, Vec<u8>)>,
+    right_boundary: bool,
+    cut: Option<usize>,
+}
+
+fn form_case() -> impl proptest::strategy::Strategy<Value = FormCase> {
+    use proptest::prelude::*;
+    let name = prop_oneof![
+        Just("file".to_owned()),
+        Just("to_list".to_owned()),
+        Just("column".to_owned()),
+        "[a-z\"\r\n;=]{0,8}",
+    ];
+    let file_name = proptest::option::of(prop_oneof![
+        Just("a.csv".to_owned()),
+        Just("b.json".to_owned()),
+        Just("c.xlsx".to_owned()),
+        Just("d.jsonl".to_owned()),
+        Just("e.txt".to_owned()),
+        "[a-z.\"\r\n]{0,10}",
+    ]);
+    let content = proptest::collection::vec(any::<u8>(), 0..300);
+    let parts = proptest::collection::vec((name, file_name, content), 0..4);
+    (parts, any::<bool>(), proptest::option::of(0usize..2000)).prop_map(|(parts, right_boundary, cut)| FormCase {
+        parts,
+        right_boundary,
+        cut,
+    })
+}
+
+/// The multipart front door over generated forms (issue 12, test 13): odd field and file
+/// names, any bytes, the wrong boundary, bodies cut short. Every answer is a success or a 4xx
+/// problem, never a server error, and the server keeps answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_multipart_forms_get_an_answer_never_a_server_error() {
+    use proptest::strategy::{Strategy, ValueTree};
+    let app = app().await;
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with_classes(&ada, "Forms", "CLASS", &["a"]).await;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = form_case();
+    for _ in 0..200 {
+        let case = strategy.new_tree(&mut runner).unwrap().current();
+        let boundary = "gen-boundary-1";
+        let mut body = Vec::new();
+        for (name, file_name, content) in &case.parts {
+            let disposition = match file_name {
+                Some(f) => format!("form-data; name=\"{name}\"; filename=\"{f}\""),
+                None => format!("form-data; name=\"{name}\""),
+            };
+            body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: {disposition}\r\n\r\n").as_bytes());
+            body.extend_from_slice(content);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        if let Some(cut) = case.cut {
+            body.truncate(cut.min(body.len()));
+        }
+        let declared = if case.right_boundary {
+            boundary
+        } else {
+            "other-boundary"
+        };
+        let answer = app
+            .client
+            .post(app.url(&format!("/projects/{project}/groups/upload")))
+            .bearer_auth(&ada.token)
+            .header("content-type", format!("multipart/form-data; boundary={declared}"))
+            .body(body)
+            .send()
+            .await
+            .expect("an answer");
+        let status = answer.status().as_u16();
+        let content_type = answer
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let text = answer.text().await.unwrap_or_default();
+        assert!(status < 500, "{case:?}: {status} {text}");
+        if status >= 400 {
+            assert_eq!(content_type, "application/problem+json", "{case:?}: {status} {text}");
+        }
+    }
+    app.get("/auth/status", &ada.token).await.expect(200);
+}
