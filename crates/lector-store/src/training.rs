@@ -299,15 +299,29 @@ impl Store {
                 tags: Vec::new(),
             });
         }
-        let ids: Vec<i64> = segments.iter().map(|s| s.segment_id).collect();
-        let mut tags = crate::tags_by_segment(self.tags_by_segment_ids(&ids, Some(session_id)).await?);
-        for segment in &mut segments {
-            segment.tags = tags
-                .remove(&segment.segment_id)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|t| (t.class, t.label))
-                .collect();
+        // The session's tags in one pass (not by chunks of segment ids), in segment order.
+        let rows = sqlx::query(
+            "SELECT t.segment_id, c.name AS class_name, l.name AS label_name FROM segment_tags t \
+             LEFT JOIN classes c ON c.id = t.class_id LEFT JOIN labels l ON l.id = t.label_id \
+             WHERE t.session_id = $1 ORDER BY t.segment_id, t.id",
+        )
+        .bind(session_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        let mut at = 0;
+        for row in &rows {
+            let segment_id: i64 = row.try_get("segment_id").map_err(db)?;
+            // Both lists are in segment order: walk them together.
+            while at < segments.len() && segments[at].segment_id < segment_id {
+                at += 1;
+            }
+            if let Some(segment) = segments.get_mut(at).filter(|s| s.segment_id == segment_id) {
+                segment.tags.push((
+                    row.try_get("class_name").map_err(db)?,
+                    row.try_get("label_name").map_err(db)?,
+                ));
+            }
         }
         Ok(segments)
     }
