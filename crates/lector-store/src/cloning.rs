@@ -59,6 +59,9 @@ impl Store {
             .await
             .map_err(db_unique("a project with this name exists in the workspace"))?;
         let copy = Project::decode(&row)?;
+        // The vocabulary comes with the answer, whatever the job has done by then; the job
+        // copies the rest (and finds the vocabulary there).
+        copy_vocabulary(&mut tx, source.id, copy.id).await?;
         let payload = ClonePayload {
             source_project_id: source.id,
             project_id: copy.id,
@@ -173,11 +176,13 @@ async fn execute(tx: &mut Transaction<'static, Any>, sql: &str, binds: &[i64]) -
     Ok(query.execute(&mut **tx).await.map_err(db)?.rows_affected())
 }
 
-async fn copy_vocabulary_and_groups(tx: &mut Transaction<'static, Any>, source: i64, copy: i64) -> Result<i64> {
+/// Copies the classes and labels in their order (bounded by the per-project limits); a second
+/// run adds nothing.
+async fn copy_vocabulary(tx: &mut Transaction<'static, Any>, source: i64, copy: i64) -> Result<()> {
     execute(
         tx,
         "INSERT INTO classes (project_id, name, example, description, created) \
-         SELECT $1, name, example, description, created FROM classes WHERE project_id = $2 \
+         SELECT $1, name, example, description, created FROM classes WHERE project_id = $2 ORDER BY id \
          ON CONFLICT (project_id, name) DO NOTHING",
         &[copy, source],
     )
@@ -185,10 +190,15 @@ async fn copy_vocabulary_and_groups(tx: &mut Transaction<'static, Any>, source: 
     execute(
         tx,
         "INSERT INTO labels (project_id, name, created) SELECT $1, name, created FROM labels WHERE project_id = $2 \
-         ON CONFLICT (project_id, name) DO NOTHING",
+         ORDER BY id ON CONFLICT (project_id, name) DO NOTHING",
         &[copy, source],
     )
     .await?;
+    Ok(())
+}
+
+async fn copy_vocabulary_and_groups(tx: &mut Transaction<'static, Any>, source: i64, copy: i64) -> Result<i64> {
+    copy_vocabulary(tx, source, copy).await?;
     let groups = execute(
         tx,
         "INSERT INTO document_groups (project_id, name, source, status, created, cloned_from) \
