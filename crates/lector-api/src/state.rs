@@ -22,6 +22,8 @@ pub struct AppState {
     pub models: Arc<crate::model_cache::ModelCache>,
     /// The BASE models (sentence encoders) installed on this node.
     pub base_models: Arc<lector_embed::BaseModels>,
+    /// Where uploaded PDFs and images are read: child processes under limits.
+    pub sandbox: lector_extract::sandbox::Sandbox,
 }
 
 impl AppState {
@@ -40,6 +42,7 @@ impl AppState {
         let mailer = Mailer::new(&config.mail, &config.mail_outbox())?;
         let sources = lector_sources::Sources::new(&config)?;
         let base_models = Arc::new(lector_embed::BaseModels::new(config.base_models_dir()));
+        let sandbox = lector_extract::sandbox::Sandbox::new(&config.extract).map_err(|e| e.detail)?;
         store
             .sync_base_models(&installed_base_models(&base_models))
             .await
@@ -56,6 +59,7 @@ impl AppState {
                 base_models.clone(),
             )),
             base_models,
+            sandbox,
         })
     }
 }

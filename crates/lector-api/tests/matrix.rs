@@ -339,6 +339,33 @@ fn declared(op: &str, f: &Fixture) -> Option<Spec> {
             Json(json!({"model_id": f.model_id, "name": unique("analysis"), "documents": text()})),
         ),
         "update_analysis" => spec(Role(USER), Json(json!({"name": "Tickets analysis"}))),
+        // HITL: configurations need MANAGER, reviews are seen by members and submitted by an
+        // ANNOTATOR (once: later callers the policy lets through get 409).
+        "list_hitls" | "get_hitl" | "list_hitl_reviews" | "get_hitl_review" => spec(Role(VIEWER), Nothing),
+        "create_hitl" => spec(Role(MANAGER), Json(json!({"name": unique("hitl")}))),
+        "update_hitl" | "assign_hitl" => spec(
+            Role(MANAGER),
+            Json(json!({"name": "Matrix check", "model_id": f.model_id, "is_live": true})),
+        ),
+        "submit_hitl_review" => spec(
+            Role(ANNOTATOR),
+            Json(json!({"status": "approved", "values": {"total": "1.00"}})),
+        ),
+        // Extraction: the fixture's model tags classes, so a caller the policy lets through
+        // is answered 409 (an extraction takes a LABEL model) before the file is read.
+        "extract" => spec(
+            Role(USER),
+            Payload::Form(
+                vec![],
+                "invoice.pdf",
+                lector_extract::samples::text_pdf(&[vec![lector_extract::samples::TextRun::new(
+                    50.0,
+                    80.0,
+                    12.0,
+                    "Total 1,00 €",
+                )]]),
+            ),
+        ),
         "delete_analysis" => destroys(Role(USER), Fresh::Analysis),
         // Users: the USER member is the target of these paths.
         "get_user"
@@ -711,6 +738,47 @@ async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
     let notification = app.get("/notifications", &user.token).await.expect(200);
     let notification = first(&notification);
     let viewer_membership = &members[VIEWER].1;
+    // A HITL configuration of the project, and a review of it (reviews come from extractions
+    // with a LABEL model; the store makes this one directly).
+    let hitl = app
+        .post(
+            &format!("{p}/hitls"),
+            &admin.token,
+            json!({"name": "Matrix check", "model_id": model["id"], "is_live": true, "assigned_user_id": admin.user_id}),
+        )
+        .await
+        .expect(201);
+    let everywhere = lector_core::Scope {
+        user_id: admin.user_id,
+        is_superuser: true,
+        workspaces: Vec::new(),
+    };
+    let stored = app
+        .state
+        .store
+        .hitl(
+            &everywhere,
+            project,
+            hitl["id"].as_i64().unwrap(),
+            lector_core::Action::Read,
+        )
+        .await
+        .expect("the HITL");
+    let review = app
+        .state
+        .store
+        .create_review(
+            &stored,
+            &lector_store::NewReview {
+                document_name: "invoice.pdf".into(),
+                page_num: 1,
+                label: Some("total".into()),
+                confidence_threshold: Some(0.9),
+                extracted: json!({"matches": []}),
+            },
+        )
+        .await
+        .expect("a review");
 
     let mut params = BTreeMap::new();
     params.insert("organization", workspace_id.to_string());
@@ -735,6 +803,8 @@ async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
     params.insert("user_id", user.user_id.to_string());
     params.insert("key_id", id(&key));
     params.insert("notification_id", id(&notification));
+    params.insert("hitl_id", id(&hitl));
+    params.insert("review_id", review.id.to_string());
     let mut correction_params = BTreeMap::new();
     correction_params.insert("document_id", id(&corrected));
     correction_params.insert("segment_id", id(&corrected_segment));
@@ -1155,7 +1225,8 @@ fn has_timestamp(text: &str) -> bool {
     })
 }
 
-/// An answer with what differs between two runs masked: numbers, times, uuids, tokens.
+/// An answer with what differs between two runs masked: numbers, times, uuids, tokens and
+/// webhook secrets.
 fn masked(text: &str) -> String {
     fn mask(value: &mut Value) {
         match value {
@@ -1164,7 +1235,8 @@ fn masked(text: &str) -> String {
                 let volatile = (s.len() == 36 && s.matches('-').count() == 4)
                     || has_timestamp(s)
                     || s.starts_with("eyJ")
-                    || s.starts_with("lk_");
+                    || s.starts_with("lk_")
+                    || s.starts_with("whsec_");
                 if volatile {
                     *value = json!("*");
                 }

@@ -114,6 +114,8 @@ pub struct Config {
     /// Where the BASE models (sentence encoders) are installed, one directory each, by
     /// `lector base-models install`; default `{data_dir}/base-models`. Every node reads its own.
     pub base_models_dir: Option<PathBuf>,
+    /// Reading PDFs and images: limits, OCR and the sandbox every file is read in.
+    pub extract: ExtractConfig,
 }
 
 impl Default for Config {
@@ -145,6 +147,7 @@ impl Default for Config {
             uploads: UploadConfig::default(),
             http: HttpConfig::default(),
             base_models_dir: None,
+            extract: ExtractConfig::default(),
         }
     }
 }
@@ -219,6 +222,7 @@ impl Config {
             return Err("credential_key must be at least 32 bytes".into());
         }
         self.sources.validate()?;
+        self.extract.validate()?;
         let http = self.http;
         if http.max_uri_bytes >= PARSER_MAX_URI_BYTES
             || http.max_uri_bytes + http.max_header_bytes >= PARSER_MAX_HEAD_BYTES
@@ -387,6 +391,77 @@ impl Default for MailConfig {
         Self {
             from: "Lector <lector@localhost>".into(),
             smtp_url: None,
+        }
+    }
+}
+
+/// Reading PDFs and images. Every file is read in a child process (`lector extract-sandbox`)
+/// held to `sandbox_memory_mib` and `sandbox_cpu_secs`, so a crafted file fails its own request
+/// and nothing else.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExtractConfig {
+    /// Largest document file read, in bytes; larger ones are answered 413.
+    pub max_file_bytes: u64,
+    /// Most pages read from one file (PDF pages, TIFF images).
+    pub max_pages: usize,
+    /// Most pixels on one page image, and on its longer side; larger images are answered 413.
+    pub max_pixels: u64,
+    pub max_side: u32,
+    /// The OCR program.
+    pub tesseract: PathBuf,
+    /// Its languages, as `tesseract -l` takes them.
+    pub languages: String,
+    /// Most OCR runs at once for one file; 0 means one per core.
+    pub ocr_threads: usize,
+    /// Memory (address space) and processor time one read may use, OCR included.
+    pub sandbox_memory_mib: u64,
+    pub sandbox_cpu_secs: u64,
+    /// The program files are read with, given the argument `extract-sandbox`; default this one.
+    pub sandbox_program: Option<PathBuf>,
+}
+
+impl Default for ExtractConfig {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: 50 * 1024 * 1024,
+            max_pages: 200,
+            max_pixels: 40_000_000,
+            max_side: 20_000,
+            tesseract: PathBuf::from("tesseract"),
+            languages: "eng+deu+ara".into(),
+            ocr_threads: 0,
+            sandbox_memory_mib: 2048,
+            sandbox_cpu_secs: 120,
+            sandbox_program: None,
+        }
+    }
+}
+
+impl ExtractConfig {
+    fn validate(&self) -> Result<(), String> {
+        if self.max_file_bytes == 0 || self.max_pages == 0 || self.max_pixels == 0 || self.max_side == 0 {
+            return Err("extract.max_file_bytes, max_pages, max_pixels and max_side must be positive".into());
+        }
+        if self.sandbox_memory_mib < 256 || self.sandbox_cpu_secs == 0 {
+            return Err("extract.sandbox_memory_mib must be at least 256 and sandbox_cpu_secs positive".into());
+        }
+        if self.languages.is_empty()
+            || !self
+                .languages
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+_".contains(c))
+        {
+            return Err("extract.languages must be tesseract language names joined by +".into());
+        }
+        Ok(())
+    }
+
+    /// OCR runs at once: the configured number, or one per core.
+    pub fn ocr_runs(&self) -> usize {
+        match self.ocr_threads {
+            0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            n => n,
         }
     }
 }

@@ -4,10 +4,10 @@
 //! HTTP status and the title, so clients can rely on `code` rather than on message text.
 //! 5xx errors carry no detail for the client: the cause is logged where it happens.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A stable, machine-readable reason for a rejection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     BadRequest,

@@ -14,6 +14,7 @@ pub mod sigv4;
 pub mod time;
 pub mod types;
 pub mod validate;
+pub mod webhook;
 
 pub use error::{Error, ErrorCode, FieldError, Result};
 pub use policy::{Action, Role, Scope};

@@ -1,14 +1,55 @@
-//! Document extraction for Lector: recognising the input formats now; PDF and image decoding,
-//! OCR and field matching belong here too. Knows nothing of HTTP or SQL.
+//! Document extraction for Lector: reading PDFs and images into pages of positioned words
+//! (the text layer where a PDF has one, OCR elsewhere), in a sandboxed child process.
+//! Knows nothing of HTTP or SQL.
+
+pub mod builtin;
+pub mod convert;
+pub mod extraction;
+#[cfg(feature = "samples")]
+pub mod invoices;
+pub mod layout;
+pub mod ocr;
+pub mod page;
+pub mod pdf;
+pub mod raster;
+#[cfg(feature = "samples")]
+pub mod samples;
+pub mod sandbox;
+
+pub use lector_core::config::ExtractConfig;
+pub use page::{Line, Page, Point, Quad, ReadDocument, TextSource, Word};
+
+use lector_core::{Error, ErrorCode, Result};
 
 /// The document formats extraction accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum DocumentFormat {
     Pdf,
     Jpeg,
     Png,
     Tiff,
     Webp,
+}
+
+impl DocumentFormat {
+    /// The name an upload of this format is recorded under (its usual extension).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pdf => "pdf",
+            Self::Jpeg => "jpeg",
+            Self::Png => "png",
+            Self::Tiff => "tiff",
+            Self::Webp => "webp",
+        }
+    }
+
+    /// The format recorded under `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Pdf, Self::Jpeg, Self::Png, Self::Tiff, Self::Webp]
+            .into_iter()
+            .find(|f| f.name() == name)
+    }
 }
 
 /// Recognises a format by its leading bytes, never by the file name a client sent.
@@ -21,6 +62,113 @@ pub fn sniff(bytes: &[u8]) -> Option<DocumentFormat> {
         [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some(DocumentFormat::Webp),
         _ => None,
     }
+}
+
+/// The answer to a file over a limit: 413, naming the limit.
+pub(crate) fn too_large(detail: String) -> Error {
+    Error::new(ErrorCode::PayloadTooLarge, detail)
+}
+
+/// Reads `bytes` in this process: a PDF's text layer, OCR for scanned pages and images.
+/// Untrusted files go through [`sandbox::Sandbox`], which runs this in a child process.
+pub fn read_document(bytes: Vec<u8>, config: &ExtractConfig) -> Result<ReadDocument> {
+    read_first_pages(bytes, config, None)
+}
+
+/// Like [`read_document`], reading only the first `pages` pages when given (a preview); the
+/// page count is still checked against the limit.
+pub fn read_first_pages(bytes: Vec<u8>, config: &ExtractConfig, pages: Option<usize>) -> Result<ReadDocument> {
+    if bytes.len() as u64 > config.max_file_bytes {
+        return Err(too_large(format!(
+            "the file has {} bytes; at most {} are read",
+            bytes.len(),
+            config.max_file_bytes
+        )));
+    }
+    let format = sniff(&bytes).ok_or_else(|| {
+        Error::new(
+            ErrorCode::UnsupportedMediaType,
+            "the file is not a PDF, JPEG, PNG, TIFF or WebP image",
+        )
+    })?;
+    let scratch = tempfile::tempdir().map_err(|error| {
+        tracing::error!(%error, "a scratch directory for OCR");
+        Error::internal()
+    })?;
+    let ocr = ocr::Ocr::new(config);
+    let pages = match format {
+        DocumentFormat::Pdf => read_pdf(bytes, config, &ocr, scratch.path(), pages)?,
+        _ => read_images(&bytes, format, config, &ocr, scratch.path(), pages)?,
+    };
+    Ok(ReadDocument { format, pages })
+}
+
+fn read_pdf(
+    bytes: Vec<u8>,
+    config: &ExtractConfig,
+    ocr: &ocr::Ocr,
+    scratch: &std::path::Path,
+    first: Option<usize>,
+) -> Result<Vec<Page>> {
+    let pdf = pdf::PdfDocument::open(bytes, config)?;
+    let count = first.map_or(pdf.page_count(), |n| n.min(pdf.page_count()));
+    let mut pages = Vec::with_capacity(count);
+    let mut scans = Vec::new();
+    for index in 0..count {
+        match pdf.page_text(index, config)? {
+            pdf::PdfPageText::Text(page) => pages.push(page),
+            pdf::PdfPageText::NeedsOcr {
+                number,
+                width,
+                height,
+                image,
+                dpi,
+            } => {
+                pages.push(Page {
+                    number,
+                    width,
+                    height,
+                    source: TextSource::Ocr,
+                    lines: Vec::new(),
+                });
+                scans.push((index, image, dpi));
+            }
+        }
+    }
+    let images: Vec<ocr::OcrImage<'_>> = scans
+        .iter()
+        .map(|(_, image, dpi)| ocr::OcrImage { image, dpi: Some(*dpi) })
+        .collect();
+    for ((index, _, _), lines) in scans.iter().zip(ocr.read(&images, scratch)?) {
+        pages[*index].lines = lines;
+    }
+    Ok(pages)
+}
+
+fn read_images(
+    bytes: &[u8],
+    format: DocumentFormat,
+    config: &ExtractConfig,
+    ocr: &ocr::Ocr,
+    scratch: &std::path::Path,
+    first: Option<usize>,
+) -> Result<Vec<Page>> {
+    let mut images = raster::decode_pages(bytes, format, config)?;
+    images.truncate(first.unwrap_or(usize::MAX));
+    let inputs: Vec<ocr::OcrImage<'_>> = images.iter().map(|image| ocr::OcrImage { image, dpi: None }).collect();
+    let lines = ocr.read(&inputs, scratch)?;
+    Ok(images
+        .iter()
+        .zip(lines)
+        .enumerate()
+        .map(|(i, (image, lines))| Page {
+            number: i as u32 + 1,
+            width: image.width() as f32,
+            height: image.height() as f32,
+            source: TextSource::Ocr,
+            lines,
+        })
+        .collect())
 }
 
 #[cfg(test)]

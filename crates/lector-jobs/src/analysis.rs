@@ -11,15 +11,20 @@ use crate::ingest::fill_group;
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
 use lector_core::NotificationType;
 use lector_embed::BaseModels;
+use lector_extract::sandbox::Sandbox;
 use lector_store::{AnalysisPayload, AnalysisTag, Lease, PendingDocument, Store};
 use std::sync::Arc;
 
 /// Documents read, predicted and written per transaction.
 pub const ANALYSIS_BATCH: i64 = 500;
 
-/// Runs a batch analysis, loading models with the BASE models they were trained with.
-#[derive(Debug, Default)]
-pub struct AnalyzeDocuments(pub Arc<BaseModels>);
+/// Runs a batch analysis, loading models with the BASE models they were trained with and
+/// reading document files (PDFs, images) in `sandbox`.
+#[derive(Debug)]
+pub struct AnalyzeDocuments {
+    pub base_models: Arc<BaseModels>,
+    pub sandbox: Sandbox,
+}
 
 impl Handler for AnalyzeDocuments {
     type Payload = AnalysisPayload;
@@ -42,10 +47,10 @@ impl Handler for AnalyzeDocuments {
                     .await
                     .map_err(JobError::from_store)?;
                 if group == "PROCESSING" {
-                    fill_group(store, lease, import).await?;
+                    fill_group(store, lease, import, &self.sandbox).await?;
                 }
             }
-            analyse(store, lease, &self.0, &payload).await?;
+            analyse(store, lease, &self.base_models, &payload).await?;
             store
                 .complete_analysis(lease, payload.analysis_id)
                 .await

@@ -1,4 +1,5 @@
-//! Filling a document group from an uploaded file (`create_group` with a `file_id`).
+//! Filling a document group from an uploaded table (`create_group` with a `file_id`); a PDF or
+//! image goes to `document_file`.
 //!
 //! The file streams from the blob store through `lector-text`'s bounded readers on a blocking
 //! thread, which also normalises and segments each row's text; the job writes the documents in
@@ -8,9 +9,11 @@
 //! whole within the reader's limits). A malformed row stops the import with the line or cell
 //! named.
 
+use crate::document_file::import_document_file;
 use crate::ingest::Filled;
 use crate::prepare::prepare_document;
 use crate::runner::{JobError, panic_message};
+use lector_extract::sandbox::Sandbox;
 use lector_store::{FileSource, ImportPayload, Lease, NewDocument, Store};
 use lector_text::{ColumnRef, Format, Language, Limits, ReadOptions, TextError, open_rows};
 use std::io::Read;
@@ -39,8 +42,12 @@ pub(crate) async fn import_file(
     lease: &Lease,
     payload: &ImportPayload,
     source: &FileSource,
+    sandbox: &Sandbox,
 ) -> Result<Filled, JobError> {
     let upload = store.upload_for_job(lease, source.upload_id).await.map_err(gone)?;
+    if lector_extract::DocumentFormat::from_name(&upload.format).is_some() {
+        return import_document_file(store, lease, payload, &upload, sandbox).await;
+    }
     let format = Format::from_extension(&upload.format)
         .ok_or_else(|| JobError::fatal(format!("files of format {:?} cannot be read", upload.format)))?;
     let file = store.open_upload(&upload).await.map_err(gone)?;

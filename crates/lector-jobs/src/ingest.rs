@@ -5,6 +5,7 @@ use crate::file_import::import_file;
 use crate::prepare::prepare_document;
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
 use lector_core::{NotificationType, Result};
+use lector_extract::sandbox::Sandbox;
 pub use lector_store::ImportedDocument;
 use lector_store::{ImportPayload, Lease, NewDocument, Store};
 use lector_text::Language;
@@ -12,16 +13,17 @@ use lector_text::Language;
 /// Documents stored per transaction during an import.
 pub const IMPORT_BATCH: usize = 500;
 
-/// Fills a document group from the documents in its job's input or from an uploaded file.
-#[derive(Debug, Default)]
-pub struct ImportDocuments;
+/// Fills a document group from the documents in its job's input or from an uploaded file;
+/// document files (PDFs, images) are read in the sandbox.
+#[derive(Debug)]
+pub struct ImportDocuments(pub Sandbox);
 
 impl Handler for ImportDocuments {
     type Payload = ImportPayload;
 
     fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: ImportPayload) -> HandlerFuture<'a> {
         Box::pin(async move {
-            let filled = fill_group(store, lease, &payload).await?;
+            let filled = fill_group(store, lease, &payload, &self.0).await?;
             Ok(finished(lease, &payload, &filled))
         })
     }
@@ -40,9 +42,14 @@ pub struct Filled {
 
 /// Fills the group of `payload` from its job's input or its uploaded file, then marks the group
 /// CREATED. Used by the import job and by jobs that bring their own documents (batch analyses).
-pub async fn fill_group(store: &Store, lease: &Lease, payload: &ImportPayload) -> Result<Filled, JobError> {
+pub async fn fill_group(
+    store: &Store,
+    lease: &Lease,
+    payload: &ImportPayload,
+    sandbox: &Sandbox,
+) -> Result<Filled, JobError> {
     if let Some(file) = &payload.file {
-        return import_file(store, lease, payload, file).await;
+        return import_file(store, lease, payload, file, sandbox).await;
     }
     let documents: Vec<ImportedDocument> = store.job_input(lease).await.map_err(JobError::from_store)?;
     import(store, lease, payload, &documents)

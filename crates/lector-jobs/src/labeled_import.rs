@@ -210,6 +210,7 @@ pub fn labeled_document(mut labeled: LabeledText, language: Language) -> lector_
             start: s.start() as i64,
             end: s.end() as i64,
             text: s.text,
+            layout: None,
         })
         .collect();
     let mut tags = Vec::with_capacity(labeled.segments.len());

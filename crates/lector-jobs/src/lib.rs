@@ -4,6 +4,7 @@
 
 pub mod analysis;
 pub mod cloning;
+mod document_file;
 pub mod file_import;
 pub mod ingest;
 pub mod labeled_import;
@@ -12,6 +13,7 @@ pub mod owner;
 pub mod prepare;
 pub mod runner;
 pub mod training;
+pub mod webhook;
 
 pub use analysis::AnalyzeDocuments;
 pub use cloning::CloneProject;
@@ -21,18 +23,27 @@ pub use mail::{Mailer, SendMail};
 pub use prepare::prepare_document;
 pub use runner::{Handler, HandlerFuture, JobError, Outcome, Runner};
 pub use training::TrainModel;
+pub use webhook::DeliverWebhook;
 
 use lector_embed::BaseModels;
+use lector_extract::sandbox::Sandbox;
 use std::sync::Arc;
 
-/// The runner with every kind of job this installation handles, sending mail with `mailer`
-/// and training and analysing with the BASE models of `base_models`.
-pub fn standard_runner(mailer: Arc<Mailer>, base_models: Arc<BaseModels>) -> Runner {
+/// The runner with every kind of job this installation handles, sending mail with `mailer`,
+/// training and analysing with the BASE models of `base_models`, and reading document files
+/// (PDFs, images) in `sandbox`, posting webhooks through `sources`' guard.
+pub fn standard_runner(
+    mailer: Arc<Mailer>,
+    base_models: Arc<BaseModels>,
+    sandbox: Sandbox,
+    sources: Arc<lector_sources::Sources>,
+) -> Runner {
     Runner::new()
-        .with(ImportDocuments)
+        .with(ImportDocuments(sandbox.clone()))
         .with(ImportLabeled)
         .with(CloneProject)
         .with(TrainModel(base_models.clone()))
-        .with(AnalyzeDocuments(base_models))
+        .with(AnalyzeDocuments { base_models, sandbox })
         .with(SendMail(mailer))
+        .with(DeliverWebhook(sources))
 }

@@ -76,6 +76,21 @@ impl Sources {
         self.limits
     }
 
+    /// POSTs a webhook's `body` to `url` with `headers`, through the same guard as every source
+    /// (addresses checked on every hop, 307 and 308 followed and checked again); answers the
+    /// receiver's status, or why it could not be reached or refused.
+    pub async fn post_webhook(&self, url: &str, body: Vec<u8>, headers: &[(&'static str, String)]) -> Result<u16> {
+        let url =
+            url::Url::parse(url).map_err(|_| lector_core::Error::bad_request("the webhook URL is not an address"))?;
+        let mut map = reqwest::header::HeaderMap::new();
+        for (name, value) in headers {
+            let value = reqwest::header::HeaderValue::from_str(value)
+                .map_err(|_| lector_core::Error::bad_request(format!("the {name} header cannot be sent")))?;
+            map.insert(*name, value);
+        }
+        http::post(&self.policy, &self.limits, url, body, map).await
+    }
+
     /// Seals a checked secret for storage in a workspace's credential.
     pub fn seal(&self, workspace_id: i64, secret: &CredentialSecret) -> String {
         self.key.seal(workspace_id, secret.kind(), &secret.to_json())

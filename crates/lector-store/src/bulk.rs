@@ -104,8 +104,8 @@ async fn insert_segments(
 ) -> Result<()> {
     for chunk in segments.chunks(SEGMENT_ROWS_PER_INSERT) {
         let sql = format!(
-            "INSERT INTO segments (document_id, position, span_start, span_end, text) VALUES {}",
-            placeholders(chunk.len(), 5, backend)
+            "INSERT INTO segments (document_id, position, span_start, span_end, text, layout) VALUES {}",
+            placeholders(chunk.len(), 6, backend)
         );
         let mut query = sqlx::query(&sql);
         for (document_id, position, segment) in chunk {
@@ -114,7 +114,8 @@ async fn insert_segments(
                 .bind(*position)
                 .bind(segment.start)
                 .bind(segment.end)
-                .bind(&segment.text);
+                .bind(&segment.text)
+                .bind(&segment.layout);
         }
         query.execute(&mut **tx).await.map_err(db)?;
     }

@@ -229,8 +229,8 @@ async fn copy_documents(
     .await?;
     execute(
         tx,
-        "INSERT INTO segments (document_id, position, span_start, span_end, text) \
-         SELECT c.id, s.position, s.span_start, s.span_end, s.text FROM documents c \
+        "INSERT INTO segments (document_id, position, span_start, span_end, text, layout) \
+         SELECT c.id, s.position, s.span_start, s.span_end, s.text, s.layout FROM documents c \
          JOIN segments s ON s.document_id = c.cloned_from \
          WHERE c.project_id = $1 AND c.cloned_from > $2 AND c.cloned_from <= $3 \
          ON CONFLICT (document_id, position) DO NOTHING",

@@ -31,6 +31,8 @@ pub struct NewSegment {
     pub text: String,
     pub start: i64,
     pub end: i64,
+    /// For a page of a PDF or image: its words and their boxes, as JSON.
+    pub layout: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +73,8 @@ pub struct Segment {
     pub start: i64,
     pub end: i64,
     pub text: String,
+    /// For a page of a PDF or image: its words and their boxes, as JSON.
+    pub layout: Option<String>,
     pub(crate) checked: crate::Checked,
 }
 
@@ -83,6 +87,7 @@ impl FromAnyRow for Segment {
             start: row.try_get("span_start")?,
             end: row.try_get("span_end")?,
             text: row.try_get("text")?,
+            layout: row.try_get("layout")?,
             checked: crate::CHECKED,
         })
     }
@@ -172,7 +177,7 @@ impl Store {
         for chunk in document_ids.chunks(500) {
             let placeholders = numbered(1, chunk.len());
             let sql = format!(
-                "SELECT id, document_id, position, span_start, span_end, text FROM segments \
+                "SELECT id, document_id, position, span_start, span_end, text, layout FROM segments \
                  WHERE document_id IN ({placeholders}) ORDER BY document_id, position"
             );
             let mut query = sqlx::query(&sql);
@@ -542,13 +547,15 @@ pub(crate) async fn insert_document(
 async fn insert_segments(tx: &mut Transaction<'static, Any>, document_id: i64, segments: &[NewSegment]) -> Result<()> {
     for (position, segment) in segments.iter().enumerate() {
         sqlx::query(
-            "INSERT INTO segments (document_id, position, span_start, span_end, text) VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO segments (document_id, position, span_start, span_end, text, layout) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(document_id)
         .bind(position as i64)
         .bind(segment.start)
         .bind(segment.end)
         .bind(&segment.text)
+        .bind(&segment.layout)
         .execute(&mut **tx)
         .await
         .map_err(db)?;

@@ -17,6 +17,7 @@ mod corrections;
 mod credentials;
 mod document_listing;
 mod documents;
+mod hitls;
 mod jobs;
 mod labeled_imports;
 mod models;
@@ -30,13 +31,14 @@ pub use corrections::{CorrectionAgreement, NewCorrection, PredictedSegmentTag};
 pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use document_listing::DocumentFilter;
 pub use documents::{Document, DocumentGroup, NewDocument, NewSegment, Segment};
+pub use hitls::{Hitl, HitlReview, MAX_HITLS_PER_PROJECT, NewHitl, NewReview};
 pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
 pub use labeled_imports::LabeledFile;
 pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel, UploadTarget};
 pub use payloads::{
     ANALYSIS_JOB, AnalysisPayload, CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload,
     ImportedDocument, LABELED_IMPORT_JOB, LabeledColumns, LabeledImportPayload, MAIL_JOB, MailPayload, TRAINING_JOB,
-    TrainingPayload,
+    TrainingPayload, WEBHOOK_JOB, WebhookPayload,
 };
 pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,

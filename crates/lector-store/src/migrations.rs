@@ -86,6 +86,18 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0012_base_models.sql"),
         postgres: include_str!("../migrations/postgres/0012_base_models.sql"),
     },
+    Step {
+        version: 13,
+        description: "segment layouts",
+        sqlite: include_str!("../migrations/sqlite/0013_segment_layouts.sql"),
+        postgres: include_str!("../migrations/postgres/0013_segment_layouts.sql"),
+    },
+    Step {
+        version: 14,
+        description: "hitl",
+        sqlite: include_str!("../migrations/sqlite/0014_hitl.sql"),
+        postgres: include_str!("../migrations/postgres/0014_hitl.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

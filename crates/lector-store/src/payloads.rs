@@ -22,6 +22,8 @@ pub const MAIL_JOB: &str = MailPayload::KIND;
 pub const ANALYSIS_JOB: &str = AnalysisPayload::KIND;
 /// The kind of job that fills a labeling session from a labeled-data file.
 pub const LABELED_IMPORT_JOB: &str = LabeledImportPayload::KIND;
+/// The kind of job that posts one HITL review event to its configuration's webhook.
+pub const WEBHOOK_JOB: &str = WebhookPayload::KIND;
 
 /// Fills a document group (PROCESSING until done) from the documents in the job's input (a
 /// `Vec<ImportedDocument>`), or from an uploaded file.
@@ -228,6 +230,37 @@ impl JobPayload for MailPayload {
             "Mail not sent",
             format!("The mail \"{}\" to {}", self.subject, self.to),
             self.advice.clone(),
+        )
+    }
+}
+
+/// Posts one review event to a HITL configuration's `webhook_url`: JSON `{id, type, created,
+/// data}` signed with the configuration's secret when it is sent (so the signature's time is
+/// the delivery's). Retried with backoff; a receiver that never takes it costs nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookPayload {
+    pub hitl_id: i64,
+    pub url: String,
+    pub secret: String,
+    /// The event's id (a UUID), the same on every attempt so a receiver can drop repeats.
+    pub event_id: String,
+    /// `review.created` or `review.submitted`.
+    pub event_type: String,
+    /// RFC 3339.
+    pub created: String,
+    pub data: serde_json::Value,
+}
+
+impl JobPayload for WebhookPayload {
+    const KIND: &'static str = "deliver_webhook";
+    const MAX_ATTEMPTS: i64 = 8;
+
+    fn failure(&self) -> Failure {
+        Failure::of(
+            None,
+            "Webhook not delivered",
+            format!("The {} event {} to {}", self.event_type, self.event_id, self.url),
+            "check that the receiver answers 2xx, then submit or create the review again",
         )
     }
 }

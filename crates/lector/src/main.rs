@@ -47,6 +47,10 @@ enum Command {
         #[command(subcommand)]
         command: BaseModelsCommand,
     },
+    /// Read one document from standard input and answer JSON on standard output, inside the
+    /// limits the server passes: the child process every uploaded file is read in.
+    #[command(name = "extract-sandbox", hide = true)]
+    ExtractSandbox,
 }
 
 #[derive(Subcommand, Debug)]
@@ -80,6 +84,10 @@ enum UserCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::ExtractSandbox = cli.command {
+        // Its configuration comes from the server that started it, not from files.
+        return lector_extract::sandbox::child_main();
+    }
     let config = match config::load(&cli.overrides) {
         Ok(config) => config,
         Err(e) => {
@@ -132,8 +140,13 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
                 lector_core::config::TlsMode::Proxy => "http (behind a TLS proxy)",
             };
             let (stop, stopped) = tokio::sync::watch::channel(false);
-            let runner = lector_jobs::standard_runner(state.mailer.clone(), state.base_models.clone())
-                .lease_secs(state.config.job_lease_secs);
+            let runner = lector_jobs::standard_runner(
+                state.mailer.clone(),
+                state.base_models.clone(),
+                state.sandbox.clone(),
+                state.sources.clone(),
+            )
+            .lease_secs(state.config.job_lease_secs);
             let workers = runner.spawn(state.store.clone(), state.config.workers, stopped);
             tracing::info!(%address, scheme, workers = state.config.workers, data_dir = %state.config.data_dir.display(), "lector is serving");
             server.run(lector_api::shutdown_signal()).await;
@@ -150,7 +163,9 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             let (stop, stopped) = tokio::sync::watch::channel(false);
             let count = config.workers.max(1);
             let base_models = std::sync::Arc::new(lector_embed::BaseModels::new(config.base_models_dir()));
-            let workers = lector_jobs::standard_runner(mailer, base_models)
+            let sandbox = lector_extract::sandbox::Sandbox::new(&config.extract).map_err(|e| e.detail)?;
+            let sources = std::sync::Arc::new(lector_sources::Sources::new(&config)?);
+            let workers = lector_jobs::standard_runner(mailer, base_models, sandbox, sources)
                 .lease_secs(config.job_lease_secs)
                 .spawn(store.clone(), count, stopped);
             tracing::info!(workers = count, "lector worker is running");
@@ -171,6 +186,7 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
         } => {
             println!("{}", base_models::list(&config.base_models_dir()));
         }
+        Command::ExtractSandbox => unreachable!("the sandbox child returns before the runtime starts"),
         Command::User {
             command:
                 UserCommand::Create {

@@ -47,6 +47,9 @@ pub struct SegmentDto {
     /// ANNOTATED once marked, when read through a session.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// For a page of a PDF or image: the page with its words and their boxes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<crate::routes::pages::PageDto>,
 }
 
 /// A tag on a segment: a class and/or a label by name, optionally on a part of the segment.
@@ -163,6 +166,7 @@ pub async fn document_dtos(state: &AppState, documents: Vec<Document>, details: 
     for s in segments {
         by_document.entry(s.document_id).or_default().push(SegmentDto {
             id: s.id,
+            page: crate::routes::pages::page_of(s.layout.as_deref()),
             text: s.text,
             span: [s.start, s.end],
             tags: details.tags.then(|| {
@@ -296,6 +300,7 @@ pub(crate) fn prepare_document_body(
                 start: s.start() as i64,
                 end: s.end() as i64,
                 text: s.text,
+                layout: None,
             })
             .collect();
     }

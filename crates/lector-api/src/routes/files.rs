@@ -46,7 +46,8 @@ const DOWNLOAD_PAGE: i64 = 1000;
 #[derive(Debug, ToSchema)]
 #[allow(dead_code)]
 pub struct UploadForm {
-    /// The file: CSV, TXT (one document per line), JSON, JSONL or XLSX.
+    /// The file: CSV, TXT (one document per line), JSON, JSONL or XLSX; for a document group
+    /// also a PDF, JPEG, PNG, TIFF or WebP document (one document, a segment per page).
     #[schema(value_type = String, format = Binary)]
     file: Vec<u8>,
     /// Deprecated and ignored: the answer is always the preview.
@@ -107,6 +108,9 @@ pub async fn upload_with_preview(
 /// Reads an upload's preview and remembers its header; an upload whose preview cannot be read
 /// is not kept.
 pub async fn preview_upload(state: &AppState, upload: Upload) -> Result<UploadedFileDto> {
+    if lector_extract::DocumentFormat::from_name(&upload.format).is_some() {
+        return preview_document(state, upload).await;
+    }
     let read = {
         let state = state.clone();
         move |file: std::fs::File, format: Format| {
@@ -125,6 +129,66 @@ pub async fn preview_upload(state: &AppState, upload: Upload) -> Result<Uploaded
     let upload = state.store.set_upload_columns(&upload, &header).await?;
     tracing::info!(upload.id = %upload.id, bytes = upload.byte_size, format = %upload.format, "file uploaded");
     Ok(UploadedFileDto { id: upload.id, preview })
+}
+
+/// Characters of a page's text a document preview shows.
+const PREVIEW_PAGE_CHARS: usize = 2000;
+
+/// A PDF or image upload: its first page read in the sandbox (a file that cannot be read is not
+/// kept), previewed as a table with the page number and its text.
+async fn preview_document(state: &AppState, upload: Upload) -> Result<UploadedFileDto> {
+    let bytes = match upload_bytes(state, &upload).await {
+        Ok(bytes) => state.sandbox.read_first_pages(bytes, Some(1)).await,
+        Err(e) => Err(e),
+    };
+    let read = match bytes {
+        Ok(read) => read,
+        Err(e) => {
+            discard(state, &upload).await;
+            return Err(e);
+        }
+    };
+    let header = vec!["page".to_owned(), "text".to_owned()];
+    let mut preview = vec![header.clone()];
+    for page in &read.pages {
+        preview.push(vec![
+            page.number.to_string(),
+            page.text().chars().take(PREVIEW_PAGE_CHARS).collect(),
+        ]);
+    }
+    let upload = state.store.set_upload_columns(&upload, &header).await?;
+    tracing::info!(upload.id = %upload.id, bytes = upload.byte_size, format = %upload.format, "document uploaded");
+    Ok(UploadedFileDto { id: upload.id, preview })
+}
+
+/// An upload's bytes, read whole (documents are bounded by `extract.max_file_bytes`).
+async fn upload_bytes(state: &AppState, upload: &Upload) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let file = state.store.open_upload(upload).await?;
+    let max = state.config.extract.max_file_bytes;
+    tokio::task::spawn_blocking(move || {
+        let mut bytes = Vec::new();
+        file.take(max + 1).read_to_end(&mut bytes).map(|_| bytes)
+    })
+    .await
+    .map_err(|_| Error::internal())?
+    .map_err(|e| {
+        tracing::error!(error = %e, "reading an upload");
+        Error::internal()
+    })
+}
+
+/// 415 for a PDF or image where an operation reads tables.
+pub fn refuse_document(upload: &Upload, operation: &str) -> Result<()> {
+    if lector_extract::DocumentFormat::from_name(&upload.format).is_some() {
+        return Err(Error::new(
+            ErrorCode::UnsupportedMediaType,
+            format!(
+                "{operation} reads tables (CSV, TXT, JSON, JSONL or XLSX); a PDF or image goes into a document group (upload_group_file)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Adds the classes of a file (a header row with `name` and optionally `example` and
@@ -205,28 +269,31 @@ pub async fn receive_upload_with(
 async fn store_file(state: &AppState, caller: &Caller, target: UploadFor, mut field: Field<'_>) -> Result<Upload> {
     let name = field.file_name().unwrap_or("upload").to_owned();
     let first = field.chunk().await.map_err(multipart_error)?.unwrap_or_default();
-    let format = match Format::from_file_name(&name) {
-        Some(format) => format,
-        None => sniff(&first).ok_or_else(|| {
-            Error::new(
-                ErrorCode::UnsupportedMediaType,
-                format!("{name:?} is not a file Lector reads: send CSV, TXT, JSON, JSONL or XLSX (by its extension)"),
-            )
-        })?,
+    // A document is known by its first bytes, whatever its name; a table by its extension.
+    let (format, max_bytes) = match lector_extract::sniff(&first) {
+        Some(document) => (
+            document.name(),
+            state.config.uploads.max_bytes.min(state.config.extract.max_file_bytes),
+        ),
+        None => {
+            let format = Format::from_file_name(&name).or_else(|| sniff(&first)).ok_or_else(|| {
+                Error::new(
+                    ErrorCode::UnsupportedMediaType,
+                    format!(
+                        "{name:?} is not a file Lector reads: send CSV, TXT, JSON, JSONL or XLSX (by its \
+                         extension), or a PDF, JPEG, PNG, TIFF or WebP document"
+                    ),
+                )
+            })?;
+            (format_name(format), state.config.uploads.max_bytes)
+        }
     };
     let chunks = futures_util::stream::once(async move { Ok::<Bytes, MultipartError>(first) })
         .chain(field)
         .map(|chunk| chunk.map_err(multipart_error));
     state
         .store
-        .save_upload(
-            &caller.scope,
-            target,
-            &name,
-            format_name(format),
-            Box::pin(chunks),
-            state.config.uploads.max_bytes,
-        )
+        .save_upload(&caller.scope, target, &name, format, Box::pin(chunks), max_bytes)
         .await
 }
 
@@ -286,6 +353,7 @@ pub async fn read_upload<T: Send + 'static>(
     upload: &Upload,
     read: impl FnOnce(std::fs::File, Format) -> std::result::Result<T, TextError> + Send + 'static,
 ) -> Result<T> {
+    refuse_document(upload, "this operation")?;
     let format = Format::from_extension(&upload.format).ok_or_else(|| {
         tracing::error!(upload.id = %upload.id, format = %upload.format, "an upload of an unknown format");
         Error::internal()

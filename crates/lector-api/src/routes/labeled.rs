@@ -297,6 +297,10 @@ pub async fn upload_labeling_file(
         &["show_preview"],
     )
     .await?;
+    if let Err(e) = crate::routes::files::refuse_document(&upload, "upload_labeling_file") {
+        crate::routes::files::discard(&state, &upload).await;
+        return Err(e.into());
+    }
     if flags.iter().any(|(_, on)| *on) {
         let preview = crate::routes::files::preview_upload(&state, upload).await?;
         return Ok(Json(LabelingUpload::Preview(preview)));

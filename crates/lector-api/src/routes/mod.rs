@@ -13,12 +13,15 @@ pub mod classes;
 pub mod corrections;
 pub mod credentials;
 pub mod documents;
+pub mod extraction;
 pub mod files;
 pub mod groups;
+pub mod hitl;
 pub mod labeled;
 pub mod model_files;
 pub mod models;
 pub mod notifications;
+pub mod pages;
 pub mod projects;
 pub mod session_downloads;
 pub mod sessions;
@@ -50,6 +53,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(model_files::router())
         .merge(analyses::router())
         .merge(analyze::router())
+        .merge(extraction::router())
+        .merge(hitl::router())
         .merge(files::router())
         .merge(sources::router())
 }

@@ -188,6 +188,8 @@ impl TestApp {
         config.rate_limits.login_per_minute = 1000;
         config.rate_limits.register_per_hour = 1000;
         config.rate_limits.reset_mail_per_hour = 1000;
+        // Documents are read by this crate's own build of the sandbox program.
+        config.extract.sandbox_program = Some(env!("CARGO_BIN_EXE_lector-extract-sandbox").into());
         adjust(&mut config);
         let mut state = AppState::new(config).await.expect("app state");
         if let Some(blobs) = blobs {
@@ -197,11 +199,13 @@ impl TestApp {
         let address = server.local_addr().expect("address");
         let (tx, rx) = oneshot::channel::<()>();
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let workers = lector_jobs::standard_runner(state.mailer.clone(), state.base_models.clone()).spawn(
-            state.store.clone(),
-            2,
-            stopped,
-        );
+        let workers = lector_jobs::standard_runner(
+            state.mailer.clone(),
+            state.base_models.clone(),
+            state.sandbox.clone(),
+            state.sources.clone(),
+        )
+        .spawn(state.store.clone(), 2, stopped);
         let handle = tokio::spawn(async move {
             server
                 .run(async {

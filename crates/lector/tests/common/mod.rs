@@ -101,6 +101,7 @@ pub fn labeled(text: String, class: &str) -> LabeledDocument {
                 text: text.clone(),
                 start: 0,
                 end,
+                layout: None,
             }],
             text,
             meta: serde_json::json!({}),

@@ -1,0 +1,361 @@
+//! `extract`: the fields a model names (its labels) out of one PDF or image, within the request.
+//! The file is read in the sandbox (never stored); `lector_extract::extraction` finds the
+//! fields and judges them; this module only parses the request and shapes the answer
+//! (SPEC's Extraction result). One credit per page.
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{PathParams, QueryParams};
+use crate::routes::classes::LabelDto;
+use crate::routes::files::{bad_field, multipart_error};
+use crate::routes::pages::BoxDto;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::extract::multipart::{Multipart, MultipartRejection};
+use lector_core::{Action, Error, ErrorCode, FieldError, ModelType, Result};
+use lector_extract::extraction::{Extraction, FieldResult, FieldSetting, SettingOverride, extract as extract_fields};
+use lector_store::WorkspaceRef;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(extract))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ExtractPath {
+    organization: String,
+    project_id: i64,
+    model_id: i64,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ExtractQuery {
+    /// `true` to answer every match's words as boxes, page by page.
+    return_bboxes: Option<String>,
+    /// `true` to answer the pages as images with the matches drawn (not served yet: 422).
+    return_annotated_pages: Option<String>,
+}
+
+/// The multipart form of an extraction.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct ExtractForm {
+    /// A PDF, JPEG, PNG, TIFF or WebP document.
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+}
+
+/// One field's value in a document.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MatchDto {
+    /// The field (the model's label).
+    pub label: String,
+    /// The value in the field's type: ISO 8601 dates, amounts with two decimals, grouped IBANs.
+    pub value: Option<String>,
+    /// The words as they stand on the page.
+    pub text: String,
+    /// 1 for the first page.
+    pub page: u32,
+    pub confidence: f32,
+    pub data_type: String,
+    pub required: bool,
+    pub confidence_threshold: f32,
+    pub threshold_met: bool,
+    pub conversion_passed: bool,
+    /// Why the value does not convert to the field's type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversion_error: Option<String>,
+    /// An amount's currency (ISO 4217) when the page names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
+}
+
+/// The extraction of one document.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentExtractionDto {
+    pub name: String,
+    pub all_required_fields_found: bool,
+    pub all_confidence_thresholds_met: bool,
+    pub all_data_conversion_passed: bool,
+    pub credits_used: f64,
+    /// The fields found; a field not found has no match.
+    pub matches: Vec<MatchDto>,
+    /// With `return_bboxes=true`: per page, a group of boxes per match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bboxes: Option<Vec<Vec<Vec<BoxDto>>>>,
+    /// The required fields not found.
+    pub missing_fields: Vec<String>,
+    /// With a live HITL configuration for the model: whether the document waits for review.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hitl: Option<ExtractionReviewDto>,
+}
+
+/// The review an extraction asked for: `pending` (a review was created for the configuration's
+/// user) or `passed` (every required field found, every threshold met).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExtractionReviewDto {
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review_id: Option<i64>,
+    pub result: Vec<HitlResultDto>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HitlResultDto {
+    pub confidences: Vec<HitlConfidenceDto>,
+}
+
+/// A field's confidence against the one its setting expects (0 when not found).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HitlConfidenceDto {
+    pub label: String,
+    pub value: String,
+    pub expected_confidence: f32,
+    pub found: f32,
+}
+
+/// SPEC's Extraction result.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExtractionResultDto {
+    pub model: String,
+    pub all_required_fields_found: bool,
+    pub all_confidence_thresholds_met: bool,
+    pub all_data_conversion_passed: bool,
+    pub total_credits_used: f64,
+    pub documents: Vec<DocumentExtractionDto>,
+    /// The project's labels.
+    pub labels: Vec<LabelDto>,
+}
+
+/// Extracts the fields the model names (its labels) from one PDF or image (USER). Labels named
+/// like the usual invoice fields (`invoice_number`, `date`, `total`, `iban`, `vendor`, …) are
+/// found before any training. 413 past the size or page limit, 415 for other formats, 422 for
+/// a file that cannot be read.
+#[utoipa::path(post, path = "/organizations/{organization}/projects/{project_id}/models/{model_id}/extract",
+    tag = "extraction",
+    params(("organization" = String, Path, description = "workspace name or id"),
+        ("project_id" = i64, Path), ("model_id" = i64, Path), ExtractQuery),
+    request_body(content = ExtractForm, content_type = "multipart/form-data"),
+    responses((status = 200, body = ExtractionResultDto)))]
+pub async fn extract(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ExtractPath>,
+    QueryParams(q): QueryParams<ExtractQuery>,
+    form: std::result::Result<Multipart, MultipartRejection>,
+) -> ApiResult<Json<ExtractionResultDto>> {
+    let (workspace, _) = state
+        .store
+        .workspace_access(&caller.scope, &WorkspaceRef::parse(&p.organization), Action::Edit)
+        .await?;
+    let (project, _) = state
+        .store
+        .project_access(&caller.scope, p.project_id, Action::Edit)
+        .await?;
+    let model = state.store.model_for_analysis(&caller.scope, p.model_id).await?;
+    if project.workspace_id != workspace.id || model.project_id != Some(project.id) {
+        return Err(Error::not_found("model").into());
+    }
+    if model.kind != ModelType::Label {
+        return Err(Error::conflict(format!(
+            "model {} tags {}; extraction takes a model of a LABEL project, whose labels are the fields",
+            model.id,
+            model.kind.as_str()
+        ))
+        .into());
+    }
+    let return_bboxes = flag(&q.return_bboxes, "return_bboxes")?;
+    if flag(&q.return_annotated_pages, "return_annotated_pages")? {
+        return Err(bad_field("return_annotated_pages", "annotated page images are not served yet").into());
+    }
+    let (name, bytes) = file_of(&state, form.map_err(|e| Error::bad_request(e.body_text()))?).await?;
+    let read = state.sandbox.read(bytes).await?;
+    let hitl = state.store.live_hitl(&project, model.id).await?;
+    let overrides = match &hitl {
+        Some(hitl) => SettingOverride::parse_all(&hitl.labels).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let settings: Vec<FieldSetting> = model
+        .labels
+        .iter()
+        .map(|label| FieldSetting::configured(label, &overrides))
+        .collect();
+    let extraction = extract_fields(&read, &settings);
+    let labels = state.store.labels_of(&project).await?;
+    let mut result = answer(model.display_name, name.clone(), &extraction, return_bboxes, labels);
+    if let Some(hitl) = hitl {
+        result.documents[0].hitl = Some(review_if_needed(&state, &hitl, &name, &extraction, &result).await?);
+    }
+    Ok(Json(result))
+}
+
+/// With a live HITL: a pending review for its user when a required field is missing or a
+/// confidence is under its threshold; the answer's `hitl` says which.
+async fn review_if_needed(
+    state: &AppState,
+    hitl: &lector_store::Hitl,
+    name: &str,
+    extraction: &Extraction,
+    result: &ExtractionResultDto,
+) -> Result<ExtractionReviewDto> {
+    let confidences: Vec<HitlConfidenceDto> = extraction
+        .fields
+        .iter()
+        .map(|f| HitlConfidenceDto {
+            label: f.setting.label.clone(),
+            value: f.found.as_ref().map(|found| found.text.clone()).unwrap_or_default(),
+            expected_confidence: f.setting.threshold,
+            found: f.found.as_ref().map_or(0.0, |found| found.confidence),
+        })
+        .collect();
+    let failing = extraction
+        .fields
+        .iter()
+        .find(|f| (f.setting.required && f.found.is_none()) || !f.threshold_met());
+    let Some(first) = failing else {
+        return Ok(ExtractionReviewDto {
+            status: "passed".into(),
+            review_id: None,
+            result: vec![HitlResultDto { confidences }],
+        });
+    };
+    let review = state
+        .store
+        .create_review(
+            hitl,
+            &lector_store::NewReview {
+                document_name: name.to_owned(),
+                page_num: first.found.as_ref().map_or(1, |f| i64::from(f.page)),
+                label: Some(first.setting.label.clone()),
+                confidence_threshold: Some(f64::from(first.setting.threshold)),
+                extracted: serde_json::json!({
+                    "matches": result.documents[0].matches,
+                    "missing_fields": result.documents[0].missing_fields,
+                }),
+            },
+        )
+        .await?;
+    Ok(ExtractionReviewDto {
+        status: review.status,
+        review_id: Some(review.id),
+        result: vec![HitlResultDto { confidences }],
+    })
+}
+
+fn flag(value: &Option<String>, name: &str) -> Result<bool> {
+    match value.as_deref().map(str::trim) {
+        None | Some("" | "false" | "0") => Ok(false),
+        Some("true" | "1") => Ok(true),
+        Some(_) => {
+            let mut error = Error::new(ErrorCode::InvalidParameter, format!("{name} must be true or false"));
+            error.errors.push(FieldError::new(name, "must be true or false"));
+            Err(error)
+        }
+    }
+}
+
+/// The form's one `file`, read whole within `extract.max_file_bytes` (413 past it).
+async fn file_of(state: &AppState, mut form: Multipart) -> Result<(String, Vec<u8>)> {
+    let max = state.config.extract.max_file_bytes;
+    let mut file = None;
+    while let Some(mut field) = form.next_field().await.map_err(multipart_error)? {
+        match field.name().unwrap_or_default() {
+            "file" if file.is_none() => {
+                let name = field.file_name().unwrap_or("document").to_owned();
+                let mut bytes = Vec::new();
+                while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+                    if (bytes.len() + chunk.len()) as u64 > max {
+                        return Err(Error::new(
+                            ErrorCode::PayloadTooLarge,
+                            format!("the file is larger than {max} bytes (extract.max_file_bytes)"),
+                        ));
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                file = Some((name, bytes));
+            }
+            "file" => return Err(bad_field("file", "send one file")),
+            other => {
+                let mut error = Error::new(ErrorCode::UnknownField, format!("the form has no field `{other}`"));
+                error.errors.push(FieldError::new(other, "unknown field"));
+                return Err(error);
+            }
+        }
+    }
+    file.ok_or_else(|| bad_field("file", "is required"))
+}
+
+fn answer(
+    model: String,
+    name: String,
+    extraction: &Extraction,
+    return_bboxes: bool,
+    labels: Vec<lector_store::Label>,
+) -> ExtractionResultDto {
+    let matches: Vec<MatchDto> = extraction.fields.iter().filter_map(match_of).collect();
+    let bboxes = return_bboxes.then(|| {
+        let mut pages: Vec<Vec<Vec<BoxDto>>> = (0..extraction.credits).map(|_| Vec::new()).collect();
+        for field in &extraction.fields {
+            if let Some(found) = &field.found
+                && let Some(page) = pages.get_mut(found.page as usize - 1)
+            {
+                let mut group = BoxDto::of_quad(&found.quad, &found.text, found.confidence);
+                group.label = Some(field.setting.label.clone());
+                page.push(vec![group]);
+            }
+        }
+        pages
+    });
+    let document = DocumentExtractionDto {
+        name,
+        all_required_fields_found: extraction.all_required_fields_found(),
+        all_confidence_thresholds_met: extraction.all_confidence_thresholds_met(),
+        all_data_conversion_passed: extraction.all_data_conversion_passed(),
+        credits_used: extraction.credits as f64,
+        matches,
+        bboxes,
+        missing_fields: extraction
+            .fields
+            .iter()
+            .filter(|f| f.setting.required && f.found.is_none())
+            .map(|f| f.setting.label.clone())
+            .collect(),
+        hitl: None,
+    };
+    ExtractionResultDto {
+        model,
+        all_required_fields_found: document.all_required_fields_found,
+        all_confidence_thresholds_met: document.all_confidence_thresholds_met,
+        all_data_conversion_passed: document.all_data_conversion_passed,
+        total_credits_used: document.credits_used,
+        documents: vec![document],
+        labels: labels.into_iter().map(LabelDto::from).collect(),
+    }
+}
+
+fn match_of(field: &FieldResult) -> Option<MatchDto> {
+    let found = field.found.as_ref()?;
+    let converted = field.conversion.as_ref().and_then(|c| c.as_ref().ok());
+    Some(MatchDto {
+        label: field.setting.label.clone(),
+        value: converted.map(|c| c.value.clone()),
+        text: found.text.clone(),
+        page: found.page,
+        confidence: found.confidence,
+        data_type: serde_json::to_value(field.setting.data_type)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        required: field.setting.required,
+        confidence_threshold: field.setting.threshold,
+        threshold_met: field.threshold_met(),
+        conversion_passed: field.conversion_passed(),
+        conversion_error: field.conversion.as_ref().and_then(|c| c.as_ref().err().cloned()),
+        currency: converted.and_then(|c| c.currency.clone()),
+    })
+}

@@ -1,0 +1,618 @@
+//! `extract` and HITL through HTTPS on both backends: a LABEL project whose labels are named
+//! like invoice fields gets them out of a text PDF and out of its scan before any extraction
+//! training, with clean values, boxes and credits; a live HITL configuration's settings turn
+//! an unsure extraction into a review for its user, who submits it; the requests' mistakes
+//! answer problems.
+
+mod common;
+
+use common::{Backend, Session, TestApp};
+use lector_extract::DocumentFormat;
+use lector_extract::samples::{self, TextRun};
+use serde_json::{Value, json};
+
+backend_tests!(
+    invoice_fields_come_out_of_pdfs_and_scans,
+    bad_extractions_are_refused,
+    a_live_hitl_sends_unsure_extractions_to_review,
+    hitl_configurations_are_checked,
+);
+
+mod webhooks {
+    use super::*;
+
+    /// Webhooks to a receiver on loopback, which the guard refuses unless configured.
+    fn loopback_allowed(config: &mut lector_core::config::Config) {
+        config.sources.allow_private = true;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        if let Some(app) = TestApp::start_with(Backend::Sqlite, loopback_allowed).await {
+            review_events_are_posted_signed(app).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        if let Some(app) = TestApp::start_with(Backend::Postgres, loopback_allowed).await {
+            review_events_are_posted_signed(app).await;
+        }
+    }
+}
+
+const FIELDS: [&str; 6] = ["invoice_number", "date", "total", "iban", "vendor", "po_number"];
+
+fn invoice() -> Vec<u8> {
+    samples::text_pdf(&[
+        vec![
+            TextRun::new(50.0, 80.0, 20.0, "Muster GmbH").bold(),
+            TextRun::new(50.0, 140.0, 12.0, "Rechnung Nr. RE-2024-0017"),
+            TextRun::new(50.0, 160.0, 12.0, "Datum: 14.03.2024"),
+            TextRun::new(50.0, 300.0, 12.0, "Gesamtbetrag:"),
+            TextRun::new(400.0, 300.0, 12.0, "1.234,50 €"),
+            TextRun::new(50.0, 700.0, 10.0, "IBAN DE89 3704 0044 0532 0130 00"),
+        ],
+        vec![TextRun::new(50.0, 100.0, 12.0, "Seite 2")],
+    ])
+}
+
+/// A LABEL project with the invoice fields as labels and a READY model trained on short
+/// examples of each; answers the project and model ids.
+async fn invoice_model(app: &TestApp, ada: &Session) -> (i64, i64) {
+    let project = app.project_with_classes(ada, "Invoices", "LABEL", &[]).await;
+    for label in FIELDS {
+        app.post(
+            &format!("/projects/{project}/labels"),
+            &ada.token,
+            json!({"name": label}),
+        )
+        .await
+        .expect(201);
+    }
+    let documents: Vec<Value> = (0..60)
+        .map(|n| {
+            let label = FIELDS[n % FIELDS.len()];
+            let text = match label {
+                "invoice_number" => format!("Invoice number INV-{n:04}"),
+                "date" => format!("Invoice date {:02}.03.2024", 1 + n % 28),
+                "total" => format!("Total amount {n},50 EUR"),
+                "iban" => "Pay to IBAN DE89 3704 0044 0532 0130 00".to_string(),
+                "vendor" => format!("From Vendor{n} GmbH, Berlin"),
+                _ => format!("Your purchase order PO-{n}"),
+            };
+            json!({"text": text, "tags": [{"label": label}]})
+        })
+        .collect();
+    app.post(
+        &format!("/projects/{project}/annotations"),
+        &ada.token,
+        json!({"name": "Fields", "documents": documents}),
+    )
+    .await
+    .expect(201);
+    let model = app
+        .train_model(ada, project, json!({"display_name": "Invoices v1"}))
+        .await;
+    assert_eq!(model["status"], "READY", "{model}");
+    (project, model["id"].as_i64().unwrap())
+}
+
+fn path(organization: &str, project: i64, model: i64, query: &str) -> String {
+    format!("/organizations/{organization}/projects/{project}/models/{model}/extract{query}")
+}
+
+async fn workspace_of(app: &TestApp, who: &Session, project: i64) -> String {
+    let project = app.get(&format!("/projects/{project}"), &who.token).await.expect(200);
+    project["organization_id"]
+        .as_i64()
+        .or(project["workspace_id"].as_i64())
+        .expect("a workspace id")
+        .to_string()
+}
+
+fn matches(result: &Value) -> std::collections::HashMap<String, Value> {
+    result["documents"][0]["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["label"].as_str().unwrap().to_owned(), m.clone()))
+        .collect()
+}
+
+async fn invoice_fields_come_out_of_pdfs_and_scans(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, model) = invoice_model(&app, &ada).await;
+    let org = workspace_of(&app, &ada, project).await;
+    let pdf = invoice();
+    let result = app
+        .send_form(
+            &path(&org, project, model, "?return_bboxes=true"),
+            &ada.token,
+            "rechnung.pdf",
+            &pdf,
+            &[],
+        )
+        .await
+        .expect(200);
+    assert_eq!(result["model"], "Invoices v1");
+    assert_eq!(result["total_credits_used"], 2.0, "one credit per page");
+    assert_eq!(result["all_required_fields_found"], true);
+    assert_eq!(result["all_data_conversion_passed"], true);
+    assert_eq!(result["all_confidence_thresholds_met"], true);
+    let labels: Vec<&str> = result["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, FIELDS);
+    let document = &result["documents"][0];
+    assert_eq!(document["name"], "rechnung.pdf");
+    assert_eq!(document["credits_used"], 2.0);
+    let found = matches(&result);
+    assert_eq!(found["invoice_number"]["value"], "RE-2024-0017");
+    assert_eq!(found["date"]["value"], "2024-03-14");
+    assert_eq!(found["date"]["data_type"], "date");
+    assert_eq!(found["total"]["value"], "1234.50");
+    assert_eq!(found["total"]["currency"], "EUR");
+    assert_eq!(found["total"]["text"], "1.234,50 €");
+    assert_eq!(found["iban"]["value"], "DE89 3704 0044 0532 0130 00");
+    assert_eq!(found["vendor"]["value"], "Muster GmbH");
+    assert!(!found.contains_key("po_number"), "no recogniser and no value: no match");
+    // Boxes: page 1 holds a group per match, labelled, where the text stands.
+    let pages = document["bboxes"].as_array().unwrap();
+    assert_eq!(pages.len(), 2);
+    assert!(pages[1].as_array().unwrap().is_empty());
+    let total = pages[0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|group| group[0]["label"] == "total")
+        .expect("the total's boxes");
+    assert!(
+        total[0]["TLx"].as_f64().unwrap() > 0.6 && (total[0]["TLy"].as_f64().unwrap() - 0.345).abs() < 0.02,
+        "{total}"
+    );
+
+    // Its scan, read by OCR: the same values, less surely.
+    let scan = samples::encode(&samples::render(&pdf, 150.0).remove(0), DocumentFormat::Png);
+    let result = app
+        .send_form(&path(&org, project, model, ""), &ada.token, "scan.png", &scan, &[])
+        .await
+        .expect(200);
+    assert_eq!(result["total_credits_used"], 1.0);
+    assert!(result["documents"][0].get("bboxes").is_none());
+    let found = matches(&result);
+    for (field, value) in [
+        ("invoice_number", "RE-2024-0017"),
+        ("date", "2024-03-14"),
+        ("total", "1234.50"),
+    ] {
+        assert_eq!(found[field]["value"], value, "{field}: {}", found[field]);
+        let confidence = found[field]["confidence"].as_f64().unwrap();
+        assert!(confidence > 0.5 && confidence < 1.0, "{field}: {confidence}");
+    }
+}
+
+async fn bad_extractions_are_refused(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, model) = invoice_model(&app, &ada).await;
+    let org = workspace_of(&app, &ada, project).await;
+    let pdf = invoice();
+    let send = |query: &'static str, name: &'static str, bytes: Vec<u8>| {
+        let (app, token, url) = (&app, ada.token.clone(), path(&org, project, model, query));
+        async move { app.send_form(&url, &token, name, &bytes, &[]).await }
+    };
+    send("?return_annotated_pages=true", "x.pdf", pdf.clone())
+        .await
+        .expect_problem(422, "validation_failed");
+    send("?return_bboxes=maybe", "x.pdf", pdf.clone())
+        .await
+        .expect_problem(400, "invalid_parameter");
+    send("", "x.zip", b"PK\x03\x04 not a document".to_vec())
+        .await
+        .expect_problem(415, "unsupported_media_type");
+    let mut truncated = pdf.clone();
+    truncated.truncate(200);
+    send("", "x.pdf", truncated)
+        .await
+        .expect_problem(422, "validation_failed");
+    // A model of another project, and a CLASS model, are no extraction models here.
+    let other = app.project_with_classes(&ada, "Other", "LABEL", &[]).await;
+    app.send_form(&path(&org, other, model, ""), &ada.token, "x.pdf", &pdf, &[])
+        .await
+        .expect_problem(404, "not_found");
+    // A stranger sees nothing.
+    let eve = app.register("eve@example.org").await;
+    let answer = app
+        .send_form(&path(&org, project, model, ""), &eve.token, "x.pdf", &pdf, &[])
+        .await;
+    assert!(matches!(answer.status.as_u16(), 403 | 404), "{}", answer.text);
+}
+
+async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, model) = invoice_model(&app, &ada).await;
+    let org = workspace_of(&app, &ada, project).await;
+    let body = json!({
+        "name": "Invoice check",
+        "description": "Every invoice without a PO number",
+        "assigned_user_id": ada.user_id,
+        "model_id": model,
+        "is_live": true,
+        "labels": {"po_number": {"required": true}, "total": {"confidence_threshold": 0.9, "data_type": "amount"}}
+    });
+    let hitl = app
+        .post(&format!("/projects/{project}/hitls"), &ada.token, body.clone())
+        .await
+        .expect(201);
+    assert_eq!(hitl["is_live"], true);
+    assert_eq!(hitl["labels"]["po_number"]["required"], true);
+    let hitls = app
+        .get(&format!("/projects/{project}/hitls"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(hitls.as_array().unwrap().len(), 1);
+    let at = format!("/projects/{project}/hitls/{}", hitl["id"]);
+
+    let result = app
+        .send_form(
+            &path(&org, project, model, ""),
+            &ada.token,
+            "rechnung.pdf",
+            &invoice(),
+            &[],
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        result["all_required_fields_found"], false,
+        "po_number is required and missing"
+    );
+    let document = &result["documents"][0];
+    assert_eq!(document["missing_fields"], json!(["po_number"]));
+    assert_eq!(document["hitl"]["status"], "pending");
+    let confidences = document["hitl"]["result"][0]["confidences"].as_array().unwrap();
+    let total = confidences.iter().find(|c| c["label"] == "total").unwrap();
+    assert_eq!(total["expected_confidence"].as_f64().unwrap() as f32, 0.9);
+    assert!(total["found"].as_f64().unwrap() >= 0.9, "{total}");
+    let review_id = document["hitl"]["review_id"].as_i64().unwrap();
+
+    // The reviewer hears of it, and finds it among the configuration's reviews.
+    let notifications = app.get("/notifications", &ada.token).await.expect(200);
+    let texts = notifications.to_string();
+    assert!(
+        texts.contains("A review is waiting for you") && texts.contains("rechnung.pdf"),
+        "{texts}"
+    );
+    let reviews = app.get(&format!("{at}/reviews"), &ada.token).await.expect(200);
+    let review = &reviews[0];
+    assert_eq!(review["review_id"], review_id);
+    assert_eq!(review["status"], "pending");
+    assert_eq!(review["label"], "po_number");
+    assert_eq!(review["document_name"], "rechnung.pdf");
+    assert_eq!(review["user_id"], ada.user_id);
+    assert_eq!(review["hitl_id"], hitl["id"]);
+    assert!(review.get("data").is_none());
+    let full = app
+        .get(&format!("{at}/reviews?with_full_data=true"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(full[0]["data"]["extracted"]["missing_fields"], json!(["po_number"]));
+
+    // Submitting stores the corrected values and the verdict, once.
+    app.put(
+        &format!("{at}/reviews/{review_id}"),
+        &ada.token,
+        json!({"status": "maybe"}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    let submitted = app
+        .put(
+            &format!("{at}/reviews/{review_id}"),
+            &ada.token,
+            json!({"status": "approved", "values": {"po_number": "PO-7", "total": "1234.50"}}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(submitted["status"], "approved");
+    assert_eq!(
+        submitted["data"]["corrected"],
+        json!({"po_number": "PO-7", "total": "1234.50"})
+    );
+    let again = app
+        .get(&format!("{at}/reviews/{review_id}"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(again["status"], "approved");
+    app.put(
+        &format!("{at}/reviews/{review_id}"),
+        &ada.token,
+        json!({"status": "rejected"}),
+    )
+    .await
+    .expect_problem(409, "conflict");
+
+    // With every field as it should be, nothing waits; off, the HITL is not asked.
+    let relaxed = json!({"name": "Invoice check", "model_id": model, "is_live": true, "assigned_user_id": ada.user_id});
+    let hitl = app.put(&at, &ada.token, relaxed).await.expect(200);
+    assert_eq!(hitl["labels"], json!({}));
+    let result = app
+        .send_form(
+            &path(&org, project, model, ""),
+            &ada.token,
+            "rechnung.pdf",
+            &invoice(),
+            &[],
+        )
+        .await
+        .expect(200);
+    assert_eq!(result["documents"][0]["hitl"]["status"], "passed");
+    app.post(
+        &format!("{at}/assign"),
+        &ada.token,
+        json!({"name": "Invoice check", "model_id": model, "is_live": false}),
+    )
+    .await
+    .expect(200);
+    let result = app
+        .send_form(
+            &path(&org, project, model, ""),
+            &ada.token,
+            "rechnung.pdf",
+            &invoice(),
+            &[],
+        )
+        .await
+        .expect(200);
+    assert!(result["documents"][0].get("hitl").is_none());
+    assert_eq!(
+        app.get(&format!("{at}/reviews"), &ada.token)
+            .await
+            .expect(200)
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+async fn hitl_configurations_are_checked(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let eve = app.register("eve@example.org").await;
+    let (project, model) = invoice_model(&app, &ada).await;
+    let hitls = format!("/projects/{project}/hitls");
+    let long = |n: usize| "x".repeat(n);
+    for (body, field) in [
+        (json!({"name": long(121)}), "name"),
+        (json!({"name": "ok", "description": long(256)}), "description"),
+        (
+            json!({"name": "ok", "webhook_url": format!("https://example.org/{}", long(240))}),
+            "webhook_url",
+        ),
+        (
+            json!({"name": "ok", "webhook_url": "ftp://example.org/x"}),
+            "webhook_url",
+        ),
+        (
+            json!({"name": "ok", "labels": {"total": {"confidence_threshold": 3}}}),
+            "labels",
+        ),
+        (
+            json!({"name": "ok", "labels": {"total": {"data_type": "colour"}}}),
+            "labels",
+        ),
+    ] {
+        let problem = app
+            .post(&hitls, &ada.token, body)
+            .await
+            .expect_problem(400, "bad_request");
+        assert_eq!(problem["errors"][0]["field"], field, "{problem}");
+    }
+    // 120, 255 and 255 characters are fine.
+    let fine = json!({"name": long(120), "description": long(255),
+        "webhook_url": format!("https://example.org/{}", long(235))});
+    app.post(&hitls, &ada.token, fine).await.expect(201);
+    let other = app.project_with_classes(&ada, "Other", "LABEL", &[]).await;
+    let problem = app
+        .post(
+            &format!("/projects/{other}/hitls"),
+            &ada.token,
+            json!({"name": "x", "model_id": model}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "model_id");
+    let problem = app
+        .post(
+            &hitls,
+            &ada.token,
+            json!({"name": "x", "assigned_user_id": eve.user_id}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "assigned_user_id");
+    // Another workspace's user sees none of it.
+    let answer = app.get(&hitls, &eve.token).await;
+    assert!(matches!(answer.status.as_u16(), 403 | 404), "{}", answer.text);
+    app.get(&format!("{hitls}/999999"), &ada.token)
+        .await
+        .expect_problem(404, "not_found");
+}
+
+/// A request a receiver took: its headers (lower-case names) and body.
+struct Received {
+    headers: std::collections::HashMap<String, String>,
+    body: Vec<u8>,
+}
+
+/// A webhook receiver on loopback that answers 500 to the first `failures` requests and 204
+/// after; every request it takes comes out of the channel.
+async fn receiver(failures: usize) -> (std::net::SocketAddr, tokio::sync::mpsc::UnboundedReceiver<Received>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let (sender, received) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut taken = 0;
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut data = Vec::new();
+            let mut buffer = [0u8; 4096];
+            let (head, body) = loop {
+                let n = stream.read(&mut buffer).await.unwrap_or(0);
+                if n == 0 {
+                    break (String::new(), Vec::new());
+                }
+                data.extend_from_slice(&buffer[..n]);
+                if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&data[..end]).to_string();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap_or(0))
+                        })
+                        .unwrap_or(0);
+                    let mut body = data[end + 4..].to_vec();
+                    while body.len() < length {
+                        let n = stream.read(&mut buffer).await.unwrap_or(0);
+                        if n == 0 {
+                            break;
+                        }
+                        body.extend_from_slice(&buffer[..n]);
+                    }
+                    break (head, body);
+                }
+            };
+            let headers = head
+                .lines()
+                .skip(1)
+                .filter_map(|l| l.split_once(':'))
+                .map(|(k, v)| (k.trim().to_lowercase(), v.trim().to_owned()))
+                .collect();
+            taken += 1;
+            let answer: &[u8] = if taken <= failures {
+                b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            } else {
+                b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            };
+            let _ = stream.write_all(answer).await;
+            let _ = sender.send(Received { headers, body });
+        }
+    });
+    (address, received)
+}
+
+/// The receiver's next request, within a minute.
+async fn next(received: &mut tokio::sync::mpsc::UnboundedReceiver<Received>) -> Received {
+    let within = std::time::Duration::from_secs(60);
+    tokio::time::timeout(within, received.recv())
+        .await
+        .expect("a delivery in time")
+        .expect("the receiver runs")
+}
+
+/// HMAC-SHA256 written out from SHA-256 (RFC 2104), to check the server's signature with
+/// nothing of its own code.
+fn hmac_sha256(key: &[u8], message: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    // A key longer than the block is hashed first.
+    let hashed;
+    let key = if key.len() > 64 {
+        hashed = Sha256::digest(key);
+        &hashed[..]
+    } else {
+        key
+    };
+    let mut block = [0u8; 64];
+    block[..key.len()].copy_from_slice(key);
+    let pad = |byte: u8| block.iter().map(|b| b ^ byte).collect::<Vec<u8>>();
+    let inner = Sha256::new().chain_update(pad(0x36)).chain_update(message).finalize();
+    let outer = Sha256::new().chain_update(pad(0x5c)).chain_update(inner).finalize();
+    outer.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Checks a request's `Lector-Signature` against `secret` and answers its event.
+fn verified(request: &Received, secret: &str) -> Value {
+    let header = &request.headers["lector-signature"];
+    let (t, v1) = header.split_once(',').unwrap();
+    let t = t.strip_prefix("t=").unwrap();
+    let v1 = v1.strip_prefix("v1=").unwrap();
+    let mut signed = format!("{t}.").into_bytes();
+    signed.extend_from_slice(&request.body);
+    assert_eq!(v1, hmac_sha256(secret.as_bytes(), &signed), "the signature checks out");
+    assert_eq!(request.headers["content-type"], "application/json");
+    serde_json::from_slice(&request.body).unwrap()
+}
+
+async fn review_events_are_posted_signed(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, model) = invoice_model(&app, &ada).await;
+    let org = workspace_of(&app, &ada, project).await;
+    // The receiver refuses the first delivery: the job tries again.
+    let (address, mut received) = receiver(1).await;
+    let hitl = app
+        .post(
+            &format!("/projects/{project}/hitls"),
+            &ada.token,
+            json!({"name": "Invoice check", "model_id": model, "is_live": true, "assigned_user_id": ada.user_id,
+                "webhook_url": format!("http://{address}/hooks/lector"), "labels": {"po_number": {"required": true}}}),
+        )
+        .await
+        .expect(201);
+    let secret = hitl["webhook_secret"]
+        .as_str()
+        .expect("the secret, to its MANAGER")
+        .to_owned();
+    assert!(secret.starts_with("whsec_") && secret.len() > 60);
+    let fetched = app
+        .get(&format!("/projects/{project}/hitls/{}", hitl["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert!(
+        fetched.get("webhook_secret").is_none(),
+        "only the answers to a MANAGER's changes show it"
+    );
+
+    let result = app
+        .send_form(
+            &path(&org, project, model, ""),
+            &ada.token,
+            "rechnung.pdf",
+            &invoice(),
+            &[],
+        )
+        .await
+        .expect(200);
+    let review_id = result["documents"][0]["hitl"]["review_id"].as_i64().unwrap();
+    let first = next(&mut received).await;
+    let second = next(&mut received).await;
+    let (event, again) = (verified(&first, &secret), verified(&second, &secret));
+    assert_eq!(event["id"], again["id"], "the same event, delivered again");
+    assert_eq!(first.headers["lector-delivery"], event["id"].as_str().unwrap());
+    assert_eq!(event["type"], "review.created");
+    assert!(event["created"].as_str().unwrap().ends_with('Z'), "{event}");
+    assert_eq!(event["data"]["review_id"], review_id);
+    assert_eq!(event["data"]["status"], "pending");
+    assert_eq!(event["data"]["label"], "po_number");
+    assert_eq!(event["data"]["document_name"], "rechnung.pdf");
+
+    app.put(
+        &format!("/projects/{project}/hitls/{}/reviews/{review_id}", hitl["id"]),
+        &ada.token,
+        json!({"status": "rejected", "values": {"po_number": "none"}}),
+    )
+    .await
+    .expect(200);
+    let submitted = verified(&next(&mut received).await, &secret);
+    assert_eq!(submitted["type"], "review.submitted");
+    assert_eq!(submitted["data"]["status"], "rejected");
+    assert_eq!(submitted["data"]["corrected"], json!({"po_number": "none"}));
+    assert_ne!(submitted["id"], event["id"]);
+    let left = app.settle_jobs(std::time::Duration::from_secs(30)).await;
+    assert!(left.is_empty(), "both deliveries ended: {left:?}");
+    assert!(received.try_recv().is_err(), "no event twice once taken");
+}

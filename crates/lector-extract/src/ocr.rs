@@ -1,0 +1,234 @@
+//! Optical character recognition through the `tesseract` program.
+//!
+//! The program, not a binding: the build stays free of C libraries and of crates that download
+//! at build time, and a crash in it is a failed read, never a dead server. Pages are written as
+//! PNG files and read several per run (tesseract takes a list file), so its start-up and
+//! language loading are paid once per run; runs go in parallel up to the configured threads,
+//! each held to one OpenMP thread. The TSV output gives every word's box and confidence, and
+//! its block, paragraph and line numbers give the lines in tesseract's reading order.
+
+use crate::page::{Line, Quad, Word};
+use image::GrayImage;
+use lector_core::{Error, ErrorCode, Result};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Most words kept from one page; a page of dense print has a few thousand.
+pub const MAX_WORDS_PER_PAGE: usize = 20_000;
+
+/// How to run tesseract.
+#[derive(Debug, Clone)]
+pub struct Ocr {
+    /// The program: `tesseract` on the `PATH` unless configured.
+    pub program: PathBuf,
+    /// Tesseract's language list, as `-l` takes it.
+    pub languages: String,
+    /// Most tesseract runs at once.
+    pub threads: usize,
+}
+
+impl Ocr {
+    pub fn new(config: &lector_core::config::ExtractConfig) -> Self {
+        Self {
+            program: config.tesseract.clone(),
+            languages: config.languages.clone(),
+            threads: config.ocr_runs(),
+        }
+    }
+}
+
+/// One image to read, with its resolution when known (tesseract guesses otherwise).
+pub struct OcrImage<'a> {
+    pub image: &'a GrayImage,
+    pub dpi: Option<u32>,
+}
+
+impl Ocr {
+    /// The lines of each image, in order. The images are written under `scratch`.
+    pub fn read(&self, images: &[OcrImage<'_>], scratch: &Path) -> Result<Vec<Vec<Line>>> {
+        if images.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut paths = Vec::with_capacity(images.len());
+        for (i, image) in images.iter().enumerate() {
+            let path = scratch.join(format!("page-{:05}.png", i + 1));
+            write_png(image.image, &path)?;
+            paths.push(path);
+        }
+        let runs = self.threads.clamp(1, images.len());
+        let per_run = images.len().div_ceil(runs);
+        let dpi = images.iter().find_map(|i| i.dpi);
+        let outputs: Vec<Result<Vec<Vec<Line>>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = paths
+                .chunks(per_run)
+                .enumerate()
+                .map(|(run, chunk)| {
+                    let list = scratch.join(format!("run-{run}.txt"));
+                    scope.spawn(move || self.run(chunk, &list, dpi))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(Error::internal())))
+                .collect()
+        });
+        let mut pages = Vec::with_capacity(images.len());
+        for output in outputs {
+            pages.extend(output?);
+        }
+        Ok(pages)
+    }
+
+    /// One tesseract run over `images`, listed in `list`.
+    fn run(&self, images: &[PathBuf], list: &Path, dpi: Option<u32>) -> Result<Vec<Vec<Line>>> {
+        let names: Vec<String> = images.iter().map(|p| p.display().to_string()).collect();
+        std::fs::write(list, names.join("\n") + "\n").map_err(|e| scratch_error(&e))?;
+        let mut command = Command::new(&self.program);
+        command
+            .arg(list)
+            .arg("stdout")
+            .args(["-l", &self.languages, "--psm", "3"]);
+        if let Some(dpi) = dpi {
+            command.args(["--dpi", &dpi.to_string()]);
+        }
+        command
+            .arg("tsv")
+            .env("OMP_THREAD_LIMIT", "1")
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped());
+        let output = command.output().map_err(|e| missing_program(&self.program, &e))?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            return Err(Error::new(
+                ErrorCode::ValidationFailed,
+                format!("the page images could not be read by OCR: {last}"),
+            ));
+        }
+        let text = String::from_utf8_lossy(&output.stdout);
+        Ok(parse_tsv(&text, images.len()))
+    }
+}
+
+fn write_png(image: &GrayImage, path: &Path) -> Result<()> {
+    use image::ImageEncoder;
+    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
+    let file = std::fs::File::create(path).map_err(|e| scratch_error(&e))?;
+    let encoder = PngEncoder::new_with_quality(std::io::BufWriter::new(file), CompressionType::Fast, FilterType::Sub);
+    encoder
+        .write_image(
+            image.as_raw(),
+            image.width(),
+            image.height(),
+            image::ExtendedColorType::L8,
+        )
+        .map_err(|e| scratch_error(&std::io::Error::other(e)))
+}
+
+fn scratch_error(error: &std::io::Error) -> Error {
+    tracing::error!(%error, "OCR scratch files");
+    Error::internal()
+}
+
+fn missing_program(program: &Path, error: &std::io::Error) -> Error {
+    tracing::warn!(%error, program = %program.display(), "tesseract could not be started");
+    Error::unavailable(format!(
+        "OCR is not installed on this server ({} could not be started): install Debian's \
+         tesseract-ocr, tesseract-ocr-deu and tesseract-ocr-ara, or set extract.tesseract",
+        program.display()
+    ))
+}
+
+/// The lines of `pages` pages from tesseract's TSV output (page numbers count from 1).
+pub fn parse_tsv(tsv: &str, pages: usize) -> Vec<Vec<Line>> {
+    let mut out: Vec<Vec<Line>> = vec![Vec::new(); pages];
+    let mut sizes = vec![(1.0f32, 1.0f32); pages];
+    let mut counts = vec![0usize; pages];
+    let mut last_key = None;
+    for row in tsv.lines().skip(1) {
+        let fields: Vec<&str> = row.splitn(12, '\t').collect();
+        let [
+            level,
+            page,
+            block,
+            par,
+            line,
+            _word,
+            left,
+            top,
+            width,
+            height,
+            conf,
+            text,
+        ] = fields[..]
+        else {
+            continue;
+        };
+        let num = |s: &str| s.trim().parse::<f32>().unwrap_or(0.0);
+        let Some(index) = page
+            .parse::<usize>()
+            .ok()
+            .and_then(|p| p.checked_sub(1))
+            .filter(|&p| p < pages)
+        else {
+            continue;
+        };
+        match level {
+            "1" => sizes[index] = (num(width).max(1.0), num(height).max(1.0)),
+            "5" if !text.trim().is_empty() && counts[index] < MAX_WORDS_PER_PAGE => {
+                counts[index] += 1;
+                let (w, h) = sizes[index];
+                let (l, t) = (num(left), num(top));
+                let quad = Quad::rect(l / w, t / h, (l + num(width)) / w, (t + num(height)) / h).clamped();
+                let word = Word {
+                    text: text.trim().to_string(),
+                    quad,
+                    confidence: (num(conf) / 100.0).clamp(0.0, 1.0),
+                };
+                let key = (index, block, par, line);
+                if last_key != Some(key) || out[index].is_empty() {
+                    out[index].push(Line { words: Vec::new() });
+                    last_key = Some(key);
+                }
+                out[index].last_mut().expect("a line was pushed").words.push(word);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TSV: &str = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext
+1\t1\t0\t0\t0\t0\t0\t0\t1000\t2000\t-1\t
+2\t1\t1\t0\t0\t0\t100\t100\t500\t40\t-1\t
+5\t1\t1\t1\t1\t1\t100\t100\t200\t40\t96.5\tRechnung
+5\t1\t1\t1\t1\t2\t320\t100\t100\t40\t91\tNr.
+5\t1\t1\t1\t2\t1\t100\t200\t300\t40\t88\t2024-0017
+5\t1\t2\t1\t1\t1\t100\t300\t300\t40\t95\t \t
+1\t2\t0\t0\t0\t0\t0\t0\t500\t500\t-1\t
+5\t2\t1\t1\t1\t1\t50\t50\t100\t50\t70\tTotal
+";
+
+    #[test]
+    fn words_lines_and_pages_from_tsv() {
+        let pages = parse_tsv(TSV, 2);
+        assert_eq!(pages.len(), 2);
+        let first: Vec<String> = pages[0].iter().map(Line::text).collect();
+        assert_eq!(first, ["Rechnung Nr.", "2024-0017"]);
+        let word = &pages[0][0].words[0];
+        assert_eq!(word.quad.bounds(), (0.1, 0.05, 0.3, 0.07));
+        assert!((word.confidence - 0.965).abs() < 1e-6);
+        assert_eq!(pages[1][0].text(), "Total");
+        assert_eq!(pages[1][0].words[0].quad.bounds(), (0.1, 0.1, 0.3, 0.2));
+    }
+
+    #[test]
+    fn rubbish_rows_are_skipped() {
+        let pages = parse_tsv("header\nnot\ta\trow\n5\t9\t1\t1\t1\t1\t0\t0\t1\t1\t90\tfar\n", 1);
+        assert!(pages[0].is_empty());
+    }
+}

@@ -1,0 +1,256 @@
+//! Every uploaded document is read in a child process, `lector extract-sandbox`.
+//!
+//! PDF and image decoders are large and meet hostile input; a file that makes one loop, blow up
+//! its memory or crash must fail its own request, never the server. The child holds itself to
+//! an address-space and a processor-time limit (inherited by the OCR program it runs), starts
+//! with an empty environment (no database address, no secrets), reads the file from its
+//! standard input and answers one JSON value on its standard output. The parent bounds that
+//! output and the wall-clock time, and turns every way the child can end into a clear problem.
+
+use crate::{ExtractConfig, ReadDocument, read_first_pages, sniff, too_large};
+use lector_core::{Error, ErrorCode, Result};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Semaphore;
+
+/// The argument that makes the `lector` program a sandbox child.
+pub const SUBCOMMAND: &str = "extract-sandbox";
+/// The environment variables the child's configuration and page count travel in.
+const CONFIG_VAR: &str = "LECTOR_EXTRACT_SANDBOX_CONFIG";
+const PAGES_VAR: &str = "LECTOR_EXTRACT_SANDBOX_PAGES";
+/// Most bytes of answer taken from a child: the words of the largest documents fit.
+const MAX_ANSWER_BYTES: u64 = 256 * 1024 * 1024;
+/// Most bytes of a child's error output kept for the log.
+const MAX_STDERR_BYTES: u64 = 64 * 1024;
+
+/// What a child answers.
+#[derive(Debug, Serialize, Deserialize)]
+enum Answer {
+    Read(ReadDocument),
+    Refused { code: ErrorCode, detail: String },
+}
+
+/// The child's side: limits itself, reads standard input, answers on standard output.
+pub fn child_main() -> std::process::ExitCode {
+    let config: ExtractConfig = std::env::var(CONFIG_VAR)
+        .ok()
+        .and_then(|json| serde_json::from_str(&json).ok())
+        .unwrap_or_default();
+    let answer = match limit_self(&config) {
+        Ok(()) => {
+            let pages = std::env::var(PAGES_VAR).ok().and_then(|n| n.parse().ok());
+            read_stdin(&config).and_then(|bytes| read_first_pages(bytes, &config, pages))
+        }
+        Err(error) => Err(error),
+    };
+    let answer = match answer {
+        Ok(document) => Answer::Read(document),
+        Err(error) => Answer::Refused {
+            code: error.code,
+            detail: error.detail,
+        },
+    };
+    let mut out = std::io::stdout().lock();
+    match serde_json::to_writer(&mut out, &answer).and_then(|()| out.flush().map_err(serde_json::Error::io)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(_) => std::process::ExitCode::FAILURE,
+    }
+}
+
+fn limit_self(config: &ExtractConfig) -> Result<()> {
+    use rustix::process::{Resource, Rlimit, setrlimit};
+    let memory = config.sandbox_memory_mib * 1024 * 1024;
+    let cpu = config.sandbox_cpu_secs;
+    for (resource, soft, hard) in [(Resource::As, memory, memory), (Resource::Cpu, cpu, cpu + 5)] {
+        setrlimit(
+            resource,
+            Rlimit {
+                current: Some(soft),
+                maximum: Some(hard),
+            },
+        )
+        .map_err(|error| {
+            tracing::error!(%error, "the sandbox could not limit itself");
+            Error::internal()
+        })?;
+    }
+    Ok(())
+}
+
+fn read_stdin(config: &ExtractConfig) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(config.max_file_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|_| Error::internal())?;
+    Ok(bytes)
+}
+
+/// The parent's side: runs children, a bounded number at once.
+#[derive(Clone)]
+pub struct Sandbox {
+    program: PathBuf,
+    config: Arc<ExtractConfig>,
+    slots: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("program", &self.program)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// A sandbox running `config.sandbox_program`, or this very program, `extract-sandbox`.
+    pub fn new(config: &ExtractConfig) -> Result<Self> {
+        let program = match &config.sandbox_program {
+            Some(program) => program.clone(),
+            None => std::env::current_exe().map_err(|error| {
+                tracing::error!(%error, "the sandbox program: this program's path");
+                Error::internal()
+            })?,
+        };
+        let slots = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        Ok(Self {
+            program,
+            config: Arc::new(config.clone()),
+            slots: Arc::new(Semaphore::new(slots)),
+        })
+    }
+
+    pub fn config(&self) -> &ExtractConfig {
+        &self.config
+    }
+
+    /// Reads `bytes` in a child, every page. Refusals (413, 415, 422, 503) name their reason; a child that
+    /// dies, runs out of time or memory, or answers too much fails this read with 422.
+    pub async fn read(&self, bytes: Vec<u8>) -> Result<ReadDocument> {
+        self.read_first_pages(bytes, None).await
+    }
+
+    /// Like [`Sandbox::read`], reading only the first `pages` pages when given (a preview).
+    pub async fn read_first_pages(&self, bytes: Vec<u8>, pages: Option<usize>) -> Result<ReadDocument> {
+        if bytes.len() as u64 > self.config.max_file_bytes {
+            return Err(too_large(format!(
+                "the file has {} bytes; at most {} are read",
+                bytes.len(),
+                self.config.max_file_bytes
+            )));
+        }
+        if sniff(&bytes).is_none() {
+            return Err(Error::new(
+                ErrorCode::UnsupportedMediaType,
+                "the file is not a PDF, JPEG, PNG, TIFF or WebP image",
+            ));
+        }
+        let _slot = self.slots.acquire().await.map_err(|_| Error::internal())?;
+        let ended = tokio::time::timeout(self.wall_clock(), self.run(bytes, pages)).await;
+        match ended {
+            Ok(result) => result,
+            Err(_) => Err(self.too_slow()),
+        }
+    }
+
+    fn wall_clock(&self) -> Duration {
+        Duration::from_secs(self.config.sandbox_cpu_secs + 10)
+    }
+
+    fn too_slow(&self) -> Error {
+        Error::new(
+            ErrorCode::ValidationFailed,
+            format!(
+                "reading the file took longer than the {} s allowed",
+                self.config.sandbox_cpu_secs
+            ),
+        )
+    }
+
+    async fn run(&self, bytes: Vec<u8>, pages: Option<usize>) -> Result<ReadDocument> {
+        let config = serde_json::to_string(&*self.config).map_err(|_| Error::internal())?;
+        let mut command = tokio::process::Command::new(&self.program);
+        command
+            .arg(SUBCOMMAND)
+            .env_clear()
+            .env(CONFIG_VAR, config)
+            .env(
+                "PATH",
+                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+            )
+            .env("TMPDIR", std::env::temp_dir())
+            .env(PAGES_VAR, pages.map(|n| n.to_string()).unwrap_or_default())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|error| {
+            tracing::error!(%error, program = %self.program.display(), "the extraction sandbox could not start");
+            Error::unavailable("documents cannot be read on this server now: its reader could not start")
+        })?;
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(Error::internal());
+        };
+        let feed = async move {
+            // A child that stops reading (it refused the file) closes the pipe: not an error here.
+            let _ = stdin.write_all(&bytes).await;
+            drop(stdin);
+        };
+        let mut answer = Vec::new();
+        let mut errors = Vec::new();
+        let mut stdout = stdout.take(MAX_ANSWER_BYTES + 1);
+        let mut stderr = stderr.take(MAX_STDERR_BYTES);
+        let (_, read_out, _, status) = tokio::join!(
+            feed,
+            stdout.read_to_end(&mut answer),
+            stderr.read_to_end(&mut errors),
+            child.wait()
+        );
+        let status = status.map_err(|_| Error::internal())?;
+        if read_out.is_err() {
+            return Err(Error::internal());
+        }
+        if answer.len() as u64 > MAX_ANSWER_BYTES {
+            return Err(too_large("the document holds more text than one read may give".into()));
+        }
+        if status.success()
+            && let Ok(answer) = serde_json::from_slice::<Answer>(&answer)
+        {
+            return match answer {
+                Answer::Read(document) => Ok(document),
+                Answer::Refused { code, detail } => Err(Error::new(code, detail)),
+            };
+        }
+        Err(self.died(status, &String::from_utf8_lossy(&errors)))
+    }
+
+    /// The problem for a child that ended without an answer.
+    fn died(&self, status: std::process::ExitStatus, stderr: &str) -> Error {
+        use std::os::unix::process::ExitStatusExt;
+        tracing::warn!(%status, stderr = %stderr.trim(), "the extraction sandbox ended without an answer");
+        const SIGKILL: i32 = 9;
+        const SIGXCPU: i32 = 24;
+        let detail = if stderr.contains("memory allocation") || stderr.contains("out of memory") {
+            format!(
+                "reading the file needed more than the {} MiB of memory allowed",
+                self.config.sandbox_memory_mib
+            )
+        } else if matches!(status.signal(), Some(SIGXCPU | SIGKILL)) {
+            format!(
+                "reading the file took longer than the {} s allowed",
+                self.config.sandbox_cpu_secs
+            )
+        } else {
+            "the file could not be read: it is damaged or built to break readers".to_string()
+        };
+        Error::new(ErrorCode::ValidationFailed, detail)
+    }
+}

@@ -1,0 +1,236 @@
+//! Reading documents made here: text PDFs from their text layer, scanned PDFs and every image
+//! format through tesseract, in this process (the sandbox runs this same code in a child; its
+//! own tests boot the server). Needs the `tesseract` program: `scripts/install-ocr`.
+
+use lector_extract::samples::{self, TextRun};
+use lector_extract::{DocumentFormat, ExtractConfig, Page, TextSource, read_document};
+
+fn invoice() -> Vec<u8> {
+    samples::text_pdf(&[
+        vec![
+            TextRun::new(50.0, 80.0, 20.0, "Muster GmbH").bold(),
+            TextRun::new(50.0, 140.0, 12.0, "Rechnung Nr. 2024-0017"),
+            TextRun::new(50.0, 160.0, 12.0, "Datum: 14.03.2024"),
+            TextRun::new(50.0, 300.0, 12.0, "Gesamtbetrag:"),
+            TextRun::new(400.0, 300.0, 12.0, "1.234,50 €"),
+            TextRun::new(50.0, 320.0, 12.0, "IBAN DE89 3704 0044 0532 0130 00"),
+        ],
+        vec![TextRun::new(50.0, 100.0, 14.0, "Seite zwei: Grüße aus Köln")],
+    ])
+}
+
+fn config() -> ExtractConfig {
+    ExtractConfig {
+        ocr_threads: 2,
+        ..ExtractConfig::default()
+    }
+}
+
+fn require_tesseract() {
+    let found = std::process::Command::new("tesseract")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(found, "these tests need the tesseract program: run scripts/install-ocr");
+}
+
+fn word_bounds(page: &Page, text: &str) -> (f32, f32, f32, f32) {
+    let word = page.lines.iter().flat_map(|l| &l.words).find(|w| w.text == text);
+    word.unwrap_or_else(|| panic!("no word {text:?} in {:?}", page.text()))
+        .quad
+        .bounds()
+}
+
+fn close(a: (f32, f32, f32, f32), b: (f32, f32, f32, f32), tolerance: f32) -> bool {
+    (a.0 - b.0).abs() < tolerance
+        && (a.1 - b.1).abs() < tolerance
+        && (a.2 - b.2).abs() < tolerance
+        && (a.3 - b.3).abs() < tolerance
+}
+
+#[test]
+fn a_text_pdf_gives_its_words_lines_and_boxes_without_ocr() {
+    let document = read_document(
+        invoice(),
+        &ExtractConfig {
+            tesseract: "/nonexistent/tesseract".into(),
+            ..config()
+        },
+    )
+    .expect("a text PDF reads without OCR");
+    assert_eq!(document.format, DocumentFormat::Pdf);
+    assert_eq!(document.pages.len(), 2);
+    let first = &document.pages[0];
+    assert_eq!(first.source, TextSource::TextLayer);
+    assert_eq!((first.width, first.height), samples::A4);
+    let lines: Vec<String> = first.lines.iter().map(|l| l.text()).collect();
+    assert_eq!(
+        lines,
+        [
+            "Muster GmbH",
+            "Rechnung Nr. 2024-0017",
+            "Datum: 14.03.2024",
+            "Gesamtbetrag:",
+            "1.234,50 €",
+            "IBAN DE89 3704 0044 0532 0130 00"
+        ]
+    );
+    assert_eq!(document.pages[1].text(), "Seite zwei: Grüße aus Köln");
+    // "Rechnung" starts at x = 50 pt on the 140 pt baseline of a 12 pt font.
+    let (left, top, right, bottom) = word_bounds(first, "Rechnung");
+    assert!((left - 50.0 / 595.0).abs() < 0.002, "left {left}");
+    assert!(top < 140.0 / 842.0 && top > 128.0 / 842.0, "top {top}");
+    assert!(bottom > 140.0 / 842.0 && bottom < 144.0 / 842.0, "bottom {bottom}");
+    assert!(
+        right > left + 40.0 / 595.0 && right < left + 60.0 / 595.0,
+        "right {right}"
+    );
+    assert!(first.lines.iter().flat_map(|l| &l.words).all(|w| w.confidence == 1.0));
+}
+
+#[test]
+fn a_scanned_pdf_is_read_by_ocr_with_boxes_where_the_text_was() {
+    require_tesseract();
+    let text = read_document(invoice(), &config()).unwrap();
+    let scan = samples::scanned_pdf(&samples::render(&invoice(), 150.0), 150.0);
+    let document = read_document(scan, &config()).expect("a scanned PDF reads");
+    assert_eq!(document.pages.len(), 2);
+    let page = &document.pages[0];
+    assert_eq!(page.source, TextSource::Ocr);
+    let read = page.text();
+    for expected in [
+        "Muster GmbH",
+        "Rechnung Nr. 2024-0017",
+        "Datum: 14.03.2024",
+        "DE89 3704 0044 0532 0130 00",
+    ] {
+        assert!(read.contains(expected), "{expected:?} not in {read:?}");
+    }
+    assert!(
+        document.pages[1].text().contains("Grüße aus Köln"),
+        "{:?}",
+        document.pages[1].text()
+    );
+    for word in ["Rechnung", "2024-0017", "Gesamtbetrag:"] {
+        let (ocr, layer) = (word_bounds(page, word), word_bounds(&text.pages[0], word));
+        assert!(close(ocr, layer, 0.015), "{word}: OCR {ocr:?}, text layer {layer:?}");
+    }
+    let confidences: Vec<f32> = page.lines.iter().flat_map(|l| &l.words).map(|w| w.confidence).collect();
+    assert!(confidences.iter().all(|c| (0.0..=1.0).contains(c)));
+    assert!(
+        confidences.iter().sum::<f32>() / confidences.len() as f32 > 0.8,
+        "{confidences:?}"
+    );
+}
+
+#[test]
+fn every_image_format_is_read_and_a_tiff_gives_every_page() {
+    require_tesseract();
+    let pages = samples::render(&invoice(), 150.0);
+    for format in [DocumentFormat::Png, DocumentFormat::Jpeg, DocumentFormat::Webp] {
+        let document = read_document(samples::encode(&pages[0], format), &config()).unwrap();
+        assert_eq!(document.format, format);
+        assert_eq!(document.pages.len(), 1);
+        assert_eq!(
+            (document.pages[0].width, document.pages[0].height),
+            (pages[0].width() as f32, pages[0].height() as f32)
+        );
+        let read = document.pages[0].text();
+        assert!(read.contains("Rechnung Nr. 2024-0017"), "{format:?}: {read:?}");
+    }
+    let document = read_document(samples::tiff_pages(&pages), &config()).unwrap();
+    assert_eq!(document.format, DocumentFormat::Tiff);
+    let texts: Vec<String> = document.pages.iter().map(Page::text).collect();
+    assert_eq!(texts.len(), 2);
+    assert!(
+        texts[0].contains("Muster GmbH") && texts[1].contains("Seite zwei"),
+        "{texts:?}"
+    );
+    assert_eq!(document.pages.iter().map(|p| p.number).collect::<Vec<_>>(), [1, 2]);
+}
+
+#[test]
+fn a_turned_noisy_scan_still_reads() {
+    require_tesseract();
+    let page = samples::render(&invoice(), 150.0).remove(0);
+    let scan = samples::degrade(&page, 7, 1.5, 40);
+    let document = read_document(samples::encode(&scan, DocumentFormat::Png), &config()).unwrap();
+    let read = document.pages[0].text();
+    assert!(read.contains("2024-0017") && read.contains("Muster GmbH"), "{read:?}");
+}
+
+#[test]
+fn limits_and_refusals_name_their_reason() {
+    let small = ExtractConfig {
+        max_pages: 1,
+        ..config()
+    };
+    let error = read_document(invoice(), &small).unwrap_err();
+    assert_eq!(error.status(), 413);
+    assert!(
+        error.detail.contains("2 pages") && error.detail.contains("at most 1"),
+        "{}",
+        error.detail
+    );
+
+    let tiny = ExtractConfig {
+        max_file_bytes: 100,
+        ..config()
+    };
+    assert_eq!(read_document(invoice(), &tiny).unwrap_err().status(), 413);
+
+    let error = read_document(b"PK\x03\x04 a zip, not a document".to_vec(), &config()).unwrap_err();
+    assert_eq!(error.status(), 415);
+
+    let mut truncated = invoice();
+    truncated.truncate(truncated.len() / 3);
+    let error = read_document(truncated, &config()).unwrap_err();
+    assert_eq!(error.status(), 422, "{}", error.detail);
+
+    let error = read_document(samples::bomb_pdf(100 << 20), &config()).unwrap_err();
+    assert_eq!(error.status(), 422);
+    assert!(error.detail.contains("decompression bomb"), "{}", error.detail);
+
+    let error = read_document(samples::png_claiming(60_000, 60_000), &config()).unwrap_err();
+    assert_eq!(error.status(), 413, "{}", error.detail);
+
+    let page = samples::render(&invoice(), 100.0).remove(0);
+    let png = samples::encode(&page, DocumentFormat::Png);
+    let no_ocr = ExtractConfig {
+        tesseract: "/nonexistent/tesseract".into(),
+        ..config()
+    };
+    let error = read_document(png, &no_ocr).unwrap_err();
+    assert_eq!(error.status(), 503);
+    assert!(error.detail.contains("tesseract-ocr"), "{}", error.detail);
+}
+
+#[test]
+fn built_in_fields_are_found_on_the_text_pdf_and_on_its_scan() {
+    use lector_extract::builtin::{Builtin, find};
+    require_tesseract();
+    let scan = samples::encode(
+        &samples::degrade(&samples::render(&invoice(), 150.0).remove(0), 3, 0.8, 25),
+        DocumentFormat::Png,
+    );
+    for document in [
+        read_document(invoice(), &config()).unwrap(),
+        read_document(scan, &config()).unwrap(),
+    ] {
+        let value = |field| find(field, &document).map(|f| f.converted.value);
+        let source = document.pages[0].source;
+        assert_eq!(
+            value(Builtin::InvoiceNumber).as_deref(),
+            Some("2024-0017"),
+            "{source:?}"
+        );
+        assert_eq!(value(Builtin::Date).as_deref(), Some("2024-03-14"), "{source:?}");
+        assert_eq!(value(Builtin::Total).as_deref(), Some("1234.50"), "{source:?}");
+        assert_eq!(
+            value(Builtin::Iban).as_deref(),
+            Some("DE89 3704 0044 0532 0130 00"),
+            "{source:?}"
+        );
+        assert_eq!(value(Builtin::Vendor).as_deref(), Some("Muster GmbH"), "{source:?}");
+    }
+}

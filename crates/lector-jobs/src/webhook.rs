@@ -1,0 +1,48 @@
+//! Delivering HITL review events to their configuration's `webhook_url` (a `deliver_webhook`
+//! job): the body `{id, type, created, data}` is signed when it is sent (`Lector-Signature`,
+//! see `lector_core::webhook`), posted through the sources' guard against server-side request
+//! forgery (every address checked, redirects checked again), and retried with backoff until
+//! the receiver answers 2xx or the attempts run out (then one notification says so).
+
+use crate::runner::{Handler, HandlerFuture, JobError, Outcome};
+use lector_core::time::Timestamp;
+use lector_core::webhook::{SIGNATURE_HEADER, signature};
+use lector_sources::Sources;
+use lector_store::{Lease, Store, WebhookPayload};
+use std::sync::Arc;
+
+/// Posts one review event.
+#[derive(Debug)]
+pub struct DeliverWebhook(pub Arc<Sources>);
+
+impl Handler for DeliverWebhook {
+    type Payload = WebhookPayload;
+
+    fn run<'a>(&'a self, _store: &'a Store, _lease: &'a Lease, payload: WebhookPayload) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let body = serde_json::to_vec(&serde_json::json!({
+                "id": payload.event_id,
+                "type": payload.event_type,
+                "created": payload.created,
+                "data": payload.data,
+            }))
+            .map_err(|e| JobError::fatal(format!("the event cannot be written: {e}")))?;
+            let signed = signature(&payload.secret, Timestamp::now().unix_seconds(), &body);
+            let headers = [
+                ("content-type", "application/json".to_owned()),
+                (SIGNATURE_HEADER, signed),
+                ("Lector-Event", payload.event_type.clone()),
+                ("Lector-Delivery", payload.event_id.clone()),
+            ];
+            let status = self
+                .0
+                .post_webhook(&payload.url, body, &headers)
+                .await
+                .map_err(|e| JobError::transient(format!("posting to {}: {}", payload.url, e.detail)))?;
+            Ok(Outcome {
+                result: serde_json::json!({"event": payload.event_id, "type": payload.event_type, "status": status}),
+                notice: None,
+            })
+        })
+    }
+}

@@ -1,0 +1,429 @@
+//! Human review of extractions (HITL): configurations per project and the reviews they create.
+//! Every reader takes the caller's scope through the project check; the role each operation
+//! needs is in the name of the `Action` passed (configurations: Manage; reviews: Read to see,
+//! Annotate to submit). A review is created only through an extraction that found a live
+//! configuration, and its assigned user hears of it.
+
+use crate::records::{Checked, FromAnyRow, Project, flag};
+use crate::{Store, db};
+use lector_core::time::Timestamp;
+use lector_core::{Action, Error, NotificationType, Result, Scope};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+/// A HITL configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hitl {
+    pub id: i64,
+    pub project_id: i64,
+    pub name: String,
+    pub description: String,
+    pub assigned_user_id: Option<i64>,
+    pub model_id: Option<i64>,
+    pub is_live: bool,
+    pub webhook_url: Option<String>,
+    /// What review events are signed with (HMAC-SHA256); made with the configuration.
+    pub webhook_secret: String,
+    /// The field settings: `{field: {required, confidence_threshold, data_type}}`.
+    pub labels: serde_json::Value,
+    pub created: Timestamp,
+    pub updated: Timestamp,
+    pub(crate) checked: Checked,
+}
+
+const HITL_COLUMNS: &str = "id, project_id, name, description, assigned_user_id, model_id, is_live, webhook_url, \
+     webhook_secret, labels, created, updated";
+
+impl FromAnyRow for Hitl {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        let labels: String = row.try_get("labels")?;
+        Ok(Self {
+            id: row.try_get("id")?,
+            project_id: row.try_get("project_id")?,
+            name: row.try_get("name")?,
+            description: row.try_get("description")?,
+            assigned_user_id: row.try_get("assigned_user_id")?,
+            model_id: row.try_get("model_id")?,
+            is_live: flag(row, "is_live")?,
+            webhook_url: row.try_get("webhook_url")?,
+            webhook_secret: row.try_get("webhook_secret")?,
+            labels: serde_json::from_str(&labels).unwrap_or_else(|_| serde_json::json!({})),
+            created: Timestamp(row.try_get("created")?),
+            updated: Timestamp(row.try_get("updated")?),
+            checked: crate::CHECKED,
+        })
+    }
+}
+
+/// What a configuration is made or changed with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewHitl {
+    pub name: String,
+    pub description: String,
+    pub assigned_user_id: Option<i64>,
+    pub model_id: Option<i64>,
+    pub is_live: bool,
+    pub webhook_url: Option<String>,
+    pub labels: serde_json::Value,
+}
+
+/// A review of one extraction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HitlReview {
+    pub id: i64,
+    pub hitl_id: i64,
+    pub user_id: Option<i64>,
+    pub document_name: String,
+    pub page_num: i64,
+    /// pending, approved or rejected.
+    pub status: String,
+    /// The first field that asked for review, and its threshold.
+    pub label: Option<String>,
+    pub confidence_threshold: Option<f64>,
+    /// What the extraction found (JSON), and the reviewer's values once submitted.
+    pub extracted: serde_json::Value,
+    pub corrected: Option<serde_json::Value>,
+    pub created: Timestamp,
+    pub updated: Timestamp,
+}
+
+const REVIEW_COLUMNS: &str = "id, hitl_id, user_id, document_name, page_num, status, label, confidence_threshold, \
+     extracted, corrected, created, updated";
+
+impl FromAnyRow for HitlReview {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        let json = |text: String| serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+        Ok(Self {
+            id: row.try_get("id")?,
+            hitl_id: row.try_get("hitl_id")?,
+            user_id: row.try_get("user_id")?,
+            document_name: row.try_get("document_name")?,
+            page_num: row.try_get("page_num")?,
+            status: row.try_get("status")?,
+            label: row.try_get("label")?,
+            confidence_threshold: row.try_get("confidence_threshold")?,
+            extracted: json(row.try_get("extracted")?),
+            corrected: row.try_get::<Option<String>, _>("corrected")?.map(json),
+            created: Timestamp(row.try_get("created")?),
+            updated: Timestamp(row.try_get("updated")?),
+        })
+    }
+}
+
+/// A review to create: for whom, of what, why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewReview {
+    pub document_name: String,
+    pub page_num: i64,
+    pub label: Option<String>,
+    pub confidence_threshold: Option<f64>,
+    pub extracted: serde_json::Value,
+}
+
+/// Most configurations one project holds.
+pub const MAX_HITLS_PER_PROJECT: i64 = 100;
+
+impl Store {
+    /// The project's configurations, oldest first (any member).
+    pub async fn hitls(&self, scope: &Scope, project_id: i64) -> Result<Vec<Hitl>> {
+        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
+        let sql = format!("SELECT {HITL_COLUMNS} FROM hitls WHERE project_id = $1 ORDER BY id");
+        let rows = sqlx::query(&sql)
+            .bind(project.id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter().map(Hitl::decode).collect()
+    }
+
+    /// One configuration, for a caller who may do `action` in its project.
+    pub async fn hitl(&self, scope: &Scope, project_id: i64, id: i64, action: Action) -> Result<Hitl> {
+        let (project, _) = self.project_access(scope, project_id, action).await?;
+        self.hitl_of(&project, id).await
+    }
+
+    async fn hitl_of(&self, project: &Project, id: i64) -> Result<Hitl> {
+        let sql = format!("SELECT {HITL_COLUMNS} FROM hitls WHERE id = $1 AND project_id = $2");
+        let row = sqlx::query(&sql)
+            .bind(id)
+            .bind(project.id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found("HITL"))?;
+        Hitl::decode(&row)
+    }
+
+    /// Creates a configuration (MANAGER); its model must be one of the project's, its user a
+    /// member of the workspace.
+    pub async fn create_hitl(&self, scope: &Scope, project_id: i64, new: &NewHitl) -> Result<Hitl> {
+        let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
+        self.check_hitl_refs(&project, new).await?;
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM hitls WHERE project_id = $1")
+            .bind(project.id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        if count >= MAX_HITLS_PER_PROJECT {
+            return Err(Error::conflict(format!(
+                "a project holds at most {MAX_HITLS_PER_PROJECT} HITL configurations"
+            )));
+        }
+        let now = Timestamp::now().micros();
+        let sql = format!(
+            "INSERT INTO hitls (project_id, name, description, assigned_user_id, model_id, is_live, webhook_url, \
+             labels, created, updated, webhook_secret) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10) \
+             RETURNING {HITL_COLUMNS}"
+        );
+        let secret = format!(
+            "whsec_{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let row = sqlx::query(&sql)
+            .bind(project.id)
+            .bind(&new.name)
+            .bind(&new.description)
+            .bind(new.assigned_user_id)
+            .bind(new.model_id)
+            .bind(new.is_live)
+            .bind(&new.webhook_url)
+            .bind(new.labels.to_string())
+            .bind(now)
+            .bind(secret)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        Hitl::decode(&row)
+    }
+
+    /// Changes a configuration (MANAGER); `assign_hitl` is the same change.
+    pub async fn update_hitl(&self, scope: &Scope, project_id: i64, id: i64, new: &NewHitl) -> Result<Hitl> {
+        let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
+        self.hitl_of(&project, id).await?;
+        self.check_hitl_refs(&project, new).await?;
+        let sql = format!(
+            "UPDATE hitls SET name = $1, description = $2, assigned_user_id = $3, model_id = $4, is_live = $5, \
+             webhook_url = $6, labels = $7, updated = $8 WHERE id = $9 AND project_id = $10 RETURNING {HITL_COLUMNS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(&new.name)
+            .bind(&new.description)
+            .bind(new.assigned_user_id)
+            .bind(new.model_id)
+            .bind(new.is_live)
+            .bind(&new.webhook_url)
+            .bind(new.labels.to_string())
+            .bind(Timestamp::now().micros())
+            .bind(id)
+            .bind(project.id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        Hitl::decode(&row)
+    }
+
+    async fn check_hitl_refs(&self, project: &Project, new: &NewHitl) -> Result<()> {
+        if let Some(model_id) = new.model_id {
+            let found: Option<i64> = sqlx::query_scalar("SELECT id FROM models WHERE id = $1 AND project_id = $2")
+                .bind(model_id)
+                .bind(project.id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?;
+            if found.is_none() {
+                return Err(Error::validation(vec![lector_core::FieldError::new(
+                    "model_id",
+                    "is not a model of this project",
+                )]));
+            }
+        }
+        if let Some(user_id) = new.assigned_user_id {
+            let member: Option<i64> =
+                sqlx::query_scalar("SELECT user_id FROM memberships WHERE workspace_id = $1 AND user_id = $2")
+                    .bind(project.workspace_id)
+                    .bind(user_id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db)?;
+            if member.is_none() {
+                return Err(Error::validation(vec![lector_core::FieldError::new(
+                    "assigned_user_id",
+                    "is not a member of the project's workspace",
+                )]));
+            }
+        }
+        Ok(())
+    }
+
+    /// The live configuration of a project's model, if there is one (the newest), for a caller
+    /// already allowed to extract with it.
+    pub async fn live_hitl(&self, project: &Project, model_id: i64) -> Result<Option<Hitl>> {
+        let sql = format!(
+            "SELECT {HITL_COLUMNS} FROM hitls WHERE project_id = $1 AND model_id = $2 AND is_live = $3 \
+             ORDER BY id DESC LIMIT 1"
+        );
+        let row = sqlx::query(&sql)
+            .bind(project.id)
+            .bind(model_id)
+            .bind(true)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref().map(Hitl::decode).transpose()
+    }
+
+    /// Creates a pending review of `hitl` and notifies its assigned user, in one transaction.
+    pub async fn create_review(&self, hitl: &Hitl, new: &NewReview) -> Result<HitlReview> {
+        let mut tx = self.begin_write().await?;
+        let now = Timestamp::now().micros();
+        let sql = format!(
+            "INSERT INTO hitl_reviews (hitl_id, user_id, document_name, page_num, status, label, confidence_threshold, \
+             extracted, created, updated) VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $8) RETURNING {REVIEW_COLUMNS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(hitl.id)
+            .bind(hitl.assigned_user_id)
+            .bind(&new.document_name)
+            .bind(new.page_num)
+            .bind(&new.label)
+            .bind(new.confidence_threshold)
+            .bind(new.extracted.to_string())
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+        let review = HitlReview::decode(&row)?;
+        if let Some(user_id) = hitl.assigned_user_id {
+            sqlx::query("INSERT INTO notifications (user_id, type, title, text, created) VALUES ($1, $2, $3, $4, $5)")
+                .bind(user_id)
+                .bind(NotificationType::Info.as_str())
+                .bind("A review is waiting for you")
+                .bind(format!(
+                    "Review {} of {:?} ({}) needs a look: {}.",
+                    review.id,
+                    review.document_name,
+                    hitl.name,
+                    new.label
+                        .as_deref()
+                        .map_or("a field".to_owned(), |l| format!("field {l}"))
+                ))
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        webhook_in(&mut tx, hitl, "review.created", &review).await?;
+        tx.commit().await.map_err(db)?;
+        self.wake_workers();
+        Ok(review)
+    }
+
+    /// A configuration's reviews, newest first (any member).
+    pub async fn hitl_reviews(&self, scope: &Scope, project_id: i64, hitl_id: i64) -> Result<Vec<HitlReview>> {
+        let hitl = self.hitl(scope, project_id, hitl_id, Action::Read).await?;
+        let sql = format!("SELECT {REVIEW_COLUMNS} FROM hitl_reviews WHERE hitl_id = $1 ORDER BY id DESC LIMIT 1000");
+        let rows = sqlx::query(&sql)
+            .bind(hitl.id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter().map(HitlReview::decode).collect()
+    }
+
+    /// One review, for a caller who may do `action` in its project.
+    pub async fn hitl_review(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        hitl_id: i64,
+        id: i64,
+        action: Action,
+    ) -> Result<(Hitl, HitlReview)> {
+        let hitl = self.hitl(scope, project_id, hitl_id, action).await?;
+        let sql = format!("SELECT {REVIEW_COLUMNS} FROM hitl_reviews WHERE id = $1 AND hitl_id = $2");
+        let row = sqlx::query(&sql)
+            .bind(id)
+            .bind(hitl.id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found("review"))?;
+        Ok((hitl, HitlReview::decode(&row)?))
+    }
+
+    /// Submits a review (ANNOTATOR): its status and the corrected values. A review already
+    /// submitted answers 409.
+    pub async fn submit_review(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        hitl_id: i64,
+        id: i64,
+        status: &str,
+        corrected: &serde_json::Value,
+    ) -> Result<HitlReview> {
+        let (hitl, review) = self
+            .hitl_review(scope, project_id, hitl_id, id, Action::Annotate)
+            .await?;
+        let mut tx = self.begin_write().await?;
+        let sql = format!(
+            "UPDATE hitl_reviews SET status = $1, corrected = $2, updated = $3 WHERE id = $4 AND status = 'pending' \
+             RETURNING {REVIEW_COLUMNS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(status)
+            .bind(corrected.to_string())
+            .bind(Timestamp::now().micros())
+            .bind(review.id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::conflict(format!("review {} was already submitted", review.id)))?;
+        let review = HitlReview::decode(&row)?;
+        webhook_in(&mut tx, &hitl, "review.submitted", &review).await?;
+        tx.commit().await.map_err(db)?;
+        self.wake_workers();
+        Ok(review)
+    }
+}
+
+/// Queues the event of `review` for the configuration's webhook, if it has one, in `tx`.
+async fn webhook_in(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    hitl: &Hitl,
+    event_type: &str,
+    review: &HitlReview,
+) -> Result<()> {
+    let Some(url) = hitl.webhook_url.clone() else {
+        return Ok(());
+    };
+    let payload = crate::WebhookPayload {
+        hitl_id: hitl.id,
+        url,
+        secret: hitl.webhook_secret.clone(),
+        event_id: uuid::Uuid::new_v4().to_string(),
+        event_type: event_type.to_owned(),
+        created: Timestamp::now().to_rfc3339(),
+        data: serde_json::json!({
+            "review_id": review.id,
+            "hitl_id": review.hitl_id,
+            "project_id": hitl.project_id,
+            "status": review.status,
+            "document_name": review.document_name,
+            "page_num": review.page_num,
+            "user_id": review.user_id,
+            "label": review.label,
+            "extracted": review.extracted,
+            "corrected": review.corrected,
+        }),
+    };
+    let workspace_id: i64 = sqlx::query_scalar("SELECT workspace_id FROM projects WHERE id = $1")
+        .bind(hitl.project_id)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(db)?;
+    let job = crate::NewJob::of(&payload)?.in_project(workspace_id, hitl.project_id);
+    crate::jobs::enqueue_in(tx, job).await?;
+    Ok(())
+}
