@@ -71,34 +71,6 @@ async fn upload(app: &TestApp, who: &Session, project_id: i64, name: &str, bytes
     .await
 }
 
-/// Uploads a file, fills a group from it and answers the group's documents with segments.
-async fn import(app: &TestApp, who: &Session, project_id: i64, name: &str, bytes: &[u8]) -> (Value, Vec<Value>) {
-    let uploaded = upload(app, who, project_id, name, bytes).await.expect(200);
-    let group = app
-        .post(
-            &format!("/projects/{project_id}/groups"),
-            &who.token,
-            json!({"name": name, "file_id": uploaded["id"]}),
-        )
-        .await
-        .expect(201);
-    let task = app
-        .wait_for_task(&who.token, project_id, group["task_id"].as_i64().unwrap())
-        .await;
-    assert_eq!(task["status"], "DONE", "{task}");
-    let documents = app
-        .get(
-            &format!(
-                "/projects/{project_id}/groups/{}/documents?details=meta,segments",
-                group["id"]
-            ),
-            &who.token,
-        )
-        .await
-        .expect(200);
-    (uploaded, documents.as_array().unwrap().clone())
-}
-
 fn words(segment: &Value) -> Vec<&str> {
     segment["page"]["words"]
         .as_array()
@@ -119,7 +91,7 @@ async fn a_text_pdf_becomes_a_document_with_a_segment_per_page(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let id = project(&app, &ada).await;
     let pdf = samples::text_pdf(&invoice_pages());
-    let (uploaded, documents) = import(&app, &ada, id, "rechnung.pdf", &pdf).await;
+    let (uploaded, documents) = app.import_file(&ada, id, "rechnung.pdf", &pdf).await;
     assert_eq!(
         uploaded["preview"],
         json!([
@@ -219,7 +191,7 @@ async fn scans_and_images_are_read_by_ocr(app: TestApp) {
         ("scan.webp", samples::encode(&pages[0], DocumentFormat::Webp), 1),
     ];
     for (name, bytes, page_count) in files {
-        let (uploaded, documents) = import(&app, &ada, id, name, &bytes).await;
+        let (uploaded, documents) = app.import_file(&ada, id, name, &bytes).await;
         let preview = uploaded["preview"][1][1].as_str().unwrap();
         assert!(preview.contains("Rechnung Nr. 2024-0017"), "{name}: {preview:?}");
         let segments = documents[0]["segments"].as_array().unwrap();

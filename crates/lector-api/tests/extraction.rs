@@ -1,8 +1,9 @@
 //! `extract` and HITL through HTTPS on both backends: a LABEL project whose labels are named
 //! like invoice fields gets them out of a text PDF and out of its scan before any extraction
 //! training, with clean values, boxes and credits; a live HITL configuration's settings turn
-//! an unsure extraction into a review for its user, who submits it; the requests' mistakes
-//! answer problems.
+//! an unsure extraction into a review for its user, who submits it; a model trained on
+//! annotated pages finds fields no built-in recogniser knows, and its next version learns from
+//! a reviewer's corrections; the requests' mistakes answer problems.
 
 mod common;
 
@@ -16,6 +17,7 @@ backend_tests!(
     bad_extractions_are_refused,
     a_live_hitl_sends_unsure_extractions_to_review,
     hitl_configurations_are_checked,
+    a_model_learns_fields_from_pages_and_corrections,
 );
 
 mod webhooks {
@@ -615,4 +617,174 @@ async fn review_events_are_posted_signed(app: TestApp) {
     let left = app.settle_jobs(std::time::Duration::from_secs(30)).await;
     assert!(left.is_empty(), "both deliveries ended: {left:?}");
     assert!(received.try_recv().is_err(), "no event twice once taken");
+}
+
+/// An order confirmation whose fields no built-in recogniser knows. The German one words and
+/// places them differently: a layout the first model never saw.
+fn order(reference: &str, customer: &str, shift: f32, german: bool) -> Vec<u8> {
+    let (x, order_label, customer_label) = if german {
+        (380.0, "Bestellzeichen", "Kundennummer")
+    } else {
+        (200.0, "Order reference:", "Customer no.")
+    };
+    let top = if german { 320.0 } else { 150.0 } + shift;
+    samples::text_pdf(&[vec![
+        TextRun::new(50.0, 80.0, 18.0, "Acme Ltd").bold(),
+        TextRun::new(if german { 250.0 } else { 50.0 }, top, 12.0, order_label),
+        TextRun::new(x, top, 12.0, reference),
+        TextRun::new(if german { 250.0 } else { 50.0 }, top + 20.0, 12.0, customer_label),
+        TextRun::new(x, top + 20.0, 12.0, customer),
+        TextRun::new(50.0, 500.0, 12.0, "Thank you for your order."),
+    ]])
+}
+
+/// Tags both fields on the first page of `document` in `session`.
+async fn annotate(app: &TestApp, ada: &Session, project: i64, session: &Value, document: &Value, values: [&str; 2]) {
+    let at = format!(
+        "/projects/{project}/annotations/{}/documents/{}",
+        session["id"], document["id"]
+    );
+    let page = document["segments"][0]["id"].clone();
+    for (label, text) in ["order_ref", "customer_no"].into_iter().zip(values) {
+        app.post(
+            &format!("{at}/segments/{page}/tags"),
+            &ada.token,
+            json!({"label": label, "text": text}),
+        )
+        .await
+        .expect(201);
+    }
+    app.post(
+        &format!("{at}/pages/0/statuses"),
+        &ada.token,
+        json!({"name": "ANNOTATED"}),
+    )
+    .await
+    .expect(200);
+}
+
+async fn a_model_learns_fields_from_pages_and_corrections(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with_classes(&ada, "Orders", "LABEL", &[]).await;
+    for label in ["order_ref", "customer_no"] {
+        app.post(
+            &format!("/projects/{project}/labels"),
+            &ada.token,
+            json!({"name": label}),
+        )
+        .await
+        .expect(201);
+    }
+    let mut documents = Vec::new();
+    for n in 0..6 {
+        let values = (format!("PO-{}", 1000 + n * 37), format!("K-{}", 40 + n));
+        let pdf = order(&values.0, &values.1, n as f32 * 12.0, false);
+        let (_, imported) = app.import_file(&ada, project, &format!("order-{n}.pdf"), &pdf).await;
+        documents.push((imported[0].clone(), values));
+    }
+    let ids: Vec<Value> = documents.iter().map(|(d, _)| d["id"].clone()).collect();
+    let session = app
+        .post(
+            &format!("/projects/{project}/annotations"),
+            &ada.token,
+            json!({"name": "Orders", "document_ids": ids}),
+        )
+        .await
+        .expect(201);
+    for (document, (reference, customer)) in &documents {
+        annotate(&app, &ada, project, &session, document, [reference, customer]).await;
+    }
+    let v1 = app
+        .train_model(&ada, project, json!({"display_name": "Orders v1"}))
+        .await;
+    assert_eq!(v1["status"], "READY", "{v1}");
+    let v1 = v1["id"].as_i64().unwrap();
+    let org = workspace_of(&app, &ada, project).await;
+
+    // A new order, its lines further down than any taught: found by the words that announce them.
+    let result = app
+        .send_form(
+            &path(&org, project, v1, "?return_bboxes=true"),
+            &ada.token,
+            "new.pdf",
+            &order("PO-4711", "K-993", 90.0, false),
+            &[],
+        )
+        .await
+        .expect(200);
+    let found = matches(&result);
+    assert_eq!(found["order_ref"]["value"], "PO-4711", "{result}");
+    assert_eq!(found["customer_no"]["value"], "K-993", "{result}");
+    for field in ["order_ref", "customer_no"] {
+        let confidence = found[field]["confidence"].as_f64().unwrap();
+        assert!(confidence > 0.8, "{field}: {confidence}");
+    }
+    let boxes = &result["documents"][0]["bboxes"][0];
+    let reference = boxes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|group| group[0]["label"] == "order_ref")
+        .expect("the reference's box");
+    assert!(
+        (reference[0]["TLx"].as_f64().unwrap() - 200.0 / 595.0).abs() < 0.01,
+        "{reference}"
+    );
+
+    // The German layout is not what v1 learnt: its review is corrected by a person...
+    let hitl = app
+        .post(
+            &format!("/projects/{project}/hitls"),
+            &ada.token,
+            json!({"name": "Orders", "assigned_user_id": ada.user_id, "model_id": v1, "is_live": true,
+                   "labels": {"order_ref": {"required": true, "confidence_threshold": 0.8}}}),
+        )
+        .await
+        .expect(201);
+    let german = order("B-5150", "K-77", 0.0, true);
+    let result = app
+        .send_form(&path(&org, project, v1, ""), &ada.token, "bestellung.pdf", &german, &[])
+        .await
+        .expect(200);
+    let review = &result["documents"][0]["hitl"];
+    assert_eq!(review["status"], "pending", "{result}");
+    app.put(
+        &format!(
+            "/projects/{project}/hitls/{}/reviews/{}",
+            hitl["id"], review["review_id"]
+        ),
+        &ada.token,
+        json!({"status": "approved", "values": {"order_ref": "B-5150", "customer_no": "K-77"}}),
+    )
+    .await
+    .expect(200);
+
+    // ... and the next version, trained on the same pages, learnt the layout from the correction.
+    let v2 = app
+        .train_model(&ada, project, json!({"display_name": "Orders v2"}))
+        .await;
+    assert_eq!(v2["status"], "READY", "{v2}");
+    let v2 = v2["id"].as_i64().unwrap();
+    app.put(
+        &format!("/projects/{project}/hitls/{}", hitl["id"]),
+        &ada.token,
+        json!({"name": "Orders", "assigned_user_id": ada.user_id, "model_id": v2, "is_live": true,
+               "labels": {"order_ref": {"required": true, "confidence_threshold": 0.8}}}),
+    )
+    .await
+    .expect(200);
+    let result = app
+        .send_form(
+            &path(&org, project, v2, ""),
+            &ada.token,
+            "bestellung-2.pdf",
+            &order("B-6262", "K-301", 30.0, true),
+            &[],
+        )
+        .await
+        .expect(200);
+    let found = matches(&result);
+    assert_eq!(found["order_ref"]["value"], "B-6262", "{result}");
+    assert_eq!(found["customer_no"]["value"], "K-301", "{result}");
+    assert_eq!(result["documents"][0]["hitl"]["status"], "passed", "{result}");
 }

@@ -775,6 +775,7 @@ async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
                 label: Some("total".into()),
                 confidence_threshold: Some(0.9),
                 extracted: json!({"matches": []}),
+                pages: None,
             },
         )
         .await

@@ -4,11 +4,13 @@
 //! and the credits used (one per page). No HTTP and no SQL here.
 //!
 //! Fields are found by the built-in recognisers (`builtin`), so labels named like the usual
-//! invoice fields work before any training; a label with no built-in recogniser is reported
-//! not found.
+//! invoice fields work before any training, and by what a trained model learnt of them
+//! (`learned`); where both find a value, a sure learnt one is taken. A label neither knows is
+//! reported not found.
 
 use crate::builtin::{Builtin, Found, find};
 use crate::convert::{Converted, DataType, convert};
+use crate::learned::FieldModel;
 use crate::page::ReadDocument;
 
 /// How one field is judged.
@@ -124,12 +126,17 @@ impl Extraction {
     }
 }
 
-/// Looks for every field of `settings` in `document`.
-pub fn extract(document: &ReadDocument, settings: &[FieldSetting]) -> Extraction {
+/// Looks for every field of `settings` in `document`, with what `learned` (a trained model's
+/// fields) knows of them.
+pub fn extract(document: &ReadDocument, settings: &[FieldSetting], learned: Option<&FieldModel>) -> Extraction {
     let fields = settings
         .iter()
         .map(|setting| {
-            let found = Builtin::for_label(&setting.label).and_then(|builtin| find(builtin, document));
+            let built_in = Builtin::for_label(&setting.label).and_then(|builtin| find(builtin, document));
+            let taught = learned
+                .and_then(|model| model.field(&setting.label))
+                .and_then(|field| field.find(&document.pages, setting.data_type));
+            let found = surer(built_in, taught);
             let conversion = found.as_ref().map(|f| convert(setting.data_type, &f.text));
             FieldResult {
                 setting: setting.clone(),
@@ -141,6 +148,20 @@ pub fn extract(document: &ReadDocument, settings: &[FieldSetting]) -> Extraction
     Extraction {
         fields,
         credits: document.pages.len(),
+    }
+}
+
+/// A learnt value at least this sure is taken over a built-in one: the model was taught on the
+/// project's own documents, where the built-in keywords can mislead (a customer number under
+/// "Invoice Number" in a header table).
+const TAUGHT_TRUSTED: f32 = 0.75;
+
+/// The learnt value when it is trusted or surer than the built-in one; else the built-in one.
+fn surer(built_in: Option<Found>, taught: Option<Found>) -> Option<Found> {
+    match (built_in, taught) {
+        (Some(b), Some(t)) if t.confidence >= TAUGHT_TRUSTED || t.confidence > b.confidence => Some(t),
+        (Some(b), _) => Some(b),
+        (None, t) => t,
     }
 }
 
@@ -228,7 +249,7 @@ mod tests {
             required: true,
             ..FieldSetting::for_label("po_number")
         };
-        let extraction = extract(&read, &[total.clone(), date.clone()]);
+        let extraction = extract(&read, &[total.clone(), date.clone()], None);
         assert_eq!(extraction.credits, 2);
         assert!(extraction.all_required_fields_found());
         // The amount was read unsurely (0.4 × 0.95 < 0.5).
@@ -239,7 +260,7 @@ mod tests {
         assert!(extraction.all_data_conversion_passed());
 
         total.threshold = 0.3;
-        let extraction = extract(&read, &[total.clone(), po]);
+        let extraction = extract(&read, &[total.clone(), po], None);
         assert!(extraction.all_confidence_thresholds_met());
         assert!(!extraction.all_required_fields_found(), "po_number has no recogniser");
 
@@ -248,7 +269,7 @@ mod tests {
             data_type: DataType::Date,
             ..total
         };
-        let extraction = extract(&read, &[as_date]);
+        let extraction = extract(&read, &[as_date], None);
         assert!(!extraction.all_data_conversion_passed());
     }
 }

@@ -8,6 +8,7 @@ pub mod extraction;
 #[cfg(feature = "samples")]
 pub mod invoices;
 pub mod layout;
+pub mod learned;
 pub mod ocr;
 pub mod page;
 pub mod pdf;

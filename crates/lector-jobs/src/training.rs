@@ -3,6 +3,10 @@
 //! artifact; the model goes QUEUED → TRAINING → READY, or FAILED with a reason a person can
 //! act on. Progress comes from `lector-ml`'s callback and never decreases.
 //!
+//! A LABEL model also learns its fields from the pages of its sessions (segments read from
+//! PDFs and images, with labels tagged on parts of their text) and from the corrected values of
+//! approved HITL reviews (`lector_extract::learned`), for `extract`.
+//!
 //! Every write is fenced by the job's lease and idempotent, so a job that runs twice (its
 //! worker killed) finishes once, with one notification. A failure goes through the queue's one
 //! failure path, which marks the model FAILED with the reason (`TrainingPayload::failure`). It
@@ -11,8 +15,12 @@
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
 use lector_core::{ErrorCode, ModelStatus, ModelType, NotificationType, ProjectType};
 use lector_embed::BaseModels;
+use lector_extract::Page;
+use lector_extract::learned::{Annotation, FieldModel, locate};
 use lector_ml::{Example, Model as MlModel, Options, Tag, split_examples};
-use lector_store::{Lease, Model, Store, TrainedModel, TrainingPayload};
+use lector_store::{
+    Lease, MAX_TRAINING_PAGES, Model, ReviewedPages, Store, TrainedModel, TrainingPage, TrainingPayload,
+};
 use std::collections::{BTreeSet, HashSet};
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -160,7 +168,100 @@ async fn train(
             }
         }
     };
-    outcome.map_err(|e| Stop::Transient(format!("training stopped unexpectedly: {e}")))?
+    let mut trained = outcome.map_err(|e| Stop::Transient(format!("training stopped unexpectedly: {e}")))??;
+    if kind == ProjectType::Label {
+        trained.field_model = learn_fields(store, lease, &payload.train_session_ids, &trained.labels).await?;
+    }
+    Ok(trained)
+}
+
+/// What a LABEL model learns of its fields from its sessions' annotated pages and the approved
+/// reviews' corrected values; `None` when there are no pages to learn from.
+async fn learn_fields(
+    store: &Store,
+    lease: &Lease,
+    sessions: &[i64],
+    labels: &[String],
+) -> Result<Option<String>, Stop> {
+    let mut seen = HashSet::new();
+    let mut pages = Vec::new();
+    for &session in sessions {
+        let left = MAX_TRAINING_PAGES.saturating_sub(pages.len());
+        for page in store.training_pages(lease, session, left).await? {
+            if seen.insert(page.segment_id) {
+                pages.push(page);
+            }
+        }
+    }
+    let left = MAX_TRAINING_PAGES.saturating_sub(pages.len());
+    let reviewed = if left > 0 {
+        store.reviewed_pages(lease, left).await?
+    } else {
+        Vec::new()
+    };
+    if pages.is_empty() && reviewed.is_empty() {
+        return Ok(None);
+    }
+    let labels = labels.to_vec();
+    let counted = (pages.len(), reviewed.len());
+    let model = tokio::task::spawn_blocking(move || fields_from(&pages, &reviewed, &labels))
+        .await
+        .map_err(|e| Stop::Transient(format!("learning the fields stopped unexpectedly: {e}")))?;
+    tracing::info!(
+        job.id = lease.job.id,
+        pages = counted.0,
+        reviews = counted.1,
+        fields = model.fields.len(),
+        "fields learnt from pages"
+    );
+    Ok((!model.fields.is_empty()).then(|| model.to_json()))
+}
+
+/// Annotated pages and reviewed pages (their corrected values located on them) as one lesson.
+fn fields_from(pages: &[TrainingPage], reviewed: &[ReviewedPages], labels: &[String]) -> FieldModel {
+    let mut lessons: Vec<(Page, Vec<Annotation>)> = Vec::new();
+    for page in pages {
+        let Ok(read) = serde_json::from_str::<Page>(&page.layout) else {
+            continue;
+        };
+        let annotations = page
+            .spans
+            .iter()
+            .map(|(label, start, end)| Annotation {
+                label: label.clone(),
+                start: *start,
+                end: *end,
+            })
+            .collect();
+        lessons.push((read, annotations));
+    }
+    for review in reviewed {
+        let (Ok(read), Some(values)) = (
+            serde_json::from_str::<Vec<Page>>(&review.pages),
+            review.corrected.as_object(),
+        ) else {
+            continue;
+        };
+        let mut annotated: Vec<(Page, Vec<Annotation>)> = read.into_iter().map(|p| (p, Vec::new())).collect();
+        for (label, value) in values {
+            let Some(value) = value.as_str() else { continue };
+            for (page, annotations) in &mut annotated {
+                if let Some((start, end)) = locate(page, value) {
+                    annotations.push(Annotation {
+                        label: label.clone(),
+                        start,
+                        end,
+                    });
+                    break;
+                }
+            }
+        }
+        lessons.extend(annotated.into_iter().filter(|(_, a)| !a.is_empty()));
+    }
+    FieldModel::train(
+        lessons.iter().map(|(page, annotations)| (page, &annotations[..])),
+        labels,
+    )
 }
 
 /// What training starts from: nothing, a BASE model's sentence encoder, or a model's weights.
@@ -262,6 +363,7 @@ fn learn(
         "model learnt and evaluated"
     );
     Ok(TrainedModel {
+        field_model: None,
         artifact,
         score,
         metrics: metrics_json,
@@ -272,13 +374,21 @@ fn learn(
 }
 
 /// The examples of some sessions: each annotated segment once, with its tags as the project
-/// type reads them.
+/// type reads them; in a LABEL project, a segment whose parts carry labels (a page's fields)
+/// gives each part as an example of its label.
 async fn examples(store: &Store, lease: &Lease, kind: ProjectType, sessions: &[i64]) -> Result<Vec<Example>, Stop> {
     let mut seen = HashSet::new();
     let mut examples = Vec::new();
     for &session in sessions {
         for segment in store.training_segments(lease, session).await? {
             if !seen.insert(segment.segment_id) {
+                continue;
+            }
+            // A page's fields: a LABEL model learns what each labelled part reads like.
+            if kind == ProjectType::Label && !segment.labelled_parts.is_empty() {
+                for (label, text) in segment.labelled_parts {
+                    examples.push(Example::new(text, vec![Tag::label(label)]));
+                }
                 continue;
             }
             let tags = segment

@@ -118,6 +118,8 @@ pub struct NewReview {
     pub label: Option<String>,
     pub confidence_threshold: Option<f64>,
     pub extracted: serde_json::Value,
+    /// The pages read (JSON), kept so the corrected values can train the next version.
+    pub pages: Option<String>,
 }
 
 /// Most configurations one project holds.
@@ -279,7 +281,8 @@ impl Store {
         let now = Timestamp::now().micros();
         let sql = format!(
             "INSERT INTO hitl_reviews (hitl_id, user_id, document_name, page_num, status, label, confidence_threshold, \
-             extracted, created, updated) VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $8) RETURNING {REVIEW_COLUMNS}"
+             extracted, pages, created, updated) VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $9, $8, $8) \
+             RETURNING {REVIEW_COLUMNS}"
         );
         let row = sqlx::query(&sql)
             .bind(hitl.id)
@@ -290,6 +293,7 @@ impl Store {
             .bind(new.confidence_threshold)
             .bind(new.extracted.to_string())
             .bind(now)
+            .bind(&new.pages)
             .fetch_one(&mut *tx)
             .await
             .map_err(db)?;

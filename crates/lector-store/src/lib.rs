@@ -46,7 +46,9 @@ pub use projects::{
 pub use security::{MAX_PRODUCT_KEYS, TokenPurpose};
 pub use sessions::{LabeledDocument, MarkTarget, NewSession, Session, SessionChanges, SessionFilter, Vocabulary};
 pub use tags::{NewTag, SegmentAt, SegmentMark, SegmentTag, tags_by_segment};
-pub use training::{MODEL_LANGUAGES, NewTraining, TrainedModel, TrainingSegment};
+pub use training::{
+    MAX_TRAINING_PAGES, MODEL_LANGUAGES, NewTraining, ReviewedPages, TrainedModel, TrainingPage, TrainingSegment,
+};
 pub use uploads::{UPLOAD_PREFIX, Upload, UploadFor};
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;

@@ -98,6 +98,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0014_hitl.sql"),
         postgres: include_str!("../migrations/postgres/0014_hitl.sql"),
     },
+    Step {
+        version: 15,
+        description: "field_models",
+        sqlite: include_str!("../migrations/sqlite/0015_field_models.sql"),
+        postgres: include_str!("../migrations/postgres/0015_field_models.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

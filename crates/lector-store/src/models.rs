@@ -257,6 +257,20 @@ impl Store {
         Ok(model)
     }
 
+    /// What `model` (read through the caller's scope) learnt of its fields from pages, if it
+    /// learnt any (JSON, `lector_extract::learned::FieldModel`).
+    pub async fn field_model(&self, model: &Model) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT field_model FROM models WHERE id = $1")
+            .bind(model.id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        match row {
+            Some(row) => row.try_get("field_model").map_err(db),
+            None => Ok(None),
+        }
+    }
+
     /// A model of a project, checked like [`Store::model_access`]; another project's answers 404.
     pub async fn project_model(&self, scope: &Scope, project_id: i64, model_id: i64, action: Action) -> Result<Model> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;

@@ -346,8 +346,9 @@ fn split_part(part: &Option<(i64, i64, String)>) -> (Option<i64>, Option<i64>, O
     }
 }
 
-/// Inserts one tag after checking it is new on the segment (and, in a LABEL project, that
-/// the segment has no label yet) and that the segment is under the per-segment limit.
+/// Inserts one tag after checking it is new on the segment (and, in a LABEL project, that a
+/// label of the whole segment is its only one; labels of parts, the fields of a page, may be
+/// many) and that the segment is under the per-segment limit.
 pub(crate) async fn insert_tag(
     tx: &mut Transaction<'static, Any>,
     session_id: i64,
@@ -380,7 +381,14 @@ pub(crate) async fn insert_tag(
             return Err(Error::conflict("the segment carries this tag already"));
         }
     }
-    if kind == ProjectType::Label && !existing.is_empty() {
+    let whole = |row: &sqlx::any::AnyRow| row.try_get::<Option<i64>, _>("span_start").ok().flatten().is_none();
+    let clashes = match tag.part {
+        // A whole-segment label: the segment's only label.
+        None => !existing.is_empty(),
+        // A label of a part: beside other parts' labels, never beside a whole-segment one.
+        Some(_) => existing.iter().any(whole),
+    };
+    if kind == ProjectType::Label && clashes {
         return Err(Error::conflict(
             "a segment of a LABEL project has one label; change its tag instead",
         ));

@@ -1,6 +1,7 @@
 //! `extract`: the fields a model names (its labels) out of one PDF or image, within the request.
-//! The file is read in the sandbox (never stored); `lector_extract::extraction` finds the
-//! fields and judges them; this module only parses the request and shapes the answer
+//! The file is read in the sandbox (never stored; a review keeps its pages to learn from);
+//! `lector_extract::extraction` finds the fields (built in, and as the model learnt them) and
+//! judges them; this module only parses the request and shapes the answer
 //! (SPEC's Extraction result). One credit per page.
 
 use crate::auth::Caller;
@@ -14,7 +15,9 @@ use axum::Json;
 use axum::extract::State;
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use lector_core::{Action, Error, ErrorCode, FieldError, ModelType, Result};
+use lector_extract::ReadDocument;
 use lector_extract::extraction::{Extraction, FieldResult, FieldSetting, SettingOverride, extract as extract_fields};
+use lector_extract::learned::FieldModel;
 use lector_store::WorkspaceRef;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -185,11 +188,15 @@ pub async fn extract(
         .iter()
         .map(|label| FieldSetting::configured(label, &overrides))
         .collect();
-    let extraction = extract_fields(&read, &settings);
+    let learned = match state.store.field_model(&model).await? {
+        Some(json) => FieldModel::from_json(&json),
+        None => None,
+    };
+    let extraction = extract_fields(&read, &settings, learned.as_ref());
     let labels = state.store.labels_of(&project).await?;
     let mut result = answer(model.display_name, name.clone(), &extraction, return_bboxes, labels);
     if let Some(hitl) = hitl {
-        result.documents[0].hitl = Some(review_if_needed(&state, &hitl, &name, &extraction, &result).await?);
+        result.documents[0].hitl = Some(review_if_needed(&state, &hitl, &name, &read, &extraction, &result).await?);
     }
     Ok(Json(result))
 }
@@ -200,6 +207,7 @@ async fn review_if_needed(
     state: &AppState,
     hitl: &lector_store::Hitl,
     name: &str,
+    read: &ReadDocument,
     extraction: &Extraction,
     result: &ExtractionResultDto,
 ) -> Result<ExtractionReviewDto> {
@@ -237,6 +245,7 @@ async fn review_if_needed(
                     "matches": result.documents[0].matches,
                     "missing_fields": result.documents[0].missing_fields,
                 }),
+                pages: kept_pages(read),
             },
         )
         .await?;
@@ -245,6 +254,16 @@ async fn review_if_needed(
         review_id: Some(review.id),
         result: vec![HitlResultDto { confidences }],
     })
+}
+
+/// Largest page layout (JSON) a review keeps for the next training; a larger document's review
+/// is kept without it and teaches nothing.
+const MAX_KEPT_PAGES_BYTES: usize = 4 * 1024 * 1024;
+
+/// The pages of a reviewed document as the review keeps them, if they are small enough.
+fn kept_pages(read: &ReadDocument) -> Option<String> {
+    let json = serde_json::to_string(&read.pages).ok()?;
+    (json.len() <= MAX_KEPT_PAGES_BYTES).then_some(json)
 }
 
 fn flag(value: &Option<String>, name: &str) -> Result<bool> {

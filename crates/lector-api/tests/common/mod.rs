@@ -339,6 +339,44 @@ impl TestApp {
             .expect(200)
     }
 
+    /// Uploads a file into a project, fills a group from it and waits for the import; answers
+    /// the upload and the group's documents with their meta and segments.
+    pub async fn import_file(&self, who: &Session, project: i64, name: &str, bytes: &[u8]) -> (Value, Vec<Value>) {
+        let uploaded = self
+            .send_form(
+                &format!("/projects/{project}/groups/upload"),
+                &who.token,
+                name,
+                bytes,
+                &[],
+            )
+            .await
+            .expect(200);
+        let group = self
+            .post(
+                &format!("/projects/{project}/groups"),
+                &who.token,
+                json!({"name": name, "file_id": uploaded["id"]}),
+            )
+            .await
+            .expect(201);
+        let task = self
+            .wait_for_task(&who.token, project, group["task_id"].as_i64().unwrap())
+            .await;
+        assert_eq!(task["status"], "DONE", "{task}");
+        let documents = self
+            .get(
+                &format!(
+                    "/projects/{project}/groups/{}/documents?details=meta,segments",
+                    group["id"]
+                ),
+                &who.token,
+            )
+            .await
+            .expect(200);
+        (uploaded, documents.as_array().unwrap().clone())
+    }
+
     /// Polls a task of a project until it is DONE or FAILED, checking its progress never
     /// decreases; answers the last task.
     pub async fn wait_for_task(&self, token: &str, project_id: i64, task_id: i64) -> Value {
