@@ -177,6 +177,52 @@ async fn invoice_fields_come_out_of_pdfs_and_scans(app: TestApp) {
         "{total}"
     );
 
+    // Annotated pages: each page drawn, the matches boxed in their label's colour.
+    let result = app
+        .send_form(
+            &path(&org, project, model, "?return_annotated_pages=true"),
+            &ada.token,
+            "rechnung.pdf",
+            &pdf,
+            &[],
+        )
+        .await
+        .expect(200);
+    let images: Vec<image::RgbImage> = result["documents"][0]["annotated_pages"]
+        .as_array()
+        .expect("annotated pages")
+        .iter()
+        .map(|uri| {
+            use base64::Engine;
+            let data = uri
+                .as_str()
+                .unwrap()
+                .strip_prefix("data:image/png;base64,")
+                .expect("a PNG data URI");
+            let png = base64::engine::general_purpose::STANDARD.decode(data).unwrap();
+            image::load_from_memory(&png).unwrap().into_rgb8()
+        })
+        .collect();
+    assert_eq!(images.len(), 2);
+    let (width, height) = images[0].dimensions();
+    assert!(
+        width.abs_diff(827) <= 1 && height.abs_diff(1169) <= 1,
+        "A4 at 100 dpi: {width}×{height}"
+    );
+    let coloured = |image: &image::RgbImage| image.pixels().filter(|p| p.0[0] != p.0[1] || p.0[1] != p.0[2]).count();
+    assert!(coloured(&images[0]) > 500, "page 1 carries the boxes");
+    assert_eq!(coloured(&images[1]), 0, "page 2 has no match");
+    // The total's box (the third label's colour) around its words, right of the page's middle.
+    let (x, y) = (
+        (total[0]["TLx"].as_f64().unwrap() * f64::from(width)) as u32,
+        (total[0]["TLy"].as_f64().unwrap() * f64::from(height)) as u32,
+    );
+    let near: Vec<[u8; 3]> = (x.saturating_sub(4)..x + 2)
+        .flat_map(|x| (y..y + 6).map(move |y| (x, y)))
+        .map(|(x, y)| images[0].get_pixel(x, y).0)
+        .collect();
+    assert!(near.contains(&[44, 160, 44]), "{near:?}");
+
     // Its scan, read by OCR: the same values, less surely.
     let scan = samples::encode(&samples::render(&pdf, 150.0).remove(0), DocumentFormat::Png);
     let result = app
@@ -206,9 +252,16 @@ async fn bad_extractions_are_refused(app: TestApp) {
         let (app, token, url) = (&app, ada.token.clone(), path(&org, project, model, query));
         async move { app.send_form(&url, &token, name, &bytes, &[]).await }
     };
-    send("?return_annotated_pages=true", "x.pdf", pdf.clone())
+    send("?return_annotated_pages=yes", "x.pdf", pdf.clone())
         .await
-        .expect_problem(422, "validation_failed");
+        .expect_problem(400, "invalid_parameter");
+    let long: Vec<Vec<TextRun>> = (0..21)
+        .map(|n| vec![TextRun::new(50.0, 80.0, 12.0, format!("Seite {n}"))])
+        .collect();
+    let problem = send("?return_annotated_pages=true", "long.pdf", samples::text_pdf(&long))
+        .await
+        .expect_problem(413, "payload_too_large");
+    assert!(problem["detail"].as_str().unwrap().contains("at most 20"), "{problem}");
     send("?return_bboxes=maybe", "x.pdf", pdf.clone())
         .await
         .expect_problem(400, "invalid_parameter");

@@ -2,6 +2,7 @@
 //! (the text layer where a PDF has one, OCR elsewhere), in a sandboxed child process.
 //! Knows nothing of HTTP or SQL.
 
+pub mod annotate;
 pub mod builtin;
 pub mod convert;
 pub mod extraction;

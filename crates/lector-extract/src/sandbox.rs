@@ -7,7 +7,9 @@
 //! standard input and answers one JSON value on its standard output. The parent bounds that
 //! output and the wall-clock time, and turns every way the child can end into a clear problem.
 
+use crate::annotate::page_images;
 use crate::{ExtractConfig, ReadDocument, read_first_pages, sniff, too_large};
+use image::GrayImage;
 use lector_core::{Error, ErrorCode, Result};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
@@ -23,6 +25,8 @@ pub const SUBCOMMAND: &str = "extract-sandbox";
 /// The environment variables the child's configuration and page count travel in.
 const CONFIG_VAR: &str = "LECTOR_EXTRACT_SANDBOX_CONFIG";
 const PAGES_VAR: &str = "LECTOR_EXTRACT_SANDBOX_PAGES";
+/// Set to `images` for the pages as images (to annotate) instead of their words.
+const MODE_VAR: &str = "LECTOR_EXTRACT_SANDBOX_MODE";
 /// Most bytes of answer taken from a child: the words of the largest documents fit.
 const MAX_ANSWER_BYTES: u64 = 256 * 1024 * 1024;
 /// Most bytes of a child's error output kept for the log.
@@ -32,7 +36,12 @@ const MAX_STDERR_BYTES: u64 = 64 * 1024;
 #[derive(Debug, Serialize, Deserialize)]
 enum Answer {
     Read(ReadDocument),
-    Refused { code: ErrorCode, detail: String },
+    /// Each page as a grey PNG, base64.
+    Images(Vec<String>),
+    Refused {
+        code: ErrorCode,
+        detail: String,
+    },
 }
 
 /// The child's side: limits itself, reads standard input, answers on standard output.
@@ -41,15 +50,19 @@ pub fn child_main() -> std::process::ExitCode {
         .ok()
         .and_then(|json| serde_json::from_str(&json).ok())
         .unwrap_or_default();
-    let answer = match limit_self(&config) {
-        Ok(()) => {
-            let pages = std::env::var(PAGES_VAR).ok().and_then(|n| n.parse().ok());
-            read_stdin(&config).and_then(|bytes| read_first_pages(bytes, &config, pages))
-        }
-        Err(error) => Err(error),
-    };
+    let images = std::env::var(MODE_VAR).is_ok_and(|mode| mode == "images");
+    let answer = limit_self(&config)
+        .and_then(|()| read_stdin(&config))
+        .and_then(|bytes| {
+            if images {
+                encoded_images(bytes, &config).map(Answer::Images)
+            } else {
+                let pages = std::env::var(PAGES_VAR).ok().and_then(|n| n.parse().ok());
+                read_first_pages(bytes, &config, pages).map(Answer::Read)
+            }
+        });
     let answer = match answer {
-        Ok(document) => Answer::Read(document),
+        Ok(answer) => answer,
         Err(error) => Answer::Refused {
             code: error.code,
             detail: error.detail,
@@ -82,6 +95,28 @@ fn limit_self(config: &ExtractConfig) -> Result<()> {
     Ok(())
 }
 
+/// The file's pages as images, each a grey PNG in base64.
+fn encoded_images(bytes: Vec<u8>, config: &ExtractConfig) -> Result<Vec<String>> {
+    use base64::Engine;
+    let pages = page_images(bytes, config)?;
+    if pages.len() > config.max_pages {
+        return Err(too_large(format!(
+            "the document has {} pages; at most {} are read",
+            pages.len(),
+            config.max_pages
+        )));
+    }
+    pages
+        .iter()
+        .map(|page| {
+            let mut png = Vec::new();
+            page.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+                .map_err(|_| Error::internal())?;
+            Ok(base64::engine::general_purpose::STANDARD.encode(png))
+        })
+        .collect()
+}
+
 fn read_stdin(config: &ExtractConfig) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     std::io::stdin()
@@ -90,6 +125,15 @@ fn read_stdin(config: &ExtractConfig) -> Result<Vec<u8>> {
         .read_to_end(&mut bytes)
         .map_err(|_| Error::internal())?;
     Ok(bytes)
+}
+
+/// What a child is asked for.
+#[derive(Debug, Clone, Copy)]
+enum Request {
+    /// The words of every page, or of the first pages.
+    Read(Option<usize>),
+    /// Every page as an image.
+    Images,
 }
 
 /// The parent's side: runs children, a bounded number at once.
@@ -138,6 +182,32 @@ impl Sandbox {
 
     /// Like [`Sandbox::read`], reading only the first `pages` pages when given (a preview).
     pub async fn read_first_pages(&self, bytes: Vec<u8>, pages: Option<usize>) -> Result<ReadDocument> {
+        match self.ask(bytes, Request::Read(pages)).await? {
+            Answer::Read(document) => Ok(document),
+            _ => Err(Error::internal()),
+        }
+    }
+
+    /// Every page of `bytes` as a grey image (`annotate::page_images`), drawn in a child.
+    pub async fn page_images(&self, bytes: Vec<u8>) -> Result<Vec<GrayImage>> {
+        use base64::Engine;
+        let Answer::Images(pages) = self.ask(bytes, Request::Images).await? else {
+            return Err(Error::internal());
+        };
+        pages
+            .iter()
+            .map(|page| {
+                let png = base64::engine::general_purpose::STANDARD
+                    .decode(page)
+                    .map_err(|_| Error::internal())?;
+                image::load_from_memory_with_format(&png, image::ImageFormat::Png)
+                    .map(|image| image.into_luma8())
+                    .map_err(|_| Error::internal())
+            })
+            .collect()
+    }
+
+    async fn ask(&self, bytes: Vec<u8>, request: Request) -> Result<Answer> {
         if bytes.len() as u64 > self.config.max_file_bytes {
             return Err(too_large(format!(
                 "the file has {} bytes; at most {} are read",
@@ -152,7 +222,7 @@ impl Sandbox {
             ));
         }
         let _slot = self.slots.acquire().await.map_err(|_| Error::internal())?;
-        let ended = tokio::time::timeout(self.wall_clock(), self.run(bytes, pages)).await;
+        let ended = tokio::time::timeout(self.wall_clock(), self.run(bytes, request)).await;
         match ended {
             Ok(result) => result,
             Err(_) => Err(self.too_slow()),
@@ -173,7 +243,11 @@ impl Sandbox {
         )
     }
 
-    async fn run(&self, bytes: Vec<u8>, pages: Option<usize>) -> Result<ReadDocument> {
+    async fn run(&self, bytes: Vec<u8>, request: Request) -> Result<Answer> {
+        let (mode, pages) = match request {
+            Request::Read(pages) => ("read", pages),
+            Request::Images => ("images", None),
+        };
         let config = serde_json::to_string(&*self.config).map_err(|_| Error::internal())?;
         let mut command = tokio::process::Command::new(&self.program);
         command
@@ -186,6 +260,7 @@ impl Sandbox {
             )
             .env("TMPDIR", std::env::temp_dir())
             .env(PAGES_VAR, pages.map(|n| n.to_string()).unwrap_or_default())
+            .env(MODE_VAR, mode)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -225,8 +300,8 @@ impl Sandbox {
             && let Ok(answer) = serde_json::from_slice::<Answer>(&answer)
         {
             return match answer {
-                Answer::Read(document) => Ok(document),
                 Answer::Refused { code, detail } => Err(Error::new(code, detail)),
+                answer => Ok(answer),
             };
         }
         Err(self.died(status, &String::from_utf8_lossy(&errors)))

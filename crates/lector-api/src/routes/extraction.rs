@@ -16,6 +16,7 @@ use axum::extract::State;
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use lector_core::{Action, Error, ErrorCode, FieldError, ModelType, Result};
 use lector_extract::ReadDocument;
+use lector_extract::annotate::{Mark, annotated_page};
 use lector_extract::extraction::{Extraction, FieldResult, FieldSetting, SettingOverride, extract as extract_fields};
 use lector_extract::learned::FieldModel;
 use lector_store::WorkspaceRef;
@@ -40,7 +41,8 @@ pub struct ExtractPath {
 pub struct ExtractQuery {
     /// `true` to answer every match's words as boxes, page by page.
     return_bboxes: Option<String>,
-    /// `true` to answer the pages as images with the matches drawn (not served yet: 422).
+    /// `true` to answer the pages as PNG data URIs with the matches drawn and labelled (for
+    /// documents of at most 20 pages; 413 beyond).
     return_annotated_pages: Option<String>,
 }
 
@@ -91,6 +93,10 @@ pub struct DocumentExtractionDto {
     /// With `return_bboxes=true`: per page, a group of boxes per match.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bboxes: Option<Vec<Vec<Vec<BoxDto>>>>,
+    /// With `return_annotated_pages=true`: each page as a PNG data URI, the matches boxed and
+    /// labelled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotated_pages: Option<Vec<String>>,
     /// The required fields not found.
     pub missing_fields: Vec<String>,
     /// With a live HITL configuration for the model: whether the document waits for review.
@@ -173,10 +179,9 @@ pub async fn extract(
         .into());
     }
     let return_bboxes = flag(&q.return_bboxes, "return_bboxes")?;
-    if flag(&q.return_annotated_pages, "return_annotated_pages")? {
-        return Err(bad_field("return_annotated_pages", "annotated page images are not served yet").into());
-    }
+    let return_annotated_pages = flag(&q.return_annotated_pages, "return_annotated_pages")?;
     let (name, bytes) = file_of(&state, form.map_err(|e| Error::bad_request(e.body_text()))?).await?;
+    let kept = return_annotated_pages.then(|| bytes.clone());
     let read = state.sandbox.read(bytes).await?;
     let hitl = state.store.live_hitl(&project, model.id).await?;
     let overrides = match &hitl {
@@ -194,7 +199,12 @@ pub async fn extract(
     };
     let extraction = extract_fields(&read, &settings, learned.as_ref());
     let labels = state.store.labels_of(&project).await?;
+    // Colours follow the project's labels, as the answer lists them.
+    let label_names: Vec<String> = labels.iter().map(|l| l.name.clone()).collect();
     let mut result = answer(model.display_name, name.clone(), &extraction, return_bboxes, labels);
+    if let Some(bytes) = kept {
+        result.documents[0].annotated_pages = Some(annotated_pages(&state, bytes, &extraction, &label_names).await?);
+    }
     if let Some(hitl) = hitl {
         result.documents[0].hitl = Some(review_if_needed(&state, &hitl, &name, &read, &extraction, &result).await?);
     }
@@ -254,6 +264,49 @@ async fn review_if_needed(
         review_id: Some(review.id),
         result: vec![HitlResultDto { confidences }],
     })
+}
+
+/// Most pages a document may have for its pages to be answered as images.
+const MAX_ANNOTATED_PAGES: usize = 20;
+
+/// The document's pages drawn in the sandbox, with the matches boxed and labelled here.
+async fn annotated_pages(
+    state: &AppState,
+    bytes: Vec<u8>,
+    extraction: &Extraction,
+    labels: &[String],
+) -> Result<Vec<String>> {
+    if extraction.credits > MAX_ANNOTATED_PAGES {
+        return Err(Error::new(
+            ErrorCode::PayloadTooLarge,
+            format!(
+                "the document has {} pages; annotated pages are drawn for at most {MAX_ANNOTATED_PAGES}",
+                extraction.credits
+            ),
+        ));
+    }
+    let images = state.sandbox.page_images(bytes).await?;
+    let mut marks: Vec<Vec<Mark>> = images.iter().map(|_| Vec::new()).collect();
+    for field in &extraction.fields {
+        if let Some(found) = &field.found
+            && let Some(page) = marks.get_mut(found.page as usize - 1)
+        {
+            page.push(Mark {
+                label: field.setting.label.clone(),
+                quad: found.quad,
+            });
+        }
+    }
+    let labels = labels.to_vec();
+    tokio::task::spawn_blocking(move || {
+        images
+            .iter()
+            .zip(&marks)
+            .map(|(image, marks)| annotated_page(image, marks, &labels))
+            .collect()
+    })
+    .await
+    .map_err(|_| Error::internal())
 }
 
 /// Largest page layout (JSON) a review keeps for the next training; a larger document's review
@@ -338,6 +391,7 @@ fn answer(
         credits_used: extraction.credits as f64,
         matches,
         bboxes,
+        annotated_pages: None,
         missing_fields: extraction
             .fields
             .iter()
