@@ -1,7 +1,8 @@
 //! PDFs and images through HTTPS on both backends: uploaded into a document group, each file
 //! becomes one document whose segments are its pages, with the page text and every word's box
 //! (from the PDF's text layer, or OCR for scans and images); crafted files fail their own
-//! request and the server stays up; operations that read tables refuse documents.
+//! request and the server stays up; a PDF uploaded as labeled data becomes a session's document
+//! of pages; operations that read tables refuse documents.
 //! Every file is made by the test (`lector_extract::samples`); OCR needs `scripts/install-ocr`.
 
 mod common;
@@ -15,6 +16,7 @@ backend_tests!(
     a_text_pdf_becomes_a_document_with_a_segment_per_page,
     scans_and_images_are_read_by_ocr,
     table_operations_refuse_documents,
+    a_pdf_uploaded_as_labeled_data_becomes_a_session_of_pages,
 );
 
 mod crafted {
@@ -220,15 +222,6 @@ async fn table_operations_refuse_documents(app: TestApp) {
     let id = project(&app, &ada).await;
     let pdf = samples::text_pdf(&invoice_pages());
     app.send_form(
-        &format!("/projects/{id}/annotations/upload"),
-        &ada.token,
-        "x.pdf",
-        &pdf,
-        &[],
-    )
-    .await
-    .expect_problem(415, "unsupported_media_type");
-    app.send_form(
         &format!("/projects/{id}/classes/upload"),
         &ada.token,
         "x.pdf",
@@ -237,8 +230,59 @@ async fn table_operations_refuse_documents(app: TestApp) {
     )
     .await
     .expect_problem(415, "unsupported_media_type");
-    // Neither kept a file: the project's uploads hold none (the group upload still works).
-    upload(&app, &ada, id, "x.pdf", &pdf).await.expect(200);
+    // A document has no columns to map.
+    let uploaded = upload(&app, &ada, id, "x.pdf", &pdf).await.expect(200);
+    app.post(
+        &format!("/projects/{id}/annotations"),
+        &ada.token,
+        json!({"name": "Mapped", "file_id": uploaded["id"], "column_mapping": {"text": "text"}}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+}
+
+async fn a_pdf_uploaded_as_labeled_data_becomes_a_session_of_pages(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada).await;
+    let pdf = samples::text_pdf(&invoice_pages());
+    let session = app
+        .send_form(
+            &format!("/projects/{id}/annotations/upload"),
+            &ada.token,
+            "rechnung.pdf",
+            &pdf,
+            &[],
+        )
+        .await
+        .expect(200);
+    assert_eq!(session["name"], "rechnung");
+    let task = app
+        .wait_for_task(&ada.token, id, session["task_id"].as_i64().unwrap())
+        .await;
+    assert_eq!(task["status"], "DONE", "{task}");
+    let at = format!("/projects/{id}/annotations/{}", session["id"]);
+    let listed = app.get(&format!("{at}/documents"), &ada.token).await.expect(200);
+    assert_eq!(listed["document_count"], 1, "one file, one document: {listed}");
+    assert_eq!(listed["segment_count"], 2, "a segment per page");
+    assert_eq!(listed["annotated_count"], 0, "none annotated yet");
+    let documents = listed["documents"].as_array().unwrap();
+    let document = app
+        .get(&format!("{at}/documents/{}", documents[0]["id"]), &ada.token)
+        .await
+        .expect(200);
+    let segments = document["segments"].as_array().unwrap();
+    assert_eq!(segments.len(), 2, "a segment per page");
+    assert_eq!(words(&segments[0])[..2], ["Muster", "GmbH"]);
+    // Its pages are there to annotate, page by page.
+    let mark = app
+        .post(
+            &format!("{at}/documents/{}/pages/0/statuses", document["id"]),
+            &ada.token,
+            json!({"name": "ANNOTATED"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(mark["segment_ids"], json!([segments[0]["id"]]), "{mark}");
 }
 
 async fn crafted_files_fail_their_own_request(app: TestApp) {

@@ -11,15 +11,21 @@
 //! found in its segment fails the job for good: the session turns FAILED and its user is told
 //! why (see `lector_store::Failure`).
 //!
+//! A PDF or image becomes one document whose segments are its pages (`document_file`), none
+//! annotated yet.
+//!
 //! It does not check the file's header: the request did that before queueing the job, and the
 //! payload carries the columns' places.
 
+use crate::document_file::{document_of, read_upload};
 use crate::file_import::{Counting, failed, gone};
 use crate::prepare::prepare_document;
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for, panic_message};
 use lector_core::labeling::locate_part;
 use lector_core::validate::{TextKind, check_chars};
 use lector_core::{Error, ErrorCode, NotificationType};
+use lector_extract::DocumentFormat;
+use lector_extract::sandbox::Sandbox;
 use lector_store::{LabeledDocument, LabeledImportPayload, Lease, NewSegment, NewTag, Store};
 use lector_text::{
     ClientSegment, Format, LabeledRows, LabeledText, Language, Limits, ReadOptions, ResolvedColumns, TextError,
@@ -33,15 +39,16 @@ use tokio::sync::mpsc;
 /// Documents read, prepared and written per batch.
 pub const LABELED_BATCH: usize = 200;
 
-/// Fills a labeling session from an uploaded labeled-data file.
-#[derive(Debug, Default)]
-pub struct ImportLabeled;
+/// Fills a labeling session from an uploaded labeled-data file, or with the one document a
+/// PDF or image becomes (read in `sandbox`), its pages to annotate.
+#[derive(Debug)]
+pub struct ImportLabeled(pub Sandbox);
 
 impl Handler for ImportLabeled {
     type Payload = LabeledImportPayload;
 
     fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: LabeledImportPayload) -> HandlerFuture<'a> {
-        Box::pin(async move { import_labeled(store, lease, &payload).await })
+        Box::pin(async move { import_labeled(store, lease, &payload, &self.0).await })
     }
 }
 
@@ -51,11 +58,59 @@ enum ReadError {
     Document(Error),
 }
 
-async fn import_labeled(store: &Store, lease: &Lease, payload: &LabeledImportPayload) -> Result<Outcome, JobError> {
+async fn import_labeled(
+    store: &Store,
+    lease: &Lease,
+    payload: &LabeledImportPayload,
+    sandbox: &Sandbox,
+) -> Result<Outcome, JobError> {
     let upload = store.upload_for_job(lease, payload.upload_id).await.map_err(gone)?;
+    let (position, added) = if DocumentFormat::from_name(&upload.format).is_some() {
+        let read = read_upload(store, &upload, sandbox).await?;
+        let pages = read.pages.len();
+        let labeled = LabeledDocument {
+            document: document_of(read, &upload, &payload.language),
+            tags: vec![Vec::new(); pages],
+            annotated: vec![false; pages],
+        };
+        let added = store
+            .import_labeled(lease, payload, 0, &[labeled])
+            .await
+            .map_err(refused)?;
+        (1, added)
+    } else {
+        import_rows(store, lease, payload, &upload).await?
+    };
+    let session = store
+        .finish_labeled_import(lease, payload)
+        .await
+        .map_err(JobError::from_store)?;
+    let text = format!(
+        "{position} documents are in labeling session {:?} ({}).",
+        session.name, session.id
+    );
+    Ok(Outcome {
+        result: serde_json::json!({
+            "session_id": payload.session_id,
+            "group_id": payload.group_id,
+            "documents": position,
+            "stored_by_this_run": added,
+        }),
+        notice: notice_for(lease, NotificationType::Info, "Import finished", text),
+    })
+}
+
+/// Stores the documents of a labeled-data file's rows in batches; answers how many documents
+/// the file held and how many this run stored.
+async fn import_rows(
+    store: &Store,
+    lease: &Lease,
+    payload: &LabeledImportPayload,
+    upload: &lector_store::Upload,
+) -> Result<(i64, usize), JobError> {
     let format = Format::from_extension(&upload.format)
         .ok_or_else(|| JobError::fatal(format!("files of format {:?} cannot be read", upload.format)))?;
-    let file = store.open_upload(&upload).await.map_err(gone)?;
+    let file = store.open_upload(upload).await.map_err(gone)?;
     let read = Arc::new(AtomicU64::new(0));
     let (sender, mut batches) = mpsc::channel(2);
     let reader = {
@@ -105,23 +160,7 @@ async fn import_labeled(store: &Store, lease: &Lease, payload: &LabeledImportPay
     reader
         .await
         .map_err(|e| JobError::transient(format!("reading the file failed: {}", panic_message(e))))?;
-    let session = store
-        .finish_labeled_import(lease, payload)
-        .await
-        .map_err(JobError::from_store)?;
-    let text = format!(
-        "{position} documents are in labeling session {:?} ({}).",
-        session.name, session.id
-    );
-    Ok(Outcome {
-        result: serde_json::json!({
-            "session_id": payload.session_id,
-            "group_id": payload.group_id,
-            "documents": position,
-            "stored_by_this_run": added,
-        }),
-        notice: notice_for(lease, NotificationType::Info, "Import finished", text),
-    })
+    Ok((position, added))
 }
 
 /// A store error while writing a batch: the file's own fault (a tag the session does not offer,

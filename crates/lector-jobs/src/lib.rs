@@ -40,7 +40,7 @@ pub fn standard_runner(
 ) -> Runner {
     Runner::new()
         .with(ImportDocuments(sandbox.clone()))
-        .with(ImportLabeled)
+        .with(ImportLabeled(sandbox.clone()))
         .with(CloneProject)
         .with(TrainModel(base_models.clone()))
         .with(AnalyzeDocuments { base_models, sandbox })

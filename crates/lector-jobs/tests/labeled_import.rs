@@ -2,6 +2,8 @@
 //! then run once more, stores every document, tag and mark exactly once.
 
 use lector_core::ProjectType;
+use lector_extract::ExtractConfig;
+use lector_extract::sandbox::Sandbox;
 use lector_jobs::labeled_import::labeled_document;
 use lector_jobs::{Handler, ImportLabeled};
 use lector_store::testing::{TestDatabase, owner_with_project};
@@ -95,16 +97,12 @@ async fn a_labeled_import_run_twice_stores_once(backend: Backend) {
         .collect();
     assert_eq!(store.import_labeled(&lease, &payload, 0, &first).await.unwrap(), 200);
     // The run after it stores the rest; one more stores nothing.
-    let again = ImportLabeled
-        .run(&store, &lease, payload.clone())
-        .await
-        .expect("the run");
+    // A table never reaches the sandbox; the handler holds one for PDFs and images.
+    let handler = ImportLabeled(Sandbox::new(&ExtractConfig::default()).unwrap());
+    let again = handler.run(&store, &lease, payload.clone()).await.expect("the run");
     assert_eq!(again.result["stored_by_this_run"], DOCUMENTS - 200);
     assert_eq!(again.result["documents"], DOCUMENTS);
-    let last = ImportLabeled
-        .run(&store, &lease, payload.clone())
-        .await
-        .expect("a last run");
+    let last = handler.run(&store, &lease, payload.clone()).await.expect("a last run");
     assert_eq!(last.result["stored_by_this_run"], 0);
 
     let session = store.session(&scope, project.id, session.id).await.unwrap();

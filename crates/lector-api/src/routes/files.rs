@@ -179,8 +179,13 @@ async fn upload_bytes(state: &AppState, upload: &Upload) -> Result<Vec<u8>> {
 }
 
 /// 415 for a PDF or image where an operation reads tables.
+/// Whether an upload is a PDF or image (a document of pages) rather than a table.
+pub fn is_document(upload: &Upload) -> bool {
+    lector_extract::DocumentFormat::from_name(&upload.format).is_some()
+}
+
 pub fn refuse_document(upload: &Upload, operation: &str) -> Result<()> {
-    if lector_extract::DocumentFormat::from_name(&upload.format).is_some() {
+    if is_document(upload) {
         return Err(Error::new(
             ErrorCode::UnsupportedMediaType,
             format!(

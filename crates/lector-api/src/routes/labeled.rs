@@ -4,11 +4,13 @@
 //! request; its rows become the session's documents in the `import_labeled` job
 //! (`lector_jobs::labeled_import`), so the request answers at once with the session STARTED and
 //! the job's `task_id`. Downloads of labeled data are in [`crate::routes::session_downloads`].
+//! A PDF or image uploaded as labeled data becomes one document of pages, none annotated yet.
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::PathParams;
 use crate::routes::documents::{SegmentBody, check_text, language, language_for, prepare_document_body};
+use crate::routes::files::is_document;
 use crate::routes::sessions::{MAX_LABELED_DOCUMENTS, MAX_NAME_CHARS, ProjectPath, SessionDto, session_dto};
 use crate::routes::sources::{SourceRequest, fetch_to_upload};
 use crate::state::AppState;
@@ -260,7 +262,8 @@ pub(crate) async fn session_file(
 #[allow(dead_code)]
 pub struct LabelingUploadForm {
     /// Labeled data: CSV, JSON, JSONL or XLSX with a header row (`text`, `class` or `aspect`,
-    /// `label`; a session download has these).
+    /// `label`; a session download has these); or a PDF or image, which becomes one document
+    /// of pages to annotate.
     #[schema(value_type = String, format = Binary)]
     file: Vec<u8>,
     /// true: keep the file and answer its id and preview, for `create_labeling_session` with a
@@ -297,10 +300,6 @@ pub async fn upload_labeling_file(
         &["show_preview"],
     )
     .await?;
-    if let Err(e) = crate::routes::files::refuse_document(&upload, "upload_labeling_file") {
-        crate::routes::files::discard(&state, &upload).await;
-        return Err(e.into());
-    }
     if flags.iter().any(|(_, on)| *on) {
         let preview = crate::routes::files::preview_upload(&state, upload).await?;
         return Ok(Json(LabelingUpload::Preview(preview)));
@@ -315,7 +314,9 @@ pub async fn upload_labeling_file(
         ..NewSession::default()
     };
     // A file whose header does not fit is not kept.
-    if let Err(e) = file_columns(&state, &upload, None).await {
+    if !is_document(&upload)
+        && let Err(e) = file_columns(&state, &upload, None).await
+    {
         crate::routes::files::discard(&state, &upload).await;
         return Err(e.into());
     }
@@ -337,7 +338,25 @@ pub(crate) async fn start_from_file(
     mapping: Option<ColumnMappingBody>,
     language: String,
 ) -> Result<(Session, i64)> {
-    let columns = file_columns(state, upload, mapping).await?;
+    let columns = if is_document(upload) {
+        if mapping.is_some() {
+            return Err(Error::validation(vec![lector_core::FieldError::new(
+                "column_mapping",
+                "a PDF or image has no columns to map: it becomes one document of pages",
+            )]));
+        }
+        // Unused: the job reads the pages, not rows.
+        LabeledColumns {
+            text: 0,
+            class: None,
+            label: None,
+            document: None,
+            part: None,
+            annotated: None,
+        }
+    } else {
+        file_columns(state, upload, mapping).await?
+    };
     let file = LabeledFile {
         language,
         columns,
