@@ -172,6 +172,31 @@ async fn a_text_pdf_becomes_a_document_with_a_segment_per_page(app: TestApp) {
         .expect(200);
     assert_eq!(mark["segment_ids"], json!([segments[1]["id"]]), "{mark}");
     assert_eq!(mark["page"], 1);
+    // The session's download keeps the page and the boxes of the tagged part's words.
+    let (_, _, file) = app
+        .download(
+            &ada.token,
+            &format!("/projects/{id}/annotations/{}/download?format=jsonl", session["id"]),
+        )
+        .await;
+    let rows: Vec<Value> = String::from_utf8(file)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let total = rows.iter().find(|r| r["label"] == "total").expect("the tagged row");
+    assert_eq!(total["page"], "1", "{total}");
+    let boxes: Vec<Value> = serde_json::from_str(total["boxes"].as_str().unwrap()).unwrap();
+    let texts: Vec<&str> = boxes.iter().map(|b| b["text"].as_str().unwrap()).collect();
+    assert_eq!(texts, ["1.234,50", "€"]);
+    assert_eq!(boxes[0]["label"], "total");
+    assert_eq!(boxes[0]["TLx"], amount["TLx"]);
+    let untagged = rows
+        .iter()
+        .find(|r| r["segment"].as_str().and_then(|s| s.parse::<i64>().ok()) == segments[1]["id"].as_i64())
+        .unwrap();
+    assert_eq!((&untagged["page"], &untagged["boxes"]), (&json!("2"), &json!("")));
+
     // A single document read alone answers the same pages.
     let alone = app
         .get(&format!("/projects/{id}/documents/{}", document["id"]), &ada.token)

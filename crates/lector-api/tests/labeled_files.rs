@@ -188,7 +188,17 @@ async fn story_csv_group_session_download_and_back(app: TestApp) {
         .expect(200);
     assert_eq!(
         again["preview"][0],
-        json!(["document", "segment", "text", "class", "label", "part", "annotated"])
+        json!([
+            "document",
+            "segment",
+            "text",
+            "class",
+            "label",
+            "part",
+            "annotated",
+            "page",
+            "boxes"
+        ])
     );
     let second = app
         .post(

@@ -92,6 +92,20 @@ impl From<&Page> for PageDto {
     }
 }
 
+/// The boxes of the words a part of a page's text covers (`[start, end)` in code points of
+/// [`Page::text`]), labelled with `label`.
+pub fn boxes_of_part(page: &Page, (start, end): (usize, usize), label: Option<&str>) -> Vec<BoxDto> {
+    page.words_with_offsets()
+        .into_iter()
+        .filter(|(_, range)| range.start < end && start < range.end)
+        .map(|(word, _)| {
+            let mut found = BoxDto::of_word(word, None);
+            found.label = label.map(str::to_owned);
+            found
+        })
+        .collect()
+}
+
 /// The page a segment's stored layout describes; `None` for a segment of text, or a layout
 /// this version cannot read (logged).
 pub fn page_of(layout: Option<&str>) -> Option<PageDto> {

@@ -2,15 +2,19 @@
 //! session of a project as one (`download_labeling_sessions`), one row per tag and one per
 //! segment without tags, in the columns a labeled-data upload reads back. CSV, JSON and JSONL
 //! stream page by page (keyset) through [`crate::routes::streaming`]; XLSX is built whole.
+//! Segments read from PDFs and images also give their page's number and the boxes of each
+//! tagged part's words (`page`, `boxes`).
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{PathParams, QueryParams};
+use crate::routes::pages::boxes_of_part;
 use crate::routes::sessions::{ProjectPath, SessionPath};
 use crate::state::AppState;
 use axum::extract::State;
 use lector_core::{Error, Result};
-use lector_store::{Session, SessionFilter};
+use lector_extract::Page;
+use lector_store::{SegmentTag, Session, SessionFilter};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -22,6 +26,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Most rows one download of labeled data holds.
 pub const MAX_DOWNLOAD_ROWS: usize = 500_000;
+
+/// Columns after the labeled data's: a page's number, and the boxes (JSON, SPEC's box objects)
+/// of the words a tagged part of a page covers; empty for segments of text.
+pub const PAGE_COLUMNS: [&str; 2] = ["page", "boxes"];
 
 /// Documents read per page of a session download.
 const PAGE: i64 = 500;
@@ -54,7 +62,19 @@ async fn session_page(
     let mut rows = Vec::new();
     for segment in segments {
         let prefix: Vec<String> = with_session.then(|| session.id.to_string()).into_iter().collect();
-        let base = |class: Option<String>, label: Option<String>, part: Option<String>| {
+        let page: Option<Page> = segment.layout.as_deref().and_then(|l| serde_json::from_str(l).ok());
+        let base = |tag: Option<SegmentTag>| {
+            let (class, label, part, span) =
+                tag.map_or((None, None, None, None), |t| (t.class, t.label, t.text, t.span));
+            // A part of a page: the boxes of its words (its span counts in the document's text).
+            let boxes = match (&page, span) {
+                (Some(page), Some((start, end))) => {
+                    let relative = |at: i64| usize::try_from(at - segment.start).unwrap_or(0);
+                    let boxes = boxes_of_part(page, (relative(start), relative(end)), label.as_deref());
+                    serde_json::to_string(&boxes).unwrap_or_default()
+                }
+                _ => String::new(),
+            };
             let mut row = prefix.clone();
             row.extend([
                 segment.document_id.to_string(),
@@ -64,12 +84,14 @@ async fn session_page(
                 label.unwrap_or_default(),
                 part.unwrap_or_default(),
                 marked.contains(&segment.id).to_string(),
+                page.as_ref().map(|p| p.number.to_string()).unwrap_or_default(),
+                boxes,
             ]);
             row
         };
         match tags.remove(&segment.id) {
-            Some(own) => rows.extend(own.into_iter().map(|t| base(t.class, t.label, t.text))),
-            None => rows.push(base(None, None, None)),
+            Some(own) => rows.extend(own.into_iter().map(|t| base(Some(t)))),
+            None => rows.push(base(None)),
         }
     }
     Ok((rows, next))
@@ -85,7 +107,8 @@ async fn sessions_file(
     format: lector_text::Format,
     stem: &str,
 ) -> Result<axum::response::Response> {
-    let header = session_header(with_session);
+    let mut header = session_header(with_session);
+    header.extend(PAGE_COLUMNS.map(str::to_owned));
     if !crate::routes::streaming::streams(format) {
         let mut table = lector_text::Table {
             header,
@@ -139,8 +162,8 @@ pub fn session_header(with_session: bool) -> Vec<String> {
 }
 
 /// A session's labeled data as a file: one row per tag (and per segment without tags) with
-/// columns document, segment, text, class, label, part, annotated. It uploads again as a
-/// session with the same tags.
+/// columns document, segment, text, class, label, part, annotated, page, boxes (the last two
+/// for pages of PDFs and images). It uploads again as a session with the same tags.
 #[utoipa::path(get, path = "/projects/{project_id}/annotations/{annotation_id}/download", tag = "labeling sessions",
     params(("project_id" = i64, Path), ("annotation_id" = i64, Path), crate::routes::files::DownloadQuery),
     responses((status = 200, description = "the file in the format asked for", content_type = "application/vnd.lector.table")))]
