@@ -24,13 +24,18 @@ pub const MAX_VALUE_WORDS: usize = 12;
 const CONTEXT_WORDS: usize = 3;
 /// Least score a candidate needs to be taken as the field's value.
 pub const MIN_SCORE: f32 = 0.5;
+/// How far a row may climb or fall (in page heights) per page width: a scan turned by up to
+/// about 1.5°.
+const TILT: f32 = 0.02;
+/// How far right of a value (in page widths) the word that follows it may stand.
+const RIGHT_REACH: f32 = 0.05;
 /// How far above a value (in page heights) its announcing words may stand.
 const ABOVE_REACH: f32 = 0.08;
 
 const WEIGHT_CONTEXT: f32 = 0.45;
-const WEIGHT_SHAPE: f32 = 0.25;
+const WEIGHT_SHAPE: f32 = 0.2;
 const WEIGHT_POSITION: f32 = 0.15;
-const WEIGHT_EDGES: f32 = 0.15;
+const WEIGHT_EDGES: f32 = 0.2;
 /// Distance (in page widths) at which a position counts half.
 const POSITION_SCALE: f32 = 0.12;
 
@@ -60,7 +65,8 @@ pub struct LearnedField {
 /// One value as annotated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Example {
-    /// Announcing words, `l:` (left on its row) or `a:` (above), lower case and bare.
+    /// Announcing words, `l:` (left on its row) or `a:` (above), lower case and bare, and the
+    /// word following the value closely, `r:`.
     pub context: BTreeSet<String>,
     pub shape: String,
     /// The value's centre on the page.
@@ -171,11 +177,7 @@ impl LearnedField {
             .iter()
             .map(|example| {
                 let context = jaccard(&candidate.context, &example.context);
-                let shape = if candidate.shape == example.shape {
-                    1.0
-                } else {
-                    0.3 * coarse_match(&candidate.shape, &example.shape)
-                };
+                let shape = shape_match(&candidate.shape, &example.shape);
                 let distance = ((candidate.x - example.x).powi(2) + (candidate.y - example.y).powi(2)).sqrt();
                 let position = 1.0 / (1.0 + (distance / POSITION_SCALE).powi(2));
                 let edges = f32::from(u8::from(candidate.starts_line == example.starts_line)) * 0.5
@@ -237,10 +239,15 @@ fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f32 {
     shared as f32 / (a.len() + b.len() - shared) as f32
 }
 
-/// 1 when two shapes have as many words and the same kinds of character (letters, digits).
-fn coarse_match(a: &str, b: &str) -> f32 {
-    let kinds = |s: &str| (s.split(' ').count(), s.contains(['a', 'A']), s.contains('9'));
-    f32::from(u8::from(kinds(a) == kinds(b)))
+/// How alike two shapes are: 1 when equal, else the share of words (in order) of the same
+/// shape, counted against the longer (`Aa Aa A` and `Aa Aa AaA` agree on two words of three).
+fn shape_match(a: &str, b: &str) -> f32 {
+    if a == b {
+        return 1.0;
+    }
+    let (a, b): (Vec<&str>, Vec<&str>) = (a.split(' ').collect(), b.split(' ').collect());
+    let same = a.iter().zip(&b).filter(|(x, y)| x == y).count();
+    0.8 * same as f32 / a.len().max(b.len()) as f32
 }
 
 /// A value's shape: digits become `9`, capitals `A`, other letters `a`, each run of one kind
@@ -373,6 +380,7 @@ impl<'a> PageIndex<'a> {
         // middle is within the span's height (a label set apart may be read as its own line).
         let mut lefts: Vec<(f32, &Word)> = Vec::new();
         let mut aboves: Vec<(f32, &Word)> = Vec::new();
+        let mut rights: Vec<(f32, &Word)> = Vec::new();
         for (l, line) in self.page.lines.iter().enumerate() {
             for (w, word) in line.words.iter().enumerate() {
                 if l == span.line && (span.start..span.end).contains(&w) {
@@ -380,8 +388,15 @@ impl<'a> PageIndex<'a> {
                 }
                 let (wl, wt, wr, wb) = self.bounds[l][w];
                 let middle = (wt + wb) / 2.0;
-                if wr <= left + 0.002 && middle > top && middle < bottom {
+                // On the value's row: a slightly turned scan tilts a row, more so further away.
+                let on_row = |dx: f32| {
+                    let slack = (bottom - top) * 0.5 + TILT * dx;
+                    middle > top - slack && middle < bottom + slack
+                };
+                if wr <= left + 0.002 && on_row(left - wr) {
                     lefts.push((left - wr, word));
+                } else if wl >= right - 0.002 && on_row(wl - right) {
+                    rights.push((wl - right, word));
                 } else if wb <= top + 0.002 && top - wb < ABOVE_REACH && wr > left - 0.02 && wl < right + 0.02 {
                     aboves.push((top - wb, word));
                 }
@@ -401,6 +416,14 @@ impl<'a> PageIndex<'a> {
             if let Some(k) = keyword(&word.text) {
                 context.insert(format!("a:{k}"));
             }
+        }
+        // Right: the word that ends the value, when one follows closely (punctuation counts:
+        // it tells where a value stops).
+        if let Some((gap, word)) = rights.iter().min_by(|a, b| a.0.total_cmp(&b.0))
+            && *gap < RIGHT_REACH
+            && !word.text.chars().any(char::is_numeric)
+        {
+            context.insert(format!("r:{}", word.text.to_lowercase()));
         }
         let line_len = self.page.lines[span.line].words.len();
         let example = Example {
@@ -459,6 +482,13 @@ mod tests {
             start,
             end: start + value.chars().count(),
         }
+    }
+
+    #[test]
+    fn shapes_match_word_by_word() {
+        assert_eq!(shape_match("A-9", "A-9"), 1.0);
+        assert!((shape_match("Aa Aa A", "Aa Aa AaA") - 0.8 * 2.0 / 3.0).abs() < 1e-6);
+        assert_eq!(shape_match("9.9", "Aa"), 0.0);
     }
 
     #[test]
