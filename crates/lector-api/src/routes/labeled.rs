@@ -9,8 +9,8 @@
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::PathParams;
+use crate::routes::document_uploads::is_document;
 use crate::routes::documents::{SegmentBody, check_text, language, language_for, prepare_document_body};
-use crate::routes::files::is_document;
 use crate::routes::sessions::{MAX_LABELED_DOCUMENTS, MAX_NAME_CHARS, ProjectPath, SessionDto, session_dto};
 use crate::routes::sources::{SourceRequest, fetch_to_upload};
 use crate::state::AppState;

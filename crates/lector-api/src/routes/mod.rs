@@ -12,6 +12,7 @@ pub mod auth;
 pub mod classes;
 pub mod corrections;
 pub mod credentials;
+pub mod document_uploads;
 pub mod documents;
 pub mod extraction;
 pub mod files;

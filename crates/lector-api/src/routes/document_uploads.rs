@@ -1,0 +1,73 @@
+//! Uploads that are documents (PDFs and images) rather than tables: telling them apart, their
+//! preview (the first page read in the extraction sandbox), and the refusal an operation that
+//! reads only tables gives them. The rest of an upload's life is `files`'.
+
+use crate::routes::files::{UploadedFileDto, discard};
+use crate::state::AppState;
+use lector_core::{Error, ErrorCode, Result};
+use lector_store::Upload;
+
+/// Characters of a page's text a document preview shows.
+const PREVIEW_PAGE_CHARS: usize = 2000;
+
+/// A PDF or image upload: its first page read in the sandbox (a file that cannot be read is not
+/// kept), previewed as a table with the page number and its text.
+pub(crate) async fn preview_document(state: &AppState, upload: Upload) -> Result<UploadedFileDto> {
+    let bytes = match upload_bytes(state, &upload).await {
+        Ok(bytes) => state.sandbox.read_first_pages(bytes, Some(1)).await,
+        Err(e) => Err(e),
+    };
+    let read = match bytes {
+        Ok(read) => read,
+        Err(e) => {
+            discard(state, &upload).await;
+            return Err(e);
+        }
+    };
+    let header = vec!["page".to_owned(), "text".to_owned()];
+    let mut preview = vec![header.clone()];
+    for page in &read.pages {
+        preview.push(vec![
+            page.number.to_string(),
+            page.text().chars().take(PREVIEW_PAGE_CHARS).collect(),
+        ]);
+    }
+    let upload = state.store.set_upload_columns(&upload, &header).await?;
+    tracing::info!(upload.id = %upload.id, bytes = upload.byte_size, format = %upload.format, "document uploaded");
+    Ok(UploadedFileDto { id: upload.id, preview })
+}
+
+/// An upload's bytes, read whole (documents are bounded by `extract.max_file_bytes`).
+async fn upload_bytes(state: &AppState, upload: &Upload) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let file = state.store.open_upload(upload).await?;
+    let max = state.config.extract.max_file_bytes;
+    tokio::task::spawn_blocking(move || {
+        let mut bytes = Vec::new();
+        file.take(max + 1).read_to_end(&mut bytes).map(|_| bytes)
+    })
+    .await
+    .map_err(|_| Error::internal())?
+    .map_err(|e| {
+        tracing::error!(error = %e, "reading an upload");
+        Error::internal()
+    })
+}
+
+/// Whether an upload is a PDF or image (a document of pages) rather than a table.
+pub fn is_document(upload: &Upload) -> bool {
+    lector_extract::DocumentFormat::from_name(&upload.format).is_some()
+}
+
+/// 415 for a PDF or image where an operation reads tables.
+pub fn refuse_document(upload: &Upload, operation: &str) -> Result<()> {
+    if is_document(upload) {
+        return Err(Error::new(
+            ErrorCode::UnsupportedMediaType,
+            format!(
+                "{operation} reads tables (CSV, TXT, JSON, JSONL or XLSX); a PDF or image goes into a document group (upload_group_file)"
+            ),
+        ));
+    }
+    Ok(())
+}
