@@ -1,5 +1,6 @@
 //! The served OpenAPI document: a snapshot (a route change shows up in review) and the
-//! operations of API.md that exist so far, each at its method and path.
+//! operations of API.md that exist so far, each at its method and path; no two schema types
+//! share a name.
 
 mod common;
 
@@ -386,4 +387,46 @@ async fn openapi_document_matches_its_snapshot() {
         expected == rendered,
         "the OpenAPI document changed; review it and run with LECTOR_UPDATE_SNAPSHOTS=1 to accept"
     );
+}
+
+/// utoipa names a component after its type and keeps one of two types of the same name,
+/// silently: the document then describes one of them wrongly. Every `ToSchema` type of the API
+/// has a name of its own.
+#[test]
+fn schema_names_are_unique() {
+    let mut names: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut files = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).unwrap();
+        let mut derives_schema = false;
+        for line in source.lines().map(str::trim) {
+            if line.starts_with("#[derive(") && line.contains("ToSchema") {
+                derives_schema = true;
+            } else if derives_schema && !line.starts_with('#') && !line.starts_with("///") {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                if let Some(at) = words.iter().position(|w| *w == "struct" || *w == "enum") {
+                    let name = words[at + 1]
+                        .trim_end_matches(['{', ';', '('])
+                        .split('<')
+                        .next()
+                        .unwrap();
+                    names
+                        .entry(name.to_owned())
+                        .or_default()
+                        .push(path.display().to_string());
+                }
+                derives_schema = false;
+            }
+        }
+    }
+    assert!(names.len() > 50, "the scan finds the API's types: {}", names.len());
+    let twice: Vec<_> = names.iter().filter(|(_, places)| places.len() > 1).collect();
+    assert!(twice.is_empty(), "ToSchema types sharing a name: {twice:?}");
 }
