@@ -140,6 +140,23 @@ fn score(
         .collect()
 }
 
+/// How many of `read` hold each field's true value in their read text at all: the most any
+/// matcher can find (OCR misreads the rest).
+fn print_held(kind: &str, read: &[&(ReadDocument, &Invoice)]) {
+    println!("\nTrue values the read text holds, {kind}, the scored half\n\n| field | held | share |\n|---|---|---|");
+    for (name, field) in FIELDS {
+        let held = read
+            .iter()
+            .filter(|(document, invoice)| !locate_all(&document.pages[0], truth_of(&invoice.truth, field)).is_empty())
+            .count();
+        println!(
+            "| {name} | {held}/{} | {:.3} |",
+            read.len(),
+            held as f64 / read.len() as f64
+        );
+    }
+}
+
 fn print_scores(title: &str, counts: &[Counts]) {
     println!("\n{title}\n\n| field | precision | recall | F1 |\n|---|---|---|---|");
     let mut f1s = Vec::new();
@@ -238,6 +255,7 @@ fn main() {
             &format!("Built-in fields, {kind}, the scored half (before any training)"),
             &score(&scored, &mut misses, built_in),
         );
+        print_held(kind, &scored);
         print_scores(
             &format!("Learnt fields alone, {kind}, trained on the other half"),
             &score_halves(read, &mut misses, learned),
