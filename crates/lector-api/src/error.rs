@@ -100,7 +100,11 @@ pub async fn problem_for_bare_errors(request: Request, next: Next) -> Response {
     let is_problem = response
         .headers()
         .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
+        .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()))
+        || response
+            .extensions()
+            .get::<crate::routes::webhooks::WorkflowAnswer>()
+            .is_some();
     let response = if is_problem {
         response
     } else {

@@ -17,6 +17,7 @@ pub mod routes;
 pub mod serve;
 pub mod state;
 pub mod tls;
+pub mod workflow_runs;
 
 pub use serve::{Server, shutdown_signal};
 pub use state::AppState;

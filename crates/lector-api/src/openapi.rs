@@ -17,6 +17,8 @@ pub const PUBLIC_OPERATIONS: &[&str] = &[
     "health",
     "info",
     "openapi",
+    "webhook_production",
+    "webhook_test",
 ];
 
 /// The content type a route's annotation names for a table download (`?format=`); the document

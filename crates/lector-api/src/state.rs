@@ -24,6 +24,8 @@ pub struct AppState {
     pub base_models: Arc<lector_embed::BaseModels>,
     /// Where uploaded PDFs and images are read: child processes under limits.
     pub sandbox: lector_extract::sandbox::Sandbox,
+    /// Calls each workflow's webhook may take a minute on this node.
+    pub webhook_limits: Arc<crate::workflow_runs::WebhookLimiter>,
 }
 
 impl AppState {
@@ -60,6 +62,7 @@ impl AppState {
             )),
             base_models,
             sandbox,
+            webhook_limits: Arc::default(),
         })
     }
 }

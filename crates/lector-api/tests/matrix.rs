@@ -115,6 +115,8 @@ enum Fresh {
     Label,
     Key,
     Token,
+    Workflow,
+    TestAddress,
 }
 
 struct Spec {
@@ -367,6 +369,30 @@ fn declared(op: &str, f: &Fixture) -> Option<Spec> {
             ),
         ),
         "delete_analysis" => destroys(Role(USER), Fresh::Analysis),
+        // Workflows: members read them, USERs change them; their addresses are public (the
+        // fixture's hook workflow is active and answers at once; a test address serves one call).
+        "list_workflows" => spec(Signed, Nothing),
+        "get_workflow" | "list_workflow_executions" => spec(Role(VIEWER), Nothing),
+        "create_workflow" => spec(
+            Role(USER),
+            Json(json!({"name": unique("Flow"), "organization_id": f.workspace_id,
+                "trigger": {"path": unique("matrix/new")}})),
+        ),
+        "update_workflow" => spec(
+            Role(USER),
+            Json(
+                json!({"name": "Matrix flow", "trigger": {"path": "matrix/flow", "http_method": "POST"},
+                "steps": [{"type": "set", "fields": [{"name": "seen", "value": true}]}]}),
+            ),
+        ),
+        "activate_workflow" | "deactivate_workflow" | "listen_workflow_test" => spec(Role(USER), Nothing),
+        "delete_workflow" => destroys(Role(USER), Fresh::Workflow),
+        "webhook_production" => spec(Anyone, Json(json!({"text": "My invoice is wrong."}))),
+        "webhook_test" => Some(Spec {
+            need: Anyone,
+            payload: Json(json!({"text": "My invoice is wrong."})),
+            fresh: Some(Fresh::TestAddress),
+        }),
         // Users: the USER member is the target of these paths.
         "get_user"
         | "list_product_keys"
@@ -748,6 +774,26 @@ async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
         )
         .await
         .expect(201);
+    let workflow = app
+        .post(
+            "/workflows",
+            &admin.token,
+            json!({"name": "Matrix flow", "organization_id": workspace_id, "trigger": {"path": "matrix/flow"}}),
+        )
+        .await
+        .expect(201);
+    let hook = app
+        .post(
+            "/workflows",
+            &admin.token,
+            json!({"name": "Matrix hook", "organization_id": workspace_id,
+                "trigger": {"path": "matrix/hook", "http_method": "POST"}}),
+        )
+        .await
+        .expect(201);
+    app.post(&format!("/workflows/{}/activate", id(&hook)), &admin.token, json!({}))
+        .await
+        .expect(200);
     let everywhere = lector_core::Scope {
         user_id: admin.user_id,
         is_superuser: true,
@@ -806,6 +852,9 @@ async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
     params.insert("notification_id", id(&notification));
     params.insert("hitl_id", id(&hitl));
     params.insert("review_id", review.id.to_string());
+    params.insert("workflow_id", id(&workflow));
+    params.insert("path", "matrix/hook".to_owned());
+    params.insert("hook_id", id(&hook));
     let mut correction_params = BTreeMap::new();
     correction_params.insert("document_id", id(&corrected));
     correction_params.insert("segment_id", id(&corrected_segment));
@@ -1109,6 +1158,24 @@ async fn make_fresh(
             );
         }
         Fresh::Token => {}
+        Fresh::Workflow => {
+            params.insert(
+                "workflow_id",
+                made(
+                    app,
+                    "/workflows",
+                    admin,
+                    json!({"name": unique("Doomed"), "organization_id": f.workspace_id,
+                        "trigger": {"path": unique("matrix/doomed")}}),
+                )
+                .await,
+            );
+        }
+        Fresh::TestAddress => {
+            app.post(&format!("/workflows/{}/test", f.params["hook_id"]), admin, json!({}))
+                .await
+                .expect(200);
+        }
     }
 }
 

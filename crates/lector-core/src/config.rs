@@ -116,6 +116,8 @@ pub struct Config {
     pub base_models_dir: Option<PathBuf>,
     /// Reading PDFs and images: limits, OCR and the sandbox every file is read in.
     pub extract: ExtractConfig,
+    /// Workflows' webhook addresses: the test window and the size of what they take.
+    pub workflows: WorkflowConfig,
 }
 
 impl Default for Config {
@@ -148,6 +150,7 @@ impl Default for Config {
             http: HttpConfig::default(),
             base_models_dir: None,
             extract: ExtractConfig::default(),
+            workflows: WorkflowConfig::default(),
         }
     }
 }
@@ -223,6 +226,9 @@ impl Config {
         }
         self.sources.validate()?;
         self.extract.validate()?;
+        if self.workflows.test_window_secs == 0 || self.workflows.max_body_bytes == 0 {
+            return Err("workflows.test_window_secs and workflows.max_body_bytes must be positive".into());
+        }
         let http = self.http;
         if http.max_uri_bytes >= PARSER_MAX_URI_BYTES
             || http.max_uri_bytes + http.max_header_bytes >= PARSER_MAX_HEAD_BYTES
@@ -391,6 +397,26 @@ impl Default for MailConfig {
         Self {
             from: "Lector <lector@localhost>".into(),
             smtp_url: None,
+        }
+    }
+}
+
+/// Workflows' webhook addresses.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkflowConfig {
+    /// How long a test address listens after `listen_workflow_test` (120 seconds, as the
+    /// webhook component has it).
+    pub test_window_secs: u64,
+    /// Largest request body a webhook address takes, in bytes; larger ones are answered 413.
+    pub max_body_bytes: usize,
+}
+
+impl Default for WorkflowConfig {
+    fn default() -> Self {
+        Self {
+            test_window_secs: 120,
+            max_body_bytes: 16 * 1024 * 1024,
         }
     }
 }

@@ -30,6 +30,8 @@ pub enum ErrorCode {
     HeadersTooLarge,
     RateLimited,
     Internal,
+    /// A workflow's outbound call failed (502).
+    UpstreamFailed,
     Unavailable,
 }
 
@@ -51,6 +53,7 @@ impl ErrorCode {
             ValidationFailed => 422,
             RateLimited => 429,
             Internal => 500,
+            UpstreamFailed => 502,
             Unavailable => 503,
         }
     }
@@ -79,6 +82,7 @@ impl ErrorCode {
             UnsupportedMediaType => "Unsupported media type",
             RateLimited => "Too many requests",
             Internal => "Internal server error",
+            UpstreamFailed => "An address the workflow called failed",
             Unavailable => "Service unavailable",
         }
     }
@@ -107,6 +111,7 @@ impl ErrorCode {
             UnsupportedMediaType => "unsupported_media_type",
             RateLimited => "rate_limited",
             Internal => "internal",
+            UpstreamFailed => "upstream_failed",
             Unavailable => "unavailable",
         }
     }

@@ -178,6 +178,86 @@ pub(crate) async fn post(
     })
 }
 
+/// What a call brought back.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// Calls `url` with any method (a workflow's outbound request), within the policy and the
+/// limits: each hop is checked, 307 and 308 are followed with the same method and body, 301,
+/// 302 and 303 only for GET and HEAD (at most five, `headers` dropped across origins); a
+/// non-2xx answer is an error naming the status. The body is read up to the byte limit.
+pub(crate) async fn call(
+    policy: &NetPolicy,
+    limits: &Limits,
+    method: reqwest::Method,
+    mut url: Url,
+    body: Option<Vec<u8>>,
+    headers: HeaderMap,
+) -> Result<Answer> {
+    let timeout = limits.timeout;
+    let calling = async move {
+        let origin = url.origin();
+        let safe = method == reqwest::Method::GET || method == reqwest::Method::HEAD;
+        for _ in 0..=MAX_REDIRECTS {
+            check_url(&url)?;
+            let headers = if url.origin() == origin {
+                headers.clone()
+            } else {
+                HeaderMap::new()
+            };
+            let response = send_request(policy, limits, method.clone(), &url, &headers, body.clone()).await?;
+            let status = response.status();
+            let follow = matches!(status, StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT)
+                || (safe
+                    && matches!(
+                        status,
+                        StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND | StatusCode::SEE_OTHER
+                    ));
+            if follow {
+                let location = response
+                    .headers()
+                    .get(LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .ok_or_else(|| Error::bad_request("the address redirected without a Location"))?;
+                url = url
+                    .join(location)
+                    .map_err(|_| Error::bad_request("the address redirected to an invalid address"))?;
+                continue;
+            }
+            if !status.is_success() {
+                return Err(Error::bad_request(format!(
+                    "the address answered HTTP {}",
+                    status.as_u16()
+                )));
+            }
+            let content_type = response
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let body = read_bounded(response, limits.max_bytes).await?;
+            return Ok(Answer {
+                status: status.as_u16(),
+                content_type,
+                body,
+            });
+        }
+        Err(Error::bad_request(format!(
+            "the address redirected more than {MAX_REDIRECTS} times"
+        )))
+    };
+    tokio::time::timeout(timeout, calling).await.unwrap_or_else(|_| {
+        Err(Error::bad_request(format!(
+            "the address did not answer within {} seconds",
+            timeout.as_secs()
+        )))
+    })
+}
+
 /// One GET to the checked addresses of the URL's host.
 async fn send(policy: &NetPolicy, limits: &Limits, url: &Url, headers: &HeaderMap) -> Result<reqwest::Response> {
     send_with(policy, limits, url, headers, None).await
@@ -187,6 +267,23 @@ async fn send(policy: &NetPolicy, limits: &Limits, url: &Url, headers: &HeaderMa
 async fn send_with(
     policy: &NetPolicy,
     limits: &Limits,
+    url: &Url,
+    headers: &HeaderMap,
+    body: Option<Vec<u8>>,
+) -> Result<reqwest::Response> {
+    let method = if body.is_some() {
+        reqwest::Method::POST
+    } else {
+        reqwest::Method::GET
+    };
+    send_request(policy, limits, method, url, headers, body).await
+}
+
+/// One request of `method` to the checked addresses of the URL's host.
+async fn send_request(
+    policy: &NetPolicy,
+    limits: &Limits,
+    method: reqwest::Method,
     url: &Url,
     headers: &HeaderMap,
     body: Option<Vec<u8>>,
@@ -207,9 +304,10 @@ async fn send_with(
         tracing::error!(error = %e, "cannot build an HTTP client");
         Error::internal()
     })?;
+    let request = client.request(method, url.clone());
     let request = match body {
-        Some(body) => client.post(url.clone()).body(body),
-        None => client.get(url.clone()),
+        Some(body) => request.body(body),
+        None => request,
     };
     request
         .headers(headers.clone())

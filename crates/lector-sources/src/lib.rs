@@ -11,6 +11,7 @@
 
 pub mod guard;
 mod http;
+pub use http::Answer;
 mod postgres;
 mod s3;
 pub mod seal;
@@ -89,6 +90,36 @@ impl Sources {
             map.insert(*name, value);
         }
         http::post(&self.policy, &self.limits, url, body, map).await
+    }
+
+    /// Calls `url` with `method` (GET, POST, PUT, PATCH, DELETE, HEAD), `headers` and an
+    /// optional `body`, through the same guard as every source; answers the status, content
+    /// type and body (bounded like a fetch), or why the call failed.
+    pub async fn call(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: Option<Vec<u8>>,
+    ) -> Result<http::Answer> {
+        let method = reqwest::Method::from_bytes(method.as_bytes())
+            .map_err(|_| lector_core::Error::bad_request("the method cannot be sent"))?;
+        let url = url::Url::parse(url).map_err(|_| lector_core::Error::bad_request("the URL is not an address"))?;
+        let mut map = reqwest::header::HeaderMap::new();
+        for (name, value) in headers {
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| lector_core::Error::bad_request(format!("{name} is not a header name")))?;
+            let value = reqwest::header::HeaderValue::from_str(value)
+                .map_err(|_| lector_core::Error::bad_request(format!("the {name} header cannot be sent")))?;
+            map.insert(name, value);
+        }
+        if body.is_some() && !map.contains_key(reqwest::header::CONTENT_TYPE) {
+            map.insert(
+                reqwest::header::CONTENT_TYPE,
+                reqwest::header::HeaderValue::from_static("application/json"),
+            );
+        }
+        http::call(&self.policy, &self.limits, method, url, body, map).await
     }
 
     /// Seals a checked secret for storage in a workspace's credential.

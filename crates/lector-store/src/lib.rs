@@ -50,6 +50,10 @@ pub use training::{
     MAX_TRAINING_PAGES, MODEL_LANGUAGES, NewTraining, ReviewedPages, TrainedModel, TrainingPage, TrainingSegment,
 };
 pub use uploads::{UPLOAD_PREFIX, Upload, UploadFor};
+pub use workflows::{
+    Execution, ExecutionEnd, MAX_EXECUTIONS_PER_WORKFLOW, MAX_WORKFLOWS_PER_WORKSPACE, NewWorkflow, WebhookTarget,
+    Workflow,
+};
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
 mod notifications;
@@ -66,6 +70,7 @@ mod tags;
 pub mod testing;
 mod training;
 mod uploads;
+mod workflows;
 mod workspaces;
 
 pub use records::*;

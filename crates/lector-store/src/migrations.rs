@@ -104,6 +104,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0015_field_models.sql"),
         postgres: include_str!("../migrations/postgres/0015_field_models.sql"),
     },
+    Step {
+        version: 16,
+        description: "workflows",
+        sqlite: include_str!("../migrations/sqlite/0016_workflows.sql"),
+        postgres: include_str!("../migrations/postgres/0016_workflows.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -9,8 +9,8 @@ use crate::extract::{Body, WriteBody};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use lector_core::Error;
 use lector_core::validate::Problems;
+use lector_core::{Error, Scope};
 use lector_text::Language;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -104,16 +104,29 @@ pub async fn analyze(
     caller: Caller,
     Body(body): Body<AnalyzeBody>,
 ) -> ApiResult<Json<AdHocAnalysis>> {
-    let model = state.store.model_for_analysis(&caller.scope, body.model_id).await?;
+    let documents = body.documents.into_iter().map(|d| (d.id, d.text)).collect();
+    let analysis = analyze_texts(&state, &caller.scope, body.model_id, documents, body.split).await?;
+    Ok(Json(analysis))
+}
+
+/// Analyses texts (each with the client's own id) with a model the scope may analyse with:
+/// `analyze`, and the analyze step of workflows.
+pub(crate) async fn analyze_texts(
+    state: &AppState,
+    scope: &Scope,
+    model_id: i64,
+    documents: Vec<(Option<serde_json::Value>, String)>,
+    split: bool,
+) -> lector_core::Result<AdHocAnalysis> {
+    let model = state.store.model_for_analysis(scope, model_id).await?;
     let loaded = state.models.get(&state.store, &model).await?;
     let language = Language::from_code_or_default(Some(&model.language));
-    let split = body.split;
     let documents = tokio::task::spawn_blocking(move || {
         let mut workspace = lector_ml::Workspace::default();
-        body.documents
+        documents
             .into_iter()
-            .map(|document| {
-                let text = lector_text::normalize(&document.text);
+            .map(|(id, text)| {
+                let text = lector_text::normalize(&text);
                 let segments = lector_text::segment(&text, language, split)
                     .into_iter()
                     .map(|segment| {
@@ -133,11 +146,7 @@ pub async fn analyze(
                         }
                     })
                     .collect();
-                AnalyzedDocument {
-                    id: document.id,
-                    text,
-                    segments,
-                }
+                AnalyzedDocument { id, text, segments }
             })
             .collect::<Vec<_>>()
     })
@@ -146,10 +155,10 @@ pub async fn analyze(
         tracing::error!(error = %e, "an analysis panicked");
         Error::internal()
     })?;
-    Ok(Json(AdHocAnalysis {
+    Ok(AdHocAnalysis {
         model: model.name,
         model_id: model.id,
         kind: model.kind.as_str().into(),
         documents,
-    }))
+    })
 }

@@ -170,20 +170,57 @@ pub async fn extract(
     if project.workspace_id != workspace.id || model.project_id != Some(project.id) {
         return Err(Error::not_found("model").into());
     }
+    let return_bboxes = flag(&q.return_bboxes, "return_bboxes")?;
+    let return_annotated_pages = flag(&q.return_annotated_pages, "return_annotated_pages")?;
+    let (name, bytes) = file_of(&state, form.map_err(|e| Error::bad_request(e.body_text()))?).await?;
+    let options = ExtractOptions {
+        return_bboxes,
+        return_annotated_pages,
+    };
+    Ok(Json(extract_with(&state, &project, model, name, bytes, options).await?))
+}
+
+/// What an extraction answers besides the fields.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ExtractOptions {
+    pub return_bboxes: bool,
+    pub return_annotated_pages: bool,
+}
+
+/// Extracts a file's fields with a model the scope may extract with (USER in the model's
+/// workspace): the extract step of workflows.
+pub(crate) async fn extract_file(
+    state: &AppState,
+    scope: &lector_core::Scope,
+    model_id: i64,
+    name: String,
+    bytes: Vec<u8>,
+) -> Result<ExtractionResultDto> {
+    let model = state.store.model_for_analysis(scope, model_id).await?;
+    let project_id = model.project_id.ok_or_else(|| Error::not_found("model"))?;
+    let (project, _) = state.store.project_access(scope, project_id, Action::Edit).await?;
+    extract_with(state, &project, model, name, bytes, ExtractOptions::default()).await
+}
+
+/// Extracts a file's fields with a model of `project` the caller may use.
+async fn extract_with(
+    state: &AppState,
+    project: &lector_store::Project,
+    model: lector_store::Model,
+    name: String,
+    bytes: Vec<u8>,
+    options: ExtractOptions,
+) -> Result<ExtractionResultDto> {
     if model.kind != ModelType::Label {
         return Err(Error::conflict(format!(
             "model {} tags {}; extraction takes a model of a LABEL project, whose labels are the fields",
             model.id,
             model.kind.as_str()
-        ))
-        .into());
+        )));
     }
-    let return_bboxes = flag(&q.return_bboxes, "return_bboxes")?;
-    let return_annotated_pages = flag(&q.return_annotated_pages, "return_annotated_pages")?;
-    let (name, bytes) = file_of(&state, form.map_err(|e| Error::bad_request(e.body_text()))?).await?;
-    let kept = return_annotated_pages.then(|| bytes.clone());
+    let kept = options.return_annotated_pages.then(|| bytes.clone());
     let read = state.sandbox.read(bytes).await?;
-    let hitl = state.store.live_hitl(&project, model.id).await?;
+    let hitl = state.store.live_hitl(project, model.id).await?;
     let overrides = match &hitl {
         Some(hitl) => SettingOverride::parse_all(&hitl.labels).unwrap_or_default(),
         None => Vec::new(),
@@ -198,17 +235,23 @@ pub async fn extract(
         None => None,
     };
     let extraction = extract_fields(&read, &settings, learned.as_ref());
-    let labels = state.store.labels_of(&project).await?;
+    let labels = state.store.labels_of(project).await?;
     // Colours follow the project's labels, as the answer lists them.
     let label_names: Vec<String> = labels.iter().map(|l| l.name.clone()).collect();
-    let mut result = answer(model.display_name, name.clone(), &extraction, return_bboxes, labels);
+    let mut result = answer(
+        model.display_name,
+        name.clone(),
+        &extraction,
+        options.return_bboxes,
+        labels,
+    );
     if let Some(bytes) = kept {
-        result.documents[0].annotated_pages = Some(annotated_pages(&state, bytes, &extraction, &label_names).await?);
+        result.documents[0].annotated_pages = Some(annotated_pages(state, bytes, &extraction, &label_names).await?);
     }
     if let Some(hitl) = hitl {
-        result.documents[0].hitl = Some(review_if_needed(&state, &hitl, &name, &read, &extraction, &result).await?);
+        result.documents[0].hitl = Some(review_if_needed(state, &hitl, &name, &read, &extraction, &result).await?);
     }
-    Ok(Json(result))
+    Ok(result)
 }
 
 /// With a live HITL: a pending review for its user when a required field is missing or a

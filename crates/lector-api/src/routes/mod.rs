@@ -30,6 +30,8 @@ pub mod sources;
 pub mod streaming;
 pub mod system;
 pub mod users;
+pub mod webhooks;
+pub mod workflows;
 pub mod workspaces;
 
 /// Every documented route of the service.
@@ -58,6 +60,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(hitl::router())
         .merge(files::router())
         .merge(sources::router())
+        .merge(workflows::router())
+        .merge(webhooks::router())
 }
 
 /// Timestamps are served as RFC 3339 strings.

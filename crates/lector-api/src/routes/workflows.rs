@@ -1,0 +1,455 @@
+//! Workflows of a workspace (`/workflows`): a webhook trigger and ordered steps (SPEC section
+//! 6, DESIGN section 8). Members read them and their executions; USERs and up create, change,
+//! delete, activate, deactivate and test them. The addresses themselves are served by
+//! `routes/webhooks.rs`.
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
+use crate::routes::rfc3339;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use lector_core::validate::{MAX_NAME_CHARS, Problems};
+use lector_core::{Action, Error};
+use lector_store::{Execution, NewWorkflow, Workflow};
+use lector_workflow::Definition;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_workflows, create_workflow))
+        .routes(routes!(get_workflow, update_workflow, delete_workflow))
+        .routes(routes!(activate_workflow))
+        .routes(routes!(deactivate_workflow))
+        .routes(routes!(listen_workflow_test))
+        .routes(routes!(list_workflow_executions))
+}
+
+/// A workflow as served: its trigger (without the authentication's secret), steps and
+/// addresses.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkflowDto {
+    pub id: i64,
+    pub name: String,
+    pub organization_id: i64,
+    /// Whether the production address listens.
+    pub active: bool,
+    /// Whether production executions keep their data (test executions always do).
+    pub keep_data: bool,
+    /// `{path, http_method, multiple_methods, http_methods, response_mode (immediately,
+    /// last_step), response_data (all_entries, first_entry_json, no_data), property_name,
+    /// response_code, authentication {type: none, header or basic, name, user},
+    /// rate_limit_per_minute}`.
+    #[schema(value_type = Object)]
+    pub trigger: serde_json::Value,
+    /// The steps every method leads to: `{type: analyze, extract, notify, http_request or set, …}`.
+    #[schema(value_type = Vec<Object>)]
+    pub steps: serde_json::Value,
+    /// The steps of the methods that lead elsewhere.
+    #[schema(value_type = Object)]
+    pub steps_by_method: serde_json::Value,
+    /// The methods the webhook listens to.
+    pub methods: Vec<String>,
+    pub production_url: String,
+    pub test_url: String,
+    /// The user whose role the steps run with (who last activated or tested it).
+    pub runs_as_user_id: Option<i64>,
+    pub created_by: Option<i64>,
+    pub created: String,
+    pub updated: String,
+}
+
+impl WorkflowDto {
+    fn of(state: &AppState, workflow: Workflow) -> lector_core::Result<Self> {
+        let definition: Definition = serde_json::from_str(&workflow.definition).map_err(|e| {
+            tracing::error!(workflow.id = workflow.id, error = %e, "a stored workflow definition does not parse");
+            Error::internal()
+        })?;
+        let base = state.config.public_url();
+        let path = &definition.trigger.path;
+        Ok(Self {
+            id: workflow.id,
+            name: workflow.name,
+            organization_id: workflow.workspace_id,
+            active: workflow.active,
+            keep_data: workflow.keep_data,
+            methods: definition
+                .trigger
+                .methods()
+                .iter()
+                .map(|m| m.as_str().to_owned())
+                .collect(),
+            production_url: format!("{base}/webhook/{path}"),
+            test_url: format!("{base}/webhook-test/{path}"),
+            trigger: serde_json::to_value(&definition.trigger).unwrap_or_default(),
+            steps: serde_json::to_value(&definition.steps).unwrap_or_default(),
+            steps_by_method: serde_json::to_value(&definition.steps_by_method).unwrap_or_default(),
+            runs_as_user_id: workflow.run_as,
+            created_by: workflow.created_by,
+            created: rfc3339(workflow.created),
+            updated: rfc3339(workflow.updated),
+        })
+    }
+}
+
+/// A workflow to create, or the whole of one to replace (PUT).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowBody {
+    pub name: String,
+    /// The workspace (create only; default: the caller's default workspace).
+    pub organization_id: Option<i64>,
+    #[serde(default)]
+    pub keep_data: bool,
+    /// The webhook trigger; see WorkflowDto. `authentication` takes `value` (header) or
+    /// `password` (basic), stored as a digest and never answered; an update may leave it out
+    /// to keep it.
+    #[schema(value_type = Object)]
+    pub trigger: serde_json::Value,
+    #[serde(default)]
+    #[schema(value_type = Vec<Object>)]
+    pub steps: serde_json::Value,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub steps_by_method: serde_json::Value,
+}
+
+impl WriteBody for WorkflowBody {
+    const IMMUTABLE: &'static [&'static str] = &[
+        "id",
+        "active",
+        "created",
+        "updated",
+        "created_by",
+        "runs_as_user_id",
+        "production_url",
+        "test_url",
+        "methods",
+    ];
+    /// Notification messages and set values may hold newlines.
+    const FREE_TEXT: &'static [&'static str] = &["steps", "steps_by_method"];
+
+    fn validate(&self, problems: &mut Problems) {
+        problems.name("name", &self.name, MAX_NAME_CHARS);
+    }
+}
+
+impl WorkflowBody {
+    /// The definition the body describes (422 naming what does not fit its shape).
+    fn definition(&self) -> lector_core::Result<Definition> {
+        let value = serde_json::json!({
+            "trigger": self.trigger,
+            "steps": if self.steps.is_null() { serde_json::json!([]) } else { self.steps.clone() },
+            "steps_by_method": if self.steps_by_method.is_null() { serde_json::json!({}) } else { self.steps_by_method.clone() },
+        });
+        serde_json::from_value(value)
+            .map_err(|e| Error::validation(vec![lector_core::FieldError::new("trigger, steps", e.to_string())]))
+    }
+
+    /// The fields to store, checked; `previous` is the workflow an update replaces.
+    fn prepare(&self, previous: Option<&Workflow>) -> lector_core::Result<NewWorkflow> {
+        let old: Option<Definition> = previous.and_then(|w| serde_json::from_str(&w.definition).ok());
+        let digest = previous.and_then(|w| w.auth_digest.as_deref());
+        let prepared = self.definition()?.prepare(old.as_ref().map(|d| (d, digest)))?;
+        Ok(NewWorkflow {
+            name: self.name.trim().to_owned(),
+            definition: prepared.json,
+            auth_digest: prepared.auth_digest,
+            keep_data: self.keep_data,
+            routes: prepared.routes,
+        })
+    }
+}
+
+/// One page of workflows.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkflowPage {
+    pub workflows: Vec<WorkflowDto>,
+    pub has_more: bool,
+    pub offset: i64,
+    pub limit: i64,
+    pub count: usize,
+}
+
+/// A recorded execution.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExecutionDto {
+    pub id: i64,
+    pub workflow_id: i64,
+    /// test or production.
+    pub mode: String,
+    pub method: String,
+    /// running, success or error.
+    pub status: String,
+    pub started: String,
+    pub finished: Option<String>,
+    pub error: Option<String>,
+    /// For test executions, and production ones of a workflow that keeps them: what each step
+    /// made, `[{step, type, entries: [{json, binary?}]}]`, the webhook's entry first.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub data: Option<serde_json::Value>,
+}
+
+impl From<Execution> for ExecutionDto {
+    fn from(e: Execution) -> Self {
+        Self {
+            id: e.id,
+            workflow_id: e.workflow_id,
+            mode: e.mode,
+            method: e.method,
+            status: e.status,
+            started: rfc3339(e.started),
+            finished: e.finished.map(rfc3339),
+            error: e.error,
+            data: e.data.and_then(|d| serde_json::from_str(&d).ok()),
+        }
+    }
+}
+
+/// One page of executions, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExecutionPage {
+    pub executions: Vec<ExecutionDto>,
+    pub has_more: bool,
+    pub offset: i64,
+    pub limit: i64,
+    pub count: usize,
+}
+
+/// The test address's window.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TestListening {
+    pub workflow: WorkflowDto,
+    pub test_url: String,
+    /// When the address stops listening (RFC 3339), unless a call uses it first.
+    pub listening_until: String,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct WorkflowQuery {
+    /// Only the workflows of this workspace.
+    pub organization_id: Option<i64>,
+    #[serde(default)]
+    pub offset: i64,
+    #[serde(default = "crate::extract::default_limit")]
+    pub limit: i64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct WorkflowPath {
+    workflow_id: i64,
+}
+
+/// The workflows of the caller's workspaces, oldest first (any member).
+#[utoipa::path(get, path = "/workflows", tag = "workflows", params(WorkflowQuery),
+    responses((status = 200, body = WorkflowPage)))]
+pub async fn list_workflows(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(q): QueryParams<WorkflowQuery>,
+) -> ApiResult<Json<WorkflowPage>> {
+    let paging = Paging {
+        offset: q.offset,
+        limit: q.limit,
+    }
+    .check()?;
+    let (found, has_more) = state
+        .store
+        .workflows(&caller.scope, q.organization_id, paging.offset, paging.limit)
+        .await?;
+    let workflows = found
+        .into_iter()
+        .map(|w| WorkflowDto::of(&state, w))
+        .collect::<lector_core::Result<Vec<_>>>()?;
+    Ok(Json(WorkflowPage {
+        count: workflows.len(),
+        workflows,
+        has_more,
+        offset: paging.offset,
+        limit: paging.limit,
+    }))
+}
+
+/// Creates an inactive workflow (USER) in the default workspace or the one named.
+#[utoipa::path(post, path = "/workflows", tag = "workflows", request_body = WorkflowBody,
+    responses((status = 201, body = WorkflowDto)))]
+pub async fn create_workflow(
+    State(state): State<AppState>,
+    caller: Caller,
+    Body(body): Body<WorkflowBody>,
+) -> ApiResult<(StatusCode, Json<WorkflowDto>)> {
+    caller.scope.may_somewhere(Action::Edit)?;
+    let workspace_id = match body.organization_id {
+        Some(id) => id,
+        None => state
+            .store
+            .default_workspace_id(caller.user.id)
+            .await?
+            .ok_or_else(|| Error::bad_request("name a workspace in organization_id"))?,
+    };
+    let new = body.prepare(None)?;
+    let created = state.store.create_workflow(&caller.scope, workspace_id, &new).await?;
+    tracing::info!(
+        workflow.id = created.id,
+        workspace.id = workspace_id,
+        "workflow created"
+    );
+    Ok((StatusCode::CREATED, Json(WorkflowDto::of(&state, created)?)))
+}
+
+/// One workflow (any member).
+#[utoipa::path(get, path = "/workflows/{workflow_id}", tag = "workflows",
+    params(("workflow_id" = i64, Path)), responses((status = 200, body = WorkflowDto)))]
+pub async fn get_workflow(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<WorkflowPath>,
+) -> ApiResult<Json<WorkflowDto>> {
+    let workflow = state.store.workflow(&caller.scope, p.workflow_id, Action::Read).await?;
+    Ok(Json(WorkflowDto::of(&state, workflow)?))
+}
+
+/// Replaces a workflow's name, trigger and steps (USER). An active workflow listens on its
+/// new path and methods at once (409 when another workflow holds one; nothing changes then).
+#[utoipa::path(put, path = "/workflows/{workflow_id}", tag = "workflows",
+    params(("workflow_id" = i64, Path)), request_body = WorkflowBody,
+    responses((status = 200, body = WorkflowDto)))]
+pub async fn update_workflow(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<WorkflowPath>,
+    Body(body): Body<WorkflowBody>,
+) -> ApiResult<Json<WorkflowDto>> {
+    let current = state.store.workflow(&caller.scope, p.workflow_id, Action::Edit).await?;
+    if body.organization_id.is_some_and(|id| id != current.workspace_id) {
+        return Err(Error::new(
+            lector_core::ErrorCode::ImmutableField,
+            "organization_id: a workflow stays in its workspace",
+        )
+        .into());
+    }
+    let new = body.prepare(Some(&current))?;
+    let updated = state.store.update_workflow(&caller.scope, current.id, &new).await?;
+    Ok(Json(WorkflowDto::of(&state, updated)?))
+}
+
+/// Deletes a workflow with its executions (USER); its addresses stop listening.
+#[utoipa::path(delete, path = "/workflows/{workflow_id}", tag = "workflows",
+    params(("workflow_id" = i64, Path)), responses((status = 200, body = WorkflowDto)))]
+pub async fn delete_workflow(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<WorkflowPath>,
+) -> ApiResult<Json<WorkflowDto>> {
+    let deleted = state.store.delete_workflow(&caller.scope, p.workflow_id).await?;
+    tracing::info!(workflow.id = deleted.id, user.id = caller.user.id, "workflow deleted");
+    Ok(Json(WorkflowDto::of(&state, deleted)?))
+}
+
+/// Activates a workflow (USER): `/webhook/{path}` listens until it is deactivated, and the
+/// steps run with the caller's role. 409 when another workflow holds the path and method.
+#[utoipa::path(post, path = "/workflows/{workflow_id}/activate", tag = "workflows",
+    params(("workflow_id" = i64, Path)), responses((status = 200, body = WorkflowDto)))]
+pub async fn activate_workflow(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<WorkflowPath>,
+) -> ApiResult<Json<WorkflowDto>> {
+    let workflow = state.store.workflow(&caller.scope, p.workflow_id, Action::Edit).await?;
+    let routes = routes_of(&workflow)?;
+    let active = state
+        .store
+        .activate_workflow(&caller.scope, workflow.id, &routes)
+        .await?;
+    tracing::info!(workflow.id = active.id, user.id = caller.user.id, "workflow activated");
+    Ok(Json(WorkflowDto::of(&state, active)?))
+}
+
+/// Deactivates a workflow (USER): its production address stops listening.
+#[utoipa::path(post, path = "/workflows/{workflow_id}/deactivate", tag = "workflows",
+    params(("workflow_id" = i64, Path)), responses((status = 200, body = WorkflowDto)))]
+pub async fn deactivate_workflow(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<WorkflowPath>,
+) -> ApiResult<Json<WorkflowDto>> {
+    let inactive = state.store.deactivate_workflow(&caller.scope, p.workflow_id).await?;
+    tracing::info!(
+        workflow.id = inactive.id,
+        user.id = caller.user.id,
+        "workflow deactivated"
+    );
+    Ok(Json(WorkflowDto::of(&state, inactive)?))
+}
+
+/// Arms the test address `/webhook-test/{path}` for 120 seconds and one call (USER); the
+/// call's data is kept in its execution. 409 when another workflow holds the path and method.
+#[utoipa::path(post, path = "/workflows/{workflow_id}/test", tag = "workflows",
+    params(("workflow_id" = i64, Path)), responses((status = 200, body = TestListening)))]
+pub async fn listen_workflow_test(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<WorkflowPath>,
+) -> ApiResult<Json<TestListening>> {
+    let workflow = state.store.workflow(&caller.scope, p.workflow_id, Action::Edit).await?;
+    let routes = routes_of(&workflow)?;
+    let window = i64::try_from(state.config.workflows.test_window_secs).unwrap_or(i64::MAX);
+    let until = lector_core::time::Timestamp::now().plus_seconds(window);
+    let armed = state
+        .store
+        .arm_workflow_test(&caller.scope, workflow.id, &routes, until)
+        .await?;
+    let workflow = WorkflowDto::of(&state, armed)?;
+    Ok(Json(TestListening {
+        test_url: workflow.test_url.clone(),
+        listening_until: rfc3339(until),
+        workflow,
+    }))
+}
+
+/// A workflow's executions, newest first (any member); test executions carry their data.
+#[utoipa::path(get, path = "/workflows/{workflow_id}/executions", tag = "workflows",
+    params(("workflow_id" = i64, Path), Paging), responses((status = 200, body = ExecutionPage)))]
+pub async fn list_workflow_executions(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<WorkflowPath>,
+    QueryParams(paging): QueryParams<Paging>,
+) -> ApiResult<Json<ExecutionPage>> {
+    let paging = paging.check()?;
+    let (found, has_more) = state
+        .store
+        .workflow_executions(&caller.scope, p.workflow_id, paging.offset, paging.limit)
+        .await?;
+    let executions: Vec<ExecutionDto> = found.into_iter().map(ExecutionDto::from).collect();
+    Ok(Json(ExecutionPage {
+        count: executions.len(),
+        executions,
+        has_more,
+        offset: paging.offset,
+        limit: paging.limit,
+    }))
+}
+
+/// The (method, path) pairs a stored workflow listens on.
+fn routes_of(workflow: &Workflow) -> lector_core::Result<Vec<(String, String)>> {
+    let definition: Definition = serde_json::from_str(&workflow.definition).map_err(|e| {
+        tracing::error!(workflow.id = workflow.id, error = %e, "a stored workflow definition does not parse");
+        Error::internal()
+    })?;
+    let methods: BTreeMap<String, String> = definition
+        .trigger
+        .methods()
+        .into_iter()
+        .map(|m| (m.as_str().to_owned(), definition.trigger.path.clone()))
+        .collect();
+    Ok(methods.into_iter().collect())
+}

@@ -1,0 +1,474 @@
+//! Running a workflow for a call to one of its webhook addresses: the per-workflow rate limit,
+//! the trigger's authentication, the steps (through [`ServiceEffects`], the service's side of
+//! `lector_workflow::Effects`), the execution's record and the answer. The route
+//! (`routes/webhooks.rs`) only turns the HTTP request into an [`Incoming`] call and the
+//! [`Answer`] back into a response.
+//!
+//! Steps run with the role of the user who last activated the workflow (or armed its test
+//! address), in the workflow's workspace only: every store reader they reach takes that scope,
+//! so a workflow can do no more than that user could, and nothing outside its workspace.
+
+use crate::routes::analyze::analyze_texts;
+use crate::routes::extraction::extract_file;
+use crate::state::AppState;
+use lector_core::time::Timestamp;
+use lector_core::{Error, ErrorCode, NotificationType, Result, Scope};
+use lector_store::{ExecutionEnd, WebhookTarget, Workflow};
+use lector_workflow::admission::{Verdict, admit};
+use lector_workflow::definition::{Level, Method, ResponseMode};
+use lector_workflow::run::{Analyzed, HttpAnswer, HttpCall};
+use lector_workflow::{Binary, Definition, Effects, Entry, Reply};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Which of a webhook's two addresses was called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Address {
+    Production,
+    Test,
+}
+
+impl Address {
+    fn as_str(self) -> &'static str {
+        match self {
+            Address::Production => "production",
+            Address::Test => "test",
+        }
+    }
+
+    fn prefix(self) -> &'static str {
+        match self {
+            Address::Production => "webhook",
+            Address::Test => "webhook-test",
+        }
+    }
+}
+
+/// A call to a webhook address, as the route read it. The body is read only once the call
+/// is admitted ([`Incoming::body`]).
+pub struct Incoming {
+    pub address: Address,
+    pub method: String,
+    pub path: String,
+    /// Header names in lower case.
+    pub headers: Vec<(String, String)>,
+    pub query: serde_json::Map<String, Value>,
+}
+
+impl Incoming {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the request's body brought: JSON for `body`, and files.
+#[derive(Debug, Default)]
+pub struct Received {
+    pub body: Value,
+    pub files: Vec<(String, Binary)>,
+}
+
+/// What the webhook answers.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub reply: Reply,
+}
+
+/// Requests a minute each workflow is served on this node: fixed one-minute windows.
+#[derive(Debug, Default)]
+pub struct WebhookLimiter {
+    windows: Mutex<HashMap<i64, (Instant, u32)>>,
+}
+
+impl WebhookLimiter {
+    /// Counts a call; refuses it with the seconds to wait once the window is full.
+    fn admit(&self, workflow_id: i64, per_minute: u32) -> std::result::Result<(), u64> {
+        let now = Instant::now();
+        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        if windows.len() > 100_000 {
+            windows.retain(|_, (start, _)| now.duration_since(*start) < Duration::from_secs(60));
+        }
+        let (start, count) = windows.entry(workflow_id).or_insert((now, 0));
+        if now.duration_since(*start) >= Duration::from_secs(60) {
+            *start = now;
+            *count = 0;
+        }
+        if *count >= per_minute {
+            let wait = Duration::from_secs(60).saturating_sub(now.duration_since(*start));
+            return Err(wait.as_secs().max(1));
+        }
+        *count += 1;
+        Ok(())
+    }
+}
+
+/// The workflow a call reaches, admitted: found, within its rate, with the trigger's
+/// credentials. The body is read after this, so a refused caller cannot make the server read
+/// a large one.
+pub struct Admitted {
+    workflow: Workflow,
+    definition: Definition,
+    method: Method,
+    started: Timestamp,
+}
+
+/// Finds and admits the workflow a call reaches (404, 405, 429, 401, 403 otherwise). A test
+/// address is used up by the call whatever follows; a refused test call is recorded.
+pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
+    let started = Timestamp::now();
+    let not_registered = || {
+        let hint = match call.address {
+            Address::Production => "; a workflow listens there while it is active",
+            Address::Test => "; listen_workflow_test arms a test address for one call",
+        };
+        Error::new(
+            ErrorCode::NotFound,
+            format!(
+                "the webhook {} /{}/{} is not registered{hint}",
+                call.method,
+                call.address.prefix(),
+                call.path
+            ),
+        )
+    };
+    let method = Method::parse(&call.method);
+    let target = match method {
+        Some(method) => {
+            state
+                .store
+                .webhook_target(method.as_str(), &call.path, call.address == Address::Test)
+                .await?
+        }
+        None => {
+            state
+                .store
+                .webhook_target("", &call.path, call.address == Address::Test)
+                .await?
+        }
+    };
+    let workflow = match target {
+        WebhookTarget::Workflow(workflow) => *workflow,
+        WebhookTarget::NotFound => return Err(not_registered()),
+        WebhookTarget::OtherMethods(methods) => {
+            let mut error = Error::new(
+                ErrorCode::MethodNotAllowed,
+                format!(
+                    "/{}/{} listens to {} only, not {}",
+                    call.address.prefix(),
+                    call.path,
+                    methods.join(", "),
+                    call.method
+                ),
+            );
+            error.errors = vec![lector_core::FieldError::new("allow", methods.join(", "))];
+            return Err(error);
+        }
+    };
+    let method = method.ok_or_else(not_registered)?;
+    let definition = parse_definition(&workflow)?;
+    let refused = match state
+        .webhook_limits
+        .admit(workflow.id, definition.trigger.rate_limit_per_minute)
+    {
+        Err(retry) => Some(Error::rate_limited(retry)),
+        Ok(()) => match admit(
+            &definition.trigger.authentication,
+            workflow.auth_digest.as_deref(),
+            |name| call.header(name),
+        ) {
+            Verdict::Admitted => None,
+            Verdict::Missing => Some(Error::unauthorized("this webhook needs its authentication")),
+            Verdict::Wrong => Some(Error::forbidden("the webhook's authentication data is wrong")),
+        },
+    };
+    if let Some(error) = refused {
+        if call.address == Address::Test {
+            let end = ExecutionEnd {
+                status: "error",
+                error: Some(error.detail.clone()),
+                data: None,
+            };
+            state
+                .store
+                .record_execution(workflow.id, "test", method.as_str(), started, &end)
+                .await?;
+        }
+        return Err(error);
+    }
+    Ok(Admitted {
+        workflow,
+        definition,
+        method,
+        started,
+    })
+}
+
+fn parse_definition(workflow: &Workflow) -> Result<Definition> {
+    serde_json::from_str(&workflow.definition).map_err(|e| {
+        tracing::error!(workflow.id = workflow.id, error = %e, "a stored workflow definition does not parse");
+        Error::internal()
+    })
+}
+
+/// Runs an admitted call's steps and answers as its trigger says; records the execution.
+pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, received: Received) -> Result<Answer> {
+    let Admitted {
+        workflow,
+        definition,
+        method,
+        started,
+    } = admitted;
+    let entry = entry_of(state, &call, received, &workflow, &definition);
+    let keep = call.address == Address::Test || workflow.keep_data;
+    let mode = call.address.as_str();
+    let scope = match run_scope(state, &workflow).await {
+        Ok(scope) => scope,
+        Err(error) => {
+            let end = ExecutionEnd {
+                status: "error",
+                error: Some(error.detail.clone()),
+                data: None,
+            };
+            state
+                .store
+                .record_execution(workflow.id, mode, method.as_str(), started, &end)
+                .await?;
+            return Err(error);
+        }
+    };
+    let trigger = definition.trigger.clone();
+    if trigger.response_mode == ResponseMode::Immediately {
+        let execution = state.store.start_execution(workflow.id, mode, method.as_str()).await?;
+        let state = state.clone();
+        tokio::spawn(async move {
+            let effects = ServiceEffects::new(&state, scope, &workflow);
+            let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
+            let end = end_of(&outcome, keep, None);
+            if let Err(e) = state.store.finish_execution(execution, &end).await {
+                tracing::error!(workflow.id = workflow.id, error = %e, "an execution's end was not recorded");
+            }
+        });
+        return Ok(Answer {
+            status: trigger.response_code,
+            reply: lector_workflow::run::started(),
+        });
+    }
+    let effects = ServiceEffects::new(state, scope, &workflow);
+    let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
+    let answer = match &outcome {
+        Ok(finished) => lector_workflow::run::reply(&trigger, &finished.entries).map_err(|why| {
+            Error::new(
+                ErrorCode::Internal,
+                format!("the workflow finished, but its answer failed: {why}"),
+            )
+        }),
+        Err(failed) => Err(step_error(failed)),
+    };
+    let end = end_of(&outcome, keep, answer.as_ref().err().map(|e| e.detail.clone()));
+    state
+        .store
+        .record_execution(workflow.id, mode, method.as_str(), started, &end)
+        .await?;
+    Ok(Answer {
+        status: trigger.response_code,
+        reply: answer?,
+    })
+}
+
+/// The error a failing step answers: the step's own status, but 502 when an outbound call
+/// failed, and never a 401 (the caller's credentials were fine).
+fn step_error(failed: &lector_workflow::Failed) -> Error {
+    let code = match (failed.kind, failed.error.code) {
+        ("http_request", ErrorCode::BadRequest) => ErrorCode::UpstreamFailed,
+        (_, ErrorCode::Unauthorized | ErrorCode::InvalidCredentials) => ErrorCode::Forbidden,
+        (_, code) => code,
+    };
+    Error::new(code, failed.message())
+}
+
+/// How an execution ended, with its data when kept.
+fn end_of(
+    outcome: &std::result::Result<lector_workflow::Finished, lector_workflow::Failed>,
+    keep: bool,
+    answer_error: Option<String>,
+) -> ExecutionEnd {
+    let (record, error) = match outcome {
+        Ok(finished) => (&finished.record, answer_error),
+        Err(failed) => (&failed.record, Some(failed.message())),
+    };
+    ExecutionEnd {
+        status: if error.is_some() { "error" } else { "success" },
+        error,
+        data: keep.then(|| Value::Array(record.clone()).to_string()),
+    }
+}
+
+/// The scope steps run with: the workflow's user, in the workflow's workspace only.
+async fn run_scope(state: &AppState, workflow: &Workflow) -> Result<Scope> {
+    let gone = || {
+        Error::conflict(
+            "the user who put this workflow to work is no longer a member of its workspace; an editor must \
+             activate it (or arm its test address) again",
+        )
+    };
+    let user = workflow.run_as.ok_or_else(gone)?;
+    let (_, mut scope) = state.store.principal(user).await?.ok_or_else(gone)?;
+    scope.workspaces.retain(|w| w.workspace_id == workflow.workspace_id);
+    if scope.workspaces.is_empty() && !scope.is_superuser {
+        return Err(gone());
+    }
+    if scope.is_superuser {
+        // A superuser's workflow still acts as an administrator of its own workspace only.
+        scope.is_superuser = false;
+        if scope.workspaces.is_empty() {
+            scope.workspaces.push(lector_core::policy::WorkspaceAccess {
+                workspace_id: workflow.workspace_id,
+                role: lector_core::Role::Admin,
+            });
+        }
+    }
+    Ok(scope)
+}
+
+/// The webhook's entry: headers (without credentials), query, body, and the files.
+fn entry_of(
+    state: &AppState,
+    call: &Incoming,
+    received: Received,
+    workflow: &Workflow,
+    definition: &Definition,
+) -> Entry {
+    let secret_header = definition.trigger.authentication.name.as_deref().unwrap_or_default();
+    let headers: serde_json::Map<String, Value> = call
+        .headers
+        .iter()
+        .filter(|(name, _)| {
+            !matches!(name.as_str(), "authorization" | "cookie") && !name.eq_ignore_ascii_case(secret_header)
+        })
+        .map(|(name, value)| (name.clone(), Value::String(value.clone())))
+        .collect();
+    let mut entry = Entry::default();
+    entry.json.insert("headers".into(), Value::Object(headers));
+    entry.json.insert("params".into(), json!({}));
+    entry.json.insert("query".into(), Value::Object(call.query.clone()));
+    entry.json.insert("body".into(), received.body);
+    entry.json.insert(
+        "webhook_url".into(),
+        Value::String(format!(
+            "{}/{}/{}",
+            state.config.public_url(),
+            call.address.prefix(),
+            call.path
+        )),
+    );
+    entry
+        .json
+        .insert("execution_mode".into(), Value::String(call.address.as_str().into()));
+    entry.json.insert("workflow_id".into(), json!(workflow.id));
+    entry.binary = received.files.into_iter().collect();
+    entry
+}
+
+/// The steps' ways out, for one workflow's run.
+struct ServiceEffects<'a> {
+    state: &'a AppState,
+    scope: Scope,
+    workspace_id: i64,
+    workflow_name: String,
+}
+
+impl<'a> ServiceEffects<'a> {
+    fn new(state: &'a AppState, scope: Scope, workflow: &Workflow) -> Self {
+        Self {
+            state,
+            scope,
+            workspace_id: workflow.workspace_id,
+            workflow_name: workflow.name.clone(),
+        }
+    }
+}
+
+impl Effects for ServiceEffects<'_> {
+    async fn analyze(&self, model_id: i64, texts: Vec<String>, split: bool) -> Result<Analyzed> {
+        let documents = texts.into_iter().map(|t| (None, t)).collect();
+        let analysis = analyze_texts(self.state, &self.scope, model_id, documents, split).await?;
+        let model = json!({"model": analysis.model, "model_id": analysis.model_id, "type": analysis.kind});
+        let documents = analysis
+            .documents
+            .iter()
+            .map(|d| serde_json::to_value(d).unwrap_or(Value::Null))
+            .collect();
+        Ok(Analyzed { model, documents })
+    }
+
+    async fn extract(&self, model_id: i64, file: &Binary) -> Result<Value> {
+        let result = extract_file(
+            self.state,
+            &self.scope,
+            model_id,
+            file.file_name.clone(),
+            file.bytes.to_vec(),
+        )
+        .await?;
+        let mut value = serde_json::to_value(&result).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut value {
+            map.remove("labels");
+        }
+        Ok(value)
+    }
+
+    async fn notify(&self, user_id: i64, level: Level, message: String) -> Result<()> {
+        let member = match self.state.store.principal(user_id).await? {
+            Some((_, scope)) => scope.role_in(self.workspace_id).is_some(),
+            None => false,
+        };
+        if !member {
+            return Err(Error::new(
+                ErrorCode::ValidationFailed,
+                format!("user {user_id} is not a member of the workflow's workspace"),
+            ));
+        }
+        let kind = match level {
+            Level::Info => NotificationType::Info,
+            Level::Warning => NotificationType::Warning,
+        };
+        let title = format!("Workflow {}", self.workflow_name);
+        let text: String = message.chars().take(2000).collect();
+        self.state.store.notify(user_id, kind, &title, &text).await?;
+        Ok(())
+    }
+
+    async fn http(&self, call: HttpCall) -> Result<HttpAnswer> {
+        let answer = self
+            .state
+            .sources
+            .call(call.method.as_str(), &call.url, &call.headers, call.body)
+            .await?;
+        Ok(HttpAnswer {
+            status: answer.status,
+            content_type: answer.content_type,
+            body: answer.body,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limiter_counts_per_workflow_and_window() {
+        let limiter = WebhookLimiter::default();
+        assert!(limiter.admit(1, 2).is_ok());
+        assert!(limiter.admit(1, 2).is_ok());
+        let retry = limiter.admit(1, 2).unwrap_err();
+        assert!((1..=60).contains(&retry));
+        assert!(limiter.admit(2, 2).is_ok(), "another workflow has its own window");
+    }
+}
