@@ -416,9 +416,22 @@ impl Effects for ServiceEffects<'_> {
             file.bytes.to_vec(),
         )
         .await?;
+        // `fields`: each found field's value by label, for the steps after (`extraction.fields.total`).
+        let fields: serde_json::Map<String, Value> = result
+            .documents
+            .iter()
+            .flat_map(|d| &d.matches)
+            .map(|m| {
+                (
+                    m.label.clone(),
+                    Value::String(m.value.clone().unwrap_or_else(|| m.text.clone())),
+                )
+            })
+            .collect();
         let mut value = serde_json::to_value(&result).unwrap_or(Value::Null);
         if let Value::Object(map) = &mut value {
             map.remove("labels");
+            map.insert("fields".into(), Value::Object(fields));
         }
         Ok(value)
     }

@@ -9,6 +9,8 @@
 
 mod common;
 
+use common::invoices::{FIELDS, invoice, invoice_model};
+use common::receiver::{Received, next};
 use common::{Backend, Session, TestApp};
 use lector_extract::DocumentFormat;
 use lector_extract::samples::{self, TextRun};
@@ -56,63 +58,6 @@ mod webhooks {
             a_model_learns_fields_from_pages_and_corrections(app).await;
         }
     }
-}
-
-const FIELDS: [&str; 6] = ["invoice_number", "date", "total", "iban", "vendor", "po_number"];
-
-fn invoice() -> Vec<u8> {
-    samples::text_pdf(&[
-        vec![
-            TextRun::new(50.0, 80.0, 20.0, "Muster GmbH").bold(),
-            TextRun::new(50.0, 140.0, 12.0, "Rechnung Nr. RE-2024-0017"),
-            TextRun::new(50.0, 160.0, 12.0, "Datum: 14.03.2024"),
-            TextRun::new(50.0, 300.0, 12.0, "Gesamtbetrag:"),
-            TextRun::new(400.0, 300.0, 12.0, "1.234,50 €"),
-            TextRun::new(50.0, 700.0, 10.0, "IBAN DE89 3704 0044 0532 0130 00"),
-        ],
-        vec![TextRun::new(50.0, 100.0, 12.0, "Seite 2")],
-    ])
-}
-
-/// A LABEL project with the invoice fields as labels and a READY model trained on short
-/// examples of each; answers the project and model ids.
-async fn invoice_model(app: &TestApp, ada: &Session) -> (i64, i64) {
-    let project = app.project_with_classes(ada, "Invoices", "LABEL", &[]).await;
-    for label in FIELDS {
-        app.post(
-            &format!("/projects/{project}/labels"),
-            &ada.token,
-            json!({"name": label}),
-        )
-        .await
-        .expect(201);
-    }
-    let documents: Vec<Value> = (0..60)
-        .map(|n| {
-            let label = FIELDS[n % FIELDS.len()];
-            let text = match label {
-                "invoice_number" => format!("Invoice number INV-{n:04}"),
-                "date" => format!("Invoice date {:02}.03.2024", 1 + n % 28),
-                "total" => format!("Total amount {n},50 EUR"),
-                "iban" => "Pay to IBAN DE89 3704 0044 0532 0130 00".to_string(),
-                "vendor" => format!("From Vendor{n} GmbH, Berlin"),
-                _ => format!("Your purchase order PO-{n}"),
-            };
-            json!({"text": text, "tags": [{"label": label}]})
-        })
-        .collect();
-    app.post(
-        &format!("/projects/{project}/annotations"),
-        &ada.token,
-        json!({"name": "Fields", "documents": documents}),
-    )
-    .await
-    .expect(201);
-    let model = app
-        .train_model(ada, project, json!({"display_name": "Invoices v1"}))
-        .await;
-    assert_eq!(model["status"], "READY", "{model}");
-    (project, model["id"].as_i64().unwrap())
 }
 
 fn path(organization: &str, project: i64, model: i64, query: &str) -> String {
@@ -512,77 +457,16 @@ async fn hitl_configurations_are_checked(app: TestApp) {
         .expect_problem(404, "not_found");
 }
 
-/// A request a receiver took: its headers (lower-case names) and body.
-struct Received {
-    headers: std::collections::HashMap<String, String>,
-    body: Vec<u8>,
-}
-
-/// A webhook receiver on loopback that answers 500 to the first `failures` requests and 204
-/// after; every request it takes comes out of the channel.
+/// A receiver that answers 500 to the first `failures` requests and 204 after.
 async fn receiver(failures: usize) -> (std::net::SocketAddr, tokio::sync::mpsc::UnboundedReceiver<Received>) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let (sender, received) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut taken = 0;
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let mut data = Vec::new();
-            let mut buffer = [0u8; 4096];
-            let (head, body) = loop {
-                let n = stream.read(&mut buffer).await.unwrap_or(0);
-                if n == 0 {
-                    break (String::new(), Vec::new());
-                }
-                data.extend_from_slice(&buffer[..n]);
-                if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-                    let head = String::from_utf8_lossy(&data[..end]).to_string();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| {
-                            l.to_lowercase()
-                                .strip_prefix("content-length:")
-                                .map(|v| v.trim().parse().unwrap_or(0))
-                        })
-                        .unwrap_or(0);
-                    let mut body = data[end + 4..].to_vec();
-                    while body.len() < length {
-                        let n = stream.read(&mut buffer).await.unwrap_or(0);
-                        if n == 0 {
-                            break;
-                        }
-                        body.extend_from_slice(&buffer[..n]);
-                    }
-                    break (head, body);
-                }
-            };
-            let headers = head
-                .lines()
-                .skip(1)
-                .filter_map(|l| l.split_once(':'))
-                .map(|(k, v)| (k.trim().to_lowercase(), v.trim().to_owned()))
-                .collect();
-            taken += 1;
-            let answer: &[u8] = if taken <= failures {
-                b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-            } else {
-                b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-            };
-            let _ = stream.write_all(answer).await;
-            let _ = sender.send(Received { headers, body });
+    common::receiver::receiver(move |taken| {
+        if taken <= failures {
+            b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_vec()
+        } else {
+            b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_vec()
         }
-    });
-    (address, received)
-}
-
-/// The receiver's next request, within a minute.
-async fn next(received: &mut tokio::sync::mpsc::UnboundedReceiver<Received>) -> Received {
-    let within = std::time::Duration::from_secs(60);
-    tokio::time::timeout(within, received.recv())
-        .await
-        .expect("a delivery in time")
-        .expect("the receiver runs")
+    })
+    .await
 }
 
 /// HMAC-SHA256 written out from SHA-256 (RFC 2104), to check the server's signature with

@@ -922,6 +922,93 @@ async fn a_customer_email_is_answered_with_its_class(app: TestApp) {
     assert!(recorded.iter().all(|e| e["status"] == "success"));
 }
 
+mod outbound {
+    //! Steps that reach out: a file's fields extracted and posted to a receiver on loopback
+    //! (which the guard lets through only when configured to).
+    use super::*;
+    use common::invoices::invoice_model;
+    use common::receiver::{next, receiver};
+
+    async fn an_invoice_is_extracted_and_posted_on(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (_, model) = invoice_model(&app, &ada).await;
+        let (address, mut received) = receiver(|_| {
+            b"HTTP/1.1 201 Created\r\ncontent-type: application/json\r\ncontent-length: 13\r\nconnection: close\r\n\r\n{\"ticket\":42}"
+                .to_vec()
+        })
+        .await;
+        let workflow = create(&app, &ada, json!({
+            "name": "Invoices in",
+            "trigger": {"path": "invoices/in", "http_method": "POST", "response_mode": "last_step",
+                        "property_name": "ticket"},
+            "steps": [
+                {"type": "extract", "model_id": model, "file": "file"},
+                {"type": "set", "keep_only_set": true, "fields": [
+                    {"name": "invoice.number", "from": "extraction.fields.invoice_number"},
+                    {"name": "invoice.total", "from": "extraction.fields.total"},
+                    {"name": "invoice.from", "value": "{{ body.sender }}"}
+                ]},
+                {"type": "http_request", "method": "POST", "url": format!("http://{address}/tickets/{{{{ invoice.number }}}}"),
+                 "headers": {"X-Source": "lector"}, "send_entry": true},
+                {"type": "set", "fields": [{"name": "ticket", "from": "response.body.ticket"}]}
+            ]
+        }))
+        .await;
+        app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
+            .await
+            .expect(200);
+        let (content_type, body) = common::multipart(
+            &[("sender", "billing@muster.example".into())],
+            "invoice.pdf",
+            &common::invoices::invoice(),
+        );
+        let response = app
+            .client
+            .post(app.url("/webhook/invoices/in"))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.json::<Value>().await.unwrap(), json!(42));
+        let posted = next(&mut received).await;
+        assert_eq!(posted.request_line, "POST /tickets/RE-2024-0017 HTTP/1.1");
+        assert_eq!(posted.headers["x-source"], "lector");
+        assert_eq!(posted.headers["content-type"], "application/json");
+        let sent: Value = serde_json::from_slice(&posted.body).unwrap();
+        assert_eq!(
+            sent,
+            json!({"invoice": {"number": "RE-2024-0017", "total": "1234.50", "from": "billing@muster.example"}})
+        );
+        // A file the request lacks, and a model that does not extract, fail their step.
+        let lacking = hook(&app, Method::POST, "/webhook/invoices/in", Some(json!({})), &[]).await;
+        assert_eq!(lacking.status, 422);
+        assert_eq!(
+            lacking.json["detail"],
+            "step 1 (extract) failed: the request has no file file"
+        );
+    }
+
+    fn loopback_allowed(config: &mut lector_core::config::Config) {
+        config.sources.allow_private = true;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        if let Some(app) = TestApp::start_with(Backend::Sqlite, loopback_allowed).await {
+            an_invoice_is_extracted_and_posted_on(app).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        if let Some(app) = TestApp::start_with(Backend::Postgres, loopback_allowed).await {
+            an_invoice_is_extracted_and_posted_on(app).await;
+        }
+    }
+}
+
 mod windows {
     //! The test window closes: a test address armed with a one-second window serves nobody after
     //! it; and the limits of the webhook addresses (body size, rate).

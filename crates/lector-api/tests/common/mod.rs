@@ -4,6 +4,8 @@
 //! PostgreSQL database dropped afterwards).
 #![allow(dead_code)]
 
+pub mod invoices;
+pub mod receiver;
 pub mod tickets;
 
 use lector_api::{AppState, Server};
