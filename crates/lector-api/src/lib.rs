@@ -6,6 +6,7 @@ pub mod auth;
 pub mod budget;
 mod connection_timers;
 pub mod error;
+pub mod execution_log;
 pub mod extract;
 pub mod headers;
 pub mod keys;

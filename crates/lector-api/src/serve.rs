@@ -95,6 +95,8 @@ impl Server {
             () = graceful.shutdown() => {}
             () = tokio::time::sleep(DRAIN_TIMEOUT) => tracing::warn!("connections still open after the drain timeout"),
         }
+        // The executions of the last calls answered are written before the process ends.
+        self.state.execution_log.flush().await;
     }
 }
 

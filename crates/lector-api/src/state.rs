@@ -26,6 +26,10 @@ pub struct AppState {
     pub sandbox: lector_extract::sandbox::Sandbox,
     /// Calls each workflow's webhook may take a minute on this node.
     pub webhook_limits: Arc<crate::workflow_runs::WebhookLimiter>,
+    /// The production addresses this node served in the last second.
+    pub webhook_hooks: Arc<crate::workflow_runs::HookCache>,
+    /// Finished executions on their way to the store, written in batches.
+    pub execution_log: crate::execution_log::ExecutionLog,
 }
 
 impl AppState {
@@ -49,6 +53,7 @@ impl AppState {
             .sync_base_models(&installed_base_models(&base_models))
             .await
             .map_err(|e| format!("base models: {}", e.detail))?;
+        let execution_log = crate::execution_log::ExecutionLog::start(store.clone());
         Ok(Self {
             store,
             config: Arc::new(config),
@@ -63,6 +68,8 @@ impl AppState {
             base_models,
             sandbox,
             webhook_limits: Arc::default(),
+            webhook_hooks: Arc::default(),
+            execution_log,
         })
     }
 }

@@ -12,15 +12,15 @@ use crate::routes::analyze::analyze_texts;
 use crate::routes::extraction::extract_file;
 use crate::state::AppState;
 use lector_core::time::Timestamp;
-use lector_core::{Error, ErrorCode, NotificationType, Result, Scope};
-use lector_store::{ExecutionEnd, WebhookTarget, Workflow};
+use lector_core::{Action, Error, ErrorCode, NotificationType, Result, Scope};
+use lector_store::{ExecutionEnd, FinishedExecution, WebhookTarget, Workflow};
 use lector_workflow::admission::{Verdict, admit};
 use lector_workflow::definition::{Level, Method, ResponseMode};
 use lector_workflow::run::{Analyzed, HttpAnswer, HttpCall};
 use lector_workflow::{Binary, Definition, Effects, Entry, Reply};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Which of a webhook's two addresses was called.
@@ -108,12 +108,50 @@ impl WebhookLimiter {
     }
 }
 
+/// How long this node answers a production address from memory before it asks the database
+/// again. A change made on this node clears the cache at once ([`HookCache::clear`]); one made
+/// on another node is seen within this time.
+const HOOK_TTL: Duration = Duration::from_secs(1);
+
+/// The production addresses this node served lately: (method, path) → the workflow and its
+/// parsed definition. Only found workflows are kept; a miss asks the database.
+#[derive(Debug, Default)]
+pub struct HookCache {
+    entries: Mutex<HashMap<(String, String), CachedHook>>,
+}
+
+type CachedHook = (Instant, Arc<Workflow>, Arc<Definition>);
+
+impl HookCache {
+    fn get(&self, method: &str, path: &str) -> Option<(Arc<Workflow>, Arc<Definition>)> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let (at, workflow, definition) = entries.get(&(method.to_owned(), path.to_owned()))?;
+        (at.elapsed() < HOOK_TTL).then(|| (workflow.clone(), definition.clone()))
+    }
+
+    fn put(&self, method: &str, path: &str, workflow: Arc<Workflow>, definition: Arc<Definition>) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= 10_000 {
+            entries.clear();
+        }
+        entries.insert(
+            (method.to_owned(), path.to_owned()),
+            (Instant::now(), workflow, definition),
+        );
+    }
+
+    /// Forgets every address: a workflow changed on this node.
+    pub fn clear(&self) {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
 /// The workflow a call reaches, admitted: found, within its rate, with the trigger's
 /// credentials. The body is read after this, so a refused caller cannot make the server read
 /// a large one.
 pub struct Admitted {
-    workflow: Workflow,
-    definition: Definition,
+    workflow: Arc<Workflow>,
+    definition: Arc<Definition>,
     method: Method,
     started: Timestamp,
 }
@@ -122,56 +160,16 @@ pub struct Admitted {
 /// address is used up by the call whatever follows; a refused test call is recorded.
 pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
     let started = Timestamp::now();
-    let not_registered = || {
-        let hint = match call.address {
-            Address::Production => "; a workflow listens there while it is active",
-            Address::Test => "; listen_workflow_test arms a test address for one call",
-        };
-        Error::new(
-            ErrorCode::NotFound,
-            format!(
-                "the webhook {} /{}/{} is not registered{hint}",
-                call.method,
-                call.address.prefix(),
-                call.path
-            ),
-        )
-    };
     let method = Method::parse(&call.method);
-    let target = match method {
-        Some(method) => {
-            state
-                .store
-                .webhook_target(method.as_str(), &call.path, call.address == Address::Test)
-                .await?
-        }
-        None => {
-            state
-                .store
-                .webhook_target("", &call.path, call.address == Address::Test)
-                .await?
-        }
+    let cached = match (call.address, method) {
+        (Address::Production, Some(method)) => state.webhook_hooks.get(method.as_str(), &call.path),
+        _ => None,
     };
-    let workflow = match target {
-        WebhookTarget::Workflow(workflow) => *workflow,
-        WebhookTarget::NotFound => return Err(not_registered()),
-        WebhookTarget::OtherMethods(methods) => {
-            let mut error = Error::new(
-                ErrorCode::MethodNotAllowed,
-                format!(
-                    "/{}/{} listens to {} only, not {}",
-                    call.address.prefix(),
-                    call.path,
-                    methods.join(", "),
-                    call.method
-                ),
-            );
-            error.errors = vec![lector_core::FieldError::new("allow", methods.join(", "))];
-            return Err(error);
-        }
+    let (workflow, definition) = match cached {
+        Some(found) => found,
+        None => find(state, call, method).await?,
     };
-    let method = method.ok_or_else(not_registered)?;
-    let definition = parse_definition(&workflow)?;
+    let method = method.ok_or_else(|| not_registered(call))?;
     let refused = match state
         .webhook_limits
         .admit(workflow.id, definition.trigger.rate_limit_per_minute)
@@ -189,15 +187,7 @@ pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
     };
     if let Some(error) = refused {
         if call.address == Address::Test {
-            let end = ExecutionEnd {
-                status: "error",
-                error: Some(error.detail.clone()),
-                data: None,
-            };
-            state
-                .store
-                .record_execution(workflow.id, "test", method.as_str(), started, &end)
-                .await?;
+            record(state, &workflow, call.address, method, started, failed_end(&error)).await?;
         }
         return Err(error);
     }
@@ -207,6 +197,86 @@ pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
         method,
         started,
     })
+}
+
+/// 404 naming the method and path.
+fn not_registered(call: &Incoming) -> Error {
+    let hint = match call.address {
+        Address::Production => "; a workflow listens there while it is active",
+        Address::Test => "; listen_workflow_test arms a test address for one call",
+    };
+    Error::new(
+        ErrorCode::NotFound,
+        format!(
+            "the webhook {} /{}/{} is not registered{hint}",
+            call.method,
+            call.address.prefix(),
+            call.path
+        ),
+    )
+}
+
+/// Asks the database what a call reaches (taking a test address's window); a production
+/// address found is kept in the node's cache.
+async fn find(state: &AppState, call: &Incoming, method: Option<Method>) -> Result<(Arc<Workflow>, Arc<Definition>)> {
+    let test = call.address == Address::Test;
+    let asked = method.map_or("", Method::as_str);
+    match state.store.webhook_target(asked, &call.path, test).await? {
+        WebhookTarget::Workflow(workflow) if method.is_some() => {
+            let definition = Arc::new(parse_definition(&workflow)?);
+            let workflow: Arc<Workflow> = Arc::from(workflow);
+            if !test {
+                state
+                    .webhook_hooks
+                    .put(asked, &call.path, workflow.clone(), definition.clone());
+            }
+            Ok((workflow, definition))
+        }
+        WebhookTarget::Workflow(_) | WebhookTarget::NotFound => Err(not_registered(call)),
+        WebhookTarget::OtherMethods(methods) => {
+            let mut error = Error::new(
+                ErrorCode::MethodNotAllowed,
+                format!(
+                    "/{}/{} listens to {} only, not {}",
+                    call.address.prefix(),
+                    call.path,
+                    methods.join(", "),
+                    call.method
+                ),
+            );
+            error.errors = vec![lector_core::FieldError::new("allow", methods.join(", "))];
+            Err(error)
+        }
+    }
+}
+
+/// The end of an execution that did not run its steps.
+fn failed_end(error: &Error) -> ExecutionEnd {
+    ExecutionEnd {
+        status: "error",
+        error: Some(error.detail.clone()),
+        data: None,
+    }
+}
+
+/// Records a finished execution through the node's execution log.
+async fn record(
+    state: &AppState,
+    workflow: &Workflow,
+    address: Address,
+    method: Method,
+    started: Timestamp,
+    end: ExecutionEnd,
+) -> Result<()> {
+    let execution = FinishedExecution {
+        workflow_id: workflow.id,
+        mode: address.as_str(),
+        method: method.as_str().to_owned(),
+        started,
+        finished: Some(Timestamp::now()),
+        end,
+    };
+    state.execution_log.record(&state.store, execution).await
 }
 
 fn parse_definition(workflow: &Workflow) -> Result<Definition> {
@@ -230,15 +300,7 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
     let scope = match run_scope(state, &workflow).await {
         Ok(scope) => scope,
         Err(error) => {
-            let end = ExecutionEnd {
-                status: "error",
-                error: Some(error.detail.clone()),
-                data: None,
-            };
-            state
-                .store
-                .record_execution(workflow.id, mode, method.as_str(), started, &end)
-                .await?;
+            record(state, &workflow, call.address, method, started, failed_end(&error)).await?;
             return Err(error);
         }
     };
@@ -271,10 +333,7 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
         Err(failed) => Err(step_error(failed)),
     };
     let end = end_of(&outcome, keep, answer.as_ref().err().map(|e| e.detail.clone()));
-    state
-        .store
-        .record_execution(workflow.id, mode, method.as_str(), started, &end)
-        .await?;
+    record(state, &workflow, call.address, method, started, end).await?;
     Ok(Answer {
         status: trigger.response_code,
         reply: answer?,
@@ -313,8 +372,8 @@ fn end_of(
 async fn run_scope(state: &AppState, workflow: &Workflow) -> Result<Scope> {
     let gone = || {
         Error::conflict(
-            "the user who put this workflow to work is no longer a member of its workspace; an editor must \
-             activate it (or arm its test address) again",
+            "the user who put this workflow to work is no longer a member of its workspace, or the workspace is \
+             inactive; an editor must activate it (or arm its test address) again",
         )
     };
     let user = workflow.run_as.ok_or_else(gone)?;
@@ -322,6 +381,26 @@ async fn run_scope(state: &AppState, workflow: &Workflow) -> Result<Scope> {
     scope.workspaces.retain(|w| w.workspace_id == workflow.workspace_id);
     if scope.workspaces.is_empty() && !scope.is_superuser {
         return Err(gone());
+    }
+    // The user must still be allowed to work in the workspace (USER or more); the principal's
+    // scope holds active workspaces only. A superuser's workspace is looked up.
+    let allowed = if scope.is_superuser {
+        let workspace = lector_store::WorkspaceRef::Id(workflow.workspace_id);
+        state
+            .store
+            .workspace_access(&scope, &workspace, Action::Edit)
+            .await
+            .is_ok()
+    } else {
+        scope
+            .role_in(workflow.workspace_id)
+            .is_some_and(|role| role >= Action::Edit.min_role())
+    };
+    if !allowed {
+        return Err(Error::conflict(
+            "the workflow cannot run: its workspace is inactive, or the user who put it to work no longer holds \
+             the role USER there; an editor must activate it (or arm its test address) again",
+        ));
     }
     if scope.is_superuser {
         // A superuser's workflow still acts as an administrator of its own workspace only.

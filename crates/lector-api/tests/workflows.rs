@@ -792,7 +792,22 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(hook(&app, Method::POST, "/webhook/hers", None, &[]).await.status, 200);
+    // A USER demoted to VIEWER may no longer put the workspace to work.
     let permission_id = permission["id"].as_i64().expect("a membership id");
+    app.put(
+        &format!("{members}/{permission_id}"),
+        &ada.token,
+        json!({"role": "VIEWER"}),
+    )
+    .await
+    .expect(200);
+    let demoted = hook(&app, Method::POST, "/webhook/hers", None, &[]).await;
+    assert_eq!(demoted.status, 409, "{}", demoted.text);
+    assert!(
+        demoted.json["detail"].as_str().unwrap().contains("role USER"),
+        "{}",
+        demoted.text
+    );
     app.delete(&format!("{members}/{permission_id}"), &ada.token)
         .await
         .expect(200);

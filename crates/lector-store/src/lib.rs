@@ -51,8 +51,8 @@ pub use training::{
 };
 pub use uploads::{UPLOAD_PREFIX, Upload, UploadFor};
 pub use workflows::{
-    Execution, ExecutionEnd, MAX_EXECUTIONS_PER_WORKFLOW, MAX_WORKFLOWS_PER_WORKSPACE, NewWorkflow, WebhookTarget,
-    Workflow,
+    Execution, ExecutionEnd, FinishedExecution, MAX_EXECUTIONS_PER_WORKFLOW, MAX_WORKFLOWS_PER_WORKSPACE, NewWorkflow,
+    WebhookTarget, Workflow,
 };
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;

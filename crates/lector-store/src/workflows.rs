@@ -148,6 +148,18 @@ pub struct ExecutionEnd {
     pub data: Option<String>,
 }
 
+/// A finished execution the service's log writes with others.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedExecution {
+    pub workflow_id: i64,
+    /// test or production.
+    pub mode: &'static str,
+    pub method: String,
+    pub started: Timestamp,
+    pub finished: Option<Timestamp>,
+    pub end: ExecutionEnd,
+}
+
 /// Which address a registration is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Address {
@@ -542,32 +554,39 @@ impl Store {
         Ok(())
     }
 
-    /// Records a finished execution in one write.
-    pub async fn record_execution(
-        &self,
-        workflow_id: i64,
-        mode: &str,
-        method: &str,
-        started: Timestamp,
-        end: &ExecutionEnd,
-    ) -> Result<i64> {
-        let id = sqlx::query_scalar(
-            "INSERT INTO workflow_executions (workflow_id, mode, method, status, started, finished, error, data) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
-        )
-        .bind(workflow_id)
-        .bind(mode)
-        .bind(method)
-        .bind(end.status)
-        .bind(started.micros())
-        .bind(Timestamp::now().micros())
-        .bind(&end.error)
-        .bind(&end.data)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db)?;
-        self.prune_executions(workflow_id, id).await?;
-        Ok(id)
+    /// Records finished executions in one transaction (the service's execution log gathers
+    /// them), then trims the workflows named in `trim` to their newest 1,000.
+    pub async fn record_executions(&self, executions: &[FinishedExecution], trim: &[i64]) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        let now = Timestamp::now().micros();
+        for chunk in executions.chunks(100) {
+            let rows = (0..chunk.len())
+                .map(|i| format!("({})", numbered(i * 8 + 1, 8)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "INSERT INTO workflow_executions (workflow_id, mode, method, status, started, finished, error, data) \
+                 VALUES {rows}"
+            );
+            let mut query = sqlx::query(&sql);
+            for e in chunk {
+                query = query
+                    .bind(e.workflow_id)
+                    .bind(e.mode)
+                    .bind(e.method.clone())
+                    .bind(e.end.status)
+                    .bind(e.started.micros())
+                    .bind(e.finished.map_or(now, Timestamp::micros))
+                    .bind(e.end.error.clone())
+                    .bind(e.end.data.clone());
+            }
+            query.execute(&mut *tx).await.map_err(db)?;
+        }
+        tx.commit().await.map_err(db)?;
+        for workflow_id in trim {
+            self.prune_executions(*workflow_id, 0).await?;
+        }
+        Ok(())
     }
 
     /// Every 50th execution, deletes a workflow's executions beyond the newest 1,000.

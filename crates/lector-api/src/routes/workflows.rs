@@ -338,6 +338,7 @@ pub async fn update_workflow(
     }
     let new = body.prepare(Some(&current))?;
     let updated = state.store.update_workflow(&caller.scope, current.id, &new).await?;
+    state.webhook_hooks.clear();
     Ok(Json(WorkflowDto::of(&state, updated)?))
 }
 
@@ -350,6 +351,7 @@ pub async fn delete_workflow(
     PathParams(p): PathParams<WorkflowPath>,
 ) -> ApiResult<Json<WorkflowDto>> {
     let deleted = state.store.delete_workflow(&caller.scope, p.workflow_id).await?;
+    state.webhook_hooks.clear();
     tracing::info!(workflow.id = deleted.id, user.id = caller.user.id, "workflow deleted");
     Ok(Json(WorkflowDto::of(&state, deleted)?))
 }
@@ -369,6 +371,7 @@ pub async fn activate_workflow(
         .store
         .activate_workflow(&caller.scope, workflow.id, &routes)
         .await?;
+    state.webhook_hooks.clear();
     tracing::info!(workflow.id = active.id, user.id = caller.user.id, "workflow activated");
     Ok(Json(WorkflowDto::of(&state, active)?))
 }
@@ -382,6 +385,7 @@ pub async fn deactivate_workflow(
     PathParams(p): PathParams<WorkflowPath>,
 ) -> ApiResult<Json<WorkflowDto>> {
     let inactive = state.store.deactivate_workflow(&caller.scope, p.workflow_id).await?;
+    state.webhook_hooks.clear();
     tracing::info!(
         workflow.id = inactive.id,
         user.id = caller.user.id,
@@ -425,6 +429,8 @@ pub async fn list_workflow_executions(
     QueryParams(paging): QueryParams<Paging>,
 ) -> ApiResult<Json<ExecutionPage>> {
     let paging = paging.check()?;
+    // The calls this node answered are in the list.
+    state.execution_log.flush().await;
     let (found, has_more) = state
         .store
         .workflow_executions(&caller.scope, p.workflow_id, paging.offset, paging.limit)
