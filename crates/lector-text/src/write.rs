@@ -2,14 +2,15 @@
 //!
 //! Every file written here reads back through [`crate::read_table`] to the same header and cells,
 //! so a downloaded labeling session can be uploaded again unchanged. Cells are always written as
-//! text (a "007" stays "007"); XLSX cells become inline strings, so no shared-string table is needed.
+//! text (a "007" stays "007"); XLSX cells become inline strings, so no shared-string table is
+//! needed, and a sheet can be written as its rows come.
 //! CSV cells that a spreadsheet would run as a formula get a leading `'` ([`crate::formula`]),
 //! which the CSV reader removes again.
 
-use std::io::{Cursor, Write};
+use std::io::Write;
 
 use zip::CompressionMethod;
-use zip::write::{SimpleFileOptions, ZipWriter};
+use zip::write::{SimpleFileOptions, StreamWriter, ZipWriter};
 
 use crate::error::{Location, Result, TextError};
 use crate::read::Format;
@@ -18,9 +19,6 @@ use crate::table::Table;
 /// Writes `table` in `format` to `out`. TXT holds one column: the first, with line breaks inside
 /// a cell turned into spaces.
 pub fn write_table(format: Format, table: &Table, mut out: impl Write) -> Result<()> {
-    if format == Format::Xlsx {
-        return out.write_all(&xlsx_bytes(table)?).map_err(TextError::Io);
-    }
     let mut writer = RowWriter::new(format, table.header.clone())?;
     let mut bytes = writer.start()?;
     for row in &table.rows {
@@ -30,37 +28,55 @@ pub fn write_table(format: Format, table: &Table, mut out: impl Write) -> Result
             bytes.clear();
         }
     }
-    bytes.extend(writer.finish());
+    bytes.extend(writer.finish()?);
     out.write_all(&bytes).map_err(TextError::Io)?;
     out.flush().map_err(TextError::Io)
 }
 
-/// Writes a table one row at a time, for downloads streamed as they are read: CSV, TXT, JSON
-/// and JSONL, the same bytes [`write_table`] writes (it is built on this). Each call answers the
-/// bytes it adds. XLSX is a zip whose parts need their sizes, so it is not written this way.
+/// Writes a table one row at a time, for downloads streamed as they are read: every format,
+/// the same bytes [`write_table`] writes (it is built on this). Each call answers the bytes it
+/// adds. XLSX is written as a streamed zip (sizes in data descriptors after each part, as a
+/// writer that cannot seek back must), its sheet deflated as the rows come, so it too holds
+/// no more than a row and the compressor's window.
 pub struct RowWriter {
     format: Format,
     header: Vec<String>,
     rows: u64,
+    xlsx: Option<XlsxSheet>,
+}
+
+impl std::fmt::Debug for RowWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RowWriter")
+            .field("format", &self.format)
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RowWriter {
     pub fn new(format: Format, header: Vec<String>) -> Result<Self> {
-        if format == Format::Xlsx {
-            return Err(TextError::malformed(Location::File, "XLSX is not written row by row"));
-        }
         Ok(Self {
             format,
             header,
             rows: 0,
+            xlsx: None,
         })
     }
 
-    /// What comes before the first row: the CSV header, JSON's opening bracket.
+    /// What comes before the first row: the CSV header, JSON's opening bracket, XLSX's fixed
+    /// parts and its header row.
     pub fn start(&mut self) -> Result<Vec<u8>> {
         match self.format {
             Format::Csv => csv_record(&self.header),
             Format::Json => Ok(b"[".to_vec()),
+            Format::Xlsx => {
+                let mut sheet = XlsxSheet::start()?;
+                sheet.row(&self.header)?;
+                let bytes = sheet.take();
+                self.xlsx = Some(sheet);
+                Ok(bytes)
+            }
             _ => Ok(Vec::new()),
         }
     }
@@ -87,17 +103,120 @@ impl RowWriter {
                 out.push(b'\n');
                 Ok(out)
             }
-            Format::Xlsx => Err(TextError::malformed(Location::File, "XLSX is not written row by row")),
+            Format::Xlsx => {
+                let sheet = self.sheet()?;
+                sheet.row(row)?;
+                Ok(sheet.take())
+            }
         }
     }
 
-    /// What comes after the last row: JSON's closing bracket.
-    pub fn finish(&mut self) -> Vec<u8> {
+    /// What comes after the last row: JSON's closing bracket, the end of XLSX's sheet and its
+    /// zip's central directory.
+    pub fn finish(&mut self) -> Result<Vec<u8>> {
         match self.format {
-            Format::Json => b"]\n".to_vec(),
-            _ => Vec::new(),
+            Format::Json => Ok(b"]\n".to_vec()),
+            Format::Xlsx => {
+                let sheet = self.xlsx.take().ok_or_else(not_started)?;
+                sheet.finish()
+            }
+            _ => Ok(Vec::new()),
         }
     }
+
+    fn sheet(&mut self) -> Result<&mut XlsxSheet> {
+        self.xlsx.as_mut().ok_or_else(not_started)
+    }
+}
+
+fn not_started() -> TextError {
+    TextError::malformed(Location::File, "the XLSX writer was not started")
+}
+
+/// The bytes a streamed zip has written and nobody has taken yet.
+#[derive(Clone, Default)]
+struct Written(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Written {
+    fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Write for Written {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A workbook of one sheet written as a stream: the fixed parts first, then the sheet's rows
+/// as inline strings as they come.
+struct XlsxSheet {
+    zip: ZipWriter<StreamWriter<Written>>,
+    written: Written,
+    rows: u32,
+}
+
+impl XlsxSheet {
+    fn start() -> Result<Self> {
+        let written = Written::default();
+        let mut zip = ZipWriter::new_stream(written.clone());
+        let options = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
+        for (name, body) in [
+            ("[Content_Types].xml", CONTENT_TYPES),
+            ("_rels/.rels", ROOT_RELS),
+            ("xl/workbook.xml", WORKBOOK),
+            ("xl/_rels/workbook.xml.rels", WORKBOOK_RELS),
+            ("xl/worksheets/sheet1.xml", SHEET_START),
+        ] {
+            zip.start_file(name, options).map_err(zip_failed)?;
+            zip.write_all(body.as_bytes()).map_err(TextError::Io)?;
+        }
+        Ok(Self { zip, written, rows: 0 })
+    }
+
+    fn row(&mut self, row: &[String]) -> Result<()> {
+        let xml = row_xml(self.rows, row);
+        self.rows += 1;
+        self.zip.write_all(xml.as_bytes()).map_err(TextError::Io)
+    }
+
+    fn take(&self) -> Vec<u8> {
+        self.written.take()
+    }
+
+    fn finish(mut self) -> Result<Vec<u8>> {
+        self.zip.write_all(SHEET_END.as_bytes()).map_err(TextError::Io)?;
+        self.zip.finish().map_err(zip_failed)?;
+        Ok(self.written.take())
+    }
+}
+
+fn zip_failed(e: zip::result::ZipError) -> TextError {
+    TextError::malformed(Location::File, format!("cannot write XLSX: {e}"))
+}
+
+/// One sheet row (`index` from 0) of inline strings; empty cells are left out.
+fn row_xml(index: u32, row: &[String]) -> String {
+    let number = index + 1;
+    let mut xml = format!(r#"<row r="{number}">"#);
+    for (column, value) in row.iter().enumerate() {
+        if value.is_empty() {
+            continue;
+        }
+        let name = crate::read::cell_name(index, column as u32);
+        xml.push_str(&format!(
+            r#"<c r="{name}" t="inlineStr"><is><t xml:space="preserve">{}</t></is></c>"#,
+            escape(value)
+        ));
+    }
+    xml.push_str("</row>");
+    xml
 }
 
 /// A CSV record, each cell through the formula escape ([`crate::formula`]).
@@ -141,32 +260,12 @@ const SHEET_START: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="ye
 <worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>"#;
 const SHEET_END: &str = "</sheetData></worksheet>";
 
-/// A workbook of one sheet holding the header and rows as inline strings.
-pub(crate) fn xlsx_bytes(table: &Table) -> Result<Vec<u8>> {
-    let mut sheet = String::from(SHEET_START);
-    for (index, row) in std::iter::once(&table.header).chain(&table.rows).enumerate() {
-        let number = index + 1;
-        sheet.push_str(&format!(r#"<row r="{number}">"#));
-        for (column, value) in row.iter().enumerate() {
-            if value.is_empty() {
-                continue;
-            }
-            let name = crate::read::cell_name(index as u32, column as u32);
-            sheet.push_str(&format!(
-                r#"<c r="{name}" t="inlineStr"><is><t xml:space="preserve">{}</t></is></c>"#,
-                escape(value)
-            ));
-        }
-        sheet.push_str("</row>");
-    }
-    sheet.push_str(SHEET_END);
-    workbook(&sheet)
-}
-
-/// Packs a sheet's XML with the parts every workbook needs.
+/// Packs a sheet's XML with the parts every workbook needs, in one seekable zip (for tests that
+/// need a workbook of a hand-written sheet).
+#[cfg(test)]
 pub(crate) fn workbook(sheet: &str) -> Result<Vec<u8>> {
     let failed = |e: zip::result::ZipError| TextError::malformed(Location::File, format!("cannot write XLSX: {e}"));
-    let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
+    let mut zip = ZipWriter::new(std::io::Cursor::new(Vec::new()));
     // Zip64 headers only when a part needs them: plain headers keep the declared sizes where every
     // reader (and our zip-bomb check) looks first.
     let large = sheet.len() >= u32::MAX as usize;

@@ -637,7 +637,6 @@ pub async fn download_analysis_documents(
         format,
         &stem,
         header,
-        crate::routes::session_downloads::MAX_DOWNLOAD_ROWS,
         page,
     )
     .await?)

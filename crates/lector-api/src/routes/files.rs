@@ -38,8 +38,6 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Data rows in an upload's preview (after its header row).
 pub const PREVIEW_ROWS: usize = 10;
-/// Rows a download holds at most.
-pub const MAX_DOWNLOAD_ROWS: usize = 1_000_000;
 /// Documents read per query while a download is assembled.
 const DOWNLOAD_PAGE: i64 = 1000;
 
@@ -507,10 +505,8 @@ pub async fn download_group(
     };
     // The header needs every meta key before the first row: one pass over the documents first.
     let mut header = vec!["id".to_owned(), "text".to_owned()];
-    let mut count = 0;
     let mut pages = GroupPages::new(&state, &caller.scope, p.project_id, filter.clone());
     while let Some(page) = pages.next().await? {
-        count += page.len();
         for document in &page {
             for key in document.meta.as_object().into_iter().flat_map(|meta| meta.keys()) {
                 if !header.contains(key) {
@@ -520,21 +516,6 @@ pub async fn download_group(
         }
     }
     let stem = format!("group-{}", group.id);
-    if !crate::routes::streaming::streams(format) {
-        if count > MAX_DOWNLOAD_ROWS {
-            return Err(Error::new(
-                ErrorCode::PayloadTooLarge,
-                format!("an XLSX download holds at most {MAX_DOWNLOAD_ROWS} documents; choose csv or jsonl"),
-            )
-            .into());
-        }
-        let mut rows = Vec::with_capacity(count);
-        let mut pages = GroupPages::new(&state, &caller.scope, p.project_id, filter);
-        while let Some(page) = pages.next().await? {
-            rows.extend(page.into_iter().map(|d| group_row(d, &header[2..])));
-        }
-        return Ok(file_response(Table { header, rows }, format, &stem)?);
-    }
     let (response, mut sink) = crate::routes::streaming::streamed_response(format, &stem, header.clone())?;
     let (state, scope, project_id) = (state.clone(), caller.scope.clone(), p.project_id);
     tokio::spawn(async move {

@@ -12,7 +12,7 @@ use crate::routes::pages::boxes_of_part;
 use crate::routes::sessions::{ProjectPath, SessionPath};
 use crate::state::AppState;
 use axum::extract::State;
-use lector_core::{Error, Result};
+use lector_core::Result;
 use lector_extract::Page;
 use lector_store::{SegmentTag, Session, SessionFilter};
 use utoipa_axum::router::OpenApiRouter;
@@ -23,9 +23,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(download_labeling_sessions))
         .routes(routes!(download_labeling_session))
 }
-
-/// Most rows one download of labeled data holds.
-pub const MAX_DOWNLOAD_ROWS: usize = 500_000;
 
 /// Columns after the labeled data's: a page's number, and the boxes (JSON, SPEC's box objects)
 /// of the words a tagged part of a page covers; empty for segments of text.
@@ -97,8 +94,7 @@ async fn session_page(
     Ok((rows, next))
 }
 
-/// The labeled data of `sessions` as one file: streamed row by row (CSV, JSON, JSONL), or built
-/// whole (XLSX, at most [`MAX_DOWNLOAD_ROWS`] rows).
+/// The labeled data of `sessions` as one file, streamed row by row.
 async fn sessions_file(
     state: &AppState,
     scope: &lector_core::Scope,
@@ -109,27 +105,6 @@ async fn sessions_file(
 ) -> Result<axum::response::Response> {
     let mut header = session_header(with_session);
     header.extend(PAGE_COLUMNS.map(str::to_owned));
-    if !crate::routes::streaming::streams(format) {
-        let mut table = lector_text::Table {
-            header,
-            rows: Vec::new(),
-        };
-        for session in &sessions {
-            let mut after = Some(i64::MIN);
-            while let Some(from) = after {
-                let (rows, next) = session_page(state, scope, session, with_session, from).await?;
-                table.rows.extend(rows);
-                after = next;
-                if table.rows.len() > MAX_DOWNLOAD_ROWS {
-                    return Err(Error::validation(vec![lector_core::FieldError::new(
-                        "format",
-                        format!("an XLSX download holds at most {MAX_DOWNLOAD_ROWS} rows; choose csv or jsonl"),
-                    )]));
-                }
-            }
-        }
-        return crate::routes::files::file_response(table, format, stem);
-    }
     let (response, mut sink) = crate::routes::streaming::streamed_response(format, stem, header)?;
     let (state, scope) = (state.clone(), scope.clone());
     tokio::spawn(async move {

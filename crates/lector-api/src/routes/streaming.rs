@@ -1,8 +1,7 @@
 //! Downloads written as they are read: the response's body is fed, through a bounded channel,
 //! by a task that pages through the rows (with a keyset) and writes each page with
-//! [`lector_text::RowWriter`], so memory holds a few pages whatever the file's length. CSV, TXT,
-//! JSON and JSONL stream; XLSX (a zip whose parts need their sizes) is built whole by
-//! [`crate::routes::files::file_response`].
+//! [`lector_text::RowWriter`], so memory holds a few pages whatever the file's length. Every
+//! format streams, XLSX as a zip whose parts carry their sizes after their data.
 //!
 //! Once the first bytes are sent the status is 200: a failure later ends the body early (the
 //! client sees a cut-off transfer) and goes to the log.
@@ -42,9 +41,12 @@ impl RowSink {
 
     /// Ends the file.
     pub(crate) async fn finish(mut self) {
-        let end = self.writer.finish();
-        if !end.is_empty() {
-            let _ = self.sender.send(Ok(Bytes::from(end))).await;
+        match self.writer.finish() {
+            Ok(end) if end.is_empty() => {}
+            Ok(end) => {
+                let _ = self.sender.send(Ok(Bytes::from(end))).await;
+            }
+            Err(e) => self.fail(Error::from(e)).await,
         }
     }
 
@@ -56,11 +58,6 @@ impl RowSink {
             .send(Err(std::io::Error::other("the download failed")))
             .await;
     }
-}
-
-/// Whether `format` is written row by row.
-pub(crate) fn streams(format: Format) -> bool {
-    format != Format::Xlsx
 }
 
 /// A download response whose body the returned sink fills (from a spawned task).
@@ -101,38 +98,13 @@ pub(crate) fn set_download_headers(response: &mut Response, format: Format, stem
 /// One page of a download: its rows and the keyset of the next page (`None` after the last).
 pub(crate) type Page = (Vec<Vec<String>>, Option<i64>);
 
-/// A download read page by page through `page` (called with the keyset, `i64::MIN` first):
-/// streamed for CSV, JSON and JSONL; built whole for XLSX, refused past `max_rows` rows.
-pub(crate) async fn paged_download<P, F>(
-    format: Format,
-    stem: &str,
-    header: Vec<String>,
-    max_rows: usize,
-    mut page: P,
-) -> Result<Response>
+/// A download read page by page through `page` (called with the keyset, `i64::MIN` first),
+/// streamed as it is read.
+pub(crate) async fn paged_download<P, F>(format: Format, stem: &str, header: Vec<String>, mut page: P) -> Result<Response>
 where
     P: FnMut(i64) -> F + Send + 'static,
     F: std::future::Future<Output = Result<Page>> + Send,
 {
-    if !streams(format) {
-        let mut table = lector_text::Table {
-            header,
-            rows: Vec::new(),
-        };
-        let mut after = Some(i64::MIN);
-        while let Some(from) = after {
-            let (rows, next) = page(from).await?;
-            table.rows.extend(rows);
-            after = next;
-            if table.rows.len() > max_rows {
-                return Err(Error::validation(vec![lector_core::FieldError::new(
-                    "format",
-                    format!("an XLSX download holds at most {max_rows} rows; choose csv or jsonl"),
-                )]));
-            }
-        }
-        return crate::routes::files::file_response(table, format, stem);
-    }
     let (response, mut sink) = streamed_response(format, stem, header)?;
     tokio::spawn(async move {
         let mut after = Some(i64::MIN);
