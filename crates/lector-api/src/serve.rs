@@ -217,7 +217,8 @@ pub async fn shutdown_signal() {
     tracing::info!("shutdown signal received");
 }
 
-/// Deletes uploaded files nothing used, every `uploads.sweep_every_secs`, while the server runs.
+/// Deletes uploaded files nothing used, then blobs no row references (older than the same
+/// `uploads.unused_ttl_secs`), every `uploads.sweep_every_secs`, while the server runs.
 async fn sweep_uploads(state: AppState) {
     let uploads = state.config.uploads;
     let mut every = tokio::time::interval(Duration::from_secs(uploads.sweep_every_secs));
@@ -228,6 +229,11 @@ async fn sweep_uploads(state: AppState) {
             Ok(0) => {}
             Ok(n) => tracing::info!(uploads = n, "swept unused uploads"),
             Err(e) => tracing::warn!(error = %e.detail, "sweeping uploads failed"),
+        }
+        match state.store.sweep_orphan_blobs(uploads.unused_ttl_secs).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(blobs = n, "swept blobs no row references"),
+            Err(e) => tracing::warn!(error = %e.detail, "sweeping orphan blobs failed"),
         }
     }
 }

@@ -22,7 +22,7 @@ backend_tests!(
 
 mod sweeping {
     use super::*;
-    backend_tests!(unused_uploads_are_swept);
+    backend_tests!(unused_uploads_are_swept, blobs_no_row_references_are_swept);
 }
 
 async fn project(app: &TestApp, owner: &Session, name: &str) -> i64 {
@@ -616,6 +616,82 @@ async fn unused_uploads_are_swept(app: TestApp) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(blob_files(&app), 0);
+}
+
+/// Blobs left without their row (a crash between writing a file and its row) go at a sweep;
+/// blobs rows reference (a used upload, a model's artifact) and files of other shapes stay.
+async fn blobs_no_row_references_are_swept(app: TestApp) {
+    let Some(app) = TestApp::start_with(backend_of(&app), |c| {
+        c.uploads.unused_ttl_secs = 1;
+        c.uploads.sweep_every_secs = 1;
+    })
+    .await
+    else {
+        return;
+    };
+    let ada = app.register("ada@example.org").await;
+    let (project, _) = common::tickets::labeled_tickets(&app, &ada, "Kept").await;
+    let model = app
+        .train_model(&ada, project, json!({"display_name": "Kept"}))
+        .await;
+    assert_eq!(model["status"], "READY", "{model}");
+    let used = upload_file(&app, &ada.token, project, "b.csv", b"text\nused\n")
+        .await
+        .expect(200);
+    group_from_file(&app, &ada.token, project, json!({"name": "kept", "file_id": used["id"]})).await;
+
+    let blobs = app.data_dir.path().join("blobs");
+    let files_under = |dir: &str| -> Vec<String> {
+        let mut found: Vec<String> = walk(&blobs.join(dir))
+            .into_iter()
+            .map(|p| p.strip_prefix(&blobs).unwrap().display().to_string())
+            .collect();
+        found.sort();
+        found
+    };
+    let (kept_uploads, kept_models) = (files_under("uploads"), files_under("models"));
+    assert_eq!(kept_uploads, [format!("uploads/{}", used["id"].as_str().unwrap())]);
+    assert_eq!(kept_models.len(), 1, "{kept_models:?}");
+    let stray = uuid::Uuid::new_v4();
+    let orphans = [
+        format!("uploads/{}", uuid::Uuid::new_v4()),
+        format!("models/{stray}/job-99.lector-model"),
+    ];
+    let foreign = ["uploads/notes.txt", "backups/2026-11-25.tar"];
+    for path in orphans.iter().map(String::as_str).chain(foreign) {
+        let file = blobs.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, b"left behind").unwrap();
+    }
+    let gone = || orphans.iter().all(|o| !blobs.join(o).exists());
+    for _ in 0..100 {
+        if gone() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(gone(), "the orphans were swept: {:?}", files_under(""));
+    let mut expected_uploads = kept_uploads.clone();
+    expected_uploads.push("uploads/notes.txt".into());
+    expected_uploads.sort();
+    assert_eq!(files_under("uploads"), expected_uploads);
+    assert_eq!(files_under("models"), kept_models);
+    assert!(blobs.join("backups/2026-11-25.tar").exists());
+    // The model still predicts from its artifact.
+    let analysed = common::tickets::analyze(&app, &ada, &model["id"], &["I was charged twice."]).await;
+    assert_eq!(common::tickets::top_classes(&analysed), [Some("billing".to_owned())]);
+}
+
+/// Every file under `dir`, however deep.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .flatten()
+        .flat_map(|e| {
+            let path = e.path();
+            if path.is_dir() { walk(&path) } else { vec![path] }
+        })
+        .collect()
 }
 
 /// A group of 20,000 documents downloads whole in every format (CSV, JSON and JSONL written row

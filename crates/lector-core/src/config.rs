@@ -118,6 +118,9 @@ pub struct Config {
     pub extract: ExtractConfig,
     /// Workflows' webhook addresses: the test window and the size of what they take.
     pub workflows: WorkflowConfig,
+    /// Serve the web app from this directory (a build of `ui/`) instead of the copy embedded in
+    /// the binary; for working on the app without rebuilding the server.
+    pub ui_dir: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -151,6 +154,7 @@ impl Default for Config {
             base_models_dir: None,
             extract: ExtractConfig::default(),
             workflows: WorkflowConfig::default(),
+            ui_dir: None,
         }
     }
 }
@@ -365,7 +369,9 @@ pub struct UploadConfig {
     /// segments, texts to analyse) or the documents of one `upload_documents` or
     /// `create_analysis` request. More is refused with a problem naming the limit.
     pub max_rows: u64,
-    /// Uploads that nothing used are deleted this long after they arrived, in seconds.
+    /// Uploads that nothing used are deleted this long after they arrived, in seconds; blobs
+    /// that no row references (left by a crash between writing a file and its row) are deleted
+    /// when they are older than this.
     pub unused_ttl_secs: i64,
     /// How often the sweeper looks for them, in seconds.
     pub sweep_every_secs: u64,

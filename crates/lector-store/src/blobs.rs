@@ -9,8 +9,10 @@
 
 use crate::s3::S3;
 use bytes::Bytes;
+use futures_util::stream::BoxStream;
 use futures_util::{Stream, StreamExt};
 use lector_core::config::Config;
+use lector_core::time::Timestamp;
 use lector_core::{Error, ErrorCode, Result};
 use object_store::path::Path;
 use object_store::{GetResultPayload, ObjectStore, ObjectStoreExt, WriteMultipart};
@@ -21,6 +23,13 @@ use std::sync::Arc;
 const PART_BYTES: usize = 5 * 1024 * 1024;
 /// Parts in flight at once while writing (bounds a writer's memory to about twice [`PART_BYTES`]).
 const PARTS_IN_FLIGHT: usize = 2;
+
+/// A stored blob: its key and when it was last written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredBlob {
+    pub key: String,
+    pub modified: Timestamp,
+}
 
 /// Where blobs live. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -152,6 +161,25 @@ impl Blobs {
                 copy.rewind().map_err(io_failed)?;
                 Ok(copy)
             }
+        }
+    }
+
+    /// Every blob whose key starts with `prefix` (a folder, such as `uploads`), as the store
+    /// hands them out: a page at a time from S3, as the directory is walked locally. Nothing is
+    /// held beyond a page, so a sweep over millions of blobs stays small.
+    pub fn list<'a>(&'a self, prefix: &'a str) -> BoxStream<'a, Result<StoredBlob>> {
+        match &self.backend {
+            Backend::S3(s3) => s3.list(prefix),
+            Backend::Local(store) => store
+                .list(Some(&Path::from(prefix)))
+                .map(|found| {
+                    let meta = found.map_err(failed("list blobs"))?;
+                    Ok(StoredBlob {
+                        key: meta.location.to_string(),
+                        modified: Timestamp(meta.last_modified.timestamp_micros()),
+                    })
+                })
+                .boxed(),
         }
     }
 

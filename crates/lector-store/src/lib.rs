@@ -25,7 +25,7 @@ pub use accounts::{NewUser, UserChanges};
 pub use analyses::{Analysis, NewAnalysis};
 pub use analysis_runs::{AnalysisSource, AnalysisTag, NewBatchAnalysis, PendingDocument, StoredAnalysisTag};
 pub use base_models::InstalledBaseModel;
-pub use blobs::Blobs;
+pub use blobs::{Blobs, StoredBlob};
 pub use cloning::CloneCounts;
 pub use corrections::{CorrectionAgreement, NewCorrection, PredictedSegmentTag};
 pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
@@ -57,6 +57,7 @@ pub use workflows::{
 pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
 mod notifications;
+mod orphans;
 mod payloads;
 mod projects;
 mod records;

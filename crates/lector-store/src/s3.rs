@@ -8,8 +8,11 @@
 //! sent in one PUT with its length and payload hash, its body read from that file: memory stays
 //! flat whatever the size. A read lands in a temporary file the same way.
 
+use crate::blobs::StoredBlob;
 use bytes::Bytes;
-use futures_util::{Stream, StreamExt};
+use futures_util::stream::BoxStream;
+use futures_util::{Stream, StreamExt, TryStreamExt};
+use lector_core::time::Timestamp;
 use lector_core::sigv4::{EMPTY_SHA256, Signer, amz_date, hex, host_header, sha256_hex, uri_encode};
 use lector_core::{Error, ErrorCode, Result};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -173,6 +176,51 @@ impl S3 {
         expect_success("delete a blob")(response).map(|_| ())
     }
 
+    /// Lists the blobs whose keys start with `prefix`, one ListObjectsV2 page (up to 1,000
+    /// keys) per request, following continuation tokens.
+    pub(crate) fn list<'a>(&'a self, prefix: &'a str) -> BoxStream<'a, Result<StoredBlob>> {
+        // None: no page left; Some(token): the next page, the first without a token.
+        let pages = futures_util::stream::try_unfold(Some(None), move |next: Option<Option<String>>| async move {
+            let Some(token) = next else { return Ok(None) };
+            let page = self.list_page(prefix, token.as_deref()).await?;
+            let after = page.is_truncated.then_some(page.next_continuation_token).flatten().map(Some);
+            let blobs = page
+                .contents
+                .into_iter()
+                .filter_map(|c| self.stored_blob(c))
+                .map(Ok)
+                .collect::<Vec<Result<StoredBlob>>>();
+            Ok(Some((futures_util::stream::iter(blobs), after)))
+        });
+        pages.try_flatten().boxed()
+    }
+
+    async fn list_page(&self, prefix: &str, token: Option<&str>) -> Result<ListBucketResult> {
+        let mut query = vec![
+            ("list-type", "2".to_owned()),
+            ("prefix", format!("{}{prefix}", self.prefix)),
+        ];
+        if let Some(token) = token {
+            query.push(("continuation-token", token.to_owned()));
+        }
+        let response = self
+            .send_to(Method::GET, self.base.clone(), &query, EMPTY_SHA256, None, reqwest::Body::default())
+            .await
+            .and_then(expect_success("list blobs"))?;
+        let text = response.text().await.map_err(request_failed("list blobs"))?;
+        quick_xml::de::from_str(&text).map_err(|e| {
+            tracing::error!(error = %e, "the S3 store's listing does not parse");
+            Error::unavailable("cannot list blobs: the blob store answered something unreadable")
+        })
+    }
+
+    /// A listed object as a blob of this store (its key without the prefix), if it is one.
+    fn stored_blob(&self, listed: ListedObject) -> Option<StoredBlob> {
+        let key = listed.key.strip_prefix(&self.prefix)?.to_owned();
+        let modified = Timestamp::parse_rfc3339(&listed.last_modified)?;
+        Some(StoredBlob { key, modified })
+    }
+
     /// The address of a blob: the bucket's address, the prefix, the key (encoded as SigV4 wants).
     fn object_url(&self, key: &str) -> Result<Url> {
         self.base
@@ -190,6 +238,22 @@ impl S3 {
         body: reqwest::Body,
     ) -> Result<reqwest::Response> {
         let url = self.object_url(key)?;
+        self.send_to(method, url, &[], payload_hash, length, body).await
+    }
+
+    /// Signs and sends one request to `url` with `query` (its names and values as given; they
+    /// are encoded and sorted here, as SigV4's canonical query wants and the request sends).
+    async fn send_to(
+        &self,
+        method: Method,
+        mut url: Url,
+        query: &[(&str, String)],
+        payload_hash: &str,
+        length: Option<u64>,
+        body: reqwest::Body,
+    ) -> Result<reqwest::Response> {
+        let canonical_query = canonical_query(query);
+        url.set_query((!canonical_query.is_empty()).then_some(canonical_query.as_str()));
         let amz_date = amz_date(time::OffsetDateTime::now_utc());
         let mut signed = vec![
             (
@@ -207,7 +271,14 @@ impl S3 {
             secret_access_key: &self.secret_access_key,
             region: &self.region,
         };
-        let authorization = signer.authorization(method.as_str(), url.path(), "", &signed, payload_hash, &amz_date);
+        let authorization = signer.authorization(
+            method.as_str(),
+            url.path(),
+            &canonical_query,
+            &signed,
+            payload_hash,
+            &amz_date,
+        );
         let mut headers = HeaderMap::new();
         // `host` is set by the client from the URL, the same value as signed.
         for (name, value) in signed
@@ -234,6 +305,39 @@ impl S3 {
             .await
             .map_err(request_failed("reach the blob store"))
     }
+}
+
+/// The query string SigV4 signs: names and values percent-encoded, sorted by name then value.
+fn canonical_query(query: &[(&str, String)]) -> String {
+    let mut pairs: Vec<(String, String)> = query
+        .iter()
+        .map(|(name, value)| (uri_encode(name, true), uri_encode(value, true)))
+        .collect();
+    pairs.sort();
+    pairs
+        .into_iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// One page of a ListObjectsV2 answer: the fields read of it.
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct ListBucketResult {
+    #[serde(default)]
+    is_truncated: bool,
+    #[serde(default)]
+    next_continuation_token: Option<String>,
+    #[serde(default)]
+    contents: Vec<ListedObject>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct ListedObject {
+    key: String,
+    last_modified: String,
 }
 
 /// Makes rustls use ring (the project's one crypto provider) for outbound connections.

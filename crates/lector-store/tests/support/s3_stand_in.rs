@@ -91,11 +91,15 @@ fn respond(
 ) -> (&'static str, Vec<u8>) {
     let mut bucket = bucket.lock().unwrap();
     bucket.requests += 1;
-    if !signed_correctly(method, path, headers, &body) {
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    if !signed_correctly(method, path, query, headers, &body) {
         return ("403 Forbidden", b"<Error>SignatureDoesNotMatch</Error>".to_vec());
     }
     if let Some((_, token)) = headers.iter().find(|(n, _)| n == "x-amz-security-token") {
         bucket.tokens.push(token.clone());
+    }
+    if method == "GET" && query.contains("list-type=2") {
+        return ("200 OK", list(&bucket, path, query).into_bytes());
     }
     match method {
         "PUT" if length.is_none() => ("411 Length Required", Vec::new()),
@@ -115,8 +119,69 @@ fn respond(
     }
 }
 
+/// Keys listed per page: few, so that a listing of a handful of objects takes several pages.
+pub const KEYS_PER_PAGE: usize = 2;
+
+/// A ListObjectsV2 answer for the bucket at `bucket_path` (`/bucket/`): the objects whose keys
+/// start with `prefix`, in key order, after `continuation-token` (the last key of the page
+/// before), [`KEYS_PER_PAGE`] at a time.
+fn list(bucket: &Bucket, bucket_path: &str, query: &str) -> String {
+    let param = |name: &str| {
+        query
+            .split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| percent_decode(v))
+    };
+    let prefix = param("prefix").unwrap_or_default();
+    let after = param("continuation-token").unwrap_or_default();
+    let mut keys: Vec<String> = bucket
+        .objects
+        .keys()
+        .filter_map(|path| path.strip_prefix(bucket_path))
+        .map(percent_decode)
+        .filter(|key| key.starts_with(&prefix) && *key > after)
+        .collect();
+    keys.sort();
+    let truncated = keys.len() > KEYS_PER_PAGE;
+    keys.truncate(KEYS_PER_PAGE);
+    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
+    xml.push_str(&format!("<IsTruncated>{truncated}</IsTruncated>"));
+    for key in &keys {
+        let escaped = key.replace('&', "&amp;").replace('<', "&lt;");
+        xml.push_str(&format!(
+            "<Contents><Key>{escaped}</Key><LastModified>2026-01-02T03:04:05.000Z</LastModified><Size>1</Size></Contents>"
+        ));
+    }
+    if truncated {
+        let last = keys.last().unwrap().replace('&', "&amp;").replace('<', "&lt;");
+        xml.push_str(&format!("<NextContinuationToken>{last}</NextContinuationToken>"));
+    }
+    xml.push_str("</ListBucketResult>");
+    xml
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        if bytes[i] == b'%'
+            && let Some(byte) = hex.and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(byte);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Recomputes the request's signature from its signed headers with the expected secret key.
-fn signed_correctly(method: &str, path: &str, headers: &[(String, String)], body: &[u8]) -> bool {
+fn signed_correctly(method: &str, path: &str, query: &str, headers: &[(String, String)], body: &[u8]) -> bool {
     let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
     let (Some(authorization), Some(date), Some(payload_hash)) = (
         header("authorization"),
@@ -145,7 +210,7 @@ fn signed_correctly(method: &str, path: &str, headers: &[(String, String)], body
         region: REGION,
     };
     signed_names.starts_with("host;")
-        && authorization == signer.authorization(method, path, "", &signed, payload_hash, date)
+        && authorization == signer.authorization(method, path, query, &signed, payload_hash, date)
 }
 
 /// The `AWS_*` variables that point the blob store at the stand-in on `port`, signing with
