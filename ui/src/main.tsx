@@ -11,6 +11,9 @@ import { ProjectLayout, ProjectOverview } from "./pages/Project";
 import { ProjectsPage } from "./pages/Projects";
 import { WorkspacePage } from "./pages/Workspace";
 import { NotFound } from "./pages/NotFound";
+import { ModelPage, ModelsPage } from "./pages/Models";
+import { AnalysesPage, AnalysisPage } from "./pages/Analyses";
+import { ExtractPage, NotificationsPage, ReviewPage, ReviewsPage } from "./pages/Extract";
 import "./styles.css";
 
 // The server answers index.html at `/` too; the app's routes live under /app.
@@ -30,6 +33,9 @@ const router = createBrowserRouter(
       children: [
         { index: true, element: <ProjectsPage /> },
         { path: "workspace", element: <WorkspacePage /> },
+        { path: "analyses", element: <AnalysesPage /> },
+        { path: "analyses/:analysisId", element: <AnalysisPage /> },
+        { path: "notifications", element: <NotificationsPage /> },
         {
           path: "projects/:projectId",
           element: <ProjectLayout />,
@@ -40,6 +46,11 @@ const router = createBrowserRouter(
             { path: "labeling", element: <LabelingPage /> },
             { path: "labeling/:sessionId", element: <AnnotatorPage mode="annotation" /> },
             { path: "corrections/:sessionId", element: <AnnotatorPage mode="correction" /> },
+            { path: "models", element: <ModelsPage /> },
+            { path: "models/:modelId", element: <ModelPage /> },
+            { path: "extract", element: <ExtractPage /> },
+            { path: "reviews", element: <ReviewsPage /> },
+            { path: "reviews/:hitlId/:reviewId", element: <ReviewPage /> },
           ],
         },
         { path: "home", element: <Navigate to="/" replace /> },
