@@ -1,0 +1,93 @@
+// Pages outside the story: an error answer shown as its detail, the phone width, the pages
+// without a token, and the server's fallback for client-side routes.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { BASE, checkA11y, launch, newPage, shot } from "./harness.mjs";
+
+let browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+test("a wrong password shows the API's detail", async () => {
+  const page = await newPage(browser);
+  const answer = await page.request.post(`${BASE}/auth/login`, {
+    data: { email: "nobody@example.org", password: "wrong password" },
+  });
+  assert.equal(answer.status(), 401);
+  const problem = await answer.json();
+  assert.ok(problem.detail, "the API answers a problem with a detail");
+  await page.goto(`${BASE}/app/login`);
+  await checkA11y(page, "login");
+  await page.getByLabel("E-mail").fill("nobody@example.org");
+  await page.getByLabel("Password").fill("wrong password");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  const alert = page.getByRole("alert");
+  await alert.waitFor();
+  assert.equal((await alert.innerText()).trim(), problem.detail);
+  await shot(page, "10-login-error");
+  assert.deepEqual(page.cspViolations, []);
+});
+
+test("a validation error names the field", async () => {
+  const page = await newPage(browser);
+  await page.goto(`${BASE}/app/reset-password?token=not-a-token`);
+  assert.equal(await page.getByLabel("Token from the mail").inputValue(), "not-a-token");
+  await page.getByLabel("New password").fill("another password");
+  await page.getByRole("button", { name: "Set password" }).click();
+  const alert = page.getByRole("alert");
+  await alert.waitFor();
+  const text = (await alert.innerText()).trim();
+  const answer = await page.request.post(`${BASE}/password/reset`, {
+    data: { reset_password_token: "not-a-token", password: "another password" },
+  });
+  const problem = await answer.json();
+  assert.ok(text.startsWith(problem.detail), `shown ${JSON.stringify(text)}, detail ${JSON.stringify(problem.detail)}`);
+});
+
+test("the pages without a token pass axe", async () => {
+  const page = await newPage(browser);
+  for (const [url, heading] of [
+    ["/app/forgot-password", "Reset your password"],
+    ["/app/reset-password", "Set a new password"],
+    ["/app/accept-invitation", "Accept an invitation"],
+  ]) {
+    await page.goto(BASE + url);
+    await page.getByRole("heading", { level: 1, name: heading }).waitFor();
+    await checkA11y(page, url);
+  }
+});
+
+test("a deep link without a token goes to sign in and comes back", async () => {
+  const page = await newPage(browser);
+  await page.goto(`${BASE}/app/analyses`);
+  await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
+  assert.match(page.url(), /\/app\/login\?next=%2Fanalyses/);
+});
+
+test("at a phone's width the projects page fits and its menu opens", async () => {
+  const page = await newPage(browser, { width: 390, height: 844 });
+  const email = `phone-${process.pid}@example.org`;
+  const r = await page.request.post(`${BASE}/auth/register`, { data: { email, password: "correct horse battery" } });
+  assert.equal(r.status(), 200);
+  await page.goto(`${BASE}/app/login`);
+  await page.getByLabel("E-mail").fill(email);
+  await page.getByLabel("Password").fill("correct horse battery");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { level: 1, name: "Projects" }).waitFor();
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `no horizontal scrolling (page is ${width}px wide)`);
+  const nav = page.getByRole("navigation", { name: "Main" });
+  assert.equal(await nav.isVisible(), false, "the menu starts closed");
+  await page.getByRole("button", { name: "Menu" }).click();
+  assert.equal(await nav.isVisible(), true);
+  await checkA11y(page, "projects at 390 px");
+  await shot(page, "11-phone-projects");
+  await page.getByRole("link", { name: "Analyses" }).click();
+  await page.getByRole("heading", { level: 1, name: "Analyses" }).waitFor();
+  assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 390);
+  assert.deepEqual(page.cspViolations, []);
+});

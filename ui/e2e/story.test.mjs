@@ -1,0 +1,187 @@
+// The story of a new user: sign up, create a project with two classes, import a CSV with a
+// preview and a column picker, label 20 segments with the keyboard only, train a model, read
+// its metrics, analyse a file and read the results. axe-core checks each main page.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { BASE, BILLING, LOGIN, apiGet, checkA11y, csv, launch, newPage, shot } from "./harness.mjs";
+
+let browser;
+let page;
+const email = `ada-${process.pid}@example.org`;
+const password = "correct horse battery";
+
+before(async () => {
+  browser = await launch();
+  page = await newPage(browser);
+});
+after(async () => {
+  await browser?.close();
+});
+
+test("sign-up through labeling, training and analysis", async (t) => {
+  await t.test("register", async () => {
+    await page.goto(`${BASE}/app/register`);
+    await checkA11y(page, "register");
+    await shot(page, "01-register");
+    await page.getByLabel("First name").fill("Ada");
+    await page.getByLabel("E-mail").fill(email);
+    await page.getByLabel("Password").fill(password);
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.getByRole("heading", { level: 1, name: "Projects" }).waitFor();
+    await checkA11y(page, "projects (empty)");
+  });
+
+  await t.test("create a project with two classes", async () => {
+    await page.getByLabel("Name").fill("Tickets");
+    await page.getByLabel("Type").selectOption("CLASS");
+    await page.getByRole("button", { name: "Create project" }).click();
+    await page.getByRole("heading", { level: 1, name: "Tickets" }).waitFor();
+    for (const c of ["billing", "login"]) {
+      await page.getByLabel("New class").fill(c);
+      await page.getByRole("button", { name: "Add" }).first().click();
+      await page.locator(".chip", { hasText: c }).waitFor();
+    }
+    await checkA11y(page, "project overview");
+    await shot(page, "02-project");
+    const classes = await apiGet(page, `/projects/${projectIdFromUrl(page)}/classes`);
+    assert.deepEqual(classes.map((c) => c.name).sort(), ["billing", "login"]);
+  });
+
+  await t.test("import a CSV with a preview and a column picker", async () => {
+    await page.getByRole("navigation", { name: "Project" }).getByRole("link", { name: "Import" }).click();
+    const rows = [["id", "ticket", "channel"]];
+    for (let i = 0; i < 12; i++) {
+      rows.push([2 * i + 1, BILLING[i], "mail"]);
+      rows.push([2 * i + 2, LOGIN[i], "phone"]);
+    }
+    await page.getByLabel("File").setInputFiles({ name: "tickets.csv", mimeType: "text/csv", buffer: Buffer.from(csv(rows)) });
+    await page.getByRole("button", { name: "Upload and preview" }).click();
+    const table = page.getByRole("table", { name: /Preview of tickets.csv/ });
+    await table.waitFor();
+    // The picker guessed the column with the longest texts; pick it by its header anyway.
+    await page.getByRole("radio", { name: "ticket" }).check();
+    assert.equal(await page.getByRole("radio", { name: "ticket" }).isChecked(), true);
+    assert.equal(await table.getByRole("cell", { name: BILLING[0] }).count(), 1);
+    await checkA11y(page, "import");
+    await shot(page, "03-import-preview");
+    await page.getByRole("button", { name: "Import", exact: true }).click();
+    await page.getByRole("heading", { level: 1, name: "Importing documents" }).waitFor();
+    await page.getByText("Done.").waitFor({ timeout: 120_000 });
+    await shot(page, "04-import-done");
+    const docs = await apiGet(page, `/projects/${projectIdFromUrl(page)}/documents?limit=100`);
+    assert.equal(docs.count, 24, "24 documents imported");
+    assert.ok(docs.documents.every((d) => BILLING.includes(d.text) || LOGIN.includes(d.text)), "the ticket column was imported");
+  });
+
+  await t.test("label 20 segments with the keyboard only", async () => {
+    await page.getByRole("link", { name: "Start labeling" }).click();
+    await page.getByRole("heading", { level: 1, name: "Labeling" }).waitFor();
+    await page.getByLabel("New session name").fill("First pass");
+    await page.getByRole("button", { name: "Start labeling" }).click();
+    await page.getByRole("heading", { level: 1, name: "First pass" }).waitFor();
+    await page.locator(".segment.current").waitFor();
+    await checkA11y(page, "annotator");
+    // From here on only the keyboard: a number key picks the class, Enter marks the segment
+    // annotated, n goes to the next document.
+    for (let i = 0; i < 20; i++) {
+      await page.getByText(`Document ${i + 1} of 24`).waitFor();
+      const text = (await page.locator(".segment.current .segment-text").innerText()).trim();
+      const key = BILLING.includes(text) ? "1" : LOGIN.includes(text) ? "2" : null;
+      assert.ok(key, `segment text ${JSON.stringify(text)} is one of the imported tickets`);
+      await page.keyboard.press(key);
+      await page.locator(".segment.current .tag").first().waitFor();
+      await page.keyboard.press("Enter");
+      await page.locator(".segment.current .badge", { hasText: "annotated" }).waitFor();
+      if (i === 5) {
+        // A part of a segment: s starts a selection at the first word, Shift+→ widens it.
+        await page.keyboard.press("s");
+        await page.keyboard.press("Shift+ArrowRight");
+        await page.getByText(/Part selected:/).waitFor();
+        await page.keyboard.press(key);
+        await page.locator(".segment.current mark.part").waitFor();
+        await shot(page, "05-annotator-part");
+      }
+      if (i === 19) await shot(page, "06-annotator");
+      await page.keyboard.press("n");
+    }
+    const pid = projectIdFromUrl(page);
+    const sessions = await apiGet(page, `/projects/${pid}/annotations`);
+    assert.equal(sessions.length, 1);
+    assert.equal(sessions[0].annotated_count, 20, "20 segments marked annotated");
+    const doc = await apiGet(page, `/projects/${pid}/annotations/${sessions[0].id}/documents?details=segments,tags&limit=100`);
+    const tagged = doc.documents.flatMap((d) => d.segments).filter((s) => s.status === "ANNOTATED");
+    assert.equal(tagged.length, 20);
+    for (const s of tagged) {
+      const want = BILLING.includes(s.text) ? "billing" : "login";
+      assert.ok(s.tags.length >= 1 && s.tags.every((t) => t.class === want), `${s.text} tagged ${want}`);
+    }
+    assert.ok(tagged.some((s) => s.tags.some((t) => t.span && t.span[1] - t.span[0] < [...s.text].length)), "a part of a segment is tagged");
+  });
+
+  await t.test("train a model and read its metrics", async () => {
+    await page.getByRole("navigation", { name: "Project" }).getByRole("link", { name: "Models" }).click();
+    await page.getByRole("button", { name: "Train a model" }).click();
+    await page.getByRole("heading", { level: 1, name: "Tickets v1" }).waitFor();
+    await page.locator(".badge", { hasText: /^READY$/ }).waitFor({ timeout: 300_000 });
+    await page.getByRole("img", { name: "F1 per class" }).waitFor();
+    const bars = await page.locator("svg[role=img] rect.bar").count();
+    assert.equal(bars, 2, "one F1 bar per class");
+    await checkA11y(page, "model");
+    await shot(page, "07-model");
+    const models = await apiGet(page, `/projects/${projectIdFromUrl(page)}/models`);
+    assert.equal(models[0].status, "READY");
+  });
+
+  await t.test("analyse a file and read the results", async () => {
+    await page.getByRole("link", { name: "Analyse with it" }).click();
+    await page.getByRole("heading", { level: 1, name: "Analyses" }).waitFor();
+    const rows = [["text"], ["I was charged twice this month"], ["I cannot log in since yesterday"], ["The invoice amount is wrong"]];
+    await page.getByLabel("File to analyse").setInputFiles({ name: "march.csv", mimeType: "text/csv", buffer: Buffer.from(csv(rows)) });
+    await page.getByRole("button", { name: "Upload and preview" }).click();
+    await page.getByRole("table", { name: /Preview of march.csv/ }).waitFor();
+    await page.getByLabel("Name of the analysis").fill("March");
+    await checkA11y(page, "analyses");
+    await page.getByRole("button", { name: "Start the analysis" }).click();
+    await page.getByRole("heading", { level: 1, name: "March" }).waitFor();
+    await page.getByRole("heading", { name: "Results" }).waitFor({ timeout: 300_000 });
+    const results = page.locator("table.results tbody tr");
+    await results.first().waitFor();
+    assert.equal(await results.count(), 3, "a row per analysed segment");
+    await page.getByRole("img", { name: "Segments per class" }).waitFor();
+    await checkA11y(page, "analysis");
+    await shot(page, "08-analysis");
+    // Filter by class: every row left carries that class.
+    await page.getByLabel("Class").selectOption({ label: "billing" });
+    await page.waitForFunction(() => document.querySelectorAll("table.results tbody tr").length < 3 || document.querySelector(".empty"));
+    const left = await results.allInnerTexts();
+    assert.ok(left.length >= 1 && left.every((r) => r.includes("billing")), `filtered rows: ${JSON.stringify(left)}`);
+  });
+
+  await t.test("the other main pages pass axe", async () => {
+    for (const [name, url, heading] of [
+      ["workspace", "/app/workspace", /^Workspace /],
+      ["notifications", "/app/notifications", "Notifications"],
+      ["projects", "/app/", "Projects"],
+    ]) {
+      await page.goto(BASE + url);
+      await page.getByRole("heading", { level: 1, name: heading }).waitFor();
+      await checkA11y(page, name);
+      await shot(page, `09-${name}`);
+    }
+    const bell = page.getByRole("button", { name: /Notifications/ });
+    await bell.click();
+    await page.getByRole("region", { name: "Notifications" }).waitFor();
+    // Training and analysis finished: the bell lists their notifications.
+    assert.ok((await page.locator("#notifications-panel li").count()) >= 1, "notifications listed");
+  });
+
+  await t.test("no Content-Security-Policy violation on the way", () => {
+    assert.deepEqual(page.cspViolations, []);
+  });
+});
+
+function projectIdFromUrl(p) {
+  const m = /\/app\/projects\/(\d+)/.exec(p.url());
+  assert.ok(m, `a project page: ${p.url()}`);
+  return Number(m[1]);
+}
