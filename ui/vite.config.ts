@@ -1,3 +1,4 @@
+/// <reference types="vitest/config" />
 import { defineConfig } from "vite";
 import react from "@vitejs/plugin-react";
 
@@ -25,4 +26,6 @@ export default defineConfig({
   server: {
     proxy: Object.fromEntries(apiPaths.map((p) => [p, { target, secure: false, changeOrigin: true }])),
   },
+  // Vitest: the app's unit tests only (e2e/ runs under node --test with a browser).
+  test: { include: ["src/**/*.test.ts"] },
 });
