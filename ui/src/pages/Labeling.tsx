@@ -1,11 +1,107 @@
 // The project's labeling and correction sessions, and forms to start them.
-import { useState, type FormEvent } from "react";
+import { useRef, useState, type FormEvent } from "react";
 import { Link, useNavigate } from "react-router";
-import { api, download, unwrap } from "../api/client";
+import { api, download, postForm, unwrap, type Schemas } from "../api/client";
 import { when } from "../lib/format";
 import { useAction, useLoad } from "../lib/hooks";
 import { Empty, ErrorBox, Field, Loading, PageTitle, Progress, StatusBadge } from "../components/ui";
 import { useProject } from "./Project";
+import { PreviewTable } from "./Import";
+
+/** Labeled data from a file (for example a download of another session): preview, map columns. */
+function LabeledImport({ projectId }: { projectId: number }) {
+  const navigate = useNavigate();
+  const fileInput = useRef<HTMLInputElement>(null);
+  const [uploaded, setUploaded] = useState<Schemas["UploadedFileDto"] | null>(null);
+  const [fileName, setFileName] = useState("");
+  const [mapping, setMapping] = useState<{ text: string; class: string; label: string }>({ text: "", class: "", label: "" });
+  const [name, setName] = useState("");
+  const action = useAction();
+  const header = uploaded?.preview[0] ?? [];
+  const upload = (e: FormEvent) => {
+    e.preventDefault();
+    const file = fileInput.current?.files?.[0];
+    if (!file) return;
+    void action.run(async () => {
+      const form = new FormData();
+      form.append("file", file);
+      form.append("show_preview", "true");
+      const answer = await postForm<Schemas["LabelingUpload"]>(`/projects/${projectId}/annotations/upload`, form);
+      setFileName(file.name);
+      setName(file.name.replace(/\.[^.]+$/, ""));
+      if ("preview" in answer) {
+        setUploaded(answer);
+        const h = answer.preview[0] ?? [];
+        const pick = (re: RegExp) => h.find((x) => re.test(x.trim())) ?? "";
+        setMapping({ text: pick(/^(text|sentence|segment)$/i) || h[0] || "", class: pick(/^(class|classes|aspect|category)$/i), label: pick(/^(label|sentiment)$/i) });
+      } else if (answer.task_id) {
+        navigate(`/projects/${projectId}/tasks/${answer.task_id}?what=labels`);
+      }
+    });
+  };
+  const create = (e: FormEvent) => {
+    e.preventDefault();
+    if (!uploaded) return;
+    void action.run(async () => {
+      const s = await unwrap(
+        api.POST("/projects/{project_id}/annotations", {
+          params: { path: { project_id: projectId } },
+          body: {
+            name: name || undefined,
+            file_id: uploaded.id,
+            column_mapping: { text: mapping.text, class: mapping.class || null, label: mapping.label || null },
+          },
+        }),
+      );
+      navigate(s.task_id ? `/projects/${projectId}/tasks/${s.task_id}?what=labels` : `/projects/${projectId}/labeling/${s.id}`);
+    });
+  };
+  return (
+    <section aria-labelledby="labeled-h" className="panel">
+      <h2 id="labeled-h">Import labeled data</h2>
+      <p className="muted">A CSV, JSON, JSONL or XLSX file with a text column and class or label columns (a session's download is one) becomes a new session.</p>
+      <form onSubmit={upload} className="inline-form">
+        <Field label="Labeled file">
+          {(fid) => <input id={fid} ref={fileInput} type="file" required accept=".csv,.tsv,.json,.jsonl,.xlsx,.pdf,.png,.jpg,.jpeg,.tif,.tiff,.webp" onChange={() => setUploaded(null)} />}
+        </Field>
+        <button type="submit" disabled={action.busy}>
+          Upload and preview
+        </button>
+      </form>
+      {uploaded && (
+        <form onSubmit={create} className="stack">
+          <PreviewTable preview={uploaded.preview} headerFirst column={header.indexOf(mapping.text)} caption={`Preview of ${fileName}`} />
+          <div className="inline-form">
+            {(["text", "class", "label"] as const).map((k) => (
+              <Field key={k} label={`${k[0].toUpperCase()}${k.slice(1)} column`}>
+                {(fid) => (
+                  <select id={fid} value={mapping[k]} required={k === "text"} onChange={(e) => setMapping({ ...mapping, [k]: e.target.value })}>
+                    {k !== "text" && <option value="">none</option>}
+                    {header.map((h) => (
+                      <option key={h} value={h}>
+                        {h}
+                      </option>
+                    ))}
+                  </select>
+                )}
+              </Field>
+            ))}
+            <Field label="Session name">{(fid) => <input id={fid} value={name} onChange={(e) => setName(e.target.value)} />}</Field>
+          </div>
+          <div className="row">
+            <button type="submit" disabled={action.busy}>
+              Import as a session
+            </button>
+            <button type="button" className="secondary" onClick={() => setUploaded(null)}>
+              Start over
+            </button>
+          </div>
+        </form>
+      )}
+      <ErrorBox error={action.error} />
+    </section>
+  );
+}
 
 export function LabelingPage() {
   const { project } = useProject();
@@ -115,6 +211,8 @@ export function LabelingPage() {
           </button>
         </form>
       </section>
+
+      <LabeledImport projectId={id} />
 
       <section aria-labelledby="corrections-h" className="panel">
         <h2 id="corrections-h">Correction sessions</h2>
