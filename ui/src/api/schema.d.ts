@@ -2029,22 +2029,22 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         AcceptBody: {
+            /** @description The token from the invitation mail. */
+            token: string;
+            /** @description A new account's password, or the existing account's. */
+            password: string;
             /** @description If given, must be the invited address. */
             email?: string | null;
             first_name?: string;
             last_name?: string;
-            /** @description A new account's password, or the existing account's. */
-            password: string;
-            /** @description The token from the invitation mail. */
-            token: string;
         };
         /** @description The ad-hoc analysis result: the model's name and type, and the documents with tags. */
         AdHocAnalysis: {
-            documents: components["schemas"]["AnalyzedDocument"][];
             model: string;
             /** Format: int64 */
             model_id: number;
             type: string;
+            documents: components["schemas"]["AnalyzedDocument"][];
         };
         AddMemberBody: {
             /** @example ANNOTATOR */
@@ -2055,81 +2055,81 @@ export interface components {
         /** @description A document of an analysis. */
         AnalysisDocumentDto: {
             /** Format: int64 */
-            group_id?: number | null;
-            /** Format: int64 */
             id: number;
+            text: string;
+            /** Format: int64 */
+            group_id?: number | null;
             meta: Record<string, never>;
             /** @description With `details`: the segments and the tags the model gave them. */
             segments?: components["schemas"]["AnalyzedSegment"][] | null;
-            text: string;
         };
         /** @description A page of an analysis's documents. */
         AnalysisDocumentsPage: {
+            documents: components["schemas"]["AnalysisDocumentDto"][];
+            has_more: boolean;
+            /** Format: int64 */
+            offset: number;
+            /** Format: int64 */
+            limit: number;
             /**
              * Format: int64
              * @description Documents the filters select, over all pages.
              */
             count: number;
-            documents: components["schemas"]["AnalysisDocumentDto"][];
-            has_more: boolean;
-            /** Format: int64 */
-            limit: number;
-            /** Format: int64 */
-            offset: number;
         };
         /** @description An analysis as the original interface gives it, with Lector's additions after `type`. */
         AnalysisDto: {
-            /** @description The project's classes and labels (`get_analysis`). */
-            classes?: components["schemas"]["ClassDto"][] | null;
-            created: string;
-            description: string;
-            /** Format: int64 */
-            document_count: number;
-            /**
-             * Format: int64
-             * @description The group whose documents it reads.
-             */
-            document_group_id?: number | null;
-            /** @description Why it failed, when it did. */
-            failure?: string | null;
-            finished?: string | null;
             /** Format: int64 */
             id: number;
-            labels?: components["schemas"]["LabelDto"][] | null;
-            /** Format: int64 */
-            model_id?: number | null;
+            uuid: string;
             name: string;
+            description: string;
+            created: string;
+            finished?: string | null;
+            /** Format: int64 */
+            document_count: number;
             /**
              * Format: double
              * @description In [0, 1]; never decreases.
              */
             progress: number;
             /** Format: int64 */
-            project_id: number;
+            model_id?: number | null;
             /** @description CREATED, QUEUED, ANALYZING, FAILED or FINISHED. */
             status: string;
+            /** @description The model's type. */
+            type: string;
+            /** Format: int64 */
+            project_id: number;
+            /**
+             * Format: int64
+             * @description The group whose documents it reads.
+             */
+            document_group_id?: number | null;
             /**
              * Format: int64
              * @description Its job (`get_project_task`).
              */
             task_id?: number | null;
-            /** @description The model's type. */
-            type: string;
-            uuid: string;
+            /** @description Why it failed, when it did. */
+            failure?: string | null;
+            /** @description The project's classes and labels (`get_analysis`). */
+            classes?: components["schemas"]["ClassDto"][] | null;
+            labels?: components["schemas"]["LabelDto"][] | null;
         };
         /** @description A page of analyses. */
         AnalysisPage: {
             analyses: components["schemas"]["AnalysisDto"][];
-            count: number;
             has_more: boolean;
             /** Format: int64 */
-            limit: number;
-            /** Format: int64 */
             offset: number;
+            /** Format: int64 */
+            limit: number;
+            count: number;
         };
         AnalysisText: {
-            id?: Record<string, never> | null;
             text: string;
+            id?: Record<string, never> | null;
         };
         /** @description Texts to analyse with a model. */
         AnalyzeBody: {
@@ -2140,30 +2140,30 @@ export interface components {
             split?: boolean;
         };
         AnalyzeDocument: {
+            text: string;
             /** @description The client's own id, answered back. */
             id?: Record<string, never> | null;
-            text: string;
         };
         AnalyzedDocument: {
             id?: Record<string, never> | null;
-            segments: components["schemas"]["AnalyzedSegment"][];
             text: string;
+            segments: components["schemas"]["AnalyzedSegment"][];
         };
         AnalyzedSegment: {
+            text: string;
             /** @description `[start, end)` in code points of the (normalised) text. */
             span: number[];
             tags: components["schemas"]["AnalyzedTag"][];
-            text: string;
         };
         /** @description The tags of an analysed segment. */
         AnalyzedTag: {
             class?: string | null;
+            label?: string | null;
             /**
              * Format: float
              * @description The calibrated probability that the tag is right.
              */
             confidence: number;
-            label?: string | null;
         };
         /** @description The answer of register, login and accept_invitation. */
         AuthAnswer: {
@@ -2176,21 +2176,13 @@ export interface components {
             user_id: number;
         };
         AuthStatus: {
-            /** Format: int64 */
-            default_workspace_id?: number | null;
             user: components["schemas"]["UserDto"];
             workspaces: components["schemas"]["MyWorkspaceDto"][];
+            /** Format: int64 */
+            default_workspace_id?: number | null;
         };
         /** @description A box on a page: its four corners relative to the page (0..1, y from the top). */
         BoxDto: {
-            /** Format: float */
-            BLx: number;
-            /** Format: float */
-            BLy: number;
-            /** Format: float */
-            BRx: number;
-            /** Format: float */
-            BRy: number;
             /** Format: float */
             TLx: number;
             /** Format: float */
@@ -2199,39 +2191,47 @@ export interface components {
             TRx: number;
             /** Format: float */
             TRy: number;
+            /** Format: float */
+            BRx: number;
+            /** Format: float */
+            BRy: number;
+            /** Format: float */
+            BLx: number;
+            /** Format: float */
+            BLy: number;
+            text: string;
+            /** @description The field the box was matched to, in extraction results. */
+            label?: string | null;
             /**
              * Format: float
              * @description How sure the reader is of the text, 0..1 (1 for a PDF's own text).
              */
             confidence: number;
-            /** @description The field the box was matched to, in extraction results. */
-            label?: string | null;
             /** @description The line of the page the word is on, from 0, in reading order. */
             line?: number | null;
-            text: string;
         };
         ClassBody: {
-            description?: string;
-            example?: string;
             name: string;
+            example?: string;
+            description?: string;
         };
         ClassDto: {
-            created: string;
-            description: string;
-            example: string;
             /** Format: int64 */
             id: number;
             name: string;
+            example: string;
+            description: string;
+            created: string;
         };
         CloneBody: {
-            /** @description Default: the original's name with "(copy)". */
-            name?: string | null;
             /**
              * Format: int64
              * @description The workspace of the copy (default: the original's); the caller must manage projects
              *     there too.
              */
             organization_id?: number | null;
+            /** @description Default: the original's name with "(copy)". */
+            name?: string | null;
         };
         /**
          * @description Maps the attributes of labeled data to file columns. `text` is required unless the file
@@ -2240,13 +2240,13 @@ export interface components {
          *     `annotated` read back what a session download writes.
          */
         ColumnMappingBody: {
-            annotated?: components["schemas"]["ColumnName"] | null;
-            aspect?: components["schemas"]["ColumnName"] | null;
-            class?: components["schemas"]["ColumnName"] | null;
-            document?: components["schemas"]["ColumnName"] | null;
-            label?: components["schemas"]["ColumnName"] | null;
-            part?: components["schemas"]["ColumnName"] | null;
             text?: components["schemas"]["ColumnName"] | null;
+            class?: components["schemas"]["ColumnName"] | null;
+            aspect?: components["schemas"]["ColumnName"] | null;
+            label?: components["schemas"]["ColumnName"] | null;
+            document?: components["schemas"]["ColumnName"] | null;
+            part?: components["schemas"]["ColumnName"] | null;
+            annotated?: components["schemas"]["ColumnName"] | null;
         };
         /** @description A column of a file: its 0-based index or its name. */
         ColumnName: number | string;
@@ -2262,13 +2262,14 @@ export interface components {
              * @description A credential of the project's workspace.
              */
             credential_id: number;
-            /** @description JSON: `{"url": …}` (http), `{"query": "SELECT …"}` (postgres) or `{"bucket": …, "key": …}` (s3). */
-            parameters: Record<string, never>;
             /** @description http, postgres or s3: the credential's kind. */
             source: string;
+            /** @description JSON: `{"url": …}` (http), `{"query": "SELECT …"}` (postgres) or `{"bucket": …, "key": …}` (s3). */
+            parameters: Record<string, never>;
         };
         /** @description What marking a segment corrected answers. */
         CorrectedDto: {
+            segment: components["schemas"]["MarkDto"];
             /**
              * Format: double
              * @description The model's expected macro F1 once it learns the corrections so far.
@@ -2279,16 +2280,15 @@ export interface components {
              * @description Corrected segments over all segments of the session, in [0, 1].
              */
             progress: number;
-            segment: components["schemas"]["MarkDto"];
         };
         /**
          * @description A correction session: a session (mode CORRECTION) with its model and the model's expected
          *     score once the corrections so far are learned.
          */
         CorrectionDto: components["schemas"]["SessionCore"] & {
+            model?: components["schemas"]["CorrectionModel"] | null;
             classes: string[];
             labels: string[];
-            model?: components["schemas"]["CorrectionModel"] | null;
             /**
              * Format: double
              * @description The model's expected macro F1 after learning the corrections so far.
@@ -2297,34 +2297,15 @@ export interface components {
         };
         /** @description The model a correction session corrects. */
         CorrectionModel: {
-            display_name: string;
             /** Format: int64 */
             id: number;
+            display_name: string;
         };
         /**
          * @description A batch analysis to run: a model and the texts, from one of `documents`, `file_id` or
          *     `document_group_id`.
          */
         CreateAnalysisBody: {
-            /** @description The file's text column, 0-based … */
-            column?: number | null;
-            /** @description … or by its header name (default: column 0). */
-            column_name?: string | null;
-            description?: string | null;
-            /**
-             * Format: int64
-             * @description Instead of texts: an existing group of the model's project.
-             */
-            document_group_id?: number | null;
-            /** @description Texts to analyse, with your own ids (kept in each document's meta as `external_id`). */
-            documents?: components["schemas"]["AnalysisText"][] | null;
-            /**
-             * Format: uuid
-             * @description A file from `upload_analysis_file`.
-             */
-            file_id?: string | null;
-            /** @description Whether the file's first row is a header (default true). */
-            header_first?: boolean | null;
             /**
              * Format: int64
              * @description The READY model to analyse with (required; the original interface's body omits it).
@@ -2332,33 +2313,63 @@ export interface components {
             model_id?: number | null;
             /** @description Default: "Analysis" and the time. */
             name?: string | null;
+            description?: string | null;
+            /** @description Texts to analyse, with your own ids (kept in each document's meta as `external_id`). */
+            documents?: components["schemas"]["AnalysisText"][] | null;
+            /**
+             * Format: uuid
+             * @description A file from `upload_analysis_file`.
+             */
+            file_id?: string | null;
+            /** @description The file's text column, 0-based … */
+            column?: number | null;
+            /** @description … or by its header name (default: column 0). */
+            column_name?: string | null;
+            /** @description Whether the file's first row is a header (default true). */
+            header_first?: boolean | null;
             /** @description Split texts into sentences (default true). */
             split?: boolean | null;
+            /**
+             * Format: int64
+             * @description Instead of texts: an existing group of the model's project.
+             */
+            document_group_id?: number | null;
         };
         /** @description A correction session to create. */
         CreateCorrectionBody: {
-            description?: string | null;
-            /** @description Correct these documents, in this order, instead of the least sure ones. */
-            document_ids?: number[] | null;
             /**
              * Format: int64
              * @description The READY model of this project to correct (required).
              */
             model_id?: number | null;
-            /** @description Default: "Correction" and the time. */
-            name?: string | null;
             /**
              * Format: int64
              * @description Documents to correct (default 20, at most 1000).
              */
             sample_size?: number | null;
+            /** @description Default: "Correction" and the time. */
+            name?: string | null;
+            description?: string | null;
             /**
              * Format: int64
              * @description Seeds the sample (default 0): the same seed picks the same documents.
              */
             seed?: number | null;
+            /** @description Correct these documents, in this order, instead of the least sure ones. */
+            document_ids?: number[] | null;
         };
         CreateGroupBody: {
+            name: string;
+            documents?: components["schemas"]["UploadedDocument"][];
+            language?: string | null;
+            /** @description `false` keeps each document whole as one segment. */
+            split?: boolean | null;
+            /**
+             * Format: uuid
+             * @description A file from `upload_group_file` to fill the group from, as an import task (the group
+             *     answers PROCESSING with its `task_id`).
+             */
+            file_id?: string | null;
             /**
              * Format: int64
              * @deprecated
@@ -2367,29 +2378,26 @@ export interface components {
             column?: number | null;
             /** @description The name of the file's text column; the other columns go into each document's meta. */
             column_name?: string | null;
+            /** @description Whether the file's first row is a header (default: true, but false for TXT). */
+            header_first?: boolean | null;
             /**
              * Format: int64
              * @description Read the documents from an external source instead of a `file_id`: a credential of the
              *     workspace, its kind (http, postgres, s3) and what to read (as `connect_group_source`).
              */
             credential_id?: number | null;
-            documents?: components["schemas"]["UploadedDocument"][];
-            /**
-             * Format: uuid
-             * @description A file from `upload_group_file` to fill the group from, as an import task (the group
-             *     answers PROCESSING with its `task_id`).
-             */
-            file_id?: string | null;
-            /** @description Whether the file's first row is a header (default: true, but false for TXT). */
-            header_first?: boolean | null;
-            language?: string | null;
-            name: string;
-            parameters?: Record<string, never> | null;
             source?: string | null;
-            /** @description `false` keeps each document whole as one segment. */
-            split?: boolean | null;
+            parameters?: Record<string, never> | null;
         };
         CreateProjectBody: {
+            name: string;
+            /** @example CLASS */
+            type: string;
+            /**
+             * Format: int64
+             * @description The workspace; default: the caller's default workspace.
+             */
+            organization_id?: number | null;
             /** Format: int64 */
             external_id?: number | null;
             /**
@@ -2397,51 +2405,16 @@ export interface components {
              *     request names another language.
              */
             language?: string | null;
-            name: string;
-            /**
-             * Format: int64
-             * @description The workspace; default: the caller's default workspace.
-             */
-            organization_id?: number | null;
-            /** @example CLASS */
-            type: string;
         };
         CreateSessionBody: {
+            /** @description Default: "Session" and the time. */
+            name?: string | null;
+            description?: string | null;
             /**
              * @description Tag and mark annotated the documents whose attributes (`class`, `aspect`, `label`,
              *     `sentiment`, …) name the session's classes and labels.
              */
             auto?: boolean | null;
-            /** @description Class names the session offers (default: all of the project's). */
-            classes?: string[] | null;
-            column_mapping?: components["schemas"]["ColumnMappingBody"] | null;
-            /**
-             * Format: int64
-             * @description Read the labeled data from an external source instead: a credential of the workspace,
-             *     its kind (http, postgres, s3) and what to read.
-             */
-            credential_id?: number | null;
-            description?: string | null;
-            /**
-             * @description Existing documents of the project. With neither these nor `documents`, the session
-             *     takes every document of the project.
-             */
-            document_ids?: number[] | null;
-            /** @description New documents with their tags. */
-            documents?: components["schemas"]["LabeledDocumentBody"][] | null;
-            /**
-             * Format: uuid
-             * @description A labeled-data file from `upload_labeling_file` (with `show_preview`) or a connect
-             *     operation: its rows become documents with tags.
-             */
-            file_id?: string | null;
-            /** @description Label names the session offers (default: all of the project's). */
-            labels?: string[] | null;
-            /** @description The language of the file's texts: en (default), de or ar. */
-            language?: string | null;
-            /** @description Default: "Session" and the time. */
-            name?: string | null;
-            parameters?: Record<string, never> | null;
             /**
              * Format: int64
              * @description Take a random sample of this many documents (seeded by `seed`, default 0).
@@ -2449,15 +2422,42 @@ export interface components {
             sample_size?: number | null;
             /** Format: int64 */
             seed?: number | null;
+            /**
+             * @description Existing documents of the project. With neither these nor `documents`, the session
+             *     takes every document of the project.
+             */
+            document_ids?: number[] | null;
+            /** @description New documents with their tags. */
+            documents?: components["schemas"]["LabeledDocumentBody"][] | null;
+            /** @description Class names the session offers (default: all of the project's). */
+            classes?: string[] | null;
+            /** @description Label names the session offers (default: all of the project's). */
+            labels?: string[] | null;
+            /**
+             * Format: uuid
+             * @description A labeled-data file from `upload_labeling_file` (with `show_preview`) or a connect
+             *     operation: its rows become documents with tags.
+             */
+            file_id?: string | null;
+            column_mapping?: components["schemas"]["ColumnMappingBody"] | null;
+            /**
+             * Format: int64
+             * @description Read the labeled data from an external source instead: a credential of the workspace,
+             *     its kind (http, postgres, s3) and what to read.
+             */
+            credential_id?: number | null;
             source?: string | null;
+            parameters?: Record<string, never> | null;
+            /** @description The language of the file's texts: en (default), de or ar. */
+            language?: string | null;
         };
         CreateUserBody: {
             email: string;
             first_name?: string;
-            is_superuser?: boolean;
             last_name?: string;
             /** @description Without a password the user gets a first-time-login token by mail. */
             password?: string | null;
+            is_superuser?: boolean;
         };
         /**
          * @description A new credential. `secret` depends on `source`:
@@ -2466,25 +2466,25 @@ export interface components {
          */
         CredentialBody: {
             name: string;
-            secret: Record<string, never>;
             /** @example postgres */
             source: string;
+            secret: Record<string, never>;
         };
         /** @description A credential as served: everything but its secret. */
         CredentialDto: {
+            /** Format: int64 */
+            id: number;
+            name: string;
+            /** @description The kind of source it opens: http, postgres or s3. */
+            source: string;
+            /** Format: int64 */
+            organization_id: number;
             created: string;
             /**
              * Format: int64
              * @description The user who created it (null once that user is gone).
              */
             created_by?: number | null;
-            /** Format: int64 */
-            id: number;
-            name: string;
-            /** Format: int64 */
-            organization_id: number;
-            /** @description The kind of source it opens: http, postgres or s3. */
-            source: string;
         };
         DefaultBody: {
             /** @description `true` makes the workspace the default; `false` returns the default to the personal workspace. */
@@ -2495,91 +2495,91 @@ export interface components {
          *     (per class and label precision, recall, F1, support; micro and macro F1; confusion matrix).
          */
         DetailedModelDto: components["schemas"]["ModelDto"] & {
-            classes: string[];
             demoset: Record<string, never>[];
-            labels: string[];
             metrics: Record<string, never>;
+            classes: string[];
+            labels: string[];
         };
         DocumentBody: {
-            /** @description en (default), de or ar: the sentence rules. */
-            language?: string | null;
-            meta?: Record<string, never> | null;
+            text: string;
             /** @description The client's own segments; otherwise the text is split into sentences. */
             segments?: components["schemas"]["SegmentBody"][] | null;
+            meta?: Record<string, never> | null;
+            /** @description en (default), de or ar: the sentence rules. */
+            language?: string | null;
             /** @description `false` keeps the whole text as one segment. */
             split?: boolean | null;
-            text: string;
         };
         DocumentDto: {
-            created: string;
-            /** Format: int64 */
-            group_id?: number | null;
             /** Format: int64 */
             id: number;
-            language: string;
-            meta?: Record<string, never> | null;
-            segments?: components["schemas"]["SegmentDto"][] | null;
             text: string;
+            /** Format: int64 */
+            group_id?: number | null;
+            language: string;
+            created: string;
+            segments?: components["schemas"]["SegmentDto"][] | null;
+            meta?: Record<string, never> | null;
         };
         /** @description The extraction of one document. */
         DocumentExtractionDto: {
+            name: string;
+            all_required_fields_found: boolean;
             all_confidence_thresholds_met: boolean;
             all_data_conversion_passed: boolean;
-            all_required_fields_found: boolean;
+            /** Format: double */
+            credits_used: number;
+            /** @description The fields found; a field not found has no match. */
+            matches: components["schemas"]["MatchDto"][];
+            /** @description With `return_bboxes=true`: per page, a group of boxes per match. */
+            bboxes?: components["schemas"]["BoxDto"][][][] | null;
             /**
              * @description With `return_annotated_pages=true`: each page as a PNG data URI, the matches boxed and
              *     labelled.
              */
             annotated_pages?: string[] | null;
-            /** @description With `return_bboxes=true`: per page, a group of boxes per match. */
-            bboxes?: components["schemas"]["BoxDto"][][][] | null;
-            /** Format: double */
-            credits_used: number;
-            hitl?: components["schemas"]["ExtractionReviewDto"] | null;
-            /** @description The fields found; a field not found has no match. */
-            matches: components["schemas"]["MatchDto"][];
             /** @description The required fields not found. */
             missing_fields: string[];
-            name: string;
+            hitl?: components["schemas"]["ExtractionReviewDto"] | null;
         };
         DocumentPage: {
-            count: number;
             documents: components["schemas"]["DocumentDto"][];
             has_more: boolean;
             /** Format: int64 */
-            limit: number;
-            /** Format: int64 */
             offset: number;
+            /** Format: int64 */
+            limit: number;
+            count: number;
         };
         /** @description A recorded execution. */
         ExecutionDto: {
+            /** Format: int64 */
+            id: number;
+            /** Format: int64 */
+            workflow_id: number;
+            /** @description test or production. */
+            mode: string;
+            method: string;
+            /** @description running, success or error. */
+            status: string;
+            started: string;
+            finished?: string | null;
+            error?: string | null;
             /**
              * @description For test executions, and production ones of a workflow that keeps them: what each step
              *     made, `[{step, type, entries: [{json, binary?}]}]`, the webhook's entry first.
              */
             data?: Record<string, never>[] | null;
-            error?: string | null;
-            finished?: string | null;
-            /** Format: int64 */
-            id: number;
-            method: string;
-            /** @description test or production. */
-            mode: string;
-            started: string;
-            /** @description running, success or error. */
-            status: string;
-            /** Format: int64 */
-            workflow_id: number;
         };
         /** @description One page of executions, newest first. */
         ExecutionPage: {
-            count: number;
             executions: components["schemas"]["ExecutionDto"][];
             has_more: boolean;
             /** Format: int64 */
-            limit: number;
-            /** Format: int64 */
             offset: number;
+            /** Format: int64 */
+            limit: number;
+            count: number;
         };
         /** @description The multipart form of an extraction. */
         ExtractForm: {
@@ -2591,33 +2591,33 @@ export interface components {
         };
         /** @description SPEC's Extraction result. */
         ExtractionResultDto: {
+            model: string;
+            all_required_fields_found: boolean;
             all_confidence_thresholds_met: boolean;
             all_data_conversion_passed: boolean;
-            all_required_fields_found: boolean;
+            /** Format: double */
+            total_credits_used: number;
             documents: components["schemas"]["DocumentExtractionDto"][];
             /** @description The project's labels. */
             labels: components["schemas"]["LabelDto"][];
-            model: string;
-            /** Format: double */
-            total_credits_used: number;
         };
         /**
          * @description The review an extraction asked for: `pending` (a review was created for the configuration's
          *     user) or `passed` (every required field found, every threshold met).
          */
         ExtractionReviewDto: {
-            result: components["schemas"]["HitlResultDto"][];
+            status: string;
             /** Format: int64 */
             review_id?: number | null;
-            status: string;
+            result: components["schemas"]["HitlResultDto"][];
         };
         GroupDto: {
-            created: string;
-            /** Format: int64 */
-            document_count: number;
             /** Format: int64 */
             id: number;
             name: string;
+            created: string;
+            /** Format: int64 */
+            document_count: number;
             /** Format: int64 */
             project_id: number;
             /**
@@ -2634,177 +2634,177 @@ export interface components {
             task_id?: number | null;
         };
         Health: {
-            database: string;
             /** @description `ok`, or `unavailable` when the database does not answer. */
             status: string;
+            database: string;
         };
         /** @description What a configuration is made or changed with. */
         HitlBody: {
+            name: string;
+            description?: string;
             /** Format: int64 */
             assigned_user_id?: number | null;
-            description?: string;
+            /** Format: int64 */
+            model_id?: number | null;
             is_live?: boolean;
+            webhook_url?: string | null;
             /**
              * @description Field settings: `{field: {required, confidence_threshold (0..1), data_type}}`; data
              *     types: text, number, amount, date, id, email, iban, phone.
              */
             labels?: Record<string, never> | null;
-            /** Format: int64 */
-            model_id?: number | null;
-            name: string;
-            webhook_url?: string | null;
         };
         /** @description A field's confidence against the one its setting expects (0 when not found). */
         HitlConfidenceDto: {
+            label: string;
+            value: string;
             /** Format: float */
             expected_confidence: number;
             /** Format: float */
             found: number;
-            label: string;
-            value: string;
         };
         /** @description A HITL configuration. */
         HitlDto: {
             /** Format: int64 */
-            assigned_user_id?: number | null;
-            created_at: string;
+            id: number;
+            name: string;
             description: string;
             /** Format: int64 */
-            id: number;
-            is_live: boolean;
-            /** @description Field settings: `{field: {required, confidence_threshold, data_type}}`. */
-            labels: Record<string, never>;
+            project_id: number;
+            created_at: string;
+            updated_at: string;
+            /** Format: int64 */
+            assigned_user_id?: number | null;
             /** Format: int64 */
             model_id?: number | null;
-            name: string;
-            /** Format: int64 */
-            project_id: number;
-            updated_at: string;
+            is_live: boolean;
+            webhook_url?: string | null;
+            /** @description Field settings: `{field: {required, confidence_threshold, data_type}}`. */
+            labels: Record<string, never>;
             /**
              * @description What review events are signed with (`Lector-Signature`, docs/WEBHOOKS.md): answered
              *     only to the MANAGER who adds or changes the configuration.
              */
             webhook_secret?: string | null;
-            webhook_url?: string | null;
         };
         HitlResultDto: {
             confidences: components["schemas"]["HitlConfidenceDto"][];
         };
         /** @description A review of an extraction. */
         HitlReviewDto: {
-            /** Format: double */
-            confidence_threshold?: number | null;
-            created: string;
-            /** @description With `with_full_data=true` (always for one review): what was extracted and corrected. */
-            data?: Record<string, never> | null;
+            /** Format: int64 */
+            review_id: number;
+            /**
+             * Format: int64
+             * @description Reviews come from requests, not jobs: always empty.
+             */
+            task_id?: number | null;
             /**
              * Format: int64
              * @description Extracted files are not stored: always empty; `document_name` names the file.
              */
             document_id?: number | null;
             document_name: string;
-            /** Format: int64 */
-            hitl_id: number;
-            /** @description The first field that asked for review, and its threshold. */
-            label?: string | null;
-            /** Format: int64 */
-            ls_annotation_id?: number | null;
             /**
              * Format: int64
              * @description The page of the first field that asked for review, from 1.
              */
             page_num: number;
-            /** Format: int64 */
-            review_id: number;
             /** @description pending, approved or rejected. */
             status: string;
-            /**
-             * Format: int64
-             * @description Reviews come from requests, not jobs: always empty.
-             */
-            task_id?: number | null;
+            created: string;
             updated: string;
             /**
              * Format: int64
              * @description The reviewer.
              */
             user_id?: number | null;
+            /** @description The first field that asked for review, and its threshold. */
+            label?: string | null;
+            /** Format: double */
+            confidence_threshold?: number | null;
+            /** Format: int64 */
+            ls_annotation_id?: number | null;
+            /** Format: int64 */
+            hitl_id: number;
+            /** @description With `with_full_data=true` (always for one review): what was extracted and corrected. */
+            data?: Record<string, never> | null;
         };
         Info: {
+            name: string;
+            version: string;
             /** @description The compiler profile the binary was built with. */
             build: string;
             /** @description `sqlite` or `postgres`. */
             database: string;
-            name: string;
-            version: string;
         };
         InvitationDto: {
-            created: string;
-            email: string;
-            expires: string;
             /** Format: int64 */
             id: number;
-            /** @description Where the invited person sends the token from the invitation mail. */
-            invitation_link: string;
+            role: string;
+            email: string;
             /** Format: int64 */
             invited_by_id: number;
             /** Format: int64 */
             organization_id: number;
-            role: string;
+            created: string;
+            expires: string;
             /** @description PENDING, ACCEPTED or CANCELLED. */
             status: string;
+            /** @description Where the invited person sends the token from the invitation mail. */
+            invitation_link: string;
         };
         InviteAnswer: {
-            invitations: components["schemas"]["InvitationDto"][];
             not_invited: components["schemas"]["NotInvited"][];
+            invitations: components["schemas"]["InvitationDto"][];
         };
         InviteBody: {
-            emails: string[];
             /**
              * @description The role every invited person gets; no higher than the caller's.
              * @example USER
              */
             role: string;
+            emails: string[];
         };
         LabelBody: {
             name: string;
         };
         LabelDto: {
-            created: string;
             /** Format: int64 */
             id: number;
             name: string;
+            created: string;
         };
         /** @description A document that arrives with its labels, as a download of a session gives them back. */
         LabeledDocumentBody: {
+            text: string;
             /**
              * Format: int64
              * @description The client's own id for the document, kept in its meta as `external_id`.
              */
             id?: number | null;
-            language?: string | null;
             meta?: Record<string, never> | null;
-            /** @description The document's segments with their tags. */
-            segments?: components["schemas"]["LabeledSegmentBody"][] | null;
+            language?: string | null;
             /**
              * @description Split the text into sentences (default: the whole text is one segment, unless
              *     `segments` are given).
              */
             split?: boolean | null;
+            /** @description The document's segments with their tags. */
+            segments?: components["schemas"]["LabeledSegmentBody"][] | null;
             /** @description Tags for every segment of the document. */
             tags?: components["schemas"]["TagBody"][];
-            text: string;
         };
         /**
          * @description A segment of a labeled document: its text (and where it lies), its tags, and whether it
          *     counts as annotated (it does when it has tags).
          */
         LabeledSegmentBody: {
+            text: string;
             span?: number[] | null;
+            tags?: components["schemas"]["TagBody"][];
             /** @description ANNOTATED marks the segment annotated even without tags. */
             status?: string | null;
-            tags?: components["schemas"]["TagBody"][];
-            text: string;
         };
         /** @description What `upload_labeling_file` answers: the file's preview, or the session made from it. */
         LabelingUpload: components["schemas"]["UploadedFileDto"] | components["schemas"]["SessionDto"];
@@ -2832,70 +2832,70 @@ export interface components {
         };
         /** @description An annotation status record: what was marked, when, and where the session now stands. */
         MarkDto: {
-            /** Format: int64 */
-            annotation_id: number;
+            /** @description ANNOTATED. */
+            name: string;
             created: string;
             /** Format: int64 */
             document_id: number;
-            /** @description ANNOTATED. */
-            name: string;
-            /**
-             * Format: int64
-             * @description The page marked, from 0.
-             */
-            page?: number | null;
-            /**
-             * Format: double
-             * @description The session's progress after the mark.
-             */
-            progress: number;
             /**
              * Format: int64
              * @description Absent when a page or a whole document was marked.
              */
             segment_id?: number | null;
+            /**
+             * Format: int64
+             * @description The page marked, from 0.
+             */
+            page?: number | null;
             /** @description The segments this mark covers. */
             segment_ids: number[];
+            /** Format: int64 */
+            annotation_id: number;
+            /**
+             * Format: double
+             * @description The session's progress after the mark.
+             */
+            progress: number;
             /** @description The session's status after the mark. */
             status: string;
         };
         /** @description One field's value in a document. */
         MatchDto: {
-            /** Format: float */
-            confidence: number;
-            /** Format: float */
-            confidence_threshold: number;
-            /** @description Why the value does not convert to the field's type. */
-            conversion_error?: string | null;
-            conversion_passed: boolean;
-            /** @description An amount's currency (ISO 4217) when the page names it. */
-            currency?: string | null;
-            data_type: string;
             /** @description The field (the model's label). */
             label: string;
+            /** @description The value in the field's type: ISO 8601 dates, amounts with two decimals, grouped IBANs. */
+            value?: string | null;
+            /** @description The words as they stand on the page. */
+            text: string;
             /**
              * Format: int32
              * @description 1 for the first page.
              */
             page: number;
+            /** Format: float */
+            confidence: number;
+            data_type: string;
             required: boolean;
-            /** @description The words as they stand on the page. */
-            text: string;
+            /** Format: float */
+            confidence_threshold: number;
             threshold_met: boolean;
-            /** @description The value in the field's type: ISO 8601 dates, amounts with two decimals, grouped IBANs. */
-            value?: string | null;
+            conversion_passed: boolean;
+            /** @description Why the value does not convert to the field's type. */
+            conversion_error?: string | null;
+            /** @description An amount's currency (ISO 4217) when the page names it. */
+            currency?: string | null;
         };
         MembershipDto: {
-            created: string;
             /** Format: int64 */
             id: number;
-            /** Format: int64 */
-            organization_id: number;
             role: string;
             /** @description The member's e-mail. */
             user: string;
             /** Format: int64 */
             user_id: number;
+            /** Format: int64 */
+            organization_id: number;
+            created: string;
         };
         /** @description A plain confirmation, for operations whose answer has nothing else to say. */
         Message: {
@@ -2903,25 +2903,17 @@ export interface components {
         };
         /** @description A model as the original interface lists it, with Lector's additions after `uuid`. */
         ModelDto: {
-            /** @description The name of the model it was derived from. */
-            base?: string | null;
-            /** Format: int64 */
-            base_id?: number | null;
-            /** Format: int64 */
-            collection_id?: number | null;
-            created: string;
-            display_name: string;
-            /** @description Why training failed, when it did. */
-            failure?: string | null;
-            finished?: string | null;
             /** Format: int64 */
             id: number;
+            name: string;
+            display_name: string;
+            /** @description The name of the model it was derived from. */
+            base?: string | null;
+            created: string;
             /** @description en, de or ar. */
             language: string;
             long_description: string;
-            name: string;
-            /** Format: int64 */
-            organization_id: number;
+            short_description: string;
             /** @description The e-mail address of the user who trained or uploaded it. */
             owner?: string | null;
             /**
@@ -2936,134 +2928,142 @@ export interface components {
              * @description Macro F1 on the test side; set by training only.
              */
             score?: number | null;
-            short_description: string;
-            /** @description Whether the caller starred it. */
-            starred: boolean;
             /** @description CREATED, QUEUED, TRAINING, FAILED, READY, ACTIVE or PUBLISHED. */
             status: string;
-            /**
-             * Format: int64
-             * @description The training job (`get_project_task`).
-             */
-            task_id?: number | null;
             /**
              * @description ABSA, CLASS, LABEL or CLASSLABEL; BASE for a sentence encoder that ships with the
              *     service (listed only with `type=BASE`).
              */
             type: string;
             uuid: string;
+            /** Format: int64 */
+            organization_id: number;
+            /** Format: int64 */
+            base_id?: number | null;
+            /** Format: int64 */
+            collection_id?: number | null;
+            /** @description Whether the caller starred it. */
+            starred: boolean;
+            /**
+             * Format: int64
+             * @description The training job (`get_project_task`).
+             */
+            task_id?: number | null;
             /**
              * Format: int64
              * @description Grows whenever the artifact changes.
              */
             version: number;
+            /** @description Why training failed, when it did. */
+            failure?: string | null;
+            finished?: string | null;
         };
         /** @description A page of models. */
         ModelPage: {
-            count: number;
+            models: components["schemas"]["ModelDto"][];
             has_more: boolean;
             /** Format: int64 */
-            limit: number;
-            models: components["schemas"]["ModelDto"][];
-            /** Format: int64 */
             offset: number;
+            /** Format: int64 */
+            limit: number;
+            count: number;
         };
         /** @description The multipart form of `upload_model`. */
         ModelUploadForm: {
-            /** @description The name of the model it derives from, in the same workspace. */
-            base?: string | null;
-            display_name: string;
             /**
              * Format: binary
              * @description The artifact, as `download_model` gives it.
              */
             file: string;
-            /** @description en (default), de or ar. */
-            language?: string | null;
-            long_description?: string | null;
+            display_name: string;
             /** @description Unique within the workspace; by default the display name. */
             name?: string | null;
-            /** @description The workspace (name or id) when no project is given; by default your default workspace. */
-            organization?: string | null;
-            /**
-             * Format: int64
-             * @description The project the model belongs to (its type must match the artifact's).
-             */
-            project_id?: number | null;
+            /** @description The name of the model it derives from, in the same workspace. */
+            base?: string | null;
             /**
              * Format: double
              * @description The score recorded with the artifact; by default the artifact's own.
              */
             score?: number | null;
+            long_description?: string | null;
             short_description?: string | null;
             /** @description READY (default), ACTIVE, or PUBLISHED (superusers). */
             status?: string | null;
+            /** @description en (default), de or ar. */
+            language?: string | null;
+            /**
+             * Format: int64
+             * @description The project the model belongs to (its type must match the artifact's).
+             */
+            project_id?: number | null;
+            /** @description The workspace (name or id) when no project is given; by default your default workspace. */
+            organization?: string | null;
         };
         /** @description A workspace of the caller's, with the caller's role and default flag. */
         MyWorkspaceDto: components["schemas"]["WorkspaceDto"] & {
-            is_default: boolean;
             role: string;
+            is_default: boolean;
         };
         NotInvited: {
             email: string;
             reason: string;
         };
         NotificationDto: {
-            created: string;
             /** Format: int64 */
             id: number;
-            /** @description When it was read; empty means unread. */
-            read: string;
-            text: string;
             title: string;
+            text: string;
+            created: string;
             /** @description INFO or WARNING. */
             type: string;
+            /** @description When it was read; empty means unread. */
+            read: string;
         };
         /** @description A page of a document read from a file. */
         PageDto: {
-            /** Format: float */
-            height: number;
             /**
              * Format: int32
              * @description 1 for the first page.
              */
             number: number;
-            /** @description TEXT_LAYER (the PDF's own text) or OCR. */
-            source: string;
             /**
              * Format: float
              * @description In PDF points, or pixels for an image.
              */
             width: number;
+            /** Format: float */
+            height: number;
+            /** @description TEXT_LAYER (the PDF's own text) or OCR. */
+            source: string;
             /** @description The page's words in reading order. */
             words: components["schemas"]["BoxDto"][];
         };
         PermissionsBody: {
-            is_betauser?: boolean | null;
             is_superuser?: boolean | null;
+            is_betauser?: boolean | null;
         };
         PermissionsDto: {
-            is_betauser: boolean;
-            is_superuser: boolean;
             /** Format: int64 */
             user_id: number;
+            is_superuser: boolean;
+            is_betauser: boolean;
             /** @description The user's workspaces and its role in each. */
             workspaces: components["schemas"]["WorkspaceRole"][];
         };
         /** @description The body of every error answer. */
         Problem: {
+            /** @description A URI naming the kind of problem. */
+            type: string;
+            title: string;
+            /** Format: int32 */
+            status: number;
+            detail: string;
             /** @description The stable, machine-readable code (see the catalogue in DESIGN.md section 11). */
             code: string;
-            detail: string;
             /** @description Field-level problems, for 400 and 422. */
             errors?: components["schemas"]["ProblemField"][];
             /** @description The request's id (also in `x-request-id` and in the server's log lines). */
             request_id?: string | null;
-            /** Format: int32 */
-            status: number;
-            title: string;
-            /** @description A URI naming the kind of problem. */
-            type: string;
         };
         /** @description One field-level problem. */
         ProblemField: {
@@ -3075,134 +3075,134 @@ export interface components {
         };
         /** @description A product key as served; `token` is whole only in the answer that creates it. */
         ProductKeyDto: {
-            created: string;
             /** Format: int64 */
             id: number;
             name: string;
+            created: string;
             /** @description The whole token when just created; afterwards its first characters and an ellipsis. */
             token: string;
         };
         ProjectDto: {
-            /** @description Class names (with `details`, and always for a single project). */
-            classes?: string[] | null;
-            created: string;
-            /** Format: int64 */
-            external_id?: number | null;
             /** Format: int64 */
             id: number;
-            /** @description Label names (with `details`, and always for a single project). */
-            labels?: string[] | null;
-            /** @description en, de or ar: the sentence rules of the project's documents. */
-            language: string;
-            /** @description The project's models, oldest first (with `details`, and always for a single project). */
-            models?: components["schemas"]["ModelDto"][] | null;
             name: string;
+            /** @description ABSA, CLASS, LABEL or CLASSLABEL. */
+            type: string;
+            status: string;
+            created: string;
             /** Format: int64 */
             organization_id: number;
-            status: string;
+            /** Format: int64 */
+            external_id?: number | null;
+            /** @description en, de or ar: the sentence rules of the project's documents. */
+            language: string;
+            /** @description Class names (with `details`, and always for a single project). */
+            classes?: string[] | null;
+            /** @description Label names (with `details`, and always for a single project). */
+            labels?: string[] | null;
+            /** @description The project's models, oldest first (with `details`, and always for a single project). */
+            models?: components["schemas"]["ModelDto"][] | null;
             /**
              * Format: int64
              * @description The task filling the project (a clone's copy job); poll it with `get_project_task`.
              */
             task_id?: number | null;
-            /** @description ABSA, CLASS, LABEL or CLASSLABEL. */
-            type: string;
         };
         RegisterBody: {
             email: string;
-            first_name?: string;
-            last_name?: string;
             /** @description At least 8 characters. */
             password: string;
+            first_name?: string;
+            last_name?: string;
         };
         ResetMailBody: {
             email: string;
         };
         ResetPasswordBody: {
-            /** @description The new password, at least 8 characters. */
-            password: string;
             /** @description The one-time token from the reset mail. */
             reset_password_token: string;
+            /** @description The new password, at least 8 characters. */
+            password: string;
         };
         RoleBody: {
             /** @example MANAGER */
             role: string;
         };
         SegmentBody: {
+            text: string;
             /** @description Where the segment lies; found after the previous segment when absent. */
             span?: number[] | null;
-            text: string;
         };
         SegmentDto: {
             /** Format: int64 */
             id: number;
-            page?: components["schemas"]["PageDto"] | null;
+            text: string;
             /** @description `[start, end)` in code points of the document text. */
             span: number[];
-            /** @description ANNOTATED once marked, when read through a session. */
-            status?: string | null;
             /**
              * @description The segment's tags (with `details=tags`): of the session when read through one, else of
              *     every session of the project.
              */
             tags?: components["schemas"]["TagDto"][] | null;
-            text: string;
+            /** @description ANNOTATED once marked, when read through a session. */
+            status?: string | null;
+            page?: components["schemas"]["PageDto"] | null;
         };
         /** @description The fields every session answer has; the class and label lists differ by operation. */
         SessionCore: {
+            /** Format: int64 */
+            id: number;
+            uuid: string;
+            name: string;
+            description: string;
+            created: string;
+            finished?: string | null;
+            /** Format: int64 */
+            document_count: number;
+            /**
+             * Format: int64
+             * @description All segments of the session's documents.
+             */
+            segment_count: number;
             /**
              * Format: int64
              * @description Segments marked annotated.
              */
             annotated_count: number;
-            created: string;
-            description: string;
-            /** Format: int64 */
-            document_count: number;
             /** Format: int64 */
             document_group_id?: number | null;
-            finished?: string | null;
-            /** Format: int64 */
-            id: number;
-            mode: string;
-            /** Format: int64 */
-            model_id?: number | null;
-            name: string;
             /**
              * Format: int64
              * @description The workspace.
              */
             organization_id: number;
+            /** Format: int64 */
+            user_id: number;
+            /** Format: int64 */
+            project_id: number;
             /**
              * Format: double
              * @description Annotated segments over all segments, in [0, 1].
              */
             progress: number;
             /** Format: int64 */
-            project_id: number;
-            /**
-             * Format: int64
-             * @description All segments of the session's documents.
-             */
-            segment_count: number;
+            model_id?: number | null;
             status: string;
+            mode: string;
             /** @description The project type, which fixes the shape of tags. */
             type: string;
-            /** Format: int64 */
-            user_id: number;
-            uuid: string;
         };
         /** @description A session with one page of its documents, and the classes and labels it offers in full. */
         SessionDocumentsDto: components["schemas"]["SessionCore"] & {
             classes: components["schemas"]["ClassDto"][];
-            count: number;
+            labels: components["schemas"]["LabelDto"][];
             documents: components["schemas"]["DocumentDto"][];
             has_more: boolean;
-            labels: components["schemas"]["LabelDto"][];
-            /** Format: int64 */
-            limit: number;
             /** Format: int64 */
             offset: number;
+            /** Format: int64 */
+            limit: number;
+            count: number;
         };
         /** @description A labeling session, with the names of the classes and labels it offers. */
         SessionDto: components["schemas"]["SessionCore"] & {
@@ -3243,77 +3243,77 @@ export interface components {
         };
         /** @description A tag on a segment: a class and/or a label by name, optionally on a part of the segment. */
         TagDto: {
+            /** Format: int64 */
+            id: number;
+            class?: string | null;
+            label?: string | null;
+            /** @description The part of the segment the tag points at, in code points of the document text. */
+            span?: number[] | null;
+            text?: string | null;
             /**
              * Format: int64
              * @description The labeling session the tag belongs to.
              */
             annotation_id: number;
-            class?: string | null;
+            created: string;
             /**
              * Format: double
              * @description Correction sessions: the model's confidence in a tag it predicted.
              */
             confidence?: number | null;
-            created: string;
-            /** Format: int64 */
-            id: number;
-            label?: string | null;
-            /** @description The part of the segment the tag points at, in code points of the document text. */
-            span?: number[] | null;
             /** @description Correction sessions: CORRECTING until a person confirms the tag READY. */
             status?: string | null;
-            text?: string | null;
         };
         TaskDto: {
             /** Format: int64 */
-            attempts: number;
-            created: string;
-            error?: string | null;
-            finished?: string | null;
-            /** Format: int64 */
             id: number;
+            /** Format: int64 */
+            project_id?: number | null;
+            /** @description The kind of work, e.g. `import_documents`. */
+            type: string;
+            /** @description QUEUED, RUNNING, DONE or FAILED. */
+            status: string;
             /**
              * Format: double
              * @description In [0, 1]; never decreases.
              */
             progress: number;
             /** Format: int64 */
-            project_id?: number | null;
-            result?: Record<string, never> | null;
-            /** @description QUEUED, RUNNING, DONE or FAILED. */
-            status: string;
-            /** @description The kind of work, e.g. `import_documents`. */
-            type: string;
+            attempts: number;
+            created: string;
             updated: string;
+            finished?: string | null;
+            result?: Record<string, never> | null;
+            error?: string | null;
         };
         /** @description The test address's window. */
         TestListening: {
+            workflow: components["schemas"]["WorkflowDto"];
+            test_url: string;
             /** @description When the address stops listening (RFC 3339), unless a call uses it first. */
             listening_until: string;
-            test_url: string;
-            workflow: components["schemas"]["WorkflowDto"];
         };
         /**
          * @description A training request. Without `annotation_ids` or both train and test lists, every labeling
          *     session of the project with annotated segments is used, split 80/20 (stratified, seeded).
          */
         TrainModelBody: {
-            /** @description Labeling sessions split into train and test; the two lists below are then ignored. */
-            annotation_ids?: number[] | null;
+            /** @description Unique within the workspace; by default the display name. */
+            name?: string | null;
+            display_name?: string | null;
+            /** @description en, de or ar; by default the project's language. */
+            language?: string | null;
             /**
              * Format: int64
              * @description A model to start from (warm start), of the project's type.
              */
             base_id?: number | null;
-            display_name?: string | null;
-            /** @description en, de or ar; by default the project's language. */
-            language?: string | null;
-            /** @description Unique within the workspace; by default the display name. */
-            name?: string | null;
-            testset_annotation_ids?: number[] | null;
-            trainset_annotation_ids?: number[] | null;
             /** @description The project's type, if given. */
             type?: string | null;
+            /** @description Labeling sessions split into train and test; the two lists below are then ignored. */
+            annotation_ids?: number[] | null;
+            trainset_annotation_ids?: number[] | null;
+            testset_annotation_ids?: number[] | null;
         };
         TransferBody: {
             /**
@@ -3329,60 +3329,54 @@ export interface components {
         };
         /** @description What `update_analysis` changes. */
         UpdateAnalysisBody: {
-            description?: string | null;
             name?: string | null;
+            description?: string | null;
         };
         UpdateGroupBody: {
+            name?: string | null;
             /** @description Documents of the project to move into the group. */
             document_ids?: number[];
             /** @description New documents to add to the group. */
             documents?: components["schemas"]["UploadedDocument"][];
             language?: string | null;
-            name?: string | null;
             split?: boolean | null;
         };
         /** @description Descriptive fields of a model (MANAGER). */
         UpdateModelBody: {
-            /** Format: int64 */
-            collection_id?: number | null;
+            name?: string | null;
             display_name?: string | null;
+            short_description?: string | null;
+            long_description?: string | null;
             /** @description en, de or ar. */
             language?: string | null;
-            long_description?: string | null;
-            name?: string | null;
-            short_description?: string | null;
+            /** Format: int64 */
+            collection_id?: number | null;
         };
         /** @description Only `read` may change: a timestamp marks the notification read, an empty string unread. */
         UpdateNotificationBody: {
             read?: string | null;
         };
         UpdateProjectBody: {
+            name?: string | null;
+            /** @example LABEL */
+            type?: string | null;
             /** Format: int64 */
             external_id?: number | null;
             /** @description en, de or ar. */
             language?: string | null;
-            name?: string | null;
-            /** @example LABEL */
-            type?: string | null;
         };
         UpdateSessionBody: {
-            /** @description The class names the session offers from now on. */
-            classes?: string[] | null;
+            name?: string | null;
             description?: string | null;
             /** @description Documents of the project to add. */
             document_ids?: number[] | null;
             /** @description New labeled documents to add. */
             documents?: components["schemas"]["LabeledDocumentBody"][] | null;
+            /** @description The class names the session offers from now on. */
+            classes?: string[] | null;
             labels?: string[] | null;
-            name?: string | null;
         };
         UpdateUserBody: {
-            /**
-             * @description The caller's present password: required to change `password` or `email` of one's own
-             *     account, unless it has none yet (a first-time login). Superusers changing someone else's
-             *     account need not send it.
-             */
-            current_password?: string | null;
             email?: string | null;
             first_name?: string | null;
             last_name?: string | null;
@@ -3391,14 +3385,20 @@ export interface components {
              *     stay valid).
              */
             password?: string | null;
+            /**
+             * @description The caller's present password: required to change `password` or `email` of one's own
+             *     account, unless it has none yet (a first-time login). Superusers changing someone else's
+             *     account need not send it.
+             */
+            current_password?: string | null;
         };
         UpdateWorkspaceBody: {
+            name: string;
             description?: string | null;
-            /** @description Superusers only. */
-            is_beta?: boolean | null;
             /** @description A read-only workspace refuses every change but to these settings. */
             is_read_only?: boolean | null;
-            name: string;
+            /** @description Superusers only. */
+            is_beta?: boolean | null;
         };
         /** @description The multipart form of an upload. */
         UploadForm: {
@@ -3415,13 +3415,13 @@ export interface components {
             to_list?: boolean | null;
         };
         UploadedDocument: {
+            text: string;
             /**
              * Format: int64
              * @description The client's own id for the document, kept in its meta as `external_id`.
              */
             id?: number | null;
             meta?: Record<string, never> | null;
-            text: string;
         };
         /** @description An uploaded file: its id for `create_group` (`file_id`) and its first rows. */
         UploadedFileDto: {
@@ -3432,63 +3432,47 @@ export interface components {
         };
         /** @description A user as served. */
         UserDto: {
-            created: string;
-            email: string;
-            first_name: string;
             /** Format: int64 */
             id: number;
-            is_betauser: boolean;
-            is_superuser: boolean;
+            email: string;
+            first_name: string;
             last_name: string;
+            is_superuser: boolean;
+            is_betauser: boolean;
+            created: string;
         };
         /** @description A workflow to create, or the whole of one to replace (PUT). */
         WorkflowBody: {
-            keep_data?: boolean;
             name: string;
             /**
              * Format: int64
              * @description The workspace (create only; default: the caller's default workspace).
              */
             organization_id?: number | null;
-            steps?: Record<string, never>[];
-            steps_by_method?: Record<string, never>;
+            keep_data?: boolean;
             /**
              * @description The webhook trigger; see WorkflowDto. `authentication` takes `value` (header) or
              *     `password` (basic), stored as a digest and never answered; an update may leave it out
              *     to keep it.
              */
             trigger: Record<string, never>;
+            steps?: Record<string, never>[];
+            steps_by_method?: Record<string, never>;
         };
         /**
          * @description A workflow as served: its trigger (without the authentication's secret), steps and
          *     addresses.
          */
         WorkflowDto: {
-            /** @description Whether the production address listens. */
-            active: boolean;
-            created: string;
-            /** Format: int64 */
-            created_by?: number | null;
             /** Format: int64 */
             id: number;
-            /** @description Whether production executions keep their data (test executions always do). */
-            keep_data: boolean;
-            /** @description The methods the webhook listens to. */
-            methods: string[];
             name: string;
             /** Format: int64 */
             organization_id: number;
-            production_url: string;
-            /**
-             * Format: int64
-             * @description The user whose role the steps run with (who last activated or tested it).
-             */
-            runs_as_user_id?: number | null;
-            /** @description The steps every method leads to: `{type: analyze, extract, notify, http_request or set, …}`. */
-            steps: Record<string, never>[];
-            /** @description The steps of the methods that lead elsewhere. */
-            steps_by_method: Record<string, never>;
-            test_url: string;
+            /** @description Whether the production address listens. */
+            active: boolean;
+            /** @description Whether production executions keep their data (test executions always do). */
+            keep_data: boolean;
             /**
              * @description `{path, http_method, multiple_methods, http_methods, response_mode (immediately,
              *     last_step), response_data (all_entries, first_entry_json, no_data), property_name,
@@ -3496,31 +3480,47 @@ export interface components {
              *     rate_limit_per_minute}`.
              */
             trigger: Record<string, never>;
+            /** @description The steps every method leads to: `{type: analyze, extract, notify, http_request or set, …}`. */
+            steps: Record<string, never>[];
+            /** @description The steps of the methods that lead elsewhere. */
+            steps_by_method: Record<string, never>;
+            /** @description The methods the webhook listens to. */
+            methods: string[];
+            production_url: string;
+            test_url: string;
+            /**
+             * Format: int64
+             * @description The user whose role the steps run with (who last activated or tested it).
+             */
+            runs_as_user_id?: number | null;
+            /** Format: int64 */
+            created_by?: number | null;
+            created: string;
             updated: string;
         };
         /** @description One page of workflows. */
         WorkflowPage: {
-            count: number;
+            workflows: components["schemas"]["WorkflowDto"][];
             has_more: boolean;
             /** Format: int64 */
-            limit: number;
-            /** Format: int64 */
             offset: number;
-            workflows: components["schemas"]["WorkflowDto"][];
+            /** Format: int64 */
+            limit: number;
+            count: number;
         };
         WorkspaceBody: {
-            description?: string;
             name: string;
+            description?: string;
         };
         WorkspaceDto: {
-            created: string;
-            description: string;
             /** Format: int64 */
             id: number;
-            is_active: boolean;
+            name: string;
+            description: string;
+            created: string;
             is_beta: boolean;
             is_read_only: boolean;
-            name: string;
+            is_active: boolean;
         };
         WorkspaceRole: {
             /** Format: int64 */
@@ -3802,10 +3802,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
-                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": unknown;
-                    "application/x-ndjson": unknown;
                     "text/csv": unknown;
+                    "application/json": unknown;
+                    "application/x-ndjson": unknown;
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": unknown;
                 };
             };
             /** @description The request was refused; see `code` and `detail` */
@@ -5584,10 +5584,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
-                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": unknown;
-                    "application/x-ndjson": unknown;
                     "text/csv": unknown;
+                    "application/json": unknown;
+                    "application/x-ndjson": unknown;
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": unknown;
                 };
             };
             /** @description The request was refused; see `code` and `detail` */
@@ -6076,10 +6076,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
-                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": unknown;
-                    "application/x-ndjson": unknown;
                     "text/csv": unknown;
+                    "application/json": unknown;
+                    "application/x-ndjson": unknown;
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": unknown;
                 };
             };
             /** @description The request was refused; see `code` and `detail` */
@@ -6177,10 +6177,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
-                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": unknown;
-                    "application/x-ndjson": unknown;
                     "text/csv": unknown;
+                    "application/json": unknown;
+                    "application/x-ndjson": unknown;
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": unknown;
                 };
             };
             /** @description The request was refused; see `code` and `detail` */
@@ -7257,10 +7257,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
-                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": unknown;
-                    "application/x-ndjson": unknown;
                     "text/csv": unknown;
+                    "application/json": unknown;
+                    "application/x-ndjson": unknown;
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": unknown;
                 };
             };
             /** @description The request was refused; see `code` and `detail` */
@@ -7625,10 +7625,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
-                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": unknown;
-                    "application/x-ndjson": unknown;
                     "text/csv": unknown;
+                    "application/json": unknown;
+                    "application/x-ndjson": unknown;
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": unknown;
                 };
             };
             /** @description The request was refused; see `code` and `detail` */
