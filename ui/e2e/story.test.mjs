@@ -19,7 +19,21 @@ after(async () => {
 });
 
 test("sign-up through labeling, training and analysis", async (t) => {
-  await t.test("register", async () => {
+  // Each step needs the ones before: after a failure the rest are skipped.
+  let broken = false;
+  const step = (name, fn) =>
+    t.test(name, async (tt) => {
+      if (broken) return tt.skip("an earlier step failed");
+      try {
+        await fn(tt);
+      } catch (e) {
+        broken = true;
+        await shot(page, `failed-${name.replace(/\W+/g, "-")}`).catch(() => {});
+        throw e;
+      }
+    });
+
+  await step("register", async () => {
     await page.goto(`${BASE}/app/register`);
     await checkA11y(page, "register");
     await shot(page, "01-register");
@@ -31,7 +45,7 @@ test("sign-up through labeling, training and analysis", async (t) => {
     await checkA11y(page, "projects (empty)");
   });
 
-  await t.test("create a project with two classes", async () => {
+  await step("create a project with two classes", async () => {
     await page.getByLabel("Name").fill("Tickets");
     await page.getByLabel("Type").selectOption("CLASS");
     await page.getByRole("button", { name: "Create project" }).click();
@@ -47,14 +61,14 @@ test("sign-up through labeling, training and analysis", async (t) => {
     assert.deepEqual(classes.map((c) => c.name).sort(), ["billing", "login"]);
   });
 
-  await t.test("import a CSV with a preview and a column picker", async () => {
+  await step("import a CSV with a preview and a column picker", async () => {
     await page.getByRole("navigation", { name: "Project" }).getByRole("link", { name: "Import" }).click();
     const rows = [["id", "ticket", "channel"]];
     for (let i = 0; i < 12; i++) {
       rows.push([2 * i + 1, BILLING[i], "mail"]);
       rows.push([2 * i + 2, LOGIN[i], "phone"]);
     }
-    await page.getByLabel("File").setInputFiles({ name: "tickets.csv", mimeType: "text/csv", buffer: Buffer.from(csv(rows)) });
+    await page.getByLabel("File", { exact: true }).setInputFiles({ name: "tickets.csv", mimeType: "text/csv", buffer: Buffer.from(csv(rows)) });
     await page.getByRole("button", { name: "Upload and preview" }).click();
     const table = page.getByRole("table", { name: /Preview of tickets.csv/ });
     await table.waitFor();
@@ -73,7 +87,7 @@ test("sign-up through labeling, training and analysis", async (t) => {
     assert.ok(docs.documents.every((d) => BILLING.includes(d.text) || LOGIN.includes(d.text)), "the ticket column was imported");
   });
 
-  await t.test("label 20 segments with the keyboard only", async () => {
+  await step("label 20 segments with the keyboard only", async () => {
     await page.getByRole("link", { name: "Start labeling" }).click();
     await page.getByRole("heading", { level: 1, name: "Labeling" }).waitFor();
     await page.getByLabel("New session name").fill("First pass");
@@ -118,7 +132,7 @@ test("sign-up through labeling, training and analysis", async (t) => {
     assert.ok(tagged.some((s) => s.tags.some((t) => t.span && t.span[1] - t.span[0] < [...s.text].length)), "a part of a segment is tagged");
   });
 
-  await t.test("train a model and read its metrics", async () => {
+  await step("train a model and read its metrics", async () => {
     await page.getByRole("navigation", { name: "Project" }).getByRole("link", { name: "Models" }).click();
     await page.getByRole("button", { name: "Train a model" }).click();
     await page.getByRole("heading", { level: 1, name: "Tickets v1" }).waitFor();
@@ -132,7 +146,7 @@ test("sign-up through labeling, training and analysis", async (t) => {
     assert.equal(models[0].status, "READY");
   });
 
-  await t.test("analyse a file and read the results", async () => {
+  await step("analyse a file and read the results", async () => {
     await page.getByRole("link", { name: "Analyse with it" }).click();
     await page.getByRole("heading", { level: 1, name: "Analyses" }).waitFor();
     const rows = [["text"], ["I was charged twice this month"], ["I cannot log in since yesterday"], ["The invoice amount is wrong"]];
@@ -151,13 +165,13 @@ test("sign-up through labeling, training and analysis", async (t) => {
     await checkA11y(page, "analysis");
     await shot(page, "08-analysis");
     // Filter by class: every row left carries that class.
-    await page.getByLabel("Class").selectOption({ label: "billing" });
+    await page.getByLabel("Class", { exact: true }).selectOption({ label: "billing" });
     await page.waitForFunction(() => document.querySelectorAll("table.results tbody tr").length < 3 || document.querySelector(".empty"));
     const left = await results.allInnerTexts();
     assert.ok(left.length >= 1 && left.every((r) => r.includes("billing")), `filtered rows: ${JSON.stringify(left)}`);
   });
 
-  await t.test("the other main pages pass axe", async () => {
+  await step("the other main pages pass axe", async () => {
     for (const [name, url, heading] of [
       ["workspace", "/app/workspace", /^Workspace /],
       ["notifications", "/app/notifications", "Notifications"],

@@ -179,7 +179,10 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
     };
   }, [load]);
 
-  const segments = doc?.segments ?? [];
+  // While the next document loads, the last one is neither shown nor changed by keys.
+  const fresh = !!page && page.offset === offset;
+  const shown = fresh ? doc : null;
+  const segments = shown?.segments ?? [];
   const seg: Segment | undefined = segments[current];
   const kinds = tagKinds(project.type);
   const pair = kinds.classes && kinds.labels;
@@ -325,6 +328,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (isTyping(e.target) || e.ctrlKey || e.metaKey || e.altKey) return;
+      if (!shown && e.key !== "?" && e.key !== "p" && e.key !== "n") return;
       const target = e.target as HTMLElement | null;
       if (target && (target.tagName === "BUTTON" || target.tagName === "A") && (e.key === "Enter" || e.key === " ")) return;
       const idx = chipIndex(e.code);
@@ -458,7 +462,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
       <div className="annotator-bar">
         <Progress value={progress} label="Segments annotated in this session" />
         <span>
-          Document {total === 0 ? 0 : offset + 1} of {total}
+          {fresh ? `Document ${total === 0 ? 0 : offset + 1} of ${total}` : "Loading document…"}
         </span>
         {mode === "correction" && predicted !== null && <span>Predicted score after corrections: {percent(predicted, 1)}</span>}
         <div className="row">
@@ -473,10 +477,10 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
       <div className="sr-only" role="status" aria-live="polite">
         {announce}
       </div>
-      <ErrorBox error={error} onRetry={!doc ? load : undefined} />
-      {loading && !doc && <Loading label="Loading the document" onCancel={() => navigate(back)} />}
-      {!loading && page && !doc && <p className="empty">This session has no documents.</p>}
-      {doc && (
+      <ErrorBox error={error} onRetry={!shown ? load : undefined} />
+      {loading && !shown && <Loading label="Loading the document" onCancel={() => navigate(back)} />}
+      {!loading && fresh && !doc && <p className="empty">This session has no documents.</p>}
+      {shown && (
         <div className="annotator-body">
           <aside className="chips" aria-label="Tags">
             {kinds.classes && (
@@ -536,7 +540,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
               )}
             </div>
           </aside>
-          <ol className="segments" ref={listRef} aria-label={`Segments of document ${doc.id}`}>
+          <ol className="segments" ref={listRef} aria-label={`Segments of document ${shown.id}`}>
             {segments.map((s, i) => {
               const tags = s.tags ?? [];
               const parts = tags.filter((t) => partOf(t, s)).map((t) => t.span as [number, number]);
