@@ -104,8 +104,6 @@ test("sign-up through labeling, training and analysis", async (t) => {
       assert.ok(key, `segment text ${JSON.stringify(text)} is one of the imported tickets`);
       await page.keyboard.press(key);
       await page.locator(".segment.current .tag").first().waitFor();
-      await page.keyboard.press("Enter");
-      await page.locator(".segment.current .badge", { hasText: "annotated" }).waitFor();
       if (i === 5) {
         // A part of a segment: s starts a selection at the first word, Shift+→ widens it.
         await page.keyboard.press("s");
@@ -115,9 +113,20 @@ test("sign-up through labeling, training and analysis", async (t) => {
         await page.locator(".segment.current mark.part").waitFor();
         await shot(page, "05-annotator-part");
       }
+      if (i === 8) {
+        // p and n move between documents; the tags stay.
+        await page.keyboard.press("p");
+        await page.getByText(`Document ${i} of 24`).waitFor();
+        await page.locator(".segment.current .badge", { hasText: "annotated" }).waitFor();
+        await page.keyboard.press("n");
+        await page.getByText(`Document ${i + 1} of 24`).waitFor();
+        await page.locator(".segment.current .tag").first().waitFor();
+      }
       if (i === 19) await shot(page, "06-annotator");
-      await page.keyboard.press("n");
+      // Enter marks the segment annotated; after a document's last segment the next one opens.
+      await page.keyboard.press("Enter");
     }
+    await page.getByText("Document 21 of 24").waitFor();
     const pid = projectIdFromUrl(page);
     const sessions = await apiGet(page, `/projects/${pid}/annotations`);
     assert.equal(sessions.length, 1);

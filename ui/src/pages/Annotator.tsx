@@ -120,7 +120,7 @@ const SHORTCUTS: Array<[string, string]> = [
   ["↓ or j / ↑ or k", "next / previous segment"],
   ["1 … 9, 0", "toggle a class on the segment (or on the selected part)"],
   ["Shift + 1 … 9", "toggle a label (pair projects: with the class picked)"],
-  ["Enter", "mark the segment annotated and go to the next"],
+  ["Enter", "mark the segment annotated and go to the next (the next document after the last)"],
   ["s", "select a part of the segment: ← → move, Shift + ← → widen, Esc cancels"],
   ["Backspace", "remove the segment's last tag"],
   ["c", "confirm the model's tags (correction sessions)"],
@@ -308,11 +308,20 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
       setProgress(answer.progress);
       if (answer.predicted !== undefined) setPredicted(answer.predicted ?? null);
       setPart(null);
-      if (current < segments.length - 1) {
+      const open = segments.findIndex((x, i) => i > current && x.status !== "ANNOTATED");
+      const allDone = segments.every((x) => x.id === seg.id || x.status === "ANNOTATED");
+      if (open >= 0) {
+        setCurrent(open);
+        setAnnounce("Marked annotated");
+      } else if (current < segments.length - 1) {
         setCurrent(current + 1);
         setAnnounce("Marked annotated");
+      } else if (allDone && offset + 1 < total) {
+        // The document is done: on to the next one.
+        setAnnounce("Document done; next document");
+        goDoc(offset + 1);
       } else {
-        setAnnounce("Marked annotated; last segment of the document. Press n for the next document.");
+        setAnnounce(allDone ? "Marked annotated; that was the last document." : "Marked annotated; some segments above are still open.");
       }
     });
 
