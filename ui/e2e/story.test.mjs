@@ -7,6 +7,7 @@ import { BASE, BILLING, LOGIN, apiGet, checkA11y, csv, launch, newPage, shot } f
 
 let browser;
 let page;
+let projectId;
 const email = `ada-${process.pid}@example.org`;
 const password = "correct horse battery";
 
@@ -103,8 +104,8 @@ test("sign-up through labeling, training and analysis", async (t) => {
       const key = BILLING.includes(text) ? "1" : LOGIN.includes(text) ? "2" : null;
       assert.ok(key, `segment text ${JSON.stringify(text)} is one of the imported tickets`);
       await page.keyboard.press(key);
-      await page.locator(".segment.current .tag").first().waitFor();
       if (i === 5) {
+        await page.locator(".segment.current .tag").first().waitFor();
         // A part of a segment: s starts a selection at the first word, Shift+→ widens it.
         await page.keyboard.press("s");
         await page.keyboard.press("Shift+ArrowRight");
@@ -115,6 +116,7 @@ test("sign-up through labeling, training and analysis", async (t) => {
       }
       if (i === 8) {
         // p and n move between documents; the tags stay.
+        await page.locator(".segment.current .tag").first().waitFor();
         await page.keyboard.press("p");
         await page.getByText(`Document ${i} of 24`).waitFor();
         await page.locator(".segment.current .badge", { hasText: "annotated" }).waitFor();
@@ -123,7 +125,8 @@ test("sign-up through labeling, training and analysis", async (t) => {
         await page.locator(".segment.current .tag").first().waitFor();
       }
       if (i === 19) await shot(page, "06-annotator");
-      // Enter marks the segment annotated; after a document's last segment the next one opens.
+      // Enter marks the segment annotated (right after the number key: the page queues both);
+      // after a document's last segment the next document opens.
       await page.keyboard.press("Enter");
     }
     await page.getByText("Document 21 of 24").waitFor();
@@ -151,7 +154,8 @@ test("sign-up through labeling, training and analysis", async (t) => {
     assert.equal(bars, 2, "one F1 bar per class");
     await checkA11y(page, "model");
     await shot(page, "07-model");
-    const models = await apiGet(page, `/projects/${projectIdFromUrl(page)}/models`);
+    projectId = projectIdFromUrl(page);
+    const models = await apiGet(page, `/projects/${projectId}/models`);
     assert.equal(models[0].status, "READY");
   });
 
@@ -178,6 +182,27 @@ test("sign-up through labeling, training and analysis", async (t) => {
     await page.waitForFunction(() => document.querySelectorAll("table.results tbody tr").length < 3 || document.querySelector(".empty"));
     const left = await results.allInnerTexts();
     assert.ok(left.length >= 1 && left.every((r) => r.includes("billing")), `filtered rows: ${JSON.stringify(left)}`);
+  });
+
+  await step("correct the model's suggestions", async () => {
+    await page.goto(`${BASE}/app/projects/${projectId}/labeling`);
+    await page.getByRole("heading", { level: 1, name: "Labeling" }).waitFor();
+    await page.getByLabel("Model").selectOption({ label: "Tickets v1" });
+    await page.getByLabel("Documents", { exact: true }).fill("4");
+    await page.getByRole("button", { name: "Start correcting" }).click();
+    await page.locator(".segment.current").waitFor();
+    // The model's suggestion carries its confidence.
+    const suggestion = page.locator(".segment.current .tag").first();
+    await suggestion.waitFor();
+    assert.match(await suggestion.innerText(), /(billing|login)\s*\d+ %/);
+    await checkA11y(page, "correction");
+    await shot(page, "13-correction");
+    await page.keyboard.press("c");
+    await page.keyboard.press("Enter");
+    await page.getByText(/Predicted score after corrections/).waitFor();
+    const corrections = await apiGet(page, `/projects/${projectId}/corrections`);
+    assert.equal(corrections.length, 1);
+    assert.equal(corrections[0].annotated_count, 1, "one segment corrected");
   });
 
   await step("the other main pages pass axe", async () => {

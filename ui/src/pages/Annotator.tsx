@@ -147,10 +147,10 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
   const [progress, setProgress] = useState(0);
   const [predicted, setPredicted] = useState<number | null>(null);
   const [help, setHelp] = useState(false);
-  const [busy, setBusy] = useState(false);
   const [announce, setAnnounce] = useState("");
   const listRef = useRef<HTMLOListElement>(null);
   const abort = useRef(false);
+  const docRef = useRef<Doc | null>(null);
 
   const load = useCallback(() => {
     setLoading(true);
@@ -161,6 +161,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
       .then((p) => {
         if (abort.current) return;
         setPage(p);
+        docRef.current = p.documents[0] ?? null;
         setDoc(p.documents[0] ?? null);
         setProgress(p.progress);
         const segs = p.documents[0]?.segments ?? [];
@@ -190,21 +191,43 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
   const labels = page?.labels ?? [];
   const total = page?.document_count ?? 0;
 
-  const replaceSegment = (s: Segment) => setDoc((d) => (d ? { ...d, segments: (d.segments ?? []).map((x) => (x.id === s.id ? s : x)) } : d));
+  // Changes go through refs updated at once, so that keys pressed in a quick row (queued, one
+  // request at a time) each see what the ones before them did.
+  const currentRef = useRef(current);
+  currentRef.current = current;
+  const queue = useRef<Promise<void>>(Promise.resolve());
+  const [pending, setPending] = useState(0);
 
-  /** Runs a change against the API, one at a time, showing its error. */
-  const act = async (f: () => Promise<void>) => {
-    if (busy) return;
-    setBusy(true);
-    setError(null);
-    try {
-      await f();
-    } catch (e) {
-      setError(e as Error);
-    } finally {
-      setBusy(false);
-    }
+  const latest = (id: number): Segment | undefined => docRef.current?.segments?.find((x) => x.id === id);
+  const updateSegment = (id: number, f: (s: Segment) => Segment) => {
+    const d = docRef.current;
+    if (!d) return;
+    const next = { ...d, segments: (d.segments ?? []).map((x) => (x.id === id ? f(x) : x)) };
+    docRef.current = next;
+    setDoc(next);
   };
+  const moveTo = (i: number) => {
+    currentRef.current = i;
+    setCurrent(i);
+  };
+
+  /** Queues a change against the API: one request at a time, in the order of the keys. */
+  const act = (f: () => Promise<void>) => {
+    const docId = docRef.current?.id;
+    setPending((n) => n + 1);
+    queue.current = queue.current.then(async () => {
+      try {
+        // A change for a document no longer shown is dropped.
+        if (docRef.current?.id === docId) await f();
+      } catch (e) {
+        setError(e as Error);
+      } finally {
+        setPending((n) => n - 1);
+      }
+    });
+    return queue.current;
+  };
+  const busy = pending > 0;
 
   const selectedPart = (): { span: [number, number]; text: string } | null => {
     if (!seg || !part) return null;
@@ -231,99 +254,133 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
     return partSpan(seg.text, seg.span[0], from, to);
   };
 
-  const toggle = (kind: "class" | "label", name: string) =>
-    act(async () => {
-      if (!seg || !doc) return;
-      const tags = seg.tags ?? [];
-      const chosen = selectedPart() ?? mousePart();
-      let body: TagBody;
-      if (pair) {
-        if (kind === "class") {
-          setPendingClass(name === pendingClass ? null : name);
-          setAnnounce(name === pendingClass ? "Class cleared" : `Class ${name} picked; press Shift and a number for its label`);
-          return;
-        }
-        const cls = pendingClass;
-        if (!cls) {
-          setAnnounce("Pick a class first (a number key), then its label (Shift and a number)");
-          setError(new Error("Pick a class first (a number key), then its label (Shift + number)."));
-          return;
-        }
-        body = { class: cls, label: name };
-      } else {
-        body = kind === "class" ? { class: name } : { label: name };
+  const toggle = (kind: "class" | "label", name: string) => {
+    if (!seg || !shown) return;
+    const segId = seg.id;
+    const docId = shown.id;
+    const chosen = selectedPart() ?? mousePart();
+    let body: TagBody;
+    if (pair) {
+      if (kind === "class") {
+        setPendingClass(name === pendingClass ? null : name);
+        setAnnounce(name === pendingClass ? "Class cleared" : `Class ${name} picked; press Shift and a number for its label`);
+        return;
       }
+      if (!pendingClass) {
+        setError(new Error("Pick a class first (a number key), then its label (Shift + number)."));
+        return;
+      }
+      body = { class: pendingClass, label: name };
+    } else {
+      body = kind === "class" ? { class: name } : { label: name };
+    }
+    if (chosen) {
+      setPart(null);
+      window.getSelection()?.removeAllRanges();
+    }
+    setError(null);
+    void act(async () => {
+      const s = latest(segId);
+      if (!s) return;
+      const tags = s.tags ?? [];
       if (chosen) {
-        body = { ...body, span: chosen.span, text: chosen.text };
-        const added = await api2.addTag(doc.id, seg.id, body);
-        replaceSegment({ ...seg, tags: [...tags, added] });
-        setPart(null);
-        window.getSelection()?.removeAllRanges();
+        const added = await api2.addTag(docId, segId, { ...body, span: chosen.span, text: chosen.text });
+        updateSegment(segId, (x) => ({ ...x, tags: [...(x.tags ?? []), added] }));
         setAnnounce(`Tagged "${chosen.text}" as ${name}`);
         return;
       }
-      const whole = tags.filter((t) => !t.span || (t.span[0] === seg.span[0] && t.span[1] === seg.span[1]));
+      const whole = tags.filter((t) => !partOf(t, s));
       const same = whole.find((t) => (pair ? t.class === body.class && t.label === body.label : kind === "class" ? t.class === name : t.label === name));
       if (same) {
-        await api2.deleteTag(doc.id, seg.id, same.id);
-        replaceSegment({ ...seg, tags: tags.filter((t) => t.id !== same.id) });
+        await api2.deleteTag(docId, segId, same.id);
+        updateSegment(segId, (x) => ({ ...x, tags: (x.tags ?? []).filter((t) => t.id !== same.id) }));
         setAnnounce(`Removed ${name}`);
         return;
       }
       if (!kinds.classes && whole.length > 0) {
         // A label project gives a segment one label: change it.
-        const updated = await api2.updateTag(doc.id, seg.id, whole[0].id, body);
-        replaceSegment({ ...seg, tags: tags.map((t) => (t.id === updated.id ? updated : t)) });
+        const updated = await api2.updateTag(docId, segId, whole[0].id, body);
+        updateSegment(segId, (x) => ({ ...x, tags: (x.tags ?? []).map((t) => (t.id === updated.id ? updated : t)) }));
       } else {
-        const added = await api2.addTag(doc.id, seg.id, body);
-        replaceSegment({ ...seg, tags: [...tags, added] });
+        const added = await api2.addTag(docId, segId, body);
+        updateSegment(segId, (x) => ({ ...x, tags: [...(x.tags ?? []), added] }));
       }
       setAnnounce(`Tagged with ${name}`);
     });
+  };
 
-  const removeTag = (t: Tag) =>
-    act(async () => {
-      if (!seg || !doc) return;
-      await api2.deleteTag(doc.id, seg.id, t.id);
-      replaceSegment({ ...seg, tags: (seg.tags ?? []).filter((x) => x.id !== t.id) });
+  const removeTag = (segId: number, tagId: number) => {
+    if (!shown) return;
+    const docId = shown.id;
+    void act(async () => {
+      await api2.deleteTag(docId, segId, tagId);
+      updateSegment(segId, (x) => ({ ...x, tags: (x.tags ?? []).filter((t) => t.id !== tagId) }));
       setAnnounce("Tag removed");
     });
+  };
 
-  const confirmAll = () =>
-    act(async () => {
-      if (!seg || !doc || !api2.confirm) return;
+  const removeLast = () => {
+    if (!seg) return;
+    const segId = seg.id;
+    const docId = shown?.id;
+    if (docId === undefined) return;
+    void act(async () => {
+      const tags = latest(segId)?.tags ?? [];
+      const last = tags[tags.length - 1];
+      if (!last) return;
+      await api2.deleteTag(docId, segId, last.id);
+      updateSegment(segId, (x) => ({ ...x, tags: (x.tags ?? []).filter((t) => t.id !== last.id) }));
+      setAnnounce("Tag removed");
+    });
+  };
+
+  const confirmAll = () => {
+    if (!seg || !shown || !api2.confirm) return;
+    const segId = seg.id;
+    const docId = shown.id;
+    const confirm = api2.confirm;
+    void act(async () => {
       const out: Tag[] = [];
-      for (const t of seg.tags ?? []) {
-        out.push(t.status && t.status !== "READY" ? await api2.confirm(doc.id, seg.id, t.id) : t);
+      for (const t of latest(segId)?.tags ?? []) {
+        out.push(t.status && t.status !== "READY" ? await confirm(docId, segId, t.id) : t);
       }
-      replaceSegment({ ...seg, tags: out });
+      updateSegment(segId, (x) => ({ ...x, tags: out }));
       setAnnounce("Suggestions confirmed");
     });
+  };
 
-  const markAndNext = () =>
-    act(async () => {
-      if (!seg || !doc) return;
-      const answer = await api2.mark(doc.id, seg.id);
-      replaceSegment({ ...seg, status: "ANNOTATED" });
+  const markAndNext = () => {
+    if (!seg || !shown) return;
+    const segId = seg.id;
+    const docId = shown.id;
+    const at = offset;
+    setPart(null);
+    void act(async () => {
+      const answer = await api2.mark(docId, segId);
+      updateSegment(segId, (x) => ({ ...x, status: "ANNOTATED" }));
       setProgress(answer.progress);
       if (answer.predicted !== undefined) setPredicted(answer.predicted ?? null);
-      setPart(null);
-      const open = segments.findIndex((x, i) => i > current && x.status !== "ANNOTATED");
-      const allDone = segments.every((x) => x.id === seg.id || x.status === "ANNOTATED");
-      if (open >= 0) {
-        setCurrent(open);
+      const list = docRef.current?.segments ?? [];
+      const here = list.findIndex((x) => x.id === segId);
+      const open = list.findIndex((x, i) => i > here && x.status !== "ANNOTATED");
+      const allDone = list.every((x) => x.status === "ANNOTATED");
+      if (currentRef.current !== here) {
         setAnnounce("Marked annotated");
-      } else if (current < segments.length - 1) {
-        setCurrent(current + 1);
+      } else if (open >= 0) {
+        moveTo(open);
         setAnnounce("Marked annotated");
-      } else if (allDone && offset + 1 < total) {
+      } else if (here < list.length - 1) {
+        moveTo(here + 1);
+        setAnnounce("Marked annotated");
+      } else if (allDone && at + 1 < total) {
         // The document is done: on to the next one.
         setAnnounce("Document done; next document");
-        goDoc(offset + 1);
+        goDoc(at + 1);
       } else {
         setAnnounce(allDone ? "Marked annotated; that was the last document." : "Marked annotated; some segments above are still open.");
       }
     });
+  };
 
   const goDoc = (to: number) => {
     if (to < 0 || to >= total) return;
@@ -346,7 +403,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
         const wantLabel = e.shiftKey || !kinds.classes;
         const list = wantLabel ? labels : classes;
         const item = list[idx];
-        if (item) void toggle(wantLabel ? "label" : "class", item.name);
+        if (item) toggle(wantLabel ? "label" : "class", item.name);
         return;
       }
       const w = seg ? words(seg.text) : [];
@@ -398,20 +455,18 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
           break;
         case "Enter":
           e.preventDefault();
-          void markAndNext();
+          markAndNext();
           break;
         case "Backspace":
-        case "Delete": {
-          const tags = seg?.tags ?? [];
-          if (tags.length === 0) return;
+        case "Delete":
+          if (!seg) return;
           e.preventDefault();
-          void removeTag(tags[tags.length - 1]);
+          removeLast();
           break;
-        }
         case "c":
           if (mode === "correction") {
             e.preventDefault();
-            void confirmAll();
+            confirmAll();
           }
           break;
         case "n":
@@ -505,7 +560,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
                         }`}
                         aria-pressed={pair ? pendingClass === c.name : !!seg?.tags?.some((t) => t.class === c.name && !partOf(t, seg))}
                         title={c.description || undefined}
-                        onClick={() => void toggle("class", c.name)}
+                        onClick={() => toggle("class", c.name)}
                       >
                         {chipKey(i) && <kbd>{chipKey(i)}</kbd>} {c.name}
                       </button>
@@ -524,7 +579,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
                         type="button"
                         className={`chip-button label${seg?.tags?.some((t) => t.label === l.name && !partOf(t, seg)) ? " on" : ""}`}
                         aria-pressed={!!seg?.tags?.some((t) => t.label === l.name && !partOf(t, seg))}
-                        onClick={() => void toggle("label", l.name)}
+                        onClick={() => toggle("label", l.name)}
                       >
                         {chipKey(i) && <kbd>{kinds.classes ? `⇧${chipKey(i)}` : chipKey(i)}</kbd>} {l.name}
                       </button>
@@ -539,11 +594,11 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
               </p>
             )}
             <div className="row">
-              <button type="button" onClick={() => void markAndNext()} disabled={busy || !seg}>
+              <button type="button" onClick={markAndNext} disabled={busy || !seg}>
                 Mark annotated (Enter)
               </button>
               {mode === "correction" && (
-                <button type="button" className="secondary" onClick={() => void confirmAll()} disabled={busy || !seg}>
+                <button type="button" className="secondary" onClick={confirmAll} disabled={busy || !seg}>
                   Confirm suggestions (c)
                 </button>
               )}
@@ -591,7 +646,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
                           aria-label={`Remove tag ${[t.class, t.label].filter(Boolean).join(" ")}`}
                           onClick={(e) => {
                             e.stopPropagation();
-                            void removeTag(t);
+                            removeTag(s.id, t.id);
                           }}
                         >
                           ×
