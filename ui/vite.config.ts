@@ -11,6 +11,12 @@ const apiPaths = [
   "/workflows", "/webhook", "/webhook-test", "/metrics",
 ];
 
+// The policy the server sends with the app (see crates/lector-api); `vite preview` sends it
+// too, so that the browser tests catch a violation even against a binary without the app.
+export const CSP =
+  "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; " +
+  "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
 export default defineConfig({
   base: "/",
   plugins: [react()],
@@ -25,6 +31,10 @@ export default defineConfig({
   },
   server: {
     proxy: Object.fromEntries(apiPaths.map((p) => [p, { target, secure: false, changeOrigin: true }])),
+  },
+  preview: {
+    proxy: Object.fromEntries(apiPaths.map((p) => [p, { target, secure: false, changeOrigin: true }])),
+    headers: { "Content-Security-Policy": CSP },
   },
   // Vitest: the app's unit tests only (e2e/ runs under node --test with a browser).
   test: { include: ["src/**/*.test.ts"] },

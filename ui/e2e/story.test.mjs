@@ -205,6 +205,27 @@ test("sign-up through labeling, training and analysis", async (t) => {
     assert.equal(corrections[0].annotated_count, 1, "one segment corrected");
   });
 
+  await step("clone the project and watch the copy fill", async () => {
+    await page.goto(`${BASE}/app/projects/${projectId}`);
+    await page.getByRole("heading", { level: 1, name: "Tickets" }).waitFor();
+    await page.getByRole("button", { name: "Clone project" }).click();
+    await page.getByRole("heading", { level: 1, name: "Cloning the project" }).waitFor();
+    await page.getByText("Done.").waitFor({ timeout: 120_000 });
+    await checkA11y(page, "task progress");
+    await shot(page, "14-clone-done");
+    await page.getByRole("link", { name: "Open the project" }).click();
+    const copyId = projectIdFromUrl(page);
+    assert.notEqual(copyId, projectId);
+    const copy = await apiGet(page, `/projects/${copyId}`);
+    assert.equal(copy.status, "CREATED");
+    const docs = await apiGet(page, `/projects/${copyId}/documents?limit=100`);
+    const source = await apiGet(page, `/projects/${projectId}/documents?limit=100`);
+    assert.ok(docs.count >= 24, "the copy has the imported documents");
+    assert.equal(docs.count, source.count, "the copy has as many documents as the project");
+    await page.getByRole("heading", { name: "Documents" }).waitFor();
+    assert.deepEqual((await page.locator(".chip").allInnerTexts()).sort(), ["billing", "login"]);
+  });
+
   await step("the other main pages pass axe", async () => {
     for (const [name, url, heading] of [
       ["workspace", "/app/workspace", /^Workspace /],

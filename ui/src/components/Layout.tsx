@@ -82,7 +82,7 @@ function NotificationsBell() {
     return () => document.removeEventListener("keydown", onKey);
   }, [open]);
 
-  const unread = items.filter((n) => !n.read || n.read === "false").length;
+  const unread = items.filter((n) => !n.read).length;
   const markRead = async (n: Schemas["NotificationDto"]) => {
     try {
       await unwrap(
@@ -148,7 +148,18 @@ export function Layout() {
   const { status, signOut } = useAuth();
   const [menu, setMenu] = useState(false);
   const location = useLocation();
-  useEffect(() => setMenu(false), [location.pathname]);
+  const first = useRef(true);
+  useEffect(() => {
+    setMenu(false);
+    // After a navigation, focus goes to the new page's heading (screen readers announce it);
+    // not on the first load, where the browser's own focus order applies.
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    const t = setTimeout(() => document.querySelector<HTMLElement>("main h1")?.focus(), 0);
+    return () => clearTimeout(t);
+  }, [location.pathname]);
   return (
     <>
       <a className="skip" href="#main">
