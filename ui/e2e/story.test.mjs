@@ -159,6 +159,24 @@ test("sign-up through labeling, training and analysis", async (t) => {
     assert.equal(models[0].status, "READY");
   });
 
+  await step("train a second version and compare the two", async () => {
+    await page.getByRole("link", { name: "All models of Tickets" }).click();
+    await page.getByRole("button", { name: "Train a model" }).click();
+    await page.getByRole("heading", { level: 1, name: "Tickets v2" }).waitFor();
+    await page.locator(".badge", { hasText: /^READY$/ }).waitFor({ timeout: 300_000 });
+    await page.getByRole("link", { name: "All models of Tickets" }).click();
+    await page.getByRole("checkbox", { name: "Compare Tickets v1" }).check();
+    await page.getByRole("checkbox", { name: "Compare Tickets v2" }).check();
+    await page.getByRole("heading", { name: "Comparison" }).waitFor();
+    await page.getByRole("img", { name: "F1 per class, by model" }).waitFor();
+    const bars = await page.locator("figure svg[role=img] rect.bar, figure svg[role=img] rect.bar-alt").count();
+    assert.equal(bars, 4, "two classes, two models");
+    await checkA11y(page, "models compared");
+    await shot(page, "07b-models-compared");
+    await page.getByRole("link", { name: "Tickets v1" }).click();
+    await page.getByRole("heading", { level: 1, name: "Tickets v1" }).waitFor();
+  });
+
   await step("analyse a file and read the results", async () => {
     await page.getByRole("link", { name: "Analyse with it" }).click();
     await page.getByRole("heading", { level: 1, name: "Analyses" }).waitFor();
