@@ -112,3 +112,18 @@ test("the app is served under the strict Content-Security-Policy, and a violatio
   for (let i = 0; i < 50 && page.cspViolations.length === 0; i++) await page.waitForTimeout(20);
   assert.ok(page.cspViolations.some((v) => /style/i.test(v)), `violations seen: ${JSON.stringify(page.cspViolations)}`);
 });
+
+test("the root opens the app, and an unknown app path shows the app's not-found page", async () => {
+  const page = await newPage(browser);
+  await page.goto(`${BASE}/`);
+  await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
+  assert.match(page.url(), /\/app\/login/);
+  const email = `lost-${process.pid}@example.org`;
+  const r = await page.request.post(`${BASE}/auth/register`, { data: { email, password: "correct horse battery" } });
+  const { auth_token } = await r.json();
+  await page.evaluate((t) => localStorage.setItem("lector.token", t), auth_token);
+  const answer = await page.goto(`${BASE}/app/no/such/page`);
+  assert.equal(answer.status(), 200, "the server answers index.html under /app/");
+  await page.getByRole("heading", { level: 1, name: "Page not found" }).waitFor();
+  await checkA11y(page, "not found");
+});
