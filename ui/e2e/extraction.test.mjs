@@ -116,3 +116,26 @@ test("an unsure extraction waits in the review queue; the reviewer corrects and 
   assert.equal(review.data.corrected.total, "1234.50");
   assert.deepEqual(page.cspViolations, []);
 });
+
+test("the LABEL model's page shows its confusion matrix as a heat map and downloads the model", async () => {
+  await page.goto(`${BASE}/app/projects/${projectId}/models/${modelId}`);
+  const heatmap = page.getByRole("img", { name: "Confusion matrix of labels" });
+  await heatmap.waitFor();
+  const cells = await heatmap.locator("rect").count();
+  const model = await call("GET", `/projects/${projectId}/models/${modelId}`);
+  const n = model.metrics.confusion.names.length;
+  assert.ok(n >= 2);
+  assert.equal(cells, n * n, "a cell per true and predicted label");
+  const diagonal = model.metrics.confusion.matrix.reduce((s, row, i) => s + row[i], 0);
+  assert.ok(diagonal > 0);
+  await checkA11y(page, "label model");
+  await shot(page, "18-label-model");
+  const [file] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download" }).click()]);
+  const bytes = await (await import("node:fs/promises")).readFile(await file.path());
+  assert.ok(bytes.length > 100, "the model file has content");
+  const upload = await page.request.post(`${BASE}/models/upload`, {
+    headers: { authorization: `Bearer ${token}` },
+    multipart: { file: { name: "invoices.lector-model", mimeType: "application/octet-stream", buffer: bytes }, display_name: "Copy" },
+  });
+  assert.equal(upload.status(), 200, "the downloaded file uploads again as a model");
+});

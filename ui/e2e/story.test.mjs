@@ -3,6 +3,7 @@
 // its metrics, analyse a file and read the results. axe-core checks each main page.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
 import { BASE, BILLING, LOGIN, apiGet, checkA11y, csv, launch, newPage, shot } from "./harness.mjs";
 
 let browser;
@@ -195,6 +196,10 @@ test("sign-up through labeling, training and analysis", async (t) => {
     await page.getByRole("img", { name: "Segments per class" }).waitFor();
     await checkA11y(page, "analysis");
     await shot(page, "08-analysis");
+    const [file] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download the results as csv" }).click()]);
+    const exported = await readFile(await file.path(), "utf8");
+    assert.match(exported, /I was charged twice this month/);
+    assert.match(exported, /billing/);
     // Filter by class: every row left carries that class.
     await page.getByLabel("Class", { exact: true }).selectOption({ label: "billing" });
     await page.waitForFunction(() => document.querySelectorAll("table.results tbody tr").length < 3 || document.querySelector(".empty"));

@@ -96,9 +96,6 @@ export function Heatmap({ title, names, matrix }: { title: string; names: string
         <desc id={`${id}-d`}>
           {names.map((g, i) => `true ${g || "(none)"}: ${names.map((p, j) => `${matrix[i]?.[j] ?? 0} predicted ${p || "(none)"}`).join(", ")}`).join("; ")}
         </desc>
-        <text x={label + (n * cell) / 2} y={14} textAnchor="middle">
-          predicted
-        </text>
         {names.map((p, j) => (
           <text key={`c${j}`} x={label + j * cell + cell / 2} y={top - 8} textAnchor="start" transform={`rotate(-45 ${label + j * cell + cell / 2} ${top - 8})`}>
             {short(p)}

@@ -9,7 +9,8 @@ import { isFailed, isFinal, percent, tally, when } from "../lib/format";
 import { useAction, useLoad, usePoll } from "../lib/hooks";
 import { BarChart } from "../components/charts";
 import { Empty, ErrorBox, Field, Loading, PageTitle, Progress, StatusBadge } from "../components/ui";
-import { guessColumn, PreviewTable } from "./Import";
+import { PreviewTable } from "./Import";
+import { guessColumn } from "../lib/columns";
 
 type Analysis = Schemas["AnalysisDto"];
 const RUNNING = (a: Analysis) => !isFinal(a.status);

@@ -6,6 +6,7 @@ import { api, postForm, unwrap, type Schemas } from "../api/client";
 import { isFailed, isFinal, when } from "../lib/format";
 import { useAction, usePoll } from "../lib/hooks";
 import { ErrorBox, Field, PageTitle, Progress, StatusBadge } from "../components/ui";
+import { guessColumn } from "../lib/columns";
 import { useProject, useProjectId } from "./Project";
 
 type Uploaded = Schemas["UploadedFileDto"];
@@ -61,26 +62,6 @@ export function PreviewTable({
       </table>
     </div>
   );
-}
-
-/** Guesses the text column: a header named like text, else the column with the longest cells. */
-export function guessColumn(preview: string[][], headerFirst: boolean): number {
-  const width = Math.max(0, ...preview.map((r) => r.length));
-  if (headerFirst && preview[0]) {
-    const named = preview[0].findIndex((h) => /^(text|sentence|content|body|review|comment)s?$/i.test(h.trim()));
-    if (named >= 0) return named;
-  }
-  const rows = headerFirst ? preview.slice(1) : preview;
-  let best = 0;
-  let bestLen = -1;
-  for (let i = 0; i < width; i++) {
-    const len = rows.reduce((s, r) => s + (r[i]?.length ?? 0), 0);
-    if (len > bestLen) {
-      best = i;
-      bestLen = len;
-    }
-  }
-  return best;
 }
 
 export function ImportPage() {
