@@ -53,6 +53,7 @@ test("ABSA: a number picks the aspect, Shift and a number its sentiment", async 
   const negative = labels.findIndex((l) => l.includes("negative"));
   assert.ok(negative >= 0, `the sentiment labels are offered: ${JSON.stringify(labels)}`);
   await page.keyboard.press("1");
+  await page.locator(".chip-button.pending", { hasText: "food" }).waitFor();
   assert.equal(await page.getByRole("button", { name: /food/ }).getAttribute("aria-pressed"), "true");
   await page.keyboard.press(`Shift+Digit${negative + 1}`);
   await page.locator(".segment.current .tag", { hasText: "food · negative" }).waitFor();
