@@ -140,3 +140,20 @@ test("the LABEL model's page shows its confusion matrix as a heat map and downlo
   });
   assert.equal(upload.status(), 200, "the downloaded file uploads again as a model");
 });
+
+test("a PDF imported on the Import page becomes a document whose page is a segment to label", async () => {
+  await page.goto(`${BASE}/app/projects/${projectId}/import`);
+  await page.getByLabel("File", { exact: true }).setInputFiles({ name: "scan-1.pdf", mimeType: "application/pdf", buffer: invoice() });
+  await page.getByRole("button", { name: "Upload and preview" }).click();
+  await page.getByLabel("Name of the document group").waitFor();
+  assert.equal(await page.getByRole("table", { name: /Preview/ }).count(), 0, "a PDF has no columns to pick");
+  await page.getByRole("button", { name: "Import", exact: true }).click();
+  await page.getByText("Done.").waitFor({ timeout: 120_000 });
+  const groups = await call("GET", `/projects/${projectId}/groups`);
+  const group = groups.find((g) => g.name === "scan-1");
+  assert.ok(group, `a group named after the file: ${JSON.stringify(groups.map((g) => g.name))}`);
+  const docs = await call("GET", `/projects/${projectId}/groups/${group.id}/documents?details=segments`);
+  assert.equal(docs.length, 1, "one document for the file");
+  assert.match(docs[0].text, /RE-2024-0017/);
+  assert.equal(docs[0].segments.length, 1, "a segment per page");
+});
