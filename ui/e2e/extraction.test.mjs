@@ -89,12 +89,20 @@ test("the Extract page shows the page with its boxes and the fields with confide
 });
 
 test("an unsure extraction waits in the review queue; the reviewer corrects and approves it", async () => {
-  await call("POST", `/projects/${projectId}/hitls`, {
-    name: "Invoice check",
-    model_id: modelId,
-    is_live: true,
-    labels: { total: { required: true, confidence_threshold: 0.999, data_type: "amount" } },
-  });
+  // The configuration, made on the Reviews page: the total is required and must be almost sure.
+  await page.goto(`${BASE}/app/projects/${projectId}/reviews`);
+  await page.getByRole("heading", { name: "New review configuration" }).waitFor();
+  await page.getByLabel("Configuration name").fill("Invoice check");
+  await page.getByRole("checkbox", { name: "total", exact: true }).check();
+  await page.getByLabel("total is required").check();
+  await page.getByLabel("Confidence threshold of total").fill("0.999");
+  await page.getByLabel("Type of total").selectOption("amount");
+  await checkA11y(page, "reviews with the configuration form");
+  await page.getByRole("button", { name: "Create configuration" }).click();
+  await page.getByText("The queue is empty.").waitFor();
+  const [hitl] = await call("GET", `/projects/${projectId}/hitls`);
+  assert.equal(hitl.is_live, true);
+  assert.deepEqual(hitl.labels.total, { required: true, confidence_threshold: 0.999, data_type: "amount" });
   await page.goto(`${BASE}/app/projects/${projectId}/extract`);
   await page.getByLabel("PDF or image").setInputFiles({ name: "unsure.pdf", mimeType: "application/pdf", buffer: invoice() });
   await page.getByRole("button", { name: "Extract" }).click();

@@ -189,6 +189,126 @@ export function ExtractPage() {
   );
 }
 
+const DATA_TYPES = ["text", "number", "amount", "date", "id", "email", "iban", "phone"];
+
+type FieldSetting = { on: boolean; required: boolean; threshold: string; type: string };
+
+/** A new review configuration: the model, live or not, and per field its threshold and type. */
+function NewHitl({ projectId, onCreated }: { projectId: number; onCreated: () => void }) {
+  const path = { params: { path: { project_id: projectId } } };
+  const models = useLoad(() => unwrap(api.GET("/projects/{project_id}/models", path)), [projectId]);
+  const labels = useLoad(() => unwrap(api.GET("/projects/{project_id}/labels", path)), [projectId]);
+  const ready = (models.data ?? []).filter((m) => ["READY", "ACTIVE", "PUBLISHED"].includes(m.status));
+  const [name, setName] = useState("");
+  const [modelId, setModelId] = useState<number | "">("");
+  const [live, setLive] = useState(true);
+  const [fields, setFields] = useState<Record<string, FieldSetting>>({});
+  const action = useAction();
+  const setting = (label: string): FieldSetting => fields[label] ?? { on: false, required: false, threshold: "0.8", type: "text" };
+  const change = (label: string, patch: Partial<FieldSetting>) => setFields({ ...fields, [label]: { ...setting(label), ...patch } });
+  const create = (e: FormEvent) => {
+    e.preventDefault();
+    const chosen = modelId === "" ? ready[0]?.id : modelId;
+    void action.run(async () => {
+      const settings: Record<string, unknown> = {};
+      for (const [label, f] of Object.entries(fields)) {
+        if (f.on) settings[label] = { required: f.required, confidence_threshold: Number(f.threshold), data_type: f.type };
+      }
+      await unwrap(api.POST("/projects/{project_id}/hitls", { ...path, body: { name, model_id: chosen, is_live: live, labels: settings as never } }));
+      setName("");
+      setFields({});
+      onCreated();
+    });
+  };
+  if (models.data && ready.length === 0) return <p className="muted">Train a model first: a review configuration sends its unsure extractions to a person.</p>;
+  return (
+    <section className="panel" aria-labelledby="new-hitl-h">
+      <h2 id="new-hitl-h">New review configuration</h2>
+      <ErrorBox error={models.error ?? labels.error} />
+      <form onSubmit={create} className="stack">
+        <div className="inline-form">
+          <Field label="Configuration name">{(fid) => <input id={fid} required value={name} onChange={(e) => setName(e.target.value)} />}</Field>
+          <Field label="Extraction model">
+            {(fid) => (
+              <select id={fid} value={modelId === "" ? (ready[0]?.id ?? "") : modelId} onChange={(e) => setModelId(Number(e.target.value))}>
+                {ready.map((m) => (
+                  <option key={m.id} value={m.id}>
+                    {m.display_name}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <label className="check">
+            <input type="checkbox" checked={live} onChange={(e) => setLive(e.target.checked)} /> Live (extractions create reviews)
+          </label>
+        </div>
+        {(labels.data ?? []).length > 0 && (
+          <div className="table-wrap">
+            <table>
+              <caption>Fields to check</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Field</th>
+                  <th scope="col">Required</th>
+                  <th scope="col">Confidence at least</th>
+                  <th scope="col">Type</th>
+                </tr>
+              </thead>
+              <tbody>
+                {labels.data!.map((l) => {
+                  const f = setting(l.name);
+                  return (
+                    <tr key={l.id}>
+                      <th scope="row">
+                        <label className="check">
+                          <input type="checkbox" checked={f.on} onChange={(e) => change(l.name, { on: e.target.checked })} /> {l.name}
+                        </label>
+                      </th>
+                      <td>
+                        <input
+                          type="checkbox"
+                          aria-label={`${l.name} is required`}
+                          disabled={!f.on}
+                          checked={f.required}
+                          onChange={(e) => change(l.name, { required: e.target.checked })}
+                        />
+                      </td>
+                      <td>
+                        <input
+                          type="number"
+                          min={0}
+                          max={1}
+                          step={0.001}
+                          aria-label={`Confidence threshold of ${l.name}`}
+                          disabled={!f.on}
+                          value={f.threshold}
+                          onChange={(e) => change(l.name, { threshold: e.target.value })}
+                        />
+                      </td>
+                      <td>
+                        <select aria-label={`Type of ${l.name}`} disabled={!f.on} value={f.type} onChange={(e) => change(l.name, { type: e.target.value })}>
+                          {DATA_TYPES.map((t) => (
+                            <option key={t}>{t}</option>
+                          ))}
+                        </select>
+                      </td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
+        )}
+        <ErrorBox error={action.error} />
+        <button type="submit" disabled={action.busy}>
+          Create configuration
+        </button>
+      </form>
+    </section>
+  );
+}
+
 export function ReviewsPage() {
   const { project } = useProject();
   const path = { params: { path: { project_id: project.id } } };
@@ -208,7 +328,7 @@ export function ReviewsPage() {
       <ErrorBox error={hitls.error} onRetry={hitls.reload} />
       {hitls.loading && !hitls.data && <Loading />}
       {hitls.data && hitls.data.length === 0 && (
-        <Empty>No review configuration in this project. A manager creates one through the API (create_hitl) for an extraction model.</Empty>
+        <Empty>No review configuration in this project yet.</Empty>
       )}
       {hitls.data && hitls.data.length > 0 && (
         <>
@@ -258,6 +378,7 @@ export function ReviewsPage() {
           )}
         </>
       )}
+      <NewHitl projectId={project.id} onCreated={hitls.reload} />
     </>
   );
 }
