@@ -95,6 +95,24 @@ test("at a phone's width the projects page fits and its menu opens", async () =>
   await page.getByRole("link", { name: "Analyses" }).click();
   await page.getByRole("heading", { level: 1, name: "Analyses" }).waitFor();
   assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 390);
+  // The annotator at a phone's width: chips above the text, nothing wider than the screen.
+  const token = await page.evaluate(() => localStorage.getItem("lector.token"));
+  const headers = { authorization: `Bearer ${token}` };
+  const project = await (await page.request.post(`${BASE}/projects`, { headers, data: { name: "Phone", type: "CLASS" } })).json();
+  await page.request.post(`${BASE}/projects/${project.id}/upload-classes`, { headers, data: [{ name: "billing" }, { name: "login" }] });
+  await page.request.post(`${BASE}/projects/${project.id}/documents`, {
+    headers,
+    data: { text: "A rather long sentence about an invoice that was wrong, to see it wrap. And a second one." },
+  });
+  const session = await (await page.request.post(`${BASE}/projects/${project.id}/annotations`, { headers, data: { name: "Phone pass" } })).json();
+  await page.goto(`${BASE}/app/projects/${project.id}/labeling/${session.id}`);
+  await page.locator(".segment.current").waitFor();
+  await page.getByRole("button", { name: /billing/ }).click();
+  await page.locator(".segment.current .tag", { hasText: "billing" }).waitFor();
+  const annotatorWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(annotatorWidth <= 390, `the annotator fits (${annotatorWidth}px)`);
+  await checkA11y(page, "annotator at 390 px");
+  await shot(page, "11b-phone-annotator");
   assert.deepEqual(page.cspViolations, []);
 });
 
