@@ -7,7 +7,7 @@ import { ErrorBox, Loading } from "./ui";
 
 /** Pages that need a signed-in user; others are sent to sign in and come back. */
 export function RequireAuth() {
-  const { token, status, error, signOut } = useAuth();
+  const { token, status, error, signOut, refresh } = useAuth();
   const location = useLocation();
   if (!token) {
     const next = location.pathname + location.search;
@@ -16,7 +16,16 @@ export function RequireAuth() {
   if (!status) {
     return (
       <main className="narrow" id="main">
-        {error ? <ErrorBox error={error} /> : <Loading label="Signing in" onCancel={() => void signOut()} />}
+        {error ? (
+          <>
+            <ErrorBox error={error} onRetry={() => void refresh()} />
+            <button type="button" className="secondary" onClick={() => void signOut()}>
+              Sign out
+            </button>
+          </>
+        ) : (
+          <Loading label="Signing in" onCancel={() => void signOut()} />
+        )}
       </main>
     );
   }
