@@ -17,8 +17,10 @@ async function call(method, p, data) {
 }
 
 /** A project of `type` with classes and labels, documents, and a session over them. */
+let made = 0;
 async function projectWithSession(type, classes, labels, texts) {
-  const project = await call("POST", "/projects", { name: `${type} ${process.pid}`, type });
+  made += 1;
+  const project = await call("POST", "/projects", { name: `${type} ${made}`, type });
   if (classes.length) await call("POST", `/projects/${project.id}/upload-classes`, classes.map((name) => ({ name })));
   for (const name of labels) await call("POST", `/projects/${project.id}/labels`, { name });
   for (const text of texts) await call("POST", `/projects/${project.id}/documents`, { text });
@@ -107,4 +109,42 @@ test("LABEL: number keys pick labels, another number changes the label", async (
   assert.deepEqual(segs[0].tags.map((t) => t.label), ["negative"]);
   assert.equal(segs[0].status, "ANNOTATED");
   assert.deepEqual(page.cspViolations, []);
+});
+
+test("a session's download imports again as a new session through the column mapping", async () => {
+  const s = await projectWithSession("LABEL", [], ["positive", "negative"], ["Great service.", "Awful food."]);
+  const segs = await segmentTags(s);
+  for (const [seg, label] of [
+    [segs[0], "positive"],
+    [segs[1], "negative"],
+  ]) {
+    const doc = (await call("GET", `/projects/${s.project}/annotations/${s.session}/documents?details=segments&limit=10`)).documents.find((d) =>
+      d.segments.some((x) => x.id === seg.id),
+    );
+    await call("POST", `/projects/${s.project}/annotations/${s.session}/documents/${doc.id}/segments/${seg.id}/tags`, { label });
+    await call("POST", `/projects/${s.project}/annotations/${s.session}/documents/${doc.id}/segments/${seg.id}/statuses`, { name: "ANNOTATED" });
+  }
+  const csvFile = await page.request.get(`${BASE}/projects/${s.project}/annotations/${s.session}/download?format=csv`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  assert.equal(csvFile.status(), 200);
+  await page.goto(`${BASE}/app/projects/${s.project}/labeling`);
+  await page.getByLabel("Labeled file").setInputFiles({ name: "labels.csv", mimeType: "text/csv", buffer: await csvFile.body() });
+  await page.getByRole("button", { name: "Upload and preview" }).click();
+  await page.getByRole("table", { name: "Preview of labels.csv" }).waitFor();
+  assert.equal(await page.getByLabel("Text column").inputValue(), "text", "the text column is found by its name");
+  assert.equal(await page.getByLabel("Label column").inputValue(), "label", "the label column is found by its name");
+  assert.equal(await page.getByLabel("Annotated column").inputValue(), "annotated");
+  await page.getByLabel("Session name", { exact: true }).fill("Imported");
+  await checkA11y(page, "labeled import");
+  await page.getByRole("button", { name: "Import as a session" }).click();
+  await page.getByText("Done.").waitFor({ timeout: 120_000 });
+  const sessions = await call("GET", `/projects/${s.project}/annotations`);
+  const imported = sessions.find((x) => x.name === "Imported");
+  assert.ok(imported, JSON.stringify(sessions.map((x) => x.name)));
+  const docs = await call("GET", `/projects/${s.project}/annotations/${imported.id}/documents?details=segments,tags&limit=10`);
+  const labels = docs.documents.flatMap((d) => d.segments.flatMap((x) => x.tags.map((t) => `${x.text}=${t.label}`))).sort();
+  assert.deepEqual(labels, ["Awful food.=negative", "Great service.=positive"]);
+  assert.equal(imported.annotated_count, 2, "the annotated column carries the marks over");
+  assert.equal(imported.document_count, 2, "the document column keeps the documents apart");
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { guessColumn } from "./columns";
+import { guessColumn, guessMapping } from "./columns";
 
 describe("guessColumn", () => {
   it("takes a column named like text", () => {
@@ -18,5 +18,29 @@ describe("guessColumn", () => {
   });
   it("answers 0 for an empty preview", () => {
     expect(guessColumn([], true)).toBe(0);
+  });
+});
+
+describe("guessMapping", () => {
+  it("maps a session's download by its column names", () => {
+    const header = ["document", "segment", "text", "class", "label", "part", "annotated", "page", "boxes"];
+    expect(guessMapping(header)).toEqual({
+      text: "text",
+      class: "class",
+      label: "label",
+      document: "document",
+      part: "part",
+      annotated: "annotated",
+    });
+  });
+  it("falls back to the first column for the text and leaves the rest unmapped", () => {
+    expect(guessMapping(["Review", "Sentiment"])).toEqual({
+      text: "Review",
+      class: "",
+      label: "Sentiment",
+      document: "",
+      part: "",
+      annotated: "",
+    });
   });
 });

@@ -19,3 +19,26 @@ export function guessColumn(preview: string[][], headerFirst: boolean): number {
   }
   return best;
 }
+
+export type Mapping = Record<(typeof MAPPED)[number], string>;
+export const MAPPED = ["text", "class", "label", "document", "part", "annotated"] as const;
+export const EMPTY_MAPPING: Mapping = { text: "", class: "", label: "", document: "", part: "", annotated: "" };
+
+/** The columns of a labeled file by their names (a session's download names them exactly). */
+export function guessMapping(header: string[]): Mapping {
+  const find = (...names: string[]) => {
+    for (const n of names) {
+      const hit = header.find((h) => h.trim().toLowerCase() === n);
+      if (hit !== undefined) return hit;
+    }
+    return "";
+  };
+  return {
+    text: find("text", "sentence", "content") || header[0] || "",
+    class: find("class", "classes", "aspect", "category"),
+    label: find("label", "sentiment", "polarity"),
+    document: find("document", "document_id"),
+    part: find("part"),
+    annotated: find("annotated"),
+  };
+}

@@ -7,6 +7,7 @@ import { useAction, useLoad } from "../lib/hooks";
 import { Empty, ErrorBox, Field, Loading, PageTitle, Progress, StatusBadge } from "../components/ui";
 import { useProject } from "./Project";
 import { PreviewTable } from "./Import";
+import { EMPTY_MAPPING, guessMapping, MAPPED, type Mapping } from "../lib/columns";
 
 /** Labeled data from a file (for example a download of another session): preview, map columns. */
 function LabeledImport({ projectId }: { projectId: number }) {
@@ -14,7 +15,7 @@ function LabeledImport({ projectId }: { projectId: number }) {
   const fileInput = useRef<HTMLInputElement>(null);
   const [uploaded, setUploaded] = useState<Schemas["UploadedFileDto"] | null>(null);
   const [fileName, setFileName] = useState("");
-  const [mapping, setMapping] = useState<{ text: string; class: string; label: string }>({ text: "", class: "", label: "" });
+  const [mapping, setMapping] = useState<Mapping>(EMPTY_MAPPING);
   const [name, setName] = useState("");
   const action = useAction();
   const header = uploaded?.preview[0] ?? [];
@@ -31,9 +32,7 @@ function LabeledImport({ projectId }: { projectId: number }) {
       setName(file.name.replace(/\.[^.]+$/, ""));
       if ("preview" in answer) {
         setUploaded(answer);
-        const h = answer.preview[0] ?? [];
-        const pick = (re: RegExp) => h.find((x) => re.test(x.trim())) ?? "";
-        setMapping({ text: pick(/^(text|sentence|segment)$/i) || h[0] || "", class: pick(/^(class|classes|aspect|category)$/i), label: pick(/^(label|sentiment)$/i) });
+        setMapping(guessMapping(answer.preview[0] ?? []));
       } else if (answer.task_id) {
         navigate(`/projects/${projectId}/tasks/${answer.task_id}?what=labels`);
       }
@@ -49,7 +48,14 @@ function LabeledImport({ projectId }: { projectId: number }) {
           body: {
             name: name || undefined,
             file_id: uploaded.id,
-            column_mapping: { text: mapping.text, class: mapping.class || null, label: mapping.label || null },
+            column_mapping: {
+              text: mapping.text,
+              class: mapping.class || null,
+              label: mapping.label || null,
+              document: mapping.document || null,
+              part: mapping.part || null,
+              annotated: mapping.annotated || null,
+            },
           },
         }),
       );
@@ -72,7 +78,7 @@ function LabeledImport({ projectId }: { projectId: number }) {
         <form onSubmit={create} className="stack">
           <PreviewTable preview={uploaded.preview} headerFirst column={header.indexOf(mapping.text)} caption={`Preview of ${fileName}`} />
           <div className="inline-form">
-            {(["text", "class", "label"] as const).map((k) => (
+            {MAPPED.map((k) => (
               <Field key={k} label={`${k[0].toUpperCase()}${k.slice(1)} column`}>
                 {(fid) => (
                   <select id={fid} value={mapping[k]} required={k === "text"} onChange={(e) => setMapping({ ...mapping, [k]: e.target.value })}>
