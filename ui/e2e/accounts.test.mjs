@@ -1,0 +1,107 @@
+// Accounts through the pages: inviting a member who accepts with the token from the mail,
+// changing the member's role, and resetting a password with the mailed token.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { BASE, DATA, apiGet, checkA11y, launch, newPage, shot } from "./harness.mjs";
+
+let browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+/** The one-time token of the newest mail to `to` in the server's outbox (DATA/mail/*.eml). */
+async function mailedToken(to, subject) {
+  assert.ok(DATA, "LECTOR_DATA names the server's data directory");
+  const dir = path.join(DATA, "mail");
+  for (let i = 0; i < 100; i++) {
+    let files = [];
+    try {
+      files = readdirSync(dir).filter((f) => f.endsWith(".eml"));
+    } catch {
+      files = [];
+    }
+    const mails = files
+      .map((f) => readFileSync(path.join(dir, f), "utf8").replace(/=\r?\n/g, "").replace(/=3D/g, "="))
+      .filter((m) => m.includes(`To: ${to}`) && subject.test(m));
+    const token = mails.map((m) => /Token: (\S+)/.exec(m)?.[1]).filter(Boolean).pop();
+    if (token) return token;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.fail(`no mail to ${to} matching ${subject} in ${dir}`);
+}
+
+async function signIn(page, email, password) {
+  await page.goto(`${BASE}/app/login`);
+  await page.getByLabel("E-mail").fill(email);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { level: 1, name: "Projects" }).waitFor();
+}
+
+test("an invitation is accepted with the mailed token, then the member's role changes", async () => {
+  const owner = await newPage(browser);
+  const ownerEmail = `grace-${process.pid}@example.org`;
+  const bobEmail = `bob-${process.pid}@example.org`;
+  const reg = await owner.request.post(`${BASE}/auth/register`, { data: { email: ownerEmail, password: "owner password 1", first_name: "Grace" } });
+  assert.equal(reg.status(), 200);
+  await signIn(owner, ownerEmail, "owner password 1");
+  await owner.getByRole("link", { name: "Members" }).click();
+  await owner.getByRole("heading", { level: 1, name: /^Workspace / }).waitFor();
+  await owner.getByLabel("E-mail addresses").fill(bobEmail);
+  await owner.getByLabel("Role", { exact: true }).selectOption("ANNOTATOR");
+  await owner.getByRole("button", { name: "Invite" }).click();
+  await owner.getByRole("cell", { name: bobEmail }).waitFor();
+  await checkA11y(owner, "members with an invitation");
+  await shot(owner, "12-members");
+
+  const token = await mailedToken(bobEmail, /invited you/);
+  const bob = await newPage(browser);
+  await bob.goto(`${BASE}/app/accept-invitation`);
+  await bob.getByLabel("Invitation token").fill(token);
+  await bob.getByLabel("First name").fill("Bob");
+  await bob.getByLabel("Password").fill("bobs password 1");
+  await bob.getByRole("button", { name: "Join the workspace" }).click();
+  await bob.getByRole("heading", { level: 1, name: "Projects" }).waitFor();
+  const options = await bob.getByLabel("Workspace").locator("option").allInnerTexts();
+  assert.ok(
+    options.some((o) => o.includes("(annotator)")),
+    `Bob's workspaces include the one he joined as annotator: ${JSON.stringify(options)}`,
+  );
+
+  await owner.reload();
+  const role = owner.getByLabel(`Role of ${bobEmail}`);
+  await role.waitFor();
+  assert.equal(await role.inputValue(), "ANNOTATOR");
+  await role.selectOption("USER");
+  const status = await apiGet(owner, "/auth/status");
+  const ws = status.workspaces.find((w) => w.is_default) ?? status.workspaces[0];
+  for (let i = 0; i < 50; i++) {
+    const members = await apiGet(owner, `/organizations/${encodeURIComponent(ws.name)}/permissions`);
+    if (members.find((m) => m.user === bobEmail)?.role === "USER") return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail("Bob's role did not become USER");
+});
+
+test("a password is reset with the mailed token", async () => {
+  const page = await newPage(browser);
+  const email = `reset-${process.pid}@example.org`;
+  const reg = await page.request.post(`${BASE}/auth/register`, { data: { email, password: "old password 1" } });
+  assert.equal(reg.status(), 200);
+  await page.goto(`${BASE}/app/forgot-password`);
+  await page.getByLabel("E-mail").fill(email);
+  await page.getByRole("button", { name: "Send reset mail" }).click();
+  await page.getByRole("link", { name: "Set a new password with it" }).click();
+  const token = await mailedToken(email, /[Rr]eset/);
+  await page.getByLabel("Token from the mail").fill(token);
+  await page.getByLabel("New password").fill("new password 2");
+  await page.getByRole("button", { name: "Set password" }).click();
+  await page.getByRole("link", { name: "Sign in with the new password" }).click();
+  await signIn(page, email, "new password 2");
+  assert.deepEqual(page.cspViolations, []);
+});

@@ -1,0 +1,102 @@
+// Small building blocks shared by the pages.
+import { useEffect, useId, useRef, type ReactNode } from "react";
+import { Link } from "react-router";
+
+/** An error answer as the user reads it: the problem's detail. */
+export function ErrorBox({ error, onRetry }: { error: Error | null | undefined; onRetry?: () => void }) {
+  if (!error) return null;
+  return (
+    <div className="error" role="alert">
+      <span>{error.message}</span>
+      {onRetry && (
+        <button type="button" className="link" onClick={onRetry}>
+          Try again
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** A loading line with a way out: back, or cancel when given. */
+export function Loading({ label = "Loading", onCancel }: { label?: string; onCancel?: () => void }) {
+  return (
+    <p className="loading" role="status">
+      <span className="spinner" aria-hidden="true" /> {label}…{" "}
+      {onCancel ? (
+        <button type="button" className="link" onClick={onCancel}>
+          Cancel
+        </button>
+      ) : (
+        <Link to=".." relative="path">
+          Back
+        </Link>
+      )}
+    </p>
+  );
+}
+
+/** A labelled form field; the label is tied to its input. */
+export function Field({
+  label,
+  hint,
+  children,
+}: {
+  label: string;
+  hint?: string;
+  children: (id: string, describedBy: string | undefined) => ReactNode;
+}) {
+  const id = useId();
+  const hintId = hint ? `${id}-hint` : undefined;
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      {children(id, hintId)}
+      {hint && (
+        <small id={hintId} className="hint">
+          {hint}
+        </small>
+      )}
+    </div>
+  );
+}
+
+/** A progress bar with its figure in words. */
+export function Progress({ value, label }: { value: number; label: string }) {
+  const v = Math.max(0, Math.min(1, value || 0));
+  return (
+    <div className="progress">
+      <progress max={1} value={v} aria-label={label} />
+      <span>{Math.round(v * 100)} %</span>
+    </div>
+  );
+}
+
+export function StatusBadge({ status }: { status: string }) {
+  const s = status.toUpperCase();
+  const kind = ["FAILED", "ERROR", "CANCELLED", "REJECTED"].includes(s)
+    ? "bad"
+    : ["READY", "DONE", "FINISHED", "ACTIVE", "PUBLISHED", "APPROVED", "CREATED"].includes(s)
+      ? "good"
+      : "busy";
+  return <span className={`badge badge-${kind}`}>{status}</span>;
+}
+
+/** Sets the document title and moves focus to the page heading on navigation. */
+export function PageTitle({ children, actions }: { children: string; actions?: ReactNode }) {
+  const ref = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    document.title = `${children} · Lector`;
+  }, [children]);
+  return (
+    <div className="page-title">
+      <h1 ref={ref} tabIndex={-1}>
+        {children}
+      </h1>
+      {actions && <div className="actions">{actions}</div>}
+    </div>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <p className="empty">{children}</p>;
+}

@@ -1,0 +1,264 @@
+// Sign in, register, password reset and accepting an invitation: the pages without a token.
+import { useState, type FormEvent, type ReactNode } from "react";
+import { Link, Navigate, useNavigate, useSearchParams } from "react-router";
+import { api, unwrap } from "../api/client";
+import { useAuth } from "../auth";
+import { useAction } from "../lib/hooks";
+import { ErrorBox, Field, PageTitle } from "../components/ui";
+
+function AuthFrame({ title, children }: { title: string; children: ReactNode }) {
+  return (
+    <main id="main" className="narrow auth">
+      <p className="brand-large">Lector</p>
+      <PageTitle>{title}</PageTitle>
+      {children}
+    </main>
+  );
+}
+
+/** Where to go after signing in: the `next` path when it is one of the app's. */
+function useNext(): string {
+  const [params] = useSearchParams();
+  const next = params.get("next") ?? "/";
+  return next.startsWith("/") && !next.startsWith("//") ? next : "/";
+}
+
+export function Login() {
+  const { token, signIn, expired } = useAuth();
+  const navigate = useNavigate();
+  const next = useNext();
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const { busy, error, run } = useAction();
+  if (token) return <Navigate to={next} replace />;
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      const answer = await unwrap(api.POST("/auth/login", { body: { email, password } }));
+      await signIn(answer.auth_token);
+      navigate(next, { replace: true });
+    });
+  };
+  return (
+    <AuthFrame title="Sign in">
+      {expired && <p className="notice">Your session ended; sign in again.</p>}
+      <form onSubmit={submit} className="stack">
+        <Field label="E-mail">
+          {(id) => (
+            <input id={id} type="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} />
+          )}
+        </Field>
+        <Field label="Password">
+          {(id) => (
+            <input
+              id={id}
+              type="password"
+              autoComplete="current-password"
+              required
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+            />
+          )}
+        </Field>
+        <ErrorBox error={error} />
+        <button type="submit" disabled={busy}>
+          {busy ? "Signing in…" : "Sign in"}
+        </button>
+      </form>
+      <p className="links">
+        <Link to="/register">Create an account</Link> · <Link to="/forgot-password">Forgot your password?</Link> ·{" "}
+        <Link to="/accept-invitation">Accept an invitation</Link>
+      </p>
+    </AuthFrame>
+  );
+}
+
+export function Register() {
+  const { token, signIn } = useAuth();
+  const navigate = useNavigate();
+  const [form, setForm] = useState({ email: "", password: "", first_name: "", last_name: "" });
+  const { busy, error, run } = useAction();
+  if (token) return <Navigate to="/" replace />;
+  const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm({ ...form, [k]: e.target.value });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      const answer = await unwrap(api.POST("/auth/register", { body: form }));
+      await signIn(answer.auth_token);
+      navigate("/", { replace: true });
+    });
+  };
+  return (
+    <AuthFrame title="Create an account">
+      <form onSubmit={submit} className="stack">
+        <Field label="First name">
+          {(id) => <input id={id} autoComplete="given-name" value={form.first_name} onChange={set("first_name")} />}
+        </Field>
+        <Field label="Last name">
+          {(id) => <input id={id} autoComplete="family-name" value={form.last_name} onChange={set("last_name")} />}
+        </Field>
+        <Field label="E-mail">
+          {(id) => <input id={id} type="email" autoComplete="email" required value={form.email} onChange={set("email")} />}
+        </Field>
+        <Field label="Password" hint="At least 8 characters.">
+          {(id, hint) => (
+            <input
+              id={id}
+              type="password"
+              autoComplete="new-password"
+              required
+              aria-describedby={hint}
+              value={form.password}
+              onChange={set("password")}
+            />
+          )}
+        </Field>
+        <ErrorBox error={error} />
+        <button type="submit" disabled={busy}>
+          {busy ? "Creating…" : "Create account"}
+        </button>
+      </form>
+      <p className="links">
+        Have an account? <Link to="/login">Sign in</Link>
+      </p>
+    </AuthFrame>
+  );
+}
+
+export function ForgotPassword() {
+  const [email, setEmail] = useState("");
+  const [sent, setSent] = useState<string | null>(null);
+  const { busy, error, run } = useAction();
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      const answer = await unwrap(api.POST("/password/email", { body: { email } }));
+      setSent(answer.message);
+    });
+  };
+  return (
+    <AuthFrame title="Reset your password">
+      {sent ? (
+        <div className="notice" role="status">
+          <p>{sent}</p>
+          <p>
+            The mail holds a token. <Link to="/reset-password">Set a new password with it</Link>.
+          </p>
+        </div>
+      ) : (
+        <form onSubmit={submit} className="stack">
+          <Field label="E-mail" hint="We send a one-time token to this address if it has an account.">
+            {(id, hint) => (
+              <input
+                id={id}
+                type="email"
+                autoComplete="email"
+                required
+                aria-describedby={hint}
+                value={email}
+                onChange={(e) => setEmail(e.target.value)}
+              />
+            )}
+          </Field>
+          <ErrorBox error={error} />
+          <button type="submit" disabled={busy}>
+            Send reset mail
+          </button>
+        </form>
+      )}
+      <p className="links">
+        <Link to="/reset-password">I have a token</Link> · <Link to="/login">Back to sign in</Link>
+      </p>
+    </AuthFrame>
+  );
+}
+
+export function ResetPassword() {
+  const [params] = useSearchParams();
+  const [token, setToken] = useState(params.get("token") ?? "");
+  const [password, setPassword] = useState("");
+  const [done, setDone] = useState<string | null>(null);
+  const { busy, error, run } = useAction();
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      const answer = await unwrap(api.POST("/password/reset", { body: { reset_password_token: token.trim(), password } }));
+      setDone(answer.message);
+    });
+  };
+  return (
+    <AuthFrame title="Set a new password">
+      {done ? (
+        <div className="notice" role="status">
+          <p>{done}</p>
+          <p>
+            <Link to="/login">Sign in with the new password</Link>
+          </p>
+        </div>
+      ) : (
+        <form onSubmit={submit} className="stack">
+          <Field label="Token from the mail">
+            {(id) => <input id={id} required autoComplete="one-time-code" value={token} onChange={(e) => setToken(e.target.value)} />}
+          </Field>
+          <Field label="New password">
+            {(id) => (
+              <input id={id} type="password" autoComplete="new-password" required value={password} onChange={(e) => setPassword(e.target.value)} />
+            )}
+          </Field>
+          <ErrorBox error={error} />
+          <button type="submit" disabled={busy}>
+            Set password
+          </button>
+        </form>
+      )}
+      <p className="links">
+        <Link to="/login">Back to sign in</Link>
+      </p>
+    </AuthFrame>
+  );
+}
+
+export function AcceptInvitation() {
+  const { signIn } = useAuth();
+  const navigate = useNavigate();
+  const [params] = useSearchParams();
+  const [form, setForm] = useState({ token: params.get("token") ?? "", password: "", first_name: "", last_name: "" });
+  const { busy, error, run } = useAction();
+  const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm({ ...form, [k]: e.target.value });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      const answer = await unwrap(api.POST("/organizations/users/invite/accept", { body: { ...form, token: form.token.trim() } }));
+      await signIn(answer.auth_token);
+      navigate("/", { replace: true });
+    });
+  };
+  return (
+    <AuthFrame title="Accept an invitation">
+      <p>Paste the token from the invitation mail. If you already have an account, give its password.</p>
+      <form onSubmit={submit} className="stack">
+        <Field label="Invitation token">
+          {(id) => <input id={id} required autoComplete="one-time-code" value={form.token} onChange={set("token")} />}
+        </Field>
+        <Field label="First name">
+          {(id) => <input id={id} autoComplete="given-name" value={form.first_name} onChange={set("first_name")} />}
+        </Field>
+        <Field label="Last name">
+          {(id) => <input id={id} autoComplete="family-name" value={form.last_name} onChange={set("last_name")} />}
+        </Field>
+        <Field label="Password">
+          {(id) => (
+            <input id={id} type="password" autoComplete="new-password" required value={form.password} onChange={set("password")} />
+          )}
+        </Field>
+        <ErrorBox error={error} />
+        <button type="submit" disabled={busy}>
+          Join the workspace
+        </button>
+      </form>
+      <p className="links">
+        <Link to="/login">Back to sign in</Link>
+      </p>
+    </AuthFrame>
+  );
+}

@@ -1,0 +1,508 @@
+// Extraction and human review: a PDF or image read by a LABEL model, its pages with the boxes
+// of what was found, the fields with their confidence; the review queue of HITL configurations
+// with editable values.
+import { useRef, useState, type FormEvent } from "react";
+import { Link, useParams } from "react-router";
+import { api, postForm, unwrap, type Schemas } from "../api/client";
+import { useAuth } from "../auth";
+import { percent, when } from "../lib/format";
+import { useAction, useLoad } from "../lib/hooks";
+import { Empty, ErrorBox, Field, Loading, PageTitle, StatusBadge } from "../components/ui";
+import { useProject } from "./Project";
+
+type Result = Schemas["ExtractionResultDto"];
+type Match = Schemas["MatchDto"];
+type Box = Schemas["BoxDto"];
+
+/** A page image with the boxes of the matches drawn over it (corners relative to the page). */
+export function PageWithBoxes({ src, boxes, alt }: { src: string; boxes: Box[][]; alt: string }) {
+  return (
+    <div className="page-view">
+      <img src={src} alt={alt} />
+      <svg viewBox="0 0 1000 1000" preserveAspectRatio="none" aria-hidden="true">
+        {boxes.flat().map((b, i) => {
+          const x = Math.min(b.TLx, b.BLx) * 1000;
+          const y = Math.min(b.TLy, b.TRy) * 1000;
+          const w = (Math.max(b.TRx, b.BRx) - Math.min(b.TLx, b.BLx)) * 1000;
+          const h = (Math.max(b.BLy, b.BRy) - Math.min(b.TLy, b.TRy)) * 1000;
+          return (
+            <rect key={i} className={`box${b.confidence < 0.5 ? " low" : ""}`} x={x} y={y} width={Math.max(w, 1)} height={Math.max(h, 1)}>
+              <title>
+                {b.label ?? ""}: {b.text} ({percent(b.confidence)})
+              </title>
+            </rect>
+          );
+        })}
+      </svg>
+    </div>
+  );
+}
+
+function MatchesTable({ matches, missing }: { matches: Match[]; missing: string[] }) {
+  return (
+    <div className="table-wrap">
+      <table>
+        <caption>Fields found</caption>
+        <thead>
+          <tr>
+            <th scope="col">Field</th>
+            <th scope="col">Value</th>
+            <th scope="col" className="num">
+              Confidence
+            </th>
+            <th scope="col">Page</th>
+          </tr>
+        </thead>
+        <tbody>
+          {matches.map((m, i) => (
+            <tr key={i}>
+              <th scope="row">
+                {m.label}
+                {m.required && <span className="muted"> (required)</span>}
+              </th>
+              <td>
+                {m.value ?? m.text}
+                {m.conversion_error && <div className="error">{m.conversion_error}</div>}
+              </td>
+              <td className={`num${m.threshold_met ? "" : " confidence-low"}`}>
+                {percent(m.confidence)}
+                {!m.threshold_met && <span className="sr-only"> below the threshold {percent(m.confidence_threshold)}</span>}
+                {!m.threshold_met && <span aria-hidden="true"> ▼</span>}
+              </td>
+              <td>{m.page}</td>
+            </tr>
+          ))}
+          {missing.map((f) => (
+            <tr key={`missing-${f}`}>
+              <th scope="row">{f}</th>
+              <td colSpan={3} className="confidence-low">
+                not found
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+export function ExtractPage() {
+  const { project } = useProject();
+  const { workspace } = useAuth();
+  const models = useLoad(() => unwrap(api.GET("/projects/{project_id}/models", { params: { path: { project_id: project.id } } })), [project.id]);
+  const ready = (models.data ?? []).filter((m) => ["READY", "ACTIVE", "PUBLISHED"].includes(m.status));
+  const [modelId, setModelId] = useState<number | "">("");
+  const [result, setResult] = useState<Result | null>(null);
+  const fileInput = useRef<HTMLInputElement>(null);
+  const abort = useRef<AbortController | null>(null);
+  const action = useAction();
+  const chosen = modelId === "" ? ready[0]?.id : modelId;
+
+  const extract = (e: FormEvent) => {
+    e.preventDefault();
+    const file = fileInput.current?.files?.[0];
+    if (!file || !chosen || !workspace) return;
+    abort.current = new AbortController();
+    setResult(null);
+    void action.run(async () => {
+      const form = new FormData();
+      form.append("file", file);
+      const org = encodeURIComponent(workspace.name);
+      setResult(
+        await postForm<Result>(
+          `/organizations/${org}/projects/${project.id}/models/${chosen}/extract?return_bboxes=true&return_annotated_pages=true`,
+          form,
+          abort.current!.signal,
+        ),
+      );
+    });
+  };
+
+  return (
+    <>
+      <PageTitle>Extract fields</PageTitle>
+      {project.type !== "LABEL" && <p className="notice">Extraction reads fields with a LABEL project's model; this project is {project.type}.</p>}
+      <ErrorBox error={models.error} onRetry={models.reload} />
+      {models.data && ready.length === 0 && (
+        <p className="muted">
+          No trained model in this project yet. Import PDFs, tag their fields in a <Link to={`/projects/${project.id}/labeling`}>labeling session</Link>, then{" "}
+          <Link to={`/projects/${project.id}/models`}>train</Link>.
+        </p>
+      )}
+      {ready.length > 0 && (
+        <form onSubmit={extract} className="inline-form">
+          <Field label="Model">
+            {(fid) => (
+              <select id={fid} value={chosen} onChange={(e) => setModelId(Number(e.target.value))}>
+                {ready.map((m) => (
+                  <option key={m.id} value={m.id}>
+                    {m.display_name}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <Field label="PDF or image">
+            {(fid) => <input id={fid} ref={fileInput} type="file" required accept=".pdf,.png,.jpg,.jpeg,.tif,.tiff,.webp" />}
+          </Field>
+          <button type="submit" disabled={action.busy}>
+            {action.busy ? "Reading…" : "Extract"}
+          </button>
+          {action.busy && (
+            <button type="button" className="secondary" onClick={() => abort.current?.abort()}>
+              Cancel
+            </button>
+          )}
+        </form>
+      )}
+      <ErrorBox error={action.error} />
+      {result &&
+        result.documents.map((d, i) => (
+          <section key={i} className="panel" aria-label={`Result for ${d.name}`}>
+            <h2>{d.name}</h2>
+            <p className="row">
+              {d.all_required_fields_found ? <span className="badge badge-good">all required fields found</span> : <span className="badge badge-bad">required fields missing</span>}
+              {d.all_confidence_thresholds_met ? (
+                <span className="badge badge-good">confident</span>
+              ) : (
+                <span className="badge badge-busy">some fields below their threshold</span>
+              )}
+              {d.hitl && (
+                <span>
+                  Review: <StatusBadge status={d.hitl.status} />
+                  {d.hitl.review_id && <> (review {d.hitl.review_id} waits in <Link to={`/projects/${project.id}/reviews`}>Reviews</Link>)</>}
+                </span>
+              )}
+            </p>
+            <div className="side-by-side">
+              <div>
+                {(d.annotated_pages ?? []).map((src, p) => (
+                  <PageWithBoxes key={p} src={src} boxes={d.bboxes?.[p] ?? []} alt={`Page ${p + 1} of ${d.name} with the fields found boxed`} />
+                ))}
+                {(d.annotated_pages ?? []).length === 0 && <p className="muted">No page images (more than 20 pages).</p>}
+              </div>
+              <MatchesTable matches={d.matches} missing={d.missing_fields} />
+            </div>
+          </section>
+        ))}
+    </>
+  );
+}
+
+const DATA_TYPES = ["text", "number", "amount", "date", "id", "email", "iban", "phone"];
+
+type FieldSetting = { on: boolean; required: boolean; threshold: string; type: string };
+
+/** A new review configuration: the model, live or not, and per field its threshold and type. */
+function NewHitl({ projectId, onCreated }: { projectId: number; onCreated: () => void }) {
+  const path = { params: { path: { project_id: projectId } } };
+  const models = useLoad(() => unwrap(api.GET("/projects/{project_id}/models", path)), [projectId]);
+  const labels = useLoad(() => unwrap(api.GET("/projects/{project_id}/labels", path)), [projectId]);
+  const ready = (models.data ?? []).filter((m) => ["READY", "ACTIVE", "PUBLISHED"].includes(m.status));
+  const [name, setName] = useState("");
+  const [modelId, setModelId] = useState<number | "">("");
+  const [live, setLive] = useState(true);
+  const [fields, setFields] = useState<Record<string, FieldSetting>>({});
+  const action = useAction();
+  const setting = (label: string): FieldSetting => fields[label] ?? { on: false, required: false, threshold: "0.8", type: "text" };
+  const change = (label: string, patch: Partial<FieldSetting>) => setFields({ ...fields, [label]: { ...setting(label), ...patch } });
+  const create = (e: FormEvent) => {
+    e.preventDefault();
+    const chosen = modelId === "" ? ready[0]?.id : modelId;
+    void action.run(async () => {
+      const settings: Record<string, unknown> = {};
+      for (const [label, f] of Object.entries(fields)) {
+        if (f.on) settings[label] = { required: f.required, confidence_threshold: Number(f.threshold), data_type: f.type };
+      }
+      await unwrap(api.POST("/projects/{project_id}/hitls", { ...path, body: { name, model_id: chosen, is_live: live, labels: settings as never } }));
+      setName("");
+      setFields({});
+      onCreated();
+    });
+  };
+  if (models.data && ready.length === 0) return <p className="muted">Train a model first: a review configuration sends its unsure extractions to a person.</p>;
+  return (
+    <section className="panel" aria-labelledby="new-hitl-h">
+      <h2 id="new-hitl-h">New review configuration</h2>
+      <ErrorBox error={models.error ?? labels.error} />
+      <form onSubmit={create} className="stack">
+        <div className="inline-form">
+          <Field label="Configuration name">{(fid) => <input id={fid} required value={name} onChange={(e) => setName(e.target.value)} />}</Field>
+          <Field label="Extraction model">
+            {(fid) => (
+              <select id={fid} value={modelId === "" ? (ready[0]?.id ?? "") : modelId} onChange={(e) => setModelId(Number(e.target.value))}>
+                {ready.map((m) => (
+                  <option key={m.id} value={m.id}>
+                    {m.display_name}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <label className="check">
+            <input type="checkbox" checked={live} onChange={(e) => setLive(e.target.checked)} /> Live (extractions create reviews)
+          </label>
+        </div>
+        {(labels.data ?? []).length > 0 && (
+          <div className="table-wrap">
+            <table>
+              <caption>Fields to check</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Field</th>
+                  <th scope="col">Required</th>
+                  <th scope="col">Confidence at least</th>
+                  <th scope="col">Type</th>
+                </tr>
+              </thead>
+              <tbody>
+                {labels.data!.map((l) => {
+                  const f = setting(l.name);
+                  return (
+                    <tr key={l.id}>
+                      <th scope="row">
+                        <label className="check">
+                          <input type="checkbox" checked={f.on} onChange={(e) => change(l.name, { on: e.target.checked })} /> {l.name}
+                        </label>
+                      </th>
+                      <td>
+                        <input
+                          type="checkbox"
+                          aria-label={`${l.name} is required`}
+                          disabled={!f.on}
+                          checked={f.required}
+                          onChange={(e) => change(l.name, { required: e.target.checked })}
+                        />
+                      </td>
+                      <td>
+                        <input
+                          type="number"
+                          min={0}
+                          max={1}
+                          step={0.001}
+                          aria-label={`Confidence threshold of ${l.name}`}
+                          disabled={!f.on}
+                          value={f.threshold}
+                          onChange={(e) => change(l.name, { threshold: e.target.value })}
+                        />
+                      </td>
+                      <td>
+                        <select aria-label={`Type of ${l.name}`} disabled={!f.on} value={f.type} onChange={(e) => change(l.name, { type: e.target.value })}>
+                          {DATA_TYPES.map((t) => (
+                            <option key={t}>{t}</option>
+                          ))}
+                        </select>
+                      </td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
+        )}
+        <ErrorBox error={action.error} />
+        <button type="submit" disabled={action.busy}>
+          Create configuration
+        </button>
+      </form>
+    </section>
+  );
+}
+
+export function ReviewsPage() {
+  const { project } = useProject();
+  const path = { params: { path: { project_id: project.id } } };
+  const hitls = useLoad(() => unwrap(api.GET("/projects/{project_id}/hitls", path)), [project.id]);
+  const [hid, setHid] = useState<number | "">("");
+  const chosen = hid === "" ? hitls.data?.[0]?.id : hid;
+  const reviews = useLoad(
+    () =>
+      chosen
+        ? unwrap(api.GET("/projects/{project_id}/hitls/{hitl_id}/reviews", { params: { path: { project_id: project.id, hitl_id: chosen } } }))
+        : Promise.resolve([]),
+    [project.id, chosen],
+  );
+  return (
+    <>
+      <PageTitle>Reviews</PageTitle>
+      <ErrorBox error={hitls.error} onRetry={hitls.reload} />
+      {hitls.loading && !hitls.data && <Loading />}
+      {hitls.data && hitls.data.length === 0 && (
+        <Empty>No review configuration in this project yet.</Empty>
+      )}
+      {hitls.data && hitls.data.length > 0 && (
+        <>
+          <Field label="Configuration">
+            {(fid) => (
+              <select id={fid} value={chosen} onChange={(e) => setHid(Number(e.target.value))}>
+                {hitls.data!.map((h) => (
+                  <option key={h.id} value={h.id}>
+                    {h.name} {h.is_live ? "(live)" : ""}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <ErrorBox error={reviews.error} onRetry={reviews.reload} />
+          {reviews.data && reviews.data.length === 0 && <Empty>The queue is empty.</Empty>}
+          {reviews.data && reviews.data.length > 0 && (
+            <div className="table-wrap">
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Document</th>
+                    <th scope="col">First field to check</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Created</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {reviews.data.map((r) => (
+                    <tr key={r.review_id}>
+                      <td>
+                        <Link to={`/projects/${project.id}/reviews/${r.hitl_id}/${r.review_id}`}>{r.document_name}</Link> (page {r.page_num})
+                      </td>
+                      <td>
+                        {r.label ?? "–"}
+                        {r.confidence_threshold != null && ` (threshold ${percent(r.confidence_threshold)})`}
+                      </td>
+                      <td>
+                        <StatusBadge status={r.status} />
+                      </td>
+                      <td>{when(r.created)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </>
+      )}
+      <NewHitl projectId={project.id} onCreated={hitls.reload} />
+    </>
+  );
+}
+
+export function ReviewPage() {
+  const { project } = useProject();
+  const params = useParams();
+  const hitlId = Number(params.hitlId);
+  const reviewId = Number(params.reviewId);
+  const review = useLoad(
+    () =>
+      unwrap(
+        api.GET("/projects/{project_id}/hitls/{hitl_id}/reviews/{review_id}", {
+          params: { path: { project_id: project.id, hitl_id: hitlId, review_id: reviewId } },
+        }),
+      ),
+    [project.id, hitlId, reviewId],
+  );
+  const [values, setValues] = useState<Record<string, string> | null>(null);
+  const action = useAction();
+  const r = review.data;
+  const data = (r?.data ?? {}) as { extracted?: { matches?: Match[]; missing_fields?: string[] }; corrected?: Record<string, string> | null };
+  const matches = data.extracted?.matches ?? [];
+  const missing = data.extracted?.missing_fields ?? [];
+  const initial: Record<string, string> = {};
+  for (const m of matches) initial[m.label] ??= m.value ?? m.text;
+  for (const f of missing) initial[f] ??= "";
+  Object.assign(initial, data.corrected ?? {});
+  const current = values ?? initial;
+  const submit = (status: "approved" | "rejected") => (e?: FormEvent) => {
+    e?.preventDefault();
+    void action.run(async () => {
+      await unwrap(
+        api.PUT("/projects/{project_id}/hitls/{hitl_id}/reviews/{review_id}", {
+          params: { path: { project_id: project.id, hitl_id: hitlId, review_id: reviewId } },
+          body: { status, values: current },
+        }),
+      );
+      review.reload();
+      setValues(null);
+    });
+  };
+  const pending = r?.status === "pending";
+  return (
+    <>
+      <p className="crumbs">
+        <Link to={`/projects/${project.id}/reviews`}>Review queue</Link>
+      </p>
+      <PageTitle>{r ? `Review of ${r.document_name}` : "Review"}</PageTitle>
+      <ErrorBox error={review.error} onRetry={review.reload} />
+      {!r && !review.error && <Loading />}
+      {r && (
+        <div className="side-by-side">
+          <section className="panel" aria-label="What was extracted">
+            <p>
+              <StatusBadge status={r.status} /> page {r.page_num} · {when(r.created)}
+            </p>
+            <MatchesTable matches={matches} missing={missing} />
+          </section>
+          <section className="panel" aria-labelledby="values-h">
+            <h2 id="values-h">Values</h2>
+            <form onSubmit={submit("approved")} className="stack">
+              {Object.keys(current).length === 0 && <Empty>No fields.</Empty>}
+              {Object.entries(current).map(([k, v]) => (
+                <Field key={k} label={k}>
+                  {(fid) => (
+                    <input id={fid} value={v} disabled={!pending} onChange={(e) => setValues({ ...current, [k]: e.target.value })} />
+                  )}
+                </Field>
+              ))}
+              <ErrorBox error={action.error} />
+              {pending ? (
+                <div className="row">
+                  <button type="submit" disabled={action.busy}>
+                    Approve
+                  </button>
+                  <button type="button" className="secondary danger" disabled={action.busy} onClick={submit("rejected")}>
+                    Reject
+                  </button>
+                </div>
+              ) : (
+                <p className="muted">This review was submitted.</p>
+              )}
+            </form>
+          </section>
+        </div>
+      )}
+    </>
+  );
+}
+
+export function NotificationsPage() {
+  const list = useLoad(() => unwrap(api.GET("/notifications")), []);
+  const action = useAction();
+  const setRead = (n: Schemas["NotificationDto"], read: boolean) =>
+    void action.run(async () => {
+      await unwrap(
+        api.PUT("/notifications/{notification_id}", { params: { path: { notification_id: n.id } }, body: { read: read ? new Date().toISOString() : "" } }),
+      );
+      list.reload();
+    });
+  return (
+    <>
+      <PageTitle>Notifications</PageTitle>
+      <ErrorBox error={list.error} onRetry={list.reload} />
+      <ErrorBox error={action.error} />
+      {list.loading && !list.data && <Loading />}
+      {list.data && list.data.length === 0 && <Empty>No notifications.</Empty>}
+      <ul className="plain">
+        {(list.data ?? []).map((n) => (
+          <li key={n.id} className="panel">
+            <h2>
+              {n.title} {!n.read && <span className="badge badge-busy">unread</span>}
+            </h2>
+            <p>{n.text}</p>
+            <p className="muted">
+              {when(n.created)} ·{" "}
+              <button type="button" className="link" onClick={() => setRead(n, !n.read)}>
+                {n.read ? "Mark unread" : "Mark read"}
+              </button>
+            </p>
+          </li>
+        ))}
+      </ul>
+    </>
+  );
+}

@@ -1,0 +1,246 @@
+// The current workspace: members with roles, pending invitations, inviting, and new workspaces.
+import { useState, type FormEvent } from "react";
+import { api, unwrap, type Schemas } from "../api/client";
+import { useAuth } from "../auth";
+import { when } from "../lib/format";
+import { useAction, useLoad } from "../lib/hooks";
+import { Empty, ErrorBox, Field, Loading, PageTitle } from "../components/ui";
+
+export const ROLES = ["VIEWER", "ANNOTATOR", "USER", "MANAGER", "ADMIN"];
+
+export function WorkspacePage() {
+  const { workspace, refresh, chooseWorkspace } = useAuth();
+  const name = workspace?.name ?? "";
+  const org = { params: { path: { organization: name } } };
+  const members = useLoad(() => unwrap(api.GET("/organizations/{organization}/permissions", org)), [name]);
+  const invites = useLoad(() => unwrap(api.GET("/organizations/{organization}/users/invites", org)), [name]);
+  const action = useAction();
+  const [emails, setEmails] = useState("");
+  const [role, setRole] = useState("ANNOTATOR");
+  const [notInvited, setNotInvited] = useState<Schemas["NotInvited"][]>([]);
+  const [newName, setNewName] = useState("");
+  const [newDescription, setNewDescription] = useState("");
+  const canManage = workspace ? ["ADMIN", "MANAGER"].includes(workspace.role) : false;
+
+  if (!workspace) return <Empty>You have no workspace yet.</Empty>;
+
+  const invite = (e: FormEvent) => {
+    e.preventDefault();
+    void action.run(async () => {
+      const list = emails
+        .split(/[\s,;]+/)
+        .map((s) => s.trim())
+        .filter(Boolean);
+      const answer = await unwrap(api.POST("/organizations/{organization}/users/invite", { ...org, body: { emails: list, role } }));
+      setNotInvited(answer.not_invited);
+      setEmails("");
+      invites.reload();
+    });
+  };
+  const changeRole = (m: Schemas["MembershipDto"], newRole: string) =>
+    void action.run(async () => {
+      await unwrap(
+        api.PUT("/organizations/{organization}/permissions/{permission_id}", {
+          params: { path: { organization: name, permission_id: m.id } },
+          body: { role: newRole },
+        }),
+      );
+      members.reload();
+    });
+  const remove = (m: Schemas["MembershipDto"]) =>
+    void action.run(async () => {
+      if (!window.confirm(`Remove ${m.user} from ${name}?`)) return;
+      await unwrap(
+        api.DELETE("/organizations/{organization}/permissions/{permission_id}", {
+          params: { path: { organization: name, permission_id: m.id } },
+        }),
+      );
+      members.reload();
+    });
+  const cancel = (i: Schemas["InvitationDto"]) =>
+    void action.run(async () => {
+      await unwrap(
+        api.DELETE("/organizations/{organization}/invitation/{invitation_id}", {
+          params: { path: { organization: name, invitation_id: i.id } },
+        }),
+      );
+      invites.reload();
+    });
+  const resend = (i: Schemas["InvitationDto"]) =>
+    void action.run(async () => {
+      await unwrap(
+        api.POST("/organizations/{organization}/invitation/{invitation_id}/resend", {
+          params: { path: { organization: name, invitation_id: i.id } },
+        }),
+      );
+      invites.reload();
+    });
+  const makeDefault = () =>
+    void action.run(async () => {
+      await unwrap(api.POST("/organizations/{organization}/default", { ...org, body: { default: true } }));
+      await refresh();
+    });
+  const create = (e: FormEvent) => {
+    e.preventDefault();
+    void action.run(async () => {
+      const w = await unwrap(api.POST("/organizations", { body: { name: newName, description: newDescription } }));
+      setNewName("");
+      setNewDescription("");
+      await refresh();
+      chooseWorkspace(w.id);
+    });
+  };
+
+  return (
+    <>
+      <PageTitle
+        actions={
+          !workspace.is_default && (
+            <button type="button" className="secondary" onClick={makeDefault}>
+              Make default
+            </button>
+          )
+        }
+      >
+        {`Workspace ${name}`}
+      </PageTitle>
+      <p className="muted">
+        {workspace.description || "No description."} You are {workspace.role.toLowerCase()}
+        {workspace.is_default ? "; this is your default workspace." : "."}
+      </p>
+      <ErrorBox error={action.error} />
+
+      <section aria-labelledby="members-h">
+        <h2 id="members-h">Members</h2>
+        <ErrorBox error={members.error} onRetry={members.reload} />
+        {members.loading && !members.data && <Loading />}
+        {members.data && (
+          <div className="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Member</th>
+                  <th scope="col">Role</th>
+                  <th scope="col">Since</th>
+                  {canManage && <th scope="col">Actions</th>}
+                </tr>
+              </thead>
+              <tbody>
+                {members.data.map((m) => (
+                  <tr key={m.id}>
+                    <td>{m.user}</td>
+                    <td>
+                      {canManage ? (
+                        <select
+                          aria-label={`Role of ${m.user}`}
+                          value={m.role}
+                          onChange={(e) => changeRole(m, e.target.value)}
+                        >
+                          {ROLES.map((r) => (
+                            <option key={r}>{r}</option>
+                          ))}
+                        </select>
+                      ) : (
+                        m.role
+                      )}
+                    </td>
+                    <td>{when(m.created)}</td>
+                    {canManage && (
+                      <td>
+                        <button type="button" className="link danger" onClick={() => remove(m)}>
+                          Remove
+                        </button>
+                      </td>
+                    )}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+
+      <section aria-labelledby="invites-h">
+        <h2 id="invites-h">Invitations</h2>
+        <ErrorBox error={invites.error} onRetry={invites.reload} />
+        {invites.data && invites.data.length === 0 && <Empty>No pending invitations.</Empty>}
+        {invites.data && invites.data.length > 0 && (
+          <div className="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">E-mail</th>
+                  <th scope="col">Role</th>
+                  <th scope="col">Expires</th>
+                  <th scope="col">Actions</th>
+                </tr>
+              </thead>
+              <tbody>
+                {invites.data.map((i) => (
+                  <tr key={i.id}>
+                    <td>{i.email}</td>
+                    <td>{i.role}</td>
+                    <td>{when(i.expires)}</td>
+                    <td className="row-actions">
+                      <button type="button" className="link" onClick={() => resend(i)}>
+                        Resend
+                      </button>
+                      <button type="button" className="link danger" onClick={() => cancel(i)}>
+                        Cancel
+                      </button>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        {canManage && (
+          <form onSubmit={invite} className="inline-form">
+            <Field label="E-mail addresses" hint="Separate several with commas or spaces.">
+              {(id, hint) => (
+                <input id={id} required aria-describedby={hint} value={emails} onChange={(e) => setEmails(e.target.value)} />
+              )}
+            </Field>
+            <Field label="Role">
+              {(id) => (
+                <select id={id} value={role} onChange={(e) => setRole(e.target.value)}>
+                  {ROLES.map((r) => (
+                    <option key={r}>{r}</option>
+                  ))}
+                </select>
+              )}
+            </Field>
+            <button type="submit" disabled={action.busy}>
+              Invite
+            </button>
+          </form>
+        )}
+        {notInvited.length > 0 && (
+          <ul className="error-list" aria-label="Not invited">
+            {notInvited.map((n) => (
+              <li key={n.email}>
+                {n.email}: {n.reason}
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+
+      <section aria-labelledby="new-ws-h">
+        <h2 id="new-ws-h">New workspace</h2>
+        <form onSubmit={create} className="inline-form">
+          <Field label="Name">
+            {(id) => <input id={id} required value={newName} onChange={(e) => setNewName(e.target.value)} />}
+          </Field>
+          <Field label="Description">
+            {(id) => <input id={id} value={newDescription} onChange={(e) => setNewDescription(e.target.value)} />}
+          </Field>
+          <button type="submit" disabled={action.busy}>
+            Create workspace
+          </button>
+        </form>
+      </section>
+    </>
+  );
+}
