@@ -18,6 +18,7 @@ pub mod routes;
 pub mod serve;
 pub mod state;
 pub mod tls;
+pub mod web_app;
 pub mod workflow_runs;
 
 pub use serve::{Server, shutdown_signal};
@@ -51,7 +52,7 @@ pub fn app(state: AppState) -> Router {
     let docs = SwaggerUi::new("/docs").config(utoipa_swagger_ui::Config::new(["/openapi.json"]));
     let mut router = router
         .merge(docs)
-        .fallback(error::not_found_fallback)
+        .fallback(web_app::serve_or_not_found)
         .layer(axum::Extension(routes::system::OpenApiJson(Arc::new(json))))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(from_fn_with_state(

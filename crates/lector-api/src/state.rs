@@ -30,6 +30,8 @@ pub struct AppState {
     pub webhook_hooks: Arc<crate::workflow_runs::HookCache>,
     /// Finished executions on their way to the store, written in batches.
     pub execution_log: crate::execution_log::ExecutionLog,
+    /// Where the web app's files come from.
+    pub web_app: crate::web_app::WebApp,
 }
 
 impl AppState {
@@ -54,6 +56,7 @@ impl AppState {
             .await
             .map_err(|e| format!("base models: {}", e.detail))?;
         let execution_log = crate::execution_log::ExecutionLog::start(store.clone());
+        let web_app = crate::web_app::WebApp::from_config(config.ui_dir.as_deref());
         Ok(Self {
             store,
             config: Arc::new(config),
@@ -70,6 +73,7 @@ impl AppState {
             webhook_limits: Arc::default(),
             webhook_hooks: Arc::default(),
             execution_log,
+            web_app,
         })
     }
 }
