@@ -112,6 +112,11 @@ test("an unsure extraction waits in the review queue; the reviewer corrects and 
   await page.getByRole("heading", { level: 1, name: "Reviews" }).waitFor();
   await page.getByRole("link", { name: "unsure.pdf" }).click();
   await page.getByRole("heading", { level: 1, name: "Review of unsure.pdf" }).waitFor();
+  // The page beside the values, drawn from the words the review kept, the fields found boxed.
+  const drawn = page.getByRole("img", { name: /Page 1 of unsure.pdf, drawn from its words/ });
+  await drawn.waitFor();
+  assert.match(await drawn.textContent(), /Invoice|Total|PO/i, "the page's words are drawn");
+  assert.ok((await drawn.locator("rect.box").count()) >= 1, "a field found is boxed");
   const total = page.getByLabel("total", { exact: true });
   await total.fill("1234.50");
   await checkA11y(page, "review");

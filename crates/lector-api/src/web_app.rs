@@ -139,7 +139,11 @@ fn answer(asked: &HeaderMap, path: &str, file: File, cache: &'static str, head_o
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|tags| tags.split(',').any(|t| t.trim() == file.etag || t.trim() == "*"));
-    let status = if fresh { StatusCode::NOT_MODIFIED } else { StatusCode::OK };
+    let status = if fresh {
+        StatusCode::NOT_MODIFIED
+    } else {
+        StatusCode::OK
+    };
     let mut response = if fresh || head_only {
         status.into_response()
     } else {
@@ -169,7 +173,16 @@ mod tests {
     fn only_plain_relative_paths_reach_the_files() {
         assert!(is_plain_relative("index.html"));
         assert!(is_plain_relative("assets/index-3f2a.js"));
-        for bad in ["", "/etc/passwd", "../Cargo.toml", "assets/../../x", "a//b", ".env", "a\\b", "assets/"] {
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../Cargo.toml",
+            "assets/../../x",
+            "a//b",
+            ".env",
+            "a\\b",
+            "assets/",
+        ] {
             assert!(!is_plain_relative(bad), "{bad}");
         }
     }

@@ -342,6 +342,19 @@ async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(again["status"], "approved");
+    // The pages the review was made from, for the reviewer's view: words with their boxes.
+    let page = &again["data"]["pages"][0];
+    assert_eq!(page["number"], 1, "{again}");
+    let words: Vec<&Value> = page["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .flat_map(|l| l["words"].as_array().expect("words"))
+        .collect();
+    assert!(!words.is_empty(), "{page}");
+    assert!(words.iter().all(|w| w["quad"]["tl"]["x"].is_number()), "{page}");
+    let boxed = &again["data"]["extracted"]["bboxes"][0];
+    assert!(!boxed.as_array().expect("the first page's boxes").is_empty(), "{again}");
     app.put(
         &format!("{at}/reviews/{review_id}"),
         &ada.token,

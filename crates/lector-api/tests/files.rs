@@ -631,14 +631,18 @@ async fn blobs_no_row_references_are_swept(app: TestApp) {
     };
     let ada = app.register("ada@example.org").await;
     let (project, _) = common::tickets::labeled_tickets(&app, &ada, "Kept").await;
-    let model = app
-        .train_model(&ada, project, json!({"display_name": "Kept"}))
-        .await;
+    let model = app.train_model(&ada, project, json!({"display_name": "Kept"})).await;
     assert_eq!(model["status"], "READY", "{model}");
     let used = upload_file(&app, &ada.token, project, "b.csv", b"text\nused\n")
         .await
         .expect(200);
-    group_from_file(&app, &ada.token, project, json!({"name": "kept", "file_id": used["id"]})).await;
+    group_from_file(
+        &app,
+        &ada.token,
+        project,
+        json!({"name": "kept", "file_id": used["id"]}),
+    )
+    .await;
 
     let blobs = app.data_dir.path().join("blobs");
     let files_under = |dir: &str| -> Vec<String> {
@@ -684,7 +688,9 @@ async fn blobs_no_row_references_are_swept(app: TestApp) {
 
 /// Every file under `dir`, however deep.
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     entries
         .flatten()
         .flat_map(|e| {

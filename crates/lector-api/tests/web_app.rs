@@ -17,7 +17,9 @@ fn first_asset(index: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_app_is_served_at_the_root_and_under_app() {
-    let Some(app) = TestApp::start(Backend::Sqlite).await else { return };
+    let Some(app) = TestApp::start(Backend::Sqlite).await else {
+        return;
+    };
     let root = app.client.get(app.url("/")).send().await.unwrap();
     assert_eq!(root.status(), 200);
     let headers = root.headers().clone();
@@ -43,12 +45,19 @@ async fn the_app_is_served_at_the_root_and_under_app() {
     let asset = first_asset(&index);
     let file = app.client.get(app.url(&asset)).send().await.unwrap();
     assert_eq!(file.status(), 200, "{asset}");
-    assert_eq!(file.headers()[header::CACHE_CONTROL], "public, max-age=31536000, immutable");
+    assert_eq!(
+        file.headers()[header::CACHE_CONTROL],
+        "public, max-age=31536000, immutable"
+    );
     assert!(
         file.headers()[header::CONTENT_TYPE]
             .to_str()
             .unwrap()
-            .starts_with(if asset.ends_with(".css") { "text/css" } else { "text/javascript" }),
+            .starts_with(if asset.ends_with(".css") {
+                "text/css"
+            } else {
+                "text/javascript"
+            }),
         "{asset}"
     );
     assert!(!file.bytes().await.unwrap().is_empty());
@@ -71,7 +80,9 @@ async fn the_app_is_served_at_the_root_and_under_app() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_paths_keep_their_json_answers() {
-    let Some(app) = TestApp::start(Backend::Sqlite).await else { return };
+    let Some(app) = TestApp::start(Backend::Sqlite).await else {
+        return;
+    };
     let ada = app.register("ada@example.org").await;
     for path in ["/no/such/route", "/assets/missing-1234.js", "/apps", "/projects/999999"] {
         let answer = app.call(Method::GET, path, Some(&ada.token), None).await;
@@ -88,7 +99,9 @@ async fn api_paths_keep_their_json_answers() {
     assert_eq!(posted.status, 404, "{}", posted.text);
     // The API's own pages are untouched.
     app.call(Method::GET, "/health", None, None).await.expect(200);
-    app.call(Method::GET, "/projects", Some(&ada.token), None).await.expect(200);
+    app.call(Method::GET, "/projects", Some(&ada.token), None)
+        .await
+        .expect(200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -103,12 +116,17 @@ async fn ui_dir_serves_another_build() {
     std::fs::write(build.path().join("assets/main-abc123.js"), "console.log(1)").unwrap();
     std::fs::write(build.path().join("favicon.svg"), "<svg/>").unwrap();
     let dir = build.path().to_owned();
-    let Some(app) = TestApp::start_with(Backend::Sqlite, |c| c.ui_dir = Some(dir)).await else { return };
+    let Some(app) = TestApp::start_with(Backend::Sqlite, |c| c.ui_dir = Some(dir)).await else {
+        return;
+    };
     let index = app.client.get(app.url("/app/projects")).send().await.unwrap();
     assert_eq!(index.status(), 200);
     assert!(index.text().await.unwrap().contains("main-abc123.js"));
     let script = app.client.get(app.url("/assets/main-abc123.js")).send().await.unwrap();
-    assert_eq!(script.headers()[header::CACHE_CONTROL], "public, max-age=31536000, immutable");
+    assert_eq!(
+        script.headers()[header::CACHE_CONTROL],
+        "public, max-age=31536000, immutable"
+    );
     assert_eq!(script.text().await.unwrap(), "console.log(1)");
     let icon = app.client.get(app.url("/favicon.svg")).send().await.unwrap();
     assert_eq!(icon.headers()[header::CONTENT_TYPE], "image/svg+xml");

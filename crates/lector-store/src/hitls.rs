@@ -356,6 +356,25 @@ impl Store {
         Ok((hitl, HitlReview::decode(&row)?))
     }
 
+    /// The pages a review was made from (JSON, a list of `lector_extract::Page`), for the
+    /// reviewer's view of the page; `None` for a review made without them.
+    pub async fn hitl_review_pages(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        hitl_id: i64,
+        id: i64,
+    ) -> Result<Option<String>> {
+        let hitl = self.hitl(scope, project_id, hitl_id, Action::Read).await?;
+        sqlx::query_scalar("SELECT pages FROM hitl_reviews WHERE id = $1 AND hitl_id = $2")
+            .bind(id)
+            .bind(hitl.id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found("review"))
+    }
+
     /// Submits a review (ANNOTATOR): its status and the corrected values. A review already
     /// submitted answers 409.
     pub async fn submit_review(

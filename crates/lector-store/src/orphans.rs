@@ -49,7 +49,11 @@ impl Store {
         for (table, column) in [("uploads", "id"), ("models", "artifact_key")] {
             let asked: Vec<(&str, String)> = blobs
                 .iter()
-                .filter_map(|b| row_of(&b.key).filter(|r| r.table == table).map(|r| (b.key.as_str(), r.value)))
+                .filter_map(|b| {
+                    row_of(&b.key)
+                        .filter(|r| r.table == table)
+                        .map(|r| (b.key.as_str(), r.value))
+                })
                 .collect();
             if asked.is_empty() {
                 continue;

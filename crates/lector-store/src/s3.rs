@@ -12,8 +12,8 @@ use crate::blobs::StoredBlob;
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use futures_util::{Stream, StreamExt, TryStreamExt};
-use lector_core::time::Timestamp;
 use lector_core::sigv4::{EMPTY_SHA256, Signer, amz_date, hex, host_header, sha256_hex, uri_encode};
+use lector_core::time::Timestamp;
 use lector_core::{Error, ErrorCode, Result};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, StatusCode};
@@ -183,7 +183,11 @@ impl S3 {
         let pages = futures_util::stream::try_unfold(Some(None), move |next: Option<Option<String>>| async move {
             let Some(token) = next else { return Ok(None) };
             let page = self.list_page(prefix, token.as_deref()).await?;
-            let after = page.is_truncated.then_some(page.next_continuation_token).flatten().map(Some);
+            let after = page
+                .is_truncated
+                .then_some(page.next_continuation_token)
+                .flatten()
+                .map(Some);
             let blobs = page
                 .contents
                 .into_iter()
@@ -204,7 +208,14 @@ impl S3 {
             query.push(("continuation-token", token.to_owned()));
         }
         let response = self
-            .send_to(Method::GET, self.base.clone(), &query, EMPTY_SHA256, None, reqwest::Body::default())
+            .send_to(
+                Method::GET,
+                self.base.clone(),
+                &query,
+                EMPTY_SHA256,
+                None,
+                reqwest::Body::default(),
+            )
             .await
             .and_then(expect_success("list blobs"))?;
         let text = response.text().await.map_err(request_failed("list blobs"))?;

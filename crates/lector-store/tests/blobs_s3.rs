@@ -139,7 +139,14 @@ fn s3_configuration_is_checked() {
 async fn listings_follow_continuation_tokens_and_keep_to_the_prefix() {
     let (port, bucket) = stand_in().await;
     let blobs = blobs(port, SECRET_KEY);
-    let keys = ["uploads/a", "uploads/b & c", "uploads/d", "uploads/e", "uploads/f", "models/m/1.lector-model"];
+    let keys = [
+        "uploads/a",
+        "uploads/b & c",
+        "uploads/d",
+        "uploads/e",
+        "uploads/f",
+        "models/m/1.lector-model",
+    ];
     for key in keys {
         blobs.put_bytes(key, b"x".to_vec()).await.unwrap();
     }
@@ -148,17 +155,33 @@ async fn listings_follow_continuation_tokens_and_keep_to_the_prefix() {
     other.put_bytes("uploads/z", b"x".to_vec()).await.unwrap();
     let before = bucket.lock().unwrap().requests;
 
-    let listed: Vec<lector_store::StoredBlob> = futures_util::TryStreamExt::try_collect(blobs.list("uploads")).await.unwrap();
+    let listed: Vec<lector_store::StoredBlob> = futures_util::TryStreamExt::try_collect(blobs.list("uploads"))
+        .await
+        .unwrap();
     let names: Vec<&str> = listed.iter().map(|b| b.key.as_str()).collect();
-    assert_eq!(names, ["uploads/a", "uploads/b & c", "uploads/d", "uploads/e", "uploads/f"]);
-    assert_eq!(listed[0].modified, lector_core::time::Timestamp::parse_rfc3339("2026-01-02T03:04:05Z").unwrap());
+    assert_eq!(
+        names,
+        ["uploads/a", "uploads/b & c", "uploads/d", "uploads/e", "uploads/f"]
+    );
+    assert_eq!(
+        listed[0].modified,
+        lector_core::time::Timestamp::parse_rfc3339("2026-01-02T03:04:05Z").unwrap()
+    );
     // Five keys at two a page: three signed requests.
     assert_eq!(bucket.lock().unwrap().requests - before, 3);
-    let models: Vec<lector_store::StoredBlob> = futures_util::TryStreamExt::try_collect(blobs.list("models")).await.unwrap();
+    let models: Vec<lector_store::StoredBlob> = futures_util::TryStreamExt::try_collect(blobs.list("models"))
+        .await
+        .unwrap();
     assert_eq!(models.len(), 1);
 
     // A refused listing is an error, not an empty list.
-    let wrong = Blobs::open_with_env("s3://lector-blobs/tenant/files", &s3_stand_in::env(port, "not-the-secret")).unwrap();
-    let refused = futures_util::TryStreamExt::try_collect::<Vec<_>>(wrong.list("uploads")).await.unwrap_err();
+    let wrong = Blobs::open_with_env(
+        "s3://lector-blobs/tenant/files",
+        &s3_stand_in::env(port, "not-the-secret"),
+    )
+    .unwrap();
+    let refused = futures_util::TryStreamExt::try_collect::<Vec<_>>(wrong.list("uploads"))
+        .await
+        .unwrap_err();
     assert_eq!(refused.code, ErrorCode::Unavailable);
 }

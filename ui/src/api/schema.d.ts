@@ -2648,11 +2648,10 @@ export interface components {
             model_id?: number | null;
             is_live?: boolean;
             webhook_url?: string | null;
-            /**
-             * @description Field settings: `{field: {required, confidence_threshold (0..1), data_type}}`; data
-             *     types: text, number, amount, date, id, email, iban, phone.
-             */
-            labels?: Record<string, never> | null;
+            /** @description Field settings by label name. */
+            labels?: {
+                [key: string]: components["schemas"]["HitlFieldSetting"];
+            } | null;
         };
         /** @description A field's confidence against the one its setting expects (0 when not found). */
         HitlConfidenceDto: {
@@ -2679,13 +2678,32 @@ export interface components {
             model_id?: number | null;
             is_live: boolean;
             webhook_url?: string | null;
-            /** @description Field settings: `{field: {required, confidence_threshold, data_type}}`. */
-            labels: Record<string, never>;
+            /** @description Field settings by label name. */
+            labels: {
+                [key: string]: components["schemas"]["HitlFieldSetting"];
+            };
             /**
              * @description What review events are signed with (`Lector-Signature`, docs/WEBHOOKS.md): answered
              *     only to the MANAGER who adds or changes the configuration.
              */
             webhook_secret?: string | null;
+        };
+        /**
+         * @description How one field (a label of the model's project) is judged and converted; what is left out
+         *     keeps the field's default (a built-in field's own type, not required, threshold 0.5).
+         *     Only documents the shape for the OpenAPI document: the settings are read by
+         *     `lector_extract::extraction::SettingOverride`.
+         */
+        HitlFieldSetting: {
+            /** @description A review is created when the field is missing. */
+            required?: boolean | null;
+            /**
+             * Format: float
+             * @description A review is created when the field's confidence is under this (0 to 1).
+             */
+            confidence_threshold?: number | null;
+            /** @description What the value is converted to: text, number, amount, date, id, email, iban or phone. */
+            data_type?: string | null;
         };
         HitlResultDto: {
             confidences: components["schemas"]["HitlConfidenceDto"][];
@@ -2727,7 +2745,13 @@ export interface components {
             ls_annotation_id?: number | null;
             /** Format: int64 */
             hitl_id: number;
-            /** @description With `with_full_data=true` (always for one review): what was extracted and corrected. */
+            /**
+             * @description With `with_full_data=true` (always for one review): what was extracted (its matches,
+             *     missing fields and, per page, the boxes of the fields found) and corrected;
+             *     `get_hitl_review` adds `pages`, the pages the review was made from (each page's size and
+             *     its lines of words, every word with its text, its box as four page-relative corners and
+             *     its confidence), for showing the page beside the values.
+             */
             data?: Record<string, never> | null;
         };
         Info: {

@@ -38,6 +38,56 @@ export function PageWithBoxes({ src, boxes, alt }: { src: string; boxes: Box[][]
   );
 }
 
+/** A page as the review keeps it: its size and its lines of words, each word with its box. */
+type ReadPage = {
+  number: number;
+  width: number;
+  height: number;
+  lines: { words: { text: string; quad: Record<"tl" | "tr" | "br" | "bl", { x: number; y: number }>; confidence: number }[] }[];
+};
+
+/**
+ * A page drawn from its words, for a review (whose page image is not kept): each word at its
+ * place and size, the fields found boxed, so the reviewer sees where each value stands.
+ */
+export function PageFromWords({ page, boxes, label }: { page: ReadPage; boxes: Box[][]; label: string }) {
+  const width = 1000;
+  const height = Math.round((width * page.height) / Math.max(page.width, 1));
+  const words = page.lines.flatMap((line) => line.words);
+  return (
+    <svg className="page-words" viewBox={`0 0 ${width} ${height}`} role="img" aria-label={label}>
+      <rect className="paper" x={0} y={0} width={width} height={height} />
+      {words.map((word, i) => {
+        const q = word.quad;
+        const left = Math.min(q.tl.x, q.bl.x) * width;
+        const right = Math.max(q.tr.x, q.br.x) * width;
+        const top = Math.min(q.tl.y, q.tr.y) * height;
+        const bottom = Math.max(q.bl.y, q.br.y) * height;
+        const size = Math.max(bottom - top, 1);
+        return (
+          <text key={i} x={left} y={bottom - size * 0.2} fontSize={size * 0.9} textLength={Math.max(right - left, 1)} lengthAdjust="spacingAndGlyphs">
+            {word.text}
+          </text>
+        );
+      })}
+      {boxes.flat().map((b, i) => (
+        <rect
+          key={`box-${i}`}
+          className={`box${b.confidence < 0.5 ? " low" : ""}`}
+          x={Math.min(b.TLx, b.BLx) * width}
+          y={Math.min(b.TLy, b.TRy) * height}
+          width={Math.max((Math.max(b.TRx, b.BRx) - Math.min(b.TLx, b.BLx)) * width, 1)}
+          height={Math.max((Math.max(b.BLy, b.BRy) - Math.min(b.TLy, b.TRy)) * height, 1)}
+        >
+          <title>
+            {b.label ?? ""}: {b.text} ({percent(b.confidence)})
+          </title>
+        </rect>
+      ))}
+    </svg>
+  );
+}
+
 function MatchesTable({ matches, missing }: { matches: Match[]; missing: string[] }) {
   return (
     <div className="table-wrap">
@@ -400,7 +450,12 @@ export function ReviewPage() {
   const [values, setValues] = useState<Record<string, string> | null>(null);
   const action = useAction();
   const r = review.data;
-  const data = (r?.data ?? {}) as { extracted?: { matches?: Match[]; missing_fields?: string[] }; corrected?: Record<string, string> | null };
+  const data = (r?.data ?? {}) as {
+    extracted?: { matches?: Match[]; missing_fields?: string[]; bboxes?: Box[][][] };
+    corrected?: Record<string, string> | null;
+    pages?: ReadPage[] | null;
+  };
+  const pages = data.pages ?? [];
   const matches = data.extracted?.matches ?? [];
   const missing = data.extracted?.missing_fields ?? [];
   const initial: Record<string, string> = {};
@@ -436,6 +491,14 @@ export function ReviewPage() {
             <p>
               <StatusBadge status={r.status} /> page {r.page_num} · {when(r.created)}
             </p>
+            {pages.map((page, p) => (
+              <PageFromWords
+                key={p}
+                page={page}
+                boxes={data.extracted?.bboxes?.[p] ?? []}
+                label={`Page ${page.number} of ${r.document_name}, drawn from its words, with the fields found boxed`}
+              />
+            ))}
             <MatchesTable matches={matches} missing={missing} />
           </section>
           <section className="panel" aria-labelledby="values-h">

@@ -633,11 +633,5 @@ pub async fn download_analysis_documents(
         let (state, scope, analysis) = (state.clone(), scope.clone(), analysis.clone());
         async move { analysis_page(&state, &scope, &analysis, after).await }
     };
-    Ok(crate::routes::streaming::paged_download(
-        format,
-        &stem,
-        header,
-        page,
-    )
-    .await?)
+    Ok(crate::routes::streaming::paged_download(format, &stem, header, page).await?)
 }

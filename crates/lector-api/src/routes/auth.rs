@@ -279,12 +279,12 @@ pub async fn send_password_reset_email(
     let text = format!(
         "Someone asked to reset the password of your Lector account.\n\n\
          Token: {token}\n\n\
-         To set a new password, POST to {}/password/reset\n\
-         the JSON fields reset_password_token and password.\n\
+         To set a new password, open {public}/app/reset-password?token={token}\n\
+         or POST to {public}/password/reset the JSON fields reset_password_token and password.\n\
          The token works once and expires in {} minutes.\n\
          If you did not ask, ignore this mail.\n",
-        state.config.public_url(),
-        lifetime / 60
+        lifetime / 60,
+        public = state.config.public_url(),
     );
     let mail = MailPayload {
         to: user.email.clone(),

@@ -297,6 +297,7 @@ async fn review_if_needed(
                 extracted: serde_json::json!({
                     "matches": result.documents[0].matches,
                     "missing_fields": result.documents[0].missing_fields,
+                    "bboxes": page_boxes(extraction),
                 }),
                 pages: kept_pages(read),
             },
@@ -405,6 +406,21 @@ async fn file_of(state: &AppState, mut form: Multipart) -> Result<(String, Vec<u
     file.ok_or_else(|| bad_field("file", "is required"))
 }
 
+/// Per page, a group of boxes per field found, labelled with the field.
+fn page_boxes(extraction: &Extraction) -> Vec<Vec<Vec<BoxDto>>> {
+    let mut pages: Vec<Vec<Vec<BoxDto>>> = (0..extraction.credits).map(|_| Vec::new()).collect();
+    for field in &extraction.fields {
+        if let Some(found) = &field.found
+            && let Some(page) = pages.get_mut(found.page as usize - 1)
+        {
+            let mut group = BoxDto::of_quad(&found.quad, &found.text, found.confidence);
+            group.label = Some(field.setting.label.clone());
+            page.push(vec![group]);
+        }
+    }
+    pages
+}
+
 fn answer(
     model: String,
     name: String,
@@ -413,19 +429,7 @@ fn answer(
     labels: Vec<lector_store::Label>,
 ) -> ExtractionResultDto {
     let matches: Vec<MatchDto> = extraction.fields.iter().filter_map(match_of).collect();
-    let bboxes = return_bboxes.then(|| {
-        let mut pages: Vec<Vec<Vec<BoxDto>>> = (0..extraction.credits).map(|_| Vec::new()).collect();
-        for field in &extraction.fields {
-            if let Some(found) = &field.found
-                && let Some(page) = pages.get_mut(found.page as usize - 1)
-            {
-                let mut group = BoxDto::of_quad(&found.quad, &found.text, found.confidence);
-                group.label = Some(field.setting.label.clone());
-                page.push(vec![group]);
-            }
-        }
-        pages
-    });
+    let bboxes = return_bboxes.then(|| page_boxes(extraction));
     let document = DocumentExtractionDto {
         name,
         all_required_fields_found: extraction.all_required_fields_found(),

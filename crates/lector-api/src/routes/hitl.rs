@@ -47,8 +47,8 @@ pub struct HitlDto {
     pub model_id: Option<i64>,
     pub is_live: bool,
     pub webhook_url: Option<String>,
-    /// Field settings: `{field: {required, confidence_threshold, data_type}}`.
-    #[schema(value_type = Object)]
+    /// Field settings by label name.
+    #[schema(value_type = std::collections::HashMap<String, HitlFieldSetting>)]
     pub labels: serde_json::Value,
     /// What review events are signed with (`Lector-Signature`, docs/WEBHOOKS.md): answered
     /// only to the MANAGER who adds or changes the configuration.
@@ -98,10 +98,23 @@ pub struct HitlBody {
     #[serde(default)]
     pub is_live: bool,
     pub webhook_url: Option<String>,
-    /// Field settings: `{field: {required, confidence_threshold (0..1), data_type}}`; data
-    /// types: text, number, amount, date, id, email, iban, phone.
-    #[schema(value_type = Option<Object>)]
+    /// Field settings by label name.
+    #[schema(value_type = Option<std::collections::HashMap<String, HitlFieldSetting>>)]
     pub labels: Option<serde_json::Value>,
+}
+
+/// How one field (a label of the model's project) is judged and converted; what is left out
+/// keeps the field's default (a built-in field's own type, not required, threshold 0.5).
+/// Only documents the shape for the OpenAPI document: the settings are read by
+/// `lector_extract::extraction::SettingOverride`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HitlFieldSetting {
+    /// A review is created when the field is missing.
+    pub required: Option<bool>,
+    /// A review is created when the field's confidence is under this (0 to 1).
+    pub confidence_threshold: Option<f32>,
+    /// What the value is converted to: text, number, amount, date, id, email, iban or phone.
+    pub data_type: Option<String>,
 }
 
 /// SPEC's bounds (name 120, description 255, webhook_url 255) and the settings' shape are
@@ -187,7 +200,11 @@ pub struct HitlReviewDto {
     pub confidence_threshold: Option<f64>,
     pub ls_annotation_id: Option<i64>,
     pub hitl_id: i64,
-    /// With `with_full_data=true` (always for one review): what was extracted and corrected.
+    /// With `with_full_data=true` (always for one review): what was extracted (its matches,
+    /// missing fields and, per page, the boxes of the fields found) and corrected;
+    /// `get_hitl_review` adds `pages`, the pages the review was made from (each page's size and
+    /// its lines of words, every word with its text, its box as four page-relative corners and
+    /// its confidence), for showing the page beside the values.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub data: Option<serde_json::Value>,
@@ -377,7 +394,15 @@ pub async fn get_hitl_review(
         .store
         .hitl_review(&caller.scope, p.project_id, p.hitl_id, p.review_id, Action::Read)
         .await?;
-    Ok(Json(HitlReviewDto::of(review, true)))
+    let pages = state
+        .store
+        .hitl_review_pages(&caller.scope, p.project_id, p.hitl_id, p.review_id)
+        .await?;
+    let mut answer = HitlReviewDto::of(review, true);
+    if let (Some(data), Some(pages)) = (answer.data.as_mut(), pages) {
+        data["pages"] = serde_json::from_str(&pages).unwrap_or(serde_json::Value::Null);
+    }
+    Ok(Json(answer))
 }
 
 /// Submits a review (ANNOTATOR): approved or rejected, with the corrected values by field.

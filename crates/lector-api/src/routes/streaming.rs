@@ -100,7 +100,12 @@ pub(crate) type Page = (Vec<Vec<String>>, Option<i64>);
 
 /// A download read page by page through `page` (called with the keyset, `i64::MIN` first),
 /// streamed as it is read.
-pub(crate) async fn paged_download<P, F>(format: Format, stem: &str, header: Vec<String>, mut page: P) -> Result<Response>
+pub(crate) async fn paged_download<P, F>(
+    format: Format,
+    stem: &str,
+    header: Vec<String>,
+    mut page: P,
+) -> Result<Response>
 where
     P: FnMut(i64) -> F + Send + 'static,
     F: std::future::Future<Output = Result<Page>> + Send,

@@ -409,15 +409,16 @@ async fn send_invitation(
         // Names are quoted with escapes ({:?}), so a stored name can never add lines to the mail.
         "{:?} invited you to the Lector workspace {:?} as {}.\n\n\
          Token: {token}\n\n\
-         To accept, POST to {}/organizations/users/invite/accept\n\
-         the JSON fields token, password, first_name and last_name.\n\
-         If you have an account already, send its password.\n\
+         To accept, open {public}/app/accept-invitation?token={token}\n\
+         or POST to {public}/organizations/users/invite/accept the JSON fields token,\n\
+         password, first_name and last_name.\n\
+         If you have an account already, give its password.\n\
          The invitation expires at {}.\n",
         caller.user.email,
         workspace.name,
         invitation.role,
-        state.config.public_url(),
-        rfc3339(invitation.expires)
+        rfc3339(invitation.expires),
+        public = state.config.public_url(),
     );
     let mail = MailPayload {
         to: invitation.email.clone(),

@@ -145,7 +145,9 @@ fn list(bucket: &Bucket, bucket_path: &str, query: &str) -> String {
     keys.sort();
     let truncated = keys.len() > KEYS_PER_PAGE;
     keys.truncate(KEYS_PER_PAGE);
-    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
+    let mut xml = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">",
+    );
     xml.push_str(&format!("<IsTruncated>{truncated}</IsTruncated>"));
     for key in &keys {
         let escaped = key.replace('&', "&amp;").replace('<', "&lt;");

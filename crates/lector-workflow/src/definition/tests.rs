@@ -126,8 +126,7 @@ fn prepared_definitions_keep_no_secret() {
 
 #[test]
 fn unknown_step_types_and_fields_are_refused() {
-    let unknown =
-        serde_json::from_value::<Definition>(json!({"trigger": {"path": "x"}, "steps": [{"type": "shell"}]}));
+    let unknown = serde_json::from_value::<Definition>(json!({"trigger": {"path": "x"}, "steps": [{"type": "shell"}]}));
     assert!(unknown.is_err());
     let extra = serde_json::from_value::<Definition>(json!({"trigger": {"path": "x", "colour": 1}}));
     assert!(extra.is_err());
