@@ -17,7 +17,6 @@ use bench_server::{Options, Setup, extension, memory, table};
 use lector_text::Format;
 use std::time::Instant;
 
-
 /// Large files are this benchmark's point: the upload limits are raised for it.
 const LIMITS: [(&str, &str); 2] = [
     ("LECTOR_MAX_BODY_BYTES", "2147483648"),
@@ -52,7 +51,12 @@ async fn imported(options: &Options, rows: usize) -> Result<(tempfile::TempDir, 
 }
 
 /// Downloads the group in `format` from a fresh server on the data directory.
-async fn download(options: &Options, data_dir: &std::path::Path, group: &str, format: Format) -> Result<Downloaded, String> {
+async fn download(
+    options: &Options,
+    data_dir: &std::path::Path,
+    group: &str,
+    format: Format,
+) -> Result<Downloaded, String> {
     let server = bench_server::start(&Setup {
         lector: &options.lector,
         data_dir,

@@ -16,7 +16,6 @@ mod bench_server;
 use bench_server::{Options, Setup, extension, memory, table};
 use lector_text::Format;
 
-
 /// One run: answers (seconds for the upload, seconds for the whole ingest, peak KiB before the
 /// upload, peak KiB after the import).
 async fn run(options: &Options, format: Format, rows: usize, file: Vec<u8>) -> Result<(f64, f64, u64, u64), String> {
@@ -30,9 +29,7 @@ async fn run(options: &Options, format: Format, rows: usize, file: Vec<u8>) -> R
     let token = server.register().await?;
     let project_id = server.project(&token).await?;
     let (before, _) = memory(server.pid());
-    let (upload_secs, total_secs, group_id) = server
-        .import(&token, project_id, extension(format), file)
-        .await?;
+    let (upload_secs, total_secs, group_id) = server.import(&token, project_id, extension(format), file).await?;
     let (after, _) = memory(server.pid());
     let group = bench_server::call(
         server

@@ -70,7 +70,9 @@ impl Options {
                 "--formats" => {
                     options.formats = value
                         .split(',')
-                        .map(|f| lector_text::Format::from_extension(f.trim()).ok_or_else(|| format!("--formats: {f}?")))
+                        .map(|f| {
+                            lector_text::Format::from_extension(f.trim()).ok_or_else(|| format!("--formats: {f}?"))
+                        })
                         .collect::<Result<_, _>>()?
                 }
                 "--database-url" => options.database_url = Some(value),
@@ -219,7 +221,13 @@ impl Server {
 
     /// Uploads `file` (named with `extension`) and fills a group from its `text` column,
     /// waiting for the import; answers (seconds for the upload, seconds in all, the group's id).
-    pub async fn import(&self, token: &str, project: i64, extension: &str, file: Vec<u8>) -> Result<(f64, f64, i64), String> {
+    pub async fn import(
+        &self,
+        token: &str,
+        project: i64,
+        extension: &str,
+        file: Vec<u8>,
+    ) -> Result<(f64, f64, i64), String> {
         let boundary = "lector-bench-boundary";
         let mut body = format!(
             "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"bench.{extension}\"\r\n\
