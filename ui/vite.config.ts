@@ -4,7 +4,7 @@ import react from "@vitejs/plugin-react";
 
 // The API lives at the same origin as the app; in development Vite proxies its paths to a
 // `lector serve` (HTTPS with a self-signed certificate, hence `secure: false`).
-const target = process.env.LECTOR_API ?? "https://127.0.0.1:8443";
+const target = process.env.UI_API_URL ?? "https://127.0.0.1:8443";
 const apiPaths = [
   "/auth", "/users", "/organizations", "/projects", "/models", "/analyses", "/analyze",
   "/notifications", "/password", "/types", "/info", "/health", "/openapi.json", "/docs",
@@ -21,7 +21,7 @@ export default defineConfig({
   base: "/",
   plugins: [react()],
   build: {
-    outDir: process.env.LECTOR_UI_OUT ?? "dist",
+    outDir: process.env.UI_OUT_DIR ?? "dist",
     emptyOutDir: true,
     // No inline assets: every byte comes from a file under /assets (CSP `'self'`).
     assetsInlineLimit: 0,

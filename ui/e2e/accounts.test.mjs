@@ -16,7 +16,7 @@ after(async () => {
 
 /** The one-time token of the newest mail to `to` in the server's outbox (DATA/mail/*.eml). */
 async function mailedToken(to, subject) {
-  assert.ok(DATA, "LECTOR_DATA names the server's data directory");
+  assert.ok(DATA, "UI_DATA_DIR names the server's data directory");
   const dir = path.join(DATA, "mail");
   for (let i = 0; i < 100; i++) {
     let files = [];

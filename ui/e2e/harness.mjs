@@ -9,9 +9,9 @@ import { chromium } from "playwright-core";
 const require = createRequire(import.meta.url);
 const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
 
-export const BASE = process.env.LECTOR_URL ?? "https://127.0.0.1:8443";
-export const DATA = process.env.LECTOR_DATA ?? "";
-export const SHOTS = process.env.LECTOR_SCREENSHOTS ?? path.resolve("test-results/screenshots");
+export const BASE = process.env.UI_BASE_URL ?? "https://127.0.0.1:8443";
+export const DATA = process.env.UI_DATA_DIR ?? "";
+export const SHOTS = process.env.UI_SCREENSHOTS ?? path.resolve("test-results/screenshots");
 mkdirSync(SHOTS, { recursive: true });
 
 export async function launch() {
@@ -34,7 +34,7 @@ export async function launch() {
 /** A page at the given viewport whose console is watched for CSP violations and errors. */
 export async function newPage(browser, { width = 1280, height = 900 } = {}) {
   const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width, height } });
-  context.setDefaultTimeout(Number(process.env.LECTOR_STEP_TIMEOUT ?? 20_000));
+  context.setDefaultTimeout(Number(process.env.UI_STEP_TIMEOUT ?? 20_000));
   const page = await context.newPage();
   page.cspViolations = [];
   page.on("console", (msg) => {
