@@ -5,7 +5,8 @@
 //! PNG files and read several per run (tesseract takes a list file), so its start-up and
 //! language loading are paid once per run; runs go in parallel up to the configured threads,
 //! each held to one OpenMP thread. The TSV output gives every word's box and confidence, and
-//! its block, paragraph and line numbers give the lines in tesseract's reading order.
+//! its block, paragraph and line numbers give the lines in tesseract's reading order. Crops of
+//! words left in doubt (`repair`) are read again as single lines, all of a document in one run.
 
 use crate::page::{Line, Quad, Word};
 use image::GrayImage;
