@@ -9,6 +9,7 @@
 
 use crate::convert::{Converted, DataType, convert};
 use crate::page::{Page, Quad, ReadDocument, Word};
+use std::ops::Range;
 
 /// A field the extraction knows without training.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +148,7 @@ impl Builtin {
     }
 
     /// The most words a value spans.
-    fn max_words(self) -> usize {
+    pub(crate) fn max_words(self) -> usize {
         match self {
             Self::Iban => 9,
             Self::Date | Self::Total => 4,
@@ -227,43 +228,84 @@ const SLOPE: f32 = 0.02;
 /// words starting under the keyword (a header row over a row of values). Found by position,
 /// not by reading order, which OCR gives by blocks.
 fn nearby(field: Builtin, page: &Page, l: usize, anchor: &Quad) -> Option<Found> {
+    places_near(page, l, anchor).into_iter().find_map(|(beside, n, w)| {
+        let certainty = if beside { 0.9 } else { 0.85 };
+        value_in(field, page, &page.lines[n].words[w..], certainty)
+    })
+}
+
+/// Where a value may start near the keyword at `anchor` (on line `l`), nearest first: line and
+/// word, and whether beside the keyword (else beneath it).
+fn places_near(page: &Page, l: usize, anchor: &Quad) -> Vec<(bool, usize, usize)> {
     let (left, top, right, bottom) = anchor.bounds();
     let middle = (top + bottom) / 2.0;
     let height = bottom - top;
-    let mut candidates: Vec<(u8, f32, &[Word])> = Vec::new();
+    // A scan turned by a degree or two drifts a row by that slope across the page.
+    let beside = |q: &Quad| {
+        let (word_left, word_top, _, word_bottom) = q.bounds();
+        word_left > right
+            && ((word_top + word_bottom) / 2.0 - middle).abs() < 0.6 * height + SLOPE * (word_left - right)
+    };
+    let beneath = |q: &Quad| {
+        let (word_left, word_top, word_right, _) = q.bounds();
+        word_top >= middle && word_top - bottom < BENEATH && word_left < right + 0.02 && word_right > left - 0.02
+    };
+    let mut candidates: Vec<(u8, f32, usize, usize)> = Vec::new();
     for (n, line) in page.lines.iter().enumerate() {
         if n == l {
             continue;
         }
         for (w, word) in line.words.iter().enumerate() {
-            let (word_left, word_top, word_right, word_bottom) = word.quad.bounds();
-            let word_middle = (word_top + word_bottom) / 2.0;
-            // A scan turned by a degree or two drifts a row by that slope across the page.
-            let beside = word_left > right && (word_middle - middle).abs() < 0.6 * height + SLOPE * (word_left - right);
-            let beneath = word_top >= middle
-                && word_top - bottom < BENEATH
-                && word_left < right + 0.02
-                && word_right > left - 0.02;
+            let (word_left, word_top, _, _) = word.quad.bounds();
             // Only a line's first word under or beside the keyword starts a value.
-            let starts = w == 0 || !(beside || beneath) || {
-                let (pl, pt, pr, pb) = line.words[w - 1].quad.bounds();
-                let previous_middle = (pt + pb) / 2.0;
-                let previous_beside =
-                    pl > right && (previous_middle - middle).abs() < 0.6 * height + SLOPE * (pl - right);
-                let previous_beneath = pt >= middle && pt - bottom < BENEATH && pl < right + 0.02 && pr > left - 0.02;
-                !(previous_beside || previous_beneath)
-            };
-            if beside && starts {
-                candidates.push((0, word_left - right, &line.words[w..]));
-            } else if beneath && starts {
-                candidates.push((1, word_top - bottom, &line.words[w..]));
+            let previous = w.checked_sub(1).map(|p| &line.words[p].quad);
+            if beside(&word.quad) && !previous.is_some_and(|q| beside(q) || beneath(q)) {
+                candidates.push((0, word_left - right, n, w));
+            } else if beneath(&word.quad) && !previous.is_some_and(|q| beside(q) || beneath(q)) {
+                candidates.push((1, word_top - bottom, n, w));
             }
         }
     }
     candidates.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
     candidates
         .into_iter()
-        .find_map(|(kind, _, words)| value_in(field, page, words, if kind == 0 { 0.9 } else { 0.85 }))
+        .map(|(kind, _, n, w)| (kind == 0, n, w))
+        .collect()
+}
+
+/// Where the field's keyword announces its value on `page`, whether or not the words there
+/// convert: the line and its words, for the first keyword (in the order `find` tries them)
+/// followed by words that `looks_right` accepts. OCR repairs start here.
+pub fn announced(field: Builtin, page: &Page, looks_right: impl Fn(&[Word]) -> bool) -> Option<(usize, Range<usize>)> {
+    for keyword in field.keywords() {
+        for (l, line) in page.lines.iter().enumerate() {
+            let bares: Vec<String> = line.words.iter().map(|w| bare(&w.text)).collect();
+            for start in 0..line.words.len() {
+                if start + keyword.len() > bares.len() || !keyword.iter().zip(&bares[start..]).all(|(k, b)| k == b) {
+                    continue;
+                }
+                let after = start + keyword.len();
+                let mut from = after;
+                while from < line.words.len() && FILLERS.contains(&bares[from].as_str()) {
+                    from += 1;
+                }
+                let span = |n: usize, w: usize| w..page.lines[n].words.len().min(w + field.max_words());
+                if from < line.words.len() && looks_right(&line.words[from..]) {
+                    return Some((l, span(l, from)));
+                }
+                let anchor = line.words[start..after]
+                    .iter()
+                    .fold(line.words[start].quad, |q, w| q.union(&w.quad));
+                let place = places_near(page, l, &anchor)
+                    .into_iter()
+                    .find(|&(_, n, w)| looks_right(&page.lines[n].words[w..]));
+                if let Some((_, n, w)) = place {
+                    return Some((n, span(n, w)));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The value starting at the first of `words`, as long as converts, at most the field's span.

@@ -326,30 +326,32 @@ fn iban(raw: &str) -> Result<String, String> {
         .join(" "))
 }
 
+/// The IBAN length of the countries whose length is checked.
+pub(crate) const IBAN_LENGTHS: [(&str, usize); 20] = [
+    ("DE", 22),
+    ("AT", 20),
+    ("CH", 21),
+    ("FR", 27),
+    ("GB", 22),
+    ("NL", 18),
+    ("BE", 16),
+    ("ES", 24),
+    ("IT", 27),
+    ("LU", 20),
+    ("PL", 28),
+    ("DK", 18),
+    ("SE", 24),
+    ("NO", 15),
+    ("FI", 18),
+    ("IE", 22),
+    ("PT", 25),
+    ("SA", 24),
+    ("AE", 23),
+    ("EG", 29),
+];
+
 fn iban_length(country: &str) -> Option<usize> {
-    let lengths = [
-        ("DE", 22),
-        ("AT", 20),
-        ("CH", 21),
-        ("FR", 27),
-        ("GB", 22),
-        ("NL", 18),
-        ("BE", 16),
-        ("ES", 24),
-        ("IT", 27),
-        ("LU", 20),
-        ("PL", 28),
-        ("DK", 18),
-        ("SE", 24),
-        ("NO", 15),
-        ("FI", 18),
-        ("IE", 22),
-        ("PT", 25),
-        ("SA", 24),
-        ("AE", 23),
-        ("EG", 29),
-    ];
-    lengths.iter().find(|(c, _)| *c == country).map(|(_, n)| *n)
+    IBAN_LENGTHS.iter().find(|(c, _)| *c == country).map(|(_, n)| *n)
 }
 
 /// The IBAN's number (first four characters moved to the end, letters as 10..35) mod 97.

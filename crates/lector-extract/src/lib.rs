@@ -14,6 +14,7 @@ pub mod ocr;
 pub mod page;
 pub mod pdf;
 pub mod raster;
+pub mod repair;
 #[cfg(feature = "samples")]
 pub mod samples;
 pub mod sandbox;
@@ -144,6 +145,13 @@ fn read_pdf(
     for ((index, _, _), lines) in scans.iter().zip(ocr.read(&images, scratch)?) {
         pages[*index].lines = lines;
     }
+    let mut read: Vec<_> = pages
+        .iter_mut()
+        .filter(|p| p.source == TextSource::Ocr)
+        .zip(&scans)
+        .map(|(page, (_, image, dpi))| (page, image, Some(*dpi)))
+        .collect();
+    repair::second_thoughts(&mut read, ocr, scratch);
     Ok(pages)
 }
 
@@ -159,7 +167,7 @@ fn read_images(
     images.truncate(first.unwrap_or(usize::MAX));
     let inputs: Vec<ocr::OcrImage<'_>> = images.iter().map(|image| ocr::OcrImage { image, dpi: None }).collect();
     let lines = ocr.read(&inputs, scratch)?;
-    Ok(images
+    let mut pages: Vec<Page> = images
         .iter()
         .zip(lines)
         .enumerate()
@@ -170,7 +178,10 @@ fn read_images(
             source: TextSource::Ocr,
             lines,
         })
-        .collect())
+        .collect();
+    let mut read: Vec<_> = pages.iter_mut().zip(&images).map(|(p, i)| (p, i, None)).collect();
+    repair::second_thoughts(&mut read, ocr, scratch);
+    Ok(pages)
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 //! PNG files and read several per run (tesseract takes a list file), so its start-up and
 //! language loading are paid once per run; runs go in parallel up to the configured threads,
 //! each held to one OpenMP thread. The TSV output gives every word's box and confidence, and
-//! its block, paragraph and line numbers give the lines in tesseract's reading order.
+//! its block, paragraph and line numbers give the lines in tesseract's reading order. Crops of
+//! words left in doubt (`repair`) are read again as single lines, all of a document in one run.
 
 use crate::page::{Line, Quad, Word};
 use image::GrayImage;
@@ -64,7 +65,7 @@ impl Ocr {
                 .enumerate()
                 .map(|(run, chunk)| {
                     let list = scratch.join(format!("run-{run}.txt"));
-                    scope.spawn(move || self.run(chunk, &list, dpi))
+                    scope.spawn(move || self.run(chunk, &list, &Run::pages(&self.languages, dpi)))
                 })
                 .collect();
             handles
@@ -79,16 +80,50 @@ impl Ocr {
         Ok(pages)
     }
 
+    /// Reads each crop as one line of text (`--psm 7`), all in one run, with the
+    /// [`Ocr::latin_languages`]: the words of each crop, their boxes relative to the crop.
+    pub fn read_crops(&self, crops: &[GrayImage], dpi: Option<u32>, scratch: &Path) -> Result<Vec<Vec<Word>>> {
+        if crops.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut paths = Vec::with_capacity(crops.len());
+        for (i, crop) in crops.iter().enumerate() {
+            let path = scratch.join(format!("crop-{:05}.png", i + 1));
+            write_png(crop, &path)?;
+            paths.push(path);
+        }
+        let how = Run {
+            languages: self.latin_languages(),
+            psm: "7",
+            dpi,
+        };
+        let lines = self.run(&paths, &scratch.join("crops.txt"), &how)?;
+        Ok(lines
+            .into_iter()
+            .map(|lines| lines.into_iter().flat_map(|l| l.words).collect())
+            .collect())
+    }
+
+    /// English alone when it is configured, else every configured language: what a crop holds
+    /// (an IBAN, an amount) is Latin letters and digits, and one language loads fast.
+    fn latin_languages(&self) -> String {
+        if self.languages.split('+').any(|l| l == "eng") {
+            "eng".into()
+        } else {
+            self.languages.clone()
+        }
+    }
+
     /// One tesseract run over `images`, listed in `list`.
-    fn run(&self, images: &[PathBuf], list: &Path, dpi: Option<u32>) -> Result<Vec<Vec<Line>>> {
+    fn run(&self, images: &[PathBuf], list: &Path, how: &Run<'_>) -> Result<Vec<Vec<Line>>> {
         let names: Vec<String> = images.iter().map(|p| p.display().to_string()).collect();
         std::fs::write(list, names.join("\n") + "\n").map_err(|e| scratch_error(&e))?;
         let mut command = Command::new(&self.program);
         command
             .arg(list)
             .arg("stdout")
-            .args(["-l", &self.languages, "--psm", "3"]);
-        if let Some(dpi) = dpi {
+            .args(["-l", &how.languages, "--psm", how.psm]);
+        if let Some(dpi) = how.dpi {
             command.args(["--dpi", &dpi.to_string()]);
         }
         command
@@ -107,6 +142,24 @@ impl Ocr {
         }
         let text = String::from_utf8_lossy(&output.stdout);
         Ok(parse_tsv(&text, images.len()))
+    }
+}
+
+/// How one tesseract run reads its images.
+struct Run<'a> {
+    languages: String,
+    /// Tesseract's page segmentation mode: 3 for whole pages, 7 for one line.
+    psm: &'a str,
+    dpi: Option<u32>,
+}
+
+impl Run<'_> {
+    fn pages(languages: &str, dpi: Option<u32>) -> Self {
+        Self {
+            languages: languages.to_owned(),
+            psm: "3",
+            dpi,
+        }
     }
 }
 

@@ -234,3 +234,32 @@ fn built_in_fields_are_found_on_the_text_pdf_and_on_its_scan() {
         assert_eq!(value(Builtin::Vendor).as_deref(), Some("Muster GmbH"), "{source:?}");
     }
 }
+
+#[test]
+fn crops_are_read_as_single_lines_in_one_run() {
+    use lector_extract::ocr::Ocr;
+    require_tesseract();
+    let page = samples::render(
+        &samples::text_pdf(&[vec![
+            TextRun::new(50.0, 100.0, 10.0, "DE02 1082 7193 6217 2051 58"),
+            TextRun::new(50.0, 200.0, 11.0, "5,558.36 EUR").bold(),
+        ]]),
+        150.0,
+    )
+    .remove(0);
+    // Each line's strip, as `repair` cuts them: 150 dpi is 2.08 pixels a point.
+    let strip = |top: u32| image::imageops::crop_imm(&page, 90, top, 500, 40).to_image();
+    let crops = [strip(185), strip(395)];
+    let scratch = tempfile::tempdir().unwrap();
+    let read = Ocr::new(&config()).read_crops(&crops, None, scratch.path()).unwrap();
+    let texts: Vec<String> = read
+        .iter()
+        .map(|words| words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(texts, ["DE02 1082 7193 6217 2051 58", "5,558.36 EUR"]);
+    let (left, top, right, bottom) = read[0][0].quad.bounds();
+    assert!(
+        left < right && top < bottom && right <= 1.0,
+        "boxes relative to the crop"
+    );
+}
