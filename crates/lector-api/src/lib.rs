@@ -2,6 +2,7 @@
 //! listener. Handlers are thin: they extract and validate, name the caller, call one store
 //! function and shape the answer. Authorisation is decided by `lector_core::policy`.
 
+pub mod accounts;
 pub mod auth;
 pub mod budget;
 mod connection_timers;

@@ -6,7 +6,8 @@ mod config;
 
 use clap::{Parser, Subcommand};
 use lector_api::AppState;
-use lector_api::routes::users::{CreateUserBody, create_account};
+use lector_api::accounts::create_account;
+use lector_api::routes::users::CreateUserBody;
 use std::process::ExitCode;
 
 /// mimalloc rather than glibc's malloc: glibc gives each thread that allocates its own arena
@@ -206,7 +207,7 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             let mut problems = lector_core::validate::Problems::default();
             lector_api::extract::WriteBody::validate(&body, &mut problems);
             problems.finish().map_err(|e| e.detail)?;
-            let (user, token) = create_account(&state, body).await.map_err(|e| e.detail)?;
+            let (user, token) = create_account(&state, body.into()).await.map_err(|e| e.detail)?;
             println!("created user {} ({})", user.id, user.email);
             if let Some(token) = token {
                 println!("first-time-login token: {token}");

@@ -1,12 +1,13 @@
 //! Registration, log-in and log-out, accepting an invitation (which answers like log-in), the
 //! caller's status, and password resets by mail.
 
+use crate::accounts::{self, Acceptance, NewAccount};
 use crate::auth::{Caller, token_hash};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, WriteBody};
 use crate::login_limits::LoginAttempt;
 use crate::routes::Message;
-use crate::routes::users::{CreateUserBody, UserDto, create_account};
+use crate::routes::users::UserDto;
 use crate::routes::workspaces::MyWorkspaceDto;
 use crate::state::AppState;
 use axum::Json;
@@ -15,7 +16,7 @@ use axum::http::request::Parts;
 use lector_core::time::Timestamp;
 use lector_core::validate::{MAX_NAME_CHARS, Problems, normalize_email};
 use lector_core::{Error, ErrorCode};
-use lector_store::{Invitee, MailPayload, NewUser, TokenPurpose, User};
+use lector_store::{TokenPurpose, User};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -99,14 +100,14 @@ pub async fn register(
         3600,
     )
     .await?;
-    let account = CreateUserBody {
+    let account = NewAccount {
         email: body.email,
         first_name: body.first_name,
         last_name: body.last_name,
         password: Some(body.password),
         is_superuser: false,
     };
-    let (user, _) = create_account(&state, account).await?;
+    let (user, _) = accounts::create_account(&state, account).await?;
     tracing::info!(user.id = user.id, "user registered");
     answer(&state, &user, "registered", "CREATED")
 }
@@ -258,41 +259,10 @@ pub async fn send_password_reset_email(
         3600,
     )
     .await?;
-    let same_answer = Message::new("if the address is registered, a reset token is on its way");
-    let Some((user, _)) = state.store.login_candidate(&normalize_email(&body.email)).await? else {
-        return Ok(same_answer);
-    };
-    if !user.is_active {
-        return Ok(same_answer);
-    }
-    let token = crate::auth::random_token();
-    let lifetime = state.config.reset_token_lifetime_secs;
-    state
-        .store
-        .create_one_time_token(
-            user.id,
-            TokenPurpose::PasswordReset,
-            &token_hash(&token),
-            Timestamp::now().plus_seconds(lifetime),
-        )
-        .await?;
-    let text = format!(
-        "Someone asked to reset the password of your Lector account.\n\n\
-         Token: {token}\n\n\
-         To set a new password, open {public}/app/reset-password?token={token}\n\
-         or POST to {public}/password/reset the JSON fields reset_password_token and password.\n\
-         The token works once and expires in {} minutes.\n\
-         If you did not ask, ignore this mail.\n",
-        lifetime / 60,
-        public = state.config.public_url(),
-    );
-    let mail = MailPayload {
-        to: user.email.clone(),
-        subject: "Reset your Lector password".into(),
-        advice: "ask for a new reset mail".into(),
-    };
-    state.store.queue_mail(&mail, &text, None).await?;
-    Ok(same_answer)
+    accounts::request_password_reset(&state, &body.email).await?;
+    Ok(Message::new(
+        "if the address is registered, a reset token is on its way",
+    ))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -317,18 +287,7 @@ pub async fn reset_password(
     State(state): State<AppState>,
     Body(body): Body<ResetPasswordBody>,
 ) -> ApiResult<Json<Message>> {
-    let user_id = state
-        .store
-        .consume_one_time_token(TokenPurpose::PasswordReset, &token_hash(&body.reset_password_token))
-        .await?
-        .ok_or_else(|| {
-            Error::new(
-                ErrorCode::InvalidCredentials,
-                "the reset token is unknown, used or expired",
-            )
-        })?;
-    let hash = state.auth.hash_password(&body.password).await?;
-    state.store.reset_password(user_id, &hash).await?;
+    accounts::reset_password(&state, &body.reset_password_token, &body.password).await?;
     Ok(Message::new("password changed; log in with the new password"))
 }
 
@@ -363,43 +322,14 @@ pub async fn accept_invitation(
     State(state): State<AppState>,
     Body(body): Body<AcceptBody>,
 ) -> ApiResult<Json<AuthAnswer>> {
-    let invitation = state
-        .store
-        .invitation_by_token(&token_hash(&body.token))
-        .await?
-        .ok_or_else(|| Error::not_found("invitation (unknown, used, cancelled or expired)"))?;
-    if let Some(email) = &body.email
-        && normalize_email(email) != invitation.email
-    {
-        return Err(Error::validation(vec![lector_core::FieldError::new(
-            "email",
-            "is not the invited address",
-        )])
-        .into());
-    }
-    let invitee = match state.store.login_candidate(&invitation.email).await? {
-        Some((user, hash)) => {
-            if !state.auth.verify_password(&body.password, hash.as_deref()).await {
-                return Err(ApiError(Error::new(
-                    ErrorCode::InvalidCredentials,
-                    "the password of the existing account is wrong",
-                )));
-            }
-            Invitee::Existing(user.id)
-        }
-        None => Invitee::New(NewUser {
-            email: invitation.email.clone(),
-            first_name: body.first_name.trim().to_owned(),
-            last_name: body.last_name.trim().to_owned(),
-            password_hash: Some(state.auth.hash_password(&body.password).await?),
-            is_superuser: false,
-        }),
+    let acceptance = Acceptance {
+        token: body.token,
+        password: body.password,
+        email: body.email,
+        first_name: body.first_name,
+        last_name: body.last_name,
     };
-    let user = state.store.accept_invitation(&invitation, invitee).await?;
-    tracing::info!(
-        user.id = user.id,
-        workspace.id = invitation.workspace_id,
-        "invitation accepted"
-    );
+    let (user, workspace_id) = accounts::accept_invitation(&state, acceptance).await?;
+    tracing::info!(user.id = user.id, workspace.id = workspace_id, "invitation accepted");
     answer(&state, &user, "invitation accepted", "OK")
 }

@@ -1,5 +1,6 @@
 //! Users: profiles, permission flags, product keys, and accounts created by a superuser.
 
+use crate::accounts::{self, NewAccount};
 use crate::auth::{Caller, PRODUCT_KEY_PREFIX, random_token, token_hash};
 use crate::error::ApiResult;
 use crate::extract::{Body, PathParams, WriteBody};
@@ -8,10 +9,9 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use lector_core::time::Timestamp;
 use lector_core::validate::{MAX_NAME_CHARS, Problems, normalize_email};
 use lector_core::{ErrorCode, Result};
-use lector_store::{MailPayload, NewUser, ProductKey, TokenPurpose, User, UserChanges};
+use lector_store::{ProductKey, User, UserChanges};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -378,33 +378,16 @@ impl WriteBody for CreateUserBody {
     }
 }
 
-/// Creates a user; without a password, also a first-time-login token, which is returned
-/// (for the command line) and never served over HTTP.
-pub async fn create_account(state: &AppState, body: CreateUserBody) -> Result<(User, Option<String>)> {
-    let password_hash = match &body.password {
-        Some(password) => Some(state.auth.hash_password(password).await?),
-        None => None,
-    };
-    let user = state
-        .store
-        .create_user(NewUser {
-            email: normalize_email(&body.email),
-            first_name: body.first_name.trim().to_owned(),
-            last_name: body.last_name.trim().to_owned(),
-            password_hash,
+impl From<CreateUserBody> for NewAccount {
+    fn from(body: CreateUserBody) -> Self {
+        NewAccount {
+            email: body.email,
+            first_name: body.first_name,
+            last_name: body.last_name,
+            password: body.password,
             is_superuser: body.is_superuser,
-        })
-        .await?;
-    if body.password.is_some() {
-        return Ok((user, None));
+        }
     }
-    let token = random_token();
-    let expires = Timestamp::now().plus_seconds(state.config.invitation_lifetime_secs);
-    state
-        .store
-        .create_one_time_token(user.id, TokenPurpose::FirstLogin, &token_hash(&token), expires)
-        .await?;
-    Ok((user, Some(token)))
 }
 
 /// Creates a user (superusers only); without a password, mails a first-time-login token.
@@ -416,22 +399,9 @@ pub async fn create_user(
     Body(body): Body<CreateUserBody>,
 ) -> ApiResult<(StatusCode, Json<UserDto>)> {
     caller.require_superuser()?;
-    let (user, token) = create_account(&state, body).await?;
+    let (user, token) = accounts::create_account(&state, body.into()).await?;
     if let Some(token) = token {
-        let text = format!(
-            "An account was created for you on Lector.\n\n\
-             Token: {token}\n\n\
-             Log in once by POSTing {{\"token\": \"<token>\"}} to\n\
-             {}/auth/login, then set a password with PUT /users/{}.\n",
-            state.config.public_url(),
-            user.id
-        );
-        let mail = MailPayload {
-            to: user.email.clone(),
-            subject: "Your Lector account".into(),
-            advice: "ask the user to reset the password with their address".into(),
-        };
-        state.store.queue_mail(&mail, &text, Some(caller.user.id)).await?;
+        accounts::mail_first_login(&state, &caller.user, &user, &token).await?;
     }
     Ok((StatusCode::CREATED, Json(UserDto::from(&user))))
 }

@@ -1,16 +1,16 @@
 //! Workspaces (called organizations in paths), their members and invitations.
 
-use crate::auth::{Caller, random_token, token_hash};
+use crate::accounts::{self, Inviter};
+use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
 use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use lector_core::time::Timestamp;
-use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems, is_email, normalize_email};
+use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
 use lector_core::{Action, Role};
-use lector_store::{Invitation, MailPayload, Membership, MyWorkspace, Workspace, WorkspaceChanges, WorkspaceRef};
+use lector_store::{Invitation, Membership, MyWorkspace, Workspace, WorkspaceChanges, WorkspaceRef};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -348,85 +348,26 @@ pub async fn invite_users(
     PathParams(p): PathParams<OrgPath>,
     Body(body): Body<InviteBody>,
 ) -> ApiResult<Json<InviteAnswer>> {
-    let (workspace, own) = state
-        .store
-        .workspace_access(&caller.scope, &p.workspace(), Action::ManageMembers)
-        .await?;
-    caller.scope.may_grant(own, body.role)?;
-    let mut answer = InviteAnswer {
-        not_invited: Vec::new(),
-        invitations: Vec::new(),
+    let inviter = Inviter {
+        scope: &caller.scope,
+        user: &caller.user,
     };
-    let mut seen = std::collections::HashSet::new();
-    for raw in &body.emails {
-        let email = normalize_email(raw);
-        let reason = if !is_email(&email) {
-            Some("not an e-mail address")
-        } else if !seen.insert(email.clone()) {
-            Some("listed twice")
-        } else {
-            state.store.invitation_obstacle(&workspace, &email).await?
-        };
-        if let Some(reason) = reason {
-            answer.not_invited.push(NotInvited {
-                email: raw.clone(),
+    let invited = accounts::invite(&state, inviter, &p.workspace(), body.role, &body.emails).await?;
+    Ok(Json(InviteAnswer {
+        not_invited: invited
+            .not_invited
+            .into_iter()
+            .map(|(email, reason)| NotInvited {
+                email,
                 reason: reason.into(),
-            });
-            continue;
-        }
-        let key = format!("invite:{}", workspace.id);
-        state
-            .store
-            .hit_rate_limit(&key, state.config.rate_limits.invitations_per_hour, 3600)
-            .await?;
-        let token = random_token();
-        let expires = Timestamp::now().plus_seconds(state.config.invitation_lifetime_secs);
-        let invitation = state
-            .store
-            .create_invitation(
-                &caller.scope,
-                workspace.id,
-                &email,
-                body.role,
-                &token_hash(&token),
-                expires,
-            )
-            .await?;
-        send_invitation(&state, &caller, &workspace, &invitation, &token).await?;
-        answer.invitations.push(invitation_dto(&state, invitation));
-    }
-    Ok(Json(answer))
-}
-
-async fn send_invitation(
-    state: &AppState,
-    caller: &Caller,
-    workspace: &Workspace,
-    invitation: &Invitation,
-    token: &str,
-) -> lector_core::Result<()> {
-    let text = format!(
-        // Names are quoted with escapes ({:?}), so a stored name can never add lines to the mail.
-        "{:?} invited you to the Lector workspace {:?} as {}.\n\n\
-         Token: {token}\n\n\
-         To accept, open {public}/app/accept-invitation?token={token}\n\
-         or POST to {public}/organizations/users/invite/accept the JSON fields token,\n\
-         password, first_name and last_name.\n\
-         If you have an account already, give its password.\n\
-         The invitation expires at {}.\n",
-        caller.user.email,
-        workspace.name,
-        invitation.role,
-        rfc3339(invitation.expires),
-        public = state.config.public_url(),
-    );
-    let mail = MailPayload {
-        to: invitation.email.clone(),
-        subject: "You are invited to a Lector workspace".into(),
-        advice: "resend the invitation".into(),
-    };
-    state.store.queue_mail(&mail, &text, Some(caller.user.id)).await?;
-    Ok(())
+            })
+            .collect(),
+        invitations: invited
+            .invitations
+            .into_iter()
+            .map(|i| invitation_dto(&state, i))
+            .collect(),
+    }))
 }
 
 /// Pending invitations of a workspace.
@@ -580,31 +521,11 @@ pub async fn resend_invitation(
     caller: Caller,
     PathParams(p): PathParams<InvitationPath>,
 ) -> ApiResult<Json<InvitationDto>> {
-    let workspace_ref = WorkspaceRef::parse(&p.organization);
-    let (workspace, _) = state
-        .store
-        .workspace_access(&caller.scope, &workspace_ref, Action::ManageMembers)
-        .await?;
-    state
-        .store
-        .hit_rate_limit(
-            &format!("invite:{}", workspace.id),
-            state.config.rate_limits.invitations_per_hour,
-            3600,
-        )
-        .await?;
-    let token = random_token();
-    let expires = Timestamp::now().plus_seconds(state.config.invitation_lifetime_secs);
-    let invitation = state
-        .store
-        .renew_invitation(
-            &caller.scope,
-            &workspace_ref,
-            p.invitation_id,
-            &token_hash(&token),
-            expires,
-        )
-        .await?;
-    send_invitation(&state, &caller, &workspace, &invitation, &token).await?;
+    let inviter = Inviter {
+        scope: &caller.scope,
+        user: &caller.user,
+    };
+    let workspace = WorkspaceRef::parse(&p.organization);
+    let invitation = accounts::resend_invitation(&state, inviter, &workspace, p.invitation_id).await?;
     Ok(Json(invitation_dto(&state, invitation)))
 }

@@ -294,7 +294,7 @@ impl TestApp {
             "email": email, "password": "password-123", "is_superuser": true
         }))
         .expect("body");
-        lector_api::routes::users::create_account(&self.state, body)
+        lector_api::accounts::create_account(&self.state, body.into())
             .await
             .expect("superuser");
         self.login(email, "password-123").await

@@ -1,0 +1,312 @@
+//! Accounts and invitations as the service's rules, apart from HTTP: an account created (by
+//! registering, by a superuser, from the command line), a password reset asked for and done,
+//! people invited, invitations mailed again and accepted. The route files parse a request, call
+//! one function here and answer; the command line calls the same functions. The mails' texts
+//! are here as well, so a reader sees what a person receives and why.
+
+use crate::auth::{random_token, token_hash};
+use crate::state::AppState;
+use lector_core::time::Timestamp;
+use lector_core::validate::{is_email, normalize_email};
+use lector_core::{Action, Error, ErrorCode, FieldError, Result, Role, Scope};
+use lector_store::{Invitation, Invitee, MailPayload, NewUser, TokenPurpose, User, Workspace, WorkspaceRef};
+
+/// What an account is made of; the e-mail is normalised and the names trimmed here.
+#[derive(Debug, Clone)]
+pub struct NewAccount {
+    pub email: String,
+    pub first_name: String,
+    pub last_name: String,
+    /// Without one, the account gets a first-time-login token instead.
+    pub password: Option<String>,
+    pub is_superuser: bool,
+}
+
+/// Creates a user; without a password, also a first-time-login token, which is returned (for
+/// the command line, or for [`mail_first_login`]) and never served over HTTP.
+pub async fn create_account(state: &AppState, account: NewAccount) -> Result<(User, Option<String>)> {
+    let password_hash = match &account.password {
+        Some(password) => Some(state.auth.hash_password(password).await?),
+        None => None,
+    };
+    let user = state
+        .store
+        .create_user(NewUser {
+            email: normalize_email(&account.email),
+            first_name: account.first_name.trim().to_owned(),
+            last_name: account.last_name.trim().to_owned(),
+            password_hash,
+            is_superuser: account.is_superuser,
+        })
+        .await?;
+    if account.password.is_some() {
+        return Ok((user, None));
+    }
+    let token = random_token();
+    let expires = Timestamp::now().plus_seconds(state.config.invitation_lifetime_secs);
+    state
+        .store
+        .create_one_time_token(user.id, TokenPurpose::FirstLogin, &token_hash(&token), expires)
+        .await?;
+    Ok((user, Some(token)))
+}
+
+/// Mails a new account's first-time-login token, sent on behalf of `by`.
+pub async fn mail_first_login(state: &AppState, by: &User, user: &User, token: &str) -> Result<()> {
+    let text = format!(
+        "An account was created for you on Lector.\n\n\
+         Token: {token}\n\n\
+         Log in once by POSTing {{\"token\": \"<token>\"}} to\n\
+         {}/auth/login, then set a password with PUT /users/{}.\n",
+        state.config.public_url(),
+        user.id
+    );
+    let mail = MailPayload {
+        to: user.email.clone(),
+        subject: "Your Lector account".into(),
+        advice: "ask the user to reset the password with their address".into(),
+    };
+    state.store.queue_mail(&mail, &text, Some(by.id)).await?;
+    Ok(())
+}
+
+/// Mails a password-reset token when `email` belongs to an active account; does nothing
+/// otherwise, so the caller answers the same either way.
+pub async fn request_password_reset(state: &AppState, email: &str) -> Result<()> {
+    let Some((user, _)) = state.store.login_candidate(&normalize_email(email)).await? else {
+        return Ok(());
+    };
+    if !user.is_active {
+        return Ok(());
+    }
+    let token = random_token();
+    let lifetime = state.config.reset_token_lifetime_secs;
+    state
+        .store
+        .create_one_time_token(
+            user.id,
+            TokenPurpose::PasswordReset,
+            &token_hash(&token),
+            Timestamp::now().plus_seconds(lifetime),
+        )
+        .await?;
+    let text = format!(
+        "Someone asked to reset the password of your Lector account.\n\n\
+         Token: {token}\n\n\
+         To set a new password, open {public}/app/reset-password?token={token}\n\
+         or POST to {public}/password/reset the JSON fields reset_password_token and password.\n\
+         The token works once and expires in {} minutes.\n\
+         If you did not ask, ignore this mail.\n",
+        lifetime / 60,
+        public = state.config.public_url(),
+    );
+    let mail = MailPayload {
+        to: user.email.clone(),
+        subject: "Reset your Lector password".into(),
+        advice: "ask for a new reset mail".into(),
+    };
+    state.store.queue_mail(&mail, &text, None).await?;
+    Ok(())
+}
+
+/// Sets a new password with a reset token; every earlier access token stops working.
+pub async fn reset_password(state: &AppState, token: &str, password: &str) -> Result<()> {
+    let user_id = state
+        .store
+        .consume_one_time_token(TokenPurpose::PasswordReset, &token_hash(token))
+        .await?
+        .ok_or_else(|| {
+            Error::new(
+                ErrorCode::InvalidCredentials,
+                "the reset token is unknown, used or expired",
+            )
+        })?;
+    let hash = state.auth.hash_password(password).await?;
+    state.store.reset_password(user_id, &hash).await
+}
+
+/// An invitation being accepted: its token, and the account it is accepted with.
+#[derive(Debug, Clone)]
+pub struct Acceptance {
+    pub token: String,
+    /// A new account's password, or the existing account's.
+    pub password: String,
+    /// If given, must be the invited address.
+    pub email: Option<String>,
+    pub first_name: String,
+    pub last_name: String,
+}
+
+/// Accepts an invitation: creates the account (or, for an existing one, checks its password)
+/// and adds the membership. Answers the user and the workspace joined.
+pub async fn accept_invitation(state: &AppState, acceptance: Acceptance) -> Result<(User, i64)> {
+    let invitation = state
+        .store
+        .invitation_by_token(&token_hash(&acceptance.token))
+        .await?
+        .ok_or_else(|| Error::not_found("invitation (unknown, used, cancelled or expired)"))?;
+    if let Some(email) = &acceptance.email
+        && normalize_email(email) != invitation.email
+    {
+        return Err(Error::validation(vec![FieldError::new(
+            "email",
+            "is not the invited address",
+        )]));
+    }
+    let invitee = match state.store.login_candidate(&invitation.email).await? {
+        Some((user, hash)) => {
+            if !state.auth.verify_password(&acceptance.password, hash.as_deref()).await {
+                return Err(Error::new(
+                    ErrorCode::InvalidCredentials,
+                    "the password of the existing account is wrong",
+                ));
+            }
+            Invitee::Existing(user.id)
+        }
+        None => Invitee::New(NewUser {
+            email: invitation.email.clone(),
+            first_name: acceptance.first_name.trim().to_owned(),
+            last_name: acceptance.last_name.trim().to_owned(),
+            password_hash: Some(state.auth.hash_password(&acceptance.password).await?),
+            is_superuser: false,
+        }),
+    };
+    let user = state.store.accept_invitation(&invitation, invitee).await?;
+    Ok((user, invitation.workspace_id))
+}
+
+/// Who invites: the scope that decides, and the user the mails name.
+#[derive(Debug, Clone, Copy)]
+pub struct Inviter<'a> {
+    pub scope: &'a Scope,
+    pub user: &'a User,
+}
+
+/// What an invitation round made: the invitations, and the addresses not invited with why.
+#[derive(Debug, Default)]
+pub struct Invited {
+    pub invitations: Vec<Invitation>,
+    pub not_invited: Vec<(String, &'static str)>,
+}
+
+/// Invites `emails` to a workspace with `role` (a manager of its members, who may grant that
+/// role), mailing each a token; addresses that cannot be invited come back with a reason.
+pub async fn invite(
+    state: &AppState,
+    inviter: Inviter<'_>,
+    workspace: &WorkspaceRef,
+    role: Role,
+    emails: &[String],
+) -> Result<Invited> {
+    let (workspace, own) = state
+        .store
+        .workspace_access(inviter.scope, workspace, Action::ManageMembers)
+        .await?;
+    inviter.scope.may_grant(own, role)?;
+    let mut invited = Invited::default();
+    let mut seen = std::collections::HashSet::new();
+    for raw in emails {
+        let email = normalize_email(raw);
+        let obstacle = if !is_email(&email) {
+            Some("not an e-mail address")
+        } else if !seen.insert(email.clone()) {
+            Some("listed twice")
+        } else {
+            state.store.invitation_obstacle(&workspace, &email).await?
+        };
+        if let Some(reason) = obstacle {
+            invited.not_invited.push((raw.clone(), reason));
+            continue;
+        }
+        count_invitation(state, &workspace).await?;
+        let token = random_token();
+        let invitation = state
+            .store
+            .create_invitation(
+                inviter.scope,
+                workspace.id,
+                &email,
+                role,
+                &token_hash(&token),
+                expiry(state),
+            )
+            .await?;
+        mail_invitation(state, inviter.user, &workspace, &invitation, &token).await?;
+        invited.invitations.push(invitation);
+    }
+    Ok(invited)
+}
+
+/// Mails a pending invitation again with a fresh token (the old one stops working).
+pub async fn resend_invitation(
+    state: &AppState,
+    inviter: Inviter<'_>,
+    workspace: &WorkspaceRef,
+    invitation_id: i64,
+) -> Result<Invitation> {
+    let (found, _) = state
+        .store
+        .workspace_access(inviter.scope, workspace, Action::ManageMembers)
+        .await?;
+    count_invitation(state, &found).await?;
+    let token = random_token();
+    let invitation = state
+        .store
+        .renew_invitation(
+            inviter.scope,
+            workspace,
+            invitation_id,
+            &token_hash(&token),
+            expiry(state),
+        )
+        .await?;
+    mail_invitation(state, inviter.user, &found, &invitation, &token).await?;
+    Ok(invitation)
+}
+
+/// Every invitation mailed counts against the workspace's hourly limit (429 past it).
+async fn count_invitation(state: &AppState, workspace: &Workspace) -> Result<()> {
+    state
+        .store
+        .hit_rate_limit(
+            &format!("invite:{}", workspace.id),
+            state.config.rate_limits.invitations_per_hour,
+            3600,
+        )
+        .await
+}
+
+fn expiry(state: &AppState) -> Timestamp {
+    Timestamp::now().plus_seconds(state.config.invitation_lifetime_secs)
+}
+
+async fn mail_invitation(
+    state: &AppState,
+    inviter: &User,
+    workspace: &Workspace,
+    invitation: &Invitation,
+    token: &str,
+) -> Result<()> {
+    let text = format!(
+        // Names are quoted with escapes ({:?}), so a stored name can never add lines to the mail.
+        "{:?} invited you to the Lector workspace {:?} as {}.\n\n\
+         Token: {token}\n\n\
+         To accept, open {public}/app/accept-invitation?token={token}\n\
+         or POST to {public}/organizations/users/invite/accept the JSON fields token,\n\
+         password, first_name and last_name.\n\
+         If you have an account already, give its password.\n\
+         The invitation expires at {}.\n",
+        inviter.email,
+        workspace.name,
+        invitation.role,
+        invitation.expires.to_rfc3339(),
+        public = state.config.public_url(),
+    );
+    let mail = MailPayload {
+        to: invitation.email.clone(),
+        subject: "You are invited to a Lector workspace".into(),
+        advice: "resend the invitation".into(),
+    };
+    state.store.queue_mail(&mail, &text, Some(inviter.id)).await?;
+    Ok(())
+}
