@@ -13,7 +13,7 @@
 #[path = "support/bench_server.rs"]
 mod bench_server;
 
-use bench_server::{Options, Setup, extension, memory, table};
+use bench_server::{Options, Setup, memory, table};
 use lector_text::Format;
 use std::time::Instant;
 
@@ -68,7 +68,7 @@ async fn download(
     let started = Instant::now();
     let mut response = server
         .client
-        .get(server.url(&format!("{group}/download?format={}", extension(format))))
+        .get(server.url(&format!("{group}/download?format={}", format.extension())))
         .bearer_auth(&token)
         .send()
         .await
@@ -100,7 +100,7 @@ async fn run(options: &Options) -> Result<(), String> {
             let mib = d.bytes as f64 / (1024.0 * 1024.0);
             println!(
                 "| {rows} | {} | {mib:.1} | {:.2} | {:.1} | {:.0} | {:.0} |",
-                extension(format),
+                format.extension(),
                 d.secs,
                 mib / d.secs,
                 d.peak_before_kib as f64 / 1024.0,

@@ -13,7 +13,7 @@
 #[path = "support/bench_server.rs"]
 mod bench_server;
 
-use bench_server::{Options, Setup, extension, memory, table};
+use bench_server::{Options, Setup, memory, table};
 use lector_text::Format;
 
 /// One run: answers (seconds for the upload, seconds for the whole ingest, peak KiB before the
@@ -29,7 +29,7 @@ async fn run(options: &Options, format: Format, rows: usize, file: Vec<u8>) -> R
     let token = server.register().await?;
     let project_id = server.project(&token).await?;
     let (before, _) = memory(server.pid());
-    let (upload_secs, total_secs, group_id) = server.import(&token, project_id, extension(format), file).await?;
+    let (upload_secs, total_secs, group_id) = server.import(&token, project_id, format.extension(), file).await?;
     let (after, _) = memory(server.pid());
     let group = bench_server::call(
         server
@@ -70,13 +70,13 @@ fn main() -> std::process::ExitCode {
             match runtime.block_on(run(&options, format, rows, file)) {
                 Ok((upload, total, before, after)) => println!(
                     "| {} | {rows} | {mib:.1} | {upload:.2} | {total:.2} | {:.0} | {:.0} | {:.0} |",
-                    extension(format),
+                    format.extension(),
                     rows as f64 / total,
                     before as f64 / 1024.0,
                     after as f64 / 1024.0
                 ),
                 Err(e) => {
-                    eprintln!("ingest_bench: {} {rows}: {e}", extension(format));
+                    eprintln!("ingest_bench: {} {rows}: {e}", format.extension());
                     return std::process::ExitCode::FAILURE;
                 }
             }

@@ -2,7 +2,6 @@
 //! preview (the first page read in the extraction sandbox), and the refusal an operation that
 //! reads only tables gives them. The rest of an upload's life is `files`'.
 
-use crate::routes::files::{UploadedFileDto, discard};
 use crate::state::AppState;
 use lector_core::{Error, ErrorCode, Result};
 use lector_store::Upload;
@@ -10,31 +9,19 @@ use lector_store::Upload;
 /// Characters of a page's text a document preview shows.
 const PREVIEW_PAGE_CHARS: usize = 2000;
 
-/// A PDF or image upload: its first page read in the sandbox (a file that cannot be read is not
-/// kept), previewed as a table with the page number and its text.
-pub(crate) async fn preview_document(state: &AppState, upload: Upload) -> Result<UploadedFileDto> {
-    let bytes = match upload_bytes(state, &upload).await {
-        Ok(bytes) => state.sandbox.read_first_pages(bytes, Some(1)).await,
-        Err(e) => Err(e),
-    };
-    let read = match bytes {
-        Ok(read) => read,
-        Err(e) => {
-            discard(state, &upload).await;
-            return Err(e);
-        }
-    };
-    let header = vec!["page".to_owned(), "text".to_owned()];
-    let mut preview = vec![header.clone()];
+/// A PDF or image upload's preview: its first page read in the sandbox, as a table with the
+/// page number and its text.
+pub(crate) async fn preview_document(state: &AppState, upload: &Upload) -> Result<Vec<Vec<String>>> {
+    let bytes = upload_bytes(state, upload).await?;
+    let read = state.sandbox.read_first_pages(bytes, Some(1)).await?;
+    let mut preview = vec![vec!["page".to_owned(), "text".to_owned()]];
     for page in &read.pages {
         preview.push(vec![
             page.number.to_string(),
             page.text().chars().take(PREVIEW_PAGE_CHARS).collect(),
         ]);
     }
-    let upload = state.store.set_upload_columns(&upload, &header).await?;
-    tracing::info!(upload.id = %upload.id, bytes = upload.byte_size, format = %upload.format, "document uploaded");
-    Ok(UploadedFileDto { id: upload.id, preview })
+    Ok(preview)
 }
 
 /// An upload's bytes, read whole (documents are bounded by `extract.max_file_bytes`).

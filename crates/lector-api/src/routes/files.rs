@@ -107,17 +107,19 @@ pub async fn upload_with_preview(
 /// Reads an upload's preview and remembers its header; an upload whose preview cannot be read
 /// is not kept.
 pub async fn preview_upload(state: &AppState, upload: Upload) -> Result<UploadedFileDto> {
-    if is_document(&upload) {
-        return preview_document(state, upload).await;
-    }
-    let read = {
-        let state = state.clone();
-        move |file: std::fs::File, format: Format| {
-            let limits = limits(&state);
-            lector_text::preview(format, file, PREVIEW_ROWS, ReadOptions::default(), &limits)
-        }
+    let read = if is_document(&upload) {
+        preview_document(state, &upload).await
+    } else {
+        let read = {
+            let state = state.clone();
+            move |file: std::fs::File, format: Format| {
+                let limits = limits(&state);
+                lector_text::preview(format, file, PREVIEW_ROWS, ReadOptions::default(), &limits)
+            }
+        };
+        read_upload(state, &upload, read).await
     };
-    let preview = match read_upload(state, &upload, read).await {
+    let preview = match read {
         Ok(preview) => preview,
         Err(e) => {
             discard(state, &upload).await;
@@ -224,7 +226,7 @@ async fn store_file(state: &AppState, caller: &Caller, target: UploadFor, mut fi
                     ),
                 )
             })?;
-            (format_name(format), state.config.uploads.max_bytes)
+            (format.extension(), state.config.uploads.max_bytes)
         }
     };
     let chunks = futures_util::stream::once(async move { Ok::<Bytes, MultipartError>(first) })
@@ -246,17 +248,6 @@ pub(crate) fn sniff(start: &[u8]) -> Option<Format> {
         Some(b'[') => Some(Format::Json),
         Some(b'{') => Some(Format::Jsonl),
         _ => None,
-    }
-}
-
-/// The name a format is stored under (its usual extension).
-pub fn format_name(format: Format) -> &'static str {
-    match format {
-        Format::Csv => "csv",
-        Format::Txt => "txt",
-        Format::Json => "json",
-        Format::Jsonl => "jsonl",
-        Format::Xlsx => "xlsx",
     }
 }
 

@@ -7,26 +7,18 @@
 //! A PDF or image uploaded as labeled data becomes one document of pages, none annotated yet.
 
 use crate::auth::Caller;
-use crate::error::ApiResult;
-use crate::extract::PathParams;
 use crate::routes::document_uploads::is_document;
-use crate::routes::documents::{SegmentBody, check_text, language, language_for, prepare_document_body};
-use crate::routes::sessions::{MAX_LABELED_DOCUMENTS, MAX_NAME_CHARS, ProjectPath, SessionDto, session_dto};
+use crate::routes::documents::{SegmentBody, check_text, language, prepare_document_body};
 use crate::routes::sources::{SourceRequest, fetch_to_upload};
 use crate::state::AppState;
-use axum::Json;
-use axum::extract::State;
 use lector_core::validate::Problems;
 use lector_core::{Error, Result};
 use lector_store::{LabeledColumns, LabeledDocument, LabeledFile, NewSession, NewTag, Session, Upload};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(upload_labeling_file))
-}
+/// Labeled documents one request may bring.
+pub const MAX_LABELED_DOCUMENTS: usize = 10_000;
 
 /// A tag as a client sends it: a class and/or a label by name, optionally on a part of the
 /// segment given by span or text.
@@ -257,75 +249,6 @@ pub(crate) async fn session_file(
     Ok(Some(state.store.upload(&caller.scope, project_id, id).await?))
 }
 
-/// The multipart form of `upload_labeling_file`.
-#[derive(Debug, ToSchema)]
-#[allow(dead_code)]
-pub struct LabelingUploadForm {
-    /// Labeled data: CSV, JSON, JSONL or XLSX with a header row (`text`, `class` or `aspect`,
-    /// `label`; a session download has these); or a PDF or image, which becomes one document
-    /// of pages to annotate.
-    #[schema(value_type = String, format = Binary)]
-    file: Vec<u8>,
-    /// true: keep the file and answer its id and preview, for `create_labeling_session` with a
-    /// `file_id` and a `column_mapping`. false (default): create the session from it (a task).
-    show_preview: Option<bool>,
-}
-
-/// What `upload_labeling_file` answers: the file's preview, or the session made from it.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum LabelingUpload {
-    Preview(crate::routes::files::UploadedFileDto),
-    Session(Box<SessionDto>),
-}
-
-/// Uploads labeled data: with `show_preview`, answers the file's id and preview; otherwise
-/// answers a labeling session (STARTED) that the task `task_id` fills from the file, its
-/// columns found by their names.
-#[utoipa::path(post, path = "/projects/{project_id}/annotations/upload", tag = "labeling sessions",
-    params(("project_id" = i64, Path)),
-    request_body(content = LabelingUploadForm, content_type = "multipart/form-data"),
-    responses((status = 200, body = LabelingUpload)))]
-pub async fn upload_labeling_file(
-    State(state): State<AppState>,
-    caller: Caller,
-    PathParams(p): PathParams<ProjectPath>,
-    form: std::result::Result<axum::extract::Multipart, axum::extract::multipart::MultipartRejection>,
-) -> ApiResult<Json<LabelingUpload>> {
-    let (upload, flags) = crate::routes::files::receive_upload_with(
-        &state,
-        &caller,
-        lector_store::UploadFor::Project(p.project_id),
-        form?,
-        &["show_preview"],
-    )
-    .await?;
-    if flags.iter().any(|(_, on)| *on) {
-        let preview = crate::routes::files::preview_upload(&state, upload).await?;
-        return Ok(Json(LabelingUpload::Preview(preview)));
-    }
-    let language = language_for(&state, &caller, p.project_id, None).await?;
-    let name = upload
-        .file_name
-        .rsplit_once('.')
-        .map_or(upload.file_name.as_str(), |(stem, _)| stem);
-    let new = NewSession {
-        name: name.chars().take(MAX_NAME_CHARS).collect(),
-        ..NewSession::default()
-    };
-    // A file whose header does not fit is not kept.
-    if !is_document(&upload)
-        && let Err(e) = file_columns(&state, &upload, None).await
-    {
-        crate::routes::files::discard(&state, &upload).await;
-        return Err(e.into());
-    }
-    let (session, task_id) = start_from_file(&state, &caller, p.project_id, new, &upload, None, language).await?;
-    let mut answer = session_dto(&state, session).await?;
-    answer.task_id = Some(task_id);
-    Ok(Json(LabelingUpload::Session(Box::new(answer))))
-}
-
 /// Checks a labeled-data file's header against `mapping` (the columns named so by default),
 /// then creates the session STARTED and queues the job that fills it from the file. Answers
 /// the session and the job's id.
@@ -370,7 +293,11 @@ pub(crate) async fn start_from_file(
 }
 
 /// Where the mapped columns lie in a labeled-data file's header (422 when they are not there).
-async fn file_columns(state: &AppState, upload: &Upload, mapping: Option<ColumnMappingBody>) -> Result<LabeledColumns> {
+pub(crate) async fn file_columns(
+    state: &AppState,
+    upload: &Upload,
+    mapping: Option<ColumnMappingBody>,
+) -> Result<LabeledColumns> {
     let limits = crate::routes::files::limits(state);
     let columns = crate::routes::files::read_upload(state, upload, move |file, format| {
         let options = lector_text::ReadOptions { header_first: true };

@@ -19,6 +19,7 @@ pub mod files;
 pub mod groups;
 pub mod hitl;
 pub mod labeled;
+pub mod labeling_uploads;
 pub mod model_files;
 pub mod models;
 pub mod notifications;
@@ -48,7 +49,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(documents::router())
         .merge(groups::router())
         .merge(sessions::router())
-        .merge(labeled::router())
+        .merge(labeling_uploads::router())
         .merge(session_downloads::router())
         .merge(annotate::router())
         .merge(corrections::router())

@@ -37,8 +37,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_labeling_session_document))
 }
 
-/// Labeled documents one request may bring.
-pub const MAX_LABELED_DOCUMENTS: usize = 10_000;
 /// Document ids one request may name.
 pub const MAX_DOCUMENT_IDS: usize = 100_000;
 /// Longest session name and description, in characters.

@@ -5,7 +5,7 @@
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::PathParams;
-use crate::routes::files::{UploadedFileDto, bad_field, format_name, preview_upload, sniff};
+use crate::routes::files::{UploadedFileDto, bad_field, preview_upload, sniff};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -160,7 +160,7 @@ pub async fn fetch_to_upload(
             &caller.scope,
             lector_store::UploadFor::Project(project.id),
             &fetched.file_name,
-            format_name(format),
+            format.extension(),
             Box::pin(chunks),
             state.config.uploads.max_bytes,
         )

@@ -84,10 +84,7 @@ pub(crate) fn set_download_headers(response: &mut Response, format: Format, stem
         Format::Jsonl => "application/x-ndjson",
         Format::Xlsx => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     };
-    let disposition = format!(
-        "attachment; filename=\"{stem}.{}\"",
-        crate::routes::files::format_name(format)
-    );
+    let disposition = format!("attachment; filename=\"{stem}.{}\"", format.extension());
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     if let Ok(value) = HeaderValue::from_str(&disposition) {

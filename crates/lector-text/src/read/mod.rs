@@ -53,6 +53,17 @@ impl Format {
             _ => None,
         }
     }
+
+    /// The format's usual extension, without its dot; also its name in the API.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Txt => "txt",
+            Format::Json => "json",
+            Format::Jsonl => "jsonl",
+            Format::Xlsx => "xlsx",
+        }
+    }
 }
 
 /// How to read a file beyond its format.

@@ -83,18 +83,6 @@ impl Options {
     }
 }
 
-/// A format's file extension.
-pub fn extension(format: lector_text::Format) -> &'static str {
-    use lector_text::Format;
-    match format {
-        Format::Csv => "csv",
-        Format::Txt => "txt",
-        Format::Json => "json",
-        Format::Jsonl => "jsonl",
-        Format::Xlsx => "xlsx",
-    }
-}
-
 /// A process's peak and current resident memory in KiB (`VmHWM`, `VmRSS`).
 pub fn memory(pid: u32) -> (u64, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
