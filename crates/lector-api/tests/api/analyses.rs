@@ -1,0 +1,412 @@
+//! Batch analyses through HTTPS on both backends: a 1,000-row CSV analysed by a trained model
+//! (every document tagged, filters, paging, one notification, the download uploaded again as
+//! a labeling session), analyses of texts and of an existing group, and every analysis
+//! operation with its role limits, tenancy and immutable fields.
+
+use crate::common::{Session, TestApp};
+use serde_json::{Value, json};
+
+backend_tests!(batch_analysis_of_a_file_story, analyses_follow_roles_and_tenancy);
+
+const TOPICS: [(&str, [&str; 6]); 3] = [
+    (
+        "billing",
+        [
+            "invoice is wrong",
+            "was charged twice",
+            "refund the payment",
+            "bill is too high",
+            "extra fee on my bill",
+            "credit card was charged",
+        ],
+    ),
+    (
+        "login",
+        [
+            "cannot log in",
+            "password reset fails",
+            "account is locked",
+            "sign in does not work",
+            "forgot my password",
+            "verification code never arrives",
+        ],
+    ),
+    (
+        "shipping",
+        [
+            "package has not arrived",
+            "delivery is late",
+            "parcel arrived damaged",
+            "tracking shows nothing",
+            "courier lost the parcel",
+            "order was never shipped",
+        ],
+    ),
+];
+
+/// A CLASS project with a READY model trained on tickets; answers (project, model id).
+async fn trained_tickets(app: &TestApp, owner: &Session) -> (i64, i64) {
+    let project = app
+        .project_with_classes(owner, "Tickets", "CLASS", &["billing", "login", "shipping"])
+        .await;
+    let mut documents = Vec::new();
+    for (class, phrases) in TOPICS {
+        for (i, phrase) in phrases.iter().enumerate() {
+            for opener in ["Hello, my", "Sadly my", "Why is it that my"] {
+                documents.push(json!({"text": format!("{opener} {phrase} again ({i})."), "tags": [{"class": class}]}));
+            }
+        }
+    }
+    app.post(
+        &format!("/projects/{project}/annotations"),
+        &owner.token,
+        json!({"name": "Tickets", "documents": documents}),
+    )
+    .await
+    .expect(201);
+    let model = app
+        .train_model(owner, project, json!({"display_name": "Tickets"}))
+        .await;
+    assert_eq!(model["status"], "READY", "{model}");
+    (project, model["id"].as_i64().unwrap())
+}
+
+/// Waits for an analysis's job; answers the analysis as get_analysis gives it.
+async fn finished(app: &TestApp, who: &Session, created: &Value) -> Value {
+    assert_eq!(created["status"], "QUEUED", "{created}");
+    let project = created["project_id"].as_i64().unwrap();
+    let task = app
+        .wait_for_task(&who.token, project, created["task_id"].as_i64().unwrap())
+        .await;
+    assert_eq!(task["status"], "DONE", "{task}");
+    app.get(&format!("/analyses/{}", created["id"]), &who.token)
+        .await
+        .expect(200)
+}
+
+async fn batch_analysis_of_a_file_story(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, model) = trained_tickets(&app, &ada).await;
+    let mut csv = String::from("ticket,text\n");
+    for n in 0..1000 {
+        let (_, phrases) = TOPICS[n % 3];
+        csv.push_str(&format!(
+            "{n},\"Dear team, my {} since Monday. Ticket {n}.\"\n",
+            phrases[n % 6]
+        ));
+    }
+    let upload = app
+        .send_form("/analyses/upload", &ada.token, "tickets.csv", csv.as_bytes(), &[])
+        .await
+        .expect(200);
+    assert_eq!(upload["preview"][0], json!(["ticket", "text"]));
+    let created = app
+        .post(
+            "/analyses",
+            &ada.token,
+            json!({"model_id": model, "name": "Monday", "file_id": upload["id"], "column_name": "text"}),
+        )
+        .await
+        .expect(201);
+    let analysis = finished(&app, &ada, &created).await;
+    assert_eq!(analysis["status"], "FINISHED", "{analysis}");
+    assert_eq!(analysis["document_count"], 1000);
+    assert_eq!(analysis["progress"], 1.0);
+    assert_eq!(analysis["type"], "CLASS");
+    assert_eq!(analysis["classes"].as_array().unwrap().len(), 3);
+    let id = analysis["id"].as_i64().unwrap();
+    // The texts became documents of a group of the analysis's own, served as ANALYSIS.
+    let group = app
+        .get(
+            &format!("/projects/{project}/groups/{}", analysis["document_group_id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(group["source"], "ANALYSIS");
+
+    // Every document tagged, and mostly with its own topic.
+    let mut right = 0;
+    let mut offset = 0;
+    loop {
+        let page = app
+            .get(
+                &format!("/analyses/{id}/documents?details=true&offset={offset}&limit=1000"),
+                &ada.token,
+            )
+            .await
+            .expect(200);
+        assert_eq!(page["count"], 1000);
+        for document in page["documents"].as_array().unwrap() {
+            let n: usize = document["meta"]["ticket"].as_str().unwrap().parse().unwrap();
+            let tags: Vec<&str> = document["segments"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|s| s["tags"].as_array().unwrap())
+                .map(|t| t["class"].as_str().unwrap())
+                .collect();
+            assert!(!tags.is_empty(), "document {n} has no tags: {document}");
+            right += usize::from(tags.contains(&TOPICS[n % 3].0));
+        }
+        if page["has_more"] == false {
+            break;
+        }
+        offset += 1000;
+    }
+    assert!(right >= 900, "{right} of 1000 documents got their topic");
+
+    // Filters: by class id, by text, and paging.
+    let classes = app
+        .get(&format!("/projects/{project}/classes"), &ada.token)
+        .await
+        .expect(200);
+    let billing = classes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "billing")
+        .unwrap()["id"]
+        .clone();
+    let page = app
+        .get(
+            &format!("/analyses/{id}/documents?classes={billing}&details=true&limit=5"),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    let billed = page["count"].as_i64().unwrap();
+    assert!((300..=400).contains(&billed), "{billed} documents tagged billing");
+    assert_eq!(page["documents"].as_array().unwrap().len(), 5);
+    assert_eq!(page["has_more"], true);
+    for document in page["documents"].as_array().unwrap() {
+        assert!(document.to_string().contains("\"billing\""), "{document}");
+    }
+    let page = app
+        .get(&format!("/analyses/{id}/documents?search=ticket%20999."), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(page["count"], 1);
+    assert!(
+        page["documents"][0].get("segments").is_none(),
+        "no details unless asked"
+    );
+    app.get(&format!("/analyses/{id}/documents?classes=x"), &ada.token)
+        .await
+        .expect_problem(422, "validation_failed");
+
+    // One notification for the analysis.
+    let notes = app.get("/notifications", &ada.token).await.expect(200);
+    let finished_notes = notes
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["title"] == "Analysis finished")
+        .count();
+    assert_eq!(finished_notes, 1);
+
+    // The download uploads again as a labeling session with the tags by name.
+    let (content_type, _, bytes) = app
+        .download(&ada.token, &format!("/analyses/{id}/documents/download?format=csv"))
+        .await;
+    assert!(content_type.starts_with("text/csv"), "{content_type}");
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(
+        text.starts_with("document,segment,text,class,label,part,annotated,confidence"),
+        "{text:.200}"
+    );
+    // Without `show_preview`, the upload becomes a session at once (its job fills it).
+    let session = app
+        .send_form(
+            &format!("/projects/{project}/annotations/upload"),
+            &ada.token,
+            "analysis.csv",
+            &bytes,
+            &[],
+        )
+        .await
+        .expect(200);
+    app.wait_for_task(&ada.token, project, session["task_id"].as_i64().unwrap())
+        .await;
+    let session = app
+        .get(
+            &format!("/projects/{project}/annotations/{}", session["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(session["document_count"], 1000, "{session}");
+    for format in ["json", "jsonl", "xlsx"] {
+        let (_, _, bytes) = app
+            .download(
+                &ada.token,
+                &format!("/analyses/{id}/documents/download?format={format}"),
+            )
+            .await;
+        assert!(bytes.len() > 1000, "{format}");
+    }
+}
+
+async fn analyses_follow_roles_and_tenancy(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, model) = trained_tickets(&app, &ada).await;
+    let texts = json!([
+        {"text": "My invoice is wrong. The courier lost the parcel.", "id": "a-1"},
+        {"text": "I cannot log in since Monday.", "id": 2}
+    ]);
+    let created = app
+        .post("/analyses", &ada.token, json!({"model_id": model, "documents": texts}))
+        .await
+        .expect(201);
+    let analysis = finished(&app, &ada, &created).await;
+    assert_eq!(analysis["document_count"], 2);
+    let id = analysis["id"].as_i64().unwrap();
+    let page = app
+        .get(&format!("/analyses/{id}/documents?details=true"), &ada.token)
+        .await
+        .expect(200);
+    let first = &page["documents"][0];
+    assert_eq!(first["meta"]["external_id"], "a-1");
+    assert_eq!(first["segments"].as_array().unwrap().len(), 2, "split into sentences");
+
+    // An existing group, analysed again with the same model.
+    let again = app
+        .post(
+            "/analyses",
+            &ada.token,
+            json!({"model_id": model, "document_group_id": analysis["document_group_id"], "name": "Again"}),
+        )
+        .await
+        .expect(201);
+    let again = finished(&app, &ada, &again).await;
+    assert_eq!(again["document_count"], 2);
+    let listed = app
+        .get(&format!("/analyses?model={model}"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    let by_model = app
+        .get(&format!("/models/{model}/analyses"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(by_model["count"], 2);
+
+    // Bad requests, each field named.
+    app.post("/analyses", &ada.token, json!({"documents": texts}))
+        .await
+        .expect_problem(422, "validation_failed");
+    app.post(
+        "/analyses",
+        &ada.token,
+        json!({"model_id": model, "documents": texts, "document_group_id": 1}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    app.post(
+        "/analyses",
+        &ada.token,
+        json!({"model_id": model, "documents": [], "column": 1}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    app.post(
+        "/analyses",
+        &ada.token,
+        json!({"model_id": 999_999, "documents": texts}),
+    )
+    .await
+    .expect(404);
+    app.post(
+        "/analyses",
+        &ada.token,
+        json!({"model_id": model, "file_id": "00000000-0000-4000-8000-000000000000"}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    app.post(
+        "/analyses",
+        &ada.token,
+        json!({"model_id": model, "document_group_id": 999_999}),
+    )
+    .await
+    .expect(404);
+
+    // Changes: name and description; the job's fields are refused.
+    let renamed = app
+        .put(
+            &format!("/analyses/{id}"),
+            &ada.token,
+            json!({"name": "Renamed", "description": "two tickets"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        (renamed["name"].as_str(), renamed["description"].as_str()),
+        (Some("Renamed"), Some("two tickets"))
+    );
+    app.put(&format!("/analyses/{id}"), &ada.token, json!({"status": "FAILED"}))
+        .await
+        .expect_problem(400, "immutable_field");
+
+    // Another workspace sees nothing; a VIEWER of this one reads but does not write.
+    let eve = app.register("eve@example.org").await;
+    let missing = app.get("/analyses/999999", &eve.token).await.expect(404);
+    let foreign = app.get(&format!("/analyses/{id}"), &eve.token).await.expect(404);
+    assert_eq!(missing["detail"], foreign["detail"]);
+    assert!(
+        app.get("/analyses", &eve.token)
+            .await
+            .expect(200)
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    app.post("/analyses", &eve.token, json!({"model_id": model, "documents": texts}))
+        .await
+        .expect(404);
+    let workspace = app.get("/auth/status", &ada.token).await.expect(200)["workspaces"][0]["id"].clone();
+    app.post(
+        &format!("/organizations/{workspace}/users/invite"),
+        &ada.token,
+        json!({"role": "VIEWER", "emails": ["vic@example.org"]}),
+    )
+    .await
+    .expect(200);
+    let token = app.token_from_mail("vic@example.org").await;
+    let vic = app
+        .call(
+            reqwest::Method::POST,
+            "/organizations/users/invite/accept",
+            None,
+            Some(json!({"token": token, "password": "password-123", "first_name": "Vic"})),
+        )
+        .await
+        .expect(200);
+    let vic = vic["auth_token"].as_str().unwrap().to_owned();
+    app.get(&format!("/analyses/{id}"), &vic).await.expect(200);
+    app.get(&format!("/analyses/{id}/documents"), &vic).await.expect(200);
+    app.post("/analyses", &vic, json!({"model_id": model, "documents": texts}))
+        .await
+        .expect(403);
+    app.put(&format!("/analyses/{id}"), &vic, json!({"name": "Mine"}))
+        .await
+        .expect(403);
+    app.delete(&format!("/analyses/{id}"), &vic).await.expect(403);
+
+    // Deleting removes the analysis and its tags; the documents stay.
+    app.delete(&format!("/analyses/{id}"), &ada.token).await.expect(200);
+    app.get(&format!("/analyses/{id}"), &ada.token).await.expect(404);
+    let documents = app
+        .get(
+            &format!("/projects/{project}/groups/{}/documents", analysis["document_group_id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        documents["count"]
+            .as_i64()
+            .or(documents.as_array().map(|a| a.len() as i64)),
+        Some(2)
+    );
+}

@@ -1,0 +1,496 @@
+//! Registration, log-in, log-out, token revocation, password resets, first-time logins,
+//! product keys and rate limits, through HTTPS on both backends.
+
+use crate::common::TestApp;
+use reqwest::Method;
+use serde_json::json;
+
+backend_tests!(
+    register_login_and_status,
+    wrong_password_and_unknown_email_answer_alike,
+    logout_revokes_only_the_presented_token,
+    password_change_revokes_earlier_tokens,
+    password_reset_by_mail_works_once,
+    superuser_creates_user_with_first_login_token,
+    product_keys_are_bearer_tokens,
+    users_see_only_themselves,
+    permissions_are_changed_by_superusers_only,
+    account_changes_need_the_current_password,
+);
+
+async fn account_changes_need_the_current_password(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let path = format!("/users/{}", ada.user_id);
+    for change in [
+        json!({"password": "new-password-456"}),
+        json!({"email": "eve@example.org"}),
+    ] {
+        let problem = app
+            .put(&path, &ada.token, change.clone())
+            .await
+            .expect_problem(400, "bad_request");
+        assert_eq!(problem["errors"][0]["field"], "current_password");
+        let mut wrong = change.clone();
+        wrong["current_password"] = json!("not-my-password");
+        let problem = app.put(&path, &ada.token, wrong).await.expect_problem(403, "forbidden");
+        assert_eq!(problem["errors"][0]["field"], "current_password");
+    }
+    // The same e-mail (in another case) and other fields need no proof.
+    app.put(
+        &path,
+        &ada.token,
+        json!({"email": "ADA@example.org", "first_name": "Ada"}),
+    )
+    .await
+    .expect(200);
+    // A product key alone cannot take the account over either.
+    let key = app
+        .post(&format!("{path}/keys"), &ada.token, json!({"name": "ci"}))
+        .await
+        .expect(201)["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.put(&path, &key, json!({"email": "eve@example.org"}))
+        .await
+        .expect_problem(400, "bad_request");
+    let changed = app
+        .put(
+            &path,
+            &ada.token,
+            json!({"email": "augusta@example.org", "current_password": "password-123"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(changed["email"], "augusta@example.org");
+
+    // A superuser changes someone else's account without it (and the change is logged).
+    let root = app.superuser("root@example.org").await;
+    app.put(&path, &root.token, json!({"password": "set-by-root-1"}))
+        .await
+        .expect(200);
+    app.login("augusta@example.org", "set-by-root-1").await;
+    // Product keys outlive a password change, as the documentation says.
+    app.get("/auth/status", &key).await.expect(200);
+    // A superuser's own account is no exception.
+    let root_path = format!("/users/{}", root.user_id);
+    app.put(&root_path, &root.token, json!({"password": "another-pass-1"}))
+        .await
+        .expect_problem(400, "bad_request");
+}
+
+async fn register_login_and_status(app: TestApp) {
+    let ada = app.register("Ada@Example.org").await;
+    let again = json!({"email": "ada@example.org", "password": "password-123"});
+    app.call(Method::POST, "/auth/register", None, Some(again))
+        .await
+        .expect_problem(409, "conflict");
+    let short = json!({"email": "bob@example.org", "password": "short"});
+    let problem = app
+        .call(Method::POST, "/auth/register", None, Some(short))
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "password");
+
+    let login = app
+        .call(
+            Method::POST,
+            "/auth/login",
+            None,
+            Some(json!({"email": "ADA@example.org", "password": "password-123"})),
+        )
+        .await
+        .expect(200);
+    assert_eq!(login["status"], "OK");
+    assert_eq!(login["user_id"], ada.user_id);
+
+    let status = app.get("/auth/status", &ada.token).await.expect(200);
+    assert_eq!(status["user"]["email"], "ada@example.org");
+    let workspaces = status["workspaces"].as_array().unwrap();
+    assert_eq!(workspaces.len(), 1, "a personal workspace comes with registration");
+    assert_eq!(workspaces[0]["role"], "ADMIN");
+    assert_eq!(workspaces[0]["is_default"], true);
+    assert_eq!(status["default_workspace_id"], workspaces[0]["id"]);
+
+    app.call(Method::GET, "/auth/status", None, None)
+        .await
+        .expect_problem(401, "unauthorized");
+    app.get("/auth/status", "not-a-token")
+        .await
+        .expect_problem(401, "unauthorized");
+}
+
+async fn wrong_password_and_unknown_email_answer_alike(app: TestApp) {
+    app.register("ada@example.org").await;
+    let wrong = app
+        .call(
+            Method::POST,
+            "/auth/login",
+            None,
+            Some(json!({"email": "ada@example.org", "password": "wrong-password"})),
+        )
+        .await;
+    let unknown = app
+        .call(
+            Method::POST,
+            "/auth/login",
+            None,
+            Some(json!({"email": "nobody@example.org", "password": "wrong-password"})),
+        )
+        .await;
+    assert_eq!(wrong.status, 401);
+    assert_eq!(wrong.body_without_request_id(), unknown.body_without_request_id());
+    let neither = app
+        .call(
+            Method::POST,
+            "/auth/login",
+            None,
+            Some(json!({"email": "ada@example.org"})),
+        )
+        .await;
+    neither.expect_problem(422, "validation_failed");
+}
+
+async fn logout_revokes_only_the_presented_token(app: TestApp) {
+    let first = app.register("ada@example.org").await;
+    let second = app.login("ada@example.org", "password-123").await;
+    app.post("/auth/logout", &first.token, json!({})).await.expect(200);
+    app.get("/auth/status", &first.token)
+        .await
+        .expect_problem(401, "unauthorized");
+    app.get("/auth/status", &second.token).await.expect(200);
+}
+
+async fn password_change_revokes_earlier_tokens(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let other = app.login("ada@example.org", "password-123").await;
+    let path = format!("/users/{}", ada.user_id);
+    let user = app
+        .put(&path, &ada.token, json!({"first_name": "Augusta"}))
+        .await
+        .expect(200);
+    assert_eq!(user["first_name"], "Augusta");
+    app.get("/auth/status", &ada.token).await.expect(200);
+
+    app.put(
+        &path,
+        &ada.token,
+        json!({"password": "new-password-456", "current_password": "password-123"}),
+    )
+    .await
+    .expect(200);
+    app.get("/auth/status", &ada.token)
+        .await
+        .expect_problem(401, "unauthorized");
+    app.get("/auth/status", &other.token)
+        .await
+        .expect_problem(401, "unauthorized");
+    let fresh = app.login("ada@example.org", "new-password-456").await;
+    app.put(&path, &fresh.token, json!({"id": 5}))
+        .await
+        .expect_problem(400, "immutable_field");
+    app.put(&path, &fresh.token, json!({"is_superuser": true}))
+        .await
+        .expect_problem(400, "immutable_field");
+}
+
+async fn password_reset_by_mail_works_once(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let known = app
+        .call(
+            Method::POST,
+            "/password/email",
+            None,
+            Some(json!({"email": "ada@example.org"})),
+        )
+        .await;
+    let unknown = app
+        .call(
+            Method::POST,
+            "/password/email",
+            None,
+            Some(json!({"email": "eve@example.org"})),
+        )
+        .await;
+    assert_eq!(known.status, 200);
+    assert_eq!(known.text, unknown.text, "the answer does not reveal who is registered");
+    assert!(app.mails_to("eve@example.org").await.is_empty());
+
+    let token = app.token_from_mail("ada@example.org").await;
+    let reset = json!({"reset_password_token": token, "password": "brand-new-pass"});
+    app.call(Method::POST, "/password/reset", None, Some(reset.clone()))
+        .await
+        .expect(200);
+    app.call(Method::POST, "/password/reset", None, Some(reset))
+        .await
+        .expect_problem(401, "invalid_credentials");
+    app.get("/auth/status", &ada.token)
+        .await
+        .expect_problem(401, "unauthorized");
+    app.login("ada@example.org", "brand-new-pass").await;
+}
+
+async fn superuser_creates_user_with_first_login_token(app: TestApp) {
+    let root = app.superuser("root@example.org").await;
+    let ada = app.register("ada@example.org").await;
+    let body = json!({"email": "new@example.org", "first_name": "New"});
+    app.post("/users", &ada.token, body.clone())
+        .await
+        .expect_problem(403, "forbidden");
+    let created = app.post("/users", &root.token, body).await.expect(201);
+    assert_eq!(created["email"], "new@example.org");
+
+    let token = app.token_from_mail("new@example.org").await;
+    let login = app
+        .call(Method::POST, "/auth/login", None, Some(json!({"token": token})))
+        .await
+        .expect(200);
+    assert_eq!(login["user_id"], created["id"]);
+    let again = app
+        .call(Method::POST, "/auth/login", None, Some(json!({"token": token})))
+        .await;
+    again.expect_problem(401, "invalid_credentials");
+    let bearer = login["auth_token"].as_str().unwrap();
+    app.put(
+        &format!("/users/{}", created["id"]),
+        bearer,
+        json!({"password": "chosen-password"}),
+    )
+    .await
+    .expect(200);
+    app.login("new@example.org", "chosen-password").await;
+}
+
+async fn product_keys_are_bearer_tokens(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let keys = format!("/users/{}/keys", ada.user_id);
+    let created = app.post(&keys, &ada.token, json!({"name": "ci"})).await.expect(201);
+    let token = created["token"].as_str().unwrap().to_owned();
+    assert!(token.starts_with("lk_") && token.len() > 40);
+    app.post(&keys, &ada.token, json!({"name": "laptop"})).await.expect(201);
+
+    let status = app.get("/auth/status", &token).await.expect(200);
+    assert_eq!(status["user"]["id"], ada.user_id);
+    let listed = app.get(&keys, &ada.token).await.expect(200);
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    assert!(
+        !listed.to_string().contains(&token),
+        "a listed key never shows its whole token"
+    );
+
+    let remaining = app
+        .delete(&format!("{keys}/{}", created["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(remaining.as_array().unwrap().len(), 1);
+    assert_eq!(remaining[0]["name"], "laptop");
+    app.get("/auth/status", &token)
+        .await
+        .expect_problem(401, "unauthorized");
+    app.delete(&format!("{keys}/{}", created["id"]), &ada.token)
+        .await
+        .expect_problem(404, "not_found");
+    app.post(&keys, &ada.token, json!({"name": ""}))
+        .await
+        .expect_problem(422, "validation_failed");
+}
+
+async fn users_see_only_themselves(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    app.get(&format!("/users/{}", ada.user_id), &ada.token)
+        .await
+        .expect(200);
+    app.get(&format!("/users/{}", bob.user_id), &ada.token)
+        .await
+        .expect_problem(403, "forbidden");
+    app.put(
+        &format!("/users/{}", bob.user_id),
+        &ada.token,
+        json!({"first_name": "x"}),
+    )
+    .await
+    .expect_problem(403, "forbidden");
+    app.get(&format!("/users/{}/keys", bob.user_id), &ada.token)
+        .await
+        .expect_problem(403, "forbidden");
+    app.get("/users/abc", &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
+    let root = app.superuser("root@example.org").await;
+    app.get(&format!("/users/{}", bob.user_id), &root.token)
+        .await
+        .expect(200);
+    app.get("/users/999999", &root.token)
+        .await
+        .expect_problem(404, "not_found");
+}
+
+async fn permissions_are_changed_by_superusers_only(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let path = format!("/users/{}/permissions", ada.user_id);
+    let own = app.get(&path, &ada.token).await.expect(200);
+    assert_eq!(own["is_superuser"], false);
+    assert_eq!(own["workspaces"][0]["role"], "ADMIN");
+    app.put(&path, &ada.token, json!({"is_superuser": true}))
+        .await
+        .expect_problem(403, "forbidden");
+    let root = app.superuser("root@example.org").await;
+    let changed = app
+        .put(&path, &root.token, json!({"is_betauser": true}))
+        .await
+        .expect(200);
+    assert_eq!(changed["is_betauser"], true);
+    assert_eq!(changed["is_superuser"], false);
+}
+
+mod rate_limits {
+    use crate::common::{Backend, TestApp};
+    use reqwest::Method;
+    use serde_json::json;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn login_attempts_are_limited_with_retry_after() {
+        let Some(app) = TestApp::start_with(Backend::Sqlite, |c| c.rate_limits.login_per_minute = 3).await else {
+            return;
+        };
+        app.register("ada@example.org").await;
+        let body = json!({"email": "ada@example.org", "password": "wrong-password"});
+        for _ in 0..3 {
+            assert_eq!(
+                app.call(Method::POST, "/auth/login", None, Some(body.clone()))
+                    .await
+                    .status,
+                401
+            );
+        }
+        let limited = app.call(Method::POST, "/auth/login", None, Some(body)).await;
+        let retry: u64 = limited.headers["retry-after"].to_str().unwrap().parse().unwrap();
+        assert!((1..=60).contains(&retry));
+        limited.expect_problem(429, "rate_limited");
+    }
+
+    /// An app behind a trusted proxy, so each request can name its client address.
+    async fn behind_proxy(backend: Backend) -> Option<TestApp> {
+        TestApp::start_with(backend, |c| {
+            c.tls = lector_core::config::TlsMode::Proxy;
+            c.rate_limits = lector_core::config::RateLimits::default();
+        })
+        .await
+    }
+
+    async fn login_from(app: &TestApp, address: &str, email: &str, password: &str) -> crate::common::Answer {
+        let plain = app.base.replace("https://", "http://");
+        let answer = reqwest::Client::new()
+            .post(format!("{plain}/auth/login"))
+            .header("x-forwarded-proto", "https")
+            .header("x-forwarded-for", address)
+            .json(&json!({"email": email, "password": password}))
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status();
+        let headers = answer.headers().clone();
+        let text = answer.text().await.unwrap();
+        crate::common::Answer {
+            status,
+            headers,
+            body: serde_json::from_str(&text).unwrap_or_default(),
+            text,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn thirty_users_behind_one_address_sign_in_sqlite() {
+        thirty_users_behind_one_address_sign_in(Backend::Sqlite).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn thirty_users_behind_one_address_sign_in_postgres() {
+        thirty_users_behind_one_address_sign_in(Backend::Postgres).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn guesses_spread_over_addresses_are_limited_per_account_sqlite() {
+        guesses_spread_over_addresses_are_limited_per_account(Backend::Sqlite).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn guesses_spread_over_addresses_are_limited_per_account_postgres() {
+        guesses_spread_over_addresses_are_limited_per_account(Backend::Postgres).await;
+    }
+
+    async fn thirty_users_behind_one_address_sign_in(backend: Backend) {
+        let Some(app) = behind_proxy(backend).await else { return };
+        let started = std::time::Instant::now();
+        for i in 0..30 {
+            let email = format!("user{i}@example.org");
+            register_from(&app, &email, &format!("192.0.2.{}", i + 100)).await;
+            login_from(&app, "198.51.100.7", &email, "password-123")
+                .await
+                .expect(200);
+        }
+        assert!(started.elapsed().as_secs() < 60);
+        // A few typos on the way do not lock the address either.
+        login_from(&app, "198.51.100.7", "user1@example.org", "typo")
+            .await
+            .expect(401);
+        login_from(&app, "198.51.100.7", "user1@example.org", "password-123")
+            .await
+            .expect(200);
+    }
+
+    async fn guesses_spread_over_addresses_are_limited_per_account(backend: Backend) {
+        let Some(app) = behind_proxy(backend).await else { return };
+        register_from(&app, "ada@example.org", "192.0.2.1").await;
+        let addresses = ["203.0.113.1", "203.0.113.2", "203.0.113.3"];
+        let (mut wrong, mut limited) = (0, 0);
+        for guess in 0..30 {
+            let address = addresses[guess % 3];
+            let answer = login_from(&app, address, "ada@example.org", &format!("guess-{guess}")).await;
+            match answer.status.as_u16() {
+                401 => {
+                    assert_eq!(limited, 0, "once limited, the account stays limited");
+                    wrong += 1;
+                }
+                429 => {
+                    let retry: u64 = answer.headers["retry-after"].to_str().unwrap().parse().unwrap();
+                    assert!((1..=900).contains(&retry), "{retry}");
+                    answer.expect_problem(429, "rate_limited");
+                    limited += 1;
+                }
+                other => panic!("{other}: {}", answer.text),
+            }
+        }
+        // The tenth failure is still answered like a wrong password; then the account is closed
+        // to the guessing addresses, even with the right password.
+        assert_eq!(wrong, 10);
+        assert_eq!(limited, 20);
+        login_from(&app, addresses[0], "ada@example.org", "password-123")
+            .await
+            .expect(429);
+        // The owner, from an address with no failures, is not locked out by them.
+        login_from(&app, "192.0.2.44", "ada@example.org", "password-123")
+            .await
+            .expect(200);
+        // Unknown accounts are counted alike, so the limit says nothing about registration.
+        for guess in 0..12 {
+            let answer = login_from(&app, addresses[guess % 3], "nobody@example.org", "guess").await;
+            assert_eq!(answer.status, if guess < 10 { 401 } else { 429 }, "{guess}");
+        }
+    }
+
+    /// Registers from its own address (registrations have their own per-address limit).
+    async fn register_from(app: &TestApp, email: &str, address: &str) {
+        let plain = app.base.replace("https://", "http://");
+        let answer = reqwest::Client::new()
+            .post(format!("{plain}/auth/register"))
+            .header("x-forwarded-proto", "https")
+            .header("x-forwarded-for", address)
+            .json(&json!({"email": email, "password": "password-123"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+    }
+}

@@ -1,0 +1,378 @@
+//! Correction sessions through HTTPS on both backends: a model's least sure documents come
+//! first with its tags and their confidence; annotators change, add, delete and confirm tags
+//! and mark segments corrected (with the model's predicted score); a second model trains on
+//! the labeling and the correction session; roles, tenancy and bad requests.
+
+use crate::common::{Session, TestApp};
+use serde_json::{Value, json};
+
+backend_tests!(correction_story, corrections_are_checked_and_kept_apart);
+
+const TOPICS: [(&str, [&str; 4]); 3] = [
+    (
+        "billing",
+        [
+            "invoice is wrong",
+            "was charged twice",
+            "refund the payment",
+            "bill is too high",
+        ],
+    ),
+    (
+        "login",
+        [
+            "cannot log in",
+            "password reset fails",
+            "account is locked",
+            "forgot my password",
+        ],
+    ),
+    (
+        "shipping",
+        [
+            "package has not arrived",
+            "delivery is late",
+            "parcel arrived damaged",
+            "courier lost the parcel",
+        ],
+    ),
+];
+
+/// A CLASS project with a labeling session and a READY model; answers (project, session, model).
+async fn trained(app: &TestApp, owner: &Session) -> (i64, i64, Value) {
+    let project = app
+        .project_with_classes(owner, "Tickets", "CLASS", &["billing", "login", "shipping"])
+        .await;
+    let mut documents = Vec::new();
+    for (class, phrases) in TOPICS {
+        for phrase in phrases {
+            for opener in ["Hello, my", "Sadly my", "Why is it that my"] {
+                documents.push(json!({"text": format!("{opener} {phrase}."), "tags": [{"class": class}]}));
+            }
+        }
+    }
+    let session = app
+        .post(
+            &format!("/projects/{project}/annotations"),
+            &owner.token,
+            json!({"name": "Tickets", "documents": documents}),
+        )
+        .await
+        .expect(201);
+    let model = app
+        .train_model(owner, project, json!({"display_name": "Tickets v1"}))
+        .await;
+    assert_eq!(model["status"], "READY", "{model}");
+    for text in [
+        "My invoice and my parcel are both wrong.",
+        "The refund for my invoice is late.",
+        "I cannot log in to track my parcel.",
+        "Hello, my package has not arrived.",
+        "Sadly my password reset fails.",
+        "Why is the weather so grey today?",
+    ] {
+        app.post(
+            &format!("/projects/{project}/documents"),
+            &owner.token,
+            json!({"text": text}),
+        )
+        .await
+        .expect(201);
+    }
+    (project, session["id"].as_i64().unwrap(), model)
+}
+
+/// The least confidence of each listed document's tags, in listing order.
+fn least_confidences(page: &Value) -> Vec<f64> {
+    page["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            d["segments"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|s| s["tags"].as_array().unwrap())
+                .map(|t| t["confidence"].as_f64().unwrap())
+                .fold(1.0, f64::min)
+        })
+        .collect()
+}
+
+async fn correction_story(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, labeling, model) = trained(&app, &ada).await;
+    let corrections = format!("/projects/{project}/corrections");
+    let created = app
+        .post(
+            &corrections,
+            &ada.token,
+            json!({"model_id": model["id"], "sample_size": 4, "seed": 3, "name": "Check v1"}),
+        )
+        .await
+        .expect(201);
+    assert_eq!(created["mode"], "CORRECTION");
+    assert_eq!(created["document_count"], 4);
+    assert_eq!(created["model"]["display_name"], "Tickets v1");
+    assert_eq!(created["predicted_score"], model["score"], "no corrections yet");
+    let id = created["id"].as_i64().unwrap();
+    let again = app
+        .post(
+            &corrections,
+            &ada.token,
+            json!({"model_id": model["id"], "sample_size": 4, "seed": 3}),
+        )
+        .await
+        .expect(201);
+
+    // The least sure first, each tag with its confidence, CORRECTING.
+    let page = app
+        .get(&format!("{corrections}/{id}/documents?details=tags"), &ada.token)
+        .await
+        .expect(200);
+    let same_seed = app
+        .get(
+            &format!("{corrections}/{}/documents?details=tags", again["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    let ids = |p: &Value| -> Vec<i64> {
+        p["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(
+        ids(&page),
+        ids(&same_seed),
+        "the same seed picks the same documents in the same order"
+    );
+    let least = least_confidences(&page);
+    assert!(
+        least.windows(2).all(|w| w[0] <= w[1] + 1e-9),
+        "least sure first: {least:?}"
+    );
+    let first = &page["documents"][0];
+    let segment = &first["segments"][0];
+    let tags = segment["tags"].as_array().unwrap();
+    assert!(!tags.is_empty(), "{segment}");
+    assert!(
+        tags.iter()
+            .all(|t| t["status"] == "CORRECTING" && t["confidence"].is_f64()),
+        "{segment}"
+    );
+    let tags_path = format!(
+        "{corrections}/{id}/documents/{}/segments/{}/tags",
+        first["id"], segment["id"]
+    );
+
+    // Two fixes: the first tag changed to another class, a missing class added; a third tag
+    // confirmed and one removed where there are more.
+    let tag = tags[0]["id"].as_i64().unwrap();
+    let other = if tags[0]["class"] == "billing" {
+        "login"
+    } else {
+        "billing"
+    };
+    let changed = app
+        .put(&format!("{tags_path}/{tag}"), &ada.token, json!({"class": other}))
+        .await
+        .expect(200);
+    assert_eq!(changed["class"], other);
+    let missing = ["billing", "login", "shipping"]
+        .into_iter()
+        .find(|c| *c != other && tags.iter().all(|t| t["class"] != *c))
+        .unwrap();
+    let added = app
+        .post(&tags_path, &ada.token, json!({"class": missing}))
+        .await
+        .expect(201);
+    let confirmed = app
+        .post(
+            &format!("{tags_path}/{}/statuses", added["id"]),
+            &ada.token,
+            json!({"status": "READY"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(confirmed["status"], "READY");
+    app.post(
+        &format!("{tags_path}/{tag}/statuses"),
+        &ada.token,
+        json!({"status": "DONE"}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    let removed = app
+        .delete(&format!("{tags_path}/{}", added["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(removed["id"], added["id"]);
+    app.post(&tags_path, &ada.token, json!({"class": missing}))
+        .await
+        .expect(201);
+
+    // Marking corrected: the mark, the predicted score and the progress.
+    let marked = app
+        .post(
+            &format!(
+                "{corrections}/{id}/documents/{}/segments/{}/statuses",
+                first["id"], segment["id"]
+            ),
+            &ada.token,
+            json!({"name": "ANNOTATED"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(marked["segment"]["name"], "ANNOTATED");
+    assert_eq!(marked["segment"]["segment_id"], segment["id"]);
+    let score = marked["predicted_score"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&score), "{marked}");
+    assert_ne!(
+        Some(score),
+        model["score"].as_f64(),
+        "a disagreeing correction moves the estimate"
+    );
+    assert!(marked["progress"].as_f64().unwrap() > 0.0);
+    // Every other segment of the session corrected as the model said.
+    for document in page["documents"].as_array().unwrap() {
+        for s in document["segments"].as_array().unwrap() {
+            app.post(
+                &format!(
+                    "{corrections}/{id}/documents/{}/segments/{}/statuses",
+                    document["id"], s["id"]
+                ),
+                &ada.token,
+                json!({"name": "ANNOTATED"}),
+            )
+            .await
+            .expect(200);
+        }
+    }
+    let finished = app.get(&format!("{corrections}/{id}"), &ada.token).await.expect(200);
+    assert_eq!(finished["status"], "FINISHED", "{finished}");
+    assert_eq!(finished["progress"], 1.0);
+    let listed = app
+        .get(&format!("{corrections}?status=FINISHED"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(
+        app.get(&corrections, &ada.token)
+            .await
+            .expect(200)
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // A second model learns from the labeling and the correction session.
+    let second = app
+        .post(
+            &format!("/projects/{project}/models"),
+            &ada.token,
+            json!({"display_name": "Tickets v2", "annotation_ids": [labeling, id]}),
+        )
+        .await
+        .expect(201);
+    let task = app
+        .wait_for_task(&ada.token, project, second["task_id"].as_i64().unwrap())
+        .await;
+    assert_eq!(task["status"], "DONE", "{task}");
+    let second = app
+        .get(&format!("/projects/{project}/models/{}", second["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(second["status"], "READY", "{second}");
+
+    // Deleting a correction session leaves its documents.
+    app.delete(&format!("{corrections}/{}", again["id"]), &ada.token)
+        .await
+        .expect(200);
+    app.get(&format!("{corrections}/{}", again["id"]), &ada.token)
+        .await
+        .expect(404);
+}
+
+async fn corrections_are_checked_and_kept_apart(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, labeling, model) = trained(&app, &ada).await;
+    let corrections = format!("/projects/{project}/corrections");
+    app.post(&corrections, &ada.token, json!({"sample_size": 4}))
+        .await
+        .expect_problem(422, "validation_failed");
+    app.post(
+        &corrections,
+        &ada.token,
+        json!({"model_id": model["id"], "sample_size": 0}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    app.post(&corrections, &ada.token, json!({"model_id": 999_999}))
+        .await
+        .expect(404);
+    app.post(
+        &corrections,
+        &ada.token,
+        json!({"model_id": model["id"], "document_ids": [999_999]}),
+    )
+    .await
+    .expect(404);
+    app.post(
+        &corrections,
+        &ada.token,
+        json!({"model_id": model["id"], "document_ids": [1, 1]}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    // Documents named keep their order.
+    let documents = app
+        .get(&format!("/projects/{project}/documents?limit=1000"), &ada.token)
+        .await
+        .expect(200);
+    let all: Vec<i64> = documents["documents"]
+        .as_array()
+        .or(documents.as_array())
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_i64().unwrap())
+        .collect();
+    let named = vec![all[all.len() - 1], all[0]];
+    let created = app
+        .post(
+            &corrections,
+            &ada.token,
+            json!({"model_id": model["id"], "document_ids": named}),
+        )
+        .await
+        .expect(201);
+    let page = app
+        .get(&format!("{corrections}/{}/documents", created["id"]), &ada.token)
+        .await
+        .expect(200);
+    let order: Vec<i64> = page["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(order, named);
+    // A labeling session is no correction session, and the other way round is fine to read.
+    app.get(&format!("{corrections}/{labeling}"), &ada.token)
+        .await
+        .expect(404);
+    // Another workspace sees nothing.
+    let eve = app.register("eve@example.org").await;
+    app.get(&format!("{corrections}/{}", created["id"]), &eve.token)
+        .await
+        .expect(404);
+    app.get(&corrections, &eve.token).await.expect(404);
+    app.post(&corrections, &eve.token, json!({"model_id": model["id"]}))
+        .await
+        .expect(404);
+}

@@ -1,0 +1,346 @@
+//! PDFs and images through HTTPS on both backends: uploaded into a document group, each file
+//! becomes one document whose segments are its pages, with the page text and every word's box
+//! (from the PDF's text layer, or OCR for scans and images); crafted files fail their own
+//! request and the server stays up; a PDF uploaded as labeled data becomes a session's document
+//! of pages; operations that read tables refuse documents.
+//! Every file is made by the test (`lector_extract::samples`); OCR needs `scripts/install-ocr`.
+
+use crate::common::{Backend, Session, TestApp};
+use lector_extract::DocumentFormat;
+use lector_extract::samples::{self, TextRun};
+use serde_json::{Value, json};
+
+backend_tests!(
+    a_text_pdf_becomes_a_document_with_a_segment_per_page,
+    scans_and_images_are_read_by_ocr,
+    table_operations_refuse_documents,
+    a_pdf_uploaded_as_labeled_data_becomes_a_session_of_pages,
+);
+
+mod crafted {
+    use super::*;
+
+    /// A sandbox held to 256 MiB, so the decompression bomb meets its limit quickly.
+    fn small_sandbox(config: &mut lector_core::config::Config) {
+        config.extract.sandbox_memory_mib = 256;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        if let Some(app) = TestApp::start_with(Backend::Sqlite, small_sandbox).await {
+            crafted_files_fail_their_own_request(app).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        if let Some(app) = TestApp::start_with(Backend::Postgres, small_sandbox).await {
+            crafted_files_fail_their_own_request(app).await;
+        }
+    }
+}
+
+fn invoice_pages() -> Vec<Vec<TextRun>> {
+    vec![
+        vec![
+            TextRun::new(50.0, 80.0, 20.0, "Muster GmbH").bold(),
+            TextRun::new(50.0, 140.0, 12.0, "Rechnung Nr. 2024-0017"),
+            TextRun::new(50.0, 300.0, 12.0, "Gesamtbetrag:"),
+            TextRun::new(400.0, 300.0, 12.0, "1.234,50 €"),
+        ],
+        vec![TextRun::new(50.0, 100.0, 14.0, "Seite zwei: Grüße aus Köln")],
+    ]
+}
+
+async fn project(app: &TestApp, owner: &Session) -> i64 {
+    app.post("/projects", &owner.token, json!({"name": "Invoices", "type": "LABEL"}))
+        .await
+        .expect(201)["id"]
+        .as_i64()
+        .unwrap()
+}
+
+async fn upload(app: &TestApp, who: &Session, project_id: i64, name: &str, bytes: &[u8]) -> crate::common::Answer {
+    app.send_form(
+        &format!("/projects/{project_id}/groups/upload"),
+        &who.token,
+        name,
+        bytes,
+        &[],
+    )
+    .await
+}
+
+fn words(segment: &Value) -> Vec<&str> {
+    segment["page"]["words"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["text"].as_str().unwrap())
+        .collect()
+}
+
+fn word<'a>(segment: &'a Value, text: &str) -> &'a Value {
+    let all = segment["page"]["words"].as_array().unwrap();
+    all.iter()
+        .find(|w| w["text"] == text)
+        .unwrap_or_else(|| panic!("no word {text:?} in {:?}", words(segment)))
+}
+
+async fn a_text_pdf_becomes_a_document_with_a_segment_per_page(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada).await;
+    let pdf = samples::text_pdf(&invoice_pages());
+    let (uploaded, documents) = app.import_file(&ada, id, "rechnung.pdf", &pdf).await;
+    assert_eq!(
+        uploaded["preview"],
+        json!([
+            ["page", "text"],
+            ["1", "Muster GmbH\nRechnung Nr. 2024-0017\nGesamtbetrag:\n1.234,50 €"]
+        ])
+    );
+    assert_eq!(documents.len(), 1, "one file, one document");
+    let document = &documents[0];
+    assert_eq!(
+        document["meta"],
+        json!({"file_name": "rechnung.pdf", "format": "pdf", "pages": 2})
+    );
+    let segments = document["segments"].as_array().unwrap();
+    assert_eq!(segments.len(), 2, "a segment per page");
+    assert_eq!(segments[1]["text"], "Seite zwei: Grüße aus Köln");
+    assert_eq!(
+        document["text"],
+        "Muster GmbH\nRechnung Nr. 2024-0017\nGesamtbetrag:\n1.234,50 €\u{c}Seite zwei: Grüße aus Köln"
+    );
+    let page = &segments[0]["page"];
+    assert_eq!(page["number"], 1);
+    assert_eq!(page["source"], "TEXT_LAYER");
+    assert_eq!(
+        (page["width"].as_f64(), page["height"].as_f64()),
+        (Some(595.0), Some(842.0))
+    );
+    let rechnung = word(&segments[0], "Rechnung");
+    let left = rechnung["TLx"].as_f64().unwrap();
+    assert!((left - 50.0 / 595.0).abs() < 0.002, "{rechnung}");
+    assert_eq!(rechnung["TLx"], rechnung["BLx"]);
+    assert_eq!(rechnung["TLy"], rechnung["TRy"]);
+    assert!(
+        rechnung["BRx"].as_f64().unwrap() > left
+            && rechnung["BRy"].as_f64().unwrap() > rechnung["TRy"].as_f64().unwrap()
+    );
+    assert_eq!(rechnung["confidence"], 1.0);
+    assert_eq!(rechnung["line"], 1);
+    // The amount stands apart from its label: a line of its own, to the right.
+    let amount = word(&segments[0], "1.234,50");
+    assert_eq!(amount["line"], 3);
+    assert!(amount["TLx"].as_f64().unwrap() > 0.6);
+    // Annotators tag a span of page 1 with a field and mark page 2 (from 0: 1) annotated.
+    app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "total"}))
+        .await
+        .expect(201);
+    let session = app
+        .post(
+            &format!("/projects/{id}/annotations"),
+            &ada.token,
+            json!({"name": "Fields", "document_ids": [document["id"]]}),
+        )
+        .await
+        .expect(201);
+    let at = format!(
+        "/projects/{id}/annotations/{}/documents/{}",
+        session["id"], document["id"]
+    );
+    let tag = app
+        .post(
+            &format!("{at}/segments/{}/tags", segments[0]["id"]),
+            &ada.token,
+            json!({"label": "total", "text": "1.234,50 €"}),
+        )
+        .await
+        .expect(201);
+    let start = "Muster GmbH\nRechnung Nr. 2024-0017\nGesamtbetrag:\n".chars().count() as i64;
+    assert_eq!(tag["span"], json!([start, start + 10]), "{tag}");
+    let mark = app
+        .post(
+            &format!("{at}/pages/1/statuses"),
+            &ada.token,
+            json!({"name": "ANNOTATED"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(mark["segment_ids"], json!([segments[1]["id"]]), "{mark}");
+    assert_eq!(mark["page"], 1);
+    // The session's download keeps the page and the boxes of the tagged part's words.
+    let (_, _, file) = app
+        .download(
+            &ada.token,
+            &format!("/projects/{id}/annotations/{}/download?format=jsonl", session["id"]),
+        )
+        .await;
+    let rows: Vec<Value> = String::from_utf8(file)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let total = rows.iter().find(|r| r["label"] == "total").expect("the tagged row");
+    assert_eq!(total["page"], "1", "{total}");
+    let boxes: Vec<Value> = serde_json::from_str(total["boxes"].as_str().unwrap()).unwrap();
+    let texts: Vec<&str> = boxes.iter().map(|b| b["text"].as_str().unwrap()).collect();
+    assert_eq!(texts, ["1.234,50", "€"]);
+    assert_eq!(boxes[0]["label"], "total");
+    assert_eq!(boxes[0]["TLx"], amount["TLx"]);
+    let untagged = rows
+        .iter()
+        .find(|r| r["segment"].as_str().and_then(|s| s.parse::<i64>().ok()) == segments[1]["id"].as_i64())
+        .unwrap();
+    assert_eq!((&untagged["page"], &untagged["boxes"]), (&json!("2"), &json!("")));
+
+    // A single document read alone answers the same pages.
+    let alone = app
+        .get(&format!("/projects/{id}/documents/{}", document["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(alone["segments"][0]["page"], segments[0]["page"]);
+}
+
+async fn scans_and_images_are_read_by_ocr(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada).await;
+    let pdf = samples::text_pdf(&invoice_pages());
+    let pages = samples::render(&pdf, 150.0);
+    let files = [
+        ("scan.pdf", samples::scanned_pdf(&pages, 150.0), 2),
+        ("scan.tiff", samples::tiff_pages(&pages), 2),
+        ("scan.png", samples::encode(&pages[0], DocumentFormat::Png), 1),
+        ("photo.jpg", samples::encode(&pages[0], DocumentFormat::Jpeg), 1),
+        ("scan.webp", samples::encode(&pages[0], DocumentFormat::Webp), 1),
+    ];
+    for (name, bytes, page_count) in files {
+        let (uploaded, documents) = app.import_file(&ada, id, name, &bytes).await;
+        let preview = uploaded["preview"][1][1].as_str().unwrap();
+        assert!(preview.contains("Rechnung Nr. 2024-0017"), "{name}: {preview:?}");
+        let segments = documents[0]["segments"].as_array().unwrap();
+        assert_eq!(segments.len(), page_count, "{name}");
+        assert_eq!(segments[0]["page"]["source"], "OCR", "{name}");
+        let number = word(&segments[0], "2024-0017");
+        let confidence = number["confidence"].as_f64().unwrap();
+        assert!(confidence > 0.5 && confidence <= 1.0, "{name}: {number}");
+        // Where the text layer put it: x = 50 pt + "Rechnung Nr. " on an A4 page.
+        let rechnung = word(&segments[0], "Rechnung");
+        assert!(
+            (rechnung["TLx"].as_f64().unwrap() - 50.0 / 595.0).abs() < 0.015,
+            "{name}: {rechnung}"
+        );
+        if page_count == 2 {
+            assert!(
+                segments[1]["text"].as_str().unwrap().contains("Grüße aus Köln"),
+                "{name}"
+            );
+        }
+    }
+}
+
+async fn table_operations_refuse_documents(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada).await;
+    let pdf = samples::text_pdf(&invoice_pages());
+    app.send_form(
+        &format!("/projects/{id}/classes/upload"),
+        &ada.token,
+        "x.pdf",
+        &pdf,
+        &[],
+    )
+    .await
+    .expect_problem(415, "unsupported_media_type");
+    // A document has no columns to map.
+    let uploaded = upload(&app, &ada, id, "x.pdf", &pdf).await.expect(200);
+    app.post(
+        &format!("/projects/{id}/annotations"),
+        &ada.token,
+        json!({"name": "Mapped", "file_id": uploaded["id"], "column_mapping": {"text": "text"}}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+}
+
+async fn a_pdf_uploaded_as_labeled_data_becomes_a_session_of_pages(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada).await;
+    let pdf = samples::text_pdf(&invoice_pages());
+    let session = app
+        .send_form(
+            &format!("/projects/{id}/annotations/upload"),
+            &ada.token,
+            "rechnung.pdf",
+            &pdf,
+            &[],
+        )
+        .await
+        .expect(200);
+    assert_eq!(session["name"], "rechnung");
+    let task = app
+        .wait_for_task(&ada.token, id, session["task_id"].as_i64().unwrap())
+        .await;
+    assert_eq!(task["status"], "DONE", "{task}");
+    let at = format!("/projects/{id}/annotations/{}", session["id"]);
+    let listed = app.get(&format!("{at}/documents"), &ada.token).await.expect(200);
+    assert_eq!(listed["document_count"], 1, "one file, one document: {listed}");
+    assert_eq!(listed["segment_count"], 2, "a segment per page");
+    assert_eq!(listed["annotated_count"], 0, "none annotated yet");
+    let documents = listed["documents"].as_array().unwrap();
+    let document = app
+        .get(&format!("{at}/documents/{}", documents[0]["id"]), &ada.token)
+        .await
+        .expect(200);
+    let segments = document["segments"].as_array().unwrap();
+    assert_eq!(segments.len(), 2, "a segment per page");
+    assert_eq!(words(&segments[0])[..2], ["Muster", "GmbH"]);
+    // Its pages are there to annotate, page by page.
+    let mark = app
+        .post(
+            &format!("{at}/documents/{}/pages/0/statuses", document["id"]),
+            &ada.token,
+            json!({"name": "ANNOTATED"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(mark["segment_ids"], json!([segments[0]["id"]]), "{mark}");
+}
+
+async fn crafted_files_fail_their_own_request(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = project(&app, &ada).await;
+    let mut truncated = samples::text_pdf(&invoice_pages());
+    truncated.truncate(truncated.len() / 3);
+    let cases: [(&str, Vec<u8>, u16, &str); 5] = [
+        ("truncated.pdf", truncated, 422, "PDF"),
+        ("huge.png", samples::png_claiming(60_000, 60_000), 413, "60000×60000"),
+        ("bomb.pdf", samples::bomb_pdf(600 << 20), 422, "decompression bomb"),
+        ("nested.pdf", samples::nested_pdf(200_000), 422, ""),
+        (
+            "garbage.png",
+            b"\x89PNG\r\n\x1a\nthis is not an image at all".to_vec(),
+            422,
+            "could not be read",
+        ),
+    ];
+    for (name, bytes, status, says) in cases {
+        let answer = upload(&app, &ada, id, name, &bytes).await;
+        // The nested PDF may also read (its page text is fine): what matters is no 5xx.
+        if name == "nested.pdf" && answer.status == 200 {
+            continue;
+        }
+        let code = if status == 413 {
+            "payload_too_large"
+        } else {
+            "validation_failed"
+        };
+        let problem = answer.expect_problem(status, code);
+        assert!(problem["detail"].as_str().unwrap().contains(says), "{name}: {problem}");
+        app.get("/health", &ada.token).await.expect(200);
+    }
+    // The server and its sandbox still read a good file.
+    let pdf = samples::text_pdf(&invoice_pages());
+    upload(&app, &ada, id, "good.pdf", &pdf).await.expect(200);
+}

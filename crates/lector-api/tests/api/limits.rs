@@ -1,0 +1,120 @@
+//! Limits that are counted and then written hold under concurrency: the count happens in the
+//! writing transaction, behind a lock on the row the limit belongs to, so twenty requests at the
+//! edge of a limit cannot all see room and all pass.
+
+use crate::common::TestApp;
+use futures_util::future::join_all;
+use serde_json::json;
+
+backend_tests!(
+    product_keys_stop_at_the_limit_under_concurrency,
+    classes_stop_at_the_limit_under_concurrency
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_one_row_limit_holds_for_every_import() {
+    one_row_limit_holds_for_every_import(crate::common::Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_one_row_limit_holds_for_every_import() {
+    one_row_limit_holds_for_every_import(crate::common::Backend::Postgres).await;
+}
+
+/// `uploads.max_rows` bounds a file import, `upload_documents` and `create_analysis` alike:
+/// at the limit they pass, one more is refused naming the limit.
+async fn one_row_limit_holds_for_every_import(backend: crate::common::Backend) {
+    const MAX: usize = 5;
+    let Some(app) = TestApp::start_with(backend, |c| c.uploads.max_rows = MAX as u64).await else {
+        return;
+    };
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with_classes(&ada, "Rows", "CLASS", &["a", "b"]).await;
+    let texts = |n: usize| -> Vec<serde_json::Value> { (0..n).map(|i| json!({"text": format!("text {i}")})).collect() };
+    let path = format!("/projects/{project}/upload-documents");
+    app.post(&path, &ada.token, json!(texts(MAX))).await.expect(202);
+    let refused = app
+        .post(&path, &ada.token, json!(texts(MAX + 1)))
+        .await
+        .expect_problem(413, "payload_too_large");
+    assert!(
+        refused["detail"].as_str().unwrap().contains("uploads.max_rows"),
+        "{refused}"
+    );
+    assert_eq!(refused["errors"][0]["field"], "documents");
+
+    // A file of one row too many is refused as it arrives, naming the limit and the row.
+    let csv: String = std::iter::once("text".to_owned())
+        .chain((0..=MAX).map(|i| format!("row {i}")))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let refused = app
+        .send_form(
+            &format!("/projects/{project}/groups/upload"),
+            &ada.token,
+            "rows.csv",
+            csv.as_bytes(),
+            &[],
+        )
+        .await
+        .expect_problem(413, "payload_too_large");
+    assert!(refused["detail"].as_str().unwrap().contains("limit of 5"), "{refused}");
+
+    // create_analysis with texts: the same limit, checked before anything else.
+    let refused = app
+        .post(
+            "/analyses",
+            &ada.token,
+            json!({"model_id": 1, "name": "too many", "documents": texts(MAX + 1)}),
+        )
+        .await
+        .expect_problem(413, "payload_too_large");
+    assert_eq!(refused["errors"][0]["field"], "documents", "{refused}");
+}
+
+/// Sends `n` requests at once and answers how many were created (201) and refused (409).
+async fn created_and_refused(
+    app: &TestApp,
+    token: &str,
+    path: &str,
+    n: usize,
+    body: impl Fn(usize) -> serde_json::Value,
+) -> (usize, usize) {
+    let answers = join_all((0..n).map(|i| app.post(path, token, body(i)))).await;
+    let created = answers.iter().filter(|a| a.status == 201).count();
+    let refused = answers.iter().filter(|a| a.status == 409).count();
+    assert_eq!(created + refused, n, "every answer is 201 or 409");
+    (created, refused)
+}
+
+async fn product_keys_stop_at_the_limit_under_concurrency(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let keys = format!("/users/{}/keys", ada.user_id);
+    let limit = lector_store::MAX_PRODUCT_KEYS as usize;
+    for i in 0..limit - 5 {
+        app.post(&keys, &ada.token, json!({"name": format!("key {i}")}))
+            .await
+            .expect(201);
+    }
+    let (created, refused) =
+        created_and_refused(&app, &ada.token, &keys, 20, |i| json!({"name": format!("racer {i}")})).await;
+    assert_eq!((created, refused), (5, 15));
+    let listed = app.get(&keys, &ada.token).await.expect(200);
+    assert_eq!(listed.as_array().unwrap().len(), limit);
+}
+
+async fn classes_stop_at_the_limit_under_concurrency(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with_classes(&ada, "Edge", "CLASS", &[]).await;
+    let limit = lector_store::MAX_CLASSES_PER_PROJECT as usize;
+    let first: Vec<_> = (0..limit - 10).map(|i| json!({"name": format!("class {i}")})).collect();
+    app.post(&format!("/projects/{project}/upload-classes"), &ada.token, json!(first))
+        .await
+        .expect(201);
+    let path = format!("/projects/{project}/classes");
+    let (created, refused) =
+        created_and_refused(&app, &ada.token, &path, 20, |i| json!({"name": format!("racer {i}")})).await;
+    assert_eq!((created, refused), (10, 10));
+    let listed = app.get(&path, &ada.token).await.expect(200);
+    assert_eq!(listed.as_array().unwrap().len(), limit);
+}

@@ -1,0 +1,688 @@
+//! Models through HTTPS on both backends: a CLASS story (label, train, poll, analyse, download,
+//! upload again here and on a second server, same predictions), LABEL and CLASSLABEL stories,
+//! training refusals and failures, and every model operation with its role limits, tenancy and
+//! immutable fields.
+
+use crate::common::tickets::{BILLING, UNSEEN, analyze, labeled, labeled_tickets, predicts_the_same_on, top_classes};
+use crate::common::{Session, TestApp};
+use serde_json::{Value, json};
+
+backend_tests!(
+    class_model_story,
+    label_model_story,
+    classlabel_model_story,
+    training_is_checked_up_front_and_fails_readably,
+    models_follow_roles_and_tenancy,
+    a_project_shows_its_models_and_takes_their_files_when_deleted
+);
+
+/// The name of the caller's default workspace, as a path segment.
+async fn default_workspace(app: &TestApp, who: &Session) -> String {
+    let status = app.get("/auth/status", &who.token).await.expect(200);
+    let default = status["workspaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["is_default"] == true)
+        .expect("a default workspace");
+    default["name"].as_str().unwrap().replace(' ', "%20")
+}
+
+/// A body with one field.
+fn with(field: &str, value: Value) -> Value {
+    let mut body = serde_json::Map::new();
+    body.insert(field.to_owned(), value);
+    Value::Object(body)
+}
+
+/// Trains and waits for the job; answers the model as get_project_model gives it.
+async fn train(app: &TestApp, who: &Session, project: i64, body: Value) -> Value {
+    app.train_model(who, project, body).await
+}
+
+async fn class_model_story(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, session) = labeled_tickets(&app, &ada, "Tickets").await;
+    let model = train(
+        &app,
+        &ada,
+        project,
+        json!({"display_name": "Tickets v1", "language": "en"}),
+    )
+    .await;
+    assert_eq!(model["status"], "READY", "{model}");
+    assert_eq!(model["progress"], 1.0);
+    assert_eq!(model["type"], "CLASS");
+    assert_eq!(model["name"], "Tickets v1");
+    assert_eq!(model["classes"], json!(["billing", "login", "shipping"]));
+    let score = model["score"].as_f64().expect("a score");
+    assert!(score > 0.5, "macro F1 on the test side: {score}");
+    assert_eq!(model["metrics"]["score"].as_f64(), Some(score));
+    assert!(!model["demoset"].as_array().unwrap().is_empty());
+    assert!(model["demoset"][0]["segments"][0]["tags"].is_array());
+    let notes = app.get("/notifications", &ada.token).await.expect(200);
+    let ready: Vec<&Value> = notes
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["title"] == "Model ready")
+        .collect();
+    assert_eq!(ready.len(), 1, "one notification: {notes}");
+
+    // Unseen sentences are tagged right.
+    let texts: Vec<&str> = UNSEEN.iter().map(|(t, _)| *t).collect();
+    let result = analyze(&app, &ada, &model["id"], &texts).await;
+    assert_eq!(result["model"], "Tickets v1");
+    assert_eq!(result["type"], "CLASS");
+    let predicted = top_classes(&result);
+    let right = predicted
+        .iter()
+        .zip(UNSEEN)
+        .filter(|(p, (_, want))| p.as_deref() == Some(*want))
+        .count();
+    assert!(right >= 12, "{right} of 15 right: {predicted:?}");
+    // Splitting gives one segment per sentence, with spans.
+    let split = app
+        .post(
+            "/analyze",
+            &ada.token,
+            json!({"model_id": model["id"], "documents": [{"text": "My parcel is late. I cannot log in.", "id": 7}]}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(split["documents"][0]["id"], 7);
+    assert_eq!(split["documents"][0]["segments"][1]["span"], json!([19, 35]));
+
+    // Download, upload again: the same predictions.
+    let (content_type, _, bytes) = app
+        .download(&ada.token, &format!("/models/{}/download", model["id"]))
+        .await;
+    assert_eq!(content_type, "application/octet-stream");
+    let (_, _, again) = app
+        .download(
+            &ada.token,
+            &format!("/projects/{project}/models/{}/download", model["id"]),
+        )
+        .await;
+    assert_eq!(bytes, again);
+    let (_, _, by_name) = app
+        .download(
+            &ada.token,
+            &format!(
+                "/organizations/{}/models/Tickets%20v1/download",
+                default_workspace(&app, &ada).await
+            ),
+        )
+        .await;
+    assert_eq!(bytes, by_name);
+    let uploaded = app
+        .send_form(
+            "/models/upload",
+            &ada.token,
+            "tickets.lector-model",
+            &bytes,
+            &[("display_name", "Tickets copy")],
+        )
+        .await
+        .expect(200);
+    assert_eq!(uploaded["status"], "READY");
+    assert_eq!(uploaded["type"], "CLASS");
+    assert_eq!(uploaded["score"].as_f64(), Some(score), "the artifact's recorded score");
+    let copy = analyze(&app, &ada, &uploaded["id"], &texts).await;
+    assert_eq!(copy["documents"], result["documents"], "identical predictions");
+    // On a second installation too.
+    let other = TestApp::start(crate::common::Backend::Sqlite)
+        .await
+        .expect("a second server");
+    predicts_the_same_on(&other, "bob@example.org", &bytes, &texts, &result).await;
+    app.send_form(
+        "/models/upload",
+        &ada.token,
+        "junk.bin",
+        b"not a model",
+        &[("display_name", "Junk")],
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+
+    // The name is unique in the workspace; explicit train and test sessions.
+    app.post(
+        &format!("/projects/{project}/models"),
+        &ada.token,
+        json!({"name": "Tickets v1"}),
+    )
+    .await
+    .expect_problem(409, "conflict");
+    let second = train(
+        &app,
+        &ada,
+        project,
+        json!({"name": "Tickets v2", "trainset_annotation_ids": [session], "testset_annotation_ids": [session]}),
+    )
+    .await;
+    assert_eq!(second["status"], "READY");
+    assert_eq!(second["metrics"]["segments"], 42, "tested on the whole test session");
+
+    // A warm start from the first model; a base of another type is refused up front.
+    let warm = train(
+        &app,
+        &ada,
+        project,
+        json!({"name": "Tickets v3", "base_id": model["id"]}),
+    )
+    .await;
+    assert_eq!(warm["status"], "READY", "{warm}");
+    assert_eq!((&warm["base"], &warm["base_id"]), (&json!("Tickets v1"), &model["id"]));
+    let sentiment = app
+        .post("/projects", &ada.token, json!({"name": "Sentiment", "type": "LABEL"}))
+        .await
+        .expect(201);
+    let problem = app
+        .post(
+            &format!("/projects/{}/models", sentiment["id"]),
+            &ada.token,
+            json!({"base_id": model["id"]}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    let base_error = problem["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["field"] == "base_id");
+    assert!(
+        base_error.is_some_and(|e| e["message"].as_str().unwrap().contains("CLASS")),
+        "{problem}"
+    );
+}
+
+async fn training_is_checked_up_front_and_fails_readably(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app
+        .project_with_classes(&ada, "Tickets", "CLASS", &["billing", "login"])
+        .await;
+    let models = format!("/projects/{project}/models");
+    let nothing = app.post(&models, &ada.token, json!({})).await;
+    let problem = nothing.expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "annotation_ids");
+    let empty = app
+        .post(
+            &format!("/projects/{project}/annotations"),
+            &ada.token,
+            json!({"name": "Empty"}),
+        )
+        .await
+        .expect(201);
+    let problem = app
+        .post(
+            &models,
+            &ada.token,
+            json!({"language": "fr", "annotation_ids": [empty["id"], 999], "base_id": 12345}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    let fields: Vec<&str> = problem["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        ["language", "annotation_ids", "annotation_ids", "base_id"],
+        "{problem}"
+    );
+    app.post(&models, &ada.token, json!({"trainset_annotation_ids": [empty["id"]]}))
+        .await
+        .expect_problem(422, "validation_failed");
+    for field in ["score", "status", "progress"] {
+        app.post(&models, &ada.token, with(field, json!(1)))
+            .await
+            .expect_problem(400, "immutable_field");
+    }
+
+    // One class only: the model fails with a reason a person can act on, notified once.
+    app.post(
+        &format!("/projects/{project}/annotations"),
+        &ada.token,
+        json!({"name": "One class", "documents": labeled(&BILLING, "billing")}),
+    )
+    .await
+    .expect(201);
+    let model = train(&app, &ada, project, json!({"name": "Too little"})).await;
+    assert_eq!(model["status"], "FAILED");
+    let reason = model["failure"].as_str().unwrap();
+    assert!(
+        reason.contains("only 1 class") && reason.contains("needs 2"),
+        "{reason}"
+    );
+    let notes = app.get("/notifications", &ada.token).await.expect(200);
+    let failed: Vec<&Value> = notes
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["type"] == "WARNING")
+        .collect();
+    assert_eq!(failed.len(), 1, "{notes}");
+    assert!(failed[0]["text"].as_str().unwrap().contains("only 1 class"));
+    app.post(
+        "/analyze",
+        &ada.token,
+        json!({"model_id": model["id"], "documents": [{"text": "x"}]}),
+    )
+    .await
+    .expect_problem(409, "conflict");
+}
+
+async fn models_follow_roles_and_tenancy(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let ann = app.register("ann@example.org").await;
+    let vic = app.register("vic@example.org").await;
+    let usa = app.register("usa@example.org").await;
+    let eve = app.register("eve@example.org").await;
+    let personal = app.get("/auth/status", &ada.token).await.expect(200)["default_workspace_id"]
+        .as_i64()
+        .unwrap();
+    for (who, role) in [(&ann, "ANNOTATOR"), (&vic, "VIEWER"), (&usa, "USER")] {
+        app.post(
+            &format!("/organizations/{personal}/permissions"),
+            &ada.token,
+            json!({"role": role, "user_id": who.user_id}),
+        )
+        .await
+        .expect(200);
+    }
+    let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
+    let models = format!("/projects/{project}/models");
+    app.post(&models, &ann.token, json!({}))
+        .await
+        .expect_problem(403, "forbidden");
+    app.post(&models, &eve.token, json!({}))
+        .await
+        .expect_problem(404, "not_found");
+    let model = train(&app, &usa, project, json!({"display_name": "By a user"})).await;
+    assert_eq!(model["status"], "READY");
+    assert_eq!(model["owner"], "usa@example.org");
+    let id = model["id"].as_i64().unwrap();
+
+    // Reading: every member; a stranger gets 404 everywhere.
+    for who in [&vic, &ann, &usa, &ada] {
+        let listed = app.get(&models, &who.token).await.expect(200);
+        assert_eq!(listed.as_array().unwrap().len(), 1);
+        let one = app.get(&format!("/models/{id}"), &who.token).await.expect(200);
+        assert_eq!(one["count"], 1);
+        assert_eq!(one["models"][0]["id"], id);
+    }
+    for path in [
+        format!("/models/{id}"),
+        format!("/projects/{project}/models/{id}"),
+        format!("/models/{id}/download"),
+        format!("/projects/{project}/models"),
+    ] {
+        app.get(&path, &eve.token).await.expect_problem(404, "not_found");
+    }
+    let theirs = app.get("/models", &eve.token).await.expect(200);
+    assert_eq!(theirs["count"], 0);
+    app.post(
+        "/analyze",
+        &eve.token,
+        json!({"model_id": id, "documents": [{"text": "hi"}]}),
+    )
+    .await
+    .expect_problem(404, "not_found");
+    app.post(
+        "/analyze",
+        &vic.token,
+        json!({"model_id": id, "documents": [{"text": "hi"}]}),
+    )
+    .await
+    .expect_problem(403, "forbidden");
+
+    // The analyses made with it (recorded through the store, as the analysis job would).
+    let (_, scope) = app.state.store.principal(ada.user_id).await.unwrap().unwrap();
+    for name in ["First", "Second"] {
+        let new = lector_store::NewAnalysis {
+            name: name.into(),
+            model_id: Some(id),
+            ..Default::default()
+        };
+        app.state.store.create_analysis(&scope, project, new).await.unwrap();
+    }
+    let page = app
+        .get(&format!("/models/{id}/analyses?limit=1"), &vic.token)
+        .await
+        .expect(200);
+    assert_eq!(
+        (page["count"].as_i64(), page["has_more"].as_bool()),
+        (Some(1), Some(true))
+    );
+    assert_eq!(page["analyses"][0]["name"], "First");
+    assert_eq!(page["analyses"][0]["model_id"], id);
+    app.get(&format!("/models/{id}/analyses"), &eve.token)
+        .await
+        .expect_problem(404, "not_found");
+
+    // Changing: MANAGER and up; score, status and progress are the server's.
+    let path = format!("/models/{id}");
+    app.put(&path, &usa.token, json!({"display_name": "Mine"}))
+        .await
+        .expect_problem(403, "forbidden");
+    for field in ["score", "status", "progress"] {
+        app.put(&path, &ada.token, with(field, json!(0.5)))
+            .await
+            .expect_problem(400, "immutable_field");
+    }
+    app.put(&path, &ada.token, json!({"colour": "red"}))
+        .await
+        .expect_problem(400, "unknown_field");
+    app.put(&path, &ada.token, json!({"language": "fr"}))
+        .await
+        .expect_problem(422, "validation_failed");
+    let changed = app
+        .put(
+            &format!("/projects/{project}/models/{id}"),
+            &ada.token,
+            json!({"display_name": "Tickets", "short_description": "routes tickets", "collection_id": 3}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(changed["display_name"], "Tickets");
+    assert_eq!(changed["score"], model["score"]);
+    let workspace = personal.to_string();
+    let form = [("display_name", "No"), ("organization", workspace.as_str())];
+    let (_, _, bytes) = app.download(&usa.token, &format!("/models/{id}/download")).await;
+    app.send_form("/models/upload", &usa.token, "m.lector-model", &bytes, &form)
+        .await
+        .expect_problem(403, "forbidden");
+    let publish = [("display_name", "Everyone's"), ("status", "PUBLISHED")];
+    app.send_form("/models/upload", &ada.token, "m.lector-model", &bytes, &publish)
+        .await
+        .expect_problem(403, "forbidden");
+    let wrong = [("display_name", "Wrong"), ("base", "nothing"), ("language", "fr")];
+    let problem = app
+        .send_form("/models/upload", &ada.token, "m.lector-model", &bytes, &wrong)
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "language", "{problem}");
+
+    // A PUBLISHED model (superusers publish) is read and used by every user, changed by none.
+    let root = app.superuser("root@example.org").await;
+    let published = app
+        .send_form("/models/upload", &root.token, "m.lector-model", &bytes, &publish)
+        .await
+        .expect(200);
+    assert_eq!(published["status"], "PUBLISHED");
+    let public = app.get("/models?public=true", &eve.token).await.expect(200);
+    assert_eq!(
+        (public["count"].as_i64(), &public["models"][0]["id"]),
+        (Some(1), &published["id"])
+    );
+    let pid = published["id"].as_i64().unwrap();
+    app.get(&format!("/models/{pid}"), &eve.token).await.expect(200);
+    app.post(
+        "/analyze",
+        &eve.token,
+        json!({"model_id": pid, "documents": [{"text": "My parcel is late."}]}),
+    )
+    .await
+    .expect(200);
+    app.put(&format!("/models/{pid}"), &eve.token, json!({"display_name": "Mine"}))
+        .await
+        .expect_problem(403, "forbidden");
+    app.delete(&format!("/models/{pid}"), &eve.token)
+        .await
+        .expect_problem(403, "forbidden");
+    app.delete(&format!("/models/{pid}"), &root.token).await.expect(200);
+
+    // Filters of list_models.
+    let list = |query: &'static str| {
+        let (app, token) = (&app, vic.token.clone());
+        async move { app.get(&format!("/models{query}"), &token).await.expect(200) }
+    };
+    assert_eq!(list("").await["count"], 1);
+    assert_eq!(list("?type=CLASS").await["count"], 1);
+    assert_eq!(list("?type=LABEL").await["count"], 0);
+    assert_eq!(list("?search=TICK").await["count"], 1);
+    assert_eq!(list("?search=nothing").await["count"], 0);
+    assert_eq!(list("?collection_id=3").await["count"], 1);
+    assert_eq!(list("?exclude_id=0").await["count"], 1);
+    assert_eq!(list("?public=true").await["count"], 0);
+    assert_eq!(list("?starred=true").await["count"], 0);
+    let starred = app
+        .post(&format!("/models/{id}/star"), &vic.token, json!({}))
+        .await
+        .expect(200);
+    assert_eq!(starred["starred"], true);
+    assert_eq!(list("?starred=true").await["count"], 1);
+    let theirs = app.get("/models?starred=true", &ada.token).await.expect(200);
+    assert_eq!(theirs["count"], 0, "stars are per user");
+    app.post(&format!("/models/{id}/unstar"), &vic.token, json!({}))
+        .await
+        .expect(200);
+    assert_eq!(list("?starred=true").await["count"], 0);
+    let page = app.get("/models?limit=0", &vic.token).await;
+    page.expect_problem(400, "invalid_parameter");
+    let workspace_models = format!("/organizations/{}/models", default_workspace(&app, &ada).await);
+    let in_workspace = app.get(&workspace_models, &vic.token).await.expect(200);
+    assert_eq!(in_workspace["count"], 1);
+    app.get(&workspace_models, &eve.token)
+        .await
+        .expect_problem(404, "not_found");
+
+    // Deleting: MANAGER and up.
+    app.delete(&path, &usa.token).await.expect_problem(403, "forbidden");
+    app.delete(&format!("/projects/{project}/models/{id}"), &ada.token)
+        .await
+        .expect(200);
+    app.get(&path, &ada.token).await.expect_problem(404, "not_found");
+}
+
+/// Creates labels (and classes) in a project of `kind`; answers its id.
+async fn project_with(app: &TestApp, owner: &Session, kind: &str, classes: &[&str], labels: &[&str]) -> i64 {
+    let project = app.project_with_classes(owner, kind, kind, classes).await;
+    for label in labels {
+        app.post(
+            &format!("/projects/{project}/labels"),
+            &owner.token,
+            json!({"name": label}),
+        )
+        .await
+        .expect(201);
+    }
+    project
+}
+
+/// The (class, label) of the most confident tag of each document's first segment.
+fn top_tags(result: &Value) -> Vec<(Option<String>, Option<String>)> {
+    result["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let best = d["segments"][0]["tags"].as_array().unwrap().iter().max_by(|a, b| {
+                a["confidence"]
+                    .as_f64()
+                    .unwrap()
+                    .total_cmp(&b["confidence"].as_f64().unwrap())
+            });
+            let name = |t: Option<&Value>, key: &str| t.and_then(|t| t[key].as_str()).map(str::to_owned);
+            (name(best, "class"), name(best, "label"))
+        })
+        .collect()
+}
+
+const GOOD: [&str; 10] = [
+    "great",
+    "excellent",
+    "wonderful",
+    "lovely",
+    "fantastic",
+    "superb",
+    "delightful",
+    "perfect",
+    "brilliant",
+    "amazing",
+];
+const BAD: [&str; 10] = [
+    "terrible",
+    "awful",
+    "horrible",
+    "dreadful",
+    "disgusting",
+    "poor",
+    "bad",
+    "appalling",
+    "miserable",
+    "lousy",
+];
+
+async fn label_model_story(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = project_with(&app, &ada, "LABEL", &[], &["positive", "negative"]).await;
+    let subjects = ["The film", "This book", "Our stay"];
+    let mut documents = Vec::new();
+    for (i, (good, bad)) in GOOD.iter().zip(BAD).enumerate() {
+        for k in 0..2 {
+            let subject = subjects[(i + k) % 3];
+            documents
+                .push(json!({"text": format!("{subject} was {good}, I loved it."), "tags": [{"label": "positive"}]}));
+            documents
+                .push(json!({"text": format!("{subject} was {bad}, I hated it."), "tags": [{"label": "negative"}]}));
+        }
+    }
+    app.post(
+        &format!("/projects/{project}/annotations"),
+        &ada.token,
+        json!({"name": "Reviews", "documents": documents}),
+    )
+    .await
+    .expect(201);
+    let model = train(&app, &ada, project, json!({"display_name": "Sentiment"})).await;
+    assert_eq!(model["status"], "READY", "{model}");
+    assert_eq!(model["labels"], json!(["negative", "positive"]));
+    let unseen = [
+        ("What a great evening, I loved it.", "positive"),
+        ("The concert was wonderful.", "positive"),
+        ("A lovely and perfect day.", "positive"),
+        ("The hotel was excellent.", "positive"),
+        ("Brilliant acting, I loved it.", "positive"),
+        ("The meal was superb.", "positive"),
+        ("Fantastic music.", "positive"),
+        ("The play was terrible, I hated it.", "negative"),
+        ("An awful and dreadful trip.", "negative"),
+        ("The service was horrible.", "negative"),
+        ("A disgusting meal, I hated it.", "negative"),
+        ("The room was poor and miserable.", "negative"),
+        ("Appalling sound.", "negative"),
+        ("The show was bad.", "negative"),
+        ("A lousy ending, I hated it.", "negative"),
+    ];
+    let texts: Vec<&str> = unseen.iter().map(|(t, _)| *t).collect();
+    let result = analyze(&app, &ada, &model["id"], &texts).await;
+    assert_eq!(result["type"], "LABEL");
+    let predicted = top_tags(&result);
+    let right = predicted
+        .iter()
+        .zip(unseen)
+        .filter(|((_, label), (_, want))| label.as_deref() == Some(*want))
+        .count();
+    assert!(right >= 12, "{right} of 15 right: {predicted:?}");
+}
+
+async fn classlabel_model_story(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = project_with(&app, &ada, "CLASSLABEL", &["food", "service"], &["good", "bad"]).await;
+    let food = ["pizza", "pasta", "soup", "dessert", "steak"];
+    let service = ["waiter", "staff", "waitress", "host", "service"];
+    let mut documents = Vec::new();
+    for i in 0..10 {
+        let (good, bad) = (GOOD[i], BAD[i]);
+        let (dish, person) = (food[i % 5], service[i % 5]);
+        for (text, class, label) in [
+            (format!("The {dish} tasted {good}."), "food", "good"),
+            (format!("The {dish} tasted {bad}."), "food", "bad"),
+            (format!("The {person} was {good} to us."), "service", "good"),
+            (format!("The {person} was {bad} to us."), "service", "bad"),
+        ] {
+            documents.push(json!({"text": text, "tags": [{"class": class, "label": label}]}));
+        }
+    }
+    app.post(
+        &format!("/projects/{project}/annotations"),
+        &ada.token,
+        json!({"name": "Reviews", "documents": documents}),
+    )
+    .await
+    .expect(201);
+    let model = train(&app, &ada, project, json!({"display_name": "Aspects"})).await;
+    assert_eq!(model["status"], "READY", "{model}");
+    assert_eq!(model["classes"], json!(["food", "service"]));
+    let unseen = [
+        ("My pasta tasted great.", "food", "good"),
+        ("The soup tasted amazing.", "food", "good"),
+        ("This steak tasted perfect.", "food", "good"),
+        ("The dessert tasted wonderful.", "food", "good"),
+        ("The pizza tasted awful.", "food", "bad"),
+        ("My soup tasted terrible.", "food", "bad"),
+        ("The steak tasted disgusting.", "food", "bad"),
+        ("The pasta tasted horrible.", "food", "bad"),
+        ("Our waiter was lovely to us.", "service", "good"),
+        ("The staff was brilliant to us.", "service", "good"),
+        ("The host was superb to us.", "service", "good"),
+        ("The waitress was rude and awful to us.", "service", "bad"),
+        ("The staff was dreadful to us.", "service", "bad"),
+        ("Our host was appalling to us.", "service", "bad"),
+        ("The service was lousy to us.", "service", "bad"),
+    ];
+    let texts: Vec<&str> = unseen.iter().map(|(t, _, _)| *t).collect();
+    let result = analyze(&app, &ada, &model["id"], &texts).await;
+    assert_eq!(result["type"], "CLASSLABEL");
+    let predicted = top_tags(&result);
+    let right = predicted
+        .iter()
+        .zip(unseen)
+        .filter(|((class, label), (_, c, l))| class.as_deref() == Some(*c) && label.as_deref() == Some(*l))
+        .count();
+    assert!(right >= 12, "{right} of 15 right: {predicted:?}");
+}
+
+/// Files under the blob store's `models/` folder.
+fn model_files(app: &TestApp) -> usize {
+    fn count(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir).map_or(0, |entries| {
+            entries
+                .flatten()
+                .map(|e| if e.path().is_dir() { count(&e.path()) } else { 1 })
+                .sum()
+        })
+    }
+    count(&app.data_dir.path().join("blobs/models"))
+}
+
+async fn a_project_shows_its_models_and_takes_their_files_when_deleted(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
+    let model = train(&app, &ada, project, json!({"name": "Tickets v1"})).await;
+    let shown = app.get(&format!("/projects/{project}"), &ada.token).await.expect(200);
+    assert_eq!(shown["models"].as_array().map(Vec::len), Some(1), "{shown}");
+    assert_eq!(shown["models"][0]["id"], model["id"]);
+    assert_eq!(shown["models"][0]["status"], "READY");
+    // A name that is a number is found by name when no model of the workspace has that id.
+    let numbered = train(&app, &ada, project, json!({"name": "2024"})).await;
+    let workspace = default_workspace(&app, &ada).await;
+    let (_, _, by_name) = app
+        .download(&ada.token, &format!("/organizations/{workspace}/models/2024/download"))
+        .await;
+    let (_, _, by_id) = app
+        .download(&ada.token, &format!("/models/{}/download", numbered["id"]))
+        .await;
+    assert_eq!(by_name, by_id);
+    assert_eq!(model_files(&app), 2, "the artifacts are stored");
+    app.delete(&format!("/projects/{project}"), &ada.token)
+        .await
+        .expect(200);
+    app.get(&format!("/models/{}", model["id"]), &ada.token)
+        .await
+        .expect_problem(404, "not_found");
+    assert_eq!(model_files(&app), 0, "the artifacts went with their models");
+}

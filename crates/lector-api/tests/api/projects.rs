@@ -1,0 +1,376 @@
+//! Projects, classes and labels through HTTPS on both backends: the four types, ABSA's fixed
+//! labels, names unique per workspace, transfer between workspaces, roles and tenancy.
+
+use crate::common::TestApp;
+use serde_json::{Value, json};
+
+backend_tests!(
+    project_lifecycle_and_types,
+    absa_projects_keep_their_labels,
+    classes_and_labels,
+    transfer_needs_manager_in_both_workspaces,
+    projects_follow_roles_and_tenancy,
+);
+
+fn names(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect()
+}
+
+async fn project_lifecycle_and_types(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let types = app.get("/types", &ada.token).await.expect(200);
+    assert_eq!(names(&types), ["ABSA", "LABEL", "CLASS", "CLASSLABEL"]);
+    assert_eq!(types[0]["id"], 2);
+
+    let mut ids = Vec::new();
+    for kind in ["ABSA", "CLASS", "LABEL", "CLASSLABEL"] {
+        let project = app
+            .post(
+                "/projects",
+                &ada.token,
+                json!({"name": format!("p-{kind}"), "type": kind}),
+            )
+            .await
+            .expect(201);
+        assert_eq!(project["type"], kind);
+        assert_eq!(project["status"], "CREATED");
+        ids.push(project["id"].as_i64().unwrap());
+    }
+    app.post("/projects", &ada.token, json!({"name": "p-CLASS", "type": "LABEL"}))
+        .await
+        .expect_problem(409, "conflict");
+    app.post("/projects", &ada.token, json!({"name": "x", "type": "OTHER"}))
+        .await
+        .expect_problem(400, "bad_request");
+    app.post(
+        "/projects",
+        &ada.token,
+        json!({"name": "x", "type": "CLASS", "status": "READY"}),
+    )
+    .await
+    .expect_problem(400, "immutable_field");
+    app.post("/projects", &ada.token, json!({"name": "", "type": "CLASS"}))
+        .await
+        .expect_problem(422, "validation_failed");
+
+    let listed = app.get("/projects", &ada.token).await.expect(200);
+    assert_eq!(listed.as_array().unwrap().len(), 4);
+    assert!(listed[0].get("labels").is_none());
+    let detailed = app.get("/projects?details=true", &ada.token).await.expect(200);
+    assert_eq!(detailed[0]["labels"], json!(["positive", "negative", "neutral"]));
+    app.get("/projects?details=maybe", &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
+
+    let class_project = format!("/projects/{}", ids[1]);
+    let renamed = app
+        .put(&class_project, &ada.token, json!({"name": "Topics"}))
+        .await
+        .expect(200);
+    assert_eq!(
+        (renamed["name"].as_str(), renamed["type"].as_str()),
+        (Some("Topics"), Some("CLASS"))
+    );
+    let retyped = app
+        .put(&class_project, &ada.token, json!({"type": "LABEL"}))
+        .await
+        .expect(200);
+    assert_eq!(retyped["type"], "LABEL");
+    app.post(&format!("{class_project}/labels"), &ada.token, json!({"name": "spam"}))
+        .await
+        .expect(201);
+    app.put(&class_project, &ada.token, json!({"type": "CLASS"}))
+        .await
+        .expect_problem(409, "conflict");
+
+    let deleted = app.delete(&class_project, &ada.token).await.expect(200);
+    assert_eq!(deleted["name"], "Topics");
+    app.get(&class_project, &ada.token)
+        .await
+        .expect_problem(404, "not_found");
+    app.get(&format!("{class_project}/labels"), &ada.token)
+        .await
+        .expect_problem(404, "not_found");
+}
+
+async fn absa_projects_keep_their_labels(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = app
+        .post("/projects", &ada.token, json!({"name": "Reviews", "type": "ABSA"}))
+        .await
+        .expect(201)["id"]
+        .as_i64()
+        .unwrap();
+    let labels = format!("/projects/{id}/labels");
+    let listed = app.get(&labels, &ada.token).await.expect(200);
+    assert_eq!(names(&listed), ["positive", "negative", "neutral"]);
+    app.post(&labels, &ada.token, json!({"name": "mixed"}))
+        .await
+        .expect_problem(422, "validation_failed");
+    let first = listed[0]["id"].as_i64().unwrap();
+    app.put(&format!("{labels}/{first}"), &ada.token, json!({"name": "good"}))
+        .await
+        .expect_problem(422, "validation_failed");
+    app.put(&format!("{labels}/name/positive"), &ada.token, json!({"name": "good"}))
+        .await
+        .expect_problem(422, "validation_failed");
+    app.delete(&format!("{labels}/{first}"), &ada.token)
+        .await
+        .expect_problem(422, "validation_failed");
+    // Aspects are classes and may change freely.
+    app.post(
+        &format!("/projects/{id}/classes"),
+        &ada.token,
+        json!({"name": "FOOD#QUALITY"}),
+    )
+    .await
+    .expect(201);
+}
+
+async fn classes_and_labels(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = app
+        .post(
+            "/projects",
+            &ada.token,
+            json!({"name": "Tickets", "type": "CLASSLABEL"}),
+        )
+        .await
+        .expect(201)["id"]
+        .as_i64()
+        .unwrap();
+    let classes = format!("/projects/{id}/classes");
+    let billing = app
+        .post(
+            &classes,
+            &ada.token,
+            json!({"name": "billing", "example": "My invoice is wrong", "description": "money"}),
+        )
+        .await
+        .expect(201);
+    assert_eq!(billing["example"], "My invoice is wrong");
+    let added = app
+        .post(
+            &format!("/projects/{id}/upload-classes"),
+            &ada.token,
+            json!([{"name": "login"}, {"name": "shipping", "description": "parcels"}]),
+        )
+        .await
+        .expect(201);
+    assert_eq!(names(&added), ["login", "shipping"]);
+    app.post(
+        &format!("/projects/{id}/upload-classes"),
+        &ada.token,
+        json!([{"name": "refund"}, {"name": "billing"}]),
+    )
+    .await
+    .expect_problem(409, "conflict");
+    assert_eq!(
+        names(&app.get(&classes, &ada.token).await.expect(200)),
+        ["billing", "login", "shipping"],
+        "all or none"
+    );
+    app.post(
+        &format!("/projects/{id}/upload-classes"),
+        &ada.token,
+        json!([{"name": "a"}, {"name": "a"}]),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    app.post(&classes, &ada.token, json!({"name": "x", "id": 4}))
+        .await
+        .expect_problem(400, "immutable_field");
+
+    let billing_path = format!("{classes}/{}", billing["id"]);
+    assert_eq!(app.get(&billing_path, &ada.token).await.expect(200)["name"], "billing");
+    let changed = app
+        .put(
+            &billing_path,
+            &ada.token,
+            json!({"name": "invoices", "description": "money matters"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        (changed["name"].as_str(), changed["example"].as_str()),
+        (Some("invoices"), Some(""))
+    );
+    app.put(&billing_path, &ada.token, json!({"name": "login"}))
+        .await
+        .expect_problem(409, "conflict");
+    app.delete(&billing_path, &ada.token).await.expect(200);
+    app.get(&billing_path, &ada.token)
+        .await
+        .expect_problem(404, "not_found");
+
+    let labels = format!("/projects/{id}/labels");
+    let urgent = app
+        .post(&labels, &ada.token, json!({"name": "urgent"}))
+        .await
+        .expect(201);
+    app.post(&labels, &ada.token, json!({"name": "routine"}))
+        .await
+        .expect(201);
+    app.post(&labels, &ada.token, json!({"name": "urgent"}))
+        .await
+        .expect_problem(409, "conflict");
+    let by_id = format!("{labels}/{}", urgent["id"]);
+    assert_eq!(app.get(&by_id, &ada.token).await.expect(200)["name"], "urgent");
+    assert_eq!(
+        app.put(&by_id, &ada.token, json!({"name": "critical"}))
+            .await
+            .expect(200)["name"],
+        "critical"
+    );
+    let by_name = app
+        .put(&format!("{labels}/name/routine"), &ada.token, json!({"name": "normal"}))
+        .await
+        .expect(200);
+    assert_eq!(by_name["name"], "normal");
+    app.put(&format!("{labels}/name/routine"), &ada.token, json!({"name": "x"}))
+        .await
+        .expect_problem(404, "not_found");
+    app.delete(&by_id, &ada.token).await.expect(200);
+    assert_eq!(names(&app.get(&labels, &ada.token).await.expect(200)), ["normal"]);
+    let project = app.get(&format!("/projects/{id}"), &ada.token).await.expect(200);
+    assert_eq!(project["classes"], json!(["login", "shipping"]));
+    assert_eq!(project["labels"], json!(["normal"]));
+}
+
+async fn transfer_needs_manager_in_both_workspaces(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let target = app
+        .post("/organizations", &bob.token, json!({"name": "Bob's team"}))
+        .await
+        .expect(200)["id"]
+        .as_i64()
+        .unwrap();
+    let id = app
+        .post("/projects", &ada.token, json!({"name": "Mail", "type": "LABEL"}))
+        .await
+        .expect(201)["id"]
+        .as_i64()
+        .unwrap();
+    app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "spam"}))
+        .await
+        .expect(201);
+    let transfer = format!("/projects/{id}/transfer");
+    app.post(&transfer, &ada.token, json!({"organization_id": target}))
+        .await
+        .expect_problem(404, "not_found");
+
+    let members = format!("/organizations/{target}/permissions");
+    let membership = app
+        .post(&members, &bob.token, json!({"role": "USER", "user_id": ada.user_id}))
+        .await
+        .expect(200);
+    app.post(&transfer, &ada.token, json!({"organization_id": target}))
+        .await
+        .expect_problem(403, "forbidden");
+    app.put(
+        &format!("{members}/{}", membership["id"]),
+        &bob.token,
+        json!({"role": "MANAGER"}),
+    )
+    .await
+    .expect(200);
+    let moved = app
+        .post(&transfer, &ada.token, json!({"organization_id": target}))
+        .await
+        .expect(200);
+    assert_eq!(moved["organization_id"], target);
+    assert_eq!(moved["labels"], json!(["spam"]), "the project's labels move with it");
+    let in_target = app
+        .get(&format!("/projects?organization_id={target}"), &bob.token)
+        .await
+        .expect(200);
+    assert_eq!(names(&in_target), ["Mail"]);
+    let notices = app.get("/notifications", &ada.token).await.expect(200);
+    assert!(
+        notices
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["title"] == "Transfer finished"),
+        "{notices}"
+    );
+}
+
+async fn projects_follow_roles_and_tenancy(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let eve = app.register("eve@example.org").await;
+    let viewer = app.register("viewer@example.org").await;
+    let ws = app
+        .post("/organizations", &ada.token, json!({"name": "Shared"}))
+        .await
+        .expect(200)["id"]
+        .as_i64()
+        .unwrap();
+    app.post(
+        &format!("/organizations/{ws}/permissions"),
+        &ada.token,
+        json!({"role": "USER", "user_id": viewer.user_id}),
+    )
+    .await
+    .expect(200);
+    let id = app
+        .post(
+            "/projects",
+            &ada.token,
+            json!({"name": "Docs", "type": "CLASS", "organization_id": ws}),
+        )
+        .await
+        .expect(201)["id"]
+        .as_i64()
+        .unwrap();
+    let path = format!("/projects/{id}");
+
+    // A USER reads but does not manage projects, classes or labels.
+    app.get(&path, &viewer.token).await.expect(200);
+    app.put(&path, &viewer.token, json!({"name": "Mine"}))
+        .await
+        .expect_problem(403, "forbidden");
+    app.post(&format!("{path}/classes"), &viewer.token, json!({"name": "c"}))
+        .await
+        .expect_problem(403, "forbidden");
+    app.post(
+        "/projects",
+        &viewer.token,
+        json!({"name": "New", "type": "CLASS", "organization_id": ws}),
+    )
+    .await
+    .expect_problem(403, "forbidden");
+
+    // Another workspace's user sees nothing, byte for byte like a missing project.
+    let foreign = app.get(&path, &eve.token).await;
+    let missing = app.get("/projects/999999", &eve.token).await;
+    assert_eq!(foreign.status.as_u16(), 404);
+    assert_eq!(foreign.body_without_request_id(), missing.body_without_request_id());
+    app.get(&format!("{path}/classes"), &eve.token)
+        .await
+        .expect_problem(404, "not_found");
+    app.get(&format!("{path}/labels"), &eve.token)
+        .await
+        .expect_problem(404, "not_found");
+    app.delete(&path, &eve.token).await.expect_problem(404, "not_found");
+    assert!(
+        app.get("/projects", &eve.token)
+            .await
+            .expect(200)
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    app.post(
+        "/projects",
+        &eve.token,
+        json!({"name": "In", "type": "CLASS", "organization_id": ws}),
+    )
+    .await
+    .expect_problem(404, "not_found");
+}

@@ -1,0 +1,683 @@
+//! Labeling sessions, segment tags and annotation marks, through HTTPS on both backends.
+
+use crate::common::{Session, TestApp};
+use serde_json::{Value, json};
+
+backend_tests!(
+    sessions_cover_documents_and_track_progress,
+    labeled_documents_samples_and_auto_tags,
+    sessions_follow_roles_and_tenancy,
+    clones_copy_everything_as_a_task,
+);
+
+async fn document(app: &TestApp, owner: &Session, project: i64, body: Value) -> Value {
+    app.post(&format!("/projects/{project}/documents"), &owner.token, body)
+        .await
+        .expect(201)
+}
+
+fn segment_ids(document: &Value) -> Vec<i64> {
+    document["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_i64().unwrap())
+        .collect()
+}
+
+async fn session_documents(app: &TestApp, who: &Session, sessions: &str, session: &Value) -> Vec<i64> {
+    let path = format!("{sessions}/{}/documents", session["id"]);
+    app.get(&path, &who.token).await.expect(200)["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_i64().unwrap())
+        .collect()
+}
+
+async fn sessions_cover_documents_and_track_progress(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = app
+        .project_with_classes(&ada, "Reviews", "CLASS", &["FOOD", "SERVICE"])
+        .await;
+    let two = document(
+        &app,
+        &ada,
+        id,
+        json!({"text": "The soup was cold. The waiter was kind."}),
+    )
+    .await;
+    let one = document(&app, &ada, id, json!({"text": "Great bread."})).await;
+    let paged = document(
+        &app,
+        &ada,
+        id,
+        json!({"text": "Page one.\u{c}Page two.", "split": false}),
+    )
+    .await;
+    assert_eq!(segment_ids(&paged).len(), 1);
+    let paged = app
+        .put(
+            &format!("/projects/{id}/documents/{}", paged["id"]),
+            &ada.token,
+            json!({"text": "Page one.\u{c}Page two."}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(segment_ids(&paged).len(), 2, "one sentence per page");
+
+    let sessions = format!("/projects/{id}/annotations");
+    let session = app
+        .post(&sessions, &ada.token, json!({"name": "Round 1"}))
+        .await
+        .expect(201);
+    assert_eq!(session["document_count"], 3, "no documents given: all of the project");
+    assert_eq!(session["segment_count"], 5);
+    assert_eq!(session["status"], "CREATED");
+    assert_eq!(session["mode"], "ANNOTATION");
+    assert_eq!(session["type"], "CLASS");
+    assert_eq!(session["progress"], 0.0);
+    assert_eq!(session["classes"], json!(["FOOD", "SERVICE"]));
+    assert!(session["uuid"].as_str().unwrap().len() == 36);
+    let sid = session["id"].as_i64().unwrap();
+    let base = format!("{sessions}/{sid}");
+
+    // Tags on the first segment of the two-sentence document.
+    let soup = segment_ids(&two)[0];
+    let tags = format!("{base}/documents/{}/segments/{soup}/tags", two["id"]);
+    let tag = app
+        .post(&tags, &ada.token, json!({"class": "FOOD", "text": "soup"}))
+        .await
+        .expect(201);
+    assert_eq!(tag["class"], "FOOD");
+    assert_eq!(tag["span"], json!([4, 8]), "the part is found in the segment");
+    assert_eq!(tag["annotation_id"], sid);
+    app.post(&tags, &ada.token, json!({"class": "FOOD", "text": "soup"}))
+        .await
+        .expect_problem(409, "conflict");
+    app.post(&tags, &ada.token, json!({"class": "FOOD", "label": "x"}))
+        .await
+        .expect_problem(422, "validation_failed");
+    app.post(&tags, &ada.token, json!({"class": "PRICE"}))
+        .await
+        .expect_problem(422, "validation_failed");
+    app.post(&tags, &ada.token, json!({"class": "FOOD", "span": [30, 35]}))
+        .await
+        .expect_problem(422, "validation_failed");
+    let service = app.post(&tags, &ada.token, json!({"class": "FOOD"})).await.expect(201);
+    let changed = app
+        .put(
+            &format!("{tags}/{}", service["id"]),
+            &ada.token,
+            json!({"class": "SERVICE"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(changed["class"], "SERVICE");
+    let listed = app.get(&tags, &ada.token).await.expect(200);
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    let removed = app
+        .delete(&format!("{tags}/{}", service["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(removed["id"], service["id"]);
+    app.delete(&format!("{tags}/{}", service["id"]), &ada.token)
+        .await
+        .expect_problem(404, "not_found");
+
+    // Marks move the progress and the status.
+    let mark_segment = format!("{base}/documents/{}/segments/{soup}/statuses", two["id"]);
+    app.post(&mark_segment, &ada.token, json!({"name": "DONE"}))
+        .await
+        .expect_problem(422, "validation_failed");
+    let record = app
+        .post(&mark_segment, &ada.token, json!({"name": "ANNOTATED"}))
+        .await
+        .expect(200);
+    assert_eq!(record["name"], "ANNOTATED");
+    assert_eq!(record["segment_id"], soup);
+    assert_eq!(record["document_id"], two["id"]);
+    assert_eq!(record["annotation_id"], sid);
+    assert_eq!(record["progress"], 0.2);
+    assert_eq!(record["status"], "ANNOTATING");
+    let again = app
+        .post(&mark_segment, &ada.token, json!({"name": "ANNOTATED"}))
+        .await
+        .expect(200);
+    assert_eq!(
+        again["created"], record["created"],
+        "marking again keeps the first mark"
+    );
+    assert_eq!(again["progress"], 0.2);
+
+    let page = app
+        .post(
+            &format!("{base}/documents/{}/pages/1/statuses", paged["id"]),
+            &ada.token,
+            json!({"name": "ANNOTATED"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(page["page"], 1);
+    assert_eq!(page["segment_ids"], json!([segment_ids(&paged)[1]]));
+    assert!(page.get("segment_id").is_none());
+    assert_eq!(page["progress"], 0.4);
+    app.post(
+        &format!("{base}/documents/{}/pages/2/statuses", paged["id"]),
+        &ada.token,
+        json!({"name": "ANNOTATED"}),
+    )
+    .await
+    .expect_problem(404, "not_found");
+
+    let listing = app
+        .get(&format!("{base}/documents?details=tags&limit=2"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(listing["count"], 2);
+    assert_eq!(listing["has_more"], true);
+    assert_eq!(
+        listing["classes"][0]["name"], "FOOD",
+        "classes as objects in the listing"
+    );
+    let first = &listing["documents"][0]["segments"][0];
+    assert_eq!(first["status"], "ANNOTATED");
+    assert_eq!(first["tags"][0]["class"], "FOOD");
+    assert!(listing["documents"][0]["segments"][1].get("status").is_none());
+
+    for doc in [&two, &one, &paged] {
+        app.post(
+            &format!("{base}/documents/{}/statuses", doc["id"]),
+            &ada.token,
+            json!({"name": "ANNOTATED"}),
+        )
+        .await
+        .expect(200);
+    }
+    let finished = app.get(&base, &ada.token).await.expect(200);
+    assert_eq!(finished["status"], "FINISHED");
+    assert_eq!(finished["progress"], 1.0);
+    assert!(finished["finished"].is_string());
+    let by_status = app
+        .get(&format!("{sessions}?status=FINISHED"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(by_status.as_array().unwrap().len(), 1);
+    let corrections = app
+        .get(&format!("{sessions}?mode=CORRECTION"), &ada.token)
+        .await
+        .expect(200);
+    assert!(corrections.as_array().unwrap().is_empty());
+    app.get(&format!("{sessions}?status=DONE"), &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
+
+    let doc = app
+        .get(&format!("{base}/documents/{}", two["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(doc["segments"][0]["tags"][0]["text"], "soup");
+    let everywhere = app
+        .get(
+            &format!("/projects/{id}/documents/{}?details=tags", two["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(everywhere["segments"][0]["tags"][0]["annotation_id"], sid);
+    let filtered = app
+        .get(&format!("/projects/{id}/documents?annotation_id={sid}"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(filtered["count"], 3);
+
+    // New documents lower the progress and reopen the session.
+    let extra = document(&app, &ada, id, json!({"text": "Late arrival."})).await;
+    let updated = app
+        .put(
+            &base,
+            &ada.token,
+            json!({"name": "Round 1b", "document_ids": [extra["id"]], "classes": ["FOOD"]}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(updated["name"], "Round 1b");
+    assert_eq!(updated["document_count"], 4);
+    assert_eq!(updated["status"], "ANNOTATING");
+    assert_eq!(updated["classes"], json!(["FOOD"]));
+    assert!(updated["finished"].is_null());
+    app.put(&base, &ada.token, json!({"progress": 1}))
+        .await
+        .expect_problem(400, "immutable_field");
+    app.put(&base, &ada.token, json!({"segment_count": 3}))
+        .await
+        .expect_problem(400, "immutable_field");
+    app.put(&base, &ada.token, json!({"document_ids": [999999]}))
+        .await
+        .expect_problem(422, "validation_failed");
+
+    app.delete(&base, &ada.token).await.expect(200);
+    app.get(&base, &ada.token).await.expect_problem(404, "not_found");
+    let documents = app
+        .get(&format!("/projects/{id}/documents"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(documents["count"], 4, "deleting a session keeps its documents");
+}
+
+async fn labeled_documents_samples_and_auto_tags(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = app
+        .project_with_classes(&ada, "Aspects", "ABSA", &["FOOD", "SERVICE"])
+        .await;
+    let sessions = format!("/projects/{id}/annotations");
+    let labeled = app
+        .post(
+            &sessions,
+            &ada.token,
+            json!({"name": "Labeled", "documents": [
+                {"text": "The pasta was superb.", "id": 17, "tags": [{"class": "FOOD", "label": "positive"}]},
+                {"text": "Slow waiters. Nice view.", "segments": [
+                    {"text": "Slow waiters.", "tags": [{"class": "SERVICE", "label": "negative"}]},
+                    {"text": "Nice view.", "status": "ANNOTATED"}
+                ]},
+                {"text": "Nothing to say."}
+            ]}),
+        )
+        .await
+        .expect(201);
+    assert_eq!(labeled["document_count"], 3);
+    assert_eq!(labeled["segment_count"], 4);
+    assert_eq!(labeled["annotated_count"], 3);
+    assert_eq!(labeled["labels"], json!(["positive", "negative", "neutral"]));
+    assert!(labeled["document_group_id"].is_i64(), "new documents land in a group");
+    let group = app
+        .get(
+            &format!("/projects/{id}/groups/{}", labeled["document_group_id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(group["source"], "ANNOTATIONS");
+    let listing = app
+        .get(
+            &format!("{sessions}/{}/documents?details=tags,meta", labeled["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(listing["documents"][0]["meta"]["external_id"], 17);
+    assert_eq!(listing["documents"][0]["segments"][0]["tags"][0]["label"], "positive");
+    assert_eq!(listing["documents"][1]["segments"][1]["status"], "ANNOTATED");
+    assert_eq!(listing["documents"][1]["segments"][1]["tags"], json!([]));
+
+    // A tag that does not fit the project type refuses the whole request.
+    app.post(
+        &sessions,
+        &ada.token,
+        json!({"documents": [{"text": "Fine.", "tags": [{"class": "FOOD"}]}]}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    app.post(&sessions, &ada.token, json!({"classes": ["PRICE"]}))
+        .await
+        .expect_problem(422, "validation_failed");
+    let all = app.get(&sessions, &ada.token).await.expect(200);
+    assert_eq!(all.as_array().unwrap().len(), 1, "nothing stored by refused requests");
+
+    // A seeded sample of the project's documents.
+    let upload = app
+        .post(
+            &format!("/projects/{id}/groups"),
+            &ada.token,
+            json!({"name": "Bulk", "documents": (0..20).map(|i| json!({"text": format!("Review number {i}.")})).collect::<Vec<_>>()}),
+        )
+        .await
+        .expect(201);
+    assert_eq!(upload["document_count"], 20);
+    let sample = |seed: u64| app.post(&sessions, &ada.token, json!({"sample_size": 5, "seed": seed}));
+    let a = sample(3).await.expect(201);
+    let b = sample(3).await.expect(201);
+    assert_eq!(a["document_count"], 5);
+    assert_eq!(
+        session_documents(&app, &ada, &sessions, &a).await,
+        session_documents(&app, &ada, &sessions, &b).await,
+        "the same seed gives the same sample"
+    );
+    app.post(&sessions, &ada.token, json!({"sample_size": 0}))
+        .await
+        .expect_problem(422, "validation_failed");
+
+    // auto: attributes that name classes and labels become tags and marks.
+    let fed = app
+        .post(
+            &format!("/projects/{id}/groups"),
+            &ada.token,
+            json!({"name": "With attributes", "documents": [
+                {"text": "Tasty pizza.", "meta": {"aspect": "food", "sentiment": "positive"}},
+                {"text": "Meh.", "meta": {"aspect": "ambience", "sentiment": "neutral"}}
+            ]}),
+        )
+        .await
+        .expect(201);
+    let group_docs = app
+        .get(&format!("/projects/{id}/groups/{}/documents", fed["id"]), &ada.token)
+        .await
+        .expect(200);
+    let doc_ids: Vec<i64> = group_docs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_i64().unwrap())
+        .collect();
+    let auto = app
+        .post(&sessions, &ada.token, json!({"auto": true, "document_ids": doc_ids}))
+        .await
+        .expect(201);
+    assert_eq!(auto["annotated_count"], 1, "only the document naming a known class");
+    let doc = app
+        .get(
+            &format!("{sessions}/{}/documents/{}", auto["id"], doc_ids[0]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        doc["segments"][0]["tags"],
+        json!([{
+            "id": doc["segments"][0]["tags"][0]["id"], "class": "FOOD", "label": "positive",
+            "annotation_id": auto["id"], "created": doc["segments"][0]["tags"][0]["created"]
+        }])
+    );
+}
+
+async fn sessions_follow_roles_and_tenancy(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let ann = app.register("ann@example.org").await;
+    let vic = app.register("vic@example.org").await;
+    let eve = app.register("eve@example.org").await;
+    let personal = app.get("/auth/status", &ada.token).await.expect(200)["default_workspace_id"]
+        .as_i64()
+        .unwrap();
+    for (who, role) in [(&ann, "ANNOTATOR"), (&vic, "VIEWER")] {
+        app.post(
+            &format!("/organizations/{personal}/permissions"),
+            &ada.token,
+            json!({"role": role, "user_id": who.user_id}),
+        )
+        .await
+        .expect(200);
+    }
+    let id = app.project_with_classes(&ada, "Shared", "LABEL", &[]).await;
+    app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "spam"}))
+        .await
+        .expect(201);
+    app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "ham"}))
+        .await
+        .expect(201);
+    let doc = document(&app, &ada, id, json!({"text": "Buy now. Cheap pills."})).await;
+    let outside = document(&app, &ada, id, json!({"text": "Not in the session."})).await;
+    let sessions = format!("/projects/{id}/annotations");
+    app.post(&sessions, &ann.token, json!({}))
+        .await
+        .expect_problem(403, "forbidden");
+    let session = app
+        .post(&sessions, &ada.token, json!({"document_ids": [doc["id"]]}))
+        .await
+        .expect(201);
+    let base = format!("{sessions}/{}", session["id"]);
+    let [first, second] = segment_ids(&doc)[..] else {
+        panic!("two sentences")
+    };
+    let tags = format!("{base}/documents/{}/segments/{first}/tags", doc["id"]);
+
+    let tag = app.post(&tags, &ann.token, json!({"label": "spam"})).await.expect(201);
+    app.post(&tags, &ann.token, json!({"label": "ham"}))
+        .await
+        .expect_problem(409, "conflict");
+    app.put(&format!("{tags}/{}", tag["id"]), &ann.token, json!({"label": "ham"}))
+        .await
+        .expect(200);
+    app.post(
+        &format!("{base}/documents/{}/segments/{second}/statuses", doc["id"]),
+        &ann.token,
+        json!({"name": "ANNOTATED"}),
+    )
+    .await
+    .expect(200);
+    app.post(&tags, &vic.token, json!({"label": "spam"}))
+        .await
+        .expect_problem(403, "forbidden");
+    app.get(&tags, &vic.token).await.expect(200);
+    app.put(&base, &ann.token, json!({"name": "Mine"}))
+        .await
+        .expect_problem(403, "forbidden");
+
+    // Paths that do not lead to the segment answer 404.
+    app.get(&base, &eve.token).await.expect_problem(404, "not_found");
+    app.post(&tags, &eve.token, json!({"label": "spam"}))
+        .await
+        .expect_problem(404, "not_found");
+    app.get(&format!("{base}/documents/{}", outside["id"]), &ada.token)
+        .await
+        .expect_problem(404, "not_found");
+    app.get(
+        &format!(
+            "{base}/documents/{}/segments/{}/tags",
+            doc["id"],
+            segment_ids(&outside)[0]
+        ),
+        &ada.token,
+    )
+    .await
+    .expect_problem(404, "not_found");
+    let eve_project = app.project_with_classes(&eve, "Eve's", "LABEL", &[]).await;
+    app.get(
+        &format!("/projects/{eve_project}/annotations/{}", session["id"]),
+        &eve.token,
+    )
+    .await
+    .expect_problem(404, "not_found");
+    app.delete(&base, &ann.token).await.expect_problem(403, "forbidden");
+}
+
+/// What a project holds, in a form that compares across copies (no ids).
+async fn contents(app: &TestApp, who: &Session, id: i64) -> Value {
+    let project = app.get(&format!("/projects/{id}"), &who.token).await.expect(200);
+    let groups: Vec<Value> = app
+        .get(&format!("/projects/{id}/groups"), &who.token)
+        .await
+        .expect(200)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| json!([g["name"], g["document_count"], g["status"]]))
+        .collect();
+    let documents: Vec<Value> = app
+        .get(&format!("/projects/{id}/documents?details=segments,meta"), &who.token)
+        .await
+        .expect(200)["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            json!([
+                d["text"],
+                d["meta"],
+                d["segments"].as_array().unwrap().len(),
+                d["group_id"].is_i64()
+            ])
+        })
+        .collect();
+    let mut sessions = Vec::new();
+    for session in app
+        .get(&format!("/projects/{id}/annotations"), &who.token)
+        .await
+        .expect(200)
+        .as_array()
+        .unwrap()
+    {
+        let listing = app
+            .get(
+                &format!("/projects/{id}/annotations/{}/documents?details=tags", session["id"]),
+                &who.token,
+            )
+            .await
+            .expect(200);
+        let tags: Vec<Value> = listing["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|d| d["segments"].as_array().unwrap().clone())
+            .map(|s| {
+                let tags: Vec<Value> = s["tags"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| json!([t["class"], t["label"], t["span"]]))
+                    .collect();
+                json!([s["text"], s["status"], tags])
+            })
+            .collect();
+        sessions.push(json!([
+            session["name"],
+            session["status"],
+            session["progress"],
+            session["classes"],
+            tags
+        ]));
+    }
+    json!({
+        "type": project["type"], "classes": project["classes"], "labels": project["labels"],
+        "groups": groups, "documents": documents, "sessions": sessions,
+    })
+}
+
+async fn clones_copy_everything_as_a_task(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let id = app
+        .project_with_classes(&ada, "Original", "CLASSLABEL", &["FOOD", "SERVICE"])
+        .await;
+    app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "good"}))
+        .await
+        .expect(201);
+    app.post(
+        &format!("/projects/{id}/groups"),
+        &ada.token,
+        json!({"name": "Batch", "documents": [{"text": "One. Two.", "meta": {"k": 1}}, {"text": "Three."}]}),
+    )
+    .await
+    .expect(201);
+    document(&app, &ada, id, json!({"text": "Loose document."})).await;
+    let session = app
+        .post(
+            &format!("/projects/{id}/annotations"),
+            &ada.token,
+            json!({"name": "Labeled", "classes": ["FOOD"], "documents": [
+                {"text": "Good soup here.", "tags": [{"class": "FOOD", "label": "good"}]}
+            ]}),
+        )
+        .await
+        .expect(201);
+    let doc = app
+        .get(
+            &format!("/projects/{id}/annotations/{}/documents", session["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200)["documents"][0]
+        .clone();
+    let doc = app
+        .get(
+            &format!("/projects/{id}/annotations/{}/documents/{}", session["id"], doc["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    app.post(
+        &format!(
+            "/projects/{id}/annotations/{}/documents/{}/segments/{}/tags",
+            session["id"], doc["id"], doc["segments"][0]["id"]
+        ),
+        &ada.token,
+        json!({"class": "FOOD", "label": "good", "text": "soup"}),
+    )
+    .await
+    .expect(201);
+    app.post(
+        &format!("/projects/{id}/annotations"),
+        &ada.token,
+        json!({"name": "All"}),
+    )
+    .await
+    .expect(201);
+    let team = app
+        .post("/organizations", &ada.token, json!({"name": "Team"}))
+        .await
+        .expect(200)["id"]
+        .as_i64()
+        .unwrap();
+
+    let copy = app
+        .post(
+            &format!("/projects/{id}/clone"),
+            &ada.token,
+            json!({"organization_id": team}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(copy["name"], "Original (copy)");
+    assert_eq!(copy["organization_id"], team);
+    let copy_id = copy["id"].as_i64().unwrap();
+    let task = app
+        .wait_for_task(&ada.token, copy_id, copy["task_id"].as_i64().unwrap())
+        .await;
+    assert_eq!(task["status"], "DONE", "{task}");
+    assert_eq!(task["progress"], 1.0);
+    assert_eq!(task["result"]["sessions"], 2);
+    let copied = app.get(&format!("/projects/{copy_id}"), &ada.token).await.expect(200);
+    assert_eq!(copied["status"], "CREATED");
+    assert_eq!(contents(&app, &ada, copy_id).await, contents(&app, &ada, id).await);
+    let notices = app.get("/notifications", &ada.token).await.expect(200);
+    assert!(
+        notices
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["title"] == "Clone finished"),
+        "{notices}"
+    );
+
+    // The copy is independent of the original.
+    app.delete(&format!("/projects/{id}"), &ada.token).await.expect(200);
+    let after = contents(&app, &ada, copy_id).await;
+    assert_eq!(after["documents"].as_array().unwrap().len(), 4);
+
+    let second = app
+        .post(&format!("/projects/{copy_id}/clone"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    assert_eq!(second["name"], "Original (copy) (copy)");
+    assert_eq!(second["organization_id"], team);
+    app.post(
+        &format!("/projects/{copy_id}/clone"),
+        &ada.token,
+        json!({"name": "Original (copy)"}),
+    )
+    .await
+    .expect_problem(409, "conflict");
+    app.post(&format!("/projects/{copy_id}/clone"), &bob.token, json!({}))
+        .await
+        .expect_problem(404, "not_found");
+    let bobs = app.get("/auth/status", &bob.token).await.expect(200)["default_workspace_id"]
+        .as_i64()
+        .unwrap();
+    app.post(
+        &format!("/projects/{copy_id}/clone"),
+        &ada.token,
+        json!({"organization_id": bobs}),
+    )
+    .await
+    .expect_problem(404, "not_found");
+}

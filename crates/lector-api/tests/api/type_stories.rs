@@ -1,0 +1,212 @@
+//! The whole loop for the LABEL, CLASSLABEL and ABSA project types through HTTPS on both
+//! backends (CLASS has its own in `analyses.rs` and `corrections.rs`): labelled segments →
+//! a model → a batch analysis of a 1,000-row CSV tags every document, mostly right → a
+//! correction session fixes two tags → a second model trains on both sessions.
+
+use crate::common::{Session, TestApp};
+use serde_json::{Value, json};
+
+backend_tests!(label_loop, classlabel_loop, absa_loop);
+
+const GOOD: [&str; 8] = [
+    "great",
+    "excellent",
+    "wonderful",
+    "lovely",
+    "fantastic",
+    "superb",
+    "perfect",
+    "brilliant",
+];
+const BAD: [&str; 8] = [
+    "terrible",
+    "awful",
+    "horrible",
+    "dreadful",
+    "disgusting",
+    "poor",
+    "appalling",
+    "lousy",
+];
+const FOOD: [&str; 4] = ["pizza", "pasta", "soup", "steak"];
+const SERVICE: [&str; 4] = ["waiter", "staff", "host", "waitress"];
+
+/// A text about `n`: food or service (by `n % 2`), good or bad (by `n / 2 % 2`); answers the
+/// text, the aspect and whether it is good.
+fn review(n: usize) -> (String, &'static str, bool) {
+    let good = (n / 2).is_multiple_of(2);
+    let word = if good { GOOD[n % 8] } else { BAD[n % 8] };
+    if n.is_multiple_of(2) {
+        (format!("The {} tasted {word} tonight.", FOOD[n % 4]), "food", good)
+    } else {
+        (format!("Our {} was {word} to us.", SERVICE[n % 4]), "service", good)
+    }
+}
+
+/// The tag a review carries in a project of `kind`.
+fn tag(kind: &str, aspect: &str, good: bool) -> Value {
+    let (positive, negative) = if kind == "ABSA" {
+        ("positive", "negative")
+    } else {
+        ("good", "bad")
+    };
+    let label = if good { positive } else { negative };
+    match kind {
+        "LABEL" => json!({"label": label}),
+        _ => json!({"class": aspect, "label": label}),
+    }
+}
+
+async fn the_loop(app: &TestApp, ada: &Session, kind: &str) {
+    let classes: &[&str] = if kind == "LABEL" { &[] } else { &["food", "service"] };
+    let project = app.project_with_classes(ada, kind, kind, classes).await;
+    if kind != "ABSA" {
+        for label in ["good", "bad"] {
+            app.post(
+                &format!("/projects/{project}/labels"),
+                &ada.token,
+                json!({"name": label}),
+            )
+            .await
+            .expect(201);
+        }
+    }
+    let documents: Vec<Value> = (0..64)
+        .map(|n| {
+            let (text, aspect, good) = review(n);
+            json!({"text": text, "tags": [tag(kind, aspect, good)]})
+        })
+        .collect();
+    let labeling = app
+        .post(
+            &format!("/projects/{project}/annotations"),
+            &ada.token,
+            json!({"name": "Reviews", "documents": documents}),
+        )
+        .await
+        .expect(201);
+    let first = trained(app, ada, project, json!({"display_name": format!("{kind} v1")})).await;
+
+    // A batch analysis of a 1,000-row CSV tags every document, mostly right.
+    let mut csv = String::from("text\n");
+    for n in 0..1000 {
+        csv.push_str(&format!("\"{}\"\n", review(n + 7).0));
+    }
+    let upload = app
+        .send_form("/analyses/upload", &ada.token, "reviews.csv", csv.as_bytes(), &[])
+        .await
+        .expect(200);
+    let created = app
+        .post(
+            "/analyses",
+            &ada.token,
+            json!({"model_id": first["id"], "file_id": upload["id"], "column_name": "text", "split": false}),
+        )
+        .await
+        .expect(201);
+    let task = app
+        .wait_for_task(&ada.token, project, created["task_id"].as_i64().unwrap())
+        .await;
+    assert_eq!(task["status"], "DONE", "{task}");
+    let page = app
+        .get(
+            &format!("/analyses/{}/documents?details=true&limit=1000", created["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(page["count"], 1000);
+    let mut right = 0;
+    for (n, document) in page["documents"].as_array().unwrap().iter().enumerate() {
+        let (text, aspect, good) = review(n + 7);
+        assert_eq!(document["text"], text);
+        let tags = document["segments"][0]["tags"].as_array().unwrap();
+        assert!(!tags.is_empty(), "{kind}: no tags for {text}");
+        let wanted = tag(kind, aspect, good);
+        right += usize::from(
+            tags.iter()
+                .any(|t| t["label"] == wanted["label"] && (kind == "LABEL" || t["class"] == wanted["class"])),
+        );
+    }
+    assert!(right >= 800, "{kind}: {right} of 1000 right");
+
+    // A correction session fixes two tags.
+    let corrections = format!("/projects/{project}/corrections");
+    let correction = app
+        .post(
+            &corrections,
+            &ada.token,
+            json!({"model_id": first["id"], "sample_size": 5}),
+        )
+        .await
+        .expect(201);
+    let cid = correction["id"].as_i64().unwrap();
+    let docs = app
+        .get(&format!("{corrections}/{cid}/documents?details=tags"), &ada.token)
+        .await
+        .expect(200);
+    let mut fixed = 0;
+    for document in docs["documents"].as_array().unwrap() {
+        for segment in document["segments"].as_array().unwrap() {
+            let at = format!(
+                "{corrections}/{cid}/documents/{}/segments/{}",
+                document["id"], segment["id"]
+            );
+            if fixed < 2
+                && let Some(first_tag) = segment["tags"].as_array().unwrap().first()
+            {
+                // Flip the label: the model said one thing, the corrector another.
+                let flipped = match first_tag["label"].as_str() {
+                    Some("good") => "bad",
+                    Some("bad") => "good",
+                    Some("positive") => "negative",
+                    _ => "positive",
+                };
+                let mut body = json!({"label": flipped});
+                if kind != "LABEL" {
+                    body["class"] = first_tag["class"].clone();
+                }
+                app.put(&format!("{at}/tags/{}", first_tag["id"]), &ada.token, body)
+                    .await
+                    .expect(200);
+                fixed += 1;
+            }
+            app.post(&format!("{at}/statuses"), &ada.token, json!({"name": "ANNOTATED"}))
+                .await
+                .expect(200);
+        }
+    }
+    assert_eq!(fixed, 2, "{kind}: two tags fixed");
+
+    // A second model learns from both sessions.
+    let second = trained(
+        app,
+        ada,
+        project,
+        json!({"display_name": format!("{kind} v2"), "annotation_ids": [labeling["id"], cid]}),
+    )
+    .await;
+    assert!(second["score"].as_f64().is_some(), "{second}");
+}
+
+/// Trains and waits; answers the READY model.
+async fn trained(app: &TestApp, who: &Session, project: i64, body: Value) -> Value {
+    let model = app.train_model(who, project, body).await;
+    assert_eq!(model["status"], "READY", "{model}");
+    model
+}
+
+async fn label_loop(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    the_loop(&app, &ada, "LABEL").await;
+}
+
+async fn classlabel_loop(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    the_loop(&app, &ada, "CLASSLABEL").await;
+}
+
+async fn absa_loop(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    the_loop(&app, &ada, "ABSA").await;
+}

@@ -1,0 +1,1111 @@
+//! Workflows through HTTPS on both backends: the resource and its roles, production and test
+//! addresses (one call, a window that closes), one registration per path and method, the
+//! response modes, the trigger's authentication, limits, failing steps, and the story of a
+//! customer e-mail answered with its predicted class.
+
+use crate::common::tickets::labeled_tickets;
+use crate::common::{Backend, Session, TestApp};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+backend_tests!(
+    workflows_are_a_resource_of_their_workspace,
+    the_production_address_listens_while_active,
+    responses_follow_the_trigger,
+    one_registration_per_path_and_method,
+    a_test_address_serves_one_call_and_keeps_its_data,
+    the_trigger_authenticates_its_callers,
+    each_method_may_lead_to_its_own_steps,
+    a_failing_step_stops_the_execution,
+    files_and_forms_reach_the_steps,
+    a_customer_email_is_answered_with_its_class,
+);
+
+/// An answer from a webhook address: status, content type, raw text and JSON if any.
+struct Hook {
+    status: u16,
+    content_type: String,
+    text: String,
+    json: Value,
+    headers: reqwest::header::HeaderMap,
+}
+
+async fn hook(app: &TestApp, method: Method, path: &str, body: Option<Value>, headers: &[(&str, &str)]) -> Hook {
+    let mut request = app.client.request(method, app.url(path));
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let content_type = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let text = response.text().await.expect("body");
+    Hook {
+        status,
+        content_type,
+        json: serde_json::from_str(&text).unwrap_or(Value::Null),
+        text,
+        headers,
+    }
+}
+
+async fn create(app: &TestApp, who: &Session, body: Value) -> Value {
+    app.post("/workflows", &who.token, body).await.expect(201)
+}
+
+fn id(workflow: &Value) -> i64 {
+    workflow["id"].as_i64().expect("an id")
+}
+
+/// A workflow that answers its request's body back, shaped by a set step.
+fn echo(name: &str, path: &str, method: &str) -> Value {
+    json!({
+        "name": name,
+        "trigger": {"path": path, "http_method": method, "response_mode": "last_step"},
+        "steps": [{"type": "set", "fields": [{"name": "echo", "from": "body"}], "keep_only_set": true}]
+    })
+}
+
+async fn executions(app: &TestApp, who: &Session, workflow: i64) -> Vec<Value> {
+    app.get(&format!("/workflows/{workflow}/executions"), &who.token)
+        .await
+        .expect(200)["executions"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+async fn workflows_are_a_resource_of_their_workspace(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let created = create(&app, &ada, json!({"name": "Inbox", "trigger": {"path": "inbox"}})).await;
+    assert_eq!(created["active"], false);
+    assert_eq!(created["methods"], json!(["GET"]));
+    assert_eq!(created["trigger"]["response_mode"], "immediately");
+    assert_eq!(created["trigger"]["response_data"], "first_entry_json");
+    assert_eq!(created["trigger"]["authentication"], json!({"type": "none"}));
+    assert!(created["production_url"].as_str().unwrap().ends_with("/webhook/inbox"));
+    assert!(created["test_url"].as_str().unwrap().ends_with("/webhook-test/inbox"));
+    let workflow = id(&created);
+    let workspace = created["organization_id"].as_i64().unwrap();
+
+    let listed = app.get("/workflows", &ada.token).await.expect(200);
+    assert_eq!(
+        (listed["count"].clone(), listed["has_more"].clone()),
+        (json!(1), json!(false))
+    );
+    let page = app.get("/workflows?limit=1&offset=1", &ada.token).await.expect(200);
+    assert_eq!(page["workflows"], json!([]));
+    app.get("/workflows?limit=0", &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
+
+    let changed = app
+        .put(
+            &format!("/workflows/{workflow}"),
+            &ada.token,
+            echo("Echo", "echo/in", "POST"),
+        )
+        .await
+        .expect(200);
+    assert_eq!(changed["name"], "Echo");
+    assert_eq!(changed["methods"], json!(["POST"]));
+    assert_eq!(changed["steps"][0]["type"], "set");
+
+    // Bad definitions are refused with every problem named.
+    let bad = app
+        .post(
+            "/workflows",
+            &ada.token,
+            json!({"name": "Bad", "trigger": {"path": "/x/", "response_code": 99},
+                   "steps": [{"type": "analyze", "model_id": 0}]}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    let fields: Vec<&str> = bad["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["trigger.path", "trigger.response_code", "steps[0].model_id"]);
+    app.post(
+        "/workflows",
+        &ada.token,
+        json!({"name": "Bad", "trigger": {"path": "x"}, "steps": [{"type": "shell"}]}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    app.post(
+        "/workflows",
+        &ada.token,
+        json!({"name": "Bad", "trigger": {"path": "x"}, "id": 4}),
+    )
+    .await
+    .expect_problem(400, "immutable_field");
+
+    // Viewers read; USERs change; strangers see nothing.
+    let members = format!("/organizations/{workspace}/permissions");
+    let vera = app.register("vera@example.org").await;
+    let uma = app.register("uma@example.org").await;
+    let eve = app.register("eve@example.org").await;
+    for (who, role) in [(&vera, "VIEWER"), (&uma, "USER")] {
+        app.post(&members, &ada.token, json!({"role": role, "user_id": who.user_id}))
+            .await
+            .expect(200);
+    }
+    let one = format!("/workflows/{workflow}");
+    app.get(&one, &vera.token).await.expect(200);
+    app.get(&format!("{one}/executions"), &vera.token).await.expect(200);
+    let in_workspace = json!({"name": "V", "organization_id": workspace, "trigger": {"path": "v"}});
+    app.post("/workflows", &vera.token, in_workspace.clone())
+        .await
+        .expect_problem(403, "forbidden");
+    app.put(&one, &vera.token, echo("V", "v", "GET"))
+        .await
+        .expect_problem(403, "forbidden");
+    app.post(&format!("{one}/activate"), &vera.token, json!({}))
+        .await
+        .expect_problem(403, "forbidden");
+    app.post(&format!("{one}/test"), &vera.token, json!({}))
+        .await
+        .expect_problem(403, "forbidden");
+    app.delete(&one, &vera.token).await.expect_problem(403, "forbidden");
+    app.post("/workflows", &uma.token, in_workspace).await.expect(201);
+    app.get(&one, &eve.token).await.expect_problem(404, "not_found");
+    app.delete(&one, &eve.token).await.expect_problem(404, "not_found");
+    assert_eq!(app.get("/workflows", &eve.token).await.expect(200)["count"], 0);
+    let in_other = json!({"name": "E", "organization_id": workspace, "trigger": {"path": "e"}});
+    app.post("/workflows", &eve.token, in_other)
+        .await
+        .expect_problem(404, "not_found");
+
+    assert_eq!(app.get("/workflows", &vera.token).await.expect(200)["count"], 2);
+    app.delete(&one, &uma.token).await.expect(200);
+    app.get(&one, &ada.token).await.expect_problem(404, "not_found");
+}
+
+async fn the_production_address_listens_while_active(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let workflow = id(&create(&app, &ada, echo("Orders", "shop/orders", "POST")).await);
+    let before = hook(&app, Method::POST, "/webhook/shop/orders", Some(json!({"n": 1})), &[]).await;
+    assert_eq!(before.status, 404);
+    assert!(
+        before.json["detail"]
+            .as_str()
+            .unwrap()
+            .contains("POST /webhook/shop/orders"),
+        "{}",
+        before.text
+    );
+
+    let active = app
+        .post(&format!("/workflows/{workflow}/activate"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    assert_eq!(active["active"], true);
+    assert_eq!(active["runs_as_user_id"], ada.user_id);
+    let answered = hook(&app, Method::POST, "/webhook/shop/orders", Some(json!({"n": 1})), &[]).await;
+    assert_eq!(
+        (answered.status, answered.json.clone()),
+        (200, json!({"echo": {"n": 1}}))
+    );
+    // No bearer is needed, and one is not looked at.
+    let with_bearer = hook(
+        &app,
+        Method::POST,
+        "/webhook/shop/orders",
+        None,
+        &[("authorization", "Bearer nonsense")],
+    )
+    .await;
+    assert_eq!(with_bearer.status, 200);
+
+    let wrong = hook(&app, Method::GET, "/webhook/shop/orders", None, &[]).await;
+    assert_eq!(wrong.status, 405);
+    assert_eq!(wrong.headers["allow"], "POST");
+    assert!(
+        wrong.json["detail"].as_str().unwrap().contains("POST"),
+        "{}",
+        wrong.text
+    );
+    assert_eq!(
+        hook(&app, Method::POST, "/webhook/shop/other", None, &[]).await.status,
+        404
+    );
+
+    let recorded = executions(&app, &ada, workflow).await;
+    assert_eq!(recorded.len(), 2);
+    assert!(
+        recorded
+            .iter()
+            .all(|e| e["status"] == "success" && e["mode"] == "production")
+    );
+    assert!(
+        recorded.iter().all(|e| e["data"].is_null()),
+        "production keeps no data by default"
+    );
+    assert!(recorded[0]["finished"].is_string());
+
+    app.post(&format!("/workflows/{workflow}/deactivate"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    assert_eq!(
+        hook(&app, Method::POST, "/webhook/shop/orders", None, &[]).await.status,
+        404
+    );
+
+    // A workflow that keeps its data shows it; an active workflow takes a new path at once.
+    let mut keeping = echo("Orders", "shop/orders-v2", "POST");
+    keeping["keep_data"] = json!(true);
+    app.put(&format!("/workflows/{workflow}"), &ada.token, keeping)
+        .await
+        .expect(200);
+    app.post(&format!("/workflows/{workflow}/activate"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    app.put(&format!("/workflows/{workflow}"), &ada.token, {
+        let mut moved = echo("Orders", "shop/orders-v3", "POST");
+        moved["keep_data"] = json!(true);
+        moved
+    })
+    .await
+    .expect(200);
+    assert_eq!(
+        hook(&app, Method::POST, "/webhook/shop/orders-v2", None, &[])
+            .await
+            .status,
+        404
+    );
+    let kept = hook(
+        &app,
+        Method::POST,
+        "/webhook/shop/orders-v3",
+        Some(json!({"n": 3})),
+        &[],
+    )
+    .await;
+    assert_eq!(kept.status, 200);
+    let newest = &executions(&app, &ada, workflow).await[0];
+    assert_eq!(newest["data"][0]["entries"][0]["json"]["body"], json!({"n": 3}));
+    assert_eq!(newest["data"][1]["type"], "set");
+}
+
+async fn responses_follow_the_trigger(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let body = json!({"text": "hello", "n": 2});
+    let cases = [
+        (
+            json!({"response_mode": "immediately"}),
+            200,
+            json!({"message": "Workflow was started"}),
+        ),
+        (
+            json!({"response_mode": "last_step", "response_data": "all_entries"}),
+            200,
+            json!([{"out": body}]),
+        ),
+        (json!({"response_mode": "last_step"}), 200, json!({"out": body})),
+        (
+            json!({"response_mode": "last_step", "property_name": "out", "response_code": 201}),
+            201,
+            body.clone(),
+        ),
+    ];
+    for (n, (settings, status, expected)) in cases.into_iter().enumerate() {
+        let mut trigger = json!({"path": format!("modes/{n}"), "http_method": "POST"});
+        trigger
+            .as_object_mut()
+            .unwrap()
+            .extend(settings.as_object().unwrap().clone());
+        let workflow = create(
+            &app,
+            &ada,
+            json!({"name": format!("M{n}"), "trigger": trigger,
+            "steps": [{"type": "set", "fields": [{"name": "out", "from": "body"}], "keep_only_set": true}]}),
+        )
+        .await;
+        app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
+            .await
+            .expect(200);
+        let answered = hook(
+            &app,
+            Method::POST,
+            &format!("/webhook/modes/{n}"),
+            Some(body.clone()),
+            &[],
+        )
+        .await;
+        assert_eq!((answered.status, answered.json), (status, expected), "case {n}");
+    }
+    // A string property is answered as plain text; no_data answers nothing.
+    let text = create(
+        &app,
+        &ada,
+        json!({"name": "Text", "trigger": {"path": "modes/text", "http_method": "POST",
+        "response_mode": "last_step", "property_name": ""},
+        "steps": [{"type": "set", "fields": [{"name": "data", "value": "Hi {{ body.text }}"}]}]}),
+    )
+    .await;
+    let empty = create(
+        &app,
+        &ada,
+        json!({"name": "Empty", "trigger": {"path": "modes/empty", "http_method": "POST",
+        "response_mode": "last_step", "response_data": "no_data", "response_code": 202}}),
+    )
+    .await;
+    for workflow in [&text, &empty] {
+        app.post(&format!("/workflows/{}/activate", id(workflow)), &ada.token, json!({}))
+            .await
+            .expect(200);
+    }
+    let plain = hook(&app, Method::POST, "/webhook/modes/text", Some(body.clone()), &[]).await;
+    assert_eq!((plain.status, plain.text.as_str()), (200, "Hi hello"));
+    assert!(plain.content_type.starts_with("text/plain"), "{}", plain.content_type);
+    let nothing = hook(&app, Method::POST, "/webhook/modes/empty", Some(body), &[]).await;
+    assert_eq!((nothing.status, nothing.text.as_str()), (202, ""));
+
+    // An immediate answer's execution finishes after it.
+    let started = app.get("/workflows?limit=1", &ada.token).await.expect(200)["workflows"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let mut status = Value::Null;
+    for _ in 0..100 {
+        status = executions(&app, &ada, started).await[0]["status"].clone();
+        if status != "running" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(status, "success");
+}
+
+async fn one_registration_per_path_and_method(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let first = id(&create(&app, &ada, echo("First", "shared", "POST")).await);
+    let second = id(&create(&app, &ada, echo("Second", "shared", "POST")).await);
+    let theirs = id(&create(&app, &bob, echo("Theirs", "shared", "POST")).await);
+    app.post(&format!("/workflows/{first}/activate"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    let refused = app
+        .post(&format!("/workflows/{second}/activate"), &ada.token, json!({}))
+        .await
+        .expect_problem(409, "conflict");
+    let detail = refused["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("shared") && detail.contains("POST") && detail.contains(&format!("workflow {first} (First)")),
+        "{detail}"
+    );
+    // Another workspace's workflow is named by its id only.
+    let other = app
+        .post(&format!("/workflows/{theirs}/activate"), &bob.token, json!({}))
+        .await
+        .expect_problem(409, "conflict");
+    let detail = other["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("workflow {first}")) && !detail.contains("First"),
+        "{detail}"
+    );
+    // A test address on a taken path is refused the same way.
+    app.post(&format!("/workflows/{second}/test"), &ada.token, json!({}))
+        .await
+        .expect_problem(409, "conflict");
+    assert_eq!(
+        app.get(&format!("/workflows/{second}"), &ada.token).await.expect(200)["active"],
+        false
+    );
+
+    // Another method on the path is free; so is the path once the first lets go.
+    app.put(
+        &format!("/workflows/{second}"),
+        &ada.token,
+        echo("Second", "shared", "GET"),
+    )
+    .await
+    .expect(200);
+    app.post(&format!("/workflows/{second}/activate"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    // Moving an active workflow onto a taken path changes nothing.
+    app.put(
+        &format!("/workflows/{second}"),
+        &ada.token,
+        echo("Second", "shared", "POST"),
+    )
+    .await
+    .expect_problem(409, "conflict");
+    assert_eq!(
+        app.get(&format!("/workflows/{second}"), &ada.token).await.expect(200)["methods"],
+        json!(["GET"])
+    );
+    assert_eq!(hook(&app, Method::GET, "/webhook/shared", None, &[]).await.status, 200);
+    app.post(&format!("/workflows/{first}/deactivate"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    app.post(&format!("/workflows/{theirs}/activate"), &bob.token, json!({}))
+        .await
+        .expect(200);
+    let answered = hook(&app, Method::POST, "/webhook/shared", Some(json!({"by": "bob"})), &[]).await;
+    assert_eq!(answered.json, json!({"echo": {"by": "bob"}}));
+    // Deleting a workflow frees its path.
+    app.delete(&format!("/workflows/{theirs}"), &bob.token)
+        .await
+        .expect(200);
+    app.post(&format!("/workflows/{first}/activate"), &ada.token, json!({}))
+        .await
+        .expect(200);
+}
+
+async fn a_test_address_serves_one_call_and_keeps_its_data(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let workflow = id(&create(&app, &ada, echo("Try", "try/me", "POST")).await);
+    assert_eq!(
+        hook(&app, Method::POST, "/webhook-test/try/me", None, &[]).await.status,
+        404
+    );
+    let armed = app
+        .post(&format!("/workflows/{workflow}/test"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    assert!(armed["test_url"].as_str().unwrap().ends_with("/webhook-test/try/me"));
+    let until = armed["listening_until"].as_str().unwrap();
+    assert!(
+        until
+            > lector_core::time::Timestamp::now()
+                .plus_seconds(110)
+                .to_rfc3339()
+                .as_str(),
+        "{until}"
+    );
+    // The production address does not listen for an inactive workflow.
+    assert_eq!(hook(&app, Method::POST, "/webhook/try/me", None, &[]).await.status, 404);
+
+    let answered = hook(
+        &app,
+        Method::POST,
+        "/webhook-test/try/me?source=form",
+        Some(json!({"q": "?"})),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        (answered.status, answered.json.clone()),
+        (200, json!({"echo": {"q": "?"}}))
+    );
+    let again = hook(&app, Method::POST, "/webhook-test/try/me", Some(json!({})), &[]).await;
+    assert_eq!(again.status, 404, "a test address serves one call");
+
+    let recorded = executions(&app, &ada, workflow).await;
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(
+        (recorded[0]["mode"].clone(), recorded[0]["status"].clone()),
+        (json!("test"), json!("success"))
+    );
+    let input = &recorded[0]["data"][0]["entries"][0]["json"];
+    assert_eq!(input["body"], json!({"q": "?"}));
+    assert_eq!(input["query"], json!({"source": "form"}));
+    assert_eq!(input["execution_mode"], "test");
+    assert_eq!(
+        recorded[0]["data"][1]["entries"][0]["json"],
+        json!({"echo": {"q": "?"}})
+    );
+
+    // An active workflow may be tested beside its production address.
+    app.post(&format!("/workflows/{workflow}/activate"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    app.post(&format!("/workflows/{workflow}/test"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    assert_eq!(hook(&app, Method::POST, "/webhook/try/me", None, &[]).await.status, 200);
+    assert_eq!(
+        hook(&app, Method::POST, "/webhook-test/try/me", None, &[]).await.status,
+        200
+    );
+    assert_eq!(
+        hook(&app, Method::POST, "/webhook-test/try/me", None, &[]).await.status,
+        404
+    );
+    assert_eq!(hook(&app, Method::POST, "/webhook/try/me", None, &[]).await.status, 200);
+}
+
+async fn the_trigger_authenticates_its_callers(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let header = create(
+        &app,
+        &ada,
+        json!({"name": "Keyed", "trigger": {"path": "keyed", "http_method": "POST",
+        "response_mode": "last_step", "authentication": {"type": "header", "name": "X-Shop-Key", "value": "k-123"}}}),
+    )
+    .await;
+    assert_eq!(
+        header["trigger"]["authentication"],
+        json!({"type": "header", "name": "X-Shop-Key"})
+    );
+    let basic = create(
+        &app,
+        &ada,
+        json!({"name": "Basic", "trigger": {"path": "basic", "http_method": "POST",
+        "response_mode": "last_step", "authentication": {"type": "basic", "user": "shop", "password": "pw-456"}}}),
+    )
+    .await;
+    assert!(!basic.to_string().contains("pw-456"));
+    for workflow in [&header, &basic] {
+        app.post(&format!("/workflows/{}/activate", id(workflow)), &ada.token, json!({}))
+            .await
+            .expect(200);
+    }
+    assert_eq!(hook(&app, Method::POST, "/webhook/keyed", None, &[]).await.status, 401);
+    assert_eq!(
+        hook(&app, Method::POST, "/webhook/keyed", None, &[("x-shop-key", "k-124")])
+            .await
+            .status,
+        403
+    );
+    let admitted = hook(&app, Method::POST, "/webhook/keyed", None, &[("x-shop-key", "k-123")]).await;
+    assert_eq!(admitted.status, 200);
+    assert!(
+        !admitted.text.contains("k-123"),
+        "the key is not in the entry: {}",
+        admitted.text
+    );
+
+    use base64::Engine;
+    let token = |pair: &str| format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair));
+    assert_eq!(hook(&app, Method::POST, "/webhook/basic", None, &[]).await.status, 401);
+    let wrong = token("shop:pw-000");
+    assert_eq!(
+        hook(&app, Method::POST, "/webhook/basic", None, &[("authorization", &wrong)])
+            .await
+            .status,
+        403
+    );
+    let right = token("shop:pw-456");
+    assert_eq!(
+        hook(&app, Method::POST, "/webhook/basic", None, &[("authorization", &right)])
+            .await
+            .status,
+        200
+    );
+
+    // An update that leaves the secret out keeps it.
+    let mut renamed = json!({"name": "Keyed v2", "trigger": {"path": "keyed", "http_method": "POST",
+        "response_mode": "last_step", "authentication": {"type": "header", "name": "X-Shop-Key"}}});
+    app.put(&format!("/workflows/{}", id(&header)), &ada.token, renamed.clone())
+        .await
+        .expect(200);
+    assert_eq!(
+        hook(&app, Method::POST, "/webhook/keyed", None, &[("x-shop-key", "k-123")])
+            .await
+            .status,
+        200
+    );
+    renamed["trigger"]["authentication"] = json!({"type": "basic", "user": "u"});
+    app.put(&format!("/workflows/{}", id(&header)), &ada.token, renamed)
+        .await
+        .expect_problem(422, "validation_failed");
+}
+
+async fn each_method_may_lead_to_its_own_steps(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let workflow = create(
+        &app,
+        &ada,
+        json!({"name": "Both", "trigger": {"path": "both", "multiple_methods": true,
+        "http_methods": ["GET", "POST", "PUT"], "response_mode": "last_step", "property_name": "said"},
+        "steps": [{"type": "set", "fields": [{"name": "said", "value": "written"}]}],
+        "steps_by_method": {"GET": [{"type": "set", "fields": [{"name": "said", "value": "read {{ query.id }}"}]}]}}),
+    )
+    .await;
+    assert_eq!(workflow["methods"], json!(["GET", "POST", "PUT"]));
+    app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
+        .await
+        .expect(200);
+    assert_eq!(
+        hook(&app, Method::GET, "/webhook/both?id=7", None, &[]).await.text,
+        "read 7"
+    );
+    assert_eq!(
+        hook(&app, Method::POST, "/webhook/both", Some(json!({})), &[])
+            .await
+            .text,
+        "written"
+    );
+    assert_eq!(
+        hook(&app, Method::PUT, "/webhook/both", Some(json!({})), &[])
+            .await
+            .text,
+        "written"
+    );
+    let deleted = hook(&app, Method::DELETE, "/webhook/both", None, &[]).await;
+    assert_eq!(deleted.status, 405);
+    assert_eq!(deleted.headers["allow"], "GET, POST, PUT");
+    // By default, GET and POST.
+    let default = create(
+        &app,
+        &ada,
+        json!({"name": "Default", "trigger": {"path": "two", "multiple_methods": true}}),
+    )
+    .await;
+    assert_eq!(default["methods"], json!(["GET", "POST"]));
+    // Steps for a method the webhook does not listen to are refused.
+    app.post(
+        "/workflows",
+        &ada.token,
+        json!({"name": "X", "trigger": {"path": "x"},
+        "steps_by_method": {"POST": []}}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+}
+
+async fn a_failing_step_stops_the_execution(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let workflow = create(
+        &app,
+        &ada,
+        json!({"name": "Fails", "trigger": {"path": "fails", "http_method": "POST",
+        "response_mode": "last_step"},
+        "steps": [
+            {"type": "notify", "user_id": ada.user_id, "message": "New ticket: {{ body.text }}", "level": "WARNING"},
+            {"type": "analyze", "model_id": 999999},
+            {"type": "notify", "user_id": ada.user_id, "message": "never"}
+        ]}),
+    )
+    .await;
+    app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
+        .await
+        .expect(200);
+    let failed = hook(
+        &app,
+        Method::POST,
+        "/webhook/fails",
+        Some(json!({"text": "Where is my parcel?"})),
+        &[],
+    )
+    .await;
+    assert_eq!(failed.status, 404, "{}", failed.text);
+    assert_eq!(failed.json["detail"], "step 2 (analyze) failed: model not found");
+    let missing = hook(&app, Method::POST, "/webhook/fails", Some(json!({"txt": "?"})), &[]).await;
+    // The notification renders nothing for the missing field; the analysis needs its text.
+    assert_eq!(missing.status, 422, "{}", missing.text);
+    let recorded = executions(&app, &ada, id(&workflow)).await;
+    assert_eq!(recorded[0]["status"], "error");
+    assert_eq!(recorded[1]["error"], "step 2 (analyze) failed: model not found");
+
+    let notes = app.get("/notifications", &ada.token).await.expect(200);
+    let texts: Vec<&str> = notes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["text"].as_str().unwrap())
+        .collect();
+    assert!(texts.contains(&"New ticket: Where is my parcel?"), "{texts:?}");
+    assert!(!texts.contains(&"never"));
+    assert_eq!(notes[0]["type"], "WARNING");
+    assert_eq!(notes[0]["title"], "Workflow Fails");
+
+    // A user outside the workspace is not notified; an analysed text must be there.
+    let outsider = create(
+        &app,
+        &ada,
+        json!({"name": "Outsider", "trigger": {"path": "outsider", "http_method": "POST",
+        "response_mode": "last_step"},
+        "steps": [{"type": "notify", "user_id": bob.user_id, "message": "hi"}]}),
+    )
+    .await;
+    let no_text = create(
+        &app,
+        &ada,
+        json!({"name": "NoText", "trigger": {"path": "no-text", "http_method": "POST",
+        "response_mode": "last_step"}, "steps": [{"type": "analyze", "model_id": 1}]}),
+    )
+    .await;
+    // An outbound call to a private address is refused by the guard: 502.
+    let private = create(
+        &app,
+        &ada,
+        json!({"name": "Private", "trigger": {"path": "private", "http_method": "POST",
+        "response_mode": "last_step"}, "steps": [{"type": "http_request", "url": "http://127.0.0.1:9/x"}]}),
+    )
+    .await;
+    for workflow in [&outsider, &no_text, &private] {
+        app.post(&format!("/workflows/{}/activate", id(workflow)), &ada.token, json!({}))
+            .await
+            .expect(200);
+    }
+    let refused = hook(&app, Method::POST, "/webhook/outsider", Some(json!({})), &[]).await;
+    assert_eq!(refused.status, 422);
+    assert!(
+        refused.json["detail"].as_str().unwrap().contains("not a member"),
+        "{}",
+        refused.text
+    );
+    assert_eq!(app.get("/notifications", &bob.token).await.expect(200), json!([]));
+    let no_text = hook(
+        &app,
+        Method::POST,
+        "/webhook/no-text",
+        Some(json!({"subject": "x"})),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        (no_text.status, no_text.json["detail"].clone()),
+        (422, json!("step 1 (analyze) failed: the request has no body.text"))
+    );
+    let guarded = hook(&app, Method::POST, "/webhook/private", Some(json!({})), &[]).await;
+    assert_eq!(
+        (guarded.status, guarded.json["code"].clone()),
+        (502, json!("upstream_failed")),
+        "{}",
+        guarded.text
+    );
+
+    // A workflow whose user left the workspace does not run.
+    let workspace = workflow["organization_id"].as_i64().unwrap();
+    let uma = app.register("uma@example.org").await;
+    let members = format!("/organizations/{workspace}/permissions");
+    let permission = app
+        .post(&members, &ada.token, json!({"role": "USER", "user_id": uma.user_id}))
+        .await
+        .expect(200);
+    let hers = create(
+        &app,
+        &uma,
+        json!({"name": "Hers", "organization_id": workspace,
+        "trigger": {"path": "hers", "http_method": "POST", "response_mode": "last_step"}}),
+    )
+    .await;
+    app.post(&format!("/workflows/{}/activate", id(&hers)), &uma.token, json!({}))
+        .await
+        .expect(200);
+    assert_eq!(hook(&app, Method::POST, "/webhook/hers", None, &[]).await.status, 200);
+    // A USER demoted to VIEWER may no longer put the workspace to work.
+    let permission_id = permission["id"].as_i64().expect("a membership id");
+    app.put(
+        &format!("{members}/{permission_id}"),
+        &ada.token,
+        json!({"role": "VIEWER"}),
+    )
+    .await
+    .expect(200);
+    let demoted = hook(&app, Method::POST, "/webhook/hers", None, &[]).await;
+    assert_eq!(demoted.status, 409, "{}", demoted.text);
+    assert!(
+        demoted.json["detail"].as_str().unwrap().contains("role USER"),
+        "{}",
+        demoted.text
+    );
+    app.delete(&format!("{members}/{permission_id}"), &ada.token)
+        .await
+        .expect(200);
+    let gone = hook(&app, Method::POST, "/webhook/hers", None, &[]).await;
+    assert_eq!(gone.status, 409, "{}", gone.text);
+    assert!(
+        gone.json["detail"].as_str().unwrap().contains("activate it"),
+        "{}",
+        gone.text
+    );
+}
+
+async fn files_and_forms_reach_the_steps(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let workflow = create(
+        &app,
+        &ada,
+        json!({"name": "Forms", "trigger": {"path": "forms", "http_method": "POST",
+        "response_mode": "last_step"},
+        "steps": [{"type": "set", "fields": [{"name": "got", "from": "body"}], "keep_only_set": true}]}),
+    )
+    .await;
+    app.post(&format!("/workflows/{}/test", id(&workflow)), &ada.token, json!({}))
+        .await
+        .expect(200);
+    let (content_type, body) = crate::common::multipart(&[("customer", "Ann".into())], "order.pdf", b"%PDF-1.4 tiny");
+    let response = app
+        .client
+        .post(app.url("/webhook-test/forms"))
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.json::<Value>().await.unwrap(),
+        json!({"got": {"customer": "Ann"}})
+    );
+    let recorded = executions(&app, &ada, id(&workflow)).await;
+    let binary = &recorded[0]["data"][0]["entries"][0]["binary"]["file"];
+    assert_eq!(
+        (binary["file_name"].clone(), binary["size"].clone()),
+        (json!("order.pdf"), json!(13))
+    );
+
+    // A form and a text body.
+    app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
+        .await
+        .expect(200);
+    let form = app
+        .client
+        .post(app.url("/webhook/forms"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("a=1&b=two")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        form.json::<Value>().await.unwrap(),
+        json!({"got": {"a": "1", "b": "two"}})
+    );
+    let text = app
+        .client
+        .post(app.url("/webhook/forms"))
+        .header("content-type", "text/plain")
+        .body("plain words")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(text.json::<Value>().await.unwrap(), json!({"got": "plain words"}));
+    let broken = app
+        .client
+        .post(app.url("/webhook/forms"))
+        .header("content-type", "application/json")
+        .body("{nope")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(broken.status(), 400);
+}
+
+async fn a_customer_email_is_answered_with_its_class(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, _) = labeled_tickets(&app, &ada, "Support").await;
+    let model = app
+        .train_model(&ada, project, json!({"display_name": "Tickets v1"}))
+        .await;
+    assert_eq!(model["status"], "READY", "{model}");
+    let workflow = create(
+        &app,
+        &ada,
+        json!({
+            "name": "Support triage",
+            "trigger": {"path": "support/mail", "http_method": "POST", "response_mode": "last_step",
+                        "response_data": "first_entry_json", "property_name": "data"},
+            "steps": [
+                {"type": "analyze", "model_id": model["id"], "text": "body.text", "split": false},
+                {"type": "set", "fields": [{"name": "data", "from": "analysis.class"}], "keep_only_set": true}
+            ]
+        }),
+    )
+    .await;
+    app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
+        .await
+        .expect(200);
+    let mut right = 0;
+    for (text, class) in crate::common::tickets::UNSEEN {
+        let email = json!({"from": "customer@example.com", "subject": "Help", "text": text});
+        let answered = hook(&app, Method::POST, "/webhook/support/mail", Some(email), &[]).await;
+        assert_eq!(answered.status, 200, "{}", answered.text);
+        assert!(
+            answered.content_type.starts_with("text/plain"),
+            "{}",
+            answered.content_type
+        );
+        assert!(
+            ["billing", "login", "shipping"].contains(&answered.text.as_str()),
+            "{}",
+            answered.text
+        );
+        right += usize::from(answered.text == class);
+    }
+    assert!(right >= 12, "{right} of 15 unseen e-mails answered with their class");
+    let recorded = executions(&app, &ada, id(&workflow)).await;
+    assert_eq!(recorded.len(), 15);
+    assert!(recorded.iter().all(|e| e["status"] == "success"));
+}
+
+mod outbound {
+    //! Steps that reach out: a file's fields extracted and posted to a receiver on loopback
+    //! (which the guard lets through only when configured to).
+    use super::*;
+    use crate::common::invoices::invoice_model;
+    use crate::common::receiver::{next, receiver};
+
+    async fn an_invoice_is_extracted_and_posted_on(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (_, model) = invoice_model(&app, &ada).await;
+        let (address, mut received) = receiver(|_| {
+            b"HTTP/1.1 201 Created\r\ncontent-type: application/json\r\ncontent-length: 13\r\nconnection: close\r\n\r\n{\"ticket\":42}"
+                .to_vec()
+        })
+        .await;
+        let workflow = create(&app, &ada, json!({
+            "name": "Invoices in",
+            "trigger": {"path": "invoices/in", "http_method": "POST", "response_mode": "last_step",
+                        "property_name": "ticket"},
+            "steps": [
+                {"type": "extract", "model_id": model, "file": "file"},
+                {"type": "set", "keep_only_set": true, "fields": [
+                    {"name": "invoice.number", "from": "extraction.fields.invoice_number"},
+                    {"name": "invoice.total", "from": "extraction.fields.total"},
+                    {"name": "invoice.from", "value": "{{ body.sender }}"}
+                ]},
+                {"type": "http_request", "method": "POST", "url": format!("http://{address}/tickets/{{{{ invoice.number }}}}"),
+                 "headers": {"X-Source": "lector"}, "send_entry": true},
+                {"type": "set", "fields": [{"name": "ticket", "from": "response.body.ticket"}]}
+            ]
+        }))
+        .await;
+        app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
+            .await
+            .expect(200);
+        let (content_type, body) = crate::common::multipart(
+            &[("sender", "billing@muster.example".into())],
+            "invoice.pdf",
+            &crate::common::invoices::invoice(),
+        );
+        let response = app
+            .client
+            .post(app.url("/webhook/invoices/in"))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.json::<Value>().await.unwrap(), json!(42));
+        let posted = next(&mut received).await;
+        assert_eq!(posted.request_line, "POST /tickets/RE-2024-0017 HTTP/1.1");
+        assert_eq!(posted.headers["x-source"], "lector");
+        assert_eq!(posted.headers["content-type"], "application/json");
+        let sent: Value = serde_json::from_slice(&posted.body).unwrap();
+        assert_eq!(
+            sent,
+            json!({"invoice": {"number": "RE-2024-0017", "total": "1234.50", "from": "billing@muster.example"}})
+        );
+        // A file the request lacks, and a model that does not extract, fail their step.
+        let lacking = hook(&app, Method::POST, "/webhook/invoices/in", Some(json!({})), &[]).await;
+        assert_eq!(lacking.status, 422);
+        assert_eq!(
+            lacking.json["detail"],
+            "step 1 (extract) failed: the request has no file file"
+        );
+    }
+
+    fn loopback_allowed(config: &mut lector_core::config::Config) {
+        config.sources.allow_private = true;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        if let Some(app) = TestApp::start_with(Backend::Sqlite, loopback_allowed).await {
+            an_invoice_is_extracted_and_posted_on(app).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        if let Some(app) = TestApp::start_with(Backend::Postgres, loopback_allowed).await {
+            an_invoice_is_extracted_and_posted_on(app).await;
+        }
+    }
+}
+
+mod windows {
+    //! The test window closes: a test address armed with a one-second window serves nobody after
+    //! it; and the limits of the webhook addresses (body size, rate).
+    use super::*;
+
+    async fn a_test_address_closes_after_its_window(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let workflow = id(&create(&app, &ada, echo("Late", "late", "POST")).await);
+        app.post(&format!("/workflows/{workflow}/test"), &ada.token, json!({}))
+            .await
+            .expect(200);
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        let late = hook(&app, Method::POST, "/webhook-test/late", Some(json!({})), &[]).await;
+        assert_eq!(late.status, 404);
+        assert!(executions(&app, &ada, workflow).await.is_empty());
+        // After the window, the path is free for another workflow.
+        let other = id(&create(&app, &ada, echo("Other", "late", "POST")).await);
+        app.post(&format!("/workflows/{other}/activate"), &ada.token, json!({}))
+            .await
+            .expect(200);
+    }
+
+    async fn webhook_addresses_have_limits(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let workflow = create(
+            &app,
+            &ada,
+            json!({"name": "Limited", "trigger": {"path": "limited", "http_method": "POST",
+            "response_mode": "last_step", "rate_limit_per_minute": 3}}),
+        )
+        .await;
+        app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
+            .await
+            .expect(200);
+        let large = json!({"text": "x".repeat(5000)});
+        assert_eq!(
+            hook(&app, Method::POST, "/webhook/limited", Some(large), &[])
+                .await
+                .status,
+            413
+        );
+        for _ in 0..2 {
+            assert_eq!(
+                hook(&app, Method::POST, "/webhook/limited", Some(json!({})), &[])
+                    .await
+                    .status,
+                200
+            );
+        }
+        let limited = hook(&app, Method::POST, "/webhook/limited", Some(json!({})), &[]).await;
+        assert_eq!(limited.status, 429);
+        assert!(limited.headers.contains_key("retry-after"));
+        app.post(
+            "/workflows",
+            &ada.token,
+            json!({"name": "Too fast", "trigger": {"path": "fast",
+            "rate_limit_per_minute": 0}}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    }
+
+    fn short(config: &mut lector_core::config::Config) {
+        config.workflows.test_window_secs = 1;
+        config.workflows.max_body_bytes = 4096;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        if let Some(app) = TestApp::start_with(Backend::Sqlite, short).await {
+            a_test_address_closes_after_its_window(app).await;
+        }
+        if let Some(app) = TestApp::start_with(Backend::Sqlite, short).await {
+            webhook_addresses_have_limits(app).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        if let Some(app) = TestApp::start_with(Backend::Postgres, short).await {
+            a_test_address_closes_after_its_window(app).await;
+        }
+        if let Some(app) = TestApp::start_with(Backend::Postgres, short).await {
+            webhook_addresses_have_limits(app).await;
+        }
+    }
+}

@@ -1,0 +1,610 @@
+//! Workspaces, members, invitations, the role policy and tenancy, through HTTPS on both backends.
+
+use crate::common::{Session, TestApp};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+backend_tests!(
+    workspace_lifecycle,
+    invitations_end_to_end,
+    invitations_can_be_cancelled_and_resent,
+    members_and_roles,
+    role_policy_for_every_role_and_operation,
+    other_workspaces_are_invisible,
+    read_only_workspaces_refuse_writes,
+    read_only_set_by_a_superuser_is_lifted_by_a_superuser,
+);
+
+async fn create(app: &TestApp, owner: &Session, name: &str) -> Value {
+    app.post(
+        "/organizations",
+        &owner.token,
+        json!({"name": name, "description": "team"}),
+    )
+    .await
+    .expect(200)
+}
+
+async fn workspace_lifecycle(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let ws = create(&app, &ada, "Research").await;
+    let id = ws["id"].as_i64().unwrap();
+    assert_eq!(ws["is_active"], true);
+    app.post("/organizations", &ada.token, json!({"name": "Research"}))
+        .await
+        .expect_problem(409, "conflict");
+    app.post("/organizations", &ada.token, json!({"name": "42"}))
+        .await
+        .expect_problem(422, "validation_failed");
+    app.post("/organizations", &ada.token, json!({"name": "X", "id": 3}))
+        .await
+        .expect_problem(400, "immutable_field");
+
+    let by_name = app.get("/organizations/Research", &ada.token).await.expect(200);
+    assert_eq!(by_name["id"], id);
+    let listed = app.get("/organizations", &ada.token).await.expect(200);
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+
+    let changed = app
+        .put(
+            &format!("/organizations/{id}"),
+            &ada.token,
+            json!({"name": "Lab", "description": "new"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        (changed["name"].as_str(), changed["description"].as_str()),
+        (Some("Lab"), Some("new"))
+    );
+    app.put(
+        &format!("/organizations/{id}"),
+        &ada.token,
+        json!({"name": "Lab", "is_beta": true}),
+    )
+    .await
+    .expect_problem(403, "forbidden");
+
+    let default = app
+        .post(
+            &format!("/organizations/{id}/default"),
+            &ada.token,
+            json!({"default": true}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(default["is_default"], true);
+    let status = app.get("/auth/status", &ada.token).await.expect(200);
+    assert_eq!(status["default_workspace_id"], id);
+    let undone = app
+        .post(
+            &format!("/organizations/{id}/default"),
+            &ada.token,
+            json!({"default": false}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(undone["is_default"], false);
+    let status = app.get("/auth/status", &ada.token).await.expect(200);
+    assert_ne!(status["default_workspace_id"], id);
+
+    let personal = status["default_workspace_id"].as_i64().unwrap();
+    app.delete(&format!("/organizations/{personal}"), &ada.token)
+        .await
+        .expect_problem(409, "conflict");
+    let gone = app
+        .delete(&format!("/organizations/{id}"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(gone["is_active"], false);
+    app.get(&format!("/organizations/{id}"), &ada.token)
+        .await
+        .expect_problem(404, "not_found");
+    assert_eq!(
+        app.get("/organizations", &ada.token)
+            .await
+            .expect(200)
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+async fn invitations_end_to_end(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let ws = create(&app, &ada, "Team").await;
+    let id = ws["id"].as_i64().unwrap();
+    let invite = format!("/organizations/{id}/users/invite");
+    let answer = app
+        .post(&invite, &ada.token, json!({"role": "ANNOTATOR", "emails": ["new@example.org", "bob@example.org", "no-at-sign", "NEW@example.org", "ada@example.org"]}))
+        .await
+        .expect(200);
+    assert_eq!(answer["invitations"].as_array().unwrap().len(), 2);
+    let reasons: Vec<(String, String)> = answer["not_invited"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["email"].as_str().unwrap().to_owned(),
+                n["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("no-at-sign".to_owned(), "not an e-mail address".to_owned()),
+            ("NEW@example.org".to_owned(), "listed twice".to_owned()),
+            (
+                "ada@example.org".to_owned(),
+                "already a member of the workspace".to_owned()
+            ),
+        ]
+    );
+    let again = app
+        .post(
+            &invite,
+            &ada.token,
+            json!({"role": "ANNOTATOR", "emails": ["new@example.org"]}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(again["not_invited"][0]["reason"], "already invited");
+    let pending = app
+        .get(&format!("/organizations/{id}/users/invites"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(pending.as_array().unwrap().len(), 2);
+    assert_eq!(pending[0]["status"], "PENDING");
+
+    let token = app.token_from_mail("new@example.org").await;
+    let accept = json!({"token": token, "password": "new-user-pass", "first_name": "Nea"});
+    let accepted = app
+        .call(
+            Method::POST,
+            "/organizations/users/invite/accept",
+            None,
+            Some(accept.clone()),
+        )
+        .await
+        .expect(200);
+    let nea = accepted["auth_token"].as_str().unwrap();
+    app.get(&format!("/organizations/{id}"), nea).await.expect(200);
+    app.call(Method::POST, "/organizations/users/invite/accept", None, Some(accept))
+        .await
+        .expect_problem(404, "not_found");
+
+    let bob_token = app.token_from_mail("bob@example.org").await;
+    let wrong = json!({"token": bob_token, "password": "not-bobs-password"});
+    app.call(Method::POST, "/organizations/users/invite/accept", None, Some(wrong))
+        .await
+        .expect_problem(401, "invalid_credentials");
+    let right = json!({"token": bob_token, "password": "password-123"});
+    let accepted = app
+        .call(Method::POST, "/organizations/users/invite/accept", None, Some(right))
+        .await
+        .expect(200);
+    assert_eq!(accepted["user_id"], bob.user_id);
+    let members = app
+        .get(&format!("/organizations/{id}/permissions"), &ada.token)
+        .await
+        .expect(200);
+    let roles: Vec<(&str, &str)> = members
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["user"].as_str().unwrap(), m["role"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("ada@example.org", "ADMIN"),
+            ("new@example.org", "ANNOTATOR"),
+            ("bob@example.org", "ANNOTATOR")
+        ]
+    );
+    assert!(
+        app.get(&format!("/organizations/{id}/users/invites"), &ada.token)
+            .await
+            .expect(200)
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    app.post(&invite, &ada.token, json!({"role": "VIEWER", "emails": []}))
+        .await
+        .expect_problem(422, "validation_failed");
+    app.post(
+        &invite,
+        &ada.token,
+        json!({"role": "OWNER", "emails": ["x@example.org"]}),
+    )
+    .await
+    .expect_problem(400, "bad_request");
+}
+
+async fn invitations_can_be_cancelled_and_resent(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = create(&app, &ada, "Team").await["id"].as_i64().unwrap();
+    let invite = format!("/organizations/{id}/users/invite");
+    let sent = app
+        .post(
+            &invite,
+            &ada.token,
+            json!({"role": "USER", "emails": ["c@example.org", "d@example.org"]}),
+        )
+        .await
+        .expect(200);
+    let (c, d) = (
+        sent["invitations"][0]["id"].as_i64().unwrap(),
+        sent["invitations"][1]["id"].as_i64().unwrap(),
+    );
+
+    let c_token = app.token_from_mail("c@example.org").await;
+    let cancelled = app
+        .delete(&format!("/organizations/{id}/invitation/{c}"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(cancelled["status"], "CANCELLED");
+    app.delete(&format!("/organizations/{id}/invitation/{c}"), &ada.token)
+        .await
+        .expect_problem(409, "conflict");
+    let accept = json!({"token": c_token, "password": "password-123"});
+    app.call(Method::POST, "/organizations/users/invite/accept", None, Some(accept))
+        .await
+        .expect_problem(404, "not_found");
+
+    let old = app.token_from_mail("d@example.org").await;
+    app.post(
+        &format!("/organizations/{id}/invitation/{d}/resend"),
+        &ada.token,
+        json!({}),
+    )
+    .await
+    .expect(200);
+    let new = app.token_from_mail("d@example.org").await;
+    assert_ne!(old, new);
+    let stale = json!({"token": old, "password": "password-123"});
+    app.call(Method::POST, "/organizations/users/invite/accept", None, Some(stale))
+        .await
+        .expect_problem(404, "not_found");
+    let fresh = json!({"token": new, "password": "password-123"});
+    app.call(Method::POST, "/organizations/users/invite/accept", None, Some(fresh))
+        .await
+        .expect(200);
+}
+
+async fn members_and_roles(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let cy = app.register("cy@example.org").await;
+    let id = create(&app, &ada, "Team").await["id"].as_i64().unwrap();
+    let members = format!("/organizations/{id}/permissions");
+    let bob_m = app
+        .post(&members, &ada.token, json!({"role": "MANAGER", "user_id": bob.user_id}))
+        .await
+        .expect(200);
+    assert_eq!(
+        (bob_m["role"].as_str(), bob_m["user"].as_str()),
+        (Some("MANAGER"), Some("bob@example.org"))
+    );
+    app.post(&members, &ada.token, json!({"role": "VIEWER", "user_id": bob.user_id}))
+        .await
+        .expect_problem(409, "conflict");
+    app.post(&members, &ada.token, json!({"role": "VIEWER", "user_id": 999999}))
+        .await
+        .expect_problem(404, "not_found");
+
+    // A manager grants up to MANAGER, never ADMIN.
+    app.post(&members, &bob.token, json!({"role": "ADMIN", "user_id": cy.user_id}))
+        .await
+        .expect_problem(403, "forbidden");
+    let cy_m = app
+        .post(&members, &bob.token, json!({"role": "USER", "user_id": cy.user_id}))
+        .await
+        .expect(200);
+    // The member list pages: Ada, Bob, Cy in the order they joined.
+    let page = app
+        .get(&format!("{members}?offset=1&limit=1"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(page.as_array().unwrap().len(), 1);
+    assert_eq!(page[0]["user"], "bob@example.org");
+    let all = app.get(&members, &ada.token).await.expect(200);
+    assert_eq!(all.as_array().unwrap().len(), 3);
+    app.get(&format!("{members}?limit=0"), &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
+    let cy_path = format!("{members}/{}", cy_m["id"]);
+    app.put(&cy_path, &bob.token, json!({"role": "ADMIN"}))
+        .await
+        .expect_problem(403, "forbidden");
+    assert_eq!(
+        app.put(&cy_path, &bob.token, json!({"role": "MANAGER"}))
+            .await
+            .expect(200)["role"],
+        "MANAGER"
+    );
+
+    // The last ADMIN stays; a manager cannot touch an ADMIN.
+    let list = app.get(&members, &ada.token).await.expect(200);
+    let ada_path = format!("{members}/{}", list[0]["id"]);
+    app.put(&ada_path, &ada.token, json!({"role": "USER"}))
+        .await
+        .expect_problem(409, "conflict");
+    app.delete(&ada_path, &bob.token).await.expect_problem(403, "forbidden");
+    app.delete(&ada_path, &ada.token).await.expect_problem(409, "conflict");
+
+    // Members may leave; removed members lose the workspace.
+    app.delete(&cy_path, &cy.token).await.expect(200);
+    app.get(&format!("/organizations/{id}"), &cy.token)
+        .await
+        .expect_problem(404, "not_found");
+    app.delete(&format!("{members}/{}", bob_m["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(
+        app.get(&members, &ada.token)
+            .await
+            .expect(200)
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+/// Every role against every workspace operation, as DESIGN.md section 4 says.
+async fn role_policy_for_every_role_and_operation(app: TestApp) {
+    let owner = app.register("owner@example.org").await;
+    for role in ["VIEWER", "ANNOTATOR", "USER", "MANAGER", "ADMIN"] {
+        let lower = role.to_lowercase();
+        let id = create(&app, &owner, &format!("ws-{lower}")).await["id"]
+            .as_i64()
+            .unwrap();
+        let members = format!("/organizations/{id}/permissions");
+        let member = app.register(&format!("member-{lower}@example.org")).await;
+        let target = app.register(&format!("target-{lower}@example.org")).await;
+        let outsider = app.register(&format!("outsider-{lower}@example.org")).await;
+        app.post(&members, &owner.token, json!({"role": role, "user_id": member.user_id}))
+            .await
+            .expect(200);
+        let target_m = app
+            .post(
+                &members,
+                &owner.token,
+                json!({"role": "VIEWER", "user_id": target.user_id}),
+            )
+            .await
+            .expect(200);
+        let invited = app
+            .post(&format!("/organizations/{id}/users/invite"), &owner.token, json!({"role": "VIEWER", "emails": [format!("inv-{lower}@example.org"), format!("inv2-{lower}@example.org")]}))
+            .await
+            .expect(200);
+        let (inv1, inv2) = (
+            invited["invitations"][0]["id"].clone(),
+            invited["invitations"][1]["id"].clone(),
+        );
+        let manager = matches!(role, "MANAGER" | "ADMIN");
+        let admin = role == "ADMIN";
+        let t = &member.token;
+        let cases: Vec<(&str, bool, crate::common::Answer)> = vec![
+            ("get_workspace", true, app.get(&format!("/organizations/{id}"), t).await),
+            ("list_members", true, app.get(&members, t).await),
+            (
+                "set_default_workspace",
+                true,
+                app.post(&format!("/organizations/{id}/default"), t, json!({"default": true}))
+                    .await,
+            ),
+            (
+                "list_invitations",
+                manager,
+                app.get(&format!("/organizations/{id}/users/invites"), t).await,
+            ),
+            (
+                "invite_users",
+                manager,
+                app.post(
+                    &format!("/organizations/{id}/users/invite"),
+                    t,
+                    json!({"role": "VIEWER", "emails": [format!("x-{lower}@example.org")]}),
+                )
+                .await,
+            ),
+            (
+                "resend_invitation",
+                manager,
+                app.post(&format!("/organizations/{id}/invitation/{inv1}/resend"), t, json!({}))
+                    .await,
+            ),
+            (
+                "cancel_invitation",
+                manager,
+                app.delete(&format!("/organizations/{id}/invitation/{inv2}"), t).await,
+            ),
+            (
+                "update_member_role",
+                manager,
+                app.put(
+                    &format!("{members}/{}", target_m["id"]),
+                    t,
+                    json!({"role": "ANNOTATOR"}),
+                )
+                .await,
+            ),
+            (
+                "remove_member",
+                manager,
+                app.delete(&format!("{members}/{}", target_m["id"]), t).await,
+            ),
+            (
+                "add_workspace_member",
+                manager,
+                app.post(&members, t, json!({"role": "VIEWER", "user_id": outsider.user_id}))
+                    .await,
+            ),
+            (
+                "update_workspace",
+                admin,
+                app.put(
+                    &format!("/organizations/{id}"),
+                    t,
+                    json!({"name": format!("renamed-{lower}")}),
+                )
+                .await,
+            ),
+            (
+                "deactivate_workspace",
+                admin,
+                app.delete(&format!("/organizations/{id}"), t).await,
+            ),
+        ];
+        for (operation, allowed, answer) in cases {
+            if allowed {
+                assert_eq!(answer.status, 200, "{role} {operation}: {}", answer.text);
+            } else {
+                assert_eq!(answer.status, 403, "{role} {operation}: {}", answer.text);
+                assert_eq!(answer.body["code"], "forbidden");
+            }
+        }
+    }
+}
+
+async fn other_workspaces_are_invisible(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let eve = app.register("eve@example.org").await;
+    let id = create(&app, &ada, "Secret").await["id"].as_i64().unwrap();
+    let foreign = app.get(&format!("/organizations/{id}"), &eve.token).await;
+    let missing = app.get("/organizations/999999", &eve.token).await;
+    assert_eq!(foreign.status, 404);
+    assert_eq!(
+        foreign.body_without_request_id(),
+        missing.body_without_request_id(),
+        "a foreign workspace looks exactly like a missing one"
+    );
+    app.get("/organizations/Secret", &eve.token)
+        .await
+        .expect_problem(404, "not_found");
+    app.get(&format!("/organizations/{id}/permissions"), &eve.token)
+        .await
+        .expect_problem(404, "not_found");
+    app.put(&format!("/organizations/{id}"), &eve.token, json!({"name": "Mine"}))
+        .await
+        .expect_problem(404, "not_found");
+    app.post(
+        &format!("/organizations/{id}/users/invite"),
+        &eve.token,
+        json!({"role": "VIEWER", "emails": ["x@example.org"]}),
+    )
+    .await
+    .expect_problem(404, "not_found");
+    app.post(
+        &format!("/organizations/{id}/default"),
+        &eve.token,
+        json!({"default": true}),
+    )
+    .await
+    .expect_problem(404, "not_found");
+    app.post(
+        &format!("/organizations/{id}/permissions"),
+        &eve.token,
+        json!({"role": "ADMIN", "user_id": eve.user_id}),
+    )
+    .await
+    .expect_problem(404, "not_found");
+    app.delete(&format!("/organizations/{id}"), &eve.token)
+        .await
+        .expect_problem(404, "not_found");
+    let root = app.superuser("root@example.org").await;
+    app.get(&format!("/organizations/{id}"), &root.token).await.expect(200);
+}
+
+async fn read_only_workspaces_refuse_writes(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let id = create(&app, &ada, "Archive").await["id"].as_i64().unwrap();
+    let locked = app
+        .put(
+            &format!("/organizations/{id}"),
+            &ada.token,
+            json!({"name": "Archive", "is_read_only": true}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(locked["is_read_only"], true);
+    app.post(
+        &format!("/organizations/{id}/users/invite"),
+        &ada.token,
+        json!({"role": "VIEWER", "emails": ["x@example.org"]}),
+    )
+    .await
+    .expect_problem(403, "workspace_read_only");
+    app.post(
+        &format!("/organizations/{id}/permissions"),
+        &ada.token,
+        json!({"role": "VIEWER", "user_id": bob.user_id}),
+    )
+    .await
+    .expect_problem(403, "workspace_read_only");
+    app.get(&format!("/organizations/{id}/permissions"), &ada.token)
+        .await
+        .expect(200);
+    app.put(
+        &format!("/organizations/{id}"),
+        &ada.token,
+        json!({"name": "Archive", "is_read_only": false}),
+    )
+    .await
+    .expect(200);
+    app.post(
+        &format!("/organizations/{id}/permissions"),
+        &ada.token,
+        json!({"role": "VIEWER", "user_id": bob.user_id}),
+    )
+    .await
+    .expect(200);
+}
+
+async fn read_only_set_by_a_superuser_is_lifted_by_a_superuser(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let root = app.superuser("root@example.org").await;
+    let id = create(&app, &ada, "Archive").await["id"].as_i64().unwrap();
+    let path = format!("/organizations/{id}");
+    app.put(&path, &root.token, json!({"name": "Archive", "is_read_only": true}))
+        .await
+        .expect(200);
+    // The workspace's ADMIN can neither lift the flag nor change anything else now.
+    for body in [
+        json!({"name": "Archive", "is_read_only": false}),
+        json!({"name": "Renamed"}),
+    ] {
+        app.put(&path, &ada.token, body)
+            .await
+            .expect_problem(403, "workspace_read_only");
+    }
+    assert_eq!(app.get(&path, &ada.token).await.expect(200)["is_read_only"], true);
+    // A superuser lifts it; after that an ADMIN's own flag is the ADMIN's to lift.
+    app.put(&path, &root.token, json!({"name": "Archive", "is_read_only": false}))
+        .await
+        .expect(200);
+    app.put(&path, &ada.token, json!({"name": "Archive", "is_read_only": true}))
+        .await
+        .expect(200);
+    app.put(&path, &ada.token, json!({"name": "Archive", "is_read_only": false}))
+        .await
+        .expect(200);
+    // A superuser re-setting an ADMIN's flag takes it over.
+    app.put(&path, &ada.token, json!({"name": "Archive", "is_read_only": true}))
+        .await
+        .expect(200);
+    app.put(&path, &root.token, json!({"name": "Archive", "is_read_only": true}))
+        .await
+        .expect(200);
+    app.put(&path, &ada.token, json!({"name": "Archive", "is_read_only": false}))
+        .await
+        .expect_problem(403, "workspace_read_only");
+}
