@@ -504,11 +504,14 @@ impl Store {
         })
     }
 
-    /// Stores an uploaded artifact and its model. The caller is a MANAGER where the model goes;
-    /// PUBLISHED (every user reads it) is for superusers. A base that is not a model of the
-    /// workspace, or a project of another type than the artifact, is 422; a taken name 409.
-    pub async fn upload_model(&self, scope: &Scope, new: NewUploadedModel, artifact: Vec<u8>) -> Result<Model> {
-        let (workspace_id, project) = match &new.target {
+    /// Where an uploaded model goes, with the caller a MANAGER there: the workspace's id, and
+    /// the project when one is named. Checked before the artifact is decoded.
+    pub async fn model_destination(
+        &self,
+        scope: &Scope,
+        target: &UploadTarget,
+    ) -> Result<(i64, Option<crate::Project>)> {
+        Ok(match target {
             UploadTarget::Project(id) => {
                 let (project, _) = self.project_access(scope, *id, Action::Manage).await?;
                 (project.workspace_id, Some(project))
@@ -530,7 +533,14 @@ impl Store {
                     None,
                 )
             }
-        };
+        })
+    }
+
+    /// Stores an uploaded artifact and its model. The caller is a MANAGER where the model goes;
+    /// PUBLISHED (every user reads it) is for superusers. A base that is not a model of the
+    /// workspace, or a project of another type than the artifact, is 422; a taken name 409.
+    pub async fn upload_model(&self, scope: &Scope, new: NewUploadedModel, artifact: Vec<u8>) -> Result<Model> {
+        let (workspace_id, project) = self.model_destination(scope, &new.target).await?;
         if new.status == ModelStatus::Published && !scope.is_superuser {
             return Err(Error::forbidden("only a superuser publishes a model to every user"));
         }

@@ -82,25 +82,42 @@ pub async fn upload_model(
     // MANAGER somewhere before the file is read; the store checks the workspace it names.
     caller.scope.may_somewhere(lector_core::Action::Manage)?;
     let (bytes, fields) = read_form(&state, multipart?).await?;
+    // MANAGER where the model goes, before the artifact is decoded.
+    let target = upload_target(&fields)?;
+    state.store.model_destination(&caller.scope, &target).await?;
     let artifact = load_artifact(&state, bytes.clone()).await?;
-    let new = new_model(&fields, &artifact)?;
+    let new = new_model(&fields, target, &artifact)?;
     let model = state.store.upload_model(&caller.scope, new, bytes).await?;
     tracing::info!(model.id = model.id, user.id = caller.user.id, "model uploaded");
     Ok(Json(model.into()))
 }
 
-/// The form's fields, checked all at once, with what the artifact says of itself.
-fn new_model(fields: &HashMap<String, String>, artifact: &lector_ml::Model) -> Result<NewUploadedModel> {
-    let text = |name: &str| fields.get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+/// A form field's text, trimmed; `None` when absent or blank.
+fn text(fields: &HashMap<String, String>, name: &str) -> Option<String> {
+    fields.get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// Where the form says the model goes: `project_id`, else `organization`, else the caller's
+/// default workspace.
+fn upload_target(fields: &HashMap<String, String>) -> Result<UploadTarget> {
     let mut problems = Problems::default();
-    let target = match (
-        parse_number::<i64>(&mut problems, "project_id", text("project_id")),
-        text("organization"),
-    ) {
+    let project = parse_number::<i64>(&mut problems, "project_id", text(fields, "project_id"));
+    problems.finish()?;
+    Ok(match (project, text(fields, "organization")) {
         (Some(id), _) => UploadTarget::Project(id),
         (None, Some(name)) => UploadTarget::Workspace(WorkspaceRef::parse(&name)),
         (None, None) => UploadTarget::Default,
-    };
+    })
+}
+
+/// The form's other fields, checked all at once, with what the artifact says of itself.
+fn new_model(
+    fields: &HashMap<String, String>,
+    target: UploadTarget,
+    artifact: &lector_ml::Model,
+) -> Result<NewUploadedModel> {
+    let text = |name: &str| text(fields, name);
+    let mut problems = Problems::default();
     let display_name = text("display_name").unwrap_or_default();
     problems.name("display_name", &display_name, MAX_NAME_CHARS);
     let name = text("name").unwrap_or_else(|| display_name.clone());
