@@ -19,17 +19,17 @@
 
 use crate::document_file::{document_of, read_upload};
 use crate::file_import::{Counting, failed, gone};
-use crate::prepare::prepare_document;
+use crate::prepare::{prepare_document, use_given_segments};
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for, panic_message};
 use lector_core::labeling::locate_part;
 use lector_core::validate::{TextKind, check_chars};
 use lector_core::{Error, ErrorCode, NotificationType};
 use lector_extract::DocumentFormat;
 use lector_extract::sandbox::Sandbox;
-use lector_store::{LabeledDocument, LabeledImportPayload, Lease, NewSegment, NewTag, Store};
+use lector_store::{LabeledDocument, LabeledImportPayload, Lease, NewTag, Store};
 use lector_text::{
     ClientSegment, Format, LabeledRows, LabeledText, Language, Limits, ReadOptions, ResolvedColumns, TextError,
-    check_segments, normalize, open_rows,
+    normalize, open_rows,
 };
 use std::io::Read;
 use std::sync::Arc;
@@ -241,17 +241,7 @@ pub fn labeled_document(mut labeled: LabeledText, language: Language) -> lector_
             span: Some(*span),
         })
         .collect();
-    let checked = check_segments(&document.text, &given)
-        .map_err(|e| Error::validation(vec![lector_core::FieldError::new("segments", e.to_string())]))?;
-    document.segments = checked
-        .into_iter()
-        .map(|s| NewSegment {
-            start: s.start() as i64,
-            end: s.end() as i64,
-            text: s.text,
-            layout: None,
-        })
-        .collect();
+    use_given_segments(&mut document, &given)?;
     let mut tags = Vec::with_capacity(labeled.segments.len());
     for (segment, stored) in labeled.segments.iter().zip(&document.segments) {
         let mut own = Vec::with_capacity(segment.tags.len());

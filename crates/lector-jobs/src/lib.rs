@@ -20,7 +20,7 @@ pub use cloning::CloneProject;
 pub use ingest::ImportDocuments;
 pub use labeled_import::ImportLabeled;
 pub use mail::{Mailer, SendMail};
-pub use prepare::prepare_document;
+pub use prepare::{prepare_document, use_given_segments};
 pub use runner::{Handler, HandlerFuture, JobError, Outcome, Runner};
 pub use training::TrainModel;
 pub use webhook::DeliverWebhook;

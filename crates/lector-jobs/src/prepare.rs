@@ -3,14 +3,35 @@
 //! so a document reads the same whichever way it came in. A PDF or image read page by page
 //! becomes a document whose segments are its pages, each keeping its words' boxes.
 
+use lector_core::{Error, FieldError};
 use lector_extract::ReadDocument;
 use lector_store::{NewDocument, NewSegment};
-use lector_text::{Language, normalize, segment};
+use lector_text::{ClientSegment, Language, Segment, check_segments, normalize, segment};
 
 /// Normalises a text (NFC) and splits it into sentences of `language`, or keeps it whole.
 pub fn prepare_document(text: &str, meta: serde_json::Value, language: Language, split: bool) -> NewDocument {
     let text = normalize(text);
-    let segments = segment(&text, language, split)
+    let segments = stored(segment(&text, language, split));
+    NewDocument {
+        text,
+        meta,
+        language: language.code().to_owned(),
+        segments,
+    }
+}
+
+/// Replaces a prepared document's segments by those its sender gave, each checked against
+/// the document's text (422 naming `segments` when one does not fit).
+pub fn use_given_segments(document: &mut NewDocument, given: &[ClientSegment<'_>]) -> lector_core::Result<()> {
+    let checked = check_segments(&document.text, given)
+        .map_err(|e| Error::validation(vec![FieldError::new("segments", e.to_string())]))?;
+    document.segments = stored(checked);
+    Ok(())
+}
+
+/// Text segments as a document stores them (no layout: they are not pages).
+fn stored(segments: Vec<Segment>) -> Vec<NewSegment> {
+    segments
         .into_iter()
         .map(|s| NewSegment {
             start: s.start() as i64,
@@ -18,13 +39,7 @@ pub fn prepare_document(text: &str, meta: serde_json::Value, language: Language,
             text: s.text,
             layout: None,
         })
-        .collect();
-    NewDocument {
-        text,
-        meta,
-        language: language.code().to_owned(),
-        segments,
-    }
+        .collect()
 }
 
 /// What separates pages in a document's text: a form feed, as `mark_page_annotated` and

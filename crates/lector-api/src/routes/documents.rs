@@ -11,10 +11,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use lector_core::validate::Problems;
 use lector_core::{Error, ErrorCode, Result};
-use lector_jobs::prepare_document;
-use lector_store::{
-    Document, DocumentFilter, Job, NewDocument, NewSegment, Segment, SegmentTag, Session, tags_by_segment,
-};
+use lector_jobs::{prepare_document, use_given_segments};
+use lector_store::{Document, DocumentFilter, Job, NewDocument, Segment, SegmentTag, Session, tags_by_segment};
 use lector_text::{ClientSegment, Language};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -292,17 +290,7 @@ pub(crate) fn prepare_document_body(
                 span: s.span,
             })
             .collect();
-        let checked = lector_text::check_segments(&document.text, &given)
-            .map_err(|e| Error::validation(vec![lector_core::FieldError::new("segments", e.to_string())]))?;
-        document.segments = checked
-            .into_iter()
-            .map(|s| NewSegment {
-                start: s.start() as i64,
-                end: s.end() as i64,
-                text: s.text,
-                layout: None,
-            })
-            .collect();
+        use_given_segments(&mut document, &given)?;
     }
     Ok(document)
 }
