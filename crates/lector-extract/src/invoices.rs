@@ -138,12 +138,20 @@ fn invoice(dice: &mut Dice, layout: usize, german: bool) -> Invoice {
     } else {
         format!("{year}-{month:02}-{day:02}")
     };
-    let money = |c: u64| money(c, german);
+    let page = Page {
+        vendor: &vendor,
+        number: &number,
+        date: &shown_date,
+        items: &items,
+        cents,
+        iban: &iban,
+        german,
+    };
     let runs = match layout {
-        0 => beside(&vendor, &number, &shown_date, &items, cents, &iban, german, &money),
-        1 => header_table(&vendor, &number, &shown_date, &items, cents, &iban, german, &money),
-        2 => right_column(&vendor, &number, &shown_date, &items, cents, &iban, german, &money),
-        _ => letter(&vendor, &number, &shown_date, &items, cents, &iban, german, &money),
+        0 => beside(&page),
+        1 => header_table(&page),
+        2 => right_column(&page),
+        _ => letter(&page),
     };
     Invoice {
         pdf: text_pdf(&[runs]),
@@ -188,27 +196,39 @@ fn iban(dice: &mut Dice) -> String {
 
 type Items = [(String, u64)];
 
-fn lines_of_items(runs: &mut Vec<TextRun>, items: &Items, top: f32, money: &dyn Fn(u64) -> String) -> f32 {
+/// What an invoice's page shows, as its layouts place it.
+#[derive(Clone, Copy)]
+struct Page<'a> {
+    vendor: &'a str,
+    number: &'a str,
+    /// As the page writes it.
+    date: &'a str,
+    items: &'a Items,
+    cents: u64,
+    iban: &'a str,
+    german: bool,
+}
+
+fn lines_of_items(runs: &mut Vec<TextRun>, items: &Items, top: f32, german: bool) -> f32 {
     let mut y = top;
     for (name, cents) in items {
         runs.push(TextRun::new(60.0, y, 10.0, name.as_str()));
-        runs.push(TextRun::new(430.0, y, 10.0, money(*cents)));
+        runs.push(TextRun::new(430.0, y, 10.0, money(*cents, german)));
         y += 16.0;
     }
     y
 }
 
-#[allow(clippy::too_many_arguments)]
-fn beside(
-    vendor: &str,
-    number: &str,
-    date: &str,
-    items: &Items,
-    cents: u64,
-    iban: &str,
-    german: bool,
-    money: &dyn Fn(u64) -> String,
-) -> Vec<TextRun> {
+fn beside(page: &Page<'_>) -> Vec<TextRun> {
+    let Page {
+        vendor,
+        number,
+        date,
+        items,
+        cents,
+        iban,
+        german,
+    } = *page;
     let (title, no, on, total, pay) = if german {
         ("Rechnung", "Rechnung Nr.", "Datum:", "Gesamtbetrag:", "Bankverbindung")
     } else {
@@ -221,24 +241,23 @@ fn beside(
         TextRun::new(50.0, 180.0, 10.0, format!("{no} {number}")),
         TextRun::new(50.0, 196.0, 10.0, format!("{on} {date}")),
     ];
-    let y = lines_of_items(&mut runs, items, 250.0, money);
+    let y = lines_of_items(&mut runs, items, 250.0, german);
     runs.push(TextRun::new(300.0, y + 20.0, 11.0, total).bold());
-    runs.push(TextRun::new(430.0, y + 20.0, 11.0, money(cents)).bold());
+    runs.push(TextRun::new(430.0, y + 20.0, 11.0, money(cents, german)).bold());
     runs.push(TextRun::new(50.0, 760.0, 8.0, format!("{pay}: IBAN {iban}")));
     runs
 }
 
-#[allow(clippy::too_many_arguments)]
-fn header_table(
-    vendor: &str,
-    number: &str,
-    date: &str,
-    items: &Items,
-    cents: u64,
-    iban: &str,
-    german: bool,
-    money: &dyn Fn(u64) -> String,
-) -> Vec<TextRun> {
+fn header_table(page: &Page<'_>) -> Vec<TextRun> {
+    let Page {
+        vendor,
+        number,
+        date,
+        items,
+        cents,
+        iban,
+        german,
+    } = *page;
     let (no, on, due, total) = if german {
         ("Rechnungsnummer", "Rechnungsdatum", "Kundennummer", "Rechnungsbetrag")
     } else {
@@ -253,25 +272,24 @@ fn header_table(
         TextRun::new(220.0, 154.0, 11.0, date),
         TextRun::new(390.0, 154.0, 11.0, "K-20417"),
     ];
-    let y = lines_of_items(&mut runs, items, 220.0, money);
+    let y = lines_of_items(&mut runs, items, 220.0, german);
     runs.push(TextRun::new(300.0, y + 24.0, 11.0, total));
-    runs.push(TextRun::new(300.0, y + 40.0, 13.0, money(cents)).bold());
+    runs.push(TextRun::new(300.0, y + 40.0, 13.0, money(cents, german)).bold());
     runs.push(TextRun::new(50.0, 770.0, 8.0, "IBAN"));
     runs.push(TextRun::new(50.0, 781.0, 8.0, iban));
     runs
 }
 
-#[allow(clippy::too_many_arguments)]
-fn right_column(
-    vendor: &str,
-    number: &str,
-    date: &str,
-    items: &Items,
-    cents: u64,
-    iban: &str,
-    german: bool,
-    money: &dyn Fn(u64) -> String,
-) -> Vec<TextRun> {
+fn right_column(page: &Page<'_>) -> Vec<TextRun> {
+    let Page {
+        vendor,
+        number,
+        date,
+        items,
+        cents,
+        iban,
+        german,
+    } = *page;
     let (no, on, total) = if german {
         ("Rechnungs-Nr.:", "Datum:", "Summe")
     } else {
@@ -284,24 +302,23 @@ fn right_column(
         TextRun::new(360.0, 126.0, 10.0, on),
         TextRun::new(460.0, 126.0, 10.0, date),
     ];
-    let y = lines_of_items(&mut runs, items, 240.0, money);
+    let y = lines_of_items(&mut runs, items, 240.0, german);
     runs.push(TextRun::new(60.0, y + 18.0, 11.0, total).bold());
-    runs.push(TextRun::new(430.0, y + 18.0, 11.0, money(cents)).bold());
+    runs.push(TextRun::new(430.0, y + 18.0, 11.0, money(cents, german)).bold());
     runs.push(TextRun::new(360.0, 700.0, 8.0, format!("IBAN: {iban}")));
     runs
 }
 
-#[allow(clippy::too_many_arguments)]
-fn letter(
-    vendor: &str,
-    number: &str,
-    date: &str,
-    items: &Items,
-    cents: u64,
-    iban: &str,
-    german: bool,
-    money: &dyn Fn(u64) -> String,
-) -> Vec<TextRun> {
+fn letter(page: &Page<'_>) -> Vec<TextRun> {
+    let Page {
+        vendor,
+        number,
+        date,
+        items,
+        cents,
+        iban,
+        german,
+    } = *page;
     let (subject, greeting, total, transfer) = if german {
         (
             "Rechnung",
@@ -323,9 +340,9 @@ fn letter(
         TextRun::new(50.0, 170.0, 12.0, format!("{subject} {number}")).bold(),
         TextRun::new(50.0, 200.0, 10.0, greeting),
     ];
-    let y = lines_of_items(&mut runs, items, 230.0, money);
+    let y = lines_of_items(&mut runs, items, 230.0, german);
     runs.push(TextRun::new(60.0, y + 16.0, 11.0, total).bold());
-    runs.push(TextRun::new(430.0, y + 16.0, 11.0, money(cents)).bold());
+    runs.push(TextRun::new(430.0, y + 16.0, 11.0, money(cents, german)).bold());
     runs.push(TextRun::new(50.0, y + 60.0, 10.0, format!("{transfer} IBAN {iban}.")));
     runs
 }
