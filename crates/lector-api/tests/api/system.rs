@@ -1,0 +1,187 @@
+//! Operations: `/health` naming the dependency that is down, 503 with `Retry-After` while the
+//! database is unreachable and recovery after it returns.
+
+use crate::common::{Backend, TestApp};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+
+backend_tests!(health_names_a_missing_blob_store);
+
+async fn health_names_a_missing_blob_store(app: TestApp) {
+    let healthy = app.call(Method::GET, "/health", None, None).await.expect(200);
+    assert_eq!(
+        healthy,
+        json!({"status": "ok", "database": "ok", "blob_store": "ok", "failing": []})
+    );
+    // The blob directory vanishes (an unmounted volume): the health check says which
+    // dependency is down, and the database is still fine.
+    let blobs = app.data_dir.path().join("blobs");
+    let moved = app.data_dir.path().join("blobs-away");
+    std::fs::rename(&blobs, &moved).unwrap();
+    let down = app.call(Method::GET, "/health", None, None).await.expect(503);
+    assert_eq!(down["status"], "unavailable");
+    assert_eq!(down["blob_store"], "unreachable");
+    assert_eq!(down["database"], "ok");
+    assert_eq!(down["failing"], json!(["blob_store"]));
+    std::fs::rename(&moved, &blobs).unwrap();
+    app.call(Method::GET, "/health", None, None).await.expect(200);
+}
+
+/// A TCP proxy in front of PostgreSQL that the test can cut: while cut, it drops every open
+/// connection and every new one, as a failed network between node and database would.
+struct CuttableProxy {
+    address: std::net::SocketAddr,
+    cut: Arc<AtomicBool>,
+    /// Rung on a cut, so open connections end at once.
+    cutting: Arc<Notify>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl CuttableProxy {
+    async fn start(upstream: String) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let cut = Arc::new(AtomicBool::new(false));
+        let cutting = Arc::new(Notify::new());
+        let accept = {
+            let (cut, cutting) = (cut.clone(), cutting.clone());
+            tokio::spawn(async move {
+                loop {
+                    let Ok((mut client, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    if cut.load(Ordering::SeqCst) {
+                        drop(client);
+                        continue;
+                    }
+                    let (upstream, cutting) = (upstream.clone(), cutting.clone());
+                    tokio::spawn(async move {
+                        let Ok(mut server) = TcpStream::connect(&upstream).await else {
+                            return;
+                        };
+                        tokio::select! {
+                            _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                            () = cutting.notified() => {}
+                        }
+                    });
+                }
+            })
+        };
+        Self {
+            address,
+            cut,
+            cutting,
+            accept,
+        }
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        self.cutting.notify_waiters();
+    }
+
+    fn restore(&self) {
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Drop for CuttableProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+/// `postgres://user@host:port/db` with `host:port` replaced by `address`; answers the new URL
+/// and the old `host:port`.
+fn through(url: &str, address: std::net::SocketAddr) -> (String, String) {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (credentials, rest) = rest.rsplit_once('@').map_or(("", rest), |(c, r)| (c, r));
+    let (host, path) = rest.split_once('/').unwrap();
+    let at = if credentials.is_empty() { "" } else { "@" };
+    (format!("{scheme}://{credentials}{at}{address}/{path}"), host.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_database_answers_503_with_retry_after_and_recovers() {
+    // The proxy stands in front of the test database's server; without one configured the
+    // app does not start either (and fails loudly in CI).
+    let Some(admin) = std::env::var("LECTOR_TEST_DATABASE_URL").ok().filter(|u| !u.is_empty()) else {
+        assert!(TestApp::start(Backend::Postgres).await.is_none());
+        return;
+    };
+    let (_, upstream) = through(&admin, "127.0.0.1:1".parse().unwrap());
+    // Declared before the app, so it outlives the app's teardown.
+    let proxy = CuttableProxy::start(upstream).await;
+    let address = proxy.address;
+    let app = TestApp::start_with(Backend::Postgres, move |config| {
+        let url = config.database_url.as_ref().unwrap().expose().to_owned();
+        config.database_url = Some(lector_core::config::Secret::new(through(&url, address).0));
+    })
+    .await
+    .expect("a PostgreSQL app");
+    let ada = app.register("ada@example.org").await;
+    app.get("/organizations", &ada.token).await.expect(200);
+
+    proxy.cut();
+    let started = Instant::now();
+    let refused = app.get("/organizations", &ada.token).await;
+    let retry_after: u64 = refused
+        .headers
+        .get("retry-after")
+        .unwrap_or_else(|| panic!("a 503 says when to retry: {:?} {}", refused.headers, refused.text))
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry_after), "{retry_after}");
+    let problem = refused.expect_problem(503, "unavailable");
+    assert_eq!(problem["detail"], "the database is unreachable", "{problem}");
+    assert!(problem["request_id"].is_string(), "{problem}");
+    let health = app.call(Method::GET, "/health", None, None).await;
+    assert!(health.headers.contains_key("retry-after"), "{:?}", health.headers);
+    let health = health.expect(503);
+    assert_eq!(health["database"], "unreachable", "{health}");
+    assert_eq!(health["blob_store"], "ok", "{health}");
+    assert_eq!(health["failing"], json!(["database"]), "{health}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "answers come within the pool's wait: {:?}",
+        started.elapsed()
+    );
+
+    proxy.restore();
+    let back = Instant::now();
+    let health = wait_for(&app, "/health", None, 200).await;
+    assert_eq!(health["status"], "ok", "{health}");
+    wait_for(&app, "/organizations", Some(&ada.token), 200).await;
+    assert!(
+        back.elapsed() < Duration::from_secs(5),
+        "the service recovers soon after the database returns: {:?}",
+        back.elapsed()
+    );
+    // Nothing written before the outage is lost.
+    app.login("ada@example.org", "password-123").await;
+}
+
+/// Polls `path` until it answers `status` (at most 20 s); answers the body.
+async fn wait_for(app: &TestApp, path: &str, token: Option<&str>, status: u16) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let answer = app.call(Method::GET, path, token, None).await;
+        if answer.status.as_u16() == status {
+            return answer.body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{path} still answers {}: {}",
+            answer.status,
+            answer.text
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
