@@ -118,7 +118,7 @@ pub async fn metrics(State(state): State<AppState>, caller: Caller) -> ApiResult
     caller.require_superuser()?;
     Ok((
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
-        state.metrics.render(),
+        crate::metrics::scrape(&state).await?,
     )
         .into_response())
 }

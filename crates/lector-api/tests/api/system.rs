@@ -1,7 +1,9 @@
-//! Operations: `/health` naming the dependency that is down, 503 with `Retry-After` while the
-//! database is unreachable and recovery after it returns.
+//! Operations: `/metrics` with the job queue and the database pool, `/health` naming the
+//! dependency that is down, 503 with `Retry-After` while the database is unreachable and
+//! recovery after it returns.
 
 use crate::common::{Backend, TestApp};
+use lector_store::MAIL_JOB;
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -11,6 +13,129 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
 backend_tests!(health_names_a_missing_blob_store);
+
+/// The value of the sample `series` (name and labels as exposed) in an exposition text.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .map(|value| value.trim().parse().expect("a number"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_show_the_queue_and_the_pool_on_sqlite() {
+    metrics_show_the_queue_and_the_pool(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_show_the_queue_and_the_pool_on_postgres() {
+    metrics_show_the_queue_and_the_pool(Backend::Postgres).await;
+}
+
+async fn metrics_show_the_queue_and_the_pool(backend: Backend) {
+    // No workers run here, so the job this test queues waits until the test runs it.
+    let Some(app) = TestApp::start_with(backend, |c| c.workers = 0).await else {
+        return;
+    };
+    let root = app.superuser("root@example.org").await;
+    let scrape = || async {
+        let answer = app.get("/metrics", &root.token).await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        answer.text
+    };
+    let before = scrape().await;
+    assert_eq!(
+        sample(&before, &format!("lector_jobs{{kind=\"{MAIL_JOB}\",state=\"QUEUED\"}}")),
+        None,
+        "{before}"
+    );
+    let max = sample(&before, "lector_database_pool_max_connections").expect("the pool's size");
+    assert_eq!(max, f64::from(app.state.store.pool_capacity()));
+    let idle = sample(&before, "lector_database_pool_connections{state=\"idle\"}").expect("idle connections");
+    let in_use = sample(&before, "lector_database_pool_connections{state=\"in_use\"}").expect("busy connections");
+    assert!(idle + in_use >= 1.0 && idle + in_use <= max, "{before}");
+
+    // Creating a user without a password mails a first-login token: a mail job.
+    app.post(
+        "/users",
+        &root.token,
+        json!({"email": "bea@example.org", "first_name": "Bea", "last_name": "B"}),
+    )
+    .await
+    .expect(201);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let queued = scrape().await;
+    assert_eq!(
+        sample(&queued, &format!("lector_jobs{{kind=\"{MAIL_JOB}\",state=\"QUEUED\"}}")),
+        Some(1.0),
+        "{queued}"
+    );
+    let age = sample(
+        &queued,
+        &format!("lector_job_queue_oldest_age_seconds{{kind=\"{MAIL_JOB}\"}}"),
+    )
+    .expect("an age");
+    assert!((1.0..60.0).contains(&age), "the job has waited over a second: {age}");
+    assert_eq!(
+        sample(
+            &queued,
+            &format!("lector_job_lease_reclaims_total{{kind=\"{MAIL_JOB}\"}}")
+        ),
+        None,
+        "{queued}"
+    );
+
+    // A worker claims it and dies: its lease runs out and the reaper takes it back.
+    let store = &app.state.store;
+    let dead = store
+        .claim_job("worker-that-died", -1)
+        .await
+        .unwrap()
+        .expect("the mail job");
+    store.reap_expired_leases().await.unwrap();
+    let reclaimed = scrape().await;
+    assert_eq!(
+        sample(
+            &reclaimed,
+            &format!("lector_job_lease_reclaims_total{{kind=\"{MAIL_JOB}\"}}")
+        ),
+        Some(1.0),
+        "{reclaimed}"
+    );
+    // Another worker runs it to the end.
+    let lease = store.claim_job("worker", 30).await.unwrap().expect("queued again");
+    assert!(lease.token > dead.token);
+    assert!(store.finish_job(&lease, json!({}), None).await.unwrap());
+    let done = scrape().await;
+    assert_eq!(
+        sample(&done, &format!("lector_jobs{{kind=\"{MAIL_JOB}\",state=\"DONE\"}}")),
+        Some(1.0),
+        "{done}"
+    );
+    assert_eq!(
+        sample(&done, &format!("lector_jobs{{kind=\"{MAIL_JOB}\",state=\"QUEUED\"}}")),
+        None,
+        "{done}"
+    );
+    assert_eq!(
+        sample(
+            &done,
+            &format!("lector_job_queue_oldest_age_seconds{{kind=\"{MAIL_JOB}\"}}")
+        ),
+        Some(0.0),
+        "{done}"
+    );
+    assert_eq!(
+        sample(
+            &done,
+            &format!("lector_job_lease_reclaims_total{{kind=\"{MAIL_JOB}\"}}")
+        ),
+        Some(1.0),
+        "{done}"
+    );
+    // The request metrics are still there beside them.
+    assert!(done.contains("lector_http_requests_total{"), "{done}");
+    assert_eq!(done.matches("# EOF").count(), 1, "{done}");
+}
 
 async fn health_names_a_missing_blob_store(app: TestApp) {
     let healthy = app.call(Method::GET, "/health", None, None).await.expect(200);
