@@ -310,3 +310,51 @@ async fn wait_for(app: &TestApp, path: &str, token: Option<&str>, status: u16) -
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_ids_go_round_trip() {
+    let Some(app) = TestApp::start(Backend::Sqlite).await else {
+        return;
+    };
+    let send = |id: Option<String>| {
+        let mut request = app.client.get(app.url("/no/such/route"));
+        if let Some(id) = id {
+            request = request.header("x-request-id", id);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let header = response.headers()["x-request-id"].to_str().unwrap().to_owned();
+            let problem: Value = response.json().await.unwrap();
+            (header, problem["request_id"].as_str().unwrap().to_owned())
+        }
+    };
+    // A sane id from the client (a proxy's, say) comes back in the header and the problem.
+    let (header, in_body) = send(Some("lb-7:req_0042.a".into())).await;
+    assert_eq!(
+        (header.as_str(), in_body.as_str()),
+        ("lb-7:req_0042.a", "lb-7:req_0042.a")
+    );
+    // None, or one not fit for logs and headers: a fresh UUID, the same in both places.
+    for id in [
+        None,
+        Some("x".repeat(129)),
+        Some("two words".into()),
+        Some("a\"b".into()),
+    ] {
+        let (header, in_body) = send(id.clone()).await;
+        assert_eq!(header, in_body, "{id:?}");
+        assert!(uuid::Uuid::parse_str(&header).is_ok(), "{id:?} became {header}");
+    }
+    let (first, _) = send(None).await;
+    let (second, _) = send(None).await;
+    assert_ne!(first, second, "each request gets its own id");
+    // Successful answers carry it too.
+    let ok = app
+        .client
+        .get(app.url("/health"))
+        .header("x-request-id", "health-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.headers()["x-request-id"], "health-1");
+}
