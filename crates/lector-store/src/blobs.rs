@@ -84,8 +84,8 @@ impl Blobs {
         &self.location
     }
 
-    /// Whether the store answers (for `/health`): the local directory is there and writable,
-    /// or the S3 bucket answers a one-key listing. Cheap enough to run on every health check.
+    /// Whether the store answers (for `/health`): the local directory is there and not
+    /// read-only, or the S3 bucket answers a one-key listing. Cheap enough for every check.
     pub async fn ping(&self) -> Result<()> {
         match &self.backend {
             Backend::S3(s3) => s3.ping().await,
