@@ -358,3 +358,39 @@ async fn request_ids_go_round_trip() {
         .unwrap();
     assert_eq!(ok.headers()["x-request-id"], "health-1");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_answer_503_while_the_s3_store_is_cut_and_work_once_it_returns() {
+    use crate::blobs_s3::s3_stand_in;
+    let (port, _bucket) = s3_stand_in::stand_in().await;
+    let proxy = CuttableProxy::start(format!("127.0.0.1:{port}")).await;
+    let blobs = lector_store::Blobs::open_with_env(
+        "s3://lector-blobs/api",
+        &s3_stand_in::env(proxy.address.port(), s3_stand_in::SECRET_KEY),
+    )
+    .unwrap();
+    let app = TestApp::start_with_blobs(Backend::Sqlite, blobs).await.expect("an app");
+    let ada = app.register("ada@example.org").await;
+    let project = app
+        .post("/projects", &ada.token, json!({"name": "S3", "type": "CLASS"}))
+        .await
+        .expect(201)["id"]
+        .as_i64()
+        .unwrap();
+    let path = format!("/projects/{project}/groups/upload");
+    let upload = || app.send_form(&path, &ada.token, "reviews.csv", b"text,stars\nGood food.,5\n", &[]);
+    upload().await.expect(200);
+
+    proxy.cut();
+    let refused = upload().await;
+    assert!(refused.headers.contains_key("retry-after"), "{:?}", refused.headers);
+    let problem = refused.expect_problem(503, "unavailable");
+    assert!(problem["detail"].as_str().unwrap().contains("blob store"), "{problem}");
+    let health = app.call(Method::GET, "/health", None, None).await.expect(503);
+    assert_eq!(health["failing"], json!(["blob_store"]), "{health}");
+    assert_eq!(health["database"], "ok", "{health}");
+
+    proxy.restore();
+    wait_for(&app, "/health", None, 200).await;
+    upload().await.expect(200);
+}
