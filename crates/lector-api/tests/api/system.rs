@@ -157,8 +157,9 @@ async fn health_names_a_missing_blob_store(app: TestApp) {
     app.call(Method::GET, "/health", None, None).await.expect(200);
 }
 
-/// A TCP proxy in front of PostgreSQL that the test can cut: while cut, it drops every open
-/// connection and every new one, as a failed network between node and database would.
+/// A TCP proxy in front of a dependency (PostgreSQL, the S3 store) that the test can cut:
+/// while cut, it drops every open connection and every new one, as a failed network between
+/// the node and the dependency would.
 struct CuttableProxy {
     address: std::net::SocketAddr,
     cut: Arc<AtomicBool>,
@@ -180,18 +181,21 @@ impl CuttableProxy {
                     let Ok((mut client, _)) = listener.accept().await else {
                         continue;
                     };
+                    // Listening for a cut before looking at the flag: a cut between the two
+                    // still ends this connection.
+                    let cut_off = cutting.clone().notified_owned();
                     if cut.load(Ordering::SeqCst) {
                         drop(client);
                         continue;
                     }
-                    let (upstream, cutting) = (upstream.clone(), cutting.clone());
+                    let upstream = upstream.clone();
                     tokio::spawn(async move {
                         let Ok(mut server) = TcpStream::connect(&upstream).await else {
                             return;
                         };
                         tokio::select! {
                             _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
-                            () = cutting.notified() => {}
+                            () = cut_off => {}
                         }
                     });
                 }
