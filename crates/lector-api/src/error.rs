@@ -82,6 +82,11 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Marks an answer whose error status comes with a body of its route's own, documented shape
+/// (a workflow's answer, the health check's 503), so that [`problem_for_bare_errors`] leaves it.
+#[derive(Debug, Clone, Copy)]
+pub struct OwnBody;
+
 /// Rewrites error responses that did not come from [`ApiError`] (axum's 405, the body limit's
 /// 413, a caught panic's 500) into problem+json, keeping headers such as `Allow`, and stamps
 /// every problem with the request's id.
@@ -101,10 +106,7 @@ pub async fn problem_for_bare_errors(request: Request, next: Next) -> Response {
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()))
-        || response
-            .extensions()
-            .get::<crate::routes::webhooks::WorkflowAnswer>()
-            .is_some();
+        || response.extensions().get::<OwnBody>().is_some();
     let response = if is_problem {
         response
     } else {

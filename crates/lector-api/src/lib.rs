@@ -15,6 +15,7 @@ pub mod login_limits;
 pub mod metrics;
 pub mod model_cache;
 pub mod openapi;
+pub mod request_id;
 pub mod routes;
 pub mod serve;
 pub mod state;
@@ -31,9 +32,9 @@ use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use lector_core::config::TlsMode;
 use std::sync::Arc;
+use tower_http::LatencyUnit;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use utoipa_swagger_ui::SwaggerUi;
 
 /// The OpenAPI document of every route, finished.
@@ -67,18 +68,25 @@ pub fn app(state: AppState) -> Router {
     if state.config.tls == TlsMode::Proxy {
         router = router.layer(from_fn_with_state(state.clone(), require_forwarded_https));
     }
-    let request_id = axum::http::HeaderName::from_static(error::REQUEST_ID);
     router
-        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
-            let id = request
-                .headers()
-                .get(error::REQUEST_ID)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
-            tracing::info_span!("request", method = %request.method(), uri = %request.uri().path(), request_id = %id)
-        }))
-        .layer(PropagateRequestIdLayer::new(request_id.clone()))
-        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &Request| {
+                    let id = request
+                        .headers()
+                        .get(error::REQUEST_ID)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default();
+                    tracing::info_span!("request", method = %request.method(), uri = %request.uri().path(), request_id = %id)
+                })
+                // One line per answered request, in the request's span (so with its id).
+                .on_response(
+                    DefaultOnResponse::new()
+                        .level(tracing::Level::INFO)
+                        .latency_unit(LatencyUnit::Millis),
+                ),
+        )
+        .layer(from_fn(request_id::assign))
         .layer(from_fn_with_state(state.clone(), headers::security_headers))
         .with_state(state)
 }

@@ -1,16 +1,67 @@
-//! Prometheus metrics: requests by route template, method and status, and their durations.
-//! Routes are labelled by template (`/users/{user_id}`), never by raw path, so the label set
-//! stays bounded.
+//! Prometheus metrics: requests by route template, method and status, and their durations,
+//! counted in this process; and, read at scrape time, the job queue (jobs by kind and state,
+//! the age of the oldest runnable job per kind, leases reclaimed) from the store, which every
+//! node shares, and this node's database pool.
+//!
+//! Routes are labelled by template (`/users/{user_id}`), never by raw path, and jobs by kind
+//! and state, so label sets stay bounded. The queue's figures are the database's, so every API
+//! node reports the same values (aggregate them with `max`, not `sum`).
 
+use crate::error::ApiResult;
+use crate::state::AppState;
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
+use lector_store::JobStatistics;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct JobLabels {
+    kind: String,
+    state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolLabels {
+    /// `idle` or `in_use`.
+    state: &'static str,
+}
+
+/// What the store and the pool say at scrape time.
+#[derive(Debug, Clone)]
+pub struct StoreFigures {
+    pub jobs: JobStatistics,
+    /// Connections open in this node's pool.
+    pub pool_size: u32,
+    /// Of those, idle.
+    pub pool_idle: usize,
+    /// The most connections the pool opens.
+    pub pool_max: u32,
+}
+
+/// Reads the store's figures and renders every metric: what `/metrics` answers.
+pub async fn scrape(state: &AppState) -> ApiResult<String> {
+    let jobs = state.store.job_statistics().await?;
+    let (pool_size, pool_idle) = state.store.pool_usage();
+    Ok(state.metrics.render(&StoreFigures {
+        jobs,
+        pool_size,
+        pool_idle,
+        pool_max: state.store.pool_capacity(),
+    }))
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -63,14 +114,78 @@ impl Metrics {
         }
     }
 
-    /// The exposition text.
-    pub fn render(&self) -> String {
+    /// The exposition text: this process's request metrics, then `store`'s figures.
+    pub fn render(&self, store: &StoreFigures) -> String {
+        let figures = store_registry(store);
         let mut text = String::new();
-        if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+        let encoded = prometheus_client::encoding::text::encode_registry(&mut text, &self.registry)
+            .and_then(|()| prometheus_client::encoding::text::encode_registry(&mut text, &figures))
+            .and_then(|()| prometheus_client::encoding::text::encode_eof(&mut text));
+        if let Err(e) = encoded {
             tracing::error!(error = %e, "cannot encode metrics");
         }
         text
     }
+}
+
+/// A registry of this scrape's store figures, built afresh so that a kind or state that has
+/// no jobs any more leaves no stale series behind.
+fn store_registry(store: &StoreFigures) -> Registry {
+    let mut registry = Registry::with_prefix("lector");
+    let jobs = Family::<JobLabels, Gauge>::default();
+    let oldest = Family::<KindLabels, Gauge<f64, AtomicU64>>::default();
+    let reclaims = Family::<KindLabels, Counter>::default();
+    for count in &store.jobs.jobs {
+        let labels = JobLabels {
+            kind: count.kind.clone(),
+            state: count.state.as_str().to_owned(),
+        };
+        jobs.get_or_create(&labels)
+            .set(count.jobs.try_into().unwrap_or(i64::MAX));
+        // Every kind the queue has seen reports an age, 0 when none of its jobs waits.
+        oldest
+            .get_or_create(&KindLabels {
+                kind: count.kind.clone(),
+            })
+            .set(0.0);
+    }
+    for (kind, seconds) in &store.jobs.oldest_queued_secs {
+        oldest.get_or_create(&KindLabels { kind: kind.clone() }).set(*seconds);
+    }
+    for (kind, count) in &store.jobs.lease_reclaims {
+        reclaims
+            .get_or_create(&KindLabels { kind: kind.clone() })
+            .inc_by(*count);
+    }
+    let pool = Family::<PoolLabels, Gauge>::default();
+    let idle = i64::try_from(store.pool_idle).unwrap_or(i64::MAX);
+    pool.get_or_create(&PoolLabels { state: "idle" }).set(idle);
+    pool.get_or_create(&PoolLabels { state: "in_use" })
+        .set((i64::from(store.pool_size) - idle).max(0));
+    let pool_max = Gauge::<i64>::default();
+    pool_max.set(i64::from(store.pool_max));
+    registry.register("jobs", "Jobs by kind and state (the whole installation)", jobs);
+    registry.register(
+        "job_queue_oldest_age_seconds",
+        "How long the oldest runnable queued job of each kind has waited",
+        oldest,
+    );
+    registry.register(
+        "job_lease_reclaims",
+        "Leases taken back from workers that stopped renewing them or died, by kind of job",
+        reclaims,
+    );
+    registry.register(
+        "database_pool_connections",
+        "Connections in this node's database pool, idle or in use",
+        pool,
+    );
+    registry.register(
+        "database_pool_max_connections",
+        "The most connections this node's database pool opens",
+        pool_max,
+    );
+    registry
 }
 
 /// Counts and times every request.

@@ -54,6 +54,18 @@ pub enum TlsMode {
     Proxy,
 }
 
+/// How log lines are written (to standard error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One readable line per event, with the fields of its spans.
+    #[default]
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `fields`, `target`, and `span`/`spans`
+    /// with the request's `request_id` or the job's `job.id` and `job.kind`.
+    Json,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -91,8 +103,8 @@ pub struct Config {
     pub rate_limits: RateLimits,
     /// Outgoing mail.
     pub mail: MailConfig,
-    /// `text` or `json` log lines.
-    pub log_format: String,
+    /// `text` (for people) or `json` (one object per line, for log collectors).
+    pub log_format: LogFormat,
     /// Job workers embedded in `lector serve` (0 for an API-only node).
     pub workers: usize,
     /// How long a worker's claim on a job lasts without a heartbeat, in seconds; after that the
@@ -143,7 +155,7 @@ impl Default for Config {
             password_hashing: PasswordHashing::default(),
             rate_limits: RateLimits::default(),
             mail: MailConfig::default(),
-            log_format: "text".into(),
+            log_format: LogFormat::Text,
             workers: 2,
             job_lease_secs: 30,
             credential_key: None,

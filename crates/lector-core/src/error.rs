@@ -149,6 +149,9 @@ impl FieldError {
     }
 }
 
+/// Seconds a client is asked to wait when the database or the blob store does not answer.
+pub const DEPENDENCY_RETRY_SECS: u64 = 5;
+
 /// A rejection: a catalogue code, a detail for the client and optional field errors.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{code:?}: {detail}")]
@@ -199,6 +202,15 @@ impl Error {
 
     pub fn unavailable(detail: impl Into<String>) -> Self {
         Self::new(ErrorCode::Unavailable, detail)
+    }
+
+    /// A dependency (the database, the blob store) that does not answer now but should soon:
+    /// 503 with `Retry-After`, so clients and load balancers wait instead of giving up.
+    pub fn dependency_down(detail: impl Into<String>) -> Self {
+        Self {
+            retry_after: Some(DEPENDENCY_RETRY_SECS),
+            ..Self::new(ErrorCode::Unavailable, detail)
+        }
     }
 
     pub fn rate_limited(retry_after: u64) -> Self {

@@ -20,6 +20,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 /// How long a claim lasts without a heartbeat, unless configured otherwise.
 pub const LEASE_SECS: i64 = 30;
@@ -185,54 +186,68 @@ impl Runner {
         tasks
     }
 
-    /// Claims and runs one job; `false` when the queue had none.
+    /// Claims and runs one job; `false` when the queue had none. Everything the job logs
+    /// (the runner, its heartbeat, its handler) is in a `job` span carrying `job.id`,
+    /// `job.kind` and `job.attempt`.
     pub async fn run_one(&self, store: &Store, owner: &str) -> lector_core::Result<bool> {
         let Some(lease) = store.claim_job(owner, self.lease_secs).await? else {
             return Ok(false);
         };
-        let job_id = lease.job.id;
+        let span = tracing::info_span!(
+            "job",
+            job.id = lease.job.id,
+            job.kind = %lease.job.kind,
+            job.attempt = lease.job.attempts
+        );
+        self.run_claimed(store, lease).instrument(span).await
+    }
+
+    async fn run_claimed(&self, store: &Store, lease: Lease) -> lector_core::Result<bool> {
         let Some(handler) = self.handlers.get(lease.job.kind.as_str()).cloned() else {
-            tracing::error!(job.id = job_id, kind = %lease.job.kind, "no handler for this kind of job");
+            tracing::error!("no handler for this kind of job");
             let cause = format!("this installation has no handler for jobs of kind {}", lease.job.kind);
             store.fail_job(&lease, &cause, false).await?;
             return Ok(true);
         };
-        tracing::info!(job.id = job_id, kind = %lease.job.kind, attempt = lease.job.attempts, "job started");
+        tracing::info!("job started");
         // The heartbeat runs beside the handler, never in its way: a heartbeat waiting for a
         // lock the handler's transaction holds must not stop that transaction from finishing.
         let (lost, mut lease_lost) = tokio::sync::oneshot::channel::<()>();
         let heartbeat = {
             let (store, lease, seconds) = (store.clone(), lease.clone(), self.lease_secs);
-            tokio::spawn(async move {
-                let mut beat = tokio::time::interval(Duration::from_millis(seconds as u64 * 1000 / 3));
-                beat.tick().await;
-                loop {
+            tokio::spawn(
+                async move {
+                    let mut beat = tokio::time::interval(Duration::from_millis(seconds as u64 * 1000 / 3));
                     beat.tick().await;
-                    match store.heartbeat(&lease, seconds).await {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            let _ = lost.send(());
-                            break;
+                    loop {
+                        beat.tick().await;
+                        match store.heartbeat(&lease, seconds).await {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                let _ = lost.send(());
+                                break;
+                            }
+                            Err(e) => tracing::warn!(error = %e, "heartbeat failed; retrying"),
                         }
-                        Err(e) => tracing::warn!(job.id = lease.job.id, error = %e, "heartbeat failed; retrying"),
                     }
                 }
-            })
+                .in_current_span(),
+            )
         };
         // The handler runs as a task of its own, so a panic in it is a failed attempt of its
         // job (retried until the kind's cap) and never ends this worker loop.
         let mut task = {
             let (handler, store, lease) = (handler.clone(), store.clone(), lease.clone());
-            tokio::spawn(async move { handler.run(&store, &lease).await })
+            tokio::spawn(async move { handler.run(&store, &lease).await }.in_current_span())
         };
         let outcome = tokio::select! {
             joined = &mut task => Some(joined.unwrap_or_else(|e| {
                 let message = panic_message(e);
-                tracing::error!(job.id = job_id, kind = %lease.job.kind, panic = %message, "the job's handler panicked");
+                tracing::error!(panic = %message, "the job's handler panicked");
                 Err(JobError::transient(message))
             })),
             _ = &mut lease_lost => {
-                tracing::warn!(job.id = job_id, "lease lost; abandoning the job");
+                tracing::warn!("lease lost; abandoning the job");
                 task.abort();
                 None
             }
@@ -241,10 +256,10 @@ impl Runner {
         match outcome {
             Some(Ok(outcome)) => {
                 let finished = store.finish_job(&lease, outcome.result, outcome.notice).await?;
-                tracing::info!(job.id = job_id, finished, "job ended");
+                tracing::info!(finished, "job ended");
             }
             Some(Err(e)) => {
-                tracing::warn!(job.id = job_id, error = %e.message, retryable = e.retryable, "job failed");
+                tracing::warn!(error = %e.message, retryable = e.retryable, "job failed");
                 store.fail_job(&lease, &e.message, e.retryable).await?;
             }
             None => {}

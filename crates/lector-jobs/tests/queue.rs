@@ -83,6 +83,23 @@ async fn a_taken_over_lease_can_no_longer_commit(backend: Backend) {
     );
 
     assert_eq!(store.reap_expired_leases().await.unwrap(), 1);
+    assert_eq!(
+        store.reap_expired_leases().await.unwrap(),
+        0,
+        "a lease is reclaimed once"
+    );
+    let statistics = store.job_statistics().await.unwrap();
+    assert_eq!(statistics.lease_reclaims, vec![("count".to_owned(), 1)]);
+    assert_eq!(
+        statistics.jobs,
+        vec![lector_store::JobCount {
+            kind: "count".into(),
+            state: JobState::Queued,
+            jobs: 1
+        }]
+    );
+    let (kind, waited) = &statistics.oldest_queued_secs[0];
+    assert!(kind == "count" && (0.0..60.0).contains(waited), "{kind} {waited}");
     let b = store
         .claim_job("b", 30)
         .await

@@ -40,7 +40,8 @@ pub struct Blobs {
 
 #[derive(Clone, Debug)]
 enum Backend {
-    Local(Arc<dyn ObjectStore>),
+    /// The store and the directory it keeps its files in.
+    Local(Arc<dyn ObjectStore>, std::path::PathBuf),
     S3(Arc<S3>),
 }
 
@@ -70,7 +71,7 @@ impl Blobs {
             std::fs::create_dir_all(dir).map_err(|e| Error::bad_request(format!("blob directory {dir}: {e}")))?;
             let local = object_store::local::LocalFileSystem::new_with_prefix(dir)
                 .map_err(|e| Error::bad_request(format!("blob directory {dir}: {e}")))?;
-            Backend::Local(Arc::new(local.with_automatic_cleanup(true)))
+            Backend::Local(Arc::new(local.with_automatic_cleanup(true)), dir.into())
         };
         Ok(Self {
             backend,
@@ -83,6 +84,25 @@ impl Blobs {
         &self.location
     }
 
+    /// Whether the store answers (for `/health`): the local directory is there and not
+    /// read-only, or the S3 bucket answers a one-key listing. Cheap enough for every check.
+    pub async fn ping(&self) -> Result<()> {
+        match &self.backend {
+            Backend::S3(s3) => s3.ping().await,
+            Backend::Local(_, dir) => {
+                let metadata = tokio::fs::metadata(dir).await.map_err(|e| {
+                    tracing::error!(error = %e, dir = %dir.display(), "the blob directory is gone");
+                    Error::dependency_down("the blob directory is unavailable")
+                })?;
+                if !metadata.is_dir() || metadata.permissions().readonly() {
+                    tracing::error!(dir = %dir.display(), "the blob directory is not a writable directory");
+                    return Err(Error::dependency_down("the blob directory is unavailable"));
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Writes a blob from a stream of chunks, refusing (413, nothing kept) one over `max_bytes`.
     /// Answers the number of bytes written.
     pub async fn put_stream<S>(&self, key: &str, mut chunks: S, max_bytes: u64) -> Result<u64>
@@ -90,7 +110,7 @@ impl Blobs {
         S: Stream<Item = Result<Bytes>> + Unpin + Send,
     {
         let store = match &self.backend {
-            Backend::Local(store) => store,
+            Backend::Local(store, _) => store,
             Backend::S3(s3) => return s3.put_stream(key, chunks, max_bytes).await,
         };
         let path = Path::from(key);
@@ -126,7 +146,7 @@ impl Blobs {
     /// Writes a blob from bytes in memory.
     pub async fn put_bytes(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
         let store = match &self.backend {
-            Backend::Local(store) => store,
+            Backend::Local(store, _) => store,
             Backend::S3(s3) => return s3.put_bytes(key, bytes).await,
         };
         store
@@ -140,7 +160,7 @@ impl Blobs {
     /// a temporary copy (deleted when the file is closed). A missing blob answers 404.
     pub async fn open_file(&self, key: &str) -> Result<std::fs::File> {
         let store = match &self.backend {
-            Backend::Local(store) => store,
+            Backend::Local(store, _) => store,
             Backend::S3(s3) => return s3.open_file(key).await,
         };
         let got = store.get(&Path::from(key)).await.map_err(|e| match e {
@@ -170,7 +190,7 @@ impl Blobs {
     pub fn list<'a>(&'a self, prefix: &'a str) -> BoxStream<'a, Result<StoredBlob>> {
         match &self.backend {
             Backend::S3(s3) => s3.list(prefix),
-            Backend::Local(store) => store
+            Backend::Local(store, _) => store
                 .list(Some(&Path::from(prefix)))
                 .map(|found| {
                     let meta = found.map_err(failed("list blobs"))?;
@@ -186,7 +206,7 @@ impl Blobs {
     /// Deletes a blob; a missing one is no error.
     pub async fn delete(&self, key: &str) -> Result<()> {
         let store = match &self.backend {
-            Backend::Local(store) => store,
+            Backend::Local(store, _) => store,
             Backend::S3(s3) => return s3.delete(key).await,
         };
         match store.delete(&Path::from(key)).await {
@@ -205,7 +225,7 @@ async fn abort(writer: WriteMultipart) {
 fn failed(what: &'static str) -> impl Fn(object_store::Error) -> Error {
     move |e| {
         tracing::error!(error = %e, "cannot {what}");
-        Error::unavailable(format!("cannot {what}: the blob store is unavailable"))
+        Error::dependency_down(format!("cannot {what}: the blob store is unavailable"))
     }
 }
 

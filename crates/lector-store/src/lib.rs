@@ -32,7 +32,7 @@ pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use document_listing::DocumentFilter;
 pub use documents::{Document, DocumentGroup, NewDocument, NewSegment, Segment};
 pub use hitls::{Hitl, HitlReview, MAX_HITLS_PER_PROJECT, NewHitl, NewReview};
-pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
+pub use jobs::{Failure, Job, JobCount, JobNotice, JobPayload, JobResource, JobState, JobStatistics, Lease, NewJob};
 pub use labeled_imports::LabeledFile;
 pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel, UploadTarget};
 pub use payloads::{
@@ -90,6 +90,13 @@ pub enum Backend {
     Postgres,
 }
 
+/// Which of the service's dependencies answered ([`Store::check_dependencies`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dependencies {
+    pub database: bool,
+    pub blob_store: bool,
+}
+
 /// The handle every part of Lector stores and reads through. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -135,7 +142,7 @@ impl Store {
         }
         let pool = options.connect(url).await.map_err(|e| {
             tracing::error!(error = %e, "cannot connect to the database");
-            Error::unavailable("the database is unreachable")
+            Error::dependency_down("the database is unreachable")
         })?;
         Ok(Self {
             pool,
@@ -186,13 +193,42 @@ impl Store {
         self.backend
     }
 
-    /// Whether the database answers (for `/health`).
-    pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1")
-            .execute(&self.pool)
-            .await
-            .map(|_| ())
-            .map_err(db)
+    /// Whether the database answers within `within` (for `/health`, which must answer
+    /// promptly even while the pool waits for a connection).
+    pub async fn ping(&self, within: Duration) -> Result<()> {
+        match tokio::time::timeout(within, sqlx::query("SELECT 1").execute(&self.pool)).await {
+            Ok(done) => done.map(|_| ()).map_err(db),
+            Err(_) => Err(Error::dependency_down("the database did not answer in time")),
+        }
+    }
+
+    /// Asks the database and the blob store at once whether they answer, each within
+    /// `within`; a store without blobs (a tool that never set them) has nothing to check there.
+    pub async fn check_dependencies(&self, within: Duration) -> Dependencies {
+        let blobs = async {
+            match &self.blobs {
+                None => Ok(()),
+                Some(blobs) => match tokio::time::timeout(within, blobs.ping()).await {
+                    Ok(answer) => answer,
+                    Err(_) => Err(Error::dependency_down("the blob store did not answer in time")),
+                },
+            }
+        };
+        let (database, blob_store) = tokio::join!(self.ping(within), blobs);
+        Dependencies {
+            database: database.is_ok(),
+            blob_store: blob_store.is_ok(),
+        }
+    }
+
+    /// The connection pool as it is now: (connections open, of which idle). For `/metrics`.
+    pub fn pool_usage(&self) -> (u32, usize) {
+        (self.pool.size(), self.pool.num_idle())
+    }
+
+    /// The most connections the pool opens.
+    pub fn pool_capacity(&self) -> u32 {
+        self.pool.options().get_max_connections()
     }
 
     pub async fn close(&self) {
@@ -325,15 +361,34 @@ pub(crate) fn numbered(first: usize, count: usize) -> String {
 pub(crate) fn db(e: sqlx::Error) -> Error {
     match &e {
         sqlx::Error::RowNotFound => Error::not_found("object"),
-        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+        e if is_unreachable(e) => {
             tracing::error!(error = %e, "database unavailable");
-            Error::unavailable("the database is unreachable")
+            Error::dependency_down("the database is unreachable")
         }
         sqlx::Error::Database(d) if d.is_unique_violation() => Error::conflict("the object exists already"),
         _ => {
             tracing::error!(error = %e, "database error");
             Error::internal()
         }
+    }
+}
+
+/// Whether an error says the database cannot be reached now (as opposed to a bad query): no
+/// connection to be had in time, a connection cut or refused (mid-query, or mid-handshake,
+/// where sqlx reports the cut as a protocol error), or PostgreSQL saying it is shutting down,
+/// starting up or out of connections (SQLSTATE class 08, 57P01-57P03, 53300).
+fn is_unreachable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(d) => d
+            .code()
+            .is_some_and(|code| code.starts_with("08") || matches!(&*code, "57P01" | "57P02" | "57P03" | "53300")),
+        _ => false,
     }
 }
 

@@ -110,6 +110,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0016_workflows.sql"),
         postgres: include_str!("../migrations/postgres/0016_workflows.sql"),
     },
+    Step {
+        version: 17,
+        description: "lease reclaims",
+        sqlite: include_str!("../migrations/sqlite/0017_lease_reclaims.sql"),
+        postgres: include_str!("../migrations/postgres/0017_lease_reclaims.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

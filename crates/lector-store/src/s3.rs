@@ -199,6 +199,27 @@ impl S3 {
         pages.try_flatten().boxed()
     }
 
+    /// Whether the bucket answers: one listing of at most one key under the prefix, the
+    /// cheapest signed request that proves the address, the credentials and the bucket.
+    pub(crate) async fn ping(&self) -> Result<()> {
+        let query = [
+            ("list-type", "2".to_owned()),
+            ("max-keys", "1".to_owned()),
+            ("prefix", self.prefix.clone()),
+        ];
+        self.send_to(
+            Method::GET,
+            self.base.clone(),
+            &query,
+            EMPTY_SHA256,
+            None,
+            reqwest::Body::default(),
+        )
+        .await
+        .and_then(expect_success("reach the blob store"))
+        .map(|_| ())
+    }
+
     async fn list_page(&self, prefix: &str, token: Option<&str>) -> Result<ListBucketResult> {
         let mut query = vec![
             ("list-type", "2".to_owned()),
@@ -365,10 +386,16 @@ fn expect_success(what: &'static str) -> impl Fn(reqwest::Response) -> Result<re
         if response.status().is_success() {
             Ok(response)
         } else {
-            tracing::error!(status = %response.status(), "cannot {what}: the S3 store refused");
-            Err(Error::unavailable(format!(
-                "cannot {what}: the blob store is unavailable"
-            )))
+            let status = response.status();
+            tracing::error!(%status, "cannot {what}: the S3 store refused");
+            let detail = format!("cannot {what}: the blob store is unavailable");
+            // A 5xx is the store's passing trouble; a 4xx (credentials, a missing bucket) waits
+            // for an operator, so no retry is suggested.
+            Err(if status.is_server_error() {
+                Error::dependency_down(detail)
+            } else {
+                Error::unavailable(detail)
+            })
         }
     }
 }
@@ -376,7 +403,7 @@ fn expect_success(what: &'static str) -> impl Fn(reqwest::Response) -> Result<re
 fn request_failed(what: &'static str) -> impl Fn(reqwest::Error) -> Error {
     move |e| {
         tracing::error!(error = %e, "cannot {what}");
-        Error::unavailable(format!("cannot {what}: the blob store is unavailable"))
+        Error::dependency_down(format!("cannot {what}: the blob store is unavailable"))
     }
 }
 

@@ -185,3 +185,21 @@ async fn listings_follow_continuation_tokens_and_keep_to_the_prefix() {
         .unwrap_err();
     assert_eq!(refused.code, ErrorCode::Unavailable);
 }
+
+#[tokio::test]
+async fn the_health_check_asks_the_bucket_with_a_signed_listing() {
+    let (port, bucket) = stand_in().await;
+    blobs(port, SECRET_KEY).ping().await.unwrap();
+    assert_eq!(bucket.lock().unwrap().requests, 1, "one request per check");
+    // Refused credentials wait for an operator: 503, no retry suggested.
+    let refused = blobs(port, "not-the-secret").ping().await.unwrap_err();
+    assert_eq!(refused.code, ErrorCode::Unavailable);
+    assert_eq!(refused.retry_after, None);
+    // A store that does not answer at all is a passing outage: 503 with a retry.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let nobody = closed.local_addr().unwrap().port();
+    drop(closed);
+    let down = blobs(nobody, SECRET_KEY).ping().await.unwrap_err();
+    assert_eq!(down.code, ErrorCode::Unavailable);
+    assert_eq!(down.retry_after, Some(lector_core::error::DEPENDENCY_RETRY_SECS));
+}

@@ -3,7 +3,7 @@
 
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
-use lector_core::config::{Config, TlsMode};
+use lector_core::config::{Config, LogFormat, TlsMode};
 use std::path::PathBuf;
 
 /// Flags that override every other layer.
@@ -24,6 +24,17 @@ pub struct Overrides {
     /// Job workers (embedded in serve; run by worker).
     #[arg(long, global = true)]
     workers: Option<usize>,
+    /// `text` or `json` log lines (env LECTOR_LOG_FORMAT).
+    #[arg(long, global = true, value_parser = parse_log_format)]
+    log_format: Option<LogFormat>,
+}
+
+fn parse_log_format(text: &str) -> Result<LogFormat, String> {
+    match text {
+        "text" => Ok(LogFormat::Text),
+        "json" => Ok(LogFormat::Json),
+        _ => Err("expected `text` or `json`".into()),
+    }
 }
 
 fn parse_tls(text: &str) -> Result<TlsMode, String> {
@@ -58,6 +69,9 @@ pub fn load(overrides: &Overrides) -> Result<Config, String> {
     }
     if let Some(tls) = overrides.tls {
         figment = figment.merge(("tls", tls));
+    }
+    if let Some(format) = overrides.log_format {
+        figment = figment.merge(("log_format", format));
     }
     let config: Config = figment.extract().map_err(|e| e.to_string())?;
     config.validate()?;

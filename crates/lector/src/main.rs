@@ -96,7 +96,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    init_logging(&config.log_format);
+    init_logging(config.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -236,7 +236,7 @@ async fn stop_workers(stop: tokio::sync::watch::Sender<bool>, workers: Vec<tokio
     }
 }
 
-fn init_logging(format: &str) {
+fn init_logging(format: lector_core::config::LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -244,9 +244,9 @@ fn init_logging(format: &str) {
         .with_env_filter(filter)
         .with_ansi(ansi)
         .with_writer(std::io::stderr);
-    if format == "json" {
-        builder.json().init();
-    } else {
-        builder.init();
+    match format {
+        // Each line names its spans: a request's `request_id`, a job's `job.id` and `job.kind`.
+        lector_core::config::LogFormat::Json => builder.json().with_current_span(true).with_span_list(true).init(),
+        lector_core::config::LogFormat::Text => builder.init(),
     }
 }

@@ -208,7 +208,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether the service and its database answer. */
+        /** Whether the service, its database and its blob store answer; 503 names the one that does not. */
         get: operations["health"];
         put?: never;
         post?: never;
@@ -2634,9 +2634,17 @@ export interface components {
             task_id?: number | null;
         };
         Health: {
-            /** @description `ok`, or `unavailable` when the database does not answer. */
+            /** @description `ok`, or `unavailable` when a dependency does not answer. */
             status: string;
+            /** @description `ok`, or `unreachable` when the database does not answer. */
             database: string;
+            /**
+             * @description `ok`, or `unreachable` when the blob store (the directory or S3 bucket uploaded files go
+             *     to) does not answer.
+             */
+            blob_store: string;
+            /** @description The dependencies that do not answer (`database`, `blob_store`); empty when all answer. */
+            failing: string[];
         };
         /** @description What a configuration is made or changed with. */
         HitlBody: {

@@ -23,33 +23,52 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
-    /// `ok`, or `unavailable` when the database does not answer.
+    /// `ok`, or `unavailable` when a dependency does not answer.
     pub status: String,
+    /// `ok`, or `unreachable` when the database does not answer.
     pub database: String,
+    /// `ok`, or `unreachable` when the blob store (the directory or S3 bucket uploaded files go
+    /// to) does not answer.
+    pub blob_store: String,
+    /// The dependencies that do not answer (`database`, `blob_store`); empty when all answer.
+    pub failing: Vec<String>,
 }
 
-/// Whether the service and its database answer.
+/// How long each dependency may take to answer a health check.
+const HEALTH_CHECK_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether the service, its database and its blob store answer; 503 names the one that does not.
 #[utoipa::path(get, path = "/health", tag = "system",
     responses((status = 200, body = Health), (status = 503, body = Health)))]
 pub async fn health(State(state): State<AppState>) -> Response {
-    match state.store.ping().await {
-        Ok(()) => (
-            StatusCode::OK,
-            axum::Json(Health {
-                status: "ok".into(),
-                database: "ok".into(),
-            }),
-        )
-            .into_response(),
-        Err(_) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(Health {
-                status: "unavailable".into(),
-                database: "unreachable".into(),
-            }),
-        )
-            .into_response(),
+    let answered = state.store.check_dependencies(HEALTH_CHECK_WITHIN).await;
+    let word = |ok: bool| if ok { "ok" } else { "unreachable" }.to_owned();
+    let failing: Vec<String> = [("database", answered.database), ("blob_store", answered.blob_store)]
+        .into_iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    let status = if failing.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let body = Health {
+        status: if failing.is_empty() { "ok" } else { "unavailable" }.into(),
+        database: word(answered.database),
+        blob_store: word(answered.blob_store),
+        failing,
+    };
+    let mut response = (status, axum::Json(body)).into_response();
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response.headers_mut().insert(
+            header::RETRY_AFTER,
+            header::HeaderValue::from(lector_core::error::DEPENDENCY_RETRY_SECS),
+        );
     }
+    // The 503 is a Health like the 200, not a problem.
+    response.extensions_mut().insert(crate::error::OwnBody);
+    response
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -99,7 +118,7 @@ pub async fn metrics(State(state): State<AppState>, caller: Caller) -> ApiResult
     caller.require_superuser()?;
     Ok((
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
-        state.metrics.render(),
+        crate::metrics::scrape(&state).await?,
     )
         .into_response())
 }

@@ -31,10 +31,6 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[openapi(paths(webhook_production, webhook_test))]
 struct WebhookDocs;
 
-/// Marks a workflow's own answer, whatever its status, so that no middleware rewrites it.
-#[derive(Debug, Clone, Copy)]
-pub struct WorkflowAnswer;
-
 /// A workflow's production address (no bearer; the trigger's authentication). Answers as the
 /// workflow says: `{"message": "Workflow was started"}`, the last step's entries, the first
 /// entry or one property of it (a string as plain text), or nothing; 404 naming method and
@@ -233,7 +229,8 @@ fn respond(method: &Method, answer: Answer) -> Response {
     if method == Method::HEAD {
         *response.body_mut() = Body::empty();
     }
-    response.extensions_mut().insert(WorkflowAnswer);
+    // A workflow's own answer, whatever its status: no middleware rewrites it.
+    response.extensions_mut().insert(crate::error::OwnBody);
     response
 }
 

@@ -3,7 +3,7 @@
 //! uploaded with upload_group_file and a group is created from it.
 
 #[path = "../../../lector-store/tests/support/s3_stand_in.rs"]
-mod s3_stand_in;
+pub(crate) mod s3_stand_in;
 
 use crate::common::{Backend, TestApp};
 use lector_store::Blobs;

@@ -31,6 +31,7 @@ mod openapi;
 mod projects;
 mod protocol;
 mod sessions;
+mod system;
 mod type_stories;
 mod web_app;
 mod workflows;

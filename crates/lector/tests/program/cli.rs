@@ -127,3 +127,90 @@ fn migrate_openapi_print_config_and_user_create() {
         .unwrap();
     assert!(!again.status.success(), "the e-mail is taken");
 }
+
+#[test]
+fn json_logs_carry_request_and_job_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = lector(dir.path())
+        .args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (lines, logged) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    // Every line is one JSON object; waits for the first that `wanted` picks.
+    let next = |wanted: &dyn Fn(&serde_json::Value) -> bool| -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = logged.recv_timeout(left).expect("the line looked for was logged");
+            let event: serde_json::Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+            if wanted(&event) {
+                return event;
+            }
+        }
+    };
+    let serving = next(&|e| e["fields"]["message"] == "lector is serving");
+    let address = serving["fields"]["address"].as_str().unwrap().to_owned();
+
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .danger_accept_invalid_certs(true)
+            .build()
+            .unwrap();
+        let health = client
+            .get(format!("https://{address}/health"))
+            .header("x-request-id", "json-log-check-1")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(health.headers()["x-request-id"], "json-log-check-1");
+        let body = serde_json::json!({"email": "ada@example.org", "password": "password-123",
+            "first_name": "Ada", "last_name": "L"});
+        let register = client
+            .post(format!("https://{address}/auth/register"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(register.status(), 200);
+        // A reset mail is a job the embedded workers run.
+        let mail = client
+            .post(format!("https://{address}/password/email"))
+            .json(&serde_json::json!({"email": "ada@example.org"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(mail.status(), 200);
+    });
+    drop(runtime);
+
+    // The request's line names its id, in its span and in the list of spans.
+    let answered = next(&|e| e["span"]["request_id"] == "json-log-check-1");
+    assert_eq!(answered["span"]["name"], "request");
+    assert_eq!(answered["span"]["uri"], "/health");
+    assert_eq!(answered["spans"][0]["request_id"], "json-log-check-1");
+    // The job's lines name the job and its kind.
+    let started = next(&|e| e["fields"]["message"] == "job started");
+    assert_eq!(started["span"]["name"], "job");
+    assert_eq!(started["span"]["job.kind"], "send_mail");
+    let job_id = started["span"]["job.id"].as_i64().expect("a job id");
+    let ended = next(&|e| e["fields"]["message"] == "job ended");
+    assert_eq!(ended["span"]["job.id"], job_id);
+
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(child.wait().unwrap().success());
+}

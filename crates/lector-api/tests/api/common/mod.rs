@@ -207,7 +207,7 @@ impl TestApp {
             state.sandbox.clone(),
             state.sources.clone(),
         )
-        .spawn(state.store.clone(), 2, stopped);
+        .spawn(state.store.clone(), state.config.workers, stopped);
         let handle = tokio::spawn(async move {
             server
                 .run(async {
