@@ -189,11 +189,17 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        // Read back before the commit: once committed, a worker may claim the job and move the
+        // model on, and the answer is the model as this request queued it.
+        let sql = format!("{MODEL_SELECT} WHERE m.id = $2");
+        let row = sqlx::query(&sql)
+            .bind(scope.user_id)
+            .bind(model_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+        let model = Model::decode(&row)?;
         tx.commit().await.map_err(db)?;
-        let model = self
-            .model_row(scope.user_id, model_id)
-            .await?
-            .ok_or_else(|| Error::not_found("model"))?;
         self.wake_workers();
         Ok((model, job))
     }
