@@ -5,6 +5,7 @@
 //! bench tsv  --data FILE --out DIR   # FILE: lines `label<TAB>text`
 //! bench tsv  --data TRAIN --test TEST --out DIR   # a set with its own test side
 //! bench absa --data DIR  --out DIR   # DIR: train.jsonl, dev.jsonl, test.jsonl (SemEval-16)
+//! # --allow-skipped: benchmark a file even where lines lack a TAB or a label (they are counted)
 //! # experiments: --char MIN-MAX, --buckets-log2 N, --word-ngrams N, --grid C,C,…, --no-curve
 //! ```
 //!
@@ -21,18 +22,25 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use lector_core::ProjectType;
-use lector_ml::{Example, Model, Options, Tag, Workspace, split_examples};
+use lector_ml::{Example, Model, Options, Tag, Workspace, split_examples, tsv};
 use serde_json::{Value, json};
 
 type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
 
-fn read_tsv(path: &Path) -> Fallible<Vec<Example>> {
-    let text = std::fs::read_to_string(path)?;
-    Ok(text
-        .lines()
-        .filter_map(|line| line.split_once('\t'))
-        .map(|(label, text)| Example::new(text, vec![Tag::label(label)]))
-        .collect())
+/// The examples of a labelled file; says on stderr what was skipped, and refuses a file whose
+/// skipped lines look like a mistake unless `--allow-skipped` was given.
+fn read_tsv(path: &Path, allow_skipped: bool) -> Fallible<Vec<Example>> {
+    let set = tsv::read_tsv(path)?;
+    eprintln!("{}: {} examples, {}", path.display(), set.examples.len(), set.skipped);
+    if set.skipped.suspicious() > 0 && !allow_skipped {
+        return Err(format!(
+            "{}: {} (pass --allow-skipped to benchmark the rest)",
+            path.display(),
+            set.skipped
+        )
+        .into());
+    }
+    Ok(set.examples)
 }
 
 fn write_tsv(path: &Path, examples: &[&Example]) -> Fallible<()> {
@@ -160,9 +168,10 @@ fn bench_tsv(
     out: &Path,
     options: &Options<'_>,
     curve_sizes: &[usize],
+    allow_skipped: bool,
 ) -> Fallible<()> {
-    let all = read_tsv(data)?;
-    let given_test = test_file.map(read_tsv).transpose()?;
+    let all = read_tsv(data, allow_skipped)?;
+    let given_test = test_file.map(|t| read_tsv(t, allow_skipped)).transpose()?;
     let (train, test): (Vec<&Example>, Vec<&Example>) = match &given_test {
         // A set with its own test file (sentences repeated across aspects must not straddle
         // a random split).
@@ -175,6 +184,7 @@ fn bench_tsv(
             )
         }
     };
+    check(data, &train, &test)?;
     std::fs::create_dir_all(out)?;
     write_tsv(&out.join("train.tsv"), &train)?;
     write_tsv(&out.join("test.tsv"), &test)?;
@@ -209,6 +219,12 @@ fn bench_tsv(
     let result = json!({ "data": data.display().to_string(), "train": train.len(), "test": test.len(), "test_words": words(&test), "lector": full, "curve": curve });
     std::fs::write(out.join("lector.json"), serde_json::to_string_pretty(&result)?)?;
     Ok(())
+}
+
+/// Stops before anything is written when the split cannot make a benchmark.
+fn check(data: &Path, train: &[&Example], test: &[&Example]) -> Fallible<()> {
+    tsv::check_trainable(train.iter().copied(), test.iter().copied())
+        .map_err(|why| format!("{}: cannot benchmark this set: {why}", data.display()).into())
 }
 
 /// A fixed scramble (SplitMix64's finaliser) to order examples for the learning curve.
@@ -266,7 +282,18 @@ fn bench_absa(dir: &Path, out: &Path, options: &Options<'_>) -> Fallible<()> {
     Ok(())
 }
 
-fn main() -> Fallible<()> {
+/// Errors are printed for a person (`Display`), not as `Debug` structures.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Fallible<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let value = |name: &str| {
         args.iter()
@@ -302,6 +329,7 @@ fn main() -> Fallible<()> {
             &arg(&args, "--out")?,
             &options,
             curve,
+            args.iter().any(|a| a == "--allow-skipped"),
         ),
         Some("absa") => bench_absa(&arg(&args, "--data")?, &arg(&args, "--out")?, &options),
         _ => Err("usage: bench tsv --data FILE --out DIR | bench absa --data DIR --out DIR".into()),
