@@ -72,6 +72,8 @@ fn run_label(train: &[&Example], test: &[&Example], options: &Options<'_>, speed
     let model = Model::train(ProjectType::Label, &train_owned, options, &mut go)?;
     let train_s = clock.seconds();
     let metrics = model.evaluate(&test_owned);
+    let bytes = model.to_bytes();
+    let loaded = Model::from_bytes(&bytes)?;
     let mut out = json!({
         "train_examples": train.len(),
         "accuracy": metrics.accuracy,
@@ -80,7 +82,8 @@ fn run_label(train: &[&Example], test: &[&Example], options: &Options<'_>, speed
         "c": model.info().hyper.c,
         "validation": model.info().hyper.validation,
         "validation_score": model.info().hyper.validation_score,
-        "artifact_bytes": model.to_bytes().len(),
+        "artifact_bytes": bytes.len(),
+        "artifact_round_trip_identical": test.iter().all(|e| loaded.predict(&e.text) == model.predict(&e.text)),
     });
     if speed {
         let n_words = words(test);
@@ -275,9 +278,16 @@ fn bench_absa(dir: &Path, out: &Path, options: &Options<'_>) -> Fallible<()> {
         "at_least_one": model.info().calibration.at_least_one,
         "empty_predictions": test.iter().filter(|e| model.predict(&e.text).tags.is_empty()).count(),
         "validation": model.info().hyper.validation,
+        "artifact_bytes": model.to_bytes().len(),
     });
     eprintln!("absa: {result}");
     std::fs::create_dir_all(out)?;
+    // The decided tags of every test sentence, to compare two builds' decisions line by line.
+    let decided: Vec<String> = test
+        .iter()
+        .map(|e| serde_json::to_string(&model.predict(&e.text).plain_tags()))
+        .collect::<Result<_, _>>()?;
+    std::fs::write(out.join("predictions.jsonl"), decided.join("\n") + "\n")?;
     std::fs::write(out.join("lector.json"), serde_json::to_string_pretty(&result)?)?;
     Ok(())
 }

@@ -166,10 +166,25 @@ impl Head {
         w
     }
 
+    /// Rounds the weights (not the biases) to bfloat16 values, as the prediction table holds
+    /// them: the artifact then stores them in two bytes each and still exactly.
+    pub(crate) fn round_to_bf16(&mut self) {
+        for w in &mut self.weights {
+            *w = from_bf16(to_bf16(*w));
+        }
+    }
+
+    /// Whether every weight is a bfloat16 value (see [`Head::round_to_bf16`]).
+    pub(crate) fn is_bf16(&self) -> bool {
+        self.weights.iter().all(|w| w.to_bits() & 0xffff == 0)
+    }
+
     pub(crate) fn set_column(&mut self, k: usize, w: &[f64]) {
         let dim = self.dim();
         for (j, &v) in w.iter().take(dim).enumerate() {
-            self.weights[j * self.outputs + k] = v as f32;
+            // No negative zeros (a mirrored zero weight): they score as zeros, and the
+            // artifact stores only rows with a non-zero weight.
+            self.weights[j * self.outputs + k] = v as f32 + 0.0;
         }
         self.bias[k] = w[dim] as f32;
     }
@@ -205,13 +220,21 @@ pub(crate) fn from_bf16(h: u16) -> f32 {
     f32::from_bits(u32::from(h) << 16)
 }
 
+/// `-x` of a bfloat16, zero staying a positive zero (tables hold no negative zeros).
+#[inline]
+pub(crate) fn negate_bf16(h: u16) -> u16 {
+    if h & 0x7fff == 0 { 0 } else { h ^ 0x8000 }
+}
+
 impl Table {
     pub(crate) fn fuse(idf: &[f32], head: &Head) -> Self {
         let k = head.outputs;
         let mut rows = Vec::with_capacity(idf.len() * (k + 1));
         for (j, &w) in idf.iter().enumerate() {
             rows.push(to_bf16(w));
-            rows.extend(head.weights[j * k..j * k + k].iter().map(|&w| to_bf16(w)));
+            // `+ 0.0` turns a negative zero (a mirrored zero weight) into a positive one: it
+            // scores the same, and the artifact need not store it.
+            rows.extend(head.weights[j * k..j * k + k].iter().map(|&w| to_bf16(w + 0.0)));
         }
         Self {
             outputs: k,
@@ -222,14 +245,6 @@ impl Table {
 
     pub(crate) fn dim(&self) -> usize {
         self.rows.len() / (self.outputs + 1)
-    }
-
-    pub(crate) fn idf(&self) -> Vec<f32> {
-        self.rows
-            .iter()
-            .step_by(self.outputs + 1)
-            .map(|&h| from_bf16(h))
-            .collect()
     }
 
     /// The weights alone, as a [`Head`].

@@ -170,6 +170,37 @@ fn same_seed_same_bytes_and_round_trip() {
     }
 }
 
+/// The same sets and options made `tests/fixtures/v2-*.lcm` in the version 2 format: today's
+/// artifacts of the same models are at most half their size.
+#[test]
+fn artifacts_are_at_most_half_the_version_2_size() {
+    for (t, set, v2) in [
+        (
+            ProjectType::Label,
+            label_set(),
+            &include_bytes!("fixtures/v2-label.lcm")[..],
+        ),
+        (
+            ProjectType::Absa,
+            pair_set("positive", "negative"),
+            &include_bytes!("fixtures/v2-absa.lcm")[..],
+        ),
+    ] {
+        let model = Model::train(t, &set, &options(), &mut go).unwrap();
+        let bytes = model.to_bytes();
+        assert!(
+            bytes.len() * 2 <= v2.len(),
+            "{t}: {} bytes, {} in version 2",
+            bytes.len(),
+            v2.len()
+        );
+        let old = Model::from_bytes(v2).unwrap();
+        for e in &set {
+            assert_eq!(model.predict(&e.text).plain_tags(), old.predict(&e.text).plain_tags());
+        }
+    }
+}
+
 #[test]
 fn damaged_artifacts_are_refused() {
     let model = Model::train(

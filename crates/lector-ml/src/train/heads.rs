@@ -259,7 +259,10 @@ pub(super) fn fit_label_head(
             let (scores, gold): (Vec<Vec<f64>>, Vec<usize>) =
                 fitted.held_out.iter().map(|(r, m)| (m.clone(), y[*r])).unzip();
             calibration.label_temperature = fit_temperature(&scores, &gold);
-            (Some(fitted.head), Some(fitted.c))
+            let mut head = fitted.head;
+            // Three significant digits, as the main table: half the artifact, same decisions.
+            head.round_to_bf16();
+            (Some(head), Some(fitted.c))
         }
         _ if matches!(project_type, ProjectType::Absa | ProjectType::Classlabel) => {
             // Zero or one label seen: every class gets that label (or the first) with certainty.
