@@ -6,7 +6,7 @@
 //! bench tsv  --data TRAIN --test TEST --out DIR   # a set with its own test side
 //! bench absa --data DIR  --out DIR   # DIR: train.jsonl, dev.jsonl, test.jsonl (SemEval-16)
 //! # --allow-skipped: benchmark a file even where lines lack a TAB or a label (they are counted)
-//! # experiments: --char MIN-MAX, --buckets-log2 N, --word-ngrams N, --grid C,C,…, --no-curve
+//! # experiments: --fixed-features (no choice of featurisation), --cased, --char MIN-MAX, --buckets-log2 N, --word-ngrams N, --grid C,C,…, --no-curve
 //! ```
 //!
 //! `tsv` makes the stratified 80/20 split with seed 0 (`DIR/train.tsv`, `DIR/test.tsv`), the
@@ -82,6 +82,8 @@ fn run_label(train: &[&Example], test: &[&Example], options: &Options<'_>, speed
         "c": model.info().hyper.c,
         "validation": model.info().hyper.validation,
         "validation_score": model.info().hyper.validation_score,
+        "features": model.info().features.name(),
+        "features_tried": model.info().hyper.features_tried,
         "artifact_bytes": bytes.len(),
         "artifact_round_trip_identical": test.iter().all(|e| loaded.predict(&e.text) == model.predict(&e.text)),
     });
@@ -323,6 +325,12 @@ fn run() -> Fallible<()> {
     }
     if let Some(w) = value("--word-ngrams") {
         options.features.word_ngrams = w.parse()?;
+    }
+    if args.iter().any(|a| a == "--fixed-features") {
+        options.choose_features = false;
+    }
+    if args.iter().any(|a| a == "--cased") {
+        options.features.cased_words = true;
     }
     if let Some(g) = value("--grid") {
         options.c_grid = g.split(',').map(str::parse).collect::<Result<_, _>>()?;

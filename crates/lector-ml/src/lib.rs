@@ -59,7 +59,9 @@ pub use error::{Error, Result};
 pub use example::{Example, Tag};
 pub use features::FeatureConfig;
 pub use metrics::{ConfusionMatrix, Metrics, NameScores, evaluate_tags};
-pub use model::{Calibration, HyperParameters, Model, ModelInfo, PredictedTag, Prediction, Scored, Workspace};
+pub use model::{
+    Calibration, FeatureTrial, HyperParameters, Model, ModelInfo, PredictedTag, Prediction, Scored, Workspace,
+};
 pub use progress::ProgressFn;
 pub use rng::Rng;
 pub use split::{Split, split_examples, stratified_split, stratum};

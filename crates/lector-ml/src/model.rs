@@ -75,6 +75,20 @@ pub struct HyperParameters {
     pub validation: String,
     /// Held-out score of the chosen main-head cost (macro F1 for LABEL, micro F1 otherwise).
     pub validation_score: Option<f64>,
+    /// The featurisations tried on the same held-out data, each with its best held-out score;
+    /// the chosen one is [`ModelInfo::features`]. One entry where there was no choice (a warm
+    /// start keeps its base model's, a sentence encoder's model the given one); empty in
+    /// models from before the choice.
+    #[serde(default)]
+    pub features_tried: Vec<FeatureTrial>,
+}
+
+/// One featurisation tried while training.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeatureTrial {
+    /// [`FeatureConfig::name`].
+    pub features: String,
+    pub validation_score: Option<f64>,
 }
 
 /// The probabilities' calibration, fitted on held-out margins.
@@ -520,13 +534,15 @@ impl Model {
             .map(|e| self.predict_with(&e.text, &mut ws).plain_tags())
             .collect();
         let gold: Vec<Vec<Tag>> = examples.iter().map(|e| e.tags.clone()).collect();
-        evaluate_tags(
+        let mut metrics = evaluate_tags(
             self.info.project_type,
             &self.info.classes,
             &self.info.labels,
             &gold,
             &predicted,
-        )
+        );
+        metrics.features = Some(self.info.features.name().to_string());
+        metrics
     }
 }
 

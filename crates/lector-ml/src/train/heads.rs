@@ -28,6 +28,14 @@ pub(super) struct FittedHead {
     pub(super) validation_score: Option<f64>,
 }
 
+/// What the held-out runs found: the cost, its held-out margins and score.
+pub(super) struct Selection {
+    pub(super) c: f64,
+    /// `(row, margins)` of every held-out row, in row order.
+    pub(super) held_out: Vec<(usize, Vec<f64>)>,
+    pub(super) validation_score: Option<f64>,
+}
+
 pub(super) struct HeadJob<'a> {
     pub(super) x: &'a Csr,
     pub(super) dim: usize,
@@ -46,11 +54,8 @@ pub(super) struct HeadJob<'a> {
 
 impl HeadJob<'_> {
     pub(super) fn plan(&self, progress: &mut Progress<'_, '_>) {
+        self.plan_selection(progress);
         let problems = self.targets.problems().len() as f64;
-        let epochs = f64::from(self.select.max_epochs);
-        for (train, _) in self.runs {
-            progress.plan(problems * epochs * self.grid.len() as f64 * self.x.nnz_of(train) as f64);
-        }
         progress.plan(problems * f64::from(self.params.max_epochs) * self.x.indices.len() as f64);
     }
 
@@ -69,7 +74,24 @@ impl HeadJob<'_> {
         }
     }
 
+    /// Plans the held-out runs alone (a featurisation that is only tried).
+    pub(super) fn plan_selection(&self, progress: &mut Progress<'_, '_>) {
+        let problems = self.targets.problems().len() as f64;
+        let epochs = f64::from(self.select.max_epochs);
+        for (train, _) in self.runs {
+            progress.plan(problems * epochs * self.grid.len() as f64 * self.x.nnz_of(train) as f64);
+        }
+    }
+
+    /// The held-out runs and the final fit.
     pub(super) fn fit(&self, rng: &mut Rng, progress: &mut Progress<'_, '_>) -> Result<FittedHead> {
+        let selection = self.select(rng, progress)?;
+        self.final_fit(selection, rng, progress)
+    }
+
+    /// Every cost on every validation run: the held-out margins at the cost with the best
+    /// held-out score.
+    pub(super) fn select(&self, rng: &mut Rng, progress: &mut Progress<'_, '_>) -> Result<Selection> {
         let k = self.targets.outputs();
         let problems = self.targets.problems();
         // held[c][i] = margins of held-out row i (in `held_rows` order) at cost grid[c].
@@ -99,26 +121,45 @@ impl HeadJob<'_> {
                 }
             }
         }
-        let (best, validation_score) = if held_rows.is_empty() {
+        let (best, validation_score) = self.best_cost(&held_rows, &held);
+        Ok(Selection {
+            c: self.grid[best],
+            held_out: held_rows.into_iter().zip(held.swap_remove(best)).collect(),
+            validation_score,
+        })
+    }
+
+    /// The index of the cost with the best held-out score, and that score.
+    fn best_cost(&self, held_rows: &[usize], held: &[Vec<Vec<f64>>]) -> (usize, Option<f64>) {
+        if held_rows.is_empty() {
             // Nothing held out: the cost nearest 1, liblinear's and scikit-learn's default.
             let nearest = (0..self.grid.len())
                 .min_by(|&a, &b| self.grid[a].ln().abs().total_cmp(&self.grid[b].ln().abs()))
                 .unwrap_or(0);
-            (nearest, None)
-        } else {
-            let mut best = (0, f64::NEG_INFINITY);
-            for (ci, margins) in held.iter().enumerate() {
-                let s = self.targets.score(&held_rows, margins);
-                if s > best.1 {
-                    best = (ci, s);
-                }
+            return (nearest, None);
+        }
+        let mut best = (0, f64::NEG_INFINITY);
+        for (ci, margins) in held.iter().enumerate() {
+            let s = self.targets.score(held_rows, margins);
+            if s > best.1 {
+                best = (ci, s);
             }
-            (best.0, Some(best.1))
-        };
-        let c = self.grid[best];
+        }
+        (best.0, Some(best.1))
+    }
+
+    /// The final fit on all rows at the chosen cost.
+    pub(super) fn final_fit(
+        &self,
+        selection: Selection,
+        rng: &mut Rng,
+        progress: &mut Progress<'_, '_>,
+    ) -> Result<FittedHead> {
+        let k = self.targets.outputs();
+        let c = selection.c;
         let all: Vec<usize> = (0..self.x.rows()).collect();
         let mut head = Head::zeros(self.dim, k);
-        for &(positive, negative) in &problems {
+        for (positive, negative) in self.targets.problems() {
             let y: Vec<f64> = all.iter().map(|&r| self.targets.sign(r, positive)).collect();
             let mut state = Binary::new(all.len(), self.dim, self.start_weights(positive, negative).as_deref());
             state.solve(self.x, &all, &y, &vec![c; all.len()], self.params, rng, progress)?;
@@ -128,12 +169,11 @@ impl HeadJob<'_> {
                 head.set_column(n, &mirrored);
             }
         }
-        let held_out = held_rows.into_iter().zip(held.swap_remove(best)).collect();
         Ok(FittedHead {
             head,
             c,
-            held_out,
-            validation_score,
+            held_out: selection.held_out,
+            validation_score: selection.validation_score,
         })
     }
 }
