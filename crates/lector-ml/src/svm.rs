@@ -14,7 +14,7 @@ use crate::progress::Progress;
 use crate::rng::Rng;
 
 /// Rows of sparse feature vectors, stored back to back.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct Csr {
     pub(crate) indptr: Vec<usize>,
     pub(crate) indices: Vec<u32>,

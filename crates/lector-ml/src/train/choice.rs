@@ -10,6 +10,10 @@
 //! held-out solves for each extra candidate, never another final fit; where the first wins,
 //! the model is the one it makes alone, bit for bit.
 //!
+//! A candidate whose vectors equal the first's (a set without a capital letter, where the cased
+//! channel adds nothing) is not solved again: the same vectors on the same path from the same
+//! random state would score the same, so the first's score is recorded for it.
+//!
 //! What was tried is recorded as [`FeatureTrial`]s. This module does not decide which
 //! candidates exist (that is `features`) nor how a head is fitted (that is `heads`).
 
@@ -49,9 +53,23 @@ pub(super) fn choose(
     progress: &mut Progress<'_, '_>,
 ) -> Result<Chosen> {
     let mut best: Option<Chosen> = None;
-    let mut trials = Vec::with_capacity(candidates.len());
+    let mut trials: Vec<FeatureTrial> = Vec::with_capacity(candidates.len());
     let mut grid = job.grid;
     for (index, candidate) in candidates.iter().enumerate() {
+        if index > 0 && candidate.x_main == candidates[0].x_main {
+            progress.advance(
+                HeadJob {
+                    x: &candidate.x_main,
+                    ..*job
+                }
+                .selection_units(),
+            )?;
+            trials.push(FeatureTrial {
+                features: candidate.featurizer.config.name().to_string(),
+                validation_score: trials[0].validation_score,
+            });
+            continue;
+        }
         let mut run_rng = rng.clone();
         let selection = HeadJob {
             x: &candidate.x_main,

@@ -131,11 +131,17 @@ impl HeadJob<'_> {
 
     /// Plans the held-out runs alone (a featurisation that is only tried).
     pub(super) fn plan_selection(&self, progress: &mut Progress<'_, '_>) {
+        progress.plan(self.selection_units());
+    }
+
+    /// The progress units of the held-out runs.
+    pub(super) fn selection_units(&self) -> f64 {
         let problems = self.targets.problems().len() as f64;
         let epochs = f64::from(self.select.max_epochs);
-        for (train, _) in self.runs {
-            progress.plan(problems * epochs * self.grid.len() as f64 * self.x.nnz_of(train) as f64);
-        }
+        self.runs
+            .iter()
+            .map(|(train, _)| problems * epochs * self.grid.len() as f64 * self.x.nnz_of(train) as f64)
+            .sum()
     }
 
     /// The held-out runs and the final fit.
