@@ -64,10 +64,7 @@ pub(super) fn choose(
                 }
                 .selection_units(),
             )?;
-            trials.push(FeatureTrial {
-                features: candidate.featurizer.config.name().to_string(),
-                validation_score: trials[0].validation_score,
-            });
+            trials.push(trial(candidate, trials[0].validation_score));
             continue;
         }
         let mut run_rng = rng.clone();
@@ -82,10 +79,7 @@ pub(super) fn choose(
             grid = &job.grid[..=chosen];
         }
         let score = selection.validation_score;
-        trials.push(FeatureTrial {
-            features: candidate.featurizer.config.name().to_string(),
-            validation_score: score,
-        });
+        trials.push(trial(candidate, score));
         if best
             .as_ref()
             .is_none_or(|b| better(score, b.selection.validation_score))
@@ -101,6 +95,13 @@ pub(super) fn choose(
     let mut chosen = best.expect("FeatureConfig::candidates is never empty");
     chosen.trials = trials;
     Ok(chosen)
+}
+
+fn trial(candidate: &Candidate, validation_score: Option<f64>) -> FeatureTrial {
+    FeatureTrial {
+        features: candidate.featurizer.config.name().to_string(),
+        validation_score,
+    }
 }
 
 /// Whether held-out score `a` beats `b` (strictly: ties keep the earlier candidate; without
