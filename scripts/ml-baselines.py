@@ -11,6 +11,13 @@ Usage: ml-baselines.py DIR   (DIR holds train.tsv, test.tsv, curve-*.tsv; writes
 Training time includes vectorising; prediction speed is words (whitespace tokens of the raw
 text) per second on one thread over the test set: the best of 5 windows of at least 0.25 s. Times are
 CPU time (the machine is shared).
+
+Honesty: the files are read by scripts/ml_tsv.py (bad UTF-8 is named by file, line and byte;
+skipped lines are counted, and lines without a TAB or a label stop the run); fastText labels
+are escaped (`very positive` is one label, not a label and a word) and its answers checked
+against the training labels; a set with fewer than two labels or no test side stops before
+anything is written; a system that fails is recorded as `{"error": ...}`, never as a figure,
+and a stale baselines.json is removed first so no old figure survives a failed run.
 """
 import json
 import os
@@ -18,6 +25,8 @@ import random
 import sys
 import tempfile
 import time
+
+from ml_tsv import BadInput, ft_label, ft_unlabel, read_tsv
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -29,13 +38,19 @@ from sklearn.svm import LinearSVC  # noqa: E402
 
 
 def read(path):
-    labels, texts = [], []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            label, _, text = line.rstrip("\n").partition("\t")
-            labels.append(label)
-            texts.append(text)
+    labels, texts, skipped = read_tsv(path)
+    if skipped.suspicious():
+        raise BadInput(f"{path}: {skipped}")
     return labels, texts
+
+
+def check_trainable(train, test):
+    labels = sorted(set(train[0]))
+    if len(labels) < 2:
+        raise BadInput(f"cannot train: the training side has {len(train[0])} examples and the labels "
+                       f"{labels}; a classifier needs at least two labels")
+    if not test[0]:
+        raise BadInput("cannot score: the test side is empty")
 
 
 def words(texts):
@@ -70,7 +85,7 @@ def svm(train, test, speed):
     vec = TfidfVectorizer(ngram_range=(1, 2))
     clf = LinearSVC().fit(vec.fit_transform(xtr), ytr)
     train_s = clock() - start
-    pred = clf.predict(vec.transform(xte))
+    pred = checked(list(clf.predict(vec.transform(xte))), ytr, "LinearSVC")
     out = {"accuracy": accuracy_score(yte, pred), "macro_f1": f1_score(yte, pred, average="macro"), "train_s": train_s}
     if speed:
         out["predict_words_per_s"] = timed_rate(lambda: clf.predict(vec.transform(xte)), words(xte))
@@ -80,7 +95,7 @@ def svm(train, test, speed):
 def ft_fit(rows, lr):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as f:
         for y, x in rows:
-            f.write(f"__label__{y} {x}\n")
+            f.write(f"{ft_label(y)} {x}\n")
         path = f.name
     try:
         return fasttext.train_supervised(path, wordNgrams=2, epoch=25, lr=lr, thread=1, seed=0, verbose=0)
@@ -89,7 +104,15 @@ def ft_fit(rows, lr):
 
 
 def ft_predict(model, texts):
-    return [p[0].replace("__label__", "", 1) for p in model.predict(texts)[0]]
+    return [ft_unlabel(p[0]) for p in model.predict(texts)[0]]
+
+
+def checked(pred, train_labels, system):
+    """`pred`, refused where a system answers a label it was never taught (a broken run)."""
+    strange = sorted(set(pred) - set(train_labels))
+    if strange:
+        raise BadInput(f"{system} predicted labels absent from the training side: {strange[:5]}")
+    return pred
 
 
 def ft(train, test, speed):
@@ -111,24 +134,41 @@ def ft(train, test, speed):
     start = clock()
     model = ft_fit(rows, best_lr)
     train_s = clock() - start
-    pred = ft_predict(model, xte)
+    pred = checked(ft_predict(model, xte), ytr, "fastText")
     out = {"accuracy": accuracy_score(yte, pred), "macro_f1": f1_score(yte, pred, average="macro"), "train_s": train_s, "lr": best_lr}
     if speed:
         out["predict_words_per_s"] = timed_rate(lambda: model.predict(xte), words(xte))
     return out
 
 
+def attempt(system, *args):
+    """The system's figures, or `{"error": why}`: a failure is recorded, never scored."""
+    try:
+        return system(*args)
+    except Exception as e:  # noqa: BLE001 - any failure of a baseline is reported as such
+        print(f"{system.__name__} failed: {e}", file=sys.stderr)
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
 def main():
     d = sys.argv[1]
-    test = read(os.path.join(d, "test.tsv"))
-    train = read(os.path.join(d, "train.tsv"))
-    result = {"svm": svm(train, test, True), "fasttext": ft(train, test, True), "curve": {}}
+    out_path = os.path.join(d, "baselines.json")
+    if os.path.exists(out_path):
+        os.unlink(out_path)
+    try:
+        test = read(os.path.join(d, "test.tsv"))
+        train = read(os.path.join(d, "train.tsv"))
+        check_trainable(train, test)
+    except BadInput as e:
+        sys.exit(f"ml-baselines: {e}")
+    result = {"train": len(train[0]), "test": len(test[0]),
+              "svm": attempt(svm, train, test, True), "fasttext": attempt(ft, train, test, True), "curve": {}}
     for n in (8, 32, 128):
         path = os.path.join(d, f"curve-{n}.tsv")
         if os.path.exists(path):
             sub = read(path)
-            result["curve"][str(n)] = {"svm": svm(sub, test, False), "fasttext": ft(sub, test, False)}
-    with open(os.path.join(d, "baselines.json"), "w") as f:
+            result["curve"][str(n)] = {"svm": attempt(svm, sub, test, False), "fasttext": attempt(ft, sub, test, False)}
+    with open(out_path, "w") as f:
         json.dump(result, f, indent=2)
     print(json.dumps({k: result[k] for k in ("svm", "fasttext")}))
 

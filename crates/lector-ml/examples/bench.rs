@@ -5,7 +5,8 @@
 //! bench tsv  --data FILE --out DIR   # FILE: lines `label<TAB>text`
 //! bench tsv  --data TRAIN --test TEST --out DIR   # a set with its own test side
 //! bench absa --data DIR  --out DIR   # DIR: train.jsonl, dev.jsonl, test.jsonl (SemEval-16)
-//! # experiments: --char MIN-MAX, --buckets-log2 N, --word-ngrams N, --grid C,C,…, --no-curve
+//! # --allow-skipped: benchmark a file even where lines lack a TAB or a label (they are counted)
+//! # experiments: --fixed-features (no choice of featurisation), --cased, --char MIN-MAX, --buckets-log2 N, --word-ngrams N, --grid C,C,…, --no-curve
 //! ```
 //!
 //! `tsv` makes the stratified 80/20 split with seed 0 (`DIR/train.tsv`, `DIR/test.tsv`), the
@@ -21,18 +22,25 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use lector_core::ProjectType;
-use lector_ml::{Example, Model, Options, Tag, Workspace, split_examples};
+use lector_ml::{Example, Model, Options, Tag, Workspace, split_examples, tsv};
 use serde_json::{Value, json};
 
 type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
 
-fn read_tsv(path: &Path) -> Fallible<Vec<Example>> {
-    let text = std::fs::read_to_string(path)?;
-    Ok(text
-        .lines()
-        .filter_map(|line| line.split_once('\t'))
-        .map(|(label, text)| Example::new(text, vec![Tag::label(label)]))
-        .collect())
+/// The examples of a labelled file; says on stderr what was skipped, and refuses a file whose
+/// skipped lines look like a mistake unless `--allow-skipped` was given.
+fn read_tsv(path: &Path, allow_skipped: bool) -> Fallible<Vec<Example>> {
+    let set = tsv::read_tsv(path)?;
+    eprintln!("{}: {} examples, {}", path.display(), set.examples.len(), set.skipped);
+    if set.skipped.suspicious() > 0 && !allow_skipped {
+        return Err(format!(
+            "{}: {} (pass --allow-skipped to benchmark the rest)",
+            path.display(),
+            set.skipped
+        )
+        .into());
+    }
+    Ok(set.examples)
 }
 
 fn write_tsv(path: &Path, examples: &[&Example]) -> Fallible<()> {
@@ -64,6 +72,8 @@ fn run_label(train: &[&Example], test: &[&Example], options: &Options<'_>, speed
     let model = Model::train(ProjectType::Label, &train_owned, options, &mut go)?;
     let train_s = clock.seconds();
     let metrics = model.evaluate(&test_owned);
+    let bytes = model.to_bytes();
+    let loaded = Model::from_bytes(&bytes)?;
     let mut out = json!({
         "train_examples": train.len(),
         "accuracy": metrics.accuracy,
@@ -72,7 +82,10 @@ fn run_label(train: &[&Example], test: &[&Example], options: &Options<'_>, speed
         "c": model.info().hyper.c,
         "validation": model.info().hyper.validation,
         "validation_score": model.info().hyper.validation_score,
-        "artifact_bytes": model.to_bytes().len(),
+        "features": model.info().features.name(),
+        "features_tried": model.info().hyper.features_tried,
+        "artifact_bytes": bytes.len(),
+        "artifact_round_trip_identical": test.iter().all(|e| loaded.predict(&e.text) == model.predict(&e.text)),
     });
     if speed {
         let n_words = words(test);
@@ -160,9 +173,10 @@ fn bench_tsv(
     out: &Path,
     options: &Options<'_>,
     curve_sizes: &[usize],
+    allow_skipped: bool,
 ) -> Fallible<()> {
-    let all = read_tsv(data)?;
-    let given_test = test_file.map(read_tsv).transpose()?;
+    let all = read_tsv(data, allow_skipped)?;
+    let given_test = test_file.map(|t| read_tsv(t, allow_skipped)).transpose()?;
     let (train, test): (Vec<&Example>, Vec<&Example>) = match &given_test {
         // A set with its own test file (sentences repeated across aspects must not straddle
         // a random split).
@@ -175,6 +189,7 @@ fn bench_tsv(
             )
         }
     };
+    check(data, &train, &test)?;
     std::fs::create_dir_all(out)?;
     write_tsv(&out.join("train.tsv"), &train)?;
     write_tsv(&out.join("test.tsv"), &test)?;
@@ -209,6 +224,12 @@ fn bench_tsv(
     let result = json!({ "data": data.display().to_string(), "train": train.len(), "test": test.len(), "test_words": words(&test), "lector": full, "curve": curve });
     std::fs::write(out.join("lector.json"), serde_json::to_string_pretty(&result)?)?;
     Ok(())
+}
+
+/// Stops before anything is written when the split cannot make a benchmark.
+fn check(data: &Path, train: &[&Example], test: &[&Example]) -> Fallible<()> {
+    tsv::check_trainable(train.iter().copied(), test.iter().copied())
+        .map_err(|why| format!("{}: cannot benchmark this set: {why}", data.display()).into())
 }
 
 /// A fixed scramble (SplitMix64's finaliser) to order examples for the learning curve.
@@ -259,14 +280,32 @@ fn bench_absa(dir: &Path, out: &Path, options: &Options<'_>) -> Fallible<()> {
         "at_least_one": model.info().calibration.at_least_one,
         "empty_predictions": test.iter().filter(|e| model.predict(&e.text).tags.is_empty()).count(),
         "validation": model.info().hyper.validation,
+        "artifact_bytes": model.to_bytes().len(),
     });
     eprintln!("absa: {result}");
     std::fs::create_dir_all(out)?;
+    // The decided tags of every test sentence, to compare two builds' decisions line by line.
+    let decided: Vec<String> = test
+        .iter()
+        .map(|e| serde_json::to_string(&model.predict(&e.text).plain_tags()))
+        .collect::<Result<_, _>>()?;
+    std::fs::write(out.join("predictions.jsonl"), decided.join("\n") + "\n")?;
     std::fs::write(out.join("lector.json"), serde_json::to_string_pretty(&result)?)?;
     Ok(())
 }
 
-fn main() -> Fallible<()> {
+/// Errors are printed for a person (`Display`), not as `Debug` structures.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Fallible<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let value = |name: &str| {
         args.iter()
@@ -287,6 +326,12 @@ fn main() -> Fallible<()> {
     if let Some(w) = value("--word-ngrams") {
         options.features.word_ngrams = w.parse()?;
     }
+    if args.iter().any(|a| a == "--fixed-features") {
+        options.choose_features = false;
+    }
+    if args.iter().any(|a| a == "--cased") {
+        options.features.cased_words = true;
+    }
     if let Some(g) = value("--grid") {
         options.c_grid = g.split(',').map(str::parse).collect::<Result<_, _>>()?;
     }
@@ -302,6 +347,7 @@ fn main() -> Fallible<()> {
             &arg(&args, "--out")?,
             &options,
             curve,
+            args.iter().any(|a| a == "--allow-skipped"),
         ),
         Some("absa") => bench_absa(&arg(&args, "--data")?, &arg(&args, "--out")?, &options),
         _ => Err("usage: bench tsv --data FILE --out DIR | bench absa --data DIR --out DIR".into()),

@@ -5,28 +5,50 @@
 //! | bytes | content |
 //! |---|---|
 //! | 8 | magic `LECTORML` |
-//! | 4 | format version (2; version 1, without the tuned encoder's part, is read too) |
+//! | 4 | format version (3; versions 1 and 2 are read too) |
 //! | 4 | header length `h` |
 //! | h | header: [`ModelInfo`] as JSON (project type, classes, labels, features, hyper-parameters, calibration, training date, metrics) |
 //! | 8 | body length `b` |
-//! | b | body: the IDF table, then each head, stored sparsely (only rows with a non-zero value); a model with a sentence encoder (`dense` in the header) has the encoder's `dim` rows after the hashed buckets in the IDF table and the main head; then a marker byte and, where it is 1, the tuned encoder's weights ([`crate::Tuned::to_bytes`]) after their length (8 bytes) |
+//! | b | body: the main table, the label head after a marker byte, the tuned encoder after a marker byte (below) |
 //! | 8 | FNV-1a 64 of everything before it |
 //!
-//! The weights are exact `f32` bit patterns, so a loaded model predicts exactly what the saved
-//! one did. Reading checks the magic, the version and the checksum before parsing anything and
-//! then bounds-checks every length, so a truncated, corrupted or foreign file is an
+//! The body of version 3:
+//!
+//! - the main table ([`Table`]: per row the IDF weight and the head's weights, as bfloat16):
+//!   outputs `k` and rows `d` (4 bytes each), the `k` biases (`f32`), the IDF of rows not
+//!   stored (2 bytes), a byte that is 1 where a two-output head's second column is the first
+//!   negated (a two-label LABEL model: only the first is stored), the stored rows
+//!   ([`rows`]: those differing from an unseen bucket's, i.e. other IDF or a non-zero weight),
+//!   then for each stored row its IDF and weights (2 bytes each);
+//! - a marker byte, and where it is 1 the label head of the pair types: outputs, rows, biases
+//!   (`f32`), the stored rows (any non-zero weight), the width of a weight (2: bfloat16, as
+//!   training leaves them; 4: `f32`, as in a model read from an older file), their weights;
+//! - a marker byte, and where it is 1 the tuned encoder's weights ([`crate::Tuned::to_bytes`])
+//!   after their length (8 bytes).
+//!
+//! Versions 1 and 2 stored the IDF table and the heads as exact `f32` (a row index of 4 bytes
+//! before each non-zero row, and negative zeros counted as non-zero, so a two-label model stored
+//! every row); version 1 has no tuned-encoder marker. The prediction table was bfloat16 in
+//! memory already, so version 3 stores exactly the values a model predicts with: a loaded
+//! model predicts bit for bit what the saved one did, at a third to a half of the size.
+//!
+//! Reading checks the magic, the version and the checksum before parsing anything and then
+//! bounds-checks every length, so a truncated, corrupted or foreign file is an
 //! [`Error::Artifact`], never a panic or a huge allocation.
+
+mod rows;
 
 use std::sync::Arc;
 
 use crate::dense::{Embedder, Encoder, TunedEncoder};
 use crate::error::{Error, Result};
 use crate::features::{FNV_SEED, fnv1a};
-use crate::model::{Head, Model, ModelInfo, Table};
+use crate::model::{Head, Model, ModelInfo, Table, from_bf16, negate_bf16};
+use rows::{put_rows, read_rows};
 
 const MAGIC: &[u8; 8] = b"LECTORML";
-/// The format this build writes (it reads this one and version 1).
-pub const FORMAT_VERSION: u32 = 2;
+/// The format this build writes (it reads this one and versions 1 and 2).
+pub const FORMAT_VERSION: u32 = 3;
 const MAX_HEADER: usize = 64 << 20;
 /// 2 GiB of weights per table: far beyond any model trained with sane settings.
 const MAX_TABLE_FLOATS: usize = 1 << 29;
@@ -35,38 +57,73 @@ fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
-/// `values` as `(count, default, [index, value]…)`: everything not listed equals `default`.
-fn put_sparse_table(out: &mut Vec<u8>, values: &[f32], default: f32) {
-    let listed: Vec<(usize, f32)> = values
-        .iter()
-        .copied()
-        .enumerate()
-        .filter(|(_, v)| v.to_bits() != default.to_bits())
-        .collect();
-    put_u32(out, values.len() as u32);
-    out.extend_from_slice(&default.to_le_bytes());
-    put_u32(out, listed.len() as u32);
-    for (i, v) in listed {
-        put_u32(out, i as u32);
+fn put_u16s(out: &mut Vec<u8>, values: &[u16]) {
+    for v in values {
         out.extend_from_slice(&v.to_le_bytes());
     }
 }
 
-fn put_head(out: &mut Vec<u8>, head: &Head) {
-    let k = head.outputs;
-    put_u32(out, k as u32);
-    put_u32(out, head.dim() as u32);
-    for &b in &head.bias {
-        out.extend_from_slice(&b.to_le_bytes());
+fn put_f32s(out: &mut Vec<u8>, values: &[f32]) {
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
     }
-    let rows: Vec<usize> = (0..head.dim())
+}
+
+/// Whether a two-output table's second column is its first negated, row by row.
+fn mirrored(table: &Table) -> bool {
+    table.outputs == 2 && table.rows.chunks_exact(3).all(|r| r[2] == negate_bf16(r[1]))
+}
+
+/// The IDF of unseen buckets: the largest (every unseen bucket shares it).
+fn default_idf(table: &Table) -> u16 {
+    let s = table.outputs + 1;
+    table
+        .rows
+        .iter()
+        .step_by(s)
+        .copied()
+        .max_by(|&a, &b| from_bf16(a).total_cmp(&from_bf16(b)))
+        .unwrap_or(0)
+}
+
+fn put_table(out: &mut Vec<u8>, table: &Table) {
+    let (k, dim) = (table.outputs, table.dim());
+    put_u32(out, k as u32);
+    put_u32(out, dim as u32);
+    put_f32s(out, &table.bias);
+    let default = default_idf(table);
+    out.extend_from_slice(&default.to_le_bytes());
+    let mirror = mirrored(table);
+    out.push(u8::from(mirror));
+    let rows: Vec<&[u16]> = table.rows.chunks_exact(k + 1).collect();
+    let stored: Vec<usize> = (0..dim)
+        .filter(|&j| rows[j][0] != default || rows[j][1..].iter().any(|&w| w != 0))
+        .collect();
+    put_rows(out, &stored, dim);
+    let width = if mirror { 2 } else { k + 1 };
+    for j in stored {
+        put_u16s(out, &rows[j][..width]);
+    }
+}
+
+fn put_label_head(out: &mut Vec<u8>, head: &Head) {
+    let (k, dim) = (head.outputs, head.dim());
+    put_u32(out, k as u32);
+    put_u32(out, dim as u32);
+    put_f32s(out, &head.bias);
+    let stored: Vec<usize> = (0..dim)
         .filter(|&j| head.weights[j * k..j * k + k].iter().any(|w| w.to_bits() != 0))
         .collect();
-    put_u32(out, rows.len() as u32);
-    for j in rows {
-        put_u32(out, j as u32);
-        for w in &head.weights[j * k..j * k + k] {
-            out.extend_from_slice(&w.to_le_bytes());
+    put_rows(out, &stored, dim);
+    // Trained heads hold bfloat16 values: their top halves are the exact values.
+    let halves = head.is_bf16();
+    out.push(if halves { 2 } else { 4 });
+    for j in stored {
+        let row = &head.weights[j * k..j * k + k];
+        if halves {
+            put_u16s(out, &row.iter().map(|w| (w.to_bits() >> 16) as u16).collect::<Vec<_>>());
+        } else {
+            put_f32s(out, row);
         }
     }
 }
@@ -94,6 +151,11 @@ impl<'a> Reader<'a> {
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    fn u16(&mut self) -> Result<u16> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+
     fn u64(&mut self) -> Result<u64> {
         let b = self.take(8)?;
         let mut a = [0u8; 8];
@@ -114,6 +176,79 @@ impl<'a> Reader<'a> {
         Ok(n)
     }
 
+    /// The outputs and rows a table or head announces, checked against the header's.
+    fn shape(&mut self, dim: usize, outputs: usize) -> Result<()> {
+        let k = self.u32()? as usize;
+        let d = self.u32()? as usize;
+        if k != outputs || d != dim {
+            return Err(Error::artifact("a head does not match the header"));
+        }
+        Ok(())
+    }
+
+    fn biases(&mut self, k: usize) -> Result<Vec<f32>> {
+        (0..k).map(|_| self.f32()).collect()
+    }
+
+    fn stored_rows(&mut self, dim: usize, row_bytes: usize) -> Result<Vec<usize>> {
+        let count = self.count(row_bytes)?;
+        read_rows(count, dim, |n| self.take(n))
+    }
+
+    /// A version 3 main table.
+    fn table(&mut self, dim: usize, outputs: usize) -> Result<Table> {
+        self.shape(dim, outputs)?;
+        let bias = self.biases(outputs)?;
+        let default = self.u16()?;
+        let mirror = match self.take(1)?[0] {
+            0 => false,
+            1 if outputs == 2 => true,
+            _ => return Err(Error::artifact("bad mirror marker")),
+        };
+        let width = if mirror { 2 } else { outputs + 1 };
+        let stored = self.stored_rows(dim, 2 * width)?;
+        let s = outputs + 1;
+        let mut rows = vec![0u16; dim * s];
+        for row in rows.chunks_exact_mut(s) {
+            row[0] = default;
+        }
+        for j in stored {
+            let row = &mut rows[j * s..j * s + s];
+            for v in &mut row[..width] {
+                *v = self.u16()?;
+            }
+            if mirror {
+                row[2] = negate_bf16(row[1]);
+            }
+        }
+        Ok(Table { outputs, rows, bias })
+    }
+
+    /// A version 3 label head.
+    fn label_head(&mut self, dim: usize, outputs: usize) -> Result<Head> {
+        self.shape(dim, outputs)?;
+        let mut head = Head::zeros(dim, outputs);
+        head.bias = self.biases(outputs)?;
+        let stored = self.stored_rows(dim, 2 * outputs)?;
+        let bytes = match self.take(1)?[0] {
+            b @ (2 | 4) => usize::from(b),
+            _ => return Err(Error::artifact("bad weight width")),
+        };
+        if stored.len().saturating_mul(bytes * outputs) > self.bytes.len() - self.at {
+            return Err(Error::artifact("a count exceeds the data"));
+        }
+        for j in stored {
+            for o in 0..outputs {
+                head.weights[j * outputs + o] = if bytes == 2 {
+                    from_bf16(self.u16()?)
+                } else {
+                    self.f32()?
+                };
+            }
+        }
+        Ok(head)
+    }
+
     fn sparse_table(&mut self, expected_len: usize) -> Result<Vec<f32>> {
         let len = self.u32()? as usize;
         if len != expected_len {
@@ -132,12 +267,10 @@ impl<'a> Reader<'a> {
         Ok(values)
     }
 
+    /// A head of versions 1 and 2.
     fn head(&mut self, dim: usize, outputs: usize) -> Result<Head> {
-        let k = self.u32()? as usize;
-        let d = self.u32()? as usize;
-        if k != outputs || d != dim {
-            return Err(Error::artifact("a head does not match the header"));
-        }
+        self.shape(dim, outputs)?;
+        let k = outputs;
         let mut head = Head::zeros(dim, k);
         for b in head.bias.iter_mut() {
             *b = self.f32()?;
@@ -175,7 +308,7 @@ fn open(bytes: &[u8]) -> Result<Opened<'_>> {
     let (content, sum) = bytes.split_at(bytes.len() - 8);
     let mut r = Reader { bytes: content, at: 8 };
     let version = r.u32()?;
-    if version != FORMAT_VERSION && version != 1 {
+    if !(1..=FORMAT_VERSION).contains(&version) {
         return Err(Error::artifact(format!(
             "format version {version} is not supported (this build reads {FORMAT_VERSION})"
         )));
@@ -211,14 +344,10 @@ impl Model {
     pub fn to_bytes(&self) -> Vec<u8> {
         let header = serde_json::to_vec(&self.info).unwrap_or_default();
         let mut body = Vec::new();
-        let idf = &self.main.idf();
-        // Unseen buckets all share the largest IDF: store that once.
-        let default = idf.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        put_sparse_table(&mut body, idf, if default.is_finite() { default } else { 0.0 });
-        put_head(&mut body, &self.main.head());
+        put_table(&mut body, &self.main);
         body.push(u8::from(self.label_head.is_some()));
         if let Some(h) = &self.label_head {
-            put_head(&mut body, h);
+            put_label_head(&mut body, h);
         }
         body.push(u8::from(self.tuned.is_some()));
         if let Some(t) = &self.tuned {
@@ -260,43 +389,13 @@ impl Model {
             at,
         } = open(bytes)?;
         let mut r = Reader { bytes: content, at };
-        let dim = info.features.buckets();
         let encoder = match (&info.dense, encoder) {
             (None, _) => None,
             (Some(d), Some(e)) if e.id() == d.encoder && e.dim() == d.dim => Some(Encoder(e)),
             (Some(d), _) => return Err(Error::MissingEncoder(d.encoder.clone())),
         };
-        let main_dim = dim.saturating_add(info.dense.as_ref().map_or(0, |d| d.dim));
-        // The checksum is no signature: a crafted header could ask for any table size, so
-        // refuse sizes no trained model has before allocating them.
-        let outputs = info.classes.len().max(info.labels.len()) + 1;
-        if main_dim.saturating_mul(outputs) > MAX_TABLE_FLOATS {
-            return Err(Error::artifact("the header asks for an implausibly large model"));
-        }
-        let idf = r.sparse_table(main_dim)?;
-        let main_outputs = if info.project_type == lector_core::ProjectType::Label {
-            info.labels.len()
-        } else {
-            info.classes.len()
-        };
-        let main = r.head(main_dim, main_outputs)?;
-        let label_head = match r.take(1)?[0] {
-            0 => None,
-            1 => Some(r.head(dim, info.labels.len().max(1))?),
-            _ => return Err(Error::artifact("bad head marker")),
-        };
-        let tuned = match (version, &encoder) {
-            (1, _) => None,
-            (_, encoder) => match (r.take(1)?[0], encoder) {
-                (0, _) => None,
-                (1, Some(e)) => {
-                    let len = usize::try_from(r.u64()?).map_err(|_| Error::artifact("a length is out of range"))?;
-                    Some(TunedEncoder(e.0.load_tuned(r.take(len)?)?))
-                }
-                (1, None) => return Err(Error::artifact("a tuned encoder without an encoder")),
-                _ => return Err(Error::artifact("bad tuned-encoder marker")),
-            },
-        };
+        let (main, label_head) = read_heads(&mut r, version, &info)?;
+        let tuned = read_tuned(&mut r, version, encoder.as_ref())?;
         if info.dense.as_ref().is_some_and(|d| d.tuned) != tuned.is_some() {
             return Err(Error::artifact("the header and the tuned encoder disagree"));
         }
@@ -309,7 +408,6 @@ impl Model {
         {
             return Err(Error::artifact("thresholds do not match the classes"));
         }
-        let main = Table::fuse(&idf, &main);
         Ok(Model {
             info,
             main,
@@ -318,6 +416,57 @@ impl Model {
             tuned,
         })
     }
+}
+
+/// The main table and the pair types' label head, in the layout of `version`.
+fn read_heads(r: &mut Reader<'_>, version: u32, info: &ModelInfo) -> Result<(Table, Option<Head>)> {
+    let dim = info.features.buckets();
+    let main_dim = dim.saturating_add(info.dense.as_ref().map_or(0, |d| d.dim));
+    // The checksum is no signature: a crafted header could ask for any table size, so
+    // refuse sizes no trained model has before allocating them.
+    let outputs = info.classes.len().max(info.labels.len()) + 1;
+    if main_dim.saturating_mul(outputs) > MAX_TABLE_FLOATS {
+        return Err(Error::artifact("the header asks for an implausibly large model"));
+    }
+    let main_outputs = if info.project_type == lector_core::ProjectType::Label {
+        info.labels.len()
+    } else {
+        info.classes.len()
+    };
+    let label_outputs = info.labels.len().max(1);
+    if version >= 3 {
+        let main = r.table(main_dim, main_outputs)?;
+        let label_head = match r.take(1)?[0] {
+            0 => None,
+            1 => Some(r.label_head(dim, label_outputs)?),
+            _ => return Err(Error::artifact("bad head marker")),
+        };
+        return Ok((main, label_head));
+    }
+    let idf = r.sparse_table(main_dim)?;
+    let main = r.head(main_dim, main_outputs)?;
+    let label_head = match r.take(1)?[0] {
+        0 => None,
+        1 => Some(r.head(dim, label_outputs)?),
+        _ => return Err(Error::artifact("bad head marker")),
+    };
+    Ok((Table::fuse(&idf, &main), label_head))
+}
+
+/// The tuned encoder's part (none in version 1).
+fn read_tuned(r: &mut Reader<'_>, version: u32, encoder: Option<&Encoder>) -> Result<Option<TunedEncoder>> {
+    if version == 1 {
+        return Ok(None);
+    }
+    Ok(match (r.take(1)?[0], encoder) {
+        (0, _) => None,
+        (1, Some(e)) => {
+            let len = usize::try_from(r.u64()?).map_err(|_| Error::artifact("a length is out of range"))?;
+            Some(TunedEncoder(e.0.load_tuned(r.take(len)?)?))
+        }
+        (1, None) => return Err(Error::artifact("a tuned encoder without an encoder")),
+        _ => return Err(Error::artifact("bad tuned-encoder marker")),
+    })
 }
 
 #[cfg(test)]
@@ -342,12 +491,52 @@ mod tests {
         .unwrap()
     }
 
+    /// Artifacts written by the version 2 format (`tests/fixtures`, made before version 3 by
+    /// `Model::train` on the `label_set` and `pair_set("positive", "negative")` of
+    /// `tests/model.rs` with its `options()`).
+    const V2_LABEL: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v2-label.lcm"));
+    const V2_ABSA: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v2-absa.lcm"));
+
+    fn version_of(bytes: &[u8]) -> u32 {
+        u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]])
+    }
+
+    /// Version 2 files load, predict as they did, and come back as version 3 (at under half the
+    /// size for the LABEL model), which loads to the same model.
+    #[test]
+    fn version_2_artifacts_still_load_and_shrink() {
+        let texts = [
+            "terrible rude service",
+            "lovely wine",
+            "the soup was bland",
+            "the chef was friendly",
+            "",
+        ];
+        for (v2, text, expected) in [
+            (V2_LABEL, texts[0], Tag::label("bad")),
+            (V2_ABSA, texts[2], Tag::pair("food", "negative")),
+        ] {
+            assert_eq!(version_of(v2), 2);
+            let old = Model::from_bytes(v2).unwrap();
+            assert_eq!(old.predict(text).plain_tags(), [expected]);
+            let v3 = old.to_bytes();
+            assert_eq!(version_of(&v3), FORMAT_VERSION);
+            // An old label head is not bfloat16 and stays exact in f32 (a new one is half:
+            // `tests/model.rs`).
+            let (num, den) = if old.label_head.is_some() { (3, 4) } else { (1, 2) };
+            assert!(v3.len() * den <= v2.len() * num, "{} bytes from {}", v3.len(), v2.len());
+            let new = Model::from_bytes(&v3).unwrap();
+            assert_eq!(new, old);
+            for text in texts {
+                assert_eq!(new.predict(text), old.predict(text));
+            }
+        }
+    }
+
     /// Version 1 files (before tuned encoders: no marker after the heads) still load.
     #[test]
     fn version_1_artifacts_still_load() {
-        let model = small_model();
-        let v2 = model.to_bytes();
-        let content = &v2[..v2.len() - 8];
+        let content = &V2_LABEL[..V2_LABEL.len() - 8];
         // Drop the tuned-encoder marker (the last byte of the body), shorten the body length
         // and write version 1.
         let mut v1 = content[..content.len() - 1].to_vec();
@@ -358,12 +547,28 @@ mod tests {
         v1[at..at + 8].copy_from_slice(&body_len.to_le_bytes());
         let sum = fnv1a(FNV_SEED, &v1);
         v1.extend_from_slice(&sum.to_le_bytes());
-        let loaded = Model::from_bytes(&v1).unwrap();
-        assert_eq!(loaded, model);
-        assert_eq!(loaded.to_bytes(), v2);
-        let mut v3 = v2.clone();
-        v3[8..12].copy_from_slice(&3u32.to_le_bytes());
-        assert!(matches!(Model::from_bytes(&v3), Err(Error::Artifact(m)) if m.contains("version 3")));
+        assert_eq!(Model::from_bytes(&v1).unwrap(), Model::from_bytes(V2_LABEL).unwrap());
+        let mut v4 = small_model().to_bytes();
+        v4[8..12].copy_from_slice(&4u32.to_le_bytes());
+        assert!(matches!(Model::from_bytes(&v4), Err(Error::Artifact(m)) if m.contains("version 4")));
+    }
+
+    /// A two-label model stores one column, and only the rows of seen features.
+    #[test]
+    fn a_two_label_model_stores_one_column_of_seen_rows() {
+        let model = small_model();
+        assert!(mirrored(&model.main));
+        let seen = model.main.rows.chunks_exact(3).filter(|r| r[1] != 0).count();
+        assert!(seen > 0 && seen < 100, "{seen}");
+        let bytes = model.to_bytes();
+        let header_len = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) as usize;
+        let body = bytes.len() - 8 - (16 + header_len + 8);
+        // shape, biases, default IDF, mirror marker, row set (count, encoding, gaps), rows, markers
+        assert!(
+            body <= 8 + 8 + 2 + 1 + 5 + 2 * seen + 4 * seen + 2,
+            "{body} bytes for {seen} rows"
+        );
+        assert_eq!(Model::from_bytes(&bytes).unwrap(), model);
     }
 
     /// A header that passes the checksum (it is no signature) but asks for a huge table is

@@ -7,6 +7,12 @@
 //! rows, so there is no vocabulary to store and the same text maps to the same features on
 //! every machine and in every version of this format. Term frequency is sublinear (`1 + ln tf`),
 //! weighted by a smoothed IDF learnt at training time, and the vector has unit length.
+//!
+//! Text is case-folded, which is right for most sets; where letter case carries signal (names,
+//! acronyms, a source's headline style), [`FeatureConfig::cased_words`] adds a cased channel:
+//! each word that has an upper-case letter is also counted as itself, case kept, beside its
+//! folded form. Training tries both ([`FeatureConfig::candidates`]) and keeps the better on
+//! held-out data.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +24,7 @@ const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 const NS_WORD: u64 = 0x9e37_79b9_7f4a_7c15;
 const NS_BIGRAM: u64 = 0xc2b2_ae3d_27d4_eb4f;
 const NS_CHAR: u64 = 0x1656_67b1_9e37_79f9;
+const NS_CASED: u64 = 0x27d4_eb2f_1656_67c5;
 /// Character n-grams are taken from at most this many characters of a token: a 300-character
 /// URL says no more than its first 40 and would otherwise dominate the vector and the time.
 const MAX_CHARS_PER_TOKEN: usize = 40;
@@ -56,6 +63,10 @@ pub struct FeatureConfig {
     pub char_max: u32,
     /// Fold Arabic ta marbuta into ha.
     pub fold_ta_marbuta: bool,
+    /// Also count each word with an upper-case letter as itself, case kept (a cased channel
+    /// beside the folded words). Absent from models before it existed: off.
+    #[serde(default)]
+    pub cased_words: bool,
 }
 
 impl Default for FeatureConfig {
@@ -66,11 +77,33 @@ impl Default for FeatureConfig {
             char_min: 3,
             char_max: 5,
             fold_ta_marbuta: true,
+            cased_words: false,
         }
     }
 }
 
 impl FeatureConfig {
+    /// The featurisations training tries on held-out data, this one first (it wins ties):
+    /// as given, and with the cased word channel. One with the channel already on is tried
+    /// alone.
+    pub fn candidates(&self) -> Vec<FeatureConfig> {
+        if self.cased_words {
+            return vec![self.clone()];
+        }
+        vec![
+            self.clone(),
+            FeatureConfig {
+                cased_words: true,
+                ..self.clone()
+            },
+        ]
+    }
+
+    /// A short name for what the candidates differ in: `folded` or `folded+cased`.
+    pub fn name(&self) -> &'static str {
+        if self.cased_words { "folded+cased" } else { "folded" }
+    }
+
     pub(crate) fn validate(&self) -> Result<(), String> {
         if !(10..=24).contains(&self.buckets_log2) {
             return Err(format!("buckets_log2 must be in 10..=24, not {}", self.buckets_log2));
@@ -223,6 +256,7 @@ impl Featurizer {
     pub(crate) fn count(config: &FeatureConfig, text: &str, scratch: &mut Scratch) -> usize {
         let tokenizer = Tokenizer {
             fold_ta_marbuta: config.fold_ta_marbuta,
+            keep_case: config.cased_words,
         };
         tokenizer.tokenize_into(text, &mut scratch.tokens);
         scratch.counter.clear();
@@ -246,6 +280,14 @@ impl Featurizer {
             }
             if is_word && config.char_max > 0 {
                 Self::char_ngrams(config, chars, &mut add);
+            }
+            if is_word && config.cased_words {
+                let cased = &tokens.cased[start as usize..end as usize];
+                if cased != chars {
+                    add(cased
+                        .iter()
+                        .fold(NS_CASED, |h, &c| (h ^ u64::from(c as u32)).wrapping_mul(FNV_PRIME)));
+                }
             }
         }
         tokens.spans.len()
@@ -369,6 +411,30 @@ mod tests {
         assert_ne!(a, s.vec);
         f.vectorize("", &mut s);
         assert_eq!(s.vec.len(), 0);
+    }
+
+    #[test]
+    fn the_cased_channel_counts_words_with_capitals_once_more() {
+        let folded = FeatureConfig::default();
+        let cased = FeatureConfig {
+            cased_words: true,
+            ..FeatureConfig::default()
+        };
+        let mut s = Scratch::default();
+        let mut counts = |config: &FeatureConfig, text: &str| {
+            let mut out = Vec::new();
+            Featurizer::raw_counts(config, text, &mut s, &mut out);
+            out
+        };
+        // Folded, case changes nothing; cased, "Apple" gains one feature that "apple" lacks.
+        assert_eq!(counts(&folded, "Apple pie"), counts(&folded, "apple pie"));
+        assert_eq!(counts(&cased, "apple pie"), counts(&folded, "apple pie"));
+        let with_capital = counts(&cased, "Apple pie");
+        assert_eq!(with_capital.len(), counts(&folded, "apple pie").len() + 1);
+        assert_ne!(with_capital, counts(&cased, "APPLE pie"));
+        assert_eq!(cased.candidates(), std::slice::from_ref(&cased));
+        assert_eq!(folded.candidates(), [folded.clone(), cased.clone()]);
+        assert_eq!((folded.name(), cased.name()), ("folded", "folded+cased"));
     }
 
     #[test]

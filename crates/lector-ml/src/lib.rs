@@ -16,6 +16,8 @@
 //! - [`Model::evaluate`] and [`evaluate_tags`] compute the [`Metrics`] the product reports;
 //!   [`split_examples`] makes the stratified, seeded train/test split.
 //! - [`Model::to_bytes`] / [`Model::from_bytes`] write and read the versioned artifact.
+//! - [`tsv`] reads labelled `label<TAB>text` files (the benchmark's format), naming the
+//!   file, line and byte of bad input and counting what it skips.
 //!
 //! Performance and accuracy against TF-IDF + LinearSVC and fastText: `docs/BENCHMARKS.md`.
 //!
@@ -48,6 +50,7 @@ mod split;
 mod svm;
 mod text;
 mod train;
+pub mod tsv;
 
 pub use artifact::FORMAT_VERSION;
 pub use calibrate::Platt;
@@ -56,7 +59,9 @@ pub use error::{Error, Result};
 pub use example::{Example, Tag};
 pub use features::FeatureConfig;
 pub use metrics::{ConfusionMatrix, Metrics, NameScores, evaluate_tags};
-pub use model::{Calibration, HyperParameters, Model, ModelInfo, PredictedTag, Prediction, Scored, Workspace};
+pub use model::{
+    Calibration, FeatureTrial, HyperParameters, Model, ModelInfo, PredictedTag, Prediction, Scored, Workspace,
+};
 pub use progress::ProgressFn;
 pub use rng::Rng;
 pub use split::{Split, split_examples, stratified_split, stratum};

@@ -54,6 +54,10 @@ pub struct Metrics {
     pub sentiment_accuracy: Option<f64>,
     /// Macro F1: what the product shows as the model's score.
     pub score: f64,
+    /// The featurisation the model chose on held-out data ([`crate::FeatureConfig::name`]),
+    /// when a model was evaluated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub features: Option<String>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -155,6 +159,7 @@ pub fn evaluate_tags(
                 aspect_f1: None,
                 sentiment_accuracy: None,
                 score: macro_f1,
+                features: None,
             }
         }
         ProjectType::Class => {
@@ -186,6 +191,7 @@ pub fn evaluate_tags(
                 aspect_f1: None,
                 sentiment_accuracy: None,
                 score: macro_f1,
+                features: None,
             }
         }
         ProjectType::Absa | ProjectType::Classlabel => {
@@ -247,6 +253,7 @@ pub fn evaluate_tags(
                     label_right as f64 / detect.tp as f64
                 }),
                 score: macro_f1,
+                features: None,
             }
         }
     }

@@ -75,6 +75,20 @@ pub struct HyperParameters {
     pub validation: String,
     /// Held-out score of the chosen main-head cost (macro F1 for LABEL, micro F1 otherwise).
     pub validation_score: Option<f64>,
+    /// The featurisations tried on the same held-out data, each with its best held-out score;
+    /// the chosen one is [`ModelInfo::features`]. One entry where there was no choice (a warm
+    /// start keeps its base model's, a sentence encoder's model the given one); empty in
+    /// models from before the choice.
+    #[serde(default)]
+    pub features_tried: Vec<FeatureTrial>,
+}
+
+/// One featurisation tried while training.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeatureTrial {
+    /// [`FeatureConfig::name`].
+    pub features: String,
+    pub validation_score: Option<f64>,
 }
 
 /// The probabilities' calibration, fitted on held-out margins.
@@ -166,10 +180,25 @@ impl Head {
         w
     }
 
+    /// Rounds the weights (not the biases) to bfloat16 values, as the prediction table holds
+    /// them: the artifact then stores them in two bytes each and still exactly.
+    pub(crate) fn round_to_bf16(&mut self) {
+        for w in &mut self.weights {
+            *w = from_bf16(to_bf16(*w));
+        }
+    }
+
+    /// Whether every weight is a bfloat16 value (see [`Head::round_to_bf16`]).
+    pub(crate) fn is_bf16(&self) -> bool {
+        self.weights.iter().all(|w| w.to_bits() & 0xffff == 0)
+    }
+
     pub(crate) fn set_column(&mut self, k: usize, w: &[f64]) {
         let dim = self.dim();
         for (j, &v) in w.iter().take(dim).enumerate() {
-            self.weights[j * self.outputs + k] = v as f32;
+            // No negative zeros (a mirrored zero weight): they score as zeros, and the
+            // artifact stores only rows with a non-zero weight.
+            self.weights[j * self.outputs + k] = v as f32 + 0.0;
         }
         self.bias[k] = w[dim] as f32;
     }
@@ -205,13 +234,21 @@ pub(crate) fn from_bf16(h: u16) -> f32 {
     f32::from_bits(u32::from(h) << 16)
 }
 
+/// `-x` of a bfloat16, zero staying a positive zero (tables hold no negative zeros).
+#[inline]
+pub(crate) fn negate_bf16(h: u16) -> u16 {
+    if h & 0x7fff == 0 { 0 } else { h ^ 0x8000 }
+}
+
 impl Table {
     pub(crate) fn fuse(idf: &[f32], head: &Head) -> Self {
         let k = head.outputs;
         let mut rows = Vec::with_capacity(idf.len() * (k + 1));
         for (j, &w) in idf.iter().enumerate() {
             rows.push(to_bf16(w));
-            rows.extend(head.weights[j * k..j * k + k].iter().map(|&w| to_bf16(w)));
+            // `+ 0.0` turns a negative zero (a mirrored zero weight) into a positive one: it
+            // scores the same, and the artifact need not store it.
+            rows.extend(head.weights[j * k..j * k + k].iter().map(|&w| to_bf16(w + 0.0)));
         }
         Self {
             outputs: k,
@@ -222,14 +259,6 @@ impl Table {
 
     pub(crate) fn dim(&self) -> usize {
         self.rows.len() / (self.outputs + 1)
-    }
-
-    pub(crate) fn idf(&self) -> Vec<f32> {
-        self.rows
-            .iter()
-            .step_by(self.outputs + 1)
-            .map(|&h| from_bf16(h))
-            .collect()
     }
 
     /// The weights alone, as a [`Head`].
@@ -505,13 +534,15 @@ impl Model {
             .map(|e| self.predict_with(&e.text, &mut ws).plain_tags())
             .collect();
         let gold: Vec<Vec<Tag>> = examples.iter().map(|e| e.tags.clone()).collect();
-        evaluate_tags(
+        let mut metrics = evaluate_tags(
             self.info.project_type,
             &self.info.classes,
             &self.info.labels,
             &gold,
             &predicted,
-        )
+        );
+        metrics.features = Some(self.info.features.name().to_string());
+        metrics
     }
 }
 

@@ -14,7 +14,7 @@ use crate::progress::Progress;
 use crate::rng::Rng;
 
 /// Rows of sparse feature vectors, stored back to back.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct Csr {
     pub(crate) indptr: Vec<usize>,
     pub(crate) indices: Vec<u32>,
@@ -64,28 +64,54 @@ pub(crate) struct SolverParams {
 #[derive(Debug, Clone)]
 pub(crate) struct Binary {
     pub(crate) alpha: Vec<f64>,
-    /// `dim + 1` weights; the last is the bias.
-    pub(crate) w: Vec<f64>,
+    /// `dim + 1` weights; the last is the bias. Single precision: the solver reads and writes
+    /// a weight per non-zero feature, and at half the size the table stays in cache (sums and
+    /// steps are computed in double precision).
+    pub(crate) w: Vec<f32>,
 }
 
 impl Binary {
     /// A fresh problem over `n` rows, starting at `w0` (or zero).
     pub(crate) fn new(n: usize, dim: usize, w0: Option<&[f64]>) -> Self {
         let w = match w0 {
-            Some(w0) if w0.len() == dim + 1 => w0.to_vec(),
+            Some(w0) if w0.len() == dim + 1 => w0.iter().map(|&v| v as f32).collect(),
             _ => vec![0.0; dim + 1],
         };
         Self { alpha: vec![0.0; n], w }
     }
 
+    /// Sets the dual variables of `rows` (indices into this problem's rows, which are all
+    /// rows of `x` in order) to `alpha` and adds what they contribute to the weights, so that
+    /// the primal and dual stay consistent: a warm start from a solution on a subset.
+    pub(crate) fn start_from(&mut self, x: &Csr, rows: &[usize], y: &[f64], alpha: &[f64]) {
+        let bias = self.w.len() - 1;
+        for (&r, &a) in rows.iter().zip(alpha) {
+            if a == 0.0 {
+                continue;
+            }
+            self.alpha[r] = a;
+            let d = a * y[r];
+            let (ind, val) = x.row(r);
+            for (&j, &v) in ind.iter().zip(val) {
+                self.w[j as usize] += (d * f64::from(v)) as f32;
+            }
+            self.w[bias] += d as f32;
+        }
+    }
+
     /// Margin `w·x + b` of one row.
     #[inline]
-    pub(crate) fn margin(w: &[f64], indices: &[u32], values: &[f32]) -> f64 {
-        let mut s = w[w.len() - 1];
+    pub(crate) fn margin(w: &[f32], indices: &[u32], values: &[f32]) -> f64 {
+        let mut s = f64::from(w[w.len() - 1]);
         for (&j, &v) in indices.iter().zip(values) {
-            s += w[j as usize] * f64::from(v);
+            s += f64::from(w[j as usize] * v);
         }
         s
+    }
+
+    /// The weights in double precision.
+    pub(crate) fn weights(&self) -> Vec<f64> {
+        self.w.iter().map(|&v| f64::from(v)).collect()
     }
 
     /// Runs dual coordinate descent on rows `rows` of `x` with labels `y` (±1) and per-row
@@ -142,9 +168,9 @@ impl Binary {
                 if pg.abs() > 1e-12 {
                     let old = self.alpha[k];
                     self.alpha[k] = (old - g / qd[k]).max(0.0);
-                    let d = (self.alpha[k] - old) * y[k];
+                    let d = ((self.alpha[k] - old) * y[k]) as f32;
                     for (&j, &v) in ind.iter().zip(val) {
-                        self.w[j as usize] += d * f64::from(v);
+                        self.w[j as usize] += d * v;
                     }
                     self.w[bias] += d;
                 }

@@ -18,12 +18,25 @@ pub(crate) struct TokenBuf {
     pub(crate) chars: Vec<char>,
     /// `(start, end, is_word)` into `chars`.
     pub(crate) spans: Vec<(u32, u32, bool)>,
+    /// With [`Tokenizer::keep_case`]: beside each of `chars`, the character before case
+    /// folding (an upper-case letter stays upper case; everything else equals `chars`).
+    pub(crate) cased: Vec<char>,
+    keep_case: bool,
 }
 
 impl TokenBuf {
     pub(crate) fn clear(&mut self) {
         self.chars.clear();
         self.spans.clear();
+        self.cased.clear();
+    }
+
+    #[inline]
+    fn push_char(&mut self, c: char, raw: char) {
+        self.chars.push(c);
+        if self.keep_case {
+            self.cased.push(raw);
+        }
     }
 
     pub(crate) fn token(&self, i: usize) -> &[char] {
@@ -91,12 +104,15 @@ fn kind(c: char) -> Kind {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Tokenizer {
     pub(crate) fold_ta_marbuta: bool,
+    /// Also keep each character's case in [`TokenBuf::cased`].
+    pub(crate) keep_case: bool,
 }
 
 impl Tokenizer {
     /// Normalises and tokenises `text` into `out` (cleared first).
     pub(crate) fn tokenize_into(&self, text: &str, out: &mut TokenBuf) {
         out.clear();
+        out.keep_case = self.keep_case;
         // Most text is already in NFKC; checking is much cheaper than normalising.
         if text.is_ascii() || is_nfkc_quick(text.chars()) == IsNormalized::Yes {
             self.run(text.chars(), out);
@@ -112,7 +128,7 @@ impl Tokenizer {
         };
         for raw in source {
             if raw.is_ascii() {
-                state.push(raw.to_ascii_lowercase(), out);
+                state.push(raw.to_ascii_lowercase(), raw, out);
                 continue;
             }
             let Some(c) = fold_arabic(raw, self.fold_ta_marbuta) else {
@@ -120,18 +136,19 @@ impl Tokenizer {
             };
             if ('\u{0600}'..='\u{06FF}').contains(&c) {
                 // Arabic script has no case.
-                state.push(c, out);
+                state.push(c, c, out);
                 continue;
             }
+            let upper = c.is_uppercase();
             for lower in c.to_lowercase() {
-                match lower {
-                    'ß' => {
-                        state.push('s', out);
-                        state.push('s', out);
-                    }
-                    'ς' => state.push('σ', out),
-                    '\u{2019}' => state.push('\'', out),
-                    other => state.push(other, out),
+                let folded: &[char] = match lower {
+                    'ß' => &['s', 's'],
+                    'ς' => &['σ'],
+                    '\u{2019}' => &['\''],
+                    _ => std::slice::from_ref(&lower),
+                };
+                for &f in folded {
+                    state.push(f, if upper { c } else { f }, out);
                 }
             }
         }
@@ -147,8 +164,9 @@ struct Splitter {
 }
 
 impl Splitter {
+    /// Takes `c` (folded) into `out`, with `raw` its character before case folding.
     #[inline]
-    fn push(&mut self, c: char, out: &mut TokenBuf) {
+    fn push(&mut self, c: char, raw: char, out: &mut TokenBuf) {
         match kind(c) {
             Kind::Word => {
                 if self.word_start.is_none() {
@@ -159,10 +177,10 @@ impl Splitter {
                     self.word_start = Some(out.chars.len());
                 }
                 if self.pending_apostrophe {
-                    out.chars.push('\'');
+                    out.push_char('\'', '\'');
                     self.pending_apostrophe = false;
                 }
-                out.chars.push(c);
+                out.push_char(c, raw);
             }
             Kind::Apostrophe if self.word_start.is_some() && !self.pending_apostrophe => {
                 self.pending_apostrophe = true;
@@ -170,7 +188,7 @@ impl Splitter {
             Kind::Apostrophe | Kind::Symbol => {
                 self.end_word(out);
                 let start = out.chars.len();
-                out.chars.push(c);
+                out.push_char(c, raw);
                 out.spans.push((start as u32, start as u32 + 1, false));
             }
             Kind::Space => self.end_word(out),
@@ -185,7 +203,7 @@ impl Splitter {
             // A trailing apostrophe (`dogs'`) is punctuation after all.
             self.pending_apostrophe = false;
             let start = out.chars.len();
-            out.chars.push('\'');
+            out.push_char('\'', '\'');
             out.spans.push((start as u32, start as u32 + 1, false));
         }
     }
@@ -198,7 +216,11 @@ impl Splitter {
 /// The normalised tokens of `text`, as the featuriser sees them (ta marbuta folded).
 pub fn tokenize(text: &str) -> Vec<String> {
     let mut buf = TokenBuf::default();
-    Tokenizer { fold_ta_marbuta: true }.tokenize_into(text, &mut buf);
+    Tokenizer {
+        fold_ta_marbuta: true,
+        keep_case: false,
+    }
+    .tokenize_into(text, &mut buf);
     (0..buf.spans.len()).map(|i| buf.token(i).iter().collect()).collect()
 }
 
@@ -233,6 +255,29 @@ mod tests {
         // A decomposed umlaut (o + combining diaeresis) is the same token as the composed one.
         assert_eq!(tokenize("scho\u{0308}n"), ["schön"]);
         assert_eq!(tokenize("Übergrößenträger"), ["übergrössenträger"]);
+    }
+
+    #[test]
+    fn the_case_kept_beside_the_folded_characters() {
+        let mut buf = TokenBuf::default();
+        let tokenizer = Tokenizer {
+            fold_ta_marbuta: true,
+            keep_case: true,
+        };
+        tokenizer.tokenize_into("NASA's GRÜẞE, Straße كتاب", &mut buf);
+        let cased: Vec<String> = buf
+            .spans
+            .iter()
+            .map(|&(s, e, _)| buf.cased[s as usize..e as usize].iter().collect())
+            .collect();
+        assert_eq!(cased, ["NASA's", "GRÜẞẞE", ",", "Strasse", "كتاب"]);
+        assert_eq!(buf.cased.len(), buf.chars.len());
+        Tokenizer {
+            keep_case: false,
+            ..tokenizer
+        }
+        .tokenize_into("NASA", &mut buf);
+        assert!(buf.cased.is_empty());
     }
 
     #[test]

@@ -3,16 +3,20 @@
 //! The recipe is the same for every head: featurise, choose the SVM cost on held-out data
 //! (5-fold cross-validation for small sets, where every example counts; one stratified 20 %
 //! holdout for large ones, where time counts), fit the calibration and thresholds on those
-//! held-out margins, then refit on everything with the chosen cost. Users never tune anything;
+//! held-out margins, then refit on everything with the chosen cost. The featurisation itself
+//! is chosen the same way, on the same held-out runs, among [`FeatureConfig::candidates`]
+//! (`choice`). Users never tune anything;
 //! every choice is recorded in the model's [`HyperParameters`]. All randomness comes from the
 //! seed and everything runs on one thread in a fixed order, so the same input gives the same
 //! bytes.
 //!
 //! [`train_inner`] reads as the list of steps; each lives in a module of its own: what the
 //! heads predict (`targets`), how the cost is chosen (`selection`), fitting a head (`heads`),
-//! calibrating the main head (`calibration`) and the sentence encoder's part (`encoder`).
+//! calibrating the main head (`calibration`), the sentence encoder's part (`encoder`) and the
+//! choice of featurisation (`choice`).
 
 mod calibration;
+mod choice;
 mod encoder;
 mod heads;
 mod selection;
@@ -62,6 +66,10 @@ pub struct Options<'a> {
     /// its logits to the main head's margins. On by default: it is the more accurate, and
     /// the slower to train by far (`docs/BENCHMARKS.md`).
     pub tune_encoder: bool,
+    /// Choose between [`FeatureConfig::candidates`] of `features` on held-out data (on by
+    /// default; off, `features` is used as given). A warm start or a sentence encoder always
+    /// uses the given features.
+    pub choose_features: bool,
 }
 
 impl Default for Options<'_> {
@@ -77,6 +85,7 @@ impl Default for Options<'_> {
             embedder: None,
             dense_weight: 1.0,
             tune_encoder: true,
+            choose_features: true,
         }
     }
 }
@@ -114,21 +123,30 @@ fn train_inner(
     let text_units = rows.iter().map(|&i| examples[i].text.len() as f64).sum::<f64>();
     progress.plan(text_units);
     let (embedder, dense) = encoder::choose(project_type, options, text_units, progress)?;
-
-    // Featurisation: the n-grams of every head, and the encoder's vectors for the main one.
-    let (featurizer, x) = featurise(&features, examples, &rows, progress)?;
     let dim = features.buckets();
-    let x_main = match (&embedder, &dense) {
-        (Some(e), Some(d)) => encoder::with_dense(&x, dim, e.as_ref(), d, examples, &rows, progress)?,
-        _ => x.clone(),
-    };
+
+    // Featurisation: the n-grams of every head, and the encoder's vectors for the main one,
+    // for every candidate featurisation (one where it is fixed).
+    let fixed = !options.choose_features || options.base.is_some() || embedder.is_some();
+    let configs = choice::candidates(&features, fixed);
+    progress.plan(text_units * (configs.len() - 1) as f64);
+    let mut candidates = Vec::with_capacity(configs.len());
+    for config in &configs {
+        let (featurizer, x) = featurise(config, examples, &rows, progress)?;
+        let x_main = match (&embedder, &dense) {
+            (Some(e), Some(d)) => encoder::with_dense(&x, dim, e.as_ref(), d, examples, &rows, progress)?,
+            _ => x.clone(),
+        };
+        candidates.push(choice::Candidate { featurizer, x, x_main });
+    }
     let main_dim = dim + dense.as_ref().map_or(0, |d| d.dim);
 
-    // Targets, validation runs and the costs to try.
+    // Targets, validation runs (the same for every candidate) and the costs to try.
     let (params, select) = selection::solver_params(options);
     let mut rng = Rng::new(options.seed);
     let (targets, keys) = targets::main_targets(project_type, examples, &rows, &classes, &labels);
-    let (runs, validation) = selection::validation_runs(&keys, x_main.indices.len(), &mut rng, options.c.is_some());
+    let nnz = candidates[0].x_main.indices.len();
+    let (runs, validation) = selection::validation_runs(&keys, nnz, &mut rng, options.c.is_some());
     let grid = selection::grid_for(grid, &runs, options);
 
     // Warm starts, and the label head of the pair types: one row per (segment, class) with a label.
@@ -138,16 +156,10 @@ fn train_inner(
         &classes
     };
     let warm = heads::warm_start(options.base, main_names, &labels, main_dim, dim)?;
-    let pairs = if matches!(project_type, ProjectType::Absa | ProjectType::Classlabel) {
-        targets::label_pairs(examples, &rows, &classes, &labels)
-    } else {
-        Vec::new()
-    };
-    let label_problem = heads::label_problem(&x, &pairs, &runs, features.buckets_log2, labels.len());
 
-    // Plan all solver work, then run it.
+    // Plan all solver work, then choose the featurisation on the held-out runs.
     let main_job = HeadJob {
-        x: &x_main,
+        x: &candidates[0].x_main,
         dim: main_dim,
         targets: &targets,
         runs: &runs,
@@ -156,7 +168,27 @@ fn train_inner(
         params,
         select,
     };
+    for c in &candidates[1..] {
+        // At most the whole grid (`choice`).
+        HeadJob {
+            x: &c.x_main,
+            ..main_job
+        }
+        .plan_selection(progress);
+    }
     main_job.plan(progress);
+    progress.advance(text_units)?;
+    let chosen = choice::choose(&candidates, &main_job, &rng, progress)?;
+    let choice::Candidate { featurizer, x, x_main } = candidates.swap_remove(chosen.index);
+    drop(candidates);
+    let features = featurizer.config.clone();
+    rng = chosen.rng;
+    let pairs = if matches!(project_type, ProjectType::Absa | ProjectType::Classlabel) {
+        targets::label_pairs(examples, &rows, &classes, &labels)
+    } else {
+        Vec::new()
+    };
+    let label_problem = heads::label_problem(&x, &pairs, &runs, features.buckets_log2, labels.len());
     let label_job = label_problem.as_ref().map(|(px, t, pr)| HeadJob {
         x: px,
         dim,
@@ -170,10 +202,19 @@ fn train_inner(
     if let Some(job) = &label_job {
         job.plan(progress);
     }
-    progress.advance(text_units)?;
 
     // Fitting the heads and calibrating them.
-    let main = main_job.fit(&mut rng, progress)?;
+    let main_job = HeadJob {
+        x: &x_main,
+        dim: main_dim,
+        targets: &targets,
+        runs: &runs,
+        grid: &grid,
+        w0: &warm.main,
+        params,
+        select,
+    };
+    let main = main_job.final_fit(chosen.selection, &mut rng, progress)?;
     let mut calibration = calibration::calibrate(&targets, &main.held_out);
     let tuned = encoder::tune(
         embedder.as_ref(),
@@ -217,6 +258,7 @@ fn train_inner(
                 max_epochs: options.max_epochs,
                 validation,
                 validation_score: main.validation_score,
+                features_tried: chosen.trials,
             },
             calibration,
             examples: rows.len(),

@@ -170,6 +170,37 @@ fn same_seed_same_bytes_and_round_trip() {
     }
 }
 
+/// The same sets and options made `tests/fixtures/v2-*.lcm` in the version 2 format: today's
+/// artifacts of the same models are at most half their size.
+#[test]
+fn artifacts_are_at_most_half_the_version_2_size() {
+    for (t, set, v2) in [
+        (
+            ProjectType::Label,
+            label_set(),
+            &include_bytes!("fixtures/v2-label.lcm")[..],
+        ),
+        (
+            ProjectType::Absa,
+            pair_set("positive", "negative"),
+            &include_bytes!("fixtures/v2-absa.lcm")[..],
+        ),
+    ] {
+        let model = Model::train(t, &set, &options(), &mut go).unwrap();
+        let bytes = model.to_bytes();
+        assert!(
+            bytes.len() * 2 <= v2.len(),
+            "{t}: {} bytes, {} in version 2",
+            bytes.len(),
+            v2.len()
+        );
+        let old = Model::from_bytes(v2).unwrap();
+        for e in &set {
+            assert_eq!(model.predict(&e.text).plain_tags(), old.predict(&e.text).plain_tags());
+        }
+    }
+}
+
 #[test]
 fn damaged_artifacts_are_refused() {
     let model = Model::train(
@@ -286,4 +317,81 @@ fn split_helper_is_stratified() {
             .count(),
         2
     );
+}
+
+/// Names and common nouns that differ only in case: folded, the texts of the two labels are
+/// the same words, so only the cased channel can tell them apart.
+fn case_set() -> Vec<Example> {
+    let words = [
+        "Apple", "Turkey", "Bill", "Jack", "Rose", "Amber", "Sandy", "Frank", "Grace", "Mark", "Bob", "Chase", "Penny",
+        "Will", "Victor", "Dawn",
+    ];
+    let mut out = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        let next = words[(i + 5) % words.len()];
+        let name = format!("{w} met {next} today");
+        let common = name.to_lowercase();
+        out.push(Example::new(name, vec![Tag::label("names")]));
+        out.push(Example::new(common, vec![Tag::label("things")]));
+    }
+    out
+}
+
+#[test]
+fn features_are_chosen_on_held_out_data_and_recorded() {
+    let model = Model::train(ProjectType::Label, &case_set(), &options(), &mut go).unwrap();
+    let info = model.info();
+    assert!(info.features.cased_words, "{:?}", info.hyper.features_tried);
+    let tried = &info.hyper.features_tried;
+    assert_eq!(tried.len(), 2);
+    assert_eq!(
+        (tried[0].features.as_str(), tried[1].features.as_str()),
+        ("folded", "folded+cased")
+    );
+    assert!(tried[1].validation_score > tried[0].validation_score, "{tried:?}");
+    assert_eq!(
+        model.predict("Frank met Rose today").plain_tags(),
+        [Tag::label("names")]
+    );
+    assert_eq!(
+        model.predict("frank met rose today").plain_tags(),
+        [Tag::label("things")]
+    );
+    assert_eq!(model.evaluate(&case_set()).features.as_deref(), Some("folded+cased"));
+    // The choice travels in the artifact.
+    let loaded = Model::from_bytes(&model.to_bytes()).unwrap();
+    assert_eq!(loaded.info().hyper.features_tried, *tried);
+    assert!(loaded.info().features.cased_words);
+
+    // Where case says nothing (all lower case), the candidates' features are the same, so are
+    // their held-out scores, and today's folded features are kept.
+    let plain = Model::train(ProjectType::Label, &label_set(), &options(), &mut go).unwrap();
+    assert!(!plain.info().features.cased_words);
+    let tried = &plain.info().hyper.features_tried;
+    assert_eq!(tried[0].validation_score, tried[1].validation_score);
+}
+
+/// Where today's folded features win, choosing leaves the model they make alone: same
+/// artifact but for the record of what was tried.
+#[test]
+fn choosing_changes_nothing_where_the_folded_features_win() {
+    let chosen = Model::train(ProjectType::Label, &label_set(), &options(), &mut go).unwrap();
+    assert!(!chosen.info().features.cased_words);
+    let alone = Model::train(
+        ProjectType::Label,
+        &label_set(),
+        &Options {
+            choose_features: false,
+            ..options()
+        },
+        &mut go,
+    )
+    .unwrap();
+    assert_eq!(alone.info().hyper.features_tried.len(), 1);
+    let mut info = chosen.info().clone();
+    info.hyper.features_tried.truncate(1);
+    assert_eq!(&info, alone.info());
+    for e in label_set() {
+        assert_eq!(alone.predict(&e.text), chosen.predict(&e.text));
+    }
 }

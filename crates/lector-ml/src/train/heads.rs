@@ -28,6 +28,69 @@ pub(super) struct FittedHead {
     pub(super) validation_score: Option<f64>,
 }
 
+/// At most this many solver weights (`f64`) are kept at once to go along the costs for all
+/// binary problems together: 256 MiB, 128 outputs over 2^18 buckets.
+const MAX_STATE_FLOATS: usize = 1 << 25;
+
+/// Held-out margins as the runs make them.
+struct HeldOut {
+    /// Every held-out row, in row order.
+    rows: Vec<usize>,
+    /// Where a row is in `rows`.
+    position: BTreeMap<usize, usize>,
+    /// `margins[c][i]`: the margins of `rows[i]` at cost `c` of the grid.
+    margins: Vec<Vec<Vec<f64>>>,
+    /// `starts[p][c]`: the first run's dual variables of problem `p` at cost `c`.
+    starts: Vec<Vec<Vec<f64>>>,
+}
+
+impl HeldOut {
+    fn new(job: &HeadJob<'_>) -> Self {
+        let mut rows: Vec<usize> = job.runs.iter().flat_map(|(_, h)| h.iter().copied()).collect();
+        rows.sort_unstable();
+        let position = rows.iter().enumerate().map(|(i, &r)| (r, i)).collect();
+        let k = job.targets.outputs();
+        Self {
+            margins: vec![vec![vec![0.0f64; k]; rows.len()]; job.grid.len()],
+            starts: vec![Vec::with_capacity(job.grid.len()); job.targets.problems().len()],
+            rows,
+            position,
+        }
+    }
+
+    /// The margins of `state` on the held-out rows `test` at cost `ci`, for its problem.
+    fn record(
+        &mut self,
+        x: &Csr,
+        state: &Binary,
+        test: &[usize],
+        ci: usize,
+        (positive, negative): (usize, Option<usize>),
+    ) {
+        for &r in test {
+            let (ind, val) = x.row(r);
+            let m = Binary::margin(&state.w, ind, val);
+            let slot = &mut self.margins[ci][self.position[&r]];
+            slot[positive] = m;
+            if let Some(n) = negative {
+                slot[n] = -m;
+            }
+        }
+    }
+}
+
+/// What the held-out runs found: the cost, its held-out margins and score, and where the
+/// final fit may start.
+pub(super) struct Selection {
+    pub(super) c: f64,
+    /// `(row, margins)` of every held-out row, in row order.
+    pub(super) held_out: Vec<(usize, Vec<f64>)>,
+    pub(super) validation_score: Option<f64>,
+    /// The first run's dual variables at the chosen cost, per binary problem (indexed like
+    /// the first run's training rows); empty without validation runs.
+    pub(super) start: Vec<Vec<f64>>,
+}
+
 pub(super) struct HeadJob<'a> {
     pub(super) x: &'a Csr,
     pub(super) dim: usize,
@@ -46,11 +109,8 @@ pub(super) struct HeadJob<'a> {
 
 impl HeadJob<'_> {
     pub(super) fn plan(&self, progress: &mut Progress<'_, '_>) {
+        self.plan_selection(progress);
         let problems = self.targets.problems().len() as f64;
-        let epochs = f64::from(self.select.max_epochs);
-        for (train, _) in self.runs {
-            progress.plan(problems * epochs * self.grid.len() as f64 * self.x.nnz_of(train) as f64);
-        }
         progress.plan(problems * f64::from(self.params.max_epochs) * self.x.indices.len() as f64);
     }
 
@@ -69,71 +129,166 @@ impl HeadJob<'_> {
         }
     }
 
+    /// Plans the held-out runs alone (a featurisation that is only tried).
+    pub(super) fn plan_selection(&self, progress: &mut Progress<'_, '_>) {
+        progress.plan(self.selection_units());
+    }
+
+    /// The progress units of the held-out runs.
+    pub(super) fn selection_units(&self) -> f64 {
+        let problems = self.targets.problems().len() as f64;
+        let epochs = f64::from(self.select.max_epochs);
+        self.runs
+            .iter()
+            .map(|(train, _)| problems * epochs * self.grid.len() as f64 * self.x.nnz_of(train) as f64)
+            .sum()
+    }
+
+    /// The held-out runs and the final fit.
     pub(super) fn fit(&self, rng: &mut Rng, progress: &mut Progress<'_, '_>) -> Result<FittedHead> {
-        let k = self.targets.outputs();
-        let problems = self.targets.problems();
-        // held[c][i] = margins of held-out row i (in `held_rows` order) at cost grid[c].
-        let held_rows: Vec<usize> = {
-            let mut rows: Vec<usize> = self.runs.iter().flat_map(|(_, h)| h.iter().copied()).collect();
-            rows.sort_unstable();
-            rows
+        let selection = self.select(rng, progress)?;
+        self.final_fit(selection, rng, progress)
+    }
+
+    /// The costs on the validation runs: the held-out margins at the cost with the best
+    /// held-out score. With one run (a large set) the costs go in increasing order for all
+    /// binary problems at once, and stop at the first cost that scores worse than the one
+    /// before (held-out scores rise and then fall along the grid; the larger costs are the
+    /// slow ones); that keeps every problem's solver state at once, so a head with very many
+    /// outputs goes the other way. With several runs (cross-validation of a small set) every
+    /// cost is tried.
+    pub(super) fn select(&self, rng: &mut Rng, progress: &mut Progress<'_, '_>) -> Result<Selection> {
+        let mut held = HeldOut::new(self);
+        let states_floats = self.targets.problems().len().saturating_mul(self.dim + 1);
+        let tried = if self.runs.len() == 1 && states_floats <= MAX_STATE_FLOATS {
+            self.select_along_costs(&mut held, rng, progress)?
+        } else {
+            self.select_run_by_run(&mut held, rng, progress)?;
+            self.grid.len()
         };
-        let position: BTreeMap<usize, usize> = held_rows.iter().enumerate().map(|(i, &r)| (r, i)).collect();
-        let mut held = vec![vec![vec![0.0f64; k]; held_rows.len()]; self.grid.len()];
-        for (train, test) in self.runs {
-            for &(positive, negative) in &problems {
+        let (best, validation_score) = self.best_cost(&held.rows, &held.margins[..tried]);
+        Ok(Selection {
+            c: self.grid[best],
+            validation_score,
+            start: held
+                .starts
+                .iter_mut()
+                .filter_map(|at| (best < at.len()).then(|| std::mem::take(&mut at[best])))
+                .collect(),
+            held_out: held.rows.into_iter().zip(held.margins.swap_remove(best)).collect(),
+        })
+    }
+
+    /// Every run, problem by problem, each along the whole grid from the last cost's solution.
+    fn select_run_by_run(&self, held: &mut HeldOut, rng: &mut Rng, progress: &mut Progress<'_, '_>) -> Result<()> {
+        for (run, (train, test)) in self.runs.iter().enumerate() {
+            for (p, &(positive, negative)) in self.targets.problems().iter().enumerate() {
                 let y: Vec<f64> = train.iter().map(|&r| self.targets.sign(r, positive)).collect();
                 let mut state = Binary::new(train.len(), self.dim, self.start_weights(positive, negative).as_deref());
                 for (ci, &c) in self.grid.iter().enumerate() {
-                    let cost = vec![c; train.len()];
-                    state.solve(self.x, train, &y, &cost, self.select, rng, progress)?;
-                    for &r in test {
-                        let (ind, val) = self.x.row(r);
-                        let m = Binary::margin(&state.w, ind, val);
-                        let slot = &mut held[ci][position[&r]];
-                        slot[positive] = m;
-                        if let Some(n) = negative {
-                            slot[n] = -m;
-                        }
+                    state.solve(self.x, train, &y, &vec![c; train.len()], self.select, rng, progress)?;
+                    held.record(self.x, &state, test, ci, (positive, negative));
+                    if run == 0 {
+                        held.starts[p].push(state.alpha.clone());
                     }
                 }
             }
         }
-        let (best, validation_score) = if held_rows.is_empty() {
+        Ok(())
+    }
+
+    /// The one run, cost by cost for every problem, until the held-out score falls; answers
+    /// how many costs were tried.
+    fn select_along_costs(&self, held: &mut HeldOut, rng: &mut Rng, progress: &mut Progress<'_, '_>) -> Result<usize> {
+        let Some((train, test)) = self.runs.first() else {
+            return Ok(0);
+        };
+        let problems = self.targets.problems();
+        let ys: Vec<Vec<f64>> = problems
+            .iter()
+            .map(|&(positive, _)| train.iter().map(|&r| self.targets.sign(r, positive)).collect())
+            .collect();
+        let mut states: Vec<Binary> = problems
+            .iter()
+            .map(|&(p, n)| Binary::new(train.len(), self.dim, self.start_weights(p, n).as_deref()))
+            .collect();
+        let mut previous = f64::NEG_INFINITY;
+        for (ci, &c) in self.grid.iter().enumerate() {
+            for (p, state) in states.iter_mut().enumerate() {
+                state.solve(self.x, train, &ys[p], &vec![c; train.len()], self.select, rng, progress)?;
+                held.record(self.x, state, test, ci, problems[p]);
+                held.starts[p].push(state.alpha.clone());
+            }
+            let score = self.targets.score(&held.rows, &held.margins[ci]);
+            if score > previous && ci > 0 {
+                // Only the best cost's starting point can be needed.
+                for at in &mut held.starts {
+                    at[ci - 1] = Vec::new();
+                }
+            }
+            if score < previous {
+                // The costs not tried: their planned work is done.
+                let left = (self.grid.len() - ci - 1) as f64;
+                let epochs = f64::from(self.select.max_epochs);
+                progress.advance(left * epochs * problems.len() as f64 * self.x.nnz_of(train) as f64)?;
+                return Ok(ci + 1);
+            }
+            previous = score;
+        }
+        Ok(self.grid.len())
+    }
+
+    /// The index of the cost with the best held-out score, and that score.
+    fn best_cost(&self, held_rows: &[usize], held: &[Vec<Vec<f64>>]) -> (usize, Option<f64>) {
+        if held_rows.is_empty() {
             // Nothing held out: the cost nearest 1, liblinear's and scikit-learn's default.
             let nearest = (0..self.grid.len())
                 .min_by(|&a, &b| self.grid[a].ln().abs().total_cmp(&self.grid[b].ln().abs()))
                 .unwrap_or(0);
-            (nearest, None)
-        } else {
-            let mut best = (0, f64::NEG_INFINITY);
-            for (ci, margins) in held.iter().enumerate() {
-                let s = self.targets.score(&held_rows, margins);
-                if s > best.1 {
-                    best = (ci, s);
-                }
+            return (nearest, None);
+        }
+        let mut best = (0, f64::NEG_INFINITY);
+        for (ci, margins) in held.iter().enumerate() {
+            let s = self.targets.score(held_rows, margins);
+            if s > best.1 {
+                best = (ci, s);
             }
-            (best.0, Some(best.1))
-        };
-        let c = self.grid[best];
+        }
+        (best.0, Some(best.1))
+    }
+
+    /// The final fit on all rows at the chosen cost.
+    pub(super) fn final_fit(
+        &self,
+        selection: Selection,
+        rng: &mut Rng,
+        progress: &mut Progress<'_, '_>,
+    ) -> Result<FittedHead> {
+        let k = self.targets.outputs();
+        let c = selection.c;
         let all: Vec<usize> = (0..self.x.rows()).collect();
         let mut head = Head::zeros(self.dim, k);
-        for &(positive, negative) in &problems {
+        for (p, (positive, negative)) in self.targets.problems().into_iter().enumerate() {
             let y: Vec<f64> = all.iter().map(|&r| self.targets.sign(r, positive)).collect();
             let mut state = Binary::new(all.len(), self.dim, self.start_weights(positive, negative).as_deref());
+            // From the first run's solution at this cost: it saw 80 % of the rows, so the
+            // solver has the rest to add rather than everything to find.
+            if let (Some(alpha), Some((rows, _))) = (selection.start.get(p), self.runs.first()) {
+                state.start_from(self.x, rows, &y, alpha);
+            }
             state.solve(self.x, &all, &y, &vec![c; all.len()], self.params, rng, progress)?;
-            head.set_column(positive, &state.w);
+            let w = state.weights();
+            head.set_column(positive, &w);
             if let Some(n) = negative {
-                let mirrored: Vec<f64> = state.w.iter().map(|v| -v).collect();
+                let mirrored: Vec<f64> = w.iter().map(|v| -v).collect();
                 head.set_column(n, &mirrored);
             }
         }
-        let held_out = held_rows.into_iter().zip(held.swap_remove(best)).collect();
         Ok(FittedHead {
             head,
             c,
-            held_out,
-            validation_score,
+            held_out: selection.held_out,
+            validation_score: selection.validation_score,
         })
     }
 }
@@ -259,7 +414,10 @@ pub(super) fn fit_label_head(
             let (scores, gold): (Vec<Vec<f64>>, Vec<usize>) =
                 fitted.held_out.iter().map(|(r, m)| (m.clone(), y[*r])).unzip();
             calibration.label_temperature = fit_temperature(&scores, &gold);
-            (Some(fitted.head), Some(fitted.c))
+            let mut head = fitted.head;
+            // Three significant digits, as the main table: half the artifact, same decisions.
+            head.round_to_bf16();
+            (Some(head), Some(fitted.c))
         }
         _ if matches!(project_type, ProjectType::Absa | ProjectType::Classlabel) => {
             // Zero or one label seen: every class gets that label (or the first) with certainty.
