@@ -6,10 +6,9 @@
 //! so a crafted file fails its import, never the worker. A file that cannot be read fails for
 //! good with the reader's reason; a reader that could not run is worth another attempt.
 
-use crate::file_import::gone;
-use crate::ingest::Filled;
 use crate::prepare::prepare_pages;
 use crate::runner::JobError;
+use crate::uploaded::{Filled, gone};
 use lector_extract::ReadDocument;
 use lector_extract::sandbox::Sandbox;
 use lector_store::{ImportPayload, Lease, NewDocument, Store, Upload};

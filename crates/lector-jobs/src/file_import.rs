@@ -10,9 +10,9 @@
 //! named.
 
 use crate::document_file::import_document_file;
-use crate::ingest::Filled;
 use crate::prepare::prepare_document;
 use crate::runner::{JobError, panic_message};
+use crate::uploaded::{Counting, Filled, gone};
 use lector_extract::sandbox::Sandbox;
 use lector_store::{FileSource, ImportPayload, Lease, NewDocument, Store};
 use lector_text::{ColumnRef, Format, Language, Limits, ReadOptions, TextError, open_rows};
@@ -160,27 +160,4 @@ pub(crate) fn failed(lease: &Lease, error: TextError) -> JobError {
         return JobError::transient("reading the uploaded file failed");
     }
     JobError::fatal(format!("the file cannot be imported: {error}"))
-}
-
-/// A lookup failure: final when the file is gone, worth another try otherwise.
-pub(crate) fn gone(error: lector_core::Error) -> JobError {
-    if error.code == lector_core::ErrorCode::NotFound {
-        JobError::fatal("the uploaded file is gone")
-    } else {
-        JobError::transient(error.detail)
-    }
-}
-
-/// Counts the bytes read, for the job's progress.
-pub(crate) struct Counting<R> {
-    pub(crate) inner: R,
-    pub(crate) read: Arc<AtomicU64>,
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
 }

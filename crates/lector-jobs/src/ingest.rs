@@ -4,6 +4,7 @@
 use crate::file_import::import_file;
 use crate::prepare::prepare_document;
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
+use crate::uploaded::Filled;
 use lector_core::{NotificationType, Result};
 use lector_extract::sandbox::Sandbox;
 pub use lector_store::ImportedDocument;
@@ -27,17 +28,6 @@ impl Handler for ImportDocuments {
             Ok(finished(lease, &payload, &filled))
         })
     }
-}
-
-/// What filling a group stored.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Filled {
-    /// Documents in the group.
-    pub stored: u64,
-    /// Rows of a file left out for an empty text.
-    pub blank: u64,
-    /// Documents this run stored (fewer than `stored` after a re-run).
-    pub added: usize,
 }
 
 /// Fills the group of `payload` from its job's input or its uploaded file, then marks the group

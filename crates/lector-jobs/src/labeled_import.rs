@@ -18,9 +18,10 @@
 //! payload carries the columns' places.
 
 use crate::document_file::{document_of, read_upload};
-use crate::file_import::{Counting, failed, gone};
+use crate::file_import::failed;
 use crate::prepare::{prepare_document, use_given_segments};
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for, panic_message};
+use crate::uploaded::{Counting, gone};
 use lector_core::labeling::locate_part;
 use lector_core::validate::{TextKind, check_chars};
 use lector_core::{Error, ErrorCode, NotificationType};

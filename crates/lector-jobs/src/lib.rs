@@ -13,6 +13,7 @@ pub mod owner;
 pub mod prepare;
 pub mod runner;
 pub mod training;
+mod uploaded;
 pub mod webhook;
 
 pub use analysis::AnalyzeDocuments;
