@@ -207,17 +207,21 @@ impl S3 {
             ("max-keys", "1".to_owned()),
             ("prefix", self.prefix.clone()),
         ];
+        self.list_bucket(&query, "reach the blob store").await.map(|_| ())
+    }
+
+    /// A signed ListObjectsV2 request on the bucket with `query`; `what` names it in errors.
+    async fn list_bucket(&self, query: &[(&str, String)], what: &'static str) -> Result<reqwest::Response> {
         self.send_to(
             Method::GET,
             self.base.clone(),
-            &query,
+            query,
             EMPTY_SHA256,
             None,
             reqwest::Body::default(),
         )
         .await
-        .and_then(expect_success("reach the blob store"))
-        .map(|_| ())
+        .and_then(expect_success(what))
     }
 
     async fn list_page(&self, prefix: &str, token: Option<&str>) -> Result<ListBucketResult> {
@@ -228,17 +232,7 @@ impl S3 {
         if let Some(token) = token {
             query.push(("continuation-token", token.to_owned()));
         }
-        let response = self
-            .send_to(
-                Method::GET,
-                self.base.clone(),
-                &query,
-                EMPTY_SHA256,
-                None,
-                reqwest::Body::default(),
-            )
-            .await
-            .and_then(expect_success("list blobs"))?;
+        let response = self.list_bucket(&query, "list blobs").await?;
         let text = response.text().await.map_err(request_failed("list blobs"))?;
         quick_xml::de::from_str(&text).map_err(|e| {
             tracing::error!(error = %e, "the S3 store's listing does not parse");
