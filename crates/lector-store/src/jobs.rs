@@ -294,27 +294,6 @@ impl Lease {
     }
 }
 
-/// How many jobs of one kind are in one state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobCount {
-    pub kind: String,
-    pub state: JobState,
-    pub jobs: u64,
-}
-
-/// The queue at a glance ([`Store::job_statistics`]).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct JobStatistics {
-    /// Jobs by kind and state; kinds and states without jobs are absent.
-    pub jobs: Vec<JobCount>,
-    /// Per kind with a queued job whose time has come: seconds the oldest has waited since
-    /// it became runnable (enqueued, or its retry delay ended).
-    pub oldest_queued_secs: Vec<(String, f64)>,
-    /// Per kind: leases taken back from workers that stopped renewing them or died, since the
-    /// installation began.
-    pub lease_reclaims: Vec<(String, u64)>,
-}
-
 /// A notification to write with a job's terminal state.
 #[derive(Debug, Clone)]
 pub struct JobNotice {
@@ -491,101 +470,6 @@ impl Store {
         Ok(true)
     }
 
-    /// Returns to the queue the running jobs whose lease holder `is_gone` says died (a worker
-    /// of this host that was killed); answers how many. Their leases need not expire first:
-    /// the next claim bumps the fencing token, so nothing the dead holder left half-written
-    /// can land. Each counts as a reclaimed lease ([`Store::job_statistics`]).
-    pub async fn release_leases_of_gone_holders(&self, is_gone: impl Fn(&str) -> bool) -> Result<u64> {
-        let owners: Vec<String> =
-            sqlx::query_scalar("SELECT DISTINCT lease_owner FROM jobs WHERE state = $1 AND lease_owner IS NOT NULL")
-                .bind(JobState::Running.as_str())
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db)?;
-        let mut released = 0;
-        for owner in owners.iter().filter(|o| is_gone(o)) {
-            let mut tx = self.begin_write().await?;
-            let kinds: Vec<String> = sqlx::query_scalar(
-                "UPDATE jobs SET state = $1, lease_owner = NULL, lease_expires = NULL, updated = $2 \
-                 WHERE state = $3 AND lease_owner = $4 RETURNING kind",
-            )
-            .bind(JobState::Queued.as_str())
-            .bind(Timestamp::now().micros())
-            .bind(JobState::Running.as_str())
-            .bind(owner)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db)?;
-            count_reclaims(&mut tx, &kinds).await?;
-            tx.commit().await.map_err(db)?;
-            released += kinds.len() as u64;
-        }
-        Ok(released)
-    }
-
-    /// Returns jobs whose lease expired to the queue, counting each as a reclaimed lease;
-    /// answers how many.
-    pub async fn reap_expired_leases(&self) -> Result<u64> {
-        let now = Timestamp::now().micros();
-        let mut tx = self.begin_write().await?;
-        let kinds: Vec<String> = sqlx::query_scalar(
-            "UPDATE jobs SET state = $1, lease_owner = NULL, lease_expires = NULL, updated = $2 \
-             WHERE state = $3 AND lease_expires < $2 RETURNING kind",
-        )
-        .bind(JobState::Queued.as_str())
-        .bind(now)
-        .bind(JobState::Running.as_str())
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?;
-        count_reclaims(&mut tx, &kinds).await?;
-        tx.commit().await.map_err(db)?;
-        Ok(kinds.len() as u64)
-    }
-
-    /// The queue as operators watch it (`/metrics`): jobs by kind and state, how long the
-    /// oldest runnable queued job of each kind has waited, and the leases reclaimed per kind
-    /// since the installation began. System look-up, no scope; it reads every job row, so it
-    /// is meant for a scrape every few seconds, not for every request.
-    pub async fn job_statistics(&self) -> Result<JobStatistics> {
-        let now = Timestamp::now().micros();
-        let rows = sqlx::query(
-            "SELECT kind, state, COUNT(*) AS jobs, \
-             MIN(CASE WHEN state = $1 AND run_after <= $2 THEN run_after END) AS oldest \
-             FROM jobs GROUP BY kind, state ORDER BY kind, state",
-        )
-        .bind(JobState::Queued.as_str())
-        .bind(now)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)?;
-        let mut statistics = JobStatistics::default();
-        for row in &rows {
-            let kind: String = row.try_get("kind").map_err(db)?;
-            let state: String = row.try_get("state").map_err(db)?;
-            let jobs: i64 = row.try_get("jobs").map_err(db)?;
-            if let Some(oldest) = row.try_get::<Option<i64>, _>("oldest").map_err(db)? {
-                let waited = (now - oldest).max(0) as f64 / 1e6;
-                statistics.oldest_queued_secs.push((kind.clone(), waited));
-            }
-            statistics.jobs.push(JobCount {
-                kind,
-                state: crate::parse_stored(&state)?,
-                jobs: jobs.max(0) as u64,
-            });
-        }
-        let reclaims = sqlx::query("SELECT kind, reclaims FROM job_lease_reclaims ORDER BY kind")
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        for row in &reclaims {
-            let kind: String = row.try_get("kind").map_err(db)?;
-            let count: i64 = row.try_get("reclaims").map_err(db)?;
-            statistics.lease_reclaims.push((kind, count.max(0) as u64));
-        }
-        Ok(statistics)
-    }
-
     /// A job of a project, as its readers may see it.
     pub async fn project_job(&self, scope: &Scope, project_id: i64, job_id: i64) -> Result<Job> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
@@ -643,26 +527,6 @@ impl Store {
             .map_err(db)?;
         row.as_ref().map(Job::decode).transpose()
     }
-}
-
-/// Adds one reclaimed lease per entry of `kinds` (the kinds of the jobs taken back).
-async fn count_reclaims(tx: &mut Transaction<'static, Any>, kinds: &[String]) -> Result<()> {
-    let mut per_kind = std::collections::BTreeMap::<&str, i64>::new();
-    for kind in kinds {
-        *per_kind.entry(kind).or_default() += 1;
-    }
-    for (kind, count) in per_kind {
-        sqlx::query(
-            "INSERT INTO job_lease_reclaims (kind, reclaims) VALUES ($1, $2) \
-             ON CONFLICT (kind) DO UPDATE SET reclaims = job_lease_reclaims.reclaims + excluded.reclaims",
-        )
-        .bind(kind)
-        .bind(count)
-        .execute(&mut **tx)
-        .await
-        .map_err(db)?;
-    }
-    Ok(())
 }
 
 /// Enqueues inside the caller's transaction, so a job and the rows it will fill appear together.

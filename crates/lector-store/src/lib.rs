@@ -18,6 +18,7 @@ mod credentials;
 mod document_listing;
 mod documents;
 mod hitls;
+mod job_reclaims;
 mod jobs;
 mod labeled_imports;
 mod models;
@@ -32,7 +33,8 @@ pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use document_listing::DocumentFilter;
 pub use documents::{Document, DocumentGroup, NewDocument, NewSegment, Segment};
 pub use hitls::{Hitl, HitlReview, MAX_HITLS_PER_PROJECT, NewHitl, NewReview};
-pub use jobs::{Failure, Job, JobCount, JobNotice, JobPayload, JobResource, JobState, JobStatistics, Lease, NewJob};
+pub use job_reclaims::{JobCount, JobStatistics};
+pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
 pub use labeled_imports::LabeledFile;
 pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel, UploadTarget};
 pub use payloads::{
