@@ -26,7 +26,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// The multipart form of `upload_labeling_file`.
 #[derive(Debug, ToSchema)]
-#[allow(dead_code)]
+#[expect(
+    dead_code,
+    reason = "describes the form in the OpenAPI document; the handler reads the multipart stream"
+)]
 pub struct LabelingUploadForm {
     /// Labeled data: CSV, JSON, JSONL or XLSX with a header row (`text`, `class` or `aspect`,
     /// `label`; a session download has these); or a PDF or image, which becomes one document
