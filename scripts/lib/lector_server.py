@@ -1,6 +1,6 @@
-"""A `lector serve` started by a script on a free loopback port and a temporary data directory,
-and a small client for it (standard library only; the self-signed certificate is not checked).
-Used by scripts/bench-api and scripts/api-fuzz."""
+"""A small client for any Lector address, and a `lector serve` started by a script on a free
+loopback port and a temporary data directory (standard library only; the self-signed
+certificate is not checked). Used by scripts/bench-api, scripts/api-fuzz and scripts/cluster."""
 
 import glob
 import json
@@ -13,6 +13,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TLS = ssl.create_default_context()
@@ -21,15 +22,90 @@ TLS.verify_mode = ssl.CERT_NONE
 PASSWORD = "password-123"
 
 
-class Server:
+def free_port():
+    """A loopback port nobody listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ApiError(Exception):
+    """An answer with an error status: its status, headers and body."""
+
+    def __init__(self, method, path, status, headers, body):
+        super().__init__(f"{method} {path}: {status} {body[:500]!r}")
+        self.status, self.headers, self.body = status, headers, body
+
+
+class Client:
+    """Calls the Lector at `base` (https://host:port)."""
+
+    def __init__(self, base):
+        self.base = base
+
+    def request(self, method, path, body=None, token=None, headers=None, timeout=600):
+        """Answers (status, headers, body bytes), error statuses included; raises OSError
+        (URLError among them) when the connection fails."""
+        data = body if isinstance(body, bytes) else None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method)
+        request.add_header("content-type", "application/json")
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
+        if token:
+            request.add_header("authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(request, context=TLS, timeout=timeout) as answer:
+                return answer.status, answer.headers, answer.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read()
+
+    def try_call(self, method, path, body=None, token=None, headers=None):
+        """The decoded answer; raises ApiError for an error status."""
+        status, answer_headers, data = self.request(method, path, body, token, headers)
+        if status >= 400:
+            raise ApiError(method, path, status, answer_headers, data)
+        return json.loads(data or b"null")
+
+    def call(self, method, path, body=None, token=None):
+        """The decoded answer; an error status ends the script."""
+        try:
+            return self.try_call(method, path, body, token)
+        except ApiError as e:
+            raise SystemExit(str(e))
+
+    def upload(self, path, name, content, token, fields=None):
+        """POSTs a multipart form with `content` (bytes) as its `file` called `name`; raises
+        ApiError for an error status."""
+        boundary = uuid.uuid4().hex
+        parts = [f'--{boundary}\r\ncontent-disposition: form-data; name="{key}"\r\n\r\n{value}\r\n'.encode()
+                 for key, value in (fields or {}).items()]
+        parts.append(f'--{boundary}\r\ncontent-disposition: form-data; name="file"; filename="{name}"\r\n'
+                     f"content-type: application/octet-stream\r\n\r\n".encode() + content + b"\r\n")
+        parts.append(f"--{boundary}--\r\n".encode())
+        return self.try_call("POST", path, b"".join(parts), token,
+                             {"content-type": f"multipart/form-data; boundary={boundary}"})
+
+    def register(self, email):
+        answer = self.call("POST", "/auth/register",
+                           {"email": email, "password": PASSWORD, "first_name": "Script"})
+        return answer["auth_token"]
+
+    def project(self, token, name, kind, names):
+        """A project of `kind` with these classes (CLASS) or labels (LABEL)."""
+        project = self.call("POST", "/projects", {"name": name, "type": kind}, token)
+        what = "classes" if kind == "CLASS" else "labels"
+        for n in names:
+            self.call("POST", f"/projects/{project['id']}/{what}", {"name": n}, token)
+        return project["id"]
+
+
+class Server(Client):
     """`binary serve` on SQLite in its data directory, or on `database_url`."""
 
     def __init__(self, binary=None, workers=1, database_url=None):
         self.dir = tempfile.mkdtemp(prefix="lector-script-")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.base = f"https://127.0.0.1:{self.port}"
+        self.port = free_port()
+        super().__init__(f"https://127.0.0.1:{self.port}")
         binary = binary or os.path.join(ROOT, "target/release/lector")
         self.log = open(os.path.join(self.dir, "serve.log"), "w")
         env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn"))
@@ -48,31 +124,6 @@ class Server:
                     break
                 time.sleep(0.05)
         raise SystemExit(f"the server did not start; see {self.log.name}")
-
-    def call(self, method, path, body=None, token=None):
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base + path, data=data, method=method)
-        request.add_header("content-type", "application/json")
-        if token:
-            request.add_header("authorization", f"Bearer {token}")
-        try:
-            with urllib.request.urlopen(request, context=TLS, timeout=600) as answer:
-                return json.loads(answer.read() or b"null")
-        except urllib.error.HTTPError as e:
-            raise SystemExit(f"{method} {path}: {e.code} {e.read()[:500]!r}")
-
-    def register(self, email):
-        answer = self.call("POST", "/auth/register",
-                           {"email": email, "password": PASSWORD, "first_name": "Script"})
-        return answer["auth_token"]
-
-    def project(self, token, name, kind, names):
-        """A project of `kind` with these classes (CLASS) or labels (LABEL)."""
-        project = self.call("POST", "/projects", {"name": name, "type": kind}, token)
-        what = "classes" if kind == "CLASS" else "labels"
-        for n in names:
-            self.call("POST", f"/projects/{project['id']}/{what}", {"name": n}, token)
-        return project["id"]
 
     def mail_token(self, email):
         """The token of the last mail to `email` (the mail job runs shortly after the request)."""

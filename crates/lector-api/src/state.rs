@@ -42,10 +42,14 @@ impl AppState {
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| format!("data directory {}: {e}", config.data_dir.display()))?;
         let blobs = Blobs::from_config(&config).map_err(|e| format!("blob store: {}", e.detail))?;
-        let store = Store::open(&config.database_url(), config.database_max_connections)
-            .await
-            .map_err(|e| format!("database: {}", e.detail))?
-            .with_blobs(blobs);
+        let store = Store::open_with(
+            &config.database_url(),
+            config.database_max_connections,
+            config.idle_in_transaction(),
+        )
+        .await
+        .map_err(|e| format!("database: {}", e.detail))?
+        .with_blobs(blobs);
         let auth = AuthKeys::load(&config)?;
         let mailer = Mailer::new(&config.mail, &config.mail_outbox())?;
         let sources = lector_sources::Sources::new(&config)?;

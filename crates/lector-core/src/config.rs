@@ -180,6 +180,13 @@ impl Config {
         }
     }
 
+    /// How long a PostgreSQL session may sit idle inside a transaction before the server ends
+    /// it: twice the job lease, so the write a paused worker left open is rolled back, and its
+    /// job's row freed for another worker, soon after its lease ran out.
+    pub fn idle_in_transaction(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(2 * self.job_lease_secs.max(1) as u64)
+    }
+
     /// The BASE models' directory in force.
     pub fn base_models_dir(&self) -> PathBuf {
         self.base_models_dir

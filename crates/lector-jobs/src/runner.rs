@@ -260,7 +260,9 @@ impl Runner {
             }
             Some(Err(e)) => {
                 tracing::warn!(error = %e.message, retryable = e.retryable, "job failed");
-                store.fail_job(&lease, &e.message, e.retryable).await?;
+                if !store.fail_job(&lease, &e.message, e.retryable).await? {
+                    tracing::warn!("lease taken over; this attempt's failure is not recorded");
+                }
             }
             None => {}
         }

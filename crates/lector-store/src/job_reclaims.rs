@@ -4,7 +4,7 @@
 //! same count. [`Store::job_statistics`] reads the queue as operators watch it (`/metrics`).
 
 use crate::jobs::JobState;
-use crate::{Store, db};
+use crate::{Backend, Store, db};
 use lector_core::Result;
 use lector_core::time::Timestamp;
 use sqlx::{Any, Row, Transaction};
@@ -45,17 +45,14 @@ impl Store {
         let mut released = 0;
         for owner in owners.iter().filter(|o| is_gone(o)) {
             let mut tx = self.begin_write().await?;
-            let kinds: Vec<String> = sqlx::query_scalar(
-                "UPDATE jobs SET state = $1, lease_owner = NULL, lease_expires = NULL, updated = $2 \
-                 WHERE state = $3 AND lease_owner = $4 RETURNING kind",
-            )
-            .bind(JobState::Queued.as_str())
-            .bind(Timestamp::now().micros())
-            .bind(JobState::Running.as_str())
-            .bind(owner)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db)?;
+            let kinds: Vec<String> = sqlx::query_scalar(&self.requeue_sql("state = $3 AND lease_owner = $4"))
+                .bind(JobState::Queued.as_str())
+                .bind(Timestamp::now().micros())
+                .bind(JobState::Running.as_str())
+                .bind(owner)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db)?;
             count_reclaims(&mut tx, &kinds).await?;
             tx.commit().await.map_err(db)?;
             released += kinds.len() as u64;
@@ -63,21 +60,35 @@ impl Store {
         Ok(released)
     }
 
+    /// The statement that returns the running jobs matching `condition` to the queue,
+    /// answering their kinds (`$1` the queued state, `$2` now). On PostgreSQL a job whose row
+    /// another transaction holds is skipped, not waited for: a worker paused in the middle of
+    /// a write (SIGSTOP, a frozen machine) holds its job's row until the server ends its idle
+    /// transaction (`Store::connect`), and waiting for it would stall every node's reaper.
+    /// The job is taken back on a later pass.
+    fn requeue_sql(&self, condition: &str) -> String {
+        let lock = match self.backend {
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            Backend::Sqlite => "",
+        };
+        format!(
+            "UPDATE jobs SET state = $1, lease_owner = NULL, lease_expires = NULL, updated = $2 \
+             WHERE id IN (SELECT id FROM jobs WHERE {condition}{lock}) RETURNING kind"
+        )
+    }
+
     /// Returns jobs whose lease expired to the queue, counting each as a reclaimed lease;
     /// answers how many.
     pub async fn reap_expired_leases(&self) -> Result<u64> {
         let now = Timestamp::now().micros();
         let mut tx = self.begin_write().await?;
-        let kinds: Vec<String> = sqlx::query_scalar(
-            "UPDATE jobs SET state = $1, lease_owner = NULL, lease_expires = NULL, updated = $2 \
-             WHERE state = $3 AND lease_expires < $2 RETURNING kind",
-        )
-        .bind(JobState::Queued.as_str())
-        .bind(now)
-        .bind(JobState::Running.as_str())
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?;
+        let kinds: Vec<String> = sqlx::query_scalar(&self.requeue_sql("state = $3 AND lease_expires < $2"))
+            .bind(JobState::Queued.as_str())
+            .bind(now)
+            .bind(JobState::Running.as_str())
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?;
         count_reclaims(&mut tx, &kinds).await?;
         tx.commit().await.map_err(db)?;
         Ok(kinds.len() as u64)
@@ -145,4 +156,62 @@ async fn count_reclaims(tx: &mut Transaction<'static, Any>, kinds: &[String]) ->
         .map_err(db)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::jobs::check_fence;
+    use crate::testing::TestDatabase;
+    use crate::{Backend, Failure, JobPayload, NewJob, Store};
+    use serde::{Deserialize, Serialize};
+    use std::time::Duration;
+
+    #[derive(Debug, Serialize, Deserialize)]
+    struct Nap {
+        minutes: u32,
+    }
+
+    impl JobPayload for Nap {
+        const KIND: &'static str = "nap";
+        const MAX_ATTEMPTS: i64 = 3;
+
+        fn failure(&self) -> Failure {
+            Failure::of(None, "Nap failed", "A nap", "sleep again")
+        }
+    }
+
+    /// A worker paused (SIGSTOP) inside a write transaction holds its job's row. On PostgreSQL
+    /// the reaper must neither wait for it (every node's reaper would stall) nor leave the job
+    /// with it for good: the server ends the idle transaction and the job is taken back.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_paused_writer_neither_stalls_the_reaper_nor_keeps_its_job() {
+        let Some(database) = TestDatabase::create(Backend::Postgres).await else {
+            return;
+        };
+        let store = Store::open_with(&database.url, 4, Duration::from_millis(1500))
+            .await
+            .unwrap();
+        let queued = store.enqueue(NewJob::of(&Nap { minutes: 1 }).unwrap()).await.unwrap();
+        // The lease has run out at once, as a paused worker's does.
+        let paused = store.claim_job("paused", -1).await.unwrap().expect("claimed");
+        let mut write = store.begin_write().await.unwrap();
+        check_fence(&mut write, &paused).await.unwrap();
+
+        let reaped = tokio::time::timeout(Duration::from_secs(5), store.reap_expired_leases())
+            .await
+            .expect("the reaper does not wait for the paused writer")
+            .unwrap();
+        assert_eq!(reaped, 0, "the held row is left for a later pass");
+
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        assert_eq!(
+            store.reap_expired_leases().await.unwrap(),
+            1,
+            "taken back once the server ended the write"
+        );
+        assert!(write.commit().await.is_err(), "the paused write never lands");
+        let next = store.claim_job("next", 30).await.unwrap().expect("claimed again");
+        assert_eq!(next.job.id, queued.id);
+        assert!(next.token > paused.token);
+    }
 }

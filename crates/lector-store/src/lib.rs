@@ -99,6 +99,10 @@ pub struct Dependencies {
     pub blob_store: bool,
 }
 
+/// How long a PostgreSQL session may sit idle inside a transaction unless the opener says
+/// otherwise: twice the default job lease (the service passes twice its configured lease).
+pub const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(60);
+
 /// The handle every part of Lector stores and reads through. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -112,8 +116,11 @@ pub struct Store {
 }
 
 impl Store {
-    /// Connects (creating an SQLite file if needed) without migrating.
-    pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
+    /// Connects (creating an SQLite file if needed) without migrating. On PostgreSQL the server
+    /// ends a session that sits idle inside a transaction for longer than `idle_in_transaction`,
+    /// freeing the rows it locked: a process paused in the middle of a write (SIGSTOP, a frozen
+    /// machine) would otherwise keep its job's row, and its lease, from every other node.
+    pub async fn connect(url: &str, max_connections: u32, idle_in_transaction: Duration) -> Result<Self> {
         install_default_drivers();
         let backend = if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             Backend::Postgres
@@ -140,7 +147,17 @@ impl Store {
                     })
                 });
         } else {
-            options = options.max_connections(max_connections);
+            let set = format!(
+                "SET idle_in_transaction_session_timeout = {}",
+                idle_in_transaction.as_millis().max(1)
+            );
+            options = options.max_connections(max_connections).after_connect(move |conn, _| {
+                let set = set.clone();
+                Box::pin(async move {
+                    sqlx::query(&set).execute(&mut *conn).await?;
+                    Ok(())
+                })
+            });
         }
         let pool = options.connect(url).await.map_err(|e| {
             tracing::error!(error = %e, "cannot connect to the database");
@@ -154,9 +171,15 @@ impl Store {
         })
     }
 
-    /// Connects and brings the schema up to date.
+    /// Connects and brings the schema up to date, with [`IDLE_IN_TRANSACTION`].
     pub async fn open(url: &str, max_connections: u32) -> Result<Self> {
-        let store = Self::connect(url, max_connections).await?;
+        Self::open_with(url, max_connections, IDLE_IN_TRANSACTION).await
+    }
+
+    /// Connects with that limit on idle transactions (see [`Store::connect`]) and brings the
+    /// schema up to date.
+    pub async fn open_with(url: &str, max_connections: u32, idle_in_transaction: Duration) -> Result<Self> {
+        let store = Self::connect(url, max_connections, idle_in_transaction).await?;
         store.migrate().await?;
         Ok(store)
     }

@@ -156,10 +156,14 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
         }
         Command::Worker => {
             let blobs = lector_store::Blobs::from_config(&config).map_err(|e| format!("blob store: {}", e.detail))?;
-            let store = lector_store::Store::open(&config.database_url(), config.database_max_connections)
-                .await
-                .map_err(|e| e.detail)?
-                .with_blobs(blobs);
+            let store = lector_store::Store::open_with(
+                &config.database_url(),
+                config.database_max_connections,
+                config.idle_in_transaction(),
+            )
+            .await
+            .map_err(|e| e.detail)?
+            .with_blobs(blobs);
             let mailer = std::sync::Arc::new(lector_jobs::Mailer::new(&config.mail, &config.mail_outbox())?);
             let (stop, stopped) = tokio::sync::watch::channel(false);
             let count = config.workers.max(1);
