@@ -110,9 +110,11 @@ async def _pipe(reader, writer):
 
 def psql(database_url, sql):
     """Rows of `sql` run with psql, as lists of strings (tab-separated output)."""
-    out = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", database_url,
-                          "-c", sql], check=True, capture_output=True, text=True).stdout
-    return [line.split("\t") for line in out.splitlines() if line]
+    done = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", database_url,
+                           "-c", sql], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"psql: {done.stderr.strip()} ({sql})")
+    return [line.split("\t") for line in done.stdout.splitlines() if line]
 
 
 class Node:
