@@ -7,7 +7,7 @@
 //! ```text
 //! fewshot --data FILE --model DIR --out DIR [--shots 8,16,32,64] [--seeds 5] [--test-max 2000]
 //!         [--systems ngrams,frozen,tuned] [--dev]
-//! # experiments: --pair-epochs N, --pair-steps N, --pair-layers N, --pair-lr X, --pair-batch N, --dense-weight X
+//! # experiments: --pair-epochs N, --pair-steps N, --pair-layers N, --pair-temperature T, --pair-lr X, --pair-batch N, --dense-weight X
 //! ```
 //!
 //! The split is the benchmark's (`bench tsv`): stratified 80/20 with seed 0. The test side is
@@ -182,6 +182,9 @@ fn main() -> Fallible<()> {
     }
     if let Some(n) = value(&args, "--pair-layers") {
         pairs.layers = n;
+    }
+    if let Some(t) = value(&args, "--pair-temperature") {
+        pairs.temperature = t;
     }
     if let Some(n) = value(&args, "--pair-steps") {
         pairs.min_steps = n;

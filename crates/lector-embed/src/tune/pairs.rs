@@ -43,6 +43,9 @@ pub struct PairTuneOptions {
     pub seed: u64,
     /// Threads for a batch's forward and backward passes (at most 4; no effect on the result).
     pub threads: usize,
+    /// 0: the squared error of the cosines (SetFit's loss); above 0, the supervised
+    /// contrastive loss (Khosla et al., 2020) at this temperature instead.
+    pub temperature: f32,
 }
 
 impl Default for PairTuneOptions {
@@ -58,6 +61,7 @@ impl Default for PairTuneOptions {
             max_tokens: 128,
             seed: 0,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            temperature: 0.0,
         }
     }
 }
@@ -143,7 +147,7 @@ impl TunedTop {
             let part: Vec<usize> = order.drain(..batch.min(inputs.len())).collect();
             let texts: Vec<&[f32]> = part.iter().map(|&p| below[p].as_slice()).collect();
             let classes: Vec<usize> = part.iter().map(|&p| labels[p]).collect();
-            top.pair_gradient(config, &texts, &classes, &mut shards, threads);
+            top.pair_gradient(config, &texts, &classes, options.temperature, &mut shards, threads);
             done += per_step * (3 * tuned) as f64;
             let rate = schedule.rate_at(step, steps);
             adam.step(&mut top, &mut shards[0], rate, options.weight_decay);
@@ -155,7 +159,15 @@ impl TunedTop {
     /// The gradient of a batch's pair loss, left in `shards[0]`: every text forward (dealt to
     /// the fixed shards, on up to `threads` threads), the loss of every pair, then every text
     /// backward into its shard, and the shards summed in order.
-    fn pair_gradient(&self, config: &Config, texts: &[&[f32]], classes: &[usize], shards: &mut [Self], threads: usize) {
+    fn pair_gradient(
+        &self,
+        config: &Config,
+        texts: &[&[f32]],
+        classes: &[usize],
+        temperature: f32,
+        shards: &mut [Self],
+        threads: usize,
+    ) {
         let h = config.hidden;
         let per_shard = texts.len().div_ceil(shards.len()).max(1);
         let dealt: Vec<&[&[f32]]> = (0..shards.len())
@@ -183,7 +195,11 @@ impl TunedTop {
                 .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
                 .collect()
         });
-        let d_means = pair_loss_gradient(&forwards, classes, h);
+        let d_means = if temperature > 0.0 {
+            supcon_gradient(&forwards, classes, h, temperature)
+        } else {
+            pair_loss_gradient(&forwards, classes, h)
+        };
         let mut work: Vec<ShardWork<'_>> = shards
             .iter_mut()
             .enumerate()
@@ -252,10 +268,7 @@ impl TunedTop {
 /// one kind), and its gradient with respect to each text's mean state.
 fn pair_loss_gradient(forwards: &[Forward], classes: &[usize], h: usize) -> Vec<Vec<f32>> {
     let n = forwards.len();
-    let units: Vec<Vec<f32>> = forwards
-        .iter()
-        .map(|f| f.mean.iter().map(|m| m / f.norm).collect())
-        .collect();
+    let units = unit_vectors(forwards);
     let pairs = n * n.saturating_sub(1) / 2;
     let positive = (0..n)
         .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
@@ -277,10 +290,59 @@ fn pair_loss_gradient(forwards: &[Forward], classes: &[usize], h: usize) -> Vec<
             axpy(&mut d_units[j], d_cos, &units[i]);
         }
     }
-    // Through the scaling to unit length: d mean = (d u − (d u · u) u) / |mean|.
+    through_norm(d_units, &units, forwards)
+}
+
+/// The unit vectors of the texts' mean states.
+fn unit_vectors(forwards: &[Forward]) -> Vec<Vec<f32>> {
+    forwards
+        .iter()
+        .map(|f| f.mean.iter().map(|m| m / f.norm).collect())
+        .collect()
+}
+
+/// The supervised contrastive loss of a batch: for each text with another of its label, minus
+/// the mean over those of the log-softmax (over all other texts) of the cosines divided by
+/// `temperature`, averaged over such texts; and its gradient with respect to each mean state.
+fn supcon_gradient(forwards: &[Forward], classes: &[usize], h: usize, temperature: f32) -> Vec<Vec<f32>> {
+    let n = forwards.len();
+    let units = unit_vectors(forwards);
+    let anchors = (0..n)
+        .filter(|&i| (0..n).any(|j| j != i && classes[j] == classes[i]))
+        .count();
+    let mut d_units = vec![vec![0.0f32; h]; n];
+    for i in 0..n {
+        let positives = (0..n).filter(|&j| j != i && classes[j] == classes[i]).count();
+        if positives == 0 {
+            continue;
+        }
+        let logits: Vec<f32> = (0..n).map(|j| dot(&units[i], &units[j]) / temperature).collect();
+        let max = (0..n)
+            .filter(|&j| j != i)
+            .map(|j| logits[j])
+            .fold(f32::NEG_INFINITY, f32::max);
+        let total: f32 = (0..n).filter(|&j| j != i).map(|j| (logits[j] - max).exp()).sum();
+        for j in (0..n).filter(|&j| j != i) {
+            let p = (logits[j] - max).exp() / total;
+            let target = if classes[j] == classes[i] {
+                1.0 / positives as f32
+            } else {
+                0.0
+            };
+            let d_cos = (p - target) / (temperature * anchors as f32);
+            axpy(&mut d_units[i], d_cos, &units[j]);
+            axpy(&mut d_units[j], d_cos, &units[i]);
+        }
+    }
+    through_norm(d_units, &units, forwards)
+}
+
+/// The gradients of the unit vectors taken through the scaling to unit length:
+/// d mean = (d u − (d u · u) u) / |mean|.
+fn through_norm(d_units: Vec<Vec<f32>>, units: &[Vec<f32>], forwards: &[Forward]) -> Vec<Vec<f32>> {
     d_units
         .into_iter()
-        .zip(&units)
+        .zip(units)
         .zip(forwards)
         .map(|((du, u), f)| {
             let along = dot(&du, u);
@@ -326,9 +388,26 @@ mod tests {
             .collect()
     }
 
-    /// The pair loss of `pair_loss_gradient`, in f64.
-    fn loss(top: &TunedTop, bert: &Bert, inputs: &[Vec<u32>], labels: &[usize]) -> f64 {
+    /// The loss of `pair_loss_gradient` (`temperature` 0) or of `supcon_gradient`, in f64.
+    fn loss(top: &TunedTop, bert: &Bert, inputs: &[Vec<u32>], labels: &[usize], temperature: f32) -> f64 {
         let u = vectors(top, bert, inputs);
+        if temperature > 0.0 {
+            let t = f64::from(temperature);
+            let n = u.len();
+            let mut total = 0.0;
+            let mut anchors = 0;
+            for i in 0..n {
+                let pos: Vec<usize> = (0..n).filter(|&j| j != i && labels[j] == labels[i]).collect();
+                if pos.is_empty() {
+                    continue;
+                }
+                anchors += 1;
+                let s = |j: usize| f64::from(dot(&u[i], &u[j])) / t;
+                let log_total = (0..n).filter(|&j| j != i).map(|j| s(j).exp()).sum::<f64>().ln();
+                total -= pos.iter().map(|&p| s(p) - log_total).sum::<f64>() / pos.len() as f64;
+            }
+            return total / f64::from(anchors);
+        }
         let (mut pos, mut neg) = ((0.0, 0usize), (0.0, 0usize));
         for i in 0..u.len() {
             for j in i + 1..u.len() {
@@ -360,6 +439,12 @@ mod tests {
 
     #[test]
     fn pair_gradients_match_finite_differences() {
+        for temperature in [0.0, 0.5] {
+            gradients_match(temperature);
+        }
+    }
+
+    fn gradients_match(temperature: f32) {
         let bert = tiny_bert();
         let (inputs, labels) = texts();
         let top = TunedTop {
@@ -371,7 +456,7 @@ mod tests {
         let below: Vec<Vec<f32>> = inputs.iter().map(|ids| bert.states_below(ids, 0)).collect();
         let refs: Vec<&[f32]> = below.iter().map(Vec::as_slice).collect();
         let mut shards: Vec<TunedTop> = (0..SHARDS).map(|_| top.zeroed()).collect();
-        top.pair_gradient(bert.config(), &refs, &labels, &mut shards, 2);
+        top.pair_gradient(bert.config(), &refs, &labels, temperature, &mut shards, 2);
         let analytic: Vec<Vec<f32>> = shards[0].tensors_mut().into_iter().map(|t| t.clone()).collect();
         let mut checked = 0;
         for (tensor, weights) in analytic.iter().enumerate() {
@@ -384,12 +469,13 @@ mod tests {
                 plus.tensors_mut()[tensor][index] += eps;
                 let mut minus = top.clone();
                 minus.tensors_mut()[tensor][index] -= eps;
-                let numeric = (loss(&plus, &bert, &inputs, &labels) - loss(&minus, &bert, &inputs, &labels))
+                let numeric = (loss(&plus, &bert, &inputs, &labels, temperature)
+                    - loss(&minus, &bert, &inputs, &labels, temperature))
                     / (2.0 * f64::from(eps));
                 let a = f64::from(weights[index]);
                 assert!(
                     (a - numeric).abs() <= 2e-3 + 0.05 * numeric.abs(),
-                    "tensor {tensor}, index {index}: backprop {a}, finite difference {numeric}"
+                    "temperature {temperature}, tensor {tensor}, index {index}: backprop {a}, finite difference {numeric}"
                 );
                 checked += 1;
             }
