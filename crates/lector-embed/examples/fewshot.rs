@@ -16,8 +16,9 @@
 //! and the first K rows of each label make `DIR/fewshot/kK-sS.tsv` (so a seed's subsets are
 //! nested: its 8 per label are among its 16). `--dev` scores on training rows drawn in none of
 //! the subsets instead of the test side (`DIR/fewshot-dev`): for choosing settings without
-//! looking at the test side. Writes `lector.json` there. Times are CPU time of the process
-//! (tuning runs on two threads) and wall time.
+//! looking at the test side. Writes `lector.json` there. Every model is also written as its
+//! artifact and read back, which must predict the same on the first 20 rows. Times are CPU
+//! time of the process (tuning runs on two threads) and wall time.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::ControlFlow;
@@ -248,6 +249,13 @@ fn main() -> Fallible<()> {
             let train_s = cpu_s() - cpu;
             let train_wall_s = wall.elapsed().as_secs_f64();
             let m = model.evaluate(&scored_owned);
+            // The artifact, read back with the encoder, predicts the same (first 20 rows).
+            let bytes = model.to_bytes();
+            let loaded = Model::from_bytes_with(&bytes, model.embedder().cloned())?;
+            let same = scored.iter().take(20).all(|e| loaded.predict(&e.text) == model.predict(&e.text));
+            if !same {
+                return Err(format!("k={k} seed={s} {system}: the loaded artifact predicts differently").into());
+            }
             let r = json!({
                 "accuracy": m.accuracy,
                 "macro_f1": m.macro_f1,
@@ -255,6 +263,7 @@ fn main() -> Fallible<()> {
                 "train_wall_s": train_wall_s,
                 "c": model.info().hyper.c,
                 "contrastive": model.info().dense.as_ref().is_some_and(|d| d.contrastive),
+                "artifact_bytes": bytes.len(),
             });
             eprintln!("  k={k} seed={s} {system}: {r}");
             results
