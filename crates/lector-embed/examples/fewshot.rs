@@ -252,7 +252,10 @@ fn main() -> Fallible<()> {
             // The artifact, read back with the encoder, predicts the same (first 20 rows).
             let bytes = model.to_bytes();
             let loaded = Model::from_bytes_with(&bytes, model.embedder().cloned())?;
-            let same = scored.iter().take(20).all(|e| loaded.predict(&e.text) == model.predict(&e.text));
+            let same = scored
+                .iter()
+                .take(20)
+                .all(|e| loaded.predict(&e.text) == model.predict(&e.text));
             if !same {
                 return Err(format!("k={k} seed={s} {system}: the loaded artifact predicts differently").into());
             }
