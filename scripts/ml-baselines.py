@@ -2,6 +2,8 @@
 """Baselines for the lector-ml benchmark, on the split files the Rust bench wrote.
 
 Usage: ml-baselines.py DIR   (DIR holds train.tsv, test.tsv, curve-*.tsv; writes baselines.json)
+       ml-baselines.py --fewshot DIR   (DIR holds test.tsv and kK-sS.tsv, the few-shot subsets the
+                                        `fewshot` example wrote; writes DIR/baselines.json)
 
 - scikit-learn TfidfVectorizer(word 1-2-grams) + LinearSVC, library defaults otherwise;
 - fastText supervised, wordNgrams=2, 25 epochs, one thread (fasttext-wheel 0.9.2, numpy<2),
@@ -150,7 +152,34 @@ def attempt(system, *args):
         return {"error": f"{type(e).__name__}: {e}"}
 
 
+def fewshot(d):
+    """Both baselines on every few-shot subset of `d`, scored on `d`/test.tsv."""
+    out_path = os.path.join(d, "baselines.json")
+    if os.path.exists(out_path):
+        os.unlink(out_path)
+    try:
+        test = read(os.path.join(d, "test.tsv"))
+    except BadInput as e:
+        sys.exit(f"ml-baselines: {e}")
+    results = {}
+    names = sorted(n for n in os.listdir(d) if n.startswith("k") and n.endswith(".tsv"))
+    for name in names:
+        k, s = name[1:-4].split("-s")
+        sub = read(os.path.join(d, name))
+        check_trainable(sub, test)
+        row = results.setdefault(k, {})
+        row[f"{s}/svm"] = attempt(svm, sub, test, False)
+        row[f"{s}/fasttext"] = attempt(ft, sub, test, False)
+        print(f"k={k} seed={s}: svm {row[f'{s}/svm'].get('accuracy')}, fastText {row[f'{s}/fasttext'].get('accuracy')}",
+              file=sys.stderr)
+    with open(out_path, "w") as f:
+        json.dump({"scored": len(test[0]), "results": results}, f, indent=2)
+
+
 def main():
+    if sys.argv[1] == "--fewshot":
+        fewshot(sys.argv[2])
+        return
     d = sys.argv[1]
     out_path = os.path.join(d, "baselines.json")
     if os.path.exists(out_path):

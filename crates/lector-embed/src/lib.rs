@@ -11,7 +11,9 @@
 //!
 //! The encoder can also be tuned to a model's classes (`tune`): [`MiniLm`]'s
 //! [`lector_ml::Embedder::tune`] adapts a copy of its top two layers, and the copy
-//! ([`TunedMiniLm`]) scores the classes.
+//! ([`TunedMiniLm`]) scores the classes. With a few examples per label,
+//! [`lector_ml::Embedder::tune_pairs`] tunes the copy on pairs of examples instead (same label
+//! or not, as SetFit does), and the copy gives a sentence vector adapted to the labels.
 //!
 //! Everything runs on one thread in a fixed order, so a text always gets the same vector.
 //! The forward pass is plain Rust loops rather than a tensor library: it builds in seconds
@@ -35,7 +37,7 @@ pub use base::{BaseDescription, BaseModels, DESCRIPTION_FILE, InstalledBase, MIN
 pub use bert::{Bert, Config};
 pub use error::{Error, Result};
 pub use safetensors::{Tensors, write_f32};
-pub use tune::{TuneOptions, TunedTop};
+pub use tune::{PairTuneOptions, TuneOptions, TunedTop};
 pub use wordpiece::WordPiece;
 
 /// Texts are cut to this many bytes before tokenising: the encoder reads at most a few
@@ -50,6 +52,7 @@ pub struct MiniLm {
     max_tokens: usize,
     id: String,
     tune: TuneOptions,
+    pairs: PairTuneOptions,
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
@@ -101,12 +104,20 @@ impl MiniLm {
             max_tokens,
             id,
             tune: TuneOptions::default(),
+            pairs: PairTuneOptions::default(),
         })
     }
 
     /// The same encoder, tuned with `options` (their `seed` is replaced by the model's).
     pub fn with_tune_options(mut self, options: TuneOptions) -> Self {
         self.tune = options;
+        self
+    }
+
+    /// The same encoder, tuned on pairs with `options` (their `seed` is replaced by the
+    /// model's).
+    pub fn with_pair_tune_options(mut self, options: PairTuneOptions) -> Self {
+        self.pairs = options;
         self
     }
 
@@ -191,6 +202,27 @@ impl lector_ml::Embedder for MiniLm {
         Ok(Arc::new(self.tuned(top)))
     }
 
+    fn can_tune_pairs(&self) -> bool {
+        true
+    }
+
+    fn tune_pairs(
+        &self,
+        texts: &[&str],
+        labels: &[usize],
+        seed: u64,
+        progress: &mut lector_ml::ProgressFn<'_>,
+    ) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
+        let options = PairTuneOptions {
+            seed,
+            ..self.pairs.clone()
+        };
+        let max_tokens = self.max_tokens.min(options.max_tokens);
+        let inputs: Vec<Vec<u32>> = texts.iter().map(|t| self.vocab.encode(cut(t), max_tokens)).collect();
+        let top = TunedTop::train_pairs(&self.bert, &inputs, labels, &options, progress)?;
+        Ok(Arc::new(self.tuned(top)))
+    }
+
     fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
         Ok(Arc::new(self.tuned(TunedTop::from_bytes(&self.bert, bytes)?)))
     }
@@ -208,7 +240,8 @@ impl MiniLm {
 }
 
 /// A [`MiniLm`] with a copy of its top layers tuned to a model's classes: it gives the
-/// encoder's vector and the classes' logits.
+/// encoder's vector and the classes' logits; or tuned on pairs (no head): it gives the tuned
+/// copy's vector and no logits.
 #[derive(Debug)]
 pub struct TunedMiniLm {
     vocab: Arc<WordPiece>,
@@ -222,6 +255,14 @@ impl lector_ml::Tuned for TunedMiniLm {
     fn embed_and_score(&self, text: &str) -> (Vec<f32>, Vec<f32>) {
         let h = self.bert.config().hidden;
         let ids = self.vocab.encode(cut(text), self.max_tokens);
+        if !self.top.has_head() {
+            let ids = &ids[..ids.len().min(self.top.max_tokens())];
+            let below = self.bert.states_below(ids, self.top.first());
+            let mut mean = self.top.mean_from(&self.bert, below);
+            let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+            mean.iter_mut().for_each(|m| *m /= norm);
+            return (mean, Vec::new());
+        }
         if ids.len() <= self.top.max_tokens() {
             // The layers below the tuned ones run once for both.
             let below = self.bert.states_below(&ids, self.top.first());

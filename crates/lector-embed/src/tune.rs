@@ -18,11 +18,15 @@
 //!
 //! Here the options, the tuning loop and the per-text forward and backward passes; the calculus
 //! of each piece in `maths`, AdamW and the learning-rate schedule in `optimiser`, the stored
-//! form in `stored`.
+//! form in `stored`. With only a few examples per label the layers are tuned on pairs of
+//! examples instead, without a head (`pairs`, as SetFit does).
 
 mod maths;
 mod optimiser;
+mod pairs;
 mod stored;
+
+pub use pairs::PairTuneOptions;
 
 use std::ops::ControlFlow;
 
@@ -191,6 +195,19 @@ impl TunedTop {
     /// The first tuned layer: the ones below it are the encoder's own.
     pub fn first(&self) -> usize {
         self.first
+    }
+
+    /// Whether the copy has a head (tuned to classes); without one (tuned on pairs) it gives a
+    /// sentence vector ([`TunedTop::mean_from`]) and no logits.
+    pub fn has_head(&self) -> bool {
+        self.head.output > 0
+    }
+
+    /// The mean of the tuned layers' output states, from the states after the encoder's first
+    /// [`TunedTop::first`] layers.
+    pub fn mean_from(&self, bert: &Bert, below: Vec<f32>) -> Vec<f32> {
+        let config = bert.config();
+        mean_rows(&apply_layers(&self.layers, config, below), config.hidden)
     }
 
     /// One logit per output for a text's token ids.

@@ -396,7 +396,7 @@ impl Model {
         };
         let (main, label_head) = read_heads(&mut r, version, &info)?;
         let tuned = read_tuned(&mut r, version, encoder.as_ref())?;
-        if info.dense.as_ref().is_some_and(|d| d.tuned) != tuned.is_some() {
+        if info.dense.as_ref().is_some_and(|d| d.tuned || d.contrastive) != tuned.is_some() {
             return Err(Error::artifact("the header and the tuned encoder disagree"));
         }
         if r.at != content.len() {

@@ -11,6 +11,12 @@
 //! head's margins ([`Tuned::embed_and_score`]): two different models of the same classes,
 //! whose sum is more accurate than either. The tuned weights travel in the artifact
 //! ([`Embedder::load_tuned`]).
+//!
+//! With a few examples per label (a LABEL head, at most
+//! [`FEW_SHOT_MAX_PER_LABEL`](crate::dense::FEW_SHOT_MAX_PER_LABEL) per label on average) the
+//! copy is tuned on pairs of examples instead ([`Embedder::tune_pairs`], SetFit's recipe): the
+//! vectors of the same label are drawn together, and the main head reads the tuned copy's
+//! vector in place of the encoder's ([`DenseConfig::contrastive`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -49,6 +55,26 @@ pub trait Embedder: Send + Sync + fmt::Debug {
         Err(Error::input("this sentence encoder cannot be tuned"))
     }
 
+    /// Whether [`Embedder::tune_pairs`] can adapt this encoder (by default it cannot).
+    fn can_tune_pairs(&self) -> bool {
+        false
+    }
+
+    /// A copy of the encoder whose sentence vectors are adapted to `labels` (each text's label
+    /// index): texts of a label drawn together, of different labels apart (contrastive
+    /// tuning on pairs). Its [`Tuned::embed_and_score`] gives the adapted vector and no
+    /// logits. The same from the same `seed`; `progress` as for [`Embedder::tune`].
+    fn tune_pairs(
+        &self,
+        texts: &[&str],
+        labels: &[usize],
+        seed: u64,
+        progress: &mut ProgressFn<'_>,
+    ) -> Result<Arc<dyn Tuned>> {
+        let _ = (texts, labels, seed, progress);
+        Err(Error::input("this sentence encoder cannot be tuned"))
+    }
+
     /// Reads what [`Tuned::to_bytes`] of a copy of this encoder wrote.
     fn load_tuned(&self, bytes: &[u8]) -> Result<Arc<dyn Tuned>> {
         let _ = bytes;
@@ -60,9 +86,10 @@ pub trait Embedder: Send + Sync + fmt::Debug {
 
 /// An encoder adapted to one model's classes by [`Embedder::tune`].
 pub trait Tuned: Send + Sync + fmt::Debug {
-    /// The encoder's own vector of `text` (what [`Embedder::embed`] answers) and the tuned
-    /// copy's logits (log-odds), one per class: together, since both can share the layers
-    /// the tuning left alone.
+    /// The vector of `text` the main head reads (the encoder's own, what [`Embedder::embed`]
+    /// answers, for a copy tuned to classes; the copy's for one tuned on pairs) and the tuned
+    /// copy's logits (log-odds), one per class (none for a copy tuned on pairs): together,
+    /// since both can share the layers the tuning left alone.
     fn embed_and_score(&self, text: &str) -> (Vec<f32>, Vec<f32>);
     /// The adapted weights, as [`Embedder::load_tuned`] reads them.
     fn to_bytes(&self) -> Vec<u8>;
@@ -81,7 +108,17 @@ pub struct DenseConfig {
     /// added to the main head's margins.
     #[serde(default)]
     pub tuned: bool,
+    /// A copy of the encoder was tuned on pairs of the examples ([`Embedder::tune_pairs`]):
+    /// its vector, not the encoder's, joins the n-grams.
+    #[serde(default)]
+    pub contrastive: bool,
 }
+
+/// A LABEL model whose examples number at most this many per label on average has its
+/// encoder (if it can be tuned) tuned on pairs of examples ([`Embedder::tune_pairs`]): below
+/// it the tuned vector scored higher than the frozen one in the few-shot benchmark
+/// (`docs/BENCHMARKS.md`), and tuning on pairs costs more the more examples there are.
+pub const FEW_SHOT_MAX_PER_LABEL: usize = 64;
 
 /// The encoder a model holds; compared by id.
 #[derive(Clone)]

@@ -11,7 +11,9 @@
 //!   vector to the n-grams of the main head; such a model loads only with that encoder
 //!   ([`Model::from_bytes_with`]). An encoder that can be tuned ([`Embedder::tune`]) is, for
 //!   the multi-label heads, also adapted to the classes, and the logits of its [`Tuned`] copy
-//!   are added to the class margins ([`Options::tune_encoder`]).
+//!   are added to the class margins ([`Options::tune_encoder`]); for a LABEL head with few
+//!   examples per label it is tuned on pairs of them instead, and its vector replaces the
+//!   encoder's.
 //! - [`Model::predict`] gives the decided [`Tag`]s with calibrated probabilities.
 //! - [`Model::evaluate`] and [`evaluate_tags`] compute the [`Metrics`] the product reports;
 //!   [`split_examples`] makes the stratified, seeded train/test split.
@@ -54,7 +56,7 @@ pub mod tsv;
 
 pub use artifact::FORMAT_VERSION;
 pub use calibrate::Platt;
-pub use dense::{DenseConfig, Embedder, Tuned};
+pub use dense::{DenseConfig, Embedder, FEW_SHOT_MAX_PER_LABEL, Tuned};
 pub use error::{Error, Result};
 pub use example::{Example, Tag};
 pub use features::FeatureConfig;

@@ -302,7 +302,8 @@ pub struct Model {
     /// after the hashed buckets.
     pub(crate) encoder: Option<Encoder>,
     /// The encoder tuned to the classes ([`DenseConfig::tuned`]): its logits are added to the
-    /// class margins.
+    /// class margins; or tuned on pairs ([`DenseConfig::contrastive`]): its vector is the one
+    /// the main head reads.
     pub(crate) tuned: Option<TunedEncoder>,
 }
 
@@ -441,7 +442,7 @@ impl Model {
                 }
             }
             ProjectType::Class | ProjectType::Absa | ProjectType::Classlabel => {
-                let probs: Vec<f32> = if self.tuned.is_some() {
+                let probs: Vec<f32> = if self.info.dense.as_ref().is_some_and(|d| d.tuned) {
                     ws.scores.iter().map(|&z| 1.0 / (1.0 + (-z).exp())).collect()
                 } else {
                     ws.scores.iter().map(|&s| cal.platt.probability(s)).collect()

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use lector_core::ProjectType;
 
-use crate::dense::{Embedder, Encoder};
+use crate::dense::{Embedder, Encoder, TunedEncoder};
 use crate::error::{Error, Result};
 use crate::example::Example;
 use crate::features::{FeatureConfig, Featurizer, Scratch, SparseVec};
@@ -122,8 +122,22 @@ fn train_inner(
     }
     let text_units = rows.iter().map(|&i| examples[i].text.len() as f64).sum::<f64>();
     progress.plan(text_units);
-    let (embedder, dense) = encoder::choose(project_type, options, text_units, progress)?;
+    let per_label = rows.len() as f64 / labels.len().max(1) as f64;
+    let (embedder, dense) = encoder::choose(project_type, options, per_label, text_units, progress)?;
     let dim = features.buckets();
+    let (targets, keys) = targets::main_targets(project_type, examples, &rows, &classes, &labels);
+    // With few examples per label, a copy of the encoder tuned on pairs of them gives the
+    // vectors (before featurisation, which reads them).
+    let pair_tuned = encoder::tune_pairs(
+        embedder.as_ref(),
+        dense.as_ref(),
+        &targets,
+        examples,
+        &rows,
+        options,
+        text_units,
+        progress,
+    )?;
 
     // Featurisation: the n-grams of every head, and the encoder's vectors for the main one,
     // for every candidate featurisation (one where it is fixed).
@@ -134,7 +148,9 @@ fn train_inner(
     for config in &configs {
         let (featurizer, x) = featurise(config, examples, &rows, progress)?;
         let x_main = match (&embedder, &dense) {
-            (Some(e), Some(d)) => encoder::with_dense(&x, dim, e.as_ref(), d, examples, &rows, progress)?,
+            (Some(e), Some(d)) => {
+                encoder::with_dense(&x, dim, e.as_ref(), pair_tuned.as_ref(), d, examples, &rows, progress)?
+            }
             _ => x.clone(),
         };
         candidates.push(choice::Candidate { featurizer, x, x_main });
@@ -144,7 +160,6 @@ fn train_inner(
     // Targets, validation runs (the same for every candidate) and the costs to try.
     let (params, select) = selection::solver_params(options);
     let mut rng = Rng::new(options.seed);
-    let (targets, keys) = targets::main_targets(project_type, examples, &rows, &classes, &labels);
     let nnz = candidates[0].x_main.indices.len();
     let (runs, validation) = selection::validation_runs(&keys, nnz, &mut rng, options.c.is_some());
     let grid = selection::grid_for(grid, &runs, options);
@@ -269,7 +284,7 @@ fn train_inner(
         main: Table::fuse(&encoder::dense_idf(&featurizer.idf, main_dim), &main.head),
         label_head,
         encoder: embedder.map(Encoder),
-        tuned,
+        tuned: tuned.or(pair_tuned.map(TunedEncoder)),
     })
 }
 

@@ -146,6 +146,8 @@ fn a_warm_start_keeps_the_base_models_encoder() {
 struct TunableConcepts {
     concepts: Concepts,
     tuned_calls: std::sync::atomic::AtomicUsize,
+    /// Whether it can also be tuned on pairs.
+    pairs: bool,
 }
 
 #[derive(Debug)]
@@ -230,7 +232,46 @@ impl Embedder for TunableConcepts {
         }))
     }
 
+    fn can_tune_pairs(&self) -> bool {
+        self.pairs
+    }
+
+    /// The "tuned" copy moves every text's vector towards its label's mean vector; its stored
+    /// form is the means.
+    fn tune_pairs(
+        &self,
+        texts: &[&str],
+        labels: &[usize],
+        _seed: u64,
+        progress: &mut lector_ml::ProgressFn<'_>,
+    ) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
+        self.tuned_calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if progress(0.5).is_break() {
+            return Err(Error::Cancelled);
+        }
+        let k = labels.iter().max().map_or(0, |m| m + 1);
+        let mut means = vec![[0.0f32; 4]; k];
+        for (text, &l) in texts.iter().zip(labels) {
+            means[l].iter_mut().zip(self.embed(text)).for_each(|(m, x)| *m += x);
+        }
+        Ok(Arc::new(Pulled {
+            concepts: Concepts(self.concepts.0),
+            means,
+        }))
+    }
+
     fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
+        if bytes.first() == Some(&b'P') {
+            let values: Vec<f32> = bytes[1..]
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            let means = values.chunks_exact(4).map(|r| [r[0], r[1], r[2], r[3]]).collect();
+            return Ok(Arc::new(Pulled {
+                concepts: Concepts(self.concepts.0),
+                means,
+            }));
+        }
         if bytes.is_empty() || !bytes.len().is_multiple_of(20) {
             return Err(Error::Artifact("bad centroids".into()));
         }
@@ -250,7 +291,78 @@ fn tunable() -> Arc<TunableConcepts> {
     Arc::new(TunableConcepts {
         concepts: Concepts("concepts-v1"),
         tuned_calls: Default::default(),
+        pairs: false,
     })
+}
+
+/// A copy "tuned on pairs": a text's vector is its own plus that of the nearest label mean.
+#[derive(Debug)]
+struct Pulled {
+    concepts: Concepts,
+    means: Vec<[f32; 4]>,
+}
+
+impl lector_ml::Tuned for Pulled {
+    fn embed_and_score(&self, text: &str) -> (Vec<f32>, Vec<f32>) {
+        let v = self.concepts.embed(text);
+        let dot = |m: &[f32; 4]| m.iter().zip(&v).map(|(a, b)| a * b).sum::<f32>();
+        let best = self.means.iter().max_by(|a, b| dot(a).total_cmp(&dot(b)));
+        let mut out: Vec<f32> = v.iter().zip(best.unwrap_or(&[0.0; 4])).map(|(x, m)| x + m).collect();
+        let n = out.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+        out.iter_mut().for_each(|x| *x /= n);
+        (out, Vec::new())
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = vec![b'P'];
+        out.extend(self.means.iter().flatten().flat_map(|v| v.to_le_bytes()));
+        out
+    }
+}
+
+#[test]
+fn with_few_examples_per_label_the_encoder_is_tuned_on_pairs_and_its_vector_travels() {
+    let encoder = Arc::new(TunableConcepts {
+        concepts: Concepts("concepts-v1"),
+        tuned_calls: Default::default(),
+        pairs: true,
+    });
+    let labels: Vec<Example> = class_set()
+        .into_iter()
+        .filter_map(|e| {
+            let class = e.tags.first()?.class.clone()?;
+            Some(Example::new(e.text, vec![Tag::label(class)]))
+        })
+        .collect();
+    let model = Model::train(ProjectType::Label, &labels, &options(Some(encoder.clone())), &mut go).unwrap();
+    let dense = model.info().dense.clone().unwrap();
+    assert!(dense.contrastive && !dense.tuned);
+    assert_eq!(encoder.tuned_calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let label = |m: &Model, text: &str| m.predict(text).tags[0].label.clone();
+    assert_eq!(label(&model, "the burger was served").as_deref(), Some("food"));
+    assert_eq!(label(&model, "the lemonade was served").as_deref(), Some("drinks"));
+    let bytes = model.to_bytes();
+    let loaded = Model::from_bytes_with(&bytes, Some(encoder.clone())).unwrap();
+    assert_eq!(loaded, model);
+    for text in ["the curry was served", "the whisky was served", "", "we talked"] {
+        assert_eq!(loaded.predict(text), model.predict(text));
+    }
+    // Beyond the few-shot rule, or with tuning off, the encoder's own vector is used.
+    let many: Vec<Example> = labels
+        .iter()
+        .cycle()
+        .take(2 * (lector_ml::FEW_SHOT_MAX_PER_LABEL + 1))
+        .cloned()
+        .collect();
+    let big = Model::train(ProjectType::Label, &many, &options(Some(encoder.clone())), &mut go).unwrap();
+    assert!(!big.info().dense.as_ref().unwrap().contrastive);
+    let off = Options {
+        tune_encoder: false,
+        ..options(Some(encoder.clone()))
+    };
+    let frozen = Model::train(ProjectType::Label, &labels, &off, &mut go).unwrap();
+    assert!(!frozen.info().dense.as_ref().unwrap().contrastive);
+    assert_eq!(encoder.tuned_calls.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 
 #[test]

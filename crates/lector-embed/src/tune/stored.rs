@@ -2,7 +2,7 @@
 //! every weight as little-endian `f32`, read back only for the encoder it was tuned from.
 //!
 //! Apart from the tuning so a change of format is one file's; the model artifact of `lector-ml`
-//! carries these bytes as they are.
+//! carries these bytes as they are. A copy tuned on pairs has no head: 0 outputs.
 
 use super::{MAX_OUTPUTS, TunedTop};
 use crate::bert::{Bert, Linear};
@@ -63,7 +63,6 @@ impl TunedTop {
             || layers == 0
             || hidden != config.hidden
             || inner != config.intermediate
-            || outputs == 0
             || outputs > MAX_OUTPUTS
             || max_tokens < 2
         {

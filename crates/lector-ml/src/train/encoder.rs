@@ -1,6 +1,7 @@
 //! The sentence encoder's part in training: which encoder a model gets (given, or kept from a
 //! warm start's base), its vectors appended to the n-grams of the main head, and the tuning of
-//! a copy of it to the classes.
+//! a copy of it to the classes (or, with few examples per label, on pairs of examples: its
+//! vectors then replace the encoder's).
 //!
 //! Encoding and tuning dwarf the rest of training, so this module also says how much progress
 //! they are worth.
@@ -10,7 +11,7 @@ use std::sync::Arc;
 
 use lector_core::ProjectType;
 
-use crate::dense::{DenseConfig, Embedder, TunedEncoder, scaled};
+use crate::dense::{DenseConfig, Embedder, FEW_SHOT_MAX_PER_LABEL, Tuned, TunedEncoder, scaled};
 use crate::error::{Error, Result};
 use crate::example::Example;
 use crate::features::SparseVec;
@@ -31,10 +32,12 @@ const TUNE_UNITS_PER_BYTE: f64 = 200_000.0;
 type Chosen = (Option<Arc<dyn Embedder>>, Option<DenseConfig>);
 
 /// The encoder of the model and its configuration: the one given, else a warm start's base
-/// model's (with its weight). Plans the encoding (and tuning) work it brings.
+/// model's (with its weight). `per_label` is the mean number of examples per label (LABEL).
+/// Plans the encoding (and tuning) work it brings.
 pub(super) fn choose(
     project_type: ProjectType,
     options: &Options<'_>,
+    per_label: f64,
     text_units: f64,
     progress: &mut Progress<'_, '_>,
 ) -> Result<Chosen> {
@@ -54,11 +57,16 @@ pub(super) fn choose(
             )));
         }
         Some(e) => {
-            let tuned = options.tune_encoder && project_type != ProjectType::Label && e.can_tune();
+            let can_tune = options.tune_encoder && e.can_tune();
+            let tuned = can_tune && project_type != ProjectType::Label;
+            let contrastive = options.tune_encoder
+                && e.can_tune_pairs()
+                && project_type == ProjectType::Label
+                && per_label <= FEW_SHOT_MAX_PER_LABEL as f64;
             // Encoding costs far more per text than hashing n-grams, and tuning more still:
             // plan them as such.
             progress.plan(ENCODE_UNITS_PER_BYTE * text_units);
-            if tuned {
+            if tuned || contrastive {
                 progress.plan(TUNE_UNITS_PER_BYTE * text_units);
             }
             Some(DenseConfig {
@@ -66,6 +74,7 @@ pub(super) fn choose(
                 dim: e.dim(),
                 weight: dense_weight,
                 tuned,
+                contrastive,
             })
         }
         None => None,
@@ -81,11 +90,58 @@ pub(super) fn dense_idf(idf: &[f32], main_dim: usize) -> Vec<f32> {
     out
 }
 
-/// `x` with each row's encoder vector appended at columns `dim..dim + d.dim`.
+/// Where the encoder is to be tuned on pairs ([`DenseConfig::contrastive`]), the copy tuned on
+/// the rows' labels (`targets`, single-label).
+#[expect(clippy::too_many_arguments, reason = "one step of train_inner, reading its locals")]
+pub(super) fn tune_pairs(
+    embedder: Option<&Arc<dyn Embedder>>,
+    dense: Option<&DenseConfig>,
+    targets: &Targets,
+    examples: &[Example],
+    rows: &[usize],
+    options: &Options<'_>,
+    text_units: f64,
+    progress: &mut Progress<'_, '_>,
+) -> Result<Option<Arc<dyn Tuned>>> {
+    Ok(match (embedder, dense, targets) {
+        (Some(e), Some(d), Targets::Single { y, .. }) if d.contrastive => {
+            let texts: Vec<&str> = rows.iter().map(|&i| examples[i].text.as_str()).collect();
+            let budget = TUNE_UNITS_PER_BYTE * text_units;
+            let mut reported = 0.0;
+            let mut inner = Ok(());
+            let tuned = e.tune_pairs(&texts, y, options.seed, &mut |fraction| {
+                let units = budget * fraction.clamp(0.0, 1.0);
+                inner = progress.advance(units - reported);
+                reported = units.max(reported);
+                if inner.is_ok() {
+                    ControlFlow::Continue(())
+                } else {
+                    ControlFlow::Break(())
+                }
+            });
+            inner?;
+            Some(tuned?)
+        }
+        _ => None,
+    })
+}
+
+/// The vector the main head reads for a text: the pair-tuned copy's if there is one, else the
+/// encoder's.
+pub(super) fn vector(encoder: &dyn Embedder, pairs: Option<&Arc<dyn Tuned>>, text: &str) -> Vec<f32> {
+    match pairs {
+        Some(t) => t.embed_and_score(text).0,
+        None => encoder.embed(text),
+    }
+}
+
+/// `x` with each row's encoder vector ([`vector`]) appended at columns `dim..dim + d.dim`.
+#[expect(clippy::too_many_arguments, reason = "one step of train_inner, reading its locals")]
 pub(super) fn with_dense(
     x: &Csr,
     dim: usize,
     encoder: &dyn Embedder,
+    pairs: Option<&Arc<dyn Tuned>>,
     d: &DenseConfig,
     examples: &[Example],
     rows: &[usize],
@@ -99,7 +155,7 @@ pub(super) fn with_dense(
         v.values.clear();
         v.indices.extend_from_slice(ind);
         v.values.extend_from_slice(val);
-        let e = scaled(&encoder.embed(&examples[i].text), d.weight);
+        let e = scaled(&vector(encoder, pairs, &examples[i].text), d.weight);
         for (j, &value) in e.iter().take(d.dim).enumerate() {
             if value != 0.0 {
                 v.indices.push((dim + j) as u32);

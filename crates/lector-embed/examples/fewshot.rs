@@ -1,0 +1,290 @@
+//! The few-shot benchmark of `docs/BENCHMARKS.md` (issue 15): lector-ml with its n-grams alone,
+//! with the MiniLM encoder's frozen vector beside them, and with the encoder tuned (the
+//! default), each trained on K examples per label drawn from the training side with several
+//! seeds, all scored on the same test rows. Run through `scripts/ml-bench --shots`, which also
+//! runs the baselines on the very files this program writes.
+//!
+//! ```text
+//! fewshot --data FILE --model DIR --out DIR [--shots 8,16,32,64] [--seeds 5] [--test-max 2000]
+//!         [--systems ngrams,frozen,tuned] [--dev]
+//! # experiments: --pair-epochs N, --pair-steps N, --pair-layers N, --pair-temperature T, --pair-lr X, --pair-batch N, --dense-weight X
+//! ```
+//!
+//! The split is the benchmark's (`bench tsv`): stratified 80/20 with seed 0. The test side is
+//! cut to a stratified `--test-max` rows (seed 0) to keep the run short; `DIR/fewshot/test.tsv`
+//! holds the rows scored. For seed S the training side is shuffled (lector-ml's `Rng`, seed S)
+//! and the first K rows of each label make `DIR/fewshot/kK-sS.tsv` (so a seed's subsets are
+//! nested: its 8 per label are among its 16). `--dev` scores on training rows drawn in none of
+//! the subsets instead of the test side (`DIR/fewshot-dev`): for choosing settings without
+//! looking at the test side. Writes `lector.json` there. Every model is also written as its
+//! artifact and read back, which must predict the same on the first 20 rows. Times are CPU
+//! time of the process (tuning runs on two threads) and wall time.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use lector_core::ProjectType;
+use lector_ml::{Embedder, Example, Model, Options, Rng, split_examples, tsv};
+use serde_json::{Value, json};
+
+type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// User plus system time of the whole process, from `/proc/self/stat` (clock ticks of 1/100 s).
+fn cpu_s() -> f64 {
+    let read = || -> Option<f64> {
+        let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let fields: Vec<&str> = s.rsplit_once(')')?.1.split_whitespace().collect();
+        Some((fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?) / 100.0)
+    };
+    read().unwrap_or(0.0)
+}
+
+/// The MiniLM with its vectors remembered: the same texts are embedded for every seed and
+/// size, and a vector does not depend on when it is asked for. Tuning goes to the encoder.
+#[derive(Debug)]
+struct Remembering {
+    inner: Arc<lector_embed::MiniLm>,
+    seen: Mutex<HashMap<String, Vec<f32>>>,
+}
+
+impl Embedder for Remembering {
+    fn id(&self) -> String {
+        self.inner.id()
+    }
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn embed(&self, text: &str) -> Vec<f32> {
+        if let Some(v) = self.seen.lock().map(|m| m.get(text).cloned()).ok().flatten() {
+            return v;
+        }
+        let v = lector_embed::MiniLm::embed(&self.inner, text);
+        if let Ok(mut m) = self.seen.lock() {
+            m.insert(text.to_string(), v.clone());
+        }
+        v
+    }
+    fn can_tune(&self) -> bool {
+        self.inner.can_tune()
+    }
+    fn tune(
+        &self,
+        texts: &[&str],
+        targets: &[Vec<usize>],
+        outputs: usize,
+        seed: u64,
+        progress: &mut lector_ml::ProgressFn<'_>,
+    ) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
+        self.inner.tune(texts, targets, outputs, seed, progress)
+    }
+    fn can_tune_pairs(&self) -> bool {
+        self.inner.can_tune_pairs()
+    }
+    fn tune_pairs(
+        &self,
+        texts: &[&str],
+        labels: &[usize],
+        seed: u64,
+        progress: &mut lector_ml::ProgressFn<'_>,
+    ) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
+        self.inner.tune_pairs(texts, labels, seed, progress)
+    }
+    fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
+        self.inner.load_tuned(bytes)
+    }
+}
+
+fn label(e: &Example) -> &str {
+    e.tags.first().and_then(|t| t.label.as_deref()).unwrap_or("")
+}
+
+fn write_tsv(path: &Path, examples: &[&Example]) -> Fallible<()> {
+    let mut out = String::new();
+    for e in examples {
+        out.push_str(label(e));
+        out.push('\t');
+        out.push_str(&e.text);
+        out.push('\n');
+    }
+    std::fs::write(path, out)?;
+    Ok(())
+}
+
+/// A stratified `max` of `rows` (all of them if there are no more), in their order.
+fn stratified_at_most<'a>(rows: &[&'a Example], max: usize) -> Vec<&'a Example> {
+    if rows.len() <= max {
+        return rows.to_vec();
+    }
+    let owned: Vec<Example> = rows.iter().map(|e| (*e).clone()).collect();
+    let split = split_examples(ProjectType::Label, &owned, max as f64 / rows.len() as f64, 0);
+    let mut keep = split.test;
+    keep.sort_unstable();
+    keep.into_iter().map(|i| rows[i]).collect()
+}
+
+/// The first `k` rows of each label in seed `seed`'s shuffle of `train` (indices, sorted).
+fn draw(train: &[&Example], k: usize, seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..train.len()).collect();
+    Rng::new(seed).shuffle(&mut order);
+    let mut taken: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut out: Vec<usize> = order
+        .into_iter()
+        .filter(|&i| {
+            let n = taken.entry(label(train[i])).or_default();
+            *n += 1;
+            *n <= k
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+fn value<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+}
+
+fn arg(args: &[String], name: &str) -> Fallible<PathBuf> {
+    value::<String>(args, name)
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("missing {name}").into())
+}
+
+fn main() -> Fallible<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (data, model_dir, out) = (arg(&args, "--data")?, arg(&args, "--model")?, arg(&args, "--out")?);
+    let shots: Vec<usize> = value::<String>(&args, "--shots")
+        .unwrap_or_else(|| "8,16,32,64".into())
+        .split(',')
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
+    let seeds: u64 = value(&args, "--seeds").unwrap_or(5);
+    let test_max: usize = value(&args, "--test-max").unwrap_or(2000);
+    let systems: Vec<String> = value::<String>(&args, "--systems")
+        .unwrap_or_else(|| "ngrams,frozen,tuned".into())
+        .split(',')
+        .map(String::from)
+        .collect();
+    let dev = args.iter().any(|a| a == "--dev");
+    let mut pairs = lector_embed::PairTuneOptions::default();
+    if let Some(n) = value(&args, "--pair-epochs") {
+        pairs.epochs = n;
+    }
+    if let Some(x) = value(&args, "--pair-lr") {
+        pairs.learning_rate = x;
+    }
+    if let Some(n) = value(&args, "--pair-batch") {
+        pairs.batch = n;
+    }
+    if let Some(n) = value(&args, "--pair-layers") {
+        pairs.layers = n;
+    }
+    if let Some(t) = value(&args, "--pair-temperature") {
+        pairs.temperature = t;
+    }
+    if let Some(n) = value(&args, "--pair-steps") {
+        pairs.min_steps = n;
+    }
+    let dense_weight: f32 = value(&args, "--dense-weight").unwrap_or(1.0);
+    let minilm = Arc::new(lector_embed::MiniLm::load(&model_dir)?.with_pair_tune_options(pairs));
+    let encoder: Arc<dyn Embedder> = Arc::new(Remembering {
+        inner: minilm,
+        seen: Mutex::new(HashMap::new()),
+    });
+
+    let set = tsv::read_tsv(&data)?;
+    let all = set.examples;
+    let split = split_examples(ProjectType::Label, &all, 0.2, 0);
+    let train: Vec<&Example> = split.train.iter().map(|&i| &all[i]).collect();
+    let subsets: BTreeMap<(usize, u64), Vec<usize>> = shots
+        .iter()
+        .flat_map(|&k| (0..seeds).map(move |s| (k, s)))
+        .map(|(k, s)| ((k, s), draw(&train, k, s)))
+        .collect();
+    let (dir, scored): (PathBuf, Vec<&Example>) = if dev {
+        let used: BTreeSet<usize> = subsets.values().flatten().copied().collect();
+        let rest: Vec<&Example> = (0..train.len())
+            .filter(|i| !used.contains(i))
+            .map(|i| train[i])
+            .collect();
+        (out.join("fewshot-dev"), stratified_at_most(&rest, test_max))
+    } else {
+        let test: Vec<&Example> = split.test.iter().map(|&i| &all[i]).collect();
+        (out.join("fewshot"), stratified_at_most(&test, test_max))
+    };
+    std::fs::create_dir_all(&dir)?;
+    write_tsv(&dir.join("test.tsv"), &scored)?;
+    let scored_owned: Vec<Example> = scored.iter().map(|e| (*e).clone()).collect();
+    eprintln!(
+        "{}: {} train, scoring on {} rows ({})",
+        data.display(),
+        train.len(),
+        scored.len(),
+        if dev { "unused training rows" } else { "test side" }
+    );
+
+    let mut results: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
+    for (&(k, s), rows) in &subsets {
+        let subset: Vec<&Example> = rows.iter().map(|&i| train[i]).collect();
+        write_tsv(&dir.join(format!("k{k}-s{s}.tsv")), &subset)?;
+        let owned: Vec<Example> = subset.iter().map(|e| (*e).clone()).collect();
+        for system in &systems {
+            let options = match system.as_str() {
+                "ngrams" => Options::default(),
+                "frozen" | "tuned" => Options {
+                    embedder: Some(encoder.clone()),
+                    tune_encoder: system == "tuned",
+                    dense_weight,
+                    ..Options::default()
+                },
+                other => return Err(format!("unknown system {other}").into()),
+            };
+            let (wall, cpu) = (Instant::now(), cpu_s());
+            let model = Model::train(ProjectType::Label, &owned, &options, &mut |_| ControlFlow::Continue(()))?;
+            let train_s = cpu_s() - cpu;
+            let train_wall_s = wall.elapsed().as_secs_f64();
+            let m = model.evaluate(&scored_owned);
+            // The artifact, read back with the encoder, predicts the same (first 20 rows).
+            let bytes = model.to_bytes();
+            let loaded = Model::from_bytes_with(&bytes, model.embedder().cloned())?;
+            let same = scored
+                .iter()
+                .take(20)
+                .all(|e| loaded.predict(&e.text) == model.predict(&e.text));
+            if !same {
+                return Err(format!("k={k} seed={s} {system}: the loaded artifact predicts differently").into());
+            }
+            let r = json!({
+                "accuracy": m.accuracy,
+                "macro_f1": m.macro_f1,
+                "train_s": train_s,
+                "train_wall_s": train_wall_s,
+                "c": model.info().hyper.c,
+                "contrastive": model.info().dense.as_ref().is_some_and(|d| d.contrastive),
+                "artifact_bytes": bytes.len(),
+            });
+            eprintln!("  k={k} seed={s} {system}: {r}");
+            results
+                .entry(format!("{k}"))
+                .or_default()
+                .insert(format!("{s}/{system}"), r);
+        }
+    }
+    let result = json!({
+        "data": data.display().to_string(),
+        "train": train.len(),
+        "scored": scored.len(),
+        "dev": dev,
+        "seeds": seeds,
+        "shots": shots,
+        "encoder": encoder.id(),
+        "results": results,
+    });
+    std::fs::write(dir.join("lector.json"), serde_json::to_string_pretty(&result)?)?;
+    Ok(())
+}
