@@ -3,8 +3,13 @@
 //! PostgreSQL (see [`crate::placeholders`]).
 //!
 //! Tried and not kept: one JSON array per statement on PostgreSQL, unpacked by
-//! `json_to_recordset` (a constant statement text, one parameter). Measured in pairs against
-//! this on the loaded development machine it was no faster (docs/BENCHMARKS.md).
+//! `json_to_recordset` (a constant statement text, one parameter); and binary
+//! `COPY … FROM STDIN` through a PostgreSQL connection beside the `Any` pool, with the ids
+//! taken from the sequence first. Measured in pairs against this on the loaded development
+//! machine neither was faster (docs/BENCHMARKS.md): PostgreSQL spends its time on each row
+//! (the foreign-key checks, about half of it, then the index entries and the heap), not on
+//! receiving the statement. What did help there is not waiting for the disk at each batch's
+//! commit (`Store::begin_redoable_write`).
 
 use crate::documents::{NewDocument, NewSegment};
 use crate::{Backend, db, placeholders};

@@ -333,7 +333,8 @@ impl Store {
         let (Some((first, _)), Some((last, _))) = (documents.first(), documents.last()) else {
             return Ok(0);
         };
-        let mut tx = self.begin_write().await?;
+        // A batch lost in a crash of the database is stored again by the job's next run.
+        let mut tx = self.begin_redoable_write().await?;
         check_fence(&mut tx, lease).await?;
         // A re-run finds the places an earlier run filled and skips them.
         let stored: Vec<i64> = sqlx::query_scalar(

@@ -362,9 +362,11 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Records progress in [0, 1]; progress never goes down.
+    /// Records progress in [0, 1]; progress never goes down. Progress is advice: its commit
+    /// does not wait for the disk ([`Store::begin_redoable_write`]).
     pub async fn report_progress(&self, lease: &Lease, progress: f64) -> Result<bool> {
         let progress = progress.clamp(0.0, 1.0);
+        let mut tx = self.begin_redoable_write().await?;
         let done = sqlx::query(
             "UPDATE jobs SET progress = CASE WHEN progress < $1 THEN $1 ELSE progress END \
              WHERE id = $2 AND fencing_token = $3 AND state = $4",
@@ -373,9 +375,10 @@ impl Store {
         .bind(lease.job.id)
         .bind(lease.token)
         .bind(JobState::Running.as_str())
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(db)?;
+        tx.commit().await.map_err(db)?;
         Ok(done.rows_affected() == 1)
     }
 

@@ -18,6 +18,8 @@ mod credentials;
 mod document_listing;
 mod documents;
 mod hitls;
+#[cfg(test)]
+mod import_tests;
 mod job_reclaims;
 mod jobs;
 mod labeled_imports;
@@ -201,6 +203,26 @@ impl Store {
             Backend::Postgres => self.pool.begin().await,
         }
         .map_err(db)
+    }
+
+    /// Starts a write transaction for work that a crash may lose without harm because the job
+    /// doing it runs again and redoes it: an import's batches (a re-run fills the places still
+    /// empty), a job's progress. On PostgreSQL its commit does not wait for the write-ahead log
+    /// to reach the disk (`synchronous_commit = off` for this transaction only): after a crash
+    /// of the database server the last few such commits may be gone, never half of one, and
+    /// the database stays consistent. The commit that ends a job (`finish_job`, or the import's
+    /// final status) waits as usual, and flushing it flushes every commit before it, so a job
+    /// that ended lost nothing. SQLite, in WAL mode with `synchronous = NORMAL`, never waits
+    /// for the disk at commit, so there this is [`Store::begin_write`].
+    pub(crate) async fn begin_redoable_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
+        let mut tx = self.begin_write().await?;
+        if self.backend == Backend::Postgres {
+            sqlx::query("SET LOCAL synchronous_commit = off")
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        Ok(tx)
     }
 
     /// Wakes this process's idle workers: a committed transaction queued jobs.

@@ -1,0 +1,144 @@
+//! The import's batch writes ([`Store::import_placed`]) on both backends: what goes in comes
+//! back unchanged (texts with tabs, line breaks, backslashes and characters beyond ASCII;
+//! layouts and their absence), ids follow the group's places, a re-run stores only the places
+//! still empty, and a worker whose lease was taken over stores nothing (on PostgreSQL these
+//! transactions commit without waiting for the disk, `Store::begin_redoable_write`, which
+//! must change none of that).
+
+use crate::testing::{TestDatabase, owner_with_project};
+use crate::{Backend, DocumentFilter, ImportOptions, Lease, NewDocument, NewSegment, Store};
+use lector_core::{ErrorCode, ProjectType, Scope};
+use serde_json::json;
+
+/// A document whose text has what a text format would have to escape, in two segments.
+fn document(n: i64) -> NewDocument {
+    let first = format!("Row {n}\twith a tab, a \\ backslash,\r\na line break and \"quotes\".");
+    let second = "Café 🍲 \\N, then the end.".to_owned();
+    let start = first.chars().count() as i64 + 1;
+    NewDocument {
+        text: format!("{first} {second}"),
+        meta: json!({"n": n.to_string(), "note": "a\ttab \\ and\nmore"}),
+        language: "en".into(),
+        segments: vec![
+            NewSegment {
+                text: first,
+                start: 0,
+                end: start - 1,
+                layout: (n % 2 == 0).then(|| format!("{{\"page\":{n},\"words\":[\"a\\tb\"]}}")),
+            },
+            NewSegment {
+                end: start + second.chars().count() as i64,
+                text: second,
+                start,
+                layout: None,
+            },
+        ],
+    }
+}
+
+/// A store with a project, a group an import fills and the import's job.
+async fn import_under_way(backend: Backend) -> Option<(TestDatabase, Store, Scope, i64, i64)> {
+    let database = TestDatabase::create(backend).await?;
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (scope, _, project) = owner_with_project(&store, "Rows", ProjectType::Class).await;
+    let options = ImportOptions {
+        language: "en".into(),
+        split: true,
+        file: None,
+    };
+    let group = store
+        .start_import(&scope, project.id, "rows", "api", options, &[])
+        .await
+        .expect("import");
+    Some((database, store, scope, project.id, group.id))
+}
+
+async fn place(store: &Store, lease: &Lease, project: i64, group: i64, documents: &[(i64, NewDocument)]) -> usize {
+    let placed: Vec<(i64, &NewDocument)> = documents.iter().map(|(p, d)| (*p, d)).collect();
+    store
+        .import_placed(lease, project, group, &placed)
+        .await
+        .expect("a batch")
+}
+
+async fn batches_store_each_place_once(backend: Backend) {
+    let Some((_database, store, scope, project, group)) = import_under_way(backend).await else {
+        return;
+    };
+    let lease = store.claim_job("a", 30).await.unwrap().expect("the import job");
+    // Places with gaps (rows left out), as an import from a file makes them.
+    let all: Vec<(i64, NewDocument)> = (0..12).filter(|n| n % 5 != 4).map(|n| (n, document(n))).collect();
+    assert_eq!(place(&store, &lease, project, group, &all[..5]).await, 5);
+    // A re-run after a crash sends the same places again, and more.
+    assert_eq!(place(&store, &lease, project, group, &all[3..]).await, all.len() - 5);
+    assert_eq!(place(&store, &lease, project, group, &all).await, 0);
+    assert_eq!(place(&store, &lease, project, group, &[]).await, 0);
+
+    let filter = DocumentFilter {
+        group_id: Some(group),
+        ..Default::default()
+    };
+    let (stored, _) = store.documents(&scope, project, &filter, 0, 100).await.unwrap();
+    assert_eq!(stored.len(), all.len());
+    assert!(stored.windows(2).all(|w| w[0].id < w[1].id));
+    let segments = store.segments_of(&stored).await.unwrap();
+    assert_eq!(segments.len(), 2 * all.len());
+    for ((n, sent), got) in all.iter().zip(&stored) {
+        assert_eq!(
+            (&got.text, &got.meta, &got.language),
+            (&sent.text, &sent.meta, &sent.language),
+            "row {n}"
+        );
+        assert_eq!(got.group_id, Some(group));
+        let mine: Vec<_> = segments.iter().filter(|s| s.document_id == got.id).collect();
+        assert_eq!(mine.len(), sent.segments.len());
+        for (position, (segment, expected)) in mine.iter().zip(&sent.segments).enumerate() {
+            assert_eq!(segment.position, position as i64);
+            assert_eq!(
+                (&segment.text, segment.start, segment.end, &segment.layout),
+                (&expected.text, expected.start, expected.end, &expected.layout),
+                "row {n}, segment {position}"
+            );
+        }
+    }
+    // Later writes go on from the ids the import took.
+    let (later, _) = store.create_document(&scope, project, document(99)).await.unwrap();
+    assert!(later.id > stored.last().unwrap().id);
+}
+
+async fn a_taken_over_lease_stores_nothing(backend: Backend) {
+    let Some((_database, store, scope, project, group)) = import_under_way(backend).await else {
+        return;
+    };
+    // Worker A's lease runs out; the reaper hands the job to worker B.
+    let a = store.claim_job("a", -1).await.unwrap().expect("a claims");
+    assert_eq!(store.reap_expired_leases().await.unwrap(), 1);
+    let b = store.claim_job("b", 30).await.unwrap().expect("b claims");
+    let rows: Vec<(i64, NewDocument)> = (0..3).map(|n| (n, document(n))).collect();
+    let placed: Vec<(i64, &NewDocument)> = rows.iter().map(|(p, d)| (*p, d)).collect();
+    let refused = store.import_placed(&a, project, group, &placed).await.unwrap_err();
+    assert_eq!(refused.code, ErrorCode::Conflict);
+    assert_eq!(store.group(&scope, project, group).await.unwrap().document_count, 0);
+    assert_eq!(place(&store, &b, project, group, &rows).await, 3);
+    assert_eq!(store.group(&scope, project, group).await.unwrap().document_count, 3);
+}
+
+#[tokio::test]
+async fn batches_store_each_place_once_sqlite() {
+    batches_store_each_place_once(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn batches_store_each_place_once_postgres() {
+    batches_store_each_place_once(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_taken_over_lease_stores_nothing_sqlite() {
+    a_taken_over_lease_stores_nothing(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_taken_over_lease_stores_nothing_postgres() {
+    a_taken_over_lease_stores_nothing(Backend::Postgres).await;
+}
