@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::example::Example;
 use crate::features::SparseVec;
 use crate::model::Calibration;
-use crate::progress::Progress;
+use crate::progress::{Progress, ProgressFn};
 use crate::svm::Csr;
 
 use super::Options;
@@ -106,21 +106,9 @@ pub(super) fn tune_pairs(
     Ok(match (embedder, dense, targets) {
         (Some(e), Some(d), Targets::Single { y, .. }) if d.contrastive => {
             let texts: Vec<&str> = rows.iter().map(|&i| examples[i].text.as_str()).collect();
-            let budget = TUNE_UNITS_PER_BYTE * text_units;
-            let mut reported = 0.0;
-            let mut inner = Ok(());
-            let tuned = e.tune_pairs(&texts, y, options.seed, &mut |fraction| {
-                let units = budget * fraction.clamp(0.0, 1.0);
-                inner = progress.advance(units - reported);
-                reported = units.max(reported);
-                if inner.is_ok() {
-                    ControlFlow::Continue(())
-                } else {
-                    ControlFlow::Break(())
-                }
-            });
-            inner?;
-            Some(tuned?)
+            Some(reporting_tuning(text_units, progress, |report| {
+                e.tune_pairs(&texts, y, options.seed, report)
+            })?)
         }
         _ => None,
     })
@@ -186,24 +174,38 @@ pub(super) fn tune(
     Ok(match (embedder, dense, targets) {
         (Some(e), Some(d), Targets::Multi { y, k }) if d.tuned => {
             let texts: Vec<&str> = rows.iter().map(|&i| examples[i].text.as_str()).collect();
-            let budget = TUNE_UNITS_PER_BYTE * text_units;
-            let mut reported = 0.0;
-            let mut inner = Ok(());
-            let tuned = e.tune(&texts, y, *k, options.seed, &mut |fraction| {
-                let units = budget * fraction.clamp(0.0, 1.0);
-                inner = progress.advance(units - reported);
-                reported = units.max(reported);
-                if inner.is_ok() {
-                    ControlFlow::Continue(())
-                } else {
-                    ControlFlow::Break(())
-                }
-            });
-            inner?;
+            let tuned = reporting_tuning(text_units, progress, |report| {
+                e.tune(&texts, y, *k, options.seed, report)
+            })?;
             // A class's score is its margin plus the tuned logit, decided at even odds.
             calibration.thresholds = vec![0.5; *k];
-            Some(TunedEncoder(tuned?))
+            Some(TunedEncoder(tuned))
         }
         _ => None,
     })
+}
+
+/// Runs one tuning of the encoder (`tune` gets the callback to report its fraction done to),
+/// worth [`TUNE_UNITS_PER_BYTE`] per byte of the training texts in `progress`; a cancelled
+/// training stops the tuning.
+fn reporting_tuning<T>(
+    text_units: f64,
+    progress: &mut Progress<'_, '_>,
+    tune: impl FnOnce(&mut ProgressFn<'_>) -> Result<T>,
+) -> Result<T> {
+    let budget = TUNE_UNITS_PER_BYTE * text_units;
+    let mut reported = 0.0;
+    let mut cancelled = Ok(());
+    let tuned = tune(&mut |fraction| {
+        let units = budget * fraction.clamp(0.0, 1.0);
+        cancelled = progress.advance(units - reported);
+        reported = units.max(reported);
+        if cancelled.is_ok() {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
+        }
+    });
+    cancelled?;
+    tuned
 }
