@@ -29,6 +29,18 @@ def free_port():
         return s.getsockname()[1]
 
 
+def multipart(name, content, fields=None):
+    """A multipart form with `content` (bytes) as its `file` called `name`, and text `fields`;
+    answers (body, content-type header)."""
+    boundary = uuid.uuid4().hex
+    parts = [f'--{boundary}\r\ncontent-disposition: form-data; name="{key}"\r\n\r\n{value}\r\n'.encode()
+             for key, value in (fields or {}).items()]
+    parts.append(f'--{boundary}\r\ncontent-disposition: form-data; name="file"; filename="{name}"\r\n'
+                 f"content-type: application/octet-stream\r\n\r\n".encode() + content + b"\r\n")
+    parts.append(f"--{boundary}--\r\n".encode())
+    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
+
+
 class ApiError(Exception):
     """An answer with an error status: its status, headers and body."""
 
@@ -76,14 +88,8 @@ class Client:
     def upload(self, path, name, content, token, fields=None):
         """POSTs a multipart form with `content` (bytes) as its `file` called `name`; raises
         ApiError for an error status."""
-        boundary = uuid.uuid4().hex
-        parts = [f'--{boundary}\r\ncontent-disposition: form-data; name="{key}"\r\n\r\n{value}\r\n'.encode()
-                 for key, value in (fields or {}).items()]
-        parts.append(f'--{boundary}\r\ncontent-disposition: form-data; name="file"; filename="{name}"\r\n'
-                     f"content-type: application/octet-stream\r\n\r\n".encode() + content + b"\r\n")
-        parts.append(f"--{boundary}--\r\n".encode())
-        return self.try_call("POST", path, b"".join(parts), token,
-                             {"content-type": f"multipart/form-data; boundary={boundary}"})
+        body, content_type = multipart(name, content, fields)
+        return self.try_call("POST", path, body, token, {"content-type": content_type})
 
     def register(self, email):
         answer = self.call("POST", "/auth/register",

@@ -258,10 +258,7 @@ impl lector_ml::Tuned for TunedMiniLm {
         if !self.top.has_head() {
             let ids = &ids[..ids.len().min(self.top.max_tokens())];
             let below = self.bert.states_below(ids, self.top.first());
-            let mut mean = self.top.mean_from(&self.bert, below);
-            let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
-            mean.iter_mut().for_each(|m| *m /= norm);
-            return (mean, Vec::new());
+            return (unit_mean(&self.top.states_from(&self.bert, below), h), Vec::new());
         }
         if ids.len() <= self.top.max_tokens() {
             // The layers below the tuned ones run once for both.

@@ -197,17 +197,16 @@ impl TunedTop {
         self.first
     }
 
-    /// Whether the copy has a head (tuned to classes); without one (tuned on pairs) it gives a
-    /// sentence vector ([`TunedTop::mean_from`]) and no logits.
+    /// Whether the copy has a head (tuned to classes); without one (tuned on pairs) it gives
+    /// token states for a sentence vector ([`TunedTop::states_from`]) and no logits.
     pub fn has_head(&self) -> bool {
         self.head.output > 0
     }
 
-    /// The mean of the tuned layers' output states, from the states after the encoder's first
+    /// The tuned layers' output states, from the states after the encoder's first
     /// [`TunedTop::first`] layers.
-    pub fn mean_from(&self, bert: &Bert, below: Vec<f32>) -> Vec<f32> {
-        let config = bert.config();
-        mean_rows(&apply_layers(&self.layers, config, below), config.hidden)
+    pub fn states_from(&self, bert: &Bert, below: Vec<f32>) -> Vec<f32> {
+        apply_layers(&self.layers, bert.config(), below)
     }
 
     /// One logit per output for a text's token ids.
