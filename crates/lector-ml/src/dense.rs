@@ -114,6 +114,19 @@ pub struct DenseConfig {
     pub contrastive: bool,
 }
 
+impl DenseConfig {
+    /// How the model uses its encoder, as its metrics say it: `frozen` (the encoder's own
+    /// vectors), `tuned` (a copy tuned to the classes beside them) or `tuned on pairs` (the
+    /// vectors of a copy tuned on pairs of the examples).
+    pub fn usage(&self) -> &'static str {
+        match (self.contrastive, self.tuned) {
+            (true, _) => "tuned on pairs",
+            (false, true) => "tuned",
+            (false, false) => "frozen",
+        }
+    }
+}
+
 /// A LABEL model whose examples number at most this many per label on average has its
 /// encoder (if it can be tuned) tuned on pairs of examples ([`Embedder::tune_pairs`]): below
 /// it the tuned vector scored higher than the frozen one in the few-shot benchmark

@@ -58,6 +58,9 @@ pub struct Metrics {
     /// when a model was evaluated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub features: Option<String>,
+    /// How the model used its BASE encoder ([`crate::DenseConfig::usage`]), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoder: Option<String>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -160,6 +163,7 @@ pub fn evaluate_tags(
                 sentiment_accuracy: None,
                 score: macro_f1,
                 features: None,
+                encoder: None,
             }
         }
         ProjectType::Class => {
@@ -192,6 +196,7 @@ pub fn evaluate_tags(
                 sentiment_accuracy: None,
                 score: macro_f1,
                 features: None,
+                encoder: None,
             }
         }
         ProjectType::Absa | ProjectType::Classlabel => {
@@ -254,6 +259,7 @@ pub fn evaluate_tags(
                 }),
                 score: macro_f1,
                 features: None,
+                encoder: None,
             }
         }
     }

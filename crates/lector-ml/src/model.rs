@@ -543,6 +543,7 @@ impl Model {
             &predicted,
         );
         metrics.features = Some(self.info.features.name().to_string());
+        metrics.encoder = self.info.dense.as_ref().map(|d| d.usage().to_owned());
         metrics
     }
 }

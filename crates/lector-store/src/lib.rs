@@ -17,6 +17,8 @@ mod corrections;
 mod credentials;
 mod document_listing;
 mod documents;
+#[cfg(test)]
+mod foreign_key_tests;
 mod hitls;
 #[cfg(test)]
 mod import_tests;

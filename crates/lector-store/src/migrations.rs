@@ -116,6 +116,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0017_lease_reclaims.sql"),
         postgres: include_str!("../migrations/postgres/0017_lease_reclaims.sql"),
     },
+    Step {
+        version: 18,
+        description: "statement foreign keys",
+        sqlite: include_str!("../migrations/sqlite/0018_statement_foreign_keys.sql"),
+        postgres: include_str!("../migrations/postgres/0018_statement_foreign_keys.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

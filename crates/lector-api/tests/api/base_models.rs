@@ -2,13 +2,14 @@
 //! base-models directory is a PUBLISHED model of type BASE that every user lists (with
 //! `type=BASE` only), reads and stars but nobody downloads, changes or analyses with; a model
 //! trained with it as `base_id` is READY, analyses, and moves to a second server only where
-//! the same encoder is installed. The encoder is `lector-embed`'s tiny test encoder, so the
+//! the same encoder is installed. A LABEL model trained on a BASE model from a few examples
+//! per label tunes a copy of the encoder on pairs of them, which travels in its file. The
+//! encoder is `lector-embed`'s tiny test encoder, so the
 //! story takes seconds; the real MiniLM is measured in `docs/BENCHMARKS.md`.
 
 use crate::common::tickets::{UNSEEN, analyze, labeled_tickets, predicts_the_same_on, top_classes};
 use crate::common::{Backend, Session, TestApp};
 use serde_json::{Value, json};
-use std::path::Path;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_base_model_story() {
@@ -20,20 +21,27 @@ async fn postgres_base_model_story() {
     base_model_story(Backend::Postgres).await;
 }
 
-/// A base-models directory holding the tiny encoder as `name`, described as `display_name`.
-fn install_tiny(dir: &Path, name: &str, display_name: &str) {
-    lector_embed::testing::write_tiny(&dir.join(name)).expect("the tiny encoder");
-    let description = json!({"display_name": display_name, "language": "en"});
-    std::fs::write(
-        dir.join(name).join(lector_embed::DESCRIPTION_FILE),
-        description.to_string(),
-    )
-    .expect("its description");
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_few_shot_story() {
+    few_shot_story(Backend::Sqlite).await;
 }
 
-async fn with_base_models(backend: Backend, dir: &Path) -> Option<TestApp> {
-    let dir = dir.to_path_buf();
-    TestApp::start_with(backend, move |config| config.base_models_dir = Some(dir)).await
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_few_shot_story() {
+    few_shot_story(Backend::Postgres).await;
+}
+
+/// A server whose base-models directory (answered with it, to keep alive) holds the tiny
+/// encoder as `name`, described as `display_name`.
+async fn with_tiny(backend: Backend, name: &str, display_name: &str) -> Option<(tempfile::TempDir, TestApp)> {
+    let bases = tempfile::tempdir().unwrap();
+    let dir = bases.path().join(name);
+    lector_embed::testing::write_tiny(&dir).expect("the tiny encoder");
+    let description = json!({"display_name": display_name, "language": "en"});
+    std::fs::write(dir.join(lector_embed::DESCRIPTION_FILE), description.to_string()).expect("its description");
+    let path = bases.path().to_path_buf();
+    let app = TestApp::start_with(backend, move |config| config.base_models_dir = Some(path)).await?;
+    Some((bases, app))
 }
 
 /// The BASE models `who` lists.
@@ -43,9 +51,7 @@ async fn listed_bases(app: &TestApp, who: &Session) -> Vec<Value> {
 }
 
 async fn base_model_story(backend: Backend) {
-    let bases = tempfile::tempdir().unwrap();
-    install_tiny(bases.path(), "tiny-encoder", "Tiny encoder");
-    let Some(app) = with_base_models(backend, bases.path()).await else {
+    let Some((_bases, app)) = with_tiny(backend, "tiny-encoder", "Tiny encoder").await else {
         return;
     };
     let ada = app.register("ada@example.org").await;
@@ -144,9 +150,7 @@ async fn base_model_story(backend: Backend) {
         .await
         .expect_problem(422, "validation_failed");
     assert!(missing.to_string().contains("not installed"), "{missing}");
-    let other_bases = tempfile::tempdir().unwrap();
-    install_tiny(other_bases.path(), "same-weights", "The same encoder");
-    let other = with_base_models(Backend::Sqlite, other_bases.path())
+    let (_other_bases, other) = with_tiny(Backend::Sqlite, "same-weights", "The same encoder")
         .await
         .expect("a second server");
     predicts_the_same_on(&other, "cy@example.org", &bytes, &texts, &result).await;
@@ -171,4 +175,76 @@ async fn base_model_story(backend: Backend) {
         .await
         .expect_problem(422, "validation_failed");
     assert_eq!(refused["errors"][0]["field"], "base_id", "{refused}");
+}
+
+/// Ten reviews per label, alternating good and bad.
+fn few_reviews() -> Vec<(String, &'static str)> {
+    let good = ["great", "lovely", "superb", "perfect", "wonderful"];
+    let bad = ["awful", "poor", "dreadful", "lousy", "terrible"];
+    (0..20)
+        .map(|n| {
+            let (word, label) = if n % 2 == 0 {
+                (good[n / 2 % 5], "good")
+            } else {
+                (bad[n / 2 % 5], "bad")
+            };
+            (format!("The soup number {n} was {word} tonight."), label)
+        })
+        .collect()
+}
+
+/// A LABEL project with ten examples per label: trained on the BASE model it tunes a copy of
+/// the encoder on pairs of the examples (its metrics say so; without a base they name no
+/// encoder), it analyses, and its file, the tuned copy inside, predicts the same on a second
+/// server where the same encoder is installed.
+async fn few_shot_story(backend: Backend) {
+    let Some((_bases, app)) = with_tiny(backend, "tiny-encoder", "Tiny encoder").await else {
+        return;
+    };
+    let ada = app.register("ada@example.org").await;
+    let base_id = listed_bases(&app, &ada).await[0]["id"].clone();
+    let project = app.project_with_classes(&ada, "Few", "LABEL", &[]).await;
+    for label in ["good", "bad"] {
+        app.post(
+            &format!("/projects/{project}/labels"),
+            &ada.token,
+            json!({"name": label}),
+        )
+        .await
+        .expect(201);
+    }
+    let documents: Vec<Value> = few_reviews()
+        .iter()
+        .map(|(text, label)| json!({"text": text, "tags": [{"label": label}]}))
+        .collect();
+    app.post(
+        &format!("/projects/{project}/annotations"),
+        &ada.token,
+        json!({"name": "Few", "documents": documents}),
+    )
+    .await
+    .expect(201);
+
+    let tuned = app
+        .train_model(&ada, project, json!({"name": "Few on tiny", "base_id": base_id}))
+        .await;
+    assert_eq!(tuned["status"], "READY", "{tuned}");
+    assert_eq!(tuned["metrics"]["encoder"], "tuned on pairs", "{tuned}");
+    let plain = app.train_model(&ada, project, json!({"name": "Few alone"})).await;
+    assert_eq!(plain["status"], "READY", "{plain}");
+    assert!(plain["metrics"].get("encoder").is_none(), "{plain}");
+
+    let texts = ["The soup was great tonight.", "The soup was awful tonight."];
+    let result = analyze(&app, &ada, &tuned["id"], &texts).await;
+    for document in result["documents"].as_array().unwrap() {
+        let tags = document["segments"][0]["tags"].as_array().unwrap();
+        assert!(tags.iter().any(|t| t["label"].is_string()), "{result}");
+    }
+    let (_, _, bytes) = app
+        .download(&ada.token, &format!("/models/{}/download", tuned["id"]))
+        .await;
+    let (_other_bases, other) = with_tiny(Backend::Sqlite, "same-weights", "The same encoder")
+        .await
+        .expect("a second server");
+    predicts_the_same_on(&other, "cy@example.org", &bytes, &texts, &result).await;
 }
