@@ -6,10 +6,10 @@
 //! `json_to_recordset` (a constant statement text, one parameter); and binary
 //! `COPY … FROM STDIN` through a PostgreSQL connection beside the `Any` pool, with the ids
 //! taken from the sequence first. Measured in pairs against this on the loaded development
-//! machine neither was faster (docs/BENCHMARKS.md): PostgreSQL spends its time on each row
-//! (the foreign-key checks, about half of it, then the index entries and the heap), not on
-//! receiving the statement. What did help there is not waiting for the disk at each batch's
-//! commit (`Store::begin_redoable_write`).
+//! machine neither was faster (docs/BENCHMARKS.md): PostgreSQL spends its time on each row,
+//! not on receiving the statement. What did help there is not waiting for the disk at each
+//! batch's commit (`Store::begin_redoable_write`), and checking the foreign keys of documents
+//! and segments once per statement instead of once per row (migration 0018).
 
 use crate::documents::{NewDocument, NewSegment};
 use crate::{Backend, db, placeholders};
