@@ -326,17 +326,54 @@ impl TunedTop {
     }
 }
 
+/// What the tests of both tunings share: the encoder they tune and the gradient check.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_support {
+    use super::TunedTop;
+    use crate::bert::{Bert, Config};
     use crate::safetensors::Tensors;
-    use crate::testing::values;
 
     /// The tiny encoder with random layer norms, so that every gradient matters.
-    fn tiny_bert() -> Bert {
+    pub(crate) fn tiny_bert() -> Bert {
         let (config, weights) = crate::testing::tiny_parts(false);
         Bert::load(Config::from_json(&config).unwrap(), &Tensors::parse(weights).unwrap()).unwrap()
     }
+
+    /// Checks `analytic`, a gradient per tensor of `top`, against central finite differences of
+    /// `loss` at `indices` of each tensor (those it has); `what` names the case in a failure.
+    pub(crate) fn check_gradients(
+        top: &TunedTop,
+        analytic: &[Vec<f32>],
+        indices: &[usize],
+        loss: impl Fn(&TunedTop) -> f64,
+        what: &str,
+    ) {
+        let eps = 1e-2f32;
+        let mut checked = 0;
+        for (tensor, weights) in analytic.iter().enumerate() {
+            for &index in indices.iter().filter(|&&i| i < weights.len()) {
+                let mut plus = top.clone();
+                plus.tensors_mut()[tensor][index] += eps;
+                let mut minus = top.clone();
+                minus.tensors_mut()[tensor][index] -= eps;
+                let numeric = (loss(&plus) - loss(&minus)) / (2.0 * f64::from(eps));
+                let a = f64::from(weights[index]);
+                assert!(
+                    (a - numeric).abs() <= 2e-3 + 0.05 * numeric.abs(),
+                    "{what}tensor {tensor}, index {index}: backprop {a}, finite difference {numeric}"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 40, "only {checked} weights checked");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::{check_gradients, tiny_bert};
+    use super::*;
+    use crate::testing::values;
 
     fn options(layers: usize) -> TuneOptions {
         TuneOptions {
@@ -384,28 +421,7 @@ mod tests {
         let mut grads = top.zeroed();
         top.backprop(bert.config(), &below, &positive, 1.0 / 3.0, &mut grads);
         let analytic: Vec<Vec<f32>> = grads.tensors_mut().into_iter().map(|t| t.clone()).collect();
-        let mut checked = 0;
-        for (tensor, weights) in analytic.iter().enumerate() {
-            for index in [0, 5, 13] {
-                if index >= weights.len() {
-                    continue;
-                }
-                let eps = 1e-2f32;
-                let mut plus = top.clone();
-                plus.tensors_mut()[tensor][index] += eps;
-                let mut minus = top.clone();
-                minus.tensors_mut()[tensor][index] -= eps;
-                let numeric = (loss(&plus, &bert, &below, &positive) - loss(&minus, &bert, &below, &positive))
-                    / (2.0 * f64::from(eps));
-                let a = f64::from(weights[index]);
-                assert!(
-                    (a - numeric).abs() <= 2e-3 + 0.05 * numeric.abs(),
-                    "tensor {tensor}, index {index}: backprop {a}, finite difference {numeric}"
-                );
-                checked += 1;
-            }
-        }
-        assert!(checked > 40, "only {checked} weights checked");
+        check_gradients(&top, &analytic, &[0, 5, 13], |t| loss(t, &bert, &below, &positive), "");
     }
 
     #[test]

@@ -124,58 +124,18 @@ async fn get_unbounded_in_time(
     )))
 }
 
-/// POSTs `body` to `url` with `headers` (a webhook), within the policy and the time limit:
-/// each hop's addresses are checked, a 307 or 308 redirect is followed (checked again, at most
-/// five, `headers` dropped across origins), any other redirect or a non-2xx answer is an error.
-/// Answers the final status.
+/// POSTs `body` to `url` with `headers` (a webhook), as [`call`] does: each hop's addresses
+/// are checked, a 307 or 308 redirect is followed (at most five, `headers` dropped across
+/// origins), any other redirect or a non-2xx answer is an error. Answers the final status.
 pub(crate) async fn post(
     policy: &NetPolicy,
     limits: &Limits,
-    mut url: Url,
+    url: Url,
     body: Vec<u8>,
     headers: HeaderMap,
 ) -> Result<u16> {
-    let timeout = limits.timeout;
-    let posting = async move {
-        let origin = url.origin();
-        for _ in 0..=MAX_REDIRECTS {
-            check_url(&url)?;
-            let headers = if url.origin() == origin {
-                headers.clone()
-            } else {
-                HeaderMap::new()
-            };
-            let response = send_with(policy, limits, &url, &headers, Some(body.clone())).await?;
-            let status = response.status();
-            if matches!(status, StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT) {
-                let location = response
-                    .headers()
-                    .get(LOCATION)
-                    .and_then(|v| v.to_str().ok())
-                    .ok_or_else(|| Error::bad_request("the receiver redirected without a Location"))?;
-                url = url
-                    .join(location)
-                    .map_err(|_| Error::bad_request("the receiver redirected to an invalid address"))?;
-                continue;
-            }
-            if !status.is_success() {
-                return Err(Error::bad_request(format!(
-                    "the receiver answered HTTP {}",
-                    status.as_u16()
-                )));
-            }
-            return Ok(status.as_u16());
-        }
-        Err(Error::bad_request(format!(
-            "the receiver redirected more than {MAX_REDIRECTS} times"
-        )))
-    };
-    tokio::time::timeout(timeout, posting).await.unwrap_or_else(|_| {
-        Err(Error::bad_request(format!(
-            "the receiver did not answer within {} seconds",
-            timeout.as_secs()
-        )))
-    })
+    let answer = call(policy, limits, reqwest::Method::POST, url, Some(body), headers).await?;
+    Ok(answer.status)
 }
 
 /// What a call brought back.
@@ -260,23 +220,7 @@ pub(crate) async fn call(
 
 /// One GET to the checked addresses of the URL's host.
 async fn send(policy: &NetPolicy, limits: &Limits, url: &Url, headers: &HeaderMap) -> Result<reqwest::Response> {
-    send_with(policy, limits, url, headers, None).await
-}
-
-/// One request to the checked addresses of the URL's host: a GET, or a POST of `body`.
-async fn send_with(
-    policy: &NetPolicy,
-    limits: &Limits,
-    url: &Url,
-    headers: &HeaderMap,
-    body: Option<Vec<u8>>,
-) -> Result<reqwest::Response> {
-    let method = if body.is_some() {
-        reqwest::Method::POST
-    } else {
-        reqwest::Method::GET
-    };
-    send_request(policy, limits, method, url, headers, body).await
+    send_request(policy, limits, reqwest::Method::GET, url, headers, None).await
 }
 
 /// One request of `method` to the checked addresses of the URL's host.

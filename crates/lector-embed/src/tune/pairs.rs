@@ -355,12 +355,7 @@ fn through_norm(d_units: Vec<Vec<f32>>, units: &[Vec<f32>], forwards: &[Forward]
 mod tests {
     use super::*;
     use crate::bert::apply_layers;
-    use crate::safetensors::Tensors;
-
-    fn tiny_bert() -> Bert {
-        let (config, weights) = crate::testing::tiny_parts(false);
-        Bert::load(Config::from_json(&config).unwrap(), &Tensors::parse(weights).unwrap()).unwrap()
-    }
+    use crate::tune::test_support::{check_gradients, tiny_bert};
 
     /// Four short texts of the tiny vocabulary: two of label 0, two of label 1.
     fn texts() -> (Vec<Vec<u32>>, Vec<usize>) {
@@ -458,29 +453,13 @@ mod tests {
         let mut shards: Vec<TunedTop> = (0..SHARDS).map(|_| top.zeroed()).collect();
         top.pair_gradient(bert.config(), &refs, &labels, temperature, &mut shards, 2);
         let analytic: Vec<Vec<f32>> = shards[0].tensors_mut().into_iter().map(|t| t.clone()).collect();
-        let mut checked = 0;
-        for (tensor, weights) in analytic.iter().enumerate() {
-            for index in [0, 7, 19] {
-                if index >= weights.len() {
-                    continue;
-                }
-                let eps = 1e-2f32;
-                let mut plus = top.clone();
-                plus.tensors_mut()[tensor][index] += eps;
-                let mut minus = top.clone();
-                minus.tensors_mut()[tensor][index] -= eps;
-                let numeric = (loss(&plus, &bert, &inputs, &labels, temperature)
-                    - loss(&minus, &bert, &inputs, &labels, temperature))
-                    / (2.0 * f64::from(eps));
-                let a = f64::from(weights[index]);
-                assert!(
-                    (a - numeric).abs() <= 2e-3 + 0.05 * numeric.abs(),
-                    "temperature {temperature}, tensor {tensor}, index {index}: backprop {a}, finite difference {numeric}"
-                );
-                checked += 1;
-            }
-        }
-        assert!(checked > 40, "only {checked} weights checked");
+        check_gradients(
+            &top,
+            &analytic,
+            &[0, 7, 19],
+            |t| loss(t, &bert, &inputs, &labels, temperature),
+            &format!("temperature {temperature}, "),
+        );
     }
 
     #[test]
