@@ -203,16 +203,7 @@ async fn few_shot_story(backend: Backend) {
     };
     let ada = app.register("ada@example.org").await;
     let base_id = listed_bases(&app, &ada).await[0]["id"].clone();
-    let project = app.project_with_classes(&ada, "Few", "LABEL", &[]).await;
-    for label in ["good", "bad"] {
-        app.post(
-            &format!("/projects/{project}/labels"),
-            &ada.token,
-            json!({"name": label}),
-        )
-        .await
-        .expect(201);
-    }
+    let project = app.project_with(&ada, "LABEL", &[], &["good", "bad"]).await;
     let documents: Vec<Value> = few_reviews()
         .iter()
         .map(|(text, label)| json!({"text": text, "tags": [{"label": label}]}))

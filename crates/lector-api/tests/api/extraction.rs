@@ -628,16 +628,9 @@ async fn annotate(app: &TestApp, ada: &Session, project: i64, session: &Value, d
 
 async fn a_model_learns_fields_from_pages_and_corrections(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let project = app.project_with_classes(&ada, "Orders", "LABEL", &[]).await;
-    for label in ["order_ref", "customer_no"] {
-        app.post(
-            &format!("/projects/{project}/labels"),
-            &ada.token,
-            json!({"name": label}),
-        )
-        .await
-        .expect(201);
-    }
+    let project = app
+        .project_with(&ada, "LABEL", &[], &["order_ref", "customer_no"])
+        .await;
     let mut documents = Vec::new();
     for n in 0..6 {
         let values = (format!("PO-{}", 1000 + n * 37), format!("K-{}", 40 + n));

@@ -477,21 +477,6 @@ async fn models_follow_roles_and_tenancy(app: TestApp) {
     app.get(&path, &ada.token).await.expect_problem(404, "not_found");
 }
 
-/// Creates labels (and classes) in a project of `kind`; answers its id.
-async fn project_with(app: &TestApp, owner: &Session, kind: &str, classes: &[&str], labels: &[&str]) -> i64 {
-    let project = app.project_with_classes(owner, kind, kind, classes).await;
-    for label in labels {
-        app.post(
-            &format!("/projects/{project}/labels"),
-            &owner.token,
-            json!({"name": label}),
-        )
-        .await
-        .expect(201);
-    }
-    project
-}
-
 /// The (class, label) of the most confident tag of each document's first segment.
 fn top_tags(result: &Value) -> Vec<(Option<String>, Option<String>)> {
     result["documents"]
@@ -538,7 +523,7 @@ const BAD: [&str; 10] = [
 
 async fn label_model_story(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let project = project_with(&app, &ada, "LABEL", &[], &["positive", "negative"]).await;
+    let project = app.project_with(&ada, "LABEL", &[], &["positive", "negative"]).await;
     let subjects = ["The film", "This book", "Our stay"];
     let mut documents = Vec::new();
     for (i, (good, bad)) in GOOD.iter().zip(BAD).enumerate() {
@@ -591,7 +576,9 @@ async fn label_model_story(app: TestApp) {
 
 async fn classlabel_model_story(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let project = project_with(&app, &ada, "CLASSLABEL", &["food", "service"], &["good", "bad"]).await;
+    let project = app
+        .project_with(&ada, "CLASSLABEL", &["food", "service"], &["good", "bad"])
+        .await;
     let food = ["pizza", "pasta", "soup", "dessert", "steak"];
     let service = ["waiter", "staff", "waitress", "host", "service"];
     let mut documents = Vec::new();

@@ -326,6 +326,21 @@ impl TestApp {
         id
     }
 
+    /// Creates a project of `kind` (named after it) with these classes and labels; answers its id.
+    pub async fn project_with(&self, owner: &Session, kind: &str, classes: &[&str], labels: &[&str]) -> i64 {
+        let project = self.project_with_classes(owner, kind, kind, classes).await;
+        for label in labels {
+            self.post(
+                &format!("/projects/{project}/labels"),
+                &owner.token,
+                json!({"name": label}),
+            )
+            .await
+            .expect(201);
+        }
+        project
+    }
+
     /// Trains a model of `project` with `body` and waits for its job; answers the model as
     /// `get_project_model` gives it (READY or FAILED: the caller checks).
     pub async fn train_model(&self, who: &Session, project: i64, body: Value) -> Value {
