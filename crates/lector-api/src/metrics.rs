@@ -164,7 +164,11 @@ fn store_registry(store: &StoreFigures) -> Registry {
         .set((i64::from(store.pool_size) - idle).max(0));
     let pool_max = Gauge::<i64>::default();
     pool_max.set(i64::from(store.pool_max));
-    registry.register("jobs", "Jobs by kind and state (the whole installation)", jobs);
+    registry.register(
+        "jobs",
+        "Jobs by kind and state (the whole installation): queued and running now, done and failed since it began",
+        jobs,
+    );
     registry.register(
         "job_queue_oldest_age_seconds",
         "How long the oldest runnable queued job of each kind has waited",

@@ -20,7 +20,9 @@ pub struct JobCount {
 /// The queue at a glance ([`Store::job_statistics`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct JobStatistics {
-    /// Jobs by kind and state; kinds and states without jobs are absent.
+    /// Jobs by kind and state: queued and running ones now, done and failed ones since the
+    /// installation began (also those deleted since, with their project); kinds and states
+    /// without jobs are absent.
     pub jobs: Vec<JobCount>,
     /// Per kind with a queued job whose time has come: seconds the oldest has waited since
     /// it became runnable (enqueued, or its retry delay ended).
@@ -100,13 +102,18 @@ impl Store {
     /// is meant for a scrape every few seconds, not for every request.
     pub async fn job_statistics(&self) -> Result<JobStatistics> {
         let now = Timestamp::now().micros();
+        // Queued and running jobs are counted live (few, and found through the queue's index);
+        // ended ones were counted as they ended (`job_totals`).
         let rows = sqlx::query(
             "SELECT kind, state, COUNT(*) AS jobs, \
              MIN(CASE WHEN state = $1 AND run_after <= $2 THEN run_after END) AS oldest \
-             FROM jobs GROUP BY kind, state ORDER BY kind, state",
+             FROM jobs WHERE state IN ($1, $3) GROUP BY kind, state \
+             UNION ALL SELECT kind, state, jobs, NULL AS oldest FROM job_totals \
+             ORDER BY kind, state",
         )
         .bind(JobState::Queued.as_str())
         .bind(now)
+        .bind(JobState::Running.as_str())
         .fetch_all(&self.pool)
         .await
         .map_err(db)?;

@@ -407,6 +407,7 @@ impl Store {
         if done.rows_affected() != 1 {
             return Ok(false);
         }
+        count_ended(&mut tx, &lease.job.kind, JobState::Done).await?;
         if let Some(notice) = notice {
             insert_notice(&mut tx, &notice).await?;
         }
@@ -455,6 +456,7 @@ impl Store {
             return Ok(false);
         }
         if !again {
+            count_ended(&mut tx, &job.kind, JobState::Failed).await?;
             if let Some(resource) = failure.resource {
                 mark_failed(&mut tx, resource, &error).await?;
             }
@@ -561,6 +563,20 @@ pub(crate) async fn enqueue_in(tx: &mut Transaction<'static, Any>, job: NewJob) 
             .map_err(db)?;
     }
     Ok(created)
+}
+
+/// Counts a job of `kind` that ended in `state` ([`Store::job_statistics`]).
+async fn count_ended(tx: &mut Transaction<'static, Any>, kind: &str, state: JobState) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO job_totals (kind, state, jobs) VALUES ($1, $2, 1) \
+         ON CONFLICT (kind, state) DO UPDATE SET jobs = job_totals.jobs + 1",
+    )
+    .bind(kind)
+    .bind(state.as_str())
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    Ok(())
 }
 
 /// Fails unless `lease` is still the job's current lease; call first in a result transaction.

@@ -122,6 +122,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0018_statement_foreign_keys.sql"),
         postgres: include_str!("../migrations/postgres/0018_statement_foreign_keys.sql"),
     },
+    Step {
+        version: 19,
+        description: "job totals",
+        sqlite: include_str!("../migrations/sqlite/0019_job_totals.sql"),
+        postgres: include_str!("../migrations/postgres/0019_job_totals.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -135,6 +135,42 @@ async fn metrics_show_the_queue_and_the_pool(backend: Backend) {
     // The request metrics are still there beside them.
     assert!(done.contains("lector_http_requests_total{"), "{done}");
     assert_eq!(done.matches("# EOF").count(), 1, "{done}");
+
+    // A second mail job fails for good: counted as FAILED, the DONE one still counted.
+    app.post(
+        "/users",
+        &root.token,
+        json!({"email": "cy@example.org", "first_name": "Cy", "last_name": "C"}),
+    )
+    .await
+    .expect(201);
+    let lease = store
+        .claim_job("worker", 30)
+        .await
+        .unwrap()
+        .expect("the second mail job");
+    assert!(
+        store
+            .fail_job(&lease, "the mail server refused it", false)
+            .await
+            .unwrap()
+    );
+    let failed = scrape().await;
+    for (state, count) in [
+        ("DONE", Some(1.0)),
+        ("FAILED", Some(1.0)),
+        ("QUEUED", None),
+        ("RUNNING", None),
+    ] {
+        assert_eq!(
+            sample(
+                &failed,
+                &format!("lector_jobs{{kind=\"{MAIL_JOB}\",state=\"{state}\"}}")
+            ),
+            count,
+            "{state}: {failed}"
+        );
+    }
 }
 
 async fn health_names_a_missing_blob_store(app: TestApp) {
