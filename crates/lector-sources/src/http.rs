@@ -124,9 +124,10 @@ async fn get_unbounded_in_time(
     )))
 }
 
-/// POSTs `body` to `url` with `headers` (a webhook), as [`call`] does: each hop's addresses
-/// are checked, a 307 or 308 redirect is followed (at most five, `headers` dropped across
-/// origins), any other redirect or a non-2xx answer is an error. Answers the final status.
+/// POSTs `body` to `url` with `headers` (a webhook), within the policy and the time limit:
+/// each hop's addresses are checked, a 307 or 308 redirect is followed (at most five,
+/// `headers` dropped across origins), any other redirect or a non-2xx answer is an error.
+/// Answers the final status; the receiver's body is not read.
 pub(crate) async fn post(
     policy: &NetPolicy,
     limits: &Limits,
@@ -134,8 +135,8 @@ pub(crate) async fn post(
     body: Vec<u8>,
     headers: HeaderMap,
 ) -> Result<u16> {
-    let answer = call(policy, limits, reqwest::Method::POST, url, Some(body), headers).await?;
-    Ok(answer.status)
+    let posting = follow(policy, limits, reqwest::Method::POST, url, Some(body), headers);
+    within(limits, async { Ok(posting.await?.status().as_u16()) }).await
 }
 
 /// What a call brought back.
@@ -147,73 +148,92 @@ pub struct Answer {
 }
 
 /// Calls `url` with any method (a workflow's outbound request), within the policy and the
-/// limits: each hop is checked, 307 and 308 are followed with the same method and body, 301,
-/// 302 and 303 only for GET and HEAD (at most five, `headers` dropped across origins); a
-/// non-2xx answer is an error naming the status. The body is read up to the byte limit.
+/// limits, following redirects as [`follow`] does; the body is read up to the byte limit.
 pub(crate) async fn call(
+    policy: &NetPolicy,
+    limits: &Limits,
+    method: reqwest::Method,
+    url: Url,
+    body: Option<Vec<u8>>,
+    headers: HeaderMap,
+) -> Result<Answer> {
+    within(limits, async {
+        let response = follow(policy, limits, method, url, body, headers).await?;
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = read_bounded(response, limits.max_bytes).await?;
+        Ok(Answer {
+            status,
+            content_type,
+            body,
+        })
+    })
+    .await
+}
+
+/// Sends `method` to `url` and follows its redirects: each hop is checked, 307 and 308 are
+/// followed with the same method and body, 301, 302 and 303 only for GET and HEAD (at most
+/// five, `headers` dropped across origins); a non-2xx answer is an error naming the status.
+/// Answers the final response, its body unread.
+async fn follow(
     policy: &NetPolicy,
     limits: &Limits,
     method: reqwest::Method,
     mut url: Url,
     body: Option<Vec<u8>>,
     headers: HeaderMap,
-) -> Result<Answer> {
-    let timeout = limits.timeout;
-    let calling = async move {
-        let origin = url.origin();
-        let safe = method == reqwest::Method::GET || method == reqwest::Method::HEAD;
-        for _ in 0..=MAX_REDIRECTS {
-            check_url(&url)?;
-            let headers = if url.origin() == origin {
-                headers.clone()
-            } else {
-                HeaderMap::new()
-            };
-            let response = send_request(policy, limits, method.clone(), &url, &headers, body.clone()).await?;
-            let status = response.status();
-            let follow = matches!(status, StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT)
-                || (safe
-                    && matches!(
-                        status,
-                        StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND | StatusCode::SEE_OTHER
-                    ));
-            if follow {
-                let location = response
-                    .headers()
-                    .get(LOCATION)
-                    .and_then(|v| v.to_str().ok())
-                    .ok_or_else(|| Error::bad_request("the address redirected without a Location"))?;
-                url = url
-                    .join(location)
-                    .map_err(|_| Error::bad_request("the address redirected to an invalid address"))?;
-                continue;
-            }
-            if !status.is_success() {
-                return Err(Error::bad_request(format!(
-                    "the address answered HTTP {}",
-                    status.as_u16()
-                )));
-            }
-            let content_type = response
+) -> Result<reqwest::Response> {
+    let origin = url.origin();
+    let safe = method == reqwest::Method::GET || method == reqwest::Method::HEAD;
+    for _ in 0..=MAX_REDIRECTS {
+        check_url(&url)?;
+        let headers = if url.origin() == origin {
+            headers.clone()
+        } else {
+            HeaderMap::new()
+        };
+        let response = send_request(policy, limits, method.clone(), &url, &headers, body.clone()).await?;
+        let status = response.status();
+        let redirected = matches!(status, StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT)
+            || (safe
+                && matches!(
+                    status,
+                    StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND | StatusCode::SEE_OTHER
+                ));
+        if redirected {
+            let location = response
                 .headers()
-                .get(reqwest::header::CONTENT_TYPE)
+                .get(LOCATION)
                 .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            let body = read_bounded(response, limits.max_bytes).await?;
-            return Ok(Answer {
-                status: status.as_u16(),
-                content_type,
-                body,
-            });
+                .ok_or_else(|| Error::bad_request("the address redirected without a Location"))?;
+            url = url
+                .join(location)
+                .map_err(|_| Error::bad_request("the address redirected to an invalid address"))?;
+            continue;
         }
-        Err(Error::bad_request(format!(
-            "the address redirected more than {MAX_REDIRECTS} times"
-        )))
-    };
-    tokio::time::timeout(timeout, calling).await.unwrap_or_else(|_| {
+        if !status.is_success() {
+            return Err(Error::bad_request(format!(
+                "the address answered HTTP {}",
+                status.as_u16()
+            )));
+        }
+        return Ok(response);
+    }
+    Err(Error::bad_request(format!(
+        "the address redirected more than {MAX_REDIRECTS} times"
+    )))
+}
+
+/// Runs `work` within the limits' time.
+async fn within<T>(limits: &Limits, work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    tokio::time::timeout(limits.timeout, work).await.unwrap_or_else(|_| {
         Err(Error::bad_request(format!(
             "the address did not answer within {} seconds",
-            timeout.as_secs()
+            limits.timeout.as_secs()
         )))
     })
 }

@@ -278,6 +278,21 @@ async fn size_limits_stop_the_read() {
     }
 }
 
+/// A webhook needs the receiver's status only: its answer's body, however large, is not read
+/// (a call, which answers the body, keeps to the limit).
+#[tokio::test]
+async fn a_webhook_reads_the_status_not_the_body() {
+    let port = serve().await;
+    let s = sources(loopback_allowed(), limits());
+    for path in ["/declared-big", "/streamed-big"] {
+        let url = format!("http://127.0.0.1:{port}{path}");
+        let status = s.post_webhook(&url, b"{}".to_vec(), &[]).await;
+        assert_eq!(status.map_err(|e| e.detail), Ok(200), "{path}");
+        let called = s.call("POST", &url, &[], Some(b"{}".to_vec())).await.unwrap_err();
+        assert_eq!(called.status(), 413, "{path}: {}", called.detail);
+    }
+}
+
 #[tokio::test]
 async fn secrets_open_only_in_their_workspace_and_kind() {
     let s = sources(loopback_allowed(), limits());

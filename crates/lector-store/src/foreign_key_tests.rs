@@ -28,15 +28,21 @@ async fn project_with_group(backend: Backend) -> Option<(TestDatabase, Store, le
     let database = TestDatabase::create(backend).await?;
     let store = Store::open(&database.url, 4).await.expect("store");
     let (scope, _, project) = owner_with_project(&store, "Keys", ProjectType::Class).await;
-    let group: i64 = sqlx::query_scalar(
+    let group = group_in(&store, project.id, "g").await;
+    Some((database, store, scope, project.id, group))
+}
+
+/// Inserts an empty group named `name` into `project`; answers its id.
+async fn group_in(store: &Store, project: i64, name: &str) -> i64 {
+    sqlx::query_scalar(
         "INSERT INTO document_groups (project_id, name, source, status, created) \
-         VALUES ($1, 'g', 'api', 'CREATED', 0) RETURNING id",
+         VALUES ($1, $2, 'api', 'CREATED', 0) RETURNING id",
     )
-    .bind(project.id)
+    .bind(project)
+    .bind(name)
     .fetch_one(&store.pool)
     .await
-    .expect("a group");
-    Some((database, store, scope, project.id, group))
+    .expect("a group")
 }
 
 /// Inserts a document of `group` with two segments; answers its id.
@@ -179,14 +185,7 @@ async fn deleted_parents_take_or_release_their_children(backend: Backend) {
     );
 
     // A project takes its documents and their segments, whichever group they were in.
-    let other_group: i64 = sqlx::query_scalar(
-        "INSERT INTO document_groups (project_id, name, source, status, created) \
-         VALUES ($1, 'h', 'api', 'CREATED', 0) RETURNING id",
-    )
-    .bind(project)
-    .fetch_one(&store.pool)
-    .await
-    .expect("another group");
+    let other_group = group_in(&store, project, "h").await;
     document_in(&store, project, Some(other_group), 0).await;
     store.delete_project(&scope, project).await.expect("delete the project");
     assert_eq!(

@@ -103,10 +103,6 @@ pub struct Dependencies {
     pub blob_store: bool,
 }
 
-/// How long a PostgreSQL session may sit idle inside a transaction unless the opener says
-/// otherwise: twice the default job lease (the service passes twice its configured lease).
-pub const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(60);
-
 /// The handle every part of Lector stores and reads through. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -175,9 +171,11 @@ impl Store {
         })
     }
 
-    /// Connects and brings the schema up to date, with [`IDLE_IN_TRANSACTION`].
+    /// Connects and brings the schema up to date, with the default configuration's limit on
+    /// idle transactions (twice its job lease; the service passes its own configuration's).
     pub async fn open(url: &str, max_connections: u32) -> Result<Self> {
-        Self::open_with(url, max_connections, IDLE_IN_TRANSACTION).await
+        let idle = lector_core::config::Config::default().idle_in_transaction();
+        Self::open_with(url, max_connections, idle).await
     }
 
     /// Connects with that limit on idle transactions (see [`Store::connect`]) and brings the

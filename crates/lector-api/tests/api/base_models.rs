@@ -4,8 +4,8 @@
 //! trained with it as `base_id` is READY, analyses, and moves to a second server only where
 //! the same encoder is installed. A LABEL model trained on a BASE model from a few examples
 //! per label tunes a copy of the encoder on pairs of them, which travels in its file. The
-//! encoder is `lector-embed`'s tiny test encoder, so the
-//! story takes seconds; the real MiniLM is measured in `docs/BENCHMARKS.md`.
+//! encoder is `lector-embed`'s tiny test encoder, so the stories take seconds; the real MiniLM
+//! is measured in `docs/BENCHMARKS.md`.
 
 use crate::common::tickets::{UNSEEN, analyze, labeled_tickets, predicts_the_same_on, top_classes};
 use crate::common::{Backend, Session, TestApp};
