@@ -6,7 +6,8 @@
 //! bench tsv  --data TRAIN --test TEST --out DIR   # a set with its own test side
 //! bench absa --data DIR  --out DIR   # DIR: train.jsonl, dev.jsonl, test.jsonl (SemEval-16)
 //! # --allow-skipped: benchmark a file even where lines lack a TAB or a label (they are counted)
-//! # experiments: --fixed-features (no choice of featurisation), --cased, --char MIN-MAX, --buckets-log2 N, --word-ngrams N, --grid C,C,…, --no-curve
+//! # writes OUT/predictions.tsv (gold, predicted, text of each test example) beside lector.json
+//! # experiments: --fixed-features (no choice of featurisation), --cased, --shape, --char MIN-MAX, --buckets-log2 N, --word-ngrams N, --grid C,C,…, --no-curve
 //! ```
 //!
 //! `tsv` makes the stratified 80/20 split with seed 0 (`DIR/train.tsv`, `DIR/test.tsv`), the
@@ -65,13 +66,22 @@ fn go(_: f64) -> ControlFlow<()> {
 }
 
 /// Trains on `train`, scores on `test`; answers the figures as JSON.
-fn run_label(train: &[&Example], test: &[&Example], options: &Options<'_>, speed: bool) -> Fallible<Value> {
+fn run_label(
+    train: &[&Example],
+    test: &[&Example],
+    options: &Options<'_>,
+    speed: bool,
+    predictions: Option<&Path>,
+) -> Fallible<Value> {
     let train_owned: Vec<Example> = train.iter().map(|e| (*e).clone()).collect();
     let test_owned: Vec<Example> = test.iter().map(|e| (*e).clone()).collect();
     let clock = Clock::start();
     let model = Model::train(ProjectType::Label, &train_owned, options, &mut go)?;
     let train_s = clock.seconds();
     let metrics = model.evaluate(&test_owned);
+    if let Some(path) = predictions {
+        write_predictions(path, &model, test)?;
+    }
     let bytes = model.to_bytes();
     let loaded = Model::from_bytes(&bytes)?;
     let mut out = json!({
@@ -108,6 +118,18 @@ fn run_label(train: &[&Example], test: &[&Example], options: &Options<'_>, speed
         out["sink"] = json!(sink % 2);
     }
     Ok(out)
+}
+
+/// Writes `gold<TAB>predicted<TAB>text` for every test example, so errors can be read.
+fn write_predictions(path: &Path, model: &Model, test: &[&Example]) -> Fallible<()> {
+    let label = |tags: &[Tag]| tags.first().and_then(|t| t.label.clone()).unwrap_or_default();
+    let mut out = String::new();
+    for e in test {
+        let predicted = label(&model.predict(&e.text).plain_tags());
+        out.push_str(&format!("{}\t{}\t{}\n", label(&e.tags), predicted, e.text));
+    }
+    std::fs::write(path, out)?;
+    Ok(())
 }
 
 /// Time on this thread's CPU (Linux: `/proc/thread-self/schedstat`), falling back to the
@@ -194,7 +216,7 @@ fn bench_tsv(
     write_tsv(&out.join("train.tsv"), &train)?;
     write_tsv(&out.join("test.tsv"), &test)?;
     eprintln!("{}: {} train, {} test", data.display(), train.len(), test.len());
-    let full = run_label(&train, &test, options, true)?;
+    let full = run_label(&train, &test, options, true, Some(&out.join("predictions.tsv")))?;
     eprintln!("  lector-ml full: {full}");
     // Learning curve: the first N of each label in a seeded shuffle of the training side.
     let mut curve = BTreeMap::new();
@@ -217,7 +239,7 @@ fn bench_tsv(
         subset.sort_unstable();
         let subset: Vec<&Example> = subset.into_iter().map(|i| train[i]).collect();
         write_tsv(&out.join(format!("curve-{per_label}.tsv")), &subset)?;
-        let r = run_label(&subset, &test, options, false)?;
+        let r = run_label(&subset, &test, options, false, None)?;
         eprintln!("  lector-ml {per_label}/label: {r}");
         curve.insert(per_label.to_string(), r);
     }
@@ -331,6 +353,9 @@ fn run() -> Fallible<()> {
     }
     if args.iter().any(|a| a == "--cased") {
         options.features.cased_words = true;
+    }
+    if args.iter().any(|a| a == "--shape") {
+        options.features.typed_shape = true;
     }
     if let Some(g) = value("--grid") {
         options.c_grid = g.split(',').map(str::parse).collect::<Result<_, _>>()?;

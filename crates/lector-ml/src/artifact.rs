@@ -5,7 +5,7 @@
 //! | bytes | content |
 //! |---|---|
 //! | 8 | magic `LECTORML` |
-//! | 4 | format version (3; versions 1 and 2 are read too) |
+//! | 4 | format version (3 or 4, below; versions 1 and 2 are read too) |
 //! | 4 | header length `h` |
 //! | h | header: [`ModelInfo`] as JSON (project type, classes, labels, features, hyper-parameters, calibration, training date, metrics) |
 //! | 8 | body length `b` |
@@ -32,6 +32,12 @@
 //! memory already, so version 3 stores exactly the values a model predicts with: a loaded
 //! model predicts bit for bit what the saved one did, at a third to a half of the size.
 //!
+//! Version 4 is version 3 for a model whose header turns on what a version 3 reader does not
+//! know and would silently ignore, predicting from other features than the model was trained
+//! on: the typed shape ([`crate::FeatureConfig::typed_shape`]). Every other model is still
+//! written as version 3, so builds that read only up to 3 keep reading them, and refuse, with
+//! the version named, the models they cannot read correctly.
+//!
 //! Reading checks the magic, the version and the checksum before parsing anything and then
 //! bounds-checks every length, so a truncated, corrupted or foreign file is an
 //! [`Error::Artifact`], never a panic or a huge allocation.
@@ -47,8 +53,14 @@ use crate::model::{Head, Model, ModelInfo, Table, from_bf16, negate_bf16};
 use rows::{put_rows, read_rows};
 
 const MAGIC: &[u8; 8] = b"LECTORML";
-/// The format this build writes (it reads this one and versions 1 and 2).
-pub const FORMAT_VERSION: u32 = 3;
+/// The newest format this build writes (it reads this one and every earlier version); a model
+/// is written in the oldest that holds it ([`version_needed`]).
+pub const FORMAT_VERSION: u32 = 4;
+
+/// The oldest format whose readers predict as this model does.
+fn version_needed(info: &ModelInfo) -> u32 {
+    if info.features.typed_shape { 4 } else { 3 }
+}
 const MAX_HEADER: usize = 64 << 20;
 /// 2 GiB of weights per table: far beyond any model trained with sane settings.
 const MAX_TABLE_FLOATS: usize = 1 << 29;
@@ -357,7 +369,7 @@ impl Model {
         }
         let mut out = Vec::with_capacity(32 + header.len() + body.len());
         out.extend_from_slice(MAGIC);
-        put_u32(&mut out, FORMAT_VERSION);
+        put_u32(&mut out, version_needed(&self.info));
         put_u32(&mut out, header.len() as u32);
         out.extend_from_slice(&header);
         out.extend_from_slice(&(body.len() as u64).to_le_bytes());
@@ -520,7 +532,7 @@ mod tests {
             let old = Model::from_bytes(v2).unwrap();
             assert_eq!(old.predict(text).plain_tags(), [expected]);
             let v3 = old.to_bytes();
-            assert_eq!(version_of(&v3), FORMAT_VERSION);
+            assert_eq!(version_of(&v3), 3);
             // An old label head is not bfloat16 and stays exact in f32 (a new one is half:
             // `tests/model.rs`).
             let (num, den) = if old.label_head.is_some() { (3, 4) } else { (1, 2) };
@@ -548,9 +560,24 @@ mod tests {
         let sum = fnv1a(FNV_SEED, &v1);
         v1.extend_from_slice(&sum.to_le_bytes());
         assert_eq!(Model::from_bytes(&v1).unwrap(), Model::from_bytes(V2_LABEL).unwrap());
-        let mut v4 = small_model().to_bytes();
-        v4[8..12].copy_from_slice(&4u32.to_le_bytes());
-        assert!(matches!(Model::from_bytes(&v4), Err(Error::Artifact(m)) if m.contains("version 4")));
+        let mut future = small_model().to_bytes();
+        future[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+        let named = format!("version {}", FORMAT_VERSION + 1);
+        assert!(matches!(Model::from_bytes(&future), Err(Error::Artifact(m)) if m.contains(&named)));
+    }
+
+    /// A model with the typed shape is written as version 4, which a reader of version 3 would
+    /// refuse; one without it stays version 3. Both load to the same model.
+    #[test]
+    fn only_a_model_with_the_typed_shape_needs_version_4() {
+        let folded = small_model();
+        assert!(!folded.info.features.typed_shape);
+        assert_eq!(version_of(&folded.to_bytes()), 3);
+        let mut shaped = small_model();
+        shaped.info.features.typed_shape = true;
+        let bytes = shaped.to_bytes();
+        assert_eq!(version_of(&bytes), 4);
+        assert_eq!(Model::from_bytes(&bytes).unwrap(), shaped);
     }
 
     /// A two-label model stores one column, and only the rows of seen features.

@@ -11,8 +11,11 @@
 //! Text is case-folded, which is right for most sets; where letter case carries signal (names,
 //! acronyms, a source's headline style), [`FeatureConfig::cased_words`] adds a cased channel:
 //! each word that has an upper-case letter is also counted as itself, case kept, beside its
-//! folded form. Training tries both ([`FeatureConfig::candidates`]) and keeps the better on
-//! held-out data.
+//! folded form, and [`FeatureConfig::typed_shape`] marks how the text was typed: punctuation
+//! standing apart from the word before it (`good .` against `good.`, the mark of a tokenised
+//! corpus), words that begin with a capital, and a text without any. Training tries the
+//! folded features and the folded ones with both channels ([`FeatureConfig::candidates`]) and
+//! keeps the better on held-out data.
 
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +28,10 @@ const NS_WORD: u64 = 0x9e37_79b9_7f4a_7c15;
 const NS_BIGRAM: u64 = 0xc2b2_ae3d_27d4_eb4f;
 const NS_CHAR: u64 = 0x1656_67b1_9e37_79f9;
 const NS_CASED: u64 = 0x27d4_eb2f_1656_67c5;
+const NS_SHAPE: u64 = 0x85eb_ca77_c2b2_ae63;
+/// The shape features that are not a punctuation character's (those hash the character).
+const SHAPE_CAPITALISED: u64 = 0x1_0000_0001;
+const SHAPE_NO_CAPITALS: u64 = 0x1_0000_0002;
 /// Character n-grams are taken from at most this many characters of a token: a 300-character
 /// URL says no more than its first 40 and would otherwise dominate the vector and the time.
 const MAX_CHARS_PER_TOKEN: usize = 40;
@@ -67,6 +74,11 @@ pub struct FeatureConfig {
     /// beside the folded words). Absent from models before it existed: off.
     #[serde(default)]
     pub cased_words: bool,
+    /// Also mark how the text was typed: each punctuation token that stands apart from the
+    /// word before it, each word that begins with a capital, and a text with no capital at
+    /// all. Absent from models before it existed: off.
+    #[serde(default)]
+    pub typed_shape: bool,
 }
 
 impl Default for FeatureConfig {
@@ -78,30 +90,38 @@ impl Default for FeatureConfig {
             char_max: 5,
             fold_ta_marbuta: true,
             cased_words: false,
+            typed_shape: false,
         }
     }
 }
 
 impl FeatureConfig {
     /// The featurisations training tries on held-out data, this one first (it wins ties):
-    /// as given, and with the cased word channel. One with the channel already on is tried
-    /// alone.
+    /// as given, and with the cased word channel and the typed shape. One with either already
+    /// on is tried alone.
     pub fn candidates(&self) -> Vec<FeatureConfig> {
-        if self.cased_words {
+        if self.cased_words || self.typed_shape {
             return vec![self.clone()];
         }
         vec![
             self.clone(),
             FeatureConfig {
                 cased_words: true,
+                typed_shape: true,
                 ..self.clone()
             },
         ]
     }
 
-    /// A short name for what the candidates differ in: `folded` or `folded+cased`.
+    /// A short name for what the candidates differ in: `folded`, `folded+cased`,
+    /// `folded+shape` or `folded+cased+shape`.
     pub fn name(&self) -> &'static str {
-        if self.cased_words { "folded+cased" } else { "folded" }
+        match (self.cased_words, self.typed_shape) {
+            (false, false) => "folded",
+            (true, false) => "folded+cased",
+            (false, true) => "folded+shape",
+            (true, true) => "folded+cased+shape",
+        }
     }
 
     pub(crate) fn validate(&self) -> Result<(), String> {
@@ -256,7 +276,7 @@ impl Featurizer {
     pub(crate) fn count(config: &FeatureConfig, text: &str, scratch: &mut Scratch) -> usize {
         let tokenizer = Tokenizer {
             fold_ta_marbuta: config.fold_ta_marbuta,
-            keep_case: config.cased_words,
+            keep_case: config.cased_words || config.typed_shape,
         };
         tokenizer.tokenize_into(text, &mut scratch.tokens);
         scratch.counter.clear();
@@ -290,7 +310,33 @@ impl Featurizer {
                 }
             }
         }
+        if config.typed_shape {
+            Self::typed_shape(tokens, &mut add);
+        }
         tokens.spans.len()
+    }
+
+    /// The marks of how the text was typed ([`FeatureConfig::typed_shape`]).
+    fn typed_shape(tokens: &TokenBuf, add: &mut impl FnMut(u64)) {
+        let mut capitals = false;
+        let mut words = false;
+        for (&(start, end, is_word), &spaced) in tokens.spans.iter().zip(&tokens.spaced) {
+            let (start, end) = (start as usize, end as usize);
+            if is_word {
+                words = true;
+                if tokens.cased[start] != tokens.chars[start] {
+                    add(NS_SHAPE ^ SHAPE_CAPITALISED);
+                    capitals = true;
+                } else if tokens.cased[start..end] != tokens.chars[start..end] {
+                    capitals = true;
+                }
+            } else if spaced {
+                add((NS_SHAPE ^ u64::from(tokens.chars[start] as u32)).wrapping_mul(FNV_PRIME));
+            }
+        }
+        if words && !capitals {
+            add(NS_SHAPE ^ SHAPE_NO_CAPITALS);
+        }
     }
 
     /// The character n-grams of one word with boundary marks: `<ab`, `abc`, …, `yz>`.
@@ -433,8 +479,56 @@ mod tests {
         assert_eq!(with_capital.len(), counts(&folded, "apple pie").len() + 1);
         assert_ne!(with_capital, counts(&cased, "APPLE pie"));
         assert_eq!(cased.candidates(), std::slice::from_ref(&cased));
-        assert_eq!(folded.candidates(), [folded.clone(), cased.clone()]);
         assert_eq!((folded.name(), cased.name()), ("folded", "folded+cased"));
+    }
+
+    #[test]
+    fn the_typed_shape_tells_a_tokenised_corpus_from_typed_text() {
+        let folded = FeatureConfig::default();
+        let shape = FeatureConfig {
+            typed_shape: true,
+            ..FeatureConfig::default()
+        };
+        let mut s = Scratch::default();
+        let mut counts = |config: &FeatureConfig, text: &str| {
+            let mut out = Vec::new();
+            Featurizer::raw_counts(config, text, &mut s, &mut out);
+            out
+        };
+        // Folded, spacing and case change nothing.
+        assert_eq!(
+            counts(&folded, "it works , really ."),
+            counts(&folded, "It works, really.")
+        );
+        // The shape tells them apart: two marks standing apart, against a capital.
+        let tokenised = counts(&shape, "it works , really .");
+        let typed = counts(&shape, "It works, really.");
+        assert_ne!(tokenised, typed);
+        let extra = |with: &[(u32, u32)], without: &[(u32, u32)]| {
+            with.iter().map(|(_, n)| n).sum::<u32>() - without.iter().map(|(_, n)| n).sum::<u32>()
+        };
+        // ", " and "." apart, and no capital at all: three marks.
+        assert_eq!(extra(&tokenised, &counts(&folded, "it works , really .")), 3);
+        // One capitalised word, the marks attached: one mark.
+        assert_eq!(extra(&typed, &counts(&folded, "It works, really.")), 1);
+        // A word's inner apostrophe is no mark (only the missing capitals are); a mark at the
+        // text's start stands apart, one right after a word does not.
+        assert_eq!(extra(&counts(&shape, "don't"), &counts(&folded, "don't")), 1);
+        assert_eq!(extra(&counts(&shape, "(good)"), &counts(&folded, "(good)")), 2);
+        // Models saved before the shape existed read it as off and count as they did.
+        let old: FeatureConfig = serde_json::from_value(serde_json::json!({
+            "buckets_log2": 18, "word_ngrams": 2, "char_min": 3, "char_max": 5,
+            "fold_ta_marbuta": true, "cased_words": true
+        }))
+        .unwrap();
+        assert!(!old.typed_shape);
+        assert_eq!(old.candidates(), std::slice::from_ref(&old));
+        let both = FeatureConfig {
+            cased_words: true,
+            ..shape.clone()
+        };
+        assert_eq!(folded.candidates(), [folded.clone(), both.clone()]);
+        assert_eq!((shape.name(), both.name()), ("folded+shape", "folded+cased+shape"));
     }
 
     #[test]

@@ -21,6 +21,9 @@ pub(crate) struct TokenBuf {
     /// With [`Tokenizer::keep_case`]: beside each of `chars`, the character before case
     /// folding (an upper-case letter stays upper case; everything else equals `chars`).
     pub(crate) cased: Vec<char>,
+    /// With [`Tokenizer::keep_case`]: beside each of `spans`, whether white space (or the
+    /// text's start) came right before the token, as typed: `word ,` against `word,`.
+    pub(crate) spaced: Vec<bool>,
     keep_case: bool,
 }
 
@@ -29,6 +32,15 @@ impl TokenBuf {
         self.chars.clear();
         self.spans.clear();
         self.cased.clear();
+        self.spaced.clear();
+    }
+
+    #[inline]
+    fn push_span(&mut self, start: usize, is_word: bool, spaced: bool) {
+        self.spans.push((start as u32, self.chars.len() as u32, is_word));
+        if self.keep_case {
+            self.spaced.push(spaced);
+        }
     }
 
     #[inline]
@@ -125,6 +137,8 @@ impl Tokenizer {
         let mut state = Splitter {
             word_start: None,
             pending_apostrophe: false,
+            after_space: true,
+            word_spaced: true,
         };
         for raw in source {
             if raw.is_ascii() {
@@ -161,6 +175,10 @@ struct Splitter {
     word_start: Option<usize>,
     /// An apostrophe seen inside a word, kept only if a letter follows it.
     pending_apostrophe: bool,
+    /// White space (or the text's start) since the last token began.
+    after_space: bool,
+    /// Whether the word being read began after white space.
+    word_spaced: bool,
 }
 
 impl Splitter {
@@ -175,6 +193,7 @@ impl Splitter {
                         return;
                     }
                     self.word_start = Some(out.chars.len());
+                    self.word_spaced = std::mem::take(&mut self.after_space);
                 }
                 if self.pending_apostrophe {
                     out.push_char('\'', '\'');
@@ -189,22 +208,25 @@ impl Splitter {
                 self.end_word(out);
                 let start = out.chars.len();
                 out.push_char(c, raw);
-                out.spans.push((start as u32, start as u32 + 1, false));
+                out.push_span(start, false, std::mem::take(&mut self.after_space));
             }
-            Kind::Space => self.end_word(out),
+            Kind::Space => {
+                self.end_word(out);
+                self.after_space = true;
+            }
         }
     }
 
     fn end_word(&mut self, out: &mut TokenBuf) {
         if let Some(start) = self.word_start.take() {
-            out.spans.push((start as u32, out.chars.len() as u32, true));
+            out.push_span(start, true, self.word_spaced);
         }
         if self.pending_apostrophe {
             // A trailing apostrophe (`dogs'`) is punctuation after all.
             self.pending_apostrophe = false;
             let start = out.chars.len();
             out.push_char('\'', '\'');
-            out.spans.push((start as u32, start as u32 + 1, false));
+            out.push_span(start, false, false);
         }
     }
 

@@ -346,7 +346,7 @@ fn features_are_chosen_on_held_out_data_and_recorded() {
     assert_eq!(tried.len(), 2);
     assert_eq!(
         (tried[0].features.as_str(), tried[1].features.as_str()),
-        ("folded", "folded+cased")
+        ("folded", "folded+cased+shape")
     );
     assert!(tried[1].validation_score > tried[0].validation_score, "{tried:?}");
     assert_eq!(
@@ -357,7 +357,10 @@ fn features_are_chosen_on_held_out_data_and_recorded() {
         model.predict("frank met rose today").plain_tags(),
         [Tag::label("things")]
     );
-    assert_eq!(model.evaluate(&case_set()).features.as_deref(), Some("folded+cased"));
+    assert_eq!(
+        model.evaluate(&case_set()).features.as_deref(),
+        Some("folded+cased+shape")
+    );
     // The choice travels in the artifact.
     let loaded = Model::from_bytes(&model.to_bytes()).unwrap();
     assert_eq!(loaded.info().hyper.features_tried, *tried);

@@ -10,9 +10,10 @@
 //! held-out solves for each extra candidate, never another final fit; where the first wins,
 //! the model is the one it makes alone, bit for bit.
 //!
-//! A candidate whose vectors equal the first's (a set without a capital letter, where the cased
-//! channel adds nothing) is not solved again: the same vectors on the same path from the same
-//! random state would score the same, so the first's score is recorded for it.
+//! A candidate whose vectors equal the first's is not solved again: the same vectors on the
+//! same path from the same random state would score the same, so the first's score is
+//! recorded for it. (Since the typed shape joined the cased channel that is rare: a text
+//! without a capital carries a mark of its own.)
 //!
 //! What was tried is recorded as [`FeatureTrial`]s. This module does not decide which
 //! candidates exist (that is `features`) nor how a head is fitted (that is `heads`).
