@@ -459,18 +459,19 @@ mod tests {
         assert_eq!(s.vec.len(), 0);
     }
 
+    /// The raw `(bucket, count)` features of `text`.
+    fn counts(config: &FeatureConfig, text: &str) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        Featurizer::raw_counts(config, text, &mut Scratch::default(), &mut out);
+        out
+    }
+
     #[test]
     fn the_cased_channel_counts_words_with_capitals_once_more() {
         let folded = FeatureConfig::default();
         let cased = FeatureConfig {
             cased_words: true,
             ..FeatureConfig::default()
-        };
-        let mut s = Scratch::default();
-        let mut counts = |config: &FeatureConfig, text: &str| {
-            let mut out = Vec::new();
-            Featurizer::raw_counts(config, text, &mut s, &mut out);
-            out
         };
         // Folded, case changes nothing; cased, "Apple" gains one feature that "apple" lacks.
         assert_eq!(counts(&folded, "Apple pie"), counts(&folded, "apple pie"));
@@ -488,12 +489,6 @@ mod tests {
         let shape = FeatureConfig {
             typed_shape: true,
             ..FeatureConfig::default()
-        };
-        let mut s = Scratch::default();
-        let mut counts = |config: &FeatureConfig, text: &str| {
-            let mut out = Vec::new();
-            Featurizer::raw_counts(config, text, &mut s, &mut out);
-            out
         };
         // Folded, spacing and case change nothing.
         assert_eq!(
