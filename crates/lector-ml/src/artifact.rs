@@ -56,14 +56,14 @@ const MAGIC: &[u8; 8] = b"LECTORML";
 /// The newest format this build writes (it reads this one and every earlier version); a model
 /// is written in the oldest that holds it ([`version_needed`]).
 pub const FORMAT_VERSION: u32 = 4;
+const MAX_HEADER: usize = 64 << 20;
+/// 2 GiB of weights per table: far beyond any model trained with sane settings.
+const MAX_TABLE_FLOATS: usize = 1 << 29;
 
 /// The oldest format whose readers predict as this model does.
 fn version_needed(info: &ModelInfo) -> u32 {
     if info.features.typed_shape { 4 } else { 3 }
 }
-const MAX_HEADER: usize = 64 << 20;
-/// 2 GiB of weights per table: far beyond any model trained with sane settings.
-const MAX_TABLE_FLOATS: usize = 1 << 29;
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());

@@ -64,15 +64,12 @@ pub(crate) async fn get(
     headers: HeaderMap,
     redirects: Redirects,
 ) -> Result<Body> {
-    let timeout = limits.timeout;
-    tokio::time::timeout(timeout, get_unbounded_in_time(policy, limits, url, headers, redirects))
-        .await
-        .unwrap_or_else(|_| {
-            Err(Error::bad_request(format!(
-                "the source did not answer within {} seconds",
-                timeout.as_secs()
-            )))
-        })
+    within(
+        limits,
+        "the source",
+        get_unbounded_in_time(policy, limits, url, headers, redirects),
+    )
+    .await
 }
 
 async fn get_unbounded_in_time(
@@ -94,14 +91,7 @@ async fn get_unbounded_in_time(
             if redirects == Redirects::Refuse {
                 return Err(status_error(status));
             }
-            let location = response
-                .headers()
-                .get(LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| Error::bad_request("the source redirected without a Location"))?;
-            url = url
-                .join(location)
-                .map_err(|_| Error::bad_request("the source redirected to an invalid address"))?;
+            url = redirect_target(&response, &url, "the source")?;
             continue;
         }
         if !status.is_success() {
@@ -136,7 +126,7 @@ pub(crate) async fn post(
     headers: HeaderMap,
 ) -> Result<u16> {
     let posting = follow(policy, limits, reqwest::Method::POST, url, Some(body), headers);
-    within(limits, async { Ok(posting.await?.status().as_u16()) }).await
+    within(limits, "the address", async { Ok(posting.await?.status().as_u16()) }).await
 }
 
 /// What a call brought back.
@@ -157,7 +147,7 @@ pub(crate) async fn call(
     body: Option<Vec<u8>>,
     headers: HeaderMap,
 ) -> Result<Answer> {
-    within(limits, async {
+    within(limits, "the address", async {
         let response = follow(policy, limits, method, url, body, headers).await?;
         let status = response.status().as_u16();
         let content_type = response
@@ -205,14 +195,7 @@ async fn follow(
                     StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND | StatusCode::SEE_OTHER
                 ));
         if redirected {
-            let location = response
-                .headers()
-                .get(LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| Error::bad_request("the address redirected without a Location"))?;
-            url = url
-                .join(location)
-                .map_err(|_| Error::bad_request("the address redirected to an invalid address"))?;
+            url = redirect_target(&response, &url, "the address")?;
             continue;
         }
         if !status.is_success() {
@@ -228,14 +211,26 @@ async fn follow(
     )))
 }
 
-/// Runs `work` within the limits' time.
-async fn within<T>(limits: &Limits, work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+/// Runs `work` within the limits' time; `who` names the far side in the error.
+async fn within<T>(limits: &Limits, who: &str, work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
     tokio::time::timeout(limits.timeout, work).await.unwrap_or_else(|_| {
         Err(Error::bad_request(format!(
-            "the address did not answer within {} seconds",
+            "{who} did not answer within {} seconds",
             limits.timeout.as_secs()
         )))
     })
+}
+
+/// Where a redirect of `from` points (its Location, relative to `from`); `who` names the far
+/// side in the error.
+fn redirect_target(response: &reqwest::Response, from: &Url, who: &str) -> Result<Url> {
+    let location = response
+        .headers()
+        .get(LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| Error::bad_request(format!("{who} redirected without a Location")))?;
+    from.join(location)
+        .map_err(|_| Error::bad_request(format!("{who} redirected to an invalid address")))
 }
 
 /// One GET to the checked addresses of the URL's host.

@@ -1,5 +1,6 @@
 //! Models through HTTPS on both backends: a CLASS story (label, train, poll, analyse, download,
 //! upload again here and on a second server, same predictions), LABEL and CLASSLABEL stories,
+//! a LABEL model that chooses the typed shape where only the typing tells its labels apart,
 //! training refusals and failures, and every model operation with its role limits, tenancy and
 //! immutable fields.
 
@@ -11,6 +12,7 @@ backend_tests!(
     class_model_story,
     label_model_story,
     classlabel_model_story,
+    a_label_model_learns_how_its_texts_were_typed,
     training_is_checked_up_front_and_fails_readably,
     models_follow_roles_and_tenancy,
     a_project_shows_its_models_and_takes_their_files_when_deleted
@@ -572,6 +574,54 @@ async fn label_model_story(app: TestApp) {
         .filter(|((_, label), (_, want))| label.as_deref() == Some(*want))
         .count();
     assert!(right >= 12, "{right} of 15 right: {predicted:?}");
+}
+
+/// `text` as a tokenised, lower-cased corpus writes it: `the film was great , i think .`.
+fn tokenised(text: &str) -> String {
+    text.to_lowercase().replace(',', " ,").replace('.', " .")
+}
+
+/// Two labels whose texts are the same words, once as typed and once tokenised: folded
+/// features cannot tell them apart, so training chooses the typed shape on held-out data,
+/// says so in the model's metrics, and the model sorts unseen texts by how they were typed.
+async fn a_label_model_learns_how_its_texts_were_typed(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with(&ada, "LABEL", &[], &["typed", "corpus"]).await;
+    let mut documents = Vec::new();
+    for (i, word) in GOOD.iter().chain(&BAD).enumerate() {
+        let subject = ["The film", "This book", "Our stay", "The meal"][i % 4];
+        let text = format!("{subject} was {word}, I think.");
+        documents.push(json!({"text": tokenised(&text), "tags": [{"label": "corpus"}]}));
+        documents.push(json!({"text": text, "tags": [{"label": "typed"}]}));
+    }
+    app.post(
+        &format!("/projects/{project}/annotations"),
+        &ada.token,
+        json!({"name": "Two typings", "documents": documents}),
+    )
+    .await
+    .expect(201);
+    let model = train(&app, &ada, project, json!({"display_name": "Typing"})).await;
+    assert_eq!(model["status"], "READY", "{model}");
+    assert_eq!(model["metrics"]["features"], "folded+cased+shape", "{model}");
+    let typed = [
+        "The concert was long, I left.",
+        "Our trip was cheap.",
+        "The hotel was quiet, we slept.",
+        "A new song, I liked it.",
+        "The bus was late.",
+    ];
+    let mut texts: Vec<String> = typed.iter().map(|t| t.to_string()).collect();
+    texts.extend(typed.iter().map(|t| tokenised(t)));
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let predicted = top_tags(&analyze(&app, &ada, &model["id"], &texts).await);
+    let want = ["typed"; 5].into_iter().chain(["corpus"; 5]);
+    let right = predicted
+        .iter()
+        .zip(want)
+        .filter(|((_, label), want)| label.as_deref() == Some(*want))
+        .count();
+    assert!(right >= 9, "{right} of 10 right: {predicted:?}");
 }
 
 async fn classlabel_model_story(app: TestApp) {
