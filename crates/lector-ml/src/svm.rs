@@ -5,8 +5,13 @@
 //! and it converges in a few passes over sparse data, which keeps training to seconds. A bias
 //! term is learnt as the weight of a constant feature (value 1), regularised like the others.
 //! A warm start (`w0`) turns the regulariser into `½‖w − w0‖²`: the model stays near the base
-//! model's weights unless the data say otherwise. Calibration lives elsewhere; this module only
-//! produces margins.
+//! model's weights unless the data say otherwise. The binary problems of one head can be solved
+//! together, in one pass over the rows for all of them (`lockstep`). Calibration lives
+//! elsewhere; this module only produces margins.
+
+mod lockstep;
+
+pub(crate) use lockstep::solve_together;
 
 use crate::error::Result;
 use crate::features::SparseVec;
@@ -80,17 +85,18 @@ impl Binary {
         Self { alpha: vec![0.0; n], w }
     }
 
-    /// Sets the dual variables of `rows` (indices into this problem's rows, which are all
-    /// rows of `x` in order) to `alpha` and adds what they contribute to the weights, so that
-    /// the primal and dual stay consistent: a warm start from a solution on a subset.
-    pub(crate) fn start_from(&mut self, x: &Csr, rows: &[usize], y: &[f64], alpha: &[f64]) {
+    /// Sets dual variables and adds what their rows contribute to the weights, so that the
+    /// primal and dual stay consistent: a warm start from another solution (on a subset of the
+    /// rows, or of other features of the same rows). Each start is `(slot, row, alpha)`: this
+    /// problem's dual variable `slot` (`y[slot]` its label) belongs to row `row` of `x`.
+    pub(crate) fn start_from(&mut self, x: &Csr, y: &[f64], starts: impl Iterator<Item = (usize, usize, f64)>) {
         let bias = self.w.len() - 1;
-        for (&r, &a) in rows.iter().zip(alpha) {
+        for (slot, r, a) in starts {
             if a == 0.0 {
                 continue;
             }
-            self.alpha[r] = a;
-            let d = a * y[r];
+            self.alpha[slot] = a;
+            let d = a * y[slot];
             let (ind, val) = x.row(r);
             for (&j, &v) in ind.iter().zip(val) {
                 self.w[j as usize] += (d * f64::from(v)) as f32;

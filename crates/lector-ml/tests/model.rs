@@ -374,6 +374,58 @@ fn features_are_chosen_on_held_out_data_and_recorded() {
     assert_eq!(tried[0].validation_score, tried[1].validation_score);
 }
 
+/// Enough sentences that one holdout stands for cross-validation (over two million non-zero
+/// features): three labels, two of which only the case of their words tells apart.
+fn large_case_set() -> Vec<Example> {
+    let mut state = 12_345u64;
+    let mut next = move |n: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % n
+    };
+    let syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "do", "fe"];
+    let words: Vec<String> = (0..400)
+        .map(|_| (0..3).map(|_| syllables[next(12) as usize]).collect())
+        .collect();
+    (0..10_000)
+        .map(|i| {
+            let sentence: Vec<&str> = (0..16).map(|_| words[next(400) as usize].as_str()).collect();
+            let (label, text) = match i % 3 {
+                0 => (
+                    "names",
+                    sentence.iter().map(|w| capitalised(w)).collect::<Vec<_>>().join(" "),
+                ),
+                1 => ("things", sentence.join(" ")),
+                _ => ("counts", format!("{} {}", sentence.join(" "), next(1000))),
+            };
+            Example::new(text, vec![Tag::label(label)])
+        })
+        .collect()
+}
+
+fn capitalised(word: &str) -> String {
+    word[..1].to_uppercase() + &word[1..]
+}
+
+/// On a large set the later candidate tries only the first's chosen cost, from the first's
+/// dual solution there, and the three labels' problems are solved together: the choice still
+/// finds the features that tell the labels apart.
+#[test]
+fn a_large_set_chooses_its_features_on_one_holdout() {
+    let set = large_case_set();
+    let (train, unseen) = set.split_at(9_000);
+    let model = Model::train(ProjectType::Label, train, &options(), &mut go).unwrap();
+    let info = model.info();
+    assert_eq!(info.hyper.validation, "holdout-20%");
+    let tried = &info.hyper.features_tried;
+    assert_eq!(tried[1].features, "folded+cased+shape");
+    assert!(tried[1].validation_score > tried[0].validation_score, "{tried:?}");
+    assert_eq!(info.features.name(), "folded+cased+shape");
+    let scores = model.evaluate(unseen);
+    assert!(scores.accuracy > 0.95, "{scores:?}");
+}
+
 /// Where today's folded features win, choosing leaves the model they make alone: same
 /// artifact but for the record of what was tried.
 #[test]

@@ -1,14 +1,16 @@
 //! Choosing the featurisation on held-out data, as the cost is chosen: every candidate of
 //! [`FeatureConfig::candidates`] is featurised and its main head's held-out runs made on the
 //! same validation runs, from the same random state. The first candidate (today's folded
-//! features) chooses its cost on the whole grid; the others try only the costs up to that one
-//! (solved in the same order, each from the last's solution, so a candidate with the same
-//! features would score exactly the same), which keeps the choice within the training-time
-//! budget (a cost suits about as well features that differ in a few words' case) and leans
-//! towards the first. The best held-out score wins (the first on ties), and its held-out runs
-//! serve the rest of training, so choosing costs one more featurisation and part of the
-//! held-out solves for each extra candidate, never another final fit; where the first wins,
-//! the model is the one it makes alone, bit for bit.
+//! features) chooses its cost on the whole grid; the others try only that cost (a cost suits
+//! about as well features that differ in a few words' case and marks), which keeps the choice
+//! within the training-time budget and leans towards the first. With one holdout (a large set,
+//! where time counts) a later candidate starts from the first's dual solution at that cost:
+//! the dual variables belong to the examples, not to the features, so the solver has only the
+//! difference to find. With cross-validation (a small set) it goes along the costs up to that
+//! one, each from the last's solution, as the first did. The best held-out score wins (the
+//! first on ties), and its held-out runs serve the rest of training, so choosing costs one
+//! more featurisation and a held-out solve for each extra candidate, never another final fit;
+//! where the first wins, the model is the one it makes alone, bit for bit.
 //!
 //! A candidate whose vectors equal the first's is not solved again: the same vectors on the
 //! same path from the same random state would score the same, so the first's score is
@@ -45,8 +47,8 @@ pub(super) struct Chosen {
 }
 
 /// Makes every candidate's held-out runs with `job` (its `x` replaced by the candidate's, and
-/// after the first its grid cut after the first's chosen cost) from a copy of `rng`, and
-/// keeps the best.
+/// after the first its grid and start as [`later_grid`] says) from a copy of `rng`, and keeps
+/// the best.
 pub(super) fn choose(
     candidates: &[Candidate],
     job: &HeadJob<'_>,
@@ -56,6 +58,7 @@ pub(super) fn choose(
     let mut best: Option<Chosen> = None;
     let mut trials: Vec<FeatureTrial> = Vec::with_capacity(candidates.len());
     let mut grid = job.grid;
+    let mut first_start: Vec<Vec<f64>> = Vec::new();
     for (index, candidate) in candidates.iter().enumerate() {
         if index > 0 && candidate.x_main == candidates[0].x_main {
             progress.advance(
@@ -69,15 +72,16 @@ pub(super) fn choose(
             continue;
         }
         let mut run_rng = rng.clone();
+        let start = (!first_start.is_empty()).then_some(&first_start[..]);
         let selection = HeadJob {
             x: &candidate.x_main,
             grid,
             ..*job
         }
-        .select(&mut run_rng, progress)?;
+        .select_from(start, &mut run_rng, progress)?;
         if index == 0 {
             let chosen = job.grid.iter().position(|&c| c == selection.c).unwrap_or(0);
-            grid = &job.grid[..=chosen];
+            (grid, first_start) = later_grid(job, chosen, &selection);
         }
         let score = selection.validation_score;
         trials.push(trial(candidate, score));
@@ -96,6 +100,18 @@ pub(super) fn choose(
     let mut chosen = best.expect("FeatureConfig::candidates is never empty");
     chosen.trials = trials;
     Ok(chosen)
+}
+
+/// The costs the candidates after the first try, and the dual variables they start from: with
+/// one held-out run (a large set, where time counts), the first's chosen cost alone, from the
+/// first's solution there; with cross-validation, the costs up to the first's chosen one, each
+/// from the last's solution, as the first went.
+fn later_grid<'g>(job: &HeadJob<'g>, chosen: usize, first: &Selection) -> (&'g [f64], Vec<Vec<f64>>) {
+    if job.runs.len() == 1 && !first.start.is_empty() {
+        (&job.grid[chosen..=chosen], first.start.clone())
+    } else {
+        (&job.grid[..=chosen], Vec::new())
+    }
 }
 
 fn trial(candidate: &Candidate, validation_score: Option<f64>) -> FeatureTrial {

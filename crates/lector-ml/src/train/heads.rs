@@ -14,7 +14,7 @@ use crate::features::SparseVec;
 use crate::model::{Calibration, Head, Model, cross};
 use crate::progress::Progress;
 use crate::rng::Rng;
-use crate::svm::{Binary, Csr, SolverParams};
+use crate::svm::{Binary, Csr, SolverParams, solve_together};
 
 use super::selection::Runs;
 use super::targets::Targets;
@@ -28,8 +28,9 @@ pub(super) struct FittedHead {
     pub(super) validation_score: Option<f64>,
 }
 
-/// At most this many solver weights (`f64`) are kept at once to go along the costs for all
-/// binary problems together: 256 MiB, 128 outputs over 2^18 buckets.
+/// At most this many solver weights are kept at once to solve all binary problems of a head
+/// together (along the costs, and in the final fit): 128 MiB of `f32`, and as much again
+/// interleaved while they are solved (`svm::solve_together`); 128 outputs over 2^18 buckets.
 const MAX_STATE_FLOATS: usize = 1 << 25;
 
 /// Held-out margins as the runs make them.
@@ -158,10 +159,23 @@ impl HeadJob<'_> {
     /// outputs goes the other way. With several runs (cross-validation of a small set) every
     /// cost is tried.
     pub(super) fn select(&self, rng: &mut Rng, progress: &mut Progress<'_, '_>) -> Result<Selection> {
+        self.select_from(None, rng, progress)
+    }
+
+    /// [`Self::select`], where `start` (one run, along the costs) gives every problem's dual
+    /// variables to begin from: [`Selection::start`] of another featurisation of the same
+    /// rows, whose solution at that cost is near this one's (the duals belong to the examples,
+    /// not to the features).
+    pub(super) fn select_from(
+        &self,
+        start: Option<&[Vec<f64>]>,
+        rng: &mut Rng,
+        progress: &mut Progress<'_, '_>,
+    ) -> Result<Selection> {
         let mut held = HeldOut::new(self);
         let states_floats = self.targets.problems().len().saturating_mul(self.dim + 1);
         let tried = if self.runs.len() == 1 && states_floats <= MAX_STATE_FLOATS {
-            self.select_along_costs(&mut held, rng, progress)?
+            self.select_along_costs(&mut held, start, rng, progress)?
         } else {
             self.select_run_by_run(&mut held, rng, progress)?;
             self.grid.len()
@@ -199,7 +213,13 @@ impl HeadJob<'_> {
 
     /// The one run, cost by cost for every problem, until the held-out score falls; answers
     /// how many costs were tried.
-    fn select_along_costs(&self, held: &mut HeldOut, rng: &mut Rng, progress: &mut Progress<'_, '_>) -> Result<usize> {
+    fn select_along_costs(
+        &self,
+        held: &mut HeldOut,
+        start: Option<&[Vec<f64>]>,
+        rng: &mut Rng,
+        progress: &mut Progress<'_, '_>,
+    ) -> Result<usize> {
         let Some((train, test)) = self.runs.first() else {
             return Ok(0);
         };
@@ -212,10 +232,14 @@ impl HeadJob<'_> {
             .iter()
             .map(|&(p, n)| Binary::new(train.len(), self.dim, self.start_weights(p, n).as_deref()))
             .collect();
+        for ((state, y), alpha) in states.iter_mut().zip(&ys).zip(start.into_iter().flatten()) {
+            let slots = train.iter().zip(alpha).enumerate();
+            state.start_from(self.x, y, slots.map(|(k, (&r, &a))| (k, r, a)));
+        }
         let mut previous = f64::NEG_INFINITY;
         for (ci, &c) in self.grid.iter().enumerate() {
-            for (p, state) in states.iter_mut().enumerate() {
-                state.solve(self.x, train, &ys[p], &vec![c; train.len()], self.select, rng, progress)?;
+            solve_together(&mut states, self.x, train, &ys, c, self.select, rng, progress)?;
+            for (p, state) in states.iter().enumerate() {
                 held.record(self.x, state, test, ci, problems[p]);
                 held.starts[p].push(state.alpha.clone());
             }
@@ -268,20 +292,38 @@ impl HeadJob<'_> {
         let c = selection.c;
         let all: Vec<usize> = (0..self.x.rows()).collect();
         let mut head = Head::zeros(self.dim, k);
-        for (p, (positive, negative)) in self.targets.problems().into_iter().enumerate() {
-            let y: Vec<f64> = all.iter().map(|&r| self.targets.sign(r, positive)).collect();
-            let mut state = Binary::new(all.len(), self.dim, self.start_weights(positive, negative).as_deref());
-            // From the first run's solution at this cost: it saw 80 % of the rows, so the
-            // solver has the rest to add rather than everything to find.
-            if let (Some(alpha), Some((rows, _))) = (selection.start.get(p), self.runs.first()) {
-                state.start_from(self.x, rows, &y, alpha);
-            }
-            state.solve(self.x, &all, &y, &vec![c; all.len()], self.params, rng, progress)?;
-            let w = state.weights();
-            head.set_column(positive, &w);
-            if let Some(n) = negative {
-                let mirrored: Vec<f64> = w.iter().map(|v| -v).collect();
-                head.set_column(n, &mirrored);
+        let problems = self.targets.problems();
+        // All problems at once where their weights fit the budget, else one by one.
+        let together = problems.len().saturating_mul(self.dim + 1) <= MAX_STATE_FLOATS;
+        let group = if together { problems.len().max(1) } else { 1 };
+        for (g, chunk) in problems.chunks(group).enumerate() {
+            let first = g * group;
+            let ys: Vec<Vec<f64>> = chunk
+                .iter()
+                .map(|&(positive, _)| all.iter().map(|&r| self.targets.sign(r, positive)).collect())
+                .collect();
+            let mut states: Vec<Binary> = chunk
+                .iter()
+                .zip(&ys)
+                .enumerate()
+                .map(|(q, (&(positive, negative), y))| {
+                    let mut state = Binary::new(all.len(), self.dim, self.start_weights(positive, negative).as_deref());
+                    // From the first run's solution at this cost: it saw 80 % of the rows, so
+                    // the solver has the rest to add rather than everything to find.
+                    if let (Some(alpha), Some((rows, _))) = (selection.start.get(first + q), self.runs.first()) {
+                        state.start_from(self.x, y, rows.iter().zip(alpha).map(|(&r, &a)| (r, r, a)));
+                    }
+                    state
+                })
+                .collect();
+            solve_together(&mut states, self.x, &all, &ys, c, self.params, rng, progress)?;
+            for (&(positive, negative), state) in chunk.iter().zip(&states) {
+                let w = state.weights();
+                head.set_column(positive, &w);
+                if let Some(n) = negative {
+                    let mirrored: Vec<f64> = w.iter().map(|v| -v).collect();
+                    head.set_column(n, &mirrored);
+                }
             }
         }
         Ok(FittedHead {
