@@ -27,13 +27,15 @@ const SEGMENT_ROWS_PER_INSERT: usize = 1000;
 
 /// Inserts documents at their places in a group, then their segments. The places must be
 /// free: a place taken fails the batch (the group's unique place), it is never overwritten.
-/// Answers how many documents were stored.
+/// `ids` are the documents' ids where they were reserved beforehand (one per document, in
+/// order), or empty for the database to assign them. Answers how many documents were stored.
 pub(crate) async fn insert_grouped_batch(
     tx: &mut Transaction<'static, Any>,
     backend: Backend,
     project_id: i64,
     group_id: i64,
     documents: &[(i64, &NewDocument)],
+    ids: &[i64],
 ) -> Result<usize> {
     let created = lector_core::time::Timestamp::now().micros();
     let place = Place {
@@ -41,7 +43,7 @@ pub(crate) async fn insert_grouped_batch(
         group_id,
         created,
     };
-    let ids = insert_documents(tx, place, documents, backend).await?;
+    let ids = insert_documents(tx, place, documents, ids, backend).await?;
     let segments: Vec<(i64, i64, &NewSegment)> = documents
         .iter()
         .filter_map(|(position, document)| ids.get(position).map(|id| (*id, document)))
@@ -72,17 +74,27 @@ async fn insert_documents(
     tx: &mut Transaction<'static, Any>,
     place: Place,
     documents: &[(i64, &NewDocument)],
+    reserved: &[i64],
     backend: Backend,
 ) -> Result<StoredIds> {
     let mut ids = HashMap::with_capacity(documents.len());
-    for chunk in documents.chunks(DOCUMENT_ROWS_PER_INSERT) {
+    let (id_column, width) = if reserved.is_empty() { ("", 7) } else { ("id, ", 8) };
+    for (n, chunk) in documents.chunks(DOCUMENT_ROWS_PER_INSERT).enumerate() {
         let sql = format!(
-            "INSERT INTO documents (project_id, group_id, group_position, text, meta, language, created) \
+            "INSERT INTO documents ({id_column}project_id, group_id, group_position, text, meta, language, created) \
              VALUES {} RETURNING id, group_position",
-            placeholders(chunk.len(), 7, backend)
+            placeholders(chunk.len(), width, backend)
         );
         let mut query = sqlx::query(&sql);
-        for (position, document) in chunk {
+        let chunk_ids = reserved
+            .iter()
+            .skip(n * DOCUMENT_ROWS_PER_INSERT)
+            .map(Some)
+            .chain(std::iter::repeat(None));
+        for ((position, document), id) in chunk.iter().zip(chunk_ids) {
+            if let Some(id) = id {
+                query = query.bind(*id);
+            }
             query = query
                 .bind(place.project_id)
                 .bind(place.group_id)

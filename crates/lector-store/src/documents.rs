@@ -11,7 +11,7 @@ use crate::payloads::{ImportOptions, ImportPayload, ImportedDocument};
 use crate::records::FromAnyRow;
 use crate::records::Project;
 use crate::uploads::{Upload, mark_used_in};
-use crate::{Param, Store, db, numbered};
+use crate::{Backend, Param, Store, db, numbered};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope};
 use sqlx::any::AnyRow;
@@ -254,7 +254,7 @@ impl Store {
             .enumerate()
             .map(|(position, document)| (position as i64, document))
             .collect();
-        insert_grouped_batch(&mut tx, self.backend, project.id, group_id, &placed).await?;
+        insert_grouped_batch(&mut tx, self.backend, project.id, group_id, &placed, &[]).await?;
         tx.commit().await.map_err(db)?;
         self.group_of(project.id, group_id).await
     }
@@ -330,13 +330,59 @@ impl Store {
         group_id: i64,
         documents: &[(i64, &NewDocument)],
     ) -> Result<usize> {
+        self.import_reserved(lease, project_id, group_id, documents, &[]).await
+    }
+
+    /// How many batches of one import may be written at once: two on PostgreSQL, where the
+    /// database stores one batch while the next one's statements are built and sent (each in
+    /// its own transaction, with ids from [`Store::reserve_document_ids`]); one on SQLite, which
+    /// has a single writer.
+    pub fn import_streams(&self) -> usize {
+        match self.backend {
+            Backend::Sqlite => 1,
+            Backend::Postgres => 2,
+        }
+    }
+
+    /// `n` new document ids in ascending order, taken before their batch is written so that
+    /// batches written at once still number their documents in file order (PostgreSQL: from
+    /// the documents' id sequence; an id taken and not used leaves a gap). Empty on SQLite,
+    /// where batches are written one after the other and the database numbers them.
+    pub async fn reserve_document_ids(&self, n: usize) -> Result<Vec<i64>> {
+        if self.backend == Backend::Sqlite || n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut ids: Vec<i64> =
+            sqlx::query_scalar("SELECT nextval(pg_get_serial_sequence('documents', 'id')) FROM generate_series(1, $1)")
+                .bind(n as i64)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db)?;
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// [`Store::import_placed`] with the documents' ids reserved beforehand (one per document,
+    /// in order; [`Store::reserve_document_ids`]), or none for the database to assign them.
+    pub async fn import_reserved(
+        &self,
+        lease: &Lease,
+        project_id: i64,
+        group_id: i64,
+        documents: &[(i64, &NewDocument)],
+        ids: &[i64],
+    ) -> Result<usize> {
         let (Some((first, _)), Some((last, _))) = (documents.first(), documents.last()) else {
             return Ok(0);
         };
+        if !ids.is_empty() && ids.len() != documents.len() {
+            // One reserved id per document, or none: anything else is a caller's mistake.
+            return Err(Error::internal());
+        }
         // A batch lost in a crash of the database is stored again by the job's next run.
         let mut tx = self.begin_redoable_write().await?;
-        check_fence(&mut tx, lease).await?;
-        // A re-run finds the places an earlier run filled and skips them.
+        // A re-run finds the places an earlier run filled and skips them (their reserved ids
+        // stay unused).
         let stored: Vec<i64> = sqlx::query_scalar(
             "SELECT group_position FROM documents WHERE group_id = $1 AND group_position >= $2 AND group_position <= $3",
         )
@@ -347,12 +393,19 @@ impl Store {
         .await
         .map_err(db)?;
         let stored: std::collections::HashSet<i64> = stored.into_iter().collect();
-        let fresh: Vec<(i64, &NewDocument)> = documents
-            .iter()
-            .filter(|(position, _)| !stored.contains(position))
-            .copied()
-            .collect();
-        let added = insert_grouped_batch(&mut tx, self.backend, project_id, group_id, &fresh).await?;
+        let free = |i: &usize| !stored.contains(&documents[*i].0);
+        let keep: Vec<usize> = (0..documents.len()).filter(free).collect();
+        let fresh: Vec<(i64, &NewDocument)> = keep.iter().map(|&i| documents[i]).collect();
+        let fresh_ids: Vec<i64> = if ids.is_empty() {
+            Vec::new()
+        } else {
+            keep.iter().map(|&i| ids[i]).collect()
+        };
+        let added = insert_grouped_batch(&mut tx, self.backend, project_id, group_id, &fresh, &fresh_ids).await?;
+        // The fence last: it locks the job's row until the commit, and a batch written beside
+        // this one (`import_streams`) waits there only for the commit, not for the inserts.
+        // A worker whose lease was taken over rolls back what it inserted.
+        check_fence(&mut tx, lease).await?;
         tx.commit().await.map_err(db)?;
         Ok(added)
     }

@@ -123,6 +123,67 @@ async fn a_taken_over_lease_stores_nothing(backend: Backend) {
     assert_eq!(store.group(&scope, project, group).await.unwrap().document_count, 3);
 }
 
+/// Batches written as [`Store::import_streams`] allows: on PostgreSQL two at once, each with
+/// ids reserved before it was written, so the documents are numbered in file order whichever
+/// batch commits first; on SQLite one after the other, numbered by the database.
+async fn batches_written_at_once_keep_file_order(backend: Backend) {
+    let Some((_database, store, scope, project, group)) = import_under_way(backend).await else {
+        return;
+    };
+    let lease = store.claim_job("a", 30).await.unwrap().expect("the import job");
+    let rows: Vec<(i64, NewDocument)> = (0..40).map(|n| (n, document(n))).collect();
+    let batches: Vec<Vec<(i64, &NewDocument)>> = rows
+        .chunks(10)
+        .map(|c| c.iter().map(|(p, d)| (*p, d)).collect())
+        .collect();
+    let mut ids = Vec::new();
+    for batch in &batches {
+        ids.push(store.reserve_document_ids(batch.len()).await.unwrap());
+    }
+    let write = |i: usize| store.import_reserved(&lease, project, group, &batches[i], &ids[i]);
+    if store.import_streams() > 1 {
+        assert!(ids.iter().all(|ids| ids.len() == 10), "{ids:?}");
+        // The second batch commits before the first, then the last two are written at once.
+        assert_eq!(write(1).await.unwrap(), 10);
+        assert_eq!(write(0).await.unwrap(), 10);
+        let (third, fourth) = tokio::join!(write(2), write(3));
+        assert_eq!((third.unwrap(), fourth.unwrap()), (10, 10));
+    } else {
+        assert!(ids.iter().all(Vec::is_empty));
+        for i in 0..batches.len() {
+            assert_eq!(write(i).await.unwrap(), 10);
+        }
+    }
+    let filter = DocumentFilter {
+        group_id: Some(group),
+        ..Default::default()
+    };
+    let (stored, _) = store.documents(&scope, project, &filter, 0, 100).await.unwrap();
+    let texts: Vec<&str> = stored.iter().map(|d| d.text.as_str()).collect();
+    let sent: Vec<&str> = rows.iter().map(|(_, d)| d.text.as_str()).collect();
+    assert_eq!(texts, sent, "documents in file order");
+    assert!(stored.windows(2).all(|w| w[0].id < w[1].id), "ids in file order");
+    // A re-run leaves every place as it is, its reserved ids unused.
+    let again = store.reserve_document_ids(10).await.unwrap();
+    assert_eq!(
+        store
+            .import_reserved(&lease, project, group, &batches[0], &again)
+            .await
+            .unwrap(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn batches_written_at_once_keep_file_order_sqlite() {
+    batches_written_at_once_keep_file_order(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn batches_written_at_once_keep_file_order_postgres() {
+    batches_written_at_once_keep_file_order(Backend::Postgres).await;
+}
+
 #[tokio::test]
 async fn batches_store_each_place_once_sqlite() {
     batches_store_each_place_once(Backend::Sqlite).await;
