@@ -31,8 +31,10 @@ pub(crate) fn solve_together(
     rng: &mut Rng,
     progress: &mut Progress<'_, '_>,
 ) -> Result<()> {
-    if let [state] = states {
-        return state.solve(x, rows, &ys[0], &vec![c; rows.len()], params, rng, progress);
+    match states {
+        [] => return Ok(()),
+        [state] => return state.solve(x, rows, &ys[0], &vec![c; rows.len()], params, rng, progress),
+        _ => {}
     }
     let mut together = Together::interleave(states, ys);
     let result = together.solve(x, rows, c, params, rng, progress);

@@ -306,15 +306,7 @@ impl HeadJob<'_> {
                 .iter()
                 .zip(&ys)
                 .enumerate()
-                .map(|(q, (&(positive, negative), y))| {
-                    let mut state = Binary::new(all.len(), self.dim, self.start_weights(positive, negative).as_deref());
-                    // From the first run's solution at this cost: it saw 80 % of the rows, so
-                    // the solver has the rest to add rather than everything to find.
-                    if let (Some(alpha), Some((rows, _))) = (selection.start.get(first + q), self.runs.first()) {
-                        state.start_from(self.x, y, rows.iter().zip(alpha).map(|(&r, &a)| (r, r, a)));
-                    }
-                    state
-                })
+                .map(|(q, (&problem, y))| self.final_state(problem, y, selection.start.get(first + q)))
                 .collect();
             solve_together(&mut states, self.x, &all, &ys, c, self.params, rng, progress)?;
             for (&(positive, negative), state) in chunk.iter().zip(&states) {
@@ -332,6 +324,21 @@ impl HeadJob<'_> {
             held_out: selection.held_out,
             validation_score: selection.validation_score,
         })
+    }
+
+    /// A problem's state for the final fit on all rows: from the first run's solution at the
+    /// chosen cost where there is one (it saw 80 % of the rows, so the solver has the rest to
+    /// add rather than everything to find).
+    fn final_state(&self, (positive, negative): (usize, Option<usize>), y: &[f64], alpha: Option<&Vec<f64>>) -> Binary {
+        let mut state = Binary::new(
+            self.x.rows(),
+            self.dim,
+            self.start_weights(positive, negative).as_deref(),
+        );
+        if let (Some(alpha), Some((rows, _))) = (alpha, self.runs.first()) {
+            state.start_from(self.x, y, rows.iter().zip(alpha).map(|(&r, &a)| (r, r, a)));
+        }
+        state
     }
 }
 
