@@ -4,26 +4,23 @@
 //! The file streams from the blob store through `lector-text`'s bounded readers on a blocking
 //! thread, which also normalises and segments each row's text; the job writes the documents in
 //! fenced batches, each at its row's place in the group, so a re-run after a crash skips what
-//! was stored. On PostgreSQL two batches are written at once (the database stores one while the
-//! next one's statements are sent), their documents' ids reserved in file order first so that
-//! listings and downloads, which follow the ids, still read the file's order (`Writes`). Two
-//! batches wait between the reader and the writer at most: memory holds a few batches, whatever
-//! the file's size (CSV, TXT, JSONL and XLSX stream their rows; JSON is loaded whole within the
-//! reader's limits). A malformed row stops the import with the line or cell named.
+//! was stored, as many at once as the store allows (`writes`). Two batches wait between the
+//! reader and the writer at most: memory holds a few batches, whatever the file's size (CSV,
+//! TXT, JSONL and XLSX stream their rows; JSON is loaded whole within the reader's limits). A
+//! malformed row stops the import with the line or cell named.
 
 use crate::document_file::import_document_file;
 use crate::prepare::prepare_document;
 use crate::runner::{JobError, panic_message};
 use crate::uploaded::{Counting, Filled, gone};
+use crate::writes::{Writes, transient};
 use lector_extract::sandbox::Sandbox;
 use lector_store::{FileSource, ImportPayload, Lease, NewDocument, Store};
 use lector_text::{ColumnRef, Format, Language, Limits, ReadOptions, TextError, open_rows};
-use std::collections::VecDeque;
 use std::io::Read;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 /// Rows read, prepared and written per batch (one fenced transaction each). 4,000 rather than
 /// 1,000: on PostgreSQL the import ran 6–10 % faster, with a peak 20–35 MiB higher
@@ -92,16 +89,12 @@ pub(crate) async fn import_file(
         };
         stored += batch.documents.len() as u64;
         blank += batch.blank;
-        let ids = store
-            .reserve_document_ids(batch.documents.len())
-            .await
-            .map_err(transient)?;
-        writes.start(store, lease, payload, batch.documents, ids);
-        while writes.0.len() >= store.import_streams() {
+        writes.start(store, lease, payload, batch.documents).await?;
+        while writes.full(store) {
             added += report(writes.finish_oldest().await?).await?;
         }
     }
-    while !writes.0.is_empty() {
+    while !writes.is_empty() {
         added += report(writes.finish_oldest().await?).await?;
     }
     // A reader that panicked closed its channel early: that is a failure, not the file's end.
@@ -113,56 +106,6 @@ pub(crate) async fn import_file(
         .await
         .map_err(transient)?;
     Ok(Filled { stored, blank, added })
-}
-
-/// The batches being written, oldest first: at most [`Store::import_streams`] at once, each in
-/// its own transaction with ids reserved in file order. Dropped (an import that failed), it
-/// stops the writes still under way; what they committed a re-run skips.
-#[derive(Default)]
-struct Writes(VecDeque<JoinHandle<lector_core::Result<usize>>>);
-
-impl Writes {
-    fn start(
-        &mut self,
-        store: &Store,
-        lease: &Lease,
-        payload: &ImportPayload,
-        documents: Vec<(i64, NewDocument)>,
-        ids: Vec<i64>,
-    ) {
-        let (store, lease) = (store.clone(), lease.clone());
-        let (project_id, group_id) = (payload.project_id, payload.group_id);
-        self.0.push_back(tokio::spawn(async move {
-            let placed: Vec<(i64, &NewDocument)> = documents.iter().map(|(p, d)| (*p, d)).collect();
-            store.import_reserved(&lease, project_id, group_id, &placed, &ids).await
-        }));
-    }
-
-    /// Waits for the oldest write; answers how many documents it stored.
-    async fn finish_oldest(&mut self) -> Result<usize, JobError> {
-        let Some(write) = self.0.pop_front() else {
-            return Ok(0);
-        };
-        match write.await {
-            Ok(stored) => stored.map_err(transient),
-            Err(e) => Err(JobError::transient(format!(
-                "writing a batch failed: {}",
-                panic_message(e)
-            ))),
-        }
-    }
-}
-
-impl Drop for Writes {
-    fn drop(&mut self) {
-        for write in &self.0 {
-            write.abort();
-        }
-    }
-}
-
-fn transient(error: lector_core::Error) -> JobError {
-    JobError::transient(error.detail)
 }
 
 /// Reads the file and sends prepared batches until the end, an error, or a closed channel.

@@ -5,6 +5,7 @@ use crate::file_import::import_file;
 use crate::prepare::prepare_document;
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
 use crate::uploaded::Filled;
+use crate::writes::{Writes, transient};
 use lector_core::{NotificationType, Result};
 use lector_extract::sandbox::Sandbox;
 pub use lector_store::ImportedDocument;
@@ -42,9 +43,7 @@ pub async fn fill_group(
         return import_file(store, lease, payload, file, sandbox).await;
     }
     let documents: Vec<ImportedDocument> = store.job_input(lease).await.map_err(JobError::from_store)?;
-    import(store, lease, payload, &documents)
-        .await
-        .map_err(|e| JobError::transient(e.detail))
+    import(store, lease, payload, &documents).await
 }
 
 /// The import job's outcome: a notice of what the group holds.
@@ -74,34 +73,61 @@ fn finished(lease: &Lease, payload: &ImportPayload, filled: &Filled) -> Outcome 
     }
 }
 
-async fn import(store: &Store, lease: &Lease, payload: &ImportPayload, all: &[ImportedDocument]) -> Result<Filled> {
+async fn import(
+    store: &Store,
+    lease: &Lease,
+    payload: &ImportPayload,
+    all: &[ImportedDocument],
+) -> Result<Filled, JobError> {
     let language = Language::from_code_or_default(Some(&payload.language));
     let total = all.len();
-    let mut added = 0;
+    let (mut added, mut finished) = (0, 0);
+    let mut writes = Writes::default();
     for (batch, documents) in all.chunks(IMPORT_BATCH).enumerate() {
-        let prepared: Vec<NewDocument> = documents
+        let first = batch * IMPORT_BATCH;
+        let prepared: Vec<(i64, NewDocument)> = documents
             .iter()
-            .map(|d| {
-                prepare_document(
-                    &d.text,
-                    serde_json::Value::Object(d.meta.clone()),
-                    language,
-                    payload.split,
-                )
+            .enumerate()
+            .map(|(offset, d)| {
+                let meta = serde_json::Value::Object(d.meta.clone());
+                let document = prepare_document(&d.text, meta, language, payload.split);
+                ((first + offset) as i64, document)
             })
             .collect();
-        let first = (batch * IMPORT_BATCH) as i64;
-        added += store
-            .import_batch(lease, payload.project_id, payload.group_id, first, &prepared)
-            .await?;
-        store
-            .report_progress(lease, (first as usize + documents.len()) as f64 / total.max(1) as f64)
-            .await?;
+        writes.start(store, lease, payload, prepared).await?;
+        while writes.full(store) {
+            added += finish_batch(store, lease, &mut writes, &mut finished, total).await?;
+        }
     }
-    store.set_import_status(lease, payload.group_id, "CREATED").await?;
+    while !writes.is_empty() {
+        added += finish_batch(store, lease, &mut writes, &mut finished, total).await?;
+    }
+    store
+        .set_import_status(lease, payload.group_id, "CREATED")
+        .await
+        .map_err(transient)?;
     Ok(Filled {
         stored: total as u64,
         blank: 0,
         added,
     })
+}
+
+/// Waits for the oldest batch being written and reports the share of the documents written;
+/// answers how many documents the batch stored.
+async fn finish_batch(
+    store: &Store,
+    lease: &Lease,
+    writes: &mut Writes,
+    finished: &mut usize,
+    total: usize,
+) -> Result<usize, JobError> {
+    let added = writes.finish_oldest().await?;
+    *finished += 1;
+    let written = (*finished * IMPORT_BATCH).min(total);
+    store
+        .report_progress(lease, written as f64 / total.max(1) as f64)
+        .await
+        .map_err(transient)?;
+    Ok(added)
 }

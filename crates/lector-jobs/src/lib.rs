@@ -15,6 +15,7 @@ pub mod runner;
 pub mod training;
 mod uploaded;
 pub mod webhook;
+mod writes;
 
 pub use analysis::AnalyzeDocuments;
 pub use cloning::CloneProject;

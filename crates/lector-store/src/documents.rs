@@ -302,27 +302,10 @@ impl Store {
         group
     }
 
-    /// Stores one batch of an import under the job's lease, the documents at consecutive places
-    /// from `first_position`. Documents the import stored before (a re-run) are skipped; answers
-    /// how many were new.
-    pub async fn import_batch(
-        &self,
-        lease: &Lease,
-        project_id: i64,
-        group_id: i64,
-        first_position: i64,
-        documents: &[NewDocument],
-    ) -> Result<usize> {
-        let placed: Vec<(i64, &NewDocument)> = documents
-            .iter()
-            .enumerate()
-            .map(|(offset, document)| (first_position + offset as i64, document))
-            .collect();
-        self.import_placed(lease, project_id, group_id, &placed).await
-    }
-
-    /// Like [`Store::import_batch`] for documents at given places in ascending order (an import
-    /// from a file places each document at its row, so skipped rows leave gaps).
+    /// Stores one batch of an import under the job's lease, each document at its place in the
+    /// group (ascending; an import from a file places each document at its row, so skipped rows
+    /// leave gaps). Places the import filled before (a re-run) are skipped; answers how many
+    /// documents were new.
     pub async fn import_placed(
         &self,
         lease: &Lease,

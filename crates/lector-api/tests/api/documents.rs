@@ -245,6 +245,25 @@ async fn upload_runs_as_a_task_and_fills_a_group(app: TestApp) {
         .expect(200);
     assert_eq!(page["documents"][0]["segments"].as_array().unwrap().len(), 2);
     assert_eq!(page["documents"][0]["meta"]["external_id"], 0);
+    // Across the import's batches (of 500, two written at once on PostgreSQL) the group lists
+    // its documents in the order they were sent.
+    let across = app
+        .get(
+            &format!(
+                "/projects/{id}/documents?group_id={}&limit=100&offset=450&details=meta",
+                group["id"]
+            ),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    let sent: Vec<i64> = across["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["meta"]["external_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(sent, (450..550).collect::<Vec<i64>>());
     let notes = app.get("/notifications", &ada.token).await.expect(200);
     assert_eq!(
         notes
