@@ -11,7 +11,7 @@
 
 mod lockstep;
 
-pub(crate) use lockstep::solve_together;
+pub(crate) use lockstep::{solve_together, together_at_most};
 
 use crate::error::Result;
 use crate::features::SparseVec;

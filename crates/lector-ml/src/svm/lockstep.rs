@@ -31,15 +31,33 @@ pub(crate) fn solve_together(
     rng: &mut Rng,
     progress: &mut Progress<'_, '_>,
 ) -> Result<()> {
-    match states {
-        [] => return Ok(()),
-        [state] => return state.solve(x, rows, &ys[0], &vec![c; rows.len()], params, rng, progress),
-        _ => {}
+    let Some(first) = states.first() else {
+        return Ok(());
+    };
+    let group = together_at_most(rows.len(), first.w.len() - 1);
+    for (states, ys) in states.chunks_mut(group).zip(ys.chunks(group)) {
+        if let [state] = states {
+            state.solve(x, rows, &ys[0], &vec![c; rows.len()], params, rng, progress)?;
+            continue;
+        }
+        let mut together = Together::interleave(states, ys);
+        let result = together.solve(x, rows, c, params, rng, progress);
+        together.split_into(states);
+        result?;
     }
-    let mut together = Together::interleave(states, ys);
-    let result = together.solve(x, rows, c, params, rng, progress);
-    together.split_into(states);
-    result
+    Ok(())
+}
+
+/// The memory that problems solved together may take, in bytes: their states and the
+/// interleaved copy. A head whose problems need more is solved in groups that fit.
+const TOGETHER_BYTES: usize = 512 << 20;
+
+/// How many problems over `rows` rows and `dim` features can be solved together within
+/// [`TOGETHER_BYTES`] (each takes a dual variable and a label per row, 16 bytes, and a weight per
+/// feature, 4 bytes, in its state and again in the interleaved copy); at least one.
+pub(crate) fn together_at_most(rows: usize, dim: usize) -> usize {
+    let per_problem = 2 * (rows * 16 + (dim + 1) * 4);
+    (TOGETHER_BYTES / per_problem.max(1)).max(1)
 }
 
 /// The problems' dual variables, labels and weights, interleaved by problem.
@@ -245,6 +263,14 @@ mod tests {
                 .fold(0.0, f64::max);
             assert!(apart < 1e-2, "dual variables differ by {apart}");
         }
+    }
+
+    #[test]
+    fn problems_too_large_together_go_in_groups() {
+        assert!(together_at_most(48_000, 1 << 18) >= 128);
+        assert_eq!(together_at_most(1 << 30, 1 << 18), 1);
+        let groups = together_at_most(1_000_000, 1 << 18);
+        assert!((10..40).contains(&groups), "{groups}");
     }
 
     #[test]

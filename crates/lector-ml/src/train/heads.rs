@@ -14,7 +14,7 @@ use crate::features::SparseVec;
 use crate::model::{Calibration, Head, Model, cross};
 use crate::progress::Progress;
 use crate::rng::Rng;
-use crate::svm::{Binary, Csr, SolverParams, solve_together};
+use crate::svm::{Binary, Csr, SolverParams, solve_together, together_at_most};
 
 use super::selection::Runs;
 use super::targets::Targets;
@@ -28,9 +28,9 @@ pub(super) struct FittedHead {
     pub(super) validation_score: Option<f64>,
 }
 
-/// At most this many solver weights are kept at once to solve all binary problems of a head
-/// together (along the costs, and in the final fit): 128 MiB of `f32`, and as much again
-/// interleaved while they are solved (`svm::solve_together`); 128 outputs over 2^18 buckets.
+/// At most this many solver weights are kept at once to go along the costs for all binary
+/// problems together: 128 MiB of `f32`, 128 outputs over 2^18 buckets (`svm::solve_together`
+/// solves them in groups that fit its own budget).
 const MAX_STATE_FLOATS: usize = 1 << 25;
 
 /// Held-out margins as the runs make them.
@@ -293,9 +293,8 @@ impl HeadJob<'_> {
         let all: Vec<usize> = (0..self.x.rows()).collect();
         let mut head = Head::zeros(self.dim, k);
         let problems = self.targets.problems();
-        // All problems at once where their weights fit the budget, else one by one.
-        let together = problems.len().saturating_mul(self.dim + 1) <= MAX_STATE_FLOATS;
-        let group = if together { problems.len().max(1) } else { 1 };
+        // As many problems at once as can be solved together.
+        let group = together_at_most(all.len(), self.dim);
         for (g, chunk) in problems.chunks(group).enumerate() {
             let first = g * group;
             let ys: Vec<Vec<f64>> = chunk
