@@ -56,6 +56,13 @@ impl Csr {
     }
 }
 
+/// The diagonal of the dual Hessian without the cost's term, row by row: `x·x + 1` (the bias's
+/// constant feature); the solvers add `1/(2C)`.
+fn hessian_diagonal<'a>(x: &'a Csr, rows: &'a [usize]) -> impl Iterator<Item = f64> + 'a {
+    rows.iter()
+        .map(|&r| x.row(r).1.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() + 1.0)
+}
+
 /// How hard to try.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SolverParams {
@@ -137,14 +144,8 @@ impl Binary {
         let n = rows.len();
         let nnz = x.nnz_of(rows) as f64;
         let bias = self.w.len() - 1;
-        // Diagonal of the dual Hessian: x·x + 1 (bias) + 1/(2C).
         let diag: Vec<f64> = (0..n).map(|k| 0.5 / cost[k]).collect();
-        let qd: Vec<f64> = (0..n)
-            .map(|k| {
-                let (_, vals) = x.row(rows[k]);
-                vals.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() + 1.0 + diag[k]
-            })
-            .collect();
+        let qd: Vec<f64> = hessian_diagonal(x, rows).zip(&diag).map(|(q, d)| q + d).collect();
         let mut index: Vec<usize> = (0..n).collect();
         let mut active = n;
         let mut pg_max_old = f64::INFINITY;

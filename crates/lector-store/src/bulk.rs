@@ -86,13 +86,9 @@ async fn insert_documents(
             placeholders(chunk.len(), width, backend)
         );
         let mut query = sqlx::query(&sql);
-        let chunk_ids = reserved
-            .iter()
-            .skip(n * DOCUMENT_ROWS_PER_INSERT)
-            .map(Some)
-            .chain(std::iter::repeat(None));
-        for ((position, document), id) in chunk.iter().zip(chunk_ids) {
-            if let Some(id) = id {
+        let chunk_ids = reserved.get(n * DOCUMENT_ROWS_PER_INSERT..).unwrap_or_default();
+        for (i, (position, document)) in chunk.iter().enumerate() {
+            if let Some(id) = chunk_ids.get(i) {
                 query = query.bind(*id);
             }
             query = query

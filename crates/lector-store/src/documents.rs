@@ -376,14 +376,15 @@ impl Store {
         .await
         .map_err(db)?;
         let stored: std::collections::HashSet<i64> = stored.into_iter().collect();
-        let free = |i: &usize| !stored.contains(&documents[*i].0);
-        let keep: Vec<usize> = (0..documents.len()).filter(free).collect();
-        let fresh: Vec<(i64, &NewDocument)> = keep.iter().map(|&i| documents[i]).collect();
-        let fresh_ids: Vec<i64> = if ids.is_empty() {
-            Vec::new()
-        } else {
-            keep.iter().map(|&i| ids[i]).collect()
-        };
+        let free = |(position, _): &&(i64, &NewDocument)| !stored.contains(position);
+        let fresh: Vec<(i64, &NewDocument)> = documents.iter().filter(free).copied().collect();
+        // Without reserved ids (`ids` empty) the zip gives none.
+        let fresh_ids: Vec<i64> = documents
+            .iter()
+            .zip(ids)
+            .filter(|(d, _)| free(d))
+            .map(|(_, &id)| id)
+            .collect();
         let added = insert_grouped_batch(&mut tx, self.backend, project_id, group_id, &fresh, &fresh_ids).await?;
         // The fence last: it locks the job's row until the commit, and a batch written beside
         // this one (`import_streams`) waits there only for the commit, not for the inserts.

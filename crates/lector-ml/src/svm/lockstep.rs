@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::progress::Progress;
 use crate::rng::Rng;
 
-use super::{Binary, Csr, SolverParams};
+use super::{Binary, Csr, SolverParams, hessian_diagonal};
 
 /// Solves every problem of `states` at cost `c` over rows `rows` of `x`, `ys[p]` the labels
 /// (±1) of problem `p`, continuing from their current states: [`Binary::solve`] for each, but
@@ -120,10 +120,7 @@ impl Together {
         let nnz = x.nnz_of(rows) as f64;
         let bias = self.w.len() / k - 1;
         let diag = 0.5 / c;
-        let qd: Vec<f64> = rows
-            .iter()
-            .map(|&r| x.row(r).1.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() + 1.0 + diag)
-            .collect();
+        let qd: Vec<f64> = hessian_diagonal(x, rows).map(|q| q + diag).collect();
         let mut order: Vec<usize> = (0..n).collect();
         let mut done = vec![false; k];
         let (mut margins, mut steps) = (vec![0.0f32; k], vec![0.0f32; k]);
