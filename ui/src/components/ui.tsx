@@ -100,3 +100,42 @@ export function PageTitle({ children, actions }: { children: string; actions?: R
 export function Empty({ children }: { children: ReactNode }) {
   return <p className="empty">{children}</p>;
 }
+
+/** The options of a model picker: one a model, by its display name (and its type when asked). */
+export function ModelOptions({ models, showType = false }: { models: { id: number; display_name: string; type?: string }[]; showType?: boolean }) {
+  return models.map((m) => (
+    <option key={m.id} value={m.id}>
+      {showType ? `${m.display_name} (${m.type})` : m.display_name}
+    </option>
+  ));
+}
+
+/** A column heading: its text, or a heading over figures (set right-aligned); `false` leaves it out. */
+export type Column = ReactNode | { figures: ReactNode } | false;
+
+/** A table that scrolls sideways on a narrow screen, under a row of column headings. */
+export function Table({ head, caption, className, children }: { head: Column[]; caption?: string; className?: string; children: ReactNode }) {
+  return (
+    <div className="table-wrap">
+      <table className={className}>
+        {caption && <caption>{caption}</caption>}
+        <thead>
+          <tr>
+            {head.map((c, i) =>
+              c === false ? null : c !== null && typeof c === "object" && "figures" in c ? (
+                <th key={i} scope="col" className="num">
+                  {c.figures}
+                </th>
+              ) : (
+                <th key={i} scope="col">
+                  {c}
+                </th>
+              ),
+            )}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}

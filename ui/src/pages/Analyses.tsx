@@ -1,16 +1,15 @@
 // Analyses: a file read by a model as a job, with progress; the tagged documents filtered by
 // class and label; the distribution of classes and labels as charts; export. Also quick
 // ad-hoc analysis of pasted text.
-import { useMemo, useRef, useState, type FormEvent } from "react";
+import { useMemo, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
-import { api, download, postForm, unwrap, type Schemas } from "../api/client";
+import { api, download, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
 import { isFailed, isFinal, percent, tally, when } from "../lib/format";
 import { useAction, useLoad, usePoll } from "../lib/hooks";
 import { BarChart } from "../components/charts";
-import { Empty, ErrorBox, Field, Loading, PageTitle, Progress, StatusBadge } from "../components/ui";
-import { PreviewTable } from "./Import";
-import { guessColumn } from "../lib/columns";
+import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Progress, StatusBadge, Table } from "../components/ui";
+import { ColumnPicker, UploadForm, useTableUpload } from "../components/upload";
 
 type Analysis = Schemas["AnalysisDto"];
 const RUNNING = (a: Analysis) => !isFinal(a.status);
@@ -36,32 +35,12 @@ export function AnalysesPage() {
     2000,
   );
   const [modelId, setModelId] = useState<number | "">(search.get("model") ? Number(search.get("model")) : "");
-  const [uploaded, setUploaded] = useState<Schemas["UploadedFileDto"] | null>(null);
-  const [fileName, setFileName] = useState("");
-  const [headerFirst, setHeaderFirst] = useState(true);
-  const [column, setColumn] = useState<number | null>(null);
-  const [name, setName] = useState("");
-  const fileInput = useRef<HTMLInputElement>(null);
-  const abort = useRef<AbortController | null>(null);
   const action = useAction();
+  const file = useTableUpload("/analyses/upload", action);
+  const { uploaded, headerFirst, column, name, setName } = file;
   const [text, setText] = useState("");
   const [adhoc, setAdhoc] = useState<Schemas["AdHocAnalysis"] | null>(null);
 
-  const upload = (e: FormEvent) => {
-    e.preventDefault();
-    const file = fileInput.current?.files?.[0];
-    if (!file) return;
-    abort.current = new AbortController();
-    void action.run(async () => {
-      const form = new FormData();
-      form.append("file", file);
-      const answer = await postForm<Schemas["UploadedFileDto"]>("/analyses/upload", form, abort.current!.signal);
-      setUploaded(answer);
-      setFileName(file.name);
-      setName(file.name.replace(/\.[^.]+$/, ""));
-      setColumn(guessColumn(answer.preview, true));
-    });
-  };
   const start = (e: FormEvent) => {
     e.preventDefault();
     if (!uploaded || modelId === "") return;
@@ -90,33 +69,21 @@ export function AnalysesPage() {
       {analyses.loading && !analyses.data && <Loading />}
       {analyses.data && list.length === 0 && <Empty>No analyses yet.</Empty>}
       {list.length > 0 && (
-        <div className="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Analysis</th>
-                <th scope="col">Documents</th>
-                <th scope="col">Status</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((a) => (
-                <tr key={a.id}>
-                  <td>
-                    <Link to={`/analyses/${a.id}`}>{a.name || `Analysis ${a.id}`}</Link>
-                  </td>
-                  <td>{a.document_count}</td>
-                  <td>
-                    <StatusBadge status={a.status} />
-                    {RUNNING(a) && <Progress value={a.progress} label={`Progress of ${a.name}`} />}
-                  </td>
-                  <td>{when(a.created)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table head={["Analysis", "Documents", "Status", "Created"]}>
+          {list.map((a) => (
+            <tr key={a.id}>
+              <td>
+                <Link to={`/analyses/${a.id}`}>{a.name || `Analysis ${a.id}`}</Link>
+              </td>
+              <td>{a.document_count}</td>
+              <td>
+                <StatusBadge status={a.status} />
+                {RUNNING(a) && <Progress value={a.progress} label={`Progress of ${a.name}`} />}
+              </td>
+              <td>{when(a.created)}</td>
+            </tr>
+          ))}
+        </Table>
       )}
 
       <section className="panel" aria-labelledby="new-analysis-h">
@@ -131,46 +98,14 @@ export function AnalysesPage() {
               {(fid) => (
                 <select id={fid} value={modelId} onChange={(e) => setModelId(e.target.value ? Number(e.target.value) : "")}>
                   <option value="">Choose a model</option>
-                  {models.data!.map((m) => (
-                    <option key={m.id} value={m.id}>
-                      {m.display_name} ({m.type})
-                    </option>
-                  ))}
+                  <ModelOptions models={models.data!} showType />
                 </select>
               )}
             </Field>
-            <form onSubmit={upload} className="inline-form">
-              <Field label="File to analyse">
-                {(fid) => (
-                  <input id={fid} ref={fileInput} type="file" required accept=".csv,.tsv,.txt,.json,.jsonl,.xlsx" onChange={() => setUploaded(null)} />
-                )}
-              </Field>
-              <button type="submit" disabled={action.busy}>
-                Upload and preview
-              </button>
-              {action.busy && (
-                <button type="button" className="secondary" onClick={() => abort.current?.abort()}>
-                  Cancel
-                </button>
-              )}
-            </form>
+            <UploadForm upload={file} busy={action.busy} label="File to analyse" accept=".csv,.tsv,.txt,.json,.jsonl,.xlsx" />
             {uploaded && (
               <form onSubmit={start} className="stack">
-                <label className="check">
-                  <input
-                    type="checkbox"
-                    checked={headerFirst}
-                    onChange={(e) => {
-                      setHeaderFirst(e.target.checked);
-                      setColumn(guessColumn(uploaded.preview, e.target.checked));
-                    }}
-                  />
-                  The first row holds the column names
-                </label>
-                <fieldset>
-                  <legend>Pick the column with the text</legend>
-                  <PreviewTable preview={uploaded.preview} headerFirst={headerFirst} column={column} onPick={setColumn} caption={`Preview of ${fileName}`} />
-                </fieldset>
+                <ColumnPicker upload={file} preview={uploaded.preview} />
                 <Field label="Name of the analysis">
                   {(fid) => <input id={fid} required value={name} onChange={(e) => setName(e.target.value)} />}
                 </Field>
@@ -178,7 +113,7 @@ export function AnalysesPage() {
                   <button type="submit" disabled={action.busy || modelId === ""}>
                     Start the analysis
                   </button>
-                  <button type="button" className="secondary" onClick={() => setUploaded(null)}>
+                  <button type="button" className="secondary" onClick={() => file.setUploaded(null)}>
                     Start over
                   </button>
                 </div>
@@ -401,33 +336,23 @@ export function AnalysisPage() {
             {docs.loading && !docs.data && <Loading />}
             {docs.data && docs.data.documents.length === 0 && <Empty>No documents match.</Empty>}
             {docs.data && docs.data.documents.length > 0 && (
-              <div className="table-wrap">
-                <table className="results">
-                  <thead>
-                    <tr>
-                      <th scope="col">Segment</th>
-                      <th scope="col">Tags (confidence)</th>
+              <Table head={["Segment", "Tags (confidence)"]} className="results">
+                {docs.data.documents.flatMap((d) =>
+                  (d.segments ?? [{ text: d.text, span: [0, 0], tags: [] }]).map((s, j) => (
+                    <tr key={`${d.id}-${j}`}>
+                      <td>{s.text}</td>
+                      <td>
+                        {s.tags.map((t, k) => (
+                          <span key={k} className="tag">
+                            {[t.class, t.label].filter(Boolean).join(" · ")} <span className="confidence">{percent(t.confidence)}</span>
+                            &nbsp;
+                          </span>
+                        ))}
+                      </td>
                     </tr>
-                  </thead>
-                  <tbody>
-                    {docs.data.documents.flatMap((d) =>
-                      (d.segments ?? [{ text: d.text, span: [0, 0], tags: [] }]).map((s, j) => (
-                        <tr key={`${d.id}-${j}`}>
-                          <td>{s.text}</td>
-                          <td>
-                            {s.tags.map((t, k) => (
-                              <span key={k} className="tag">
-                                {[t.class, t.label].filter(Boolean).join(" · ")} <span className="confidence">{percent(t.confidence)}</span>
-                                &nbsp;
-                              </span>
-                            ))}
-                          </td>
-                        </tr>
-                      )),
-                    )}
-                  </tbody>
-                </table>
-              </div>
+                  )),
+                )}
+              </Table>
             )}
             {docs.data && (
               <div className="row">

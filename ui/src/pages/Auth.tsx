@@ -125,6 +125,17 @@ export function Register() {
   );
 }
 
+/** The server's answer once the form is sent, with where to go next; until then, the form. */
+function AnswerOr({ answer, next, children }: { answer: string | null; next: ReactNode; children: ReactNode }) {
+  if (!answer) return children;
+  return (
+    <div className="notice" role="status">
+      <p>{answer}</p>
+      <p>{next}</p>
+    </div>
+  );
+}
+
 export function ForgotPassword() {
   const [email, setEmail] = useState("");
   const [sent, setSent] = useState<string | null>(null);
@@ -138,14 +149,14 @@ export function ForgotPassword() {
   };
   return (
     <AuthFrame title="Reset your password">
-      {sent ? (
-        <div className="notice" role="status">
-          <p>{sent}</p>
-          <p>
+      <AnswerOr
+        answer={sent}
+        next={
+          <>
             The mail holds a token. <Link to="/reset-password">Set a new password with it</Link>.
-          </p>
-        </div>
-      ) : (
+          </>
+        }
+      >
         <form onSubmit={submit} className="stack">
           <Field label="E-mail" hint="We send a one-time token to this address if it has an account.">
             {(id, hint) => (
@@ -165,7 +176,7 @@ export function ForgotPassword() {
             Send reset mail
           </button>
         </form>
-      )}
+      </AnswerOr>
       <p className="links">
         <Link to="/reset-password">I have a token</Link> · <Link to="/login">Back to sign in</Link>
       </p>
@@ -188,14 +199,7 @@ export function ResetPassword() {
   };
   return (
     <AuthFrame title="Set a new password">
-      {done ? (
-        <div className="notice" role="status">
-          <p>{done}</p>
-          <p>
-            <Link to="/login">Sign in with the new password</Link>
-          </p>
-        </div>
-      ) : (
+      <AnswerOr answer={done} next={<Link to="/login">Sign in with the new password</Link>}>
         <form onSubmit={submit} className="stack">
           <Field label="Token from the mail">
             {(id) => <input id={id} required autoComplete="one-time-code" value={token} onChange={(e) => setToken(e.target.value)} />}
@@ -210,7 +214,7 @@ export function ResetPassword() {
             Set password
           </button>
         </form>
-      )}
+      </AnswerOr>
       <p className="links">
         <Link to="/login">Back to sign in</Link>
       </p>

@@ -7,7 +7,8 @@ import { api, postForm, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
 import { percent, when } from "../lib/format";
 import { useAction, useLoad } from "../lib/hooks";
-import { Empty, ErrorBox, Field, Loading, PageTitle, StatusBadge } from "../components/ui";
+import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, StatusBadge, Table } from "../components/ui";
+import { CancelButton } from "../components/upload";
 import { useProject } from "./Project";
 
 type Result = Schemas["ExtractionResultDto"];
@@ -90,49 +91,34 @@ export function PageFromWords({ page, boxes, label }: { page: ReadPage; boxes: B
 
 function MatchesTable({ matches, missing }: { matches: Match[]; missing: string[] }) {
   return (
-    <div className="table-wrap">
-      <table>
-        <caption>Fields found</caption>
-        <thead>
-          <tr>
-            <th scope="col">Field</th>
-            <th scope="col">Value</th>
-            <th scope="col" className="num">
-              Confidence
-            </th>
-            <th scope="col">Page</th>
-          </tr>
-        </thead>
-        <tbody>
-          {matches.map((m, i) => (
-            <tr key={i}>
-              <th scope="row">
-                {m.label}
-                {m.required && <span className="muted"> (required)</span>}
-              </th>
-              <td>
-                {m.value ?? m.text}
-                {m.conversion_error && <div className="error">{m.conversion_error}</div>}
-              </td>
-              <td className={`num${m.threshold_met ? "" : " confidence-low"}`}>
-                {percent(m.confidence)}
-                {!m.threshold_met && <span className="sr-only"> below the threshold {percent(m.confidence_threshold)}</span>}
-                {!m.threshold_met && <span aria-hidden="true"> ▼</span>}
-              </td>
-              <td>{m.page}</td>
-            </tr>
-          ))}
-          {missing.map((f) => (
-            <tr key={`missing-${f}`}>
-              <th scope="row">{f}</th>
-              <td colSpan={3} className="confidence-low">
-                not found
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <Table head={["Field", "Value", { figures: "Confidence" }, "Page"]} caption="Fields found">
+      {matches.map((m, i) => (
+        <tr key={i}>
+          <th scope="row">
+            {m.label}
+            {m.required && <span className="muted"> (required)</span>}
+          </th>
+          <td>
+            {m.value ?? m.text}
+            {m.conversion_error && <div className="error">{m.conversion_error}</div>}
+          </td>
+          <td className={`num${m.threshold_met ? "" : " confidence-low"}`}>
+            {percent(m.confidence)}
+            {!m.threshold_met && <span className="sr-only"> below the threshold {percent(m.confidence_threshold)}</span>}
+            {!m.threshold_met && <span aria-hidden="true"> ▼</span>}
+          </td>
+          <td>{m.page}</td>
+        </tr>
+      ))}
+      {missing.map((f) => (
+        <tr key={`missing-${f}`}>
+          <th scope="row">{f}</th>
+          <td colSpan={3} className="confidence-low">
+            not found
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
@@ -184,11 +170,7 @@ export function ExtractPage() {
           <Field label="Model">
             {(fid) => (
               <select id={fid} value={chosen} onChange={(e) => setModelId(Number(e.target.value))}>
-                {ready.map((m) => (
-                  <option key={m.id} value={m.id}>
-                    {m.display_name}
-                  </option>
-                ))}
+                <ModelOptions models={ready} />
               </select>
             )}
           </Field>
@@ -198,11 +180,7 @@ export function ExtractPage() {
           <button type="submit" disabled={action.busy}>
             {action.busy ? "Reading…" : "Extract"}
           </button>
-          {action.busy && (
-            <button type="button" className="secondary" onClick={() => abort.current?.abort()}>
-              Cancel
-            </button>
-          )}
+          <CancelButton busy={action.busy} abort={abort} />
         </form>
       )}
       <ErrorBox error={action.error} />
@@ -281,11 +259,7 @@ function NewHitl({ projectId, onCreated }: { projectId: number; onCreated: () =>
           <Field label="Extraction model">
             {(fid) => (
               <select id={fid} value={modelId === "" ? (ready[0]?.id ?? "") : modelId} onChange={(e) => setModelId(Number(e.target.value))}>
-                {ready.map((m) => (
-                  <option key={m.id} value={m.id}>
-                    {m.display_name}
-                  </option>
-                ))}
+                <ModelOptions models={ready} />
               </select>
             )}
           </Field>
@@ -294,61 +268,48 @@ function NewHitl({ projectId, onCreated }: { projectId: number; onCreated: () =>
           </label>
         </div>
         {(labels.data ?? []).length > 0 && (
-          <div className="table-wrap">
-            <table>
-              <caption>Fields to check</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Field</th>
-                  <th scope="col">Required</th>
-                  <th scope="col">Confidence at least</th>
-                  <th scope="col">Type</th>
+          <Table head={["Field", "Required", "Confidence at least", "Type"]} caption="Fields to check">
+            {labels.data!.map((l) => {
+              const f = setting(l.name);
+              return (
+                <tr key={l.id}>
+                  <th scope="row">
+                    <label className="check">
+                      <input type="checkbox" checked={f.on} onChange={(e) => change(l.name, { on: e.target.checked })} /> {l.name}
+                    </label>
+                  </th>
+                  <td>
+                    <input
+                      type="checkbox"
+                      aria-label={`${l.name} is required`}
+                      disabled={!f.on}
+                      checked={f.required}
+                      onChange={(e) => change(l.name, { required: e.target.checked })}
+                    />
+                  </td>
+                  <td>
+                    <input
+                      type="number"
+                      min={0}
+                      max={1}
+                      step={0.001}
+                      aria-label={`Confidence threshold of ${l.name}`}
+                      disabled={!f.on}
+                      value={f.threshold}
+                      onChange={(e) => change(l.name, { threshold: e.target.value })}
+                    />
+                  </td>
+                  <td>
+                    <select aria-label={`Type of ${l.name}`} disabled={!f.on} value={f.type} onChange={(e) => change(l.name, { type: e.target.value })}>
+                      {DATA_TYPES.map((t) => (
+                        <option key={t}>{t}</option>
+                      ))}
+                    </select>
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {labels.data!.map((l) => {
-                  const f = setting(l.name);
-                  return (
-                    <tr key={l.id}>
-                      <th scope="row">
-                        <label className="check">
-                          <input type="checkbox" checked={f.on} onChange={(e) => change(l.name, { on: e.target.checked })} /> {l.name}
-                        </label>
-                      </th>
-                      <td>
-                        <input
-                          type="checkbox"
-                          aria-label={`${l.name} is required`}
-                          disabled={!f.on}
-                          checked={f.required}
-                          onChange={(e) => change(l.name, { required: e.target.checked })}
-                        />
-                      </td>
-                      <td>
-                        <input
-                          type="number"
-                          min={0}
-                          max={1}
-                          step={0.001}
-                          aria-label={`Confidence threshold of ${l.name}`}
-                          disabled={!f.on}
-                          value={f.threshold}
-                          onChange={(e) => change(l.name, { threshold: e.target.value })}
-                        />
-                      </td>
-                      <td>
-                        <select aria-label={`Type of ${l.name}`} disabled={!f.on} value={f.type} onChange={(e) => change(l.name, { type: e.target.value })}>
-                          {DATA_TYPES.map((t) => (
-                            <option key={t}>{t}</option>
-                          ))}
-                        </select>
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
+              );
+            })}
+          </Table>
         )}
         <ErrorBox error={action.error} />
         <button type="submit" disabled={action.busy}>
@@ -396,35 +357,23 @@ export function ReviewsPage() {
           <ErrorBox error={reviews.error} onRetry={reviews.reload} />
           {reviews.data && reviews.data.length === 0 && <Empty>The queue is empty.</Empty>}
           {reviews.data && reviews.data.length > 0 && (
-            <div className="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Document</th>
-                    <th scope="col">First field to check</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Created</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {reviews.data.map((r) => (
-                    <tr key={r.review_id}>
-                      <td>
-                        <Link to={`/projects/${project.id}/reviews/${r.hitl_id}/${r.review_id}`}>{r.document_name}</Link> (page {r.page_num})
-                      </td>
-                      <td>
-                        {r.label ?? "–"}
-                        {r.confidence_threshold != null && ` (threshold ${percent(r.confidence_threshold)})`}
-                      </td>
-                      <td>
-                        <StatusBadge status={r.status} />
-                      </td>
-                      <td>{when(r.created)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <Table head={["Document", "First field to check", "Status", "Created"]}>
+              {reviews.data.map((r) => (
+                <tr key={r.review_id}>
+                  <td>
+                    <Link to={`/projects/${project.id}/reviews/${r.hitl_id}/${r.review_id}`}>{r.document_name}</Link> (page {r.page_num})
+                  </td>
+                  <td>
+                    {r.label ?? "–"}
+                    {r.confidence_threshold != null && ` (threshold ${percent(r.confidence_threshold)})`}
+                  </td>
+                  <td>
+                    <StatusBadge status={r.status} />
+                  </td>
+                  <td>{when(r.created)}</td>
+                </tr>
+              ))}
+            </Table>
           )}
         </>
       )}

@@ -1,99 +1,26 @@
 // Importing documents: upload a file, look at its preview, pick the text column, create the
 // group; or paste texts. The group fills in a task whose progress the task view shows.
-import { useRef, useState, type FormEvent } from "react";
+import { useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
-import { api, postForm, unwrap, type Schemas } from "../api/client";
+import { api, unwrap, type Schemas } from "../api/client";
 import { isFailed, isFinal, when } from "../lib/format";
 import { useAction, usePoll } from "../lib/hooks";
 import { ErrorBox, Field, PageTitle, Progress, StatusBadge } from "../components/ui";
-import { guessColumn } from "../lib/columns";
+import { ColumnPicker, UploadForm, useTableUpload } from "../components/upload";
 import { useProject, useProjectId } from "./Project";
-
-type Uploaded = Schemas["UploadedFileDto"];
-
-/** The preview of an uploaded file as a table whose columns can be picked. */
-export function PreviewTable({
-  preview,
-  headerFirst,
-  column,
-  onPick,
-  caption,
-}: {
-  preview: string[][];
-  headerFirst: boolean;
-  column: number | null;
-  onPick?: (i: number) => void;
-  caption: string;
-}) {
-  const width = Math.max(0, ...preview.map((r) => r.length));
-  const head = headerFirst ? preview[0] ?? [] : Array.from({ length: width }, (_, i) => `Column ${i + 1}`);
-  const rows = headerFirst ? preview.slice(1) : preview;
-  return (
-    <div className="table-wrap">
-      <table className="preview">
-        <caption>{caption}</caption>
-        <thead>
-          <tr>
-            {Array.from({ length: width }, (_, i) => (
-              <th key={i} scope="col" className={column === i ? "picked" : ""}>
-                {onPick ? (
-                  <label className="pick">
-                    <input type="radio" name="column" checked={column === i} onChange={() => onPick(i)} />
-                    {head[i] || `Column ${i + 1}`}
-                  </label>
-                ) : (
-                  head[i] || `Column ${i + 1}`
-                )}
-              </th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>
-          {rows.slice(0, 10).map((r, j) => (
-            <tr key={j}>
-              {Array.from({ length: width }, (_, i) => (
-                <td key={i} className={column === i ? "picked" : ""}>
-                  {(r[i] ?? "").slice(0, 200)}
-                </td>
-              ))}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
-  );
-}
 
 export function ImportPage() {
   const { project } = useProject();
   const id = project.id;
   const navigate = useNavigate();
-  const fileInput = useRef<HTMLInputElement>(null);
-  const abort = useRef<AbortController | null>(null);
-  const [uploaded, setUploaded] = useState<Uploaded | null>(null);
-  const [fileName, setFileName] = useState("");
-  const [headerFirst, setHeaderFirst] = useState(true);
-  const [column, setColumn] = useState<number | null>(null);
-  const [name, setName] = useState("");
   const [pasted, setPasted] = useState("");
   const action = useAction();
+  const file = useTableUpload(`/projects/${id}/groups/upload`, action);
+  const { uploaded, fileName, headerFirst, column, name, setName } = file;
   const isDocument = /\.(pdf|png|jpe?g|tiff?|webp)$/i.test(fileName);
-
-  const upload = (e: FormEvent) => {
-    e.preventDefault();
-    const file = fileInput.current?.files?.[0];
-    if (!file) return;
-    abort.current = new AbortController();
-    void action.run(async () => {
-      const form = new FormData();
-      form.append("file", file);
-      const answer = await postForm<Uploaded>(`/projects/${id}/groups/upload`, form, abort.current!.signal);
-      setUploaded(answer);
-      setFileName(file.name);
-      setName(file.name.replace(/\.[^.]+$/, ""));
-      setColumn(guessColumn(answer.preview, true));
-    });
-  };
+  /** The new group's import task, where it fills in; the project when nothing is left to wait for. */
+  const follow = (group: { id: number; task_id?: number | null }) =>
+    navigate(group.task_id ? `/projects/${id}/tasks/${group.task_id}?what=import&group=${group.id}` : `/projects/${id}`);
 
   const create = (e: FormEvent) => {
     e.preventDefault();
@@ -105,8 +32,7 @@ export function ImportPage() {
       const group = await unwrap(
         api.POST("/projects/{project_id}/groups", { params: { path: { project_id: id } }, body }),
       );
-      if (group.task_id) navigate(`/projects/${id}/tasks/${group.task_id}?what=import&group=${group.id}`);
-      else navigate(`/projects/${id}`);
+      follow(group);
     });
   };
 
@@ -122,8 +48,7 @@ export function ImportPage() {
       const group = await unwrap(
         api.POST("/projects/{project_id}/upload-documents", { params: { path: { project_id: id } }, body: docs }),
       );
-      if (group.task_id) navigate(`/projects/${id}/tasks/${group.task_id}?what=import&group=${group.id}`);
-      else navigate(`/projects/${id}`);
+      follow(group);
     });
   };
 
@@ -133,28 +58,13 @@ export function ImportPage() {
       <section aria-labelledby="upload-h" className="panel">
         <h2 id="upload-h">From a file</h2>
         <p className="muted">CSV, TSV, TXT, JSON, JSONL or XLSX (one document per row), or a PDF or image (one document with a page per segment).</p>
-        <form onSubmit={upload} className="inline-form">
-          <Field label="File">
-            {(fid) => (
-              <input
-                id={fid}
-                ref={fileInput}
-                type="file"
-                required
-                accept=".csv,.tsv,.txt,.json,.jsonl,.xlsx,.pdf,.png,.jpg,.jpeg,.tif,.tiff,.webp"
-                onChange={() => setUploaded(null)}
-              />
-            )}
-          </Field>
-          <button type="submit" disabled={action.busy}>
-            {action.busy && !uploaded ? "Uploading…" : "Upload and preview"}
-          </button>
-          {action.busy && (
-            <button type="button" className="secondary" onClick={() => abort.current?.abort()}>
-              Cancel
-            </button>
-          )}
-        </form>
+        <UploadForm
+          upload={file}
+          busy={action.busy}
+          label="File"
+          accept=".csv,.tsv,.txt,.json,.jsonl,.xlsx,.pdf,.png,.jpg,.jpeg,.tif,.tiff,.webp"
+          buttonLabel={action.busy && !uploaded ? "Uploading…" : "Upload and preview"}
+        />
         {uploaded && (
           <form onSubmit={create} className="stack">
             {isDocument ? (
@@ -162,29 +72,7 @@ export function ImportPage() {
                 {fileName}: {uploaded.preview.flat().join(" ").slice(0, 300) || "no text preview"}
               </p>
             ) : (
-              <>
-                <label className="check">
-                  <input
-                    type="checkbox"
-                    checked={headerFirst}
-                    onChange={(e) => {
-                      setHeaderFirst(e.target.checked);
-                      setColumn(guessColumn(uploaded.preview, e.target.checked));
-                    }}
-                  />
-                  The first row holds the column names
-                </label>
-                <fieldset>
-                  <legend>Pick the column with the text</legend>
-                  <PreviewTable
-                    preview={uploaded.preview}
-                    headerFirst={headerFirst}
-                    column={column}
-                    onPick={setColumn}
-                    caption={`Preview of ${fileName}`}
-                  />
-                </fieldset>
-              </>
+              <ColumnPicker upload={file} preview={uploaded.preview} />
             )}
             <Field label="Name of the document group">
               {(fid) => <input id={fid} required value={name} onChange={(e) => setName(e.target.value)} />}
@@ -193,7 +81,7 @@ export function ImportPage() {
               <button type="submit" disabled={action.busy}>
                 Import
               </button>
-              <button type="button" className="secondary" onClick={() => setUploaded(null)}>
+              <button type="button" className="secondary" onClick={() => file.setUploaded(null)}>
                 Start over
               </button>
             </div>

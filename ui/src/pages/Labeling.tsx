@@ -4,9 +4,9 @@ import { Link, useNavigate } from "react-router";
 import { api, download, postForm, unwrap, type Schemas } from "../api/client";
 import { when } from "../lib/format";
 import { useAction, useLoad } from "../lib/hooks";
-import { Empty, ErrorBox, Field, Loading, PageTitle, Progress, StatusBadge } from "../components/ui";
+import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Progress, StatusBadge, Table } from "../components/ui";
 import { useProject } from "./Project";
-import { PreviewTable } from "./Import";
+import { baseName, PreviewTable } from "../components/upload";
 import { EMPTY_MAPPING, guessMapping, MAPPED, type Mapping } from "../lib/columns";
 
 /** Labeled data from a file (for example a download of another session): preview, map columns. */
@@ -29,7 +29,7 @@ function LabeledImport({ projectId }: { projectId: number }) {
       form.append("show_preview", "true");
       const answer = await postForm<Schemas["LabelingUpload"]>(`/projects/${projectId}/annotations/upload`, form);
       setFileName(file.name);
-      setName(file.name.replace(/\.[^.]+$/, ""));
+      setName(baseName(file.name));
       if ("preview" in answer) {
         setUploaded(answer);
         setMapping(guessMapping(answer.preview[0] ?? []));
@@ -160,53 +160,40 @@ export function LabelingPage() {
         {sessions.loading && !sessions.data && <Loading />}
         {sessions.data && sessions.data.length === 0 && <Empty>No sessions yet. Start one below.</Empty>}
         {sessions.data && sessions.data.length > 0 && (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Session</th>
-                  <th scope="col">Documents</th>
-                  <th scope="col">Annotated segments</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Download</th>
-                </tr>
-              </thead>
-              <tbody>
-                {sessions.data.map((s) => (
-                  <tr key={s.id}>
-                    <td>
-                      <Link to={`/projects/${id}/labeling/${s.id}`}>{s.name}</Link>
-                      <br />
-                      <small className="muted">{when(s.created)}</small>
-                    </td>
-                    <td>{s.document_count}</td>
-                    <td>
-                      {s.annotated_count} of {s.segment_count}
-                      <Progress value={s.progress} label={`Progress of ${s.name}`} />
-                    </td>
-                    <td>
-                      <StatusBadge status={s.status} />
-                    </td>
-                    <td className="row-actions">
-                      {["csv", "json", "xlsx"].map((f) => (
-                        <button
-                          key={f}
-                          type="button"
-                          className="link"
-                          aria-label={`Download ${s.name} as ${f}`}
-                          onClick={() =>
-                            void download(`/projects/${id}/annotations/${s.id}/download?format=${f}`, `${s.name}.${f}`).catch(action.setError)
-                          }
-                        >
-                          {f}
-                        </button>
-                      ))}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table head={["Session", "Documents", "Annotated segments", "Status", "Download"]}>
+            {sessions.data.map((s) => (
+              <tr key={s.id}>
+                <td>
+                  <Link to={`/projects/${id}/labeling/${s.id}`}>{s.name}</Link>
+                  <br />
+                  <small className="muted">{when(s.created)}</small>
+                </td>
+                <td>{s.document_count}</td>
+                <td>
+                  {s.annotated_count} of {s.segment_count}
+                  <Progress value={s.progress} label={`Progress of ${s.name}`} />
+                </td>
+                <td>
+                  <StatusBadge status={s.status} />
+                </td>
+                <td className="row-actions">
+                  {["csv", "json", "xlsx"].map((f) => (
+                    <button
+                      key={f}
+                      type="button"
+                      className="link"
+                      aria-label={`Download ${s.name} as ${f}`}
+                      onClick={() =>
+                        void download(`/projects/${id}/annotations/${s.id}/download?format=${f}`, `${s.name}.${f}`).catch(action.setError)
+                      }
+                    >
+                      {f}
+                    </button>
+                  ))}
+                </td>
+              </tr>
+            ))}
+          </Table>
         )}
         <form onSubmit={create} className="inline-form">
           <Field label="New session name" hint="It offers every document of the project.">
@@ -241,11 +228,7 @@ export function LabelingPage() {
               {(fid) => (
                 <select id={fid} required value={modelId} onChange={(e) => setModelId(e.target.value ? Number(e.target.value) : "")}>
                   <option value="">Choose a model</option>
-                  {ready.map((m) => (
-                    <option key={m.id} value={m.id}>
-                      {m.display_name}
-                    </option>
-                  ))}
+                  <ModelOptions models={ready} />
                 </select>
               )}
             </Field>

@@ -6,7 +6,7 @@ import { api, download, unwrap, type Schemas } from "../api/client";
 import { fixed, isFinal, percent, readMetrics, when, type Metrics } from "../lib/format";
 import { useAction, useLoad, usePoll } from "../lib/hooks";
 import { BarChart, Heatmap } from "../components/charts";
-import { Empty, ErrorBox, Loading, PageTitle, Progress, StatusBadge } from "../components/ui";
+import { Empty, ErrorBox, Loading, PageTitle, Progress, StatusBadge, Table } from "../components/ui";
 import { useProject } from "./Project";
 
 type Model = Schemas["ModelDto"];
@@ -49,46 +49,31 @@ export function ModelsPage() {
       {models.loading && !models.data && <Loading />}
       {models.data && list.length === 0 && <Empty>No models yet. Label some segments of two classes or more, then train.</Empty>}
       {list.length > 0 && (
-        <div className="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Compare</th>
-                <th scope="col">Model</th>
-                <th scope="col">Status</th>
-                <th scope="col" className="num">
-                  Score (macro F1)
-                </th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((m) => (
-                <tr key={m.id}>
-                  <td>
-                    <input
-                      type="checkbox"
-                      aria-label={`Compare ${m.display_name}`}
-                      disabled={m.status !== "READY" && m.status !== "ACTIVE" && m.status !== "PUBLISHED"}
-                      checked={chosen.includes(m.id)}
-                      onChange={(e) => setChosen(e.target.checked ? [...chosen, m.id] : chosen.filter((x) => x !== m.id))}
-                    />
-                  </td>
-                  <td>
-                    <Link to={`/projects/${id}/models/${m.id}`}>{m.display_name}</Link>
-                  </td>
-                  <td>
-                    <StatusBadge status={m.status} />
-                    {TRAINING(m) && <Progress value={m.progress} label={`Training of ${m.display_name}`} />}
-                    {m.failure && <div className="error">{m.failure}</div>}
-                  </td>
-                  <td className="num">{fixed(m.score)}</td>
-                  <td>{when(m.created)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table head={["Compare", "Model", "Status", { figures: "Score (macro F1)" }, "Created"]}>
+          {list.map((m) => (
+            <tr key={m.id}>
+              <td>
+                <input
+                  type="checkbox"
+                  aria-label={`Compare ${m.display_name}`}
+                  disabled={m.status !== "READY" && m.status !== "ACTIVE" && m.status !== "PUBLISHED"}
+                  checked={chosen.includes(m.id)}
+                  onChange={(e) => setChosen(e.target.checked ? [...chosen, m.id] : chosen.filter((x) => x !== m.id))}
+                />
+              </td>
+              <td>
+                <Link to={`/projects/${id}/models/${m.id}`}>{m.display_name}</Link>
+              </td>
+              <td>
+                <StatusBadge status={m.status} />
+                {TRAINING(m) && <Progress value={m.progress} label={`Training of ${m.display_name}`} />}
+                {m.failure && <div className="error">{m.failure}</div>}
+              </td>
+              <td className="num">{fixed(m.score)}</td>
+              <td>{when(m.created)}</td>
+            </tr>
+          ))}
+        </Table>
       )}
       {models.polling && (
         <p className="muted" role="status">
@@ -293,39 +278,17 @@ export function MetricsView({ metrics }: { metrics: Metrics }) {
         <>
           <h3>F1 per {perName}</h3>
           <BarChart title={`F1 per ${perName}`} names={per.map((s) => s.name)} series={[{ name: "F1", values: per.map((s) => s.f1) }]} />
-          <div className="table-wrap">
-            <table>
-              <caption>Per {perName}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">{perName}</th>
-                  <th scope="col" className="num">
-                    Precision
-                  </th>
-                  <th scope="col" className="num">
-                    Recall
-                  </th>
-                  <th scope="col" className="num">
-                    F1
-                  </th>
-                  <th scope="col" className="num">
-                    Support
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {per.map((s) => (
-                  <tr key={s.name}>
-                    <th scope="row">{s.name}</th>
-                    <td className="num">{fixed(s.precision)}</td>
-                    <td className="num">{fixed(s.recall)}</td>
-                    <td className="num">{fixed(s.f1)}</td>
-                    <td className="num">{s.support}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table head={[perName, { figures: "Precision" }, { figures: "Recall" }, { figures: "F1" }, { figures: "Support" }]} caption={`Per ${perName}`}>
+            {per.map((s) => (
+              <tr key={s.name}>
+                <th scope="row">{s.name}</th>
+                <td className="num">{fixed(s.precision)}</td>
+                <td className="num">{fixed(s.recall)}</td>
+                <td className="num">{fixed(s.f1)}</td>
+                <td className="num">{s.support}</td>
+              </tr>
+            ))}
+          </Table>
         </>
       )}
       {metrics.confusion && metrics.confusion.names.length > 0 ? (
@@ -346,24 +309,14 @@ function Demoset({ rows }: { rows: Array<Record<string, unknown>> }) {
   return (
     <section className="panel" aria-labelledby="demo-h">
       <h2 id="demo-h">Test segments with predictions</h2>
-      <div className="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Text</th>
-              <th scope="col">Predicted (confidence)</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.slice(0, 25).map((r, i) => (
-              <tr key={i}>
-                <td>{String(r.text ?? "")}</td>
-                <td>{tagsText(Array.isArray(r.segments) ? (r.segments as Array<{ tags?: unknown[] }>).flatMap((s) => s.tags ?? []) : r.tags)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table head={["Text", "Predicted (confidence)"]}>
+        {rows.slice(0, 25).map((r, i) => (
+          <tr key={i}>
+            <td>{String(r.text ?? "")}</td>
+            <td>{tagsText(Array.isArray(r.segments) ? (r.segments as Array<{ tags?: unknown[] }>).flatMap((s) => s.tags ?? []) : r.tags)}</td>
+          </tr>
+        ))}
+      </Table>
     </section>
   );
 }

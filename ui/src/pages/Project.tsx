@@ -4,7 +4,7 @@ import { Link, NavLink, Outlet, useNavigate, useOutletContext, useParams } from 
 import { api, download, unwrap, type Schemas } from "../api/client";
 import { tagKinds, TYPE_NAMES, when } from "../lib/format";
 import { useAction, useLoad } from "../lib/hooks";
-import { Empty, ErrorBox, Field, Loading, PageTitle, StatusBadge } from "../components/ui";
+import { Empty, ErrorBox, Field, Loading, PageTitle, StatusBadge, Table } from "../components/ui";
 
 export type ProjectCtx = {
   project: Schemas["ProjectDto"];
@@ -223,38 +223,25 @@ export function ProjectOverview() {
         <ErrorBox error={groups.error} onRetry={groups.reload} />
         {groups.data && groups.data.length === 0 && <Empty>No documents yet. Import a file to start.</Empty>}
         {groups.data && groups.data.length > 0 && (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Group</th>
-                  <th scope="col">Documents</th>
-                  <th scope="col">Source</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {groups.data.map((g) => (
-                  <tr key={g.id}>
-                    <td>{g.name}</td>
-                    <td>{g.document_count}</td>
-                    <td>{g.source}</td>
-                    <td>
-                      {g.task_id && g.status === "PROCESSING" ? (
-                        <Link to={`/projects/${id}/tasks/${g.task_id}?what=import`}>
-                          <StatusBadge status={g.status} />
-                        </Link>
-                      ) : (
-                        <StatusBadge status={g.status} />
-                      )}
-                    </td>
-                    <td>{when(g.created)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table head={["Group", "Documents", "Source", "Status", "Created"]}>
+            {groups.data.map((g) => (
+              <tr key={g.id}>
+                <td>{g.name}</td>
+                <td>{g.document_count}</td>
+                <td>{g.source}</td>
+                <td>
+                  {g.task_id && g.status === "PROCESSING" ? (
+                    <Link to={`/projects/${id}/tasks/${g.task_id}?what=import`}>
+                      <StatusBadge status={g.status} />
+                    </Link>
+                  ) : (
+                    <StatusBadge status={g.status} />
+                  )}
+                </td>
+                <td>{when(g.created)}</td>
+              </tr>
+            ))}
+          </Table>
         )}
       </section>
     </>

@@ -4,7 +4,7 @@ import { api, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
 import { when } from "../lib/format";
 import { useAction, useLoad } from "../lib/hooks";
-import { Empty, ErrorBox, Field, Loading, PageTitle } from "../components/ui";
+import { Empty, ErrorBox, Field, Loading, PageTitle, Table } from "../components/ui";
 
 export const ROLES = ["VIEWER", "ANNOTATOR", "USER", "MANAGER", "ADMIN"];
 
@@ -37,44 +37,27 @@ export function WorkspacePage() {
       invites.reload();
     });
   };
+  /** Sends one change, then reloads the list it changed. */
+  const change = (request: () => Promise<unknown>, list: { reload: () => void }) =>
+    void action.run(async () => {
+      await request();
+      list.reload();
+    });
+  const membership = (m: Schemas["MembershipDto"]) => ({ params: { path: { organization: name, permission_id: m.id } } });
+  const invitation = (i: Schemas["InvitationDto"]) => ({ params: { path: { organization: name, invitation_id: i.id } } });
   const changeRole = (m: Schemas["MembershipDto"], newRole: string) =>
-    void action.run(async () => {
-      await unwrap(
-        api.PUT("/organizations/{organization}/permissions/{permission_id}", {
-          params: { path: { organization: name, permission_id: m.id } },
-          body: { role: newRole },
-        }),
-      );
-      members.reload();
-    });
-  const remove = (m: Schemas["MembershipDto"]) =>
-    void action.run(async () => {
-      if (!window.confirm(`Remove ${m.user} from ${name}?`)) return;
-      await unwrap(
-        api.DELETE("/organizations/{organization}/permissions/{permission_id}", {
-          params: { path: { organization: name, permission_id: m.id } },
-        }),
-      );
-      members.reload();
-    });
+    change(
+      () => unwrap(api.PUT("/organizations/{organization}/permissions/{permission_id}", { ...membership(m), body: { role: newRole } })),
+      members,
+    );
+  const remove = (m: Schemas["MembershipDto"]) => {
+    if (!window.confirm(`Remove ${m.user} from ${name}?`)) return;
+    change(() => unwrap(api.DELETE("/organizations/{organization}/permissions/{permission_id}", membership(m))), members);
+  };
   const cancel = (i: Schemas["InvitationDto"]) =>
-    void action.run(async () => {
-      await unwrap(
-        api.DELETE("/organizations/{organization}/invitation/{invitation_id}", {
-          params: { path: { organization: name, invitation_id: i.id } },
-        }),
-      );
-      invites.reload();
-    });
+    change(() => unwrap(api.DELETE("/organizations/{organization}/invitation/{invitation_id}", invitation(i))), invites);
   const resend = (i: Schemas["InvitationDto"]) =>
-    void action.run(async () => {
-      await unwrap(
-        api.POST("/organizations/{organization}/invitation/{invitation_id}/resend", {
-          params: { path: { organization: name, invitation_id: i.id } },
-        }),
-      );
-      invites.reload();
-    });
+    change(() => unwrap(api.POST("/organizations/{organization}/invitation/{invitation_id}/resend", invitation(i))), invites);
   const makeDefault = () =>
     void action.run(async () => {
       await unwrap(api.POST("/organizations/{organization}/default", { ...org, body: { default: true } }));
@@ -115,48 +98,36 @@ export function WorkspacePage() {
         <ErrorBox error={members.error} onRetry={members.reload} />
         {members.loading && !members.data && <Loading />}
         {members.data && (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Member</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Since</th>
-                  {canManage && <th scope="col">Actions</th>}
-                </tr>
-              </thead>
-              <tbody>
-                {members.data.map((m) => (
-                  <tr key={m.id}>
-                    <td>{m.user}</td>
-                    <td>
-                      {canManage ? (
-                        <select
-                          aria-label={`Role of ${m.user}`}
-                          value={m.role}
-                          onChange={(e) => changeRole(m, e.target.value)}
-                        >
-                          {ROLES.map((r) => (
-                            <option key={r}>{r}</option>
-                          ))}
-                        </select>
-                      ) : (
-                        m.role
-                      )}
-                    </td>
-                    <td>{when(m.created)}</td>
-                    {canManage && (
-                      <td>
-                        <button type="button" className="link danger" onClick={() => remove(m)}>
-                          Remove
-                        </button>
-                      </td>
-                    )}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table head={["Member", "Role", "Since", canManage && "Actions"]}>
+            {members.data.map((m) => (
+              <tr key={m.id}>
+                <td>{m.user}</td>
+                <td>
+                  {canManage ? (
+                    <select
+                      aria-label={`Role of ${m.user}`}
+                      value={m.role}
+                      onChange={(e) => changeRole(m, e.target.value)}
+                    >
+                      {ROLES.map((r) => (
+                        <option key={r}>{r}</option>
+                      ))}
+                    </select>
+                  ) : (
+                    m.role
+                  )}
+                </td>
+                <td>{when(m.created)}</td>
+                {canManage && (
+                  <td>
+                    <button type="button" className="link danger" onClick={() => remove(m)}>
+                      Remove
+                    </button>
+                  </td>
+                )}
+              </tr>
+            ))}
+          </Table>
         )}
       </section>
 
@@ -165,35 +136,23 @@ export function WorkspacePage() {
         <ErrorBox error={invites.error} onRetry={invites.reload} />
         {invites.data && invites.data.length === 0 && <Empty>No pending invitations.</Empty>}
         {invites.data && invites.data.length > 0 && (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">E-mail</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
-                {invites.data.map((i) => (
-                  <tr key={i.id}>
-                    <td>{i.email}</td>
-                    <td>{i.role}</td>
-                    <td>{when(i.expires)}</td>
-                    <td className="row-actions">
-                      <button type="button" className="link" onClick={() => resend(i)}>
-                        Resend
-                      </button>
-                      <button type="button" className="link danger" onClick={() => cancel(i)}>
-                        Cancel
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table head={["E-mail", "Role", "Expires", "Actions"]}>
+            {invites.data.map((i) => (
+              <tr key={i.id}>
+                <td>{i.email}</td>
+                <td>{i.role}</td>
+                <td>{when(i.expires)}</td>
+                <td className="row-actions">
+                  <button type="button" className="link" onClick={() => resend(i)}>
+                    Resend
+                  </button>
+                  <button type="button" className="link danger" onClick={() => cancel(i)}>
+                    Cancel
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </Table>
         )}
         {canManage && (
           <form onSubmit={invite} className="inline-form">
