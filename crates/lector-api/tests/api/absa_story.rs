@@ -113,13 +113,8 @@ async fn absa_model_story(app: TestApp) {
         })
         .collect();
     let session = app
-        .post(
-            &format!("/projects/{project}/annotations"),
-            &ada.token,
-            json!({"name": "SemEval 2016 train", "documents": documents}),
-        )
-        .await
-        .expect(201);
+        .labeled_session(&ada, project, "SemEval 2016 train", documents)
+        .await;
     assert_eq!(session["annotated_count"], TRAIN_SENTENCES);
 
     let model = app

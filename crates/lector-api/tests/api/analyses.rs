@@ -57,13 +57,7 @@ async fn trained_tickets(app: &TestApp, owner: &Session) -> (i64, i64) {
             }
         }
     }
-    app.post(
-        &format!("/projects/{project}/annotations"),
-        &owner.token,
-        json!({"name": "Tickets", "documents": documents}),
-    )
-    .await
-    .expect(201);
+    app.labeled_session(owner, project, "Tickets", documents).await;
     let model = app
         .train_model(owner, project, json!({"display_name": "Tickets"}))
         .await;

@@ -208,13 +208,7 @@ async fn few_shot_story(backend: Backend) {
         .iter()
         .map(|(text, label)| json!({"text": text, "tags": [{"label": label}]}))
         .collect();
-    app.post(
-        &format!("/projects/{project}/annotations"),
-        &ada.token,
-        json!({"name": "Few", "documents": documents}),
-    )
-    .await
-    .expect(201);
+    app.labeled_session(&ada, project, "Few", documents).await;
 
     let tuned = app
         .train_model(&ada, project, json!({"name": "Few on tiny", "base_id": base_id}))

@@ -51,14 +51,7 @@ async fn trained(app: &TestApp, owner: &Session) -> (i64, i64, Value) {
             }
         }
     }
-    let session = app
-        .post(
-            &format!("/projects/{project}/annotations"),
-            &owner.token,
-            json!({"name": "Tickets", "documents": documents}),
-        )
-        .await
-        .expect(201);
+    let session = app.labeled_session(owner, project, "Tickets", documents).await;
     let model = app
         .train_model(owner, project, json!({"display_name": "Tickets v1"}))
         .await;

@@ -71,6 +71,11 @@ async fn workspace_of(app: &TestApp, who: &Session, project: i64) -> String {
         .to_string()
 }
 
+/// One file read by a model's extraction (at `url`, from `path`) as `who`: the 200 answer.
+async fn extracted(app: &TestApp, who: &Session, url: &str, name: &str, bytes: &[u8]) -> Value {
+    app.send_form(url, &who.token, name, bytes, &[]).await.expect(200)
+}
+
 fn matches(result: &Value) -> std::collections::HashMap<String, Value> {
     result["documents"][0]["matches"]
         .as_array()
@@ -85,16 +90,14 @@ async fn invoice_fields_come_out_of_pdfs_and_scans(app: TestApp) {
     let (project, model) = invoice_model(&app, &ada).await;
     let org = workspace_of(&app, &ada, project).await;
     let pdf = invoice();
-    let result = app
-        .send_form(
-            &path(&org, project, model, "?return_bboxes=true"),
-            &ada.token,
-            "rechnung.pdf",
-            &pdf,
-            &[],
-        )
-        .await
-        .expect(200);
+    let result = extracted(
+        &app,
+        &ada,
+        &path(&org, project, model, "?return_bboxes=true"),
+        "rechnung.pdf",
+        &pdf,
+    )
+    .await;
     assert_eq!(result["model"], "Invoices v1");
     assert_eq!(result["total_credits_used"], 2.0, "one credit per page");
     assert_eq!(result["all_required_fields_found"], true);
@@ -136,16 +139,14 @@ async fn invoice_fields_come_out_of_pdfs_and_scans(app: TestApp) {
     );
 
     // Annotated pages: each page drawn, the matches boxed in their label's colour.
-    let result = app
-        .send_form(
-            &path(&org, project, model, "?return_annotated_pages=true"),
-            &ada.token,
-            "rechnung.pdf",
-            &pdf,
-            &[],
-        )
-        .await
-        .expect(200);
+    let result = extracted(
+        &app,
+        &ada,
+        &path(&org, project, model, "?return_annotated_pages=true"),
+        "rechnung.pdf",
+        &pdf,
+    )
+    .await;
     let images: Vec<image::RgbImage> = result["documents"][0]["annotated_pages"]
         .as_array()
         .expect("annotated pages")
@@ -183,10 +184,7 @@ async fn invoice_fields_come_out_of_pdfs_and_scans(app: TestApp) {
 
     // Its scan, read by OCR: the same values, less surely.
     let scan = samples::encode(&samples::render(&pdf, 150.0).remove(0), DocumentFormat::Png);
-    let result = app
-        .send_form(&path(&org, project, model, ""), &ada.token, "scan.png", &scan, &[])
-        .await
-        .expect(200);
+    let result = extracted(&app, &ada, &path(&org, project, model, ""), "scan.png", &scan).await;
     assert_eq!(result["total_credits_used"], 1.0);
     assert!(result["documents"][0].get("bboxes").is_none());
     let found = matches(&result);
@@ -269,16 +267,7 @@ async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
     assert_eq!(hitls.as_array().unwrap().len(), 1);
     let at = format!("/projects/{project}/hitls/{}", hitl["id"]);
 
-    let result = app
-        .send_form(
-            &path(&org, project, model, ""),
-            &ada.token,
-            "rechnung.pdf",
-            &invoice(),
-            &[],
-        )
-        .await
-        .expect(200);
+    let result = extracted(&app, &ada, &path(&org, project, model, ""), "rechnung.pdf", &invoice()).await;
     assert_eq!(
         result["all_required_fields_found"], false,
         "po_number is required and missing"
@@ -365,16 +354,7 @@ async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
     let relaxed = json!({"name": "Invoice check", "model_id": model, "is_live": true, "assigned_user_id": ada.user_id});
     let hitl = app.put(&at, &ada.token, relaxed).await.expect(200);
     assert_eq!(hitl["labels"], json!({}));
-    let result = app
-        .send_form(
-            &path(&org, project, model, ""),
-            &ada.token,
-            "rechnung.pdf",
-            &invoice(),
-            &[],
-        )
-        .await
-        .expect(200);
+    let result = extracted(&app, &ada, &path(&org, project, model, ""), "rechnung.pdf", &invoice()).await;
     assert_eq!(result["documents"][0]["hitl"]["status"], "passed");
     app.post(
         &format!("{at}/assign"),
@@ -383,16 +363,7 @@ async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
     )
     .await
     .expect(200);
-    let result = app
-        .send_form(
-            &path(&org, project, model, ""),
-            &ada.token,
-            "rechnung.pdf",
-            &invoice(),
-            &[],
-        )
-        .await
-        .expect(200);
+    let result = extracted(&app, &ada, &path(&org, project, model, ""), "rechnung.pdf", &invoice()).await;
     assert!(result["documents"][0].get("hitl").is_none());
     assert_eq!(
         app.get(&format!("{at}/reviews"), &ada.token)
@@ -542,16 +513,7 @@ async fn review_events_are_posted_signed(app: TestApp) {
         "only the answers to a MANAGER's changes show it"
     );
 
-    let result = app
-        .send_form(
-            &path(&org, project, model, ""),
-            &ada.token,
-            "rechnung.pdf",
-            &invoice(),
-            &[],
-        )
-        .await
-        .expect(200);
+    let result = extracted(&app, &ada, &path(&org, project, model, ""), "rechnung.pdf", &invoice()).await;
     let review_id = result["documents"][0]["hitl"]["review_id"].as_i64().unwrap();
     let first = next(&mut received).await;
     let second = next(&mut received).await;
@@ -658,16 +620,14 @@ async fn a_model_learns_fields_from_pages_and_corrections(app: TestApp) {
     let org = workspace_of(&app, &ada, project).await;
 
     // A new order, its lines further down than any taught: found by the words that announce them.
-    let result = app
-        .send_form(
-            &path(&org, project, v1, "?return_bboxes=true"),
-            &ada.token,
-            "new.pdf",
-            &order("PO-4711", "K-993", 90.0, false),
-            &[],
-        )
-        .await
-        .expect(200);
+    let result = extracted(
+        &app,
+        &ada,
+        &path(&org, project, v1, "?return_bboxes=true"),
+        "new.pdf",
+        &order("PO-4711", "K-993", 90.0, false),
+    )
+    .await;
     let found = matches(&result);
     assert_eq!(found["order_ref"]["value"], "PO-4711", "{result}");
     assert_eq!(found["customer_no"]["value"], "K-993", "{result}");
@@ -702,10 +662,7 @@ async fn a_model_learns_fields_from_pages_and_corrections(app: TestApp) {
         .expect(201);
     let secret = hitl["webhook_secret"].as_str().unwrap().to_owned();
     let german = order("B-5150", "K-77", 0.0, true);
-    let result = app
-        .send_form(&path(&org, project, v1, ""), &ada.token, "bestellung.pdf", &german, &[])
-        .await
-        .expect(200);
+    let result = extracted(&app, &ada, &path(&org, project, v1, ""), "bestellung.pdf", &german).await;
     let review = &result["documents"][0]["hitl"];
     assert_eq!(review["status"], "pending", "{result}");
     let created = verified(&next(&mut received).await, &secret);
@@ -741,16 +698,14 @@ async fn a_model_learns_fields_from_pages_and_corrections(app: TestApp) {
     )
     .await
     .expect(200);
-    let result = app
-        .send_form(
-            &path(&org, project, v2, ""),
-            &ada.token,
-            "bestellung-2.pdf",
-            &order("B-6262", "K-301", 30.0, true),
-            &[],
-        )
-        .await
-        .expect(200);
+    let result = extracted(
+        &app,
+        &ada,
+        &path(&org, project, v2, ""),
+        "bestellung-2.pdf",
+        &order("B-6262", "K-301", 30.0, true),
+    )
+    .await;
     let found = matches(&result);
     assert_eq!(found["order_ref"]["value"], "B-6262", "{result}");
     assert_eq!(found["customer_no"]["value"], "K-301", "{result}");

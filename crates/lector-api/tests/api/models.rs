@@ -244,13 +244,8 @@ async fn training_is_checked_up_front_and_fails_readably(app: TestApp) {
     }
 
     // One class only: the model fails with a reason a person can act on, notified once.
-    app.post(
-        &format!("/projects/{project}/annotations"),
-        &ada.token,
-        json!({"name": "One class", "documents": labeled(&BILLING, "billing")}),
-    )
-    .await
-    .expect(201);
+    app.labeled_session(&ada, project, "One class", labeled(&BILLING, "billing"))
+        .await;
     let model = train(&app, &ada, project, json!({"name": "Too little"})).await;
     assert_eq!(model["status"], "FAILED");
     let reason = model["failure"].as_str().unwrap();
@@ -537,13 +532,7 @@ async fn label_model_story(app: TestApp) {
                 .push(json!({"text": format!("{subject} was {bad}, I hated it."), "tags": [{"label": "negative"}]}));
         }
     }
-    app.post(
-        &format!("/projects/{project}/annotations"),
-        &ada.token,
-        json!({"name": "Reviews", "documents": documents}),
-    )
-    .await
-    .expect(201);
+    app.labeled_session(&ada, project, "Reviews", documents).await;
     let model = train(&app, &ada, project, json!({"display_name": "Sentiment"})).await;
     assert_eq!(model["status"], "READY", "{model}");
     assert_eq!(model["labels"], json!(["negative", "positive"]));
@@ -594,13 +583,7 @@ async fn a_label_model_learns_how_its_texts_were_typed(app: TestApp) {
         documents.push(json!({"text": tokenised(&text), "tags": [{"label": "corpus"}]}));
         documents.push(json!({"text": text, "tags": [{"label": "typed"}]}));
     }
-    app.post(
-        &format!("/projects/{project}/annotations"),
-        &ada.token,
-        json!({"name": "Two typings", "documents": documents}),
-    )
-    .await
-    .expect(201);
+    app.labeled_session(&ada, project, "Two typings", documents).await;
     let model = train(&app, &ada, project, json!({"display_name": "Typing"})).await;
     assert_eq!(model["status"], "READY", "{model}");
     assert_eq!(model["metrics"]["features"], "folded+cased+shape", "{model}");
@@ -644,13 +627,7 @@ async fn classlabel_model_story(app: TestApp) {
             documents.push(json!({"text": text, "tags": [{"class": class, "label": label}]}));
         }
     }
-    app.post(
-        &format!("/projects/{project}/annotations"),
-        &ada.token,
-        json!({"name": "Reviews", "documents": documents}),
-    )
-    .await
-    .expect(201);
+    app.labeled_session(&ada, project, "Reviews", documents).await;
     let model = train(&app, &ada, project, json!({"display_name": "Aspects"})).await;
     assert_eq!(model["status"], "READY", "{model}");
     assert_eq!(model["classes"], json!(["food", "service"]));

@@ -77,14 +77,7 @@ async fn the_loop(app: &TestApp, ada: &Session, kind: &str) {
             json!({"text": text, "tags": [tag(kind, aspect, good)]})
         })
         .collect();
-    let labeling = app
-        .post(
-            &format!("/projects/{project}/annotations"),
-            &ada.token,
-            json!({"name": "Reviews", "documents": documents}),
-        )
-        .await
-        .expect(201);
+    let labeling = app.labeled_session(ada, project, "Reviews", documents).await;
     let first = trained(app, ada, project, json!({"display_name": format!("{kind} v1")})).await;
 
     // A batch analysis of a 1,000-row CSV tags every document, mostly right.

@@ -30,6 +30,34 @@ struct Hook {
     headers: reqwest::header::HeaderMap,
 }
 
+/// A POST of a JSON body to a webhook address, without extra headers: most calls of the tests.
+async fn post_hook(app: &TestApp, path: &str, body: Value) -> Hook {
+    hook(app, Method::POST, path, Some(body), &[]).await
+}
+
+/// A multipart form (fields and one file) posted to a webhook address: its status and JSON answer.
+async fn form_hook(
+    app: &TestApp,
+    path: &str,
+    fields: &[(&str, String)],
+    file_name: &str,
+    bytes: &[u8],
+) -> (u16, Value) {
+    let (content_type, body) = crate::common::multipart(fields, file_name, bytes);
+    let response = app
+        .client
+        .post(app.url(path))
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .expect("request");
+    (
+        response.status().as_u16(),
+        response.json().await.expect("a JSON answer"),
+    )
+}
+
 async fn hook(app: &TestApp, method: Method, path: &str, body: Option<Value>, headers: &[(&str, &str)]) -> Hook {
     let mut request = app.client.request(method, app.url(path));
     if let Some(body) = body {
@@ -194,7 +222,7 @@ async fn workflows_are_a_resource_of_their_workspace(app: TestApp) {
 async fn the_production_address_listens_while_active(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let workflow = id(&create(&app, &ada, echo("Orders", "shop/orders", "POST")).await);
-    let before = hook(&app, Method::POST, "/webhook/shop/orders", Some(json!({"n": 1})), &[]).await;
+    let before = post_hook(&app, "/webhook/shop/orders", json!({"n": 1})).await;
     assert_eq!(before.status, 404);
     assert!(
         before.json["detail"]
@@ -211,7 +239,7 @@ async fn the_production_address_listens_while_active(app: TestApp) {
         .expect(200);
     assert_eq!(active["active"], true);
     assert_eq!(active["runs_as_user_id"], ada.user_id);
-    let answered = hook(&app, Method::POST, "/webhook/shop/orders", Some(json!({"n": 1})), &[]).await;
+    let answered = post_hook(&app, "/webhook/shop/orders", json!({"n": 1})).await;
     assert_eq!(
         (answered.status, answered.json.clone()),
         (200, json!({"echo": {"n": 1}}))
@@ -283,14 +311,7 @@ async fn the_production_address_listens_while_active(app: TestApp) {
             .status,
         404
     );
-    let kept = hook(
-        &app,
-        Method::POST,
-        "/webhook/shop/orders-v3",
-        Some(json!({"n": 3})),
-        &[],
-    )
-    .await;
+    let kept = post_hook(&app, "/webhook/shop/orders-v3", json!({"n": 3})).await;
     assert_eq!(kept.status, 200);
     let newest = &executions(&app, &ada, workflow).await[0];
     assert_eq!(newest["data"][0]["entries"][0]["json"]["body"], json!({"n": 3}));
@@ -334,14 +355,7 @@ async fn responses_follow_the_trigger(app: TestApp) {
         app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
             .await
             .expect(200);
-        let answered = hook(
-            &app,
-            Method::POST,
-            &format!("/webhook/modes/{n}"),
-            Some(body.clone()),
-            &[],
-        )
-        .await;
+        let answered = post_hook(&app, &format!("/webhook/modes/{n}"), body.clone()).await;
         assert_eq!((answered.status, answered.json), (status, expected), "case {n}");
     }
     // A string property is answered as plain text; no_data answers nothing.
@@ -365,10 +379,10 @@ async fn responses_follow_the_trigger(app: TestApp) {
             .await
             .expect(200);
     }
-    let plain = hook(&app, Method::POST, "/webhook/modes/text", Some(body.clone()), &[]).await;
+    let plain = post_hook(&app, "/webhook/modes/text", body.clone()).await;
     assert_eq!((plain.status, plain.text.as_str()), (200, "Hi hello"));
     assert!(plain.content_type.starts_with("text/plain"), "{}", plain.content_type);
-    let nothing = hook(&app, Method::POST, "/webhook/modes/empty", Some(body), &[]).await;
+    let nothing = post_hook(&app, "/webhook/modes/empty", body).await;
     assert_eq!((nothing.status, nothing.text.as_str()), (202, ""));
 
     // An immediate answer's execution finishes after it.
@@ -453,7 +467,7 @@ async fn one_registration_per_path_and_method(app: TestApp) {
     app.post(&format!("/workflows/{theirs}/activate"), &bob.token, json!({}))
         .await
         .expect(200);
-    let answered = hook(&app, Method::POST, "/webhook/shared", Some(json!({"by": "bob"})), &[]).await;
+    let answered = post_hook(&app, "/webhook/shared", json!({"by": "bob"})).await;
     assert_eq!(answered.json, json!({"echo": {"by": "bob"}}));
     // Deleting a workflow frees its path.
     app.delete(&format!("/workflows/{theirs}"), &bob.token)
@@ -488,19 +502,12 @@ async fn a_test_address_serves_one_call_and_keeps_its_data(app: TestApp) {
     // The production address does not listen for an inactive workflow.
     assert_eq!(hook(&app, Method::POST, "/webhook/try/me", None, &[]).await.status, 404);
 
-    let answered = hook(
-        &app,
-        Method::POST,
-        "/webhook-test/try/me?source=form",
-        Some(json!({"q": "?"})),
-        &[],
-    )
-    .await;
+    let answered = post_hook(&app, "/webhook-test/try/me?source=form", json!({"q": "?"})).await;
     assert_eq!(
         (answered.status, answered.json.clone()),
         (200, json!({"echo": {"q": "?"}}))
     );
-    let again = hook(&app, Method::POST, "/webhook-test/try/me", Some(json!({})), &[]).await;
+    let again = post_hook(&app, "/webhook-test/try/me", json!({})).await;
     assert_eq!(again.status, 404, "a test address serves one call");
 
     let recorded = executions(&app, &ada, workflow).await;
@@ -633,12 +640,7 @@ async fn each_method_may_lead_to_its_own_steps(app: TestApp) {
         hook(&app, Method::GET, "/webhook/both?id=7", None, &[]).await.text,
         "read 7"
     );
-    assert_eq!(
-        hook(&app, Method::POST, "/webhook/both", Some(json!({})), &[])
-            .await
-            .text,
-        "written"
-    );
+    assert_eq!(post_hook(&app, "/webhook/both", json!({})).await.text, "written");
     assert_eq!(
         hook(&app, Method::PUT, "/webhook/both", Some(json!({})), &[])
             .await
@@ -685,17 +687,10 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
     app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
         .await
         .expect(200);
-    let failed = hook(
-        &app,
-        Method::POST,
-        "/webhook/fails",
-        Some(json!({"text": "Where is my parcel?"})),
-        &[],
-    )
-    .await;
+    let failed = post_hook(&app, "/webhook/fails", json!({"text": "Where is my parcel?"})).await;
     assert_eq!(failed.status, 404, "{}", failed.text);
     assert_eq!(failed.json["detail"], "step 2 (analyze) failed: model not found");
-    let missing = hook(&app, Method::POST, "/webhook/fails", Some(json!({"txt": "?"})), &[]).await;
+    let missing = post_hook(&app, "/webhook/fails", json!({"txt": "?"})).await;
     // The notification renders nothing for the missing field; the analysis needs its text.
     assert_eq!(missing.status, 422, "{}", missing.text);
     let recorded = executions(&app, &ada, id(&workflow)).await;
@@ -743,7 +738,7 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
             .await
             .expect(200);
     }
-    let refused = hook(&app, Method::POST, "/webhook/outsider", Some(json!({})), &[]).await;
+    let refused = post_hook(&app, "/webhook/outsider", json!({})).await;
     assert_eq!(refused.status, 422);
     assert!(
         refused.json["detail"].as_str().unwrap().contains("not a member"),
@@ -751,19 +746,12 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
         refused.text
     );
     assert_eq!(app.get("/notifications", &bob.token).await.expect(200), json!([]));
-    let no_text = hook(
-        &app,
-        Method::POST,
-        "/webhook/no-text",
-        Some(json!({"subject": "x"})),
-        &[],
-    )
-    .await;
+    let no_text = post_hook(&app, "/webhook/no-text", json!({"subject": "x"})).await;
     assert_eq!(
         (no_text.status, no_text.json["detail"].clone()),
         (422, json!("step 1 (analyze) failed: the request has no body.text"))
     );
-    let guarded = hook(&app, Method::POST, "/webhook/private", Some(json!({})), &[]).await;
+    let guarded = post_hook(&app, "/webhook/private", json!({})).await;
     assert_eq!(
         (guarded.status, guarded.json["code"].clone()),
         (502, json!("upstream_failed")),
@@ -831,20 +819,15 @@ async fn files_and_forms_reach_the_steps(app: TestApp) {
     app.post(&format!("/workflows/{}/test", id(&workflow)), &ada.token, json!({}))
         .await
         .expect(200);
-    let (content_type, body) = crate::common::multipart(&[("customer", "Ann".into())], "order.pdf", b"%PDF-1.4 tiny");
-    let response = app
-        .client
-        .post(app.url("/webhook-test/forms"))
-        .header("content-type", content_type)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    assert_eq!(
-        response.json::<Value>().await.unwrap(),
-        json!({"got": {"customer": "Ann"}})
-    );
+    let answered = form_hook(
+        &app,
+        "/webhook-test/forms",
+        &[("customer", "Ann".into())],
+        "order.pdf",
+        b"%PDF-1.4 tiny",
+    )
+    .await;
+    assert_eq!(answered, (200, json!({"got": {"customer": "Ann"}})));
     let recorded = executions(&app, &ada, id(&workflow)).await;
     let binary = &recorded[0]["data"][0]["entries"][0]["binary"]["file"];
     assert_eq!(
@@ -915,7 +898,7 @@ async fn a_customer_email_is_answered_with_its_class(app: TestApp) {
     let mut right = 0;
     for (text, class) in crate::common::tickets::UNSEEN {
         let email = json!({"from": "customer@example.com", "subject": "Help", "text": text});
-        let answered = hook(&app, Method::POST, "/webhook/support/mail", Some(email), &[]).await;
+        let answered = post_hook(&app, "/webhook/support/mail", email).await;
         assert_eq!(answered.status, 200, "{}", answered.text);
         assert!(
             answered.content_type.starts_with("text/plain"),
@@ -970,21 +953,15 @@ mod outbound {
         app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
             .await
             .expect(200);
-        let (content_type, body) = crate::common::multipart(
+        let answered = form_hook(
+            &app,
+            "/webhook/invoices/in",
             &[("sender", "billing@muster.example".into())],
             "invoice.pdf",
             &crate::common::invoices::invoice(),
-        );
-        let response = app
-            .client
-            .post(app.url("/webhook/invoices/in"))
-            .header("content-type", content_type)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        assert_eq!(response.json::<Value>().await.unwrap(), json!(42));
+        )
+        .await;
+        assert_eq!(answered, (200, json!(42)));
         let posted = next(&mut received).await;
         assert_eq!(posted.request_line, "POST /tickets/RE-2024-0017 HTTP/1.1");
         assert_eq!(posted.headers["x-source"], "lector");
@@ -995,7 +972,7 @@ mod outbound {
             json!({"invoice": {"number": "RE-2024-0017", "total": "1234.50", "from": "billing@muster.example"}})
         );
         // A file the request lacks, and a model that does not extract, fail their step.
-        let lacking = hook(&app, Method::POST, "/webhook/invoices/in", Some(json!({})), &[]).await;
+        let lacking = post_hook(&app, "/webhook/invoices/in", json!({})).await;
         assert_eq!(lacking.status, 422);
         assert_eq!(
             lacking.json["detail"],
@@ -1034,7 +1011,7 @@ mod windows {
             .await
             .expect(200);
         tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-        let late = hook(&app, Method::POST, "/webhook-test/late", Some(json!({})), &[]).await;
+        let late = post_hook(&app, "/webhook-test/late", json!({})).await;
         assert_eq!(late.status, 404);
         assert!(executions(&app, &ada, workflow).await.is_empty());
         // After the window, the path is free for another workflow.
@@ -1057,21 +1034,11 @@ mod windows {
             .await
             .expect(200);
         let large = json!({"text": "x".repeat(5000)});
-        assert_eq!(
-            hook(&app, Method::POST, "/webhook/limited", Some(large), &[])
-                .await
-                .status,
-            413
-        );
+        assert_eq!(post_hook(&app, "/webhook/limited", large).await.status, 413);
         for _ in 0..2 {
-            assert_eq!(
-                hook(&app, Method::POST, "/webhook/limited", Some(json!({})), &[])
-                    .await
-                    .status,
-                200
-            );
+            assert_eq!(post_hook(&app, "/webhook/limited", json!({})).await.status, 200);
         }
-        let limited = hook(&app, Method::POST, "/webhook/limited", Some(json!({})), &[]).await;
+        let limited = post_hook(&app, "/webhook/limited", json!({})).await;
         assert_eq!(limited.status, 429);
         assert!(limited.headers.contains_key("retry-after"));
         app.post(

@@ -3,9 +3,9 @@
 //! With a lease far longer than the test may wait, the worker started after the kill on the
 //! same host hands the dead worker's lease back at once (`lector_jobs::owner`).
 
-use crate::common::{SHORT_LEASE_SECS, ended, stop_when, worker};
+use crate::common::{SHORT_LEASE_SECS, kill_midway, taken_over, worker};
 use lector_store::testing::{TestDatabase, owner_with_project};
-use lector_store::{Backend, ImportOptions, ImportedDocument, JobState, Store};
+use lector_store::{Backend, ImportOptions, ImportedDocument, Store};
 
 const DOCUMENTS: usize = 20_000;
 
@@ -38,28 +38,14 @@ async fn killed_worker_loses_nothing(backend: Backend, lease_secs: u32) {
     // Kill the first worker once it has committed part of the import (caught stopped, so it
     // cannot finish between the look and the kill).
     let dir = tempfile::tempdir().unwrap();
-    let mut first = worker(&database.url, dir.path(), lease_secs);
-    let job = stop_when(&first, &store, job_id, |j| j.progress > 0.0).await;
-    assert_ne!(
-        job.state,
-        JobState::Done,
-        "the import finished within one slice of the worker"
-    );
-    first.kill().unwrap();
-    first.wait().unwrap();
+    kill_midway(worker(&database.url, dir.path(), lease_secs), &store, job_id).await;
     let halfway = store.group(&scope, project.id, group.id).await.unwrap().document_count;
     assert!(
         halfway > 0 && halfway < DOCUMENTS as i64,
         "{halfway} documents after the kill"
     );
 
-    let mut second = worker(&database.url, dir.path(), lease_secs);
-    let job = ended(&store, job_id).await;
-    second.kill().unwrap();
-    second.wait().unwrap();
-
-    assert_eq!(job.state, JobState::Done, "{:?}", job.error);
-    assert_eq!(job.attempts, 2, "the second worker ran the job again");
+    taken_over(&database.url, dir.path(), lease_secs, &store, job_id).await;
     let group = store.group(&scope, project.id, group.id).await.unwrap();
     assert_eq!(
         (group.document_count, group.status.as_str()),

@@ -2,12 +2,12 @@
 //! the job over once the lease expires, and the analysis finishes once: every document covered,
 //! no segment's tag stored twice, one notification.
 
-use crate::common::{SHORT_LEASE_SECS, ended, stop_when, worker};
-use lector_core::{Action, ProjectType};
-use lector_store::testing::{TestDatabase, owner_with_project};
+use crate::common::{SHORT_LEASE_SECS, ended, kill_midway, labeled_project, taken_over, worker};
+use lector_core::Action;
+use lector_store::testing::TestDatabase;
 use lector_store::{
-    AnalysisSource, Backend, ClassFields, DocumentFilter, ImportOptions, ImportedDocument, JobState, LabeledDocument,
-    NewBatchAnalysis, NewSession, NewTraining, Store,
+    AnalysisSource, Backend, DocumentFilter, ImportOptions, ImportedDocument, JobState, LabeledDocument,
+    NewBatchAnalysis, NewTraining, Store,
 };
 use std::collections::HashSet;
 
@@ -29,21 +29,7 @@ async fn killed_analysis_finishes_once(backend: Backend) {
         return;
     };
     let store = Store::open(&database.url, 2).await.unwrap();
-    let (scope, _, project) = owner_with_project(&store, "Tickets", ProjectType::Class).await;
-    let classes = CLASSES
-        .iter()
-        .map(|c| ClassFields {
-            name: (*c).into(),
-            ..Default::default()
-        })
-        .collect();
-    store.add_classes(&scope, project.id, classes).await.unwrap();
-    let session = NewSession {
-        name: "Tickets".into(),
-        labeled: (0..600).map(ticket).collect(),
-        ..Default::default()
-    };
-    store.create_session(&scope, project.id, session).await.unwrap();
+    let (scope, project) = labeled_project(&store, &CLASSES, (0..600).map(ticket).collect()).await;
     let documents: Vec<_> = (0..DOCUMENTS)
         .map(|n| ImportedDocument {
             text: text(n),
@@ -67,7 +53,7 @@ async fn killed_analysis_finishes_once(backend: Backend) {
     // The first worker imports and trains, then is killed in the middle of the analysis: it
     // runs in slices and is looked at only while stopped.
     let dir = tempfile::tempdir().unwrap();
-    let mut first = worker(&database.url, dir.path(), SHORT_LEASE_SECS);
+    let first = worker(&database.url, dir.path(), SHORT_LEASE_SECS);
     assert_eq!(ended(&store, group.task_id.unwrap()).await.state, JobState::Done);
     assert_eq!(ended(&store, training.id).await.state, JobState::Done);
     let model = store.model_access(&scope, model.id, Action::Read).await.unwrap();
@@ -79,14 +65,7 @@ async fn killed_analysis_finishes_once(backend: Backend) {
     };
     let analysis = store.start_analysis(&scope, &model, new).await.unwrap();
     let job_id = analysis.task_id.unwrap();
-    let seen = stop_when(&first, &store, job_id, |job| job.progress > 0.0).await;
-    assert_eq!(
-        seen.state,
-        JobState::Running,
-        "the analysis finished before the worker could be killed"
-    );
-    first.kill().unwrap();
-    first.wait().unwrap();
+    kill_midway(first, &store, job_id).await;
     let halfway = store.analysis(&scope, analysis.id, Action::Read).await.unwrap();
     assert!(
         halfway.document_count > 0 && halfway.document_count < DOCUMENTS as i64,
@@ -94,11 +73,7 @@ async fn killed_analysis_finishes_once(backend: Backend) {
         halfway.document_count
     );
 
-    let second = worker(&database.url, dir.path(), SHORT_LEASE_SECS);
-    let job = ended(&store, job_id).await;
-    drop(second);
-    assert_eq!(job.state, JobState::Done, "{:?}", job.error);
-    assert_eq!(job.attempts, 2, "the second worker ran the job again");
+    taken_over(&database.url, dir.path(), SHORT_LEASE_SECS, &store, job_id).await;
 
     let analysis = store.analysis(&scope, analysis.id, Action::Read).await.unwrap();
     assert_eq!(analysis.status, "FINISHED");

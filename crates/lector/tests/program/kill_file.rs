@@ -2,9 +2,9 @@
 //! worker reads the file again from the blob store, skips the rows the first one stored, and
 //! the group ends with every row once.
 
-use crate::common::{SHORT_LEASE_SECS, ended, stop_when, worker};
+use crate::common::{SHORT_LEASE_SECS, kill_midway, taken_over, worker};
 use lector_store::testing::{TestDatabase, owner_with_project};
-use lector_store::{Backend, Blobs, FileSource, ImportOptions, JobState, Store};
+use lector_store::{Backend, Blobs, FileSource, ImportOptions, Store};
 use serde_json::json;
 
 const ROWS: usize = 20_000;
@@ -51,27 +51,14 @@ async fn killed_worker_imports_the_file_once(backend: Backend) {
         .unwrap();
     let job_id = group.task_id.unwrap();
 
-    let mut first = worker(&database.url, dir.path(), SHORT_LEASE_SECS);
-    let job = stop_when(&first, &store, job_id, |j| j.progress > 0.0).await;
-    assert_ne!(
-        job.state,
-        JobState::Done,
-        "the import finished within one slice of the worker"
-    );
-    first.kill().unwrap();
-    first.wait().unwrap();
+    kill_midway(worker(&database.url, dir.path(), SHORT_LEASE_SECS), &store, job_id).await;
     let halfway = store.group(&scope, project.id, group.id).await.unwrap().document_count;
     assert!(
         halfway > 0 && halfway < ROWS as i64,
         "{halfway} documents after the kill"
     );
 
-    let mut second = worker(&database.url, dir.path(), SHORT_LEASE_SECS);
-    let job = ended(&store, job_id).await;
-    second.kill().unwrap();
-    second.wait().unwrap();
-    assert_eq!(job.state, JobState::Done, "{:?}", job.error);
-    assert_eq!(job.attempts, 2);
+    let job = taken_over(&database.url, dir.path(), SHORT_LEASE_SECS, &store, job_id).await;
     let result = job.result.unwrap();
     assert_eq!(result["documents"], ROWS, "{result}");
     assert_eq!(

@@ -2,10 +2,10 @@
 //! over once the lease expires, and the model turns READY once, with one artifact version and
 //! one notification.
 
-use crate::common::{SHORT_LEASE_SECS, ended, stop_when, worker};
-use lector_core::{ModelStatus, ProjectType};
-use lector_store::testing::{TestDatabase, owner_with_project};
-use lector_store::{Backend, ClassFields, JobState, LabeledDocument, NewSession, NewTraining, Store};
+use crate::common::{SHORT_LEASE_SECS, kill_midway, labeled_project, taken_over, worker};
+use lector_core::ModelStatus;
+use lector_store::testing::TestDatabase;
+use lector_store::{Backend, LabeledDocument, NewTraining, Store};
 
 /// Enough annotated segments that training takes longer than a few progress reports.
 const SEGMENTS: usize = 30_000;
@@ -29,21 +29,7 @@ async fn killed_training_finishes_once(backend: Backend) {
         return;
     };
     let store = Store::open(&database.url, 2).await.unwrap();
-    let (scope, _, project) = owner_with_project(&store, "Tickets", ProjectType::Class).await;
-    let classes = CLASSES
-        .iter()
-        .map(|c| ClassFields {
-            name: (*c).into(),
-            ..Default::default()
-        })
-        .collect();
-    store.add_classes(&scope, project.id, classes).await.unwrap();
-    let session = NewSession {
-        name: "Tickets".into(),
-        labeled: (0..SEGMENTS).map(ticket).collect(),
-        ..Default::default()
-    };
-    store.create_session(&scope, project.id, session).await.unwrap();
+    let (scope, project) = labeled_project(&store, &CLASSES, (0..SEGMENTS).map(ticket).collect()).await;
     let (model, job) = store
         .start_training(&scope, project.id, NewTraining::default())
         .await
@@ -52,22 +38,8 @@ async fn killed_training_finishes_once(backend: Backend) {
     // Kill the first worker once it reports training progress: it runs in slices and is
     // looked at only while stopped, so it cannot finish unseen however slow the machine is.
     let dir = tempfile::tempdir().unwrap();
-    let mut first = worker(&database.url, dir.path(), SHORT_LEASE_SECS);
-    let seen = stop_when(&first, &store, job.id, |job| job.progress > 0.0).await;
-    assert_eq!(
-        seen.state,
-        JobState::Running,
-        "training finished before the worker could be killed"
-    );
-    first.kill().unwrap();
-    first.wait().unwrap();
-
-    let second = worker(&database.url, dir.path(), SHORT_LEASE_SECS);
-    let job = ended(&store, job.id).await;
-    drop(second);
-
-    assert_eq!(job.state, JobState::Done, "{:?}", job.error);
-    assert_eq!(job.attempts, 2, "the second worker ran the job again");
+    kill_midway(worker(&database.url, dir.path(), SHORT_LEASE_SECS), &store, job.id).await;
+    taken_over(&database.url, dir.path(), SHORT_LEASE_SECS, &store, job.id).await;
     let model = store
         .model_access(&scope, model.id, lector_core::Action::Read)
         .await

@@ -341,6 +341,23 @@ impl TestApp {
         project
     }
 
+    /// A labeling session of `documents` (each a text and its tags) in `project`, made by `who`.
+    pub async fn labeled_session(
+        &self,
+        who: &Session,
+        project: i64,
+        name: &str,
+        documents: impl serde::Serialize,
+    ) -> Value {
+        self.post(
+            &format!("/projects/{project}/annotations"),
+            &who.token,
+            json!({"name": name, "documents": documents}),
+        )
+        .await
+        .expect(201)
+    }
+
     /// Trains a model of `project` with `body` and waits for its job; answers the model as
     /// `get_project_model` gives it (READY or FAILED: the caller checks).
     pub async fn train_model(&self, who: &Session, project: i64, body: Value) -> Value {

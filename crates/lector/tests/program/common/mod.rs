@@ -3,7 +3,11 @@
 //! the labelled documents they train on. Each test binary uses a part of it.
 #![allow(dead_code)]
 
-use lector_store::{Job, JobState, LabeledDocument, NewDocument, NewSegment, NewTag, Store};
+use lector_core::{ProjectType, Scope};
+use lector_store::testing::owner_with_project;
+use lector_store::{
+    ClassFields, Job, JobState, LabeledDocument, NewDocument, NewSegment, NewSession, NewTag, Project, Store,
+};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -90,6 +94,51 @@ pub async fn ended(store: &Store, job_id: i64) -> Job {
         assert!(started.elapsed() < DEADLINE, "the job did not end: {job:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Kills `worker` in the middle of the job: once the job reports progress, caught stopped so
+/// that it cannot finish unseen. Answers the job as it was at the kill, still running.
+pub async fn kill_midway(mut worker: Worker, store: &Store, job_id: i64) -> Job {
+    let job = stop_when(&worker, store, job_id, |j| j.progress > 0.0).await;
+    assert_eq!(
+        job.state,
+        JobState::Running,
+        "the job finished before the worker could be killed: {job:?}"
+    );
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    job
+}
+
+/// A second worker takes the job over and finishes it: answers the job once it has ended,
+/// done on its second attempt.
+pub async fn taken_over(url: &str, dir: &std::path::Path, lease_secs: u32, store: &Store, job_id: i64) -> Job {
+    let second = worker(url, dir, lease_secs);
+    let job = ended(store, job_id).await;
+    drop(second);
+    assert_eq!(job.state, JobState::Done, "{:?}", job.error);
+    assert_eq!(job.attempts, 2, "the second worker ran the job again");
+    job
+}
+
+/// A CLASS project "Tickets" of its owner with `classes` and one labeling session of `labeled`.
+pub async fn labeled_project(store: &Store, classes: &[&str], labeled: Vec<LabeledDocument>) -> (Scope, Project) {
+    let (scope, _, project) = owner_with_project(store, "Tickets", ProjectType::Class).await;
+    let classes = classes
+        .iter()
+        .map(|c| ClassFields {
+            name: (*c).into(),
+            ..Default::default()
+        })
+        .collect();
+    store.add_classes(&scope, project.id, classes).await.unwrap();
+    let session = NewSession {
+        name: "Tickets".into(),
+        labeled,
+        ..Default::default()
+    };
+    store.create_session(&scope, project.id, session).await.unwrap();
+    (scope, project)
 }
 
 /// A one-segment document of `text`, tagged with `class` and marked annotated.
