@@ -1,13 +1,14 @@
 //! The labeled-file import job on both backends: a run killed after some batches and run again,
 //! then run once more, stores every document, tag and mark exactly once.
 
-use lector_core::ProjectType;
+mod common;
+use common::on_both_backends;
 use lector_extract::ExtractConfig;
 use lector_extract::sandbox::Sandbox;
 use lector_jobs::labeled_import::labeled_document;
 use lector_jobs::{Handler, ImportLabeled};
-use lector_store::testing::{TestDatabase, owner_with_project};
-use lector_store::{Backend, Blobs, ClassFields, LabeledColumns, LabeledFile, LabeledImportPayload, NewSession, Store};
+use lector_store::testing::TestDatabase;
+use lector_store::{Backend, Blobs, LabeledColumns, LabeledFile, LabeledImportPayload, NewSession, Store};
 use lector_text::{LabeledSegment, LabeledTag, LabeledText, Language};
 
 /// Documents in the file: more than two of the job's batches.
@@ -24,18 +25,7 @@ async fn a_labeled_import_run_twice_stores_once(backend: Backend) {
     let blobs_dir = std::env::temp_dir().join(format!("lector-labeled-{}", uuid::Uuid::new_v4()));
     let blobs = Blobs::open(blobs_dir.to_str().unwrap()).expect("blobs");
     let store = Store::open(&database.url, 4).await.expect("store").with_blobs(blobs);
-    let (scope, _, project) = owner_with_project(&store, "Reviews", ProjectType::Absa).await;
-    store
-        .add_classes(
-            &scope,
-            project.id,
-            vec![ClassFields {
-                name: "FOOD".into(),
-                ..Default::default()
-            }],
-        )
-        .await
-        .unwrap();
+    let (scope, _, project) = common::absa_project_with_class(&store, "Reviews", "FOOD").await;
     let mut csv = String::from("document,text,class,label\n");
     for i in 0..DOCUMENTS {
         csv.push_str(&format!("{i},{},FOOD,positive\n", text_of(i)));
@@ -126,12 +116,4 @@ async fn a_labeled_import_run_twice_stores_once(backend: Backend) {
     let _ = std::fs::remove_dir_all(&blobs_dir);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_labeled_import_run_twice_stores_once_sqlite() {
-    a_labeled_import_run_twice_stores_once(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_labeled_import_run_twice_stores_once_postgres() {
-    a_labeled_import_run_twice_stores_once(Backend::Postgres).await;
-}
+on_both_backends!(a_labeled_import_run_twice_stores_once);

@@ -2,6 +2,8 @@
 //! message, the body (with its one-time token) is gone from the database once delivered, and a
 //! mail that can never go out fails with one notification.
 
+mod common;
+use common::on_both_backends;
 use lector_core::config::{MailConfig, Secret};
 use lector_core::{ErrorCode, Scope};
 use lector_jobs::{Mailer, Runner, SendMail};
@@ -128,19 +130,6 @@ async fn a_mail_that_cannot_go_out_fails_once_with_a_notification(backend: Backe
         "{}",
         notes[0].text
     );
-}
-
-macro_rules! on_both_backends {
-    ($($name:ident),*) => {
-        mod sqlite { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(lector_store::Backend::Sqlite).await }
-        )* }
-        mod postgres { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(lector_store::Backend::Postgres).await }
-        )* }
-    };
 }
 
 on_both_backends!(

@@ -1,13 +1,14 @@
 //! The job queue on both backends: leases, heartbeats, fencing, the reaper, retries, and
 //! exactly one notification per finished job.
 
+mod common;
+use common::on_both_backends;
 use lector_core::{NotificationType, ProjectType, Scope};
 use lector_jobs::prepare_document;
 use lector_jobs::{Handler, HandlerFuture, JobError, Outcome, Runner};
 use lector_store::testing::{TestDatabase, owner_with_project};
 use lector_store::{
-    Backend, ClassFields, Failure, JobPayload, JobResource, JobState, LabeledDocument, Lease, NewJob, NewSession,
-    NewTag, Store,
+    Backend, Failure, JobPayload, JobResource, JobState, LabeledDocument, Lease, NewJob, NewSession, NewTag, Store,
 };
 use lector_text::Language;
 use serde::{Deserialize, Serialize};
@@ -429,19 +430,6 @@ async fn a_clone_without_a_handler_fails_its_project(backend: Backend) {
     );
 }
 
-macro_rules! on_both_backends {
-    ($($name:ident),*) => {
-        mod sqlite { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(lector_store::Backend::Sqlite).await }
-        )* }
-        mod postgres { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(lector_store::Backend::Postgres).await }
-        )* }
-    };
-}
-
 /// A clone job that runs again after committing its copies (a worker killed before it could
 /// record the job done) copies nothing twice.
 async fn a_clone_run_twice_copies_once(backend: Backend) {
@@ -449,18 +437,7 @@ async fn a_clone_run_twice_copies_once(backend: Backend) {
         return;
     };
     let store = Store::open(&database.url, 4).await.expect("store");
-    let (scope, workspace, project) = owner_with_project(&store, "Original", ProjectType::Absa).await;
-    store
-        .add_classes(
-            &scope,
-            project.id,
-            vec![ClassFields {
-                name: "FOOD".into(),
-                ..Default::default()
-            }],
-        )
-        .await
-        .unwrap();
+    let (scope, workspace, project) = common::absa_project_with_class(&store, "Original", "FOOD").await;
     let document = |text: &str| prepare_document(text, json!({}), Language::En, true);
     store
         .create_group(
