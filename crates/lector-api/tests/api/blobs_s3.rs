@@ -21,12 +21,7 @@ async fn uploads_go_to_s3_and_fill_a_group() {
         return;
     };
     let ada = app.register("ada@example.org").await;
-    let project = app
-        .post("/projects", &ada.token, json!({"name": "S3", "type": "CLASS"}))
-        .await
-        .expect(201)["id"]
-        .as_i64()
-        .unwrap();
+    let project = app.project_with_classes(&ada, "S3", "CLASS", &[]).await;
     let csv = b"text,stars\nGood food.,5\nSlow service.,1\n";
     let uploaded = app
         .send_form(

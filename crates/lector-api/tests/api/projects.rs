@@ -99,12 +99,7 @@ async fn project_lifecycle_and_types(app: TestApp) {
 
 async fn absa_projects_keep_their_labels(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = app
-        .post("/projects", &ada.token, json!({"name": "Reviews", "type": "ABSA"}))
-        .await
-        .expect(201)["id"]
-        .as_i64()
-        .unwrap();
+    let id = app.project_with_classes(&ada, "Reviews", "ABSA", &[]).await;
     let labels = format!("/projects/{id}/labels");
     let listed = app.get(&labels, &ada.token).await.expect(200);
     assert_eq!(names(&listed), ["positive", "negative", "neutral"]);
@@ -250,12 +245,7 @@ async fn transfer_needs_manager_in_both_workspaces(app: TestApp) {
         .expect(200)["id"]
         .as_i64()
         .unwrap();
-    let id = app
-        .post("/projects", &ada.token, json!({"name": "Mail", "type": "LABEL"}))
-        .await
-        .expect(201)["id"]
-        .as_i64()
-        .unwrap();
+    let id = app.project_with_classes(&ada, "Mail", "LABEL", &[]).await;
     app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "spam"}))
         .await
         .expect(201);

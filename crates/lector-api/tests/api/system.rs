@@ -411,12 +411,7 @@ async fn uploads_answer_503_while_the_s3_store_is_cut_and_work_once_it_returns()
     .unwrap();
     let app = TestApp::start_with_blobs(Backend::Sqlite, blobs).await.expect("an app");
     let ada = app.register("ada@example.org").await;
-    let project = app
-        .post("/projects", &ada.token, json!({"name": "S3", "type": "CLASS"}))
-        .await
-        .expect(201)["id"]
-        .as_i64()
-        .unwrap();
+    let project = app.project_with_classes(&ada, "S3", "CLASS", &[]).await;
     let path = format!("/projects/{project}/groups/upload");
     let upload = || app.send_form(&path, &ada.token, "reviews.csv", b"text,stars\nGood food.,5\n", &[]);
     upload().await.expect(200);

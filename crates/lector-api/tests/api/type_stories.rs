@@ -59,18 +59,8 @@ fn tag(kind: &str, aspect: &str, good: bool) -> Value {
 
 async fn the_loop(app: &TestApp, ada: &Session, kind: &str) {
     let classes: &[&str] = if kind == "LABEL" { &[] } else { &["food", "service"] };
-    let project = app.project_with_classes(ada, kind, kind, classes).await;
-    if kind != "ABSA" {
-        for label in ["good", "bad"] {
-            app.post(
-                &format!("/projects/{project}/labels"),
-                &ada.token,
-                json!({"name": label}),
-            )
-            .await
-            .expect(201);
-        }
-    }
+    let labels: &[&str] = if kind == "ABSA" { &[] } else { &["good", "bad"] };
+    let project = app.project_with(ada, kind, classes, labels).await;
     let documents: Vec<Value> = (0..64)
         .map(|n| {
             let (text, aspect, good) = review(n);

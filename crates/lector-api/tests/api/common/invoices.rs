@@ -25,15 +25,7 @@ pub fn invoice() -> Vec<u8> {
 /// examples of each; answers the project and model ids.
 pub async fn invoice_model(app: &TestApp, ada: &Session) -> (i64, i64) {
     let project = app.project_with_classes(ada, "Invoices", "LABEL", &[]).await;
-    for label in FIELDS {
-        app.post(
-            &format!("/projects/{project}/labels"),
-            &ada.token,
-            json!({"name": label}),
-        )
-        .await
-        .expect(201);
-    }
+    app.add_labels(ada, project, &FIELDS).await;
     let documents: Vec<Value> = (0..60)
         .map(|n| {
             let label = FIELDS[n % FIELDS.len()];

@@ -329,6 +329,12 @@ impl TestApp {
     /// Creates a project of `kind` (named after it) with these classes and labels; answers its id.
     pub async fn project_with(&self, owner: &Session, kind: &str, classes: &[&str], labels: &[&str]) -> i64 {
         let project = self.project_with_classes(owner, kind, kind, classes).await;
+        self.add_labels(owner, project, labels).await;
+        project
+    }
+
+    /// Adds these labels to `project`, one request each.
+    pub async fn add_labels(&self, owner: &Session, project: i64, labels: &[&str]) {
         for label in labels {
             self.post(
                 &format!("/projects/{project}/labels"),
@@ -338,7 +344,6 @@ impl TestApp {
             .await
             .expect(201);
         }
-        project
     }
 
     /// A labeling session of `documents` (each a text and its tags) in `project`, made by `who`.
