@@ -112,19 +112,11 @@ async fn run(options: &Options) -> Result<(), String> {
 }
 
 fn main() -> std::process::ExitCode {
-    let options = match Options::parse(vec![10_000, 100_000], vec![Format::Csv, Format::Jsonl, Format::Xlsx]) {
-        Ok(options) => options,
-        Err(e) => {
-            eprintln!("download_bench: {e}");
-            return std::process::ExitCode::from(2);
-        }
+    let formats = vec![Format::Csv, Format::Jsonl, Format::Xlsx];
+    let (options, runtime) = match bench_server::begin("download_bench", vec![10_000, 100_000], formats) {
+        Ok(begun) => begun,
+        Err(code) => return code,
     };
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
     match runtime.block_on(run(&options)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -45,19 +45,10 @@ async fn run(options: &Options, format: Format, rows: usize, file: Vec<u8>) -> R
 }
 
 fn main() -> std::process::ExitCode {
-    let options = match Options::parse(vec![100_000], vec![Format::Csv, Format::Xlsx]) {
-        Ok(options) => options,
-        Err(e) => {
-            eprintln!("ingest_bench: {e}");
-            return std::process::ExitCode::from(2);
-        }
+    let (options, runtime) = match bench_server::begin("ingest_bench", vec![100_000], vec![Format::Csv, Format::Xlsx]) {
+        Ok(begun) => begun,
+        Err(code) => return code,
     };
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
     println!(
         "| format | rows | file MiB | upload s | total s | rows/s | peak RSS before upload MiB | peak RSS after import MiB |"
     );

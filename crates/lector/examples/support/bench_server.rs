@@ -83,6 +83,26 @@ impl Options {
     }
 }
 
+/// The benchmark `name`'s options over these defaults and the runtime it runs on (one worker
+/// thread, rustls on ring); a bad command line is said on stderr and ends the program with 2.
+pub fn begin(
+    name: &str,
+    rows: Vec<usize>,
+    formats: Vec<lector_text::Format>,
+) -> Result<(Options, tokio::runtime::Runtime), std::process::ExitCode> {
+    let options = Options::parse(rows, formats).map_err(|e| {
+        eprintln!("{name}: {e}");
+        std::process::ExitCode::from(2)
+    })?;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    Ok((options, runtime))
+}
+
 /// A process's peak and current resident memory in KiB (`VmHWM`, `VmRSS`).
 pub fn memory(pid: u32) -> (u64, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
