@@ -209,117 +209,87 @@ struct Page<'a> {
     german: bool,
 }
 
-fn lines_of_items(runs: &mut Vec<TextRun>, items: &Items, top: f32, german: bool) -> f32 {
+/// The page's line items from `top` down, each with its amount at the right; answers where
+/// the next row would start.
+fn lines_of_items(runs: &mut Vec<TextRun>, page: &Page<'_>, top: f32) -> f32 {
     let mut y = top;
-    for (name, cents) in items {
+    for (name, cents) in page.items {
         runs.push(TextRun::new(60.0, y, 10.0, name.as_str()));
-        runs.push(TextRun::new(430.0, y, 10.0, money(*cents, german)));
+        runs.push(TextRun::new(430.0, y, 10.0, money(*cents, page.german)));
         y += 16.0;
     }
     y
 }
 
+/// The total on a row of its own, in bold: its label at `x`, the amount in the items' column.
+fn total_row(runs: &mut Vec<TextRun>, page: &Page<'_>, x: f32, y: f32, label: &str) {
+    runs.push(TextRun::new(x, y, 11.0, label).bold());
+    runs.push(TextRun::new(430.0, y, 11.0, money(page.cents, page.german)).bold());
+}
+
 fn beside(page: &Page<'_>) -> Vec<TextRun> {
-    let Page {
-        vendor,
-        number,
-        date,
-        items,
-        cents,
-        iban,
-        german,
-    } = *page;
-    let (title, no, on, total, pay) = if german {
+    let (title, no, on, total, pay) = if page.german {
         ("Rechnung", "Rechnung Nr.", "Datum:", "Gesamtbetrag:", "Bankverbindung")
     } else {
         ("Invoice", "Invoice No.", "Date:", "Total:", "Bank details")
     };
     let mut runs = vec![
-        TextRun::new(50.0, 70.0, 18.0, vendor).bold(),
+        TextRun::new(50.0, 70.0, 18.0, page.vendor).bold(),
         TextRun::new(50.0, 88.0, 9.0, "Hauptstraße 12, 10115 Berlin"),
         TextRun::new(50.0, 150.0, 16.0, title).bold(),
-        TextRun::new(50.0, 180.0, 10.0, format!("{no} {number}")),
-        TextRun::new(50.0, 196.0, 10.0, format!("{on} {date}")),
+        TextRun::new(50.0, 180.0, 10.0, format!("{no} {}", page.number)),
+        TextRun::new(50.0, 196.0, 10.0, format!("{on} {}", page.date)),
     ];
-    let y = lines_of_items(&mut runs, items, 250.0, german);
-    runs.push(TextRun::new(300.0, y + 20.0, 11.0, total).bold());
-    runs.push(TextRun::new(430.0, y + 20.0, 11.0, money(cents, german)).bold());
-    runs.push(TextRun::new(50.0, 760.0, 8.0, format!("{pay}: IBAN {iban}")));
+    let y = lines_of_items(&mut runs, page, 250.0);
+    total_row(&mut runs, page, 300.0, y + 20.0, total);
+    runs.push(TextRun::new(50.0, 760.0, 8.0, format!("{pay}: IBAN {}", page.iban)));
     runs
 }
 
 fn header_table(page: &Page<'_>) -> Vec<TextRun> {
-    let Page {
-        vendor,
-        number,
-        date,
-        items,
-        cents,
-        iban,
-        german,
-    } = *page;
-    let (no, on, due, total) = if german {
+    let (no, on, due, total) = if page.german {
         ("Rechnungsnummer", "Rechnungsdatum", "Kundennummer", "Rechnungsbetrag")
     } else {
         ("Invoice Number", "Invoice Date", "Customer", "Amount due")
     };
     let mut runs = vec![
-        TextRun::new(350.0, 60.0, 16.0, vendor).bold(),
+        TextRun::new(350.0, 60.0, 16.0, page.vendor).bold(),
         TextRun::new(50.0, 140.0, 9.0, no),
         TextRun::new(220.0, 140.0, 9.0, on),
         TextRun::new(390.0, 140.0, 9.0, due),
-        TextRun::new(50.0, 154.0, 11.0, number),
-        TextRun::new(220.0, 154.0, 11.0, date),
+        TextRun::new(50.0, 154.0, 11.0, page.number),
+        TextRun::new(220.0, 154.0, 11.0, page.date),
         TextRun::new(390.0, 154.0, 11.0, "K-20417"),
     ];
-    let y = lines_of_items(&mut runs, items, 220.0, german);
+    let y = lines_of_items(&mut runs, page, 220.0);
     runs.push(TextRun::new(300.0, y + 24.0, 11.0, total));
-    runs.push(TextRun::new(300.0, y + 40.0, 13.0, money(cents, german)).bold());
+    runs.push(TextRun::new(300.0, y + 40.0, 13.0, money(page.cents, page.german)).bold());
     runs.push(TextRun::new(50.0, 770.0, 8.0, "IBAN"));
-    runs.push(TextRun::new(50.0, 781.0, 8.0, iban));
+    runs.push(TextRun::new(50.0, 781.0, 8.0, page.iban));
     runs
 }
 
 fn right_column(page: &Page<'_>) -> Vec<TextRun> {
-    let Page {
-        vendor,
-        number,
-        date,
-        items,
-        cents,
-        iban,
-        german,
-    } = *page;
-    let (no, on, total) = if german {
+    let (no, on, total) = if page.german {
         ("Rechnungs-Nr.:", "Datum:", "Summe")
     } else {
         ("Invoice #:", "Date:", "Total due")
     };
     let mut runs = vec![
-        TextRun::new(50.0, 60.0, 14.0, vendor).bold(),
+        TextRun::new(50.0, 60.0, 14.0, page.vendor).bold(),
         TextRun::new(360.0, 110.0, 10.0, no),
-        TextRun::new(460.0, 110.0, 10.0, number),
+        TextRun::new(460.0, 110.0, 10.0, page.number),
         TextRun::new(360.0, 126.0, 10.0, on),
-        TextRun::new(460.0, 126.0, 10.0, date),
+        TextRun::new(460.0, 126.0, 10.0, page.date),
     ];
-    let y = lines_of_items(&mut runs, items, 240.0, german);
-    runs.push(TextRun::new(60.0, y + 18.0, 11.0, total).bold());
-    runs.push(TextRun::new(430.0, y + 18.0, 11.0, money(cents, german)).bold());
-    runs.push(TextRun::new(360.0, 700.0, 8.0, format!("IBAN: {iban}")));
+    let y = lines_of_items(&mut runs, page, 240.0);
+    total_row(&mut runs, page, 60.0, y + 18.0, total);
+    runs.push(TextRun::new(360.0, 700.0, 8.0, format!("IBAN: {}", page.iban)));
     runs
 }
 
 fn letter(page: &Page<'_>) -> Vec<TextRun> {
-    let Page {
-        vendor,
-        number,
-        date,
-        items,
-        cents,
-        iban,
-        german,
-    } = *page;
-    let (subject, greeting, total, transfer) = if german {
+    let (subject, greeting, total, transfer) = if page.german {
         (
             "Rechnung",
             "Sehr geehrte Damen und Herren, wir berechnen:",
@@ -335,15 +305,24 @@ fn letter(page: &Page<'_>) -> Vec<TextRun> {
         )
     };
     let mut runs = vec![
-        TextRun::new(50.0, 50.0, 9.0, format!("{vendor} · Hauptstraße 12 · 10115 Berlin")),
-        TextRun::new(400.0, 120.0, 10.0, format!("Berlin, {date}")),
-        TextRun::new(50.0, 170.0, 12.0, format!("{subject} {number}")).bold(),
+        TextRun::new(
+            50.0,
+            50.0,
+            9.0,
+            format!("{} · Hauptstraße 12 · 10115 Berlin", page.vendor),
+        ),
+        TextRun::new(400.0, 120.0, 10.0, format!("Berlin, {}", page.date)),
+        TextRun::new(50.0, 170.0, 12.0, format!("{subject} {}", page.number)).bold(),
         TextRun::new(50.0, 200.0, 10.0, greeting),
     ];
-    let y = lines_of_items(&mut runs, items, 230.0, german);
-    runs.push(TextRun::new(60.0, y + 16.0, 11.0, total).bold());
-    runs.push(TextRun::new(430.0, y + 16.0, 11.0, money(cents, german)).bold());
-    runs.push(TextRun::new(50.0, y + 60.0, 10.0, format!("{transfer} IBAN {iban}.")));
+    let y = lines_of_items(&mut runs, page, 230.0);
+    total_row(&mut runs, page, 60.0, y + 16.0, total);
+    runs.push(TextRun::new(
+        50.0,
+        y + 60.0,
+        10.0,
+        format!("{transfer} IBAN {}.", page.iban),
+    ));
     runs
 }
 
