@@ -320,17 +320,14 @@ impl<'a> PageIndex<'a> {
 
     /// The character range of `span` in [`Page::text`].
     fn char_range(&self, span: Span) -> (usize, usize) {
-        let before: usize = self.page.lines[..span.line]
-            .iter()
-            .map(|l| l.text().chars().count() + 1)
-            .sum();
-        let words = &self.page.lines[span.line].words;
-        let start = before
-            + words[..span.start]
+        let placed = self.page.placed_words();
+        let chars = |index: usize| {
+            placed
                 .iter()
-                .map(|w| w.text.chars().count() + 1)
-                .sum::<usize>();
-        (start, start + self.text(span).chars().count())
+                .find(|p| p.line == span.line && p.index == index)
+                .map_or(0..0, |p| p.chars.clone())
+        };
+        (chars(span.start).start, chars(span.end - 1).end)
     }
 
     /// Every run of up to `most` words on a line.
@@ -343,30 +340,20 @@ impl<'a> PageIndex<'a> {
 
     /// The words a character range of [`Page::text`] covers, on the line of its first word.
     fn span_of(&self, start: usize, end: usize) -> Option<Span> {
-        let mut at = 0;
         let mut found: Option<Span> = None;
-        for (l, line) in self.page.lines.iter().enumerate() {
-            if l > 0 {
-                at += 1;
-            }
-            for (w, word) in line.words.iter().enumerate() {
-                if w > 0 {
-                    at += 1;
+        for placed in self.page.placed_words() {
+            let covered = placed.chars.start < end && start < placed.chars.end;
+            let (line, w) = (placed.line, placed.index);
+            match (&mut found, covered) {
+                (None, true) => {
+                    found = Some(Span {
+                        line,
+                        start: w,
+                        end: w + 1,
+                    })
                 }
-                let len = word.text.chars().count();
-                let covered = at < end && start < at + len;
-                at += len;
-                match (&mut found, covered) {
-                    (None, true) => {
-                        found = Some(Span {
-                            line: l,
-                            start: w,
-                            end: w + 1,
-                        })
-                    }
-                    (Some(span), true) if span.line == l => span.end = w + 1,
-                    _ => {}
-                }
+                (Some(span), true) if span.line == line => span.end = w + 1,
+                _ => {}
             }
         }
         found.filter(|s| s.end - s.start <= MAX_VALUE_WORDS)

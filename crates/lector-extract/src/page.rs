@@ -119,6 +119,12 @@ impl Page {
 
     /// Every word with the character range it covers in [`Page::text`], in reading order.
     pub fn words_with_offsets(&self) -> Vec<(&Word, std::ops::Range<usize>)> {
+        self.placed_words().into_iter().map(|p| (p.word, p.chars)).collect()
+    }
+
+    /// Every word with its line, its place on the line and the character range it covers in
+    /// [`Page::text`], in reading order.
+    pub(crate) fn placed_words(&self) -> Vec<PlacedWord<'_>> {
         let mut at = 0;
         let mut out = Vec::new();
         for (l, line) in self.lines.iter().enumerate() {
@@ -130,7 +136,12 @@ impl Page {
                     at += 1;
                 }
                 let len = word.text.chars().count();
-                out.push((word, at..at + len));
+                out.push(PlacedWord {
+                    line: l,
+                    index: w,
+                    word,
+                    chars: at..at + len,
+                });
                 at += len;
             }
         }
@@ -141,6 +152,18 @@ impl Page {
     pub fn word_count(&self) -> usize {
         self.lines.iter().map(|l| l.words.len()).sum()
     }
+}
+
+/// A word of a page with where it stands ([`Page::placed_words`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PlacedWord<'a> {
+    /// Its line's index on the page.
+    pub(crate) line: usize,
+    /// Its index on its line.
+    pub(crate) index: usize,
+    pub(crate) word: &'a Word,
+    /// The characters it covers in [`Page::text`].
+    pub(crate) chars: std::ops::Range<usize>,
 }
 
 /// A whole document as read.
