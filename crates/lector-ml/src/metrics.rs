@@ -77,11 +77,10 @@ impl Counts {
     }
 
     fn scores(self, name: &str) -> NameScores {
-        let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
         NameScores {
             name: name.to_string(),
-            precision: ratio(self.tp, self.tp + self.fp),
-            recall: ratio(self.tp, self.tp + self.fn_),
+            precision: share(self.tp, self.tp + self.fp),
+            recall: share(self.tp, self.tp + self.fn_),
             f1: self.f1(),
             support: self.tp + self.fn_,
         }
@@ -131,137 +130,159 @@ pub fn evaluate_tags(
     predicted: &[Vec<Tag>],
 ) -> Metrics {
     let n = gold.len().min(predicted.len());
+    let (gold, predicted) = (&gold[..n], &predicted[..n]);
     match project_type {
-        ProjectType::Label => {
-            let mut per: BTreeMap<String, Counts> = labels.iter().map(|l| (l.clone(), Counts::default())).collect();
-            let mut pairs = Vec::new();
-            let mut right = 0;
-            for i in 0..n {
-                let g = gold[i].iter().find_map(|t| t.label.clone()).unwrap_or_default();
-                let p = predicted[i].iter().find_map(|t| t.label.clone()).unwrap_or_default();
-                if g == p {
-                    right += 1;
-                    per.entry(g.clone()).or_default().tp += 1;
-                } else {
-                    per.entry(g.clone()).or_default().fn_ += 1;
-                    per.entry(p.clone()).or_default().fp += 1;
-                }
-                pairs.push((g, p));
-            }
-            let accuracy = if n == 0 { 0.0 } else { right as f64 / n as f64 };
-            let (_, macro_f1, scores) = micro_macro(&per);
-            Metrics {
-                project_type,
-                segments: n,
-                accuracy,
-                micro_f1: accuracy,
-                macro_f1,
-                classes: Vec::new(),
-                labels: scores,
-                confusion: Some(confusion(&pairs, labels)),
-                aspect_f1: None,
-                sentiment_accuracy: None,
-                score: macro_f1,
-                features: None,
-                encoder: None,
+        ProjectType::Label => label_metrics(labels, gold, predicted),
+        ProjectType::Class => class_metrics(classes, gold, predicted),
+        ProjectType::Absa | ProjectType::Classlabel => pair_metrics(project_type, classes, labels, gold, predicted),
+    }
+}
+
+impl Metrics {
+    /// The figures every project type has, ranked by `macro_f1`; the per-label and pair
+    /// figures empty.
+    fn scored(project_type: ProjectType, segments: usize, accuracy: f64, micro_f1: f64, macro_f1: f64) -> Self {
+        Metrics {
+            project_type,
+            segments,
+            accuracy,
+            micro_f1,
+            macro_f1,
+            classes: Vec::new(),
+            labels: Vec::new(),
+            confusion: None,
+            aspect_f1: None,
+            sentiment_accuracy: None,
+            score: macro_f1,
+            features: None,
+            encoder: None,
+        }
+    }
+}
+
+/// `part / whole`, 0 for nothing.
+fn share(part: usize, whole: usize) -> f64 {
+    if whole == 0 { 0.0 } else { part as f64 / whole as f64 }
+}
+
+/// Empty counts for each of `names`, so that names never seen still get a row.
+fn counts_for(names: &[String]) -> BTreeMap<String, Counts> {
+    names.iter().map(|name| (name.clone(), Counts::default())).collect()
+}
+
+/// Counts one decided label against its gold one in `per` (a hit for the gold label, or a
+/// miss for it and a false alarm for the predicted one); answers whether it was right.
+fn count_label(per: &mut BTreeMap<String, Counts>, gold: &str, predicted: &str) -> bool {
+    let right = gold == predicted;
+    if right {
+        per.entry(gold.to_owned()).or_default().tp += 1;
+    } else {
+        per.entry(gold.to_owned()).or_default().fn_ += 1;
+        per.entry(predicted.to_owned()).or_default().fp += 1;
+    }
+    right
+}
+
+fn label_metrics(labels: &[String], gold: &[Vec<Tag>], predicted: &[Vec<Tag>]) -> Metrics {
+    let mut per = counts_for(labels);
+    let mut pairs = Vec::new();
+    let mut right = 0;
+    for (gold, predicted) in gold.iter().zip(predicted) {
+        let g = gold.iter().find_map(|t| t.label.clone()).unwrap_or_default();
+        let p = predicted.iter().find_map(|t| t.label.clone()).unwrap_or_default();
+        right += usize::from(count_label(&mut per, &g, &p));
+        pairs.push((g, p));
+    }
+    let accuracy = share(right, gold.len());
+    let (_, macro_f1, scores) = micro_macro(&per);
+    Metrics {
+        labels: scores,
+        confusion: Some(confusion(&pairs, labels)),
+        ..Metrics::scored(ProjectType::Label, gold.len(), accuracy, accuracy, macro_f1)
+    }
+}
+
+fn class_metrics(classes: &[String], gold: &[Vec<Tag>], predicted: &[Vec<Tag>]) -> Metrics {
+    let mut per = counts_for(classes);
+    let mut exact = 0;
+    for (gold, predicted) in gold.iter().zip(predicted) {
+        let g: BTreeSet<&String> = gold.iter().filter_map(|t| t.class.as_ref()).collect();
+        let p: BTreeSet<&String> = predicted.iter().filter_map(|t| t.class.as_ref()).collect();
+        exact += usize::from(g == p);
+        for c in g.union(&p) {
+            let e = per.entry((*c).clone()).or_default();
+            match (g.contains(c), p.contains(c)) {
+                (true, true) => e.tp += 1,
+                (true, false) => e.fn_ += 1,
+                _ => e.fp += 1,
             }
         }
-        ProjectType::Class => {
-            let mut per: BTreeMap<String, Counts> = classes.iter().map(|c| (c.clone(), Counts::default())).collect();
-            let mut exact = 0;
-            for i in 0..n {
-                let g: BTreeSet<&String> = gold[i].iter().filter_map(|t| t.class.as_ref()).collect();
-                let p: BTreeSet<&String> = predicted[i].iter().filter_map(|t| t.class.as_ref()).collect();
-                exact += usize::from(g == p);
-                for c in g.union(&p) {
-                    let e = per.entry((*c).clone()).or_default();
-                    match (g.contains(c), p.contains(c)) {
-                        (true, true) => e.tp += 1,
-                        (true, false) => e.fn_ += 1,
-                        _ => e.fp += 1,
+    }
+    let (micro_f1, macro_f1, scores) = micro_macro(&per);
+    Metrics {
+        classes: scores,
+        ..Metrics::scored(
+            ProjectType::Class,
+            gold.len(),
+            share(exact, gold.len()),
+            micro_f1,
+            macro_f1,
+        )
+    }
+}
+
+/// ABSA and CLASSLABEL: a class is right with its label, detected with any.
+fn pair_metrics(
+    project_type: ProjectType,
+    classes: &[String],
+    labels: &[String],
+    gold: &[Vec<Tag>],
+    predicted: &[Vec<Tag>],
+) -> Metrics {
+    let mut pair_per = counts_for(classes);
+    let mut label_per = counts_for(labels);
+    let mut detect = Counts::default();
+    let mut label_pairs = Vec::new();
+    let (mut exact, mut label_right) = (0, 0);
+    for (gold, predicted) in gold.iter().zip(predicted) {
+        let g = class_labels(gold);
+        let p = class_labels(predicted);
+        exact += usize::from(g == p);
+        let names: BTreeSet<&String> = g.keys().chain(p.keys()).collect();
+        for c in names {
+            let e = pair_per.entry(c.clone()).or_default();
+            match (g.get(c), p.get(c)) {
+                (Some(gl), Some(pl)) => {
+                    detect.tp += 1;
+                    if count_label(&mut label_per, gl, pl) {
+                        e.tp += 1;
+                        label_right += 1;
+                    } else {
+                        e.fn_ += 1;
+                        e.fp += 1;
                     }
+                    label_pairs.push((gl.clone(), pl.clone()));
+                }
+                (Some(_), None) => {
+                    detect.fn_ += 1;
+                    e.fn_ += 1;
+                }
+                (None, _) => {
+                    detect.fp += 1;
+                    e.fp += 1;
                 }
             }
-            let (micro_f1, macro_f1, scores) = micro_macro(&per);
-            Metrics {
-                project_type,
-                segments: n,
-                accuracy: if n == 0 { 0.0 } else { exact as f64 / n as f64 },
-                micro_f1,
-                macro_f1,
-                classes: scores,
-                labels: Vec::new(),
-                confusion: None,
-                aspect_f1: None,
-                sentiment_accuracy: None,
-                score: macro_f1,
-                features: None,
-                encoder: None,
-            }
         }
-        ProjectType::Absa | ProjectType::Classlabel => {
-            let mut pair_per: BTreeMap<String, Counts> =
-                classes.iter().map(|c| (c.clone(), Counts::default())).collect();
-            let mut label_per: BTreeMap<String, Counts> =
-                labels.iter().map(|l| (l.clone(), Counts::default())).collect();
-            let mut detect = Counts::default();
-            let mut label_pairs = Vec::new();
-            let (mut exact, mut label_right) = (0, 0);
-            for i in 0..n {
-                let g = class_labels(&gold[i]);
-                let p = class_labels(&predicted[i]);
-                exact += usize::from(g == p);
-                let names: BTreeSet<&String> = g.keys().chain(p.keys()).collect();
-                for c in names {
-                    let e = pair_per.entry(c.clone()).or_default();
-                    match (g.get(c), p.get(c)) {
-                        (Some(gl), Some(pl)) => {
-                            detect.tp += 1;
-                            if gl == pl {
-                                e.tp += 1;
-                                label_right += 1;
-                                label_per.entry(gl.clone()).or_default().tp += 1;
-                            } else {
-                                e.fn_ += 1;
-                                e.fp += 1;
-                                label_per.entry(gl.clone()).or_default().fn_ += 1;
-                                label_per.entry(pl.clone()).or_default().fp += 1;
-                            }
-                            label_pairs.push((gl.clone(), pl.clone()));
-                        }
-                        (Some(_), None) => {
-                            detect.fn_ += 1;
-                            e.fn_ += 1;
-                        }
-                        (None, _) => {
-                            detect.fp += 1;
-                            e.fp += 1;
-                        }
-                    }
-                }
-            }
-            let (micro_f1, macro_f1, scores) = micro_macro(&pair_per);
-            let (_, _, label_scores) = micro_macro(&label_per);
-            Metrics {
-                project_type,
-                segments: n,
-                accuracy: if n == 0 { 0.0 } else { exact as f64 / n as f64 },
-                micro_f1,
-                macro_f1,
-                classes: scores,
-                labels: label_scores,
-                confusion: Some(confusion(&label_pairs, labels)),
-                aspect_f1: Some(detect.f1()),
-                sentiment_accuracy: Some(if detect.tp == 0 {
-                    0.0
-                } else {
-                    label_right as f64 / detect.tp as f64
-                }),
-                score: macro_f1,
-                features: None,
-                encoder: None,
-            }
-        }
+    }
+    let (micro_f1, macro_f1, scores) = micro_macro(&pair_per);
+    let (_, _, label_scores) = micro_macro(&label_per);
+    Metrics {
+        classes: scores,
+        labels: label_scores,
+        confusion: Some(confusion(&label_pairs, labels)),
+        aspect_f1: Some(detect.f1()),
+        sentiment_accuracy: Some(share(label_right, detect.tp)),
+        ..Metrics::scored(project_type, gold.len(), share(exact, gold.len()), micro_f1, macro_f1)
     }
 }
 
