@@ -128,16 +128,16 @@ fn train_inner(
     let (targets, keys) = targets::main_targets(project_type, examples, &rows, &classes, &labels);
     // With few examples per label, a copy of the encoder tuned on pairs of them gives the
     // vectors (before featurisation, which reads them).
-    let pair_tuned = encoder::tune_pairs(
-        embedder.as_ref(),
-        dense.as_ref(),
-        &targets,
+    let tuning = encoder::Tuning {
+        embedder: embedder.as_ref(),
+        dense: dense.as_ref(),
+        targets: &targets,
         examples,
-        &rows,
-        options,
+        rows: &rows,
+        seed: options.seed,
         text_units,
-        progress,
-    )?;
+    };
+    let pair_tuned = tuning.tune_pairs(progress)?;
 
     // Featurisation: the n-grams of every head, and the encoder's vectors for the main one,
     // for every candidate featurisation (one where it is fixed).
@@ -231,17 +231,7 @@ fn train_inner(
     };
     let main = main_job.final_fit(chosen.selection, &mut rng, progress)?;
     let mut calibration = calibration::calibrate(&targets, &main.held_out);
-    let tuned = encoder::tune(
-        embedder.as_ref(),
-        dense.as_ref(),
-        &targets,
-        examples,
-        &rows,
-        options,
-        text_units,
-        &mut calibration,
-        progress,
-    )?;
+    let tuned = tuning.tune(&mut calibration, progress)?;
     let (label_head, c_labels) = heads::fit_label_head(
         project_type,
         label_job.as_ref(),

@@ -90,28 +90,59 @@ pub(super) fn dense_idf(idf: &[f32], main_dim: usize) -> Vec<f32> {
     out
 }
 
-/// Where the encoder is to be tuned on pairs ([`DenseConfig::contrastive`]), the copy tuned on
-/// the rows' labels (`targets`, single-label).
-#[expect(clippy::too_many_arguments, reason = "one step of train_inner, reading its locals")]
-pub(super) fn tune_pairs(
-    embedder: Option<&Arc<dyn Embedder>>,
-    dense: Option<&DenseConfig>,
-    targets: &Targets,
-    examples: &[Example],
-    rows: &[usize],
-    options: &Options<'_>,
-    text_units: f64,
-    progress: &mut Progress<'_, '_>,
-) -> Result<Option<Arc<dyn Tuned>>> {
-    Ok(match (embedder, dense, targets) {
-        (Some(e), Some(d), Targets::Single { y, .. }) if d.contrastive => {
-            let texts: Vec<&str> = rows.iter().map(|&i| examples[i].text.as_str()).collect();
-            Some(reporting_tuning(text_units, progress, |report| {
-                e.tune_pairs(&texts, y, options.seed, report)
-            })?)
-        }
-        _ => None,
-    })
+/// What either tuning of the encoder reads: the model's encoder and its configuration, the
+/// main head's targets, and the texts of the rows it learns from.
+pub(super) struct Tuning<'a> {
+    pub(super) embedder: Option<&'a Arc<dyn Embedder>>,
+    pub(super) dense: Option<&'a DenseConfig>,
+    pub(super) targets: &'a Targets,
+    pub(super) examples: &'a [Example],
+    pub(super) rows: &'a [usize],
+    pub(super) seed: u64,
+    /// The bytes of the training texts, which tuning's progress is planned by.
+    pub(super) text_units: f64,
+}
+
+impl<'a> Tuning<'a> {
+    fn texts(&self) -> Vec<&'a str> {
+        self.rows.iter().map(|&i| self.examples[i].text.as_str()).collect()
+    }
+
+    /// Where the encoder is to be tuned on pairs ([`DenseConfig::contrastive`]), the copy
+    /// tuned on the rows' labels (`targets`, single-label).
+    pub(super) fn tune_pairs(&self, progress: &mut Progress<'_, '_>) -> Result<Option<Arc<dyn Tuned>>> {
+        Ok(match (self.embedder, self.dense, self.targets) {
+            (Some(e), Some(d), Targets::Single { y, .. }) if d.contrastive => {
+                let texts = self.texts();
+                Some(reporting_tuning(self.text_units, progress, |report| {
+                    e.tune_pairs(&texts, y, self.seed, report)
+                })?)
+            }
+            _ => None,
+        })
+    }
+
+    /// Where the model's encoder is to be tuned (a multi-label main head), a copy of it
+    /// adapted to the classes; its logits join the class margins, so the thresholds become
+    /// even odds.
+    pub(super) fn tune(
+        &self,
+        calibration: &mut Calibration,
+        progress: &mut Progress<'_, '_>,
+    ) -> Result<Option<TunedEncoder>> {
+        Ok(match (self.embedder, self.dense, self.targets) {
+            (Some(e), Some(d), Targets::Multi { y, k }) if d.tuned => {
+                let texts = self.texts();
+                let tuned = reporting_tuning(self.text_units, progress, |report| {
+                    e.tune(&texts, y, *k, self.seed, report)
+                })?;
+                // A class's score is its margin plus the tuned logit, decided at even odds.
+                calibration.thresholds = vec![0.5; *k];
+                Some(TunedEncoder(tuned))
+            }
+            _ => None,
+        })
+    }
 }
 
 /// The vector the main head reads for a text: the pair-tuned copy's if there is one, else the
@@ -155,34 +186,6 @@ pub(super) fn with_dense(
         progress.advance(ENCODE_UNITS_PER_BYTE * examples[i].text.len() as f64)?;
     }
     Ok(out)
-}
-
-/// Where the model's encoder is to be tuned (a multi-label main head), a copy of it adapted to
-/// the classes; its logits join the class margins, so the thresholds become even odds.
-#[expect(clippy::too_many_arguments, reason = "one step of train_inner, reading its locals")]
-pub(super) fn tune(
-    embedder: Option<&Arc<dyn Embedder>>,
-    dense: Option<&DenseConfig>,
-    targets: &Targets,
-    examples: &[Example],
-    rows: &[usize],
-    options: &Options<'_>,
-    text_units: f64,
-    calibration: &mut Calibration,
-    progress: &mut Progress<'_, '_>,
-) -> Result<Option<TunedEncoder>> {
-    Ok(match (embedder, dense, targets) {
-        (Some(e), Some(d), Targets::Multi { y, k }) if d.tuned => {
-            let texts: Vec<&str> = rows.iter().map(|&i| examples[i].text.as_str()).collect();
-            let tuned = reporting_tuning(text_units, progress, |report| {
-                e.tune(&texts, y, *k, options.seed, report)
-            })?;
-            // A class's score is its margin plus the tuned logit, decided at even odds.
-            calibration.thresholds = vec![0.5; *k];
-            Some(TunedEncoder(tuned))
-        }
-        _ => None,
-    })
 }
 
 /// Runs one tuning of the encoder (`tune` gets the callback to report its fraction done to),
