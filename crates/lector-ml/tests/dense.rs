@@ -6,6 +6,9 @@ use std::sync::Arc;
 
 use lector_core::ProjectType;
 use lector_ml::{Embedder, Error, Example, FeatureConfig, Model, Options, Tag};
+use support::{class_set, go};
+
+mod support;
 
 /// Knows which words are food and which are drinks, as a real encoder knows paraphrases.
 #[derive(Debug)]
@@ -37,22 +40,6 @@ impl Embedder for Concepts {
     }
 }
 
-fn go(_: f64) -> ControlFlow<()> {
-    ControlFlow::Continue(())
-}
-
-fn class_set() -> Vec<Example> {
-    let mut out = Vec::new();
-    let foods = ["pizza", "pasta", "salad", "soup", "steak", "sushi"];
-    let drinks = ["beer", "wine", "coffee", "tea", "juice", "cola"];
-    for (f, d) in foods.iter().zip(drinks) {
-        out.push(Example::new(format!("the {f} was served"), vec![Tag::class("food")]));
-        out.push(Example::new(format!("the {d} was served"), vec![Tag::class("drinks")]));
-        out.push(Example::new("we sat down and talked", vec![]));
-    }
-    out
-}
-
 fn options(embedder: Option<Arc<dyn Embedder>>) -> Options<'static> {
     Options {
         features: FeatureConfig {
@@ -72,13 +59,13 @@ fn classes(model: &Model, text: &str) -> Vec<Tag> {
 #[test]
 fn the_encoder_carries_classes_to_unseen_words() {
     let encoder: Arc<dyn Embedder> = Arc::new(Concepts("concepts-v1"));
-    let model = Model::train(ProjectType::Class, &class_set(), &options(Some(encoder)), &mut go).unwrap();
+    let model = Model::train(ProjectType::Class, &class_set(false), &options(Some(encoder)), &mut go).unwrap();
     assert_eq!(model.info().dense.as_ref().map(|d| d.dim), Some(4));
     assert_eq!(classes(&model, "the burger was served"), [Tag::class("food")]);
     assert_eq!(classes(&model, "the lemonade was served"), [Tag::class("drinks")]);
     assert_eq!(classes(&model, "we sat down and talked"), []);
     // The n-grams alone cannot tell: neither word was seen.
-    let plain = Model::train(ProjectType::Class, &class_set(), &options(None), &mut go).unwrap();
+    let plain = Model::train(ProjectType::Class, &class_set(false), &options(None), &mut go).unwrap();
     assert!(plain.info().dense.is_none());
     let unseen = [
         classes(&plain, "the burger was served"),
@@ -90,7 +77,7 @@ fn the_encoder_carries_classes_to_unseen_words() {
 #[test]
 fn a_model_with_an_encoder_round_trips_only_with_that_encoder() {
     let encoder: Arc<dyn Embedder> = Arc::new(Concepts("concepts-v1"));
-    let set = class_set();
+    let set = class_set(false);
     let a = Model::train(ProjectType::Class, &set, &options(Some(encoder.clone())), &mut go).unwrap();
     let b = Model::train(ProjectType::Class, &set, &options(Some(encoder.clone())), &mut go).unwrap();
     let bytes = a.to_bytes();
@@ -117,7 +104,7 @@ fn a_bad_dense_weight_is_refused() {
         ..options(Some(encoder))
     };
     assert!(matches!(
-        Model::train(ProjectType::Class, &class_set(), &opts, &mut go),
+        Model::train(ProjectType::Class, &class_set(false), &opts, &mut go),
         Err(Error::InvalidInput(_))
     ));
 }
@@ -125,7 +112,7 @@ fn a_bad_dense_weight_is_refused() {
 #[test]
 fn a_warm_start_keeps_the_base_models_encoder() {
     let encoder: Arc<dyn Embedder> = Arc::new(Concepts("concepts-v1"));
-    let base = Model::train(ProjectType::Class, &class_set(), &options(Some(encoder)), &mut go).unwrap();
+    let base = Model::train(ProjectType::Class, &class_set(false), &options(Some(encoder)), &mut go).unwrap();
     let few = vec![
         Example::new("the pizza was served", vec![Tag::class("food")]),
         Example::new("the beer was served", vec![Tag::class("drinks")]),
@@ -226,10 +213,7 @@ impl Embedder for TunableConcepts {
                 .sum::<f32>();
             rows.push([w[0], w[1], w[2], w[3], b]);
         }
-        Ok(Arc::new(Centroids {
-            concepts: Concepts(self.concepts.0),
-            rows,
-        }))
+        Ok(self.centroids(rows))
     }
 
     fn can_tune_pairs(&self) -> bool {
@@ -254,36 +238,47 @@ impl Embedder for TunableConcepts {
         for (text, &l) in texts.iter().zip(labels) {
             means[l].iter_mut().zip(self.embed(text)).for_each(|(m, x)| *m += x);
         }
-        Ok(Arc::new(Pulled {
-            concepts: Concepts(self.concepts.0),
-            means,
-        }))
+        Ok(self.pulled(means))
     }
 
     fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
         if bytes.first() == Some(&b'P') {
-            let values: Vec<f32> = bytes[1..]
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
+            let values = floats(&bytes[1..]);
             let means = values.chunks_exact(4).map(|r| [r[0], r[1], r[2], r[3]]).collect();
-            return Ok(Arc::new(Pulled {
-                concepts: Concepts(self.concepts.0),
-                means,
-            }));
+            return Ok(self.pulled(means));
         }
         if bytes.is_empty() || !bytes.len().is_multiple_of(20) {
             return Err(Error::Artifact("bad centroids".into()));
         }
-        let values: Vec<f32> = bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let values = floats(bytes);
         let rows = values.chunks_exact(5).map(|r| [r[0], r[1], r[2], r[3], r[4]]).collect();
-        Ok(Arc::new(Centroids {
+        Ok(self.centroids(rows))
+    }
+}
+
+/// The little-endian `f32`s the tuned copies' `to_bytes` wrote.
+fn floats(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+impl TunableConcepts {
+    /// A copy tuned to classes, with these rows.
+    fn centroids(&self, rows: Vec<[f32; 5]>) -> Arc<dyn lector_ml::Tuned> {
+        Arc::new(Centroids {
             concepts: Concepts(self.concepts.0),
             rows,
-        }))
+        })
+    }
+
+    /// A copy tuned on pairs, with these label means.
+    fn pulled(&self, means: Vec<[f32; 4]>) -> Arc<dyn lector_ml::Tuned> {
+        Arc::new(Pulled {
+            concepts: Concepts(self.concepts.0),
+            means,
+        })
     }
 }
 
@@ -327,7 +322,7 @@ fn with_few_examples_per_label_the_encoder_is_tuned_on_pairs_and_its_vector_trav
         tuned_calls: Default::default(),
         pairs: true,
     });
-    let labels: Vec<Example> = class_set()
+    let labels: Vec<Example> = class_set(false)
         .into_iter()
         .filter_map(|e| {
             let class = e.tags.first()?.class.clone()?;
@@ -370,7 +365,7 @@ fn a_tunable_encoder_is_tuned_to_the_classes_and_travels_in_the_artifact() {
     let encoder = tunable();
     let model = Model::train(
         ProjectType::Class,
-        &class_set(),
+        &class_set(false),
         &options(Some(encoder.clone())),
         &mut go,
     )
@@ -401,7 +396,7 @@ fn a_tunable_encoder_is_tuned_to_the_classes_and_travels_in_the_artifact() {
 #[test]
 fn tuning_is_skipped_for_single_label_models_and_when_turned_off() {
     let encoder = tunable();
-    let labels: Vec<Example> = class_set()
+    let labels: Vec<Example> = class_set(false)
         .into_iter()
         .filter_map(|e| {
             let class = e.tags.first()?.class.clone()?;
@@ -414,7 +409,7 @@ fn tuning_is_skipped_for_single_label_models_and_when_turned_off() {
         tune_encoder: false,
         ..options(Some(encoder.clone()))
     };
-    let frozen = Model::train(ProjectType::Class, &class_set(), &off, &mut go).unwrap();
+    let frozen = Model::train(ProjectType::Class, &class_set(false), &off, &mut go).unwrap();
     assert_eq!(frozen.info().dense.as_ref().map(|d| d.tuned), Some(false));
     assert_eq!(encoder.tuned_calls.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
@@ -425,7 +420,7 @@ fn tuning_reports_progress_and_can_be_cancelled() {
     let mut seen = Vec::new();
     Model::train(
         ProjectType::Class,
-        &class_set(),
+        &class_set(false),
         &options(Some(encoder.clone())),
         &mut |f| {
             seen.push(f);
@@ -438,7 +433,7 @@ fn tuning_reports_progress_and_can_be_cancelled() {
     // Tuning is planned as most of the work: stopping late stops it.
     let stopped = Model::train(
         ProjectType::Class,
-        &class_set(),
+        &class_set(false),
         &options(Some(encoder.clone())),
         &mut |f| {
             if f > 0.5 {

@@ -6,6 +6,9 @@ use std::ops::ControlFlow;
 
 use lector_core::ProjectType;
 use lector_ml::{Error, Example, FeatureConfig, Model, Options, Tag, split_examples};
+use support::{class_set, go};
+
+mod support;
 
 fn options() -> Options<'static> {
     Options {
@@ -16,10 +19,6 @@ fn options() -> Options<'static> {
         trained_at: Some("2026-11-21T00:00:00Z".into()),
         ..Options::default()
     }
-}
-
-fn go(_: f64) -> ControlFlow<()> {
-    ControlFlow::Continue(())
 }
 
 fn label_set() -> Vec<Example> {
@@ -47,22 +46,6 @@ fn label_set() -> Vec<Example> {
     for (g, b) in good.iter().zip(bad) {
         out.push(Example::new(*g, vec![Tag::label("good")]));
         out.push(Example::new(b, vec![Tag::label("bad")]));
-    }
-    out
-}
-
-fn class_set() -> Vec<Example> {
-    let mut out = Vec::new();
-    let foods = ["pizza", "pasta", "salad", "soup", "steak", "sushi"];
-    let drinks = ["beer", "wine", "coffee", "tea", "juice", "cola"];
-    for (f, d) in foods.iter().zip(drinks) {
-        out.push(Example::new(format!("the {f} was served"), vec![Tag::class("food")]));
-        out.push(Example::new(format!("the {d} was served"), vec![Tag::class("drinks")]));
-        out.push(Example::new(
-            format!("the {f} and the {d} were served"),
-            vec![Tag::class("food"), Tag::class("drinks")],
-        ));
-        out.push(Example::new("we sat down and talked", vec![]));
     }
     out
 }
@@ -131,7 +114,7 @@ fn label_learns_a_separable_set() {
 
 #[test]
 fn class_learns_a_separable_set() {
-    let model = learns_perfectly(ProjectType::Class, &class_set());
+    let model = learns_perfectly(ProjectType::Class, &class_set(true));
     assert_eq!(model.classes(), ["drinks", "food"]);
 }
 
@@ -154,7 +137,7 @@ fn classlabel_and_absa_learn_separable_sets() {
 fn same_seed_same_bytes_and_round_trip() {
     for (t, set) in [
         (ProjectType::Label, label_set()),
-        (ProjectType::Class, class_set()),
+        (ProjectType::Class, class_set(true)),
         (ProjectType::Absa, pair_set("positive", "negative")),
     ] {
         let a = Model::train(t, &set, &options(), &mut go).unwrap();
@@ -239,7 +222,7 @@ fn damaged_artifacts_are_refused() {
 #[test]
 fn progress_is_monotone_and_training_can_be_cancelled() {
     let mut seen = Vec::new();
-    Model::train(ProjectType::Class, &class_set(), &options(), &mut |f| {
+    Model::train(ProjectType::Class, &class_set(true), &options(), &mut |f| {
         seen.push(f);
         ControlFlow::Continue(())
     })
