@@ -13,13 +13,13 @@
 //! (tuning runs on up to four threads); `train_wall_s` is wall time.
 
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use lector_core::ProjectType;
-use lector_ml::{Embedder, Example, Model, Options, Tag};
-use serde_json::{Value, json};
+use lector_ml::{Embedder, Model, Options, jsonl};
+use serde_json::json;
 
 type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -45,24 +45,6 @@ fn clock() -> (Instant, Option<f64>) {
     (Instant::now(), cpu_s())
 }
 
-fn read_absa(path: &Path) -> Fallible<Vec<Example>> {
-    let text = std::fs::read_to_string(path)?;
-    let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let v: Value = serde_json::from_str(line)?;
-        let tags = v["labels"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|l| Some(Tag::pair(l["category"].as_str()?, l["polarity"].as_str()?)))
-                    .collect()
-            })
-            .unwrap_or_default();
-        out.push(Example::new(v["text"].as_str().unwrap_or_default(), tags));
-    }
-    Ok(out)
-}
-
 fn arg(args: &[String], name: &str) -> Fallible<PathBuf> {
     args.iter()
         .position(|a| a == name)
@@ -80,9 +62,9 @@ fn main() -> Fallible<()> {
         tune.epochs = n.parse()?;
     }
     let encoder: Arc<dyn Embedder> = Arc::new(lector_embed::MiniLm::load(&model_dir)?.with_tune_options(tune));
-    let mut train = read_absa(&data.join("train.jsonl"))?;
-    train.extend(read_absa(&data.join("dev.jsonl"))?);
-    let test = read_absa(&data.join("test.jsonl"))?;
+    let mut train = jsonl::read_absa(&data.join("train.jsonl"))?;
+    train.extend(jsonl::read_absa(&data.join("dev.jsonl"))?);
+    let test = jsonl::read_absa(&data.join("test.jsonl"))?;
 
     // Encoding speed alone, on the test sentences.
     let t = clock();

@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -99,18 +99,6 @@ impl Embedder for Remembering {
 
 fn label(e: &Example) -> &str {
     e.tags.first().and_then(|t| t.label.as_deref()).unwrap_or("")
-}
-
-fn write_tsv(path: &Path, examples: &[&Example]) -> Fallible<()> {
-    let mut out = String::new();
-    for e in examples {
-        out.push_str(label(e));
-        out.push('\t');
-        out.push_str(&e.text);
-        out.push('\n');
-    }
-    std::fs::write(path, out)?;
-    Ok(())
 }
 
 /// A stratified `max` of `rows` (all of them if there are no more), in their order.
@@ -218,7 +206,7 @@ fn main() -> Fallible<()> {
         (out.join("fewshot"), stratified_at_most(&test, test_max))
     };
     std::fs::create_dir_all(&dir)?;
-    write_tsv(&dir.join("test.tsv"), &scored)?;
+    tsv::write_tsv(&dir.join("test.tsv"), &scored)?;
     let scored_owned: Vec<Example> = scored.iter().map(|e| (*e).clone()).collect();
     eprintln!(
         "{}: {} train, scoring on {} rows ({})",
@@ -231,7 +219,7 @@ fn main() -> Fallible<()> {
     let mut results: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
     for (&(k, s), rows) in &subsets {
         let subset: Vec<&Example> = rows.iter().map(|&i| train[i]).collect();
-        write_tsv(&dir.join(format!("k{k}-s{s}.tsv")), &subset)?;
+        tsv::write_tsv(&dir.join(format!("k{k}-s{s}.tsv")), &subset)?;
         let owned: Vec<Example> = subset.iter().map(|e| (*e).clone()).collect();
         for system in &systems {
             let options = match system.as_str() {

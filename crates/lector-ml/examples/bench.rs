@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use lector_core::ProjectType;
-use lector_ml::{Example, Model, Options, Tag, Workspace, split_examples, tsv};
+use lector_ml::{Example, Model, Options, Tag, Workspace, jsonl, split_examples, tsv};
 use serde_json::{Value, json};
 
 type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
@@ -42,19 +42,6 @@ fn read_tsv(path: &Path, allow_skipped: bool) -> Fallible<Vec<Example>> {
         .into());
     }
     Ok(set.examples)
-}
-
-fn write_tsv(path: &Path, examples: &[&Example]) -> Fallible<()> {
-    let mut out = String::new();
-    for e in examples {
-        let label = e.tags.first().and_then(|t| t.label.as_deref()).unwrap_or("");
-        out.push_str(label);
-        out.push('\t');
-        out.push_str(&e.text);
-        out.push('\n');
-    }
-    std::fs::write(path, out)?;
-    Ok(())
 }
 
 fn words(examples: &[&Example]) -> usize {
@@ -213,8 +200,8 @@ fn bench_tsv(
     };
     check(data, &train, &test)?;
     std::fs::create_dir_all(out)?;
-    write_tsv(&out.join("train.tsv"), &train)?;
-    write_tsv(&out.join("test.tsv"), &test)?;
+    tsv::write_tsv(&out.join("train.tsv"), &train)?;
+    tsv::write_tsv(&out.join("test.tsv"), &test)?;
     eprintln!("{}: {} train, {} test", data.display(), train.len(), test.len());
     let full = run_label(&train, &test, options, true, Some(&out.join("predictions.tsv")))?;
     eprintln!("  lector-ml full: {full}");
@@ -238,7 +225,7 @@ fn bench_tsv(
         }
         subset.sort_unstable();
         let subset: Vec<&Example> = subset.into_iter().map(|i| train[i]).collect();
-        write_tsv(&out.join(format!("curve-{per_label}.tsv")), &subset)?;
+        tsv::write_tsv(&out.join(format!("curve-{per_label}.tsv")), &subset)?;
         let r = run_label(&subset, &test, options, false, None)?;
         eprintln!("  lector-ml {per_label}/label: {r}");
         curve.insert(per_label.to_string(), r);
@@ -262,29 +249,11 @@ fn scramble(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn read_absa(path: &Path) -> Fallible<Vec<Example>> {
-    let text = std::fs::read_to_string(path)?;
-    let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let v: Value = serde_json::from_str(line)?;
-        let tags = v["labels"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|l| Some(Tag::pair(l["category"].as_str()?, l["polarity"].as_str()?)))
-                    .collect()
-            })
-            .unwrap_or_default();
-        out.push(Example::new(v["text"].as_str().unwrap_or_default(), tags));
-    }
-    Ok(out)
-}
-
 fn bench_absa(dir: &Path, out: &Path, options: &Options<'_>) -> Fallible<()> {
-    let mut train = read_absa(&dir.join("train.jsonl"))?;
+    let mut train = jsonl::read_absa(&dir.join("train.jsonl"))?;
     // dev joins the training data: model selection is internal (cross-validation).
-    train.extend(read_absa(&dir.join("dev.jsonl"))?);
-    let test = read_absa(&dir.join("test.jsonl"))?;
+    train.extend(jsonl::read_absa(&dir.join("dev.jsonl"))?);
+    let test = jsonl::read_absa(&dir.join("test.jsonl"))?;
     let clock = Clock::start();
     let model = Model::train(ProjectType::Absa, &train, options, &mut go)?;
     let train_s = clock.seconds();

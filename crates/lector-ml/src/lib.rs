@@ -19,7 +19,8 @@
 //!   [`split_examples`] makes the stratified, seeded train/test split.
 //! - [`Model::to_bytes`] / [`Model::from_bytes`] write and read the versioned artifact.
 //! - [`tsv`] reads labelled `label<TAB>text` files (the benchmark's format), naming the
-//!   file, line and byte of bad input and counting what it skips.
+//!   file, line and byte of bad input and counting what it skips, and writes them;
+//!   [`jsonl`] reads the ABSA sets (SemEval-16's JSON lines) the benchmarks use.
 //!
 //! Performance and accuracy against TF-IDF + LinearSVC and fastText: `docs/BENCHMARKS.md`.
 //!
@@ -44,6 +45,7 @@ mod dense;
 mod error;
 mod example;
 mod features;
+pub mod jsonl;
 mod metrics;
 mod model;
 mod progress;

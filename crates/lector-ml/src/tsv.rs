@@ -104,6 +104,19 @@ pub fn read_tsv(path: &Path) -> Result<TsvSet, TsvError> {
     parse_tsv(&bytes, path)
 }
 
+/// Writes `examples` as a labelled file, each as its first tag's label (empty where it has
+/// none), a TAB and its text: the rows a benchmark used, for the baselines to read.
+pub fn write_tsv(path: &Path, examples: &[&Example]) -> std::io::Result<()> {
+    let mut out = String::new();
+    for e in examples {
+        out.push_str(e.tags.first().and_then(|t| t.label.as_deref()).unwrap_or(""));
+        out.push('\t');
+        out.push_str(&e.text);
+        out.push('\n');
+    }
+    std::fs::write(path, out)
+}
+
 /// [`read_tsv`] of bytes already read; `path` names them in errors.
 pub fn parse_tsv(bytes: &[u8], path: &Path) -> Result<TsvSet, TsvError> {
     let mut set = TsvSet::default();
