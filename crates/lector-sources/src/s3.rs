@@ -31,7 +31,7 @@ pub(crate) async fn fetch(
     if let Some(token) = &secret.session_token {
         signed.push(("x-amz-security-token".to_owned(), token.clone()));
     }
-    let authorization = authorization(secret, "GET", url.path(), "", &signed, EMPTY_SHA256, &amz_date);
+    let authorization = signer(secret).authorization("GET", url.path(), "", &signed, EMPTY_SHA256, &amz_date);
     let mut headers = HeaderMap::new();
     for (name, value) in signed
         .iter()
@@ -72,21 +72,13 @@ fn object_url(secret: &S3Secret, parameters: &S3Parameters) -> Result<Url> {
     Url::parse(&text).map_err(|_| Error::bad_request("the bucket and key do not make a valid address"))
 }
 
-fn authorization(
-    secret: &S3Secret,
-    method: &str,
-    canonical_uri: &str,
-    canonical_query: &str,
-    headers: &[(String, String)],
-    payload_hash: &str,
-    amz_date: &str,
-) -> String {
-    let signer = Signer {
+/// What signs requests with the secret's credential.
+fn signer(secret: &S3Secret) -> Signer<'_> {
+    Signer {
         access_key_id: &secret.access_key_id,
         secret_access_key: &secret.secret_access_key,
         region: &secret.region,
-    };
-    signer.authorization(method, canonical_uri, canonical_query, headers, payload_hash, amz_date)
+    }
 }
 
 #[cfg(test)]
