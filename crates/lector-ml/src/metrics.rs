@@ -130,34 +130,26 @@ pub fn evaluate_tags(
     predicted: &[Vec<Tag>],
 ) -> Metrics {
     let n = gold.len().min(predicted.len());
-    let (gold, predicted) = (&gold[..n], &predicted[..n]);
+    let scoring = Scoring {
+        classes,
+        labels,
+        gold: &gold[..n],
+        predicted: &predicted[..n],
+    };
     match project_type {
-        ProjectType::Label => label_metrics(labels, gold, predicted),
-        ProjectType::Class => class_metrics(classes, gold, predicted),
-        ProjectType::Absa | ProjectType::Classlabel => pair_metrics(project_type, classes, labels, gold, predicted),
+        ProjectType::Label => scoring.label_metrics(),
+        ProjectType::Class => scoring.class_metrics(),
+        ProjectType::Absa | ProjectType::Classlabel => scoring.pair_metrics(project_type),
     }
 }
 
-impl Metrics {
-    /// The figures every project type has, ranked by `macro_f1`; the per-label and pair
-    /// figures empty.
-    fn scored(project_type: ProjectType, segments: usize, accuracy: f64, micro_f1: f64, macro_f1: f64) -> Self {
-        Metrics {
-            project_type,
-            segments,
-            accuracy,
-            micro_f1,
-            macro_f1,
-            classes: Vec::new(),
-            labels: Vec::new(),
-            confusion: None,
-            aspect_f1: None,
-            sentiment_accuracy: None,
-            score: macro_f1,
-            features: None,
-            encoder: None,
-        }
-    }
+/// What [`evaluate_tags`] scores: the model's names, and each segment's gold and predicted
+/// tags (as many of each).
+struct Scoring<'a> {
+    classes: &'a [String],
+    labels: &'a [String],
+    gold: &'a [Vec<Tag>],
+    predicted: &'a [Vec<Tag>],
 }
 
 /// `part / whole`, 0 for nothing.
@@ -183,106 +175,122 @@ fn count_label(per: &mut BTreeMap<String, Counts>, gold: &str, predicted: &str) 
     right
 }
 
-fn label_metrics(labels: &[String], gold: &[Vec<Tag>], predicted: &[Vec<Tag>]) -> Metrics {
-    let mut per = counts_for(labels);
-    let mut pairs = Vec::new();
-    let mut right = 0;
-    for (gold, predicted) in gold.iter().zip(predicted) {
-        let g = gold.iter().find_map(|t| t.label.clone()).unwrap_or_default();
-        let p = predicted.iter().find_map(|t| t.label.clone()).unwrap_or_default();
-        right += usize::from(count_label(&mut per, &g, &p));
-        pairs.push((g, p));
-    }
-    let accuracy = share(right, gold.len());
-    let (_, macro_f1, scores) = micro_macro(&per);
-    Metrics {
-        labels: scores,
-        confusion: Some(confusion(&pairs, labels)),
-        ..Metrics::scored(ProjectType::Label, gold.len(), accuracy, accuracy, macro_f1)
-    }
-}
-
-fn class_metrics(classes: &[String], gold: &[Vec<Tag>], predicted: &[Vec<Tag>]) -> Metrics {
-    let mut per = counts_for(classes);
-    let mut exact = 0;
-    for (gold, predicted) in gold.iter().zip(predicted) {
-        let g: BTreeSet<&String> = gold.iter().filter_map(|t| t.class.as_ref()).collect();
-        let p: BTreeSet<&String> = predicted.iter().filter_map(|t| t.class.as_ref()).collect();
-        exact += usize::from(g == p);
-        for c in g.union(&p) {
-            let e = per.entry((*c).clone()).or_default();
-            match (g.contains(c), p.contains(c)) {
-                (true, true) => e.tp += 1,
-                (true, false) => e.fn_ += 1,
-                _ => e.fp += 1,
-            }
-        }
-    }
-    let (micro_f1, macro_f1, scores) = micro_macro(&per);
-    Metrics {
-        classes: scores,
-        ..Metrics::scored(
-            ProjectType::Class,
-            gold.len(),
-            share(exact, gold.len()),
+impl Scoring<'_> {
+    /// The figures every project type has, with `right` segments wholly right, ranked by
+    /// `macro_f1`; the per-name and pair figures empty.
+    fn scored(&self, project_type: ProjectType, right: usize, micro_f1: f64, macro_f1: f64) -> Metrics {
+        Metrics {
+            project_type,
+            segments: self.gold.len(),
+            accuracy: share(right, self.gold.len()),
             micro_f1,
             macro_f1,
-        )
+            classes: Vec::new(),
+            labels: Vec::new(),
+            confusion: None,
+            aspect_f1: None,
+            sentiment_accuracy: None,
+            score: macro_f1,
+            features: None,
+            encoder: None,
+        }
     }
-}
 
-/// ABSA and CLASSLABEL: a class is right with its label, detected with any.
-fn pair_metrics(
-    project_type: ProjectType,
-    classes: &[String],
-    labels: &[String],
-    gold: &[Vec<Tag>],
-    predicted: &[Vec<Tag>],
-) -> Metrics {
-    let mut pair_per = counts_for(classes);
-    let mut label_per = counts_for(labels);
-    let mut detect = Counts::default();
-    let mut label_pairs = Vec::new();
-    let (mut exact, mut label_right) = (0, 0);
-    for (gold, predicted) in gold.iter().zip(predicted) {
-        let g = class_labels(gold);
-        let p = class_labels(predicted);
-        exact += usize::from(g == p);
-        let names: BTreeSet<&String> = g.keys().chain(p.keys()).collect();
-        for c in names {
-            let e = pair_per.entry(c.clone()).or_default();
-            match (g.get(c), p.get(c)) {
-                (Some(gl), Some(pl)) => {
-                    detect.tp += 1;
-                    if count_label(&mut label_per, gl, pl) {
-                        e.tp += 1;
-                        label_right += 1;
-                    } else {
-                        e.fn_ += 1;
-                        e.fp += 1;
-                    }
-                    label_pairs.push((gl.clone(), pl.clone()));
-                }
-                (Some(_), None) => {
-                    detect.fn_ += 1;
-                    e.fn_ += 1;
-                }
-                (None, _) => {
-                    detect.fp += 1;
-                    e.fp += 1;
+    /// Each segment's gold and predicted tags.
+    fn segments(&self) -> impl Iterator<Item = (&Vec<Tag>, &Vec<Tag>)> {
+        self.gold.iter().zip(self.predicted)
+    }
+
+    fn label_metrics(&self) -> Metrics {
+        let mut per = counts_for(self.labels);
+        let mut pairs = Vec::new();
+        let mut right = 0;
+        for (gold, predicted) in self.segments() {
+            let g = gold.iter().find_map(|t| t.label.clone()).unwrap_or_default();
+            let p = predicted.iter().find_map(|t| t.label.clone()).unwrap_or_default();
+            right += usize::from(count_label(&mut per, &g, &p));
+            pairs.push((g, p));
+        }
+        let (_, macro_f1, scores) = micro_macro(&per);
+        // One label a segment: micro F1 over labels is the accuracy.
+        let micro_f1 = share(right, self.gold.len());
+        Metrics {
+            labels: scores,
+            confusion: Some(confusion(&pairs, self.labels)),
+            ..self.scored(ProjectType::Label, right, micro_f1, macro_f1)
+        }
+    }
+
+    fn class_metrics(&self) -> Metrics {
+        let mut per = counts_for(self.classes);
+        let mut exact = 0;
+        for (gold, predicted) in self.segments() {
+            let g: BTreeSet<&String> = gold.iter().filter_map(|t| t.class.as_ref()).collect();
+            let p: BTreeSet<&String> = predicted.iter().filter_map(|t| t.class.as_ref()).collect();
+            exact += usize::from(g == p);
+            for c in g.union(&p) {
+                let e = per.entry((*c).clone()).or_default();
+                match (g.contains(c), p.contains(c)) {
+                    (true, true) => e.tp += 1,
+                    (true, false) => e.fn_ += 1,
+                    _ => e.fp += 1,
                 }
             }
         }
+        let (micro_f1, macro_f1, scores) = micro_macro(&per);
+        Metrics {
+            classes: scores,
+            ..self.scored(ProjectType::Class, exact, micro_f1, macro_f1)
+        }
     }
-    let (micro_f1, macro_f1, scores) = micro_macro(&pair_per);
-    let (_, _, label_scores) = micro_macro(&label_per);
-    Metrics {
-        classes: scores,
-        labels: label_scores,
-        confusion: Some(confusion(&label_pairs, labels)),
-        aspect_f1: Some(detect.f1()),
-        sentiment_accuracy: Some(share(label_right, detect.tp)),
-        ..Metrics::scored(project_type, gold.len(), share(exact, gold.len()), micro_f1, macro_f1)
+
+    /// ABSA and CLASSLABEL: a class is right with its label, detected with any.
+    fn pair_metrics(&self, project_type: ProjectType) -> Metrics {
+        let mut pair_per = counts_for(self.classes);
+        let mut label_per = counts_for(self.labels);
+        let mut detect = Counts::default();
+        let mut label_pairs = Vec::new();
+        let (mut exact, mut label_right) = (0, 0);
+        for (gold, predicted) in self.segments() {
+            let g = class_labels(gold);
+            let p = class_labels(predicted);
+            exact += usize::from(g == p);
+            let names: BTreeSet<&String> = g.keys().chain(p.keys()).collect();
+            for c in names {
+                let e = pair_per.entry(c.clone()).or_default();
+                match (g.get(c), p.get(c)) {
+                    (Some(gl), Some(pl)) => {
+                        detect.tp += 1;
+                        if count_label(&mut label_per, gl, pl) {
+                            e.tp += 1;
+                            label_right += 1;
+                        } else {
+                            e.fn_ += 1;
+                            e.fp += 1;
+                        }
+                        label_pairs.push((gl.clone(), pl.clone()));
+                    }
+                    (Some(_), None) => {
+                        detect.fn_ += 1;
+                        e.fn_ += 1;
+                    }
+                    (None, _) => {
+                        detect.fp += 1;
+                        e.fp += 1;
+                    }
+                }
+            }
+        }
+        let (micro_f1, macro_f1, scores) = micro_macro(&pair_per);
+        let (_, _, label_scores) = micro_macro(&label_per);
+        Metrics {
+            classes: scores,
+            labels: label_scores,
+            confusion: Some(confusion(&label_pairs, self.labels)),
+            aspect_f1: Some(detect.f1()),
+            sentiment_accuracy: Some(share(label_right, detect.tp)),
+            ..self.scored(project_type, exact, micro_f1, macro_f1)
+        }
     }
 }
 
