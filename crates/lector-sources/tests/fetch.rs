@@ -35,6 +35,21 @@ fn sealed(sources: &Sources, kind: SourceKind, secret: Value) -> String {
     sources.seal(WS, &CredentialSecret::parse(kind, &secret).unwrap())
 }
 
+/// A PostgreSQL credential of `url`, sealed.
+fn sealed_postgres(sources: &Sources, url: &str) -> String {
+    sealed(sources, SourceKind::Postgres, json!({ "url": url }))
+}
+
+/// A port on 127.0.0.1 that nothing listens on (its listener is gone).
+async fn closed_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// A small HTTP/1.1 server on 127.0.0.1 that answers by path.
 async fn serve() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -247,12 +262,7 @@ async fn remote_bodies_never_reach_errors_and_headers_stay_with_their_origin() {
         let err = get(&s, &anonymous, &format!("{base}{path}")).await.unwrap_err();
         assert!(!format!("{err:?}").contains("SECRET"), "{err:?}");
     }
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let closed = closed_port().await;
     let err = get(&s, &anonymous, &format!("http://127.0.0.1:{closed}/x"))
         .await
         .unwrap_err();
@@ -532,27 +542,18 @@ async fn postgres_limits_and_reasons() {
 
     let url = db.url.clone();
     let with_user = |user: &str| url.replacen("postgres://postgres@", &format!("postgres://{user}@"), 1);
-    let unknown_role = sealed(&s, SourceKind::Postgres, json!({ "url": with_user("no_such_role_x") }));
+    let unknown_role = sealed_postgres(&s, &with_user("no_such_role_x"));
     assert_eq!(
         query(&s, &unknown_role, "SELECT 1").await.unwrap_err().detail,
         "authentication failed"
     );
-    let missing_db = sealed(&s, SourceKind::Postgres, json!({ "url": format!("{url}_missing") }));
+    let missing_db = sealed_postgres(&s, &format!("{url}_missing"));
     assert_eq!(
         query(&s, &missing_db, "SELECT 1").await.unwrap_err().detail,
         "the database does not exist"
     );
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let refused = sealed(
-        &s,
-        SourceKind::Postgres,
-        json!({ "url": format!("postgres://u@127.0.0.1:{closed}/x") }),
-    );
+    let closed = closed_port().await;
+    let refused = sealed_postgres(&s, &format!("postgres://u@127.0.0.1:{closed}/x"));
     assert_eq!(
         query(&s, &refused, "SELECT 1").await.unwrap_err().detail,
         "connection refused"
@@ -579,25 +580,13 @@ async fn postgres_sslmode_decides_whether_the_session_is_encrypted() {
     let server_tls: String = sqlx::query_scalar("SHOW ssl").fetch_one(&mut conn).await.unwrap();
     let s = sources(loopback_allowed(), limits());
     let encrypted = "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()";
-    let secret = sealed(
-        &s,
-        SourceKind::Postgres,
-        json!({ "url": with_sslmode(&db.url, "disable") }),
-    );
+    let secret = sealed_postgres(&s, &with_sslmode(&db.url, "disable"));
     assert_eq!(query(&s, &secret, encrypted).await.unwrap(), "ssl\r\nfalse\r\n");
-    let secret = sealed(
-        &s,
-        SourceKind::Postgres,
-        json!({ "url": with_sslmode(&db.url, "require") }),
-    );
+    let secret = sealed_postgres(&s, &with_sslmode(&db.url, "require"));
     if server_tls == "on" {
         assert_eq!(query(&s, &secret, encrypted).await.unwrap(), "ssl\r\ntrue\r\n");
         // Its certificate is its own (or names no 127.0.0.1): verify-full refuses it.
-        let secret = sealed(
-            &s,
-            SourceKind::Postgres,
-            json!({ "url": with_sslmode(&db.url, "verify-full") }),
-        );
+        let secret = sealed_postgres(&s, &with_sslmode(&db.url, "verify-full"));
         let err = query(&s, &secret, "SELECT 1").await.unwrap_err();
         assert!(err.detail.contains("certificate"), "{}", err.detail);
     } else {
@@ -615,11 +604,7 @@ async fn postgres_tls_is_never_given_up_for_plain_text() {
     let (port, _) = serve_postgres(false).await;
     let s = sources(loopback_allowed(), limits());
     for mode in ["require", "verify-full"] {
-        let secret = sealed(
-            &s,
-            SourceKind::Postgres,
-            json!({ "url": format!("postgres://u@127.0.0.1:{port}/x?sslmode={mode}") }),
-        );
+        let secret = sealed_postgres(&s, &format!("postgres://u@127.0.0.1:{port}/x?sslmode={mode}"));
         let err = query(&s, &secret, "SELECT 1").await.unwrap_err();
         assert_eq!(err.status(), 400);
         assert!(
@@ -679,21 +664,16 @@ async fn postgres_tls_checks_the_certificate_against_the_host_name() {
     let s = sources(loopback_allowed(), limits());
     // verify-full: the connection goes to the checked 127.0.0.1, the handshake names localhost,
     // and a self-signed certificate is refused.
-    let secret = sealed(
-        &s,
-        SourceKind::Postgres,
-        json!({ "url": format!("postgres://u@localhost:{port}/x?sslmode=verify-full") }),
-    );
+    let secret = sealed_postgres(&s, &format!("postgres://u@localhost:{port}/x?sslmode=verify-full"));
     let err = query(&s, &secret, "SELECT 1").await.unwrap_err();
     assert_eq!(err.status(), 400);
     assert!(err.detail.contains("certificate is not trusted"), "{}", err.detail);
     assert_eq!(names.recv().await.unwrap().as_deref(), Some("localhost"));
     // The guard still decides on the address: the same URL without loopback allowed never dials.
     let guarded = sources(NetPolicy::public_only(), limits());
-    let secret = sealed(
+    let secret = sealed_postgres(
         &guarded,
-        SourceKind::Postgres,
-        json!({ "url": format!("postgres://u@localhost:{port}/x?sslmode=verify-full") }),
+        &format!("postgres://u@localhost:{port}/x?sslmode=verify-full"),
     );
     let err = query(&guarded, &secret, "SELECT 1").await.unwrap_err();
     assert!(err.detail.contains("private or reserved address"), "{}", err.detail);
