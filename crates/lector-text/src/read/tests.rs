@@ -8,6 +8,14 @@ fn read(format: Format, bytes: &[u8]) -> Result<Table> {
     read_table(format, bytes, ReadOptions::default(), &Limits::default())
 }
 
+/// Asserts that reading went over `limit`.
+fn assert_over(error: &TextError, limit: Limit) {
+    assert!(
+        matches!(error, TextError::TooLarge { limit: over, .. } if *over == limit),
+        "{error}"
+    );
+}
+
 fn strings(rows: &[&[&str]]) -> Vec<Vec<String>> {
     rows.iter()
         .map(|row| row.iter().map(|c| c.to_string()).collect())
@@ -336,16 +344,7 @@ fn xlsx_zip_bomb_is_refused_from_the_directory_quickly() {
         started.elapsed()
     );
     assert_eq!(error.status(), 413);
-    assert!(
-        matches!(
-            error,
-            TextError::TooLarge {
-                limit: Limit::CompressionRatio,
-                ..
-            }
-        ),
-        "{error}"
-    );
+    assert_over(&error, Limit::CompressionRatio);
     assert_eq!(
         error.location(),
         Some(&Location::ZipEntry("xl/worksheets/sheet1.xml".into()))
@@ -356,16 +355,7 @@ fn xlsx_zip_bomb_is_refused_from_the_directory_quickly() {
         ..Limits::default()
     };
     let error = read_table(Format::Xlsx, &bomb[..], ReadOptions::default(), &tight).unwrap_err();
-    assert!(
-        matches!(
-            error,
-            TextError::TooLarge {
-                limit: Limit::DecompressedSize,
-                ..
-            }
-        ),
-        "{error}"
-    );
+    assert_over(&error, Limit::DecompressedSize);
 }
 
 #[test]
@@ -423,16 +413,7 @@ fn xlsx_declaring_a_huge_member_is_refused_before_decompression() {
     let started = std::time::Instant::now();
     let error = read(Format::Xlsx, &bytes).unwrap_err();
     assert!(started.elapsed() < std::time::Duration::from_millis(100));
-    assert!(
-        matches!(
-            error,
-            TextError::TooLarge {
-                limit: Limit::DecompressedSize,
-                ..
-            }
-        ),
-        "{error}"
-    );
+    assert_over(&error, Limit::DecompressedSize);
 }
 
 #[test]
