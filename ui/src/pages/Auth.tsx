@@ -16,6 +16,29 @@ function AuthFrame({ title, children }: { title: string; children: ReactNode }) 
   );
 }
 
+/** The form's error, if any, and its submit button, which says `busyLabel` while the request runs. */
+function Submit({ error, busy, label, busyLabel = label }: { error: Error | null; busy: boolean; label: string; busyLabel?: string }) {
+  return (
+    <>
+      <ErrorBox error={error} />
+      <button type="submit" disabled={busy}>
+        {busy ? busyLabel : label}
+      </button>
+    </>
+  );
+}
+
+/** The server's answer once the form is sent, with where to go next; until then, the form. */
+function AnswerOr({ answer, next, children }: { answer: string | null; next: ReactNode; children: ReactNode }) {
+  if (!answer) return children;
+  return (
+    <div className="notice" role="status">
+      <p>{answer}</p>
+      <p>{next}</p>
+    </div>
+  );
+}
+
 /** Where to go after signing in: the `next` path when it is one of the app's. */
 function useNext(): string {
   const [params] = useSearchParams();
@@ -60,10 +83,7 @@ export function Login() {
             />
           )}
         </Field>
-        <ErrorBox error={error} />
-        <button type="submit" disabled={busy}>
-          {busy ? "Signing in…" : "Sign in"}
-        </button>
+        <Submit error={error} busy={busy} label="Sign in" busyLabel="Signing in…" />
       </form>
       <p className="links">
         <Link to="/register">Create an account</Link> · <Link to="/forgot-password">Forgot your password?</Link> ·{" "}
@@ -113,26 +133,12 @@ export function Register() {
             />
           )}
         </Field>
-        <ErrorBox error={error} />
-        <button type="submit" disabled={busy}>
-          {busy ? "Creating…" : "Create account"}
-        </button>
+        <Submit error={error} busy={busy} label="Create account" busyLabel="Creating…" />
       </form>
       <p className="links">
         Have an account? <Link to="/login">Sign in</Link>
       </p>
     </AuthFrame>
-  );
-}
-
-/** The server's answer once the form is sent, with where to go next; until then, the form. */
-function AnswerOr({ answer, next, children }: { answer: string | null; next: ReactNode; children: ReactNode }) {
-  if (!answer) return children;
-  return (
-    <div className="notice" role="status">
-      <p>{answer}</p>
-      <p>{next}</p>
-    </div>
   );
 }
 
@@ -171,10 +177,7 @@ export function ForgotPassword() {
               />
             )}
           </Field>
-          <ErrorBox error={error} />
-          <button type="submit" disabled={busy}>
-            Send reset mail
-          </button>
+          <Submit error={error} busy={busy} label="Send reset mail" />
         </form>
       </AnswerOr>
       <p className="links">
@@ -209,10 +212,7 @@ export function ResetPassword() {
               <input id={id} type="password" autoComplete="new-password" required value={password} onChange={(e) => setPassword(e.target.value)} />
             )}
           </Field>
-          <ErrorBox error={error} />
-          <button type="submit" disabled={busy}>
-            Set password
-          </button>
+          <Submit error={error} busy={busy} label="Set password" />
         </form>
       </AnswerOr>
       <p className="links">
@@ -255,10 +255,7 @@ export function AcceptInvitation() {
             <input id={id} type="password" autoComplete="new-password" required value={form.password} onChange={set("password")} />
           )}
         </Field>
-        <ErrorBox error={error} />
-        <button type="submit" disabled={busy}>
-          Join the workspace
-        </button>
+        <Submit error={error} busy={busy} label="Join the workspace" />
       </form>
       <p className="links">
         <Link to="/login">Back to sign in</Link>
