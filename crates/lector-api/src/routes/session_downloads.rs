@@ -109,17 +109,9 @@ async fn sessions_file(
     let (state, scope) = (state.clone(), scope.clone());
     tokio::spawn(async move {
         for session in &sessions {
-            let mut after = Some(i64::MIN);
-            while let Some(from) = after {
-                match session_page(&state, &scope, session, with_session, from).await {
-                    Ok((rows, next)) => {
-                        if !sink.rows(rows).await {
-                            return;
-                        }
-                        after = next;
-                    }
-                    Err(e) => return sink.fail(e).await,
-                }
+            let page = |after| session_page(&state, &scope, session, with_session, after);
+            if !sink.pages(page).await {
+                return;
             }
         }
         sink.finish().await;

@@ -50,6 +50,31 @@ impl RowSink {
         }
     }
 
+    /// Writes the pages `page` reads (called with the keyset, `i64::MIN` first) until the last;
+    /// false when the client has gone or a page failed (the body is then ended early).
+    pub(crate) async fn pages<P, F>(&mut self, mut page: P) -> bool
+    where
+        P: FnMut(i64) -> F,
+        F: std::future::Future<Output = Result<Page>>,
+    {
+        let mut after = Some(i64::MIN);
+        while let Some(from) = after {
+            match page(from).await {
+                Ok((rows, next)) => {
+                    if !self.rows(rows).await {
+                        return false;
+                    }
+                    after = next;
+                }
+                Err(e) => {
+                    self.fail(e).await;
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     /// Ends the body early: the error is logged, the client sees a cut-off transfer.
     pub(crate) async fn fail(&self, error: Error) {
         tracing::error!(error = %error.detail, "a streamed download failed");
@@ -97,31 +122,16 @@ pub(crate) type Page = (Vec<Vec<String>>, Option<i64>);
 
 /// A download read page by page through `page` (called with the keyset, `i64::MIN` first),
 /// streamed as it is read.
-pub(crate) async fn paged_download<P, F>(
-    format: Format,
-    stem: &str,
-    header: Vec<String>,
-    mut page: P,
-) -> Result<Response>
+pub(crate) async fn paged_download<P, F>(format: Format, stem: &str, header: Vec<String>, page: P) -> Result<Response>
 where
     P: FnMut(i64) -> F + Send + 'static,
     F: std::future::Future<Output = Result<Page>> + Send,
 {
     let (response, mut sink) = streamed_response(format, stem, header)?;
     tokio::spawn(async move {
-        let mut after = Some(i64::MIN);
-        while let Some(from) = after {
-            match page(from).await {
-                Ok((rows, next)) => {
-                    if !sink.rows(rows).await {
-                        return;
-                    }
-                    after = next;
-                }
-                Err(e) => return sink.fail(e).await,
-            }
+        if sink.pages(page).await {
+            sink.finish().await;
         }
-        sink.finish().await;
     });
     Ok(response)
 }
