@@ -556,9 +556,6 @@ async fn tagged_segments(
     Ok(out)
 }
 
-/// Documents read per page of an analysis download.
-const DOWNLOAD_PAGE: i64 = 500;
-
 /// One page of an analysis as labeled-data rows (one per tag, one per segment without tags),
 /// with the tag's confidence last.
 async fn analysis_page(
@@ -574,7 +571,13 @@ async fn analysis_page(
     };
     let (documents, has_more) = state
         .store
-        .documents(scope, analysis.project_id, &filter, 0, DOWNLOAD_PAGE)
+        .documents(
+            scope,
+            analysis.project_id,
+            &filter,
+            0,
+            crate::routes::streaming::DOCUMENTS_PER_PAGE,
+        )
         .await?;
     let next = documents.last().map(|d| d.id).filter(|_| has_more);
     let mut segments = tagged_segments(state, analysis, &documents).await?;

@@ -10,6 +10,7 @@ use crate::error::ApiResult;
 use crate::extract::{PathParams, QueryParams};
 use crate::routes::pages::boxes_of_part;
 use crate::routes::sessions::{ProjectPath, SessionPath};
+use crate::routes::streaming::DOCUMENTS_PER_PAGE;
 use crate::state::AppState;
 use axum::extract::State;
 use lector_core::Result;
@@ -28,9 +29,6 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// of the words a tagged part of a page covers; empty for segments of text.
 pub const PAGE_COLUMNS: [&str; 2] = ["page", "boxes"];
 
-/// Documents read per page of a session download.
-const PAGE: i64 = 500;
-
 /// One page of a session's labeled data as [`lector_text::LABELED_HEADER`] rows, for the
 /// documents after `after` (a keyset): one row per tag, and one for each segment without tags;
 /// with `with_session`, a first column names the session. Answers the rows and the keyset of the
@@ -44,7 +42,7 @@ async fn session_page(
 ) -> Result<(Vec<Vec<String>>, Option<i64>)> {
     let (_, documents, has_more) = state
         .store
-        .session_documents_after(scope, session.project_id, session.id, after, PAGE)
+        .session_documents_after(scope, session.project_id, session.id, after, DOCUMENTS_PER_PAGE)
         .await?;
     let next = documents.last().map(|d| d.id).filter(|_| has_more);
     let segments = state.store.segments_of(&documents).await?;

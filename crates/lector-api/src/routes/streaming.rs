@@ -117,6 +117,9 @@ pub(crate) fn set_download_headers(response: &mut Response, format: Format, stem
     }
 }
 
+/// Documents read per page of a paged download (an analysis's, a session's).
+pub(crate) const DOCUMENTS_PER_PAGE: i64 = 500;
+
 /// One page of a download: its rows and the keyset of the next page (`None` after the last).
 pub(crate) type Page = (Vec<Vec<String>>, Option<i64>);
 
