@@ -4,6 +4,7 @@ use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{Body, PathParams, QueryParams, WriteBody};
 use crate::routes::rfc3339;
+use crate::routes::workspaces::named_or_default_workspace;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -175,14 +176,7 @@ pub async fn create_project(
     caller: Caller,
     Body(body): Body<CreateProjectBody>,
 ) -> ApiResult<(StatusCode, Json<ProjectDto>)> {
-    let workspace_id = match body.organization_id {
-        Some(id) => id,
-        None => state
-            .store
-            .default_workspace_id(caller.user.id)
-            .await?
-            .ok_or_else(|| lector_core::Error::bad_request("name a workspace in organization_id"))?,
-    };
+    let workspace_id = named_or_default_workspace(&state, &caller, body.organization_id).await?;
     let (workspace, _) = state
         .store
         .workspace_access(&caller.scope, &WorkspaceRef::Id(workspace_id), Action::Manage)

@@ -7,6 +7,7 @@ use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
 use crate::routes::rfc3339;
+use crate::routes::workspaces::named_or_default_workspace;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -287,14 +288,7 @@ pub async fn create_workflow(
     Body(body): Body<WorkflowBody>,
 ) -> ApiResult<(StatusCode, Json<WorkflowDto>)> {
     caller.scope.may_somewhere(Action::Edit)?;
-    let workspace_id = match body.organization_id {
-        Some(id) => id,
-        None => state
-            .store
-            .default_workspace_id(caller.user.id)
-            .await?
-            .ok_or_else(|| Error::bad_request("name a workspace in organization_id"))?,
-    };
+    let workspace_id = named_or_default_workspace(&state, &caller, body.organization_id).await?;
     let new = body.prepare(None)?;
     let created = state.store.create_workflow(&caller.scope, workspace_id, &new).await?;
     tracing::info!(

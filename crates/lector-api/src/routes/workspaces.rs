@@ -199,6 +199,23 @@ pub async fn create_workspace(
     Ok(Json(workspace.into()))
 }
 
+/// The workspace a create request names in `organization_id`, else the caller's default one;
+/// 400 when there is neither.
+pub(crate) async fn named_or_default_workspace(
+    state: &AppState,
+    caller: &Caller,
+    organization_id: Option<i64>,
+) -> lector_core::Result<i64> {
+    match organization_id {
+        Some(id) => Ok(id),
+        None => state
+            .store
+            .default_workspace_id(caller.user.id)
+            .await?
+            .ok_or_else(|| lector_core::Error::bad_request("name a workspace in organization_id")),
+    }
+}
+
 /// A workspace, by id or by name.
 #[utoipa::path(get, path = "/organizations/{organization}", tag = "workspaces",
     params(("organization" = String, Path, description = "workspace id or name")), responses((status = 200, body = WorkspaceDto)))]
