@@ -13,6 +13,7 @@ use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
 use crate::routes::analyze::{AnalyzedSegment, AnalyzedTag};
 use crate::routes::classes::{ClassDto, LabelDto};
 use crate::routes::files::{DownloadQuery, UploadForm, UploadedFileDto};
+use crate::routes::paths::ProjectPath;
 use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
@@ -92,11 +93,6 @@ impl From<Analysis> for AnalysisDto {
             labels: None,
         }
     }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ProjectPath {
-    project_id: i64,
 }
 
 #[derive(Debug, Deserialize)]

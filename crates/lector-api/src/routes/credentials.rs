@@ -5,6 +5,7 @@
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{Body, PathParams, WriteBody};
+use crate::routes::paths::OrgPath;
 use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
@@ -73,11 +74,6 @@ impl WriteBody for CredentialBody {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct OrgPath {
-    organization: String,
-}
-
-#[derive(Debug, Deserialize)]
 pub struct CredentialPath {
     organization: String,
     credential_id: i64,
@@ -92,7 +88,7 @@ pub async fn list_credentials(
     caller: Caller,
     PathParams(p): PathParams<OrgPath>,
 ) -> ApiResult<Json<Vec<CredentialDto>>> {
-    let workspace = WorkspaceRef::parse(&p.organization);
+    let workspace = p.workspace();
     let credentials = state.store.credentials(&caller.scope, &workspace).await?;
     Ok(Json(credentials.into_iter().map(CredentialDto::from).collect()))
 }
@@ -109,7 +105,7 @@ pub async fn create_credential(
 ) -> ApiResult<(StatusCode, Json<CredentialDto>)> {
     let (workspace, _) = state
         .store
-        .workspace_access(&caller.scope, &WorkspaceRef::parse(&p.organization), Action::Manage)
+        .workspace_access(&caller.scope, &p.workspace(), Action::Manage)
         .await?;
     let secret = CredentialSecret::parse(body.source, &body.secret)?;
     let credential = NewCredential {

@@ -11,6 +11,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{PathParams, QueryParams};
 use crate::routes::classes::ClassDto;
 use crate::routes::document_uploads::{is_document, preview_document, refuse_document};
+use crate::routes::paths::{GroupPath, ProjectPath};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -61,17 +62,6 @@ pub struct UploadedFileDto {
     pub id: uuid::Uuid,
     /// The first rows, the header row first; columns are chosen by 0-based index or by name.
     pub preview: Vec<Vec<String>>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ProjectPath {
-    project_id: i64,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct GroupPath {
-    project_id: i64,
-    group_id: i64,
 }
 
 /// Uploads a file for a document group: answers its id and a preview of its first rows.

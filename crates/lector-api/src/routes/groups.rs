@@ -7,6 +7,7 @@ use crate::extract::{Body, PathParams, QueryParams, WriteBody};
 use crate::routes::documents::{
     Details, DocumentDto, UploadBody, UploadOptions, UploadedDocument, document_dtos, language_for,
 };
+use crate::routes::paths::{GroupPath, ProjectPath};
 use crate::routes::rfc3339;
 use crate::routes::sources::{SourceRequest, fetch_to_upload};
 use crate::state::AppState;
@@ -174,17 +175,6 @@ impl WriteBody for CreateGroupBody {
         );
         problems.check(self.column.is_none_or(|c| c >= 0), "column", "must be 0 or more");
     }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ProjectPath {
-    project_id: i64,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct GroupPath {
-    project_id: i64,
-    group_id: i64,
 }
 
 #[derive(Debug, Deserialize)]

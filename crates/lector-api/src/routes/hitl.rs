@@ -6,6 +6,7 @@
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{Body, PathParams, QueryParams, WriteBody};
+use crate::routes::paths::ProjectPath;
 use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
@@ -259,11 +260,6 @@ impl WriteBody for SubmitReviewBody {
             "field names of at most 120 characters, values of at most 2000",
         );
     }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ProjectPath {
-    project_id: i64,
 }
 
 #[derive(Debug, Deserialize)]

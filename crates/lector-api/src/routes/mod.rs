@@ -24,6 +24,7 @@ pub mod model_files;
 pub mod models;
 pub mod notifications;
 pub mod pages;
+pub mod paths;
 pub mod projects;
 pub mod session_downloads;
 pub mod sessions;

@@ -9,6 +9,7 @@ use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
 use crate::routes::analyses::AnalysisDto;
+use crate::routes::paths::{OrgPath, ProjectPath};
 use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
@@ -316,11 +317,6 @@ impl From<UpdateModelBody> for ModelChanges {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct ProjectPath {
-    project_id: i64,
-}
-
-#[derive(Debug, Deserialize)]
 pub struct ProjectModelPath {
     project_id: i64,
     model_id: i64,
@@ -329,11 +325,6 @@ pub struct ProjectModelPath {
 #[derive(Debug, Deserialize)]
 pub struct ModelPath {
     model_id: i64,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct OrgPath {
-    organization: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -370,7 +361,7 @@ pub async fn list_workspace_models(
 ) -> ApiResult<Json<ModelPage>> {
     let (workspace, _) = state
         .store
-        .workspace_access(&caller.scope, &WorkspaceRef::parse(&p.organization), Action::Read)
+        .workspace_access(&caller.scope, &p.workspace(), Action::Read)
         .await?;
     let (filter, paging) = q.split(Some(workspace.id))?;
     let (models, has_more) = state

@@ -10,6 +10,7 @@ use crate::routes::documents::{Details, DocumentDto, MAX_UPLOAD_BYTES, document_
 use crate::routes::labeled::{
     ColumnMappingBody, LabeledDocumentBody, check_labeled, prepare_all, session_file, start_from_file,
 };
+use crate::routes::paths::ProjectPath;
 use crate::routes::rfc3339;
 use crate::routes::sources::SourceRequest;
 use crate::state::AppState;
@@ -262,11 +263,6 @@ impl WriteBody for CreateSessionBody {
             );
         }
     }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ProjectPath {
-    pub(crate) project_id: i64,
 }
 
 #[derive(Debug, Deserialize)]

@@ -6,6 +6,7 @@ use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::PathParams;
 use crate::routes::files::{UploadedFileDto, bad_field, preview_upload, sniff};
+use crate::routes::paths::ProjectPath;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -13,7 +14,6 @@ use axum::extract::multipart::{Multipart, MultipartRejection};
 use bytes::Bytes;
 use lector_core::{Action, Error, ErrorCode, FieldError, Result, SourceKind};
 use lector_text::Format;
-use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -178,11 +178,6 @@ async fn connect(
 ) -> ApiResult<Json<UploadedFileDto>> {
     let request = read_connect_form(form?).await?;
     Ok(Json(fetch_to_upload(state, caller, project_id, &request).await?))
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ProjectPath {
-    project_id: i64,
 }
 
 /// Reads unlabeled data from an external source into an uploaded file: answers its id (for

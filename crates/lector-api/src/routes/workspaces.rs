@@ -4,6 +4,7 @@ use crate::accounts::{self, Inviter};
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
+use crate::routes::paths::OrgPath;
 use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
@@ -159,17 +160,6 @@ fn validate_workspace_name(problems: &mut Problems, name: &str) {
         "name",
         "must not contain an e-mail address",
     );
-}
-
-#[derive(Debug, Deserialize)]
-pub struct OrgPath {
-    organization: String,
-}
-
-impl OrgPath {
-    fn workspace(&self) -> WorkspaceRef {
-        WorkspaceRef::parse(&self.organization)
-    }
 }
 
 /// The caller's workspaces, with its role in each and which is the default.
