@@ -185,6 +185,11 @@ pub fn default_limit() -> i64 {
 impl Paging {
     pub const MAX_LIMIT: i64 = 1000;
 
+    /// The `offset` and `limit` of a query that has other parameters too, checked as [`check`](Self::check) does.
+    pub fn checked(offset: i64, limit: i64) -> Result<Self> {
+        Self { offset, limit }.check()
+    }
+
     pub fn check(self) -> Result<Self> {
         let mut problems = Problems::default();
         problems.check(self.offset >= 0, "offset", "must be at least 0");

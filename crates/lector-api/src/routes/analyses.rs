@@ -114,11 +114,7 @@ pub struct AnalysesQuery {
 
 impl AnalysesQuery {
     fn paging(&self) -> Result<Paging> {
-        Paging {
-            offset: self.offset,
-            limit: self.limit,
-        }
-        .check()
+        Paging::checked(self.offset, self.limit)
     }
 }
 
@@ -484,11 +480,7 @@ pub async fn list_analysis_documents(
     QueryParams(q): QueryParams<AnalysisDocumentsQuery>,
 ) -> ApiResult<Json<AnalysisDocumentsPage>> {
     let analysis = state.store.analysis(&caller.scope, p.analysis_id, Action::Read).await?;
-    let paging = Paging {
-        offset: q.offset,
-        limit: q.limit,
-    }
-    .check()?;
+    let paging = Paging::checked(q.offset, q.limit)?;
     let filter = DocumentFilter {
         search: q.search.clone().filter(|s| !s.is_empty()),
         analysis_id: Some(analysis.id),

@@ -435,11 +435,7 @@ pub async fn list_documents(
     PathParams(p): PathParams<ProjectPath>,
     QueryParams(q): QueryParams<ListDocumentsQuery>,
 ) -> ApiResult<Json<DocumentPage>> {
-    let paging = Paging {
-        offset: q.offset,
-        limit: q.limit,
-    }
-    .check()?;
+    let paging = Paging::checked(q.offset, q.limit)?;
     let mut details = Details::parse(q.details.as_deref())?;
     details.session = match q.annotation_id {
         Some(id) => Some(state.store.session(&caller.scope, p.project_id, id).await?),

@@ -404,11 +404,7 @@ async fn group_documents(
     p: &GroupPath,
     q: GroupDocumentsQuery,
 ) -> Result<Vec<DocumentDto>> {
-    let paging = crate::extract::Paging {
-        offset: q.offset,
-        limit: q.limit,
-    }
-    .check()?;
+    let paging = crate::extract::Paging::checked(q.offset, q.limit)?;
     let group = state.store.group(&caller.scope, p.project_id, p.group_id).await?;
     let filter = DocumentFilter {
         search: q.search,

@@ -186,11 +186,7 @@ pub struct ListModelsQuery {
 
 impl ListModelsQuery {
     fn split(self, workspace_id: Option<i64>) -> lector_core::Result<(ModelFilter, Paging)> {
-        let paging = Paging {
-            offset: self.offset,
-            limit: self.limit,
-        }
-        .check()?;
+        let paging = Paging::checked(self.offset, self.limit)?;
         let filter = ModelFilter {
             workspace_id,
             collection_id: self.collection_id,

@@ -536,11 +536,7 @@ pub async fn list_labeling_session_documents(
     PathParams(p): PathParams<SessionPath>,
     QueryParams(q): QueryParams<SessionDocumentsQuery>,
 ) -> ApiResult<Json<SessionDocumentsDto>> {
-    let paging = Paging {
-        offset: q.offset,
-        limit: q.limit,
-    }
-    .check()?;
+    let paging = Paging::checked(q.offset, q.limit)?;
     let mut details = Details::parse(q.details.as_deref())?;
     let (session, documents, has_more) = state
         .store

@@ -257,11 +257,7 @@ pub async fn list_workflows(
     caller: Caller,
     QueryParams(q): QueryParams<WorkflowQuery>,
 ) -> ApiResult<Json<WorkflowPage>> {
-    let paging = Paging {
-        offset: q.offset,
-        limit: q.limit,
-    }
-    .check()?;
+    let paging = Paging::checked(q.offset, q.limit)?;
     let (found, has_more) = state
         .store
         .workflows(&caller.scope, q.organization_id, paging.offset, paging.limit)
