@@ -323,6 +323,23 @@ pub struct ModelPath {
     model_id: i64,
 }
 
+impl ProjectModelPath {
+    /// The model of the project the path names, if the caller may do `action` with it.
+    async fn model(&self, state: &AppState, caller: &Caller, action: Action) -> lector_core::Result<Model> {
+        state
+            .store
+            .project_model(&caller.scope, self.project_id, self.model_id, action)
+            .await
+    }
+}
+
+impl ModelPath {
+    /// The model the path names, if the caller may do `action` with it.
+    async fn model(&self, state: &AppState, caller: &Caller, action: Action) -> lector_core::Result<Model> {
+        state.store.model_access(&caller.scope, self.model_id, action).await
+    }
+}
+
 #[derive(Debug, Deserialize)]
 pub struct OrgModelPath {
     organization: String,
@@ -419,10 +436,7 @@ pub async fn get_project_model(
     caller: Caller,
     PathParams(p): PathParams<ProjectModelPath>,
 ) -> ApiResult<Json<DetailedModelDto>> {
-    let model = state
-        .store
-        .project_model(&caller.scope, p.project_id, p.model_id, Action::Read)
-        .await?;
+    let model = p.model(&state, &caller, Action::Read).await?;
     Ok(Json(model.into()))
 }
 
@@ -436,12 +450,8 @@ pub async fn update_project_model(
     PathParams(p): PathParams<ProjectModelPath>,
     Body(body): Body<UpdateModelBody>,
 ) -> ApiResult<Json<ModelDto>> {
-    let model = state
-        .store
-        .project_model(&caller.scope, p.project_id, p.model_id, Action::Manage)
-        .await?;
-    let changed = state.store.update_model(&caller.scope, &model, body.into()).await?;
-    Ok(Json(changed.into()))
+    let model = p.model(&state, &caller, Action::Manage).await?;
+    update_found(&state, &caller, &model, body).await
 }
 
 /// Deletes a model of the project and its artifact (MANAGER); answers the deleted model.
@@ -452,13 +462,8 @@ pub async fn delete_project_model(
     caller: Caller,
     PathParams(p): PathParams<ProjectModelPath>,
 ) -> ApiResult<Json<ModelDto>> {
-    let model = state
-        .store
-        .project_model(&caller.scope, p.project_id, p.model_id, Action::Manage)
-        .await?;
-    let deleted = state.store.delete_model(&caller.scope, &model).await?;
-    tracing::info!(model.id = deleted.id, user.id = caller.user.id, "model deleted");
-    Ok(Json(deleted.into()))
+    let model = p.model(&state, &caller, Action::Manage).await?;
+    delete_found(&state, &caller, &model).await
 }
 
 /// One model, in the paged shape of `list_models` (any reader).
@@ -469,10 +474,7 @@ pub async fn get_model(
     caller: Caller,
     PathParams(p): PathParams<ModelPath>,
 ) -> ApiResult<Json<ModelPage>> {
-    let model = state
-        .store
-        .model_access(&caller.scope, p.model_id, Action::Read)
-        .await?;
+    let model = p.model(&state, &caller, Action::Read).await?;
     let paging = Paging { offset: 0, limit: 1 };
     Ok(Json(ModelPage::new(vec![model], false, paging)))
 }
@@ -486,12 +488,8 @@ pub async fn update_model(
     PathParams(p): PathParams<ModelPath>,
     Body(body): Body<UpdateModelBody>,
 ) -> ApiResult<Json<ModelDto>> {
-    let model = state
-        .store
-        .model_access(&caller.scope, p.model_id, Action::Manage)
-        .await?;
-    let changed = state.store.update_model(&caller.scope, &model, body.into()).await?;
-    Ok(Json(changed.into()))
+    let model = p.model(&state, &caller, Action::Manage).await?;
+    update_found(&state, &caller, &model, body).await
 }
 
 /// Deletes a model and its artifact (MANAGER of its workspace); answers the deleted model.
@@ -502,13 +500,8 @@ pub async fn delete_model(
     caller: Caller,
     PathParams(p): PathParams<ModelPath>,
 ) -> ApiResult<Json<ModelDto>> {
-    let model = state
-        .store
-        .model_access(&caller.scope, p.model_id, Action::Manage)
-        .await?;
-    let deleted = state.store.delete_model(&caller.scope, &model).await?;
-    tracing::info!(model.id = deleted.id, user.id = caller.user.id, "model deleted");
-    Ok(Json(deleted.into()))
+    let model = p.model(&state, &caller, Action::Manage).await?;
+    delete_found(&state, &caller, &model).await
 }
 
 /// Stars a model for the caller (any reader); `list_models?starred=true` lists it.
@@ -546,10 +539,7 @@ pub async fn download_model(
     caller: Caller,
     PathParams(p): PathParams<ModelPath>,
 ) -> ApiResult<Response> {
-    let model = state
-        .store
-        .model_access(&caller.scope, p.model_id, Action::Read)
-        .await?;
+    let model = p.model(&state, &caller, Action::Read).await?;
     artifact_response(&state, &model).await
 }
 
@@ -562,10 +552,7 @@ pub async fn download_project_model(
     caller: Caller,
     PathParams(p): PathParams<ProjectModelPath>,
 ) -> ApiResult<Response> {
-    let model = state
-        .store
-        .project_model(&caller.scope, p.project_id, p.model_id, Action::Read)
-        .await?;
+    let model = p.model(&state, &caller, Action::Read).await?;
     artifact_response(&state, &model).await
 }
 
@@ -585,6 +572,24 @@ pub async fn download_workspace_model(
         .workspace_model(&caller.scope, &workspace, &p.model, Action::Read)
         .await?;
     artifact_response(&state, &model).await
+}
+
+/// `update_model` and `update_project_model` once the model is found: the changed model.
+async fn update_found(
+    state: &AppState,
+    caller: &Caller,
+    model: &Model,
+    body: UpdateModelBody,
+) -> ApiResult<Json<ModelDto>> {
+    let changed = state.store.update_model(&caller.scope, model, body.into()).await?;
+    Ok(Json(changed.into()))
+}
+
+/// `delete_model` and `delete_project_model` once the model is found: the deleted model.
+async fn delete_found(state: &AppState, caller: &Caller, model: &Model) -> ApiResult<Json<ModelDto>> {
+    let deleted = state.store.delete_model(&caller.scope, model).await?;
+    tracing::info!(model.id = deleted.id, user.id = caller.user.id, "model deleted");
+    Ok(Json(deleted.into()))
 }
 
 async fn artifact_response(state: &AppState, model: &Model) -> ApiResult<Response> {
