@@ -308,24 +308,15 @@ pub async fn list_correction_sessions(
     Ok(Json(out))
 }
 
-#[derive(Debug, Deserialize)]
-pub struct CorrectionPath {
-    project_id: i64,
-    correction_id: i64,
-}
-
 /// A correction session (VIEWER).
 #[utoipa::path(get, path = "/projects/{project_id}/corrections/{correction_id}", tag = "correction sessions",
     params(("project_id" = i64, Path), ("correction_id" = i64, Path)), responses((status = 200, body = CorrectionDto)))]
 pub async fn get_correction_session(
     State(state): State<AppState>,
     caller: Caller,
-    PathParams(p): PathParams<CorrectionPath>,
+    PathParams(p): PathParams<SessionPath>,
 ) -> ApiResult<Json<CorrectionDto>> {
-    let session = state
-        .store
-        .correction(&caller.scope, p.project_id, p.correction_id, Action::Read)
-        .await?;
+    let session = p.correction(&state, &caller, Action::Read).await?;
     Ok(Json(correction_dto(&state, &caller, session).await?))
 }
 
@@ -335,16 +326,13 @@ pub async fn get_correction_session(
 pub async fn delete_correction_session(
     State(state): State<AppState>,
     caller: Caller,
-    PathParams(p): PathParams<CorrectionPath>,
+    PathParams(p): PathParams<SessionPath>,
 ) -> ApiResult<Json<CorrectionDto>> {
-    let session = state
-        .store
-        .correction(&caller.scope, p.project_id, p.correction_id, Action::Edit)
-        .await?;
+    let session = p.correction(&state, &caller, Action::Edit).await?;
     let answer = correction_dto(&state, &caller, session).await?;
     state
         .store
-        .delete_session(&caller.scope, p.project_id, p.correction_id)
+        .delete_session(&caller.scope, p.project_id, p.annotation_id)
         .await?;
     Ok(Json(answer))
 }
@@ -360,10 +348,7 @@ pub async fn list_correction_session_documents(
     PathParams(p): PathParams<SessionPath>,
     query: QueryParams<SessionDocumentsQuery>,
 ) -> ApiResult<Json<SessionDocumentsDto>> {
-    state
-        .store
-        .correction(&caller.scope, p.project_id, p.annotation_id, Action::Read)
-        .await?;
+    p.correction(&state, &caller, Action::Read).await?;
     crate::routes::sessions::list_labeling_session_documents(State(state), caller, PathParams(p), query).await
 }
 

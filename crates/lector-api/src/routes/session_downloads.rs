@@ -140,10 +140,7 @@ pub async fn download_labeling_session(
     QueryParams(q): QueryParams<crate::routes::files::DownloadQuery>,
 ) -> ApiResult<axum::response::Response> {
     let format = q.format()?;
-    let session = state
-        .store
-        .session(&caller.scope, p.project_id, p.annotation_id)
-        .await?;
+    let session = p.session(&state, &caller).await?;
     let stem = format!("annotation-{}", session.id);
     Ok(sessions_file(&state, &caller.scope, vec![session], false, format, &stem).await?)
 }

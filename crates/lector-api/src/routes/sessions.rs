@@ -273,6 +273,25 @@ pub struct SessionPath {
     pub(crate) annotation_id: i64,
 }
 
+impl SessionPath {
+    /// The session the path names, as the caller may read it.
+    pub(crate) async fn session(&self, state: &AppState, caller: &Caller) -> Result<Session> {
+        state
+            .store
+            .session(&caller.scope, self.project_id, self.annotation_id)
+            .await
+    }
+
+    /// The correction session the path names, if the caller may do `action` with it; a
+    /// labeling session is not found here.
+    pub(crate) async fn correction(&self, state: &AppState, caller: &Caller, action: Action) -> Result<Session> {
+        state
+            .store
+            .correction(&caller.scope, self.project_id, self.annotation_id, action)
+            .await
+    }
+}
+
 #[derive(Debug, Deserialize)]
 pub struct SessionDocumentPath {
     project_id: i64,
@@ -396,10 +415,7 @@ pub async fn get_labeling_session(
     caller: Caller,
     PathParams(p): PathParams<SessionPath>,
 ) -> ApiResult<Json<SessionDto>> {
-    let session = state
-        .store
-        .session(&caller.scope, p.project_id, p.annotation_id)
-        .await?;
+    let session = p.session(&state, &caller).await?;
     Ok(Json(session_dto(&state, session).await?))
 }
 
@@ -487,10 +503,7 @@ pub async fn delete_labeling_session(
     caller: Caller,
     PathParams(p): PathParams<SessionPath>,
 ) -> ApiResult<Json<SessionDto>> {
-    let session = state
-        .store
-        .session(&caller.scope, p.project_id, p.annotation_id)
-        .await?;
+    let session = p.session(&state, &caller).await?;
     let answer = session_dto(&state, session).await?;
     state
         .store
