@@ -138,6 +138,20 @@ struct SessionFields<'a> {
     labels: &'a Option<Vec<String>>,
 }
 
+/// The [`SessionFields`] of a create or an update body, which name them alike.
+macro_rules! session_fields {
+    ($body:expr) => {
+        SessionFields {
+            name: &$body.name,
+            description: &$body.description,
+            document_ids: &$body.document_ids,
+            documents: &$body.documents,
+            classes: &$body.classes,
+            labels: &$body.labels,
+        }
+    };
+}
+
 fn check_session_fields(problems: &mut Problems, fields: SessionFields<'_>) {
     if let Some(name) = fields.name {
         problems.name("name", name, MAX_NAME_CHARS);
@@ -194,19 +208,6 @@ pub struct CreateSessionBody {
     pub language: Option<String>,
 }
 
-impl CreateSessionBody {
-    fn fields(&self) -> SessionFields<'_> {
-        SessionFields {
-            name: &self.name,
-            description: &self.description,
-            document_ids: &self.document_ids,
-            documents: &self.documents,
-            classes: &self.classes,
-            labels: &self.labels,
-        }
-    }
-}
-
 impl WriteBody for CreateSessionBody {
     const MAX_BYTES: usize = MAX_UPLOAD_BYTES;
     const IMMUTABLE: &'static [&'static str] = &[
@@ -224,7 +225,7 @@ impl WriteBody for CreateSessionBody {
     ];
 
     fn validate(&self, problems: &mut Problems) {
-        check_session_fields(problems, self.fields());
+        check_session_fields(problems, session_fields!(self));
         if let Some(size) = self.sample_size {
             problems.check(size >= 1, "sample_size", "must be at least 1");
             problems.check(
@@ -455,17 +456,7 @@ impl WriteBody for UpdateSessionBody {
     ];
 
     fn validate(&self, problems: &mut Problems) {
-        check_session_fields(
-            problems,
-            SessionFields {
-                name: &self.name,
-                description: &self.description,
-                document_ids: &self.document_ids,
-                documents: &self.documents,
-                classes: &self.classes,
-                labels: &self.labels,
-            },
-        );
+        check_session_fields(problems, session_fields!(self));
     }
 }
 
