@@ -249,11 +249,15 @@ impl WriteBody for TrainModelBody {
     const IMMUTABLE: &'static [&'static str] = SERVER_FIELDS;
 
     fn validate(&self, problems: &mut Problems) {
-        if let Some(name) = &self.name {
-            problems.name("name", name, MAX_NAME_CHARS);
-        }
-        if let Some(name) = &self.display_name {
-            problems.name("display_name", name, MAX_NAME_CHARS);
+        check_model_names(problems, &self.name, &self.display_name);
+    }
+}
+
+/// The names a training or a change may give a model, checked alike.
+fn check_model_names(problems: &mut Problems, name: &Option<String>, display_name: &Option<String>) {
+    for (field, value) in [("name", name), ("display_name", display_name)] {
+        if let Some(value) = value {
+            problems.name(field, value, MAX_NAME_CHARS);
         }
     }
 }
@@ -275,12 +279,7 @@ impl WriteBody for UpdateModelBody {
     const IMMUTABLE: &'static [&'static str] = SERVER_FIELDS;
 
     fn validate(&self, problems: &mut Problems) {
-        if let Some(name) = &self.name {
-            problems.name("name", name, MAX_NAME_CHARS);
-        }
-        if let Some(name) = &self.display_name {
-            problems.name("display_name", name, MAX_NAME_CHARS);
-        }
+        check_model_names(problems, &self.name, &self.display_name);
         for (field, value) in [
             ("short_description", &self.short_description),
             ("long_description", &self.long_description),
