@@ -2,7 +2,7 @@
 //! records and which documents each covers, so documents can be listed by analysis; the job
 //! that runs a model over documents writes through [`Store::create_analysis`].
 
-use crate::records::FromAnyRow;
+use crate::records::{FromAnyRow, fetch_record, fetch_records};
 use crate::{Store, db};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Result, Scope};
@@ -83,12 +83,7 @@ impl Store {
         let sql = format!(
             "SELECT {ANALYSIS_COLUMNS} FROM analyses a WHERE a.project_id = $1 ORDER BY a.id LIMIT {limit} OFFSET {offset}"
         );
-        let rows = sqlx::query(&sql)
-            .bind(project.id)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(Analysis::decode).collect()
+        fetch_records(sqlx::query(&sql).bind(project.id), &self.pool).await
     }
 
     /// A page of the analyses made with a model the caller may read, oldest first: only those
@@ -161,15 +156,6 @@ impl Store {
     /// An analysis of a project (404 when the project has none with this id).
     pub(crate) async fn analysis_of(&self, project_id: i64, id: i64) -> Result<Analysis> {
         let sql = format!("SELECT {ANALYSIS_COLUMNS} FROM analyses a WHERE a.project_id = $1 AND a.id = $2");
-        let row = sqlx::query(&sql)
-            .bind(project_id)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.as_ref()
-            .map(Analysis::decode)
-            .transpose()?
-            .ok_or_else(|| lector_core::Error::not_found("analysis"))
+        fetch_record(sqlx::query(&sql).bind(project_id).bind(id), &self.pool, "analysis").await
     }
 }

@@ -11,7 +11,7 @@ use crate::analyses::{ANALYSIS_COLUMNS, Analysis};
 use crate::documents::{Document, insert_group};
 use crate::jobs::{NewJob, check_fence, enqueue_in};
 use crate::models::Model;
-use crate::records::FromAnyRow;
+use crate::records::fetch_records;
 use crate::uploads::mark_used_in;
 use crate::{AnalysisPayload, ImportPayload, ImportedDocument, Lease, Param, Store, Upload, db};
 use lector_core::time::Timestamp;
@@ -250,11 +250,7 @@ impl Store {
             "SELECT {ANALYSIS_COLUMNS} FROM analyses a JOIN projects p ON p.id = a.project_id {filter} \
              ORDER BY a.id LIMIT {limit} OFFSET {offset}"
         );
-        let rows = Param::bind_all(sqlx::query(&sql), params)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(Analysis::decode).collect()
+        fetch_records(Param::bind_all(sqlx::query(&sql), params), &self.pool).await
     }
 
     /// Renames or re-describes an analysis (USER).

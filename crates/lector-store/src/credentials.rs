@@ -3,15 +3,13 @@
 //! secret is stored sealed by the caller (lector-sources) and never leaves through a listing:
 //! records carry it only for the fetch, and never print it.
 
-use crate::records::FromAnyRow;
+use crate::records::{FromAnyRow, Workspace, fetch_record, fetch_records};
 use crate::{Store, WorkspaceRef, db, db_unique, parse_stored};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope, SourceKind};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 use std::fmt;
-
-use crate::records::Workspace;
 
 /// Credentials one workspace may hold.
 pub const MAX_CREDENTIALS_PER_WORKSPACE: i64 = 100;
@@ -76,12 +74,7 @@ impl Store {
     pub async fn credentials(&self, scope: &Scope, workspace: &WorkspaceRef) -> Result<Vec<Credential>> {
         let (found, _) = self.workspace_access(scope, workspace, Action::Read).await?;
         let sql = format!("SELECT {CREDENTIAL_COLUMNS} FROM credentials WHERE workspace_id = $1 ORDER BY id");
-        let rows = sqlx::query(&sql)
-            .bind(found.id)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(Credential::decode).collect()
+        fetch_records(sqlx::query(&sql).bind(found.id), &self.pool).await
     }
 
     /// Stores a credential in a workspace where the caller is MANAGER or above.
@@ -148,15 +141,6 @@ impl Store {
 
     async fn credential_in(&self, workspace_id: i64, id: i64) -> Result<Credential> {
         let sql = format!("SELECT {CREDENTIAL_COLUMNS} FROM credentials WHERE id = $1 AND workspace_id = $2");
-        let row = sqlx::query(&sql)
-            .bind(id)
-            .bind(workspace_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.as_ref()
-            .map(Credential::decode)
-            .transpose()?
-            .ok_or_else(|| Error::not_found("credential"))
+        fetch_record(sqlx::query(&sql).bind(id).bind(workspace_id), &self.pool, "credential").await
     }
 }

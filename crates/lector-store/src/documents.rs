@@ -8,8 +8,7 @@
 use crate::bulk::insert_grouped_batch;
 use crate::jobs::{Lease, NewJob, check_fence, enqueue_in};
 use crate::payloads::{ImportOptions, ImportPayload, ImportedDocument};
-use crate::records::FromAnyRow;
-use crate::records::Project;
+use crate::records::{FromAnyRow, Project, fetch_record, fetch_records};
 use crate::uploads::{Upload, mark_used_in};
 use crate::{Backend, Param, Store, db, numbered};
 use lector_core::time::Timestamp;
@@ -148,16 +147,7 @@ impl Store {
 
     pub(crate) async fn document_of(&self, project_id: i64, id: i64) -> Result<Document> {
         let sql = format!("SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE d.project_id = $1 AND d.id = $2");
-        let row = sqlx::query(&sql)
-            .bind(project_id)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.as_ref()
-            .map(Document::decode)
-            .transpose()?
-            .ok_or_else(|| Error::not_found("document"))
+        fetch_record(sqlx::query(&sql).bind(project_id).bind(id), &self.pool, "document").await
     }
 
     pub async fn document(&self, scope: &Scope, project_id: i64, id: i64) -> Result<Document> {
@@ -410,12 +400,7 @@ impl Store {
     pub async fn groups(&self, scope: &Scope, project_id: i64) -> Result<Vec<DocumentGroup>> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
         let sql = format!("SELECT {GROUP_COLUMNS} FROM document_groups g WHERE g.project_id = $1 ORDER BY g.id");
-        let rows = sqlx::query(&sql)
-            .bind(project.id)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(DocumentGroup::decode).collect()
+        fetch_records(sqlx::query(&sql).bind(project.id), &self.pool).await
     }
 
     pub async fn group(&self, scope: &Scope, project_id: i64, group_id: i64) -> Result<DocumentGroup> {
@@ -425,16 +410,8 @@ impl Store {
 
     async fn group_of(&self, project_id: i64, group_id: i64) -> Result<DocumentGroup> {
         let sql = format!("SELECT {GROUP_COLUMNS} FROM document_groups g WHERE g.project_id = $1 AND g.id = $2");
-        let row = sqlx::query(&sql)
-            .bind(project_id)
-            .bind(group_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.as_ref()
-            .map(DocumentGroup::decode)
-            .transpose()?
-            .ok_or_else(|| Error::not_found("document group"))
+        let query = sqlx::query(&sql).bind(project_id).bind(group_id);
+        fetch_record(query, &self.pool, "document group").await
     }
 
     /// Renames a group and adds documents to it: existing ones by id, new ones whole.

@@ -4,7 +4,7 @@
 //! Annotate to submit). A review is created only through an extraction that found a live
 //! configuration, and its assigned user hears of it.
 
-use crate::records::{Checked, FromAnyRow, Project, flag};
+use crate::records::{BoundQuery, Checked, FromAnyRow, Project, fetch_record, fetch_records, flag};
 use crate::{Store, db};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, NotificationType, Result, Scope};
@@ -122,6 +122,9 @@ pub struct NewReview {
     pub pages: Option<String>,
 }
 
+/// A bound query for one id column.
+type IdQuery<'q> = sqlx::query::QueryScalar<'q, sqlx::Any, i64, sqlx::any::AnyArguments<'q>>;
+
 /// Most configurations one project holds.
 pub const MAX_HITLS_PER_PROJECT: i64 = 100;
 
@@ -130,12 +133,7 @@ impl Store {
     pub async fn hitls(&self, scope: &Scope, project_id: i64) -> Result<Vec<Hitl>> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
         let sql = format!("SELECT {HITL_COLUMNS} FROM hitls WHERE project_id = $1 ORDER BY id");
-        let rows = sqlx::query(&sql)
-            .bind(project.id)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(Hitl::decode).collect()
+        fetch_records(sqlx::query(&sql).bind(project.id), &self.pool).await
     }
 
     /// One configuration, for a caller who may do `action` in its project.
@@ -146,14 +144,7 @@ impl Store {
 
     async fn hitl_of(&self, project: &Project, id: i64) -> Result<Hitl> {
         let sql = format!("SELECT {HITL_COLUMNS} FROM hitls WHERE id = $1 AND project_id = $2");
-        let row = sqlx::query(&sql)
-            .bind(id)
-            .bind(project.id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?
-            .ok_or_else(|| Error::not_found("HITL"))?;
-        Hitl::decode(&row)
+        fetch_record(sqlx::query(&sql).bind(id).bind(project.id), &self.pool, "HITL").await
     }
 
     /// Creates a configuration (MANAGER); its model must be one of the project's, its user a
@@ -182,15 +173,7 @@ impl Store {
             uuid::Uuid::new_v4().simple(),
             uuid::Uuid::new_v4().simple()
         );
-        let row = sqlx::query(&sql)
-            .bind(project.id)
-            .bind(&new.name)
-            .bind(&new.description)
-            .bind(new.assigned_user_id)
-            .bind(new.model_id)
-            .bind(new.is_live)
-            .bind(&new.webhook_url)
-            .bind(new.labels.to_string())
+        let row = bind_fields(sqlx::query(&sql).bind(project.id), new)
             .bind(now)
             .bind(secret)
             .fetch_one(&self.pool)
@@ -208,14 +191,7 @@ impl Store {
             "UPDATE hitls SET name = $1, description = $2, assigned_user_id = $3, model_id = $4, is_live = $5, \
              webhook_url = $6, labels = $7, updated = $8 WHERE id = $9 AND project_id = $10 RETURNING {HITL_COLUMNS}"
         );
-        let row = sqlx::query(&sql)
-            .bind(&new.name)
-            .bind(&new.description)
-            .bind(new.assigned_user_id)
-            .bind(new.model_id)
-            .bind(new.is_live)
-            .bind(&new.webhook_url)
-            .bind(new.labels.to_string())
+        let row = bind_fields(sqlx::query(&sql), new)
             .bind(Timestamp::now().micros())
             .bind(id)
             .bind(project.id)
@@ -227,35 +203,32 @@ impl Store {
 
     async fn check_hitl_refs(&self, project: &Project, new: &NewHitl) -> Result<()> {
         if let Some(model_id) = new.model_id {
-            let found: Option<i64> = sqlx::query_scalar("SELECT id FROM models WHERE id = $1 AND project_id = $2")
-                .bind(model_id)
-                .bind(project.id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db)?;
-            if found.is_none() {
-                return Err(Error::validation(vec![lector_core::FieldError::new(
-                    "model_id",
-                    "is not a model of this project",
-                )]));
-            }
+            let sql = "SELECT id FROM models WHERE id = $1 AND project_id = $2";
+            let problem = ("model_id", "is not a model of this project");
+            self.require_row(sqlx::query_scalar(sql).bind(model_id).bind(project.id), problem)
+                .await?;
         }
         if let Some(user_id) = new.assigned_user_id {
-            let member: Option<i64> =
-                sqlx::query_scalar("SELECT user_id FROM memberships WHERE workspace_id = $1 AND user_id = $2")
-                    .bind(project.workspace_id)
-                    .bind(user_id)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(db)?;
-            if member.is_none() {
-                return Err(Error::validation(vec![lector_core::FieldError::new(
-                    "assigned_user_id",
-                    "is not a member of the project's workspace",
-                )]));
-            }
+            let sql = "SELECT user_id FROM memberships WHERE workspace_id = $1 AND user_id = $2";
+            let problem = ("assigned_user_id", "is not a member of the project's workspace");
+            self.require_row(
+                sqlx::query_scalar(sql).bind(project.workspace_id).bind(user_id),
+                problem,
+            )
+            .await?;
         }
         Ok(())
+    }
+
+    /// 422 naming the field and what is wrong with it (`problem`) unless `query` finds a row.
+    async fn require_row(&self, query: IdQuery<'_>, problem: (&str, &str)) -> Result<()> {
+        let found = query.fetch_optional(&self.pool).await.map_err(db)?;
+        match found {
+            Some(_) => Ok(()),
+            None => Err(Error::validation(vec![lector_core::FieldError::new(
+                problem.0, problem.1,
+            )])),
+        }
     }
 
     /// The live configuration of a project's model, if there is one (the newest), for a caller
@@ -327,12 +300,7 @@ impl Store {
     pub async fn hitl_reviews(&self, scope: &Scope, project_id: i64, hitl_id: i64) -> Result<Vec<HitlReview>> {
         let hitl = self.hitl(scope, project_id, hitl_id, Action::Read).await?;
         let sql = format!("SELECT {REVIEW_COLUMNS} FROM hitl_reviews WHERE hitl_id = $1 ORDER BY id DESC LIMIT 1000");
-        let rows = sqlx::query(&sql)
-            .bind(hitl.id)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(HitlReview::decode).collect()
+        fetch_records(sqlx::query(&sql).bind(hitl.id), &self.pool).await
     }
 
     /// One review, for a caller who may do `action` in its project.
@@ -346,14 +314,8 @@ impl Store {
     ) -> Result<(Hitl, HitlReview)> {
         let hitl = self.hitl(scope, project_id, hitl_id, action).await?;
         let sql = format!("SELECT {REVIEW_COLUMNS} FROM hitl_reviews WHERE id = $1 AND hitl_id = $2");
-        let row = sqlx::query(&sql)
-            .bind(id)
-            .bind(hitl.id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?
-            .ok_or_else(|| Error::not_found("review"))?;
-        Ok((hitl, HitlReview::decode(&row)?))
+        let review = fetch_record(sqlx::query(&sql).bind(id).bind(hitl.id), &self.pool, "review").await?;
+        Ok((hitl, review))
     }
 
     /// The pages a review was made from (JSON, a list of `lector_extract::Page`), for the
@@ -409,6 +371,19 @@ impl Store {
         self.wake_workers();
         Ok(review)
     }
+}
+
+/// Binds what a configuration is made or changed with, in the order both of their statements
+/// list the columns: name, description, assigned user, model, live, webhook, labels.
+fn bind_fields<'q>(query: BoundQuery<'q>, new: &'q NewHitl) -> BoundQuery<'q> {
+    query
+        .bind(&new.name)
+        .bind(&new.description)
+        .bind(new.assigned_user_id)
+        .bind(new.model_id)
+        .bind(new.is_live)
+        .bind(&new.webhook_url)
+        .bind(new.labels.to_string())
 }
 
 /// Queues the event of `review` for the configuration's webhook, if it has one, in `tx`.

@@ -49,7 +49,7 @@
 //! ("The import into group 7 failed after 5 attempts: ...; upload the documents again") as the
 //! job's `error`, and writes exactly one WARNING notification to the job's user.
 
-use crate::records::FromAnyRow;
+use crate::records::{FromAnyRow, fetch_record, fetch_records};
 use crate::{Backend, Store, db};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, ErrorCode, ModelStatus, NotificationType, Result, Scope};
@@ -483,16 +483,7 @@ impl Store {
 
     pub(crate) async fn job_of_project(&self, project_id: i64, job_id: i64) -> Result<Job> {
         let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1 AND project_id = $2");
-        let row = sqlx::query(&sql)
-            .bind(job_id)
-            .bind(project_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.as_ref()
-            .map(Job::decode)
-            .transpose()?
-            .ok_or_else(|| Error::not_found("task"))
+        fetch_record(sqlx::query(&sql).bind(job_id).bind(project_id), &self.pool, "task").await
     }
 
     /// The bulk input of a claimed job as the type its enqueuer wrote; 404 when it has none.
@@ -513,13 +504,10 @@ impl Store {
     /// (system look-up, no scope).
     pub async fn unfinished_jobs(&self) -> Result<Vec<Job>> {
         let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state = $1 OR state = $2 ORDER BY id");
-        let rows = sqlx::query(&sql)
+        let query = sqlx::query(&sql)
             .bind(JobState::Queued.as_str())
-            .bind(JobState::Running.as_str())
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(Job::decode).collect()
+            .bind(JobState::Running.as_str());
+        fetch_records(query, &self.pool).await
     }
 
     /// A job by id, for tests and operators (system look-up, no scope).

@@ -7,7 +7,7 @@
 //! `artifact_key`; `version` grows whenever it changes, so a node that caches loaded models
 //! knows when to load one again. This module does not load or run models.
 
-use crate::records::{FromAnyRow, flag};
+use crate::records::{FromAnyRow, fetch_records, flag};
 use crate::{Param, Store, db, db_unique, numbered};
 use lector_core::policy::WorkspaceFacts;
 use lector_core::time::Timestamp;
@@ -409,13 +409,7 @@ impl Store {
     /// The models of a project read through a scoped call, oldest first, with the caller's stars.
     pub async fn models_of(&self, scope: &Scope, project: &crate::Project) -> Result<Vec<Model>> {
         let sql = format!("{MODEL_SELECT} WHERE m.project_id = $2 ORDER BY m.id");
-        let rows = sqlx::query(&sql)
-            .bind(scope.user_id)
-            .bind(project.id)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(Model::decode).collect()
+        fetch_records(sqlx::query(&sql).bind(scope.user_id).bind(project.id), &self.pool).await
     }
 
     /// Changes a model's descriptive fields (MANAGER of its workspace); a taken name is 409.

@@ -1,10 +1,10 @@
 //! Notifications: the internal [`Store::notify`] other parts call when long work ends, and the
 //! caller's own list, read and unread.
 
-use crate::records::{FromAnyRow, NOTIFICATION_COLUMNS, Notification};
+use crate::records::{FromAnyRow, NOTIFICATION_COLUMNS, Notification, fetch_record, fetch_records};
 use crate::{Store, db};
 use lector_core::time::Timestamp;
-use lector_core::{Error, NotificationType, Result, Scope};
+use lector_core::{NotificationType, Result, Scope};
 
 impl Store {
     /// Records a notification for a user. This is the internal API jobs and handlers call.
@@ -37,29 +37,13 @@ impl Store {
         let sql = format!(
             "SELECT {NOTIFICATION_COLUMNS} FROM notifications WHERE user_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3"
         );
-        let rows = sqlx::query(&sql)
-            .bind(user_id)
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(Notification::decode).collect()
+        fetch_records(sqlx::query(&sql).bind(user_id).bind(limit).bind(offset), &self.pool).await
     }
 
     pub async fn notification(&self, scope: &Scope, user_id: i64, id: i64) -> Result<Notification> {
         crate::accounts::ensure_self_or_superuser(scope, user_id)?;
         let sql = format!("SELECT {NOTIFICATION_COLUMNS} FROM notifications WHERE id = $1 AND user_id = $2");
-        let row = sqlx::query(&sql)
-            .bind(id)
-            .bind(user_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.as_ref()
-            .map(Notification::decode)
-            .transpose()?
-            .ok_or_else(|| Error::not_found("notification"))
+        fetch_record(sqlx::query(&sql).bind(id).bind(user_id), &self.pool, "notification").await
     }
 
     /// Marks a notification read at `read`, or unread with `None`.

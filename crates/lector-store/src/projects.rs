@@ -4,7 +4,10 @@
 //! and asks the policy, so a project of another workspace answers 404 like a missing one.
 //! ABSA projects keep exactly the labels positive, negative and neutral.
 
-use crate::records::{CLASS_COLUMNS, Class, FromAnyRow, LABEL_COLUMNS, Label, PROJECT_COLUMNS, Project, Workspace};
+use crate::records::{
+    CLASS_COLUMNS, Class, FromAnyRow, LABEL_COLUMNS, Label, PROJECT_COLUMNS, Project, Workspace, fetch_record,
+    fetch_records,
+};
 use crate::{Store, count_under_lock, db, db_unique, numbered};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, ErrorCode, ProjectType, Result, Role, Scope};
@@ -97,8 +100,7 @@ impl Store {
         for id in ids {
             query = query.bind(id);
         }
-        let rows = query.fetch_all(&self.pool).await.map_err(db)?;
-        rows.iter().map(Project::decode).collect()
+        fetch_records(query, &self.pool).await
     }
 
     /// Creates a project in a workspace where the caller may manage projects.
@@ -257,12 +259,7 @@ impl Store {
     pub async fn classes_of(&self, project: &Project) -> Result<Vec<Class>> {
         let project_id = project.id;
         let sql = format!("SELECT {CLASS_COLUMNS} FROM classes WHERE project_id = $1 ORDER BY id");
-        let rows = sqlx::query(&sql)
-            .bind(project_id)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(Class::decode).collect()
+        fetch_records(sqlx::query(&sql).bind(project_id), &self.pool).await
     }
 
     pub async fn class(&self, scope: &Scope, project_id: i64, class_id: i64) -> Result<Class> {
@@ -272,16 +269,7 @@ impl Store {
 
     async fn class_of(&self, project_id: i64, class_id: i64) -> Result<Class> {
         let sql = format!("SELECT {CLASS_COLUMNS} FROM classes WHERE project_id = $1 AND id = $2");
-        let row = sqlx::query(&sql)
-            .bind(project_id)
-            .bind(class_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.as_ref()
-            .map(Class::decode)
-            .transpose()?
-            .ok_or_else(|| Error::not_found("class"))
+        fetch_record(sqlx::query(&sql).bind(project_id).bind(class_id), &self.pool, "class").await
     }
 
     /// Adds classes in one transaction: all or none.
@@ -366,12 +354,7 @@ impl Store {
     pub async fn labels_of(&self, project: &Project) -> Result<Vec<Label>> {
         let project_id = project.id;
         let sql = format!("SELECT {LABEL_COLUMNS} FROM labels WHERE project_id = $1 ORDER BY id");
-        let rows = sqlx::query(&sql)
-            .bind(project_id)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(Label::decode).collect()
+        fetch_records(sqlx::query(&sql).bind(project_id), &self.pool).await
     }
 
     async fn label_count(&self, project_id: i64) -> Result<i64> {
@@ -394,11 +377,7 @@ impl Store {
             LabelKey::Id(id) => query.bind(id),
             LabelKey::Name(name) => query.bind(name.to_owned()),
         };
-        let row = query.fetch_optional(&self.pool).await.map_err(db)?;
-        row.as_ref()
-            .map(Label::decode)
-            .transpose()?
-            .ok_or_else(|| Error::not_found("label"))
+        fetch_record(query, &self.pool, "label").await
     }
 
     /// Adds a label; ABSA projects refuse.

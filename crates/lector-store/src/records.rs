@@ -39,6 +39,32 @@ pub(crate) trait FromAnyRow: Sized {
     }
 }
 
+/// A statement with its parameters bound, ready to run.
+pub(crate) type BoundQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+/// The one record `query` selects (or an `UPDATE … RETURNING` answers) on `executor`; 404
+/// naming `what` when there is none.
+pub(crate) async fn fetch_record<'c, T: FromAnyRow>(
+    query: BoundQuery<'_>,
+    executor: impl sqlx::Executor<'c, Database = sqlx::Any>,
+    what: &str,
+) -> lector_core::Result<T> {
+    let row = query.fetch_optional(executor).await.map_err(crate::db)?;
+    row.as_ref()
+        .map(T::decode)
+        .transpose()?
+        .ok_or_else(|| lector_core::Error::not_found(what))
+}
+
+/// Every record `query` selects on `executor`, in the order it selects them.
+pub(crate) async fn fetch_records<'c, T: FromAnyRow>(
+    query: BoundQuery<'_>,
+    executor: impl sqlx::Executor<'c, Database = sqlx::Any>,
+) -> lector_core::Result<Vec<T>> {
+    let rows = query.fetch_all(executor).await.map_err(crate::db)?;
+    rows.iter().map(T::decode).collect()
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct User {
     pub id: i64,

@@ -2,7 +2,7 @@
 //! rate-limit counters. Tokens arrive here already hashed; the store never sees a raw secret.
 
 use crate::accounts::ensure_self_or_superuser;
-use crate::records::{FromAnyRow, PRODUCT_KEY_COLUMNS, ProductKey, USER_COLUMNS, User};
+use crate::records::{FromAnyRow, PRODUCT_KEY_COLUMNS, ProductKey, USER_COLUMNS, User, fetch_records};
 use crate::{Store, db};
 use lector_core::time::Timestamp;
 use lector_core::{Error, Result, Scope};
@@ -122,12 +122,7 @@ impl Store {
     pub async fn product_keys(&self, scope: &Scope, user_id: i64) -> Result<Vec<ProductKey>> {
         ensure_self_or_superuser(scope, user_id)?;
         let sql = format!("SELECT {PRODUCT_KEY_COLUMNS} FROM product_keys WHERE user_id = $1 ORDER BY id");
-        let rows = sqlx::query(&sql)
-            .bind(user_id)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(ProductKey::decode).collect()
+        fetch_records(sqlx::query(&sql).bind(user_id), &self.pool).await
     }
 
     /// Deletes a key and answers the keys that remain.

@@ -5,7 +5,7 @@
 //! write that can change them recomputes the status in the same transaction.
 
 use crate::documents::{NewDocument, insert_group, project_documents};
-use crate::records::{CLASS_COLUMNS, Class, FromAnyRow, LABEL_COLUMNS, Label, Project};
+use crate::records::{CLASS_COLUMNS, Class, FromAnyRow, LABEL_COLUMNS, Label, Project, fetch_record, fetch_records};
 use crate::tags::{LabeledTarget, NewTag, add_labeled, auto_tag};
 use crate::{Param, Store, db};
 use lector_core::labeling::{self, SessionMode, SessionStatus};
@@ -193,16 +193,8 @@ impl Store {
             "SELECT {SESSION_COLUMNS} FROM sessions s JOIN projects p ON p.id = s.project_id \
              WHERE s.project_id = $1 AND s.id = $2"
         );
-        let row = sqlx::query(&sql)
-            .bind(project_id)
-            .bind(session_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.as_ref()
-            .map(Session::decode)
-            .transpose()?
-            .ok_or_else(|| Error::not_found("labeling session"))
+        let query = sqlx::query(&sql).bind(project_id).bind(session_id);
+        fetch_record(query, &self.pool, "labeling session").await
     }
 
     pub async fn session(&self, scope: &Scope, project_id: i64, session_id: i64) -> Result<Session> {
@@ -268,11 +260,7 @@ impl Store {
             "SELECT {SESSION_COLUMNS} FROM sessions s JOIN projects p ON p.id = s.project_id WHERE {} ORDER BY s.id",
             conditions.join(" AND ")
         );
-        let rows = Param::bind_all(sqlx::query(&sql), params)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(Session::decode).collect()
+        fetch_records(Param::bind_all(sqlx::query(&sql), params), &self.pool).await
     }
 
     /// Creates a labeling session with its documents, tags and marks, all in one transaction.

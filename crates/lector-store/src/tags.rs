@@ -5,7 +5,7 @@
 //! same transaction ([`crate::sessions::refresh_status`]).
 
 use crate::documents::insert_document;
-use crate::records::FromAnyRow;
+use crate::records::{FromAnyRow, fetch_record};
 use crate::sessions::{
     LabeledDocument, MAX_TAGS_PER_SEGMENT, MarkTarget, Session, Vocabulary, add_session_documents, refresh_status,
 };
@@ -271,17 +271,8 @@ impl Store {
         let sql = format!(
             "SELECT {TAG_COLUMNS} FROM {TAG_JOINS} WHERE t.id = $1 AND t.session_id = $2 AND t.segment_id = $3"
         );
-        let row = sqlx::query(&sql)
-            .bind(tag_id)
-            .bind(session_id)
-            .bind(segment_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.as_ref()
-            .map(SegmentTag::decode)
-            .transpose()?
-            .ok_or_else(|| Error::not_found("tag"))
+        let query = sqlx::query(&sql).bind(tag_id).bind(session_id).bind(segment_id);
+        fetch_record(query, &self.pool, "tag").await
     }
 
     /// Marks a segment, a page or a whole document of a session annotated; marking again keeps

@@ -9,7 +9,7 @@
 
 use crate::jobs::{Job, Lease, NewJob, check_fence, enqueue_in};
 use crate::models::{MODEL_SELECT, Model, artifact_key};
-use crate::records::FromAnyRow;
+use crate::records::{FromAnyRow, fetch_record};
 use crate::{SessionFilter, Store, TrainingPayload, db, db_unique};
 use lector_core::time::Timestamp;
 use lector_core::validate::Problems;
@@ -283,17 +283,8 @@ impl Store {
     /// The model a training job trains (system read for the job's project).
     pub async fn model_for_job(&self, lease: &Lease, model_id: i64) -> Result<Model> {
         let sql = format!("{MODEL_SELECT} WHERE m.id = $2 AND m.project_id = $3");
-        let row = sqlx::query(&sql)
-            .bind(0_i64)
-            .bind(model_id)
-            .bind(lease.job.project_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.as_ref()
-            .map(Model::decode)
-            .transpose()?
-            .ok_or_else(|| Error::not_found("model"))
+        let query = sqlx::query(&sql).bind(0_i64).bind(model_id).bind(lease.job.project_id);
+        fetch_record(query, &self.pool, "model").await
     }
 
     /// The base model a training job starts from (the request checked that its caller may

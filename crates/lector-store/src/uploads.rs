@@ -9,7 +9,7 @@
 
 use crate::blobs::Blobs;
 use crate::jobs::Lease;
-use crate::records::FromAnyRow;
+use crate::records::{FromAnyRow, fetch_record};
 use crate::{Store, db};
 use bytes::Bytes;
 use futures_util::Stream;
@@ -170,16 +170,8 @@ impl Store {
         let sql = format!(
             "SELECT {UPLOAD_COLUMNS} FROM uploads WHERE id = $1 AND project_id = 0 AND user_id = $2 AND used IS NULL"
         );
-        let row = sqlx::query(&sql)
-            .bind(id.to_string())
-            .bind(scope.user_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.as_ref()
-            .map(Upload::decode)
-            .transpose()?
-            .ok_or_else(|| Error::not_found("uploaded file"))
+        let query = sqlx::query(&sql).bind(id.to_string()).bind(scope.user_id);
+        fetch_record(query, &self.pool, "uploaded file").await
     }
 
     /// The upload a job works on: one of the job's own project.
@@ -190,16 +182,8 @@ impl Store {
 
     async fn upload_of(&self, project_id: i64, id: Uuid) -> Result<Upload> {
         let sql = format!("SELECT {UPLOAD_COLUMNS} FROM uploads WHERE id = $1 AND project_id = $2");
-        let row = sqlx::query(&sql)
-            .bind(id.to_string())
-            .bind(project_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.as_ref()
-            .map(Upload::decode)
-            .transpose()?
-            .ok_or_else(|| Error::not_found("uploaded file"))
+        let query = sqlx::query(&sql).bind(id.to_string()).bind(project_id);
+        fetch_record(query, &self.pool, "uploaded file").await
     }
 
     /// Opens an upload's bytes for reading (see [`Blobs::open_file`]).

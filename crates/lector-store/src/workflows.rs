@@ -12,7 +12,7 @@
 //! lookups are the only readers here without a caller: a webhook address is public, and what
 //! it may do is decided by the workflow it finds.
 
-use crate::records::{FromAnyRow, flag};
+use crate::records::{FromAnyRow, fetch_record, flag};
 use crate::{Store, WorkspaceRef, db, numbered};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope};
@@ -291,18 +291,14 @@ impl Store {
             "UPDATE workflows SET name = $1, definition = $2, auth_digest = $3, keep_data = $4, updated = $5 \
              WHERE id = $6 RETURNING {WORKFLOW_COLUMNS}"
         );
-        let row = sqlx::query(&sql)
+        let query = sqlx::query(&sql)
             .bind(&new.name)
             .bind(&new.definition)
             .bind(&new.auth_digest)
             .bind(new.keep_data)
             .bind(Timestamp::now().micros())
-            .bind(current.id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?
-            .ok_or_else(|| Error::not_found("workflow"))?;
-        let updated = Workflow::decode(&row)?;
+            .bind(current.id);
+        let updated: Workflow = fetch_record(query, &mut *tx, "workflow").await?;
         // A test address armed for the old definition closes: the next test arms the new one.
         release(&mut tx, id, Address::Test { until: Timestamp(0) }).await?;
         if updated.active {
@@ -664,14 +660,10 @@ async fn set_state(tx: &mut Tx, id: i64, active: Option<bool>, run_as: i64) -> R
         "UPDATE workflows SET active = COALESCE($1, active), run_as = $2, updated = $3 WHERE id = $4 \
          RETURNING {WORKFLOW_COLUMNS}"
     );
-    let row = sqlx::query(&sql)
+    let query = sqlx::query(&sql)
         .bind(active)
         .bind(run_as)
         .bind(Timestamp::now().micros())
-        .bind(id)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(db)?
-        .ok_or_else(|| Error::not_found("workflow"))?;
-    Workflow::decode(&row)
+        .bind(id);
+    fetch_record(query, &mut **tx, "workflow").await
 }

@@ -6,7 +6,7 @@
 use crate::accounts::{NewUser, insert_user};
 use crate::records::{
     FromAnyRow, INVITATION_COLUMNS, Invitation, InvitationStatus, MEMBERSHIP_COLUMNS, Membership, MyWorkspace, User,
-    WORKSPACE_COLUMNS, Workspace,
+    WORKSPACE_COLUMNS, Workspace, fetch_record, fetch_records,
 };
 use crate::{Param, Store, db, db_unique};
 use lector_core::time::Timestamp;
@@ -267,14 +267,7 @@ impl Store {
             "SELECT {MEMBERSHIP_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id \
              WHERE m.workspace_id = $1 ORDER BY m.id LIMIT $2 OFFSET $3"
         );
-        let rows = sqlx::query(&sql)
-            .bind(found.id)
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(Membership::decode).collect()
+        fetch_records(sqlx::query(&sql).bind(found.id).bind(limit).bind(offset), &self.pool).await
     }
 
     async fn membership(&self, workspace_id: i64, membership_id: i64) -> Result<Membership> {
@@ -282,16 +275,8 @@ impl Store {
             "SELECT {MEMBERSHIP_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id \
              WHERE m.workspace_id = $1 AND m.id = $2"
         );
-        let row = sqlx::query(&sql)
-            .bind(workspace_id)
-            .bind(membership_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.as_ref()
-            .map(Membership::decode)
-            .transpose()?
-            .ok_or_else(|| Error::not_found("membership"))
+        let query = sqlx::query(&sql).bind(workspace_id).bind(membership_id);
+        fetch_record(query, &self.pool, "membership").await
     }
 
     /// Adds an existing user to a workspace with a role no higher than the caller's.
@@ -449,30 +434,21 @@ impl Store {
         let sql = format!(
             "SELECT {INVITATION_COLUMNS} FROM invitations WHERE workspace_id = $1 AND status = $2 AND expires > $3 ORDER BY id"
         );
-        let rows = sqlx::query(&sql)
-            .bind(found.id)
-            .bind(InvitationStatus::Pending.as_str())
-            .bind(Timestamp::now().micros())
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        rows.iter().map(Invitation::decode).collect()
+        fetch_records(
+            sqlx::query(&sql)
+                .bind(found.id)
+                .bind(InvitationStatus::Pending.as_str())
+                .bind(Timestamp::now().micros()),
+            &self.pool,
+        )
+        .await
     }
 
     async fn pending_invitation(&self, scope: &Scope, workspace: &WorkspaceRef, id: i64) -> Result<(Invitation, Role)> {
         let (found, own) = self.workspace_access(scope, workspace, Action::ManageMembers).await?;
         let sql = format!("SELECT {INVITATION_COLUMNS} FROM invitations WHERE workspace_id = $1 AND id = $2");
-        let row = sqlx::query(&sql)
-            .bind(found.id)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        let invitation = row
-            .as_ref()
-            .map(Invitation::decode)
-            .transpose()?
-            .ok_or_else(|| Error::not_found("invitation"))?;
+        let invitation: Invitation =
+            fetch_record(sqlx::query(&sql).bind(found.id).bind(id), &self.pool, "invitation").await?;
         if invitation.status != InvitationStatus::Pending {
             return Err(Error::conflict(format!(
                 "the invitation is {}",
