@@ -50,7 +50,7 @@
 //! job's `error`, and writes exactly one WARNING notification to the job's user.
 
 use crate::records::{FromAnyRow, fetch_record, fetch_records};
-use crate::{Backend, Store, db};
+use crate::{Backend, Param, Store, db};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, ErrorCode, ModelStatus, NotificationType, Result, Scope};
 use serde::de::DeserializeOwned;
@@ -348,18 +348,11 @@ impl Store {
     /// Extends a lease; `false` means the lease is lost and the worker must stop.
     pub async fn heartbeat(&self, lease: &Lease, lease_secs: i64) -> Result<bool> {
         let now = Timestamp::now();
-        let done = sqlx::query(
-            "UPDATE jobs SET lease_expires = $1, updated = $2 WHERE id = $3 AND fencing_token = $4 AND state = $5",
-        )
-        .bind(now.plus_seconds(lease_secs).micros())
-        .bind(now.micros())
-        .bind(lease.job.id)
-        .bind(lease.token)
-        .bind(JobState::Running.as_str())
-        .execute(&self.pool)
-        .await
-        .map_err(db)?;
-        Ok(done.rows_affected() == 1)
+        let values = vec![
+            Param::Int(now.plus_seconds(lease_secs).micros()),
+            Param::Int(now.micros()),
+        ];
+        update_leased(&self.pool, lease, "lease_expires = $1, updated = $2", values).await
     }
 
     /// Records progress in [0, 1]; progress never goes down. Progress is advice: its commit
@@ -367,19 +360,10 @@ impl Store {
     pub async fn report_progress(&self, lease: &Lease, progress: f64) -> Result<bool> {
         let progress = progress.clamp(0.0, 1.0);
         let mut tx = self.begin_redoable_write().await?;
-        let done = sqlx::query(
-            "UPDATE jobs SET progress = CASE WHEN progress < $1 THEN $1 ELSE progress END \
-             WHERE id = $2 AND fencing_token = $3 AND state = $4",
-        )
-        .bind(progress)
-        .bind(lease.job.id)
-        .bind(lease.token)
-        .bind(JobState::Running.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+        let set = "progress = CASE WHEN progress < $1 THEN $1 ELSE progress END";
+        let done = update_leased(&mut *tx, lease, set, vec![Param::Float(progress)]).await?;
         tx.commit().await.map_err(db)?;
-        Ok(done.rows_affected() == 1)
+        Ok(done)
     }
 
     /// Marks a job done with its result and notification, if the lease is still current.
@@ -391,20 +375,14 @@ impl Store {
     ) -> Result<bool> {
         let mut tx = self.begin_write().await?;
         let now = Timestamp::now().micros();
-        let done = sqlx::query(
-            "UPDATE jobs SET state = $1, progress = 1, result = $2, lease_owner = NULL, lease_expires = NULL, \
-             updated = $3, finished = $3 WHERE id = $4 AND fencing_token = $5 AND state = $6",
-        )
-        .bind(JobState::Done.as_str())
-        .bind(result.to_string())
-        .bind(now)
-        .bind(lease.job.id)
-        .bind(lease.token)
-        .bind(JobState::Running.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-        if done.rows_affected() != 1 {
+        let set = "state = $1, progress = 1, result = $2, lease_owner = NULL, lease_expires = NULL, \
+             updated = $3, finished = $3";
+        let values = vec![
+            Param::Text(JobState::Done.as_str().to_owned()),
+            Param::Text(result.to_string()),
+            Param::Int(now),
+        ];
+        if !update_leased(&mut *tx, lease, set, values).await? {
             return Ok(false);
         }
         count_ended(&mut tx, &lease.job.kind, JobState::Done).await?;
@@ -437,22 +415,16 @@ impl Store {
             )
         };
         let delay = 2_i64.saturating_pow(job.attempts.clamp(0, 10) as u32);
-        let done = sqlx::query(
-            "UPDATE jobs SET state = $1, error = $2, lease_owner = NULL, lease_expires = NULL, updated = $3, \
-             finished = $4, run_after = $5 WHERE id = $6 AND fencing_token = $7 AND state = $8",
-        )
-        .bind(state.as_str())
-        .bind(&error)
-        .bind(now.micros())
-        .bind(finished)
-        .bind(now.plus_seconds(delay).micros())
-        .bind(job.id)
-        .bind(lease.token)
-        .bind(JobState::Running.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-        if done.rows_affected() != 1 {
+        let set = "state = $1, error = $2, lease_owner = NULL, lease_expires = NULL, updated = $3, \
+             finished = $4, run_after = $5";
+        let values = vec![
+            Param::Text(state.as_str().to_owned()),
+            Param::Text(error.clone()),
+            Param::Int(now.micros()),
+            Param::MaybeInt(finished),
+            Param::Int(now.plus_seconds(delay).micros()),
+        ];
+        if !update_leased(&mut *tx, lease, set, values).await? {
             return Ok(false);
         }
         if !again {
@@ -569,21 +541,39 @@ async fn count_ended(tx: &mut Transaction<'static, Any>, kind: &str, state: JobS
 
 /// Fails unless `lease` is still the job's current lease; call first in a result transaction.
 pub(crate) async fn check_fence(tx: &mut Transaction<'static, Any>, lease: &Lease) -> Result<()> {
-    let done = sqlx::query("UPDATE jobs SET updated = $1 WHERE id = $2 AND fencing_token = $3 AND state = $4")
-        .bind(Timestamp::now().micros())
-        .bind(lease.job.id)
-        .bind(lease.token)
-        .bind(JobState::Running.as_str())
-        .execute(&mut **tx)
-        .await
-        .map_err(db)?;
-    if done.rows_affected() == 1 {
+    let now = vec![Param::Int(Timestamp::now().micros())];
+    if update_leased(&mut **tx, lease, "updated = $1", now).await? {
         Ok(())
     } else {
         Err(Error::conflict(
             "the job's lease was taken over; this worker's results are discarded",
         ))
     }
+}
+
+/// Updates the job `lease` holds with `set` (`column = $1, …`, its parameters `values`) only
+/// while the lease is current: the job RUNNING under the lease's fencing token. Answers whether
+/// it did (`false`: the lease is lost and nothing was written).
+async fn update_leased<'c>(
+    executor: impl sqlx::Executor<'c, Database = Any>,
+    lease: &Lease,
+    set: &str,
+    values: Vec<Param>,
+) -> Result<bool> {
+    let first = values.len() + 1;
+    let sql = format!(
+        "UPDATE jobs SET {set} WHERE id = ${first} AND fencing_token = ${} AND state = ${}",
+        first + 1,
+        first + 2
+    );
+    let done = Param::bind_all(sqlx::query(&sql), values)
+        .bind(lease.job.id)
+        .bind(lease.token)
+        .bind(JobState::Running.as_str())
+        .execute(executor)
+        .await
+        .map_err(db)?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// Marks what a job worked on FAILED (a job's terminal failure); a model keeps the reason.
