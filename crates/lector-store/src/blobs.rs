@@ -222,14 +222,17 @@ async fn abort(writer: WriteMultipart) {
     }
 }
 
-fn failed(what: &'static str) -> impl Fn(object_store::Error) -> Error {
+/// The error of a blob operation (`what`) the store did not complete, on either backend (a
+/// local directory, S3): logged with its cause, answered as 503.
+pub(crate) fn failed<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> Error {
     move |e| {
         tracing::error!(error = %e, "cannot {what}");
         Error::dependency_down(format!("cannot {what}: the blob store is unavailable"))
     }
 }
 
-fn io_failed(e: std::io::Error) -> Error {
+/// A failure of the temporary file a blob is copied through (either backend).
+pub(crate) fn io_failed(e: std::io::Error) -> Error {
     tracing::error!(error = %e, "temporary file for a blob");
     Error::internal()
 }

@@ -8,7 +8,7 @@
 //! sent in one PUT with its length and payload hash, its body read from that file: memory stays
 //! flat whatever the size. A read lands in a temporary file the same way.
 
-use crate::blobs::StoredBlob;
+use crate::blobs::{StoredBlob, failed, io_failed};
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use futures_util::{Stream, StreamExt, TryStreamExt};
@@ -157,7 +157,7 @@ impl S3 {
         }
         response = expect_success("read a blob")(response)?;
         let mut file = tokio::fs::File::from_std(tempfile::tempfile().map_err(io_failed)?);
-        while let Some(chunk) = response.chunk().await.map_err(request_failed("read a blob"))? {
+        while let Some(chunk) = response.chunk().await.map_err(failed("read a blob"))? {
             file.write_all(&chunk).await.map_err(io_failed)?;
         }
         file.flush().await.map_err(io_failed)?;
@@ -233,7 +233,7 @@ impl S3 {
             query.push(("continuation-token", token.to_owned()));
         }
         let response = self.list_bucket(&query, "list blobs").await?;
-        let text = response.text().await.map_err(request_failed("list blobs"))?;
+        let text = response.text().await.map_err(failed("list blobs"))?;
         quick_xml::de::from_str(&text).map_err(|e| {
             tracing::error!(error = %e, "the S3 store's listing does not parse");
             Error::unavailable("cannot list blobs: the blob store answered something unreadable")
@@ -329,7 +329,7 @@ impl S3 {
             .body(body)
             .send()
             .await
-            .map_err(request_failed("reach the blob store"))
+            .map_err(failed("reach the blob store"))
     }
 }
 
@@ -392,18 +392,6 @@ fn expect_success(what: &'static str) -> impl Fn(reqwest::Response) -> Result<re
             })
         }
     }
-}
-
-fn request_failed(what: &'static str) -> impl Fn(reqwest::Error) -> Error {
-    move |e| {
-        tracing::error!(error = %e, "cannot {what}");
-        Error::dependency_down(format!("cannot {what}: the blob store is unavailable"))
-    }
-}
-
-fn io_failed(e: std::io::Error) -> Error {
-    tracing::error!(error = %e, "temporary file for a blob");
-    Error::internal()
 }
 
 #[cfg(test)]
