@@ -8,12 +8,12 @@
 //! Readers take the caller's scope: an analysis is seen by the readers of its project.
 
 use crate::analyses::{ANALYSIS_COLUMNS, Analysis};
-use crate::documents::{Document, insert_group};
-use crate::jobs::{NewJob, check_fence, enqueue_in};
+use crate::documents::{Document, import_group};
+use crate::jobs::{NewJob, check_fence, enqueue_in, set_task};
 use crate::models::Model;
 use crate::records::fetch_records;
 use crate::uploads::mark_used_in;
-use crate::{AnalysisPayload, ImportPayload, ImportedDocument, Lease, Param, Store, Upload, db};
+use crate::{AnalysisPayload, ImportOptions, ImportedDocument, Lease, Param, Store, Upload, db};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope};
 use std::collections::HashMap;
@@ -90,6 +90,12 @@ impl Store {
         }
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let mut tx = self.begin_write().await?;
+        // Texts sent with the request or in a file fill a group of the analysis's own.
+        let options = |file| ImportOptions {
+            language: model.language.clone(),
+            split: new.split,
+            file,
+        };
         let (group_id, import, input) = match new.source {
             AnalysisSource::Group(id) => {
                 let status: Option<String> =
@@ -110,15 +116,8 @@ impl Store {
                 }
             }
             AnalysisSource::Documents(documents) => {
-                let group = insert_group(&mut tx, project.id, &new.name, "analysis", "PROCESSING").await?;
-                let import = ImportPayload {
-                    project_id: project.id,
-                    group_id: group,
-                    language: model.language.clone(),
-                    split: new.split,
-                    file: None,
-                };
-                (group, Some(import), Some(documents))
+                let import = import_group(&mut tx, project.id, &new.name, "analysis", options(None)).await?;
+                (import.group_id, Some(import), Some(documents))
             }
             AnalysisSource::File {
                 upload,
@@ -130,22 +129,16 @@ impl Store {
             } => {
                 adopt_upload(&mut tx, scope, &upload, project.workspace_id, project.id).await?;
                 mark_used_in(&mut tx, upload.id).await?;
-                let group = insert_group(&mut tx, project.id, &new.name, "analysis", "PROCESSING").await?;
-                let import = ImportPayload {
-                    project_id: project.id,
-                    group_id: group,
-                    language: model.language.clone(),
-                    split: new.split,
-                    file: Some(crate::FileSource {
-                        upload_id: upload.id,
-                        column_index,
-                        column_name,
-                        header_first,
-                        max_bytes,
-                        max_rows,
-                    }),
+                let file = crate::FileSource {
+                    upload_id: upload.id,
+                    column_index,
+                    column_name,
+                    header_first,
+                    max_bytes,
+                    max_rows,
                 };
-                (group, Some(import), None)
+                let import = import_group(&mut tx, project.id, &new.name, "analysis", options(Some(file))).await?;
+                (import.group_id, Some(import), None)
             }
         };
         let id: i64 = sqlx::query_scalar(
@@ -180,19 +173,9 @@ impl Store {
             job = job.with_input(documents)?;
         }
         let job = enqueue_in(&mut tx, job).await?;
-        sqlx::query("UPDATE analyses SET task_id = $1 WHERE id = $2")
-            .bind(job.id)
-            .bind(id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        set_task(&mut tx, "analyses", id, job.id).await?;
         if input.is_some() || payload.import.is_some() {
-            sqlx::query("UPDATE document_groups SET task_id = $1 WHERE id = $2")
-                .bind(job.id)
-                .bind(group_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
+            set_task(&mut tx, "document_groups", group_id, job.id).await?;
         }
         tx.commit().await.map_err(db)?;
         // The answer is read before the workers wake, so it shows the analysis QUEUED.

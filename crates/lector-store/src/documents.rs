@@ -6,7 +6,7 @@
 //! import after a crash skips what the first run stored: nothing is lost or doubled.
 
 use crate::bulk::insert_grouped_batch;
-use crate::jobs::{Lease, NewJob, check_fence, enqueue_in};
+use crate::jobs::{Lease, NewJob, check_fence, enqueue_in, set_task};
 use crate::payloads::{ImportOptions, ImportPayload, ImportedDocument};
 use crate::records::{FromAnyRow, Project, fetch_record, fetch_records};
 use crate::uploads::{Upload, mark_used_in};
@@ -487,14 +487,7 @@ async fn queue_import(
     options: ImportOptions,
     documents: Option<&[ImportedDocument]>,
 ) -> Result<i64> {
-    let group_id = insert_group(tx, project.id, name, source, "PROCESSING").await?;
-    let payload = ImportPayload {
-        project_id: project.id,
-        group_id,
-        language: options.language,
-        split: options.split,
-        file: options.file,
-    };
+    let payload = import_group(tx, project.id, name, source, options).await?;
     let mut job = NewJob::of(&payload)?
         .owned_by(scope.user_id)
         .in_project(project.workspace_id, project.id);
@@ -502,13 +495,27 @@ async fn queue_import(
         job = job.with_input(&documents)?;
     }
     let job = enqueue_in(tx, job).await?;
-    sqlx::query("UPDATE document_groups SET task_id = $1 WHERE id = $2")
-        .bind(job.id)
-        .bind(group_id)
-        .execute(&mut **tx)
-        .await
-        .map_err(db)?;
-    Ok(group_id)
+    set_task(tx, "document_groups", payload.group_id, job.id).await?;
+    Ok(payload.group_id)
+}
+
+/// A group in PROCESSING, named `name` and coming from `source`, and the import that fills it
+/// as `options` say, inside the caller's transaction (the import's job is the caller's).
+pub(crate) async fn import_group(
+    tx: &mut Transaction<'static, Any>,
+    project_id: i64,
+    name: &str,
+    source: &str,
+    options: ImportOptions,
+) -> Result<ImportPayload> {
+    let group_id = insert_group(tx, project_id, name, source, "PROCESSING").await?;
+    Ok(ImportPayload {
+        project_id,
+        group_id,
+        language: options.language,
+        split: options.split,
+        file: options.file,
+    })
 }
 
 pub(crate) async fn insert_group(

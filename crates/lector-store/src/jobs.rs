@@ -525,6 +525,18 @@ pub(crate) async fn enqueue_in(tx: &mut Transaction<'static, Any>, job: NewJob) 
     Ok(created)
 }
 
+/// Records `job_id` as the job working on row `id` of `table` (its `task_id`, which
+/// `get_project_task` follows): an import's group, an analysis, a model in training.
+pub(crate) async fn set_task(tx: &mut Transaction<'static, Any>, table: &str, id: i64, job_id: i64) -> Result<()> {
+    sqlx::query(&format!("UPDATE {table} SET task_id = $1 WHERE id = $2"))
+        .bind(job_id)
+        .bind(id)
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
 /// Counts a job of `kind` that ended in `state` ([`Store::job_statistics`]).
 async fn count_ended(tx: &mut Transaction<'static, Any>, kind: &str, state: JobState) -> Result<()> {
     sqlx::query(

@@ -6,7 +6,7 @@
 //!
 //! Reading and parsing the file is the job's; nothing here touches the blob store.
 
-use crate::jobs::{Lease, NewJob, check_fence, enqueue_in};
+use crate::jobs::{Lease, NewJob, check_fence, enqueue_in, set_task};
 use crate::payloads::{LabeledColumns, LabeledImportPayload};
 use crate::sessions::{insert_session, refresh_status, session_group};
 use crate::tags::{LabeledTarget, add_labeled};
@@ -65,12 +65,7 @@ impl Store {
             .owned_by(scope.user_id)
             .in_project(project.workspace_id, project.id);
         let job = enqueue_in(&mut tx, job).await?;
-        sqlx::query("UPDATE document_groups SET task_id = $1 WHERE id = $2")
-            .bind(job.id)
-            .bind(group_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        set_task(&mut tx, "document_groups", group_id, job.id).await?;
         tx.commit().await.map_err(db)?;
         let session = self.session_of(project.id, session_id).await;
         self.wake_workers();

@@ -7,7 +7,7 @@
 //! job queue's one failure path (`TrainingPayload::failure`). Learning itself is `lector-ml`'s, run by
 //! the job in `lector-jobs`; this module never loads a model.
 
-use crate::jobs::{Job, Lease, NewJob, check_fence, enqueue_in};
+use crate::jobs::{Job, Lease, NewJob, check_fence, enqueue_in, set_task};
 use crate::models::{MODEL_SELECT, Model, artifact_key};
 use crate::records::{FromAnyRow, fetch_record};
 use crate::{SessionFilter, Store, TrainingPayload, db, db_unique};
@@ -183,12 +183,7 @@ impl Store {
             .owned_by(scope.user_id)
             .in_project(project.workspace_id, project.id);
         let job = enqueue_in(&mut tx, job).await?;
-        sqlx::query("UPDATE models SET task_id = $1 WHERE id = $2")
-            .bind(job.id)
-            .bind(model_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        set_task(&mut tx, "models", model_id, job.id).await?;
         // Read back before the commit: once committed, a worker may claim the job and move the
         // model on, and the answer is the model as this request queued it.
         let sql = format!("{MODEL_SELECT} WHERE m.id = $2");
