@@ -3,7 +3,7 @@
 //! and mark segments corrected (with the model's predicted score); a second model trains on
 //! the labeling and the correction session; roles, tenancy and bad requests.
 
-use crate::common::{Session, TestApp};
+use crate::common::{Session, TestApp, ids};
 use serde_json::{Value, json};
 
 backend_tests!(correction_story, corrections_are_checked_and_kept_apart);
@@ -131,17 +131,9 @@ async fn correction_story(app: TestApp) {
         )
         .await
         .expect(200);
-    let ids = |p: &Value| -> Vec<i64> {
-        p["documents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["id"].as_i64().unwrap())
-            .collect()
-    };
     assert_eq!(
-        ids(&page),
-        ids(&same_seed),
+        ids(&page["documents"]),
+        ids(&same_seed["documents"]),
         "the same seed picks the same documents in the same order"
     );
     let least = least_confidences(&page);
@@ -348,12 +340,7 @@ async fn corrections_are_checked_and_kept_apart(app: TestApp) {
         .get(&format!("{corrections}/{}/documents", created["id"]), &ada.token)
         .await
         .expect(200);
-    let order: Vec<i64> = page["documents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["id"].as_i64().unwrap())
-        .collect();
+    let order = ids(&page["documents"]);
     assert_eq!(order, named);
     // A labeling session is no correction session, and the other way round is fine to read.
     app.get(&format!("{corrections}/{labeling}"), &ada.token)

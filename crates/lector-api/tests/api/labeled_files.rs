@@ -110,18 +110,14 @@ async fn story_csv_group_session_download_and_back(app: TestApp) {
         )
         .await
         .expect(200);
-    let ids: Vec<i64> = app
+    let listed = app
         .get(
             &format!("/projects/{id}/documents?group_id={}&limit=1000", group["id"]),
             &ada.token,
         )
         .await
-        .expect(200)["documents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["id"].as_i64().unwrap())
-        .collect();
+        .expect(200);
+    let ids = crate::common::ids(&listed["documents"]);
     assert_eq!(ids.len(), 1000);
     let session = app
         .post(

@@ -1,6 +1,6 @@
 //! Labeling sessions, segment tags and annotation marks, through HTTPS on both backends.
 
-use crate::common::{Session, TestApp};
+use crate::common::{Session, TestApp, ids};
 use serde_json::{Value, json};
 
 backend_tests!(
@@ -17,22 +17,12 @@ async fn document(app: &TestApp, owner: &Session, project: i64, body: Value) -> 
 }
 
 fn segment_ids(document: &Value) -> Vec<i64> {
-    document["segments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_i64().unwrap())
-        .collect()
+    ids(&document["segments"])
 }
 
 async fn session_documents(app: &TestApp, who: &Session, sessions: &str, session: &Value) -> Vec<i64> {
     let path = format!("{sessions}/{}/documents", session["id"]);
-    app.get(&path, &who.token).await.expect(200)["documents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["id"].as_i64().unwrap())
-        .collect()
+    ids(&app.get(&path, &who.token).await.expect(200)["documents"])
 }
 
 async fn sessions_cover_documents_and_track_progress(app: TestApp) {
@@ -364,12 +354,7 @@ async fn labeled_documents_samples_and_auto_tags(app: TestApp) {
         .get(&format!("/projects/{id}/groups/{}/documents", fed["id"]), &ada.token)
         .await
         .expect(200);
-    let doc_ids: Vec<i64> = group_docs
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["id"].as_i64().unwrap())
-        .collect();
+    let doc_ids = ids(&group_docs);
     let auto = app
         .post(&sessions, &ada.token, json!({"auto": true, "document_ids": doc_ids}))
         .await

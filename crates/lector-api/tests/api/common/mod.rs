@@ -128,6 +128,15 @@ impl Answer {
 
 /// A multipart form: text fields, then a `file` part unless `file_name` is empty; answers the
 /// content type (with its boundary) and the body.
+/// The `id` of every element of a JSON array (a page's documents, a document's segments).
+pub fn ids(list: &Value) -> Vec<i64> {
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .map(|element| element["id"].as_i64().expect("an id"))
+        .collect()
+}
+
 pub fn multipart(fields: &[(&str, String)], file_name: &str, bytes: &[u8]) -> (String, Vec<u8>) {
     let boundary = "lector-test-boundary-7d1f";
     let mut body = Vec::new();
