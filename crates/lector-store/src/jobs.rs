@@ -527,7 +527,12 @@ pub(crate) async fn enqueue_in(tx: &mut Transaction<'static, Any>, job: NewJob) 
 
 /// Records `job_id` as the job working on row `id` of `table` (its `task_id`, which
 /// `get_project_task` follows): an import's group, an analysis, a model in training.
-pub(crate) async fn set_task(tx: &mut Transaction<'static, Any>, table: &str, id: i64, job_id: i64) -> Result<()> {
+pub(crate) async fn set_task(
+    tx: &mut Transaction<'static, Any>,
+    table: &'static str,
+    id: i64,
+    job_id: i64,
+) -> Result<()> {
     sqlx::query(&format!("UPDATE {table} SET task_id = $1 WHERE id = $2"))
         .bind(job_id)
         .bind(id)

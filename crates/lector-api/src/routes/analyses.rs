@@ -15,6 +15,7 @@ use crate::routes::classes::{ClassDto, LabelDto};
 use crate::routes::files::{DownloadQuery, UploadForm, UploadedFileDto};
 use crate::routes::paths::ProjectPath;
 use crate::routes::rfc3339;
+use crate::routes::streaming::DOCUMENTS_PER_PAGE;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -559,13 +560,7 @@ async fn analysis_page(
     };
     let (documents, has_more) = state
         .store
-        .documents(
-            scope,
-            analysis.project_id,
-            &filter,
-            0,
-            crate::routes::streaming::DOCUMENTS_PER_PAGE,
-        )
+        .documents(scope, analysis.project_id, &filter, 0, DOCUMENTS_PER_PAGE)
         .await?;
     let next = documents.last().map(|d| d.id).filter(|_| has_more);
     let mut segments = tagged_segments(state, analysis, &documents).await?;
