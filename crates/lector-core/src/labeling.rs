@@ -6,6 +6,18 @@ use crate::error::FieldError;
 use crate::types::ProjectType;
 use serde::{Deserialize, Serialize};
 
+/// Where the attributes of labeled data lie in a table's header (0-based): found by the file
+/// reader, carried in a labeled import's job payload, and read by the import's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabeledColumns {
+    pub text: usize,
+    pub class: Option<usize>,
+    pub label: Option<usize>,
+    pub document: Option<usize>,
+    pub part: Option<usize>,
+    pub annotated: Option<usize>,
+}
+
 /// Where a labeling or correction session stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]

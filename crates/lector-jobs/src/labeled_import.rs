@@ -29,8 +29,7 @@ use lector_extract::DocumentFormat;
 use lector_extract::sandbox::Sandbox;
 use lector_store::{LabeledDocument, LabeledImportPayload, Lease, NewTag, Store};
 use lector_text::{
-    ClientSegment, Format, LabeledRows, LabeledText, Language, Limits, ReadOptions, ResolvedColumns, TextError,
-    normalize, open_rows,
+    ClientSegment, Format, LabeledRows, LabeledText, Language, Limits, ReadOptions, TextError, normalize, open_rows,
 };
 use std::io::Read;
 use std::sync::Arc;
@@ -187,14 +186,7 @@ fn produce(
     sender: &mpsc::Sender<Result<Vec<LabeledDocument>, ReadError>>,
 ) -> Result<(), ReadError> {
     let mut rows = open_rows(format, file, ReadOptions { header_first: true }, limits).map_err(ReadError::File)?;
-    let mut labeled = LabeledRows::new(ResolvedColumns {
-        text: columns.text,
-        class: columns.class,
-        label: columns.label,
-        document: columns.document,
-        part: columns.part,
-        annotated: columns.annotated,
-    });
+    let mut labeled = LabeledRows::new(columns);
     let mut batch = Vec::with_capacity(LABELED_BATCH);
     // Answers false when the job stopped listening.
     let send = |batch: &mut Vec<LabeledDocument>| {

@@ -8,6 +8,7 @@
 use crate::Store;
 use crate::jobs::{Failure, JobPayload, JobResource, NewJob};
 use lector_core::Result;
+pub use lector_core::labeling::LabeledColumns;
 use serde::{Deserialize, Serialize};
 
 /// The kind of job that imports documents into a group.
@@ -278,15 +279,4 @@ impl Store {
         tracing::info!(job.id = job.id, "mail queued");
         Ok(job.id)
     }
-}
-
-/// Where the attributes of labeled data lie in a file's header (0-based).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LabeledColumns {
-    pub text: usize,
-    pub class: Option<usize>,
-    pub label: Option<usize>,
-    pub document: Option<usize>,
-    pub part: Option<usize>,
-    pub annotated: Option<usize>,
 }

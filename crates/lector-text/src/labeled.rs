@@ -8,6 +8,7 @@
 
 use crate::error::{Location, Result, TextError};
 use crate::table::{ColumnRef, Table};
+pub use lector_core::labeling::LabeledColumns;
 
 /// The columns of a labeling-session download, in order.
 pub const LABELED_HEADER: [&str; 7] = ["document", "segment", "text", "class", "label", "part", "annotated"];
@@ -105,22 +106,11 @@ fn non_empty(cell: &str) -> Option<String> {
     (!cell.is_empty()).then(|| cell.to_owned())
 }
 
-/// Where a mapping's columns lie in one table's header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ResolvedColumns {
-    pub text: usize,
-    pub class: Option<usize>,
-    pub label: Option<usize>,
-    pub document: Option<usize>,
-    pub part: Option<usize>,
-    pub annotated: Option<usize>,
-}
-
 impl ColumnMapping {
     /// The columns' places in `header` (a named column the header lacks is an error).
-    pub fn resolve(&self, header: &[String]) -> Result<ResolvedColumns> {
+    pub fn resolve(&self, header: &[String]) -> Result<LabeledColumns> {
         let column = |c: &Option<ColumnRef>| c.as_ref().map(|c| c.resolve(header)).transpose();
-        Ok(ResolvedColumns {
+        Ok(LabeledColumns {
             text: self.text.resolve(header)?,
             class: column(&self.class)?,
             label: column(&self.label)?,
@@ -136,14 +126,14 @@ impl ColumnMapping {
 /// before it, when the row starts another), [`LabeledRows::finish`] the last one.
 #[derive(Debug)]
 pub struct LabeledRows {
-    columns: ResolvedColumns,
+    columns: LabeledColumns,
     current: Option<LabeledText>,
     last_key: Option<String>,
     rows: u64,
 }
 
 impl LabeledRows {
-    pub fn new(columns: ResolvedColumns) -> Self {
+    pub fn new(columns: LabeledColumns) -> Self {
         Self {
             columns,
             current: None,

@@ -19,7 +19,7 @@ use unicode_normalization::UnicodeNormalization;
 
 pub use error::{Limit, Location, Result, TextError};
 pub use labeled::{
-    ColumnMapping, LABELED_HEADER, LabeledRows, LabeledSegment, LabeledTag, LabeledText, ResolvedColumns,
+    ColumnMapping, LABELED_HEADER, LabeledColumns, LabeledRows, LabeledSegment, LabeledTag, LabeledText,
     labeled_documents,
 };
 pub use limits::{Limits, RATIO_FLOOR};

@@ -299,7 +299,7 @@ pub(crate) async fn file_columns(
     mapping: Option<ColumnMappingBody>,
 ) -> Result<LabeledColumns> {
     let limits = crate::routes::files::limits(state);
-    let columns = crate::routes::files::read_upload(state, upload, move |file, format| {
+    crate::routes::files::read_upload(state, upload, move |file, format| {
         let options = lector_text::ReadOptions { header_first: true };
         let rows = lector_text::open_rows(format, file, options, &limits)?;
         let header = rows.header();
@@ -309,13 +309,5 @@ pub(crate) async fn file_columns(
         };
         mapping.resolve(header)
     })
-    .await?;
-    Ok(LabeledColumns {
-        text: columns.text,
-        class: columns.class,
-        label: columns.label,
-        document: columns.document,
-        part: columns.part,
-        annotated: columns.annotated,
-    })
+    .await
 }
