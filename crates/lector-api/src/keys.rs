@@ -165,7 +165,7 @@ fn load_or_create_key(path: &Path) -> Result<Vec<u8>, String> {
         return Ok(key);
     }
     let key = random_token();
-    crate::tls::write_private(path, key.as_bytes())?;
+    lector_sources::seal::write_private(path, key.as_bytes())?;
     Ok(key.into_bytes())
 }
 

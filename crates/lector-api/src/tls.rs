@@ -5,7 +5,7 @@ use lector_core::config::Config;
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The rustls configuration for the listener, with HTTP/2 and HTTP/1.1 offered by ALPN.
@@ -44,19 +44,8 @@ fn ensure_self_signed(config: &Config) -> Result<(PathBuf, PathBuf), String> {
         }
     }
     let generated = rcgen::generate_simple_self_signed(names).map_err(|e| format!("self-signed certificate: {e}"))?;
-    write_private(&key_path, generated.signing_key.serialize_pem().as_bytes())?;
+    lector_sources::seal::write_private(&key_path, generated.signing_key.serialize_pem().as_bytes())?;
     std::fs::write(&cert_path, generated.cert.pem()).map_err(|e| format!("{}: {e}", cert_path.display()))?;
     tracing::info!(certificate = %cert_path.display(), "created a self-signed TLS certificate");
     Ok((cert_path, key_path))
-}
-
-/// Writes a secret file readable by its owner only.
-pub fn write_private(path: &Path, contents: &[u8]) -> Result<(), String> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    file.write_all(contents).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -113,8 +113,9 @@ fn load_or_create(path: &Path) -> Result<SealKey, String> {
     Ok(SealKey::from_bytes(bytes))
 }
 
-/// Writes a secret file readable by its owner only; never overwrites one.
-fn write_private(path: &Path, contents: &[u8]) -> Result<(), String> {
+/// Writes a secret file readable by its owner only (mode 0600); never overwrites one. The
+/// service's other secrets at rest (its TLS key, its signing keys) are written through it too.
+pub fn write_private(path: &Path, contents: &[u8]) -> Result<(), String> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
