@@ -2,12 +2,10 @@
 //! records and which documents each covers, so documents can be listed by analysis; the job
 //! that runs a model over documents writes through [`Store::create_analysis`].
 
-use crate::records::{FromAnyRow, fetch_record, fetch_records};
+use crate::records::{FromAnyRow, fetch_record, fetch_records, from_row};
 use crate::{Store, db};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Result, Scope};
-use sqlx::Row;
-use sqlx::any::AnyRow;
 
 /// An analysis with the number of documents it covers.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,28 +36,10 @@ pub(crate) const ANALYSIS_COLUMNS: &str = "a.id, a.uuid, a.project_id, a.model_i
      a.type, a.progress, a.created, a.finished, a.document_group_id, a.task_id, a.failure, \
      (SELECT COUNT(*) FROM analysis_documents ad WHERE ad.analysis_id = a.id) AS document_count";
 
-impl FromAnyRow for Analysis {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            uuid: row.try_get("uuid")?,
-            project_id: row.try_get("project_id")?,
-            model_id: row.try_get("model_id")?,
-            user_id: row.try_get("user_id")?,
-            name: row.try_get("name")?,
-            description: row.try_get("description")?,
-            status: row.try_get("status")?,
-            kind: row.try_get("type")?,
-            progress: row.try_get("progress")?,
-            created: Timestamp(row.try_get("created")?),
-            finished: row.try_get::<Option<i64>, _>("finished")?.map(Timestamp),
-            document_count: row.try_get("document_count")?,
-            document_group_id: row.try_get("document_group_id")?,
-            task_id: row.try_get("task_id")?,
-            failure: row.try_get("failure")?,
-        })
-    }
-}
+from_row!(Analysis {
+    id, uuid, project_id, model_id, user_id, name, description, status, kind = "type", progress,
+    created, finished, document_count, document_group_id, task_id, failure,
+});
 
 /// A new analysis of documents of a project.
 #[derive(Debug, Clone, Default)]

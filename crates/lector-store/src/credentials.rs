@@ -3,12 +3,10 @@
 //! secret is stored sealed by the caller (lector-sources) and never leaves through a listing:
 //! records carry it only for the fetch, and never print it.
 
-use crate::records::{FromAnyRow, Workspace, fetch_record, fetch_records};
-use crate::{Store, WorkspaceRef, db, db_unique, parse_stored};
+use crate::records::{FromAnyRow, Workspace, fetch_record, fetch_records, from_row};
+use crate::{Store, WorkspaceRef, db, db_unique};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope, SourceKind};
-use sqlx::Row;
-use sqlx::any::AnyRow;
 use std::fmt;
 
 /// Credentials one workspace may hold.
@@ -40,20 +38,15 @@ impl fmt::Debug for Credential {
     }
 }
 
-impl FromAnyRow for Credential {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        let source: String = row.try_get("source")?;
-        Ok(Self {
-            id: row.try_get("id")?,
-            workspace_id: row.try_get("workspace_id")?,
-            name: row.try_get("name")?,
-            source: parse_stored(&source).map_err(|_| sqlx::Error::Decode("credential source".into()))?,
-            sealed_secret: row.try_get("sealed_secret")?,
-            created: Timestamp(row.try_get("created")?),
-            created_by: row.try_get("created_by")?,
-        })
-    }
-}
+from_row!(Credential {
+    id,
+    workspace_id,
+    name,
+    source,
+    sealed_secret,
+    created,
+    created_by
+});
 
 /// A credential to store; the secret is already sealed for the workspace.
 #[derive(Clone)]

@@ -8,12 +8,11 @@
 use crate::bulk::insert_grouped_batch;
 use crate::jobs::{Lease, NewJob, check_fence, enqueue_in, set_task};
 use crate::payloads::{ImportOptions, ImportPayload, ImportedDocument};
-use crate::records::{FromAnyRow, Project, fetch_record, fetch_records};
+use crate::records::{FromAnyRow, Project, fetch_record, fetch_records, from_row};
 use crate::uploads::{Upload, mark_used_in};
 use crate::{Backend, Param, Store, db, numbered};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope};
-use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 /// A document to store, with its segments (spans in code points).
@@ -48,21 +47,9 @@ pub struct Document {
 
 pub(crate) const DOCUMENT_COLUMNS: &str = "d.id, d.project_id, d.group_id, d.text, d.meta, d.language, d.created";
 
-impl FromAnyRow for Document {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        let meta: String = row.try_get("meta")?;
-        Ok(Self {
-            id: row.try_get("id")?,
-            project_id: row.try_get("project_id")?,
-            group_id: row.try_get("group_id")?,
-            text: row.try_get("text")?,
-            meta: serde_json::from_str(&meta).map_err(|e| sqlx::Error::Decode(e.into()))?,
-            language: row.try_get("language")?,
-            created: Timestamp(row.try_get("created")?),
-            checked: crate::CHECKED,
-        })
-    }
-}
+from_row!(Document {
+    id, project_id, group_id, text, meta, language, created,
+}; checked: crate::CHECKED);
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Segment {
@@ -77,20 +64,9 @@ pub struct Segment {
     pub(crate) checked: crate::Checked,
 }
 
-impl FromAnyRow for Segment {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            document_id: row.try_get("document_id")?,
-            position: row.try_get("position")?,
-            start: row.try_get("span_start")?,
-            end: row.try_get("span_end")?,
-            text: row.try_get("text")?,
-            layout: row.try_get("layout")?,
-            checked: crate::CHECKED,
-        })
-    }
-}
+from_row!(Segment {
+    id, document_id, position, start = "span_start", end = "span_end", text, layout,
+}; checked: crate::CHECKED);
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct DocumentGroup {
@@ -108,20 +84,16 @@ pub struct DocumentGroup {
 const GROUP_COLUMNS: &str = "g.id, g.project_id, g.name, g.source, g.status, g.task_id, g.created, \
      (SELECT COUNT(*) FROM documents d WHERE d.group_id = g.id) AS document_count";
 
-impl FromAnyRow for DocumentGroup {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            project_id: row.try_get("project_id")?,
-            name: row.try_get("name")?,
-            source: row.try_get("source")?,
-            status: row.try_get("status")?,
-            task_id: row.try_get("task_id")?,
-            document_count: row.try_get("document_count")?,
-            created: Timestamp(row.try_get("created")?),
-        })
-    }
-}
+from_row!(DocumentGroup {
+    id,
+    project_id,
+    name,
+    source,
+    status,
+    task_id,
+    document_count,
+    created
+});
 
 impl Store {
     pub async fn create_document(

@@ -49,13 +49,12 @@
 //! ("The import into group 7 failed after 5 attempts: ...; upload the documents again") as the
 //! job's `error`, and writes exactly one WARNING notification to the job's user.
 
-use crate::records::{FromAnyRow, fetch_record, fetch_records};
+use crate::records::{FromAnyRow, fetch_record, fetch_records, from_row};
 use crate::{Backend, Param, Store, db};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, ErrorCode, ModelStatus, NotificationType, Result, Scope};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 /// One kind of job: the struct its payload is, written by the enqueuer and read by the handler.
@@ -231,29 +230,23 @@ pub struct Job {
 const JOB_COLUMNS: &str = "id, kind, payload, state, workspace_id, project_id, user_id, attempts, max_attempts, \
      progress, result, error, created, updated, finished, fencing_token";
 
-impl FromAnyRow for Job {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        let json = |text: String| serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(e.into()));
-        let state: String = row.try_get("state")?;
-        Ok(Self {
-            id: row.try_get("id")?,
-            kind: row.try_get("kind")?,
-            payload: json(row.try_get("payload")?)?,
-            state: crate::parse_stored(&state).map_err(|e| sqlx::Error::Decode(e.into()))?,
-            workspace_id: row.try_get("workspace_id")?,
-            project_id: row.try_get("project_id")?,
-            user_id: row.try_get("user_id")?,
-            attempts: row.try_get("attempts")?,
-            max_attempts: row.try_get("max_attempts")?,
-            progress: row.try_get("progress")?,
-            result: row.try_get::<Option<String>, _>("result")?.map(json).transpose()?,
-            error: row.try_get("error")?,
-            created: Timestamp(row.try_get("created")?),
-            updated: Timestamp(row.try_get("updated")?),
-            finished: row.try_get::<Option<i64>, _>("finished")?.map(Timestamp),
-        })
-    }
-}
+from_row!(Job {
+    id,
+    kind,
+    payload,
+    state,
+    workspace_id,
+    project_id,
+    user_id,
+    attempts,
+    max_attempts,
+    progress,
+    result,
+    error,
+    created,
+    updated,
+    finished,
+});
 
 /// A claimed job: only the holder of the current fencing token may write its results.
 #[derive(Debug, Clone)]

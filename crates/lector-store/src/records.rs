@@ -2,10 +2,8 @@
 
 use lector_core::time::Timestamp;
 use lector_core::{NotificationType, Role};
-use sqlx::Row;
 use sqlx::any::AnyRow;
-
-use crate::parse_stored;
+use sqlx::{Row, ValueRef};
 
 /// Reads a flag stored as BOOLEAN (PostgreSQL) or INTEGER 0/1 (SQLite).
 pub(crate) fn flag(row: &AnyRow, column: &str) -> Result<bool, sqlx::Error> {
@@ -13,13 +11,113 @@ pub(crate) fn flag(row: &AnyRow, column: &str) -> Result<bool, sqlx::Error> {
         .or_else(|_| row.try_get::<i64, _>(column).map(|v| v != 0))
 }
 
-fn ts(row: &AnyRow, column: &str) -> Result<Timestamp, sqlx::Error> {
-    row.try_get::<i64, _>(column).map(Timestamp)
+/// A field's type as read from its column, the same on both backends: numbers and text as
+/// stored, flags by [`flag`], times as the epoch milliseconds they are stored as, the
+/// vocabulary's enums by their stored names, JSON from the text it is kept as, and NULL as
+/// `None` of any of these.
+pub(crate) trait Column: Sized {
+    fn read(row: &AnyRow, column: &str) -> Result<Self, sqlx::Error>;
 }
 
-fn opt_ts(row: &AnyRow, column: &str) -> Result<Option<Timestamp>, sqlx::Error> {
-    Ok(row.try_get::<Option<i64>, _>(column)?.map(Timestamp))
+macro_rules! stored_as_is {
+    ($($ty:ty),*) => {$(
+        impl Column for $ty {
+            fn read(row: &AnyRow, column: &str) -> Result<Self, sqlx::Error> {
+                row.try_get(column)
+            }
+        }
+    )*};
 }
+
+stored_as_is!(i64, f64, String);
+
+macro_rules! stored_by_name {
+    ($($ty:ty),*) => {$(
+        impl Column for $ty {
+            fn read(row: &AnyRow, column: &str) -> Result<Self, sqlx::Error> {
+                let name: String = row.try_get(column)?;
+                name.parse().map_err(|e: String| sqlx::Error::Decode(e.into()))
+            }
+        }
+    )*};
+}
+
+stored_by_name!(
+    Role,
+    NotificationType,
+    lector_core::ProjectType,
+    lector_core::SourceKind,
+    lector_core::labeling::SessionMode,
+    lector_core::labeling::SessionStatus,
+    InvitationStatus,
+    crate::jobs::JobState
+);
+
+macro_rules! stored_as_json {
+    ($($ty:ty),*) => {$(
+        impl Column for $ty {
+            fn read(row: &AnyRow, column: &str) -> Result<Self, sqlx::Error> {
+                let text: String = row.try_get(column)?;
+                serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(e.into()))
+            }
+        }
+    )*};
+}
+
+stored_as_json!(serde_json::Value, Vec<String>);
+
+impl Column for uuid::Uuid {
+    fn read(row: &AnyRow, column: &str) -> Result<Self, sqlx::Error> {
+        let text: String = row.try_get(column)?;
+        uuid::Uuid::parse_str(&text).map_err(|e| sqlx::Error::Decode(e.into()))
+    }
+}
+
+impl Column for bool {
+    fn read(row: &AnyRow, column: &str) -> Result<Self, sqlx::Error> {
+        flag(row, column)
+    }
+}
+
+impl Column for Timestamp {
+    fn read(row: &AnyRow, column: &str) -> Result<Self, sqlx::Error> {
+        row.try_get::<i64, _>(column).map(Timestamp)
+    }
+}
+
+impl<T: Column> Column for Option<T> {
+    fn read(row: &AnyRow, column: &str) -> Result<Self, sqlx::Error> {
+        if row.try_get_raw(column)?.is_null() {
+            return Ok(None);
+        }
+        T::read(row, column).map(Some)
+    }
+}
+
+/// Implements [`FromAnyRow`] for a record whose fields are each read by their type's
+/// [`Column`] from the column of the field's name (or the one named after `=`); fields after
+/// the `;` take the values given (the scoped-read proof, [`CHECKED`]).
+macro_rules! from_row {
+    ($record:ty { $($field:ident $(= $column:literal)?),* $(,)? } $(; $($fixed:ident: $value:expr),* $(,)?)?) => {
+        impl $crate::records::FromAnyRow for $record {
+            fn from_row(row: &sqlx::any::AnyRow) -> Result<Self, sqlx::Error> {
+                use $crate::records::Column;
+                Ok(Self {
+                    $($field: Column::read(row, $crate::records::from_row!(@column $field $($column)?))?,)*
+                    $($($fixed: $value,)*)?
+                })
+            }
+        }
+    };
+    (@column $field:ident $column:literal) => {
+        $column
+    };
+    (@column $field:ident) => {
+        stringify!($field)
+    };
+}
+
+pub(crate) use from_row;
 
 /// Proof that a record came through a scoped read. Only this crate makes one, and the records
 /// that carry it ([`Project`], [`crate::Document`], [`crate::Segment`], [`crate::Session`]) have
@@ -83,23 +181,19 @@ pub struct User {
 pub(crate) const USER_COLUMNS: &str = "id, email, first_name, last_name, is_superuser, is_betauser, is_active, \
      token_version, personal_workspace_id, default_workspace_id, created";
 
-impl FromAnyRow for User {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            email: row.try_get("email")?,
-            first_name: row.try_get("first_name")?,
-            last_name: row.try_get("last_name")?,
-            is_superuser: flag(row, "is_superuser")?,
-            is_betauser: flag(row, "is_betauser")?,
-            is_active: flag(row, "is_active")?,
-            token_version: row.try_get("token_version")?,
-            personal_workspace_id: row.try_get("personal_workspace_id")?,
-            default_workspace_id: row.try_get("default_workspace_id")?,
-            created: ts(row, "created")?,
-        })
-    }
-}
+from_row!(User {
+    id,
+    email,
+    first_name,
+    last_name,
+    is_superuser,
+    is_betauser,
+    is_active,
+    token_version,
+    personal_workspace_id,
+    default_workspace_id,
+    created,
+});
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Workspace {
@@ -126,20 +220,9 @@ impl Workspace {
     }
 }
 
-impl FromAnyRow for Workspace {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            name: row.try_get("name")?,
-            description: row.try_get("description")?,
-            created: ts(row, "created")?,
-            is_beta: flag(row, "is_beta")?,
-            is_read_only: flag(row, "is_read_only")?,
-            is_active: flag(row, "is_active")?,
-            checked: CHECKED,
-        })
-    }
-}
+from_row!(Workspace {
+    id, name, description, created, is_beta, is_read_only, is_active,
+}; checked: CHECKED);
 
 /// A workspace as one of the caller's: with the caller's role and whether it is the default.
 #[derive(Debug, Clone, PartialEq)]
@@ -161,19 +244,14 @@ pub struct Membership {
 
 pub(crate) const MEMBERSHIP_COLUMNS: &str = "m.id, m.workspace_id, m.user_id, u.email AS user_email, m.role, m.created";
 
-impl FromAnyRow for Membership {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        let role: String = row.try_get("role")?;
-        Ok(Self {
-            id: row.try_get("id")?,
-            workspace_id: row.try_get("workspace_id")?,
-            user_id: row.try_get("user_id")?,
-            user_email: row.try_get("user_email")?,
-            role: parse_stored(&role).map_err(|e| sqlx::Error::Decode(e.into()))?,
-            created: ts(row, "created")?,
-        })
-    }
-}
+from_row!(Membership {
+    id,
+    workspace_id,
+    user_id,
+    user_email,
+    role,
+    created
+});
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InvitationStatus {
@@ -198,22 +276,16 @@ pub struct Invitation {
 
 pub(crate) const INVITATION_COLUMNS: &str = "id, workspace_id, email, role, invited_by_id, status, created, expires";
 
-impl FromAnyRow for Invitation {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        let role: String = row.try_get("role")?;
-        let status: String = row.try_get("status")?;
-        Ok(Self {
-            id: row.try_get("id")?,
-            workspace_id: row.try_get("workspace_id")?,
-            email: row.try_get("email")?,
-            role: parse_stored(&role).map_err(|e| sqlx::Error::Decode(e.into()))?,
-            invited_by_id: row.try_get("invited_by_id")?,
-            status: parse_stored(&status).map_err(|e| sqlx::Error::Decode(e.into()))?,
-            created: ts(row, "created")?,
-            expires: ts(row, "expires")?,
-        })
-    }
-}
+from_row!(Invitation {
+    id,
+    workspace_id,
+    email,
+    role,
+    invited_by_id,
+    status,
+    created,
+    expires
+});
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProductKey {
@@ -227,17 +299,13 @@ pub struct ProductKey {
 
 pub(crate) const PRODUCT_KEY_COLUMNS: &str = "id, user_id, name, prefix, created";
 
-impl FromAnyRow for ProductKey {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            user_id: row.try_get("user_id")?,
-            name: row.try_get("name")?,
-            prefix: row.try_get("prefix")?,
-            created: ts(row, "created")?,
-        })
-    }
-}
+from_row!(ProductKey {
+    id,
+    user_id,
+    name,
+    prefix,
+    created
+});
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notification {
@@ -252,20 +320,7 @@ pub struct Notification {
 
 pub(crate) const NOTIFICATION_COLUMNS: &str = "id, user_id, type, title, text, created, read";
 
-impl FromAnyRow for Notification {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        let kind: String = row.try_get("type")?;
-        Ok(Self {
-            id: row.try_get("id")?,
-            user_id: row.try_get("user_id")?,
-            kind: parse_stored(&kind).map_err(|e| sqlx::Error::Decode(e.into()))?,
-            title: row.try_get("title")?,
-            text: row.try_get("text")?,
-            created: ts(row, "created")?,
-            read: opt_ts(row, "read")?,
-        })
-    }
-}
+from_row!(Notification { id, user_id, kind = "type", title, text, created, read });
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Project {
@@ -284,22 +339,9 @@ pub struct Project {
 pub(crate) const PROJECT_COLUMNS: &str =
     "p.id, p.workspace_id, p.name, p.type, p.status, p.external_id, p.language, p.created";
 
-impl FromAnyRow for Project {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        let kind: String = row.try_get("type")?;
-        Ok(Self {
-            id: row.try_get("id")?,
-            workspace_id: row.try_get("workspace_id")?,
-            name: row.try_get("name")?,
-            kind: parse_stored(&kind).map_err(|e| sqlx::Error::Decode(e.into()))?,
-            status: row.try_get("status")?,
-            external_id: row.try_get("external_id")?,
-            language: row.try_get("language")?,
-            created: ts(row, "created")?,
-            checked: CHECKED,
-        })
-    }
-}
+from_row!(Project {
+    id, workspace_id, name, kind = "type", status, external_id, language, created,
+}; checked: CHECKED);
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Class {
@@ -313,18 +355,14 @@ pub struct Class {
 
 pub(crate) const CLASS_COLUMNS: &str = "id, project_id, name, example, description, created";
 
-impl FromAnyRow for Class {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            project_id: row.try_get("project_id")?,
-            name: row.try_get("name")?,
-            example: row.try_get("example")?,
-            description: row.try_get("description")?,
-            created: ts(row, "created")?,
-        })
-    }
-}
+from_row!(Class {
+    id,
+    project_id,
+    name,
+    example,
+    description,
+    created
+});
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Label {
@@ -336,13 +374,9 @@ pub struct Label {
 
 pub(crate) const LABEL_COLUMNS: &str = "id, project_id, name, created";
 
-impl FromAnyRow for Label {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            project_id: row.try_get("project_id")?,
-            name: row.try_get("name")?,
-            created: ts(row, "created")?,
-        })
-    }
-}
+from_row!(Label {
+    id,
+    project_id,
+    name,
+    created
+});

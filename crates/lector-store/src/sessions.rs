@@ -5,13 +5,14 @@
 //! write that can change them recomputes the status in the same transaction.
 
 use crate::documents::{NewDocument, insert_group, project_documents};
-use crate::records::{CLASS_COLUMNS, Class, FromAnyRow, LABEL_COLUMNS, Label, Project, fetch_record, fetch_records};
+use crate::records::{
+    CLASS_COLUMNS, Class, FromAnyRow, LABEL_COLUMNS, Label, Project, fetch_record, fetch_records, from_row,
+};
 use crate::tags::{LabeledTarget, NewTag, add_labeled, auto_tag};
 use crate::{Param, Store, db};
 use lector_core::labeling::{self, SessionMode, SessionStatus};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, FieldError, ProjectType, Result, Scope};
-use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 /// Sessions one project may have.
@@ -55,30 +56,10 @@ const SESSION_COLUMNS: &str = "s.id, s.uuid, s.project_id, p.workspace_id, s.use
       WHERE sd.session_id = s.id) AS segment_count, \
      (SELECT COUNT(*) FROM segment_statuses st WHERE st.session_id = s.id) AS annotated_count";
 
-impl FromAnyRow for Session {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        let decode = |e: String| sqlx::Error::Decode(e.into());
-        Ok(Self {
-            id: row.try_get("id")?,
-            uuid: row.try_get("uuid")?,
-            project_id: row.try_get("project_id")?,
-            workspace_id: row.try_get("workspace_id")?,
-            user_id: row.try_get("user_id")?,
-            name: row.try_get("name")?,
-            description: row.try_get("description")?,
-            mode: row.try_get::<String, _>("mode")?.parse().map_err(decode)?,
-            status: row.try_get::<String, _>("status")?.parse().map_err(decode)?,
-            document_group_id: row.try_get("document_group_id")?,
-            model_id: row.try_get("model_id")?,
-            created: Timestamp(row.try_get("created")?),
-            finished: row.try_get::<Option<i64>, _>("finished")?.map(Timestamp),
-            document_count: row.try_get("document_count")?,
-            segment_count: row.try_get("segment_count")?,
-            annotated_count: row.try_get("annotated_count")?,
-            checked: crate::CHECKED,
-        })
-    }
-}
+from_row!(Session {
+    id, uuid, project_id, workspace_id, user_id, name, description, mode, status, document_group_id,
+    model_id, created, finished, document_count, segment_count, annotated_count,
+}; checked: crate::CHECKED);
 
 /// A new document that arrives with its tags: one list of tags per segment, and whether each
 /// segment counts as annotated.

@@ -5,7 +5,7 @@
 //! same transaction ([`crate::sessions::refresh_status`]).
 
 use crate::documents::insert_document;
-use crate::records::{FromAnyRow, fetch_record};
+use crate::records::{FromAnyRow, fetch_record, from_row};
 use crate::sessions::{
     LabeledDocument, MAX_TAGS_PER_SEGMENT, MarkTarget, Session, Vocabulary, add_session_documents, refresh_status,
 };
@@ -87,17 +87,13 @@ pub struct SegmentMark {
     pub created: Timestamp,
 }
 
-impl FromAnyRow for SegmentMark {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        Ok(Self {
-            session_id: row.try_get("session_id")?,
-            segment_id: row.try_get("segment_id")?,
-            document_id: row.try_get("document_id")?,
-            name: row.try_get("name")?,
-            created: Timestamp(row.try_get("created")?),
-        })
-    }
-}
+from_row!(SegmentMark {
+    session_id,
+    segment_id,
+    document_id,
+    name,
+    created
+});
 
 impl Store {
     /// The tags on segments read through a scoped call: of one session, or of every session

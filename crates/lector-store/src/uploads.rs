@@ -9,14 +9,13 @@
 
 use crate::blobs::Blobs;
 use crate::jobs::Lease;
-use crate::records::{FromAnyRow, fetch_record};
+use crate::records::{FromAnyRow, fetch_record, from_row};
 use crate::{Store, db};
 use bytes::Bytes;
 use futures_util::Stream;
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope};
-use sqlx::any::AnyRow;
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, Transaction};
 use uuid::Uuid;
 
 /// The folder of the blob store that holds uploaded files.
@@ -58,28 +57,9 @@ fn blob_key(id: Uuid) -> String {
 const UPLOAD_COLUMNS: &str =
     "id, workspace_id, project_id, user_id, file_name, format, byte_size, columns, created, used";
 
-impl FromAnyRow for Upload {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        let id: String = row.try_get("id")?;
-        Ok(Self {
-            id: Uuid::parse_str(&id).map_err(|e| sqlx::Error::Decode(e.into()))?,
-            workspace_id: row.try_get("workspace_id")?,
-            project_id: row.try_get("project_id")?,
-            user_id: row.try_get("user_id")?,
-            file_name: row.try_get("file_name")?,
-            format: row.try_get("format")?,
-            byte_size: row.try_get("byte_size")?,
-            columns: row
-                .try_get::<Option<String>, _>("columns")?
-                .map(|text| serde_json::from_str(&text))
-                .transpose()
-                .map_err(|e| sqlx::Error::Decode(e.into()))?,
-            created: Timestamp(row.try_get("created")?),
-            used: row.try_get::<Option<i64>, _>("used")?.map(Timestamp),
-            checked: crate::CHECKED,
-        })
-    }
-}
+from_row!(Upload {
+    id, workspace_id, project_id, user_id, file_name, format, byte_size, columns, created, used,
+}; checked: crate::CHECKED);
 
 /// What an upload is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

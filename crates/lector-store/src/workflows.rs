@@ -12,12 +12,11 @@
 //! lookups are the only readers here without a caller: a webhook address is public, and what
 //! it may do is decided by the workflow it finds.
 
-use crate::records::{FromAnyRow, fetch_record, flag};
+use crate::records::{FromAnyRow, fetch_record, from_row};
 use crate::{Store, WorkspaceRef, db, numbered};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope};
 use sqlx::Row;
-use sqlx::any::AnyRow;
 
 /// Workflows one workspace may hold.
 pub const MAX_WORKFLOWS_PER_WORKSPACE: i64 = 200;
@@ -59,23 +58,19 @@ impl std::fmt::Debug for Workflow {
     }
 }
 
-impl FromAnyRow for Workflow {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            workspace_id: row.try_get("workspace_id")?,
-            name: row.try_get("name")?,
-            definition: row.try_get("definition")?,
-            auth_digest: row.try_get("auth_digest")?,
-            keep_data: flag(row, "keep_data")?,
-            active: flag(row, "active")?,
-            run_as: row.try_get("run_as")?,
-            created_by: row.try_get("created_by")?,
-            created: Timestamp(row.try_get("created")?),
-            updated: Timestamp(row.try_get("updated")?),
-        })
-    }
-}
+from_row!(Workflow {
+    id,
+    workspace_id,
+    name,
+    definition,
+    auth_digest,
+    keep_data,
+    active,
+    run_as,
+    created_by,
+    created,
+    updated,
+});
 
 /// A workflow's fields as a create or an update writes them.
 #[derive(Clone, PartialEq)]
@@ -124,21 +119,17 @@ pub struct Execution {
     pub data: Option<String>,
 }
 
-impl FromAnyRow for Execution {
-    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            workflow_id: row.try_get("workflow_id")?,
-            mode: row.try_get("mode")?,
-            method: row.try_get("method")?,
-            status: row.try_get("status")?,
-            started: Timestamp(row.try_get("started")?),
-            finished: row.try_get::<Option<i64>, _>("finished")?.map(Timestamp),
-            error: row.try_get("error")?,
-            data: row.try_get("data")?,
-        })
-    }
-}
+from_row!(Execution {
+    id,
+    workflow_id,
+    mode,
+    method,
+    status,
+    started,
+    finished,
+    error,
+    data
+});
 
 /// An execution's end, as recorded.
 #[derive(Debug, Clone, PartialEq)]
