@@ -39,6 +39,29 @@ function AnswerOr({ answer, next, children }: { answer: string | null; next: Rea
   );
 }
 
+/** A form's values, and for each field the change handler of its input. */
+function useForm<T extends Record<string, string>>(initial: T) {
+  const [form, setForm] = useState(initial);
+  const set = (k: keyof T) => (e: { target: { value: string } }) => setForm({ ...form, [k]: e.target.value });
+  return [form, set] as const;
+}
+
+type Setter<K extends string> = (k: K) => (e: { target: { value: string } }) => void;
+
+/** The names of a new account's owner, asked at registration and when accepting an invitation. */
+function NameFields({ form, set }: { form: { first_name: string; last_name: string }; set: Setter<"first_name" | "last_name"> }) {
+  return (
+    <>
+      <Field label="First name">
+        {(id) => <input id={id} autoComplete="given-name" value={form.first_name} onChange={set("first_name")} />}
+      </Field>
+      <Field label="Last name">
+        {(id) => <input id={id} autoComplete="family-name" value={form.last_name} onChange={set("last_name")} />}
+      </Field>
+    </>
+  );
+}
+
 /** Where to go after signing in: the `next` path when it is one of the app's. */
 function useNext(): string {
   const [params] = useSearchParams();
@@ -96,10 +119,9 @@ export function Login() {
 export function Register() {
   const { token, signIn } = useAuth();
   const navigate = useNavigate();
-  const [form, setForm] = useState({ email: "", password: "", first_name: "", last_name: "" });
+  const [form, set] = useForm({ email: "", password: "", first_name: "", last_name: "" });
   const { busy, error, run } = useAction();
   if (token) return <Navigate to="/" replace />;
-  const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm({ ...form, [k]: e.target.value });
   const submit = (e: FormEvent) => {
     e.preventDefault();
     void run(async () => {
@@ -111,12 +133,7 @@ export function Register() {
   return (
     <AuthFrame title="Create an account">
       <form onSubmit={submit} className="stack">
-        <Field label="First name">
-          {(id) => <input id={id} autoComplete="given-name" value={form.first_name} onChange={set("first_name")} />}
-        </Field>
-        <Field label="Last name">
-          {(id) => <input id={id} autoComplete="family-name" value={form.last_name} onChange={set("last_name")} />}
-        </Field>
+        <NameFields form={form} set={set} />
         <Field label="E-mail">
           {(id) => <input id={id} type="email" autoComplete="email" required value={form.email} onChange={set("email")} />}
         </Field>
@@ -226,9 +243,8 @@ export function AcceptInvitation() {
   const { signIn } = useAuth();
   const navigate = useNavigate();
   const [params] = useSearchParams();
-  const [form, setForm] = useState({ token: params.get("token") ?? "", password: "", first_name: "", last_name: "" });
+  const [form, set] = useForm({ token: params.get("token") ?? "", password: "", first_name: "", last_name: "" });
   const { busy, error, run } = useAction();
-  const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm({ ...form, [k]: e.target.value });
   const submit = (e: FormEvent) => {
     e.preventDefault();
     void run(async () => {
@@ -244,12 +260,7 @@ export function AcceptInvitation() {
         <Field label="Invitation token">
           {(id) => <input id={id} required autoComplete="one-time-code" value={form.token} onChange={set("token")} />}
         </Field>
-        <Field label="First name">
-          {(id) => <input id={id} autoComplete="given-name" value={form.first_name} onChange={set("first_name")} />}
-        </Field>
-        <Field label="Last name">
-          {(id) => <input id={id} autoComplete="family-name" value={form.last_name} onChange={set("last_name")} />}
-        </Field>
+        <NameFields form={form} set={set} />
         <Field label="Password">
           {(id) => (
             <input id={id} type="password" autoComplete="new-password" required value={form.password} onChange={set("password")} />
