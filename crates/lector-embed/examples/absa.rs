@@ -15,93 +15,84 @@
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
+use clap::Parser;
 use lector_core::ProjectType;
 use lector_ml::{Embedder, Model, Options, jsonl};
 use serde_json::json;
 
+#[path = "common/clock.rs"]
+mod clock;
+use clock::Clock;
+
 type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
 
-/// CPU time of the process, all its threads (the machine is shared), wall time where Linux's
-/// counter is absent.
-fn cpu_seconds(since: &(Instant, Option<f64>)) -> f64 {
-    match (since.1, cpu_s()) {
-        (Some(a), Some(b)) => b - a,
-        _ => since.0.elapsed().as_secs_f64(),
-    }
-}
-
-/// User plus system time of every thread of this process, from `/proc/self/stat` (in clock
-/// ticks of 1/100 s).
-fn cpu_s() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let fields: Vec<&str> = s.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0)
-}
-
-fn clock() -> (Instant, Option<f64>) {
-    (Instant::now(), cpu_s())
-}
-
-fn arg(args: &[String], name: &str) -> Fallible<PathBuf> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(PathBuf::from)
-        .ok_or_else(|| format!("missing {name}").into())
+/// The ABSA benchmark with the MiniLM encoder.
+#[derive(Parser)]
+struct Cli {
+    /// The directory of train.jsonl, dev.jsonl and test.jsonl.
+    #[arg(long)]
+    data: PathBuf,
+    /// The MiniLM's directory (`scripts/fetch-minilm` prints it).
+    #[arg(long)]
+    model: PathBuf,
+    /// Where lector-minilm-tuned.json (lector-minilm.json with --frozen) is written.
+    #[arg(long)]
+    out: PathBuf,
+    /// Epochs of tuning, fewer for timing runs (TuneOptions' own by default).
+    #[arg(long)]
+    epochs: Option<usize>,
+    /// The encoder's vector joins the n-grams untuned.
+    #[arg(long)]
+    frozen: bool,
+    /// The training seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
 }
 
 fn main() -> Fallible<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (data, model_dir, out) = (arg(&args, "--data")?, arg(&args, "--model")?, arg(&args, "--out")?);
-    // `--epochs N` shortens tuning (for timing runs); the default is TuneOptions' own.
+    let Cli {
+        data,
+        model: model_dir,
+        out,
+        epochs,
+        frozen,
+        seed,
+    } = Cli::parse();
     let mut tune = lector_embed::TuneOptions::default();
-    if let Some(n) = args.iter().position(|a| a == "--epochs").and_then(|i| args.get(i + 1)) {
-        tune.epochs = n.parse()?;
-    }
+    tune.epochs = epochs.unwrap_or(tune.epochs);
     let encoder: Arc<dyn Embedder> = Arc::new(lector_embed::MiniLm::load(&model_dir)?.with_tune_options(tune));
     let mut train = jsonl::read_absa(&data.join("train.jsonl"))?;
     train.extend(jsonl::read_absa(&data.join("dev.jsonl"))?);
     let test = jsonl::read_absa(&data.join("test.jsonl"))?;
 
     // Encoding speed alone, on the test sentences.
-    let t = clock();
+    let t = Clock::start();
     let words: usize = test.iter().map(|e| e.text.split_whitespace().count()).sum();
     for e in &test {
         std::hint::black_box(encoder.embed(&e.text));
     }
-    let encode_s = cpu_seconds(&t);
+    let encode_s = t.cpu_seconds();
 
-    let frozen = args.iter().any(|a| a == "--frozen");
-    let seed = match args.iter().position(|a| a == "--seed").and_then(|i| args.get(i + 1)) {
-        Some(n) => n.parse()?,
-        None => 0,
-    };
     let options = Options {
         embedder: Some(encoder.clone()),
         tune_encoder: !frozen,
         seed,
         ..Options::default()
     };
-    let t = clock();
+    let t = Clock::start();
     let mut shown = 0.0;
     let model = Model::train(ProjectType::Absa, &train, &options, &mut |f| {
         if f >= shown + 0.1 {
             shown = f;
-            eprintln!(
-                "training: {:.0} % after {:.0} s",
-                f * 100.0,
-                t.0.elapsed().as_secs_f64()
-            );
+            eprintln!("training: {:.0} % after {:.0} s", f * 100.0, t.wall_seconds());
         }
         ControlFlow::Continue(())
     })?;
-    let (train_s, train_wall_s) = (cpu_seconds(&t), t.0.elapsed().as_secs_f64());
-    let t = clock();
+    let (train_s, train_wall_s) = (t.cpu_seconds(), t.wall_seconds());
+    let t = Clock::start();
     let m = model.evaluate(&test);
-    let predict_s = cpu_seconds(&t);
+    let predict_s = t.cpu_seconds();
     let again = Model::from_bytes_with(&model.to_bytes(), Some(encoder.clone()))?;
     let same = test
         .iter()

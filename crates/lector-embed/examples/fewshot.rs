@@ -24,22 +24,66 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
+use clap::Parser;
 use lector_core::ProjectType;
 use lector_ml::{Embedder, Example, Model, Options, Rng, split_examples, tsv};
 use serde_json::{Value, json};
 
+#[path = "common/clock.rs"]
+mod clock;
+use clock::Clock;
+
 type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
 
-/// User plus system time of the whole process, from `/proc/self/stat` (clock ticks of 1/100 s).
-fn cpu_s() -> f64 {
-    let read = || -> Option<f64> {
-        let s = std::fs::read_to_string("/proc/self/stat").ok()?;
-        let fields: Vec<&str> = s.rsplit_once(')')?.1.split_whitespace().collect();
-        Some((fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?) / 100.0)
-    };
-    read().unwrap_or(0.0)
+/// The few-shot benchmark: lector-ml with n-grams, the MiniLM's frozen vector, and it tuned.
+#[derive(Parser)]
+struct Cli {
+    /// Lines `label<TAB>text`.
+    #[arg(long)]
+    data: PathBuf,
+    /// The MiniLM's directory (`scripts/fetch-minilm` prints it).
+    #[arg(long)]
+    model: PathBuf,
+    /// Results go to OUT/fewshot (OUT/fewshot-dev with --dev).
+    #[arg(long)]
+    out: PathBuf,
+    /// Training examples per label, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "8,16,32,64")]
+    shots: Vec<usize>,
+    /// Seeds 0..N for each size.
+    #[arg(long, default_value_t = 5)]
+    seeds: u64,
+    /// At most this many rows scored (a stratified cut).
+    #[arg(long, default_value_t = 2000)]
+    test_max: usize,
+    /// The systems trained, comma-separated: ngrams, frozen, tuned.
+    #[arg(long, value_delimiter = ',', default_value = "ngrams,frozen,tuned")]
+    systems: Vec<String>,
+    /// Score on training rows drawn in none of the subsets instead of the test side.
+    #[arg(long)]
+    dev: bool,
+    /// The weight of the encoder's vector beside the n-grams.
+    #[arg(long, default_value_t = 1.0)]
+    dense_weight: f32,
+    /// Pair tuning's epochs (an experiment; PairTuneOptions' own by default, as for every --pair-*).
+    #[arg(long)]
+    pair_epochs: Option<usize>,
+    /// Pair tuning's least number of steps.
+    #[arg(long)]
+    pair_steps: Option<usize>,
+    /// Pair tuning's number of top layers tuned.
+    #[arg(long)]
+    pair_layers: Option<usize>,
+    /// Pair tuning's temperature.
+    #[arg(long)]
+    pair_temperature: Option<f32>,
+    /// Pair tuning's learning rate.
+    #[arg(long)]
+    pair_lr: Option<f32>,
+    /// Pair tuning's batch size.
+    #[arg(long)]
+    pair_batch: Option<usize>,
 }
 
 /// The MiniLM with its vectors remembered: the same texts are embedded for every seed and
@@ -130,90 +174,51 @@ fn draw(train: &[&Example], k: usize, seed: u64) -> Vec<usize> {
     out
 }
 
-fn value<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-}
-
-fn arg(args: &[String], name: &str) -> Fallible<PathBuf> {
-    value::<String>(args, name)
-        .map(PathBuf::from)
-        .ok_or_else(|| format!("missing {name}").into())
-}
-
 fn main() -> Fallible<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (data, model_dir, out) = (arg(&args, "--data")?, arg(&args, "--model")?, arg(&args, "--out")?);
-    let shots: Vec<usize> = value::<String>(&args, "--shots")
-        .unwrap_or_else(|| "8,16,32,64".into())
-        .split(',')
-        .map(str::parse)
-        .collect::<Result<_, _>>()?;
-    let seeds: u64 = value(&args, "--seeds").unwrap_or(5);
-    let test_max: usize = value(&args, "--test-max").unwrap_or(2000);
-    let systems: Vec<String> = value::<String>(&args, "--systems")
-        .unwrap_or_else(|| "ngrams,frozen,tuned".into())
-        .split(',')
-        .map(String::from)
-        .collect();
-    let dev = args.iter().any(|a| a == "--dev");
+    let cli = Cli::parse();
     let mut pairs = lector_embed::PairTuneOptions::default();
-    if let Some(n) = value(&args, "--pair-epochs") {
-        pairs.epochs = n;
-    }
-    if let Some(x) = value(&args, "--pair-lr") {
-        pairs.learning_rate = x;
-    }
-    if let Some(n) = value(&args, "--pair-batch") {
-        pairs.batch = n;
-    }
-    if let Some(n) = value(&args, "--pair-layers") {
-        pairs.layers = n;
-    }
-    if let Some(t) = value(&args, "--pair-temperature") {
-        pairs.temperature = t;
-    }
-    if let Some(n) = value(&args, "--pair-steps") {
-        pairs.min_steps = n;
-    }
-    let dense_weight: f32 = value(&args, "--dense-weight").unwrap_or(1.0);
-    let minilm = Arc::new(lector_embed::MiniLm::load(&model_dir)?.with_pair_tune_options(pairs));
+    pairs.epochs = cli.pair_epochs.unwrap_or(pairs.epochs);
+    pairs.learning_rate = cli.pair_lr.unwrap_or(pairs.learning_rate);
+    pairs.batch = cli.pair_batch.unwrap_or(pairs.batch);
+    pairs.layers = cli.pair_layers.unwrap_or(pairs.layers);
+    pairs.temperature = cli.pair_temperature.unwrap_or(pairs.temperature);
+    pairs.min_steps = cli.pair_steps.unwrap_or(pairs.min_steps);
+    let minilm = Arc::new(lector_embed::MiniLm::load(&cli.model)?.with_pair_tune_options(pairs));
     let encoder: Arc<dyn Embedder> = Arc::new(Remembering {
         inner: minilm,
         seen: Mutex::new(HashMap::new()),
     });
 
-    let set = tsv::read_tsv(&data)?;
+    let set = tsv::read_tsv(&cli.data)?;
     let all = set.examples;
     let split = split_examples(ProjectType::Label, &all, 0.2, 0);
     let train: Vec<&Example> = split.train.iter().map(|&i| &all[i]).collect();
-    let subsets: BTreeMap<(usize, u64), Vec<usize>> = shots
+    let subsets: BTreeMap<(usize, u64), Vec<usize>> = cli
+        .shots
         .iter()
-        .flat_map(|&k| (0..seeds).map(move |s| (k, s)))
+        .flat_map(|&k| (0..cli.seeds).map(move |s| (k, s)))
         .map(|(k, s)| ((k, s), draw(&train, k, s)))
         .collect();
-    let (dir, scored): (PathBuf, Vec<&Example>) = if dev {
+    let (dir, scored): (PathBuf, Vec<&Example>) = if cli.dev {
         let used: BTreeSet<usize> = subsets.values().flatten().copied().collect();
         let rest: Vec<&Example> = (0..train.len())
             .filter(|i| !used.contains(i))
             .map(|i| train[i])
             .collect();
-        (out.join("fewshot-dev"), stratified_at_most(&rest, test_max))
+        (cli.out.join("fewshot-dev"), stratified_at_most(&rest, cli.test_max))
     } else {
         let test: Vec<&Example> = split.test.iter().map(|&i| &all[i]).collect();
-        (out.join("fewshot"), stratified_at_most(&test, test_max))
+        (cli.out.join("fewshot"), stratified_at_most(&test, cli.test_max))
     };
     std::fs::create_dir_all(&dir)?;
     tsv::write_tsv(&dir.join("test.tsv"), &scored)?;
     let scored_owned: Vec<Example> = scored.iter().map(|e| (*e).clone()).collect();
     eprintln!(
         "{}: {} train, scoring on {} rows ({})",
-        data.display(),
+        cli.data.display(),
         train.len(),
         scored.len(),
-        if dev { "unused training rows" } else { "test side" }
+        if cli.dev { "unused training rows" } else { "test side" }
     );
 
     let mut results: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
@@ -221,21 +226,20 @@ fn main() -> Fallible<()> {
         let subset: Vec<&Example> = rows.iter().map(|&i| train[i]).collect();
         tsv::write_tsv(&dir.join(format!("k{k}-s{s}.tsv")), &subset)?;
         let owned: Vec<Example> = subset.iter().map(|e| (*e).clone()).collect();
-        for system in &systems {
+        for system in &cli.systems {
             let options = match system.as_str() {
                 "ngrams" => Options::default(),
                 "frozen" | "tuned" => Options {
                     embedder: Some(encoder.clone()),
                     tune_encoder: system == "tuned",
-                    dense_weight,
+                    dense_weight: cli.dense_weight,
                     ..Options::default()
                 },
                 other => return Err(format!("unknown system {other}").into()),
             };
-            let (wall, cpu) = (Instant::now(), cpu_s());
+            let clock = Clock::start();
             let model = Model::train(ProjectType::Label, &owned, &options, &mut |_| ControlFlow::Continue(()))?;
-            let train_s = cpu_s() - cpu;
-            let train_wall_s = wall.elapsed().as_secs_f64();
+            let (train_s, train_wall_s) = (clock.cpu_seconds(), clock.wall_seconds());
             let m = model.evaluate(&scored_owned);
             // The artifact, read back with the encoder, predicts the same (first 20 rows).
             let bytes = model.to_bytes();
@@ -264,12 +268,12 @@ fn main() -> Fallible<()> {
         }
     }
     let result = json!({
-        "data": data.display().to_string(),
+        "data": cli.data.display().to_string(),
         "train": train.len(),
         "scored": scored.len(),
-        "dev": dev,
-        "seeds": seeds,
-        "shots": shots,
+        "dev": cli.dev,
+        "seeds": cli.seeds,
+        "shots": cli.shots,
         "encoder": encoder.id(),
         "results": results,
     });

@@ -22,6 +22,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use clap::{Args, Parser, Subcommand};
 use lector_core::ProjectType;
 use lector_ml::{Example, Model, Options, Tag, Workspace, jsonl, split_examples, tsv};
 use serde_json::{Value, json};
@@ -168,14 +169,6 @@ fn best_rate(n_words: usize, mut pass: impl FnMut()) -> f64 {
     best
 }
 
-fn arg(args: &[String], name: &str) -> Fallible<PathBuf> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(PathBuf::from)
-        .ok_or_else(|| format!("missing {name}").into())
-}
-
 fn bench_tsv(
     data: &Path,
     test_file: Option<&Path>,
@@ -285,65 +278,126 @@ fn bench_absa(dir: &Path, out: &Path, options: &Options<'_>) -> Fallible<()> {
     Ok(())
 }
 
+/// The lector-ml benchmark: lector-ml trained and scored on a labelled file or an ABSA set.
+#[derive(Parser)]
+struct Cli {
+    /// What is benchmarked.
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// A labelled file: split, learning curve, speed.
+    Tsv {
+        /// Lines `label<TAB>text`.
+        #[arg(long)]
+        data: PathBuf,
+        /// A test side of its own (then all of --data trains).
+        #[arg(long)]
+        test: Option<PathBuf>,
+        /// Where the split, the curve's subsets, predictions.tsv and lector.json are written.
+        #[arg(long)]
+        out: PathBuf,
+        /// Benchmark a file even where lines lack a TAB or a label (they are counted).
+        #[arg(long)]
+        allow_skipped: bool,
+        /// No learning curve.
+        #[arg(long)]
+        no_curve: bool,
+        /// The experiments' overrides.
+        #[command(flatten)]
+        experiments: Experiments,
+    },
+    /// A SemEval-16 ABSA set.
+    Absa {
+        /// The directory of train.jsonl, dev.jsonl and test.jsonl.
+        #[arg(long)]
+        data: PathBuf,
+        /// Where predictions.jsonl and lector.json are written.
+        #[arg(long)]
+        out: PathBuf,
+        /// The experiments' overrides.
+        #[command(flatten)]
+        experiments: Experiments,
+    },
+}
+
+/// Overrides for experiments; the published figures use the defaults.
+#[derive(Args)]
+struct Experiments {
+    /// Character n-grams from MIN to MAX letters (0-0 for none).
+    #[arg(long, value_name = "MIN-MAX", value_parser = char_range)]
+    char: Option<(u32, u32)>,
+    /// 2^N hash buckets.
+    #[arg(long, value_name = "N")]
+    buckets_log2: Option<u32>,
+    /// Longest word n-gram.
+    #[arg(long, value_name = "N")]
+    word_ngrams: Option<u32>,
+    /// No choice of featurisation.
+    #[arg(long)]
+    fixed_features: bool,
+    /// Also count each word with a capital as itself, case kept.
+    #[arg(long)]
+    cased: bool,
+    /// Also mark how the text was typed.
+    #[arg(long)]
+    shape: bool,
+    /// The SVM costs tried, comma-separated.
+    #[arg(long, value_name = "C,C,…", value_delimiter = ',')]
+    grid: Option<Vec<f64>>,
+}
+
+/// `--char`'s MIN-MAX.
+fn char_range(range: &str) -> Result<(u32, u32), Box<dyn std::error::Error + Send + Sync>> {
+    let (min, max) = range.split_once('-').ok_or("not MIN-MAX (0-0 for none)")?;
+    Ok((min.parse()?, max.parse()?))
+}
+
+impl Experiments {
+    fn options(self) -> Options<'static> {
+        let mut options = Options::default();
+        let f = &mut options.features;
+        (f.char_min, f.char_max) = self.char.unwrap_or((f.char_min, f.char_max));
+        f.buckets_log2 = self.buckets_log2.unwrap_or(f.buckets_log2);
+        f.word_ngrams = self.word_ngrams.unwrap_or(f.word_ngrams);
+        f.cased_words |= self.cased;
+        f.typed_shape |= self.shape;
+        options.choose_features &= !self.fixed_features;
+        options.c_grid = self.grid.unwrap_or(options.c_grid);
+        options
+    }
+}
+
 /// Errors are printed for a person (`Display`), not as `Debug` structures.
 fn main() -> std::process::ExitCode {
-    match run() {
+    let result = match Cli::parse().command {
+        Command::Tsv {
+            data,
+            test,
+            out,
+            allow_skipped,
+            no_curve,
+            experiments,
+        } => {
+            let curve: &[usize] = if no_curve { &[] } else { &[8, 32, 128] };
+            bench_tsv(
+                &data,
+                test.as_deref(),
+                &out,
+                &experiments.options(),
+                curve,
+                allow_skipped,
+            )
+        }
+        Command::Absa { data, out, experiments } => bench_absa(&data, &out, &experiments.options()),
+    };
+    match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench: {e}");
             std::process::ExitCode::FAILURE
         }
-    }
-}
-
-fn run() -> Fallible<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let value = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    // Overrides for experiments; the published figures use the defaults.
-    let mut options = Options::default();
-    if let Some(range) = value("--char") {
-        let (a, b) = range.split_once('-').ok_or("--char takes MIN-MAX (0-0 for none)")?;
-        options.features.char_min = a.parse()?;
-        options.features.char_max = b.parse()?;
-    }
-    if let Some(b) = value("--buckets-log2") {
-        options.features.buckets_log2 = b.parse()?;
-    }
-    if let Some(w) = value("--word-ngrams") {
-        options.features.word_ngrams = w.parse()?;
-    }
-    if args.iter().any(|a| a == "--fixed-features") {
-        options.choose_features = false;
-    }
-    if args.iter().any(|a| a == "--cased") {
-        options.features.cased_words = true;
-    }
-    if args.iter().any(|a| a == "--shape") {
-        options.features.typed_shape = true;
-    }
-    if let Some(g) = value("--grid") {
-        options.c_grid = g.split(',').map(str::parse).collect::<Result<_, _>>()?;
-    }
-    let curve: &[usize] = if args.iter().any(|a| a == "--no-curve") {
-        &[]
-    } else {
-        &[8, 32, 128]
-    };
-    match args.first().map(String::as_str) {
-        Some("tsv") => bench_tsv(
-            &arg(&args, "--data")?,
-            value("--test").map(PathBuf::from).as_deref(),
-            &arg(&args, "--out")?,
-            &options,
-            curve,
-            args.iter().any(|a| a == "--allow-skipped"),
-        ),
-        Some("absa") => bench_absa(&arg(&args, "--data")?, &arg(&args, "--out")?, &options),
-        _ => Err("usage: bench tsv --data FILE --out DIR | bench absa --data DIR --out DIR".into()),
     }
 }
