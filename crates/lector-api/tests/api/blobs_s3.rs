@@ -23,16 +23,7 @@ async fn uploads_go_to_s3_and_fill_a_group() {
     let ada = app.register("ada@example.org").await;
     let project = app.project_with_classes(&ada, "S3", "CLASS", &[]).await;
     let csv = b"text,stars\nGood food.,5\nSlow service.,1\n";
-    let uploaded = app
-        .send_form(
-            &format!("/projects/{project}/groups/upload"),
-            &ada.token,
-            "reviews.csv",
-            csv,
-            &[],
-        )
-        .await
-        .expect(200);
+    let uploaded = app.upload_file(&ada, project, "reviews.csv", csv).await.expect(200);
     let file_id = uploaded["id"].as_str().unwrap().to_owned();
     {
         let bucket = bucket.lock().unwrap();
@@ -45,21 +36,8 @@ async fn uploads_go_to_s3_and_fill_a_group() {
         assert!(stored[0].0.starts_with("/lector-blobs/api/"), "{}", stored[0].0);
     }
 
-    let group = app
-        .post(
-            &format!("/projects/{project}/groups"),
-            &ada.token,
-            json!({"name": "reviews", "file_id": file_id, "column_name": "text"}),
-        )
-        .await
-        .expect(201);
-    let task = app
-        .wait_for_task(&ada.token, project, group["task_id"].as_i64().unwrap())
-        .await;
+    let body = json!({"name": "reviews", "file_id": file_id, "column_name": "text"});
+    let (group, task) = app.group_from_file(&ada, project, body).await;
     assert_eq!(task["status"], "DONE", "{task}");
-    let group = app
-        .get(&format!("/projects/{project}/groups/{}", group["id"]), &ada.token)
-        .await
-        .expect(200);
     assert_eq!(group["document_count"], 2, "{group}");
 }

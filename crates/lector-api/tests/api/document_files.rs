@@ -60,17 +60,6 @@ async fn project(app: &TestApp, owner: &Session) -> i64 {
         .unwrap()
 }
 
-async fn upload(app: &TestApp, who: &Session, project_id: i64, name: &str, bytes: &[u8]) -> crate::common::Answer {
-    app.send_form(
-        &format!("/projects/{project_id}/groups/upload"),
-        &who.token,
-        name,
-        bytes,
-        &[],
-    )
-    .await
-}
-
 fn words(segment: &Value) -> Vec<&str> {
     segment["page"]["words"]
         .as_array()
@@ -254,7 +243,7 @@ async fn table_operations_refuse_documents(app: TestApp) {
     .await
     .expect_problem(415, "unsupported_media_type");
     // A document has no columns to map.
-    let uploaded = upload(&app, &ada, id, "x.pdf", &pdf).await.expect(200);
+    let uploaded = app.upload_file(&ada, id, "x.pdf", &pdf).await.expect(200);
     app.post(
         &format!("/projects/{id}/annotations"),
         &ada.token,
@@ -326,7 +315,7 @@ async fn crafted_files_fail_their_own_request(app: TestApp) {
         ),
     ];
     for (name, bytes, status, says) in cases {
-        let answer = upload(&app, &ada, id, name, &bytes).await;
+        let answer = app.upload_file(&ada, id, name, &bytes).await;
         // The nested PDF may also read (its page text is fine): what matters is no 5xx.
         if name == "nested.pdf" && answer.status == 200 {
             continue;
@@ -342,5 +331,5 @@ async fn crafted_files_fail_their_own_request(app: TestApp) {
     }
     // The server and its sandbox still read a good file.
     let pdf = samples::text_pdf(&invoice_pages());
-    upload(&app, &ada, id, "good.pdf", &pdf).await.expect(200);
+    app.upload_file(&ada, id, "good.pdf", &pdf).await.expect(200);
 }

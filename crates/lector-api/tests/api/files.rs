@@ -2,7 +2,7 @@
 //! task), classes files, bad files (encoding, ragged rows, missing column, zip bomb, size),
 //! tenancy of upload ids, the sweeper, and downloads that upload again.
 
-use crate::common::{Answer, Session, TestApp};
+use crate::common::{Session, TestApp};
 use lector_text::{Format, Table};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -31,17 +31,6 @@ async fn project(app: &TestApp, owner: &Session, name: &str) -> i64 {
         .unwrap()
 }
 
-async fn upload_file(app: &TestApp, token: &str, project_id: i64, name: &str, bytes: &[u8]) -> Answer {
-    app.send_form(
-        &format!("/projects/{project_id}/groups/upload"),
-        token,
-        name,
-        bytes,
-        &[],
-    )
-    .await
-}
-
 fn table(header: &[&str], rows: &[&[&str]]) -> Table {
     Table {
         header: header.iter().map(|s| s.to_string()).collect(),
@@ -53,26 +42,6 @@ fn written(format: Format, table: &Table) -> Vec<u8> {
     let mut bytes = Vec::new();
     lector_text::write_table(format, table, &mut bytes).unwrap();
     bytes
-}
-
-/// Creates a group from an upload and waits for its import; answers the finished group and task.
-async fn group_from_file(app: &TestApp, token: &str, project_id: i64, body: Value) -> (Value, Value) {
-    let answer = app.post(&format!("/projects/{project_id}/groups"), token, body).await;
-    let location = answer.headers.get("location").map(|v| v.to_str().unwrap().to_owned());
-    let group = answer.expect(201);
-    assert_eq!(group["status"], "PROCESSING");
-    assert_eq!(
-        location.as_deref(),
-        Some(format!("/projects/{project_id}/groups/{}", group["id"]).as_str())
-    );
-    let task = app
-        .wait_for_task(token, project_id, group["task_id"].as_i64().unwrap())
-        .await;
-    let group = app
-        .get(&format!("/projects/{project_id}/groups/{}", group["id"]), token)
-        .await
-        .expect(200);
-    (group, task)
 }
 
 async fn group_texts(app: &TestApp, token: &str, project_id: i64, group_id: &Value) -> Vec<Value> {
@@ -105,7 +74,8 @@ async fn every_format_uploads_and_fills_a_group(app: TestApp) {
         ("reviews.xlsx", written(Format::Xlsx, &reviews)),
     ];
     for (name, bytes) in files {
-        let uploaded = upload_file(&app, &ada.token, id, name, &bytes).await.expect(200);
+        let body = json!({"name": name, "column_name": "text"});
+        let (uploaded, group, task) = app.uploaded_group(&ada, id, name, &bytes, body).await;
         assert!(uploaded["id"].as_str().unwrap().len() == 36, "{uploaded}");
         assert_eq!(
             uploaded["preview"],
@@ -117,13 +87,6 @@ async fn every_format_uploads_and_fills_a_group(app: TestApp) {
             ]),
             "{name}"
         );
-        let (group, task) = group_from_file(
-            &app,
-            &ada.token,
-            id,
-            json!({"name": name, "file_id": uploaded["id"], "column_name": "text"}),
-        )
-        .await;
         assert_eq!(task["status"], "DONE", "{task}");
         assert_eq!(
             (group["status"].as_str(), group["document_count"].as_i64()),
@@ -156,13 +119,8 @@ async fn every_format_uploads_and_fills_a_group(app: TestApp) {
         )
         .await
         .expect(200);
-    let (group, task) = group_from_file(
-        &app,
-        &ada.token,
-        id,
-        json!({"name": "lines", "file_id": uploaded["id"], "column": 0, "split": false}),
-    )
-    .await;
+    let body = json!({"name": "lines", "file_id": uploaded["id"], "column": 0, "split": false});
+    let (group, task) = app.group_from_file(&ada, id, body).await;
     assert_eq!(group["document_count"], 3, "{task}");
     let documents = group_texts(&app, &ada.token, id, &group["id"]).await;
     assert_eq!(documents[0]["text"], "first line. two sentences");
@@ -170,20 +128,10 @@ async fn every_format_uploads_and_fills_a_group(app: TestApp) {
     assert_eq!(documents[2]["text"], "third line", "blank lines are no documents");
 
     // Rows with a blank text are left out, counted, and the notification warns.
-    let uploaded = upload_file(
-        &app,
-        &ada.token,
-        id,
-        "gaps.csv",
-        b"text,n
-,1
-kept,2
-  ,3
-",
-    )
-    .await
-    .expect(200);
-    let (group, task) = group_from_file(&app, &ada.token, id, json!({"name": "gaps", "file_id": uploaded["id"]})).await;
+    let gaps = b"text,n\n,1\nkept,2\n  ,3\n";
+    let (_, group, task) = app
+        .uploaded_group(&ada, id, "gaps.csv", gaps, json!({"name": "gaps"}))
+        .await;
     assert_eq!(group["document_count"], 1, "{task}");
     assert_eq!(task["result"]["rejected_rows"], 2, "{task}");
     let notes = app.get("/notifications", &ada.token).await.expect(200);
@@ -191,10 +139,8 @@ kept,2
 
     // A file named without a known extension is recognised from its content, or refused.
     let json_file = written(Format::Json, &reviews);
-    upload_file(&app, &ada.token, id, "export", &json_file)
-        .await
-        .expect(200);
-    upload_file(&app, &ada.token, id, "notes.doc", b"plain words")
+    app.upload_file(&ada, id, "export", &json_file).await.expect(200);
+    app.upload_file(&ada, id, "notes.doc", b"plain words")
         .await
         .expect_problem(415, "unsupported_media_type");
     // Not a form at all.
@@ -211,7 +157,7 @@ async fn create_group_checks_columns_and_header_first(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let id = project(&app, &ada, "Columns").await;
     let csv = b"id,review\n1,Tasty soup.\n2,Cold tea.\n";
-    let uploaded = upload_file(&app, &ada.token, id, "r.csv", csv).await.expect(200);
+    let uploaded = app.upload_file(&ada, id, "r.csv", csv).await.expect(200);
     let groups = format!("/projects/{id}/groups");
     let problem = app
         .post(
@@ -241,13 +187,8 @@ async fn create_group_checks_columns_and_header_first(app: TestApp) {
         .expect_problem(422, "validation_failed");
 
     // The deprecated 0-based column, and header_first false taking the first row as data.
-    let (group, _) = group_from_file(
-        &app,
-        &ada.token,
-        id,
-        json!({"name": "all rows", "file_id": uploaded["id"], "column": 1, "header_first": false}),
-    )
-    .await;
+    let body = json!({"name": "all rows", "file_id": uploaded["id"], "column": 1, "header_first": false});
+    let (group, _) = app.group_from_file(&ada, id, body).await;
     assert_eq!(group["document_count"], 3);
     let documents = group_texts(&app, &ada.token, id, &group["id"]).await;
     assert_eq!(documents[0]["text"], "review");
@@ -258,21 +199,24 @@ async fn bad_files_are_refused_naming_the_place(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let id = project(&app, &ada, "Bad").await;
     // Latin-1, not UTF-8.
-    let problem = upload_file(&app, &ada.token, id, "latin.csv", b"text\n\xe4pfel\n")
+    let problem = app
+        .upload_file(&ada, id, "latin.csv", b"text\n\xe4pfel\n")
         .await
         .expect_problem(422, "validation_failed");
     assert!(problem["detail"].as_str().unwrap().contains("line 2"), "{problem}");
     assert!(problem["detail"].as_str().unwrap().contains("UTF-8"), "{problem}");
     // A ragged row within the preview.
-    let problem = upload_file(&app, &ada.token, id, "ragged.csv", b"a,b\n1,2\n3\n")
+    let problem = app
+        .upload_file(&ada, id, "ragged.csv", b"a,b\n1,2\n3\n")
         .await
         .expect_problem(422, "validation_failed");
     assert!(problem["detail"].as_str().unwrap().contains("line 3"), "{problem}");
     // Broken JSON and an XLSX that is no zip.
-    upload_file(&app, &ada.token, id, "broken.json", b"[{\"text\": \"a\"},")
+    app.upload_file(&ada, id, "broken.json", b"[{\"text\": \"a\"},")
         .await
         .expect_problem(422, "validation_failed");
-    let problem = upload_file(&app, &ada.token, id, "fake.xlsx", b"not a workbook")
+    let problem = app
+        .upload_file(&ada, id, "fake.xlsx", b"not a workbook")
         .await
         .expect_problem(422, "validation_failed");
     assert!(problem["detail"].as_str().unwrap().contains("XLSX"), "{problem}");
@@ -291,7 +235,8 @@ async fn bad_files_are_refused_naming_the_place(app: TestApp) {
     };
     assert!(bomb.len() < 512 * 1024);
     let started = std::time::Instant::now();
-    let problem = upload_file(&app, &ada.token, id, "bomb.xlsx", &bomb)
+    let problem = app
+        .upload_file(&ada, id, "bomb.xlsx", &bomb)
         .await
         .expect_problem(413, "payload_too_large");
     assert!(
@@ -310,10 +255,9 @@ async fn bad_files_are_refused_naming_the_place(app: TestApp) {
         csv.push_str(&format!("row {n},{n}\n"));
     }
     csv.push_str("short row\n");
-    let uploaded = upload_file(&app, &ada.token, id, "late.csv", csv.as_bytes())
-        .await
-        .expect(200);
-    let (group, task) = group_from_file(&app, &ada.token, id, json!({"name": "late", "file_id": uploaded["id"]})).await;
+    let (_, group, task) = app
+        .uploaded_group(&ada, id, "late.csv", csv.as_bytes(), json!({"name": "late"}))
+        .await;
     assert_eq!(task["status"], "FAILED", "{task}");
     assert!(task["error"].as_str().unwrap().contains("line 2502"), "{task}");
     assert_eq!(group["status"], "FAILED");
@@ -331,10 +275,10 @@ async fn uploads_over_the_limit_answer_413(app: TestApp) {
     while csv.len() <= 10_000 {
         csv.push_str("a row of text\n");
     }
-    upload_file(&app, &ada.token, id, "big.csv", csv.as_bytes())
+    app.upload_file(&ada, id, "big.csv", csv.as_bytes())
         .await
         .expect_problem(413, "payload_too_large");
-    upload_file(&app, &ada.token, id, "small.csv", &csv.as_bytes()[..9_000])
+    app.upload_file(&ada, id, "small.csv", &csv.as_bytes()[..9_000])
         .await
         .expect(200);
     assert_eq!(blob_files(&app), 1, "the refused file is not kept");
@@ -360,9 +304,7 @@ async fn upload_ids_belong_to_their_project(app: TestApp) {
     let mine = project(&app, &ada, "Mine").await;
     let other = project(&app, &ada, "Other").await;
     let bobs = project(&app, &bob, "Bob's").await;
-    let uploaded = upload_file(&app, &ada.token, mine, "r.csv", b"text\nhello\n")
-        .await
-        .expect(200);
+    let uploaded = app.upload_file(&ada, mine, "r.csv", b"text\nhello\n").await.expect(200);
     let body = json!({"name": "g", "file_id": uploaded["id"]});
     // Another workspace: its member sees nothing, neither through its own project nor through ada's.
     app.post(&format!("/projects/{bobs}/groups"), &bob.token, body.clone())
@@ -371,7 +313,7 @@ async fn upload_ids_belong_to_their_project(app: TestApp) {
     app.post(&format!("/projects/{mine}/groups"), &bob.token, body.clone())
         .await
         .expect_problem(404, "not_found");
-    upload_file(&app, &bob.token, mine, "r.csv", b"text\nhello\n")
+    app.upload_file(&bob, mine, "r.csv", b"text\nhello\n")
         .await
         .expect_problem(404, "not_found");
     // Another project of the same workspace does not see it either.
@@ -382,7 +324,7 @@ async fn upload_ids_belong_to_their_project(app: TestApp) {
     app.post(&format!("/projects/{mine}/groups"), &ada.token, random)
         .await
         .expect_problem(404, "not_found");
-    let (group, _) = group_from_file(&app, &ada.token, mine, body).await;
+    let (group, _) = app.group_from_file(&ada, mine, body).await;
     assert_eq!(group["document_count"], 1);
 }
 
@@ -462,16 +404,8 @@ async fn downloads_upload_again(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let id = project(&app, &ada, "Round trip").await;
     let csv = "text,stars\n\"Good, really good.\",5\n\u{627}\u{644}\u{62e}\u{62f}\u{645}\u{629} \u{633}\u{64a}\u{626}\u{629},1\n";
-    let uploaded = upload_file(&app, &ada.token, id, "r.csv", csv.as_bytes())
-        .await
-        .expect(200);
-    let (group, _) = group_from_file(
-        &app,
-        &ada.token,
-        id,
-        json!({"name": "source", "file_id": uploaded["id"], "column_name": "text"}),
-    )
-    .await;
+    let body = json!({"name": "source", "column_name": "text"});
+    let (_, group, _) = app.uploaded_group(&ada, id, "r.csv", csv.as_bytes(), body).await;
     let original = group_texts(&app, &ada.token, id, &group["id"]).await;
     app.send_form(
         &format!("/projects/{id}/classes/upload"),
@@ -511,17 +445,9 @@ async fn downloads_upload_again(app: TestApp) {
             disposition,
             format!("attachment; filename=\"group-{}.{format}\"", group["id"])
         );
-        let again = upload_file(&app, &ada.token, id, &format!("g.{format}"), &bytes)
-            .await
-            .expect(200);
+        let body = json!({"name": format!("copy {format}"), "column_name": "text"});
+        let (again, copy, _) = app.uploaded_group(&ada, id, &format!("g.{format}"), &bytes, body).await;
         assert_eq!(again["preview"][0], json!(["id", "text", "stars"]), "{format}");
-        let (copy, _) = group_from_file(
-            &app,
-            &ada.token,
-            id,
-            json!({"name": format!("copy {format}"), "file_id": again["id"], "column_name": "text"}),
-        )
-        .await;
         let copied = group_texts(&app, &ada.token, id, &copy["id"]).await;
         let texts = |docs: &[Value]| {
             docs.iter()
@@ -583,13 +509,9 @@ async fn unused_uploads_are_swept(app: TestApp) {
     };
     let ada = app.register("ada@example.org").await;
     let id = project(&app, &ada, "Sweep").await;
-    let unused = upload_file(&app, &ada.token, id, "a.csv", b"text\nunused\n")
-        .await
-        .expect(200);
-    let used = upload_file(&app, &ada.token, id, "b.csv", b"text\nused\n")
-        .await
-        .expect(200);
-    group_from_file(&app, &ada.token, id, json!({"name": "kept", "file_id": used["id"]})).await;
+    let unused = app.upload_file(&ada, id, "a.csv", b"text\nunused\n").await.expect(200);
+    app.uploaded_group(&ada, id, "b.csv", b"text\nused\n", json!({"name": "kept"}))
+        .await;
     assert_eq!(blob_files(&app), 2);
     for _ in 0..100 {
         if blob_files(&app) == 1 {
@@ -631,16 +553,9 @@ async fn blobs_no_row_references_are_swept(app: TestApp) {
     let (project, _) = crate::common::tickets::labeled_tickets(&app, &ada, "Kept").await;
     let model = app.train_model(&ada, project, json!({"display_name": "Kept"})).await;
     assert_eq!(model["status"], "READY", "{model}");
-    let used = upload_file(&app, &ada.token, project, "b.csv", b"text\nused\n")
-        .await
-        .expect(200);
-    group_from_file(
-        &app,
-        &ada.token,
-        project,
-        json!({"name": "kept", "file_id": used["id"]}),
-    )
-    .await;
+    let (used, _, _) = app
+        .uploaded_group(&ada, project, "b.csv", b"text\nused\n", json!({"name": "kept"}))
+        .await;
 
     let blobs = app.data_dir.path().join("blobs");
     let files_under = |dir: &str| -> Vec<String> {
@@ -717,16 +632,8 @@ async fn a_large_group_downloads_whole_in_every_format(app: TestApp) {
         };
         csv.push_str(&format!("Review number {i}.,web,{note}\n"));
     }
-    let uploaded = upload_file(&app, &ada.token, id, "large.csv", csv.as_bytes())
-        .await
-        .expect(200);
-    let (group, task) = group_from_file(
-        &app,
-        &ada.token,
-        id,
-        json!({"name": "large", "file_id": uploaded["id"], "column_name": "text"}),
-    )
-    .await;
+    let body = json!({"name": "large", "column_name": "text"});
+    let (_, group, task) = app.uploaded_group(&ada, id, "large.csv", csv.as_bytes(), body).await;
     assert_eq!(task["status"], "DONE", "{task}");
     assert_eq!(group["document_count"], DOCUMENTS as i64);
     let mut tables = Vec::new();

@@ -11,13 +11,7 @@ async fn an_import_that_fails_for_good_marks_its_group_and_notifies_once(app: Te
     let ada = app.register("ada@example.org").await;
     let id = app.project_with_classes(&ada, "Imports", "CLASS", &[]).await;
     let uploaded = app
-        .send_form(
-            &format!("/projects/{id}/groups/upload"),
-            &ada.token,
-            "rows.csv",
-            b"text\nFirst row.\nSecond row.\n",
-            &[],
-        )
+        .upload_file(&ada, id, "rows.csv", b"text\nFirst row.\nSecond row.\n")
         .await
         .expect(200);
     // The file's bytes vanish from the blob store (a disk lost, an operator's mistake).
@@ -29,17 +23,8 @@ async fn an_import_that_fails_for_good_marks_its_group_and_notifies_once(app: Te
     assert_eq!(blobs.len(), 1, "{blobs:?}");
     std::fs::remove_file(&blobs[0]).unwrap();
 
-    let group = app
-        .post(
-            &format!("/projects/{id}/groups"),
-            &ada.token,
-            json!({"name": "rows", "file_id": uploaded["id"]}),
-        )
-        .await
-        .expect(201);
-    assert_eq!(group["status"], "PROCESSING");
-    let task = app
-        .wait_for_task(&ada.token, id, group["task_id"].as_i64().unwrap())
+    let (group, task) = app
+        .group_from_file(&ada, id, json!({"name": "rows", "file_id": uploaded["id"]}))
         .await;
     assert_eq!(task["status"], "FAILED", "{task}");
     let reason = format!(
@@ -47,11 +32,6 @@ async fn an_import_that_fails_for_good_marks_its_group_and_notifies_once(app: Te
         group["id"]
     );
     assert_eq!(task["error"], reason.as_str());
-
-    let group = app
-        .get(&format!("/projects/{id}/groups/{}", group["id"]), &ada.token)
-        .await
-        .expect(200);
     assert_eq!(group["status"], "FAILED", "{group}");
     let notes = app.get("/notifications", &ada.token).await.expect(200);
     let notes = notes.as_array().unwrap();

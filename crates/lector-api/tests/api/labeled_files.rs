@@ -73,33 +73,10 @@ async fn story_csv_group_session_download_and_back(app: TestApp) {
             i % 5
         ));
     }
-    let uploaded = app
-        .send_form(
-            &format!("/projects/{id}/groups/upload"),
-            &ada.token,
-            "reviews.csv",
-            csv.as_bytes(),
-            &[],
-        )
-        .await
-        .expect(200);
+    let body = json!({"name": "Reviews", "column_name": "text"});
+    let (uploaded, group, task) = app.uploaded_group(&ada, id, "reviews.csv", csv.as_bytes(), body).await;
     assert_eq!(uploaded["preview"][0], json!(["text", "stars"]));
-    let group = app
-        .post(
-            &format!("/projects/{id}/groups"),
-            &ada.token,
-            json!({"name": "Reviews", "file_id": uploaded["id"], "column_name": "text"}),
-        )
-        .await
-        .expect(201);
-    let task = app
-        .wait_for_task(&ada.token, id, group["task_id"].as_i64().unwrap())
-        .await;
     assert_eq!(task["status"], "DONE", "{task}");
-    let group = app
-        .get(&format!("/projects/{id}/groups/{}", group["id"]), &ada.token)
-        .await
-        .expect(200);
     assert_eq!(group["document_count"], 1000);
 
     // A session over the group; 50 segments labeled and marked.

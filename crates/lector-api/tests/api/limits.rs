@@ -49,13 +49,7 @@ async fn one_row_limit_holds_for_every_import(backend: crate::common::Backend) {
         .collect::<Vec<_>>()
         .join("\n");
     let refused = app
-        .send_form(
-            &format!("/projects/{project}/groups/upload"),
-            &ada.token,
-            "rows.csv",
-            csv.as_bytes(),
-            &[],
-        )
+        .upload_file(&ada, project, "rows.csv", csv.as_bytes())
         .await
         .expect_problem(413, "payload_too_large");
     assert!(refused["detail"].as_str().unwrap().contains("limit of 5"), "{refused}");

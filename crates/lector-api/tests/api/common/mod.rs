@@ -126,8 +126,6 @@ impl Answer {
     }
 }
 
-/// A multipart form: text fields, then a `file` part unless `file_name` is empty; answers the
-/// content type (with its boundary) and the body.
 /// The `id` of every element of a JSON array (a page's documents, a document's segments).
 pub fn ids(list: &Value) -> Vec<i64> {
     list.as_array()
@@ -137,6 +135,8 @@ pub fn ids(list: &Value) -> Vec<i64> {
         .collect()
 }
 
+/// A multipart form: text fields, then a `file` part unless `file_name` is empty; answers the
+/// content type (with its boundary) and the body.
 pub fn multipart(fields: &[(&str, String)], file_name: &str, bytes: &[u8]) -> (String, Vec<u8>) {
     let boundary = "lector-test-boundary-7d1f";
     let mut body = Vec::new();
@@ -390,26 +390,8 @@ impl TestApp {
     /// Uploads a file into a project, fills a group from it and waits for the import; answers
     /// the upload and the group's documents with their meta and segments.
     pub async fn import_file(&self, who: &Session, project: i64, name: &str, bytes: &[u8]) -> (Value, Vec<Value>) {
-        let uploaded = self
-            .send_form(
-                &format!("/projects/{project}/groups/upload"),
-                &who.token,
-                name,
-                bytes,
-                &[],
-            )
-            .await
-            .expect(200);
-        let group = self
-            .post(
-                &format!("/projects/{project}/groups"),
-                &who.token,
-                json!({"name": name, "file_id": uploaded["id"]}),
-            )
-            .await
-            .expect(201);
-        let task = self
-            .wait_for_task(&who.token, project, group["task_id"].as_i64().unwrap())
+        let (uploaded, group, task) = self
+            .uploaded_group(who, project, name, bytes, json!({"name": name}))
             .await;
         assert_eq!(task["status"], "DONE", "{task}");
         let documents = self
@@ -423,6 +405,55 @@ impl TestApp {
             .await
             .expect(200);
         (uploaded, documents.as_array().unwrap().clone())
+    }
+
+    /// Uploads a file for the groups of `project` (`upload_group_file`); answers the answer.
+    pub async fn upload_file(&self, who: &Session, project: i64, name: &str, bytes: &[u8]) -> Answer {
+        self.send_form(
+            &format!("/projects/{project}/groups/upload"),
+            &who.token,
+            name,
+            bytes,
+            &[],
+        )
+        .await
+    }
+
+    /// Creates a group from an upload and waits for its import; answers the finished group and task.
+    pub async fn group_from_file(&self, who: &Session, project: i64, body: Value) -> (Value, Value) {
+        let answer = self
+            .post(&format!("/projects/{project}/groups"), &who.token, body)
+            .await;
+        let location = answer.headers.get("location").map(|v| v.to_str().unwrap().to_owned());
+        let group = answer.expect(201);
+        assert_eq!(group["status"], "PROCESSING");
+        assert_eq!(
+            location.as_deref(),
+            Some(format!("/projects/{project}/groups/{}", group["id"]).as_str())
+        );
+        let task = self
+            .wait_for_task(&who.token, project, group["task_id"].as_i64().unwrap())
+            .await;
+        let group = self
+            .get(&format!("/projects/{project}/groups/{}", group["id"]), &who.token)
+            .await
+            .expect(200);
+        (group, task)
+    }
+
+    /// Uploads a file (200) and groups it by `body` with the upload's `file_id`; answers upload, group, task.
+    pub async fn uploaded_group(
+        &self,
+        who: &Session,
+        project: i64,
+        name: &str,
+        bytes: &[u8],
+        mut body: Value,
+    ) -> (Value, Value, Value) {
+        let uploaded = self.upload_file(who, project, name, bytes).await.expect(200);
+        body["file_id"] = uploaded["id"].clone();
+        let (group, task) = self.group_from_file(who, project, body).await;
+        (uploaded, group, task)
     }
 
     /// Polls a task of a project until it is DONE or FAILED, checking its progress never
