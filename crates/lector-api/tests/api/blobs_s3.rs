@@ -21,7 +21,7 @@ async fn uploads_go_to_s3_and_fill_a_group() {
         return;
     };
     let ada = app.register("ada@example.org").await;
-    let project = app.project_with_classes(&ada, "S3", "CLASS", &[]).await;
+    let project = app.project(&ada, "S3").await;
     let csv = b"text,stars\nGood food.,5\nSlow service.,1\n";
     let uploaded = app.upload_file(&ada, project, "reviews.csv", csv).await.expect(200);
     let file_id = uploaded["id"].as_str().unwrap().to_owned();

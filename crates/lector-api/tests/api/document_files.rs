@@ -5,7 +5,7 @@
 //! of pages; operations that read tables refuse documents.
 //! Every file is made by the test (`lector_extract::samples`); OCR needs `scripts/install-ocr`.
 
-use crate::common::{Backend, Session, TestApp};
+use crate::common::{Backend, TestApp};
 use lector_extract::DocumentFormat;
 use lector_extract::samples::{self, TextRun};
 use serde_json::{Value, json};
@@ -52,14 +52,6 @@ fn invoice_pages() -> Vec<Vec<TextRun>> {
     ]
 }
 
-async fn project(app: &TestApp, owner: &Session) -> i64 {
-    app.post("/projects", &owner.token, json!({"name": "Invoices", "type": "LABEL"}))
-        .await
-        .expect(201)["id"]
-        .as_i64()
-        .unwrap()
-}
-
 fn words(segment: &Value) -> Vec<&str> {
     segment["page"]["words"]
         .as_array()
@@ -78,7 +70,7 @@ fn word<'a>(segment: &'a Value, text: &str) -> &'a Value {
 
 async fn a_text_pdf_becomes_a_document_with_a_segment_per_page(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada).await;
+    let id = app.project_with_classes(&ada, "Invoices", "LABEL", &[]).await;
     let pdf = samples::text_pdf(&invoice_pages());
     let (uploaded, documents) = app.import_file(&ada, id, "rechnung.pdf", &pdf).await;
     assert_eq!(
@@ -194,7 +186,7 @@ async fn a_text_pdf_becomes_a_document_with_a_segment_per_page(app: TestApp) {
 
 async fn scans_and_images_are_read_by_ocr(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada).await;
+    let id = app.project_with_classes(&ada, "Invoices", "LABEL", &[]).await;
     let pdf = samples::text_pdf(&invoice_pages());
     let pages = samples::render(&pdf, 150.0);
     let files = [
@@ -231,7 +223,7 @@ async fn scans_and_images_are_read_by_ocr(app: TestApp) {
 
 async fn table_operations_refuse_documents(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada).await;
+    let id = app.project_with_classes(&ada, "Invoices", "LABEL", &[]).await;
     let pdf = samples::text_pdf(&invoice_pages());
     app.send_form(
         &format!("/projects/{id}/classes/upload"),
@@ -255,7 +247,7 @@ async fn table_operations_refuse_documents(app: TestApp) {
 
 async fn a_pdf_uploaded_as_labeled_data_becomes_a_session_of_pages(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada).await;
+    let id = app.project_with_classes(&ada, "Invoices", "LABEL", &[]).await;
     let pdf = samples::text_pdf(&invoice_pages());
     let session = app
         .send_form(
@@ -299,7 +291,7 @@ async fn a_pdf_uploaded_as_labeled_data_becomes_a_session_of_pages(app: TestApp)
 
 async fn crafted_files_fail_their_own_request(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada).await;
+    let id = app.project_with_classes(&ada, "Invoices", "LABEL", &[]).await;
     let mut truncated = samples::text_pdf(&invoice_pages());
     truncated.truncate(truncated.len() / 3);
     let cases: [(&str, Vec<u8>, u16, &str); 5] = [

@@ -1,7 +1,7 @@
 //! Documents, bulk uploads through the import job, document groups and tasks, through HTTPS
 //! on both backends.
 
-use crate::common::{Session, TestApp};
+use crate::common::TestApp;
 use serde_json::{Value, json};
 
 backend_tests!(
@@ -13,14 +13,6 @@ backend_tests!(
     documents_filter_by_analysis,
     the_project_language_is_the_default,
 );
-
-async fn project(app: &TestApp, owner: &Session, name: &str) -> i64 {
-    app.post("/projects", &owner.token, json!({"name": name, "type": "CLASS"}))
-        .await
-        .expect(201)["id"]
-        .as_i64()
-        .unwrap()
-}
 
 fn spans(document: &Value) -> Vec<(String, [i64; 2])> {
     document["segments"]
@@ -38,7 +30,7 @@ fn spans(document: &Value) -> Vec<(String, [i64; 2])> {
 
 async fn documents_are_normalised_and_segmented(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Docs").await;
+    let id = app.project(&ada, "Docs").await;
     let docs = format!("/projects/{id}/documents");
     let created = app
         .post(
@@ -124,7 +116,7 @@ async fn documents_are_normalised_and_segmented(app: TestApp) {
 
 async fn paging_and_filters_never_drop_or_repeat(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Paging").await;
+    let id = app.project(&ada, "Paging").await;
     let docs = format!("/projects/{id}/documents");
     for n in 0..23 {
         let text = match n {
@@ -197,7 +189,7 @@ async fn paging_and_filters_never_drop_or_repeat(app: TestApp) {
 
 async fn upload_runs_as_a_task_and_fills_a_group(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Bulk").await;
+    let id = app.project(&ada, "Bulk").await;
     let documents: Vec<Value> = (0..1203)
         .map(|n| json!({"text": format!("Row {n}. It has two sentences."), "id": n}))
         .collect();
@@ -285,7 +277,7 @@ async fn upload_runs_as_a_task_and_fills_a_group(app: TestApp) {
 
 async fn groups_of_documents(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Groups").await;
+    let id = app.project(&ada, "Groups").await;
     let groups = format!("/projects/{id}/groups");
     let group = app
         .post(
@@ -369,7 +361,7 @@ async fn documents_follow_roles_and_tenancy(app: TestApp) {
     )
     .await
     .expect(200);
-    let id = project(&app, &ada, "Private").await;
+    let id = app.project(&ada, "Private").await;
     let doc = app
         .post(
             &format!("/projects/{id}/documents"),
@@ -401,7 +393,7 @@ async fn documents_follow_roles_and_tenancy(app: TestApp) {
     app.get(&format!("/projects/{id}/groups"), &eve.token)
         .await
         .expect_problem(404, "not_found");
-    let eve_project = project(&app, &eve, "Eve's").await;
+    let eve_project = app.project(&eve, "Eve's").await;
     app.get(&format!("/projects/{eve_project}/documents/{}", doc["id"]), &eve.token)
         .await
         .expect_problem(404, "not_found");
@@ -409,8 +401,8 @@ async fn documents_follow_roles_and_tenancy(app: TestApp) {
 
 async fn documents_filter_by_analysis(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Analysed").await;
-    let other = project(&app, &ada, "Other").await;
+    let id = app.project(&ada, "Analysed").await;
+    let other = app.project(&ada, "Other").await;
     let mut ids = Vec::new();
     for text in ["One.", "Two.", "Three."] {
         let doc = app

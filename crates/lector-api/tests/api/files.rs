@@ -2,7 +2,7 @@
 //! task), classes files, bad files (encoding, ragged rows, missing column, zip bomb, size),
 //! tenancy of upload ids, the sweeper, and downloads that upload again.
 
-use crate::common::{Session, TestApp};
+use crate::common::TestApp;
 use lector_text::{Format, Table};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -21,14 +21,6 @@ backend_tests!(
 mod sweeping {
     use super::*;
     backend_tests!(unused_uploads_are_swept, blobs_no_row_references_are_swept);
-}
-
-async fn project(app: &TestApp, owner: &Session, name: &str) -> i64 {
-    app.post("/projects", &owner.token, json!({"name": name, "type": "CLASS"}))
-        .await
-        .expect(201)["id"]
-        .as_i64()
-        .unwrap()
 }
 
 fn table(header: &[&str], rows: &[&[&str]]) -> Table {
@@ -58,7 +50,7 @@ async fn group_texts(app: &TestApp, token: &str, project_id: i64, group_id: &Val
 
 async fn every_format_uploads_and_fills_a_group(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Files").await;
+    let id = app.project(&ada, "Files").await;
     let reviews = table(
         &["text", "stars"],
         &[
@@ -155,7 +147,7 @@ async fn every_format_uploads_and_fills_a_group(app: TestApp) {
 
 async fn create_group_checks_columns_and_header_first(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Columns").await;
+    let id = app.project(&ada, "Columns").await;
     let csv = b"id,review\n1,Tasty soup.\n2,Cold tea.\n";
     let uploaded = app.upload_file(&ada, id, "r.csv", csv).await.expect(200);
     let groups = format!("/projects/{id}/groups");
@@ -197,7 +189,7 @@ async fn create_group_checks_columns_and_header_first(app: TestApp) {
 
 async fn bad_files_are_refused_naming_the_place(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Bad").await;
+    let id = app.project(&ada, "Bad").await;
     // Latin-1, not UTF-8.
     let problem = app
         .upload_file(&ada, id, "latin.csv", b"text\n\xe4pfel\n")
@@ -270,7 +262,7 @@ async fn uploads_over_the_limit_answer_413(app: TestApp) {
         return;
     };
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Limits").await;
+    let id = app.project(&ada, "Limits").await;
     let mut csv = String::from("text\n");
     while csv.len() <= 10_000 {
         csv.push_str("a row of text\n");
@@ -301,9 +293,9 @@ fn blob_files(app: &TestApp) -> usize {
 async fn upload_ids_belong_to_their_project(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let bob = app.register("bob@example.org").await;
-    let mine = project(&app, &ada, "Mine").await;
-    let other = project(&app, &ada, "Other").await;
-    let bobs = project(&app, &bob, "Bob's").await;
+    let mine = app.project(&ada, "Mine").await;
+    let other = app.project(&ada, "Other").await;
+    let bobs = app.project(&bob, "Bob's").await;
     let uploaded = app.upload_file(&ada, mine, "r.csv", b"text\nhello\n").await.expect(200);
     let body = json!({"name": "g", "file_id": uploaded["id"]});
     // Another workspace: its member sees nothing, neither through its own project nor through ada's.
@@ -330,7 +322,7 @@ async fn upload_ids_belong_to_their_project(app: TestApp) {
 
 async fn classes_files_add_all_or_nothing(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Classes").await;
+    let id = app.project(&ada, "Classes").await;
     let path = format!("/projects/{id}/classes/upload");
     let classes = table(
         &["name", "example", "description"],
@@ -402,7 +394,7 @@ async fn classes_files_add_all_or_nothing(app: TestApp) {
 
 async fn downloads_upload_again(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Round trip").await;
+    let id = app.project(&ada, "Round trip").await;
     let csv = "text,stars\n\"Good, really good.\",5\n\u{627}\u{644}\u{62e}\u{62f}\u{645}\u{629} \u{633}\u{64a}\u{626}\u{629},1\n";
     let body = json!({"name": "source", "column_name": "text"});
     let (_, group, _) = app.uploaded_group(&ada, id, "r.csv", csv.as_bytes(), body).await;
@@ -460,7 +452,7 @@ async fn downloads_upload_again(app: TestApp) {
         let (_, _, bytes) = app
             .download(&ada.token, &format!("/projects/{id}/classes/download?format={format}"))
             .await;
-        let fresh = project(&app, &ada, &format!("Fresh {format}")).await;
+        let fresh = app.project(&ada, &format!("Fresh {format}")).await;
         let added = app
             .send_form(
                 &format!("/projects/{fresh}/classes/upload"),
@@ -508,7 +500,7 @@ async fn unused_uploads_are_swept(app: TestApp) {
         return;
     };
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Sweep").await;
+    let id = app.project(&ada, "Sweep").await;
     let unused = app.upload_file(&ada, id, "a.csv", b"text\nunused\n").await.expect(200);
     app.uploaded_group(&ada, id, "b.csv", b"text\nused\n", json!({"name": "kept"}))
         .await;
@@ -622,7 +614,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 async fn a_large_group_downloads_whole_in_every_format(app: TestApp) {
     const DOCUMENTS: usize = 20_000;
     let ada = app.register("ada@example.org").await;
-    let id = project(&app, &ada, "Large").await;
+    let id = app.project(&ada, "Large").await;
     let mut csv = String::from("text,source,note\n");
     for i in 0..DOCUMENTS {
         let note = if i % 1000 == 999 {

@@ -6,7 +6,7 @@
 //! `invalid_characters` naming the field, long values answer 422, and nothing answers 5xx;
 //! document text keeps everything but NUL, which normalisation drops.
 
-use crate::common::{Answer, Session, TestApp};
+use crate::common::{Answer, TestApp};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -55,17 +55,9 @@ fn check(answer: Answer, what: &str, expect: Expect, field: &str) {
     }
 }
 
-async fn project(app: &TestApp, owner: &Session) -> i64 {
-    app.post("/projects", &owner.token, json!({"name": "Hostile", "type": "CLASS"}))
-        .await
-        .expect(201)["id"]
-        .as_i64()
-        .unwrap()
-}
-
 async fn hostile_strings_in_short_fields(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let project = project(&app, &ada).await;
+    let project = app.project(&ada, "Hostile").await;
     for (i, (what, value, expect)) in hostile().into_iter().enumerate() {
         let named = |suffix: &str| format!("{value}{suffix}{i}");
         let cases: Vec<(Method, String, Value, &str)> = vec![
@@ -187,7 +179,7 @@ async fn hostile_strings_in_auth_bodies(app: TestApp) {
 
 async fn free_text_and_document_text(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let project = project(&app, &ada).await;
+    let project = app.project(&ada, "Hostile").await;
     // Free text takes line breaks and tabs, not other controls.
     let answer = app
         .post(

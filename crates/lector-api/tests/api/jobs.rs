@@ -9,7 +9,7 @@ backend_tests!(an_import_that_fails_for_good_marks_its_group_and_notifies_once);
 
 async fn an_import_that_fails_for_good_marks_its_group_and_notifies_once(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = app.project_with_classes(&ada, "Imports", "CLASS", &[]).await;
+    let id = app.project(&ada, "Imports").await;
     let uploaded = app
         .upload_file(&ada, id, "rows.csv", b"text\nFirst row.\nSecond row.\n")
         .await
@@ -50,7 +50,7 @@ async fn a_test_that_leaves_a_job_behind_fails() {
     };
     app.jobs_settle = std::time::Duration::ZERO;
     let ada = app.register("ada@example.org").await;
-    let id = app.project_with_classes(&ada, "Left", "CLASS", &[]).await;
+    let id = app.project(&ada, "Left").await;
     let documents: Vec<_> = (0..5000).map(|n| json!({"text": format!("Row {n}.")})).collect();
     app.post(
         &format!("/projects/{id}/upload-documents"),

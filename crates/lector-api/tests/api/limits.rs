@@ -99,7 +99,7 @@ async fn product_keys_stop_at_the_limit_under_concurrency(app: TestApp) {
 
 async fn classes_stop_at_the_limit_under_concurrency(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let project = app.project_with_classes(&ada, "Edge", "CLASS", &[]).await;
+    let project = app.project(&ada, "Edge").await;
     let limit = lector_store::MAX_CLASSES_PER_PROJECT as usize;
     let first: Vec<_> = (0..limit - 10).map(|i| json!({"name": format!("class {i}")})).collect();
     app.post(&format!("/projects/{project}/upload-classes"), &ada.token, json!(first))

@@ -411,7 +411,7 @@ async fn uploads_answer_503_while_the_s3_store_is_cut_and_work_once_it_returns()
     .unwrap();
     let app = TestApp::start_with_blobs(Backend::Sqlite, blobs).await.expect("an app");
     let ada = app.register("ada@example.org").await;
-    let project = app.project_with_classes(&ada, "S3", "CLASS", &[]).await;
+    let project = app.project(&ada, "S3").await;
     let upload = || app.upload_file(&ada, project, "reviews.csv", b"text,stars\nGood food.,5\n");
     upload().await.expect(200);
 

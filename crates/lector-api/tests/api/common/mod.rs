@@ -335,6 +335,11 @@ impl TestApp {
         id
     }
 
+    /// Creates a CLASS project named `name`, without classes; answers its id.
+    pub async fn project(&self, owner: &Session, name: &str) -> i64 {
+        self.project_with_classes(owner, name, "CLASS", &[]).await
+    }
+
     /// Creates a project of `kind` (named after it) with these classes and labels; answers its id.
     pub async fn project_with(&self, owner: &Session, kind: &str, classes: &[&str], labels: &[&str]) -> i64 {
         let project = self.project_with_classes(owner, kind, kind, classes).await;
