@@ -1,7 +1,7 @@
 //! Credentials of external sources through HTTPS on both backends: sealed secrets that never
 //! come back, the role policy, and tenancy.
 
-use crate::common::{Session, TestApp};
+use crate::common::TestApp;
 use serde_json::{Value, json};
 
 backend_tests!(
@@ -12,21 +12,13 @@ backend_tests!(
 
 const SECRET_URL: &str = "postgres://reader:hunter2-secret@db.example.invalid:5432/sales";
 
-async fn workspace(app: &TestApp, owner: &Session, name: &str) -> i64 {
-    app.post("/organizations", &owner.token, json!({"name": name}))
-        .await
-        .expect(200)["id"]
-        .as_i64()
-        .unwrap()
-}
-
 fn postgres_credential(name: &str) -> Value {
     json!({"name": name, "source": "postgres", "secret": {"url": SECRET_URL}})
 }
 
 async fn credential_lifecycle(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = workspace(&app, &ada, "Data").await;
+    let id = app.workspace(&ada, "Data").await;
     let path = "/organizations/Data/credentials";
     assert_eq!(app.get(path, &ada.token).await.expect(200), json!([]));
 
@@ -112,7 +104,7 @@ async fn credential_lifecycle(app: TestApp) {
 
 async fn secrets_are_sealed_and_never_answered(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = workspace(&app, &ada, "Data").await;
+    let id = app.workspace(&ada, "Data").await;
     let path = format!("/organizations/{id}/credentials");
     let mut answers = Vec::new();
     let created = app.post(&path, &ada.token, postgres_credential("warehouse")).await;
@@ -177,7 +169,7 @@ async fn secrets_are_sealed_and_never_answered(app: TestApp) {
 
 async fn roles_and_tenancy(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = workspace(&app, &ada, "Data").await;
+    let id = app.workspace(&ada, "Data").await;
     let path = format!("/organizations/{id}/credentials");
     let credential = app
         .post(&path, &ada.token, postgres_credential("warehouse"))
@@ -185,13 +177,10 @@ async fn roles_and_tenancy(app: TestApp) {
         .expect(201);
     let one = format!("{path}/{}", credential["id"]);
 
-    let members = format!("/organizations/{id}/permissions");
     let mut by_role = Vec::new();
     for role in ["VIEWER", "USER", "MANAGER"] {
         let member = app.register(&format!("{}@example.org", role.to_lowercase())).await;
-        app.post(&members, &ada.token, json!({"role": role, "user_id": member.user_id}))
-            .await
-            .expect(200);
+        app.add_member(&ada.token, id, member.user_id, role).await.expect(200);
         by_role.push((role, member));
     }
     for (role, member) in &by_role {
@@ -225,7 +214,7 @@ async fn roles_and_tenancy(app: TestApp) {
         .await
         .expect_problem(404, "not_found");
     app.delete(&one, &eve.token).await.expect_problem(404, "not_found");
-    let eve_ws = workspace(&app, &eve, "Eve's").await;
+    let eve_ws = app.workspace(&eve, "Eve's").await;
     let through_own = format!("/organizations/{eve_ws}/credentials/{}", credential["id"]);
     let answer = app.delete(&through_own, &eve.token).await;
     let missing = app

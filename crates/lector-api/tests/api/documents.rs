@@ -351,16 +351,10 @@ async fn documents_follow_roles_and_tenancy(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let eve = app.register("eve@example.org").await;
     let annotator = app.register("ann@example.org").await;
-    let personal = app.get("/auth/status", &ada.token).await.expect(200)["default_workspace_id"]
-        .as_i64()
-        .unwrap();
-    app.post(
-        &format!("/organizations/{personal}/permissions"),
-        &ada.token,
-        json!({"role": "ANNOTATOR", "user_id": annotator.user_id}),
-    )
-    .await
-    .expect(200);
+    let personal = app.default_workspace_id(&ada).await;
+    app.add_member(&ada.token, personal, annotator.user_id, "ANNOTATOR")
+        .await
+        .expect(200);
     let id = app.project(&ada, "Private").await;
     let doc = app
         .post(

@@ -468,9 +468,7 @@ async fn labeled_data_comes_from_sources(backend: Backend) {
     let id = app
         .project_with_classes(&ada, "Sourced", "CLASS", &["FOOD", "SERVICE"])
         .await;
-    let workspace = app.get("/auth/status", &ada.token).await.expect(200)["default_workspace_id"]
-        .as_i64()
-        .unwrap();
+    let workspace = app.default_workspace_id(&ada).await;
     let credentials = format!("/organizations/{workspace}/credentials");
     let web = app
         .post(

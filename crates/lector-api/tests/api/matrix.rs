@@ -665,11 +665,7 @@ async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
     let outsider = app.register("outsider@example.org").await;
     let spare = app.register("spare@example.org").await;
     let root = app.superuser("root@example.org").await;
-    let workspace = app
-        .post("/organizations", &admin.token, json!({"name": "Matrix"}))
-        .await
-        .expect(200);
-    let workspace_id = workspace["id"].as_i64().unwrap();
+    let workspace_id = app.workspace(&admin, "Matrix").await;
     let org = format!("/organizations/{workspace_id}");
     let mut members = Vec::new();
     for (role, name) in [
@@ -680,11 +676,7 @@ async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
     ] {
         let member = app.register(&format!("{name}@example.org")).await;
         let added = app
-            .post(
-                &format!("{org}/permissions"),
-                &admin.token,
-                json!({"role": role, "user_id": member.user_id}),
-            )
+            .add_member(&admin.token, workspace_id, member.user_id, role)
             .await
             .expect(200);
         members.push((member, added));
@@ -978,22 +970,12 @@ async fn make_fresh(
             params.insert("model_id", id(&made));
         }
         Fresh::Workspace => {
-            let made = app
-                .post("/organizations", admin, json!({"name": unique("Team")}))
-                .await
-                .expect(200);
+            let made = app.workspace(&f.admin, &unique("Team")).await;
             for actor in actors.iter().filter(|a| a.role.is_some_and(|r| r < ADMIN)) {
-                let role = actor.name;
                 let user_id = actor.session.as_ref().unwrap().user_id;
-                app.post(
-                    &format!("/organizations/{}/permissions", id(&made)),
-                    admin,
-                    json!({"role": role, "user_id": user_id}),
-                )
-                .await
-                .expect(200);
+                app.add_member(admin, made, user_id, actor.name).await.expect(200);
             }
-            params.insert("organization", id(&made));
+            params.insert("organization", made.to_string());
         }
         Fresh::Credential => {
             params.insert(
@@ -1021,11 +1003,7 @@ async fn make_fresh(
         Fresh::Member => {
             let member = app.register(&format!("{}@example.org", unique("m"))).await;
             let made = app
-                .post(
-                    &format!("{org}/permissions"),
-                    admin,
-                    json!({"role": "VIEWER", "user_id": member.user_id}),
-                )
+                .add_member(admin, f.workspace_id, member.user_id, "VIEWER")
                 .await
                 .expect(200);
             params.insert("permission_id", id(&made));

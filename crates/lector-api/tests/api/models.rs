@@ -277,17 +277,11 @@ async fn models_follow_roles_and_tenancy(app: TestApp) {
     let vic = app.register("vic@example.org").await;
     let usa = app.register("usa@example.org").await;
     let eve = app.register("eve@example.org").await;
-    let personal = app.get("/auth/status", &ada.token).await.expect(200)["default_workspace_id"]
-        .as_i64()
-        .unwrap();
+    let personal = app.default_workspace_id(&ada).await;
     for (who, role) in [(&ann, "ANNOTATOR"), (&vic, "VIEWER"), (&usa, "USER")] {
-        app.post(
-            &format!("/organizations/{personal}/permissions"),
-            &ada.token,
-            json!({"role": role, "user_id": who.user_id}),
-        )
-        .await
-        .expect(200);
+        app.add_member(&ada.token, personal, who.user_id, role)
+            .await
+            .expect(200);
     }
     let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
     let models = format!("/projects/{project}/models");

@@ -239,12 +239,7 @@ async fn classes_and_labels(app: TestApp) {
 async fn transfer_needs_manager_in_both_workspaces(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let bob = app.register("bob@example.org").await;
-    let target = app
-        .post("/organizations", &bob.token, json!({"name": "Bob's team"}))
-        .await
-        .expect(200)["id"]
-        .as_i64()
-        .unwrap();
+    let target = app.workspace(&bob, "Bob's team").await;
     let id = app.project_with_classes(&ada, "Mail", "LABEL", &[]).await;
     app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "spam"}))
         .await
@@ -254,16 +249,15 @@ async fn transfer_needs_manager_in_both_workspaces(app: TestApp) {
         .await
         .expect_problem(404, "not_found");
 
-    let members = format!("/organizations/{target}/permissions");
     let membership = app
-        .post(&members, &bob.token, json!({"role": "USER", "user_id": ada.user_id}))
+        .add_member(&bob.token, target, ada.user_id, "USER")
         .await
         .expect(200);
     app.post(&transfer, &ada.token, json!({"organization_id": target}))
         .await
         .expect_problem(403, "forbidden");
     app.put(
-        &format!("{members}/{}", membership["id"]),
+        &format!("/organizations/{target}/permissions/{}", membership["id"]),
         &bob.token,
         json!({"role": "MANAGER"}),
     )
@@ -295,19 +289,8 @@ async fn projects_follow_roles_and_tenancy(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let eve = app.register("eve@example.org").await;
     let viewer = app.register("viewer@example.org").await;
-    let ws = app
-        .post("/organizations", &ada.token, json!({"name": "Shared"}))
-        .await
-        .expect(200)["id"]
-        .as_i64()
-        .unwrap();
-    app.post(
-        &format!("/organizations/{ws}/permissions"),
-        &ada.token,
-        json!({"role": "USER", "user_id": viewer.user_id}),
-    )
-    .await
-    .expect(200);
+    let ws = app.workspace(&ada, "Shared").await;
+    app.add_member(&ada.token, ws, viewer.user_id, "USER").await.expect(200);
     let id = app
         .post(
             "/projects",

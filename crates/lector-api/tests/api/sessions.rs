@@ -381,17 +381,11 @@ async fn sessions_follow_roles_and_tenancy(app: TestApp) {
     let ann = app.register("ann@example.org").await;
     let vic = app.register("vic@example.org").await;
     let eve = app.register("eve@example.org").await;
-    let personal = app.get("/auth/status", &ada.token).await.expect(200)["default_workspace_id"]
-        .as_i64()
-        .unwrap();
+    let personal = app.default_workspace_id(&ada).await;
     for (who, role) in [(&ann, "ANNOTATOR"), (&vic, "VIEWER")] {
-        app.post(
-            &format!("/organizations/{personal}/permissions"),
-            &ada.token,
-            json!({"role": role, "user_id": who.user_id}),
-        )
-        .await
-        .expect(200);
+        app.add_member(&ada.token, personal, who.user_id, role)
+            .await
+            .expect(200);
     }
     let id = app.project_with_classes(&ada, "Shared", "LABEL", &[]).await;
     app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "spam"}))
@@ -597,12 +591,7 @@ async fn clones_copy_everything_as_a_task(app: TestApp) {
     )
     .await
     .expect(201);
-    let team = app
-        .post("/organizations", &ada.token, json!({"name": "Team"}))
-        .await
-        .expect(200)["id"]
-        .as_i64()
-        .unwrap();
+    let team = app.workspace(&ada, "Team").await;
 
     let copy = app
         .post(
@@ -655,9 +644,7 @@ async fn clones_copy_everything_as_a_task(app: TestApp) {
     app.post(&format!("/projects/{copy_id}/clone"), &bob.token, json!({}))
         .await
         .expect_problem(404, "not_found");
-    let bobs = app.get("/auth/status", &bob.token).await.expect(200)["default_workspace_id"]
-        .as_i64()
-        .unwrap();
+    let bobs = app.default_workspace_id(&bob).await;
     app.post(
         &format!("/projects/{copy_id}/clone"),
         &ada.token,

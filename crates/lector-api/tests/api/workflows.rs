@@ -179,12 +179,11 @@ async fn workflows_are_a_resource_of_their_workspace(app: TestApp) {
     .expect_problem(400, "immutable_field");
 
     // Viewers read; USERs change; strangers see nothing.
-    let members = format!("/organizations/{workspace}/permissions");
     let vera = app.register("vera@example.org").await;
     let uma = app.register("uma@example.org").await;
     let eve = app.register("eve@example.org").await;
     for (who, role) in [(&vera, "VIEWER"), (&uma, "USER")] {
-        app.post(&members, &ada.token, json!({"role": role, "user_id": who.user_id}))
+        app.add_member(&ada.token, workspace, who.user_id, role)
             .await
             .expect(200);
     }
@@ -764,7 +763,7 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
     let uma = app.register("uma@example.org").await;
     let members = format!("/organizations/{workspace}/permissions");
     let permission = app
-        .post(&members, &ada.token, json!({"role": "USER", "user_id": uma.user_id}))
+        .add_member(&ada.token, workspace, uma.user_id, "USER")
         .await
         .expect(200);
     let hers = create(

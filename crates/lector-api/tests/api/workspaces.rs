@@ -283,29 +283,23 @@ async fn members_and_roles(app: TestApp) {
     let cy = app.register("cy@example.org").await;
     let id = create(&app, &ada, "Team").await["id"].as_i64().unwrap();
     let members = format!("/organizations/{id}/permissions");
-    let bob_m = app
-        .post(&members, &ada.token, json!({"role": "MANAGER", "user_id": bob.user_id}))
-        .await
-        .expect(200);
+    let bob_m = app.add_member(&ada.token, id, bob.user_id, "MANAGER").await.expect(200);
     assert_eq!(
         (bob_m["role"].as_str(), bob_m["user"].as_str()),
         (Some("MANAGER"), Some("bob@example.org"))
     );
-    app.post(&members, &ada.token, json!({"role": "VIEWER", "user_id": bob.user_id}))
+    app.add_member(&ada.token, id, bob.user_id, "VIEWER")
         .await
         .expect_problem(409, "conflict");
-    app.post(&members, &ada.token, json!({"role": "VIEWER", "user_id": 999999}))
+    app.add_member(&ada.token, id, 999999, "VIEWER")
         .await
         .expect_problem(404, "not_found");
 
     // A manager grants up to MANAGER, never ADMIN.
-    app.post(&members, &bob.token, json!({"role": "ADMIN", "user_id": cy.user_id}))
+    app.add_member(&bob.token, id, cy.user_id, "ADMIN")
         .await
         .expect_problem(403, "forbidden");
-    let cy_m = app
-        .post(&members, &bob.token, json!({"role": "USER", "user_id": cy.user_id}))
-        .await
-        .expect(200);
+    let cy_m = app.add_member(&bob.token, id, cy.user_id, "USER").await.expect(200);
     // The member list pages: Ada, Bob, Cy in the order they joined.
     let page = app
         .get(&format!("{members}?offset=1&limit=1"), &ada.token)
@@ -369,15 +363,9 @@ async fn role_policy_for_every_role_and_operation(app: TestApp) {
         let member = app.register(&format!("member-{lower}@example.org")).await;
         let target = app.register(&format!("target-{lower}@example.org")).await;
         let outsider = app.register(&format!("outsider-{lower}@example.org")).await;
-        app.post(&members, &owner.token, json!({"role": role, "user_id": member.user_id}))
-            .await
-            .expect(200);
+        app.add_member(&owner.token, id, member.user_id, role).await.expect(200);
         let target_m = app
-            .post(
-                &members,
-                &owner.token,
-                json!({"role": "VIEWER", "user_id": target.user_id}),
-            )
+            .add_member(&owner.token, id, target.user_id, "VIEWER")
             .await
             .expect(200);
         let invited = app
@@ -444,8 +432,7 @@ async fn role_policy_for_every_role_and_operation(app: TestApp) {
             (
                 "add_workspace_member",
                 manager,
-                app.post(&members, t, json!({"role": "VIEWER", "user_id": outsider.user_id}))
-                    .await,
+                app.add_member(t, id, outsider.user_id, "VIEWER").await,
             ),
             (
                 "update_workspace",
@@ -509,13 +496,9 @@ async fn other_workspaces_are_invisible(app: TestApp) {
     )
     .await
     .expect_problem(404, "not_found");
-    app.post(
-        &format!("/organizations/{id}/permissions"),
-        &eve.token,
-        json!({"role": "ADMIN", "user_id": eve.user_id}),
-    )
-    .await
-    .expect_problem(404, "not_found");
+    app.add_member(&eve.token, id, eve.user_id, "ADMIN")
+        .await
+        .expect_problem(404, "not_found");
     app.delete(&format!("/organizations/{id}"), &eve.token)
         .await
         .expect_problem(404, "not_found");
@@ -543,13 +526,9 @@ async fn read_only_workspaces_refuse_writes(app: TestApp) {
     )
     .await
     .expect_problem(403, "workspace_read_only");
-    app.post(
-        &format!("/organizations/{id}/permissions"),
-        &ada.token,
-        json!({"role": "VIEWER", "user_id": bob.user_id}),
-    )
-    .await
-    .expect_problem(403, "workspace_read_only");
+    app.add_member(&ada.token, id, bob.user_id, "VIEWER")
+        .await
+        .expect_problem(403, "workspace_read_only");
     app.get(&format!("/organizations/{id}/permissions"), &ada.token)
         .await
         .expect(200);
@@ -560,13 +539,7 @@ async fn read_only_workspaces_refuse_writes(app: TestApp) {
     )
     .await
     .expect(200);
-    app.post(
-        &format!("/organizations/{id}/permissions"),
-        &ada.token,
-        json!({"role": "VIEWER", "user_id": bob.user_id}),
-    )
-    .await
-    .expect(200);
+    app.add_member(&ada.token, id, bob.user_id, "VIEWER").await.expect(200);
 }
 
 async fn read_only_set_by_a_superuser_is_lifted_by_a_superuser(app: TestApp) {

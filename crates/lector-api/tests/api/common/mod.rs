@@ -12,7 +12,9 @@ use lector_api::{AppState, Server};
 use lector_core::config::Config;
 use lector_store::testing::TestDatabase;
 use reqwest::{Method, StatusCode, header::HeaderMap};
+use serde::Serialize;
 use serde_json::{Value, json};
+use std::fmt::Display;
 use std::path::PathBuf;
 use tokio::sync::oneshot;
 
@@ -335,6 +337,25 @@ impl TestApp {
         id
     }
 
+    /// Creates a workspace named `name` (200); answers its id.
+    pub async fn workspace(&self, owner: &Session, name: &str) -> i64 {
+        let created = self.post("/organizations", &owner.token, json!({"name": name})).await;
+        created.expect(200)["id"].as_i64().unwrap()
+    }
+
+    /// The id of `who`'s default workspace, as `/auth/status` gives it.
+    pub async fn default_workspace_id(&self, who: &Session) -> i64 {
+        let status = self.get("/auth/status", &who.token).await.expect(200);
+        status["default_workspace_id"].as_i64().unwrap()
+    }
+
+    /// Adds user `user_id` to `workspace` (an id or name) with `role`; answers the answer.
+    pub async fn add_member(&self, token: &str, workspace: impl Display, user_id: i64, role: &str) -> Answer {
+        let body = json!({"role": role, "user_id": user_id});
+        self.post(&format!("/organizations/{workspace}/permissions"), token, body)
+            .await
+    }
+
     /// Creates a CLASS project named `name`, without classes; answers its id.
     pub async fn project(&self, owner: &Session, name: &str) -> i64 {
         self.project_with_classes(owner, name, "CLASS", &[]).await
@@ -361,13 +382,7 @@ impl TestApp {
     }
 
     /// A labeling session of `documents` (each a text and its tags) in `project`, made by `who`.
-    pub async fn labeled_session(
-        &self,
-        who: &Session,
-        project: i64,
-        name: &str,
-        documents: impl serde::Serialize,
-    ) -> Value {
+    pub async fn labeled_session(&self, who: &Session, project: i64, name: &str, documents: impl Serialize) -> Value {
         self.post(
             &format!("/projects/{project}/annotations"),
             &who.token,
