@@ -359,21 +359,12 @@ async fn analyses_follow_roles_and_tenancy(app: TestApp) {
         .await
         .expect(404);
     let workspace = app.get("/auth/status", &ada.token).await.expect(200)["workspaces"][0]["id"].clone();
-    app.post(
-        &format!("/organizations/{workspace}/users/invite"),
-        &ada.token,
-        json!({"role": "VIEWER", "emails": ["vic@example.org"]}),
-    )
-    .await
-    .expect(200);
+    app.invite(&ada.token, workspace, "VIEWER", ["vic@example.org"])
+        .await
+        .expect(200);
     let token = app.token_from_mail("vic@example.org").await;
     let vic = app
-        .call(
-            reqwest::Method::POST,
-            "/organizations/users/invite/accept",
-            None,
-            Some(json!({"token": token, "password": "password-123", "first_name": "Vic"})),
-        )
+        .accept_invitation(json!({"token": token, "password": "password-123", "first_name": "Vic"}))
         .await
         .expect(200);
     let vic = vic["auth_token"].as_str().unwrap().to_owned();

@@ -757,11 +757,7 @@ async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
         .await
         .expect(201);
     let invitation = app
-        .post(
-            &format!("{org}/users/invite"),
-            &admin.token,
-            json!({"role": "VIEWER", "emails": ["guest@example.org"]}),
-        )
+        .invite(&admin.token, workspace_id, "VIEWER", ["guest@example.org"])
         .await
         .expect(200)["invitations"][0]
         .clone();
@@ -990,14 +986,8 @@ async fn make_fresh(
             );
         }
         Fresh::Invitation => {
-            let made = app
-                .post(
-                    &format!("{org}/users/invite"),
-                    admin,
-                    json!({"role": "VIEWER", "emails": [format!("{}@example.org", unique("i"))]}),
-                )
-                .await
-                .expect(200);
+            let email = format!("{}@example.org", unique("i"));
+            let made = app.invite(admin, f.workspace_id, "VIEWER", [email]).await.expect(200);
             params.insert("invitation_id", id(&made["invitations"][0]));
         }
         Fresh::Member => {

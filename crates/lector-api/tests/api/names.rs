@@ -2,7 +2,6 @@
 //! workspace name tells nobody whether an e-mail address is registered.
 
 use crate::common::TestApp;
-use reqwest::Method;
 use serde_json::json;
 
 backend_tests!(
@@ -56,15 +55,9 @@ async fn workspace_names_cannot_write_into_mails(app: TestApp) {
         .create_workspace(&scope, forged, "")
         .await
         .expect("the store itself takes any name");
-    let invite = json!({"role": "ANNOTATOR", "emails": ["bob@example.org"]});
-    app.call(
-        Method::POST,
-        &format!("/organizations/{}/users/invite", legacy.id),
-        Some(&ada.token),
-        Some(invite),
-    )
-    .await
-    .expect(200);
+    app.invite(&ada.token, legacy.id, "ANNOTATOR", ["bob@example.org"])
+        .await
+        .expect(200);
     let mail = app.mails_to("bob@example.org").await.pop().expect("an invitation mail");
     assert!(!mail.lines().any(|l| l.starts_with("Token: forged")), "{mail}");
     // (The mail is quoted-printable, which may break the line after the escapes.)

@@ -1,7 +1,6 @@
 //! Workspaces, members, invitations, the role policy and tenancy, through HTTPS on both backends.
 
 use crate::common::{Session, TestApp};
-use reqwest::Method;
 use serde_json::{Value, json};
 
 backend_tests!(
@@ -116,11 +115,14 @@ async fn invitations_end_to_end(app: TestApp) {
     let bob = app.register("bob@example.org").await;
     let ws = create(&app, &ada, "Team").await;
     let id = ws["id"].as_i64().unwrap();
-    let invite = format!("/organizations/{id}/users/invite");
-    let answer = app
-        .post(&invite, &ada.token, json!({"role": "ANNOTATOR", "emails": ["new@example.org", "bob@example.org", "no-at-sign", "NEW@example.org", "ada@example.org"]}))
-        .await
-        .expect(200);
+    let emails = [
+        "new@example.org",
+        "bob@example.org",
+        "no-at-sign",
+        "NEW@example.org",
+        "ada@example.org",
+    ];
+    let answer = app.invite(&ada.token, id, "ANNOTATOR", emails).await.expect(200);
     assert_eq!(answer["invitations"].as_array().unwrap().len(), 2);
     let reasons: Vec<(String, String)> = answer["not_invited"]
         .as_array()
@@ -145,11 +147,7 @@ async fn invitations_end_to_end(app: TestApp) {
         ]
     );
     let again = app
-        .post(
-            &invite,
-            &ada.token,
-            json!({"role": "ANNOTATOR", "emails": ["new@example.org"]}),
-        )
+        .invite(&ada.token, id, "ANNOTATOR", ["new@example.org"])
         .await
         .expect(200);
     assert_eq!(again["not_invited"][0]["reason"], "already invited");
@@ -162,31 +160,18 @@ async fn invitations_end_to_end(app: TestApp) {
 
     let token = app.token_from_mail("new@example.org").await;
     let accept = json!({"token": token, "password": "new-user-pass", "first_name": "Nea"});
-    let accepted = app
-        .call(
-            Method::POST,
-            "/organizations/users/invite/accept",
-            None,
-            Some(accept.clone()),
-        )
-        .await
-        .expect(200);
+    let accepted = app.accept_invitation(accept.clone()).await.expect(200);
     let nea = accepted["auth_token"].as_str().unwrap();
     app.get(&format!("/organizations/{id}"), nea).await.expect(200);
-    app.call(Method::POST, "/organizations/users/invite/accept", None, Some(accept))
-        .await
-        .expect_problem(404, "not_found");
+    app.accept_invitation(accept).await.expect_problem(404, "not_found");
 
     let bob_token = app.token_from_mail("bob@example.org").await;
     let wrong = json!({"token": bob_token, "password": "not-bobs-password"});
-    app.call(Method::POST, "/organizations/users/invite/accept", None, Some(wrong))
+    app.accept_invitation(wrong)
         .await
         .expect_problem(401, "invalid_credentials");
     let right = json!({"token": bob_token, "password": "password-123"});
-    let accepted = app
-        .call(Method::POST, "/organizations/users/invite/accept", None, Some(right))
-        .await
-        .expect(200);
+    let accepted = app.accept_invitation(right).await.expect(200);
     assert_eq!(accepted["user_id"], bob.user_id);
     let members = app
         .get(&format!("/organizations/{id}/permissions"), &ada.token)
@@ -214,28 +199,19 @@ async fn invitations_end_to_end(app: TestApp) {
             .unwrap()
             .is_empty()
     );
-    app.post(&invite, &ada.token, json!({"role": "VIEWER", "emails": []}))
+    app.invite(&ada.token, id, "VIEWER", json!([]))
         .await
         .expect_problem(422, "validation_failed");
-    app.post(
-        &invite,
-        &ada.token,
-        json!({"role": "OWNER", "emails": ["x@example.org"]}),
-    )
-    .await
-    .expect_problem(400, "bad_request");
+    app.invite(&ada.token, id, "OWNER", ["x@example.org"])
+        .await
+        .expect_problem(400, "bad_request");
 }
 
 async fn invitations_can_be_cancelled_and_resent(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let id = create(&app, &ada, "Team").await["id"].as_i64().unwrap();
-    let invite = format!("/organizations/{id}/users/invite");
     let sent = app
-        .post(
-            &invite,
-            &ada.token,
-            json!({"role": "USER", "emails": ["c@example.org", "d@example.org"]}),
-        )
+        .invite(&ada.token, id, "USER", ["c@example.org", "d@example.org"])
         .await
         .expect(200);
     let (c, d) = (
@@ -253,9 +229,7 @@ async fn invitations_can_be_cancelled_and_resent(app: TestApp) {
         .await
         .expect_problem(409, "conflict");
     let accept = json!({"token": c_token, "password": "password-123"});
-    app.call(Method::POST, "/organizations/users/invite/accept", None, Some(accept))
-        .await
-        .expect_problem(404, "not_found");
+    app.accept_invitation(accept).await.expect_problem(404, "not_found");
 
     let old = app.token_from_mail("d@example.org").await;
     app.post(
@@ -268,13 +242,9 @@ async fn invitations_can_be_cancelled_and_resent(app: TestApp) {
     let new = app.token_from_mail("d@example.org").await;
     assert_ne!(old, new);
     let stale = json!({"token": old, "password": "password-123"});
-    app.call(Method::POST, "/organizations/users/invite/accept", None, Some(stale))
-        .await
-        .expect_problem(404, "not_found");
+    app.accept_invitation(stale).await.expect_problem(404, "not_found");
     let fresh = json!({"token": new, "password": "password-123"});
-    app.call(Method::POST, "/organizations/users/invite/accept", None, Some(fresh))
-        .await
-        .expect(200);
+    app.accept_invitation(fresh).await.expect(200);
 }
 
 async fn members_and_roles(app: TestApp) {
@@ -368,10 +338,8 @@ async fn role_policy_for_every_role_and_operation(app: TestApp) {
             .add_member(&owner.token, id, target.user_id, "VIEWER")
             .await
             .expect(200);
-        let invited = app
-            .post(&format!("/organizations/{id}/users/invite"), &owner.token, json!({"role": "VIEWER", "emails": [format!("inv-{lower}@example.org"), format!("inv2-{lower}@example.org")]}))
-            .await
-            .expect(200);
+        let emails = [format!("inv-{lower}@example.org"), format!("inv2-{lower}@example.org")];
+        let invited = app.invite(&owner.token, id, "VIEWER", emails).await.expect(200);
         let (inv1, inv2) = (
             invited["invitations"][0]["id"].clone(),
             invited["invitations"][1]["id"].clone(),
@@ -396,12 +364,7 @@ async fn role_policy_for_every_role_and_operation(app: TestApp) {
             (
                 "invite_users",
                 manager,
-                app.post(
-                    &format!("/organizations/{id}/users/invite"),
-                    t,
-                    json!({"role": "VIEWER", "emails": [format!("x-{lower}@example.org")]}),
-                )
-                .await,
+                app.invite(t, id, "VIEWER", [format!("x-{lower}@example.org")]).await,
             ),
             (
                 "resend_invitation",
@@ -482,13 +445,9 @@ async fn other_workspaces_are_invisible(app: TestApp) {
     app.put(&format!("/organizations/{id}"), &eve.token, json!({"name": "Mine"}))
         .await
         .expect_problem(404, "not_found");
-    app.post(
-        &format!("/organizations/{id}/users/invite"),
-        &eve.token,
-        json!({"role": "VIEWER", "emails": ["x@example.org"]}),
-    )
-    .await
-    .expect_problem(404, "not_found");
+    app.invite(&eve.token, id, "VIEWER", ["x@example.org"])
+        .await
+        .expect_problem(404, "not_found");
     app.post(
         &format!("/organizations/{id}/default"),
         &eve.token,
@@ -519,13 +478,9 @@ async fn read_only_workspaces_refuse_writes(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(locked["is_read_only"], true);
-    app.post(
-        &format!("/organizations/{id}/users/invite"),
-        &ada.token,
-        json!({"role": "VIEWER", "emails": ["x@example.org"]}),
-    )
-    .await
-    .expect_problem(403, "workspace_read_only");
+    app.invite(&ada.token, id, "VIEWER", ["x@example.org"])
+        .await
+        .expect_problem(403, "workspace_read_only");
     app.add_member(&ada.token, id, bob.user_id, "VIEWER")
         .await
         .expect_problem(403, "workspace_read_only");

@@ -356,6 +356,19 @@ impl TestApp {
             .await
     }
 
+    /// Invites `emails` (a list) to `workspace` with `role`; answers the answer.
+    pub async fn invite(&self, token: &str, workspace: impl Display, role: &str, emails: impl Serialize) -> Answer {
+        let body = json!({"role": role, "emails": emails});
+        self.post(&format!("/organizations/{workspace}/users/invite"), token, body)
+            .await
+    }
+
+    /// Accepts an invitation with `body` (its token, a password, names), signed out; answers the answer.
+    pub async fn accept_invitation(&self, body: Value) -> Answer {
+        self.call(Method::POST, "/organizations/users/invite/accept", None, Some(body))
+            .await
+    }
+
     /// Creates a CLASS project named `name`, without classes; answers its id.
     pub async fn project(&self, owner: &Session, name: &str) -> i64 {
         self.project_with_classes(owner, name, "CLASS", &[]).await
