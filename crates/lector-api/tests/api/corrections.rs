@@ -64,13 +64,7 @@ async fn trained(app: &TestApp, owner: &Session) -> (i64, i64, Value) {
         "Sadly my password reset fails.",
         "Why is the weather so grey today?",
     ] {
-        app.post(
-            &format!("/projects/{project}/documents"),
-            &owner.token,
-            json!({"text": text}),
-        )
-        .await
-        .expect(201);
+        app.document(owner, project, json!({"text": text})).await;
     }
     (project, session["id"].as_i64().unwrap(), model)
 }

@@ -119,14 +119,7 @@ async fn a_text_pdf_becomes_a_document_with_a_segment_per_page(app: TestApp) {
     app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "total"}))
         .await
         .expect(201);
-    let session = app
-        .post(
-            &format!("/projects/{id}/annotations"),
-            &ada.token,
-            json!({"name": "Fields", "document_ids": [document["id"]]}),
-        )
-        .await
-        .expect(201);
+    let session = app.session_over(&ada, id, "Fields", [&document["id"]]).await;
     let at = format!(
         "/projects/{id}/annotations/{}/documents/{}",
         session["id"], document["id"]

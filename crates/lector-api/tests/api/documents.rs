@@ -292,14 +292,7 @@ async fn groups_of_documents(app: TestApp) {
         (Some(2), Some("CREATED"))
     );
     assert_eq!(group["source"], "UPLOAD", "one of the original client's values");
-    let loose = app
-        .post(
-            &format!("/projects/{id}/documents"),
-            &ada.token,
-            json!({"text": "Loose."}),
-        )
-        .await
-        .expect(201);
+    let loose = app.document(&ada, id, json!({"text": "Loose."})).await;
     let path = format!("{groups}/{}", group["id"]);
     let changed = app
         .put(
@@ -356,14 +349,7 @@ async fn documents_follow_roles_and_tenancy(app: TestApp) {
         .await
         .expect(200);
     let id = app.project(&ada, "Private").await;
-    let doc = app
-        .post(
-            &format!("/projects/{id}/documents"),
-            &ada.token,
-            json!({"text": "Secret."}),
-        )
-        .await
-        .expect(201);
+    let doc = app.document(&ada, id, json!({"text": "Secret."})).await;
     let path = format!("/projects/{id}/documents/{}", doc["id"]);
     app.get(&path, &annotator.token).await.expect(200);
     app.post(
@@ -399,10 +385,7 @@ async fn documents_filter_by_analysis(app: TestApp) {
     let other = app.project(&ada, "Other").await;
     let mut ids = Vec::new();
     for text in ["One.", "Two.", "Three."] {
-        let doc = app
-            .post(&format!("/projects/{id}/documents"), &ada.token, json!({"text": text}))
-            .await
-            .expect(201);
+        let doc = app.document(&ada, id, json!({"text": text})).await;
         ids.push(doc["id"].as_i64().unwrap());
     }
     let analyses = format!("/projects/{id}/analyses");

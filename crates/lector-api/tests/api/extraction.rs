@@ -601,14 +601,7 @@ async fn a_model_learns_fields_from_pages_and_corrections(app: TestApp) {
         documents.push((imported[0].clone(), values));
     }
     let ids: Vec<Value> = documents.iter().map(|(d, _)| d["id"].clone()).collect();
-    let session = app
-        .post(
-            &format!("/projects/{project}/annotations"),
-            &ada.token,
-            json!({"name": "Orders", "document_ids": ids}),
-        )
-        .await
-        .expect(201);
+    let session = app.session_over(&ada, project, "Orders", ids).await;
     for (document, (reference, customer)) in &documents {
         annotate(&app, &ada, project, &session, document, [reference, customer]).await;
     }

@@ -201,14 +201,7 @@ async fn free_text_and_document_text(app: TestApp) {
     }
     // Document text drops NUL (the same on both backends) and keeps the rest.
     let text = "Nul\u{0} here. Emoji \u{1F600} and e\u{301}.";
-    let document = app
-        .post(
-            &format!("/projects/{project}/documents"),
-            &ada.token,
-            json!({"text": text}),
-        )
-        .await
-        .expect(201);
+    let document = app.document(&ada, project, json!({"text": text})).await;
     assert_eq!(document["text"], "Nul here. Emoji \u{1F600} and \u{e9}.");
     let bulk = json!([{"text": "First\u{0} one."}, {"text": "Second."}]);
     let accepted = app

@@ -96,14 +96,7 @@ async fn story_csv_group_session_download_and_back(app: TestApp) {
         .expect(200);
     let ids = crate::common::ids(&listed["documents"]);
     assert_eq!(ids.len(), 1000);
-    let session = app
-        .post(
-            &format!("/projects/{id}/annotations"),
-            &ada.token,
-            json!({"name": "First pass", "document_ids": ids}),
-        )
-        .await
-        .expect(201);
+    let session = app.session_over(&ada, id, "First pass", ids).await;
     assert_eq!(session["segment_count"], 2000, "two sentences a review");
     let base = format!("/projects/{id}/annotations/{}", session["id"]);
     let mut labeled = 0;
@@ -197,19 +190,13 @@ async fn session_downloads_upload_again_in_every_format(app: TestApp) {
     let id = app
         .project_with_classes(&ada, "Aspects", "ABSA", &["FOOD", "SERVICE"])
         .await;
-    let session = app
-        .post(
-            &format!("/projects/{id}/annotations"),
-            &ada.token,
-            json!({"name": "Seed", "documents": [
-                {"text": "Great pizza, rude waiter.", "segments": [{"text": "Great pizza, rude waiter.", "tags": [
-                    {"class": "FOOD", "label": "positive"}, {"class": "SERVICE", "label": "negative"}]}]},
-                {"text": "Ok. Fine.", "split": true},
-                {"text": "Nice.", "segments": [{"text": "Nice.", "status": "ANNOTATED"}]}
-            ]}),
-        )
-        .await
-        .expect(201);
+    let documents = json!([
+        {"text": "Great pizza, rude waiter.", "segments": [{"text": "Great pizza, rude waiter.", "tags": [
+            {"class": "FOOD", "label": "positive"}, {"class": "SERVICE", "label": "negative"}]}]},
+        {"text": "Ok. Fine.", "split": true},
+        {"text": "Nice.", "segments": [{"text": "Nice.", "status": "ANNOTATED"}]}
+    ]);
+    let session = app.labeled_session(&ada, id, "Seed", documents).await;
     let sid = session["id"].as_i64().unwrap();
     let expected = tags_of(&app, &ada, id, sid).await;
     assert_eq!(expected.1, 2);
@@ -276,14 +263,7 @@ async fn csv_formulas_are_neutralised_and_read_back(app: TestApp) {
             json!({"text": text, "segments": [{"text": text, "tags": [{"class": class}]}]})
         })
         .collect();
-    let session = app
-        .post(
-            &format!("/projects/{id}/annotations"),
-            &ada.token,
-            json!({"name": "Formulas", "documents": documents}),
-        )
-        .await
-        .expect(201);
+    let session = app.labeled_session(&ada, id, "Formulas", documents).await;
     let sid = session["id"].as_i64().unwrap();
     let expected = tags_of(&app, &ada, id, sid).await;
     for text in texts {

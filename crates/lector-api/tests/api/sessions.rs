@@ -10,12 +10,6 @@ backend_tests!(
     clones_copy_everything_as_a_task,
 );
 
-async fn document(app: &TestApp, owner: &Session, project: i64, body: Value) -> Value {
-    app.post(&format!("/projects/{project}/documents"), &owner.token, body)
-        .await
-        .expect(201)
-}
-
 fn segment_ids(document: &Value) -> Vec<i64> {
     ids(&document["segments"])
 }
@@ -30,21 +24,13 @@ async fn sessions_cover_documents_and_track_progress(app: TestApp) {
     let id = app
         .project_with_classes(&ada, "Reviews", "CLASS", &["FOOD", "SERVICE"])
         .await;
-    let two = document(
-        &app,
-        &ada,
-        id,
-        json!({"text": "The soup was cold. The waiter was kind."}),
-    )
-    .await;
-    let one = document(&app, &ada, id, json!({"text": "Great bread."})).await;
-    let paged = document(
-        &app,
-        &ada,
-        id,
-        json!({"text": "Page one.\u{c}Page two.", "split": false}),
-    )
-    .await;
+    let two = app
+        .document(&ada, id, json!({"text": "The soup was cold. The waiter was kind."}))
+        .await;
+    let one = app.document(&ada, id, json!({"text": "Great bread."})).await;
+    let paged = app
+        .document(&ada, id, json!({"text": "Page one.\u{c}Page two.", "split": false}))
+        .await;
     assert_eq!(segment_ids(&paged).len(), 1);
     let paged = app
         .put(
@@ -222,7 +208,7 @@ async fn sessions_cover_documents_and_track_progress(app: TestApp) {
     assert_eq!(filtered["count"], 3);
 
     // New documents lower the progress and reopen the session.
-    let extra = document(&app, &ada, id, json!({"text": "Late arrival."})).await;
+    let extra = app.document(&ada, id, json!({"text": "Late arrival."})).await;
     let updated = app
         .put(
             &base,
@@ -394,8 +380,8 @@ async fn sessions_follow_roles_and_tenancy(app: TestApp) {
     app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "ham"}))
         .await
         .expect(201);
-    let doc = document(&app, &ada, id, json!({"text": "Buy now. Cheap pills."})).await;
-    let outside = document(&app, &ada, id, json!({"text": "Not in the session."})).await;
+    let doc = app.document(&ada, id, json!({"text": "Buy now. Cheap pills."})).await;
+    let outside = app.document(&ada, id, json!({"text": "Not in the session."})).await;
     let sessions = format!("/projects/{id}/annotations");
     app.post(&sessions, &ann.token, json!({}))
         .await
@@ -548,7 +534,7 @@ async fn clones_copy_everything_as_a_task(app: TestApp) {
     )
     .await
     .expect(201);
-    document(&app, &ada, id, json!({"text": "Loose document."})).await;
+    app.document(&ada, id, json!({"text": "Loose document."})).await;
     let session = app
         .post(
             &format!("/projects/{id}/annotations"),

@@ -40,13 +40,7 @@ pub async fn invoice_model(app: &TestApp, ada: &Session) -> (i64, i64) {
             json!({"text": text, "tags": [{"label": label}]})
         })
         .collect();
-    app.post(
-        &format!("/projects/{project}/annotations"),
-        &ada.token,
-        json!({"name": "Fields", "documents": documents}),
-    )
-    .await
-    .expect(201);
+    app.labeled_session(ada, project, "Fields", documents).await;
     let model = app
         .train_model(ada, project, json!({"display_name": "Invoices v1"}))
         .await;

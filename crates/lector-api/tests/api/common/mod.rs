@@ -405,6 +405,21 @@ impl TestApp {
         .expect(201)
     }
 
+    /// A labeling session over the documents `document_ids` of `project`, made by `who`.
+    pub async fn session_over(&self, who: &Session, project: i64, name: &str, document_ids: impl Serialize) -> Value {
+        let body = json!({"name": name, "document_ids": document_ids});
+        self.post(&format!("/projects/{project}/annotations"), &who.token, body)
+            .await
+            .expect(201)
+    }
+
+    /// Adds a document of `body` to `project` (201); answers it.
+    pub async fn document(&self, owner: &Session, project: i64, body: Value) -> Value {
+        self.post(&format!("/projects/{project}/documents"), &owner.token, body)
+            .await
+            .expect(201)
+    }
+
     /// Trains a model of `project` with `body` and waits for its job; answers the model as
     /// `get_project_model` gives it (READY or FAILED: the caller checks).
     pub async fn train_model(&self, who: &Session, project: i64, body: Value) -> Value {

@@ -90,14 +90,7 @@ pub async fn labeled_tickets(app: &TestApp, owner: &Session, name: &str) -> (i64
     let mut documents = labeled(&BILLING, "billing");
     documents.extend(labeled(&LOGIN, "login"));
     documents.extend(labeled(&SHIPPING, "shipping"));
-    let session = app
-        .post(
-            &format!("/projects/{project}/annotations"),
-            &owner.token,
-            json!({"name": "Tickets", "documents": documents}),
-        )
-        .await
-        .expect(201);
+    let session = app.labeled_session(owner, project, "Tickets", documents).await;
     assert_eq!(session["annotated_count"], 42);
     (project, session["id"].as_i64().unwrap())
 }
