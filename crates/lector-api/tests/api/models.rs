@@ -5,6 +5,7 @@
 //! immutable fields.
 
 use crate::common::tickets::{BILLING, UNSEEN, analyze, labeled, labeled_tickets, predicts_the_same_on, top_classes};
+use crate::common::words::{BAD, GOOD};
 use crate::common::{Session, TestApp};
 use serde_json::{Value, json};
 
@@ -486,31 +487,6 @@ fn top_tags(result: &Value) -> Vec<(Option<String>, Option<String>)> {
         })
         .collect()
 }
-
-const GOOD: [&str; 10] = [
-    "great",
-    "excellent",
-    "wonderful",
-    "lovely",
-    "fantastic",
-    "superb",
-    "delightful",
-    "perfect",
-    "brilliant",
-    "amazing",
-];
-const BAD: [&str; 10] = [
-    "terrible",
-    "awful",
-    "horrible",
-    "dreadful",
-    "disgusting",
-    "poor",
-    "bad",
-    "appalling",
-    "miserable",
-    "lousy",
-];
 
 async fn label_model_story(app: TestApp) {
     let ada = app.register("ada@example.org").await;

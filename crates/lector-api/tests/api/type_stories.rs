@@ -3,31 +3,12 @@
 //! a model → a batch analysis of a 1,000-row CSV tags every document, mostly right → a
 //! correction session fixes two tags → a second model trains on both sessions.
 
+use crate::common::words::{BAD, GOOD};
 use crate::common::{Session, TestApp};
 use serde_json::{Value, json};
 
 backend_tests!(label_loop, classlabel_loop, absa_loop);
 
-const GOOD: [&str; 8] = [
-    "great",
-    "excellent",
-    "wonderful",
-    "lovely",
-    "fantastic",
-    "superb",
-    "perfect",
-    "brilliant",
-];
-const BAD: [&str; 8] = [
-    "terrible",
-    "awful",
-    "horrible",
-    "dreadful",
-    "disgusting",
-    "poor",
-    "appalling",
-    "lousy",
-];
 const FOOD: [&str; 4] = ["pizza", "pasta", "soup", "steak"];
 const SERVICE: [&str; 4] = ["waiter", "staff", "host", "waitress"];
 
@@ -35,6 +16,7 @@ const SERVICE: [&str; 4] = ["waiter", "staff", "host", "waitress"];
 /// text, the aspect and whether it is good.
 fn review(n: usize) -> (String, &'static str, bool) {
     let good = (n / 2).is_multiple_of(2);
+    // The first eight words of each list.
     let word = if good { GOOD[n % 8] } else { BAD[n % 8] };
     if n.is_multiple_of(2) {
         (format!("The {} tasted {word} tonight.", FOOD[n % 4]), "food", good)

@@ -7,6 +7,7 @@
 pub mod invoices;
 pub mod receiver;
 pub mod tickets;
+pub mod words;
 
 use lector_api::{AppState, Server};
 use lector_core::config::Config;
