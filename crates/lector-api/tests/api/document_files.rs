@@ -116,9 +116,7 @@ async fn a_text_pdf_becomes_a_document_with_a_segment_per_page(app: TestApp) {
     assert_eq!(amount["line"], 3);
     assert!(amount["TLx"].as_f64().unwrap() > 0.6);
     // Annotators tag a span of page 1 with a field and mark page 2 (from 0: 1) annotated.
-    app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "total"}))
-        .await
-        .expect(201);
+    app.add_labels(&ada, id, &["total"]).await;
     let session = app.session_over(&ada, id, "Fields", [&document["id"]]).await;
     let at = format!(
         "/projects/{id}/annotations/{}/documents/{}",

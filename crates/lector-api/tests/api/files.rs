@@ -284,6 +284,25 @@ fn backend_of(app: &TestApp) -> crate::common::Backend {
     }
 }
 
+/// A second app like `app` whose sweeper runs every second and takes uploads unused for a second.
+async fn sweeping_app(app: &TestApp) -> Option<TestApp> {
+    TestApp::start_with(backend_of(app), |c| {
+        c.uploads.unused_ttl_secs = 1;
+        c.uploads.sweep_every_secs = 1;
+    })
+    .await
+}
+
+/// Polls `done` every 100 ms until it holds or 10 s have passed (the caller asserts after).
+async fn wait_until(done: impl Fn() -> bool) {
+    for _ in 0..100 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Files in the blob folder of the app's data directory.
 fn blob_files(app: &TestApp) -> usize {
     let dir = app.data_dir.path().join("blobs").join("uploads");
@@ -408,13 +427,7 @@ async fn downloads_upload_again(app: TestApp) {
     )
     .await
     .expect(200);
-    app.post(
-        &format!("/projects/{id}/labels"),
-        &ada.token,
-        json!({"name": "positive"}),
-    )
-    .await
-    .expect(201);
+    app.add_labels(&ada, id, &["positive"]).await;
 
     for (format, content_type) in [
         ("csv", "text/csv; charset=utf-8"),
@@ -491,12 +504,7 @@ async fn downloads_upload_again(app: TestApp) {
 }
 
 async fn unused_uploads_are_swept(app: TestApp) {
-    let Some(app) = TestApp::start_with(backend_of(&app), |c| {
-        c.uploads.unused_ttl_secs = 1;
-        c.uploads.sweep_every_secs = 1;
-    })
-    .await
-    else {
+    let Some(app) = sweeping_app(&app).await else {
         return;
     };
     let ada = app.register("ada@example.org").await;
@@ -505,12 +513,7 @@ async fn unused_uploads_are_swept(app: TestApp) {
     app.uploaded_group(&ada, id, "b.csv", b"text\nused\n", json!({"name": "kept"}))
         .await;
     assert_eq!(blob_files(&app), 2);
-    for _ in 0..100 {
-        if blob_files(&app) == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_until(|| blob_files(&app) == 1).await;
     assert_eq!(blob_files(&app), 1, "the unused upload was swept, bytes and all");
     app.post(
         &format!("/projects/{id}/groups"),
@@ -521,24 +524,14 @@ async fn unused_uploads_are_swept(app: TestApp) {
     .expect_problem(404, "not_found");
     // A project's deletion takes its uploads, used or not, at the next sweep.
     app.delete(&format!("/projects/{id}"), &ada.token).await.expect(200);
-    for _ in 0..100 {
-        if blob_files(&app) == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_until(|| blob_files(&app) == 0).await;
     assert_eq!(blob_files(&app), 0);
 }
 
 /// Blobs left without their row (a crash between writing a file and its row) go at a sweep;
 /// blobs rows reference (a used upload, a model's artifact) and files of other shapes stay.
 async fn blobs_no_row_references_are_swept(app: TestApp) {
-    let Some(app) = TestApp::start_with(backend_of(&app), |c| {
-        c.uploads.unused_ttl_secs = 1;
-        c.uploads.sweep_every_secs = 1;
-    })
-    .await
-    else {
+    let Some(app) = sweeping_app(&app).await else {
         return;
     };
     let ada = app.register("ada@example.org").await;
@@ -573,12 +566,7 @@ async fn blobs_no_row_references_are_swept(app: TestApp) {
         std::fs::write(&file, b"left behind").unwrap();
     }
     let gone = || orphans.iter().all(|o| !blobs.join(o).exists());
-    for _ in 0..100 {
-        if gone() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_until(gone).await;
     assert!(gone(), "the orphans were swept: {:?}", files_under(""));
     let mut expected_uploads = kept_uploads.clone();
     expected_uploads.push("uploads/notes.txt".into());
