@@ -4,7 +4,7 @@
 //! customer e-mail answered with its predicted class.
 
 use crate::common::tickets::labeled_tickets;
-use crate::common::{Backend, Session, TestApp};
+use crate::common::{Answer, Backend, Session, TestApp};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -86,6 +86,12 @@ async fn hook(app: &TestApp, method: Method, path: &str, body: Option<Value>, he
 
 async fn create(app: &TestApp, who: &Session, body: Value) -> Value {
     app.post("/workflows", &who.token, body).await.expect(201)
+}
+
+/// Activates `workflow` as `who`; answers the answer.
+async fn activate(app: &TestApp, who: &Session, workflow: i64) -> Answer {
+    app.post(&format!("/workflows/{workflow}/activate"), &who.token, json!({}))
+        .await
 }
 
 fn id(workflow: &Value) -> i64 {
@@ -197,9 +203,7 @@ async fn workflows_are_a_resource_of_their_workspace(app: TestApp) {
     app.put(&one, &vera.token, echo("V", "v", "GET"))
         .await
         .expect_problem(403, "forbidden");
-    app.post(&format!("{one}/activate"), &vera.token, json!({}))
-        .await
-        .expect_problem(403, "forbidden");
+    activate(&app, &vera, workflow).await.expect_problem(403, "forbidden");
     app.post(&format!("{one}/test"), &vera.token, json!({}))
         .await
         .expect_problem(403, "forbidden");
@@ -232,10 +236,7 @@ async fn the_production_address_listens_while_active(app: TestApp) {
         before.text
     );
 
-    let active = app
-        .post(&format!("/workflows/{workflow}/activate"), &ada.token, json!({}))
-        .await
-        .expect(200);
+    let active = activate(&app, &ada, workflow).await.expect(200);
     assert_eq!(active["active"], true);
     assert_eq!(active["runs_as_user_id"], ada.user_id);
     let answered = post_hook(&app, "/webhook/shop/orders", json!({"n": 1})).await;
@@ -294,9 +295,7 @@ async fn the_production_address_listens_while_active(app: TestApp) {
     app.put(&format!("/workflows/{workflow}"), &ada.token, keeping)
         .await
         .expect(200);
-    app.post(&format!("/workflows/{workflow}/activate"), &ada.token, json!({}))
-        .await
-        .expect(200);
+    activate(&app, &ada, workflow).await.expect(200);
     app.put(&format!("/workflows/{workflow}"), &ada.token, {
         let mut moved = echo("Orders", "shop/orders-v3", "POST");
         moved["keep_data"] = json!(true);
@@ -351,9 +350,7 @@ async fn responses_follow_the_trigger(app: TestApp) {
             "steps": [{"type": "set", "fields": [{"name": "out", "from": "body"}], "keep_only_set": true}]}),
         )
         .await;
-        app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
-            .await
-            .expect(200);
+        activate(&app, &ada, id(&workflow)).await.expect(200);
         let answered = post_hook(&app, &format!("/webhook/modes/{n}"), body.clone()).await;
         assert_eq!((answered.status, answered.json), (status, expected), "case {n}");
     }
@@ -374,9 +371,7 @@ async fn responses_follow_the_trigger(app: TestApp) {
     )
     .await;
     for workflow in [&text, &empty] {
-        app.post(&format!("/workflows/{}/activate", id(workflow)), &ada.token, json!({}))
-            .await
-            .expect(200);
+        activate(&app, &ada, id(workflow)).await.expect(200);
     }
     let plain = post_hook(&app, "/webhook/modes/text", body.clone()).await;
     assert_eq!((plain.status, plain.text.as_str()), (200, "Hi hello"));
@@ -405,23 +400,15 @@ async fn one_registration_per_path_and_method(app: TestApp) {
     let first = id(&create(&app, &ada, echo("First", "shared", "POST")).await);
     let second = id(&create(&app, &ada, echo("Second", "shared", "POST")).await);
     let theirs = id(&create(&app, &bob, echo("Theirs", "shared", "POST")).await);
-    app.post(&format!("/workflows/{first}/activate"), &ada.token, json!({}))
-        .await
-        .expect(200);
-    let refused = app
-        .post(&format!("/workflows/{second}/activate"), &ada.token, json!({}))
-        .await
-        .expect_problem(409, "conflict");
+    activate(&app, &ada, first).await.expect(200);
+    let refused = activate(&app, &ada, second).await.expect_problem(409, "conflict");
     let detail = refused["detail"].as_str().unwrap();
     assert!(
         detail.contains("shared") && detail.contains("POST") && detail.contains(&format!("workflow {first} (First)")),
         "{detail}"
     );
     // Another workspace's workflow is named by its id only.
-    let other = app
-        .post(&format!("/workflows/{theirs}/activate"), &bob.token, json!({}))
-        .await
-        .expect_problem(409, "conflict");
+    let other = activate(&app, &bob, theirs).await.expect_problem(409, "conflict");
     let detail = other["detail"].as_str().unwrap();
     assert!(
         detail.contains(&format!("workflow {first}")) && !detail.contains("First"),
@@ -444,9 +431,7 @@ async fn one_registration_per_path_and_method(app: TestApp) {
     )
     .await
     .expect(200);
-    app.post(&format!("/workflows/{second}/activate"), &ada.token, json!({}))
-        .await
-        .expect(200);
+    activate(&app, &ada, second).await.expect(200);
     // Moving an active workflow onto a taken path changes nothing.
     app.put(
         &format!("/workflows/{second}"),
@@ -463,18 +448,14 @@ async fn one_registration_per_path_and_method(app: TestApp) {
     app.post(&format!("/workflows/{first}/deactivate"), &ada.token, json!({}))
         .await
         .expect(200);
-    app.post(&format!("/workflows/{theirs}/activate"), &bob.token, json!({}))
-        .await
-        .expect(200);
+    activate(&app, &bob, theirs).await.expect(200);
     let answered = post_hook(&app, "/webhook/shared", json!({"by": "bob"})).await;
     assert_eq!(answered.json, json!({"echo": {"by": "bob"}}));
     // Deleting a workflow frees its path.
     app.delete(&format!("/workflows/{theirs}"), &bob.token)
         .await
         .expect(200);
-    app.post(&format!("/workflows/{first}/activate"), &ada.token, json!({}))
-        .await
-        .expect(200);
+    activate(&app, &ada, first).await.expect(200);
 }
 
 async fn a_test_address_serves_one_call_and_keeps_its_data(app: TestApp) {
@@ -525,9 +506,7 @@ async fn a_test_address_serves_one_call_and_keeps_its_data(app: TestApp) {
     );
 
     // An active workflow may be tested beside its production address.
-    app.post(&format!("/workflows/{workflow}/activate"), &ada.token, json!({}))
-        .await
-        .expect(200);
+    activate(&app, &ada, workflow).await.expect(200);
     app.post(&format!("/workflows/{workflow}/test"), &ada.token, json!({}))
         .await
         .expect(200);
@@ -565,9 +544,7 @@ async fn the_trigger_authenticates_its_callers(app: TestApp) {
     .await;
     assert!(!basic.to_string().contains("pw-456"));
     for workflow in [&header, &basic] {
-        app.post(&format!("/workflows/{}/activate", id(workflow)), &ada.token, json!({}))
-            .await
-            .expect(200);
+        activate(&app, &ada, id(workflow)).await.expect(200);
     }
     assert_eq!(hook(&app, Method::POST, "/webhook/keyed", None, &[]).await.status, 401);
     assert_eq!(
@@ -632,9 +609,7 @@ async fn each_method_may_lead_to_its_own_steps(app: TestApp) {
     )
     .await;
     assert_eq!(workflow["methods"], json!(["GET", "POST", "PUT"]));
-    app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
-        .await
-        .expect(200);
+    activate(&app, &ada, id(&workflow)).await.expect(200);
     assert_eq!(
         hook(&app, Method::GET, "/webhook/both?id=7", None, &[]).await.text,
         "read 7"
@@ -683,9 +658,7 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
         ]}),
     )
     .await;
-    app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
-        .await
-        .expect(200);
+    activate(&app, &ada, id(&workflow)).await.expect(200);
     let failed = post_hook(&app, "/webhook/fails", json!({"text": "Where is my parcel?"})).await;
     assert_eq!(failed.status, 404, "{}", failed.text);
     assert_eq!(failed.json["detail"], "step 2 (analyze) failed: model not found");
@@ -733,9 +706,7 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
     )
     .await;
     for workflow in [&outsider, &no_text, &private] {
-        app.post(&format!("/workflows/{}/activate", id(workflow)), &ada.token, json!({}))
-            .await
-            .expect(200);
+        activate(&app, &ada, id(workflow)).await.expect(200);
     }
     let refused = post_hook(&app, "/webhook/outsider", json!({})).await;
     assert_eq!(refused.status, 422);
@@ -773,9 +744,7 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
         "trigger": {"path": "hers", "http_method": "POST", "response_mode": "last_step"}}),
     )
     .await;
-    app.post(&format!("/workflows/{}/activate", id(&hers)), &uma.token, json!({}))
-        .await
-        .expect(200);
+    activate(&app, &uma, id(&hers)).await.expect(200);
     assert_eq!(hook(&app, Method::POST, "/webhook/hers", None, &[]).await.status, 200);
     // A USER demoted to VIEWER may no longer put the workspace to work.
     let permission_id = permission["id"].as_i64().expect("a membership id");
@@ -835,9 +804,7 @@ async fn files_and_forms_reach_the_steps(app: TestApp) {
     );
 
     // A form and a text body.
-    app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
-        .await
-        .expect(200);
+    activate(&app, &ada, id(&workflow)).await.expect(200);
     let form = app
         .client
         .post(app.url("/webhook/forms"))
@@ -891,9 +858,7 @@ async fn a_customer_email_is_answered_with_its_class(app: TestApp) {
         }),
     )
     .await;
-    app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
-        .await
-        .expect(200);
+    activate(&app, &ada, id(&workflow)).await.expect(200);
     let mut right = 0;
     for (text, class) in crate::common::tickets::UNSEEN {
         let email = json!({"from": "customer@example.com", "subject": "Help", "text": text});
@@ -949,9 +914,7 @@ mod outbound {
             ]
         }))
         .await;
-        app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
-            .await
-            .expect(200);
+        activate(&app, &ada, id(&workflow)).await.expect(200);
         let answered = form_hook(
             &app,
             "/webhook/invoices/in",
@@ -1015,9 +978,7 @@ mod windows {
         assert!(executions(&app, &ada, workflow).await.is_empty());
         // After the window, the path is free for another workflow.
         let other = id(&create(&app, &ada, echo("Other", "late", "POST")).await);
-        app.post(&format!("/workflows/{other}/activate"), &ada.token, json!({}))
-            .await
-            .expect(200);
+        activate(&app, &ada, other).await.expect(200);
     }
 
     async fn webhook_addresses_have_limits(app: TestApp) {
@@ -1029,9 +990,7 @@ mod windows {
             "response_mode": "last_step", "rate_limit_per_minute": 3}}),
         )
         .await;
-        app.post(&format!("/workflows/{}/activate", id(&workflow)), &ada.token, json!({}))
-            .await
-            .expect(200);
+        activate(&app, &ada, id(&workflow)).await.expect(200);
         let large = json!({"text": "x".repeat(5000)});
         assert_eq!(post_hook(&app, "/webhook/limited", large).await.status, 413);
         for _ in 0..2 {
