@@ -1,6 +1,6 @@
 //! Workspaces, members, invitations, the role policy and tenancy, through HTTPS on both backends.
 
-use crate::common::{Session, TestApp};
+use crate::common::{Answer, Session, TestApp};
 use serde_json::{Value, json};
 
 backend_tests!(
@@ -465,18 +465,17 @@ async fn other_workspaces_are_invisible(app: TestApp) {
     app.get(&format!("/organizations/{id}"), &root.token).await.expect(200);
 }
 
+/// Sets the read-only flag of workspace `id` (named Archive) as `who`; answers the answer.
+async fn read_only(app: &TestApp, who: &Session, id: i64, flag: bool) -> Answer {
+    let body = json!({"name": "Archive", "is_read_only": flag});
+    app.put(&format!("/organizations/{id}"), &who.token, body).await
+}
+
 async fn read_only_workspaces_refuse_writes(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let bob = app.register("bob@example.org").await;
     let id = create(&app, &ada, "Archive").await["id"].as_i64().unwrap();
-    let locked = app
-        .put(
-            &format!("/organizations/{id}"),
-            &ada.token,
-            json!({"name": "Archive", "is_read_only": true}),
-        )
-        .await
-        .expect(200);
+    let locked = read_only(&app, &ada, id, true).await.expect(200);
     assert_eq!(locked["is_read_only"], true);
     app.invite(&ada.token, id, "VIEWER", ["x@example.org"])
         .await
@@ -487,13 +486,7 @@ async fn read_only_workspaces_refuse_writes(app: TestApp) {
     app.get(&format!("/organizations/{id}/permissions"), &ada.token)
         .await
         .expect(200);
-    app.put(
-        &format!("/organizations/{id}"),
-        &ada.token,
-        json!({"name": "Archive", "is_read_only": false}),
-    )
-    .await
-    .expect(200);
+    read_only(&app, &ada, id, false).await.expect(200);
     app.add_member(&ada.token, id, bob.user_id, "VIEWER").await.expect(200);
 }
 
@@ -502,9 +495,7 @@ async fn read_only_set_by_a_superuser_is_lifted_by_a_superuser(app: TestApp) {
     let root = app.superuser("root@example.org").await;
     let id = create(&app, &ada, "Archive").await["id"].as_i64().unwrap();
     let path = format!("/organizations/{id}");
-    app.put(&path, &root.token, json!({"name": "Archive", "is_read_only": true}))
-        .await
-        .expect(200);
+    read_only(&app, &root, id, true).await.expect(200);
     // The workspace's ADMIN can neither lift the flag nor change anything else now.
     for body in [
         json!({"name": "Archive", "is_read_only": false}),
@@ -516,23 +507,13 @@ async fn read_only_set_by_a_superuser_is_lifted_by_a_superuser(app: TestApp) {
     }
     assert_eq!(app.get(&path, &ada.token).await.expect(200)["is_read_only"], true);
     // A superuser lifts it; after that an ADMIN's own flag is the ADMIN's to lift.
-    app.put(&path, &root.token, json!({"name": "Archive", "is_read_only": false}))
-        .await
-        .expect(200);
-    app.put(&path, &ada.token, json!({"name": "Archive", "is_read_only": true}))
-        .await
-        .expect(200);
-    app.put(&path, &ada.token, json!({"name": "Archive", "is_read_only": false}))
-        .await
-        .expect(200);
+    read_only(&app, &root, id, false).await.expect(200);
+    read_only(&app, &ada, id, true).await.expect(200);
+    read_only(&app, &ada, id, false).await.expect(200);
     // A superuser re-setting an ADMIN's flag takes it over.
-    app.put(&path, &ada.token, json!({"name": "Archive", "is_read_only": true}))
-        .await
-        .expect(200);
-    app.put(&path, &root.token, json!({"name": "Archive", "is_read_only": true}))
-        .await
-        .expect(200);
-    app.put(&path, &ada.token, json!({"name": "Archive", "is_read_only": false}))
+    read_only(&app, &ada, id, true).await.expect(200);
+    read_only(&app, &root, id, true).await.expect(200);
+    read_only(&app, &ada, id, false)
         .await
         .expect_problem(403, "workspace_read_only");
 }
