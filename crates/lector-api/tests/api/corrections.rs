@@ -196,17 +196,11 @@ async fn correction_story(app: TestApp) {
         .expect(201);
 
     // Marking corrected: the mark, the predicted score and the progress.
-    let marked = app
-        .post(
-            &format!(
-                "{corrections}/{id}/documents/{}/segments/{}/statuses",
-                first["id"], segment["id"]
-            ),
-            &ada.token,
-            json!({"name": "ANNOTATED"}),
-        )
-        .await
-        .expect(200);
+    let at = format!(
+        "{corrections}/{id}/documents/{}/segments/{}",
+        first["id"], segment["id"]
+    );
+    let marked = app.mark_annotated(&ada, &at).await.expect(200);
     assert_eq!(marked["segment"]["name"], "ANNOTATED");
     assert_eq!(marked["segment"]["segment_id"], segment["id"]);
     let score = marked["predicted_score"].as_f64().unwrap();
@@ -220,16 +214,8 @@ async fn correction_story(app: TestApp) {
     // Every other segment of the session corrected as the model said.
     for document in page["documents"].as_array().unwrap() {
         for s in document["segments"].as_array().unwrap() {
-            app.post(
-                &format!(
-                    "{corrections}/{id}/documents/{}/segments/{}/statuses",
-                    document["id"], s["id"]
-                ),
-                &ada.token,
-                json!({"name": "ANNOTATED"}),
-            )
-            .await
-            .expect(200);
+            let at = format!("{corrections}/{id}/documents/{}/segments/{}", document["id"], s["id"]);
+            app.mark_annotated(&ada, &at).await.expect(200);
         }
     }
     let finished = app.get(&format!("{corrections}/{id}"), &ada.token).await.expect(200);

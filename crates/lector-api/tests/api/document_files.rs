@@ -132,14 +132,7 @@ async fn a_text_pdf_becomes_a_document_with_a_segment_per_page(app: TestApp) {
         .expect(201);
     let start = "Muster GmbH\nRechnung Nr. 2024-0017\nGesamtbetrag:\n".chars().count() as i64;
     assert_eq!(tag["span"], json!([start, start + 10]), "{tag}");
-    let mark = app
-        .post(
-            &format!("{at}/pages/1/statuses"),
-            &ada.token,
-            json!({"name": "ANNOTATED"}),
-        )
-        .await
-        .expect(200);
+    let mark = app.mark_annotated(&ada, &format!("{at}/pages/1")).await.expect(200);
     assert_eq!(mark["segment_ids"], json!([segments[1]["id"]]), "{mark}");
     assert_eq!(mark["page"], 1);
     // The session's download keeps the page and the boxes of the tagged part's words.
@@ -269,14 +262,8 @@ async fn a_pdf_uploaded_as_labeled_data_becomes_a_session_of_pages(app: TestApp)
     assert_eq!(segments.len(), 2, "a segment per page");
     assert_eq!(words(&segments[0])[..2], ["Muster", "GmbH"]);
     // Its pages are there to annotate, page by page.
-    let mark = app
-        .post(
-            &format!("{at}/documents/{}/pages/0/statuses", document["id"]),
-            &ada.token,
-            json!({"name": "ANNOTATED"}),
-        )
-        .await
-        .expect(200);
+    let page = format!("{at}/documents/{}/pages/0", document["id"]);
+    let mark = app.mark_annotated(&ada, &page).await.expect(200);
     assert_eq!(mark["segment_ids"], json!([segments[0]["id"]]), "{mark}");
 }
 

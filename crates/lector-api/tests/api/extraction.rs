@@ -579,13 +579,7 @@ async fn annotate(app: &TestApp, ada: &Session, project: i64, session: &Value, d
         .await
         .expect(201);
     }
-    app.post(
-        &format!("{at}/pages/0/statuses"),
-        &ada.token,
-        json!({"name": "ANNOTATED"}),
-    )
-    .await
-    .expect(200);
+    app.mark_annotated(ada, &format!("{at}/pages/0")).await.expect(200);
 }
 
 async fn a_model_learns_fields_from_pages_and_corrections(app: TestApp) {

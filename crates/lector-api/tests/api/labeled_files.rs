@@ -118,16 +118,8 @@ async fn story_csv_group_session_download_and_back(app: TestApp) {
                     .await
                     .expect(201);
             }
-            app.post(
-                &format!(
-                    "{base}/documents/{}/segments/{}/statuses",
-                    document["id"], segment["id"]
-                ),
-                &ada.token,
-                json!({"name": "ANNOTATED"}),
-            )
-            .await
-            .expect(200);
+            let at = format!("{base}/documents/{}/segments/{}", document["id"], segment["id"]);
+            app.mark_annotated(&ada, &at).await.expect(200);
             labeled += 1;
         }
     }

@@ -102,49 +102,33 @@ async fn sessions_cover_documents_and_track_progress(app: TestApp) {
         .expect_problem(404, "not_found");
 
     // Marks move the progress and the status.
-    let mark_segment = format!("{base}/documents/{}/segments/{soup}/statuses", two["id"]);
-    app.post(&mark_segment, &ada.token, json!({"name": "DONE"}))
+    let segment = format!("{base}/documents/{}/segments/{soup}", two["id"]);
+    app.post(&format!("{segment}/statuses"), &ada.token, json!({"name": "DONE"}))
         .await
         .expect_problem(422, "validation_failed");
-    let record = app
-        .post(&mark_segment, &ada.token, json!({"name": "ANNOTATED"}))
-        .await
-        .expect(200);
+    let record = app.mark_annotated(&ada, &segment).await.expect(200);
     assert_eq!(record["name"], "ANNOTATED");
     assert_eq!(record["segment_id"], soup);
     assert_eq!(record["document_id"], two["id"]);
     assert_eq!(record["annotation_id"], sid);
     assert_eq!(record["progress"], 0.2);
     assert_eq!(record["status"], "ANNOTATING");
-    let again = app
-        .post(&mark_segment, &ada.token, json!({"name": "ANNOTATED"}))
-        .await
-        .expect(200);
+    let again = app.mark_annotated(&ada, &segment).await.expect(200);
     assert_eq!(
         again["created"], record["created"],
         "marking again keeps the first mark"
     );
     assert_eq!(again["progress"], 0.2);
 
-    let page = app
-        .post(
-            &format!("{base}/documents/{}/pages/1/statuses", paged["id"]),
-            &ada.token,
-            json!({"name": "ANNOTATED"}),
-        )
-        .await
-        .expect(200);
+    let pages = format!("{base}/documents/{}/pages", paged["id"]);
+    let page = app.mark_annotated(&ada, &format!("{pages}/1")).await.expect(200);
     assert_eq!(page["page"], 1);
     assert_eq!(page["segment_ids"], json!([segment_ids(&paged)[1]]));
     assert!(page.get("segment_id").is_none());
     assert_eq!(page["progress"], 0.4);
-    app.post(
-        &format!("{base}/documents/{}/pages/2/statuses", paged["id"]),
-        &ada.token,
-        json!({"name": "ANNOTATED"}),
-    )
-    .await
-    .expect_problem(404, "not_found");
+    app.mark_annotated(&ada, &format!("{pages}/2"))
+        .await
+        .expect_problem(404, "not_found");
 
     let listing = app
         .get(&format!("{base}/documents?details=tags&limit=2"), &ada.token)
@@ -162,13 +146,8 @@ async fn sessions_cover_documents_and_track_progress(app: TestApp) {
     assert!(listing["documents"][0]["segments"][1].get("status").is_none());
 
     for doc in [&two, &one, &paged] {
-        app.post(
-            &format!("{base}/documents/{}/statuses", doc["id"]),
-            &ada.token,
-            json!({"name": "ANNOTATED"}),
-        )
-        .await
-        .expect(200);
+        let at = format!("{base}/documents/{}", doc["id"]);
+        app.mark_annotated(&ada, &at).await.expect(200);
     }
     let finished = app.get(&base, &ada.token).await.expect(200);
     assert_eq!(finished["status"], "FINISHED");
@@ -403,13 +382,8 @@ async fn sessions_follow_roles_and_tenancy(app: TestApp) {
     app.put(&format!("{tags}/{}", tag["id"]), &ann.token, json!({"label": "ham"}))
         .await
         .expect(200);
-    app.post(
-        &format!("{base}/documents/{}/segments/{second}/statuses", doc["id"]),
-        &ann.token,
-        json!({"name": "ANNOTATED"}),
-    )
-    .await
-    .expect(200);
+    let at = format!("{base}/documents/{}/segments/{second}", doc["id"]);
+    app.mark_annotated(&ann, &at).await.expect(200);
     app.post(&tags, &vic.token, json!({"label": "spam"}))
         .await
         .expect_problem(403, "forbidden");

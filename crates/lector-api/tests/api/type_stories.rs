@@ -136,9 +136,7 @@ async fn the_loop(app: &TestApp, ada: &Session, kind: &str) {
                     .expect(200);
                 fixed += 1;
             }
-            app.post(&format!("{at}/statuses"), &ada.token, json!({"name": "ANNOTATED"}))
-                .await
-                .expect(200);
+            app.mark_annotated(ada, &at).await.expect(200);
         }
     }
     assert_eq!(fixed, 2, "{kind}: two tags fixed");

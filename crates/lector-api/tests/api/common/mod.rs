@@ -414,6 +414,12 @@ impl TestApp {
             .expect(201)
     }
 
+    /// Marks the segment, page or document at `at` (its path in a session) ANNOTATED; answers the answer.
+    pub async fn mark_annotated(&self, who: &Session, at: &str) -> Answer {
+        self.post(&format!("{at}/statuses"), &who.token, json!({"name": "ANNOTATED"}))
+            .await
+    }
+
     /// Adds a document of `body` to `project` (201); answers it.
     pub async fn document(&self, owner: &Session, project: i64, body: Value) -> Value {
         self.post(&format!("/projects/{project}/documents"), &owner.token, body)
