@@ -5,7 +5,7 @@
 //! of pages; operations that read tables refuse documents.
 //! Every file is made by the test (`lector_extract::samples`); OCR needs `scripts/install-ocr`.
 
-use crate::common::{Backend, TestApp};
+use crate::common::TestApp;
 use lector_extract::DocumentFormat;
 use lector_extract::samples::{self, TextRun};
 use serde_json::{Value, json};
@@ -25,19 +25,7 @@ mod crafted {
         config.extract.sandbox_memory_mib = 256;
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite() {
-        if let Some(app) = TestApp::start_with(Backend::Sqlite, small_sandbox).await {
-            crafted_files_fail_their_own_request(app).await;
-        }
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        if let Some(app) = TestApp::start_with(Backend::Postgres, small_sandbox).await {
-            crafted_files_fail_their_own_request(app).await;
-        }
-    }
+    backend_tests!(adjust: small_sandbox; crafted_files_fail_their_own_request);
 }
 
 fn invoice_pages() -> Vec<Vec<TextRun>> {

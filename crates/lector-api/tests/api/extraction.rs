@@ -9,7 +9,7 @@
 
 use crate::common::invoices::{FIELDS, invoice, invoice_model};
 use crate::common::receiver::{Received, next};
-use crate::common::{Backend, Session, TestApp};
+use crate::common::{Session, TestApp};
 use lector_extract::DocumentFormat;
 use lector_extract::samples::{self, TextRun};
 use serde_json::{Value, json};
@@ -29,33 +29,11 @@ mod webhooks {
         config.sources.allow_private = true;
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite() {
-        if let Some(app) = TestApp::start_with(Backend::Sqlite, loopback_allowed).await {
-            review_events_are_posted_signed(app).await;
-        }
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        if let Some(app) = TestApp::start_with(Backend::Postgres, loopback_allowed).await {
-            review_events_are_posted_signed(app).await;
-        }
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn story_sqlite() {
-        if let Some(app) = TestApp::start_with(Backend::Sqlite, loopback_allowed).await {
-            a_model_learns_fields_from_pages_and_corrections(app).await;
-        }
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn story_postgres() {
-        if let Some(app) = TestApp::start_with(Backend::Postgres, loopback_allowed).await {
-            a_model_learns_fields_from_pages_and_corrections(app).await;
-        }
-    }
+    backend_tests!(
+        adjust: loopback_allowed;
+        review_events_are_posted_signed,
+        a_model_learns_fields_from_pages_and_corrections,
+    );
 }
 
 fn path(organization: &str, project: i64, model: i64, query: &str) -> String {

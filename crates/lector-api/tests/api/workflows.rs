@@ -4,7 +4,7 @@
 //! customer e-mail answered with its predicted class.
 
 use crate::common::tickets::labeled_tickets;
-use crate::common::{Answer, Backend, Session, TestApp};
+use crate::common::{Answer, Session, TestApp};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -946,19 +946,7 @@ mod outbound {
         config.sources.allow_private = true;
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite() {
-        if let Some(app) = TestApp::start_with(Backend::Sqlite, loopback_allowed).await {
-            an_invoice_is_extracted_and_posted_on(app).await;
-        }
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        if let Some(app) = TestApp::start_with(Backend::Postgres, loopback_allowed).await {
-            an_invoice_is_extracted_and_posted_on(app).await;
-        }
-    }
+    backend_tests!(adjust: loopback_allowed; an_invoice_is_extracted_and_posted_on);
 }
 
 mod windows {
@@ -1014,23 +1002,9 @@ mod windows {
         config.workflows.max_body_bytes = 4096;
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite() {
-        if let Some(app) = TestApp::start_with(Backend::Sqlite, short).await {
-            a_test_address_closes_after_its_window(app).await;
-        }
-        if let Some(app) = TestApp::start_with(Backend::Sqlite, short).await {
-            webhook_addresses_have_limits(app).await;
-        }
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        if let Some(app) = TestApp::start_with(Backend::Postgres, short).await {
-            a_test_address_closes_after_its_window(app).await;
-        }
-        if let Some(app) = TestApp::start_with(Backend::Postgres, short).await {
-            webhook_addresses_have_limits(app).await;
-        }
-    }
+    backend_tests!(
+        adjust: short;
+        a_test_address_closes_after_its_window,
+        webhook_addresses_have_limits,
+    );
 }

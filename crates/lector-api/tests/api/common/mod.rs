@@ -25,30 +25,31 @@ pub enum Backend {
     Postgres,
 }
 
-/// Generates one test per backend for each listed `async fn NAME(app: TestApp)`.
+/// One test per backend for each listed `async fn NAME(app: TestApp)`; `adjust: FN;` first starts the apps with FN.
 #[macro_export]
 macro_rules! backend_tests {
+    (adjust: $adjust:ident; $($name:ident),* $(,)?) => {
+        $crate::backend_tests!(@each super::$adjust; $($name),*);
+    };
+    (@each $adjust:expr; $($name:ident),*) => {
+        $crate::backend_tests!(@one sqlite, Sqlite, $adjust; $($name),*);
+        $crate::backend_tests!(@one postgres, Postgres, $adjust; $($name),*);
+    };
+    (@one $module:ident, $backend:ident, $adjust:expr; $($name:ident),*) => {
+        mod $module {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let backend = $crate::common::Backend::$backend;
+                    if let Some(app) = $crate::common::TestApp::start_with(backend, $adjust).await {
+                        super::$name(app).await;
+                    }
+                }
+            )*
+        }
+    };
     ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    if let Some(app) = $crate::common::TestApp::start($crate::common::Backend::Sqlite).await {
-                        super::$name(app).await;
-                    }
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    if let Some(app) = $crate::common::TestApp::start($crate::common::Backend::Postgres).await {
-                        super::$name(app).await;
-                    }
-                }
-            )*
-        }
+        $crate::backend_tests!(@each |_| {}; $($name),*);
     };
 }
 
