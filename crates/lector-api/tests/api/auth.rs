@@ -82,22 +82,20 @@ async fn account_changes_need_the_current_password(app: TestApp) {
 async fn register_login_and_status(app: TestApp) {
     let ada = app.register("Ada@Example.org").await;
     let again = json!({"email": "ada@example.org", "password": "password-123"});
-    app.call(Method::POST, "/auth/register", None, Some(again))
+    app.post_signed_out("/auth/register", again)
         .await
         .expect_problem(409, "conflict");
     let short = json!({"email": "bob@example.org", "password": "short"});
     let problem = app
-        .call(Method::POST, "/auth/register", None, Some(short))
+        .post_signed_out("/auth/register", short)
         .await
         .expect_problem(422, "validation_failed");
     assert_eq!(problem["errors"][0]["field"], "password");
 
     let login = app
-        .call(
-            Method::POST,
+        .post_signed_out(
             "/auth/login",
-            None,
-            Some(json!({"email": "ADA@example.org", "password": "password-123"})),
+            json!({"email": "ADA@example.org", "password": "password-123"}),
         )
         .await
         .expect(200);
@@ -123,30 +121,21 @@ async fn register_login_and_status(app: TestApp) {
 async fn wrong_password_and_unknown_email_answer_alike(app: TestApp) {
     app.register("ada@example.org").await;
     let wrong = app
-        .call(
-            Method::POST,
+        .post_signed_out(
             "/auth/login",
-            None,
-            Some(json!({"email": "ada@example.org", "password": "wrong-password"})),
+            json!({"email": "ada@example.org", "password": "wrong-password"}),
         )
         .await;
     let unknown = app
-        .call(
-            Method::POST,
+        .post_signed_out(
             "/auth/login",
-            None,
-            Some(json!({"email": "nobody@example.org", "password": "wrong-password"})),
+            json!({"email": "nobody@example.org", "password": "wrong-password"}),
         )
         .await;
     assert_eq!(wrong.status, 401);
     assert_eq!(wrong.body_without_request_id(), unknown.body_without_request_id());
     let neither = app
-        .call(
-            Method::POST,
-            "/auth/login",
-            None,
-            Some(json!({"email": "ada@example.org"})),
-        )
+        .post_signed_out("/auth/login", json!({"email": "ada@example.org"}))
         .await;
     neither.expect_problem(422, "validation_failed");
 }
@@ -197,20 +186,10 @@ async fn password_change_revokes_earlier_tokens(app: TestApp) {
 async fn password_reset_by_mail_works_once(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let known = app
-        .call(
-            Method::POST,
-            "/password/email",
-            None,
-            Some(json!({"email": "ada@example.org"})),
-        )
+        .post_signed_out("/password/email", json!({"email": "ada@example.org"}))
         .await;
     let unknown = app
-        .call(
-            Method::POST,
-            "/password/email",
-            None,
-            Some(json!({"email": "eve@example.org"})),
-        )
+        .post_signed_out("/password/email", json!({"email": "eve@example.org"}))
         .await;
     assert_eq!(known.status, 200);
     assert_eq!(known.text, unknown.text, "the answer does not reveal who is registered");
@@ -218,10 +197,8 @@ async fn password_reset_by_mail_works_once(app: TestApp) {
 
     let token = app.token_from_mail("ada@example.org").await;
     let reset = json!({"reset_password_token": token, "password": "brand-new-pass"});
-    app.call(Method::POST, "/password/reset", None, Some(reset.clone()))
-        .await
-        .expect(200);
-    app.call(Method::POST, "/password/reset", None, Some(reset))
+    app.post_signed_out("/password/reset", reset.clone()).await.expect(200);
+    app.post_signed_out("/password/reset", reset)
         .await
         .expect_problem(401, "invalid_credentials");
     app.get("/auth/status", &ada.token)
@@ -242,13 +219,11 @@ async fn superuser_creates_user_with_first_login_token(app: TestApp) {
 
     let token = app.token_from_mail("new@example.org").await;
     let login = app
-        .call(Method::POST, "/auth/login", None, Some(json!({"token": token})))
+        .post_signed_out("/auth/login", json!({"token": token}))
         .await
         .expect(200);
     assert_eq!(login["user_id"], created["id"]);
-    let again = app
-        .call(Method::POST, "/auth/login", None, Some(json!({"token": token})))
-        .await;
+    let again = app.post_signed_out("/auth/login", json!({"token": token})).await;
     again.expect_problem(401, "invalid_credentials");
     let bearer = login["auth_token"].as_str().unwrap();
     app.put(
@@ -346,7 +321,6 @@ async fn permissions_are_changed_by_superusers_only(app: TestApp) {
 
 mod rate_limits {
     use crate::common::{Backend, TestApp};
-    use reqwest::Method;
     use serde_json::json;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -357,14 +331,9 @@ mod rate_limits {
         app.register("ada@example.org").await;
         let body = json!({"email": "ada@example.org", "password": "wrong-password"});
         for _ in 0..3 {
-            assert_eq!(
-                app.call(Method::POST, "/auth/login", None, Some(body.clone()))
-                    .await
-                    .status,
-                401
-            );
+            assert_eq!(app.post_signed_out("/auth/login", body.clone()).await.status, 401);
         }
-        let limited = app.call(Method::POST, "/auth/login", None, Some(body)).await;
+        let limited = app.post_signed_out("/auth/login", body).await;
         let retry: u64 = limited.headers["retry-after"].to_str().unwrap().parse().unwrap();
         assert!((1..=60).contains(&retry));
         limited.expect_problem(429, "rate_limited");

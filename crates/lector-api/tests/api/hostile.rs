@@ -144,7 +144,7 @@ async fn hostile_strings_in_auth_bodies(app: TestApp) {
     for (i, (what, value, expect)) in hostile().into_iter().enumerate() {
         let email = format!("u{i}{value}@example.org");
         let body = json!({"email": email, "password": "password-123", "first_name": "Eve"});
-        let answer = app.call(Method::POST, "/auth/register", None, Some(body)).await;
+        let answer = app.post_signed_out("/auth/register", body).await;
         let email_expect = match (what, expect) {
             ("emoji" | "combining", _) => Expect::Stored,
             _ => expect,
@@ -152,11 +152,11 @@ async fn hostile_strings_in_auth_bodies(app: TestApp) {
         check(answer, &format!("{what} in register email"), email_expect, "email");
 
         let body = json!({"email": format!("p{i}@example.org"), "password": format!("password-{value}")});
-        let answer = app.call(Method::POST, "/auth/register", None, Some(body)).await;
+        let answer = app.post_signed_out("/auth/register", body).await;
         check(answer, &format!("{what} in register password"), expect, "password");
 
         let body = json!({"email": format!("n{i}@example.org"), "password": "password-123", "first_name": value});
-        let answer = app.call(Method::POST, "/auth/register", None, Some(body)).await;
+        let answer = app.post_signed_out("/auth/register", body).await;
         check(answer, &format!("{what} in register first_name"), expect, "first_name");
 
         // Log-in never says more than "invalid credentials" about a clean value.
@@ -164,7 +164,7 @@ async fn hostile_strings_in_auth_bodies(app: TestApp) {
             ("email", json!({"email": email, "password": "password-123"})),
             ("password", json!({"email": "nobody@example.org", "password": value})),
         ] {
-            let answer = app.call(Method::POST, "/auth/login", None, Some(body)).await;
+            let answer = app.post_signed_out("/auth/login", body).await;
             let status = answer.status.as_u16();
             if expect == Expect::Refused {
                 check(answer, &format!("{what} in login {field}"), expect, field);

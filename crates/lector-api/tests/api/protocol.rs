@@ -174,11 +174,9 @@ async fn large_heads_answer_problems_and_every_answer_carries_its_headers() {
     for answer in [
         app.call(Method::GET, "/auth/status", None, None).await,
         app.get("/auth/status", "not-a-token").await,
-        app.call(
-            Method::POST,
+        app.post_signed_out(
             "/auth/login",
-            None,
-            Some(json!({"email": "ada@example.org", "password": "wrong-password"})),
+            json!({"email": "ada@example.org", "password": "wrong-password"}),
         )
         .await,
     ] {

@@ -283,6 +283,11 @@ impl TestApp {
         self.call(Method::POST, path, Some(token), Some(body)).await
     }
 
+    /// A POST without a token (sign-up, log-in, password mail and reset, invitations).
+    pub async fn post_signed_out(&self, path: &str, body: Value) -> Answer {
+        self.call(Method::POST, path, None, Some(body)).await
+    }
+
     pub async fn put(&self, path: &str, token: &str, body: Value) -> Answer {
         self.call(Method::PUT, path, Some(token), Some(body)).await
     }
@@ -294,10 +299,7 @@ impl TestApp {
     /// Registers a user through the API.
     pub async fn register(&self, email: &str) -> Session {
         let body = json!({"email": email, "password": "password-123", "first_name": "Test", "last_name": "User"});
-        let answer = self
-            .call(Method::POST, "/auth/register", None, Some(body))
-            .await
-            .expect(200);
+        let answer = self.post_signed_out("/auth/register", body).await.expect(200);
         Session::from_answer(&answer, email)
     }
 
@@ -315,10 +317,7 @@ impl TestApp {
 
     pub async fn login(&self, email: &str, password: &str) -> Session {
         let body = json!({"email": email, "password": password});
-        let answer = self
-            .call(Method::POST, "/auth/login", None, Some(body))
-            .await
-            .expect(200);
+        let answer = self.post_signed_out("/auth/login", body).await.expect(200);
         Session::from_answer(&answer, email)
     }
 
@@ -367,8 +366,7 @@ impl TestApp {
 
     /// Accepts an invitation with `body` (its token, a password, names), signed out; answers the answer.
     pub async fn accept_invitation(&self, body: Value) -> Answer {
-        self.call(Method::POST, "/organizations/users/invite/accept", None, Some(body))
-            .await
+        self.post_signed_out("/organizations/users/invite/accept", body).await
     }
 
     /// Creates a CLASS project named `name`, without classes; answers its id.
