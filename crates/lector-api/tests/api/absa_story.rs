@@ -9,6 +9,7 @@
 //! passes on a laptop, and fails in CI (`CI` set), as the PostgreSQL tests do.
 
 use crate::common::TestApp;
+use crate::common::tickets::analyze;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -137,15 +138,8 @@ async fn absa_model_story(app: TestApp) {
     let score = model["score"].as_f64().expect("a score");
     assert!(score > 0.3 && score <= 1.0, "macro F1 on the held-out fifth: {score}");
 
-    let texts: Vec<Value> = test.iter().map(|r| json!({"text": r.text})).collect();
-    let result = app
-        .post(
-            "/analyze",
-            &ada.token,
-            json!({"model_id": model["id"], "documents": texts, "split": false}),
-        )
-        .await
-        .expect(200);
+    let texts: Vec<&str> = test.iter().map(|r| r.text.as_str()).collect();
+    let result = analyze(&app, &ada, &model["id"], &texts).await;
     assert_eq!(result["type"], "ABSA");
     let predicted = predicted_pairs(&result);
     assert_eq!(predicted.len(), test.len());
