@@ -176,13 +176,10 @@ async fn class_model_story(app: TestApp) {
     .await;
     assert_eq!(warm["status"], "READY", "{warm}");
     assert_eq!((&warm["base"], &warm["base_id"]), (&json!("Tickets v1"), &model["id"]));
-    let sentiment = app
-        .post("/projects", &ada.token, json!({"name": "Sentiment", "type": "LABEL"}))
-        .await
-        .expect(201);
+    let sentiment = app.project_with_classes(&ada, "Sentiment", "LABEL", &[]).await;
     let problem = app
         .post(
-            &format!("/projects/{}/models", sentiment["id"]),
+            &format!("/projects/{sentiment}/models"),
             &ada.token,
             json!({"base_id": model["id"]}),
         )

@@ -128,16 +128,7 @@ async fn absa_projects_keep_their_labels(app: TestApp) {
 
 async fn classes_and_labels(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let id = app
-        .post(
-            "/projects",
-            &ada.token,
-            json!({"name": "Tickets", "type": "CLASSLABEL"}),
-        )
-        .await
-        .expect(201)["id"]
-        .as_i64()
-        .unwrap();
+    let id = app.project_with_classes(&ada, "Tickets", "CLASSLABEL", &[]).await;
     let classes = format!("/projects/{id}/classes");
     let billing = app
         .post(
