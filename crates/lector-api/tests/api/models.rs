@@ -38,21 +38,12 @@ fn with(field: &str, value: Value) -> Value {
     Value::Object(body)
 }
 
-/// Trains and waits for the job; answers the model as get_project_model gives it.
-async fn train(app: &TestApp, who: &Session, project: i64, body: Value) -> Value {
-    app.train_model(who, project, body).await
-}
-
 async fn class_model_story(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let (project, session) = labeled_tickets(&app, &ada, "Tickets").await;
-    let model = train(
-        &app,
-        &ada,
-        project,
-        json!({"display_name": "Tickets v1", "language": "en"}),
-    )
-    .await;
+    let model = app
+        .train_model(&ada, project, json!({"display_name": "Tickets v1", "language": "en"}))
+        .await;
     assert_eq!(model["status"], "READY", "{model}");
     assert_eq!(model["progress"], 1.0);
     assert_eq!(model["type"], "CLASS");
@@ -156,24 +147,20 @@ async fn class_model_story(app: TestApp) {
     )
     .await
     .expect_problem(409, "conflict");
-    let second = train(
-        &app,
-        &ada,
-        project,
-        json!({"name": "Tickets v2", "trainset_annotation_ids": [session], "testset_annotation_ids": [session]}),
-    )
-    .await;
+    let second = app
+        .train_model(
+            &ada,
+            project,
+            json!({"name": "Tickets v2", "trainset_annotation_ids": [session], "testset_annotation_ids": [session]}),
+        )
+        .await;
     assert_eq!(second["status"], "READY");
     assert_eq!(second["metrics"]["segments"], 42, "tested on the whole test session");
 
     // A warm start from the first model; a base of another type is refused up front.
-    let warm = train(
-        &app,
-        &ada,
-        project,
-        json!({"name": "Tickets v3", "base_id": model["id"]}),
-    )
-    .await;
+    let warm = app
+        .train_model(&ada, project, json!({"name": "Tickets v3", "base_id": model["id"]}))
+        .await;
     assert_eq!(warm["status"], "READY", "{warm}");
     assert_eq!((&warm["base"], &warm["base_id"]), (&json!("Tickets v1"), &model["id"]));
     let sentiment = app.project_with_classes(&ada, "Sentiment", "LABEL", &[]).await;
@@ -244,7 +231,7 @@ async fn training_is_checked_up_front_and_fails_readably(app: TestApp) {
     // One class only: the model fails with a reason a person can act on, notified once.
     app.labeled_session(&ada, project, "One class", labeled(&BILLING, "billing"))
         .await;
-    let model = train(&app, &ada, project, json!({"name": "Too little"})).await;
+    let model = app.train_model(&ada, project, json!({"name": "Too little"})).await;
     assert_eq!(model["status"], "FAILED");
     let reason = model["failure"].as_str().unwrap();
     assert!(
@@ -289,7 +276,9 @@ async fn models_follow_roles_and_tenancy(app: TestApp) {
     app.post(&models, &eve.token, json!({}))
         .await
         .expect_problem(404, "not_found");
-    let model = train(&app, &usa, project, json!({"display_name": "By a user"})).await;
+    let model = app
+        .train_model(&usa, project, json!({"display_name": "By a user"}))
+        .await;
     assert_eq!(model["status"], "READY");
     assert_eq!(model["owner"], "usa@example.org");
     let id = model["id"].as_i64().unwrap();
@@ -500,7 +489,9 @@ async fn label_model_story(app: TestApp) {
         }
     }
     app.labeled_session(&ada, project, "Reviews", documents).await;
-    let model = train(&app, &ada, project, json!({"display_name": "Sentiment"})).await;
+    let model = app
+        .train_model(&ada, project, json!({"display_name": "Sentiment"}))
+        .await;
     assert_eq!(model["status"], "READY", "{model}");
     assert_eq!(model["labels"], json!(["negative", "positive"]));
     let unseen = [
@@ -551,7 +542,7 @@ async fn a_label_model_learns_how_its_texts_were_typed(app: TestApp) {
         documents.push(json!({"text": text, "tags": [{"label": "typed"}]}));
     }
     app.labeled_session(&ada, project, "Two typings", documents).await;
-    let model = train(&app, &ada, project, json!({"display_name": "Typing"})).await;
+    let model = app.train_model(&ada, project, json!({"display_name": "Typing"})).await;
     assert_eq!(model["status"], "READY", "{model}");
     assert_eq!(model["metrics"]["features"], "folded+cased+shape", "{model}");
     let typed = [
@@ -595,7 +586,7 @@ async fn classlabel_model_story(app: TestApp) {
         }
     }
     app.labeled_session(&ada, project, "Reviews", documents).await;
-    let model = train(&app, &ada, project, json!({"display_name": "Aspects"})).await;
+    let model = app.train_model(&ada, project, json!({"display_name": "Aspects"})).await;
     assert_eq!(model["status"], "READY", "{model}");
     assert_eq!(model["classes"], json!(["food", "service"]));
     let unseen = [
@@ -643,13 +634,13 @@ fn model_files(app: &TestApp) -> usize {
 async fn a_project_shows_its_models_and_takes_their_files_when_deleted(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
-    let model = train(&app, &ada, project, json!({"name": "Tickets v1"})).await;
+    let model = app.train_model(&ada, project, json!({"name": "Tickets v1"})).await;
     let shown = app.get(&format!("/projects/{project}"), &ada.token).await.expect(200);
     assert_eq!(shown["models"].as_array().map(Vec::len), Some(1), "{shown}");
     assert_eq!(shown["models"][0]["id"], model["id"]);
     assert_eq!(shown["models"][0]["status"], "READY");
     // A name that is a number is found by name when no model of the workspace has that id.
-    let numbered = train(&app, &ada, project, json!({"name": "2024"})).await;
+    let numbered = app.train_model(&ada, project, json!({"name": "2024"})).await;
     let workspace = default_workspace(&app, &ada).await;
     let (_, _, by_name) = app
         .download(&ada.token, &format!("/organizations/{workspace}/models/2024/download"))
