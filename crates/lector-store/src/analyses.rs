@@ -135,7 +135,16 @@ impl Store {
 
     /// An analysis of a project (404 when the project has none with this id).
     pub(crate) async fn analysis_of(&self, project_id: i64, id: i64) -> Result<Analysis> {
-        let sql = format!("SELECT {ANALYSIS_COLUMNS} FROM analyses a WHERE a.project_id = $1 AND a.id = $2");
-        fetch_record(sqlx::query(&sql).bind(project_id).bind(id), &self.pool, "analysis").await
+        analysis_in(&self.pool, project_id, id).await
     }
+}
+
+/// An analysis of the project as `executor` sees it (a transaction sees its own writes).
+pub(crate) async fn analysis_in<'c>(
+    executor: impl sqlx::Executor<'c, Database = sqlx::Any>,
+    project_id: i64,
+    id: i64,
+) -> Result<Analysis> {
+    let sql = format!("SELECT {ANALYSIS_COLUMNS} FROM analyses a WHERE a.project_id = $1 AND a.id = $2");
+    fetch_record(sqlx::query(&sql).bind(project_id).bind(id), executor, "analysis").await
 }

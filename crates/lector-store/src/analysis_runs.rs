@@ -177,11 +177,12 @@ impl Store {
         if input.is_some() || payload.import.is_some() {
             set_task(&mut tx, "document_groups", group_id, job.id).await?;
         }
+        // The answer is read in the transaction that queues the job, so it shows the analysis
+        // QUEUED however soon a worker claims the job.
+        let analysis = crate::analyses::analysis_in(&mut *tx, project.id, id).await?;
         tx.commit().await.map_err(db)?;
-        // The answer is read before the workers wake, so it shows the analysis QUEUED.
-        let analysis = self.analysis_of(project.id, id).await;
         self.wake_workers();
-        analysis
+        Ok(analysis)
     }
 
     /// An analysis the caller may read (with `Action::Read`) or change; another workspace's

@@ -235,10 +235,10 @@ impl Store {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let mut tx = self.begin_write().await?;
         let group_id = queue_import(&mut tx, scope, &project, name, source, options, Some(documents)).await?;
+        let group = group_in(&mut *tx, project.id, group_id).await?;
         tx.commit().await.map_err(db)?;
-        let group = self.group_of(project.id, group_id).await;
         self.wake_workers();
-        group
+        Ok(group)
     }
 
     /// Creates a group in PROCESSING and the job that will fill it from an uploaded file of the
@@ -258,10 +258,10 @@ impl Store {
         let mut tx = self.begin_write().await?;
         mark_used_in(&mut tx, upload.id).await?;
         let group_id = queue_import(&mut tx, scope, &project, name, "file", options, None).await?;
+        let group = group_in(&mut *tx, project.id, group_id).await?;
         tx.commit().await.map_err(db)?;
-        let group = self.group_of(project.id, group_id).await;
         self.wake_workers();
-        group
+        Ok(group)
     }
 
     /// Stores one batch of an import under the job's lease, each document at its place in the
@@ -381,9 +381,7 @@ impl Store {
     }
 
     async fn group_of(&self, project_id: i64, group_id: i64) -> Result<DocumentGroup> {
-        let sql = format!("SELECT {GROUP_COLUMNS} FROM document_groups g WHERE g.project_id = $1 AND g.id = $2");
-        let query = sqlx::query(&sql).bind(project_id).bind(group_id);
-        fetch_record(query, &self.pool, "document group").await
+        group_in(&self.pool, project_id, group_id).await
     }
 
     /// Renames a group and adds documents to it: existing ones by id, new ones whole.
@@ -593,4 +591,16 @@ pub(crate) async fn project_documents(
         )]));
     }
     Ok(found)
+}
+
+/// A group of the project as `executor` sees it: read in the transaction that queues its
+/// import, it shows the group PROCESSING however soon a worker takes the job.
+async fn group_in<'c>(
+    executor: impl sqlx::Executor<'c, Database = sqlx::Any>,
+    project_id: i64,
+    group_id: i64,
+) -> Result<DocumentGroup> {
+    let sql = format!("SELECT {GROUP_COLUMNS} FROM document_groups g WHERE g.project_id = $1 AND g.id = $2");
+    let query = sqlx::query(&sql).bind(project_id).bind(group_id);
+    fetch_record(query, executor, "document group").await
 }

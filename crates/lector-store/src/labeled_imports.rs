@@ -66,10 +66,12 @@ impl Store {
             .in_project(project.workspace_id, project.id);
         let job = enqueue_in(&mut tx, job).await?;
         set_task(&mut tx, "document_groups", group_id, job.id).await?;
+        // Read in the transaction that queues the job: the session shows STARTED however soon a
+        // worker takes it.
+        let session = crate::sessions::session_in(&mut *tx, project.id, session_id).await?;
         tx.commit().await.map_err(db)?;
-        let session = self.session_of(project.id, session_id).await;
         self.wake_workers();
-        Ok((session?, job.id))
+        Ok((session, job.id))
     }
 
     /// Stores one batch of a labeled import under the job's lease: the documents at consecutive

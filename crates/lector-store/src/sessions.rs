@@ -170,12 +170,7 @@ impl Store {
     }
 
     pub(crate) async fn session_of(&self, project_id: i64, session_id: i64) -> Result<Session> {
-        let sql = format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions s JOIN projects p ON p.id = s.project_id \
-             WHERE s.project_id = $1 AND s.id = $2"
-        );
-        let query = sqlx::query(&sql).bind(project_id).bind(session_id);
-        fetch_record(query, &self.pool, "labeling session").await
+        session_in(&self.pool, project_id, session_id).await
     }
 
     pub async fn session(&self, scope: &Scope, project_id: i64, session_id: i64) -> Result<Session> {
@@ -636,4 +631,18 @@ pub(crate) async fn refresh_status(tx: &mut Transaction<'static, Any>, session_i
     };
     update.bind(session_id).execute(&mut **tx).await.map_err(db)?;
     Ok(())
+}
+
+/// A session of the project as `executor` sees it (a transaction sees its own writes).
+pub(crate) async fn session_in<'c>(
+    executor: impl sqlx::Executor<'c, Database = sqlx::Any>,
+    project_id: i64,
+    session_id: i64,
+) -> Result<Session> {
+    let sql = format!(
+        "SELECT {SESSION_COLUMNS} FROM sessions s JOIN projects p ON p.id = s.project_id \
+         WHERE s.project_id = $1 AND s.id = $2"
+    );
+    let query = sqlx::query(&sql).bind(project_id).bind(session_id);
+    fetch_record(query, executor, "labeling session").await
 }
