@@ -36,10 +36,12 @@ pub(crate) const ANALYSIS_COLUMNS: &str = "a.id, a.uuid, a.project_id, a.model_i
      a.type, a.progress, a.created, a.finished, a.document_group_id, a.task_id, a.failure, \
      (SELECT COUNT(*) FROM analysis_documents ad WHERE ad.analysis_id = a.id) AS document_count";
 
-from_row!(Analysis {
-    id, uuid, project_id, model_id, user_id, name, description, status, kind = "type", progress,
-    created, finished, document_count, document_group_id, task_id, failure,
-});
+from_row! {
+    Analysis {
+        id, uuid, project_id, model_id, user_id, name, description, status, kind = "type", progress,
+        created, finished, document_count, document_group_id, task_id, failure,
+    }
+}
 
 /// A new analysis of documents of a project.
 #[derive(Debug, Clone, Default)]

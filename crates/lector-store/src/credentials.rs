@@ -38,15 +38,7 @@ impl fmt::Debug for Credential {
     }
 }
 
-from_row!(Credential {
-    id,
-    workspace_id,
-    name,
-    source,
-    sealed_secret,
-    created,
-    created_by
-});
+from_row! { Credential { id, workspace_id, name, source, sealed_secret, created, created_by } }
 
 /// A credential to store; the secret is already sealed for the workspace.
 #[derive(Clone)]

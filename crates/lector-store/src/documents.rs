@@ -47,9 +47,11 @@ pub struct Document {
 
 pub(crate) const DOCUMENT_COLUMNS: &str = "d.id, d.project_id, d.group_id, d.text, d.meta, d.language, d.created";
 
-from_row!(Document {
-    id, project_id, group_id, text, meta, language, created,
-}; checked: crate::CHECKED);
+from_row! {
+    Document {
+        id, project_id, group_id, text, meta, language, created,
+    }; checked: crate::CHECKED
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Segment {
@@ -64,9 +66,11 @@ pub struct Segment {
     pub(crate) checked: crate::Checked,
 }
 
-from_row!(Segment {
-    id, document_id, position, start = "span_start", end = "span_end", text, layout,
-}; checked: crate::CHECKED);
+from_row! {
+    Segment {
+        id, document_id, position, start = "span_start", end = "span_end", text, layout,
+    }; checked: crate::CHECKED
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct DocumentGroup {
@@ -84,16 +88,11 @@ pub struct DocumentGroup {
 const GROUP_COLUMNS: &str = "g.id, g.project_id, g.name, g.source, g.status, g.task_id, g.created, \
      (SELECT COUNT(*) FROM documents d WHERE d.group_id = g.id) AS document_count";
 
-from_row!(DocumentGroup {
-    id,
-    project_id,
-    name,
-    source,
-    status,
-    task_id,
-    document_count,
-    created
-});
+from_row! {
+    DocumentGroup {
+        id, project_id, name, source, status, task_id, document_count, created,
+    }
+}
 
 impl Store {
     pub async fn create_document(

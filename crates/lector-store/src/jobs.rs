@@ -230,23 +230,12 @@ pub struct Job {
 const JOB_COLUMNS: &str = "id, kind, payload, state, workspace_id, project_id, user_id, attempts, max_attempts, \
      progress, result, error, created, updated, finished, fencing_token";
 
-from_row!(Job {
-    id,
-    kind,
-    payload,
-    state,
-    workspace_id,
-    project_id,
-    user_id,
-    attempts,
-    max_attempts,
-    progress,
-    result,
-    error,
-    created,
-    updated,
-    finished,
-});
+from_row! {
+    Job {
+        id, kind, payload, state, workspace_id, project_id, user_id, attempts, max_attempts,
+        progress, result, error, created, updated, finished,
+    }
+}
 
 /// A claimed job: only the holder of the current fencing token may write its results.
 #[derive(Debug, Clone)]

@@ -12,7 +12,7 @@ pub(crate) fn flag(row: &AnyRow, column: &str) -> Result<bool, sqlx::Error> {
 }
 
 /// A field's type as read from its column, the same on both backends: numbers and text as
-/// stored, flags by [`flag`], times as the epoch milliseconds they are stored as, the
+/// stored, flags by [`flag`], times as the epoch microseconds they are stored as, the
 /// vocabulary's enums by their stored names, JSON from the text it is kept as, and NULL as
 /// `None` of any of these.
 pub(crate) trait Column: Sized {
@@ -96,7 +96,8 @@ impl<T: Column> Column for Option<T> {
 
 /// Implements [`FromAnyRow`] for a record whose fields are each read by their type's
 /// [`Column`] from the column of the field's name (or the one named after `=`); fields after
-/// the `;` take the values given (the scoped-read proof, [`CHECKED`]).
+/// the `;` take the values given (the scoped-read proof, [`CHECKED`]). Invoked with braces
+/// (`from_row! { Record { … } }`), which rustfmt leaves as written.
 macro_rules! from_row {
     ($record:ty { $($field:ident $(= $column:literal)?),* $(,)? } $(; $($fixed:ident: $value:expr),* $(,)?)?) => {
         impl $crate::records::FromAnyRow for $record {
@@ -181,19 +182,12 @@ pub struct User {
 pub(crate) const USER_COLUMNS: &str = "id, email, first_name, last_name, is_superuser, is_betauser, is_active, \
      token_version, personal_workspace_id, default_workspace_id, created";
 
-from_row!(User {
-    id,
-    email,
-    first_name,
-    last_name,
-    is_superuser,
-    is_betauser,
-    is_active,
-    token_version,
-    personal_workspace_id,
-    default_workspace_id,
-    created,
-});
+from_row! {
+    User {
+        id, email, first_name, last_name, is_superuser, is_betauser, is_active, token_version,
+        personal_workspace_id, default_workspace_id, created,
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Workspace {
@@ -220,9 +214,11 @@ impl Workspace {
     }
 }
 
-from_row!(Workspace {
-    id, name, description, created, is_beta, is_read_only, is_active,
-}; checked: CHECKED);
+from_row! {
+    Workspace {
+        id, name, description, created, is_beta, is_read_only, is_active,
+    }; checked: CHECKED
+}
 
 /// A workspace as one of the caller's: with the caller's role and whether it is the default.
 #[derive(Debug, Clone, PartialEq)]
@@ -244,14 +240,7 @@ pub struct Membership {
 
 pub(crate) const MEMBERSHIP_COLUMNS: &str = "m.id, m.workspace_id, m.user_id, u.email AS user_email, m.role, m.created";
 
-from_row!(Membership {
-    id,
-    workspace_id,
-    user_id,
-    user_email,
-    role,
-    created
-});
+from_row! { Membership { id, workspace_id, user_id, user_email, role, created } }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InvitationStatus {
@@ -276,16 +265,7 @@ pub struct Invitation {
 
 pub(crate) const INVITATION_COLUMNS: &str = "id, workspace_id, email, role, invited_by_id, status, created, expires";
 
-from_row!(Invitation {
-    id,
-    workspace_id,
-    email,
-    role,
-    invited_by_id,
-    status,
-    created,
-    expires
-});
+from_row! { Invitation { id, workspace_id, email, role, invited_by_id, status, created, expires } }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProductKey {
@@ -299,13 +279,7 @@ pub struct ProductKey {
 
 pub(crate) const PRODUCT_KEY_COLUMNS: &str = "id, user_id, name, prefix, created";
 
-from_row!(ProductKey {
-    id,
-    user_id,
-    name,
-    prefix,
-    created
-});
+from_row! { ProductKey { id, user_id, name, prefix, created } }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notification {
@@ -320,7 +294,7 @@ pub struct Notification {
 
 pub(crate) const NOTIFICATION_COLUMNS: &str = "id, user_id, type, title, text, created, read";
 
-from_row!(Notification { id, user_id, kind = "type", title, text, created, read });
+from_row! { Notification { id, user_id, kind = "type", title, text, created, read } }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Project {
@@ -339,9 +313,11 @@ pub struct Project {
 pub(crate) const PROJECT_COLUMNS: &str =
     "p.id, p.workspace_id, p.name, p.type, p.status, p.external_id, p.language, p.created";
 
-from_row!(Project {
-    id, workspace_id, name, kind = "type", status, external_id, language, created,
-}; checked: CHECKED);
+from_row! {
+    Project {
+        id, workspace_id, name, kind = "type", status, external_id, language, created,
+    }; checked: CHECKED
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Class {
@@ -355,14 +331,7 @@ pub struct Class {
 
 pub(crate) const CLASS_COLUMNS: &str = "id, project_id, name, example, description, created";
 
-from_row!(Class {
-    id,
-    project_id,
-    name,
-    example,
-    description,
-    created
-});
+from_row! { Class { id, project_id, name, example, description, created } }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Label {
@@ -374,9 +343,4 @@ pub struct Label {
 
 pub(crate) const LABEL_COLUMNS: &str = "id, project_id, name, created";
 
-from_row!(Label {
-    id,
-    project_id,
-    name,
-    created
-});
+from_row! { Label { id, project_id, name, created } }

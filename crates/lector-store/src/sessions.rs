@@ -56,10 +56,13 @@ const SESSION_COLUMNS: &str = "s.id, s.uuid, s.project_id, p.workspace_id, s.use
       WHERE sd.session_id = s.id) AS segment_count, \
      (SELECT COUNT(*) FROM segment_statuses st WHERE st.session_id = s.id) AS annotated_count";
 
-from_row!(Session {
-    id, uuid, project_id, workspace_id, user_id, name, description, mode, status, document_group_id,
-    model_id, created, finished, document_count, segment_count, annotated_count,
-}; checked: crate::CHECKED);
+from_row! {
+    Session {
+        id, uuid, project_id, workspace_id, user_id, name, description, mode, status,
+        document_group_id, model_id, created, finished, document_count, segment_count,
+        annotated_count,
+    }; checked: crate::CHECKED
+}
 
 /// A new document that arrives with its tags: one list of tags per segment, and whether each
 /// segment counts as annotated.

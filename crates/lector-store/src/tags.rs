@@ -87,13 +87,7 @@ pub struct SegmentMark {
     pub created: Timestamp,
 }
 
-from_row!(SegmentMark {
-    session_id,
-    segment_id,
-    document_id,
-    name,
-    created
-});
+from_row! { SegmentMark { session_id, segment_id, document_id, name, created } }
 
 impl Store {
     /// The tags on segments read through a scoped call: of one session, or of every session

@@ -57,9 +57,11 @@ fn blob_key(id: Uuid) -> String {
 const UPLOAD_COLUMNS: &str =
     "id, workspace_id, project_id, user_id, file_name, format, byte_size, columns, created, used";
 
-from_row!(Upload {
-    id, workspace_id, project_id, user_id, file_name, format, byte_size, columns, created, used,
-}; checked: crate::CHECKED);
+from_row! {
+    Upload {
+        id, workspace_id, project_id, user_id, file_name, format, byte_size, columns, created, used,
+    }; checked: crate::CHECKED
+}
 
 /// What an upload is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -58,19 +58,12 @@ impl std::fmt::Debug for Workflow {
     }
 }
 
-from_row!(Workflow {
-    id,
-    workspace_id,
-    name,
-    definition,
-    auth_digest,
-    keep_data,
-    active,
-    run_as,
-    created_by,
-    created,
-    updated,
-});
+from_row! {
+    Workflow {
+        id, workspace_id, name, definition, auth_digest, keep_data, active, run_as, created_by,
+        created, updated,
+    }
+}
 
 /// A workflow's fields as a create or an update writes them.
 #[derive(Clone, PartialEq)]
@@ -119,17 +112,7 @@ pub struct Execution {
     pub data: Option<String>,
 }
 
-from_row!(Execution {
-    id,
-    workflow_id,
-    mode,
-    method,
-    status,
-    started,
-    finished,
-    error,
-    data
-});
+from_row! { Execution { id, workflow_id, mode, method, status, started, finished, error, data } }
 
 /// An execution's end, as recorded.
 #[derive(Debug, Clone, PartialEq)]
