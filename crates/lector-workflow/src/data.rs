@@ -2,6 +2,9 @@
 //! with it, read and written by dot paths (`body.customer.name`, `analysis.segments.0.text`)
 //! and rendered into templates (`Ticket from {{ body.from }}`).
 
+use crate::definition::MAX_RENDERED_BYTES;
+use lector_core::{Error, ErrorCode, Result};
+use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -79,36 +82,71 @@ pub fn set(object: &mut Map<String, Value>, path: &str, value: Value) {
     current.insert(last.to_owned(), value);
 }
 
-/// The text a value renders to in a template: strings as they are, nothing for a missing
-/// value or null, anything else as JSON.
-pub fn render_value(value: Option<&Value>) -> String {
-    match value {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(text)) => text.clone(),
-        Some(other) => other.to_string(),
-    }
-}
-
-/// `template` with each `{{ path }}` replaced by the entry's value there.
-pub fn render(template: &str, object: &Map<String, Value>) -> String {
-    let mut out = String::with_capacity(template.len());
+/// `template` with each `{{ path }}` replaced by the entry's value there (a string as it is,
+/// nothing for a missing value or null, anything else as JSON); refused (422) once the text
+/// would pass [`MAX_RENDERED_BYTES`].
+pub fn render(template: &str, object: &Map<String, Value>) -> Result<String> {
+    let mut out = String::with_capacity(template.len().min(MAX_RENDERED_BYTES));
     let mut rest = template;
     while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
+        push_bounded(&mut out, &rest[..start])?;
         let after = &rest[start + 2..];
         match after.find("}}") {
             Some(end) => {
-                out.push_str(&render_value(get(object, after[..end].trim())));
+                let path = after[..end].trim();
+                match get(object, path) {
+                    None | Some(Value::Null) => {}
+                    Some(Value::String(text)) => push_bounded(&mut out, text)?,
+                    Some(other) => {
+                        if json_size(other) > MAX_RENDERED_BYTES - out.len() {
+                            return Err(too_long());
+                        }
+                        out.push_str(&other.to_string());
+                    }
+                }
                 rest = &after[end + 2..];
             }
             None => {
-                out.push_str(&rest[start..]);
+                push_bounded(&mut out, &rest[start..])?;
                 rest = "";
             }
         }
     }
-    out.push_str(rest);
-    out
+    push_bounded(&mut out, rest)?;
+    Ok(out)
+}
+
+fn push_bounded(out: &mut String, text: &str) -> Result<()> {
+    if text.len() > MAX_RENDERED_BYTES - out.len() {
+        return Err(too_long());
+    }
+    out.push_str(text);
+    Ok(())
+}
+
+fn too_long() -> Error {
+    Error::new(
+        ErrorCode::ValidationFailed,
+        format!("a template renders to more than {MAX_RENDERED_BYTES} bytes"),
+    )
+}
+
+/// The length of a value written as compact JSON, counted without writing it out.
+pub fn json_size<T: Serialize + ?Sized>(value: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // JSON values and maps always serialize, and the sink never fails.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 #[cfg(test)]
@@ -144,9 +182,29 @@ mod tests {
     fn templates_render_strings_plainly_and_the_rest_as_json() {
         let o = object(json!({"body": {"from": "ann@example.com", "n": 3, "tags": ["x"]}}));
         assert_eq!(
-            render("From {{ body.from }} ({{body.n}}) {{ body.tags }} {{ gone }}!", &o),
+            render("From {{ body.from }} ({{body.n}}) {{ body.tags }} {{ gone }}!", &o).unwrap(),
             "From ann@example.com (3) [\"x\"] !"
         );
-        assert_eq!(render("open {{ never closed", &o), "open {{ never closed");
+        assert_eq!(render("open {{ never closed", &o).unwrap(), "open {{ never closed");
+    }
+
+    #[test]
+    fn a_template_may_not_render_past_the_cap() {
+        let half = "x".repeat(MAX_RENDERED_BYTES / 2);
+        let o = object(json!({"body": half, "list": [half]}));
+        assert_eq!(render("{{body}}{{body}}", &o).unwrap().len(), MAX_RENDERED_BYTES);
+        let error = render("{{body}}{{body}}!", &o).unwrap_err();
+        assert_eq!(error.code, ErrorCode::ValidationFailed);
+        assert_eq!(error.detail, "a template renders to more than 1048576 bytes");
+        assert!(render("{{body}}{{list}}", &o).is_err(), "a JSON value counts too");
+        // 1,250 placeholders over a 16 MiB body fail at the cap instead of building 20 GB.
+        let big = object(json!({"body": "y".repeat(16 * 1024 * 1024)}));
+        assert!(render(&"{{body}}".repeat(1250), &big).is_err());
+    }
+
+    #[test]
+    fn json_size_is_the_compact_length() {
+        let value = json!({"a": [1, "two", null], "b": {"c": true}});
+        assert_eq!(json_size(&value), value.to_string().len());
     }
 }

@@ -6,7 +6,7 @@
 //! is here, where it is tested without a server.
 
 use crate::data::{self, Binary, Entry};
-use crate::definition::{Level, Method, ResponseData, Step, Trigger};
+use crate::definition::{Level, MAX_DATA_GROWTH_BYTES, Method, ResponseData, Step, Trigger};
 use lector_core::{Error, ErrorCode, Result};
 use serde_json::{Map, Value, json};
 use std::future::Future;
@@ -80,12 +80,17 @@ fn recorded(step: usize, kind: &str, entries: &[Entry]) -> Value {
     json!({"step": step, "type": kind, "entries": entries.iter().map(Entry::recorded).collect::<Vec<_>>()})
 }
 
-/// Runs `steps` in order over the webhook's entry.
+/// Runs `steps` in order over the webhook's entry. The entries' JSON may grow by at most
+/// [`MAX_DATA_GROWTH_BYTES`] over the input's; a step that passes it fails the run.
 pub async fn run<E: Effects>(steps: &[Step], input: Entry, effects: &E) -> std::result::Result<Finished, Failed> {
+    let limit = data::json_size(&input.json).saturating_add(MAX_DATA_GROWTH_BYTES);
     let mut entries = vec![input];
     let mut record = vec![recorded(0, "webhook", &entries)];
     for (i, step) in steps.iter().enumerate() {
-        match run_step(step, entries, effects).await {
+        let outcome = run_step(step, entries, effects, limit)
+            .await
+            .and_then(|next| within(next, limit));
+        match outcome {
             Ok(next) => entries = next,
             Err(error) => {
                 return Err(Failed {
@@ -106,7 +111,25 @@ fn unprocessable(detail: String) -> Error {
     Error::new(ErrorCode::ValidationFailed, detail)
 }
 
-async fn run_step<E: Effects>(step: &Step, mut entries: Vec<Entry>, effects: &E) -> Result<Vec<Entry>> {
+/// The entries, if their JSON holds at most `limit` bytes.
+fn within(entries: Vec<Entry>, limit: usize) -> Result<Vec<Entry>> {
+    let size = entries
+        .iter()
+        .fold(0usize, |sum, entry| sum.saturating_add(data::json_size(&entry.json)));
+    if size > limit {
+        return Err(too_much_data(limit));
+    }
+    Ok(entries)
+}
+
+fn too_much_data(limit: usize) -> Error {
+    unprocessable(format!(
+        "the workflow's data would pass {limit} bytes (what the webhook brought and {MAX_DATA_GROWTH_BYTES} \
+         bytes more)"
+    ))
+}
+
+async fn run_step<E: Effects>(step: &Step, mut entries: Vec<Entry>, effects: &E, limit: usize) -> Result<Vec<Entry>> {
     match step {
         Step::Analyze {
             model_id,
@@ -145,7 +168,7 @@ async fn run_step<E: Effects>(step: &Step, mut entries: Vec<Entry>, effects: &E)
         } => {
             for entry in &entries {
                 effects
-                    .notify(*user_id, *level, data::render(message, &entry.json))
+                    .notify(*user_id, *level, data::render(message, &entry.json)?)
                     .await?;
             }
         }
@@ -159,11 +182,11 @@ async fn run_step<E: Effects>(step: &Step, mut entries: Vec<Entry>, effects: &E)
             for entry in &mut entries {
                 let call = HttpCall {
                     method: *method,
-                    url: data::render(url, &entry.json),
+                    url: data::render(url, &entry.json)?,
                     headers: headers
                         .iter()
-                        .map(|(name, value)| (name.clone(), data::render(value, &entry.json)))
-                        .collect(),
+                        .map(|(name, value)| Ok((name.clone(), data::render(value, &entry.json)?)))
+                        .collect::<Result<_>>()?,
                     body: send_entry.then(|| Value::Object(entry.json.clone()).to_string().into_bytes()),
                 };
                 let answer = effects.http(call).await?;
@@ -171,6 +194,9 @@ async fn run_step<E: Effects>(step: &Step, mut entries: Vec<Entry>, effects: &E)
             }
         }
         Step::Set { fields, keep_only_set } => {
+            // What the step writes is counted as it goes, so copies of a large value stop at the
+            // limit instead of after the step.
+            let mut written = 0usize;
             for entry in &mut entries {
                 let source = entry.json.clone();
                 if *keep_only_set {
@@ -178,11 +204,15 @@ async fn run_step<E: Effects>(step: &Step, mut entries: Vec<Entry>, effects: &E)
                 }
                 for mapping in fields {
                     let value = match (&mapping.value, &mapping.from) {
-                        (Some(Value::String(template)), _) => Value::String(data::render(template, &source)),
+                        (Some(Value::String(template)), _) => Value::String(data::render(template, &source)?),
                         (Some(value), _) => value.clone(),
                         (None, Some(from)) => data::get(&source, from).cloned().unwrap_or(Value::Null),
                         (None, None) => Value::Null,
                     };
+                    written = written.saturating_add(data::json_size(&value));
+                    if written > limit {
+                        return Err(too_much_data(limit));
+                    }
                     data::set(&mut entry.json, &mapping.name, value);
                 }
             }
@@ -416,6 +446,82 @@ mod tests {
         assert_eq!(json["meta"]["n"], 3);
         assert_eq!(json["copy"], "Ann");
         assert_eq!(json["body"]["name"], "Ann");
+    }
+
+    #[tokio::test]
+    async fn a_template_that_renders_past_the_cap_fails_its_step() {
+        let many = "{{body}}".repeat(1249);
+        let d = definition(json!({"trigger": {"path": "x"}, "steps": [
+            {"type": "notify", "user_id": 1, "message": "fine"},
+            {"type": "set", "fields": [{"name": "huge", "value": many}]}
+        ]}));
+        let mut problems = lector_core::validate::Problems::default();
+        d.check(&mut problems, false);
+        assert!(
+            problems.0.is_empty(),
+            "the definition itself is allowed: {:?}",
+            problems.0
+        );
+        let failed = run(&d.steps, input(json!("b".repeat(1000))), &Fake::default())
+            .await
+            .unwrap_err();
+        assert_eq!((failed.step, failed.kind), (2, "set"));
+        assert_eq!(failed.error.code, ErrorCode::ValidationFailed);
+        assert_eq!(
+            failed.message(),
+            "step 2 (set) failed: a template renders to more than 1048576 bytes"
+        );
+        assert_eq!(failed.record.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_field_fed_to_itself_stops_at_the_cap() {
+        let mut steps = vec![json!({"type": "set", "fields": [{"name": "a", "value": "{{ body }}"}]})];
+        steps.extend((0..19).map(|_| json!({"type": "set", "fields": [{"name": "a", "value": "{{a}}{{a}}"}]})));
+        let d = definition(json!({"trigger": {"path": "x"}, "steps": steps}));
+        // 4 KiB doubled at each step passes 1 MiB at the ninth doubling (step 10).
+        let failed = run(&d.steps, input(json!("c".repeat(4096))), &Fake::default())
+            .await
+            .unwrap_err();
+        assert_eq!((failed.step, failed.kind), (10, "set"));
+        assert_eq!(failed.error.detail, "a template renders to more than 1048576 bytes");
+        // Calls and notifications render their templates under the same cap.
+        let call = definition(json!({"trigger": {"path": "x"}, "steps": [
+            {"type": "http_request", "method": "GET", "url": "https://crm.example/{{body}}{{body}}"}
+        ]}));
+        let fake = Fake::default();
+        let failed = run(&call.steps, input(json!("d".repeat(600_000))), &fake)
+            .await
+            .unwrap_err();
+        assert_eq!(failed.kind, "http_request");
+        assert!(fake.calls.lock().unwrap().is_empty(), "no call was made");
+    }
+
+    #[tokio::test]
+    async fn copies_stop_once_the_data_passes_its_bound() {
+        let fields: Vec<Value> = (0..40)
+            .map(|i| json!({"name": format!("copy{i}"), "from": "body"}))
+            .collect();
+        let d = definition(json!({"trigger": {"path": "x"}, "steps": [{"type": "set", "fields": fields}]}));
+        let body = "e".repeat(1024 * 1024);
+        let input = input(json!(body));
+        let limit = data::json_size(&input.json) + MAX_DATA_GROWTH_BYTES;
+        let failed = run(&d.steps, input, &Fake::default()).await.unwrap_err();
+        assert_eq!((failed.step, failed.kind), (1, "set"));
+        assert_eq!(failed.error.code, ErrorCode::ValidationFailed);
+        assert_eq!(
+            failed.error.detail,
+            format!("the workflow's data would pass {limit} bytes (what the webhook brought and 33554432 bytes more)")
+        );
+        // Fewer copies stay within it.
+        let few: Vec<Value> = (0..8)
+            .map(|i| json!({"name": format!("copy{i}"), "from": "body"}))
+            .collect();
+        let d = definition(json!({"trigger": {"path": "x"}, "steps": [{"type": "set", "fields": few}]}));
+        let done = run(&d.steps, super::tests::input(json!(body)), &Fake::default())
+            .await
+            .unwrap();
+        assert_eq!(done.entries[0].json["copy7"].as_str().map(str::len), Some(1024 * 1024));
     }
 
     #[test]

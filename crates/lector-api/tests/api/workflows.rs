@@ -17,6 +17,7 @@ backend_tests!(
     the_trigger_authenticates_its_callers,
     each_method_may_lead_to_its_own_steps,
     a_failing_step_stops_the_execution,
+    a_template_past_its_cap_fails_the_run,
     files_and_forms_reach_the_steps,
     a_customer_email_is_answered_with_its_class,
 );
@@ -771,6 +772,38 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
         gone.json["detail"].as_str().unwrap().contains("activate it"),
         "{}",
         gone.text
+    );
+}
+
+/// A template that renders past 1 MiB (placeholders for the whole body, many times over) fails
+/// its step instead of growing without bound; the execution records why.
+async fn a_template_past_its_cap_fails_the_run(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let template = "{{ body.text }}".repeat(600);
+    let workflow = create(
+        &app,
+        &ada,
+        json!({"name": "Huge", "trigger": {"path": "huge", "http_method": "POST",
+        "response_mode": "last_step"},
+        "steps": [{"type": "set", "fields": [{"name": "huge", "value": template}], "keep_only_set": true}]}),
+    )
+    .await;
+    activate(&app, &ada, id(&workflow)).await.expect(200);
+    let small = post_hook(&app, "/webhook/huge", json!({"text": "ab"})).await;
+    assert_eq!(small.status, 200, "{}", small.text);
+    assert_eq!(small.json["huge"].as_str().map(str::len), Some(1200));
+    let failed = post_hook(&app, "/webhook/huge", json!({"text": "x".repeat(2000)})).await;
+    let detail = "step 1 (set) failed: a template renders to more than 1048576 bytes";
+    assert_eq!(
+        (failed.status, failed.json["detail"].clone()),
+        (422, json!(detail)),
+        "{}",
+        failed.text
+    );
+    let recorded = executions(&app, &ada, id(&workflow)).await;
+    assert_eq!(
+        (recorded[0]["status"].clone(), recorded[0]["error"].clone()),
+        (json!("error"), json!(detail))
     );
 }
 

@@ -13,6 +13,13 @@ pub const MAX_STEPS: usize = 20;
 pub const MAX_PATH_CHARS: usize = 200;
 /// Longest template (a notification's message, a URL, a header value, a set value).
 pub const MAX_TEMPLATE_CHARS: usize = 2000;
+/// Most bytes one template may render to. Each `{{ path }}` brings its whole value, so a
+/// template of many placeholders over a large body (or `set` steps that feed a field to itself)
+/// would otherwise grow without bound; a step whose template passes it fails the run.
+pub const MAX_RENDERED_BYTES: usize = 1024 * 1024;
+/// Most bytes of JSON a run's steps may add to what its webhook brought (its entries' JSON
+/// together); a step that passes it fails the run.
+pub const MAX_DATA_GROWTH_BYTES: usize = 32 * 1024 * 1024;
 /// Most fields one `set` step writes, and most headers one `http_request` sends.
 pub const MAX_FIELDS: usize = 50;
 /// Longest data path (`body.customer.name`), in characters.
