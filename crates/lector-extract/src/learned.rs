@@ -10,7 +10,7 @@
 
 use crate::builtin::Found;
 use crate::convert::{Converted, DataType, convert};
-use crate::page::{Page, Quad, Word};
+use crate::page::{Page, PlacedWord, Quad, Word};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
@@ -140,7 +140,14 @@ impl LearnedField {
         for page in pages {
             let index = PageIndex::new(page);
             for span in index.spans(self.max_words.clamp(1, MAX_VALUE_WORDS)) {
-                let (candidate, _) = index.example(span);
+                // The announcing words cost a look at every word of the page: a candidate that
+                // could not win even with the best of them is passed over without it.
+                let mut candidate = index.outline(span);
+                let ceiling = self.best_possible(&candidate);
+                if best.as_ref().is_some_and(|(b, _)| ceiling <= *b) || ceiling < MIN_SCORE {
+                    continue;
+                }
+                candidate.context = index.context(span);
                 let mut score = self.score(&candidate);
                 if best.as_ref().is_some_and(|(b, _)| score <= *b) || score < MIN_SCORE {
                     continue;
@@ -176,16 +183,29 @@ impl LearnedField {
         self.examples
             .iter()
             .map(|example| {
-                let context = jaccard(&candidate.context, &example.context);
-                let shape = shape_match(&candidate.shape, &example.shape);
-                let distance = ((candidate.x - example.x).powi(2) + (candidate.y - example.y).powi(2)).sqrt();
-                let position = 1.0 / (1.0 + (distance / POSITION_SCALE).powi(2));
-                let edges = f32::from(u8::from(candidate.starts_line == example.starts_line)) * 0.5
-                    + f32::from(u8::from(candidate.ends_line == example.ends_line)) * 0.5;
-                WEIGHT_CONTEXT * context + WEIGHT_SHAPE * shape + WEIGHT_POSITION * position + WEIGHT_EDGES * edges
+                WEIGHT_CONTEXT * jaccard(&candidate.context, &example.context) + outline_score(candidate, example)
             })
             .fold(0.0, f32::max)
     }
+
+    /// The most [`LearnedField::score`] can give a candidate of this outline (shape, place,
+    /// edges), whatever words announce it.
+    fn best_possible(&self, outline: &Example) -> f32 {
+        self.examples
+            .iter()
+            .map(|example| WEIGHT_CONTEXT + outline_score(outline, example))
+            .fold(0.0, f32::max)
+    }
+}
+
+/// The part of a candidate's score its context plays no part in: shape, place and edges.
+fn outline_score(candidate: &Example, example: &Example) -> f32 {
+    let shape = shape_match(&candidate.shape, &example.shape);
+    let distance = ((candidate.x - example.x).powi(2) + (candidate.y - example.y).powi(2)).sqrt();
+    let position = 1.0 / (1.0 + (distance / POSITION_SCALE).powi(2));
+    let edges = f32::from(u8::from(candidate.starts_line == example.starts_line)) * 0.5
+        + f32::from(u8::from(candidate.ends_line == example.ends_line)) * 0.5;
+    WEIGHT_SHAPE * shape + WEIGHT_POSITION * position + WEIGHT_EDGES * edges
 }
 
 /// Where `value` stands on `page`, as a character range of [`Page::text`]: the first run of
@@ -287,11 +307,15 @@ struct Span {
     end: usize,
 }
 
-/// A page's words with what scoring asks of them.
+/// A page's words with what scoring asks of them, worked out once per page.
 struct PageIndex<'a> {
     page: &'a Page,
     /// Each word's bounds, by line.
     bounds: Vec<Vec<(f32, f32, f32, f32)>>,
+    /// Every word with its place in [`Page::text`], in reading order.
+    placed: Vec<PlacedWord<'a>>,
+    /// Where each line's first word is in `placed`.
+    line_starts: Vec<usize>,
 }
 
 impl<'a> PageIndex<'a> {
@@ -301,7 +325,21 @@ impl<'a> PageIndex<'a> {
             .iter()
             .map(|line| line.words.iter().map(|w| w.quad.bounds()).collect())
             .collect();
-        Self { page, bounds }
+        let line_starts = page
+            .lines
+            .iter()
+            .scan(0, |at, line| {
+                let start = *at;
+                *at += line.words.len();
+                Some(start)
+            })
+            .collect();
+        Self {
+            page,
+            bounds,
+            placed: page.placed_words(),
+            line_starts,
+        }
     }
 
     fn words(&self, span: Span) -> &'a [Word] {
@@ -320,11 +358,9 @@ impl<'a> PageIndex<'a> {
 
     /// The character range of `span` in [`Page::text`].
     fn char_range(&self, span: Span) -> (usize, usize) {
-        let placed = self.page.placed_words();
         let chars = |index: usize| {
-            placed
-                .iter()
-                .find(|p| p.line == span.line && p.index == index)
+            self.placed
+                .get(self.line_starts[span.line] + index)
                 .map_or(0..0, |p| p.chars.clone())
         };
         (chars(span.start).start, chars(span.end - 1).end)
@@ -341,7 +377,7 @@ impl<'a> PageIndex<'a> {
     /// The words a character range of [`Page::text`] covers, on the line of its first word.
     fn span_of(&self, start: usize, end: usize) -> Option<Span> {
         let mut found: Option<Span> = None;
-        for placed in self.page.placed_words() {
+        for placed in &self.placed {
             let covered = placed.chars.start < end && start < placed.chars.end;
             let (line, w) = (placed.line, placed.index);
             match (&mut found, covered) {
@@ -361,6 +397,26 @@ impl<'a> PageIndex<'a> {
 
     /// A span as an example (and how many words it has).
     fn example(&self, span: Span) -> (Example, usize) {
+        let mut example = self.outline(span);
+        example.context = self.context(span);
+        (example, span.end - span.start)
+    }
+
+    /// A span as an example without its context: its shape, place and edges.
+    fn outline(&self, span: Span) -> Example {
+        let (left, top, right, bottom) = self.quad(span).bounds();
+        Example {
+            context: BTreeSet::new(),
+            shape: shape(&self.text(span)),
+            x: (left + right) / 2.0,
+            y: (top + bottom) / 2.0,
+            starts_line: span.start == 0,
+            ends_line: span.end == self.page.lines[span.line].words.len(),
+        }
+    }
+
+    /// The words that announce a span (left on its row, above it) and the one that follows it.
+    fn context(&self, span: Span) -> BTreeSet<String> {
         let (left, top, right, bottom) = self.quad(span).bounds();
         let mut context = BTreeSet::new();
         // Left on its row: the nearest words ending before the span starts, on any line whose
@@ -412,16 +468,7 @@ impl<'a> PageIndex<'a> {
         {
             context.insert(format!("r:{}", word.text.to_lowercase()));
         }
-        let line_len = self.page.lines[span.line].words.len();
-        let example = Example {
-            context,
-            shape: shape(&self.text(span)),
-            x: (left + right) / 2.0,
-            y: (top + bottom) / 2.0,
-            starts_line: span.start == 0,
-            ends_line: span.end == line_len,
-        };
-        (example, span.end - span.start)
+        context
     }
 }
 

@@ -14,7 +14,9 @@ use lector_core::{Error, ErrorCode, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// Most words kept from one page; a page of dense print has a few thousand.
+/// Most words kept from one page, read by OCR or from a PDF's text layer; a page of dense print
+/// has a few thousand. The words past it are dropped: finding fields costs more than linearly in
+/// a page's words.
 pub const MAX_WORDS_PER_PAGE: usize = 20_000;
 
 /// How to run tesseract.

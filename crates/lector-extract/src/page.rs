@@ -154,6 +154,18 @@ impl Page {
     }
 }
 
+/// Keeps the first `most` words of `lines` in reading order, as OCR keeps at most
+/// [`crate::ocr::MAX_WORDS_PER_PAGE`] of a page: the words past it are dropped, and the lines
+/// they leave empty.
+pub(crate) fn keep_first_words(lines: &mut Vec<Line>, most: usize) {
+    let mut left = most;
+    for line in lines.iter_mut() {
+        line.words.truncate(left);
+        left -= line.words.len();
+    }
+    lines.retain(|line| !line.words.is_empty());
+}
+
 /// A word of a page with where it stands ([`Page::placed_words`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PlacedWord<'a> {
@@ -207,6 +219,20 @@ mod tests {
         for (word, range) in page.words_with_offsets() {
             assert_eq!(chars[range].iter().collect::<String>(), word.text);
         }
+    }
+
+    #[test]
+    fn only_the_first_words_are_kept() {
+        let line = |n: usize| Line {
+            words: (0..n).map(|i| word(&i.to_string())).collect(),
+        };
+        let mut lines = vec![line(3), line(4), line(2)];
+        keep_first_words(&mut lines, 5);
+        let kept: Vec<String> = lines.iter().map(Line::text).collect();
+        assert_eq!(kept, ["0 1 2", "0 1"]);
+        let mut lines = vec![line(3), line(4)];
+        keep_first_words(&mut lines, 7);
+        assert_eq!(lines.iter().map(|l| l.words.len()).sum::<usize>(), 7);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! image they draw (a 150-dpi scan is read at 150 dpi, as tesseract would read the scan itself).
 
 use crate::layout::{PlacedGlyph, lines_from_glyphs};
-use crate::page::{Page, TextSource};
+use crate::ocr::MAX_WORDS_PER_PAGE;
+use crate::page::{Page, TextSource, keep_first_words};
 use crate::{ExtractConfig, too_large};
 use hayro::hayro_interpret::font::{Glyph, GlyphRun};
 use hayro::hayro_interpret::hayro_syntax::Pdf;
@@ -89,7 +90,8 @@ impl PdfDocument {
         let number = index as u32 + 1;
         let visible: usize = collector.glyphs.iter().map(|g| g.text.trim().chars().count()).sum();
         if visible >= MIN_TEXT_CHARS {
-            let lines = lines_from_glyphs(collector.glyphs, width, height);
+            let mut lines = lines_from_glyphs(collector.glyphs, width, height);
+            keep_first_words(&mut lines, MAX_WORDS_PER_PAGE);
             return Ok(PdfPageText::Text(Page {
                 number,
                 width,

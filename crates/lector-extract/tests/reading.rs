@@ -206,6 +206,26 @@ fn limits_and_refusals_name_their_reason() {
 }
 
 #[test]
+fn a_text_layer_keeps_at_most_the_ocr_word_cap() {
+    use lector_extract::ocr::MAX_WORDS_PER_PAGE;
+    // 250 lines of 100 words: 25,000 words on one page, more than OCR would keep of it.
+    let runs: Vec<TextRun> = (0..250)
+        .map(|line| {
+            let words: Vec<String> = (0..100).map(|w| format!("w{}", line * 100 + w)).collect();
+            TextRun::new(20.0, 20.0 + line as f32 * 3.2, 2.0, words.join(" "))
+        })
+        .collect();
+    let read = read_document(samples::text_pdf(&[runs]), &config()).unwrap();
+    let page = &read.pages[0];
+    assert_eq!(page.source, TextSource::TextLayer);
+    assert_eq!(page.word_count(), MAX_WORDS_PER_PAGE);
+    let first = &page.lines[0].words;
+    assert_eq!((first[0].text.as_str(), first[99].text.as_str()), ("w0", "w99"));
+    let last = page.lines.last().unwrap().words.last().unwrap();
+    assert_eq!(last.text, format!("w{}", MAX_WORDS_PER_PAGE - 1));
+}
+
+#[test]
 fn built_in_fields_are_found_on_the_text_pdf_and_on_its_scan() {
     use lector_extract::builtin::{Builtin, find};
     require_tesseract();

@@ -234,7 +234,13 @@ async fn extract_with(
         Some(json) => FieldModel::from_json(&json),
         None => None,
     };
-    let extraction = extract_fields(&read, &settings, learned.as_ref());
+    // Finding fields is CPU work that grows faster than a page's words: off the async workers.
+    let (read, extraction) = tokio::task::spawn_blocking(move || {
+        let extraction = extract_fields(&read, &settings, learned.as_ref());
+        (read, extraction)
+    })
+    .await
+    .map_err(|_| Error::internal())?;
     let labels = state.store.labels_of(project).await?;
     // Colours follow the project's labels, as the answer lists them.
     let label_names: Vec<String> = labels.iter().map(|l| l.name.clone()).collect();
