@@ -6,6 +6,9 @@
 //! with an empty environment (no database address, no secrets), reads the file from its
 //! standard input and answers one JSON value on its standard output. The parent bounds that
 //! output and the wall-clock time, and turns every way the child can end into a clear problem.
+//! The child's scratch files (page images for OCR) go in a directory the parent makes for each
+//! run and removes once the child has ended, however it ended: a child killed for its time or
+//! memory cleans up nothing itself.
 
 use crate::annotate::page_images;
 use crate::{ExtractConfig, ReadDocument, read_first_pages, sniff, too_large};
@@ -142,6 +145,10 @@ pub struct Sandbox {
     program: PathBuf,
     config: Arc<ExtractConfig>,
     slots: Arc<Semaphore>,
+    /// How long a child may run before it is killed.
+    wall_clock: Duration,
+    /// Where each child's scratch directory is made: the system's temporary directory.
+    scratch_in: PathBuf,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -167,6 +174,8 @@ impl Sandbox {
             program,
             config: Arc::new(config.clone()),
             slots: Arc::new(Semaphore::new(slots)),
+            wall_clock: Duration::from_secs(config.sandbox_cpu_secs + 10),
+            scratch_in: std::env::temp_dir(),
         })
     }
 
@@ -222,15 +231,7 @@ impl Sandbox {
             ));
         }
         let _slot = self.slots.acquire().await.map_err(|_| Error::internal())?;
-        let ended = tokio::time::timeout(self.wall_clock(), self.run(bytes, request)).await;
-        match ended {
-            Ok(result) => result,
-            Err(_) => Err(self.too_slow()),
-        }
-    }
-
-    fn wall_clock(&self) -> Duration {
-        Duration::from_secs(self.config.sandbox_cpu_secs + 10)
+        self.run(bytes, request).await
     }
 
     fn too_slow(&self) -> Error {
@@ -249,6 +250,13 @@ impl Sandbox {
             Request::Images => ("images", None),
         };
         let config = serde_json::to_string(&*self.config).map_err(|_| Error::internal())?;
+        let scratch = tempfile::Builder::new()
+            .prefix("lector-sandbox-")
+            .tempdir_in(&self.scratch_in)
+            .map_err(|error| {
+                tracing::error!(%error, "a scratch directory for the extraction sandbox");
+                Error::internal()
+            })?;
         let mut command = tokio::process::Command::new(&self.program);
         command
             .arg(SUBCOMMAND)
@@ -258,17 +266,24 @@ impl Sandbox {
                 "PATH",
                 std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
             )
-            .env("TMPDIR", std::env::temp_dir())
+            .env("TMPDIR", scratch.path())
             .env(PAGES_VAR, pages.map(|n| n.to_string()).unwrap_or_default())
             .env(MODE_VAR, mode)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // Its own process group, so what it starts (tesseract) is killed with it.
+            .process_group(0)
             .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|error| {
+        let child = command.spawn().map_err(|error| {
             tracing::error!(%error, program = %self.program.display(), "the extraction sandbox could not start");
             Error::unavailable("documents cannot be read on this server now: its reader could not start")
         })?;
+        let mut running = Running {
+            child: Some(child),
+            scratch: Some(scratch),
+        };
+        let child = running.child.as_mut().ok_or_else(Error::internal)?;
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -283,12 +298,19 @@ impl Sandbox {
         let mut errors = Vec::new();
         let mut stdout = stdout.take(MAX_ANSWER_BYTES + 1);
         let mut stderr = stderr.take(MAX_STDERR_BYTES);
-        let (_, read_out, _, status) = tokio::join!(
-            feed,
-            stdout.read_to_end(&mut answer),
-            stderr.read_to_end(&mut errors),
-            child.wait()
-        );
+        let ended = tokio::time::timeout(self.wall_clock, async {
+            tokio::join!(
+                feed,
+                stdout.read_to_end(&mut answer),
+                stderr.read_to_end(&mut errors),
+                child.wait()
+            )
+        })
+        .await;
+        running.end().await;
+        let Ok((_, read_out, _, status)) = ended else {
+            return Err(self.too_slow());
+        };
         let status = status.map_err(|_| Error::internal())?;
         if read_out.is_err() {
             return Err(Error::internal());
@@ -327,5 +349,105 @@ impl Sandbox {
             "the file could not be read: it is damaged or built to break readers".to_string()
         };
         Error::new(ErrorCode::ValidationFailed, detail)
+    }
+}
+
+/// A child at work and its scratch directory (its `TMPDIR`). However a run ends, the child and
+/// its process group (a tesseract it started) are killed and reaped before the directory and
+/// all in it are removed: by [`Running::end`] when the run ends in its course, else (the
+/// request dropped mid-run) on a task of its own.
+struct Running {
+    child: Option<tokio::process::Child>,
+    scratch: Option<tempfile::TempDir>,
+}
+
+impl Running {
+    async fn end(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            kill_group(&child);
+            let _ = child.kill().await;
+        }
+        self.scratch.take();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let (Some(mut child), scratch) = (self.child.take(), self.scratch.take()) else {
+            return;
+        };
+        kill_group(&child);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    let _ = child.kill().await;
+                    drop(scratch);
+                });
+            }
+            Err(_) => {
+                let _ = child.start_kill();
+            }
+        }
+    }
+}
+
+/// Kills the child's process group while the child is not yet reaped (`id` is `None` after),
+/// so the group's id cannot have passed to another process.
+fn kill_group(child: &tokio::process::Child) {
+    use rustix::process::{Pid, Signal, kill_process_group};
+    if let Some(pid) = child.id().and_then(|id| Pid::from_raw(id as i32))
+        && pid != Pid::INIT
+    {
+        let _ = kill_process_group(pid, Signal::KILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A sandbox whose child is a shell script, its scratch directories made under `scratch_in`.
+    fn scripted(dir: &std::path::Path, script: &str) -> Sandbox {
+        std::fs::create_dir(dir).unwrap();
+        let program = dir.join("child.sh");
+        std::fs::write(&program, format!("#!/bin/sh\n{script}\n")).unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let config = ExtractConfig {
+            sandbox_program: Some(program),
+            ..ExtractConfig::default()
+        };
+        let mut sandbox = Sandbox::new(&config).unwrap();
+        sandbox.scratch_in = dir.join("scratch");
+        std::fs::create_dir(&sandbox.scratch_in).unwrap();
+        sandbox
+    }
+
+    fn left_in(dir: &std::path::Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_killed_child_leaves_no_scratch_files() {
+        let dir = tempfile::tempdir().unwrap();
+        // A child that writes a page image in its TMPDIR, then dies as its limits kill it.
+        let sandbox = scripted(
+            &dir.path().join("dies"),
+            "mkdir \"$TMPDIR/ocr\" && cat > \"$TMPDIR/ocr/page-1.png\"\nkill -9 $$",
+        );
+        let error = sandbox.read(b"%PDF-1.7 a page".to_vec()).await.unwrap_err();
+        assert_eq!(error.code, ErrorCode::ValidationFailed);
+        assert!(error.detail.contains("took longer"), "{}", error.detail);
+        assert_eq!(left_in(&sandbox.scratch_in), Vec::<PathBuf>::new());
+
+        // A child that never ends (nor the program it started) is killed at the wall clock.
+        let mut sandbox = scripted(
+            &dir.path().join("hangs"),
+            "cat > \"$TMPDIR/page-1.png\"\nsleep 1000\nsleep 1000",
+        );
+        sandbox.wall_clock = Duration::from_secs(2);
+        let error = sandbox.read(b"%PDF-1.7 a page".to_vec()).await.unwrap_err();
+        assert!(error.detail.contains("took longer"), "{}", error.detail);
+        assert_eq!(left_in(&sandbox.scratch_in), Vec::<PathBuf>::new());
     }
 }
