@@ -28,6 +28,9 @@ pub struct AppState {
     pub webhook_limits: Arc<crate::workflow_runs::WebhookLimiter>,
     /// The production addresses this node served in the last second.
     pub webhook_hooks: Arc<crate::workflow_runs::HookCache>,
+    /// Runs of `immediately` workflows this node may have going at once
+    /// (`workflows.max_background_runs`); each run holds a permit until it ends.
+    pub background_runs: Arc<tokio::sync::Semaphore>,
     /// Finished executions on their way to the store, written in batches.
     pub execution_log: crate::execution_log::ExecutionLog,
     /// Where the web app's files come from.
@@ -61,6 +64,7 @@ impl AppState {
             .map_err(|e| format!("base models: {}", e.detail))?;
         let execution_log = crate::execution_log::ExecutionLog::start(store.clone());
         let web_app = crate::web_app::WebApp::from_config(config.ui_dir.as_deref());
+        let background_runs = Arc::new(tokio::sync::Semaphore::new(config.workflows.max_background_runs));
         Ok(Self {
             store,
             config: Arc::new(config),
@@ -76,6 +80,7 @@ impl AppState {
             sandbox,
             webhook_limits: Arc::default(),
             webhook_hooks: Arc::default(),
+            background_runs,
             execution_log,
             web_app,
         })

@@ -306,9 +306,23 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
     };
     let trigger = definition.trigger.clone();
     if trigger.response_mode == ResponseMode::Immediately {
+        // The run outlives the request (and its body's budget): a node takes as many as it is
+        // configured for, and refuses the rest before anything is recorded or run.
+        let permit = match state.background_runs.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                // As a refused call: a test address's call is used up, so it is recorded.
+                let busy = busy(state);
+                if call.address == Address::Test {
+                    record(state, &workflow, call.address, method, started, failed_end(&busy)).await?;
+                }
+                return Err(busy);
+            }
+        };
         let execution = state.store.start_execution(workflow.id, mode, method.as_str()).await?;
         let state = state.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             let effects = ServiceEffects::new(&state, scope, &workflow);
             let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
             let end = end_of(&outcome, keep, None);
@@ -338,6 +352,17 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
         status: trigger.response_code,
         reply: answer?,
     })
+}
+
+/// 503 with `Retry-After` for a call that finds the node's background runs all taken.
+fn busy(state: &AppState) -> Error {
+    Error {
+        retry_after: Some(lector_core::error::DEPENDENCY_RETRY_SECS),
+        ..Error::unavailable(format!(
+            "this server is running {} workflows in the background already; retry later",
+            state.config.workflows.max_background_runs
+        ))
+    }
 }
 
 /// The error a failing step answers: the step's own status, but 502 when an outbound call

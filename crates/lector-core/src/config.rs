@@ -249,8 +249,15 @@ impl Config {
         }
         self.sources.validate()?;
         self.extract.validate()?;
-        if self.workflows.test_window_secs == 0 || self.workflows.max_body_bytes == 0 {
-            return Err("workflows.test_window_secs and workflows.max_body_bytes must be positive".into());
+        if self.workflows.test_window_secs == 0
+            || self.workflows.max_body_bytes == 0
+            || self.workflows.max_background_runs == 0
+        {
+            return Err(
+                "workflows.test_window_secs, workflows.max_body_bytes and workflows.max_background_runs must be \
+                 positive"
+                    .into(),
+            );
         }
         let http = self.http;
         if http.max_uri_bytes >= PARSER_MAX_URI_BYTES
@@ -435,6 +442,9 @@ pub struct WorkflowConfig {
     pub test_window_secs: u64,
     /// Largest request body a webhook address takes, in bytes; larger ones are answered 413.
     pub max_body_bytes: usize,
+    /// Runs of `immediately` workflows (answered at once, run after) going on at once on this
+    /// node; a call past it is answered 503 with `Retry-After` and runs nothing.
+    pub max_background_runs: usize,
 }
 
 impl Default for WorkflowConfig {
@@ -442,6 +452,7 @@ impl Default for WorkflowConfig {
         Self {
             test_window_secs: 120,
             max_body_bytes: 16 * 1024 * 1024,
+            max_background_runs: 64,
         }
     }
 }

@@ -1041,3 +1041,84 @@ mod windows {
         webhook_addresses_have_limits,
     );
 }
+
+mod background {
+    //! Runs of `immediately` workflows are bounded per node: past
+    //! `workflows.max_background_runs`, a call is answered 503 with `Retry-After` and runs
+    //! nothing; a finished run frees its place.
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A listener on loopback whose first request is answered only once `release` is sent;
+    /// later ones at once.
+    async fn holding() -> (std::net::SocketAddr, tokio::sync::oneshot::Sender<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let mut released = Some(released);
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut buffer = [0u8; 4096];
+                let _ = stream.read(&mut buffer).await;
+                if let Some(released) = released.take() {
+                    let _ = released.await;
+                }
+                let _ = stream
+                    .write_all(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            }
+        });
+        (address, release)
+    }
+
+    async fn background_runs_are_bounded_per_node(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (address, release) = holding().await;
+        let workflow = create(
+            &app,
+            &ada,
+            json!({"name": "Slow", "trigger": {"path": "slow", "http_method": "POST"},
+            "steps": [{"type": "http_request", "method": "GET", "url": format!("http://{address}/hold")}]}),
+        )
+        .await;
+        activate(&app, &ada, id(&workflow)).await.expect(200);
+        // The first run holds the only place until its call is answered.
+        let started = post_hook(&app, "/webhook/slow", json!({})).await;
+        assert_eq!(started.status, 200, "{}", started.text);
+        assert_eq!(started.json["message"], "Workflow was started");
+        let refused = post_hook(&app, "/webhook/slow", json!({})).await;
+        assert_eq!(
+            (refused.status, refused.json["code"].clone()),
+            (503, json!("unavailable")),
+            "{}",
+            refused.text
+        );
+        assert!(refused.content_type.starts_with("application/problem+json"));
+        assert!(refused.headers.contains_key("retry-after"));
+        assert!(
+            refused.json["detail"].as_str().unwrap().contains("in the background"),
+            "{}",
+            refused.text
+        );
+        // Refused calls run nothing: one execution only.
+        assert_eq!(executions(&app, &ada, id(&workflow)).await.len(), 1);
+        release.send(()).unwrap();
+        // Once the run has ended, its place is free again.
+        let mut answered = 0;
+        for _ in 0..300 {
+            answered = post_hook(&app, "/webhook/slow", json!({})).await.status;
+            if answered != 503 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(answered, 200);
+    }
+
+    fn one_background_run(config: &mut lector_core::config::Config) {
+        config.workflows.max_background_runs = 1;
+        config.sources.allow_private = true;
+    }
+
+    backend_tests!(adjust: one_background_run; background_runs_are_bounded_per_node);
+}
