@@ -43,6 +43,7 @@ impl Store {
             None => self.free_copy_name(target.id, &source.name).await?,
         };
         let mut tx = self.begin_write().await?;
+        crate::projects::room_for_a_project(&mut tx, target.id).await?;
         let sql = format!(
             "INSERT INTO projects (workspace_id, name, type, status, language, created) VALUES ($1, $2, $3, $4, $5, $6) \
              RETURNING {}",

@@ -152,12 +152,14 @@ impl Store {
     pub async fn create_hitl(&self, scope: &Scope, project_id: i64, new: &NewHitl) -> Result<Hitl> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
         self.check_hitl_refs(&project, new).await?;
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM hitls WHERE project_id = $1")
-            .bind(project.id)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db)?;
-        if count >= MAX_HITLS_PER_PROJECT {
+        let mut tx = self.begin_write().await?;
+        let held = crate::count_under_lock(
+            &mut tx,
+            ("projects", project.id),
+            "SELECT COUNT(*) FROM hitls WHERE project_id = $1",
+        )
+        .await?;
+        if held >= MAX_HITLS_PER_PROJECT {
             return Err(Error::conflict(format!(
                 "a project holds at most {MAX_HITLS_PER_PROJECT} HITL configurations"
             )));
@@ -176,9 +178,10 @@ impl Store {
         let row = bind_fields(sqlx::query(&sql).bind(project.id), new)
             .bind(now)
             .bind(secret)
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *tx)
             .await
             .map_err(db)?;
+        tx.commit().await.map_err(db)?;
         Hitl::decode(&row)
     }
 

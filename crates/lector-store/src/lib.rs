@@ -25,6 +25,8 @@ mod import_tests;
 mod job_reclaims;
 mod jobs;
 mod labeled_imports;
+#[cfg(test)]
+mod limit_tests;
 mod models;
 pub use accounts::{NewUser, UserChanges};
 pub use analyses::{Analysis, NewAnalysis};

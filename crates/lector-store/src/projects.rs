@@ -106,17 +106,8 @@ impl Store {
     /// Creates a project in a workspace where the caller may manage projects.
     pub async fn create_project(&self, scope: &Scope, workspace: &Workspace, fields: ProjectFields) -> Result<Project> {
         scope.authorize(workspace.facts(), Action::Manage)?;
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM projects WHERE workspace_id = $1")
-            .bind(workspace.id)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db)?;
-        if count >= MAX_PROJECTS_PER_WORKSPACE {
-            return Err(Error::conflict(format!(
-                "a workspace has at most {MAX_PROJECTS_PER_WORKSPACE} projects"
-            )));
-        }
         let mut tx = self.begin_write().await?;
+        room_for_a_project(&mut tx, workspace.id).await?;
         let sql = format!(
             "INSERT INTO projects (workspace_id, name, type, status, external_id, language, created) \
              VALUES ($1, $2, $3, $4, $5, $6, $7) \
@@ -238,12 +229,15 @@ impl Store {
         if target.id == project.workspace_id {
             return Ok(project);
         }
+        let mut tx = self.begin_write().await?;
+        room_for_a_project(&mut tx, target.id).await?;
         sqlx::query("UPDATE projects SET workspace_id = $1 WHERE id = $2")
             .bind(target.id)
             .bind(project.id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(db_unique("a project with this name exists in the target workspace"))?;
+        tx.commit().await.map_err(db)?;
         Ok(Project {
             workspace_id: target.id,
             ..project
@@ -463,6 +457,23 @@ fn db_unique_named(e: sqlx::Error, what: &str, name: &str) -> Error {
         }
         _ => db(e),
     }
+}
+
+/// Refuses a new project in a full workspace: counted in the transaction that adds it, behind a
+/// lock on the workspace, so concurrent additions at the edge cannot all pass.
+pub(crate) async fn room_for_a_project(tx: &mut Transaction<'static, Any>, workspace_id: i64) -> Result<()> {
+    let held = count_under_lock(
+        tx,
+        ("workspaces", workspace_id),
+        "SELECT COUNT(*) FROM projects WHERE workspace_id = $1",
+    )
+    .await?;
+    if held >= MAX_PROJECTS_PER_WORKSPACE {
+        return Err(Error::conflict(format!(
+            "a workspace has at most {MAX_PROJECTS_PER_WORKSPACE} projects"
+        )));
+    }
+    Ok(())
 }
 
 async fn insert_absa_labels(tx: &mut Transaction<'static, Any>, project_id: i64) -> Result<()> {

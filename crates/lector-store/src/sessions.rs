@@ -271,16 +271,6 @@ impl Store {
         new: &NewSession,
     ) -> Result<(Project, Vocabulary)> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sessions WHERE project_id = $1")
-            .bind(project.id)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db)?;
-        if count >= MAX_SESSIONS_PER_PROJECT {
-            return Err(Error::conflict(format!(
-                "a project has at most {MAX_SESSIONS_PER_PROJECT} sessions; delete one first"
-            )));
-        }
         let vocabulary = Vocabulary {
             kind: project.kind,
             classes: pick(
@@ -552,7 +542,9 @@ pub(crate) async fn add_session_documents(
 }
 
 /// Inserts a session (CREATED) with its vocabulary and its existing documents: the given ones,
-/// a sample of them, or, with `every_document` and none given, all of the project's.
+/// a sample of them, or, with `every_document` and none given, all of the project's. The
+/// project's sessions are counted here, in the writing transaction behind a lock on the
+/// project, so concurrent requests at the limit cannot all pass.
 pub(crate) async fn insert_session(
     tx: &mut Transaction<'static, Any>,
     scope: &Scope,
@@ -561,6 +553,17 @@ pub(crate) async fn insert_session(
     new: &NewSession,
     every_document: bool,
 ) -> Result<i64> {
+    let held = crate::count_under_lock(
+        tx,
+        ("projects", project.id),
+        "SELECT COUNT(*) FROM sessions WHERE project_id = $1",
+    )
+    .await?;
+    if held >= MAX_SESSIONS_PER_PROJECT {
+        return Err(Error::conflict(format!(
+            "a project has at most {MAX_SESSIONS_PER_PROJECT} sessions; delete one first"
+        )));
+    }
     let session_id: i64 = sqlx::query_scalar(
         "INSERT INTO sessions (uuid, project_id, user_id, name, description, mode, status, created) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",

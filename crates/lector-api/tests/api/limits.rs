@@ -8,7 +8,8 @@ use serde_json::json;
 
 backend_tests!(
     product_keys_stop_at_the_limit_under_concurrency,
-    classes_stop_at_the_limit_under_concurrency
+    classes_stop_at_the_limit_under_concurrency,
+    hitls_stop_at_the_limit_under_concurrency
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -106,6 +107,23 @@ async fn classes_stop_at_the_limit_under_concurrency(app: TestApp) {
         .await
         .expect(201);
     let path = format!("/projects/{project}/classes");
+    let (created, refused) =
+        created_and_refused(&app, &ada.token, &path, 20, |i| json!({"name": format!("racer {i}")})).await;
+    assert_eq!((created, refused), (10, 10));
+    let listed = app.get(&path, &ada.token).await.expect(200);
+    assert_eq!(listed.as_array().unwrap().len(), limit);
+}
+
+async fn hitls_stop_at_the_limit_under_concurrency(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project(&ada, "Edge").await;
+    let path = format!("/projects/{project}/hitls");
+    let limit = lector_store::MAX_HITLS_PER_PROJECT as usize;
+    for i in 0..limit - 10 {
+        app.post(&path, &ada.token, json!({"name": format!("hitl {i}")}))
+            .await
+            .expect(201);
+    }
     let (created, refused) =
         created_and_refused(&app, &ada.token, &path, 20, |i| json!({"name": format!("racer {i}")})).await;
     assert_eq!((created, refused), (10, 10));

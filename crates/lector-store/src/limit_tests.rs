@@ -1,0 +1,174 @@
+//! Limits counted in the writing transaction hold under concurrency, on both backends: sessions
+//! per project and projects per workspace, whose limits are too large to reach over HTTP in a
+//! test (the API tests' `limits.rs` races requests at the smaller ones). SQL fills each limit
+//! to ten short of its edge; then twenty requests race for the last ten places, and a clone or
+//! a transfer into a full workspace is refused.
+
+use crate::projects::MAX_PROJECTS_PER_WORKSPACE;
+use crate::sessions::MAX_SESSIONS_PER_PROJECT;
+use crate::testing::{TestDatabase, owner_with_project};
+use crate::{Backend, NewSession, ProjectFields, Store};
+use futures_util::future::join_all;
+use lector_core::{ErrorCode, ProjectType, Result};
+
+async fn count(store: &Store, sql: &str, id: i64) -> i64 {
+    sqlx::query_scalar(sql)
+        .bind(id)
+        .fetch_one(&store.pool)
+        .await
+        .expect("a count")
+}
+
+/// Inserts `n` rows by one statement: `insert` names the table and columns, `select` the
+/// values of row `i` (from 1) with `$1` bound to `owner`.
+async fn fill(store: &Store, insert: &str, select: &str, owner: i64, n: i64) {
+    let sql = format!(
+        "{insert} WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {n}) {select} FROM n"
+    );
+    sqlx::query(&sql)
+        .bind(owner)
+        .execute(&store.pool)
+        .await
+        .expect("rows up to the edge");
+}
+
+/// How many results were created and how many refused as conflicts; anything else fails.
+fn created_and_refused<T: std::fmt::Debug>(results: &[Result<T>]) -> (usize, usize) {
+    let created = results.iter().filter(|r| r.is_ok()).count();
+    let refused = results
+        .iter()
+        .filter(|r| matches!(r, Err(e) if e.code == ErrorCode::Conflict))
+        .count();
+    assert_eq!(created + refused, results.len(), "{results:?}");
+    (created, refused)
+}
+
+async fn sessions_stop_at_the_limit_under_concurrency(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 8).await.expect("store");
+    let (scope, _, project) = owner_with_project(&store, "Edge", ProjectType::Class).await;
+    fill(
+        &store,
+        "INSERT INTO sessions (uuid, project_id, user_id, name, description, mode, status, created)",
+        &format!(
+            "SELECT 'filler-' || i, $1, {}, 'filler ' || i, '', 'ANNOTATION', 'CREATED', 0",
+            scope.user_id
+        ),
+        project.id,
+        MAX_SESSIONS_PER_PROJECT - 10,
+    )
+    .await;
+    let racers = (0..20).map(|i| {
+        let new = NewSession {
+            name: format!("racer {i}"),
+            ..Default::default()
+        };
+        store.create_session(&scope, project.id, new)
+    });
+    let results = join_all(racers).await;
+    assert_eq!(created_and_refused(&results), (10, 10));
+    let held = count(
+        &store,
+        "SELECT COUNT(*) FROM sessions WHERE project_id = $1",
+        project.id,
+    )
+    .await;
+    assert_eq!(held, MAX_SESSIONS_PER_PROJECT);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_stop_at_the_limit_under_concurrency_sqlite() {
+    sessions_stop_at_the_limit_under_concurrency(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_stop_at_the_limit_under_concurrency_postgres() {
+    sessions_stop_at_the_limit_under_concurrency(Backend::Postgres).await;
+}
+
+async fn projects_stop_at_the_limit_of_their_workspace(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 8).await.expect("store");
+    let (scope, workspace, first) = owner_with_project(&store, "First", ProjectType::Class).await;
+    let elsewhere = store
+        .create_workspace(&scope, "Elsewhere", "")
+        .await
+        .expect("another workspace");
+    let scope = store
+        .principal(scope.user_id)
+        .await
+        .expect("principal")
+        .expect("the user")
+        .1;
+    let wanderer = store
+        .create_project(
+            &scope,
+            &elsewhere,
+            ProjectFields {
+                name: "Wanderer".into(),
+                kind: ProjectType::Class,
+                external_id: None,
+                language: "en".into(),
+            },
+        )
+        .await
+        .expect("a project elsewhere");
+    // The workspace holds its first project and these, ten short of the limit.
+    fill(
+        &store,
+        "INSERT INTO projects (workspace_id, name, type, status, language, created)",
+        "SELECT $1, 'filler ' || i, 'CLASS', 'CREATED', 'en', 0",
+        workspace.id,
+        MAX_PROJECTS_PER_WORKSPACE - 11,
+    )
+    .await;
+    let racers = (0..20).map(|i| {
+        let fields = ProjectFields {
+            name: format!("racer {i}"),
+            kind: ProjectType::Class,
+            external_id: None,
+            language: "en".into(),
+        };
+        store.create_project(&scope, &workspace, fields)
+    });
+    let results = join_all(racers).await;
+    assert_eq!(created_and_refused(&results), (10, 10));
+    let in_workspace = "SELECT COUNT(*) FROM projects WHERE workspace_id = $1";
+    assert_eq!(
+        count(&store, in_workspace, workspace.id).await,
+        MAX_PROJECTS_PER_WORKSPACE
+    );
+
+    // A full workspace takes no clone and no transferred project either.
+    let cloned = store
+        .start_clone(&scope, first.id, &workspace, Some("Copy".into()))
+        .await;
+    assert_eq!(
+        cloned.expect_err("a clone into a full workspace").code,
+        ErrorCode::Conflict
+    );
+    let moved = store.transfer_project(&scope, wanderer.id, &workspace).await;
+    assert_eq!(
+        moved.expect_err("a transfer into a full workspace").code,
+        ErrorCode::Conflict
+    );
+    assert_eq!(
+        count(&store, in_workspace, workspace.id).await,
+        MAX_PROJECTS_PER_WORKSPACE
+    );
+    assert_eq!(count(&store, in_workspace, elsewhere.id).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn projects_stop_at_the_limit_of_their_workspace_sqlite() {
+    projects_stop_at_the_limit_of_their_workspace(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn projects_stop_at_the_limit_of_their_workspace_postgres() {
+    projects_stop_at_the_limit_of_their_workspace(Backend::Postgres).await;
+}
