@@ -311,15 +311,17 @@ impl Store {
         let target = self.membership(found.id, membership_id).await?;
         scope.may_grant(own, target.role)?;
         scope.may_grant(own, role)?;
-        if target.role == Role::Admin && role != Role::Admin {
-            self.ensure_another_admin(found.id, target.id).await?;
+        let mut tx = self.begin_write().await?;
+        if role != Role::Admin {
+            keep_an_admin(&mut tx, found.id, target.id).await?;
         }
         sqlx::query("UPDATE memberships SET role = $1 WHERE id = $2")
             .bind(role.as_str())
             .bind(target.id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(db)?;
+        tx.commit().await.map_err(db)?;
         self.membership(found.id, membership_id).await
     }
 
@@ -336,14 +338,13 @@ impl Store {
             scope.authorize(found.facts(), Action::ManageMembers)?;
             scope.may_grant(own, target.role)?;
         }
-        if target.role == Role::Admin {
-            self.ensure_another_admin(found.id, target.id).await?;
-        }
+        let mut tx = self.begin_write().await?;
+        keep_an_admin(&mut tx, found.id, target.id).await?;
         let personal: Option<i64> =
             sqlx::query_scalar("SELECT id FROM users WHERE id = $1 AND personal_workspace_id = $2")
                 .bind(target.user_id)
                 .bind(found.id)
-                .fetch_optional(&self.pool)
+                .fetch_optional(&mut *tx)
                 .await
                 .map_err(db)?;
         if personal.is_some() {
@@ -351,25 +352,11 @@ impl Store {
         }
         sqlx::query("DELETE FROM memberships WHERE id = $1")
             .bind(target.id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(db)?;
+        tx.commit().await.map_err(db)?;
         Ok(target)
-    }
-
-    async fn ensure_another_admin(&self, workspace_id: i64, except_membership: i64) -> Result<()> {
-        let others: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM memberships WHERE workspace_id = $1 AND role = $2 AND id <> $3")
-                .bind(workspace_id)
-                .bind(Role::Admin.as_str())
-                .bind(except_membership)
-                .fetch_one(&self.pool)
-                .await
-                .map_err(db)?;
-        if others == 0 {
-            return Err(Error::conflict("a workspace keeps at least one ADMIN"));
-        }
-        Ok(())
     }
 
     /// Why an address cannot be invited to a workspace now, if it cannot.
@@ -557,4 +544,27 @@ async fn insert_membership(
     .fetch_one(&mut **tx)
     .await
     .map_err(db_unique("the user is a member of the workspace already"))
+}
+
+/// Refuses to take the ADMIN role from a membership (demoting or removing it) when it is the
+/// workspace's last ADMIN. Counted in the transaction that writes, behind a lock on the
+/// workspace, with the membership's role as that transaction sees it: two ADMINs demoting each
+/// other, or both leaving, at the same moment cannot both pass.
+async fn keep_an_admin(tx: &mut Transaction<'static, Any>, workspace_id: i64, membership_id: i64) -> Result<()> {
+    let admin = Role::Admin.as_str();
+    let admins = crate::count_under_lock(
+        tx,
+        ("workspaces", workspace_id),
+        &format!("SELECT COUNT(*) FROM memberships WHERE workspace_id = $1 AND role = '{admin}'"),
+    )
+    .await?;
+    let role: Option<String> = sqlx::query_scalar("SELECT role FROM memberships WHERE id = $1")
+        .bind(membership_id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db)?;
+    if role.as_deref() == Some(admin) && admins <= 1 {
+        return Err(Error::conflict("a workspace keeps at least one ADMIN"));
+    }
+    Ok(())
 }

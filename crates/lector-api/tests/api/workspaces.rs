@@ -1,6 +1,8 @@
 //! Workspaces, members, invitations, the role policy and tenancy, through HTTPS on both backends.
 
 use crate::common::{Answer, Session, TestApp};
+use futures_util::future::join_all;
+use reqwest::Method;
 use serde_json::{Value, json};
 
 backend_tests!(
@@ -8,6 +10,7 @@ backend_tests!(
     invitations_end_to_end,
     invitations_can_be_cancelled_and_resent,
     members_and_roles,
+    the_last_admin_stays_under_concurrency,
     role_policy_for_every_role_and_operation,
     other_workspaces_are_invisible,
     read_only_workspaces_refuse_writes,
@@ -319,6 +322,73 @@ async fn members_and_roles(app: TestApp) {
             .len(),
         1
     );
+}
+
+/// Two ADMINs demoting each other at the same moment, or both leaving: one goes through, the
+/// other is refused (409, or 403 when it was authorised after it lost its ADMIN role), and the
+/// workspace keeps one ADMIN. Several pairs race at once.
+async fn the_last_admin_stays_under_concurrency(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let mut pairs = Vec::new();
+    for round in 0..8 {
+        let id = create(&app, &ada, &format!("Pair {round}")).await["id"]
+            .as_i64()
+            .unwrap();
+        let members = format!("/organizations/{id}/permissions");
+        let bob_m = app.add_member(&ada.token, id, bob.user_id, "ADMIN").await.expect(200);
+        let ada_m = app.get(&members, &ada.token).await.expect(200)[0]["id"].clone();
+        pairs.push((
+            members.clone(),
+            format!("{members}/{ada_m}"),
+            format!("{members}/{}", bob_m["id"]),
+        ));
+    }
+    let demote = Some(json!({"role": "USER"}));
+    let requests: Vec<_> = pairs
+        .iter()
+        .enumerate()
+        .flat_map(|(round, (_, ada_m, bob_m))| {
+            if round % 2 == 0 {
+                [
+                    (Method::PUT, bob_m, &ada, demote.clone()),
+                    (Method::PUT, ada_m, &bob, demote.clone()),
+                ]
+            } else {
+                [(Method::DELETE, ada_m, &ada, None), (Method::DELETE, bob_m, &bob, None)]
+            }
+        })
+        .collect();
+    let answers = join_all(
+        requests
+            .iter()
+            .map(|(method, path, who, body)| app.call(method.clone(), path, Some(&who.token), body.clone())),
+    )
+    .await;
+    for (round, pair) in answers.chunks(2).enumerate() {
+        let statuses = [pair[0].status.as_u16(), pair[1].status.as_u16()];
+        let passed = statuses.iter().position(|s| *s == 200);
+        assert_eq!(
+            statuses.iter().filter(|s| **s == 200).count(),
+            1,
+            "round {round}: {statuses:?}"
+        );
+        let refused = statuses[1 - passed.unwrap()];
+        assert!(matches!(refused, 409 | 403), "round {round}: {statuses:?}");
+        // Whoever is still a member reads the list: one ADMIN in it.
+        let stays = match (round % 2, passed) {
+            (0, Some(0)) | (1, Some(1)) => &ada,
+            _ => &bob,
+        };
+        let listed = app.get(&pairs[round].0, &stays.token).await.expect(200);
+        let admins = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "ADMIN")
+            .count();
+        assert_eq!(admins, 1, "round {round}: {listed}");
+    }
 }
 
 /// Every role against every workspace operation, as DESIGN.md section 4 says.
