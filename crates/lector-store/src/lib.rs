@@ -74,6 +74,8 @@ mod s3;
 mod schema_tests;
 mod security;
 mod sessions;
+#[cfg(test)]
+mod tag_tests;
 mod tags;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -383,6 +385,19 @@ pub(crate) async fn count_under_lock(
     owner: (&str, i64),
     count_sql: &str,
 ) -> Result<i64> {
+    lock_row(tx, owner).await?;
+    sqlx::query_scalar(count_sql)
+        .bind(owner.1)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(db)
+}
+
+/// Locks one row (`owner`: table and id) until the transaction ends, so that writers that
+/// check what hangs from it before they add to it queue behind each other. On PostgreSQL this is
+/// `SELECT ... FOR UPDATE`; SQLite's write transactions (`BEGIN IMMEDIATE`) already hold the one
+/// write lock.
+pub(crate) async fn lock_row(tx: &mut sqlx::Transaction<'static, sqlx::Any>, owner: (&str, i64)) -> Result<()> {
     let (table, id) = owner;
     if tx.backend_name() == "PostgreSQL" {
         sqlx::query(&format!("SELECT id FROM {table} WHERE id = $1 FOR UPDATE"))
@@ -391,11 +406,7 @@ pub(crate) async fn count_under_lock(
             .await
             .map_err(db)?;
     }
-    sqlx::query_scalar(count_sql)
-        .bind(id)
-        .fetch_one(&mut **tx)
-        .await
-        .map_err(db)
+    Ok(())
 }
 
 /// `$first, $first+1, …`: `count` numbered placeholders, for an `IN (…)` list.

@@ -177,12 +177,14 @@ impl Store {
     }
 
     /// Puts a tag on a segment. The same tag twice, or a second label in a LABEL project, is a
-    /// conflict.
+    /// conflict. The segment is locked while its tags are checked and the new one is written, so
+    /// concurrent requests cannot all find the segment free.
     pub async fn add_segment_tag(&self, scope: &Scope, at: SegmentAt, tag: NewTag) -> Result<SegmentTag> {
         let (session, _, segment) = self.session_segment(scope, at, Action::Annotate).await?;
         let vocabulary = self.session_vocabulary(&session).await?;
         let ids = vocabulary.resolve(&tag, "tag")?;
         let mut tx = self.begin_write().await?;
+        crate::lock_row(&mut tx, ("segments", segment.id)).await?;
         let id = insert_tag(
             &mut tx,
             session.id,
@@ -197,7 +199,8 @@ impl Store {
         self.tag_by_id(session.id, segment.id, id).await
     }
 
-    /// Changes a tag's class, label or part.
+    /// Changes a tag's class, label or part, checking for a duplicate under the segment's lock
+    /// as [`Store::add_segment_tag`] does.
     pub async fn update_segment_tag(
         &self,
         scope: &Scope,
@@ -210,6 +213,7 @@ impl Store {
         let vocabulary = self.session_vocabulary(&session).await?;
         let (class_id, label_id) = vocabulary.resolve(&tag, "tag")?;
         let mut tx = self.begin_write().await?;
+        crate::lock_row(&mut tx, ("segments", segment.id)).await?;
         let duplicate: Option<i64> = sqlx::query_scalar(
             "SELECT id FROM segment_tags WHERE session_id = $1 AND segment_id = $2 AND id <> $3 \
              AND COALESCE(class_id, 0) = $4 AND COALESCE(label_id, 0) = $5 \
@@ -329,7 +333,9 @@ fn split_part(part: &Option<(i64, i64, String)>) -> (Option<i64>, Option<i64>, O
 
 /// Inserts one tag after checking it is new on the segment (and, in a LABEL project, that a
 /// label of the whole segment is its only one; labels of parts, the fields of a page, may be
-/// many) and that the segment is under the per-segment limit.
+/// many) and that the segment is under the per-segment limit. The checks hold only if no other
+/// transaction tags the segment meanwhile: the caller locks the segment
+/// ([`crate::lock_row`]) or tags a session or segments its own transaction has just made.
 pub(crate) async fn insert_tag(
     tx: &mut Transaction<'static, Any>,
     session_id: i64,

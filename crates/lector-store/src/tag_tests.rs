@@ -1,0 +1,102 @@
+//! A segment's tags are checked (the same tag twice, a second label in a LABEL project, the
+//! per-segment limit) and written under a lock on the segment, so concurrent requests cannot all
+//! find it free: twenty at once make one tag, on both backends. (On SQLite the write
+//! transaction's lock always did this; on PostgreSQL, at READ COMMITTED, the checks alone did
+//! not.)
+
+use crate::testing::{TestDatabase, owner_with_project};
+use crate::{Backend, ClassFields, NewDocument, NewSegment, NewSession, NewTag, SegmentAt, Store};
+use futures_util::future::join_all;
+use lector_core::{ErrorCode, ProjectType};
+
+async fn twenty_tags_at_once_make_one(backend: Backend, kind: ProjectType) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 20).await.expect("store");
+    let (scope, _, project) = owner_with_project(&store, "Race", kind).await;
+    let names = ["spam", "ham"];
+    if kind == ProjectType::Label {
+        for name in names {
+            store.add_label(&scope, project.id, name).await.expect("a label");
+        }
+    } else {
+        let classes = names.map(|name| ClassFields {
+            name: name.into(),
+            ..Default::default()
+        });
+        store
+            .add_classes(&scope, project.id, classes.into())
+            .await
+            .expect("classes");
+    }
+    let text = "Buy now.".to_owned();
+    let document = NewDocument {
+        segments: vec![NewSegment {
+            text: text.clone(),
+            start: 0,
+            end: 8,
+            layout: None,
+        }],
+        text,
+        meta: serde_json::json!({}),
+        language: "en".into(),
+    };
+    let (document, segments) = store
+        .create_document(&scope, project.id, document)
+        .await
+        .expect("a document");
+    let new = NewSession {
+        name: "Race".into(),
+        document_ids: Some(vec![document.id]),
+        ..Default::default()
+    };
+    let session = store.create_session(&scope, project.id, new).await.expect("a session");
+    let at = SegmentAt {
+        project_id: project.id,
+        session_id: session.id,
+        document_id: document.id,
+        segment_id: segments[0].id,
+    };
+    // The pool's connections open first, so that the racers do not wait for new ones one by one
+    // (which spaces them out enough to hide a race).
+    let warm: Vec<_> = join_all((0..store.pool_capacity()).map(|_| store.pool.acquire())).await;
+    assert!(warm.iter().all(Result::is_ok));
+    drop(warm);
+    // A CLASS project: the same class twenty times. A LABEL project: two labels in turn.
+    let racers = (0..20).map(|i| {
+        let name = Some(names[if kind == ProjectType::Label { i % 2 } else { 0 }].to_owned());
+        let tag = match kind {
+            ProjectType::Label => NewTag {
+                label: name,
+                ..Default::default()
+            },
+            _ => NewTag {
+                class: name,
+                ..Default::default()
+            },
+        };
+        store.add_segment_tag(&scope, at, tag)
+    });
+    let results = join_all(racers).await;
+    let created = results.iter().filter(|r| r.is_ok()).count();
+    let refused = results
+        .iter()
+        .filter(|r| matches!(r, Err(e) if e.code == ErrorCode::Conflict))
+        .count();
+    assert_eq!((created, refused), (1, 19), "{results:?}");
+    let stored = store.segment_tags(&scope, at).await.expect("the tags");
+    assert_eq!(stored.len(), 1, "{stored:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_tags_at_once_make_one_sqlite() {
+    twenty_tags_at_once_make_one(Backend::Sqlite, ProjectType::Class).await;
+    twenty_tags_at_once_make_one(Backend::Sqlite, ProjectType::Label).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_tags_at_once_make_one_postgres() {
+    twenty_tags_at_once_make_one(Backend::Postgres, ProjectType::Class).await;
+    twenty_tags_at_once_make_one(Backend::Postgres, ProjectType::Label).await;
+}
