@@ -81,6 +81,8 @@ mod tags;
 pub mod testing;
 mod training;
 mod uploads;
+#[cfg(test)]
+mod workflow_tests;
 mod workflows;
 mod workspaces;
 

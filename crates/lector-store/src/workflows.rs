@@ -525,9 +525,22 @@ impl Store {
     }
 
     /// Records finished executions in one transaction (the service's execution log gathers
-    /// them), then trims the workflows named in `trim` to their newest 1,000.
+    /// them), then trims the workflows named in `trim` to their newest 1,000. The records of
+    /// workflows deleted meanwhile are dropped, not written: one of them would otherwise fail
+    /// the whole batch on its foreign key.
     pub async fn record_executions(&self, executions: &[FinishedExecution], trim: &[i64]) -> Result<()> {
         let mut tx = self.begin_write().await?;
+        let existing = existing_workflows(&mut tx, executions, self.backend).await?;
+        let (executions, dropped): (Vec<&FinishedExecution>, Vec<&FinishedExecution>) =
+            executions.iter().partition(|e| existing.contains(&e.workflow_id));
+        if !dropped.is_empty() {
+            let workflows: std::collections::BTreeSet<i64> = dropped.iter().map(|e| e.workflow_id).collect();
+            tracing::info!(
+                records = dropped.len(),
+                ?workflows,
+                "executions of deleted workflows were not recorded"
+            );
+        }
         let now = Timestamp::now().micros();
         for chunk in executions.chunks(100) {
             let rows = (0..chunk.len())
@@ -640,4 +653,31 @@ async fn set_state(tx: &mut Tx, id: i64, active: Option<bool>, run_as: i64) -> R
         .bind(Timestamp::now().micros())
         .bind(id);
     fetch_record(query, &mut **tx, "workflow").await
+}
+
+/// Which of the executions' workflows still exist, read in the transaction that records them;
+/// on PostgreSQL their rows are held (`FOR KEY SHARE`) so none is deleted before it commits.
+async fn existing_workflows(
+    tx: &mut Tx,
+    executions: &[FinishedExecution],
+    backend: crate::Backend,
+) -> Result<std::collections::HashSet<i64>> {
+    let ids: std::collections::BTreeSet<i64> = executions.iter().map(|e| e.workflow_id).collect();
+    if ids.is_empty() {
+        return Ok(Default::default());
+    }
+    let lock = match backend {
+        crate::Backend::Postgres => " FOR KEY SHARE",
+        crate::Backend::Sqlite => "",
+    };
+    let sql = format!(
+        "SELECT id FROM workflows WHERE id IN ({}){lock}",
+        numbered(1, ids.len())
+    );
+    let mut query = sqlx::query_scalar(&sql);
+    for id in ids {
+        query = query.bind(id);
+    }
+    let found: Vec<i64> = query.fetch_all(&mut **tx).await.map_err(db)?;
+    Ok(found.into_iter().collect())
 }
