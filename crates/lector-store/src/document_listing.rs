@@ -4,13 +4,14 @@
 
 use crate::documents::{DOCUMENT_COLUMNS, Document};
 use crate::records::FromAnyRow;
-use crate::{Param, Store, db};
+use crate::{Backend, Param, Store, db};
 use lector_core::{Action, Result, Scope};
 
 /// Which documents of a project to list.
 #[derive(Debug, Clone, Default)]
 pub struct DocumentFilter {
-    /// Case-insensitive substring of the text; `%` and `_` match themselves.
+    /// Case-insensitive substring of the text (every letter, not only ASCII, on both backends);
+    /// `%`, `_`, `*`, `?` and `[` match themselves.
     pub search: Option<String>,
     pub group_id: Option<i64>,
     /// Only documents in a group (`true`) or in none (`false`).
@@ -78,8 +79,7 @@ impl Store {
         let mut params = vec![Param::Int(project_id)];
         let mut conditions = vec!["d.project_id = $1".to_owned()];
         if let Some(search) = &filter.search {
-            params.push(Param::Text(format!("%{}%", escape_like(&search.to_lowercase()))));
-            conditions.push(format!("LOWER(d.text) LIKE ${} ESCAPE '\\'", params.len()));
+            conditions.push(contains_any_case(self.backend, &["d.text"], search, &mut params));
         }
         if let Some(group_id) = filter.group_id {
             params.push(Param::Int(group_id));
@@ -148,8 +148,51 @@ impl Store {
     }
 }
 
+/// The condition that one of `columns` contains `search` in any case of its letters, binding
+/// its pattern as the next parameter. PostgreSQL compares `LOWER(column)` (Unicode-aware in a
+/// UTF-8 database) with the search lowered here. SQLite's `LOWER` and `LIKE` fold ASCII
+/// letters only, so "Ärger" would never be found by "ärger"; there the search becomes a GLOB
+/// pattern in which each letter of the lowered search is a set of itself and its capital
+/// (`[äÄ][rR]...`), matched against the text as stored: the same matches for every letter
+/// whose capital is one letter.
+pub(crate) fn contains_any_case(backend: Backend, columns: &[&str], search: &str, params: &mut Vec<Param>) -> String {
+    let lowered = search.to_lowercase();
+    let (pattern, compare) = match backend {
+        Backend::Postgres => (
+            format!("%{}%", escape_like(&lowered)),
+            "LOWER({column}) LIKE {p} ESCAPE '\\'",
+        ),
+        Backend::Sqlite => (format!("*{}*", glob_any_case(&lowered)), "{column} GLOB {p}"),
+    };
+    params.push(Param::Text(pattern));
+    let p = format!("${}", params.len());
+    let each: Vec<String> = columns
+        .iter()
+        .map(|column| compare.replace("{column}", column).replace("{p}", &p))
+        .collect();
+    format!("({})", each.join(" OR "))
+}
+
+/// A GLOB pattern matching `lowered` with each letter in either case: a letter with a one-letter
+/// capital becomes the set of both, and `*`, `?` and `[` a set of themselves, which matches
+/// them literally.
+fn glob_any_case(lowered: &str) -> String {
+    let mut out = String::with_capacity(lowered.len() * 4);
+    for c in lowered.chars() {
+        let mut upper = c.to_uppercase();
+        match (upper.next(), upper.next()) {
+            (Some(u), None) if u != c => {
+                out.extend(['[', c, u, ']']);
+            }
+            _ if matches!(c, '*' | '?' | '[') => out.extend(['[', c, ']']),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 /// `%`, `_` and `\` match themselves in a LIKE pattern with `ESCAPE '\'`.
-pub(crate) fn escape_like(text: &str) -> String {
+fn escape_like(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if matches!(c, '%' | '_' | '\\') {

@@ -376,13 +376,11 @@ impl Store {
             None => conditions.push(format!("m.type <> '{}'", ModelType::Base.as_str())),
         }
         if let Some(search) = filter.search.as_deref().filter(|s| !s.trim().is_empty()) {
-            params.push(Param::Text(format!(
-                "%{}%",
-                crate::document_listing::escape_like(&search.trim().to_lowercase())
-            )));
-            let n = params.len();
-            conditions.push(format!(
-                "(LOWER(m.name) LIKE ${n} ESCAPE '\\' OR LOWER(m.display_name) LIKE ${n} ESCAPE '\\')"
+            conditions.push(crate::document_listing::contains_any_case(
+                self.backend,
+                &["m.name", "m.display_name"],
+                search.trim(),
+                &mut params,
             ));
         }
         let sql = format!(

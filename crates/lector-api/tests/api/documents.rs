@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 backend_tests!(
     documents_are_normalised_and_segmented,
     paging_and_filters_never_drop_or_repeat,
+    search_ignores_the_case_of_every_letter,
     upload_runs_as_a_task_and_fills_a_group,
     groups_of_documents,
     documents_follow_roles_and_tenancy,
@@ -185,6 +186,45 @@ async fn paging_and_filters_never_drop_or_repeat(app: TestApp) {
         .await
         .expect(200);
     assert!(page["documents"][0]["segments"].is_array());
+}
+
+/// The search finds a text whatever the case of its letters, beyond ASCII too (SQLite's own
+/// LOWER and LIKE fold ASCII only), and the characters of SQLite's GLOB match only themselves.
+async fn search_ignores_the_case_of_every_letter(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project(&ada, "Umlauts").await;
+    for text in ["Ärger im Büro.", "Ölpreis steigt.", "Stars * and ?marks [x]."] {
+        app.document(&ada, project, json!({"text": text})).await;
+    }
+    let found = |search: &'static str| {
+        let (app, token) = (&app, ada.token.clone());
+        async move {
+            let page = app
+                .get(&format!("/projects/{project}/documents?search={search}"), &token)
+                .await
+                .expect(200);
+            page["documents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d["text"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    for search in ["ärger", "ÄRGER", "Ärger", "bÜrO", "%C3%84RGER%20IM"] {
+        assert_eq!(found(search).await, ["Ärger im Büro."], "{search}");
+    }
+    assert_eq!(found("ölPREIS").await, ["Ölpreis steigt."]);
+    assert_eq!(found("ärgern").await, Vec::<String>::new());
+    assert_eq!(
+        found("STARS%20*%20AND%20%3FMARKS%20%5BX%5D").await,
+        ["Stars * and ?marks [x]."]
+    );
+    assert_eq!(found("s%20*%20a").await, ["Stars * and ?marks [x]."]);
+    assert_eq!(found("%C3%A4*r").await, Vec::<String>::new(), "* is no wildcard");
+    assert_eq!(found("%3Fm").await, ["Stars * and ?marks [x]."]);
+    assert_eq!(found("%3Fx").await, Vec::<String>::new(), "? is no wildcard");
+    assert_eq!(found("%5Bx").await, ["Stars * and ?marks [x]."]);
 }
 
 async fn upload_runs_as_a_task_and_fills_a_group(app: TestApp) {
