@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io::Read;
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::error::{Limit, Location, Result, TextError};
@@ -192,11 +192,7 @@ pub(crate) fn read_json(bytes: &[u8], limits: &Limits) -> Result<(Vec<String>, V
             "expected an array of objects or of strings",
         ));
     }
-    let items: Vec<Item> = serde_json::from_slice(bytes).map_err(|e| syntax_error(&e, 0))?;
-    if items.len() as u64 > limits.max_rows {
-        let at = Location::JsonPath(format!("$[{}]", limits.max_rows));
-        return Err(TextError::too_large(Limit::Rows, limits.max_rows, Some(at)));
-    }
+    let items = array_items(bytes, limits.max_rows)?;
     let Some(first) = items.first() else {
         return Ok((Vec::new(), Vec::new()));
     };
@@ -238,6 +234,59 @@ pub(crate) fn read_json(bytes: &[u8], limits: &Limits) -> Result<(Vec<String>, V
         columns.names
     };
     Ok((header, rows))
+}
+
+/// The items of a JSON array, refused with 413 at the first item past `max_rows` while it is
+/// read, so a file of millions of tiny items is not all parsed into memory before the count.
+fn array_items(bytes: &[u8], max_rows: u64) -> Result<Vec<Item>> {
+    let bounded = BoundedItems { max_rows };
+    let mut json = serde_json::Deserializer::from_slice(bytes);
+    let read = (&bounded)
+        .deserialize(&mut json)
+        .and_then(|items| json.end().map(|()| items));
+    match read {
+        Ok(items) => Ok(items),
+        Err(error) if error.to_string().starts_with(TOO_MANY_ITEMS) => {
+            let at = Location::JsonPath(format!("$[{max_rows}]"));
+            Err(TextError::too_large(Limit::Rows, max_rows, Some(at)))
+        }
+        Err(error) => Err(syntax_error(&error, 0)),
+    }
+}
+
+/// The message `BoundedItems` stops with, told apart from a syntax error by `array_items`.
+const TOO_MANY_ITEMS: &str = "more items than the row limit";
+
+/// Reads an array's items, stopping at the one past `max_rows`.
+struct BoundedItems {
+    max_rows: u64,
+}
+
+impl<'de> DeserializeSeed<'de> for &BoundedItems {
+    type Value = Vec<Item>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> std::result::Result<Vec<Item>, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for &BoundedItems {
+    type Value = Vec<Item>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of objects or of strings")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Vec<Item>, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Item>()? {
+            if items.len() as u64 >= self.max_rows {
+                return Err(de::Error::custom(TOO_MANY_ITEMS));
+            }
+            items.push(item);
+        }
+        Ok(items)
+    }
 }
 
 /// The cells of an object in column order; absent keys give empty cells.

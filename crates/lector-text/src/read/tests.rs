@@ -150,6 +150,18 @@ fn over_limit_files_are_413() {
     .unwrap_err();
     assert_eq!(error.status(), 413);
     assert_eq!(error.location(), Some(&Location::Line(3)));
+    // A JSON array is refused at its first item past the limit, whatever follows it.
+    let error = read_table(
+        Format::Json,
+        &b"[\"a\", \"b\", \"c\", 1, {]"[..],
+        ReadOptions::default(),
+        &rows,
+    )
+    .unwrap_err();
+    assert_eq!(error.status(), 413, "{error}");
+    assert_eq!(error.location(), Some(&Location::JsonPath("$[2]".into())));
+    let table = read_table(Format::Json, &b"[\"a\", \"b\"]"[..], ReadOptions::default(), &rows).unwrap();
+    assert_eq!(table.rows.len(), 2);
     let cells = Limits {
         max_cell_chars: 3,
         ..Limits::default()
