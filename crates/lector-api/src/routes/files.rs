@@ -346,7 +346,7 @@ fn read_classes(
         (optional("example"), optional("description"))
     };
     let mut classes: Vec<ClassFields> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen: std::collections::HashSet<String> = header.iter().cloned().collect();
     for row in rows.by_ref() {
         let row = row?;
         let cell = |index: Option<usize>| index.and_then(|i| row.cells.get(i)).cloned().unwrap_or_default();
@@ -486,11 +486,12 @@ pub async fn download_group(
     };
     // The header needs every meta key before the first row: one pass over the documents first.
     let mut header = vec!["id".to_owned(), "text".to_owned()];
+    let mut seen: std::collections::HashSet<String> = header.iter().cloned().collect();
     let mut pages = GroupPages::new(&state, &caller.scope, p.project_id, filter.clone());
     while let Some(page) = pages.next().await? {
         for document in &page {
             for key in document.meta.as_object().into_iter().flat_map(|meta| meta.keys()) {
-                if !header.contains(key) {
+                if seen.insert(key.clone()) {
                     header.push(key.clone());
                 }
             }
