@@ -222,7 +222,10 @@ impl Store {
     }
 
     /// Moves a project, with everything in it, to another workspace. The caller manages
-    /// projects in both.
+    /// projects in both. The rows that carry a workspace of their own besides the project
+    /// (its models, which are authorized by it; its uploads; its jobs) move in the same
+    /// transaction; a model whose name the target workspace already uses answers 409 naming
+    /// it, and nothing moves.
     pub async fn transfer_project(&self, scope: &Scope, project_id: i64, target: &Workspace) -> Result<Project> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
         scope.authorize(target.facts(), Action::Manage)?;
@@ -237,6 +240,28 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(db_unique("a project with this name exists in the target workspace"))?;
+        let clash: Option<String> = sqlx::query_scalar(
+            "SELECT m.name FROM models m WHERE m.project_id = $1 AND EXISTS \
+             (SELECT 1 FROM models t WHERE t.workspace_id = $2 AND t.name = m.name) ORDER BY m.id LIMIT 1",
+        )
+        .bind(project.id)
+        .bind(target.id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+        if let Some(name) = clash {
+            return Err(Error::conflict(format!(
+                "the target workspace already has a model named {name:?}; rename the project's model first"
+            )));
+        }
+        for table in ["models", "uploads", "jobs"] {
+            sqlx::query(&format!("UPDATE {table} SET workspace_id = $1 WHERE project_id = $2"))
+                .bind(target.id)
+                .bind(project.id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_unique("a model of the project has a name the target workspace uses"))?;
+        }
         tx.commit().await.map_err(db)?;
         Ok(Project {
             workspace_id: target.id,

@@ -1,7 +1,8 @@
 //! Projects, classes and labels through HTTPS on both backends: the four types, ABSA's fixed
 //! labels, names unique per workspace, transfer between workspaces, roles and tenancy.
 
-use crate::common::TestApp;
+use crate::common::tickets::labeled_tickets;
+use crate::common::{TestApp, ids};
 use serde_json::{Value, json};
 
 backend_tests!(
@@ -9,6 +10,7 @@ backend_tests!(
     absa_projects_keep_their_labels,
     classes_and_labels,
     transfer_needs_manager_in_both_workspaces,
+    a_transferred_project_takes_its_models_along,
     projects_follow_roles_and_tenancy,
 );
 
@@ -274,6 +276,77 @@ async fn transfer_needs_manager_in_both_workspaces(app: TestApp) {
             .any(|n| n["title"] == "Transfer finished"),
         "{notices}"
     );
+}
+
+async fn a_transferred_project_takes_its_models_along(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let vic = app.register("vic@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let personal = app.default_workspace_id(&ada).await;
+    app.add_member(&ada.token, personal, vic.user_id, "MANAGER")
+        .await
+        .expect(200);
+    let target = app.workspace(&bob, "Bob's team").await;
+    app.add_member(&bob.token, target, ada.user_id, "MANAGER")
+        .await
+        .expect(200);
+    let (first, _) = labeled_tickets(&app, &ada, "Tickets").await;
+    let model = app
+        .train_model(&ada, first, json!({"display_name": "Triage", "name": "triage"}))
+        .await;
+    assert_eq!(model["status"], "READY", "{model}");
+    let id = model["id"].as_i64().unwrap();
+    app.post(
+        &format!("/projects/{first}/transfer"),
+        &ada.token,
+        json!({"organization_id": target}),
+    )
+    .await
+    .expect(200);
+
+    // The old workspace's members lose the model with the project; the new one's have it.
+    for path in [
+        format!("/models/{id}"),
+        format!("/models/{id}/download"),
+        format!("/projects/{first}/models/{id}"),
+    ] {
+        app.get(&path, &vic.token).await.expect_problem(404, "not_found");
+    }
+    app.delete(&format!("/models/{id}"), &vic.token)
+        .await
+        .expect_problem(404, "not_found");
+    let one = app.get(&format!("/models/{id}"), &bob.token).await.expect(200);
+    assert_eq!(one["models"][0]["id"], id);
+    app.get(&format!("/projects/{first}/models/{id}"), &bob.token)
+        .await
+        .expect(200);
+    let theirs = app
+        .get(&format!("/organizations/{target}/models"), &bob.token)
+        .await
+        .expect(200);
+    assert_eq!(ids(&theirs["models"]), [id]);
+
+    // A project whose model's name the target already uses stays where it is, whole.
+    let (second, _) = labeled_tickets(&app, &ada, "More tickets").await;
+    let other = app
+        .train_model(&ada, second, json!({"display_name": "Triage again", "name": "triage"}))
+        .await;
+    let other_id = other["id"].as_i64().unwrap();
+    let refused = app
+        .post(
+            &format!("/projects/{second}/transfer"),
+            &ada.token,
+            json!({"organization_id": target}),
+        )
+        .await
+        .expect_problem(409, "conflict");
+    assert!(refused["detail"].as_str().unwrap().contains("\"triage\""), "{refused}");
+    let stayed = app.get(&format!("/projects/{second}"), &vic.token).await.expect(200);
+    assert_eq!(stayed["organization_id"], personal);
+    app.get(&format!("/models/{other_id}"), &vic.token).await.expect(200);
+    app.get(&format!("/models/{other_id}"), &bob.token)
+        .await
+        .expect_problem(404, "not_found");
 }
 
 async fn projects_follow_roles_and_tenancy(app: TestApp) {
