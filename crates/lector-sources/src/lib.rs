@@ -186,6 +186,7 @@ impl Sources {
     async fn fetch_http(&self, secret: &secret::HttpSecret, parameters: &HttpParameters) -> Result<Fetched> {
         let url = url::Url::parse(parameters.url.trim())
             .map_err(|_| lector_core::Error::bad_request("parameters.url is not a URL"))?;
+        secret.check_target(&url)?;
         let headers = secret::header_map(&secret.headers).map_err(lector_core::Error::bad_request)?;
         let body = http::get(&self.policy, &self.limits, url, headers, http::Redirects::Follow).await?;
         let file_name = file_name(&body.url, body.content_type.as_deref());

@@ -21,12 +21,49 @@ pub const MAX_HEADERS: usize = 32;
 /// Longest header value, key or token in a credential.
 pub const MAX_VALUE_CHARS: usize = 8 * 1024;
 
-/// An http credential: headers sent with the request, as `Authorization: Bearer …`.
+/// An http credential: headers sent with the request, as `Authorization: Bearer …`, bound to
+/// one origin (`base_url`: scheme, host and port), so that whoever may use the credential
+/// cannot send its headers to a host of their choosing. A credential with headers must name
+/// its origin; one stored before origins were named has none and sends its headers nowhere.
 #[derive(Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct HttpSecret {
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// `https://host[:port]`: the only origin the credential fetches from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+impl HttpSecret {
+    /// Checks that `url` may be fetched with this credential: on its origin when it names one;
+    /// anywhere when it names none and has no headers to send. 422 otherwise, saying why.
+    pub(crate) fn check_target(&self, url: &Url) -> Result<()> {
+        let refuse = |message: String| Error::validation(vec![lector_core::FieldError::new("parameters.url", message)]);
+        match &self.base_url {
+            Some(base) => {
+                let origin = endpoint_url(base)
+                    .map_err(|_| {
+                        tracing::error!("a stored http credential has an invalid base_url");
+                        Error::internal()
+                    })?
+                    .origin();
+                if url.origin() != origin {
+                    return Err(refuse(format!(
+                        "must be on {}, the origin the credential is bound to",
+                        origin.ascii_serialization()
+                    )));
+                }
+                Ok(())
+            }
+            None if self.headers.is_empty() => Ok(()),
+            None => Err(refuse(
+                "the credential sends headers but names no origin (it was created before credentials \
+                 named one); create it again with secret.base_url, the origin its headers may go to"
+                    .into(),
+            )),
+        }
+    }
 }
 
 /// A postgres credential: the connection URL, user and password included.
@@ -92,6 +129,19 @@ impl CredentialSecret {
                 problems.check(s.headers.len() <= MAX_HEADERS, "secret.headers", "has too many headers");
                 if let Err(message) = header_map(&s.headers) {
                     problems.push("secret.headers", message);
+                }
+                match &s.base_url {
+                    Some(base) => {
+                        problems.max_len("secret.base_url", base, MAX_URL_CHARS);
+                        if let Err(message) = endpoint_url(base) {
+                            problems.push("secret.base_url", message);
+                        }
+                    }
+                    None => problems.check(
+                        s.headers.is_empty(),
+                        "secret.base_url",
+                        "is required with headers: the origin they may be sent to, such as https://api.example.org",
+                    ),
                 }
             }
             CredentialSecret::Postgres(s) => {
@@ -277,6 +327,18 @@ mod tests {
             CredentialSecret::parse(SourceKind::Postgres, &json!({"url": "postgres://db/x", "extra": 1})).unwrap_err();
         assert!(err.detail.contains("unknown field"), "{}", err.detail);
         assert!(CredentialSecret::parse(SourceKind::Http, &json!({})).is_ok());
+        let err = CredentialSecret::parse(SourceKind::Http, &json!({"headers": {"X-A": "a"}})).unwrap_err();
+        assert_eq!(err.errors[0].field, "secret.base_url");
+        let bound = json!({"headers": {"X-A": "a"}, "base_url": "https://api.example.org"});
+        assert!(CredentialSecret::parse(SourceKind::Http, &bound).is_ok());
+        for base in [
+            "https://api.example.org/exports",
+            "ftp://api.example.org",
+            "api.example.org",
+        ] {
+            let err = CredentialSecret::parse(SourceKind::Http, &json!({"base_url": base})).unwrap_err();
+            assert_eq!(err.errors[0].field, "secret.base_url", "{base}");
+        }
         let err = CredentialSecret::parse(SourceKind::Http, &json!({"headers": {"Host": "x"}})).unwrap_err();
         assert_eq!(err.errors[0].field, "secret.headers");
         let err = CredentialSecret::parse(SourceKind::Http, &json!({"headers": {"X-A": "a\nb"}})).unwrap_err();
@@ -296,6 +358,41 @@ mod tests {
         assert!(!format!("{s:?}").contains("hunter2"));
         let again = CredentialSecret::from_json(SourceKind::Postgres, &s.to_json()).unwrap();
         assert!(matches!(again, CredentialSecret::Postgres(p) if p.url.contains("hunter2")));
+    }
+
+    #[test]
+    fn an_http_credential_fetches_from_its_origin_only() {
+        let url = |s: &str| Url::parse(s).unwrap();
+        let bound = HttpSecret {
+            headers: BTreeMap::from([("Authorization".into(), "Bearer t".into())]),
+            base_url: Some("https://api.example.org".into()),
+        };
+        assert!(bound.check_target(&url("https://api.example.org/a.csv?x=1")).is_ok());
+        assert!(bound.check_target(&url("https://api.example.org:443/b")).is_ok());
+        for other in [
+            "https://evil.example.org/a.csv",
+            "http://api.example.org/a.csv",
+            "https://api.example.org:8443/a.csv",
+        ] {
+            let err = bound.check_target(&url(other)).unwrap_err();
+            assert_eq!(
+                (err.status(), err.errors[0].field.as_str()),
+                (422, "parameters.url"),
+                "{other}"
+            );
+            assert!(err.detail.contains("https://api.example.org"), "{}", err.detail);
+        }
+        let old = HttpSecret {
+            base_url: None,
+            ..bound.clone()
+        };
+        let err = old.check_target(&url("https://api.example.org/a.csv")).unwrap_err();
+        assert!(err.detail.contains("create it again"), "{}", err.detail);
+        let anonymous = HttpSecret::default();
+        assert!(anonymous.check_target(&url("https://anywhere.example.org/")).is_ok());
+        // An old row (no base_url in its JSON) still reads.
+        let read = CredentialSecret::from_json(SourceKind::Http, br#"{"headers":{"X-A":"a"}}"#).unwrap();
+        assert!(matches!(read, CredentialSecret::Http(s) if s.base_url.is_none()));
     }
 
     #[test]

@@ -246,7 +246,7 @@ async fn remote_bodies_never_reach_errors_and_headers_stay_with_their_origin() {
     let with_token = sealed(
         &s,
         SourceKind::Http,
-        json!({"headers": {"Authorization": "Bearer t0k3n"}}),
+        json!({"headers": {"Authorization": "Bearer t0k3n"}, "base_url": base}),
     );
 
     let err = get(&s, &anonymous, &format!("{base}/private")).await.unwrap_err();
@@ -257,6 +257,15 @@ async fn remote_bodies_never_reach_errors_and_headers_stay_with_their_origin() {
     assert!(
         err.detail.contains("HTTP 401"),
         "a redirect to another origin drops the credential's headers"
+    );
+    let err = get(&s, &with_token, &format!("http://localhost:{port}/private"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.status(), err.errors[0].field.as_str()),
+        (422, "parameters.url"),
+        "a credential asked for another origin than its own sends nothing: {}",
+        err.detail
     );
     for path in ["/fails", "/missing"] {
         let err = get(&s, &anonymous, &format!("{base}{path}")).await.unwrap_err();

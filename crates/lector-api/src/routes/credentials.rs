@@ -53,7 +53,8 @@ impl From<Credential> for CredentialDto {
 }
 
 /// A new credential. `secret` depends on `source`:
-/// http `{headers?: {name: value}}`, postgres `{url}` (`postgres://user:password@host:port/db`),
+/// http `{headers?: {name: value}, base_url?}` (`base_url`, `https://host[:port]`, is the one
+/// origin the credential fetches from; required with headers), postgres `{url}` (`postgres://user:password@host:port/db`),
 /// s3 `{access_key_id, secret_access_key, region, endpoint?, session_token?}`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

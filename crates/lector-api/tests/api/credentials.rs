@@ -36,7 +36,7 @@ async fn credential_lifecycle(app: TestApp) {
     app.post(&format!("/organizations/{id}/credentials"), &ada.token, s3)
         .await
         .expect(201);
-    let http = json!({"name": "site", "source": "http", "secret": {"headers": {"Authorization": "Bearer tok-secret"}}});
+    let http = json!({"name": "site", "source": "http", "secret": {"headers": {"Authorization": "Bearer tok-secret"}, "base_url": "https://data.example.org"}});
     app.post(path, &ada.token, http).await.expect(201);
 
     let listed = app.get(path, &ada.token).await.expect(200);

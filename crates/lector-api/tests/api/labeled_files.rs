@@ -557,3 +557,114 @@ async fn labeled_data_comes_from_sources_sqlite() {
 async fn labeled_data_comes_from_sources_postgres() {
     labeled_data_comes_from_sources(Backend::Postgres).await;
 }
+
+/// An http credential's headers go to the origin it was created with, whoever uses it: a USER
+/// naming another origin is refused before anything is sent, and a credential stored before
+/// credentials named their origin sends its headers nowhere.
+async fn http_credentials_fetch_from_their_origin_only(backend: Backend) {
+    let Some(app) = TestApp::start_with(backend, |config| config.sources.allow_private = true).await else {
+        return;
+    };
+    let ada = app.register("ada@example.org").await;
+    let usa = app.register("usa@example.org").await;
+    let workspace = app.default_workspace_id(&ada).await;
+    app.add_member(&ada.token, workspace, usa.user_id, "USER")
+        .await
+        .expect(200);
+    let id = app
+        .project_with_classes(&ada, "Sourced", "CLASS", &["FOOD", "SERVICE"])
+        .await;
+    let (url, server) = serve_file("text,class\nHot soup.,FOOD\n").await;
+    let origin = url.trim_end_matches("/labeled.csv").to_owned();
+    let credentials = format!("/organizations/{workspace}/credentials");
+    let unbound = app
+        .post(
+            &credentials,
+            &ada.token,
+            json!({"name": "loose", "source": "http", "secret": {"headers": {"X-Key": "k"}}}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(unbound["errors"][0]["field"], "secret.base_url");
+    let bound = app
+        .post(
+            &credentials,
+            &ada.token,
+            json!({"name": "feed", "source": "http",
+                   "secret": {"headers": {"X-Key": "k"}, "base_url": origin}}),
+        )
+        .await
+        .expect(201);
+
+    let connect_path = format!("/projects/{id}/annotations/connect");
+    let same = json!({"url": url}).to_string();
+    let fetched = connect(&app, &usa, &connect_path, &bound["id"], "http", &same)
+        .await
+        .expect(200);
+    assert_eq!(fetched["preview"][1], json!(["Hot soup.", "FOOD"]));
+    let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
+    for elsewhere in [
+        format!("http://localhost:{port}/labeled.csv"),
+        "http://attacker.example.org/collect".to_owned(),
+    ] {
+        let parameters = json!({"url": elsewhere}).to_string();
+        let refused = connect(&app, &usa, &connect_path, &bound["id"], "http", &parameters)
+            .await
+            .expect_problem(422, "validation_failed");
+        assert_eq!(refused["errors"][0]["field"], "parameters.url", "{refused}");
+        assert!(refused["detail"].as_str().unwrap().contains(&origin), "{refused}");
+    }
+    app.post(
+        &format!("/projects/{id}/groups"),
+        &usa.token,
+        json!({"name": "Elsewhere", "column_name": "text", "credential_id": bound["id"],
+               "source": "http", "parameters": {"url": "http://attacker.example.org/collect"}}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+
+    // A credential sealed before origins were named: its headers are sent nowhere.
+    let old_secret = lector_sources::secret::HttpSecret {
+        headers: BTreeMap::from([("X-Key".to_owned(), "k".to_owned())]),
+        base_url: None,
+    };
+    let sealed = app
+        .state
+        .sources
+        .seal(workspace, &lector_sources::CredentialSecret::Http(old_secret));
+    let (_, scope) = app.state.store.principal(ada.user_id).await.unwrap().unwrap();
+    let (target, _) = app
+        .state
+        .store
+        .workspace_access(
+            &scope,
+            &lector_store::WorkspaceRef::Id(workspace),
+            lector_core::Action::Manage,
+        )
+        .await
+        .unwrap();
+    let old = lector_store::NewCredential {
+        name: "old".into(),
+        source: lector_core::SourceKind::Http,
+        sealed_secret: sealed,
+    };
+    let old = app.state.store.create_credential(&scope, &target, old).await.unwrap();
+    let refused = connect(&app, &usa, &connect_path, &json!(old.id), "http", &same)
+        .await
+        .expect_problem(422, "validation_failed");
+    assert!(
+        refused["detail"].as_str().unwrap().contains("create it again"),
+        "{refused}"
+    );
+    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_credentials_fetch_from_their_origin_only_sqlite() {
+    http_credentials_fetch_from_their_origin_only(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_credentials_fetch_from_their_origin_only_postgres() {
+    http_credentials_fetch_from_their_origin_only(Backend::Postgres).await;
+}

@@ -229,7 +229,9 @@ fn declared(op: &str, f: &Fixture) -> Option<Spec> {
         "list_credentials" => spec(Role(VIEWER), Nothing),
         "create_credential" => spec(
             Role(MANAGER),
-            Json(json!({"name": unique("site"), "source": "http", "secret": {"headers": {"X-Key": "k"}}})),
+            Json(
+                json!({"name": unique("site"), "source": "http", "secret": {"headers": {"X-Key": "k"}, "base_url": "https://127.0.0.1:9"}}),
+            ),
         ),
         "delete_credential" => destroys(Role(MANAGER), Fresh::Credential),
         "list_invitations" => spec(Role(MANAGER), Nothing),
@@ -752,7 +754,7 @@ async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
         .post(
             &format!("{org}/credentials"),
             &admin.token,
-            json!({"name": "site", "source": "http", "secret": {"headers": {"X-Key": "k"}}}),
+            json!({"name": "site", "source": "http", "secret": {"headers": {"X-Key": "k"}, "base_url": "https://127.0.0.1:9"}}),
         )
         .await
         .expect(201);
@@ -980,7 +982,7 @@ async fn make_fresh(
                     app,
                     &format!("{org}/credentials"),
                     admin,
-                    json!({"name": unique("c"), "source": "http", "secret": {"headers": {"X-Key": "k"}}}),
+                    json!({"name": unique("c"), "source": "http", "secret": {"headers": {"X-Key": "k"}, "base_url": "https://127.0.0.1:9"}}),
                 )
                 .await,
             );
