@@ -108,19 +108,72 @@ fn installed_base_models(base_models: &lector_embed::BaseModels) -> Vec<lector_s
 pub struct PeerAddr(pub SocketAddr);
 
 impl AppState {
-    /// The client's address: the peer, or in proxy mode the first `X-Forwarded-For` hop that a
-    /// trusted proxy reports.
+    /// The client's address: the peer, or in proxy mode, when the peer is a trusted proxy, the
+    /// address the proxies report (see [`forwarded_client`]).
     pub fn client_ip(&self, parts: &axum::http::request::Parts) -> Option<IpAddr> {
         let peer = parts.extensions.get::<PeerAddr>().map(|p| p.0.ip())?;
         if self.config.tls == lector_core::config::TlsMode::Proxy && self.config.trusted_proxies.contains(&peer) {
-            let forwarded = parts
-                .headers
-                .get("x-forwarded-for")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split(',').next())
-                .and_then(|v| v.trim().parse().ok());
-            return forwarded.or(Some(peer));
+            return Some(forwarded_client(peer, &self.config.trusted_proxies, &parts.headers));
         }
         Some(peer)
+    }
+}
+
+/// The client behind a trusted proxy `peer`: `X-Forwarded-For` read from the right, where each
+/// proxy appends the address it was called from, skipping the trusted proxies themselves. The
+/// first address that is not a trusted proxy is the client; everything left of it was written
+/// by the client and may be forged. An entry that is not an address ends the walk at the last
+/// trusted hop.
+fn forwarded_client(peer: IpAddr, trusted: &[IpAddr], headers: &axum::http::HeaderMap) -> IpAddr {
+    let entries: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .collect();
+    let mut client = peer;
+    for entry in entries.into_iter().rev() {
+        let Ok(hop) = entry.trim().parse::<IpAddr>() else {
+            break;
+        };
+        client = hop;
+        if !trusted.contains(&hop) {
+            break;
+        }
+    }
+    client
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forwarded_client;
+    use axum::http::HeaderMap;
+    use std::net::IpAddr;
+
+    fn client(trusted: &[&str], values: &[&str]) -> String {
+        let peer: IpAddr = "127.0.0.1".parse().unwrap();
+        let trusted: Vec<IpAddr> = trusted.iter().map(|t| t.parse().unwrap()).collect();
+        let mut headers = HeaderMap::new();
+        for value in values {
+            headers.append("x-forwarded-for", value.parse().unwrap());
+        }
+        forwarded_client(peer, &trusted, &headers).to_string()
+    }
+
+    #[test]
+    fn the_client_is_the_right_most_hop_a_trusted_proxy_appended() {
+        let proxy = ["127.0.0.1"];
+        assert_eq!(client(&proxy, &["198.51.100.7"]), "198.51.100.7");
+        // What the client wrote itself, left of what the proxy appended, does not count.
+        assert_eq!(client(&proxy, &["10.1.2.3, 198.51.100.7"]), "198.51.100.7");
+        assert_eq!(client(&proxy, &["10.1.2.3", "198.51.100.7"]), "198.51.100.7");
+        assert_eq!(client(&proxy, &["garbage, 198.51.100.7"]), "198.51.100.7");
+        // A chain of trusted proxies is walked through.
+        let chain = ["127.0.0.1", "10.0.0.5"];
+        assert_eq!(client(&chain, &["203.0.113.9, 198.51.100.7, 10.0.0.5"]), "198.51.100.7");
+        // Nothing usable: the nearest trusted hop.
+        assert_eq!(client(&proxy, &[]), "127.0.0.1");
+        assert_eq!(client(&proxy, &["198.51.100.7, unknown"]), "127.0.0.1");
+        assert_eq!(client(&chain, &["unknown, 10.0.0.5"]), "10.0.0.5");
     }
 }

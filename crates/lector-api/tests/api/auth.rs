@@ -449,6 +449,31 @@ mod rate_limits {
         }
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_forged_forwarded_for_does_not_escape_the_address_limit() {
+        let Some(app) = behind_proxy(Backend::Sqlite).await else {
+            return;
+        };
+        let limit = app.state.config.rate_limits.register_per_hour;
+        // The client writes a new address each time; the proxy appends the one it saw.
+        for i in 0..limit {
+            let forwarded = format!("10.0.{}.{}, 198.51.100.9", i / 250, i % 250 + 1);
+            register_from(&app, &format!("user{i}@example.org"), &forwarded).await;
+        }
+        let plain = app.base.replace("https://", "http://");
+        let answer = reqwest::Client::new()
+            .post(format!("{plain}/auth/register"))
+            .header("x-forwarded-proto", "https")
+            .header("x-forwarded-for", "10.9.9.9, 198.51.100.9")
+            .json(&json!({"email": "one-more@example.org", "password": "password-123"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 429);
+        // Another client behind the same proxy is not limited by it.
+        register_from(&app, "neighbour@example.org", "10.9.9.9, 198.51.100.10").await;
+    }
+
     /// Registers from its own address (registrations have their own per-address limit).
     async fn register_from(app: &TestApp, email: &str, address: &str) {
         let plain = app.base.replace("https://", "http://");
