@@ -211,8 +211,10 @@ impl Store {
     pub async fn sweep_uploads(&self, unused_for_secs: i64) -> Result<u64> {
         let blobs = self.blobs()?;
         let cutoff = Timestamp::now().micros() - unused_for_secs.saturating_mul(1_000_000);
+        // Project 0 is no project: a batch analysis's file waits there, under its user, until
+        // the analysis adopts it, and goes only when unused for long.
         let stale = "((used IS NULL AND created < $1) \
-             OR NOT EXISTS (SELECT 1 FROM projects p WHERE p.id = uploads.project_id))";
+             OR (uploads.project_id <> 0 AND NOT EXISTS (SELECT 1 FROM projects p WHERE p.id = uploads.project_id)))";
         let mut swept = 0;
         loop {
             let ids: Vec<String> = sqlx::query_scalar(&format!(
@@ -256,5 +258,69 @@ pub(crate) async fn mark_used_in(tx: &mut Transaction<'static, Any>, id: Uuid) -
         Ok(())
     } else {
         Err(Error::not_found("uploaded file"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UploadFor;
+    use crate::testing::{TestDatabase, owner_with_project};
+    use crate::{Backend, Blobs, Store};
+    use lector_core::ProjectType;
+
+    async fn save(store: &Store, scope: &lector_core::Scope, target: UploadFor) -> super::Upload {
+        let chunks = futures_util::stream::iter(vec![Ok(bytes::Bytes::from_static(b"text\nhello\n"))]);
+        store
+            .save_upload(scope, target, "texts.csv", "csv", chunks, 1 << 20)
+            .await
+            .expect("an upload")
+    }
+
+    /// A batch analysis's file (kept under project 0 until the analysis names it) lives as long
+    /// as any unused upload; a project's upload goes with its project.
+    async fn analysis_uploads_wait_like_any_other(backend: Backend) {
+        let Some(database) = TestDatabase::create(backend).await else {
+            return;
+        };
+        let dir = tempfile::tempdir().expect("a directory");
+        let blobs = Blobs::open(dir.path().to_str().unwrap()).expect("blobs");
+        let store = Store::open(&database.url, 4).await.expect("store").with_blobs(blobs);
+        let (scope, _, project) = owner_with_project(&store, "Texts", ProjectType::Class).await;
+        let fresh = save(&store, &scope, UploadFor::Analysis).await;
+        let stale = save(&store, &scope, UploadFor::Analysis).await;
+        let orphan = save(&store, &scope, UploadFor::Project(project.id)).await;
+        let day = 24 * 3600;
+        sqlx::query("UPDATE uploads SET created = created - $1 WHERE id = $2")
+            .bind((day + 60) * 1_000_000)
+            .bind(stale.id.to_string())
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        store.delete_project(&scope, project.id).await.expect("deleted");
+
+        assert_eq!(store.sweep_uploads(day).await.unwrap(), 2);
+        let kept = store
+            .analysis_upload(&scope, fresh.id)
+            .await
+            .expect("the fresh one stays");
+        store.open_upload(&kept).await.expect("with its bytes");
+        assert_eq!(store.analysis_upload(&scope, stale.id).await.unwrap_err().status(), 404);
+        let gone: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM uploads WHERE id = $1")
+            .bind(orphan.id.to_string())
+            .fetch_one(&store.pool)
+            .await
+            .unwrap();
+        assert_eq!(gone, 0);
+        assert_eq!(store.sweep_uploads(day).await.unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn analysis_uploads_wait_like_any_other_sqlite() {
+        analysis_uploads_wait_like_any_other(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn analysis_uploads_wait_like_any_other_postgres() {
+        analysis_uploads_wait_like_any_other(Backend::Postgres).await;
     }
 }
