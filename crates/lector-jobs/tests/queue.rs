@@ -356,6 +356,42 @@ async fn a_job_that_always_panics_fails_with_its_trace(backend: Backend) {
     assert_eq!(notes[0].kind, NotificationType::Warning);
 }
 
+/// A job whose worker dies on every attempt (killed by the kernel for its memory, say) is
+/// taken back by the reaper with a growing delay, and once its attempts are used its next
+/// claim fails it for good, without running it: its resource FAILED, one notification.
+async fn a_job_whose_worker_keeps_dying_fails_once_its_attempts_are_used(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    // The handler would succeed at once: only a worker that never ends an attempt fails it.
+    let (scope, project_id, group_id, job_id) = flaky_setup(&store, 0).await;
+    for attempt in 1..=FlakyPayload::MAX_ATTEMPTS {
+        // Claimed with a lease that has run out, as a killed worker leaves it.
+        let dying = store.claim_job("dies", -1).await.unwrap().expect("claimed");
+        assert_eq!((dying.job.id, dying.job.attempts), (job_id, attempt));
+        assert_eq!(store.reap_expired_leases().await.unwrap(), 1);
+        let delay = lector_store::testing::end_retry_delay(&store, job_id).await;
+        assert_eq!(delay.is_zero(), attempt == 1, "attempt {attempt}: {delay:?}");
+    }
+    assert!(!Runner::new().with(Flaky).run_one(&store, "w").await.unwrap());
+    let job = store.job_by_id(job_id).await.unwrap().unwrap();
+    assert_eq!(job.state, JobState::Failed, "{job:?}");
+    let reason = format!(
+        "The flaky job of group {group_id} failed after 2 attempts: its worker stopped before it ended on every \
+         attempt (killed, out of memory, or cut off from the database); try again."
+    );
+    assert_eq!(job.error.as_deref(), Some(reason.as_str()));
+    assert_eq!(job.result, None, "the handler did not run");
+    let group = store.group(&scope, project_id, group_id).await.unwrap();
+    assert_eq!(group.status, "FAILED");
+    let notes = store.notifications(&scope, scope.user_id, 0, 100).await.unwrap();
+    assert_eq!(notes.len(), 1, "exactly one notification: {notes:?}");
+    assert_eq!(notes[0].kind, NotificationType::Warning);
+    assert!(store.claim_job("w", 30).await.unwrap().is_none());
+    assert_eq!(store.reap_expired_leases().await.unwrap(), 0);
+}
+
 async fn a_worker_goes_on_after_a_panic(backend: Backend) {
     let Some(database) = TestDatabase::create(backend).await else {
         return;
@@ -508,5 +544,6 @@ on_both_backends!(
     a_panic_is_a_failed_attempt_and_the_retry_succeeds,
     a_job_that_always_panics_fails_with_its_trace,
     a_worker_goes_on_after_a_panic,
+    a_job_whose_worker_keeps_dying_fails_once_its_attempts_are_used,
     a_clone_without_a_handler_fails_its_project
 );

@@ -47,14 +47,16 @@ impl Store {
         let mut released = 0;
         for owner in owners.iter().filter(|o| is_gone(o)) {
             let mut tx = self.begin_write().await?;
-            let kinds: Vec<String> = sqlx::query_scalar(&self.requeue_sql("state = $3 AND lease_owner = $4"))
+            let now = Timestamp::now().micros();
+            let taken: Vec<(i64, String, i64)> = sqlx::query_as(&self.requeue_sql("state = $3 AND lease_owner = $4"))
                 .bind(JobState::Queued.as_str())
-                .bind(Timestamp::now().micros())
+                .bind(now)
                 .bind(JobState::Running.as_str())
                 .bind(owner)
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(db)?;
+            let kinds = back_off(&mut tx, now, &taken).await?;
             count_reclaims(&mut tx, &kinds).await?;
             tx.commit().await.map_err(db)?;
             released += kinds.len() as u64;
@@ -63,7 +65,7 @@ impl Store {
     }
 
     /// The statement that returns the running jobs matching `condition` to the queue,
-    /// answering their kinds (`$1` the queued state, `$2` now). On PostgreSQL a job whose row
+    /// answering their ids, kinds and attempts (`$1` the queued state, `$2` now). On PostgreSQL a job whose row
     /// another transaction holds is skipped, not waited for: a worker paused in the middle of
     /// a write (SIGSTOP, a frozen machine) holds its job's row until the server ends its idle
     /// transaction (`Store::connect`), and waiting for it would stall every node's reaper.
@@ -75,7 +77,7 @@ impl Store {
         };
         format!(
             "UPDATE jobs SET state = $1, lease_owner = NULL, lease_expires = NULL, updated = $2 \
-             WHERE id IN (SELECT id FROM jobs WHERE {condition}{lock}) RETURNING kind"
+             WHERE id IN (SELECT id FROM jobs WHERE {condition}{lock}) RETURNING id, kind, attempts"
         )
     }
 
@@ -84,13 +86,14 @@ impl Store {
     pub async fn reap_expired_leases(&self) -> Result<u64> {
         let now = Timestamp::now().micros();
         let mut tx = self.begin_write().await?;
-        let kinds: Vec<String> = sqlx::query_scalar(&self.requeue_sql("state = $3 AND lease_expires < $2"))
+        let taken: Vec<(i64, String, i64)> = sqlx::query_as(&self.requeue_sql("state = $3 AND lease_expires < $2"))
             .bind(JobState::Queued.as_str())
             .bind(now)
             .bind(JobState::Running.as_str())
             .fetch_all(&mut *tx)
             .await
             .map_err(db)?;
+        let kinds = back_off(&mut tx, now, &taken).await?;
         count_reclaims(&mut tx, &kinds).await?;
         tx.commit().await.map_err(db)?;
         Ok(kinds.len() as u64)
@@ -143,6 +146,23 @@ impl Store {
         }
         Ok(statistics)
     }
+}
+
+/// Delays the jobs just taken back (`(id, kind, attempts)`) as a failed attempt is delayed,
+/// except after their first attempt, which resumes at once (a worker restarted after a crash
+/// picks its job up again); answers their kinds. A job whose worker dies every time (out of
+/// memory) so waits longer each time until its attempts are used and its next claim fails
+/// it (`Store::claim_job`).
+async fn back_off(tx: &mut Transaction<'static, Any>, now: i64, taken: &[(i64, String, i64)]) -> Result<Vec<String>> {
+    for (id, _, attempts) in taken.iter().filter(|(_, _, attempts)| *attempts > 1) {
+        sqlx::query("UPDATE jobs SET run_after = $1 WHERE id = $2")
+            .bind(now + crate::jobs::retry_delay_secs(*attempts) * 1_000_000)
+            .bind(id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
+    Ok(taken.iter().map(|(_, kind, _)| kind.clone()).collect())
 }
 
 /// Adds one reclaimed lease per entry of `kinds` (the kinds of the jobs taken back).

@@ -285,6 +285,15 @@ pub struct JobNotice {
     pub text: String,
 }
 
+/// Why a job whose every attempt was taken back from its worker fails.
+const ATTEMPTS_LOST: &str = "its worker stopped before it ended on every attempt (killed, out of memory, \
+     or cut off from the database)";
+
+/// Seconds before a job that failed its `attempts`-th attempt runs again.
+pub(crate) fn retry_delay_secs(attempts: i64) -> i64 {
+    2_i64.saturating_pow(attempts.clamp(0, 10) as u32)
+}
+
 impl Store {
     /// Puts a job on the queue.
     pub async fn enqueue(&self, job: NewJob) -> Result<Job> {
@@ -295,8 +304,28 @@ impl Store {
         Ok(job)
     }
 
-    /// Claims the oldest runnable job, if any, for `lease_secs`.
+    /// Claims the oldest runnable job, if any, for `lease_secs`. A job whose attempts are all
+    /// used (its workers died or were cut off on each, and the reaper put it back) is not
+    /// handed out again: it fails for good here, through [`Store::fail_job`] (its resource
+    /// FAILED, one notification), and the next job is claimed instead.
     pub async fn claim_job(&self, owner: &str, lease_secs: i64) -> Result<Option<Lease>> {
+        loop {
+            let Some(lease) = self.claim_next(owner, lease_secs).await? else {
+                return Ok(None);
+            };
+            if lease.job.attempts <= lease.job.max_attempts {
+                return Ok(Some(lease));
+            }
+            tracing::warn!(
+                job.id = lease.job.id,
+                job.kind = %lease.job.kind,
+                "a job whose workers stopped on every attempt fails for good"
+            );
+            self.fail_job(&lease, ATTEMPTS_LOST, false).await?;
+        }
+    }
+
+    async fn claim_next(&self, owner: &str, lease_secs: i64) -> Result<Option<Lease>> {
         let now = Timestamp::now();
         let pick = match self.backend {
             Backend::Postgres => {
@@ -390,13 +419,11 @@ impl Store {
         let (state, finished, error) = if again {
             (JobState::Queued, None, cause.to_owned())
         } else {
-            (
-                JobState::Failed,
-                Some(now.micros()),
-                failure.reason(job.attempts, cause),
-            )
+            // A claim past the cap (see `claim_job`) ran nothing: the attempts made are the cap.
+            let made = job.attempts.min(job.max_attempts);
+            (JobState::Failed, Some(now.micros()), failure.reason(made, cause))
         };
-        let delay = 2_i64.saturating_pow(job.attempts.clamp(0, 10) as u32);
+        let delay = retry_delay_secs(job.attempts);
         let set = "state = $1, error = $2, lease_owner = NULL, lease_expires = NULL, updated = $3, \
              finished = $4, run_after = $5";
         let values = vec![

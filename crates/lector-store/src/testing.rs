@@ -136,3 +136,19 @@ pub async fn owner_with_project(
     let project = store.create_project(&scope, &workspace, fields).await.expect("project");
     (scope, workspace, project)
 }
+
+/// Ends a queued job's retry delay now (for tests that must not wait for a backoff); answers
+/// the delay that was left, from the job's last update.
+pub async fn end_retry_delay(store: &crate::Store, job_id: i64) -> std::time::Duration {
+    let (run_after, updated): (i64, i64) = sqlx::query_as("SELECT run_after, updated FROM jobs WHERE id = $1")
+        .bind(job_id)
+        .fetch_one(&store.pool)
+        .await
+        .expect("the job");
+    sqlx::query("UPDATE jobs SET run_after = updated WHERE id = $1")
+        .bind(job_id)
+        .execute(&store.pool)
+        .await
+        .expect("the job made runnable");
+    std::time::Duration::from_micros((run_after - updated).max(0) as u64)
+}
