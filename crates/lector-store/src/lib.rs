@@ -28,6 +28,8 @@ mod labeled_imports;
 #[cfg(test)]
 mod limit_tests;
 mod models;
+#[cfg(test)]
+mod training_tests;
 pub use accounts::{NewUser, UserChanges};
 pub use analyses::{Analysis, NewAnalysis};
 pub use analysis_runs::{AnalysisSource, AnalysisTag, NewBatchAnalysis, PendingDocument, StoredAnalysisTag};

@@ -467,8 +467,10 @@ impl Store {
     /// Stores the artifact and turns the model READY with its results (fenced; a model that is
     /// no longer TRAINING is left as it is).
     pub async fn complete_training(&self, lease: &Lease, model: &Model, trained: TrainedModel) -> Result<()> {
-        // The key names the job, so a second run overwrites its own file, never another's.
-        let key = artifact_key(&model.uuid, &format!("job-{}", lease.job.id));
+        // The key names the job and the claim (its fencing token): the file is written before the
+        // fence is checked, so a worker that lost its lease writes a file of its own, which no
+        // row names and the orphan sweeper takes, never the one the model reads.
+        let key = artifact_key(&model.uuid, &format!("job-{}-{}", lease.job.id, lease.token));
         self.blobs()?.put_bytes(&key, trained.artifact).await?;
         let now = Timestamp::now().micros();
         let mut tx = self.begin_write().await?;

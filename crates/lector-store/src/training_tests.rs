@@ -1,0 +1,133 @@
+//! A training job's last writes on both backends: the artifact of a worker that lost its lease
+//! never replaces the one the model reads.
+
+use crate::testing::{TestDatabase, owner_with_project};
+use crate::{
+    Backend, Blobs, ClassFields, LabeledDocument, Lease, Model, NewDocument, NewSegment, NewSession, NewTag,
+    NewTraining, Store, TrainedModel,
+};
+use lector_core::{Action, ModelStatus, ProjectType, Scope};
+use std::io::Read;
+
+/// A one-segment document of `text`, tagged with `class` and marked annotated.
+fn labeled(text: &str, class: &str) -> LabeledDocument {
+    LabeledDocument {
+        document: NewDocument {
+            segments: vec![NewSegment {
+                text: text.into(),
+                start: 0,
+                end: text.chars().count() as i64,
+                layout: None,
+            }],
+            text: text.into(),
+            meta: serde_json::json!({}),
+            language: "en".into(),
+        },
+        tags: vec![vec![NewTag {
+            class: Some(class.into()),
+            label: None,
+            part: None,
+        }]],
+        annotated: vec![true],
+    }
+}
+
+/// A store with blobs in `dir` and a CLASS project with a labeled session, its model queued
+/// for training.
+pub(crate) async fn training_queued(
+    backend: Backend,
+    dir: &std::path::Path,
+) -> Option<(TestDatabase, Store, Scope, Model)> {
+    let database = TestDatabase::create(backend).await?;
+    let blobs = Blobs::open(dir.to_str().unwrap()).expect("blobs");
+    let store = Store::open(&database.url, 4).await.expect("store").with_blobs(blobs);
+    let (scope, _, project) = owner_with_project(&store, "Tickets", ProjectType::Class).await;
+    let classes = ["billing", "login"].map(|name| ClassFields {
+        name: name.into(),
+        ..Default::default()
+    });
+    store.add_classes(&scope, project.id, classes.to_vec()).await.unwrap();
+    let labeled = (0..6)
+        .map(|n| {
+            labeled(
+                &format!("ticket number {n}"),
+                if n % 2 == 0 { "billing" } else { "login" },
+            )
+        })
+        .collect();
+    let session = NewSession {
+        name: "Tickets".into(),
+        labeled,
+        ..Default::default()
+    };
+    store.create_session(&scope, project.id, session).await.unwrap();
+    let (model, _) = store
+        .start_training(&scope, project.id, NewTraining::default())
+        .await
+        .unwrap();
+    Some((database, store, scope, model))
+}
+
+pub(crate) fn trained(artifact: &[u8]) -> TrainedModel {
+    TrainedModel {
+        field_model: None,
+        artifact: artifact.to_vec(),
+        score: Some(1.0),
+        metrics: serde_json::json!({}),
+        demoset: serde_json::json!([]),
+        classes: vec!["billing".into(), "login".into()],
+        labels: vec![],
+    }
+}
+
+/// Claims the training job with a lease that has already run out, and starts training.
+pub(crate) async fn claim_expired(store: &Store, owner: &str, model: &Model) -> Lease {
+    let lease = store.claim_job(owner, -1).await.unwrap().expect("the training job");
+    assert_eq!(
+        store.begin_training(&lease, model.id).await.unwrap(),
+        ModelStatus::Training
+    );
+    lease
+}
+
+async fn a_stale_worker_never_replaces_the_live_artifact(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((_database, store, scope, model)) = training_queued(backend, dir.path()).await else {
+        return;
+    };
+    // Worker A's lease runs out; B takes the job over and stores its model.
+    let stale = claim_expired(&store, "a", &model).await;
+    assert_eq!(store.reap_expired_leases().await.unwrap(), 1);
+    let live = claim_expired(&store, "b", &model).await;
+    store
+        .complete_training(&live, &model, trained(b"from b"))
+        .await
+        .unwrap();
+    // A wakes up and stores its own: the fence refuses its row, and its file is not B's.
+    let late = store.complete_training(&stale, &model, trained(b"from a")).await;
+    assert!(late.is_err(), "a stale worker cannot commit");
+
+    let ready = store.model_access(&scope, model.id, Action::Read).await.unwrap();
+    assert_eq!(ready.status, ModelStatus::Ready);
+    let key = ready.artifact_key.expect("an artifact");
+    let mut bytes = Vec::new();
+    store
+        .blobs()
+        .unwrap()
+        .open_file(&key)
+        .await
+        .unwrap()
+        .read_to_end(&mut bytes)
+        .unwrap();
+    assert_eq!(bytes, b"from b", "the model reads the live worker's artifact");
+}
+
+#[tokio::test]
+async fn a_stale_worker_never_replaces_the_live_artifact_sqlite() {
+    a_stale_worker_never_replaces_the_live_artifact(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_stale_worker_never_replaces_the_live_artifact_postgres() {
+    a_stale_worker_never_replaces_the_live_artifact(Backend::Postgres).await;
+}
