@@ -432,15 +432,30 @@ impl Store {
         self.model_again(scope, model.id).await
     }
 
-    /// Deletes a model (MANAGER of its workspace) and then its artifact; answers what was deleted.
+    /// Deletes a model (MANAGER of its workspace) and then its artifact; answers what was
+    /// deleted. A model QUEUED or TRAINING is 409 until its training ends.
     pub async fn delete_model(&self, scope: &Scope, model: &Model) -> Result<Model> {
         let model = self.model_access(scope, model.id, Action::Manage).await?;
         refuse_base(&model)?;
-        sqlx::query("DELETE FROM models WHERE id = $1")
+        let training = || {
+            Error::conflict(format!(
+                "model {} is being trained; delete it once its training has finished or failed",
+                model.id
+            ))
+        };
+        if matches!(model.status, ModelStatus::Queued | ModelStatus::Training) {
+            return Err(training());
+        }
+        let deleted = sqlx::query("DELETE FROM models WHERE id = $1 AND status <> $2 AND status <> $3")
             .bind(model.id)
+            .bind(ModelStatus::Queued.as_str())
+            .bind(ModelStatus::Training.as_str())
             .execute(&self.pool)
             .await
             .map_err(db)?;
+        if deleted.rows_affected() == 0 {
+            return Err(training());
+        }
         if let Some(key) = &model.artifact_key {
             // The row is gone, so nothing refers to the blob; a failure leaves an orphan only.
             if let Err(e) = self.blobs()?.delete(key).await {

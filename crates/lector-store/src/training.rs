@@ -464,8 +464,9 @@ impl Store {
         Ok(true)
     }
 
-    /// Stores the artifact and turns the model READY with its results (fenced; a model that is
-    /// no longer TRAINING is left as it is).
+    /// Stores the artifact and turns the model READY with its results (fenced). A model that is
+    /// no longer there and TRAINING (its project was deleted meanwhile) is 404, and the file
+    /// just written is deleted again.
     pub async fn complete_training(&self, lease: &Lease, model: &Model, trained: TrainedModel) -> Result<()> {
         // The key names the job and the claim (its fencing token): the file is written before the
         // fence is checked, so a worker that lost its lease writes a file of its own, which no
@@ -475,7 +476,7 @@ impl Store {
         let now = Timestamp::now().micros();
         let mut tx = self.begin_write().await?;
         check_fence(&mut tx, lease).await?;
-        sqlx::query(
+        let updated = sqlx::query(
             "UPDATE models SET status = $1, progress = 1, score = $2, metrics = $3, demoset = $4, classes = $5, \
              labels = $6, artifact_key = $7, version = version + 1, failure = NULL, updated = $8, finished = $8, \
              field_model = $11 WHERE id = $9 AND status = $10",
@@ -494,6 +495,13 @@ impl Store {
         .execute(&mut *tx)
         .await
         .map_err(db)?;
+        if updated.rows_affected() == 0 {
+            drop(tx);
+            if let Err(e) = self.blobs()?.delete(&key).await {
+                tracing::warn!(model.id = model.id, error = %e.detail, "cannot delete an artifact nothing names");
+            }
+            return Err(Error::not_found("model"));
+        }
         tx.commit().await.map_err(db)
     }
 }

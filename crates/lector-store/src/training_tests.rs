@@ -1,5 +1,6 @@
 //! A training job's last writes on both backends: the artifact of a worker that lost its lease
-//! never replaces the one the model reads.
+//! never replaces the one the model reads, and a model deleted under its training is not
+//! reported stored.
 
 use crate::testing::{TestDatabase, owner_with_project};
 use crate::{
@@ -130,4 +131,37 @@ async fn a_stale_worker_never_replaces_the_live_artifact_sqlite() {
 #[tokio::test]
 async fn a_stale_worker_never_replaces_the_live_artifact_postgres() {
     a_stale_worker_never_replaces_the_live_artifact(Backend::Postgres).await;
+}
+
+async fn a_model_deleted_under_its_training_is_not_stored(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((_database, store, scope, model)) = training_queued(backend, dir.path()).await else {
+        return;
+    };
+    let lease = claim_expired(&store, "a", &model).await;
+    let refused = store.delete_model(&scope, &model).await.unwrap_err();
+    assert_eq!(refused.status(), 409, "{}", refused.detail);
+    // Its project can still go, and the model with it.
+    store.delete_project(&scope, model.project_id.unwrap()).await.unwrap();
+    let gone = store
+        .complete_training(&lease, &model, trained(b"late"))
+        .await
+        .unwrap_err();
+    assert_eq!(gone.status(), 404, "{}", gone.detail);
+    let mut left = Vec::new();
+    let mut listed = store.blobs().unwrap().list("models");
+    while let Some(blob) = futures_util::TryStreamExt::try_next(&mut listed).await.unwrap() {
+        left.push(blob.key);
+    }
+    assert_eq!(left, Vec::<String>::new(), "the file nothing names is deleted again");
+}
+
+#[tokio::test]
+async fn a_model_deleted_under_its_training_is_not_stored_sqlite() {
+    a_model_deleted_under_its_training_is_not_stored(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_model_deleted_under_its_training_is_not_stored_postgres() {
+    a_model_deleted_under_its_training_is_not_stored(Backend::Postgres).await;
 }

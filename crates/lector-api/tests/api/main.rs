@@ -13,6 +13,7 @@ mod base_models;
 mod blobs_s3;
 mod corrections;
 mod credentials;
+mod deletes;
 mod document_files;
 mod documents;
 mod extraction;

@@ -1,0 +1,65 @@
+//! Deleting what a job is working on, through HTTPS on both backends: a model in training, a
+//! group being imported, a session whose labeled file is being imported and a project being
+//! cloned answer 409 until their job ends, and can be deleted after. No worker runs in these
+//! apps: the test holds each job where it wants it and runs it itself.
+
+use crate::common::TestApp;
+use crate::common::tickets::labeled_tickets;
+use lector_core::config::Config;
+use serde_json::json;
+
+backend_tests!(adjust: no_workers; a_model_in_training_is_not_deleted);
+
+fn no_workers(config: &mut Config) {
+    config.workers = 0;
+}
+
+/// Runs every runnable job to its end, as a worker would.
+async fn run_jobs(app: &TestApp) {
+    let state = &app.state;
+    let runner = lector_jobs::standard_runner(
+        state.mailer.clone(),
+        state.base_models.clone(),
+        state.sandbox.clone(),
+        state.sources.clone(),
+    );
+    while runner.run_one(&state.store, "test-worker").await.unwrap() {}
+}
+
+async fn a_model_in_training_is_not_deleted(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
+    let model = app
+        .post(
+            &format!("/projects/{project}/models"),
+            &ada.token,
+            json!({"display_name": "Triage"}),
+        )
+        .await
+        .expect(201);
+    let id = model["id"].as_i64().unwrap();
+    let paths = [format!("/models/{id}"), format!("/projects/{project}/models/{id}")];
+    for path in &paths {
+        let refused = app.delete(path, &ada.token).await.expect_problem(409, "conflict");
+        assert!(
+            refused["detail"].as_str().unwrap().contains("being trained"),
+            "{refused}"
+        );
+    }
+    // A worker starts training it (and dies: its lease has run out).
+    let store = &app.state.store;
+    let lease = store.claim_job("dies", -1).await.unwrap().expect("the training job");
+    store.begin_training(&lease, id).await.unwrap();
+    let training = app.get(&format!("/models/{id}"), &ada.token).await.expect(200);
+    assert_eq!(training["models"][0]["status"], "TRAINING");
+    for path in &paths {
+        app.delete(path, &ada.token).await.expect_problem(409, "conflict");
+    }
+    assert_eq!(store.reap_expired_leases().await.unwrap(), 1);
+    run_jobs(&app).await;
+    let ready = app.get(&format!("/models/{id}"), &ada.token).await.expect(200);
+    assert_eq!(ready["models"][0]["status"], "READY", "{ready}");
+    app.delete(&paths[0], &ada.token).await.expect(200);
+    let notes = app.get("/notifications", &ada.token).await.expect(200);
+    assert_eq!(notes.as_array().unwrap().len(), 1, "{notes}");
+}
