@@ -431,6 +431,20 @@ impl Store {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let group = self.group_of(project.id, group_id).await?;
         let mut tx = self.begin_write().await?;
+        // Taken (and on PostgreSQL locked) only while no import fills it: the import's job
+        // would write into a group that is gone.
+        let idle = sqlx::query("UPDATE document_groups SET status = status WHERE id = $1 AND status <> $2")
+            .bind(group.id)
+            .bind("PROCESSING")
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        if idle.rows_affected() == 0 {
+            return Err(Error::conflict(format!(
+                "group {} is being filled by an import; delete it once the import has finished or failed",
+                group.id
+            )));
+        }
         sqlx::query("UPDATE documents SET group_id = NULL, group_position = NULL WHERE group_id = $1")
             .bind(group.id)
             .execute(&mut *tx)

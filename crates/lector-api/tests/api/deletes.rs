@@ -8,7 +8,11 @@ use crate::common::tickets::labeled_tickets;
 use lector_core::config::Config;
 use serde_json::json;
 
-backend_tests!(adjust: no_workers; a_model_in_training_is_not_deleted);
+backend_tests!(
+    adjust: no_workers;
+    a_model_in_training_is_not_deleted,
+    a_group_being_imported_is_not_deleted,
+);
 
 fn no_workers(config: &mut Config) {
     config.workers = 0;
@@ -62,4 +66,29 @@ async fn a_model_in_training_is_not_deleted(app: TestApp) {
     app.delete(&paths[0], &ada.token).await.expect(200);
     let notes = app.get("/notifications", &ada.token).await.expect(200);
     assert_eq!(notes.as_array().unwrap().len(), 1, "{notes}");
+}
+
+async fn a_group_being_imported_is_not_deleted(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project(&ada, "Imports").await;
+    let group = app
+        .post(
+            &format!("/projects/{project}/upload-documents"),
+            &ada.token,
+            json!([{"text": "First."}, {"text": "Second."}]),
+        )
+        .await
+        .expect(202);
+    assert_eq!(group["status"], "PROCESSING");
+    let path = format!("/projects/{project}/groups/{}", group["id"]);
+    let refused = app.delete(&path, &ada.token).await.expect_problem(409, "conflict");
+    assert!(refused["detail"].as_str().unwrap().contains("import"), "{refused}");
+    run_jobs(&app).await;
+    let filled = app.get(&path, &ada.token).await.expect(200);
+    assert_eq!(
+        (filled["status"].as_str(), filled["document_count"].as_i64()),
+        (Some("CREATED"), Some(2))
+    );
+    app.delete(&path, &ada.token).await.expect(200);
+    app.get(&path, &ada.token).await.expect_problem(404, "not_found");
 }
