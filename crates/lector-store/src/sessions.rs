@@ -363,6 +363,21 @@ impl Store {
     pub async fn delete_session(&self, scope: &Scope, project_id: i64, session_id: i64) -> Result<Session> {
         let (_, session) = self.session_access(scope, project_id, session_id, Action::Edit).await?;
         let mut tx = self.begin_write().await?;
+        // Taken (and on PostgreSQL locked) only while no import fills it: the import's job finds
+        // its group through the session, and would leave the group PROCESSING for good.
+        let idle = sqlx::query("UPDATE sessions SET status = status WHERE id = $1 AND status <> $2")
+            .bind(session.id)
+            .bind(SessionStatus::Started.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        if idle.rows_affected() == 0 {
+            return Err(Error::conflict(format!(
+                "session {} is being filled by an import of labeled data; delete it once the import has \
+                 finished or failed",
+                session.id
+            )));
+        }
         for table in [
             "segment_tags",
             "segment_statuses",

@@ -12,6 +12,7 @@ backend_tests!(
     adjust: no_workers;
     a_model_in_training_is_not_deleted,
     a_group_being_imported_is_not_deleted,
+    a_session_being_imported_is_not_deleted,
 );
 
 fn no_workers(config: &mut Config) {
@@ -91,4 +92,32 @@ async fn a_group_being_imported_is_not_deleted(app: TestApp) {
     );
     app.delete(&path, &ada.token).await.expect(200);
     app.get(&path, &ada.token).await.expect_problem(404, "not_found");
+}
+
+async fn a_session_being_imported_is_not_deleted(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with_classes(&ada, "Labeled", "CLASS", &["FOOD"]).await;
+    let created = app
+        .send_form(
+            &format!("/projects/{project}/annotations/upload"),
+            &ada.token,
+            "labeled.csv",
+            b"text,class\nHot soup.,FOOD\nWarm bread.,FOOD\n",
+            &[],
+        )
+        .await
+        .expect(200);
+    assert_eq!(created["status"], "STARTED", "{created}");
+    let path = format!("/projects/{project}/annotations/{}", created["id"]);
+    let refused = app.delete(&path, &ada.token).await.expect_problem(409, "conflict");
+    assert!(refused["detail"].as_str().unwrap().contains("import"), "{refused}");
+    let group = format!("/projects/{project}/groups/{}", created["document_group_id"]);
+    app.delete(&group, &ada.token).await.expect_problem(409, "conflict");
+    run_jobs(&app).await;
+    let filled = app.get(&path, &ada.token).await.expect(200);
+    assert_ne!(filled["status"], "STARTED", "{filled}");
+    assert_eq!(filled["document_count"], 2, "{filled}");
+    app.delete(&path, &ada.token).await.expect(200);
+    let left = app.get(&group, &ada.token).await.expect(200);
+    assert_eq!(left["status"], "CREATED", "the session's group stays, filled: {left}");
 }
