@@ -98,7 +98,10 @@ impl Store {
     }
 
     /// Copies the original's contents into the clone under the job's lease, reporting
-    /// progress, and marks the clone CREATED.
+    /// progress, and marks the clone CREATED. An original deleted while it was copied is 404
+    /// at the last step, so the copy, which may be missing any part of it, fails instead of
+    /// being announced ready (ids are never reused: an original still there at the last step
+    /// was there for every step before it).
     pub async fn fill_clone(&self, lease: &Lease, source: i64, copy: i64) -> Result<CloneCounts> {
         self.clone_step(lease, |tx| Box::pin(copy_vocabulary_and_groups(tx, source, copy)))
             .await?;
@@ -139,6 +142,17 @@ impl Store {
         }
         self.clone_step(lease, |tx| {
             Box::pin(async move {
+                let original: Option<i64> = sqlx::query_scalar("SELECT id FROM projects WHERE id = $1")
+                    .bind(source)
+                    .fetch_optional(&mut **tx)
+                    .await
+                    .map_err(db)?;
+                if original.is_none() {
+                    return Err(Error::new(
+                        lector_core::ErrorCode::NotFound,
+                        format!("project {source} was deleted while it was copied"),
+                    ));
+                }
                 sqlx::query("UPDATE projects SET status = 'CREATED' WHERE id = $1")
                     .bind(copy)
                     .execute(&mut **tx)

@@ -1,7 +1,8 @@
 //! Deleting what a job is working on, through HTTPS on both backends: a model in training, a
-//! group being imported, a session whose labeled file is being imported and a project being
-//! cloned answer 409 until their job ends, and can be deleted after. No worker runs in these
-//! apps: the test holds each job where it wants it and runs it itself.
+//! group being imported and a session whose labeled file is being imported answer 409 until
+//! their job ends, and can be deleted after; a project deleted while it is being cloned fails
+//! its copy. No worker runs in these apps: the test holds each job where it wants it and runs
+//! it itself.
 
 use crate::common::TestApp;
 use crate::common::tickets::labeled_tickets;
@@ -13,6 +14,7 @@ backend_tests!(
     a_model_in_training_is_not_deleted,
     a_group_being_imported_is_not_deleted,
     a_session_being_imported_is_not_deleted,
+    a_copy_whose_original_is_deleted_fails,
 );
 
 fn no_workers(config: &mut Config) {
@@ -120,4 +122,38 @@ async fn a_session_being_imported_is_not_deleted(app: TestApp) {
     app.delete(&path, &ada.token).await.expect(200);
     let left = app.get(&group, &ada.token).await.expect(200);
     assert_eq!(left["status"], "CREATED", "the session's group stays, filled: {left}");
+}
+
+async fn a_copy_whose_original_is_deleted_fails(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (original, _) = labeled_tickets(&app, &ada, "Tickets").await;
+    let copy = app
+        .post(&format!("/projects/{original}/clone"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    assert_eq!(copy["status"], "PROCESSING", "{copy}");
+    let copy_id = copy["id"].as_i64().unwrap();
+    app.delete(&format!("/projects/{original}"), &ada.token)
+        .await
+        .expect(200);
+    run_jobs(&app).await;
+    let task = app
+        .get(&format!("/projects/{copy_id}/tasks/{}", copy["task_id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(task["status"], "FAILED", "{task}");
+    assert!(
+        task["error"].as_str().unwrap().contains("deleted while it was copied"),
+        "{task}"
+    );
+    let failed = app.get(&format!("/projects/{copy_id}"), &ada.token).await.expect(200);
+    assert_eq!(failed["status"], "FAILED", "{failed}");
+    let notes = app.get("/notifications", &ada.token).await.expect(200);
+    let titles: Vec<&str> = notes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["Copy failed"]);
 }
