@@ -154,9 +154,9 @@ impl Store {
 /// memory) so waits longer each time until its attempts are used and its next claim fails
 /// it (`Store::claim_job`).
 async fn back_off(tx: &mut Transaction<'static, Any>, now: i64, taken: &[(i64, String, i64)]) -> Result<Vec<String>> {
-    for (id, _, attempts) in taken.iter().filter(|(_, _, attempts)| *attempts > 1) {
+    for (id, kind, attempts) in taken.iter().filter(|(_, _, attempts)| *attempts > 1) {
         sqlx::query("UPDATE jobs SET run_after = $1 WHERE id = $2")
-            .bind(now + crate::jobs::retry_delay_secs(*attempts) * 1_000_000)
+            .bind(now + crate::jobs::retry_delay_secs(kind, *attempts) * 1_000_000)
             .bind(id)
             .execute(&mut **tx)
             .await

@@ -289,8 +289,15 @@ pub struct JobNotice {
 const ATTEMPTS_LOST: &str = "its worker stopped before it ended on every attempt (killed, out of memory, \
      or cut off from the database)";
 
-/// Seconds before a job that failed its `attempts`-th attempt runs again.
-pub(crate) fn retry_delay_secs(attempts: i64) -> i64 {
+/// Seconds before a job of `kind` that failed its `attempts`-th attempt runs again: 2^n
+/// seconds, or for mail 30 s · 2^(n-1) up to an hour, so that its attempts
+/// ([`crate::MailPayload`]'s cap) span about a day and a mail server down for hours loses no
+/// reset or invitation mail.
+pub(crate) fn retry_delay_secs(kind: &str, attempts: i64) -> i64 {
+    if kind == crate::MAIL_JOB {
+        let doublings = (attempts - 1).clamp(0, 7) as u32;
+        return (30 * 2_i64.pow(doublings)).min(3600);
+    }
     2_i64.saturating_pow(attempts.clamp(0, 10) as u32)
 }
 
@@ -423,7 +430,7 @@ impl Store {
             let made = job.attempts.min(job.max_attempts);
             (JobState::Failed, Some(now.micros()), failure.reason(made, cause))
         };
-        let delay = retry_delay_secs(job.attempts);
+        let delay = retry_delay_secs(&job.kind, job.attempts);
         let set = "state = $1, error = $2, lease_owner = NULL, lease_expires = NULL, updated = $3, \
              finished = $4, run_after = $5";
         let values = vec![

@@ -223,7 +223,8 @@ pub struct MailPayload {
 
 impl JobPayload for MailPayload {
     const KIND: &'static str = "send_mail";
-    const MAX_ATTEMPTS: i64 = 8;
+    /// With mail's retry delays (`jobs::retry_delay_secs`), about 24 hours of attempts.
+    const MAX_ATTEMPTS: i64 = 31;
 
     fn failure(&self) -> Failure {
         Failure::of(
@@ -278,5 +279,41 @@ impl Store {
         let job = self.enqueue(job).await?;
         tracing::info!(job.id = job.id, "mail queued");
         Ok(job.id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::retry_delay_secs;
+
+    /// The delays before each retry, after attempts 1 to `cap - 1` (the last attempt is not
+    /// retried).
+    fn schedule(kind: &str, cap: i64) -> Vec<i64> {
+        (1..cap).map(|attempt| retry_delay_secs(kind, attempt)).collect()
+    }
+
+    #[test]
+    fn mail_is_retried_for_about_a_day() {
+        let mail = schedule(MAIL_JOB, MailPayload::MAX_ATTEMPTS);
+        assert_eq!(mail[..9], [30, 60, 120, 240, 480, 960, 1920, 3600, 3600]);
+        assert!(mail.iter().all(|&d| d <= 3600), "{mail:?}");
+        let total: i64 = mail.iter().sum();
+        assert!((23 * 3600..=26 * 3600).contains(&total), "{total} s");
+        // An outage of a few minutes is outlived by several attempts.
+        let first_five: i64 = mail[..5].iter().sum();
+        assert!(first_five >= 15 * 60, "{first_five} s");
+    }
+
+    #[test]
+    fn other_jobs_keep_their_backoff() {
+        assert_eq!(
+            schedule(ImportPayload::KIND, ImportPayload::MAX_ATTEMPTS),
+            [2, 4, 8, 16]
+        );
+        assert_eq!(
+            schedule(WebhookPayload::KIND, WebhookPayload::MAX_ATTEMPTS),
+            [2, 4, 8, 16, 32, 64, 128]
+        );
     }
 }
