@@ -6,7 +6,7 @@
 //! is here, where it is tested without a server.
 
 use crate::data::{self, Binary, Entry};
-use crate::definition::{Level, MAX_DATA_GROWTH_BYTES, Method, ResponseData, Step, Trigger};
+use crate::definition::{Level, MAX_DATA_GROWTH_BYTES, MAX_RECORD_BYTES, Method, ResponseData, Step, Trigger};
 use lector_core::{Error, ErrorCode, Result};
 use serde_json::{Map, Value, json};
 use std::future::Future;
@@ -76,8 +76,27 @@ impl Failed {
     }
 }
 
-fn recorded(step: usize, kind: &str, entries: &[Entry]) -> Value {
-    json!({"step": step, "type": kind, "entries": entries.iter().map(Entry::recorded).collect::<Vec<_>>()})
+/// What the steps made, kept within [`MAX_RECORD_BYTES`]: a step whose entries would pass it is
+/// recorded by its size alone (`omitted_bytes`), so twenty steps over a large body are not
+/// twenty copies of it in memory and in one database row.
+#[derive(Default)]
+struct Record {
+    steps: Vec<Value>,
+    bytes: usize,
+}
+
+impl Record {
+    fn push(&mut self, step: usize, kind: &str, entries: &[Entry]) {
+        let entries: Vec<Value> = entries.iter().map(Entry::recorded).collect();
+        let size = data::json_size(&entries);
+        if self.bytes.saturating_add(size) > MAX_RECORD_BYTES {
+            self.steps
+                .push(json!({"step": step, "type": kind, "omitted_bytes": size}));
+            return;
+        }
+        self.bytes += size;
+        self.steps.push(json!({"step": step, "type": kind, "entries": entries}));
+    }
 }
 
 /// Runs `steps` in order over the webhook's entry. The entries' JSON may grow by at most
@@ -85,7 +104,8 @@ fn recorded(step: usize, kind: &str, entries: &[Entry]) -> Value {
 pub async fn run<E: Effects>(steps: &[Step], input: Entry, effects: &E) -> std::result::Result<Finished, Failed> {
     let limit = data::json_size(&input.json).saturating_add(MAX_DATA_GROWTH_BYTES);
     let mut entries = vec![input];
-    let mut record = vec![recorded(0, "webhook", &entries)];
+    let mut record = Record::default();
+    record.push(0, "webhook", &entries);
     for (i, step) in steps.iter().enumerate() {
         let outcome = run_step(step, entries, effects, limit)
             .await
@@ -97,13 +117,16 @@ pub async fn run<E: Effects>(steps: &[Step], input: Entry, effects: &E) -> std::
                     step: i + 1,
                     kind: step.kind(),
                     error,
-                    record,
+                    record: record.steps,
                 });
             }
         }
-        record.push(recorded(i + 1, step.kind(), &entries));
+        record.push(i + 1, step.kind(), &entries);
     }
-    Ok(Finished { entries, record })
+    Ok(Finished {
+        entries,
+        record: record.steps,
+    })
 }
 
 /// A problem with the data an entry brought (a missing text, a missing file): the caller's.
@@ -495,6 +518,26 @@ mod tests {
             .unwrap_err();
         assert_eq!(failed.kind, "http_request");
         assert!(fake.calls.lock().unwrap().is_empty(), "no call was made");
+    }
+
+    #[tokio::test]
+    async fn the_record_keeps_steps_within_its_bound() {
+        let copy = json!({"type": "set", "fields": [{"name": "copy", "from": "body"}]});
+        let d = definition(json!({"trigger": {"path": "x"}, "steps": [copy.clone(), copy.clone(), copy]}));
+        // 1 MiB of body: the input (1 MiB) and the first step (2 MiB) fit in 4 MiB, the later
+        // steps (2 MiB each) do not.
+        let done = run(&d.steps, input(json!("f".repeat(1024 * 1024))), &Fake::default())
+            .await
+            .unwrap();
+        assert_eq!(done.record.len(), 4);
+        assert!(done.record[0]["entries"].is_array() && done.record[1]["entries"].is_array());
+        for step in &done.record[2..] {
+            assert!(step.get("entries").is_none(), "{}", step["step"]);
+            assert!(step["omitted_bytes"].as_u64().unwrap() > 2 * 1024 * 1024);
+        }
+        assert!(data::json_size(&done.record) < MAX_RECORD_BYTES + 1024);
+        // The run's own data is whole: only the record leaves steps out.
+        assert_eq!(done.entries[0].json["copy"].as_str().map(str::len), Some(1024 * 1024));
     }
 
     #[tokio::test]

@@ -20,6 +20,9 @@ pub const MAX_RENDERED_BYTES: usize = 1024 * 1024;
 /// Most bytes of JSON a run's steps may add to what its webhook brought (its entries' JSON
 /// together); a step that passes it fails the run.
 pub const MAX_DATA_GROWTH_BYTES: usize = 32 * 1024 * 1024;
+/// What an execution keeps of its steps' entries (JSON bytes); a step past it is recorded by
+/// its size alone.
+pub const MAX_RECORD_BYTES: usize = 4 * 1024 * 1024;
 /// Most fields one `set` step writes, and most headers one `http_request` sends.
 pub const MAX_FIELDS: usize = 50;
 /// Longest data path (`body.customer.name`), in characters.
