@@ -5,7 +5,9 @@
 //! (`invalid_characters`, before anything reaches SQL), then into the write type, whose
 //! `deny_unknown_fields` names strangers with `unknown_field`; then it runs the type's own
 //! [`WriteBody::validate`]. [`PathParams`] and [`QueryParams`] wrap axum's extractors so a bad
-//! id or query answers 400 in the same shape; their string values are short fields.
+//! id or query answers 400 in the same shape; their string values are short fields. Boolean
+//! query fields read through [`query_flag`], which takes `True`/`False` as the original's Python
+//! client sends them.
 
 use crate::error::ApiError;
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -164,6 +166,31 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
     }
 }
 
+/// A boolean query value: `true`, `false`, `1` or `0` in any letter case (the original's Python
+/// client sends `True` and `False`); `None` for anything else.
+pub fn parse_flag(text: &str) -> Option<bool> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("true") || text == "1" {
+        Some(true)
+    } else if text.eq_ignore_ascii_case("false") || text == "0" {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Deserialises a boolean query field by [`parse_flag`]:
+/// `#[serde(default, deserialize_with = "crate::extract::query_flag")]`.
+pub fn query_flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    parse_flag(&text).ok_or_else(|| serde::de::Error::custom(format!("expected true or false, not {text:?}")))
+}
+
+/// [`query_flag`] for an optional field (absent is `None`; give it `#[serde(default)]` too).
+pub fn optional_query_flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<bool>, D::Error> {
+    query_flag(deserializer).map(Some)
+}
+
 /// `offset` and `limit` of a paged list; out-of-range values answer 400, never a silent clamp.
 #[derive(Debug, Clone, Copy, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -247,6 +274,19 @@ mod tests {
             ErrorCode::InvalidCharacters
         );
         assert_eq!(parse_body::<Named>(br#"{"name":"ok"}"#).unwrap().name, "ok");
+    }
+
+    #[test]
+    fn query_flags_take_any_case() {
+        for text in ["true", "True", "TRUE", "1"] {
+            assert_eq!(parse_flag(text), Some(true), "{text}");
+        }
+        for text in ["false", "False", "FALSE", "0"] {
+            assert_eq!(parse_flag(text), Some(false), "{text}");
+        }
+        for text in ["", "yes", "2", "truth"] {
+            assert_eq!(parse_flag(text), None, "{text}");
+        }
     }
 
     #[test]

@@ -417,7 +417,7 @@ pub async fn delete_analysis(
 #[into_params(parameter_in = Query)]
 pub struct AnalysisDocumentsQuery {
     /// Each document's segments with their tags (default false: texts only).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::extract::query_flag")]
     pub details: bool,
     /// Only documents whose text contains this (case-insensitive).
     pub search: Option<String>,

@@ -404,12 +404,14 @@ pub struct ListDocumentsQuery {
     pub search: Option<String>,
     pub group_id: Option<i64>,
     /// Only documents in a group (true) or in none (false).
+    #[serde(default, deserialize_with = "crate::extract::optional_query_flag")]
     pub grouped: Option<bool>,
     /// Only documents of this labeling session; `details=tags` then shows its tags.
     pub annotation_id: Option<i64>,
     /// Only documents this analysis covers.
     pub analysis_id: Option<i64>,
     /// Only documents some analysis covers (true) or none does (false).
+    #[serde(default, deserialize_with = "crate::extract::optional_query_flag")]
     pub analysed: Option<bool>,
     #[serde(default)]
     pub offset: i64,

@@ -6,7 +6,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{PathParams, QueryParams};
+use crate::extract::{PathParams, QueryParams, parse_flag};
 use crate::routes::classes::LabelDto;
 use crate::routes::files::{bad_field, multipart_error};
 use crate::routes::pages::BoxDto;
@@ -369,15 +369,15 @@ fn kept_pages(read: &ReadDocument) -> Option<String> {
     (json.len() <= MAX_KEPT_PAGES_BYTES).then_some(json)
 }
 
+/// A query flag as every other query reads it ([`parse_flag`]); absent or empty is false.
 fn flag(value: &Option<String>, name: &str) -> Result<bool> {
     match value.as_deref().map(str::trim) {
-        None | Some("" | "false" | "0") => Ok(false),
-        Some("true" | "1") => Ok(true),
-        Some(_) => {
+        None | Some("") => Ok(false),
+        Some(text) => parse_flag(text).ok_or_else(|| {
             let mut error = Error::new(ErrorCode::InvalidParameter, format!("{name} must be true or false"));
             error.errors.push(FieldError::new(name, "must be true or false"));
-            Err(error)
-        }
+            error
+        }),
     }
 }
 

@@ -279,6 +279,7 @@ pub struct ReviewPath {
 #[into_params(parameter_in = Query)]
 pub struct ReviewsQuery {
     /// Answer what each review's extraction found and what was corrected.
+    #[serde(default, deserialize_with = "crate::extract::optional_query_flag")]
     with_full_data: Option<bool>,
 }
 

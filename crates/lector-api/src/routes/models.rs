@@ -167,8 +167,10 @@ impl ModelPage {
 pub struct ListModelsQuery {
     pub collection_id: Option<i64>,
     /// true: only PUBLISHED models; false: only your workspaces' unpublished ones.
+    #[serde(default, deserialize_with = "crate::extract::optional_query_flag")]
     pub public: Option<bool>,
     /// true: only models you starred; false: only the others.
+    #[serde(default, deserialize_with = "crate::extract::optional_query_flag")]
     pub starred: Option<bool>,
     /// A part of the name or display name, any case.
     pub search: Option<String>,

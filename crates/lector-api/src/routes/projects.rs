@@ -116,7 +116,7 @@ pub async fn list_types(_caller: Caller) -> Json<Vec<TypeDto>> {
 #[into_params(parameter_in = Query)]
 pub struct ListProjectsQuery {
     /// Adds the class and label names.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::extract::query_flag")]
     pub details: bool,
     /// Only the projects of this workspace.
     pub organization_id: Option<i64>,

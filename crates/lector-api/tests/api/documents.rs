@@ -374,7 +374,7 @@ async fn groups_of_documents(app: TestApp) {
     app.delete(&path, &ada.token).await.expect(200);
     app.get(&path, &ada.token).await.expect_problem(404, "not_found");
     let ungrouped = app
-        .get(&format!("/projects/{id}/documents?grouped=false"), &ada.token)
+        .get(&format!("/projects/{id}/documents?grouped=False"), &ada.token)
         .await
         .expect(200);
     assert_eq!(ungrouped["count"], 4, "deleting a group keeps its documents");
@@ -481,6 +481,11 @@ async fn documents_filter_by_analysis(app: TestApp) {
     let analysed = app.get(&format!("{docs}?analysed=true"), &ada.token).await.expect(200);
     assert_eq!(texts(analysed), ["One.", "Three."]);
     let not_analysed = app.get(&format!("{docs}?analysed=false"), &ada.token).await.expect(200);
+    assert_eq!(texts(not_analysed), ["Two."]);
+    // As the original's Python client spells them.
+    let analysed = app.get(&format!("{docs}?analysed=True"), &ada.token).await.expect(200);
+    assert_eq!(texts(analysed), ["One.", "Three."]);
+    let not_analysed = app.get(&format!("{docs}?analysed=False"), &ada.token).await.expect(200);
     assert_eq!(texts(not_analysed), ["Two."]);
     app.get(
         &format!("/projects/{other}/documents?analysis_id={}", first.id),

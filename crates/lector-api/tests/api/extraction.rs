@@ -71,7 +71,7 @@ async fn invoice_fields_come_out_of_pdfs_and_scans(app: TestApp) {
     let result = extracted(
         &app,
         &ada,
-        &path(&org, project, model, "?return_bboxes=true"),
+        &path(&org, project, model, "?return_bboxes=True"),
         "rechnung.pdf",
         &pdf,
     )
@@ -276,10 +276,15 @@ async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
     assert_eq!(review["hitl_id"], hitl["id"]);
     assert!(review.get("data").is_none());
     let full = app
-        .get(&format!("{at}/reviews?with_full_data=true"), &ada.token)
+        .get(&format!("{at}/reviews?with_full_data=True"), &ada.token)
         .await
         .expect(200);
     assert_eq!(full[0]["data"]["extracted"]["missing_fields"], json!(["po_number"]));
+    let brief = app
+        .get(&format!("{at}/reviews?with_full_data=FALSE"), &ada.token)
+        .await
+        .expect(200);
+    assert!(brief[0].get("data").is_none());
 
     // Submitting stores the corrected values and the verdict, once.
     app.put(

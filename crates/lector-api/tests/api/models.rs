@@ -425,6 +425,9 @@ async fn models_follow_roles_and_tenancy(app: TestApp) {
     assert_eq!(list("?collection_id=3").await["count"], 1);
     assert_eq!(list("?exclude_id=0").await["count"], 1);
     assert_eq!(list("?public=true").await["count"], 0);
+    // The original's Python client sends booleans as True and False.
+    assert_eq!(list("?public=True").await["count"], 0);
+    assert_eq!(list("?public=False").await["count"], 1);
     assert_eq!(list("?starred=true").await["count"], 0);
     let starred = app
         .post(&format!("/models/{id}/star"), &vic.token, json!({}))
@@ -432,6 +435,11 @@ async fn models_follow_roles_and_tenancy(app: TestApp) {
         .expect(200);
     assert_eq!(starred["starred"], true);
     assert_eq!(list("?starred=true").await["count"], 1);
+    assert_eq!(list("?starred=True").await["count"], 1);
+    assert_eq!(list("?starred=FALSE").await["count"], 0);
+    app.get("/models?starred=yes", &vic.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
     let theirs = app.get("/models?starred=true", &ada.token).await.expect(200);
     assert_eq!(theirs["count"], 0, "stars are per user");
     app.post(&format!("/models/{id}/unstar"), &vic.token, json!({}))

@@ -64,6 +64,10 @@ async fn project_lifecycle_and_types(app: TestApp) {
     assert!(listed[0].get("labels").is_none());
     let detailed = app.get("/projects?details=true", &ada.token).await.expect(200);
     assert_eq!(detailed[0]["labels"], json!(["positive", "negative", "neutral"]));
+    let python = app.get("/projects?details=True", &ada.token).await.expect(200);
+    assert_eq!(python, detailed, "the original's Python client sends True");
+    let plain = app.get("/projects?details=False", &ada.token).await.expect(200);
+    assert!(plain[0].get("labels").is_none());
     app.get("/projects?details=maybe", &ada.token)
         .await
         .expect_problem(400, "invalid_parameter");
