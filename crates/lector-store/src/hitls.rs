@@ -67,6 +67,19 @@ pub struct NewHitl {
     pub labels: serde_json::Value,
 }
 
+/// A change of a configuration (`update_hitl`, `assign_hitl`): a field left `None` keeps its
+/// stored value; `Some(None)` clears a nullable one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HitlChange {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub assigned_user_id: Option<Option<i64>>,
+    pub model_id: Option<Option<i64>>,
+    pub is_live: Option<bool>,
+    pub webhook_url: Option<Option<String>>,
+    pub labels: Option<serde_json::Value>,
+}
+
 /// A review of one extraction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HitlReview {
@@ -151,7 +164,8 @@ impl Store {
     /// member of the workspace.
     pub async fn create_hitl(&self, scope: &Scope, project_id: i64, new: &NewHitl) -> Result<Hitl> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
-        self.check_hitl_refs(&project, new).await?;
+        self.check_hitl_refs(&project, new.model_id, new.assigned_user_id)
+            .await?;
         let mut tx = self.begin_write().await?;
         let held = crate::count_under_lock(
             &mut tx,
@@ -185,16 +199,32 @@ impl Store {
         Hitl::decode(&row)
     }
 
-    /// Changes a configuration (MANAGER); `assign_hitl` is the same change.
-    pub async fn update_hitl(&self, scope: &Scope, project_id: i64, id: i64, new: &NewHitl) -> Result<Hitl> {
+    /// Changes a configuration (MANAGER); `assign_hitl` is the same change. Only the fields
+    /// the change names are written, in one statement, so two changes of different fields
+    /// both stay.
+    pub async fn update_hitl(&self, scope: &Scope, project_id: i64, id: i64, change: &HitlChange) -> Result<Hitl> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
         self.hitl_of(&project, id).await?;
-        self.check_hitl_refs(&project, new).await?;
+        self.check_hitl_refs(&project, change.model_id.flatten(), change.assigned_user_id.flatten())
+            .await?;
         let sql = format!(
-            "UPDATE hitls SET name = $1, description = $2, assigned_user_id = $3, model_id = $4, is_live = $5, \
-             webhook_url = $6, labels = $7, updated = $8 WHERE id = $9 AND project_id = $10 RETURNING {HITL_COLUMNS}"
+            "UPDATE hitls SET name = COALESCE($1, name), description = COALESCE($2, description), \
+             assigned_user_id = CASE WHEN $3 THEN $4 ELSE assigned_user_id END, \
+             model_id = CASE WHEN $5 THEN $6 ELSE model_id END, is_live = COALESCE($7, is_live), \
+             webhook_url = CASE WHEN $8 THEN $9 ELSE webhook_url END, labels = COALESCE($10, labels), \
+             updated = $11 WHERE id = $12 AND project_id = $13 RETURNING {HITL_COLUMNS}"
         );
-        let row = bind_fields(sqlx::query(&sql), new)
+        let row = sqlx::query(&sql)
+            .bind(&change.name)
+            .bind(&change.description)
+            .bind(change.assigned_user_id.is_some())
+            .bind(change.assigned_user_id.flatten())
+            .bind(change.model_id.is_some())
+            .bind(change.model_id.flatten())
+            .bind(change.is_live)
+            .bind(change.webhook_url.is_some())
+            .bind(change.webhook_url.clone().flatten())
+            .bind(change.labels.as_ref().map(|l| l.to_string()))
             .bind(Timestamp::now().micros())
             .bind(id)
             .bind(project.id)
@@ -204,14 +234,15 @@ impl Store {
         Hitl::decode(&row)
     }
 
-    async fn check_hitl_refs(&self, project: &Project, new: &NewHitl) -> Result<()> {
-        if let Some(model_id) = new.model_id {
+    /// 422 unless the model is one of the project's and the user a member of its workspace.
+    async fn check_hitl_refs(&self, project: &Project, model_id: Option<i64>, user_id: Option<i64>) -> Result<()> {
+        if let Some(model_id) = model_id {
             let sql = "SELECT id FROM models WHERE id = $1 AND project_id = $2";
             let problem = ("model_id", "is not a model of this project");
             self.require_row(sqlx::query_scalar(sql).bind(model_id).bind(project.id), problem)
                 .await?;
         }
-        if let Some(user_id) = new.assigned_user_id {
+        if let Some(user_id) = user_id {
             let sql = "SELECT user_id FROM memberships WHERE workspace_id = $1 AND user_id = $2";
             let problem = ("assigned_user_id", "is not a member of the project's workspace");
             self.require_row(
@@ -376,8 +407,8 @@ impl Store {
     }
 }
 
-/// Binds what a configuration is made or changed with, in the order both of their statements
-/// list the columns: name, description, assigned user, model, live, webhook, labels.
+/// Binds what a configuration is made with, in the order its statement lists the columns:
+/// name, description, assigned user, model, live, webhook, labels.
 fn bind_fields<'q>(query: BoundQuery<'q>, new: &'q NewHitl) -> BoundQuery<'q> {
     query
         .bind(&new.name)

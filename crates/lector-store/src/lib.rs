@@ -40,7 +40,7 @@ pub use corrections::{CorrectionAgreement, NewCorrection, PredictedSegmentTag};
 pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use document_listing::DocumentFilter;
 pub use documents::{Document, DocumentGroup, NewDocument, NewSegment, Segment};
-pub use hitls::{Hitl, HitlReview, MAX_HITLS_PER_PROJECT, NewHitl, NewReview};
+pub use hitls::{Hitl, HitlChange, HitlReview, MAX_HITLS_PER_PROJECT, NewHitl, NewReview};
 pub use job_reclaims::{JobCount, JobStatistics};
 pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
 pub use labeled_imports::LabeledFile;

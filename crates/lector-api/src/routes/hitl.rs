@@ -15,7 +15,7 @@ use axum::http::StatusCode;
 use lector_core::Action;
 use lector_core::validate::Problems;
 use lector_extract::extraction::SettingOverride;
-use lector_store::{Hitl, HitlReview, NewHitl};
+use lector_store::{Hitl, HitlChange, HitlReview, NewHitl};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -118,55 +118,97 @@ pub struct HitlFieldSetting {
     pub data_type: Option<String>,
 }
 
+/// What `update_hitl` and `assign_hitl` change (SPEC: "body as for add", every field
+/// optional): a field left out keeps its value; `null` clears `assigned_user_id`, `model_id`
+/// or `webhook_url` (as an empty `webhook_url` does).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HitlChangeBody {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<i64>, nullable)]
+    pub assigned_user_id: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<i64>, nullable)]
+    pub model_id: Option<Option<i64>>,
+    pub is_live: Option<bool>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>, nullable)]
+    pub webhook_url: Option<Option<String>>,
+    /// Field settings by label name; replaces the settings as a whole.
+    #[schema(value_type = Option<std::collections::HashMap<String, HitlFieldSetting>>)]
+    pub labels: Option<serde_json::Value>,
+}
+
+/// A field given (as a value or as `null`) is `Some`; `#[serde(default)]` leaves an absent one `None`.
+fn nullable<'de, T: Deserialize<'de>, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
 /// SPEC's bounds (name 120, description 255, webhook_url 255) and the settings' shape are
 /// answered 400 `bad_request` with the fields named, as the HITL issue asks, rather than the
-/// 422 other bodies get; see [`HitlBody::check`].
+/// 422 other bodies get; see [`check_fields`].
 impl WriteBody for HitlBody {
     fn validate(&self, _: &mut Problems) {}
 }
 
-impl HitlBody {
-    fn check(&self) -> lector_core::Result<()> {
-        let mut problems = Problems::default();
-        self.bounds(&mut problems);
-        problems.finish().map_err(|mut e| {
-            e.code = lector_core::ErrorCode::BadRequest;
-            e
-        })
-    }
+impl WriteBody for HitlChangeBody {
+    fn validate(&self, _: &mut Problems) {}
+}
 
-    fn bounds(&self, problems: &mut Problems) {
-        let name = self.name.trim();
+/// The fields of a configuration that are given, checked against SPEC's bounds: 400 naming them.
+fn check_fields(
+    name: Option<&str>,
+    description: Option<&str>,
+    webhook_url: Option<&str>,
+    labels: Option<&serde_json::Value>,
+) -> lector_core::Result<()> {
+    let mut problems = Problems::default();
+    if let Some(name) = name.map(str::trim) {
         problems.check(!name.is_empty(), "name", "must not be empty");
         problems.check(name.chars().count() <= MAX_NAME_CHARS, "name", "at most 120 characters");
+    }
+    if let Some(description) = description {
         problems.check(
-            self.description.chars().count() <= MAX_DESCRIPTION_CHARS,
+            description.chars().count() <= MAX_DESCRIPTION_CHARS,
             "description",
             "at most 255 characters",
         );
-        if let Some(url) = &self.webhook_url {
-            problems.check(
-                url.chars().count() <= MAX_WEBHOOK_CHARS,
-                "webhook_url",
-                "at most 255 characters",
-            );
-            problems.check(
-                url.is_empty() || url.starts_with("https://") || url.starts_with("http://"),
-                "webhook_url",
-                "must be an http or https address",
-            );
-        }
-        if let Some(labels) = &self.labels
-            && let Err(why) = SettingOverride::parse_all(labels)
-        {
-            problems.check(false, "labels", &why);
-        }
     }
+    if let Some(url) = webhook_url {
+        problems.check(
+            url.chars().count() <= MAX_WEBHOOK_CHARS,
+            "webhook_url",
+            "at most 255 characters",
+        );
+        problems.check(
+            url.is_empty() || url.starts_with("https://") || url.starts_with("http://"),
+            "webhook_url",
+            "must be an http or https address",
+        );
+    }
+    if let Some(labels) = labels
+        && let Err(why) = SettingOverride::parse_all(labels)
+    {
+        problems.check(false, "labels", &why);
+    }
+    problems.finish().map_err(|mut e| {
+        e.code = lector_core::ErrorCode::BadRequest;
+        e
+    })
 }
 
 impl HitlBody {
     fn into_new(self) -> lector_core::Result<NewHitl> {
-        self.check()?;
+        check_fields(
+            Some(&self.name),
+            Some(&self.description),
+            self.webhook_url.as_deref(),
+            self.labels.as_ref(),
+        )?;
         Ok(NewHitl {
             name: self.name.trim().to_owned(),
             description: self.description,
@@ -175,6 +217,26 @@ impl HitlBody {
             is_live: self.is_live,
             webhook_url: self.webhook_url.filter(|u| !u.is_empty()),
             labels: self.labels.unwrap_or_else(|| serde_json::json!({})),
+        })
+    }
+}
+
+impl HitlChangeBody {
+    fn into_change(self) -> lector_core::Result<HitlChange> {
+        check_fields(
+            self.name.as_deref(),
+            self.description.as_deref(),
+            self.webhook_url.as_ref().and_then(Option::as_deref),
+            self.labels.as_ref(),
+        )?;
+        Ok(HitlChange {
+            name: self.name.map(|n| n.trim().to_owned()),
+            description: self.description,
+            assigned_user_id: self.assigned_user_id,
+            model_id: self.model_id,
+            is_live: self.is_live,
+            webhook_url: self.webhook_url.map(|u| u.filter(|u| !u.is_empty())),
+            labels: self.labels,
         })
     }
 }
@@ -326,39 +388,40 @@ pub async fn get_hitl(
     Ok(Json(hitl.into()))
 }
 
-/// Changes a HITL configuration (MANAGER); the body is as for adding one.
+/// Changes a HITL configuration (MANAGER); the body has the fields of adding one, each
+/// optional: what is left out keeps its value, `null` clears a nullable field.
 #[utoipa::path(put, path = "/projects/{project_id}/hitls/{hitl_id}", tag = "hitl",
-    params(("project_id" = i64, Path), ("hitl_id" = i64, Path)), request_body = HitlBody,
+    params(("project_id" = i64, Path), ("hitl_id" = i64, Path)), request_body = HitlChangeBody,
     responses((status = 200, body = HitlDto)))]
 pub async fn update_hitl(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<HitlPath>,
-    Body(body): Body<HitlBody>,
+    Body(body): Body<HitlChangeBody>,
 ) -> ApiResult<Json<HitlDto>> {
     Ok(Json(change(&state, &caller, &p, body).await?))
 }
 
-/// Assigns a HITL configuration to a user (MANAGER); the body is as for adding one, its
+/// Assigns a HITL configuration to a user (MANAGER); the body is as for `update_hitl`, its
 /// `assigned_user_id` a member of the workspace.
 #[utoipa::path(post, path = "/projects/{project_id}/hitls/{hitl_id}/assign", tag = "hitl",
-    params(("project_id" = i64, Path), ("hitl_id" = i64, Path)), request_body = HitlBody,
+    params(("project_id" = i64, Path), ("hitl_id" = i64, Path)), request_body = HitlChangeBody,
     responses((status = 200, body = HitlDto)))]
 pub async fn assign_hitl(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<HitlPath>,
-    Body(body): Body<HitlBody>,
+    Body(body): Body<HitlChangeBody>,
 ) -> ApiResult<Json<HitlDto>> {
     Ok(Json(change(&state, &caller, &p, body).await?))
 }
 
 /// `update_hitl` and `assign_hitl`, which SPEC gives the same body: the changed configuration
 /// with its webhook secret.
-async fn change(state: &AppState, caller: &Caller, p: &HitlPath, body: HitlBody) -> lector_core::Result<HitlDto> {
+async fn change(state: &AppState, caller: &Caller, p: &HitlPath, body: HitlChangeBody) -> lector_core::Result<HitlDto> {
     let hitl = state
         .store
-        .update_hitl(&caller.scope, p.project_id, p.hitl_id, &body.into_new()?)
+        .update_hitl(&caller.scope, p.project_id, p.hitl_id, &body.into_change()?)
         .await?;
     Ok(HitlDto::with_secret(hitl))
 }

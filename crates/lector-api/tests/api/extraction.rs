@@ -333,19 +333,25 @@ async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
     .await
     .expect_problem(409, "conflict");
 
-    // With every field as it should be, nothing waits; off, the HITL is not asked.
-    let relaxed = json!({"name": "Invoice check", "model_id": model, "is_live": true, "assigned_user_id": ada.user_id});
-    let hitl = app.put(&at, &ada.token, relaxed).await.expect(200);
+    // With every field as it should be, nothing waits; off, the HITL is not asked. A change
+    // writes only the fields it names.
+    let hitl = app.put(&at, &ada.token, json!({"labels": {}})).await.expect(200);
     assert_eq!(hitl["labels"], json!({}));
+    assert_eq!(
+        (
+            &hitl["name"],
+            &hitl["model_id"],
+            hitl["is_live"].as_bool(),
+            &hitl["assigned_user_id"]
+        ),
+        (&body["name"], &json!(model), Some(true), &json!(ada.user_id)),
+        "{hitl}"
+    );
     let result = extracted(&app, &ada, &path(&org, project, model, ""), "rechnung.pdf", &invoice()).await;
     assert_eq!(result["documents"][0]["hitl"]["status"], "passed");
-    app.post(
-        &format!("{at}/assign"),
-        &ada.token,
-        json!({"name": "Invoice check", "model_id": model, "is_live": false}),
-    )
-    .await
-    .expect(200);
+    app.post(&format!("{at}/assign"), &ada.token, json!({"is_live": false}))
+        .await
+        .expect(200);
     let result = extracted(&app, &ada, &path(&org, project, model, ""), "rechnung.pdf", &invoice()).await;
     assert!(result["documents"][0].get("hitl").is_none());
     assert_eq!(

@@ -18,6 +18,7 @@ mod document_files;
 mod documents;
 mod extraction;
 mod files;
+mod hitls;
 mod hostile;
 mod jobs;
 mod jwt;

@@ -1,0 +1,96 @@
+//! HITL configurations through HTTPS on both backends: `update_hitl` and `assign_hitl` change
+//! only the fields they are given (SPEC: request fields are optional; "body as for add").
+//! The review story itself is in `extraction.rs`.
+
+use crate::common::TestApp;
+use crate::common::invoices::invoice_model;
+use serde_json::json;
+
+backend_tests!(a_hitl_change_keeps_what_it_leaves_out);
+
+async fn a_hitl_change_keeps_what_it_leaves_out(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let (project, model) = invoice_model(&app, &ada).await;
+    let workspace = app.default_workspace_id(&ada).await;
+    app.add_member(&ada.token, workspace, bob.user_id, "ANNOTATOR")
+        .await
+        .expect(200);
+    let labels = json!({"po_number": {"required": true}});
+    let created = app
+        .post(
+            &format!("/projects/{project}/hitls"),
+            &ada.token,
+            json!({"name": "Invoice check", "description": "POs", "assigned_user_id": ada.user_id,
+                   "model_id": model, "is_live": true, "webhook_url": "https://example.org/hook",
+                   "labels": labels}),
+        )
+        .await
+        .expect(201);
+    let at = format!("/projects/{project}/hitls/{}", created["id"]);
+    let kept = |changed: &serde_json::Value, fields: &[&str]| {
+        for field in fields {
+            assert_eq!(changed[field], created[field], "{field} kept: {changed}");
+        }
+    };
+
+    // Assigning names only the user.
+    let assigned = app
+        .post(
+            &format!("{at}/assign"),
+            &ada.token,
+            json!({"assigned_user_id": bob.user_id}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(assigned["assigned_user_id"], bob.user_id);
+    kept(
+        &assigned,
+        &["name", "description", "model_id", "is_live", "webhook_url", "labels"],
+    );
+
+    // An update of the description keeps the rest, the new assignee too.
+    let described = app
+        .put(&at, &ada.token, json!({"description": "Every PO"}))
+        .await
+        .expect(200);
+    assert_eq!(described["description"], "Every PO");
+    assert_eq!(described["assigned_user_id"], bob.user_id);
+    kept(&described, &["name", "model_id", "is_live", "webhook_url", "labels"]);
+
+    // null clears a nullable field; an empty body changes nothing.
+    let cleared = app
+        .put(&at, &ada.token, json!({"webhook_url": null, "model_id": null}))
+        .await
+        .expect(200);
+    assert!(
+        cleared["webhook_url"].is_null() && cleared["model_id"].is_null(),
+        "{cleared}"
+    );
+    kept(&cleared, &["name", "is_live", "labels"]);
+    let same = app.put(&at, &ada.token, json!({})).await.expect(200);
+    assert_eq!(same["description"], "Every PO");
+    assert_eq!(same["assigned_user_id"], bob.user_id);
+    let read = app.get(&at, &ada.token).await.expect(200);
+    assert_eq!(read["labels"], labels);
+
+    // What is given is still checked.
+    let problem = app
+        .put(&at, &ada.token, json!({"name": " "}))
+        .await
+        .expect_problem(400, "bad_request");
+    assert_eq!(problem["errors"][0]["field"], "name");
+    let stranger = app.register("eve@example.org").await;
+    let problem = app
+        .post(
+            &format!("{at}/assign"),
+            &ada.token,
+            json!({"assigned_user_id": stranger.user_id}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "assigned_user_id");
+    app.put(&at, &ada.token, json!({"colour": "red"}))
+        .await
+        .expect_problem(400, "unknown_field");
+}
