@@ -173,7 +173,7 @@ export function AnalysisPage() {
               params: {
                 path: { analysis_id: id },
                 query: {
-                  details: true,
+                  details: "segments,tags",
                   offset,
                   limit: PAGE,
                   classes: cls === "" ? undefined : String(cls),
@@ -188,12 +188,12 @@ export function AnalysisPage() {
   const all = useLoad(
     () =>
       finished
-        ? unwrap(api.GET("/analyses/{analysis_id}/documents", { params: { path: { analysis_id: id }, query: { details: true, limit: 1000 } } }))
+        ? unwrap(api.GET("/analyses/{analysis_id}/documents", { params: { path: { analysis_id: id }, query: { details: "segments,tags", limit: 1000 } } }))
         : Promise.resolve(null),
     [id, finished],
   );
   const dist = useMemo(() => {
-    const tags = (all.data?.documents ?? []).flatMap((d) => (d.segments ?? []).flatMap((s) => s.tags));
+    const tags = (all.data?.documents ?? []).flatMap((d) => (d.segments ?? []).flatMap((s) => s.tags ?? []));
     return { classes: tally(tags.map((t) => t.class)), labels: tally(tags.map((t) => t.label)), docs: all.data?.documents.length ?? 0, more: all.data?.has_more };
   }, [all.data]);
 
@@ -342,7 +342,7 @@ export function AnalysisPage() {
                     <tr key={`${d.id}-${j}`}>
                       <td>{s.text}</td>
                       <td>
-                        {s.tags.map((t, k) => (
+                        {(s.tags ?? []).map((t, k) => (
                           <span key={k} className="tag">
                             {[t.class, t.label].filter(Boolean).join(" · ")} <span className="confidence">{percent(t.confidence)}</span>
                             &nbsp;

@@ -1,8 +1,7 @@
 //! Batch analyses: a model run over many documents as a job (`create_analysis`), from texts
 //! sent with the request, an uploaded file (`upload_analysis_file`, then `column` or
 //! `column_name`) or an existing group of the model's project; listed, read, renamed, deleted;
-//! their documents listed with the tags found (filtered by class, label and text) and
-//! downloaded as labeled data that uploads again as a labeling session.
+//! their documents are in `analysis_documents`.
 //!
 //! Reading needs VIEWER in the analysis's workspace; creating, changing and deleting USER.
 //! `status`, `progress` and `document_count` belong to the job (`immutable_field`).
@@ -10,12 +9,12 @@
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
-use crate::routes::analyze::{AnalyzedSegment, AnalyzedTag};
+use crate::routes::analysis_documents::{AnalysisDocumentDto, first_documents};
 use crate::routes::classes::{ClassDto, LabelDto};
-use crate::routes::files::{DownloadQuery, UploadForm, UploadedFileDto};
+use crate::routes::documents::Details;
+use crate::routes::files::{UploadForm, UploadedFileDto};
 use crate::routes::paths::ProjectPath;
 use crate::routes::rfc3339;
-use crate::routes::streaming::DOCUMENTS_PER_PAGE;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -23,9 +22,8 @@ use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::http::StatusCode;
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
 use lector_core::{Action, Error, FieldError, Result};
-use lector_store::{Analysis, AnalysisSource, Document, DocumentFilter, ImportedDocument, NewBatchAnalysis, UploadFor};
+use lector_store::{Analysis, AnalysisSource, ImportedDocument, NewBatchAnalysis, UploadFor};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -36,8 +34,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(upload_analysis_file))
         .routes(routes!(list_analyses, create_analysis))
         .routes(routes!(get_analysis, update_analysis, delete_analysis))
-        .routes(routes!(list_analysis_documents))
-        .routes(routes!(download_analysis_documents))
 }
 
 /// An analysis as the original interface gives it, with Lector's additions after `type`.
@@ -70,6 +66,10 @@ pub struct AnalysisDto {
     pub classes: Option<Vec<ClassDto>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<Vec<LabelDto>>,
+    /// With `details` (`list_project_analyses`): its first documents, at most 100, with the
+    /// parts asked for; all of them through `list_analysis_documents`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub documents: Option<Vec<AnalysisDocumentDto>>,
 }
 
 impl From<Analysis> for AnalysisDto {
@@ -92,13 +92,14 @@ impl From<Analysis> for AnalysisDto {
             failure: a.failure,
             classes: None,
             labels: None,
+            documents: None,
         }
     }
 }
 
 #[derive(Debug, Deserialize)]
 pub struct AnalysisPath {
-    analysis_id: i64,
+    pub(crate) analysis_id: i64,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -119,21 +120,48 @@ impl AnalysesQuery {
     }
 }
 
-/// The project's analyses, oldest first (a plain array, paged by offset and limit).
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ProjectAnalysesQuery {
+    /// Comma-separated: segments, meta, tags. Each analysis then answers its first documents
+    /// (at most 100) with these parts.
+    pub details: Option<String>,
+    #[serde(default)]
+    pub offset: i64,
+    #[serde(default = "crate::extract::default_limit")]
+    pub limit: i64,
+}
+
+/// The project's analyses, oldest first (a plain array, paged by offset and limit); with
+/// `details`, each with its first documents.
 #[utoipa::path(get, path = "/projects/{project_id}/analyses", tag = "projects",
-    params(("project_id" = i64, Path), AnalysesQuery), responses((status = 200, body = Vec<AnalysisDto>)))]
+    params(("project_id" = i64, Path), ProjectAnalysesQuery), responses((status = 200, body = Vec<AnalysisDto>)))]
 pub async fn list_project_analyses(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<ProjectPath>,
-    QueryParams(q): QueryParams<AnalysesQuery>,
+    QueryParams(q): QueryParams<ProjectAnalysesQuery>,
 ) -> ApiResult<Json<Vec<AnalysisDto>>> {
-    let paging = q.paging()?;
+    let paging = Paging::checked(q.offset, q.limit)?;
+    let details = Details::parse(q.details.as_deref())?;
     let analyses = state
         .store
         .project_analyses(&caller.scope, p.project_id, paging.offset, paging.limit)
         .await?;
-    Ok(Json(analyses.into_iter().map(AnalysisDto::from).collect()))
+    let mut answer = Vec::with_capacity(analyses.len());
+    for analysis in analyses {
+        let documents = if details.segments || details.meta || details.tags {
+            Some(first_documents(&state, &caller.scope, &analysis, &details).await?)
+        } else {
+            None
+        };
+        answer.push(AnalysisDto {
+            documents,
+            ..AnalysisDto::from(analysis)
+        });
+    }
+    Ok(Json(answer))
 }
 
 /// The analyses of your workspaces, oldest first (a plain array), optionally of one model.
@@ -410,214 +438,4 @@ pub async fn delete_analysis(
     let analysis = state.store.delete_analysis(&caller.scope, p.analysis_id).await?;
     tracing::info!(analysis.id = analysis.id, user.id = caller.user.id, "analysis deleted");
     Ok(Json(analysis.into()))
-}
-
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct AnalysisDocumentsQuery {
-    /// Each document's segments with their tags (default false: texts only).
-    #[serde(default, deserialize_with = "crate::extract::query_flag")]
-    pub details: bool,
-    /// Only documents whose text contains this (case-insensitive).
-    pub search: Option<String>,
-    /// Only documents with a segment tagged with one of these class ids (comma-separated).
-    pub classes: Option<String>,
-    /// Only documents with a segment tagged with one of these label ids (comma-separated).
-    pub labels: Option<String>,
-    #[serde(default)]
-    pub offset: i64,
-    #[serde(default = "crate::extract::default_limit")]
-    pub limit: i64,
-}
-
-/// A document of an analysis.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AnalysisDocumentDto {
-    pub id: i64,
-    pub text: String,
-    pub group_id: Option<i64>,
-    #[schema(value_type = Object)]
-    pub meta: serde_json::Value,
-    /// With `details`: the segments and the tags the model gave them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub segments: Option<Vec<AnalyzedSegment>>,
-}
-
-/// A page of an analysis's documents.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AnalysisDocumentsPage {
-    pub documents: Vec<AnalysisDocumentDto>,
-    pub has_more: bool,
-    pub offset: i64,
-    pub limit: i64,
-    /// Documents the filters select, over all pages.
-    pub count: i64,
-}
-
-fn ids(field: &str, list: &Option<String>) -> Result<Vec<i64>> {
-    let Some(list) = list else { return Ok(Vec::new()) };
-    let parsed: std::result::Result<Vec<i64>, _> = list
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::parse)
-        .collect();
-    match parsed {
-        Ok(ids) if ids.len() <= 1000 => Ok(ids),
-        Ok(_) => Err(field_problem(field, "name at most 1000 ids")),
-        Err(_) => Err(field_problem(field, "takes ids separated by commas, such as 1,2")),
-    }
-}
-
-/// The documents of an analysis, in id order, optionally with their tagged segments and
-/// filtered by text, class and label (VIEWER).
-#[utoipa::path(get, path = "/analyses/{analysis_id}/documents", tag = "analyses",
-    params(("analysis_id" = i64, Path), AnalysisDocumentsQuery), responses((status = 200, body = AnalysisDocumentsPage)))]
-pub async fn list_analysis_documents(
-    State(state): State<AppState>,
-    caller: Caller,
-    PathParams(p): PathParams<AnalysisPath>,
-    QueryParams(q): QueryParams<AnalysisDocumentsQuery>,
-) -> ApiResult<Json<AnalysisDocumentsPage>> {
-    let analysis = state.store.analysis(&caller.scope, p.analysis_id, Action::Read).await?;
-    let paging = Paging::checked(q.offset, q.limit)?;
-    let filter = DocumentFilter {
-        search: q.search.clone().filter(|s| !s.is_empty()),
-        analysis_id: Some(analysis.id),
-        analysis_classes: ids("classes", &q.classes)?,
-        analysis_labels: ids("labels", &q.labels)?,
-        ..Default::default()
-    };
-    let scope = &caller.scope;
-    let (documents, has_more) = state
-        .store
-        .documents(scope, analysis.project_id, &filter, paging.offset, paging.limit)
-        .await?;
-    let count = state.store.count_documents(scope, analysis.project_id, &filter).await?;
-    let mut segments = if q.details {
-        Some(tagged_segments(&state, &analysis, &documents).await?)
-    } else {
-        None
-    };
-    let documents = documents
-        .into_iter()
-        .map(|d| AnalysisDocumentDto {
-            segments: segments.as_mut().map(|s| s.remove(&d.id).unwrap_or_default()),
-            id: d.id,
-            text: d.text,
-            group_id: d.group_id,
-            meta: d.meta,
-        })
-        .collect();
-    Ok(Json(AnalysisDocumentsPage {
-        documents,
-        has_more,
-        offset: paging.offset,
-        limit: paging.limit,
-        count,
-    }))
-}
-
-/// The segments of `documents` with the analysis's tags, by document.
-async fn tagged_segments(
-    state: &AppState,
-    analysis: &Analysis,
-    documents: &[Document],
-) -> Result<HashMap<i64, Vec<AnalyzedSegment>>> {
-    let segments = state.store.segments_of(documents).await?;
-    let mut tags: HashMap<i64, Vec<AnalyzedTag>> = HashMap::new();
-    for tag in state.store.analysis_tags_of(analysis, documents).await? {
-        tags.entry(tag.segment_id).or_default().push(AnalyzedTag {
-            class: tag.class,
-            label: tag.label,
-            confidence: tag.confidence as f32,
-        });
-    }
-    let mut out: HashMap<i64, Vec<AnalyzedSegment>> = HashMap::new();
-    for segment in segments {
-        out.entry(segment.document_id).or_default().push(AnalyzedSegment {
-            tags: tags.remove(&segment.id).unwrap_or_default(),
-            span: [segment.start as usize, segment.end as usize],
-            text: segment.text,
-        });
-    }
-    Ok(out)
-}
-
-/// One page of an analysis as labeled-data rows (one per tag, one per segment without tags),
-/// with the tag's confidence last.
-async fn analysis_page(
-    state: &AppState,
-    scope: &lector_core::Scope,
-    analysis: &Analysis,
-    after: i64,
-) -> Result<crate::routes::streaming::Page> {
-    let filter = DocumentFilter {
-        analysis_id: Some(analysis.id),
-        after: Some(after),
-        ..Default::default()
-    };
-    let (documents, has_more) = state
-        .store
-        .documents(scope, analysis.project_id, &filter, 0, DOCUMENTS_PER_PAGE)
-        .await?;
-    let next = documents.last().map(|d| d.id).filter(|_| has_more);
-    let mut segments = tagged_segments(state, analysis, &documents).await?;
-    let mut rows = Vec::new();
-    for document in &documents {
-        let Some(own) = segments.remove(&document.id) else {
-            continue;
-        };
-        for (position, segment) in own.into_iter().enumerate() {
-            let row = |class: Option<String>, label: Option<String>, confidence: String| {
-                vec![
-                    document.id.to_string(),
-                    position.to_string(),
-                    segment.text.clone(),
-                    class.unwrap_or_default(),
-                    label.unwrap_or_default(),
-                    String::new(),
-                    "false".to_owned(),
-                    confidence,
-                ]
-            };
-            if segment.tags.is_empty() {
-                rows.push(row(None, None, String::new()));
-            }
-            for tag in &segment.tags {
-                rows.push(row(
-                    tag.class.clone(),
-                    tag.label.clone(),
-                    format!("{:.4}", tag.confidence),
-                ));
-            }
-        }
-    }
-    Ok((rows, next))
-}
-
-/// An analysis's tags as labeled data: one row per tag (and per segment without tags) with the
-/// columns of a labeled-data upload (document, segment, text, class, label, part, annotated)
-/// and the tag's `confidence`; it uploads again as a labeling session with the tags by name.
-#[utoipa::path(get, path = "/analyses/{analysis_id}/documents/download", tag = "analyses",
-    params(("analysis_id" = i64, Path), DownloadQuery),
-    responses((status = 200, description = "the file in the format asked for", content_type = "application/vnd.lector.table")))]
-pub async fn download_analysis_documents(
-    State(state): State<AppState>,
-    caller: Caller,
-    PathParams(p): PathParams<AnalysisPath>,
-    QueryParams(q): QueryParams<DownloadQuery>,
-) -> ApiResult<axum::response::Response> {
-    let format = q.format()?;
-    let analysis = state.store.analysis(&caller.scope, p.analysis_id, Action::Read).await?;
-    let mut header = crate::routes::session_downloads::session_header(false);
-    header.push("confidence".into());
-    let stem = format!("analysis-{}", analysis.id);
-    let scope = caller.scope.clone();
-    let page = move |after: i64| {
-        let (state, scope, analysis) = (state.clone(), scope.clone(), analysis.clone());
-        async move { analysis_page(&state, &scope, &analysis, after).await }
-    };
-    Ok(crate::routes::streaming::paged_download(format, &stem, header, page).await?)
 }

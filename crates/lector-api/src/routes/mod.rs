@@ -6,6 +6,7 @@ use lector_core::time::Timestamp;
 use utoipa_axum::router::OpenApiRouter;
 
 pub mod analyses;
+pub mod analysis_documents;
 pub mod analyze;
 pub mod annotate;
 pub mod auth;
@@ -57,6 +58,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(models::router())
         .merge(model_files::router())
         .merge(analyses::router())
+        .merge(analysis_documents::router())
         .merge(analyze::router())
         .merge(extraction::router())
         .merge(hitl::router())

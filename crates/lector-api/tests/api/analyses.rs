@@ -125,7 +125,7 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
     loop {
         let page = app
             .get(
-                &format!("/analyses/{id}/documents?details=true&offset={offset}&limit=1000"),
+                &format!("/analyses/{id}/documents?details=segments,meta,tags&offset={offset}&limit=1000"),
                 &ada.token,
             )
             .await
@@ -164,7 +164,7 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
         .clone();
     let page = app
         .get(
-            &format!("/analyses/{id}/documents?classes={billing}&details=true&limit=5"),
+            &format!("/analyses/{id}/documents?classes={billing}&details=tags&limit=5"),
             &ada.token,
         )
         .await
@@ -256,12 +256,63 @@ async fn analyses_follow_roles_and_tenancy(app: TestApp) {
     assert_eq!(analysis["document_count"], 2);
     let id = analysis["id"].as_i64().unwrap();
     let page = app
-        .get(&format!("/analyses/{id}/documents?details=true"), &ada.token)
+        .get(
+            &format!("/analyses/{id}/documents?details=segments,meta,tags"),
+            &ada.token,
+        )
         .await
         .expect(200);
     let first = &page["documents"][0];
     assert_eq!(first["meta"]["external_id"], "a-1");
     assert_eq!(first["segments"].as_array().unwrap().len(), 2, "split into sentences");
+    assert!(first["segments"][0]["tags"].is_array(), "{first}");
+
+    // details names the parts, as for every document list.
+    let parts = |query: &'static str| {
+        let (app, token) = (&app, ada.token.clone());
+        async move {
+            let page = app
+                .get(&format!("/analyses/{id}/documents?details={query}"), &token)
+                .await
+                .expect(200);
+            let first = page["documents"][0].clone();
+            let segment = first["segments"][0].clone();
+            (
+                first.get("meta").is_some(),
+                first.get("segments").is_some(),
+                segment.get("tags").is_some(),
+            )
+        }
+    };
+    assert_eq!(parts("segments,tags").await, (false, true, true));
+    assert_eq!(parts("segments").await, (false, true, false));
+    assert_eq!(parts("tags").await, (false, true, true));
+    assert_eq!(parts("meta").await, (true, false, false));
+    assert_eq!(parts("").await, (false, false, false));
+    app.get(&format!("/analyses/{id}/documents?details=true"), &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
+
+    // The project's analyses answer their first documents with details.
+    let listed = app
+        .get(
+            &format!("/projects/{project}/analyses?details=segments,tags"),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    let documents = &listed[0]["documents"];
+    assert_eq!(documents.as_array().map(Vec::len), Some(2), "{listed}");
+    assert!(documents[0]["segments"][0]["tags"].is_array(), "{listed}");
+    assert!(documents[0].get("meta").is_none(), "{listed}");
+    let plain = app
+        .get(&format!("/projects/{project}/analyses"), &ada.token)
+        .await
+        .expect(200);
+    assert!(plain[0].get("documents").is_none(), "{plain}");
+    app.get(&format!("/projects/{project}/analyses?details=stats"), &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
 
     // An existing group, analysed again with the same model.
     let again = app

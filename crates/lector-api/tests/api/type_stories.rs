@@ -75,7 +75,7 @@ async fn the_loop(app: &TestApp, ada: &Session, kind: &str) {
     assert_eq!(task["status"], "DONE", "{task}");
     let page = app
         .get(
-            &format!("/analyses/{}/documents?details=true&limit=1000", created["id"]),
+            &format!("/analyses/{}/documents?details=tags&limit=1000", created["id"]),
             &ada.token,
         )
         .await
