@@ -62,18 +62,6 @@ impl Store {
         Ok((documents, has_more))
     }
 
-    /// How many of a project's documents `filter` selects.
-    pub async fn count_documents(&self, scope: &Scope, project_id: i64, filter: &DocumentFilter) -> Result<i64> {
-        let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
-        let (conditions, params) = self.document_conditions(project.id, filter).await?;
-        let sql = format!("SELECT COUNT(*) FROM documents d WHERE {conditions}");
-        Param::bind_all(sqlx::query(&sql), params)
-            .fetch_one(&self.pool)
-            .await
-            .and_then(|row| sqlx::Row::try_get(&row, 0))
-            .map_err(db)
-    }
-
     /// The WHERE clause of a document listing and its parameters (`$1` is the project).
     async fn document_conditions(&self, project_id: i64, filter: &DocumentFilter) -> Result<(String, Vec<Param>)> {
         let mut params = vec![Param::Int(project_id)];

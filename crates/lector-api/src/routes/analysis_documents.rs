@@ -81,8 +81,8 @@ pub struct AnalysisDocumentsPage {
     pub has_more: bool,
     pub offset: i64,
     pub limit: i64,
-    /// Documents the filters select, over all pages.
-    pub count: i64,
+    /// Documents in this page (as in every paged list).
+    pub count: usize,
 }
 
 fn field_problem(field: &str, message: &str) -> Error {
@@ -129,14 +129,13 @@ pub async fn list_analysis_documents(
         .store
         .documents(scope, analysis.project_id, &filter, paging.offset, paging.limit)
         .await?;
-    let count = state.store.count_documents(scope, analysis.project_id, &filter).await?;
     let documents = shaped(&state, &analysis, documents, &details).await?;
     Ok(Json(AnalysisDocumentsPage {
+        count: documents.len(),
         documents,
         has_more,
         offset: paging.offset,
         limit: paging.limit,
-        count,
     }))
 }
 

@@ -169,13 +169,23 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
         )
         .await
         .expect(200);
-    let billed = page["count"].as_i64().unwrap();
-    assert!((300..=400).contains(&billed), "{billed} documents tagged billing");
     assert_eq!(page["documents"].as_array().unwrap().len(), 5);
+    assert_eq!(page["count"], 5, "count is the page's, as in every paged list");
     assert_eq!(page["has_more"], true);
     for document in page["documents"].as_array().unwrap() {
         assert!(document.to_string().contains("\"billing\""), "{document}");
     }
+    let all_billed = app
+        .get(
+            &format!("/analyses/{id}/documents?classes={billing}&limit=1000"),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(all_billed["has_more"], false);
+    let billed = all_billed["count"].as_i64().unwrap();
+    assert_eq!(Some(billed as usize), all_billed["documents"].as_array().map(Vec::len));
+    assert!((300..=400).contains(&billed), "{billed} documents tagged billing");
     let page = app
         .get(&format!("/analyses/{id}/documents?search=ticket%20999."), &ada.token)
         .await
@@ -284,6 +294,20 @@ async fn analyses_follow_roles_and_tenancy(app: TestApp) {
             )
         }
     };
+    let one = app
+        .get(&format!("/analyses/{id}/documents?limit=1"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!((&one["count"], &one["has_more"]), (&json!(1), &json!(true)), "{one}");
+    let rest = app
+        .get(&format!("/analyses/{id}/documents?offset=1&limit=1"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(
+        (&rest["count"], &rest["has_more"]),
+        (&json!(1), &json!(false)),
+        "{rest}"
+    );
     assert_eq!(parts("segments,tags").await, (false, true, true));
     assert_eq!(parts("segments").await, (false, true, false));
     assert_eq!(parts("tags").await, (false, true, true));
