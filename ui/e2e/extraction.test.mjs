@@ -126,7 +126,7 @@ test("an unsure extraction waits in the review queue; the reviewer corrects and 
   const hitls = await call("GET", `/projects/${projectId}/hitls`);
   const reviews = await call("GET", `/projects/${projectId}/hitls/${hitls[0].id}/reviews?with_full_data=true`);
   const review = reviews.find((r) => r.document_name === "unsure.pdf");
-  assert.equal(review.status, "approved");
+  assert.equal(review.status, "APPROVED");
   assert.equal(review.data.corrected.total, "1234.50");
   assert.deepEqual(page.cspViolations, []);
 });

@@ -18,4 +18,4 @@ pub mod webhook;
 
 pub use error::{Error, ErrorCode, FieldError, Result};
 pub use policy::{Action, Role, Scope};
-pub use types::{ModelStatus, ModelType, NotificationType, ProjectType, SourceKind};
+pub use types::{ModelStatus, ModelType, NotificationType, ProjectType, ReviewStatus, SourceKind};

@@ -148,6 +148,17 @@ pub enum NotificationType {
 
 crate::wire_enum!(NotificationType { Info => "INFO", Warning => "WARNING" });
 
+/// Where a HITL review stands: it waits for its reviewer, who approves or rejects it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ReviewStatus {
+    Pending,
+    Approved,
+    Rejected,
+}
+
+crate::wire_enum!(ReviewStatus { Pending => "PENDING", Approved => "APPROVED", Rejected => "REJECTED" });
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@
 use crate::records::{BoundQuery, Checked, FromAnyRow, Project, fetch_record, fetch_records, flag};
 use crate::{Store, db};
 use lector_core::time::Timestamp;
-use lector_core::{Action, Error, NotificationType, Result, Scope};
+use lector_core::{Action, Error, NotificationType, Result, ReviewStatus, Scope};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
@@ -88,7 +88,7 @@ pub struct HitlReview {
     pub user_id: Option<i64>,
     pub document_name: String,
     pub page_num: i64,
-    /// pending, approved or rejected.
+    /// PENDING, APPROVED or REJECTED ([`ReviewStatus`]).
     pub status: String,
     /// The first field that asked for review, and its threshold.
     pub label: Option<String>,
@@ -288,7 +288,7 @@ impl Store {
         let now = Timestamp::now().micros();
         let sql = format!(
             "INSERT INTO hitl_reviews (hitl_id, user_id, document_name, page_num, status, label, confidence_threshold, \
-             extracted, pages, created, updated) VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $9, $8, $8) \
+             extracted, pages, created, updated) VALUES ($1, $2, $3, $4, $10, $5, $6, $7, $9, $8, $8) \
              RETURNING {REVIEW_COLUMNS}"
         );
         let row = sqlx::query(&sql)
@@ -301,6 +301,7 @@ impl Store {
             .bind(new.extracted.to_string())
             .bind(now)
             .bind(&new.pages)
+            .bind(ReviewStatus::Pending.as_str())
             .fetch_one(&mut *tx)
             .await
             .map_err(db)?;
@@ -371,15 +372,15 @@ impl Store {
             .ok_or_else(|| Error::not_found("review"))
     }
 
-    /// Submits a review (ANNOTATOR): its status and the corrected values. A review already
-    /// submitted answers 409.
+    /// Submits a review (ANNOTATOR): its verdict (APPROVED or REJECTED) and the corrected
+    /// values. A review already submitted answers 409.
     pub async fn submit_review(
         &self,
         scope: &Scope,
         project_id: i64,
         hitl_id: i64,
         id: i64,
-        status: &str,
+        status: ReviewStatus,
         corrected: &serde_json::Value,
     ) -> Result<HitlReview> {
         let (hitl, review) = self
@@ -387,14 +388,15 @@ impl Store {
             .await?;
         let mut tx = self.begin_write().await?;
         let sql = format!(
-            "UPDATE hitl_reviews SET status = $1, corrected = $2, updated = $3 WHERE id = $4 AND status = 'pending' \
+            "UPDATE hitl_reviews SET status = $1, corrected = $2, updated = $3 WHERE id = $4 AND status = $5 \
              RETURNING {REVIEW_COLUMNS}"
         );
         let row = sqlx::query(&sql)
-            .bind(status)
+            .bind(status.as_str())
             .bind(corrected.to_string())
             .bind(Timestamp::now().micros())
             .bind(review.id)
+            .bind(ReviewStatus::Pending.as_str())
             .fetch_optional(&mut *tx)
             .await
             .map_err(db)?
@@ -458,4 +460,79 @@ async fn webhook_in(
     let job = crate::NewJob::of(&payload)?.in_project(workspace_id, hitl.project_id);
     crate::jobs::enqueue_in(tx, job).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Backend;
+    use crate::testing::{TestDatabase, owner_with_project};
+    use lector_core::ProjectType;
+
+    /// Reviews written before migration 0020 said `pending`; the migration upper-cases them,
+    /// and such a review is then submitted like a new one.
+    async fn lower_case_reviews_are_upper_cased(backend: Backend) {
+        let Some(database) = TestDatabase::create(backend).await else {
+            return;
+        };
+        let store = Store::open(&database.url, 2).await.expect("store");
+        let (scope, _, project) = owner_with_project(&store, "Invoices", ProjectType::Label).await;
+        let new = NewHitl {
+            name: "Check".into(),
+            description: String::new(),
+            assigned_user_id: None,
+            model_id: None,
+            is_live: true,
+            webhook_url: None,
+            labels: serde_json::json!({}),
+        };
+        let hitl = store.create_hitl(&scope, project.id, &new).await.expect("hitl");
+        let review = NewReview {
+            document_name: "a.pdf".into(),
+            page_num: 1,
+            label: None,
+            confidence_threshold: None,
+            extracted: serde_json::json!({}),
+            pages: None,
+        };
+        let review = store.create_review(&hitl, &review).await.expect("review");
+        assert_eq!(review.status, "PENDING");
+        sqlx::query("UPDATE hitl_reviews SET status = 'pending' WHERE id = $1")
+            .bind(review.id)
+            .execute(&store.pool)
+            .await
+            .expect("an old review");
+        let migration = match backend {
+            Backend::Sqlite => include_str!("../migrations/sqlite/0020_review_status_case.sql"),
+            Backend::Postgres => include_str!("../migrations/postgres/0020_review_status_case.sql"),
+        };
+        sqlx::raw_sql(migration).execute(&store.pool).await.expect("migration");
+        let (_, read) = store
+            .hitl_review(&scope, project.id, hitl.id, review.id, Action::Read)
+            .await
+            .expect("read");
+        assert_eq!(read.status, "PENDING");
+        let submitted = store
+            .submit_review(
+                &scope,
+                project.id,
+                hitl.id,
+                review.id,
+                ReviewStatus::Approved,
+                &serde_json::json!({}),
+            )
+            .await
+            .expect("submitted");
+        assert_eq!(submitted.status, "APPROVED");
+    }
+
+    #[tokio::test]
+    async fn sqlite_lower_case_reviews_are_upper_cased() {
+        lower_case_reviews_are_upper_cased(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn postgres_lower_case_reviews_are_upper_cased() {
+        lower_case_reviews_are_upper_cased(Backend::Postgres).await;
+    }
 }

@@ -128,6 +128,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0019_job_totals.sql"),
         postgres: include_str!("../migrations/postgres/0019_job_totals.sql"),
     },
+    Step {
+        version: 20,
+        description: "review status case",
+        sqlite: include_str!("../migrations/sqlite/0020_review_status_case.sql"),
+        postgres: include_str!("../migrations/postgres/0020_review_status_case.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -396,7 +396,7 @@ impl Store {
     pub async fn reviewed_pages(&self, lease: &Lease, limit: usize) -> Result<Vec<ReviewedPages>> {
         let rows = sqlx::query(
             "SELECT r.pages, r.corrected FROM hitl_reviews r JOIN hitls h ON h.id = r.hitl_id \
-             WHERE h.project_id = $1 AND r.status = 'approved' AND r.pages IS NOT NULL AND r.corrected IS NOT NULL \
+             WHERE h.project_id = $1 AND r.status = 'APPROVED' AND r.pages IS NOT NULL AND r.corrected IS NOT NULL \
              ORDER BY r.id DESC LIMIT $2",
         )
         .bind(lease.job.project_id)

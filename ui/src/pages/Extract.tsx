@@ -412,7 +412,7 @@ export function ReviewPage() {
   for (const f of missing) initial[f] ??= "";
   Object.assign(initial, data.corrected ?? {});
   const current = values ?? initial;
-  const submit = (status: "approved" | "rejected") => (e?: FormEvent) => {
+  const submit = (status: "APPROVED" | "REJECTED") => (e?: FormEvent) => {
     e?.preventDefault();
     void action.run(async () => {
       await unwrap(
@@ -425,7 +425,7 @@ export function ReviewPage() {
       setValues(null);
     });
   };
-  const pending = r?.status === "pending";
+  const pending = r?.status === "PENDING";
   return (
     <>
       <p className="crumbs">
@@ -452,7 +452,7 @@ export function ReviewPage() {
           </section>
           <section className="panel" aria-labelledby="values-h">
             <h2 id="values-h">Values</h2>
-            <form onSubmit={submit("approved")} className="stack">
+            <form onSubmit={submit("APPROVED")} className="stack">
               {Object.keys(current).length === 0 && <Empty>No fields.</Empty>}
               {Object.entries(current).map(([k, v]) => (
                 <Field key={k} label={k}>
@@ -467,7 +467,7 @@ export function ReviewPage() {
                   <button type="submit" disabled={action.busy}>
                     Approve
                   </button>
-                  <button type="button" className="secondary danger" disabled={action.busy} onClick={submit("rejected")}>
+                  <button type="button" className="secondary danger" disabled={action.busy} onClick={submit("REJECTED")}>
                     Reject
                   </button>
                 </div>

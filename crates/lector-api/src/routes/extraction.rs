@@ -309,8 +309,10 @@ async fn review_if_needed(
             },
         )
         .await?;
+    // The extraction's own word for it stays lower case (SPEC's sample `pending`), unlike the
+    // review's status (PENDING).
     Ok(ExtractionReviewDto {
-        status: review.status,
+        status: "pending".into(),
         review_id: Some(review.id),
         result: vec![HitlResultDto { confidences }],
     })

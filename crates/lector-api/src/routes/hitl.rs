@@ -12,8 +12,8 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use lector_core::Action;
 use lector_core::validate::Problems;
+use lector_core::{Action, ReviewStatus};
 use lector_extract::extraction::SettingOverride;
 use lector_store::{Hitl, HitlChange, HitlReview, NewHitl};
 use serde::{Deserialize, Serialize};
@@ -252,7 +252,7 @@ pub struct HitlReviewDto {
     pub document_name: String,
     /// The page of the first field that asked for review, from 1.
     pub page_num: i64,
-    /// pending, approved or rejected.
+    /// PENDING, APPROVED or REJECTED.
     pub status: String,
     pub created: String,
     pub updated: String,
@@ -299,7 +299,7 @@ impl HitlReviewDto {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitReviewBody {
-    /// approved or rejected.
+    /// APPROVED or REJECTED (any letter case).
     pub status: String,
     /// The corrected values: `{field: value}`.
     #[serde(default)]
@@ -308,11 +308,7 @@ pub struct SubmitReviewBody {
 
 impl WriteBody for SubmitReviewBody {
     fn validate(&self, problems: &mut Problems) {
-        problems.check(
-            matches!(self.status.as_str(), "approved" | "rejected"),
-            "status",
-            "must be approved or rejected",
-        );
+        problems.check(self.verdict().is_some(), "status", "must be APPROVED or REJECTED");
         problems.check(self.values.len() <= 200, "values", "at most 200 fields");
         problems.check(
             self.values
@@ -321,6 +317,16 @@ impl WriteBody for SubmitReviewBody {
             "values",
             "field names of at most 120 characters, values of at most 2000",
         );
+    }
+}
+
+impl SubmitReviewBody {
+    /// The status as a verdict, in any letter case; `None` for anything but APPROVED or REJECTED.
+    fn verdict(&self) -> Option<ReviewStatus> {
+        match self.status.to_ascii_uppercase().parse() {
+            Ok(status @ (ReviewStatus::Approved | ReviewStatus::Rejected)) => Some(status),
+            _ => None,
+        }
     }
 }
 
@@ -465,7 +471,7 @@ pub async fn get_hitl_review(
     Ok(Json(answer))
 }
 
-/// Submits a review (ANNOTATOR): approved or rejected, with the corrected values by field.
+/// Submits a review (ANNOTATOR): APPROVED or REJECTED, with the corrected values by field.
 /// A review is submitted once (409 after).
 #[utoipa::path(put, path = "/projects/{project_id}/hitls/{hitl_id}/reviews/{review_id}", tag = "hitl",
     params(("project_id" = i64, Path), ("hitl_id" = i64, Path), ("review_id" = i64, Path)),
@@ -477,16 +483,12 @@ pub async fn submit_hitl_review(
     Body(body): Body<SubmitReviewBody>,
 ) -> ApiResult<Json<HitlReviewDto>> {
     let values = serde_json::to_value(&body.values).unwrap_or_default();
+    let status = body
+        .verdict()
+        .ok_or_else(|| lector_core::Error::bad_request("status must be APPROVED or REJECTED"))?;
     let review = state
         .store
-        .submit_review(
-            &caller.scope,
-            p.project_id,
-            p.hitl_id,
-            p.review_id,
-            &body.status,
-            &values,
-        )
+        .submit_review(&caller.scope, p.project_id, p.hitl_id, p.review_id, status, &values)
         .await?;
     Ok(Json(HitlReviewDto::of(review, true)))
 }

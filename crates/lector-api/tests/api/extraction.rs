@@ -269,7 +269,7 @@ async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
     let reviews = app.get(&format!("{at}/reviews"), &ada.token).await.expect(200);
     let review = &reviews[0];
     assert_eq!(review["review_id"], review_id);
-    assert_eq!(review["status"], "pending");
+    assert_eq!(review["status"], "PENDING");
     assert_eq!(review["label"], "po_number");
     assert_eq!(review["document_name"], "rechnung.pdf");
     assert_eq!(review["user_id"], ada.user_id);
@@ -298,11 +298,11 @@ async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
         .put(
             &format!("{at}/reviews/{review_id}"),
             &ada.token,
-            json!({"status": "approved", "values": {"po_number": "PO-7", "total": "1234.50"}}),
+            json!({"status": "Approved", "values": {"po_number": "PO-7", "total": "1234.50"}}),
         )
         .await
         .expect(200);
-    assert_eq!(submitted["status"], "approved");
+    assert_eq!(submitted["status"], "APPROVED");
     assert_eq!(
         submitted["data"]["corrected"],
         json!({"po_number": "PO-7", "total": "1234.50"})
@@ -311,7 +311,7 @@ async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
         .get(&format!("{at}/reviews/{review_id}"), &ada.token)
         .await
         .expect(200);
-    assert_eq!(again["status"], "approved");
+    assert_eq!(again["status"], "APPROVED");
     // The pages the review was made from, for the reviewer's view: words with their boxes.
     let page = &again["data"]["pages"][0];
     assert_eq!(page["number"], 1, "{again}");
@@ -328,7 +328,7 @@ async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
     app.put(
         &format!("{at}/reviews/{review_id}"),
         &ada.token,
-        json!({"status": "rejected"}),
+        json!({"status": "REJECTED"}),
     )
     .await
     .expect_problem(409, "conflict");
@@ -512,7 +512,7 @@ async fn review_events_are_posted_signed(app: TestApp) {
     assert_eq!(event["type"], "review.created");
     assert!(event["created"].as_str().unwrap().ends_with('Z'), "{event}");
     assert_eq!(event["data"]["review_id"], review_id);
-    assert_eq!(event["data"]["status"], "pending");
+    assert_eq!(event["data"]["status"], "PENDING");
     assert_eq!(event["data"]["label"], "po_number");
     assert_eq!(event["data"]["document_name"], "rechnung.pdf");
 
@@ -525,7 +525,7 @@ async fn review_events_are_posted_signed(app: TestApp) {
     .expect(200);
     let submitted = verified(&next(&mut received).await, &secret);
     assert_eq!(submitted["type"], "review.submitted");
-    assert_eq!(submitted["data"]["status"], "rejected");
+    assert_eq!(submitted["data"]["status"], "REJECTED");
     assert_eq!(submitted["data"]["corrected"], json!({"po_number": "none"}));
     assert_ne!(submitted["id"], event["id"]);
     let left = app.settle_jobs(std::time::Duration::from_secs(30)).await;
@@ -657,7 +657,7 @@ async fn a_model_learns_fields_from_pages_and_corrections(app: TestApp) {
     .expect(200);
     let submitted = verified(&next(&mut received).await, &secret);
     assert_eq!(submitted["type"], "review.submitted");
-    assert_eq!(submitted["data"]["status"], "approved");
+    assert_eq!(submitted["data"]["status"], "APPROVED");
     assert_eq!(submitted["data"]["corrected"]["order_ref"], "B-5150");
 
     // ... and the next version, trained on the same pages, learnt the layout from the correction.
