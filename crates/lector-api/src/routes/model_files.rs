@@ -56,7 +56,8 @@ pub struct ModelUploadForm {
     name: Option<String>,
     /// The name of the model it derives from, in the same workspace.
     base: Option<String>,
-    /// The score recorded with the artifact; by default the artifact's own.
+    /// The model's score, only for an artifact that records none: the artifact's own is kept,
+    /// and a different one answers 422.
     score: Option<f64>,
     long_description: Option<String>,
     short_description: Option<String>,
@@ -131,9 +132,20 @@ fn new_model(
     for field in ["short_description", "long_description"] {
         problems.max_len(field, &text(field).unwrap_or_default(), MAX_DESCRIPTION_CHARS);
     }
-    let score = parse_number::<f64>(&mut problems, "score", text("score"));
-    if let Some(score) = score {
-        problems.check((0.0..=1.0).contains(&score), "score", "must be between 0 and 1");
+    // The score is the artifact's, recorded when it was trained (never the client's); the
+    // form's only stands in for an artifact that records none, and may repeat it, not change it.
+    let metrics = artifact.info().metrics.clone();
+    let recorded = metrics.as_ref().map(|m| m.score);
+    let given = parse_number::<f64>(&mut problems, "score", text("score"));
+    if let Some(given) = given {
+        problems.check((0.0..=1.0).contains(&given), "score", "must be between 0 and 1");
+        if let Some(recorded) = recorded {
+            problems.check(
+                (given - recorded).abs() <= 1e-9,
+                "score",
+                &format!("the model file records the score {recorded}, which an upload cannot change"),
+            );
+        }
     }
     let status = match text("status").as_deref().map(str::parse::<ModelStatus>) {
         None => ModelStatus::Ready,
@@ -144,7 +156,6 @@ fn new_model(
         }
     };
     problems.finish()?;
-    let metrics = artifact.info().metrics.clone();
     Ok(NewUploadedModel {
         target,
         name,
@@ -153,7 +164,7 @@ fn new_model(
         long_description: text("long_description").unwrap_or_default(),
         base: text("base"),
         status,
-        score: score.or(metrics.as_ref().map(|m| m.score)),
+        score: recorded.or(given),
         language,
         kind: artifact.project_type(),
         metrics: metrics.and_then(|m| serde_json::to_value(m).ok()),

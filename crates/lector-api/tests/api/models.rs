@@ -122,6 +122,30 @@ async fn class_model_story(app: TestApp) {
     assert_eq!(uploaded["status"], "READY");
     assert_eq!(uploaded["type"], "CLASS");
     assert_eq!(uploaded["score"].as_f64(), Some(score), "the artifact's recorded score");
+    // A client cannot change it: the same score may be repeated, another is refused.
+    let same = score.to_string();
+    let repeated = app
+        .send_form(
+            "/models/upload",
+            &ada.token,
+            "tickets.lector-model",
+            &bytes,
+            &[("display_name", "Tickets same"), ("score", same.as_str())],
+        )
+        .await
+        .expect(200);
+    assert_eq!(repeated["score"].as_f64(), Some(score));
+    let problem = app
+        .send_form(
+            "/models/upload",
+            &ada.token,
+            "tickets.lector-model",
+            &bytes,
+            &[("display_name", "Tickets better"), ("score", "0.01")],
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "score", "{problem}");
     let copy = analyze(&app, &ada, &uploaded["id"], &texts).await;
     assert_eq!(copy["documents"], result["documents"], "identical predictions");
     // On a second installation too.
