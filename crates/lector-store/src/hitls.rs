@@ -7,7 +7,7 @@
 use crate::records::{BoundQuery, Checked, FromAnyRow, Project, fetch_record, fetch_records, flag};
 use crate::{Store, db};
 use lector_core::time::Timestamp;
-use lector_core::{Action, Error, NotificationType, Result, ReviewStatus, Scope};
+use lector_core::{Action, Error, NotificationType, Result, ReviewStatus, Role, Scope};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
@@ -243,13 +243,28 @@ impl Store {
                 .await?;
         }
         if let Some(user_id) = user_id {
-            let sql = "SELECT user_id FROM memberships WHERE workspace_id = $1 AND user_id = $2";
-            let problem = ("assigned_user_id", "is not a member of the project's workspace");
-            self.require_row(
-                sqlx::query_scalar(sql).bind(project.workspace_id).bind(user_id),
-                problem,
+            // The assignee submits the reviews, which takes a role that may annotate.
+            let row = sqlx::query(
+                "SELECT m.role, u.is_superuser FROM memberships m JOIN users u ON u.id = m.user_id \
+                 WHERE m.workspace_id = $1 AND m.user_id = $2",
             )
-            .await?;
+            .bind(project.workspace_id)
+            .bind(user_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+            let Some(row) = row else {
+                return Err(assignee_problem("is not a member of the project's workspace"));
+            };
+            let role: String = row.try_get("role").map_err(db)?;
+            let may_annotate = role
+                .parse::<Role>()
+                .is_ok_and(|role| role >= Action::Annotate.min_role());
+            if !may_annotate && !flag(&row, "is_superuser").map_err(db)? {
+                return Err(assignee_problem(&format!(
+                    "is a {role} of the project's workspace, who cannot submit reviews: assign an ANNOTATOR or more"
+                )));
+            }
         }
         Ok(())
     }
@@ -407,6 +422,11 @@ impl Store {
         self.wake_workers();
         Ok(review)
     }
+}
+
+/// 422 naming `assigned_user_id`.
+fn assignee_problem(message: &str) -> Error {
+    Error::validation(vec![lector_core::FieldError::new("assigned_user_id", message)])
 }
 
 /// Binds what a configuration is made with, in the order its statement lists the columns:

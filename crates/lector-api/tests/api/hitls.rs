@@ -1,12 +1,13 @@
 //! HITL configurations through HTTPS on both backends: `update_hitl` and `assign_hitl` change
-//! only the fields they are given (SPEC: request fields are optional; "body as for add").
-//! The review story itself is in `extraction.rs`.
+//! only the fields they are given (SPEC: request fields are optional; "body as for add");
+//! the assignee is a member who may submit reviews (an ANNOTATOR or more). The review story
+//! itself is in `extraction.rs`.
 
 use crate::common::TestApp;
 use crate::common::invoices::invoice_model;
 use serde_json::json;
 
-backend_tests!(a_hitl_change_keeps_what_it_leaves_out);
+backend_tests!(a_hitl_change_keeps_what_it_leaves_out, a_viewer_is_never_the_assignee);
 
 async fn a_hitl_change_keeps_what_it_leaves_out(app: TestApp) {
     let ada = app.register("ada@example.org").await;
@@ -93,4 +94,54 @@ async fn a_hitl_change_keeps_what_it_leaves_out(app: TestApp) {
     app.put(&at, &ada.token, json!({"colour": "red"}))
         .await
         .expect_problem(400, "unknown_field");
+}
+
+async fn a_viewer_is_never_the_assignee(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let vic = app.register("vic@example.org").await;
+    let ann = app.register("ann@example.org").await;
+    let project = app.project_with_classes(&ada, "Invoices", "LABEL", &[]).await;
+    let workspace = app.default_workspace_id(&ada).await;
+    app.add_member(&ada.token, workspace, vic.user_id, "VIEWER")
+        .await
+        .expect(200);
+    app.add_member(&ada.token, workspace, ann.user_id, "ANNOTATOR")
+        .await
+        .expect(200);
+    let hitls = format!("/projects/{project}/hitls");
+    let problem = app
+        .post(
+            &hitls,
+            &ada.token,
+            json!({"name": "Check", "assigned_user_id": vic.user_id}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "assigned_user_id");
+    assert!(problem.to_string().contains("VIEWER"), "{problem}");
+    let hitl = app
+        .post(
+            &hitls,
+            &ada.token,
+            json!({"name": "Check", "assigned_user_id": ann.user_id}),
+        )
+        .await
+        .expect(201);
+    let at = format!("{hitls}/{}", hitl["id"]);
+    app.post(
+        &format!("{at}/assign"),
+        &ada.token,
+        json!({"assigned_user_id": vic.user_id}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    let kept = app.get(&at, &ada.token).await.expect(200);
+    assert_eq!(kept["assigned_user_id"], ann.user_id);
+    app.post(
+        &format!("{at}/assign"),
+        &ada.token,
+        json!({"assigned_user_id": ada.user_id}),
+    )
+    .await
+    .expect(200);
 }
