@@ -346,11 +346,19 @@ impl Store {
         Ok(review)
     }
 
-    /// A configuration's reviews, newest first (any member).
-    pub async fn hitl_reviews(&self, scope: &Scope, project_id: i64, hitl_id: i64) -> Result<Vec<HitlReview>> {
+    /// A page of a configuration's reviews, newest first (any member).
+    pub async fn hitl_reviews(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        hitl_id: i64,
+        offset: i64,
+        limit: i64,
+    ) -> Result<Vec<HitlReview>> {
         let hitl = self.hitl(scope, project_id, hitl_id, Action::Read).await?;
-        let sql = format!("SELECT {REVIEW_COLUMNS} FROM hitl_reviews WHERE hitl_id = $1 ORDER BY id DESC LIMIT 1000");
-        fetch_records(sqlx::query(&sql).bind(hitl.id), &self.pool).await
+        let sql =
+            format!("SELECT {REVIEW_COLUMNS} FROM hitl_reviews WHERE hitl_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3");
+        fetch_records(sqlx::query(&sql).bind(hitl.id).bind(limit).bind(offset), &self.pool).await
     }
 
     /// One review, for a caller who may do `action` in its project.

@@ -329,7 +329,7 @@ export function ReviewsPage() {
   const reviews = useLoad(
     () =>
       chosen
-        ? unwrap(api.GET("/projects/{project_id}/hitls/{hitl_id}/reviews", { params: { path: { project_id: project.id, hitl_id: chosen } } }))
+        ? unwrap(api.GET("/projects/{project_id}/hitls/{hitl_id}/reviews", { params: { path: { project_id: project.id, hitl_id: chosen }, query: { limit: 1000 } } }))
         : Promise.resolve([]),
     [project.id, chosen],
   );

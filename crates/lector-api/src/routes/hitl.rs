@@ -349,6 +349,10 @@ pub struct ReviewsQuery {
     /// Answer what each review's extraction found and what was corrected.
     #[serde(default, deserialize_with = "crate::extract::optional_query_flag")]
     with_full_data: Option<bool>,
+    #[serde(default)]
+    offset: i64,
+    #[serde(default = "crate::extract::default_limit")]
+    limit: i64,
 }
 
 /// The project's HITL configurations (any member).
@@ -432,7 +436,7 @@ async fn change(state: &AppState, caller: &Caller, p: &HitlPath, body: HitlChang
     Ok(HitlDto::with_secret(hitl))
 }
 
-/// A configuration's reviews, newest first, at most 1,000 (any member).
+/// A configuration's reviews, newest first (any member): a plain array, paged by offset and limit.
 #[utoipa::path(get, path = "/projects/{project_id}/hitls/{hitl_id}/reviews", tag = "hitl",
     params(("project_id" = i64, Path), ("hitl_id" = i64, Path), ReviewsQuery),
     responses((status = 200, body = Vec<HitlReviewDto>)))]
@@ -442,7 +446,11 @@ pub async fn list_hitl_reviews(
     PathParams(p): PathParams<HitlPath>,
     QueryParams(q): QueryParams<ReviewsQuery>,
 ) -> ApiResult<Json<Vec<HitlReviewDto>>> {
-    let reviews = state.store.hitl_reviews(&caller.scope, p.project_id, p.hitl_id).await?;
+    let paging = crate::extract::Paging::checked(q.offset, q.limit)?;
+    let reviews = state
+        .store
+        .hitl_reviews(&caller.scope, p.project_id, p.hitl_id, paging.offset, paging.limit)
+        .await?;
     let full = q.with_full_data.unwrap_or(false);
     Ok(Json(reviews.into_iter().map(|r| HitlReviewDto::of(r, full)).collect()))
 }

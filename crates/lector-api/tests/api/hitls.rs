@@ -1,13 +1,17 @@
 //! HITL configurations through HTTPS on both backends: `update_hitl` and `assign_hitl` change
 //! only the fields they are given (SPEC: request fields are optional; "body as for add");
-//! the assignee is a member who may submit reviews (an ANNOTATOR or more). The review story
-//! itself is in `extraction.rs`.
+//! the assignee is a member who may submit reviews (an ANNOTATOR or more); reviews are listed
+//! a page at a time. The review story itself is in `extraction.rs`.
 
 use crate::common::TestApp;
-use crate::common::invoices::invoice_model;
+use crate::common::invoices::{invoice, invoice_model};
 use serde_json::json;
 
-backend_tests!(a_hitl_change_keeps_what_it_leaves_out, a_viewer_is_never_the_assignee);
+backend_tests!(
+    a_hitl_change_keeps_what_it_leaves_out,
+    a_viewer_is_never_the_assignee,
+    reviews_are_listed_a_page_at_a_time
+);
 
 async fn a_hitl_change_keeps_what_it_leaves_out(app: TestApp) {
     let ada = app.register("ada@example.org").await;
@@ -144,4 +148,51 @@ async fn a_viewer_is_never_the_assignee(app: TestApp) {
     )
     .await
     .expect(200);
+}
+
+async fn reviews_are_listed_a_page_at_a_time(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, model) = invoice_model(&app, &ada).await;
+    let workspace = app.default_workspace_id(&ada).await;
+    let hitl = app
+        .post(
+            &format!("/projects/{project}/hitls"),
+            &ada.token,
+            json!({"name": "Check", "model_id": model, "is_live": true, "assigned_user_id": ada.user_id,
+                   "labels": {"po_number": {"required": true}}}),
+        )
+        .await
+        .expect(201);
+    let extract = format!("/organizations/{workspace}/projects/{project}/models/{model}/extract");
+    let mut made = Vec::new();
+    for _ in 0..3 {
+        let result = app
+            .send_form(&extract, &ada.token, "rechnung.pdf", &invoice(), &[])
+            .await
+            .expect(200);
+        made.push(result["documents"][0]["hitl"]["review_id"].as_i64().expect("a review"));
+    }
+    let reviews = format!("/projects/{project}/hitls/{}/reviews", hitl["id"]);
+    let ids = |page: serde_json::Value| -> Vec<i64> {
+        page.as_array()
+            .expect("a plain array")
+            .iter()
+            .map(|r| r["review_id"].as_i64().unwrap())
+            .collect()
+    };
+    let newest_first: Vec<i64> = made.iter().rev().copied().collect();
+    assert_eq!(ids(app.get(&reviews, &ada.token).await.expect(200)), newest_first);
+    let first = app.get(&format!("{reviews}?limit=2"), &ada.token).await.expect(200);
+    assert_eq!(ids(first), newest_first[..2]);
+    let rest = app
+        .get(&format!("{reviews}?offset=2&limit=2&with_full_data=true"), &ada.token)
+        .await
+        .expect(200);
+    assert!(rest[0]["data"].is_object(), "{rest}");
+    assert_eq!(ids(rest), newest_first[2..]);
+    for query in ["limit=0", "limit=1001", "offset=-1"] {
+        app.get(&format!("{reviews}?{query}"), &ada.token)
+            .await
+            .expect_problem(400, "invalid_parameter");
+    }
 }
