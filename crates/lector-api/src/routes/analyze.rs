@@ -56,6 +56,10 @@ impl WriteBody for AnalyzeBody {
             "documents",
             "at most 1000 documents per call; analyse larger sets with create_analysis",
         );
+        // The texts a batch analysis (and every document) takes.
+        for (i, document) in self.documents.iter().enumerate() {
+            crate::routes::documents::check_text(problems, &format!("documents[{i}].text"), &document.text);
+        }
     }
 }
 

@@ -67,6 +67,15 @@ async fn class_model_story(app: TestApp) {
     let texts: Vec<&str> = UNSEEN.iter().map(|(t, _)| *t).collect();
     let result = analyze(&app, &ada, &model["id"], &texts).await;
     assert_eq!(result["model"], "Tickets v1");
+    // The texts create_analysis would refuse are refused here too.
+    for text in ["  ".to_owned(), "x".repeat(1_000_001)] {
+        let body = json!({"model_id": model["id"], "documents": [{"text": "Fine."}, {"text": text}]});
+        let problem = app
+            .post("/analyze", &ada.token, body)
+            .await
+            .expect_problem(422, "validation_failed");
+        assert_eq!(problem["errors"][0]["field"], "documents[1].text", "{problem}");
+    }
     assert_eq!(result["type"], "CLASS");
     let predicted = top_classes(&result);
     let right = predicted
