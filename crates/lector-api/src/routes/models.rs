@@ -252,7 +252,28 @@ impl WriteBody for TrainModelBody {
 
     fn validate(&self, problems: &mut Problems) {
         check_model_names(problems, &self.name, &self.display_name);
+        for (field, ids) in [
+            ("annotation_ids", &self.annotation_ids),
+            ("trainset_annotation_ids", &self.trainset_annotation_ids),
+            ("testset_annotation_ids", &self.testset_annotation_ids),
+        ] {
+            let distinct = ids.as_ref().map_or(0, |ids| distinct(ids.clone()).len());
+            problems.check(
+                distinct <= MAX_TRAINING_SESSIONS,
+                field,
+                &format!("at most {MAX_TRAINING_SESSIONS} labeling sessions"),
+            );
+        }
     }
+}
+
+/// Most labeling sessions one list of a training request names (each is checked by itself).
+pub const MAX_TRAINING_SESSIONS: usize = 1000;
+
+/// The ids in their first order, each once.
+fn distinct(ids: Vec<i64>) -> Vec<i64> {
+    let mut seen = std::collections::HashSet::new();
+    ids.into_iter().filter(|id| seen.insert(*id)).collect()
 }
 
 /// The names a training or a change may give a model, checked alike.
@@ -414,9 +435,9 @@ pub async fn train_model(
         language: body.language,
         base_id: body.base_id,
         kind: body.kind,
-        annotation_ids: body.annotation_ids,
-        trainset_annotation_ids: body.trainset_annotation_ids,
-        testset_annotation_ids: body.testset_annotation_ids,
+        annotation_ids: body.annotation_ids.map(distinct),
+        trainset_annotation_ids: body.trainset_annotation_ids.map(distinct),
+        testset_annotation_ids: body.testset_annotation_ids.map(distinct),
     };
     let (model, job) = state.store.start_training(&caller.scope, p.project_id, request).await?;
     tracing::info!(

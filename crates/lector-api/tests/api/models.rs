@@ -255,6 +255,33 @@ async fn training_is_checked_up_front_and_fails_readably(app: TestApp) {
     app.post(&models, &ada.token, json!({"trainset_annotation_ids": [empty["id"]]}))
         .await
         .expect_problem(422, "validation_failed");
+    // Each session is checked once however often it is named, and a list names at most 1000.
+    let problem = app
+        .post(
+            &models,
+            &ada.token,
+            json!({"annotation_ids": [empty["id"], 999, empty["id"], 999, 999]}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"].as_array().unwrap().len(), 2, "{problem}");
+    let many: Vec<i64> = (1..=1001).collect();
+    let problem = app
+        .post(
+            &models,
+            &ada.token,
+            json!({"trainset_annotation_ids": many, "testset_annotation_ids": [1]}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(
+        (
+            &problem["errors"][0]["field"],
+            problem["errors"].as_array().unwrap().len()
+        ),
+        (&json!("trainset_annotation_ids"), 1),
+        "refused before any session is looked up: {problem}"
+    );
     for field in ["score", "status", "progress"] {
         app.post(&models, &ada.token, with(field, json!(1)))
             .await
