@@ -37,6 +37,7 @@ pub struct ExtractPath {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ExtractQuery {
     /// `true` to answer every match's words as boxes, page by page.

@@ -344,6 +344,7 @@ pub struct ReviewPath {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ReviewsQuery {
     /// Answer what each review's extraction found and what was corrected.

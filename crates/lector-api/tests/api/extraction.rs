@@ -199,6 +199,10 @@ async fn bad_extractions_are_refused(app: TestApp) {
     send("?return_bboxes=maybe", "x.pdf", pdf.clone())
         .await
         .expect_problem(400, "invalid_parameter");
+    let problem = send("?return_bbox=true", "x.pdf", pdf.clone())
+        .await
+        .expect_problem(400, "invalid_parameter");
+    assert!(problem["detail"].as_str().unwrap().contains("return_bbox"), "{problem}");
     send("", "x.zip", b"PK\x03\x04 not a document".to_vec())
         .await
         .expect_problem(415, "unsupported_media_type");

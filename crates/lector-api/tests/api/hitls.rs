@@ -190,7 +190,7 @@ async fn reviews_are_listed_a_page_at_a_time(app: TestApp) {
         .expect(200);
     assert!(rest[0]["data"].is_object(), "{rest}");
     assert_eq!(ids(rest), newest_first[2..]);
-    for query in ["limit=0", "limit=1001", "offset=-1"] {
+    for query in ["limit=0", "limit=1001", "offset=-1", "with_ful_data=true"] {
         app.get(&format!("{reviews}?{query}"), &ada.token)
             .await
             .expect_problem(400, "invalid_parameter");
