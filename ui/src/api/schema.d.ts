@@ -772,7 +772,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The project's analyses, oldest first (a plain array, paged by offset and limit). */
+        /**
+         * The project's analyses, oldest first (a plain array, paged by offset and limit); with
+         *     `details`, each with its first documents.
+         */
         get: operations["list_project_analyses"];
         put?: never;
         post?: never;
@@ -1459,7 +1462,10 @@ export interface paths {
         };
         /** One HITL configuration (any member). */
         get: operations["get_hitl"];
-        /** Changes a HITL configuration (MANAGER); the body is as for adding one. */
+        /**
+         * Changes a HITL configuration (MANAGER); the body has the fields of adding one, each
+         *     optional: what is left out keeps its value, `null` clears a nullable field.
+         */
         put: operations["update_hitl"];
         post?: never;
         delete?: never;
@@ -1478,7 +1484,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Assigns a HITL configuration to a user (MANAGER); the body is as for adding one, its
+         * Assigns a HITL configuration to a user (MANAGER); the body is as for `update_hitl`, its
          *     `assigned_user_id` a member of the workspace.
          */
         post: operations["assign_hitl"];
@@ -1495,7 +1501,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A configuration's reviews, newest first, at most 1,000 (any member). */
+        /** A configuration's reviews, newest first (any member): a plain array, paged by offset and limit. */
         get: operations["list_hitl_reviews"];
         put?: never;
         post?: never;
@@ -1515,7 +1521,7 @@ export interface paths {
         /** One review with its data (any member). */
         get: operations["get_hitl_review"];
         /**
-         * Submits a review (ANNOTATOR): approved or rejected, with the corrected values by field.
+         * Submits a review (ANNOTATOR): APPROVED or REJECTED, with the corrected values by field.
          *     A review is submitted once (409 after).
          */
         put: operations["submit_hitl_review"];
@@ -2059,9 +2065,10 @@ export interface components {
             text: string;
             /** Format: int64 */
             group_id?: number | null;
-            meta: Record<string, never>;
-            /** @description With `details`: the segments and the tags the model gave them. */
-            segments?: components["schemas"]["AnalyzedSegment"][] | null;
+            /** @description With `details` naming meta: what was given with the text. */
+            meta?: Record<string, never> | null;
+            /** @description With `details` naming segments or tags. */
+            segments?: components["schemas"]["AnalysisSegmentDto"][] | null;
         };
         /** @description A page of an analysis's documents. */
         AnalysisDocumentsPage: {
@@ -2071,10 +2078,7 @@ export interface components {
             offset: number;
             /** Format: int64 */
             limit: number;
-            /**
-             * Format: int64
-             * @description Documents the filters select, over all pages.
-             */
+            /** @description Documents in this page (as in every paged list). */
             count: number;
         };
         /** @description An analysis as the original interface gives it, with Lector's additions after `type`. */
@@ -2116,6 +2120,11 @@ export interface components {
             /** @description The project's classes and labels (`get_analysis`). */
             classes?: components["schemas"]["ClassDto"][] | null;
             labels?: components["schemas"]["LabelDto"][] | null;
+            /**
+             * @description With `details` (`list_project_analyses`): its first documents, at most 100, with the
+             *     parts asked for; all of them through `list_analysis_documents`.
+             */
+            documents?: components["schemas"]["AnalysisDocumentDto"][] | null;
         };
         /** @description A page of analyses. */
         AnalysisPage: {
@@ -2126,6 +2135,14 @@ export interface components {
             /** Format: int64 */
             limit: number;
             count: number;
+        };
+        /** @description A segment of an analysed document. */
+        AnalysisSegmentDto: {
+            text: string;
+            /** @description `[start, end)` in code points of the (normalised) text. */
+            span: number[];
+            /** @description With `details` naming tags: the tags the model gave the segment. */
+            tags?: components["schemas"]["AnalyzedTag"][] | null;
         };
         AnalysisText: {
             text: string;
@@ -2461,7 +2478,8 @@ export interface components {
         };
         /**
          * @description A new credential. `secret` depends on `source`:
-         *     http `{headers?: {name: value}}`, postgres `{url}` (`postgres://user:password@host:port/db`),
+         *     http `{headers?: {name: value}, base_url?}` (`base_url`, `https://host[:port]`, is the one
+         *     origin the credential fetches from; required with headers), postgres `{url}` (`postgres://user:password@host:port/db`),
          *     s3 `{access_key_id, secret_access_key, region, endpoint?, session_token?}`.
          */
         CredentialBody: {
@@ -2661,6 +2679,25 @@ export interface components {
                 [key: string]: components["schemas"]["HitlFieldSetting"];
             } | null;
         };
+        /**
+         * @description What `update_hitl` and `assign_hitl` change (SPEC: "body as for add", every field
+         *     optional): a field left out keeps its value; `null` clears `assigned_user_id`, `model_id`
+         *     or `webhook_url` (as an empty `webhook_url` does).
+         */
+        HitlChangeBody: {
+            name?: string | null;
+            description?: string | null;
+            /** Format: int64 */
+            assigned_user_id?: number | null;
+            /** Format: int64 */
+            model_id?: number | null;
+            is_live?: boolean | null;
+            webhook_url?: string | null;
+            /** @description Field settings by label name; replaces the settings as a whole. */
+            labels?: {
+                [key: string]: components["schemas"]["HitlFieldSetting"];
+            } | null;
+        };
         /** @description A field's confidence against the one its setting expects (0 when not found). */
         HitlConfidenceDto: {
             label: string;
@@ -2736,7 +2773,7 @@ export interface components {
              * @description The page of the first field that asked for review, from 1.
              */
             page_num: number;
-            /** @description pending, approved or rejected. */
+            /** @description PENDING, APPROVED or REJECTED. */
             status: string;
             created: string;
             updated: string;
@@ -3014,7 +3051,8 @@ export interface components {
             base?: string | null;
             /**
              * Format: double
-             * @description The score recorded with the artifact; by default the artifact's own.
+             * @description The model's score, only for an artifact that records none: the artifact's own is kept,
+             *     and a different one answers 422.
              */
             score?: number | null;
             long_description?: string | null;
@@ -3254,7 +3292,7 @@ export interface components {
         };
         /** @description A submitted review: its verdict and the corrected values by field. */
         SubmitReviewBody: {
-            /** @description approved or rejected. */
+            /** @description APPROVED or REJECTED (any letter case). */
             status: string;
             /** @description The corrected values: `{field: value}`. */
             values?: {
@@ -3776,8 +3814,11 @@ export interface operations {
     list_analysis_documents: {
         parameters: {
             query?: {
-                /** @description Each document's segments with their tags (default false: texts only). */
-                details?: boolean;
+                /**
+                 * @description Comma-separated: segments, meta, tags (tags: the segments with the tags the model gave
+                 *     them). Without it, the documents' texts only.
+                 */
+                details?: string;
                 /** @description Only documents whose text contains this (case-insensitive). */
                 search?: string;
                 /** @description Only documents with a segment tagged with one of these class ids (comma-separated). */
@@ -5461,8 +5502,11 @@ export interface operations {
     list_project_analyses: {
         parameters: {
             query?: {
-                /** @description Only the analyses of this model. */
-                model?: number;
+                /**
+                 * @description Comma-separated: segments, meta, tags. Each analysis then answers its first documents
+                 *     (at most 100) with these parts.
+                 */
+                details?: string;
                 offset?: number;
                 limit?: number;
             };
@@ -7413,7 +7457,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["HitlBody"];
+                "application/json": components["schemas"]["HitlChangeBody"];
             };
         };
         responses: {
@@ -7448,7 +7492,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["HitlBody"];
+                "application/json": components["schemas"]["HitlChangeBody"];
             };
         };
         responses: {
@@ -7476,6 +7520,8 @@ export interface operations {
             query?: {
                 /** @description Answer what each review's extraction found and what was corrected. */
                 with_full_data?: boolean;
+                offset?: number;
+                limit?: number;
             };
             header?: never;
             path: {

@@ -180,10 +180,15 @@ pub async fn receive_upload_with(
             "file" => return Err(bad_field("file", "send one file")),
             flag if flags.contains(&flag) => {
                 let value = field.text().await.map_err(multipart_error)?;
-                match value.trim() {
-                    "true" => set.push((name, true)),
-                    "false" | "" => set.push((name, false)),
-                    _ => return Err(bad_field(&name, "must be true or false")),
+                // Empty is false; otherwise as a query flag (the original's client sends True).
+                let flag = if value.trim().is_empty() {
+                    Some(false)
+                } else {
+                    crate::extract::parse_flag(&value)
+                };
+                match flag {
+                    Some(flag) => set.push((name, flag)),
+                    None => return Err(bad_field(&name, "must be true or false")),
                 }
             }
             other => {

@@ -310,7 +310,8 @@ async fn labeled_files_map_their_columns(app: TestApp) {
             &ada.token,
             "mapped.csv",
             csv.as_bytes(),
-            &[("show_preview", "true")],
+            // As the original's Python client writes a form's boolean.
+            &[("show_preview", "True")],
         )
         .await
         .expect(200);
