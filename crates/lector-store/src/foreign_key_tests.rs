@@ -5,7 +5,7 @@
 //! deleted parent takes (or, for a group, releases) its children, and a parent cannot be
 //! deleted under a writer that has not committed yet.
 
-use crate::testing::{TestDatabase, owner_with_project};
+use crate::testing::{TestDatabase, count, owner_with_project};
 use crate::{Backend, Store};
 use lector_core::ProjectType;
 use sqlx::error::ErrorKind;
@@ -14,14 +14,6 @@ const DOCUMENT: &str = "INSERT INTO documents (project_id, group_id, group_posit
                         VALUES ($1, $2, $3, 'text', '{}', 'en', 0) RETURNING id";
 const SEGMENT: &str = "INSERT INTO segments (document_id, position, span_start, span_end, text) \
                        VALUES ($1, $2, 0, 4, 'text')";
-
-async fn count(store: &Store, sql: &str, id: i64) -> i64 {
-    sqlx::query_scalar(sql)
-        .bind(id)
-        .fetch_one(&store.pool)
-        .await
-        .expect("a count")
-}
 
 /// A fresh store with a project and an empty group in it.
 async fn project_with_group(backend: Backend) -> Option<(TestDatabase, Store, lector_core::Scope, i64, i64)> {

@@ -6,18 +6,10 @@
 
 use crate::projects::MAX_PROJECTS_PER_WORKSPACE;
 use crate::sessions::MAX_SESSIONS_PER_PROJECT;
-use crate::testing::{TestDatabase, owner_with_project};
+use crate::testing::{TestDatabase, count, owner_with_project};
 use crate::{Backend, NewSession, ProjectFields, Store};
 use futures_util::future::join_all;
 use lector_core::{ErrorCode, ProjectType, Result};
-
-async fn count(store: &Store, sql: &str, id: i64) -> i64 {
-    sqlx::query_scalar(sql)
-        .bind(id)
-        .fetch_one(&store.pool)
-        .await
-        .expect("a count")
-}
 
 /// Inserts `n` rows by one statement: `insert` names the table and columns, `select` the
 /// values of row `i` (from 1) with `$1` bound to `owner`.

@@ -137,6 +137,15 @@ pub async fn owner_with_project(
     (scope, workspace, project)
 }
 
+/// The one number `sql` answers with `id` bound as `$1` (a `COUNT(*)` of rows a test checks).
+pub async fn count(store: &crate::Store, sql: &str, id: i64) -> i64 {
+    sqlx::query_scalar(sql)
+        .bind(id)
+        .fetch_one(&store.pool)
+        .await
+        .expect("a count")
+}
+
 /// Ends a queued job's retry delay now (for tests that must not wait for a backoff); answers
 /// the delay that was left, from the job's last update.
 pub async fn end_retry_delay(store: &crate::Store, job_id: i64) -> std::time::Duration {
