@@ -351,7 +351,7 @@ fn read_classes(
         (optional("example"), optional("description"))
     };
     let mut classes: Vec<ClassFields> = Vec::new();
-    let mut seen: std::collections::HashSet<String> = header.iter().cloned().collect();
+    let mut seen = std::collections::HashSet::new();
     for row in rows.by_ref() {
         let row = row?;
         let cell = |index: Option<usize>| index.and_then(|i| row.cells.get(i)).cloned().unwrap_or_default();

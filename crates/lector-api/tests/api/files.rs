@@ -356,8 +356,9 @@ async fn classes_files_add_all_or_nothing(app: TestApp) {
         (added[0]["name"].as_str(), added[0]["example"].as_str()),
         (Some("food"), Some("The soup"))
     );
-    // TXT: one name per line, an optional `name` header; JSON and JSONL by keys.
-    app.send_form(&path, &ada.token, "more.txt", b"name\nprice\nambience\n", &[])
+    // TXT: one name per line, an optional `name` header; JSON and JSONL by keys. A name may be
+    // what a column is called ("0", the one column of a TXT file).
+    app.send_form(&path, &ada.token, "more.txt", b"name\nprice\nambience\n0\n", &[])
         .await
         .expect(200);
     app.send_form(
@@ -376,7 +377,7 @@ async fn classes_files_add_all_or_nothing(app: TestApp) {
         .get(&format!("/projects/{id}/classes"), &ada.token)
         .await
         .expect(200);
-    assert_eq!(all.as_array().unwrap().len(), 6, "{all}");
+    assert_eq!(all.as_array().unwrap().len(), 7, "{all}");
 
     // Any problem adds nothing: a blank name (line named), a duplicate, an existing class.
     let problem = app
@@ -407,7 +408,7 @@ async fn classes_files_add_all_or_nothing(app: TestApp) {
         .get(&format!("/projects/{id}/classes"), &ada.token)
         .await
         .expect(200);
-    assert_eq!(all.as_array().unwrap().len(), 6, "nothing was added: {all}");
+    assert_eq!(all.as_array().unwrap().len(), 7, "nothing was added: {all}");
     assert_eq!(blob_files(&app), 0, "classes files are not kept");
 }
 
