@@ -234,12 +234,18 @@ impl Store {
         }
         let mut tx = self.begin_write().await?;
         room_for_a_project(&mut tx, target.id).await?;
-        sqlx::query("UPDATE projects SET workspace_id = $1 WHERE id = $2")
+        // A copy still being filled (PROCESSING) stays where its clone job writes it.
+        let moved = sqlx::query("UPDATE projects SET workspace_id = $1 WHERE id = $2 AND status <> 'PROCESSING'")
             .bind(target.id)
             .bind(project.id)
             .execute(&mut *tx)
             .await
             .map_err(db_unique("a project with this name exists in the target workspace"))?;
+        if moved.rows_affected() == 0 {
+            return Err(Error::conflict(
+                "the project is still being copied; move it once its copy is ready",
+            ));
+        }
         let clash: Option<String> = sqlx::query_scalar(
             "SELECT m.name FROM models m WHERE m.project_id = $1 AND EXISTS \
              (SELECT 1 FROM models t WHERE t.workspace_id = $2 AND t.name = m.name) ORDER BY m.id LIMIT 1",
@@ -254,7 +260,8 @@ impl Store {
                 "the target workspace already has a model named {name:?}; rename the project's model first"
             )));
         }
-        for table in ["models", "uploads", "jobs"] {
+        // Jobs before models: a training job's worker holds its job row, then writes its model.
+        for table in ["jobs", "models", "uploads"] {
             sqlx::query(&format!("UPDATE {table} SET workspace_id = $1 WHERE project_id = $2"))
                 .bind(target.id)
                 .bind(project.id)

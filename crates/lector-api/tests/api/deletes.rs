@@ -1,7 +1,7 @@
 //! Deleting what a job is working on, through HTTPS on both backends: a model in training, a
 //! group being imported and a session whose labeled file is being imported answer 409 until
 //! their job ends, and can be deleted after; a project deleted while it is being cloned fails
-//! its copy. No worker runs in these apps: the test holds each job where it wants it and runs
+//! its copy, and a copy is not moved to another workspace while it is being filled. No worker runs in these apps: the test holds each job where it wants it and runs
 //! it itself.
 
 use crate::common::TestApp;
@@ -15,6 +15,7 @@ backend_tests!(
     a_group_being_imported_is_not_deleted,
     a_session_being_imported_is_not_deleted,
     a_copy_whose_original_is_deleted_fails,
+    a_copy_being_filled_is_not_moved,
 );
 
 fn no_workers(config: &mut Config) {
@@ -156,4 +157,33 @@ async fn a_copy_whose_original_is_deleted_fails(app: TestApp) {
         .map(|n| n["title"].as_str().unwrap())
         .collect();
     assert_eq!(titles, ["Copy failed"]);
+}
+
+async fn a_copy_being_filled_is_not_moved(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let target = app.workspace(&ada, "Ada's team").await;
+    let (original, _) = labeled_tickets(&app, &ada, "Tickets").await;
+    let copy = app
+        .post(&format!("/projects/{original}/clone"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    let transfer = format!("/projects/{}/transfer", copy["id"]);
+    let problem = app
+        .post(&transfer, &ada.token, json!({"organization_id": target}))
+        .await
+        .expect_problem(409, "conflict");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("being copied"),
+        "{problem}"
+    );
+    run_jobs(&app).await;
+    let moved = app
+        .post(&transfer, &ada.token, json!({"organization_id": target}))
+        .await
+        .expect(200);
+    assert_eq!(
+        (&moved["status"], &moved["organization_id"]),
+        (&json!("CREATED"), &json!(target)),
+        "{moved}"
+    );
 }
