@@ -5504,7 +5504,8 @@ export interface operations {
             query?: {
                 /**
                  * @description Comma-separated: segments, meta, tags. Each analysis then answers its first documents
-                 *     (at most 100) with these parts.
+                 *     with these parts: 100 each, fewer on a page of more than 10 analyses (1,000 documents
+                 *     a page in all, as `list_analysis_documents` answers at most), but at least one each.
                  */
                 details?: string;
                 offset?: number;
@@ -7521,6 +7522,10 @@ export interface operations {
                 /** @description Answer what each review's extraction found and what was corrected. */
                 with_full_data?: boolean;
                 offset?: number;
+                /**
+                 * @description Reviews to answer (1..=1000); 1000 when not given, as many as the list answered before
+                 *     it took paging, for clients that do not page.
+                 */
                 limit?: number;
             };
             header?: never;

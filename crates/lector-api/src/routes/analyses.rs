@@ -12,6 +12,7 @@ use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
 use crate::routes::analysis_documents::{AnalysisDocumentDto, first_documents};
 use crate::routes::classes::{ClassDto, LabelDto};
 use crate::routes::documents::Details;
+use crate::routes::files::bad_field;
 use crate::routes::files::{UploadForm, UploadedFileDto};
 use crate::routes::paths::ProjectPath;
 use crate::routes::rfc3339;
@@ -21,7 +22,7 @@ use axum::extract::State;
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::http::StatusCode;
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
-use lector_core::{Action, Error, FieldError, Result};
+use lector_core::{Action, Result};
 use lector_store::{Analysis, AnalysisSource, ImportedDocument, NewBatchAnalysis, UploadFor};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -125,13 +126,17 @@ impl AnalysesQuery {
 #[into_params(parameter_in = Query)]
 pub struct ProjectAnalysesQuery {
     /// Comma-separated: segments, meta, tags. Each analysis then answers its first documents
-    /// (at most 100) with these parts.
+    /// with these parts: 100 each, fewer on a page of more than 10 analyses (1,000 documents
+    /// a page in all, as `list_analysis_documents` answers at most), but at least one each.
     pub details: Option<String>,
     #[serde(default)]
     pub offset: i64,
     #[serde(default = "crate::extract::default_limit")]
     pub limit: i64,
 }
+
+/// Documents a page of `list_project_analyses` answers with `details`, over all its analyses.
+const MAX_DETAILED_DOCUMENTS: i64 = 1000;
 
 /// The project's analyses, oldest first (a plain array, paged by offset and limit); with
 /// `details`, each with its first documents.
@@ -149,10 +154,11 @@ pub async fn list_project_analyses(
         .store
         .project_analyses(&caller.scope, p.project_id, paging.offset, paging.limit)
         .await?;
+    let each = (MAX_DETAILED_DOCUMENTS / analyses.len().max(1) as i64).clamp(1, crate::extract::default_limit());
     let mut answer = Vec::with_capacity(analyses.len());
     for analysis in analyses {
         let documents = if details.segments || details.meta || details.tags {
-            Some(first_documents(&state, &caller.scope, &analysis, &details).await?)
+            Some(first_documents(&state, &caller.scope, &analysis, &details, each).await?)
         } else {
             None
         };
@@ -306,7 +312,7 @@ pub async fn create_analysis(
             .store
             .analysis_upload(&caller.scope, file_id)
             .await
-            .map_err(|_| field_problem("file_id", "no file of yours with this id waits for an analysis"))?;
+            .map_err(|_| bad_field("file_id", "no file of yours with this id waits for an analysis"))?;
         let header_first = body.header_first.unwrap_or(upload.format != "txt");
         crate::routes::groups::check_column(&upload, body.column, body.column_name.as_deref(), header_first)?;
         AnalysisSource::File {
@@ -351,10 +357,6 @@ fn imported(text: AnalysisText) -> ImportedDocument {
         meta.insert("external_id".into(), id);
     }
     ImportedDocument { text: text.text, meta }
-}
-
-fn field_problem(field: &str, message: &str) -> Error {
-    Error::validation(vec![FieldError::new(field, message)])
 }
 
 /// An analysis with the project's classes and labels (VIEWER).

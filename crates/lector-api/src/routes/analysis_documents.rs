@@ -11,11 +11,12 @@ use crate::routes::analyses::AnalysisPath;
 use crate::routes::analyze::{AnalyzedSegment, AnalyzedTag};
 use crate::routes::documents::Details;
 use crate::routes::files::DownloadQuery;
+use crate::routes::files::bad_field;
 use crate::routes::streaming::DOCUMENTS_PER_PAGE;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use lector_core::{Action, Error, FieldError, Result, Scope};
+use lector_core::{Action, Result, Scope};
 use lector_store::{Analysis, Document, DocumentFilter};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -85,10 +86,6 @@ pub struct AnalysisDocumentsPage {
     pub count: usize,
 }
 
-fn field_problem(field: &str, message: &str) -> Error {
-    Error::validation(vec![FieldError::new(field, message)])
-}
-
 fn ids(field: &str, list: &Option<String>) -> Result<Vec<i64>> {
     let Some(list) = list else { return Ok(Vec::new()) };
     let parsed: std::result::Result<Vec<i64>, _> = list
@@ -99,8 +96,8 @@ fn ids(field: &str, list: &Option<String>) -> Result<Vec<i64>> {
         .collect();
     match parsed {
         Ok(ids) if ids.len() <= 1000 => Ok(ids),
-        Ok(_) => Err(field_problem(field, "name at most 1000 ids")),
-        Err(_) => Err(field_problem(field, "takes ids separated by commas, such as 1,2")),
+        Ok(_) => Err(bad_field(field, "name at most 1000 ids")),
+        Err(_) => Err(bad_field(field, "takes ids separated by commas, such as 1,2")),
     }
 }
 
@@ -146,6 +143,7 @@ pub(crate) async fn first_documents(
     scope: &Scope,
     analysis: &Analysis,
     details: &Details,
+    count: i64,
 ) -> Result<Vec<AnalysisDocumentDto>> {
     let filter = DocumentFilter {
         analysis_id: Some(analysis.id),
@@ -153,7 +151,7 @@ pub(crate) async fn first_documents(
     };
     let (documents, _) = state
         .store
-        .documents(scope, analysis.project_id, &filter, 0, crate::extract::default_limit())
+        .documents(scope, analysis.project_id, &filter, 0, count)
         .await?;
     shaped(state, analysis, documents, details).await
 }

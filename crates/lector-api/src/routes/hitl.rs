@@ -352,8 +352,14 @@ pub struct ReviewsQuery {
     with_full_data: Option<bool>,
     #[serde(default)]
     offset: i64,
-    #[serde(default = "crate::extract::default_limit")]
+    /// Reviews to answer (1..=1000); 1000 when not given, as many as the list answered before
+    /// it took paging, for clients that do not page.
+    #[serde(default = "all_reviews")]
     limit: i64,
+}
+
+fn all_reviews() -> i64 {
+    1000
 }
 
 /// The project's HITL configurations (any member).
