@@ -285,6 +285,12 @@ pub struct JobNotice {
     pub text: String,
 }
 
+/// Claims a job may have beyond its `max_attempts` when its workers stopped under it (killed by
+/// a deploy or an operator, a node lost): that is rarely the job's fault, so such a job runs
+/// again; but one that stops every worker it runs on (out of memory) still ends, after
+/// `max_attempts` + this many claims.
+pub const LOST_WORKER_ALLOWANCE: i64 = 5;
+
 /// Why a job whose every attempt was taken back from its worker fails.
 const ATTEMPTS_LOST: &str = "its worker stopped before it ended on every attempt (killed, out of memory, \
      or cut off from the database)";
@@ -320,7 +326,7 @@ impl Store {
             let Some(lease) = self.claim_next(owner, lease_secs).await? else {
                 return Ok(None);
             };
-            if lease.job.attempts <= lease.job.max_attempts {
+            if lease.job.attempts <= lease.job.max_attempts + LOST_WORKER_ALLOWANCE {
                 return Ok(Some(lease));
             }
             tracing::warn!(
@@ -328,7 +334,9 @@ impl Store {
                 job.kind = %lease.job.kind,
                 "a job whose workers stopped on every attempt fails for good"
             );
-            self.fail_job(&lease, ATTEMPTS_LOST, false).await?;
+            // This claim runs nothing: the attempts made are the claims before it.
+            self.fail_attempt(&lease, ATTEMPTS_LOST, false, lease.job.attempts - 1)
+                .await?;
         }
     }
 
@@ -418,6 +426,11 @@ impl Store {
     /// user gets exactly one notification (see the module's doc). `false` when the lease is
     /// no longer current (nothing is written).
     pub async fn fail_job(&self, lease: &Lease, cause: &str, retryable: bool) -> Result<bool> {
+        self.fail_attempt(lease, cause, retryable, lease.job.attempts).await
+    }
+
+    /// [`Store::fail_job`], its reason counting `made` attempts.
+    async fn fail_attempt(&self, lease: &Lease, cause: &str, retryable: bool, made: i64) -> Result<bool> {
         let mut tx = self.begin_write().await?;
         let now = Timestamp::now();
         let job = &lease.job;
@@ -426,8 +439,6 @@ impl Store {
         let (state, finished, error) = if again {
             (JobState::Queued, None, cause.to_owned())
         } else {
-            // A claim past the cap (see `claim_job`) ran nothing: the attempts made are the cap.
-            let made = job.attempts.min(job.max_attempts);
             (JobState::Failed, Some(now.micros()), failure.reason(made, cause))
         };
         let delay = retry_delay_secs(&job.kind, job.attempts);

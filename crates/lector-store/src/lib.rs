@@ -42,7 +42,7 @@ pub use document_listing::DocumentFilter;
 pub use documents::{Document, DocumentGroup, NewDocument, NewSegment, Segment};
 pub use hitls::{Hitl, HitlChange, HitlReview, MAX_HITLS_PER_PROJECT, NewHitl, NewReview};
 pub use job_reclaims::{JobCount, JobStatistics};
-pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
+pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, LOST_WORKER_ALLOWANCE, Lease, NewJob};
 pub use labeled_imports::LabeledFile;
 pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel, UploadTarget};
 pub use payloads::{
