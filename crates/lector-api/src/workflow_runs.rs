@@ -286,6 +286,20 @@ fn parse_definition(workflow: &Workflow) -> Result<Definition> {
     })
 }
 
+/// The header of a workflow's outbound calls: how many workflow calls led to this one, so a
+/// chain of them (a workflow calling its own address, two calling each other) stops at
+/// [`MAX_WORKFLOW_HOPS`] instead of going round until the rate limits.
+pub const HOPS_HEADER: &str = "lector-workflow-hops";
+/// The longest chain of workflow calls a call may end; the one after it is refused.
+pub const MAX_WORKFLOW_HOPS: u32 = 8;
+
+/// How many workflow calls led to `call` (0 for a call from elsewhere).
+fn hops_of(call: &Incoming) -> u32 {
+    call.header(HOPS_HEADER)
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// Runs an admitted call's steps and answers as its trigger says; records the execution.
 pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, received: Received) -> Result<Answer> {
     let Admitted {
@@ -294,6 +308,15 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
         method,
         started,
     } = admitted;
+    let hops = hops_of(&call);
+    if hops >= MAX_WORKFLOW_HOPS {
+        let error = Error::conflict(format!(
+            "this call comes at the end of {hops} workflow calls in a row ({HOPS_HEADER}): workflows that \
+             call themselves or each other stop here"
+        ));
+        record(state, &workflow, call.address, method, started, failed_end(&error)).await?;
+        return Err(error);
+    }
     let entry = entry_of(state, &call, received, &workflow, &definition);
     let keep = call.address == Address::Test || workflow.keep_data;
     let mode = call.address.as_str();
@@ -323,7 +346,7 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
         let state = state.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            let effects = ServiceEffects::new(&state, scope, &workflow);
+            let effects = ServiceEffects::new(&state, scope, &workflow, hops);
             let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
             let end = end_of(&outcome, keep, None);
             if let Err(e) = state.store.finish_execution(execution, &end).await {
@@ -335,7 +358,7 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
             reply: lector_workflow::run::started(),
         });
     }
-    let effects = ServiceEffects::new(state, scope, &workflow);
+    let effects = ServiceEffects::new(state, scope, &workflow, hops);
     let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
     let answer = match &outcome {
         Ok(finished) => lector_workflow::run::reply(&trigger, &finished.entries).map_err(|why| {
@@ -485,15 +508,18 @@ struct ServiceEffects<'a> {
     scope: Scope,
     workspace_id: i64,
     workflow_name: String,
+    /// The workflow calls that led to this run's call.
+    hops: u32,
 }
 
 impl<'a> ServiceEffects<'a> {
-    fn new(state: &'a AppState, scope: Scope, workflow: &Workflow) -> Self {
+    fn new(state: &'a AppState, scope: Scope, workflow: &Workflow, hops: u32) -> Self {
         Self {
             state,
             scope,
             workspace_id: workflow.workspace_id,
             workflow_name: workflow.name.clone(),
+            hops,
         }
     }
 }
@@ -562,10 +588,17 @@ impl Effects for ServiceEffects<'_> {
     }
 
     async fn http(&self, call: HttpCall) -> Result<HttpAnswer> {
+        // The chain's count is the service's to write, whatever the step's own headers say.
+        let mut headers: Vec<(String, String)> = call
+            .headers
+            .into_iter()
+            .filter(|(name, _)| !name.eq_ignore_ascii_case(HOPS_HEADER))
+            .collect();
+        headers.push((HOPS_HEADER.to_owned(), (self.hops + 1).to_string()));
         let answer = self
             .state
             .sources
-            .call(call.method.as_str(), &call.url, &call.headers, call.body)
+            .call(call.method.as_str(), &call.url, &headers, call.body)
             .await?;
         Ok(HttpAnswer {
             status: answer.status,

@@ -975,11 +975,67 @@ mod outbound {
         );
     }
 
+    /// A workflow's outbound call counts the workflow calls that led to it, and a call at the
+    /// end of eight in a row is refused, so workflows calling themselves stop.
+    async fn chains_of_workflow_calls_stop(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (address, mut received) =
+            receiver(|_| b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_vec()).await;
+        let workflow = create(
+            &app,
+            &ada,
+            json!({
+                "name": "Relay",
+                "trigger": {"path": "relay", "http_method": "POST", "response_mode": "last_step"},
+                "steps": [{"type": "http_request", "method": "POST", "url": format!("http://{address}/next"),
+                           "headers": {"Lector-Workflow-Hops": "0"}}]
+            }),
+        )
+        .await;
+        activate(&app, &ada, id(&workflow)).await.expect(200);
+        for (incoming, outgoing) in [(None, "1"), (Some("3"), "4"), (Some("7"), "8")] {
+            let headers: Vec<(&str, &str)> = incoming.map(|n| ("lector-workflow-hops", n)).into_iter().collect();
+            let answered = hook(&app, Method::POST, "/webhook/relay", Some(json!({})), &headers).await;
+            assert_eq!(answered.status, 200, "{}", answered.text);
+            let sent = next(&mut received).await;
+            assert_eq!(sent.headers["lector-workflow-hops"], outgoing, "after {incoming:?}");
+        }
+        let looped = hook(
+            &app,
+            Method::POST,
+            "/webhook/relay",
+            Some(json!({})),
+            &[("lector-workflow-hops", "8")],
+        )
+        .await;
+        assert_eq!(
+            (looped.status, &looped.json["code"]),
+            (409, &json!("conflict")),
+            "{}",
+            looped.text
+        );
+        assert!(
+            looped.json["detail"]
+                .as_str()
+                .unwrap()
+                .contains("8 workflow calls in a row"),
+            "{}",
+            looped.text
+        );
+        let recorded = executions(&app, &ada, id(&workflow)).await;
+        assert_eq!(recorded.len(), 4);
+        assert!(received.try_recv().is_err(), "the refused call sent nothing on");
+    }
+
     fn loopback_allowed(config: &mut lector_core::config::Config) {
         config.sources.allow_private = true;
     }
 
-    backend_tests!(adjust: loopback_allowed; an_invoice_is_extracted_and_posted_on);
+    backend_tests!(
+        adjust: loopback_allowed;
+        an_invoice_is_extracted_and_posted_on,
+        chains_of_workflow_calls_stop,
+    );
 }
 
 mod windows {
