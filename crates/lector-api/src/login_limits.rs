@@ -8,6 +8,10 @@
 //! many addresses is stopped at the account's limit, and the owner signing in from an address
 //! with no failures is not locked out by someone else's guesses. Unknown e-mail addresses are
 //! counted exactly like known ones, so the limits tell nothing about who is registered.
+//!
+//! Each attempt is counted as a failure *before* its password is checked, and the count is
+//! taken back when it did not fail (it succeeded, or was refused): so attempts sent all at once
+//! see each other, and no more of them reach the password check than the limits allow.
 
 use crate::state::AppState;
 use axum::http::request::Parts;
@@ -35,39 +39,46 @@ impl LoginAttempt {
         }
     }
 
-    /// Refuses with 429 when a limit is already reached; counts nothing.
-    pub async fn check(&self, state: &AppState, by_password: bool) -> Result<()> {
+    /// Counts this attempt as a failure ahead of its outcome, and refuses it with 429 (its
+    /// counts taken back) when that passes a limit. An attempt that then does not fail takes
+    /// its counts back with [`LoginAttempt::did_not_fail`].
+    pub async fn reserve(&self, state: &AppState, by_password: bool) -> Result<()> {
         let limits = state.config.rate_limits;
         let store = &state.store;
-        let (address, retry) = store.rate_count(&self.address, 60).await?;
-        if address >= limits.login_per_minute {
+        let (address, retry) = store.count_attempt(&self.address, 60).await?;
+        if address > limits.login_per_minute {
+            self.did_not_fail(state, false).await?;
             return Err(Error::rate_limited(retry));
         }
         if !by_password {
             return Ok(());
         }
         let window = limits.login_failure_window_secs;
-        let (pair, retry) = store.rate_count(&self.pair, window).await?;
-        if pair >= limits.login_failures_per_account_address {
+        let (pair, pair_retry) = store.count_attempt(&self.pair, window).await?;
+        let (account, account_retry) = store.count_attempt(&self.account, window).await?;
+        // The counts include this attempt: `pair > 1` is "this address failed on it before".
+        let refused = if pair > limits.login_failures_per_account_address {
+            Some(pair_retry)
+        } else if pair > 1 && account > limits.login_failures_per_account {
+            Some(account_retry)
+        } else {
+            None
+        };
+        if let Some(retry) = refused {
+            self.did_not_fail(state, true).await?;
             return Err(Error::rate_limited(retry));
-        }
-        if pair > 0 {
-            let (account, retry) = store.rate_count(&self.account, window).await?;
-            if account >= limits.login_failures_per_account {
-                return Err(Error::rate_limited(retry));
-            }
         }
         Ok(())
     }
 
-    /// Counts a failed attempt under every key.
-    pub async fn failed(&self, state: &AppState, by_password: bool) -> Result<()> {
+    /// Takes back the counts [`LoginAttempt::reserve`] made: the attempt did not fail.
+    pub async fn did_not_fail(&self, state: &AppState, by_password: bool) -> Result<()> {
         let store = &state.store;
-        store.count_attempt(&self.address, 60).await?;
+        store.uncount_attempt(&self.address, 60).await?;
         if by_password {
             let window = state.config.rate_limits.login_failure_window_secs;
-            store.count_attempt(&self.account, window).await?;
-            store.count_attempt(&self.pair, window).await?;
+            store.uncount_attempt(&self.account, window).await?;
+            store.uncount_attempt(&self.pair, window).await?;
         }
         Ok(())
     }

@@ -117,10 +117,12 @@ impl Store {
         self.user_by_id(user_id).await?.ok_or_else(|| Error::not_found("user"))
     }
 
-    /// Changes a profile. A new password bumps the token version, so earlier tokens stop working.
+    /// Changes a profile. A new password bumps the token version, so earlier tokens stop working,
+    /// and uses up the user's unused one-time tokens (see [`Store::reset_password`]).
     pub async fn update_user(&self, scope: &Scope, user_id: i64, changes: UserChanges) -> Result<User> {
         let current = self.user(scope, user_id).await?;
         let bump = i64::from(changes.password_hash.is_some());
+        let mut tx = self.begin_write().await?;
         sqlx::query(
             "UPDATE users SET email = $1, first_name = $2, last_name = $3, \
              password_hash = COALESCE($4, password_hash), token_version = token_version + $5 WHERE id = $6",
@@ -131,21 +133,29 @@ impl Store {
         .bind(changes.password_hash)
         .bind(bump)
         .bind(user_id)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(db_unique("a user with this e-mail exists"))?;
+        if bump == 1 {
+            use_up_one_time_tokens(&mut tx, user_id).await?;
+        }
+        tx.commit().await.map_err(db)?;
         self.user(scope, user_id).await
     }
 
-    /// Sets a new password for a user who proved it by a one-time token; revokes earlier tokens.
+    /// Sets a new password for a user who proved it by a one-time token; revokes earlier access
+    /// tokens, and uses up the user's other unused one-time tokens (a second reset mail, a
+    /// first-login link), so none of them opens the account after its password changed.
     pub async fn reset_password(&self, user_id: i64, password_hash: &str) -> Result<()> {
+        let mut tx = self.begin_write().await?;
         sqlx::query("UPDATE users SET password_hash = $1, token_version = token_version + 1 WHERE id = $2")
             .bind(password_hash)
             .bind(user_id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(db)?;
-        Ok(())
+        use_up_one_time_tokens(&mut tx, user_id).await?;
+        tx.commit().await.map_err(db)
     }
 
     /// Changes `is_superuser` and `is_betauser`; only superusers may.
@@ -169,6 +179,17 @@ impl Store {
             .map_err(db)?;
         self.user(scope, user_id).await
     }
+}
+
+/// Marks every unused one-time token of a user used.
+async fn use_up_one_time_tokens(tx: &mut Transaction<'static, Any>, user_id: i64) -> Result<()> {
+    sqlx::query("UPDATE one_time_tokens SET used = $1 WHERE user_id = $2 AND used IS NULL")
+        .bind(Timestamp::now().micros())
+        .bind(user_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    Ok(())
 }
 
 pub(crate) fn ensure_self_or_superuser(scope: &Scope, user_id: i64) -> Result<()> {

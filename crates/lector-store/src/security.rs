@@ -188,6 +188,19 @@ impl Store {
         Ok((count, seconds_left(now, window_start, window_secs)))
     }
 
+    /// Takes back one count of `key` in the current window (one [`Store::count_attempt`] made
+    /// ahead of an outcome that turned out not to count); nothing once that window has ended.
+    pub async fn uncount_attempt(&self, key: &str, window_secs: i64) -> Result<()> {
+        let (_, window_start) = window(window_secs);
+        sqlx::query("UPDATE rate_limits SET count = count - 1 WHERE key = $1 AND window_start = $2 AND count > 0")
+            .bind(key)
+            .bind(window_start)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
     /// The count of `key` in the current window, without counting anything, and the seconds
     /// until the window ends.
     pub async fn rate_count(&self, key: &str, window_secs: i64) -> Result<(i64, u64)> {

@@ -156,12 +156,11 @@ pub async fn login(
     let by_password = body.token.is_none();
     let email = body.email.as_deref().map(normalize_email);
     let attempt = LoginAttempt::new(&state, &parts, email.as_deref());
-    attempt.check(&state, by_password).await?;
+    attempt.reserve(&state, by_password).await?;
     let outcome = login_once(&state, body, email).await;
-    if let Err(ApiError(e)) = &outcome
-        && e.code == ErrorCode::InvalidCredentials
-    {
-        attempt.failed(&state, by_password).await?;
+    let failed = matches!(&outcome, Err(ApiError(e)) if e.code == ErrorCode::InvalidCredentials);
+    if !failed {
+        attempt.did_not_fail(&state, by_password).await?;
     }
     outcome
 }

@@ -196,11 +196,29 @@ async fn password_reset_by_mail_works_once(app: TestApp) {
     assert!(app.mails_to("eve@example.org").await.is_empty());
 
     let token = app.token_from_mail("ada@example.org").await;
-    let reset = json!({"reset_password_token": token, "password": "brand-new-pass"});
+    // A second mail: the link used resets the password, and the other one stops working too.
+    app.post_signed_out("/password/email", json!({"email": "ada@example.org"}))
+        .await
+        .expect(200);
+    let tokens: Vec<String> = app
+        .mails_to("ada@example.org")
+        .await
+        .iter()
+        .filter_map(|mail| mail.lines().find_map(|l| l.strip_prefix("Token: ")))
+        .map(|t| t.trim().to_owned())
+        .collect();
+    let second = tokens.iter().find(|t| **t != token).expect("a second token").clone();
+    let reset = json!({"reset_password_token": second, "password": "brand-new-pass"});
     app.post_signed_out("/password/reset", reset.clone()).await.expect(200);
     app.post_signed_out("/password/reset", reset)
         .await
         .expect_problem(401, "invalid_credentials");
+    app.post_signed_out(
+        "/password/reset",
+        json!({"reset_password_token": token, "password": "another-pass-1"}),
+    )
+    .await
+    .expect_problem(401, "invalid_credentials");
     app.get("/auth/status", &ada.token)
         .await
         .expect_problem(401, "unauthorized");
@@ -387,6 +405,39 @@ mod rate_limits {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn guesses_spread_over_addresses_are_limited_per_account_postgres() {
         guesses_spread_over_addresses_are_limited_per_account(Backend::Postgres).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn guesses_sent_at_once_are_limited_too_sqlite() {
+        guesses_sent_at_once_are_limited_too(Backend::Sqlite).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn guesses_sent_at_once_are_limited_too_postgres() {
+        guesses_sent_at_once_are_limited_too(Backend::Postgres).await;
+    }
+
+    /// Thirty guesses at once from one address: each is counted before its password is
+    /// checked, so exactly the five the account-and-address limit allows are answered 401.
+    async fn guesses_sent_at_once_are_limited_too(backend: Backend) {
+        let Some(app) = behind_proxy(backend).await else { return };
+        register_from(&app, "ada@example.org", "192.0.2.1").await;
+        let guesses: Vec<String> = (0..30).map(|g| format!("guess-{g}")).collect();
+        let answers = futures_util::future::join_all(
+            guesses
+                .iter()
+                .map(|guess| login_from(&app, "203.0.113.9", "ada@example.org", guess)),
+        )
+        .await;
+        let count = |status: u16| answers.iter().filter(|a| a.status.as_u16() == status).count();
+        assert_eq!((count(401), count(429)), (5, 25));
+        // The owner, from another address, still signs in; and a success counts nothing.
+        login_from(&app, "192.0.2.44", "ada@example.org", "password-123")
+            .await
+            .expect(200);
+        login_from(&app, "192.0.2.44", "ada@example.org", "guess")
+            .await
+            .expect(401);
     }
 
     async fn thirty_users_behind_one_address_sign_in(backend: Backend) {
