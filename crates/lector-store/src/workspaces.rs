@@ -355,6 +355,18 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        // What the member invited leaves with them: an invitation to their own second address
+        // would otherwise bring them back.
+        sqlx::query(
+            "UPDATE invitations SET status = $1 WHERE workspace_id = $2 AND invited_by_id = $3 AND status = $4",
+        )
+        .bind(InvitationStatus::Cancelled.as_str())
+        .bind(found.id)
+        .bind(target.user_id)
+        .bind(InvitationStatus::Pending.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
         tx.commit().await.map_err(db)?;
         Ok(target)
     }

@@ -248,6 +248,23 @@ async fn invitations_can_be_cancelled_and_resent(app: TestApp) {
     app.accept_invitation(stale).await.expect_problem(404, "not_found");
     let fresh = json!({"token": new, "password": "password-123"});
     app.accept_invitation(fresh).await.expect(200);
+
+    // A member who is removed takes their pending invitations along: one to their own second
+    // address no longer brings them back.
+    let bob = app.register("bob@example.org").await;
+    let membership = app.add_member(&ada.token, id, bob.user_id, "MANAGER").await.expect(200);
+    app.invite(&bob.token, id, "MANAGER", ["bob.again@example.org"])
+        .await
+        .expect(200);
+    let again = app.token_from_mail("bob.again@example.org").await;
+    app.delete(
+        &format!("/organizations/{id}/permissions/{}", membership["id"]),
+        &ada.token,
+    )
+    .await
+    .expect(200);
+    let back = json!({"token": again, "password": "password-123"});
+    app.accept_invitation(back).await.expect_problem(404, "not_found");
 }
 
 async fn members_and_roles(app: TestApp) {
