@@ -137,6 +137,30 @@ pub async fn owner_with_project(
     (scope, workspace, project)
 }
 
+/// A one-segment document of `text`, tagged with `class` and marked annotated: a labeled
+/// session's row, as training tests need them.
+pub fn labeled(text: &str, class: &str) -> crate::LabeledDocument {
+    crate::LabeledDocument {
+        document: crate::NewDocument {
+            segments: vec![crate::NewSegment {
+                text: text.into(),
+                start: 0,
+                end: text.chars().count() as i64,
+                layout: None,
+            }],
+            text: text.into(),
+            meta: serde_json::json!({}),
+            language: "en".into(),
+        },
+        tags: vec![vec![crate::NewTag {
+            class: Some(class.into()),
+            label: None,
+            part: None,
+        }]],
+        annotated: vec![true],
+    }
+}
+
 /// The one number `sql` answers with `id` bound as `$1` (a `COUNT(*)` of rows a test checks).
 pub async fn count(store: &crate::Store, sql: &str, id: i64) -> i64 {
     sqlx::query_scalar(sql)

@@ -2,36 +2,10 @@
 //! never replaces the one the model reads, and a model deleted under its training is not
 //! reported stored.
 
-use crate::testing::{TestDatabase, owner_with_project};
-use crate::{
-    Backend, Blobs, ClassFields, LabeledDocument, Lease, Model, NewDocument, NewSegment, NewSession, NewTag,
-    NewTraining, Store, TrainedModel,
-};
+use crate::testing::{TestDatabase, labeled, owner_with_project};
+use crate::{Backend, Blobs, ClassFields, Lease, Model, NewSession, NewTraining, Store, TrainedModel};
 use lector_core::{Action, ModelStatus, ProjectType, Scope};
 use std::io::Read;
-
-/// A one-segment document of `text`, tagged with `class` and marked annotated.
-fn labeled(text: &str, class: &str) -> LabeledDocument {
-    LabeledDocument {
-        document: NewDocument {
-            segments: vec![NewSegment {
-                text: text.into(),
-                start: 0,
-                end: text.chars().count() as i64,
-                layout: None,
-            }],
-            text: text.into(),
-            meta: serde_json::json!({}),
-            language: "en".into(),
-        },
-        tags: vec![vec![NewTag {
-            class: Some(class.into()),
-            label: None,
-            part: None,
-        }]],
-        annotated: vec![true],
-    }
-}
 
 /// A store with blobs in `dir` and a CLASS project with a labeled session, its model queued
 /// for training.

@@ -21,7 +21,7 @@ fn text(n: usize) -> String {
 }
 
 fn ticket(n: usize) -> LabeledDocument {
-    crate::common::labeled(text(n), CLASSES[n % CLASSES.len()])
+    lector_store::testing::labeled(&text(n), CLASSES[n % CLASSES.len()])
 }
 
 async fn killed_analysis_finishes_once(backend: Backend) {

@@ -21,7 +21,7 @@ fn ticket(n: usize) -> LabeledDocument {
         n % 89,
         n % 83
     );
-    crate::common::labeled(text, class)
+    lector_store::testing::labeled(&text, class)
 }
 
 async fn killed_training_finishes_once(backend: Backend) {

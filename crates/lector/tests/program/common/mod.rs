@@ -5,9 +5,7 @@
 
 use lector_core::{ProjectType, Scope};
 use lector_store::testing::owner_with_project;
-use lector_store::{
-    ClassFields, Job, JobState, LabeledDocument, NewDocument, NewSegment, NewSession, NewTag, Project, Store,
-};
+use lector_store::{ClassFields, Job, JobState, LabeledDocument, NewSession, Project, Store};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -139,28 +137,4 @@ pub async fn labeled_project(store: &Store, classes: &[&str], labeled: Vec<Label
     };
     store.create_session(&scope, project.id, session).await.unwrap();
     (scope, project)
-}
-
-/// A one-segment document of `text`, tagged with `class` and marked annotated.
-pub fn labeled(text: String, class: &str) -> LabeledDocument {
-    let end = text.chars().count() as i64;
-    LabeledDocument {
-        document: NewDocument {
-            segments: vec![NewSegment {
-                text: text.clone(),
-                start: 0,
-                end,
-                layout: None,
-            }],
-            text,
-            meta: serde_json::json!({}),
-            language: "en".into(),
-        },
-        tags: vec![vec![NewTag {
-            class: Some(class.into()),
-            label: None,
-            part: None,
-        }]],
-        annotated: vec![true],
-    }
 }
