@@ -9,7 +9,9 @@ use crate::state::AppState;
 use lector_core::time::Timestamp;
 use lector_core::validate::{is_email, normalize_email};
 use lector_core::{Action, Error, ErrorCode, FieldError, Result, Role, Scope};
-use lector_store::{Invitation, Invitee, MailPayload, NewUser, TokenPurpose, User, Workspace, WorkspaceRef};
+use lector_store::{
+    Invitation, Invitee, MailPayload, NewUser, PasswordResetMail, TokenPurpose, User, Workspace, WorkspaceRef,
+};
 
 /// What an account is made of; the e-mail is normalised and the names trimmed here.
 #[derive(Debug, Clone)]
@@ -70,26 +72,16 @@ pub async fn mail_first_login(state: &AppState, by: &User, user: &User, token: &
     Ok(())
 }
 
-/// Mails a password-reset token when `email` belongs to an active account; does nothing
-/// otherwise, so the caller answers the same either way.
+/// Queues a password-reset mail to `email`, which a job sends only if the address belongs to
+/// an active account. The request does the same work whatever the address (makes a token,
+/// queues one job), so neither its answer nor its time says whether the address is registered.
 pub async fn request_password_reset(state: &AppState, email: &str) -> Result<()> {
-    let Some((user, _)) = state.store.login_candidate(&normalize_email(email)).await? else {
-        return Ok(());
-    };
-    if !user.is_active {
+    let email = normalize_email(email);
+    if !is_email(&email) {
         return Ok(());
     }
     let token = random_token();
     let lifetime = state.config.reset_token_lifetime_secs;
-    state
-        .store
-        .create_one_time_token(
-            user.id,
-            TokenPurpose::PasswordReset,
-            &token_hash(&token),
-            Timestamp::now().plus_seconds(lifetime),
-        )
-        .await?;
     let text = format!(
         "Someone asked to reset the password of your Lector account.\n\n\
          Token: {token}\n\n\
@@ -100,13 +92,13 @@ pub async fn request_password_reset(state: &AppState, email: &str) -> Result<()>
         lifetime / 60,
         public = state.config.public_url(),
     );
-    let mail = MailPayload {
-        to: user.email.clone(),
+    let mail = PasswordResetMail {
+        token_hash: token_hash(&token),
+        expires: Timestamp::now().plus_seconds(lifetime).micros(),
         subject: "Reset your Lector password".into(),
-        advice: "ask for a new reset mail".into(),
+        text,
     };
-    state.store.queue_mail(&mail, &text, None).await?;
-    Ok(())
+    state.store.queue_password_reset(&email, &mail).await
 }
 
 /// Sets a new password with a reset token; every earlier access token stops working.

@@ -21,7 +21,7 @@ pub use analysis::AnalyzeDocuments;
 pub use cloning::CloneProject;
 pub use ingest::ImportDocuments;
 pub use labeled_import::ImportLabeled;
-pub use mail::{Mailer, SendMail};
+pub use mail::{Mailer, SendMail, SendPasswordReset};
 pub use prepare::{prepare_document, use_given_segments};
 pub use runner::{Handler, HandlerFuture, JobError, Outcome, Runner};
 pub use training::TrainModel;
@@ -46,6 +46,7 @@ pub fn standard_runner(
         .with(CloneProject)
         .with(TrainModel(base_models.clone()))
         .with(AnalyzeDocuments { base_models, sandbox })
-        .with(SendMail(mailer))
+        .with(SendMail(mailer.clone()))
+        .with(SendPasswordReset(mailer))
         .with(DeliverWebhook(sources))
 }

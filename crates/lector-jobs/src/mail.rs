@@ -1,6 +1,8 @@
 //! Outgoing mail: password resets, invitations and first-time-login tokens.
 //!
-//! Mail goes through the job queue (`send_mail`, [`SendMail`]): a request enqueues the message
+//! Mail goes through the job queue (`send_mail`, [`SendMail`]; a password reset is
+//! `send_password_reset`, [`SendPasswordReset`], which first finds out whether the address has
+//! an account, so the request asking for it cannot tell): a request enqueues the message
 //! and never waits on SMTP, and a mail server that hiccups only delays the message, which is
 //! retried with backoff. The body (it carries one-time tokens) is the job's input, deleted when
 //! the job ends. Without SMTP configuration every message is written to the outbox folder, so a
@@ -8,7 +10,8 @@
 
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome};
 use lector_core::config::MailConfig;
-use lector_store::{Lease, MailPayload, Store};
+use lector_core::time::Timestamp;
+use lector_store::{Lease, MailPayload, PasswordResetMail, PasswordResetPayload, Store};
 use lettre::message::Mailbox;
 use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use std::path::{Path, PathBuf};
@@ -105,6 +108,36 @@ impl Handler for SendMail {
             tracing::info!(job.id = lease.job.id, "mail sent");
             Ok(Outcome {
                 result: serde_json::json!({"sent": true}),
+                notice: None,
+            })
+        })
+    }
+}
+
+/// Mails a password reset if the job's address is an active account's, recording its token
+/// first; for any other address the job ends having sent nothing.
+#[derive(Debug, Clone)]
+pub struct SendPasswordReset(pub Arc<Mailer>);
+
+impl Handler for SendPasswordReset {
+    type Payload = PasswordResetPayload;
+
+    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, reset: PasswordResetPayload) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            let mail: PasswordResetMail = store.job_input(lease).await.map_err(JobError::from_store)?;
+            let has_account = store
+                .record_reset_token(&reset.email, &mail.token_hash, Timestamp(mail.expires))
+                .await
+                .map_err(JobError::from_store)?;
+            if has_account {
+                self.0
+                    .send(&reset.email, &mail.subject, &mail.text)
+                    .await
+                    .map_err(|e| JobError::transient(format!("the mail could not be sent: {e}")))?;
+            }
+            tracing::info!(job.id = lease.job.id, sent = has_account, "password reset handled");
+            Ok(Outcome {
+                result: serde_json::json!({"sent": has_account}),
                 notice: None,
             })
         })

@@ -300,7 +300,7 @@ const ATTEMPTS_LOST: &str = "its worker stopped before it ended on every attempt
 /// ([`crate::MailPayload`]'s cap) span about a day and a mail server down for hours loses no
 /// reset or invitation mail.
 pub(crate) fn retry_delay_secs(kind: &str, attempts: i64) -> i64 {
-    if kind == crate::MAIL_JOB {
+    if kind == crate::MAIL_JOB || kind == crate::PASSWORD_RESET_JOB {
         let doublings = (attempts - 1).clamp(0, 7) as u32;
         return (30 * 2_i64.pow(doublings)).min(3600);
     }

@@ -47,8 +47,9 @@ pub use labeled_imports::LabeledFile;
 pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel, UploadTarget};
 pub use payloads::{
     ANALYSIS_JOB, AnalysisPayload, CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload,
-    ImportedDocument, LABELED_IMPORT_JOB, LabeledColumns, LabeledImportPayload, MAIL_JOB, MailPayload, TRAINING_JOB,
-    TrainingPayload, WEBHOOK_JOB, WebhookPayload,
+    ImportedDocument, LABELED_IMPORT_JOB, LabeledColumns, LabeledImportPayload, MAIL_JOB, MailPayload,
+    PASSWORD_RESET_JOB, PasswordResetMail, PasswordResetPayload, TRAINING_JOB, TrainingPayload, WEBHOOK_JOB,
+    WebhookPayload,
 };
 pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,

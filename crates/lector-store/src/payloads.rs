@@ -19,6 +19,8 @@ pub const CLONE_JOB: &str = ClonePayload::KIND;
 pub const TRAINING_JOB: &str = TrainingPayload::KIND;
 /// The kind of job that sends one mail.
 pub const MAIL_JOB: &str = MailPayload::KIND;
+/// The kind of job that mails a password reset, if the address has an account.
+pub const PASSWORD_RESET_JOB: &str = PasswordResetPayload::KIND;
 /// The kind of job that runs a batch analysis.
 pub const ANALYSIS_JOB: &str = AnalysisPayload::KIND;
 /// The kind of job that fills a labeling session from a labeled-data file.
@@ -236,6 +238,43 @@ impl JobPayload for MailPayload {
     }
 }
 
+/// Mails a password-reset token to `email` if it is an active account's address, and does
+/// nothing otherwise. The request that asks for it only queues this job, the same one whatever
+/// the address, so neither its answer nor its time tells whether the address is registered.
+/// The job's input is a [`PasswordResetMail`]; the token is recorded when the job finds the
+/// account, and the mail is retried like any other.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PasswordResetPayload {
+    pub email: String,
+}
+
+impl JobPayload for PasswordResetPayload {
+    const KIND: &'static str = "send_password_reset";
+    /// With mail's retry delays, about an hour: the token's default lifetime.
+    const MAX_ATTEMPTS: i64 = 8;
+
+    /// Nobody is told: the asker is not signed in, and the address may not be anyone's.
+    fn failure(&self) -> Failure {
+        Failure::of(
+            None,
+            "Mail not sent",
+            "A password-reset mail",
+            "ask for a new reset mail",
+        )
+    }
+}
+
+/// The secret half of a password-reset job, kept as its input (deleted when the job ends):
+/// the token's hash and expiry, and the mail that carries the token itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PasswordResetMail {
+    pub token_hash: String,
+    /// Microseconds since the epoch.
+    pub expires: i64,
+    pub subject: String,
+    pub text: String,
+}
+
 /// Posts one review event to a HITL configuration's `webhook_url`: JSON `{id, type, created,
 /// data}` signed with the configuration's secret when it is sent (so the signature's time is
 /// the delivery's). Retried with backoff; a receiver that never takes it costs nothing else.
@@ -280,6 +319,16 @@ impl Store {
         tracing::info!(job.id = job.id, "mail queued");
         Ok(job.id)
     }
+
+    /// Queues a password-reset mail to `email` (see [`PasswordResetPayload`]): one insert,
+    /// whatever the address.
+    pub async fn queue_password_reset(&self, email: &str, mail: &PasswordResetMail) -> Result<()> {
+        let payload = PasswordResetPayload {
+            email: email.to_owned(),
+        };
+        self.enqueue(NewJob::of(&payload)?.with_input(mail)?).await?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -295,6 +344,9 @@ mod tests {
 
     #[test]
     fn mail_is_retried_for_about_a_day() {
+        let reset = schedule(PASSWORD_RESET_JOB, PasswordResetPayload::MAX_ATTEMPTS);
+        let reset_total: i64 = reset.iter().sum();
+        assert!((3600..=2 * 3600).contains(&reset_total), "{reset:?}");
         let mail = schedule(MAIL_JOB, MailPayload::MAX_ATTEMPTS);
         assert_eq!(mail[..9], [30, 60, 120, 240, 480, 960, 1920, 3600, 3600]);
         assert!(mail.iter().all(|&d| d <= 3600), "{mail:?}");

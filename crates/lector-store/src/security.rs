@@ -49,6 +49,32 @@ impl Store {
         Ok(())
     }
 
+    /// Records a password-reset token for the active account whose address is `email`, once
+    /// (a job run again finds it recorded); answers whether there is such an account.
+    pub async fn record_reset_token(&self, email: &str, token_hash: &str, expires: Timestamp) -> Result<bool> {
+        let user_id: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE email = $1 AND is_active = TRUE")
+            .bind(email)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        let Some(user_id) = user_id else {
+            return Ok(false);
+        };
+        sqlx::query(
+            "INSERT INTO one_time_tokens (user_id, purpose, token_hash, created, expires) \
+             SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM one_time_tokens WHERE token_hash = $3)",
+        )
+        .bind(user_id)
+        .bind(TokenPurpose::PasswordReset.as_str())
+        .bind(token_hash)
+        .bind(Timestamp::now().micros())
+        .bind(expires.micros())
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(true)
+    }
+
     /// Uses a one-time token up: the first caller gets the user id, every later one `None`.
     pub async fn consume_one_time_token(&self, purpose: TokenPurpose, token_hash: &str) -> Result<Option<i64>> {
         let now = Timestamp::now().micros();

@@ -539,3 +539,59 @@ mod rate_limits {
         assert_eq!(answer.status(), 200);
     }
 }
+
+/// A reset request does the same work whatever the address: it queues one job and records no
+/// token, so its time cannot tell a registered address from another. The job (run here by the
+/// test, as no worker runs) records the token and mails it only for an active account.
+mod reset_request_is_a_job {
+    use crate::common::TestApp;
+    use lector_core::config::Config;
+    use serde_json::json;
+
+    backend_tests!(adjust: no_workers; a_reset_request_does_the_same_work_for_any_address);
+
+    fn no_workers(config: &mut Config) {
+        config.workers = 0;
+    }
+
+    async fn tokens_recorded(app: &TestApp) -> i64 {
+        let every = "SELECT COUNT(*) FROM one_time_tokens WHERE id > $1";
+        lector_store::testing::count(&app.state.store, every, 0).await
+    }
+
+    async fn a_reset_request_does_the_same_work_for_any_address(app: TestApp) {
+        app.register("ada@example.org").await;
+        let store = &app.state.store;
+        for email in ["ada@example.org", "eve@example.org"] {
+            let before = tokens_recorded(&app).await;
+            app.post_signed_out("/password/email", json!({"email": email}))
+                .await
+                .expect(200);
+            let queued = store.unfinished_jobs().await.unwrap();
+            let kinds: Vec<&str> = queued.iter().map(|j| j.kind.as_str()).collect();
+            assert_eq!(kinds, [lector_store::PASSWORD_RESET_JOB], "{email}");
+            assert_eq!(
+                tokens_recorded(&app).await,
+                before,
+                "{email}: no token before the job runs"
+            );
+            let runner = lector_jobs::standard_runner(
+                app.state.mailer.clone(),
+                app.state.base_models.clone(),
+                app.state.sandbox.clone(),
+                app.state.sources.clone(),
+            );
+            while runner.run_one(store, "test-worker").await.unwrap() {}
+        }
+        assert_eq!(tokens_recorded(&app).await, 1, "a token for the account only");
+        assert!(app.mails_to("eve@example.org").await.is_empty());
+        let token = app.token_from_mail("ada@example.org").await;
+        app.post_signed_out(
+            "/password/reset",
+            json!({"reset_password_token": token, "password": "brand-new-pass"}),
+        )
+        .await
+        .expect(200);
+        app.login("ada@example.org", "brand-new-pass").await;
+    }
+}

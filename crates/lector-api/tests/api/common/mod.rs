@@ -593,7 +593,8 @@ impl TestApp {
     pub async fn mails_to(&self, email: &str) -> Vec<String> {
         let left = self.settle_jobs(std::time::Duration::from_secs(30)).await;
         assert!(
-            left.iter().all(|j| j.kind != lector_store::MAIL_JOB),
+            left.iter()
+                .all(|j| j.kind != lector_store::MAIL_JOB && j.kind != lector_store::PASSWORD_RESET_JOB),
             "mail still queued: {left:?}"
         );
         let outbox: PathBuf = self.data_dir.path().join("mail");
