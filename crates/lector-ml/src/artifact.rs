@@ -42,6 +42,7 @@
 //! bounds-checks every length, so a truncated, corrupted or foreign file is an
 //! [`Error::Artifact`], never a panic or a huge allocation.
 
+mod plausible;
 mod rows;
 
 use std::sync::Arc;
@@ -50,6 +51,7 @@ use crate::dense::{Embedder, Encoder, TunedEncoder};
 use crate::error::{Error, Result};
 use crate::features::{FNV_SEED, fnv1a};
 use crate::model::{Head, Model, ModelInfo, Table, from_bf16, negate_bf16};
+pub use plausible::MAX_OUTPUTS;
 use rows::{put_rows, read_rows};
 
 const MAGIC: &[u8; 8] = b"LECTORML";
@@ -57,8 +59,9 @@ const MAGIC: &[u8; 8] = b"LECTORML";
 /// is written in the oldest that holds it ([`version_needed`]).
 pub const FORMAT_VERSION: u32 = 4;
 const MAX_HEADER: usize = 64 << 20;
-/// 2 GiB of weights per table: far beyond any model trained with sane settings.
-const MAX_TABLE_FLOATS: usize = 1 << 29;
+/// 512 MiB of weights per table: a model the service trains has 2^18 buckets (and at most the
+/// encoder's 384 dimensions beside them) for at most 1,001 outputs, 2^28 weights at the most.
+const MAX_TABLE_FLOATS: usize = 1 << 28;
 
 /// The oldest format whose readers predict as this model does.
 fn version_needed(info: &ModelInfo) -> u32 {
@@ -175,8 +178,15 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(a))
     }
 
+    /// A weight: NaN and the infinities are refused (a NaN weight makes NaN confidences).
     fn f32(&mut self) -> Result<f32> {
-        Ok(f32::from_bits(self.u32()?))
+        finite(f32::from_bits(self.u32()?))
+    }
+
+    /// A bfloat16 weight, refused like [`Reader::f32`] when it is not a finite number.
+    fn bf16(&mut self) -> Result<u16> {
+        let bits = self.u16()?;
+        finite(from_bf16(bits)).map(|_| bits)
     }
 
     /// A count of items of `item_bytes` each that must fit in what is left.
@@ -211,7 +221,7 @@ impl<'a> Reader<'a> {
     fn table(&mut self, dim: usize, outputs: usize) -> Result<Table> {
         self.shape(dim, outputs)?;
         let bias = self.biases(outputs)?;
-        let default = self.u16()?;
+        let default = self.bf16()?;
         let mirror = match self.take(1)?[0] {
             0 => false,
             1 if outputs == 2 => true,
@@ -227,7 +237,7 @@ impl<'a> Reader<'a> {
         for j in stored {
             let row = &mut rows[j * s..j * s + s];
             for v in &mut row[..width] {
-                *v = self.u16()?;
+                *v = self.bf16()?;
             }
             if mirror {
                 row[2] = negate_bf16(row[1]);
@@ -252,7 +262,7 @@ impl<'a> Reader<'a> {
         for j in stored {
             for o in 0..outputs {
                 head.weights[j * outputs + o] = if bytes == 2 {
-                    from_bf16(self.u16()?)
+                    from_bf16(self.bf16()?)
                 } else {
                     self.f32()?
                 };
@@ -301,6 +311,14 @@ impl<'a> Reader<'a> {
     }
 }
 
+fn finite(value: f32) -> Result<f32> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(Error::artifact("a weight is not a finite number"))
+    }
+}
+
 /// An artifact whose frame, checksum and header were checked: the body starts at `at`.
 struct Opened<'a> {
     version: u32,
@@ -339,6 +357,7 @@ fn open(bytes: &[u8]) -> Result<Opened<'_>> {
     info.features
         .validate()
         .map_err(|e| Error::artifact(format!("bad header: {e}")))?;
+    plausible::check_header(&info)?;
     let body_len = r.u64()?;
     if body_len != (content.len() - r.at) as u64 {
         return Err(Error::artifact("body length does not match the file"));
@@ -490,7 +509,7 @@ mod tests {
     use std::ops::ControlFlow;
 
     /// A small LABEL model on 1,024 buckets.
-    fn small_model() -> Model {
+    pub(super) fn small_model() -> Model {
         let examples = vec![
             Example::new("good", vec![Tag::label("a")]),
             Example::new("bad", vec![Tag::label("b")]),
@@ -596,6 +615,38 @@ mod tests {
             "{body} bytes for {seen} rows"
         );
         assert_eq!(Model::from_bytes(&bytes).unwrap(), model);
+    }
+
+    /// `model`'s artifact with `header` (JSON) as its header, framed and summed as a writer would.
+    pub(super) fn with_header(model: &Model, header: &[u8]) -> Vec<u8> {
+        let bytes = model.to_bytes();
+        let opened = open(&bytes).unwrap();
+        let header_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+        let rest = &opened.content[16 + header_len..];
+        let mut out = Vec::new();
+        out.extend_from_slice(MAGIC);
+        put_u32(&mut out, opened.version);
+        put_u32(&mut out, header.len() as u32);
+        out.extend_from_slice(header);
+        out.extend_from_slice(rest);
+        let sum = fnv1a(FNV_SEED, &out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        out
+    }
+
+    /// A weight that is not a number (here the first bias, right after the table's shape) is
+    /// refused when the artifact is read.
+    #[test]
+    fn a_weight_that_is_not_a_number_is_refused() {
+        let model = small_model();
+        let bytes = model.to_bytes();
+        let header_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+        let bias = 16 + header_len + 8 + 8;
+        let mut content = bytes[..bytes.len() - 8].to_vec();
+        content[bias..bias + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+        let sum = fnv1a(FNV_SEED, &content);
+        content.extend_from_slice(&sum.to_le_bytes());
+        assert!(matches!(Model::from_bytes(&content), Err(Error::Artifact(m)) if m.contains("not a finite")));
     }
 
     /// A header that passes the checksum (it is no signature) but asks for a huge table is

@@ -171,6 +171,38 @@ async fn class_model_story(app: TestApp) {
     )
     .await
     .expect_problem(422, "validation_failed");
+    // The checksum is no signature: a header edited by hand is read, and held to what the
+    // service trains (a score within 0 to 1, at most a project's 1,000 classes).
+    let names: Vec<String> = (0..=1000).map(|i| format!("class {i}")).collect();
+    for (edit, says) in [
+        (json!({"metrics": {"score": 7.5}}), "outside 0 to 1"),
+        (json!({"classes": names}), "1001 classes"),
+    ] {
+        let crafted = edited_artifact(&bytes, |header| merge(header, &edit));
+        let problem = app
+            .send_form(
+                "/models/upload",
+                &ada.token,
+                "m.lector-model",
+                &crafted,
+                &[("display_name", "Crafted")],
+            )
+            .await
+            .expect_problem(422, "validation_failed");
+        assert!(problem.to_string().contains(says), "{problem}");
+    }
+    // The same framing with the header as it was is a model (so the refusals above are the
+    // header's doing).
+    let untouched = edited_artifact(&bytes, |_| {});
+    app.send_form(
+        "/models/upload",
+        &ada.token,
+        "m.lector-model",
+        &untouched,
+        &[("display_name", "Reframed")],
+    )
+    .await
+    .expect(200);
 
     // The name is unique in the workspace; explicit train and test sessions.
     app.post(
@@ -725,4 +757,34 @@ async fn a_project_shows_its_models_and_takes_their_files_when_deleted(app: Test
         .await
         .expect_problem(404, "not_found");
     assert_eq!(model_files(&app), 0, "the artifacts went with their models");
+}
+
+/// `artifact` with its JSON header edited and its checksum (FNV-1a, 64 bits) made anew: what
+/// anyone can make of a downloaded model file.
+fn edited_artifact(artifact: &[u8], edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let header_len = u32::from_le_bytes(artifact[12..16].try_into().unwrap()) as usize;
+    let mut header: Value = serde_json::from_slice(&artifact[16..16 + header_len]).unwrap();
+    edit(&mut header);
+    let header = serde_json::to_vec(&header).unwrap();
+    let mut out = artifact[..12].to_vec();
+    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    out.extend_from_slice(&header);
+    out.extend_from_slice(&artifact[16 + header_len..artifact.len() - 8]);
+    let sum = out.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+/// `edit`'s fields written over `value`'s, objects merged, anything else replaced.
+fn merge(value: &mut Value, edit: &Value) {
+    match (value, edit) {
+        (Value::Object(into), Value::Object(fields)) => {
+            for (key, field) in fields {
+                merge(into.entry(key.clone()).or_insert(Value::Null), field);
+            }
+        }
+        (value, edit) => *value = edit.clone(),
+    }
 }
