@@ -1,6 +1,7 @@
 // Small building blocks shared by the pages.
 import { useEffect, useId, useRef, type ReactNode } from "react";
 import { Link } from "react-router";
+import { pageRange, previousOffset, type Page } from "../lib/paging";
 
 /** An error answer as the user reads it: the problem's detail. */
 export function ErrorBox({ error, onRetry }: { error: Error | null | undefined; onRetry?: () => void }) {
@@ -137,5 +138,33 @@ export function Table({ head, caption, className, children }: { head: Column[]; 
         <tbody>{children}</tbody>
       </table>
     </div>
+  );
+}
+
+/**
+ * The previous and next page of a list and which items are shown ("Members 101–200", "of 250"
+ * when the total is known); nothing when one page holds the whole list. A page left empty (its
+ * last items removed) steps back to the page before.
+ */
+export function Pager({ page, size, what, onChange }: { page: Page<unknown>; size: number; what: string; onChange: (offset: number) => void }) {
+  const { first, last, total } = pageRange(page);
+  const stranded = page.items.length === 0 && page.offset > 0;
+  useEffect(() => {
+    if (stranded) onChange(previousOffset(page.offset, size));
+  }, [stranded, page.offset, size, onChange]);
+  if (page.offset === 0 && !page.hasMore) return null;
+  return (
+    <nav className="row" aria-label={`Pages of ${what.toLowerCase()}`}>
+      <button type="button" className="secondary" disabled={page.offset === 0} onClick={() => onChange(previousOffset(page.offset, size))}>
+        Previous page
+      </button>
+      <span>
+        {what} {first}–{last}
+        {total !== undefined && ` of ${total}`}
+      </span>
+      <button type="button" className="secondary" disabled={!page.hasMore} onClick={() => onChange(page.offset + size)}>
+        Next page
+      </button>
+    </nav>
   );
 }

@@ -97,6 +97,17 @@ export function usePoll<T>(
   return { data, error, loading, reload, setData, polling: polling && !stopped, stop };
 }
 
+/**
+ * The offset of a paged list, back to 0 when `key` changes (another workspace, another
+ * configuration): the list then starts again at its first page.
+ */
+export function useOffset(key: string): [number, (offset: number) => void] {
+  const [at, setAt] = useState({ key, offset: 0 });
+  const offset = at.key === key ? at.offset : 0;
+  const set = useCallback((o: number) => setAt({ key, offset: o }), [key]);
+  return [offset, set];
+}
+
 /** Runs an action, keeping whether it is busy and its error. */
 export function useAction() {
   const [busy, setBusy] = useState(false);

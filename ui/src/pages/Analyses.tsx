@@ -7,8 +7,9 @@ import { api, download, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
 import { isFailed, isFinal, percent, tally, when } from "../lib/format";
 import { useAction, useLoad, usePoll } from "../lib/hooks";
+import { fromPaged } from "../lib/paging";
 import { BarChart } from "../components/charts";
-import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Progress, StatusBadge, Table } from "../components/ui";
+import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Pager, Progress, StatusBadge, Table } from "../components/ui";
 import { ColumnPicker, UploadForm, useTableUpload } from "../components/upload";
 
 type Analysis = Schemas["AnalysisDto"];
@@ -354,19 +355,7 @@ export function AnalysisPage() {
                 )}
               </Table>
             )}
-            {docs.data && (
-              <div className="row">
-                <button type="button" className="secondary" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>
-                  Previous page
-                </button>
-                <span>
-                  Documents {docs.data.count === 0 ? 0 : offset + 1}–{offset + docs.data.count}
-                </span>
-                <button type="button" className="secondary" disabled={!docs.data.has_more} onClick={() => setOffset(offset + PAGE)}>
-                  Next page
-                </button>
-              </div>
-            )}
+            {docs.data && <Pager page={fromPaged(docs.data.documents, docs.data)} size={PAGE} what="Documents" onChange={setOffset} />}
           </section>
         </>
       )}
