@@ -3,16 +3,29 @@ import { useState, type FormEvent } from "react";
 import { api, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
 import { when } from "../lib/format";
-import { useAction, useLoad } from "../lib/hooks";
-import { Empty, ErrorBox, Field, Loading, PageTitle, Table } from "../components/ui";
+import { useAction, useLoad, useOffset } from "../lib/hooks";
+import { arrayPage } from "../lib/paging";
+import { Empty, ErrorBox, Field, Loading, PageTitle, Pager, Table } from "../components/ui";
 
 export const ROLES = ["VIEWER", "ANNOTATOR", "USER", "MANAGER", "ADMIN"];
+
+/** Members a page shows (the list's default limit), oldest membership first. */
+const MEMBERS_PAGE = 100;
 
 export function WorkspacePage() {
   const { workspace, refresh, chooseWorkspace } = useAuth();
   const name = workspace?.name ?? "";
   const org = { params: { path: { organization: name } } };
-  const members = useLoad(() => unwrap(api.GET("/organizations/{organization}/permissions", org)), [name]);
+  const [memberOffset, setMemberOffset] = useOffset(name);
+  const members = useLoad(
+    () =>
+      arrayPage(
+        (offset, limit) => unwrap(api.GET("/organizations/{organization}/permissions", { params: { path: { organization: name }, query: { offset, limit } } })),
+        memberOffset,
+        MEMBERS_PAGE,
+      ),
+    [name, memberOffset],
+  );
   const invites = useLoad(() => unwrap(api.GET("/organizations/{organization}/users/invites", org)), [name]);
   const action = useAction();
   const [emails, setEmails] = useState("");
@@ -99,7 +112,7 @@ export function WorkspacePage() {
         {members.loading && !members.data && <Loading />}
         {members.data && (
           <Table head={["Member", "Role", "Since", canManage && "Actions"]}>
-            {members.data.map((m) => (
+            {members.data.items.map((m) => (
               <tr key={m.id}>
                 <td>{m.user}</td>
                 <td>
@@ -129,6 +142,7 @@ export function WorkspacePage() {
             ))}
           </Table>
         )}
+        {members.data && <Pager page={members.data} size={MEMBERS_PAGE} what="Members" onChange={setMemberOffset} />}
       </section>
 
       <section aria-labelledby="invites-h">
