@@ -1,13 +1,13 @@
 // Analyses: a file read by a model as a job, with progress; the tagged documents filtered by
 // class and label; the distribution of classes and labels as charts; export. Also quick
 // ad-hoc analysis of pasted text.
-import { useMemo, useState, type FormEvent } from "react";
+import { useMemo, useRef, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, download, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
 import { isFailed, isFinal, percent, tally, when } from "../lib/format";
-import { useAction, useLoad, usePoll } from "../lib/hooks";
-import { fromPaged } from "../lib/paging";
+import { useAction, useLoad, useOffset, usePoll } from "../lib/hooks";
+import { fromPaged, newestPage } from "../lib/paging";
 import { BarChart } from "../components/charts";
 import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Pager, Progress, StatusBadge, Table } from "../components/ui";
 import { ColumnPicker, UploadForm, useTableUpload } from "../components/upload";
@@ -25,14 +25,30 @@ function useReadyModels() {
   }, [workspace?.id]);
 }
 
+/** Analyses a page of the list shows. */
+const ANALYSES_PAGE = 50;
+
 export function AnalysesPage() {
   const [search] = useSearchParams();
   const navigate = useNavigate();
   const models = useReadyModels();
+  // The list answers oldest first with no count: the page of the newest is found from its end,
+  // starting from the count read last time.
+  const [listOffset, setListOffset] = useOffset("analyses");
+  const knownTotal = useRef(0);
   const analyses = usePoll(
-    () => unwrap(api.GET("/analyses", { params: { query: { limit: 1000 } } })),
-    (list) => !!list?.some(RUNNING),
-    [],
+    async () => {
+      const page = await newestPage(
+        (offset, limit) => unwrap(api.GET("/analyses", { params: { query: { offset, limit } } })),
+        listOffset,
+        ANALYSES_PAGE,
+        knownTotal.current,
+      );
+      knownTotal.current = page.total;
+      return page;
+    },
+    (page) => !!page?.items.some(RUNNING),
+    [listOffset],
     2000,
   );
   const [modelId, setModelId] = useState<number | "">(search.get("model") ? Number(search.get("model")) : "");
@@ -61,14 +77,14 @@ export function AnalysesPage() {
       setAdhoc(await unwrap(api.POST("/analyze", { body: { model_id: modelId, documents: [{ text }] } })));
     });
   };
-  const list = [...(analyses.data ?? [])].sort((a, b) => b.id - a.id);
+  const list = analyses.data?.items ?? [];
 
   return (
     <>
       <PageTitle>Analyses</PageTitle>
       <ErrorBox error={analyses.error} onRetry={analyses.reload} />
       {analyses.loading && !analyses.data && <Loading />}
-      {analyses.data && list.length === 0 && <Empty>No analyses yet.</Empty>}
+      {analyses.data && analyses.data.total === 0 && <Empty>No analyses yet.</Empty>}
       {list.length > 0 && (
         <Table head={["Analysis", "Documents", "Status", "Created"]}>
           {list.map((a) => (
@@ -86,6 +102,7 @@ export function AnalysesPage() {
           ))}
         </Table>
       )}
+      {analyses.data && <Pager page={analyses.data} size={ANALYSES_PAGE} what="Analyses" onChange={setListOffset} />}
 
       <section className="panel" aria-labelledby="new-analysis-h">
         <h2 id="new-analysis-h">Analyse a file</h2>
