@@ -7,7 +7,7 @@ import { api, download, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
 import { isFailed, isFinal, percent, tally, when } from "../lib/format";
 import { useAction, useLoad, useOffset, usePoll } from "../lib/hooks";
-import { fromPaged, newestPage } from "../lib/paging";
+import { fromPaged, newestPage, readAll } from "../lib/paging";
 import { BarChart } from "../components/charts";
 import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Pager, Progress, StatusBadge, Table } from "../components/ui";
 import { ColumnPicker, UploadForm, useTableUpload } from "../components/upload";
@@ -15,14 +15,18 @@ import { ColumnPicker, UploadForm, useTableUpload } from "../components/upload";
 type Analysis = Schemas["AnalysisDto"];
 const RUNNING = (a: Analysis) => !isFinal(a.status);
 
+/** The workspace's models that can analyse (the server lists one workspace's, page by page). */
 function useReadyModels() {
   const { workspace } = useAuth();
+  const name = workspace?.name;
   return useLoad(async () => {
-    const page = await unwrap(api.GET("/models", { params: { query: { limit: 1000 } } }));
-    return page.models.filter(
-      (m) => ["READY", "ACTIVE", "PUBLISHED"].includes(m.status) && m.type !== "BASE" && (!workspace || m.organization_id === workspace.id),
-    );
-  }, [workspace?.id]);
+    if (!name) return [];
+    const models = await readAll(async (offset, limit) => {
+      const page = await unwrap(api.GET("/organizations/{organization}/models", { params: { path: { organization: name }, query: { offset, limit } } }));
+      return { items: page.models, hasMore: page.has_more };
+    });
+    return models.filter((m) => ["READY", "ACTIVE", "PUBLISHED"].includes(m.status) && m.type !== "BASE");
+  }, [name]);
 }
 
 /** Analyses a page of the list shows. */
