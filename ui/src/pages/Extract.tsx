@@ -6,8 +6,9 @@ import { Link, useParams } from "react-router";
 import { api, postForm, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
 import { percent, when } from "../lib/format";
-import { useAction, useLoad } from "../lib/hooks";
-import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, StatusBadge, Table } from "../components/ui";
+import { useAction, useLoad, useOffset } from "../lib/hooks";
+import { arrayPage } from "../lib/paging";
+import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Pager, StatusBadge, Table } from "../components/ui";
 import { CancelButton } from "../components/upload";
 import { useProject } from "./Project";
 
@@ -320,18 +321,27 @@ function NewHitl({ projectId, onCreated }: { projectId: number; onCreated: () =>
   );
 }
 
+/** Reviews a page of the queue shows, newest first. */
+const REVIEWS_PAGE = 50;
+
 export function ReviewsPage() {
   const { project } = useProject();
   const path = { params: { path: { project_id: project.id } } };
   const hitls = useLoad(() => unwrap(api.GET("/projects/{project_id}/hitls", path)), [project.id]);
   const [hid, setHid] = useState<number | "">("");
   const chosen = hid === "" ? hitls.data?.[0]?.id : hid;
+  const [reviewOffset, setReviewOffset] = useOffset(`${project.id}/${chosen ?? ""}`);
   const reviews = useLoad(
     () =>
       chosen
-        ? unwrap(api.GET("/projects/{project_id}/hitls/{hitl_id}/reviews", { params: { path: { project_id: project.id, hitl_id: chosen }, query: { limit: 1000 } } }))
-        : Promise.resolve([]),
-    [project.id, chosen],
+        ? arrayPage(
+            (offset, limit) =>
+              unwrap(api.GET("/projects/{project_id}/hitls/{hitl_id}/reviews", { params: { path: { project_id: project.id, hitl_id: chosen }, query: { offset, limit } } })),
+            reviewOffset,
+            REVIEWS_PAGE,
+          )
+        : Promise.resolve(null),
+    [project.id, chosen, reviewOffset],
   );
   return (
     <>
@@ -355,10 +365,10 @@ export function ReviewsPage() {
             )}
           </Field>
           <ErrorBox error={reviews.error} onRetry={reviews.reload} />
-          {reviews.data && reviews.data.length === 0 && <Empty>The queue is empty.</Empty>}
-          {reviews.data && reviews.data.length > 0 && (
+          {reviews.data && reviews.data.items.length === 0 && reviews.data.offset === 0 && <Empty>The queue is empty.</Empty>}
+          {reviews.data && reviews.data.items.length > 0 && (
             <Table head={["Document", "First field to check", "Status", "Created"]}>
-              {reviews.data.map((r) => (
+              {reviews.data.items.map((r) => (
                 <tr key={r.review_id}>
                   <td>
                     <Link to={`/projects/${project.id}/reviews/${r.hitl_id}/${r.review_id}`}>{r.document_name}</Link> (page {r.page_num})
@@ -375,6 +385,7 @@ export function ReviewsPage() {
               ))}
             </Table>
           )}
+          {reviews.data && <Pager page={reviews.data} size={REVIEWS_PAGE} what="Reviews" onChange={setReviewOffset} />}
         </>
       )}
       <NewHitl projectId={project.id} onCreated={hitls.reload} />
