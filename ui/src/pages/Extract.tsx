@@ -493,8 +493,15 @@ export function ReviewPage() {
   );
 }
 
+/** Notifications a page shows, newest first. */
+const NOTIFICATIONS_PAGE = 50;
+
 export function NotificationsPage() {
-  const list = useLoad(() => unwrap(api.GET("/notifications")), []);
+  const [offset, setOffset] = useOffset("notifications");
+  const list = useLoad(
+    () => arrayPage((o, limit) => unwrap(api.GET("/notifications", { params: { query: { offset: o, limit } } })), offset, NOTIFICATIONS_PAGE),
+    [offset],
+  );
   const action = useAction();
   const setRead = (n: Schemas["NotificationDto"], read: boolean) =>
     void action.run(async () => {
@@ -509,9 +516,9 @@ export function NotificationsPage() {
       <ErrorBox error={list.error} onRetry={list.reload} />
       <ErrorBox error={action.error} />
       {list.loading && !list.data && <Loading />}
-      {list.data && list.data.length === 0 && <Empty>No notifications.</Empty>}
+      {list.data && list.data.items.length === 0 && list.data.offset === 0 && <Empty>No notifications.</Empty>}
       <ul className="plain">
-        {(list.data ?? []).map((n) => (
+        {(list.data?.items ?? []).map((n) => (
           <li key={n.id} className="panel">
             <h2>
               {n.title} {!n.read && <span className="badge badge-busy">unread</span>}
@@ -526,6 +533,7 @@ export function NotificationsPage() {
           </li>
         ))}
       </ul>
+      {list.data && <Pager page={list.data} size={NOTIFICATIONS_PAGE} what="Notifications" onChange={setOffset} />}
     </>
   );
 }
