@@ -1,12 +1,13 @@
 // A project's models: train with one button, watch training, read the metrics as pictures,
 // compare versions, download.
-import { useState } from "react";
+import { useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams } from "react-router";
 import { api, download, unwrap, type Schemas } from "../api/client";
 import { fixed, isFinal, percent, readMetrics, when, type Metrics } from "../lib/format";
 import { useAction, useLoad, usePoll } from "../lib/hooks";
+import { chars, MAX_NAME_CHARS, nextVersionName } from "../lib/names";
 import { BarChart, Heatmap } from "../components/charts";
-import { Empty, ErrorBox, Loading, PageTitle, Progress, StatusBadge, Table } from "../components/ui";
+import { Empty, ErrorBox, Field, Loading, PageTitle, Progress, StatusBadge, Table } from "../components/ui";
 import { useProject } from "./Project";
 
 type Model = Schemas["ModelDto"];
@@ -25,25 +26,46 @@ export function ModelsPage() {
   );
   const action = useAction();
   const [chosen, setChosen] = useState<number[]>([]);
-  const train = () =>
+  // The new model's name: the user's, or the next version of the project's name (cut to fit).
+  const [typed, setTyped] = useState<string | null>(null);
+  const proposed = models.data ? nextVersionName(project.name, models.data) : "";
+  const modelName = typed ?? proposed;
+  const tooLong = chars(modelName) > MAX_NAME_CHARS;
+  const train = (e: FormEvent) => {
+    e.preventDefault();
+    if (!models.data || tooLong || !modelName.trim()) return;
     void action.run(async () => {
-      const n = (models.data?.length ?? 0) + 1;
-      const m = await unwrap(api.POST("/projects/{project_id}/models", { ...path, body: { display_name: `${project.name} v${n}` } }));
+      const m = await unwrap(api.POST("/projects/{project_id}/models", { ...path, body: { display_name: modelName.trim() } }));
       navigate(`/projects/${id}/models/${m.id}`);
     });
+  };
   const list = [...(models.data ?? [])].sort((a, b) => b.id - a.id);
   return (
     <>
-      <PageTitle
-        actions={
-          <button type="button" onClick={train} disabled={action.busy}>
-            Train a model
-          </button>
-        }
-      >
-        Models
-      </PageTitle>
+      <PageTitle>Models</PageTitle>
       <p className="muted">Training learns from every annotated segment of the project's labeling sessions.</p>
+      <form onSubmit={train} className="inline-form" aria-label="Train a model">
+        <Field label="Name of the new model" hint={`At most ${MAX_NAME_CHARS} characters.`}>
+          {(fid, hint) => (
+            <input
+              id={fid}
+              required
+              aria-describedby={hint}
+              aria-invalid={tooLong || undefined}
+              value={modelName}
+              onChange={(e) => setTyped(e.target.value)}
+            />
+          )}
+        </Field>
+        <button type="submit" disabled={action.busy || !models.data || tooLong}>
+          Train a model
+        </button>
+      </form>
+      {tooLong && (
+        <p className="error" role="alert">
+          The name has {chars(modelName)} characters; at most {MAX_NAME_CHARS} are allowed.
+        </p>
+      )}
       <ErrorBox error={action.error} />
       <ErrorBox error={models.error} onRetry={models.reload} />
       {models.loading && !models.data && <Loading />}
