@@ -36,6 +36,11 @@ export function onUnauthorized(listener: () => void): () => void {
   return () => unauthorizedListeners.delete(listener);
 }
 
+/** Tells the listeners when an answer is a 401 to a request that carried a token. */
+function noticeUnauthorized(response: Response): void {
+  if (response.status === 401 && getToken()) unauthorizedListeners.forEach((l) => l());
+}
+
 const auth: Middleware = {
   onRequest({ request }) {
     const token = getToken();
@@ -45,9 +50,7 @@ const auth: Middleware = {
     return request;
   },
   onResponse({ response }) {
-    if (response.status === 401 && getToken()) {
-      unauthorizedListeners.forEach((l) => l());
-    }
+    noticeUnauthorized(response);
     return response;
   },
 };
@@ -103,7 +106,7 @@ export async function postForm<T>(path: string, form: FormData, signal?: AbortSi
     body = null;
   }
   if (!response.ok) {
-    if (response.status === 401 && getToken()) unauthorizedListeners.forEach((l) => l());
+    noticeUnauthorized(response);
     throw toApiError(response, body);
   }
   return body as T;
@@ -121,6 +124,7 @@ export async function download(path: string, fallbackName: string): Promise<void
     throw new ApiError(0, "The server could not be reached. Check your connection and try again.", null);
   }
   if (!response.ok) {
+    noticeUnauthorized(response);
     let body: unknown = null;
     try {
       body = await response.json();
