@@ -7,6 +7,8 @@
 //! words and lines of them. Pages without text are rendered at the resolution of the largest
 //! image they draw (a 150-dpi scan is read at 150 dpi, as tesseract would read the scan itself).
 
+mod decoded;
+
 use crate::layout::{PlacedGlyph, lines_from_glyphs};
 use crate::ocr::MAX_WORDS_PER_PAGE;
 use crate::page::{Page, TextSource, keep_first_words};
@@ -161,24 +163,23 @@ const BOMB_RATIO: u64 = 50;
 /// All the compressed streams of a file together inflate to at most this.
 const MAX_INFLATED: u64 = 1 << 30;
 
-/// Refuses a decompression bomb before hayro inflates it whole. Every page's content is
-/// inflated into nothing, counting, up to its limit; so is every other Flate stream, up to
-/// its budget. A bomb is found after tens of megabytes, where reading it would fill the
+/// Refuses a decompression bomb before hayro decodes it whole. Every page's content is
+/// decoded into nothing, counting, up to its limit; so is every other stream whose filters
+/// can expand it (Flate, LZW, run-length, anywhere in its chain: `decoded`), up to its budget. A bomb is found after tens of megabytes, where reading it would fill the
 /// sandbox's memory over seconds.
 fn check_inflation(pdf: &Pdf) -> Result<()> {
-    use hayro::hayro_interpret::hayro_syntax::Filter;
     use hayro::hayro_interpret::hayro_syntax::object::dict::keys::CONTENTS;
     use hayro::hayro_interpret::hayro_syntax::object::{Array, Object, Stream};
     let bomb = |what: String| Error::new(ErrorCode::ValidationFailed, format!("{what}: a decompression bomb"));
-    let flate = |stream: &Stream<'_>| matches!(stream.filters().first(), Some(Filter::FlateDecode));
+    let expands = |stream: &Stream<'_>| decoded::expands(&stream.filters());
     for (index, page) in pdf.pages().iter().enumerate() {
         let mut contents: Vec<Stream<'_>> = page.raw().get::<Stream<'_>>(CONTENTS).into_iter().collect();
         if let Some(array) = page.raw().get::<Array<'_>>(CONTENTS) {
             contents.extend(array.iter::<Stream<'_>>());
         }
         let mut size = 0u64;
-        for stream in contents.iter().filter(|s| flate(s)) {
-            size += inflated_size(&stream.raw_data(), MAX_PAGE_CONTENT + 1 - size);
+        for stream in contents.iter().filter(|s| expands(s)) {
+            size += decoded::decoded_size(&stream.raw_data(), &stream.filters(), MAX_PAGE_CONTENT + 1 - size);
             if size > MAX_PAGE_CONTENT {
                 return Err(bomb(format!(
                     "the content of page {} inflates past {} MiB",
@@ -193,12 +194,12 @@ fn check_inflation(pdf: &Pdf) -> Result<()> {
         let Object::Stream(stream) = object else {
             continue;
         };
-        if !flate(&stream) {
+        if !expands(&stream) {
             continue;
         }
         let raw = stream.raw_data();
         let budget = BOMB_FLOOR.max(raw.len() as u64 * BOMB_RATIO).min(MAX_INFLATED - total);
-        let inflated = inflated_size(&raw, budget + 1);
+        let inflated = decoded::decoded_size(&raw, &stream.filters(), budget + 1);
         if inflated > budget {
             return Err(bomb(format!(
                 "a compressed stream inflates past {} MiB and {BOMB_RATIO} times its size, or past {} MiB in all",
@@ -209,21 +210,6 @@ fn check_inflation(pdf: &Pdf) -> Result<()> {
         total += inflated;
     }
     Ok(())
-}
-
-/// How many bytes `raw` (zlib) inflates to, up to `cap`; a damaged stream counts what it gave.
-fn inflated_size(raw: &[u8], cap: u64) -> u64 {
-    use std::io::Read;
-    let mut decoder = flate2::read::ZlibDecoder::new(raw).take(cap);
-    let mut buffer = vec![0u8; 64 * 1024];
-    let mut size = 0u64;
-    while let Ok(n) = decoder.read(&mut buffer) {
-        if n == 0 {
-            break;
-        }
-        size += n as u64;
-    }
-    size
 }
 
 fn interpret<'a>(page: &'a PdfPage<'a>, device: &mut Collector) {

@@ -209,13 +209,56 @@ pub fn degrade(image: &GrayImage, seed: u64, degrees: f32, noise: u8) -> GrayIma
 /// A one-page PDF whose content stream inflates to `bytes` bytes of spaces: a decompression
 /// bomb a reader must stop at its memory limit.
 pub fn bomb_pdf(bytes: usize) -> Vec<u8> {
+    bomb_pdf_as(bytes, BombEncoding::Zlib)
+}
+
+/// How a sample bomb's content stream is compressed, and so which filters undo it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BombEncoding {
+    /// `/FlateDecode`, zlib.
+    Zlib,
+    /// `/FlateDecode` without zlib's header, which readers take as raw deflate.
+    RawDeflate,
+    /// `[/ASCIIHexDecode /FlateDecode]`: hexadecimal digits of zlib.
+    HexOfZlib,
+    /// `/LZWDecode` with `/EarlyChange 0` in its parameters.
+    LzwLateChange,
+    /// `/RunLengthDecode`: runs of 128 spaces, two bytes each.
+    RunLength,
+}
+
+/// [`bomb_pdf`] with its content compressed as `encoding` says.
+pub fn bomb_pdf_as(bytes: usize, encoding: BombEncoding) -> Vec<u8> {
     use std::io::Write;
-    let mut deflate = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-    let block = vec![b' '; 1 << 20];
-    for _ in 0..bytes.div_ceil(block.len()) {
-        deflate.write_all(&block).expect("compressing in memory");
-    }
-    let compressed = deflate.finish().expect("compressing in memory");
+    let spaces = vec![b' '; bytes];
+    let compressed = match encoding {
+        BombEncoding::Zlib | BombEncoding::HexOfZlib => {
+            let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+            zlib.write_all(&spaces).expect("compressing in memory");
+            zlib.finish().expect("compressing in memory")
+        }
+        BombEncoding::RawDeflate => {
+            let mut deflate = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+            deflate.write_all(&spaces).expect("compressing in memory");
+            deflate.finish().expect("compressing in memory")
+        }
+        BombEncoding::LzwLateChange => weezl::encode::Encoder::new(weezl::BitOrder::Msb, 8)
+            .encode(&spaces)
+            .expect("compressing in memory"),
+        BombEncoding::RunLength => {
+            let mut runs: Vec<u8> = [129, b' '].repeat(bytes.div_ceil(128));
+            runs.push(128);
+            runs
+        }
+    };
+    let data = match encoding {
+        BombEncoding::HexOfZlib => compressed
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+            .into_bytes(),
+        _ => compressed,
+    };
     let mut pdf = Pdf::new();
     let (catalog, tree, page, content) = (Ref::new(1), Ref::new(2), Ref::new(3), Ref::new(4));
     pdf.catalog(catalog).pages(tree);
@@ -224,7 +267,26 @@ pub fn bomb_pdf(bytes: usize) -> Vec<u8> {
         .media_box(Rect::new(0.0, 0.0, A4.0, A4.1))
         .parent(tree)
         .contents(content);
-    pdf.stream(content, &compressed).filter(Filter::FlateDecode);
+    let mut stream = pdf.stream(content, &data);
+    match encoding {
+        BombEncoding::Zlib | BombEncoding::RawDeflate => {
+            stream.filter(Filter::FlateDecode);
+        }
+        BombEncoding::HexOfZlib => {
+            stream
+                .insert(Name(b"Filter"))
+                .array()
+                .items([Name(b"ASCIIHexDecode"), Name(b"FlateDecode")]);
+        }
+        BombEncoding::LzwLateChange => {
+            stream.filter(Filter::LzwDecode);
+            stream.insert(Name(b"DecodeParms")).dict().pair(Name(b"EarlyChange"), 0);
+        }
+        BombEncoding::RunLength => {
+            stream.filter(Filter::RunLengthDecode);
+        }
+    }
+    stream.finish();
     pdf.finish()
 }
 

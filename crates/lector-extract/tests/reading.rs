@@ -187,9 +187,16 @@ fn limits_and_refusals_name_their_reason() {
     let error = read_document(truncated, &config()).unwrap_err();
     assert_eq!(error.status(), 422, "{}", error.detail);
 
-    let error = read_document(samples::bomb_pdf(100 << 20), &config()).unwrap_err();
-    assert_eq!(error.status(), 422);
-    assert!(error.detail.contains("decompression bomb"), "{}", error.detail);
+    use samples::BombEncoding::*;
+    for encoding in [Zlib, RawDeflate, HexOfZlib, LzwLateChange, RunLength] {
+        let error = read_document(samples::bomb_pdf_as(100 << 20, encoding), &config()).unwrap_err();
+        assert_eq!(error.status(), 422, "{encoding:?}");
+        assert!(
+            error.detail.contains("decompression bomb"),
+            "{encoding:?}: {}",
+            error.detail
+        );
+    }
 
     let error = read_document(samples::png_claiming(60_000, 60_000), &config()).unwrap_err();
     assert_eq!(error.status(), 413, "{}", error.detail);
