@@ -112,7 +112,7 @@ async fn connection(
     let activity = Activity::default();
     let tracked = activity.clone();
     let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
-        request.extensions_mut().insert(PeerAddr(peer));
+        request.extensions_mut().insert(PeerAddr::of(peer));
         let guard = tracked.start();
         let answer = router.clone().oneshot(request.map(axum::body::Body::new));
         async move {

@@ -107,6 +107,15 @@ fn installed_base_models(base_models: &lector_embed::BaseModels) -> Vec<lector_s
 #[derive(Debug, Clone, Copy)]
 pub struct PeerAddr(pub SocketAddr);
 
+impl PeerAddr {
+    /// The peer as the rules compare it: an IPv4 client reaching a dual-stack listener (`[::]`)
+    /// arrives as `::ffff:a.b.c.d`, and is `a.b.c.d` here, so a trusted proxy or a per-address
+    /// limit written in IPv4 applies to it.
+    pub fn of(peer: SocketAddr) -> Self {
+        Self(SocketAddr::new(peer.ip().to_canonical(), peer.port()))
+    }
+}
+
 impl AppState {
     /// The client's address: the peer, or in proxy mode, when the peer is a trusted proxy, the
     /// address the proxies report (see [`forwarded_client`]).
@@ -133,7 +142,7 @@ fn forwarded_client(peer: IpAddr, trusted: &[IpAddr], headers: &axum::http::Head
         .collect();
     let mut client = peer;
     for entry in entries.into_iter().rev() {
-        let Ok(hop) = entry.trim().parse::<IpAddr>() else {
+        let Ok(hop) = entry.trim().parse::<IpAddr>().map(|hop| hop.to_canonical()) else {
             break;
         };
         client = hop;
@@ -175,5 +184,18 @@ mod tests {
         assert_eq!(client(&proxy, &[]), "127.0.0.1");
         assert_eq!(client(&proxy, &["198.51.100.7, unknown"]), "127.0.0.1");
         assert_eq!(client(&chain, &["unknown, 10.0.0.5"]), "10.0.0.5");
+        // A dual-stack proxy's IPv4 hops, written IPv6-mapped, are the IPv4 addresses.
+        assert_eq!(
+            client(&chain, &["::ffff:198.51.100.7, ::ffff:10.0.0.5"]),
+            "198.51.100.7"
+        );
+    }
+
+    #[test]
+    fn an_ipv4_peer_on_a_dual_stack_listener_is_its_ipv4_address() {
+        let mapped: std::net::SocketAddr = "[::ffff:127.0.0.1]:4000".parse().unwrap();
+        assert_eq!(super::PeerAddr::of(mapped).0.to_string(), "127.0.0.1:4000");
+        let v6: std::net::SocketAddr = "[2001:db8::1]:4000".parse().unwrap();
+        assert_eq!(super::PeerAddr::of(v6).0, v6);
     }
 }
