@@ -330,6 +330,13 @@ impl Model {
         self.info.project_type
     }
 
+    /// The memory its weight tables hold, in bytes (a tuned encoder copy not counted: its
+    /// size is about its part of the artifact). What a cache of loaded models weighs them by.
+    pub fn table_bytes(&self) -> usize {
+        let head = self.label_head.as_ref().map_or(0, |h| h.weights.len() + h.bias.len());
+        self.main.rows.len() * 2 + (self.main.bias.len() + head) * 4
+    }
+
     pub fn classes(&self) -> &[String] {
         &self.info.classes
     }
