@@ -23,6 +23,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Most documents one ad-hoc analysis takes; larger sets go through batch analyses.
 pub const MAX_ADHOC_DOCUMENTS: usize = 1000;
+/// Most segments one ad-hoc analysis reads with a model that runs a sentence encoder on each
+/// (25–75 a second on one core, `docs/BENCHMARKS.md`): about a minute of a core, where a body
+/// of short sentences could otherwise hold one for a quarter of an hour.
+pub const MAX_ADHOC_ENCODED_SEGMENTS: usize = 2000;
 
 /// Texts to analyse with a model.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -126,12 +130,30 @@ pub(crate) async fn analyze_texts(
     let loaded = state.models.get(&state.store, &model).await?;
     let language = Language::from_code_or_default(Some(&model.language));
     let documents = tokio::task::spawn_blocking(move || {
-        let mut workspace = lector_ml::Workspace::default();
-        documents
+        let segmented: Vec<_> = documents
             .into_iter()
             .map(|(id, text)| {
                 let text = lector_text::normalize(&text);
-                let segments = lector_text::segment(&text, language, split)
+                let segments = lector_text::segment(&text, language, split);
+                (id, text, segments)
+            })
+            .collect();
+        let count: usize = segmented.iter().map(|(_, _, segments)| segments.len()).sum();
+        if loaded.embedder().is_some() && count > MAX_ADHOC_ENCODED_SEGMENTS {
+            return Err(Error::validation(vec![lector_core::FieldError::new(
+                "documents",
+                format!(
+                    "the model reads every sentence with a sentence encoder: at most \
+                     {MAX_ADHOC_ENCODED_SEGMENTS} sentences per call, and these texts have {count}; \
+                     analyse larger sets with create_analysis"
+                ),
+            )]));
+        }
+        let mut workspace = lector_ml::Workspace::default();
+        let documents = segmented
+            .into_iter()
+            .map(|(id, text, segments)| {
+                let segments = segments
                     .into_iter()
                     .map(|segment| {
                         let prediction = loaded.predict_with(&segment.text, &mut workspace);
@@ -152,13 +174,14 @@ pub(crate) async fn analyze_texts(
                     .collect();
                 AnalyzedDocument { id, text, segments }
             })
-            .collect::<Vec<_>>()
+            .collect::<Vec<_>>();
+        Ok(documents)
     })
     .await
     .map_err(|e| {
         tracing::error!(error = %e, "an analysis panicked");
         Error::internal()
-    })?;
+    })??;
     Ok(AdHocAnalysis {
         model: model.name,
         model_id: model.id,

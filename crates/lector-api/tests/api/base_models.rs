@@ -130,6 +130,20 @@ async fn base_model_story(backend: Backend) {
         wrong.is_empty() && tagged >= 8,
         "{tagged} tagged right; wrong: {wrong:?}"
     );
+    // The encoder reads every sentence: one call takes at most 2,000 of them, counted before
+    // any is read (here 1,000 texts of three sentences).
+    let many: Vec<Value> = (0..1000)
+        .map(|i| json!({"text": format!("Parcel {i} is late. Where is it? Please help.")}))
+        .collect();
+    let refused = app
+        .post(
+            "/analyze",
+            &ada.token,
+            json!({"model_id": model["id"], "documents": many}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert!(refused.to_string().contains("have 3000"), "{refused}");
 
     // Its file moves to a server where the same encoder is installed, under any name.
     let (_, _, bytes) = app
