@@ -1,7 +1,8 @@
 //! The listener: our own accept loop, so that a plain-HTTP request on the TLS port gets a short
 //! 400 telling the client to use https (a TLS connection starts with the byte 0x16), so that
 //! SIGTERM stops accepting and lets open requests finish, and so that slow or idle clients
-//! cannot hold the server: at most `http.max_connections` connections are served at once, a
+//! cannot hold the server: at most `http.max_connections` connections are served at once (and
+//! at most `http.max_connections_per_peer` from one address that is not a trusted proxy), a
 //! request head must arrive within `http.header_read_timeout_secs` (HTTP/1), and a connection
 //! with no request in flight is closed after `http.keep_alive_timeout_secs`.
 
@@ -13,9 +14,10 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use lector_core::config::{HttpConfig, TlsMode};
+use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -63,6 +65,8 @@ impl Server {
         let graceful = GracefulShutdown::new();
         let http = self.state.config.http;
         let ceiling = Arc::new(Semaphore::new(http.max_connections));
+        let per_peer = PeerSlots::default();
+        let trusted = self.state.config.trusted_proxies.clone();
         tokio::pin!(shutdown);
         loop {
             // A free slot first: past the ceiling, clients wait in the listen queue.
@@ -73,11 +77,17 @@ impl Server {
             tokio::select! {
                 accepted = self.listener.accept() => match accepted {
                     Ok((stream, peer)) => {
+                        let ip = peer.ip().to_canonical();
+                        let slot = (!trusted.contains(&ip)).then(|| per_peer.take(ip, http.max_connections_per_peer));
+                        let Some(slot) = slot.unwrap_or(Some(None)) else {
+                            tracing::debug!(%ip, "connection refused: the address holds its share of connections");
+                            continue;
+                        };
                         let watcher = graceful.watcher();
                         let (router, tls) = (self.router.clone(), self.tls.clone());
                         tokio::spawn(async move {
                             connection(stream, peer, router, tls, watcher, http).await;
-                            drop(permit);
+                            drop((permit, slot));
                         });
                     }
                     Err(e) => {
@@ -97,6 +107,46 @@ impl Server {
         }
         // The executions of the last calls answered are written before the process ends.
         self.state.execution_log.flush().await;
+    }
+}
+
+/// The connections each client address holds.
+#[derive(Debug, Clone, Default)]
+struct PeerSlots(Arc<Mutex<HashMap<IpAddr, usize>>>);
+
+/// One connection of an address, given back when dropped.
+#[derive(Debug)]
+struct PeerSlot {
+    slots: PeerSlots,
+    ip: IpAddr,
+}
+
+impl PeerSlots {
+    /// A slot for `ip`: `None` when it holds `limit` connections already; `Some(None)` is not
+    /// made here (that is the trusted proxies' no slot at all).
+    fn take(&self, ip: IpAddr, limit: usize) -> Option<Option<PeerSlot>> {
+        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let count = held.entry(ip).or_insert(0);
+        if *count >= limit {
+            return None;
+        }
+        *count += 1;
+        Some(Some(PeerSlot {
+            slots: self.clone(),
+            ip,
+        }))
+    }
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let mut held = self.slots.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = held.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.ip);
+            }
+        }
     }
 }
 

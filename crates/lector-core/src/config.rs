@@ -272,11 +272,12 @@ impl Config {
         if http.header_read_timeout_secs == 0
             || http.keep_alive_timeout_secs == 0
             || http.max_connections == 0
+            || http.max_connections_per_peer == 0
             || http.large_bodies_mib == 0
         {
             return Err(
-                "http.header_read_timeout_secs, http.keep_alive_timeout_secs, http.max_connections and \
-                 http.large_bodies_mib must be positive"
+                "http.header_read_timeout_secs, http.keep_alive_timeout_secs, http.max_connections, \
+                 http.max_connections_per_peer and http.large_bodies_mib must be positive"
                     .into(),
             );
         }
@@ -303,6 +304,9 @@ pub struct HttpConfig {
     pub keep_alive_timeout_secs: u64,
     /// Connections served at once; further clients wait in the listen queue.
     pub max_connections: usize,
+    /// Connections one client address may hold at once; its further ones are closed at once, so
+    /// one host cannot take every slot. Trusted proxies, which carry everyone's, are exempt.
+    pub max_connections_per_peer: usize,
     /// MiB of large request bodies (over 4 MiB each, by `Content-Length`, or `max_body_bytes`
     /// without one) read and handled at once; further ones wait their turn. Bounds the memory
     /// that bulk uploads take together.
@@ -318,6 +322,7 @@ impl Default for HttpConfig {
             header_read_timeout_secs: 10,
             keep_alive_timeout_secs: 60,
             max_connections: 1024,
+            max_connections_per_peer: 256,
             large_bodies_mib: 64,
         }
     }

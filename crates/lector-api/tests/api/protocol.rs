@@ -289,6 +289,52 @@ async fn idle_connections_are_closed_and_connections_have_a_ceiling() {
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
 }
 
+/// A connection from `source` (a loopback address of its own: Linux answers all of 127/8).
+async fn connect_from(source: &str, address: &str) -> std::io::Result<tokio::net::TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(format!("{source}:0").parse().unwrap())?;
+    socket.connect(address.parse().unwrap()).await
+}
+
+/// One address holds at most its share of the connections; further ones are closed at once,
+/// while other addresses (here the trusted proxy) are still served, and a slot given back is
+/// taken again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_cannot_take_every_connection() {
+    let (_app, address) = plain_app(|h| {
+        h.max_connections = 8;
+        h.max_connections_per_peer = 2;
+    })
+    .await;
+    let request = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n";
+    let first = connect_from("127.0.0.2", &address).await.unwrap();
+    let _second = connect_from("127.0.0.2", &address).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let mut third = connect_from("127.0.0.2", &address).await.unwrap();
+    let _ = third.write_all(request).await;
+    let refused = read_until_closed(&mut third, std::time::Duration::from_secs(2))
+        .await
+        .expect("the third connection is closed at once");
+    assert!(refused.is_empty(), "{refused}");
+
+    let mut proxy = connect_from("127.0.0.1", &address).await.unwrap();
+    proxy.write_all(request).await.unwrap();
+    let served = read_until_closed(&mut proxy, std::time::Duration::from_secs(3))
+        .await
+        .unwrap();
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+
+    drop(first);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let mut again = connect_from("127.0.0.2", &address).await.unwrap();
+    again.write_all(request).await.unwrap();
+    let answer = read_until_closed(&mut again, std::time::Duration::from_secs(3))
+        .await
+        .unwrap();
+    // Served (not a trusted proxy, so told to come through it).
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+}
+
 /// Over HTTP/2 a body past its limit gets its whole 413 problem, then the stream is reset with
 /// NO_ERROR (RFC 9113 section 8.1: a complete response before the whole request has been
 /// read), which asks the client to stop sending without failing the answer.
