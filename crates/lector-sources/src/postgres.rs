@@ -12,20 +12,23 @@
 //! `verify-full` (a certificate from the system's trusted roots, valid for the host name); the
 //! default is `verify-full`, except for a loopback host (`localhost`, 127.0.0.0/8, ::1), where it
 //! is `disable`. libpq's `prefer` and `allow`, which fall back to plain text without a word, are
-//! refused. The handshake is sqlx's own (rustls on ring), but sqlx takes one `host` both to
-//! connect to and to check the certificate against; so it is given the host name, and its bytes
-//! go through a private Unix socket to a TCP connection this module opened to the address the
-//! guard checked ([`Relay`]). A name that resolves elsewhere the second time is never dialled.
+//! refused. The connection is this module's own ([`relay`]): it goes to the address the guard
+//! checked (a name that resolves elsewhere the second time is never dialled), the handshake
+//! names the host ([`tls`]), and sqlx speaks plain protocol to it through a private Unix socket,
+//! so every byte the server sends passes a check of its length before sqlx reserves room for it.
+
+mod relay;
+mod tls;
 
 use crate::Limits;
 use crate::guard::NetPolicy;
 use crate::http::too_large;
 use futures_util::TryStreamExt;
 use lector_core::{Error, ErrorCode, Result};
+use relay::{Budget, Relay};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgSslMode};
 use sqlx::{Column, Connection, Executor, Statement};
-use std::net::{IpAddr, SocketAddr};
-use tokio::net::{TcpStream, UnixListener};
+use std::net::IpAddr;
 use url::Url;
 
 /// How the connection to a database source is protected (the URL's `sslmode`).
@@ -62,14 +65,6 @@ impl SslMode {
             other => Err(format!(
                 "takes sslmode disable, require or verify-full, not sslmode={other}"
             )),
-        }
-    }
-
-    fn pg(self) -> PgSslMode {
-        match self {
-            SslMode::Disable => PgSslMode::Disable,
-            SslMode::Require => PgSslMode::Require,
-            SslMode::VerifyFull => PgSslMode::VerifyFull,
         }
     }
 }
@@ -145,21 +140,18 @@ pub(crate) async fn fetch(policy: &NetPolicy, limits: &Limits, url: &str, query:
 
 async fn run(policy: &NetPolicy, limits: &Limits, target: &Target, query: &str) -> Result<Vec<u8>> {
     let addrs = policy.resolve(&target.host, target.port).await?;
-    let relay = Relay::open(addrs[0], target.port)
-        .await
-        .map_err(|e| db_error(&sqlx::Error::Io(e), limits))?;
-    // `host` is only the name the certificate is checked against: the bytes go to the relay.
-    let options = PgConnectOptions::new_without_pgpass()
-        .host(&target.host)
-        .socket(relay.dir.path())
-        .port(target.port)
-        .username(&target.username)
-        .password(&target.password)
-        .database(&target.database)
-        .ssl_mode(target.ssl.pg())
-        .application_name("lector")
-        .statement_cache_capacity(0);
-    let mut conn = PgConnection::connect_with(&options)
+    let relay = Relay::open(addrs[0], target, Budget::for_limits(limits)).await?;
+    let outcome = converse(&relay, limits, target, query).await;
+    if relay.went_over_budget() {
+        // Whatever sqlx made of the cut connection, the server sent too much.
+        return Err(too_large(limits.max_bytes));
+    }
+    outcome
+}
+
+/// Connects sqlx through the relay, runs the query and closes the session.
+async fn converse(relay: &Relay, limits: &Limits, target: &Target, query: &str) -> Result<Vec<u8>> {
+    let mut conn = PgConnection::connect_with(&session_options(target, relay))
         .await
         .map_err(|e| db_error(&e, limits))?;
     let outcome = read_only_rows(&mut conn, limits, query).await;
@@ -167,34 +159,18 @@ async fn run(policy: &NetPolicy, limits: &Limits, target: &Target, query: &str) 
     outcome
 }
 
-/// A TCP connection to the checked address, offered to sqlx as a Unix socket in a directory
-/// only this process's user can enter, for one connection; dropped with the fetch.
-struct Relay {
-    dir: tempfile::TempDir,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Relay {
-    async fn open(addr: SocketAddr, port: u16) -> std::io::Result<Relay> {
-        // Dialled first, so that a refused or unreachable address reads as such.
-        let mut server = TcpStream::connect(addr).await?;
-        let dir = tempfile::Builder::new().prefix("lector-pg-").tempdir()?;
-        // The name sqlx looks for in a socket directory.
-        let listener = UnixListener::bind(dir.path().join(format!(".s.PGSQL.{port}")))?;
-        let task = tokio::spawn(async move {
-            if let Ok((mut client, _)) = listener.accept().await {
-                drop(listener);
-                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-            }
-        });
-        Ok(Relay { dir, task })
-    }
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+/// sqlx's options: the credential's user, password and database, plain protocol to the relay's
+/// socket (TLS, when the URL asks for it, is the relay's).
+fn session_options(target: &Target, relay: &Relay) -> PgConnectOptions {
+    PgConnectOptions::new_without_pgpass()
+        .socket(relay.socket_dir())
+        .port(target.port)
+        .username(&target.username)
+        .password(&target.password)
+        .database(&target.database)
+        .ssl_mode(PgSslMode::Disable)
+        .application_name("lector")
+        .statement_cache_capacity(0)
 }
 
 async fn read_only_rows(conn: &mut PgConnection, limits: &Limits, query: &str) -> Result<Vec<u8>> {
@@ -310,33 +286,17 @@ fn db_error(e: &sqlx::Error, limits: &Limits) -> Error {
             };
             Error::bad_request(reason)
         }
-        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-            Error::bad_request("connection refused")
-        }
-        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
-            Error::bad_request("the connection timed out")
-        }
-        sqlx::Error::Tls(e) if e.to_string().contains("does not support TLS") => {
-            Error::bad_request("the server does not offer TLS; use sslmode=disable only where plain text is acceptable")
-        }
-        sqlx::Error::Tls(_) => Error::bad_request("the TLS handshake with the database failed"),
-        sqlx::Error::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) => {
-            tls_error(io.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()))
-        }
+        sqlx::Error::Io(io) => io_error(io),
         _ => Error::bad_request("the database could not be reached"),
     }
 }
 
-/// A reason for a failed handshake, from rustls's own verdict (never the server's words).
-fn tls_error(e: Option<&rustls::Error>) -> Error {
-    match e {
-        Some(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName)) => {
-            Error::bad_request("the database's certificate is not valid for its host name (sslmode=verify-full)")
-        }
-        Some(rustls::Error::InvalidCertificate(_)) => Error::bad_request(
-            "the database's certificate is not trusted (sslmode=verify-full needs one from a trusted authority)",
-        ),
-        _ => Error::bad_request("the TLS handshake with the database failed"),
+/// A reason for a failed connection to the database, by its kind.
+fn io_error(e: &std::io::Error) -> Error {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => Error::bad_request("connection refused"),
+        std::io::ErrorKind::TimedOut => Error::bad_request("the connection timed out"),
+        _ => Error::bad_request("the database could not be reached"),
     }
 }
 

@@ -1,6 +1,6 @@
 //! HTTP(S) and S3 sources against a small server on loopback.
 
-use crate::{WS, closed_port, limits, loopback_allowed, sealed, sources};
+use crate::{WS, closed_port, limits, localhost_tls, loopback_allowed, sealed, sources};
 use lector_core::SourceKind;
 use lector_sources::{CredentialSecret, Limits, NetPolicy, Sources};
 use serde_json::json;
@@ -350,18 +350,7 @@ async fn s3_objects_are_fetched_with_signed_requests() {
 
 /// A TLS server on 127.0.0.1 with a self-signed certificate, answering one fixed file.
 async fn serve_tls() -> u16 {
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(generated.signing_key.serialize_der()));
-    let certs = vec![CertificateDer::from(generated.cert.der().to_vec())];
-    let config =
-        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let acceptor = tokio_rustls::TlsAcceptor::from(localhost_tls());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move {

@@ -4,11 +4,13 @@
 
 mod http;
 mod postgres;
+mod stand_ins;
 
 use lector_core::SourceKind;
 use lector_core::config::SourcesConfig;
 use lector_sources::{CredentialSecret, Limits, NetPolicy, SealKey, Sources};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
@@ -51,4 +53,53 @@ async fn closed_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// A TLS server configuration with a self-signed certificate for `localhost`.
+fn localhost_tls() -> Arc<rustls::ServerConfig> {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(generated.signing_key.serialize_der()));
+    let certs = vec![CertificateDer::from(generated.cert.der().to_vec())];
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    Arc::new(config)
+}
+
+/// Runs `test` in a process of its own: this test binary again, running only the test `name`
+/// (its path, as `module::test`) with `env` added. For a test that needs environment variables
+/// this process does not have (the workspace forbids the `unsafe` of `set_var`), or that reads
+/// the process's peak memory with nothing else running.
+fn run_alone(name: &str, env: &[(&str, &str)], test: impl FnOnce()) {
+    const MARK: &str = "LECTOR_SOURCES_TEST_ALONE";
+    if std::env::var(MARK).is_ok_and(|running| running == name) {
+        return test();
+    }
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(MARK, name)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{name} failed in its own process:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The most memory this process has held (its peak resident set), in bytes.
+fn peak_memory() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kilobytes = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM in /proc/self/status");
+    kilobytes * 1024
 }

@@ -1,6 +1,6 @@
 //! PostgreSQL sources against the test database and against stand-ins.
 
-use crate::{WS, closed_port, limits, loopback_allowed, sealed, sealed_postgres, sources};
+use crate::{WS, closed_port, limits, localhost_tls, loopback_allowed, run_alone, sealed, sealed_postgres, sources};
 use lector_core::SourceKind;
 use lector_sources::{Limits, NetPolicy, Sources};
 use serde_json::{Value, json};
@@ -201,18 +201,7 @@ async fn postgres_tls_is_never_given_up_for_plain_text() {
 /// self-signed certificate for `localhost`; else no, and hangs up. Answers the port and a
 /// channel of the names clients asked for in their handshakes.
 async fn serve_postgres(tls: bool) -> (u16, tokio::sync::mpsc::UnboundedReceiver<Option<String>>) {
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(generated.signing_key.serialize_der()));
-    let certs = vec![CertificateDer::from(generated.cert.der().to_vec())];
-    let config = std::sync::Arc::new(
-        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .unwrap(),
-    );
+    let config = localhost_tls();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let (names, received) = tokio::sync::mpsc::unbounded_channel();
@@ -260,4 +249,35 @@ async fn postgres_tls_checks_the_certificate_against_the_host_name() {
     let err = query(&guarded, &secret, "SELECT 1").await.unwrap_err();
     assert!(err.detail.contains("private or reserved address"), "{}", err.detail);
     assert!(names.try_recv().is_err(), "nothing reached the server");
+}
+
+/// A row within the limit passes even where its protocol form is twice its CSV (every
+/// backslash escaped); a row past it is cut off before sqlx reads it, where before it was read
+/// whole, decoded and written out (three copies of it) before the limit was checked.
+#[test]
+fn postgres_rows_past_the_limit_are_refused_unread() {
+    run_alone("postgres::postgres_rows_past_the_limit_are_refused_unread", &[], || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let Some((_db, secret)) = database().await else { return };
+            let s = sources(
+                loopback_allowed(),
+                Limits {
+                    max_bytes: 1024 * 1024,
+                    ..limits()
+                },
+            );
+            let secret = sealed(&s, SourceKind::Postgres, secret);
+            let csv = query(&s, &secret, r"SELECT repeat('\', 1000000) AS v").await.unwrap();
+            assert_eq!(csv.len(), "v\r\n".len() + 1_000_000 + "\r\n".len());
+            let before = crate::peak_memory();
+            let err = query(&s, &secret, "SELECT repeat('x', 64 * 1024 * 1024) AS v")
+                .await
+                .unwrap_err();
+            assert_eq!(err.status(), 413, "{}", err.detail);
+            assert!(err.detail.contains("1048576 bytes"), "{}", err.detail);
+            let grown = crate::peak_memory().saturating_sub(before);
+            assert!(grown < 32 * 1024 * 1024, "the refused row took {grown} bytes");
+        });
+    });
 }
