@@ -548,6 +548,10 @@ pub struct SourcesConfig {
     pub max_rows: u64,
     /// Time one fetch may take, connecting included, in seconds.
     pub timeout_secs: u64,
+    /// Fetches going on at once on this node (each may hold `max_bytes`, and a database
+    /// query a blocking thread); one past it waits up to 10 seconds for its turn, then is
+    /// answered 503 with `Retry-After`.
+    pub max_concurrent_fetches: usize,
 }
 
 impl Default for SourcesConfig {
@@ -558,6 +562,7 @@ impl Default for SourcesConfig {
             max_bytes: 50 * 1024 * 1024,
             max_rows: 100_000,
             timeout_secs: 30,
+            max_concurrent_fetches: 8,
         }
     }
 }
@@ -572,6 +577,9 @@ impl SourcesConfig {
         }
         if !(1..=3600).contains(&self.timeout_secs) {
             return Err("sources.timeout_secs must be between 1 and 3600".into());
+        }
+        if !(1..=1024).contains(&self.max_concurrent_fetches) {
+            return Err("sources.max_concurrent_fetches must be between 1 and 1024".into());
         }
         Ok(())
     }
@@ -627,6 +635,15 @@ mod tests {
             ..Config::default()
         };
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn fetches_at_once_are_bounded_at_start() {
+        for (fetches, starts) in [(0, false), (1, true), (1024, true), (1025, false)] {
+            let mut c = Config::default();
+            c.sources.max_concurrent_fetches = fetches;
+            assert_eq!(c.validate().is_ok(), starts, "{fetches} fetches at once");
+        }
     }
 
     #[test]

@@ -5,9 +5,9 @@
 //! This crate knows nothing of the HTTP API or of Lector's own database: it seals credential
 //! secrets ([`seal`]), guards outbound connections against server-side request forgery
 //! ([`guard`]), and turns a sealed credential plus a fetch's `parameters` into the bytes of one
-//! file ([`Sources::fetch`]), bounded in bytes, rows and time. A failure answers 400 with a
-//! reason (private address, connection refused, authentication failed), never what the remote
-//! side sent.
+//! file ([`Sources::fetch`]), bounded in bytes, rows and time, and in fetches going on at once
+//! on the node ([`Concurrency`]). A failure answers 400 with a reason (private address,
+//! connection refused, authentication failed), never what the remote side sent.
 
 pub mod guard;
 mod http;
@@ -21,10 +21,12 @@ pub use guard::NetPolicy;
 pub use seal::SealKey;
 pub use secret::CredentialSecret;
 
-use lector_core::config::Config;
+use lector_core::config::{Config, SourcesConfig};
 use lector_core::{Result, SourceKind};
 use secret::{HttpParameters, PostgresParameters, S3Parameters};
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Bounds on one fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +39,26 @@ pub struct Limits {
     pub timeout: Duration,
 }
 
+/// Fetches going on at once on a node, since each may hold up to `max_bytes` and a database
+/// query holds a blocking thread until it ends, even when its client has gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Concurrency {
+    /// Fetches going on at once; each holds a turn from when its parameters are checked.
+    pub max_fetches: usize,
+    /// Time a fetch waits for its turn before it is answered 503.
+    pub wait: Duration,
+}
+
+impl Concurrency {
+    /// `sources.max_concurrent_fetches`, each past it waiting up to 10 seconds.
+    pub fn from_config(config: &SourcesConfig) -> Self {
+        Self {
+            max_fetches: config.max_concurrent_fetches,
+            wait: Duration::from_secs(10),
+        }
+    }
+}
+
 /// The file a source delivered, for the blob store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fetched {
@@ -46,13 +68,15 @@ pub struct Fetched {
     pub file_name: String,
 }
 
-/// Everything a fetch needs from the configuration: the sealing key, the address policy and
-/// the limits. Built once at start-up.
+/// Everything a fetch needs from the configuration: the sealing key, the address policy, the
+/// limits and the node's turns to fetch. Built once at start-up; its clones share the turns.
 #[derive(Debug, Clone)]
 pub struct Sources {
     key: SealKey,
     policy: NetPolicy,
     limits: Limits,
+    concurrency: Concurrency,
+    turns: Arc<Semaphore>,
 }
 
 impl Sources {
@@ -66,11 +90,18 @@ impl Sources {
                 max_rows: config.sources.max_rows,
                 timeout: Duration::from_secs(config.sources.timeout_secs),
             },
+            Concurrency::from_config(&config.sources),
         ))
     }
 
-    pub fn with_parts(key: SealKey, policy: NetPolicy, limits: Limits) -> Self {
-        Self { key, policy, limits }
+    pub fn with_parts(key: SealKey, policy: NetPolicy, limits: Limits, concurrency: Concurrency) -> Self {
+        Self {
+            key,
+            policy,
+            limits,
+            concurrency,
+            turns: Arc::new(Semaphore::new(concurrency.max_fetches)),
+        }
     }
 
     pub fn limits(&self) -> Limits {
@@ -129,7 +160,8 @@ impl Sources {
 
     /// Fetches one file with a workspace's credential of `kind` (its sealed secret as stored)
     /// and the request's `parameters`: `{url}` for http, `{query}` for postgres, `{bucket, key}`
-    /// for s3.
+    /// for s3. Once they are checked, it waits for a turn ([`Concurrency`]): 503 with
+    /// `Retry-After` when none comes in time.
     pub async fn fetch(
         &self,
         workspace_id: i64,
@@ -142,12 +174,14 @@ impl Sources {
         match secret {
             CredentialSecret::Http(secret) => {
                 let parameters = HttpParameters::parse(parameters)?;
+                let _turn = self.turn().await?;
                 self.fetch_http(&secret, &parameters).await
             }
             CredentialSecret::Postgres(secret) => {
                 let parameters = PostgresParameters::parse(parameters)?;
+                let turn = self.turn().await?;
                 let bytes = self
-                    .fetch_postgres(secret.url.clone(), parameters.query.clone())
+                    .fetch_postgres(secret.url.clone(), parameters.query.clone(), turn)
                     .await?;
                 Ok(Fetched {
                     bytes,
@@ -156,17 +190,43 @@ impl Sources {
             }
             CredentialSecret::S3(secret) => {
                 let parameters = S3Parameters::parse(parameters)?;
+                let _turn = self.turn().await?;
                 let (bytes, file_name) = s3::fetch(&self.policy, &self.limits, &secret, &parameters).await?;
                 Ok(Fetched { bytes, file_name })
             }
         }
     }
 
+    /// Waits for one of the node's turns to fetch, held until the fetch ends.
+    async fn turn(&self) -> Result<OwnedSemaphorePermit> {
+        let waiting = self.turns.clone().acquire_owned();
+        match tokio::time::timeout(self.concurrency.wait, waiting).await {
+            Ok(Ok(turn)) => Ok(turn),
+            // The turns are never closed: only the wait can run out.
+            Ok(Err(_)) | Err(_) => Err(self.no_turn()),
+        }
+    }
+
+    /// 503 with `Retry-After`: every turn was taken for as long as the fetch could wait.
+    fn no_turn(&self) -> lector_core::Error {
+        let most = self.concurrency.max_fetches;
+        tracing::warn!(fetches.max = most, "a source fetch found no turn in time");
+        lector_core::Error {
+            retry_after: Some(lector_core::error::DEPENDENCY_RETRY_SECS),
+            ..lector_core::Error::unavailable(format!(
+                "this server is fetching {most} sources at once already, its most; try again shortly"
+            ))
+        }
+    }
+
     /// Runs a postgres source on a thread of its own with a one-thread runtime: sqlx's
     /// connection futures are not `Send` for every lifetime, which a server's handler needs.
-    async fn fetch_postgres(&self, url: String, query: String) -> Result<Vec<u8>> {
+    /// The thread keeps the fetch's `turn` until it ends, which is the timeout at the latest,
+    /// even when the caller has stopped waiting for it.
+    async fn fetch_postgres(&self, url: String, query: String, turn: OwnedSemaphorePermit) -> Result<Vec<u8>> {
         let (policy, limits) = (self.policy.clone(), self.limits);
         tokio::task::spawn_blocking(move || {
+            let _turn = turn;
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()

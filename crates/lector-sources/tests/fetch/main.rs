@@ -5,10 +5,11 @@
 mod http;
 mod postgres;
 mod stand_ins;
+mod turns;
 
 use lector_core::SourceKind;
 use lector_core::config::SourcesConfig;
-use lector_sources::{CredentialSecret, Limits, NetPolicy, SealKey, Sources};
+use lector_sources::{Concurrency, CredentialSecret, Limits, NetPolicy, SealKey, Sources};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,8 +33,14 @@ fn loopback_allowed() -> NetPolicy {
     .unwrap()
 }
 
+/// Turns enough for the tests that do not count them.
+const TURNS: Concurrency = Concurrency {
+    max_fetches: 8,
+    wait: Duration::from_secs(10),
+};
+
 fn sources(policy: NetPolicy, limits: Limits) -> Sources {
-    Sources::with_parts(SealKey::from_bytes([3; 32]), policy, limits)
+    Sources::with_parts(SealKey::from_bytes([3; 32]), policy, limits, TURNS)
 }
 
 fn sealed(sources: &Sources, kind: SourceKind, secret: Value) -> String {
