@@ -5,8 +5,11 @@
 //! nothing can end the transaction it runs in; that transaction is `READ ONLY` with a
 //! `statement_timeout`; and the query is wrapped as a subquery with a row limit. The database's
 //! host passes the same address guard as any other source, and the connection goes to the
-//! checked address. Nothing from the server's own environment (PGPASSWORD, ~/.pgpass) is ever
-//! sent to the source: the options are built from the credential's URL alone.
+//! checked address. Nothing of the server's own PostgreSQL settings reaches the source: sqlx's
+//! options are set from the credential's URL (PGPASSWORD and ~/.pgpass are never read), sqlx
+//! makes no TLS handshake (so its PGSSLCERT, PGSSLKEY and PGSSLROOTCERT go unused), and the
+//! relay drops the one start-up parameter sqlx still takes from the environment (`options`,
+//! from PGOPTIONS).
 //!
 //! TLS follows the URL's `sslmode`: `disable`, `require` (encrypted, certificate unchecked) or
 //! `verify-full` (a certificate from the system's trusted roots, valid for the host name); the

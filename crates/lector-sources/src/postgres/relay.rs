@@ -8,7 +8,11 @@
 //! this process's user can enter. It reads the server's side by its frames (a type byte, then a
 //! four-byte length) and cuts the connection, before sqlx sees the header, at a message longer
 //! than any row a source may deliver, or once the server has sent more than a whole answer
-//! could need ([`Budget`]). It does not look inside messages.
+//! could need ([`Budget`]). It does not look inside the server's messages.
+//!
+//! The other way, it passes sqlx's start-up message on with only the parameters the credential
+//! and sqlx's constants set ([`STARTUP_PARAMETERS`]): sqlx also sends `options` from this
+//! server's own PGOPTIONS, which no source may see.
 
 use super::{SslMode, Target, io_error, tls};
 use crate::Limits;
@@ -18,7 +22,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpStream, UnixListener};
 
 /// Room for what is not row data: the per-value bytes of a row of up to 1,664 columns
@@ -37,6 +41,24 @@ const HEADER_BYTES: usize = 5;
 
 /// Bytes read from the server, and written to sqlx, at a time.
 const BUFFER_BYTES: usize = 64 * 1024;
+
+/// The start-up parameters that reach the server: `user` and `database` from the credential,
+/// `application_name` ("lector"), and sqlx's fixed session settings.
+const STARTUP_PARAMETERS: [&[u8]; 7] = [
+    b"user",
+    b"database",
+    b"application_name",
+    b"DateStyle",
+    b"client_encoding",
+    b"TimeZone",
+    b"extra_float_digits",
+];
+
+/// The protocol version of a start-up message, 3.0.
+const PROTOCOL_VERSION: [u8; 4] = [0, 3, 0, 0];
+
+/// PostgreSQL's own bound on a start-up message.
+const MAX_STARTUP_BYTES: u32 = 10_000;
 
 /// What the server may send through the relay, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,8 +155,12 @@ where
     drop(listener);
     let (server_reads, mut server_writes) = tokio::io::split(server);
     let (mut client_reads, mut client_writes) = client.into_split();
+    let upstream = async {
+        forward_startup(&mut client_reads, &mut server_writes).await?;
+        tokio::io::copy(&mut client_reads, &mut server_writes).await
+    };
     tokio::select! {
-        _ = tokio::io::copy(&mut client_reads, &mut server_writes) => {}
+        _ = upstream => {}
         stop = forward_messages(server_reads, &mut client_writes, budget) => {
             // Marked before the halves drop, so sqlx's failure is read as this.
             if stop == Stop::OverBudget {
@@ -142,6 +168,46 @@ where
             }
         }
     }
+}
+
+/// Reads sqlx's start-up message and sends it on with only the [`STARTUP_PARAMETERS`].
+async fn forward_startup<R, W>(client: &mut R, server: &mut W) -> io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let length = client.read_u32().await?;
+    if !(8..=MAX_STARTUP_BYTES).contains(&length) {
+        return Err(io::ErrorKind::InvalidData.into());
+    }
+    let mut body = vec![0u8; length as usize - 4];
+    client.read_exact(&mut body).await?;
+    let startup = kept_startup(&body).ok_or(io::ErrorKind::InvalidData)?;
+    server.write_all(&startup).await
+}
+
+/// The start-up message with the body `body` (protocol version, then name and value pairs, each
+/// ending in a zero byte, then a zero byte) holding only its [`STARTUP_PARAMETERS`]; `None` for
+/// anything but a version 3.0 start-up message.
+fn kept_startup(body: &[u8]) -> Option<Vec<u8>> {
+    let pairs = body.strip_prefix(&PROTOCOL_VERSION)?.strip_suffix(&[0, 0])?;
+    let mut kept = PROTOCOL_VERSION.to_vec();
+    let mut fields = pairs.split(|b| *b == 0);
+    while let Some(name) = fields.next() {
+        let value = fields.next()?;
+        if name.is_empty() {
+            return None;
+        }
+        if STARTUP_PARAMETERS.contains(&name) {
+            for field in [name, value] {
+                kept.extend_from_slice(field);
+                kept.push(0);
+            }
+        }
+    }
+    kept.push(0);
+    let length = u32::try_from(kept.len() + 4).ok()?;
+    Some([length.to_be_bytes().as_slice(), &kept].concat())
 }
 
 /// Why the server's side stopped.
@@ -306,6 +372,27 @@ mod tests {
             (Stop::Ended, Vec::new()),
             "a length shorter than itself"
         );
+    }
+
+    #[test]
+    fn the_startup_keeps_only_the_credentials_and_sqlxs_parameters() {
+        let body = |pairs: &[u8]| [&PROTOCOL_VERSION[..], pairs, b"\0"].concat();
+        let message = |body: &[u8]| [&(body.len() as u32 + 4).to_be_bytes()[..], body].concat();
+        let sent = body(b"user\0ada\0database\0sales\0TimeZone\0UTC\0options\0-c search_path=x\0");
+        let kept = body(b"user\0ada\0database\0sales\0TimeZone\0UTC\0");
+        assert_eq!(kept_startup(&sent), Some(message(&kept)));
+        assert_eq!(kept_startup(&kept), Some(message(&kept)));
+        let empty_value = body(b"user\0ada\0application_name\0\0");
+        assert_eq!(kept_startup(&empty_value), Some(message(&empty_value)));
+        for bad in [
+            &[4, 210, 22, 47][..],
+            b"\0\x02\0\0user\0ada\0\0",
+            &body(b"user\0ada\0database\0")[..],
+            &body(b"user\0ada\0\0x\0")[..],
+            &body(b"user\0ada")[..],
+        ] {
+            assert_eq!(kept_startup(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -190,3 +190,56 @@ async fn an_ordinary_answer_passes_the_relay() {
         );
     }
 }
+
+/// This server's own PG* settings never reach a source: sqlx reads PGOPTIONS (sent in the
+/// start-up message as `options`), PGSSLCERT, PGSSLKEY and PGSSLROOTCERT from the environment,
+/// so the test runs in a process of its own that has them.
+#[test]
+fn the_servers_own_pg_settings_never_reach_a_source() {
+    let environment = [
+        ("PGOPTIONS", "-c search_path=from_the_environment"),
+        ("PGAPPNAME", "from-the-environment"),
+        ("PGUSER", "someone_else"),
+        ("PGDATABASE", "elsewhere"),
+        ("PGPASSWORD", "not-the-credentials"),
+        ("PGSSLMODE", "verify-full"),
+        ("PGSSLROOTCERT", "/nonexistent/root.crt"),
+        ("PGSSLCERT", "/nonexistent/client.crt"),
+        ("PGSSLKEY", "/nonexistent/client.key"),
+    ];
+    run_alone(
+        "stand_ins::the_servers_own_pg_settings_never_reach_a_source",
+        &environment,
+        || {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            runtime.block_on(async {
+                assert_eq!(std::env::var("PGOPTIONS").ok().as_deref(), Some(environment[0].1));
+                let (port, mut startups) = stand_in(Answer::AuthenticationFailed).await;
+                for sslmode in ["disable", "require"] {
+                    let err = fetch_from(port, sslmode, limits()).await.unwrap_err();
+                    assert_eq!(err.detail, "authentication failed", "{sslmode}");
+                    let startup = startups.recv().await.unwrap();
+                    let names: Vec<&str> = startup.iter().map(|(name, _)| name.as_str()).collect();
+                    assert_eq!(
+                        names,
+                        [
+                            "user",
+                            "database",
+                            "DateStyle",
+                            "client_encoding",
+                            "TimeZone",
+                            "extra_float_digits",
+                            "application_name"
+                        ],
+                        "{sslmode}"
+                    );
+                    let value = |name: &str| startup.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
+                    assert_eq!(
+                        (value("user"), value("database"), value("application_name")),
+                        (Some("ada"), Some("sales"), Some("lector"))
+                    );
+                }
+            });
+        },
+    );
+}
