@@ -8,7 +8,7 @@
 //! (an IBAN with right check digits, a date) is taken wherever it is, less surely.
 
 use crate::convert::{Converted, DataType, convert};
-use crate::page::{Page, Quad, ReadDocument, Word};
+use crate::page::{Line, Page, Quad, ReadDocument, Word};
 use std::ops::Range;
 
 /// A field the extraction knows without training.
@@ -189,32 +189,53 @@ fn bare(word: &str) -> String {
         .to_lowercase()
 }
 
-fn by_keyword(field: Builtin, page: &Page) -> Option<Found> {
-    for keyword in field.keywords() {
-        for (l, line) in page.lines.iter().enumerate() {
-            let bares: Vec<String> = line.words.iter().map(|w| bare(&w.text)).collect();
-            for start in 0..line.words.len() {
-                if start + keyword.len() > bares.len() || !keyword.iter().zip(&bares[start..]).all(|(k, b)| k == b) {
-                    continue;
-                }
-                let after = start + keyword.len();
-                let mut from = after;
-                while from < line.words.len() && FILLERS.contains(&bare(&line.words[from].text).as_str()) {
-                    from += 1;
-                }
-                if let Some(found) = value_in(field, page, &line.words[from..], 0.95) {
-                    return Some(found);
-                }
-                let anchor = line.words[start..after]
-                    .iter()
-                    .fold(line.words[start].quad, |q, w| q.union(&w.quad));
-                if let Some(found) = nearby(field, page, l, &anchor) {
-                    return Some(found);
-                }
-            }
-        }
+/// Keyword hits a field looks at on a page: each looks around it on the whole page, so a page
+/// repeating a keyword thousands of times would cost hits × words.
+const MAX_KEYWORD_HITS: usize = 64;
+
+/// Where `field`'s keywords stand on `page`, in the order they are tried (keyword, then reading
+/// order): the line, and the words the keyword spans. At most [`MAX_KEYWORD_HITS`].
+fn keyword_hits(field: Builtin, page: &Page) -> impl Iterator<Item = (usize, Range<usize>)> + '_ {
+    field
+        .keywords()
+        .iter()
+        .flat_map(move |keyword| {
+            page.lines.iter().enumerate().flat_map(move |(l, line)| {
+                let bares: Vec<String> = line.words.iter().map(|w| bare(&w.text)).collect();
+                (0..line.words.len())
+                    .filter(move |&start| {
+                        start + keyword.len() <= bares.len() && keyword.iter().zip(&bares[start..]).all(|(k, b)| k == b)
+                    })
+                    .map(move |start| (l, start..start + keyword.len()))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .take(MAX_KEYWORD_HITS)
+}
+
+/// The first word after a keyword ending before `after` on `line` that is not a filler ("is").
+fn after_fillers(line: &Line, after: usize) -> usize {
+    let mut from = after;
+    while from < line.words.len() && FILLERS.contains(&bare(&line.words[from].text).as_str()) {
+        from += 1;
     }
-    None
+    from
+}
+
+/// The box of a keyword's words.
+fn keyword_box(line: &Line, keyword: &Range<usize>) -> Quad {
+    line.words[keyword.clone()]
+        .iter()
+        .fold(line.words[keyword.start].quad, |q, w| q.union(&w.quad))
+}
+
+fn by_keyword(field: Builtin, page: &Page) -> Option<Found> {
+    keyword_hits(field, page).find_map(|(l, keyword)| {
+        let line = &page.lines[l];
+        let from = after_fillers(line, keyword.end);
+        value_in(field, page, &line.words[from..], 0.95)
+            .or_else(|| nearby(field, page, l, &keyword_box(line, &keyword)))
+    })
 }
 
 /// How far below its keyword a value may stand, in page heights.
@@ -277,35 +298,18 @@ fn places_near(page: &Page, l: usize, anchor: &Quad) -> Vec<(bool, usize, usize)
 /// convert: the line and its words, for the first keyword (in the order `find` tries them)
 /// followed by words that `looks_right` accepts. OCR repairs start here.
 pub fn announced(field: Builtin, page: &Page, looks_right: impl Fn(&[Word]) -> bool) -> Option<(usize, Range<usize>)> {
-    for keyword in field.keywords() {
-        for (l, line) in page.lines.iter().enumerate() {
-            let bares: Vec<String> = line.words.iter().map(|w| bare(&w.text)).collect();
-            for start in 0..line.words.len() {
-                if start + keyword.len() > bares.len() || !keyword.iter().zip(&bares[start..]).all(|(k, b)| k == b) {
-                    continue;
-                }
-                let after = start + keyword.len();
-                let mut from = after;
-                while from < line.words.len() && FILLERS.contains(&bares[from].as_str()) {
-                    from += 1;
-                }
-                let span = |n: usize, w: usize| w..page.lines[n].words.len().min(w + field.max_words());
-                if from < line.words.len() && looks_right(&line.words[from..]) {
-                    return Some((l, span(l, from)));
-                }
-                let anchor = line.words[start..after]
-                    .iter()
-                    .fold(line.words[start].quad, |q, w| q.union(&w.quad));
-                let place = places_near(page, l, &anchor)
-                    .into_iter()
-                    .find(|&(_, n, w)| looks_right(&page.lines[n].words[w..]));
-                if let Some((_, n, w)) = place {
-                    return Some((n, span(n, w)));
-                }
-            }
+    let span = |n: usize, w: usize| w..page.lines[n].words.len().min(w + field.max_words());
+    keyword_hits(field, page).find_map(|(l, keyword)| {
+        let line = &page.lines[l];
+        let from = after_fillers(line, keyword.end);
+        if from < line.words.len() && looks_right(&line.words[from..]) {
+            return Some((l, span(l, from)));
         }
-    }
-    None
+        places_near(page, l, &keyword_box(line, &keyword))
+            .into_iter()
+            .find(|&(_, n, w)| looks_right(&page.lines[n].words[w..]))
+            .map(|(_, n, w)| (n, span(n, w)))
+    })
 }
 
 /// The value starting at the first of `words`, as long as converts, at most the field's span.
@@ -472,6 +476,18 @@ mod tests {
             "the amount's box: {:?}",
             total.quad
         );
+    }
+
+    /// A page repeating a keyword is looked at for its first 64 hits only (each looks around it
+    /// on the whole page): a value after the 65th is not found, one after the 64th is.
+    #[test]
+    fn a_field_looks_at_its_first_keyword_hits_only() {
+        let with_value_after = |hits: usize| {
+            let line = format!("{}Nr: RE-2024-0017", "Nr: offen ".repeat(hits - 1));
+            value(Builtin::InvoiceNumber, &page(&[(20.0, 100.0, line.as_str())]))
+        };
+        assert_eq!(with_value_after(MAX_KEYWORD_HITS).as_deref(), Some("RE-2024-0017"));
+        assert_eq!(with_value_after(MAX_KEYWORD_HITS + 1), None);
     }
 
     #[test]

@@ -205,7 +205,7 @@ fn json_logs_carry_request_and_job_ids() {
     // The job's lines name the job and its kind.
     let started = next(&|e| e["fields"]["message"] == "job started");
     assert_eq!(started["span"]["name"], "job");
-    assert_eq!(started["span"]["job.kind"], "send_mail");
+    assert_eq!(started["span"]["job.kind"], "send_password_reset");
     let job_id = started["span"]["job.id"].as_i64().expect("a job id");
     let ended = next(&|e| e["fields"]["message"] == "job ended");
     assert_eq!(ended["span"]["job.id"], job_id);
