@@ -85,6 +85,14 @@ impl Mailer {
     }
 }
 
+/// Sends a job's message; a transport that fails is a failed attempt, retried with backoff.
+async fn deliver(mailer: &Mailer, to: &str, subject: &str, body: &str) -> Result<(), JobError> {
+    mailer
+        .send(to, subject, body)
+        .await
+        .map_err(|e| JobError::transient(format!("the mail could not be sent: {e}")))
+}
+
 /// Delivers a `send_mail` job's message through the configured transport.
 #[derive(Debug, Clone)]
 pub struct SendMail(pub Arc<Mailer>);
@@ -101,10 +109,7 @@ impl Handler for SendMail {
                 )));
             }
             let body: String = store.job_input(lease).await.map_err(JobError::from_store)?;
-            self.0
-                .send(&mail.to, &mail.subject, &body)
-                .await
-                .map_err(|e| JobError::transient(format!("the mail could not be sent: {e}")))?;
+            deliver(&self.0, &mail.to, &mail.subject, &body).await?;
             tracing::info!(job.id = lease.job.id, "mail sent");
             Ok(Outcome {
                 result: serde_json::json!({"sent": true}),
@@ -130,10 +135,7 @@ impl Handler for SendPasswordReset {
                 .await
                 .map_err(JobError::from_store)?;
             if has_account {
-                self.0
-                    .send(&reset.email, &mail.subject, &mail.text)
-                    .await
-                    .map_err(|e| JobError::transient(format!("the mail could not be sent: {e}")))?;
+                deliver(&self.0, &reset.email, &mail.subject, &mail.text).await?;
             }
             tracing::info!(job.id = lease.job.id, sent = has_account, "password reset handled");
             Ok(Outcome {

@@ -35,8 +35,10 @@ impl Store {
         token_hash: &str,
         expires: Timestamp,
     ) -> Result<()> {
+        // Once: a job that records a token and runs again finds it recorded.
         sqlx::query(
-            "INSERT INTO one_time_tokens (user_id, purpose, token_hash, created, expires) VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO one_time_tokens (user_id, purpose, token_hash, created, expires) \
+             SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM one_time_tokens WHERE token_hash = $3)",
         )
         .bind(user_id)
         .bind(purpose.as_str())
@@ -60,18 +62,8 @@ impl Store {
         let Some(user_id) = user_id else {
             return Ok(false);
         };
-        sqlx::query(
-            "INSERT INTO one_time_tokens (user_id, purpose, token_hash, created, expires) \
-             SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM one_time_tokens WHERE token_hash = $3)",
-        )
-        .bind(user_id)
-        .bind(TokenPurpose::PasswordReset.as_str())
-        .bind(token_hash)
-        .bind(Timestamp::now().micros())
-        .bind(expires.micros())
-        .execute(&self.pool)
-        .await
-        .map_err(db)?;
+        self.create_one_time_token(user_id, TokenPurpose::PasswordReset, token_hash, expires)
+            .await?;
         Ok(true)
     }
 

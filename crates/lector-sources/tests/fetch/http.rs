@@ -1,6 +1,6 @@
 //! HTTP(S) and S3 sources against a small server on loopback.
 
-use crate::{WS, closed_port, limits, localhost_tls, loopback_allowed, sealed, sources};
+use crate::{WS, closed_port, limits, localhost_tls, loopback_allowed, read_head, sealed, sources};
 use lector_core::SourceKind;
 use lector_sources::{CredentialSecret, Limits, NetPolicy, Sources};
 use serde_json::json;
@@ -17,15 +17,9 @@ async fn serve() -> u16 {
                 return;
             };
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let head = String::from_utf8_lossy(&head).to_string();
+                let Some(head) = read_head(&mut stream).await else {
+                    return;
+                };
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
                 let authorized = head
                     .lines()

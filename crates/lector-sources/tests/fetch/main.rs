@@ -17,6 +17,20 @@ use tokio::net::TcpListener;
 
 const WS: i64 = 41;
 
+/// An HTTP request's head as a local test server reads it; `None` when the client goes first.
+async fn read_head(stream: &mut tokio::net::TcpStream) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    Some(String::from_utf8_lossy(&head).into_owned())
+}
+
 fn limits() -> Limits {
     Limits {
         max_bytes: 64 * 1024,

@@ -1,14 +1,14 @@
 //! The node's turns to fetch: past `max_fetches` a fetch waits for a turn, then is refused; a
 //! database fetch keeps its turn while its thread runs, even after its caller has gone.
 
-use crate::{WS, limits, loopback_allowed, sealed, sealed_postgres};
+use crate::{WS, limits, loopback_allowed, read_head, sealed, sealed_postgres};
 use lector_core::SourceKind;
 use lector_sources::{Concurrency, Limits, SealKey, Sources};
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -41,13 +41,8 @@ impl HoldingServer {
             while let Ok((mut stream, _)) = listener.accept().await {
                 let (counting, most, mut released) = (counting.clone(), most.clone(), released.clone());
                 tokio::spawn(async move {
-                    let mut head = Vec::new();
-                    let mut buf = [0u8; 1024];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match stream.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&buf[..n]),
-                        }
+                    if read_head(&mut stream).await.is_none() {
+                        return;
                     }
                     let now = counting.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now, Ordering::SeqCst);
