@@ -2,7 +2,9 @@
 //! job): the body `{id, type, created, data}` is signed when it is sent (`Lector-Signature`,
 //! see `lector_core::webhook`), posted through the sources' guard against server-side request
 //! forgery (every address checked, redirects checked again), and retried with backoff until
-//! the receiver answers 2xx or the attempts run out (then one notification says so).
+//! the receiver answers 2xx or the attempts run out (then one notification says so). The
+//! address and secret are the configuration's when the event is sent: one whose webhook was
+//! removed, or that was deleted, sends nothing.
 
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome};
 use lector_core::time::Timestamp;
@@ -18,16 +20,27 @@ pub struct DeliverWebhook(pub Arc<Sources>);
 impl Handler for DeliverWebhook {
     type Payload = WebhookPayload;
 
-    fn run<'a>(&'a self, _store: &'a Store, _lease: &'a Lease, payload: WebhookPayload) -> HandlerFuture<'a> {
+    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: WebhookPayload) -> HandlerFuture<'a> {
         Box::pin(async move {
+            let Some((url, secret)) = store
+                .webhook_for_job(lease, payload.hitl_id)
+                .await
+                .map_err(JobError::from_store)?
+            else {
+                return Ok(Outcome {
+                    result: serde_json::json!({"event": payload.event_id, "sent": false}),
+                    notice: None,
+                });
+            };
+            let data: serde_json::Value = store.job_input(lease).await.map_err(JobError::from_store)?;
             let body = serde_json::to_vec(&serde_json::json!({
                 "id": payload.event_id,
                 "type": payload.event_type,
                 "created": payload.created,
-                "data": payload.data,
+                "data": data,
             }))
             .map_err(|e| JobError::fatal(format!("the event cannot be written: {e}")))?;
-            let signed = signature(&payload.secret, Timestamp::now().unix_seconds(), &body);
+            let signed = signature(&secret, Timestamp::now().unix_seconds(), &body);
             let headers = [
                 ("content-type", "application/json".to_owned()),
                 (SIGNATURE_HEADER, signed),
@@ -36,9 +49,9 @@ impl Handler for DeliverWebhook {
             ];
             let status = self
                 .0
-                .post_webhook(&payload.url, body, &headers)
+                .post_webhook(&url, body, &headers)
                 .await
-                .map_err(|e| JobError::transient(format!("posting to {}: {}", payload.url, e.detail)))?;
+                .map_err(|e| JobError::transient(format!("posting to {url}: {}", e.detail)))?;
             Ok(Outcome {
                 result: serde_json::json!({"event": payload.event_id, "type": payload.event_type, "status": status}),
                 notice: None,

@@ -5,7 +5,7 @@
 //! configuration, and its assigned user hears of it.
 
 use crate::records::{BoundQuery, Checked, FromAnyRow, Project, fetch_record, fetch_records, flag};
-use crate::{Store, db};
+use crate::{Lease, Store, db};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, NotificationType, Result, ReviewStatus, Role, Scope};
 use sqlx::Row;
@@ -153,6 +153,23 @@ impl Store {
     pub async fn hitl(&self, scope: &Scope, project_id: i64, id: i64, action: Action) -> Result<Hitl> {
         let (project, _) = self.project_access(scope, project_id, action).await?;
         self.hitl_of(&project, id).await
+    }
+
+    /// Where a webhook job (of the configuration's project) posts its event now: the
+    /// configuration's `webhook_url` and secret; `None` when it has no address any more, or is
+    /// gone.
+    pub async fn webhook_for_job(&self, lease: &Lease, hitl_id: i64) -> Result<Option<(String, String)>> {
+        let Some(project_id) = lease.job.project_id else {
+            return Ok(None);
+        };
+        let row: Option<(Option<String>, String)> =
+            sqlx::query_as("SELECT webhook_url, webhook_secret FROM hitls WHERE id = $1 AND project_id = $2")
+                .bind(hitl_id)
+                .bind(project_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?;
+        Ok(row.and_then(|(url, secret)| url.map(|url| (url, secret))))
     }
 
     async fn hitl_of(&self, project: &Project, id: i64) -> Result<Hitl> {
@@ -457,35 +474,35 @@ async fn webhook_in(
     event_type: &str,
     review: &HitlReview,
 ) -> Result<()> {
-    let Some(url) = hitl.webhook_url.clone() else {
+    if hitl.webhook_url.is_none() {
         return Ok(());
-    };
+    }
     let payload = crate::WebhookPayload {
         hitl_id: hitl.id,
-        url,
-        secret: hitl.webhook_secret.clone(),
         event_id: uuid::Uuid::new_v4().to_string(),
         event_type: event_type.to_owned(),
         created: Timestamp::now().to_rfc3339(),
-        data: serde_json::json!({
-            "review_id": review.id,
-            "hitl_id": review.hitl_id,
-            "project_id": hitl.project_id,
-            "status": review.status,
-            "document_name": review.document_name,
-            "page_num": review.page_num,
-            "user_id": review.user_id,
-            "label": review.label,
-            "extracted": review.extracted,
-            "corrected": review.corrected,
-        }),
     };
+    let data = serde_json::json!({
+        "review_id": review.id,
+        "hitl_id": review.hitl_id,
+        "project_id": hitl.project_id,
+        "status": review.status,
+        "document_name": review.document_name,
+        "page_num": review.page_num,
+        "user_id": review.user_id,
+        "label": review.label,
+        "extracted": review.extracted,
+        "corrected": review.corrected,
+    });
     let workspace_id: i64 = sqlx::query_scalar("SELECT workspace_id FROM projects WHERE id = $1")
         .bind(hitl.project_id)
         .fetch_one(&mut **tx)
         .await
         .map_err(db)?;
-    let job = crate::NewJob::of(&payload)?.in_project(workspace_id, hitl.project_id);
+    let job = crate::NewJob::of(&payload)?
+        .with_input(&data)?
+        .in_project(workspace_id, hitl.project_id);
     crate::jobs::enqueue_in(tx, job).await?;
     Ok(())
 }

@@ -278,29 +278,36 @@ pub struct PasswordResetMail {
 /// Posts one review event to a HITL configuration's `webhook_url`: JSON `{id, type, created,
 /// data}` signed with the configuration's secret when it is sent (so the signature's time is
 /// the delivery's). Retried with backoff; a receiver that never takes it costs nothing else.
+///
+/// The payload names the configuration, not its address or secret: both are read when the
+/// event is sent, so a changed `webhook_url` gets the events still queued, a removed one (or a
+/// deleted configuration) gets none, and no secret is kept in the jobs table. The event's
+/// `data` (the review's values) is the job's input, deleted when the job ends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WebhookPayload {
     pub hitl_id: i64,
-    pub url: String,
-    pub secret: String,
     /// The event's id (a UUID), the same on every attempt so a receiver can drop repeats.
     pub event_id: String,
     /// `review.created` or `review.submitted`.
     pub event_type: String,
     /// RFC 3339.
     pub created: String,
-    pub data: serde_json::Value,
 }
 
 impl JobPayload for WebhookPayload {
     const KIND: &'static str = "deliver_webhook";
+    /// 2: the address, secret and data left the payload.
+    const VERSION: u32 = 2;
     const MAX_ATTEMPTS: i64 = 8;
 
     fn failure(&self) -> Failure {
         Failure::of(
             None,
             "Webhook not delivered",
-            format!("The {} event {} to {}", self.event_type, self.event_id, self.url),
+            format!(
+                "The {} event {} to the webhook of review configuration {}",
+                self.event_type, self.event_id, self.hitl_id
+            ),
             "check that the receiver answers 2xx, then submit or create the review again",
         )
     }

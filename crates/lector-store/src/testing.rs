@@ -170,6 +170,15 @@ pub async fn count(store: &crate::Store, sql: &str, id: i64) -> i64 {
         .expect("a count")
 }
 
+/// The text column `sql` answers, row by row, with `id` bound as `$1`.
+pub async fn texts(store: &crate::Store, sql: &str, id: i64) -> Vec<String> {
+    sqlx::query_scalar(sql)
+        .bind(id)
+        .fetch_all(&store.pool)
+        .await
+        .expect("the texts")
+}
+
 /// Ends a queued job's retry delay now (for tests that must not wait for a backoff); answers
 /// the delay that was left, from the job's last update.
 pub async fn end_retry_delay(store: &crate::Store, job_id: i64) -> std::time::Duration {

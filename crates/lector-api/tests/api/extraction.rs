@@ -32,6 +32,7 @@ mod webhooks {
     backend_tests!(
         adjust: loopback_allowed;
         review_events_are_posted_signed,
+        a_removed_webhook_gets_no_queued_events,
         a_model_learns_fields_from_pages_and_corrections,
     );
 }
@@ -535,6 +536,57 @@ async fn review_events_are_posted_signed(app: TestApp) {
     let left = app.settle_jobs(std::time::Duration::from_secs(30)).await;
     assert!(left.is_empty(), "both deliveries ended: {left:?}");
     assert!(received.try_recv().is_err(), "no event twice once taken");
+}
+
+/// An event waiting for its retry goes where the configuration's webhook is when it is sent:
+/// removed, nothing is posted. No job keeps the secret or the review's values.
+async fn a_removed_webhook_gets_no_queued_events(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, model) = invoice_model(&app, &ada).await;
+    let org = workspace_of(&app, &ada, project).await;
+    let (address, mut received) = receiver(usize::MAX).await;
+    let hitl = app
+        .post(
+            &format!("/projects/{project}/hitls"),
+            &ada.token,
+            json!({"name": "Invoice check", "model_id": model, "is_live": true, "assigned_user_id": ada.user_id,
+                "webhook_url": format!("http://{address}/hooks/lector"), "labels": {"po_number": {"required": true}}}),
+        )
+        .await
+        .expect(201);
+    let secret = hitl["webhook_secret"].as_str().unwrap().to_owned();
+    extracted(&app, &ada, &path(&org, project, model, ""), "rechnung.pdf", &invoice()).await;
+    next(&mut received).await;
+    // The receiver failed it; the job waits for its retry.
+    app.put(
+        &format!("/projects/{project}/hitls/{}", hitl["id"]),
+        &ada.token,
+        json!({"webhook_url": null}),
+    )
+    .await
+    .expect(200);
+    let store = &app.state.store;
+    let waiting = store.unfinished_jobs().await.unwrap();
+    let delivery = waiting
+        .iter()
+        .find(|j| j.kind == lector_store::WEBHOOK_JOB)
+        .expect("the delivery waits for its retry");
+    let every = "SELECT payload FROM jobs WHERE id >= $1";
+    let payloads = lector_store::testing::texts(store, every, delivery.id).await;
+    assert!(
+        payloads
+            .iter()
+            .all(|p| !p.contains(&secret) && !p.contains("rechnung.pdf")),
+        "{payloads:?}"
+    );
+    lector_store::testing::end_retry_delay(store, delivery.id).await;
+    let left = app.settle_jobs(std::time::Duration::from_secs(30)).await;
+    assert!(left.is_empty(), "{left:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(
+        received.try_recv().is_err(),
+        "nothing posted once the webhook is removed"
+    );
 }
 
 /// An order confirmation whose fields no built-in recogniser knows. The German one words and
