@@ -152,7 +152,8 @@ impl Store {
         Ok(segments)
     }
 
-    /// Replaces a document's text, meta and segments.
+    /// Replaces a document's text, meta and segments (what analyses and correction sessions
+    /// predicted for the old segments goes with them).
     pub async fn update_document(
         &self,
         scope: &Scope,
@@ -171,11 +172,7 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-        sqlx::query("DELETE FROM segments WHERE document_id = $1")
-            .bind(current.id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        remove_segments_in(&mut tx, current.id).await?;
         insert_segments(&mut tx, current.id, &document.segments).await?;
         tx.commit().await.map_err(db)?;
         self.document_with_segments(project.id, id).await
@@ -185,11 +182,7 @@ impl Store {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let document = self.document_of(project.id, id).await?;
         let mut tx = self.begin_write().await?;
-        sqlx::query("DELETE FROM segments WHERE document_id = $1")
-            .bind(document.id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        remove_segments_in(&mut tx, document.id).await?;
         sqlx::query("DELETE FROM documents WHERE id = $1")
             .bind(document.id)
             .execute(&mut *tx)
@@ -616,4 +609,23 @@ async fn group_in<'c>(
     let sql = format!("SELECT {GROUP_COLUMNS} FROM document_groups g WHERE g.project_id = $1 AND g.id = $2");
     let query = sqlx::query(&sql).bind(project_id).bind(group_id);
     fetch_record(query, executor, "document group").await
+}
+
+/// Removes a document's segments, with what analyses and correction sessions predicted for
+/// them: those rows name a segment without a foreign key (they outlive a renamed class), so
+/// they would otherwise point at segments that are gone, and an analysis filtered by class
+/// would still list the document for a tag none of its segments carries.
+async fn remove_segments_in(tx: &mut sqlx::Transaction<'static, sqlx::Any>, document_id: i64) -> Result<()> {
+    for sql in [
+        "DELETE FROM correction_predictions WHERE segment_id IN (SELECT id FROM segments WHERE document_id = $1)",
+        "DELETE FROM analysis_tags WHERE document_id = $1",
+        "DELETE FROM segments WHERE document_id = $1",
+    ] {
+        sqlx::query(sql)
+            .bind(document_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
+    Ok(())
 }

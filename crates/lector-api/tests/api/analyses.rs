@@ -198,6 +198,25 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
     app.get(&format!("/analyses/{id}/documents?classes=x"), &ada.token)
         .await
         .expect_problem(422, "validation_failed");
+    // A document edited after the analysis loses what the model said of its old sentences:
+    // it no longer turns up under a class none of its segments carries.
+    let edited = all_billed["documents"][0]["id"].as_i64().unwrap();
+    app.put(
+        &format!("/projects/{project}/documents/{edited}"),
+        &ada.token,
+        json!({"text": "Nothing to see here."}),
+    )
+    .await
+    .expect(200);
+    let after = app
+        .get(
+            &format!("/analyses/{id}/documents?classes={billing}&limit=1000"),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(after["count"].as_i64(), Some(billed - 1));
+    assert!(after["documents"].as_array().unwrap().iter().all(|d| d["id"] != edited));
 
     // One notification for the analysis.
     let notes = app.get("/notifications", &ada.token).await.expect(200);
