@@ -42,8 +42,7 @@ impl AppState {
     /// the mailer.
     pub async fn new(config: Config) -> Result<Self, String> {
         config.validate()?;
-        std::fs::create_dir_all(&config.data_dir)
-            .map_err(|e| format!("data directory {}: {e}", config.data_dir.display()))?;
+        config.create_data_dir()?;
         let blobs = Blobs::from_config(&config).map_err(|e| format!("blob store: {}", e.detail))?;
         let store = Store::open_with(
             &config.database_url(),

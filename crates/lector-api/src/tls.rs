@@ -36,6 +36,13 @@ fn ensure_self_signed(config: &Config) -> Result<(PathBuf, PathBuf), String> {
         return Ok((cert_path, key_path));
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // Half a pair (a start that stopped between the two files, or a certificate removed to have
+    // it made again) is made anew: a key without its certificate serves nothing.
+    match std::fs::remove_file(&key_path) {
+        Ok(()) => tracing::warn!(key = %key_path.display(), "the TLS key had no certificate; making a new pair"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("{}: {e}", key_path.display())),
+    }
     let mut names = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
     if let Some((host, _)) = config.listen.rsplit_once(':') {
         let host = host.trim_matches(['[', ']']).to_owned();
@@ -45,7 +52,38 @@ fn ensure_self_signed(config: &Config) -> Result<(PathBuf, PathBuf), String> {
     }
     let generated = rcgen::generate_simple_self_signed(names).map_err(|e| format!("self-signed certificate: {e}"))?;
     lector_sources::seal::write_private(&key_path, generated.signing_key.serialize_pem().as_bytes())?;
-    std::fs::write(&cert_path, generated.cert.pem()).map_err(|e| format!("{}: {e}", cert_path.display()))?;
+    // Whole or not at all: written beside, then renamed into place.
+    let partial = dir.join("cert.pem.partial");
+    std::fs::write(&partial, generated.cert.pem())
+        .and_then(|()| std::fs::rename(&partial, &cert_path))
+        .map_err(|e| format!("{}: {e}", cert_path.display()))?;
     tracing::info!(certificate = %cert_path.display(), "created a self-signed TLS certificate");
     Ok((cert_path, key_path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pair missing its certificate (or its key) is made anew, and serves.
+    #[test]
+    fn half_a_self_signed_pair_is_made_anew() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config {
+            data_dir: dir.path().to_owned(),
+            ..Config::default()
+        };
+        let (cert, key) = ensure_self_signed(&config).unwrap();
+        let first_key = std::fs::read(&key).unwrap();
+        std::fs::remove_file(&cert).unwrap();
+        server_config(&config).expect("a new pair");
+        assert!(cert.exists());
+        assert_ne!(
+            std::fs::read(&key).unwrap(),
+            first_key,
+            "a new key beside the new certificate"
+        );
+        std::fs::remove_file(&key).unwrap();
+        server_config(&config).expect("a new pair again");
+    }
 }

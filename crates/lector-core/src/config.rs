@@ -198,6 +198,21 @@ impl Config {
         self.data_dir.join("mail")
     }
 
+    /// Creates the data directory when it is missing, readable by this user only: it holds the
+    /// database, the keys, the blobs and the mail outbox, whose mails carry one-time tokens.
+    /// An existing directory keeps the permissions its operator gave it.
+    pub fn create_data_dir(&self) -> Result<(), String> {
+        use std::os::unix::fs::DirBuilderExt;
+        if self.data_dir.is_dir() {
+            return Ok(());
+        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.data_dir)
+            .map_err(|e| format!("data directory {}: {e}", self.data_dir.display()))
+    }
+
     /// The blob store in force: the configured URL or the `blobs` folder of the data directory.
     pub fn blob_url(&self) -> String {
         match &self.blob_url {
@@ -608,6 +623,22 @@ pub fn parse_network(text: &str) -> Result<(IpAddr, u8), String> {
 
 #[cfg(test)]
 mod tests {
+    /// A new data directory is this user's alone.
+    #[test]
+    fn a_new_data_directory_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let parent = std::env::temp_dir().join(format!("lector-data-dir-{}", std::process::id()));
+        let config = Config {
+            data_dir: parent.join("data"),
+            ..Config::default()
+        };
+        config.create_data_dir().unwrap();
+        let mode = std::fs::metadata(&config.data_dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        config.create_data_dir().expect("an existing one is kept");
+        std::fs::remove_dir_all(&parent).unwrap();
+    }
+
     use super::*;
 
     #[test]

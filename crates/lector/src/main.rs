@@ -125,7 +125,7 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             println!("{}", toml::to_string_pretty(&config).map_err(|e| e.to_string())?);
         }
         Command::Migrate => {
-            std::fs::create_dir_all(&config.data_dir).map_err(|e| format!("{}: {e}", config.data_dir.display()))?;
+            config.create_data_dir()?;
             let store = lector_store::Store::open(&config.database_url(), 1)
                 .await
                 .map_err(|e| e.detail)?;
