@@ -71,7 +71,11 @@ impl Blobs {
             std::fs::create_dir_all(dir).map_err(|e| Error::bad_request(format!("blob directory {dir}: {e}")))?;
             let local = object_store::local::LocalFileSystem::new_with_prefix(dir)
                 .map_err(|e| Error::bad_request(format!("blob directory {dir}: {e}")))?;
-            Backend::Local(Arc::new(local.with_automatic_cleanup(true)), dir.into())
+            // A blob is on disk before the row that names it commits (fsync: file and folder).
+            Backend::Local(
+                Arc::new(local.with_automatic_cleanup(true).with_fsync(true)),
+                dir.into(),
+            )
         };
         Ok(Self {
             backend,
@@ -203,6 +207,19 @@ impl Blobs {
         }
     }
 
+    /// Writes left half-done under `prefix` before `cutoff`, by the key each was for: a local
+    /// write goes to `key#N` and is renamed into place, so a crash in between leaves that file,
+    /// which listings skip. None on S3, which keeps no half-written objects.
+    pub async fn staged_before(&self, prefix: &str, cutoff: Timestamp) -> Result<Vec<(String, std::path::PathBuf)>> {
+        let Backend::Local(_, dir) = &self.backend else {
+            return Ok(Vec::new());
+        };
+        let (dir, prefix) = (dir.clone(), prefix.to_owned());
+        tokio::task::spawn_blocking(move || staged_files(&dir, &prefix, cutoff))
+            .await
+            .map_err(failed("list half-written blobs"))
+    }
+
     /// Deletes a blob; a missing one is no error.
     pub async fn delete(&self, key: &str) -> Result<()> {
         let store = match &self.backend {
@@ -214,6 +231,43 @@ impl Blobs {
             Err(e) => Err(failed("delete a blob")(e)),
         }
     }
+}
+
+/// The `key#N` files under `dir/prefix` last written before `cutoff`.
+fn staged_files(dir: &std::path::Path, prefix: &str, cutoff: Timestamp) -> Vec<(String, std::path::PathBuf)> {
+    let mut found = Vec::new();
+    let mut folders = vec![dir.join(prefix)];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            let modified = meta
+                .modified()
+                .ok()
+                .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| Timestamp(d.as_micros() as i64));
+            let Some(relative) = path.strip_prefix(dir).ok().and_then(|p| p.to_str()) else {
+                continue;
+            };
+            let key = relative
+                .rsplit_once('#')
+                .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                .map(|(key, _)| key.to_owned());
+            if let (Some(key), Some(modified)) = (key, modified)
+                && modified < cutoff
+            {
+                found.push((key, path));
+            }
+        }
+    }
+    found
 }
 
 async fn abort(writer: WriteMultipart) {

@@ -6,7 +6,8 @@
 //! older than a grace period, so a blob whose row is being written is never taken.
 //!
 //! Only keys of the shapes this store writes are considered (`uploads/{uuid}`,
-//! `models/{uuid}/{origin}.lector-model`); anything else in the bucket is left alone.
+//! `models/{uuid}/{origin}.lector-model`); anything else in the bucket is left alone. Files a
+//! local write left half-done (`key#N`, which a crash leaves and listings skip) go too.
 
 use crate::uploads::UPLOAD_PREFIX;
 use crate::{Store, StoredBlob, db, numbered};
@@ -36,6 +37,13 @@ impl Store {
                 for key in self.unreferenced(&candidates).await? {
                     self.blobs()?.delete(&key).await?;
                     tracing::info!(blob = %key, "deleted a blob no row references");
+                    swept += 1;
+                }
+            }
+            // What a write left half-done is read by nothing, whether or not its row exists.
+            for (key, file) in self.blobs()?.staged_before(prefix, cutoff).await? {
+                if row_of(&key).is_some() && std::fs::remove_file(&file).is_ok() {
+                    tracing::info!(blob = %key, file = %file.display(), "deleted a half-written blob");
                     swept += 1;
                 }
             }

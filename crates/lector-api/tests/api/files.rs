@@ -559,6 +559,9 @@ async fn blobs_no_row_references_are_swept(app: TestApp) {
     let orphans = [
         format!("uploads/{}", uuid::Uuid::new_v4()),
         format!("models/{stray}/job-99.lector-model"),
+        // Half-written by a write a crash stopped (listings skip them).
+        format!("uploads/{}#1", uuid::Uuid::new_v4()),
+        format!("{}#2", kept_models[0]),
     ];
     let foreign = ["uploads/notes.txt", "backups/2026-11-25.tar"];
     for path in orphans.iter().map(String::as_str).chain(foreign) {
