@@ -206,6 +206,7 @@ impl Store {
                 .await
                 .map_err(db)?;
         }
+        end_jobs_of_project(&mut tx, project.id).await?;
         sqlx::query("DELETE FROM projects WHERE id = $1")
             .bind(project.id)
             .execute(&mut *tx)
@@ -519,5 +520,36 @@ async fn insert_absa_labels(tx: &mut Transaction<'static, Any>, project_id: i64)
             .await
             .map_err(db)?;
     }
+    Ok(())
+}
+
+/// Ends the unfinished jobs of a project being deleted: none retries against rows that are gone
+/// or tells anyone about a project nobody has any more, and a running one loses its lease (its
+/// worker's fenced writes fail, and it lets the job go). Their inputs go with them.
+async fn end_jobs_of_project(tx: &mut sqlx::Transaction<'static, sqlx::Any>, project_id: i64) -> Result<()> {
+    use crate::JobState;
+    let unfinished = "project_id = $1 AND (state = $2 OR state = $3)";
+    let (queued, running) = (JobState::Queued.as_str(), JobState::Running.as_str());
+    sqlx::query(&format!(
+        "DELETE FROM job_inputs WHERE job_id IN (SELECT id FROM jobs WHERE {unfinished})"
+    ))
+    .bind(project_id)
+    .bind(queued)
+    .bind(running)
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    sqlx::query(&format!(
+        "UPDATE jobs SET state = $4, error = 'its project was deleted', lease_owner = NULL, \
+         lease_expires = NULL, updated = $5, finished = $5 WHERE {unfinished}"
+    ))
+    .bind(project_id)
+    .bind(queued)
+    .bind(running)
+    .bind(JobState::Failed.as_str())
+    .bind(lector_core::time::Timestamp::now().micros())
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! Deleting what a job is working on, through HTTPS on both backends: a model in training, a
 //! group being imported and a session whose labeled file is being imported answer 409 until
 //! their job ends, and can be deleted after; a project deleted while it is being cloned fails
-//! its copy, and a copy is not moved to another workspace while it is being filled. No worker runs in these apps: the test holds each job where it wants it and runs
+//! its copy, a copy is not moved to another workspace while it is being filled, and a deleted
+//! project's jobs end with it. No worker runs in these apps: the test holds each job where it wants it and runs
 //! it itself.
 
 use crate::common::TestApp;
@@ -16,6 +17,7 @@ backend_tests!(
     a_session_being_imported_is_not_deleted,
     a_copy_whose_original_is_deleted_fails,
     a_copy_being_filled_is_not_moved,
+    a_deleted_project_ends_its_jobs,
 );
 
 fn no_workers(config: &mut Config) {
@@ -186,4 +188,35 @@ async fn a_copy_being_filled_is_not_moved(app: TestApp) {
         (&json!("CREATED"), &json!(target)),
         "{moved}"
     );
+}
+
+/// A project deleted while its documents are imported takes its jobs along: none runs again
+/// against rows that are gone, and nobody is told of a failure in a project nobody has.
+async fn a_deleted_project_ends_its_jobs(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project(&ada, "Imports").await;
+    app.post(
+        &format!("/projects/{project}/upload-documents"),
+        &ada.token,
+        json!([{"text": "First."}, {"text": "Second."}]),
+    )
+    .await
+    .expect(202);
+    let store = &app.state.store;
+    // A worker has begun the import.
+    let lease = store.claim_job("importer", 60).await.unwrap().expect("the import");
+    app.delete(&format!("/projects/{project}"), &ada.token)
+        .await
+        .expect(200);
+    assert!(store.unfinished_jobs().await.unwrap().is_empty());
+    let ended = "SELECT state || ': ' || error FROM jobs WHERE project_id = $1";
+    let states = lector_store::testing::texts(store, ended, project).await;
+    assert_eq!(states, ["FAILED: its project was deleted"]);
+    assert!(
+        !store.heartbeat(&lease, 60).await.unwrap(),
+        "the worker's lease is gone"
+    );
+    run_jobs(&app).await;
+    let notes = app.get("/notifications", &ada.token).await.expect(200);
+    assert_eq!(notes, json!([]), "nobody is told");
 }
