@@ -617,6 +617,27 @@ impl Store {
     }
 }
 
+/// Deactivates every workflow of a workspace being deactivated, and gives up all their
+/// addresses (production and test).
+pub(crate) async fn deactivate_workflows_in(tx: &mut Tx, workspace_id: i64) -> Result<()> {
+    sqlx::query(
+        "DELETE FROM webhook_registrations WHERE workflow_id IN (SELECT id FROM workflows WHERE workspace_id = $1)",
+    )
+    .bind(workspace_id)
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    sqlx::query("UPDATE workflows SET active = $1, updated = $2 WHERE workspace_id = $3 AND active = $4")
+        .bind(false)
+        .bind(Timestamp::now().micros())
+        .bind(workspace_id)
+        .bind(true)
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
 /// Gives up a workflow's claims for one address; rows no address holds any more go.
 async fn release(tx: &mut Tx, id: i64, address: Address) -> Result<()> {
     let released = match address {

@@ -201,6 +201,8 @@ impl Store {
     }
 
     /// Deactivates a workspace: it disappears for its members. Personal workspaces stay.
+    /// Its workflows stop listening: their addresses are free for other workspaces, and none runs
+    /// on for a workspace nobody can open.
     pub async fn deactivate_workspace(&self, scope: &Scope, workspace: &WorkspaceRef) -> Result<Workspace> {
         let (found, _) = self.workspace_access(scope, workspace, Action::Administer).await?;
         let personal: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE personal_workspace_id = $1")
@@ -211,12 +213,15 @@ impl Store {
         if personal.is_some() {
             return Err(Error::conflict("a personal workspace cannot be deactivated"));
         }
+        let mut tx = self.begin_write().await?;
         sqlx::query("UPDATE workspaces SET is_active = $1 WHERE id = $2")
             .bind(false)
             .bind(found.id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(db)?;
+        crate::workflows::deactivate_workflows_in(&mut tx, found.id).await?;
+        tx.commit().await.map_err(db)?;
         Ok(Workspace {
             is_active: false,
             ..found

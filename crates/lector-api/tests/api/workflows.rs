@@ -13,6 +13,7 @@ backend_tests!(
     the_production_address_listens_while_active,
     responses_follow_the_trigger,
     one_registration_per_path_and_method,
+    a_deactivated_workspace_frees_its_addresses,
     a_test_address_serves_one_call_and_keeps_its_data,
     the_trigger_authenticates_its_callers,
     each_method_may_lead_to_its_own_steps,
@@ -457,6 +458,26 @@ async fn one_registration_per_path_and_method(app: TestApp) {
         .await
         .expect(200);
     activate(&app, &ada, first).await.expect(200);
+}
+
+/// A deactivated workspace's workflows stop listening, and their addresses are free for others.
+async fn a_deactivated_workspace_frees_its_addresses(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let team = app.workspace(&ada, "Ada's team").await;
+    let mut body = echo("Team", "team-hook", "POST");
+    body["organization_id"] = json!(team);
+    let ours = id(&create(&app, &ada, body).await);
+    let theirs = id(&create(&app, &bob, echo("Theirs", "team-hook", "POST")).await);
+    activate(&app, &ada, ours).await.expect(200);
+    activate(&app, &bob, theirs).await.expect_problem(409, "conflict");
+    app.delete(&format!("/organizations/{team}"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(post_hook(&app, "/webhook/team-hook", json!({})).await.status, 404);
+    activate(&app, &bob, theirs).await.expect(200);
+    let answered = post_hook(&app, "/webhook/team-hook", json!({"by": "bob"})).await;
+    assert_eq!(answered.json, json!({"echo": {"by": "bob"}}));
 }
 
 async fn a_test_address_serves_one_call_and_keeps_its_data(app: TestApp) {
