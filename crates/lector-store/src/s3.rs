@@ -26,6 +26,10 @@ use url::Url;
 
 /// How long connecting may take, and how long a request may wait for the next bytes.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Tries of one request: S3 answers a busy moment with 503 (SlowDown) or 500 and asks to be
+/// asked again; each try after the first waits longer (`RETRY_PAUSE`, then four times that).
+const TRIES: u32 = 3;
+const RETRY_PAUSE: Duration = Duration::from_millis(250);
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Where an S3 blob store is and how it is signed for, from `s3://bucket/prefix` and the
@@ -129,9 +133,9 @@ impl S3 {
             file.write_all(&chunk).await.map_err(io_failed)?;
         }
         file.flush().await.map_err(io_failed)?;
-        file.seek(SeekFrom::Start(0)).await.map_err(io_failed)?;
         let hash = hex(&hash.finalize());
-        self.send(Method::PUT, key, &hash, Some(written), reqwest::Body::from(file))
+        let file = Payload::File(file.into_std().await);
+        self.send(Method::PUT, key, &hash, Some(written), file)
             .await
             .and_then(expect_success("write a blob"))?;
         Ok(written)
@@ -141,7 +145,7 @@ impl S3 {
     pub(crate) async fn put_bytes(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
         let hash = sha256_hex(&bytes);
         let length = bytes.len() as u64;
-        self.send(Method::PUT, key, &hash, Some(length), bytes.into())
+        self.send(Method::PUT, key, &hash, Some(length), Payload::Bytes(bytes.into()))
             .await
             .and_then(expect_success("write a blob"))
             .map(|_| ())
@@ -149,9 +153,7 @@ impl S3 {
 
     /// GETs a blob into a temporary file (deleted when closed), rewound; 404 when missing.
     pub(crate) async fn open_file(&self, key: &str) -> Result<std::fs::File> {
-        let mut response = self
-            .send(Method::GET, key, EMPTY_SHA256, None, reqwest::Body::default())
-            .await?;
+        let mut response = self.send(Method::GET, key, EMPTY_SHA256, None, Payload::Empty).await?;
         if response.status() == StatusCode::NOT_FOUND {
             return Err(Error::not_found("file"));
         }
@@ -168,7 +170,7 @@ impl S3 {
     /// DELETEs a blob; a missing one is no error.
     pub(crate) async fn delete(&self, key: &str) -> Result<()> {
         let response = self
-            .send(Method::DELETE, key, EMPTY_SHA256, None, reqwest::Body::default())
+            .send(Method::DELETE, key, EMPTY_SHA256, None, Payload::Empty)
             .await?;
         if response.status() == StatusCode::NOT_FOUND {
             return Ok(());
@@ -218,7 +220,7 @@ impl S3 {
             query,
             EMPTY_SHA256,
             None,
-            reqwest::Body::default(),
+            Payload::Empty,
         )
         .await
         .and_then(expect_success(what))
@@ -261,15 +263,45 @@ impl S3 {
         key: &str,
         payload_hash: &str,
         length: Option<u64>,
-        body: reqwest::Body,
+        body: Payload,
     ) -> Result<reqwest::Response> {
         let url = self.object_url(key)?;
         self.send_to(method, url, &[], payload_hash, length, body).await
     }
 
+    /// Sends a request, signed anew each time, up to [`TRIES`] times while S3 answers that it is
+    /// busy or failing, or cannot be reached; answers the last answer or error.
+    async fn send_to(
+        &self,
+        method: Method,
+        url: Url,
+        query: &[(&str, String)],
+        payload_hash: &str,
+        length: Option<u64>,
+        body: Payload,
+    ) -> Result<reqwest::Response> {
+        let mut pause = RETRY_PAUSE;
+        for attempt in 1..=TRIES {
+            let sent = self
+                .send_once(method.clone(), url.clone(), query, payload_hash, length, body.body()?)
+                .await;
+            let again = match &sent {
+                Ok(response) => worth_retrying(response.status()),
+                Err(_) => true,
+            };
+            if !again || attempt == TRIES {
+                return sent;
+            }
+            tracing::warn!(attempt, "the S3 store asked to be asked again");
+            tokio::time::sleep(pause).await;
+            pause *= 4;
+        }
+        unreachable!("the last try answers")
+    }
+
     /// Signs and sends one request to `url` with `query` (its names and values as given; they
     /// are encoded and sorted here, as SigV4's canonical query wants and the request sends).
-    async fn send_to(
+    async fn send_once(
         &self,
         method: Method,
         mut url: Url,
@@ -331,6 +363,41 @@ impl S3 {
             .await
             .map_err(failed("reach the blob store"))
     }
+}
+
+/// A request's body, which can be sent again when the request is tried again.
+enum Payload {
+    Empty,
+    Bytes(Bytes),
+    /// A temporary file, read from its start each time.
+    File(std::fs::File),
+}
+
+impl Payload {
+    fn body(&self) -> Result<reqwest::Body> {
+        Ok(match self {
+            Payload::Empty => reqwest::Body::default(),
+            Payload::Bytes(bytes) => reqwest::Body::from(bytes.clone()),
+            Payload::File(file) => {
+                use std::io::Seek;
+                let mut file = file.try_clone().map_err(io_failed)?;
+                file.seek(SeekFrom::Start(0)).map_err(io_failed)?;
+                reqwest::Body::from(tokio::fs::File::from_std(file))
+            }
+        })
+    }
+}
+
+/// Whether an answer asks to be asked again: S3's busy and failing moments.
+fn worth_retrying(status: StatusCode) -> bool {
+    matches!(
+        status,
+        StatusCode::INTERNAL_SERVER_ERROR
+            | StatusCode::BAD_GATEWAY
+            | StatusCode::SERVICE_UNAVAILABLE
+            | StatusCode::GATEWAY_TIMEOUT
+            | StatusCode::TOO_MANY_REQUESTS
+    )
 }
 
 /// The query string SigV4 signs: names and values percent-encoded, sorted by name then value.

@@ -203,3 +203,28 @@ async fn the_health_check_asks_the_bucket_with_a_signed_listing() {
     assert_eq!(down.code, ErrorCode::Unavailable);
     assert_eq!(down.retry_after, Some(lector_core::error::DEPENDENCY_RETRY_SECS));
 }
+
+/// A bucket that answers "slow down" is asked again, the body sent whole each time; one that
+/// keeps answering so fails the write as unavailable (503) after three tries.
+#[tokio::test]
+async fn a_busy_bucket_is_asked_again() {
+    let (port, bucket) = stand_in().await;
+    let blobs = blobs(port, SECRET_KEY);
+    bucket.lock().unwrap().slow_down = 2;
+    let total = 200 * 1024 + 3;
+    blobs
+        .put_stream("uploads/busy", chunks(total, 64 * 1024), 10 << 20)
+        .await
+        .expect("written on the third try");
+    assert_eq!(bucket.lock().unwrap().requests, 3);
+    let expected: Vec<u8> = (0..total).map(|j| (j % 251) as u8).collect();
+    bucket.lock().unwrap().slow_down = 1;
+    assert_eq!(read_all(blobs.open_file("uploads/busy").await.unwrap()), expected);
+    bucket.lock().unwrap().slow_down = 1;
+    blobs.put_bytes("models/m2", b"weights".to_vec()).await.unwrap();
+
+    bucket.lock().unwrap().slow_down = 3;
+    let error = blobs.put_bytes("models/m3", b"never".to_vec()).await.unwrap_err();
+    assert_eq!(error.code, ErrorCode::Unavailable, "{}", error.detail);
+    assert!(blobs.open_file("models/m3").await.is_err());
+}

@@ -22,6 +22,8 @@ pub struct Bucket {
     pub requests: usize,
     /// The signed `x-amz-security-token` values seen.
     pub tokens: Vec<String>,
+    /// Requests still to be answered 503 SlowDown, as a busy bucket does.
+    pub slow_down: usize,
 }
 
 pub type Shared = Arc<Mutex<Bucket>>;
@@ -91,6 +93,10 @@ fn respond(
 ) -> (&'static str, Vec<u8>) {
     let mut bucket = bucket.lock().unwrap();
     bucket.requests += 1;
+    if bucket.slow_down > 0 {
+        bucket.slow_down -= 1;
+        return ("503 Slow Down", b"<Error><Code>SlowDown</Code></Error>".to_vec());
+    }
     let (path, query) = path.split_once('?').unwrap_or((path, ""));
     if !signed_correctly(method, path, query, headers, &body) {
         return ("403 Forbidden", b"<Error>SignatureDoesNotMatch</Error>".to_vec());
