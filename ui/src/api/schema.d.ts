@@ -3086,8 +3086,11 @@ export interface components {
             created: string;
             /** @description INFO or WARNING. */
             type: string;
-            /** @description When it was read; empty means unread. */
-            read: string;
+            /**
+             * @description When it was read; null while unread (the original client reads a date-time or null, and
+             *     fails on an empty string).
+             */
+            read?: string | null;
         };
         /** @description A page of a document read from a file. */
         PageDto: {

@@ -34,8 +34,9 @@ pub struct NotificationDto {
     /// INFO or WARNING.
     #[serde(rename = "type")]
     pub kind: String,
-    /// When it was read; empty means unread.
-    pub read: String,
+    /// When it was read; null while unread (the original client reads a date-time or null, and
+    /// fails on an empty string).
+    pub read: Option<String>,
 }
 
 impl From<Notification> for NotificationDto {
@@ -46,7 +47,7 @@ impl From<Notification> for NotificationDto {
             text: n.text,
             created: rfc3339(n.created),
             kind: n.kind.as_str().into(),
-            read: n.read.map(rfc3339).unwrap_or_default(),
+            read: n.read.map(rfc3339),
         }
     }
 }
