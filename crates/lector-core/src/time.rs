@@ -1,8 +1,9 @@
 //! Timestamps: stored as microseconds since the Unix epoch, served as RFC 3339 in UTC.
 
 use serde::{Serialize, Serializer};
-use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
+use time::macros::format_description;
+use time::{OffsetDateTime, PrimitiveDateTime};
 
 /// A UTC instant with microsecond precision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -38,6 +39,23 @@ impl Timestamp {
         let t = OffsetDateTime::parse(text, &Rfc3339).ok()?;
         Some(Self((t.unix_timestamp_nanos() / 1_000) as i64))
     }
+
+    /// Parses a date-time a client sent: RFC 3339 with any offset, or an ISO 8601 date-time
+    /// without one, read as UTC: `2024-05-01T12:00:00.123456`, as Python's
+    /// `datetime.now().isoformat()` writes a naive datetime (and the original client sends one).
+    /// `T` or a space between date and time; seconds required, a fraction of up to nine digits.
+    pub fn parse_lenient(text: &str) -> Option<Self> {
+        if let Some(t) = Self::parse_rfc3339(text) {
+            return Some(t);
+        }
+        let naive = format_description!("[year]-[month]-[day]T[hour]:[minute]:[second][optional [.[subsecond]]]");
+        let spaced = format_description!("[year]-[month]-[day] [hour]:[minute]:[second][optional [.[subsecond]]]");
+        let t = PrimitiveDateTime::parse(text, naive)
+            .or_else(|_| PrimitiveDateTime::parse(text, spaced))
+            .ok()?
+            .assume_utc();
+        Some(Self((t.unix_timestamp_nanos() / 1_000) as i64))
+    }
 }
 
 impl Serialize for Timestamp {
@@ -57,5 +75,39 @@ mod tests {
         assert_eq!(Timestamp::parse_rfc3339(&t.to_rfc3339()), Some(t));
         assert_eq!(Timestamp::parse_rfc3339("2023-11-14T23:13:20.123456+01:00"), Some(t));
         assert_eq!(Timestamp::parse_rfc3339("yesterday"), None);
+    }
+
+    #[test]
+    fn lenient_parsing_reads_a_date_time_without_offset_as_utc() {
+        let t = Timestamp(1_700_000_000_123_456);
+        assert_eq!(Timestamp::parse_rfc3339("2023-11-14T22:13:20.123456"), None);
+        for text in [
+            "2023-11-14T22:13:20.123456",
+            "2023-11-14 22:13:20.123456",
+            "2023-11-14T22:13:20.123456Z",
+            "2023-11-14T23:13:20.123456+01:00",
+        ] {
+            assert_eq!(Timestamp::parse_lenient(text), Some(t), "{text}");
+        }
+        assert_eq!(
+            Timestamp::parse_lenient("2023-11-14T22:13:20"),
+            Some(Timestamp(1_700_000_000_000_000))
+        );
+        assert_eq!(
+            Timestamp::parse_lenient("2023-11-14T22:13:20.5"),
+            Some(Timestamp(1_700_000_000_500_000))
+        );
+        for bad in [
+            "",
+            "yesterday",
+            "2023-11-14",
+            "2023-11-14T22:13",
+            "2023-11-14T22:13:20.",
+            "2023-13-14T22:13:20",
+            "2023-11-14T22:13:20.123456 ",
+            "2023-11-14T22:13:20.123456+01",
+        ] {
+            assert_eq!(Timestamp::parse_lenient(bad), None, "{bad:?}");
+        }
     }
 }

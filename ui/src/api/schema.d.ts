@@ -3425,7 +3425,10 @@ export interface components {
             /** Format: int64 */
             collection_id?: number | null;
         };
-        /** @description Only `read` may change: a timestamp marks the notification read, an empty string unread. */
+        /**
+         * @description Only `read` may change: a date-time marks the notification read (one without an offset, as
+         *     Python's `datetime.isoformat()` writes it, is UTC), an empty string unread.
+         */
         UpdateNotificationBody: {
             read?: string | null;
         };

@@ -52,7 +52,8 @@ impl From<Notification> for NotificationDto {
     }
 }
 
-/// Only `read` may change: a timestamp marks the notification read, an empty string unread.
+/// Only `read` may change: a date-time marks the notification read (one without an offset, as
+/// Python's `datetime.isoformat()` writes it, is UTC), an empty string unread.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateNotificationBody {
@@ -65,9 +66,9 @@ impl WriteBody for UpdateNotificationBody {
     fn validate(&self, problems: &mut Problems) {
         if let Some(read) = self.read.as_deref().filter(|r| !r.is_empty()) {
             problems.check(
-                Timestamp::parse_rfc3339(read).is_some(),
+                Timestamp::parse_lenient(read).is_some(),
                 "read",
-                "must be an RFC 3339 date-time or empty",
+                "must be an ISO 8601 date-time (without an offset it is read as UTC) or empty",
             );
         }
     }
@@ -94,7 +95,7 @@ async fn update(
     id: i64,
     body: UpdateNotificationBody,
 ) -> ApiResult<Json<NotificationDto>> {
-    let read = body.read.as_deref().and_then(Timestamp::parse_rfc3339);
+    let read = body.read.as_deref().and_then(Timestamp::parse_lenient);
     Ok(Json(
         state
             .store

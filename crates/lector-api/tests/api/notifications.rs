@@ -68,6 +68,12 @@ async fn notifications_are_listed_read_and_unread(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(read["read"], "2026-11-21T10:00:00Z");
+    // Python's datetime.now().isoformat(), as the original client sends it: no offset, UTC.
+    let naive = app
+        .put(&path, &ada.token, json!({"read": "2024-05-01T12:00:00.123456"}))
+        .await
+        .expect(200);
+    assert_eq!(naive["read"], "2024-05-01T12:00:00.123456Z");
     let unread = app.put(&path, &ada.token, json!({"read": ""})).await.expect(200);
     assert!(unread["read"].is_null(), "{unread}");
     for field in ["title", "text", "created", "type", "id"] {
