@@ -191,6 +191,15 @@ pub fn optional_query_flag<'de, D: serde::Deserializer<'de>>(deserializer: D) ->
     query_flag(deserializer).map(Some)
 }
 
+/// A body field given (as a value or as `null`) is `Some`; `#[serde(default)]` leaves an absent
+/// one `None`: `#[serde(default, deserialize_with = "crate::extract::nullable")]` on an
+/// `Option<Option<T>>`.
+pub fn nullable<'de, T: Deserialize<'de>, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
 /// `offset` and `limit` of a paged list; out-of-range values answer 400, never a silent clamp.
 #[derive(Debug, Clone, Copy, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]

@@ -45,6 +45,7 @@ pub use job_reclaims::{JobCount, JobStatistics};
 pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, LOST_WORKER_ALLOWANCE, Lease, NewJob};
 pub use labeled_imports::LabeledFile;
 pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel, UploadTarget};
+pub use notifications::NotificationChanges;
 pub use payloads::{
     ANALYSIS_JOB, AnalysisPayload, CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload,
     ImportedDocument, LABELED_IMPORT_JOB, LabeledColumns, LabeledImportPayload, MAIL_JOB, MailPayload,

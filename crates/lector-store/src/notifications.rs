@@ -46,22 +46,43 @@ impl Store {
         fetch_record(sqlx::query(&sql).bind(id).bind(user_id), &self.pool, "notification").await
     }
 
-    /// Marks a notification read at `read`, or unread with `None`.
-    pub async fn set_notification_read(
+    /// Changes a notification (SPEC's "change a notification": title, text, created, type,
+    /// read): each field given replaces the stored one; `read` given as `None` marks it unread.
+    pub async fn change_notification(
         &self,
         scope: &Scope,
         user_id: i64,
         id: i64,
-        read: Option<Timestamp>,
+        changes: NotificationChanges,
     ) -> Result<Notification> {
         self.notification(scope, user_id, id).await?;
-        sqlx::query("UPDATE notifications SET read = $1 WHERE id = $2 AND user_id = $3")
-            .bind(read.map(Timestamp::micros))
-            .bind(id)
-            .bind(user_id)
-            .execute(&self.pool)
-            .await
-            .map_err(db)?;
+        sqlx::query(
+            "UPDATE notifications SET title = COALESCE($1, title), text = COALESCE($2, text), \
+             type = COALESCE($3, type), created = COALESCE($4, created), \
+             read = CASE WHEN $5 = 1 THEN $6 ELSE read END WHERE id = $7 AND user_id = $8",
+        )
+        .bind(changes.title)
+        .bind(changes.text)
+        .bind(changes.kind.map(|k| k.as_str().to_owned()))
+        .bind(changes.created.map(Timestamp::micros))
+        .bind(i64::from(changes.read.is_some()))
+        .bind(changes.read.flatten().map(Timestamp::micros))
+        .bind(id)
+        .bind(user_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
         self.notification(scope, user_id, id).await
     }
+}
+
+/// What [`Store::change_notification`] changes; `None` keeps a field.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NotificationChanges {
+    pub title: Option<String>,
+    pub text: Option<String>,
+    pub kind: Option<NotificationType>,
+    pub created: Option<Timestamp>,
+    /// `Some(None)` marks the notification unread, `Some(Some(t))` read at `t`.
+    pub read: Option<Option<Timestamp>>,
 }

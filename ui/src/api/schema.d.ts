@@ -399,7 +399,10 @@ export interface paths {
         };
         /** One of the caller's notifications. */
         get: operations["get_notification"];
-        /** Marks a notification read or unread. */
+        /**
+         * Changes a notification: marks it read or unread, and sets its title, text, type or
+         *     creation time when given.
+         */
         put: operations["update_notification"];
         post?: never;
         delete?: never;
@@ -3426,10 +3429,17 @@ export interface components {
             collection_id?: number | null;
         };
         /**
-         * @description Only `read` may change: a date-time marks the notification read (one without an offset, as
-         *     Python's `datetime.isoformat()` writes it, is UTC), an empty string unread.
+         * @description SPEC's "change a notification": `title`, `text`, `created`, `type` and `read`, each
+         *     optional; a field left out keeps its value. `read` is a date-time (one without an offset, as
+         *     Python's `datetime.isoformat()` writes it, is UTC) or empty (`""` or `null`) to mark the
+         *     notification unread; `created` is read the same way.
          */
         UpdateNotificationBody: {
+            title?: string | null;
+            text?: string | null;
+            created?: string | null;
+            /** @description INFO or WARNING. */
+            type?: string | null;
             read?: string | null;
         };
         UpdateProjectBody: {

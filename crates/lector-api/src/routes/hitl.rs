@@ -126,26 +126,19 @@ pub struct HitlFieldSetting {
 pub struct HitlChangeBody {
     pub name: Option<String>,
     pub description: Option<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<i64>, nullable)]
     pub assigned_user_id: Option<Option<i64>>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<i64>, nullable)]
     pub model_id: Option<Option<i64>>,
     pub is_live: Option<bool>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<String>, nullable)]
     pub webhook_url: Option<Option<String>>,
     /// Field settings by label name; replaces the settings as a whole.
     #[schema(value_type = Option<std::collections::HashMap<String, HitlFieldSetting>>)]
     pub labels: Option<serde_json::Value>,
-}
-
-/// A field given (as a value or as `null`) is `Some`; `#[serde(default)]` leaves an absent one `None`.
-fn nullable<'de, T: Deserialize<'de>, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(deserializer).map(Some)
 }
 
 /// SPEC's bounds (name 120, description 255, webhook_url 255) and the settings' shape are

@@ -9,9 +9,10 @@ use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
+use lector_core::NotificationType;
 use lector_core::time::Timestamp;
 use lector_core::validate::Problems;
-use lector_store::Notification;
+use lector_store::{Notification, NotificationChanges};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -52,24 +53,76 @@ impl From<Notification> for NotificationDto {
     }
 }
 
-/// Only `read` may change: a date-time marks the notification read (one without an offset, as
-/// Python's `datetime.isoformat()` writes it, is UTC), an empty string unread.
+/// SPEC's "change a notification": `title`, `text`, `created`, `type` and `read`, each
+/// optional; a field left out keeps its value. `read` is a date-time (one without an offset, as
+/// Python's `datetime.isoformat()` writes it, is UTC) or empty (`""` or `null`) to mark the
+/// notification unread; `created` is read the same way.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateNotificationBody {
-    pub read: Option<String>,
+    pub title: Option<String>,
+    pub text: Option<String>,
+    pub created: Option<String>,
+    /// INFO or WARNING.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
+    #[schema(value_type = Option<String>, nullable)]
+    pub read: Option<Option<String>>,
 }
 
+/// Longest title and text a client may give a notification.
+const MAX_TITLE_CHARS: usize = 200;
+const MAX_TEXT_CHARS: usize = 2000;
+
 impl WriteBody for UpdateNotificationBody {
-    const IMMUTABLE: &'static [&'static str] = &["id", "title", "text", "created", "type"];
+    const IMMUTABLE: &'static [&'static str] = &["id"];
+    const FREE_TEXT: &'static [&'static str] = &["text"];
 
     fn validate(&self, problems: &mut Problems) {
-        if let Some(read) = self.read.as_deref().filter(|r| !r.is_empty()) {
+        if let Some(title) = &self.title {
+            problems.name("title", title, MAX_TITLE_CHARS);
+        }
+        if let Some(text) = &self.text {
+            problems.max_len("text", text, MAX_TEXT_CHARS);
+        }
+        if let Some(kind) = &self.kind {
+            problems.check(
+                kind.parse::<NotificationType>().is_ok(),
+                "type",
+                "must be INFO or WARNING",
+            );
+        }
+        if let Some(created) = &self.created {
+            problems.check(
+                Timestamp::parse_lenient(created).is_some(),
+                "created",
+                "must be an ISO 8601 date-time (without an offset it is read as UTC)",
+            );
+        }
+        if let Some(read) = self.read.as_ref().and_then(|r| r.as_deref()).filter(|r| !r.is_empty()) {
             problems.check(
                 Timestamp::parse_lenient(read).is_some(),
                 "read",
                 "must be an ISO 8601 date-time (without an offset it is read as UTC) or empty",
             );
+        }
+    }
+}
+
+impl UpdateNotificationBody {
+    /// The checked body as the store's changes.
+    fn changes(self) -> NotificationChanges {
+        NotificationChanges {
+            title: self.title.map(|t| t.trim().to_owned()),
+            text: self.text,
+            kind: self.kind.and_then(|k| k.parse().ok()),
+            created: self.created.as_deref().and_then(Timestamp::parse_lenient),
+            read: self.read.map(|r| {
+                r.as_deref()
+                    .filter(|r| !r.is_empty())
+                    .and_then(Timestamp::parse_lenient)
+            }),
         }
     }
 }
@@ -95,11 +148,10 @@ async fn update(
     id: i64,
     body: UpdateNotificationBody,
 ) -> ApiResult<Json<NotificationDto>> {
-    let read = body.read.as_deref().and_then(Timestamp::parse_lenient);
     Ok(Json(
         state
             .store
-            .set_notification_read(&caller.scope, user_id, id, read)
+            .change_notification(&caller.scope, user_id, id, body.changes())
             .await?
             .into(),
     ))
@@ -149,7 +201,8 @@ pub async fn get_notification(
     ))
 }
 
-/// Marks a notification read or unread.
+/// Changes a notification: marks it read or unread, and sets its title, text, type or
+/// creation time when given.
 #[utoipa::path(put, path = "/notifications/{notification_id}", tag = "notifications",
     params(("notification_id" = i64, Path)), request_body = UpdateNotificationBody,
     responses((status = 200, body = NotificationDto)))]

@@ -1,5 +1,6 @@
 //! Notifications: the internal `notify` API, listing, reading, the `/users/{id}` aliases and
-//! the refusal of server-owned fields, through HTTPS on both backends.
+//! the change of a notification's fields (SPEC's body: title, text, created, type, read) and the
+//! refusal of its id, through HTTPS on both backends.
 
 use crate::common::TestApp;
 use lector_core::NotificationType;
@@ -7,7 +8,8 @@ use serde_json::json;
 
 backend_tests!(
     notifications_are_listed_read_and_unread,
-    notifications_belong_to_their_user
+    notifications_belong_to_their_user,
+    notifications_change_as_spec_says
 );
 
 async fn notifications_are_listed_read_and_unread(app: TestApp) {
@@ -76,13 +78,11 @@ async fn notifications_are_listed_read_and_unread(app: TestApp) {
     assert_eq!(naive["read"], "2024-05-01T12:00:00.123456Z");
     let unread = app.put(&path, &ada.token, json!({"read": ""})).await.expect(200);
     assert!(unread["read"].is_null(), "{unread}");
-    for field in ["title", "text", "created", "type", "id"] {
-        let problem = app
-            .put(&path, &ada.token, json!({field: "x"}))
-            .await
-            .expect_problem(400, "immutable_field");
-        assert_eq!(problem["errors"][0]["field"], field);
-    }
+    let problem = app
+        .put(&path, &ada.token, json!({"id": 7, "read": ""}))
+        .await
+        .expect_problem(400, "immutable_field");
+    assert_eq!(problem["errors"][0]["field"], "id");
     app.put(&path, &ada.token, json!({"read": "yesterday"}))
         .await
         .expect_problem(422, "validation_failed");
@@ -142,4 +142,65 @@ async fn notifications_belong_to_their_user(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(seen[0]["title"], "Private");
+}
+
+/// SPEC's "change a notification" takes title, text, created, type and read: the original
+/// client's NotificationInput sends them back as it read them, and each one given is applied;
+/// a field left out keeps its value.
+async fn notifications_change_as_spec_says(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let note = app
+        .state
+        .store
+        .notify(ada.user_id, NotificationType::Info, "Model ready", "Score 0.9")
+        .await
+        .unwrap();
+    let path = format!("/notifications/{}", note.id);
+    let fetched = app.get(&path, &ada.token).await.expect(200);
+
+    // The fetched notification sent back (without its id) with `read` set: only `read` moves.
+    let mut input = fetched.clone();
+    input.as_object_mut().unwrap().remove("id");
+    input["read"] = json!("2024-05-01T12:00:00.123456");
+    let read = app.put(&path, &ada.token, input).await.expect(200);
+    assert_eq!(read["read"], "2024-05-01T12:00:00.123456Z");
+    for field in ["id", "title", "text", "created", "type"] {
+        assert_eq!(read[field], fetched[field], "{field}");
+    }
+
+    // Each field given replaces its value; `read` left out stays.
+    let changed = app
+        .put(
+            &path,
+            &ada.token,
+            json!({"title": "Renamed", "text": "Two lines\nof text", "type": "WARNING",
+                   "created": "2024-01-02T03:04:05"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(changed["title"], "Renamed");
+    assert_eq!(changed["text"], "Two lines\nof text");
+    assert_eq!(changed["type"], "WARNING");
+    assert_eq!(changed["created"], "2024-01-02T03:04:05Z");
+    assert_eq!(changed["read"], "2024-05-01T12:00:00.123456Z", "read left out stays");
+    assert_eq!(app.get(&path, &ada.token).await.expect(200), changed);
+
+    // `null`, like "", marks it unread.
+    let unread = app.put(&path, &ada.token, json!({"read": null})).await.expect(200);
+    assert!(unread["read"].is_null(), "{unread}");
+    assert_eq!(unread["title"], "Renamed");
+
+    for (body, field) in [
+        (json!({"type": "DEBUG"}), "type"),
+        (json!({"title": " "}), "title"),
+        (json!({"title": "x".repeat(201)}), "title"),
+        (json!({"text": "x".repeat(2001)}), "text"),
+        (json!({"created": "last week"}), "created"),
+    ] {
+        let problem = app
+            .put(&path, &ada.token, body)
+            .await
+            .expect_problem(422, "validation_failed");
+        assert_eq!(problem["errors"][0]["field"], field);
+    }
 }
