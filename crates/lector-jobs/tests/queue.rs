@@ -446,7 +446,7 @@ async fn a_clone_without_a_handler_fails_its_project(backend: Backend) {
     let store = Store::open(&database.url, 4).await.expect("store");
     let (scope, workspace, project) = owner_with_project(&store, "Original", ProjectType::Class).await;
     let (copy, job_id) = store.start_clone(&scope, project.id, &workspace, None).await.unwrap();
-    assert_eq!(copy.status, "PROCESSING");
+    assert_eq!(copy.status, "CLONING");
     let job = run_until_ended(&store, &Runner::new().with(Flaky), job_id).await;
     assert_eq!(job.state, JobState::Failed);
     let reason = format!(

@@ -26,7 +26,7 @@ pub struct CloneCounts {
 }
 
 impl Store {
-    /// Creates the copy (PROCESSING) in `target` and the job that fills it, in one transaction.
+    /// Creates the copy (CLONING) in `target` and the job that fills it, in one transaction.
     /// The caller manages projects in the original's workspace and in the target. Without a
     /// name the copy is called "NAME (copy)", numbered when that is taken.
     pub async fn start_clone(
@@ -53,7 +53,7 @@ impl Store {
             .bind(target.id)
             .bind(&name)
             .bind(source.kind.as_str())
-            .bind("PROCESSING")
+            .bind("CLONING")
             .bind(&source.language)
             .bind(Timestamp::now().micros())
             .fetch_one(&mut *tx)

@@ -134,6 +134,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0020_review_status_case.sql"),
         postgres: include_str!("../migrations/postgres/0020_review_status_case.sql"),
     },
+    Step {
+        version: 21,
+        description: "cloning status",
+        sqlite: include_str!("../migrations/sqlite/0021_cloning_status.sql"),
+        postgres: include_str!("../migrations/postgres/0021_cloning_status.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -99,7 +99,7 @@ fn default_max_rows() -> u64 {
     lector_core::config::DEFAULT_MAX_ROWS
 }
 
-/// Fills a cloned project (PROCESSING until done) with copies of the original's contents.
+/// Fills a cloned project (CLONING until done) with copies of the original's contents.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClonePayload {
     pub source_project_id: i64,

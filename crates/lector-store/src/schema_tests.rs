@@ -169,3 +169,42 @@ async fn sqlite_and_postgres_schemas_match() {
         );
     }
 }
+
+/// Migration 0021 turns the projects a clone job was filling, stored PROCESSING before, into
+/// CLONING (the original client's Project status enum has no PROCESSING): the step is taken off
+/// the record of a migrated database holding such a project, and opening the store applies it.
+async fn stored_copies_become_cloning(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 2).await.expect("migrate");
+    let (_, _, project) = crate::testing::owner_with_project(&store, "Copy", lector_core::ProjectType::Class).await;
+    sqlx::query("UPDATE projects SET status = 'PROCESSING' WHERE id = $1")
+        .bind(project.id)
+        .execute(&store.pool)
+        .await
+        .expect("a copy as 0020 left it");
+    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = 21")
+        .execute(&store.pool)
+        .await
+        .expect("forget 0021");
+    store.close().await;
+    let store = Store::open(&database.url, 2).await.expect("migrate again");
+    let status: String = sqlx::query_scalar("SELECT status FROM projects WHERE id = $1")
+        .bind(project.id)
+        .fetch_one(&store.pool)
+        .await
+        .expect("status");
+    store.close().await;
+    assert_eq!(status, "CLONING");
+}
+
+#[tokio::test]
+async fn stored_copies_become_cloning_sqlite() {
+    stored_copies_become_cloning(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn stored_copies_become_cloning_postgres() {
+    stored_copies_become_cloning(Backend::Postgres).await;
+}

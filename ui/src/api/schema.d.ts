@@ -1127,7 +1127,7 @@ export interface paths {
         put?: never;
         /**
          * Copies a project with its classes, labels, groups, documents, labeling sessions and tags.
-         *     Answers the copy at once (status PROCESSING) with the `task_id` of the job that fills it;
+         *     Answers the copy at once (status CLONING) with the `task_id` of the job that fills it;
          *     the copy turns CREATED when everything is copied.
          */
         post: operations["clone_project"];
@@ -3164,6 +3164,7 @@ export interface components {
             name: string;
             /** @description ABSA, CLASS, LABEL or CLASSLABEL. */
             type: string;
+            /** @description CREATED; CLONING while a clone job fills the copy; FAILED when that job failed. */
             status: string;
             created: string;
             /** Format: int64 */

@@ -33,6 +33,7 @@ pub struct ProjectDto {
     /// ABSA, CLASS, LABEL or CLASSLABEL.
     #[serde(rename = "type")]
     pub kind: String,
+    /// CREATED; CLONING while a clone job fills the copy; FAILED when that job failed.
     pub status: String,
     pub created: String,
     pub organization_id: i64,
@@ -335,7 +336,7 @@ impl WriteBody for CloneBody {
 }
 
 /// Copies a project with its classes, labels, groups, documents, labeling sessions and tags.
-/// Answers the copy at once (status PROCESSING) with the `task_id` of the job that fills it;
+/// Answers the copy at once (status CLONING) with the `task_id` of the job that fills it;
 /// the copy turns CREATED when everything is copied.
 #[utoipa::path(post, path = "/projects/{project_id}/clone", tag = "projects", params(("project_id" = i64, Path)),
     request_body = CloneBody, responses((status = 200, body = ProjectDto)))]

@@ -134,7 +134,7 @@ async fn a_copy_whose_original_is_deleted_fails(app: TestApp) {
         .post(&format!("/projects/{original}/clone"), &ada.token, json!({}))
         .await
         .expect(200);
-    assert_eq!(copy["status"], "PROCESSING", "{copy}");
+    assert_eq!(copy["status"], "CLONING", "{copy}");
     let copy_id = copy["id"].as_i64().unwrap();
     app.delete(&format!("/projects/{original}"), &ada.token)
         .await
