@@ -1799,7 +1799,10 @@ export interface paths {
         /** The user's product keys (tokens shortened). */
         get: operations["list_product_keys"];
         put?: never;
-        /** Creates a product key: a long-lived bearer token shown whole only in this answer. */
+        /**
+         * Creates a product key: a long-lived bearer token shown whole only in this answer. Without a
+         *     `name` (the original client sends `{}`) the key is named "Key " and its first characters.
+         */
         post: operations["create_product_key"];
         delete?: never;
         options?: never;
@@ -3147,7 +3150,8 @@ export interface components {
             message: string;
         };
         ProductKeyBody: {
-            name: string;
+            /** @description Default: "Key " and the key's first characters (the original client sends `{}`). */
+            name?: string | null;
         };
         /** @description A product key as served; `token` is whole only in the answer that creates it. */
         ProductKeyDto: {

@@ -295,18 +295,22 @@ pub async fn list_product_keys(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProductKeyBody {
-    pub name: String,
+    /// Default: "Key " and the key's first characters (the original client sends `{}`).
+    pub name: Option<String>,
 }
 
 impl WriteBody for ProductKeyBody {
     const IMMUTABLE: &'static [&'static str] = &["id", "created", "token"];
 
     fn validate(&self, problems: &mut Problems) {
-        problems.name("name", &self.name, MAX_NAME_CHARS);
+        if let Some(name) = &self.name {
+            problems.name("name", name, MAX_NAME_CHARS);
+        }
     }
 }
 
-/// Creates a product key: a long-lived bearer token shown whole only in this answer.
+/// Creates a product key: a long-lived bearer token shown whole only in this answer. Without a
+/// `name` (the original client sends `{}`) the key is named "Key " and its first characters.
 #[utoipa::path(post, path = "/users/{user_id}/keys", tag = "users", params(("user_id" = i64, Path)),
     request_body = ProductKeyBody, responses((status = 201, body = ProductKeyDto)))]
 pub async fn create_product_key(
@@ -317,9 +321,13 @@ pub async fn create_product_key(
 ) -> ApiResult<(StatusCode, Json<ProductKeyDto>)> {
     let token = format!("{PRODUCT_KEY_PREFIX}{}", random_token());
     let prefix: String = token.chars().take(PRODUCT_KEY_PREFIX.len() + 6).collect();
+    let name = match &body.name {
+        Some(name) => name.trim().to_owned(),
+        None => format!("Key {prefix}"),
+    };
     let key = state
         .store
-        .create_product_key(&caller.scope, p.user_id, body.name.trim(), &prefix, &token_hash(&token))
+        .create_product_key(&caller.scope, p.user_id, &name, &prefix, &token_hash(&token))
         .await?;
     Ok((
         StatusCode::CREATED,

@@ -286,6 +286,16 @@ async fn product_keys_are_bearer_tokens(app: TestApp) {
     app.post(&keys, &ada.token, json!({"name": ""}))
         .await
         .expect_problem(422, "validation_failed");
+
+    // The original client's users_user_id_keys_post takes no body and sends `{}`: the key is
+    // named after its first characters, which the listing shows too.
+    let unnamed = app.post(&keys, &ada.token, json!({})).await.expect(201);
+    let token = unnamed["token"].as_str().unwrap();
+    assert_eq!(unnamed["name"], format!("Key {}", &token[..9]));
+    app.get("/auth/status", token).await.expect(200);
+    let listed = app.get(&keys, &ada.token).await.expect(200);
+    assert_eq!(listed[1]["name"], unnamed["name"]);
+    assert_eq!(listed[1]["token"], format!("{}…", &token[..9]));
 }
 
 async fn users_see_only_themselves(app: TestApp) {
