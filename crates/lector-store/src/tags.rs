@@ -171,6 +171,14 @@ impl Store {
         Ok((session, document, segment))
     }
 
+    /// A segment's mark in its session (`None` while it is not marked), with the session as it
+    /// now stands.
+    pub async fn segment_mark(&self, scope: &Scope, at: SegmentAt) -> Result<(Session, Option<SegmentMark>)> {
+        let (session, _, segment) = self.session_segment(scope, at, Action::Read).await?;
+        let mark = self.marks_by_segment_ids(session.id, &[segment.id]).await?.pop();
+        Ok((session, mark))
+    }
+
     pub async fn segment_tags(&self, scope: &Scope, at: SegmentAt) -> Result<Vec<SegmentTag>> {
         let (session, _, segment) = self.session_segment(scope, at, Action::Read).await?;
         self.tags_by_segment_ids(&[segment.id], Some(session.id)).await

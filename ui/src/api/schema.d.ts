@@ -1226,7 +1226,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Adds a tag to a segment of a correction session (ANNOTATOR). */
+        /**
+         * Adds a tag to a segment of a correction session (ANNOTATOR); answers the tag with the
+         *     segment's mark, the predicted score and the progress.
+         */
         post: operations["add_correction_tag"];
         delete?: never;
         options?: never;
@@ -1242,10 +1245,13 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Changes a tag of a correction session (ANNOTATOR). */
+        /** Changes a tag of a correction session (ANNOTATOR); answers as add_correction_tag. */
         put: operations["update_correction_tag"];
         post?: never;
-        /** Removes a tag of a correction session (ANNOTATOR). */
+        /**
+         * Removes a tag of a correction session (ANNOTATOR); answers its segment's status record,
+         *     the predicted score and the progress, with the tag removed.
+         */
         delete: operations["delete_correction_tag"];
         options?: never;
         head?: never;
@@ -1261,7 +1267,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Confirms a tag of a correction session (READY) or reopens it (CORRECTING) (ANNOTATOR). */
+        /**
+         * Confirms a tag of a correction session (READY) or reopens it (CORRECTING) (ANNOTATOR);
+         *     answers as add_correction_tag.
+         */
         post: operations["confirm_correction_tag"];
         delete?: never;
         options?: never;
@@ -2304,6 +2313,13 @@ export interface components {
              */
             progress: number;
         };
+        /** @description The segment a tag change touched, as the original's CreateCorrectionTagResponse shows it. */
+        CorrectedSegmentDto: {
+            /** Format: int64 */
+            id: number;
+            /** @description When the segment was marked corrected; null while it is not. */
+            annotated?: string | null;
+        };
         /**
          * @description A correction session: a session (mode CORRECTION) with its model and the model's expected
          *     score once the corrections so far are learned.
@@ -2323,6 +2339,38 @@ export interface components {
             /** Format: int64 */
             id: number;
             display_name: string;
+        };
+        /**
+         * @description What adding, changing or confirming a tag of a correction session answers: the tag, whether
+         *     its segment is marked corrected, the model's predicted score and the session's progress.
+         */
+        CorrectionTagDto: {
+            tag: components["schemas"]["TagDto"];
+            segment: components["schemas"]["CorrectedSegmentDto"];
+            /**
+             * Format: double
+             * @description The model's expected macro F1 once it learns the corrections so far.
+             */
+            predicted_score?: number | null;
+            /**
+             * Format: double
+             * @description Corrected segments over all segments of the session, in [0, 1].
+             */
+            progress: number;
+        };
+        /**
+         * @description What removing a tag of a correction session answers (the original's
+         *     AnnotateCorrectionResponse): its segment's status record, the model's predicted score and
+         *     the session's progress, with the tag removed.
+         */
+        CorrectionTagRemovedDto: {
+            segment: components["schemas"]["SegmentStatusDto"];
+            /** Format: double */
+            predicted_score?: number | null;
+            /** Format: double */
+            progress: number;
+            /** @description The tag removed. */
+            tag: components["schemas"]["TagDto"];
         };
         /**
          * @description A batch analysis to run: a model and the texts, from one of `documents`, `file_id` or
@@ -3228,6 +3276,20 @@ export interface components {
             /** @description ANNOTATED once marked, when read through a session. */
             status?: string | null;
             page?: components["schemas"]["PageDto"] | null;
+        };
+        /**
+         * @description A segment's annotation status record in a correction session; `name` (ANNOTATED) and
+         *     `created` are null while the segment is not marked corrected.
+         */
+        SegmentStatusDto: {
+            name?: string | null;
+            created?: string | null;
+            /** Format: int64 */
+            document_id: number;
+            /** Format: int64 */
+            segment_id: number;
+            /** Format: int64 */
+            annotation_id: number;
         };
         /** @description The fields every session answer has; the class and label lists differ by operation. */
         SessionCore: {
@@ -6710,7 +6772,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TagDto"];
+                    "application/json": components["schemas"]["CorrectionTagDto"];
                 };
             };
             /** @description The request was refused; see `code` and `detail` */
@@ -6748,7 +6810,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TagDto"];
+                    "application/json": components["schemas"]["CorrectionTagDto"];
                 };
             };
             /** @description The request was refused; see `code` and `detail` */
@@ -6782,7 +6844,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TagDto"];
+                    "application/json": components["schemas"]["CorrectionTagRemovedDto"];
                 };
             };
             /** @description The request was refused; see `code` and `detail` */
@@ -6820,7 +6882,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TagDto"];
+                    "application/json": components["schemas"]["CorrectionTagDto"];
                 };
             };
             /** @description The request was refused; see `code` and `detail` */

@@ -79,15 +79,19 @@ function adapter(mode: Mode, project: number, session: number): Adapter {
           params: { path: { project_id: project, correction_id: session }, query: { details: "segments,tags", offset, limit: 1 } },
         }),
       ),
+    // A correction session's tag changes answer the tag with the segment's mark, the predicted
+    // score and the progress (as the original's CreateCorrectionTagResponse); the tag is kept.
     addTag: (d, s, body) =>
-      unwrap(api.POST("/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags", { ...seg(d, s), body })),
+      unwrap(api.POST("/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags", { ...seg(d, s), body })).then(
+        (a) => a.tag,
+      ),
     updateTag: (d, s, t, body) =>
       unwrap(
         api.PUT("/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags/{tag_id}", {
           params: { path: { ...seg(d, s).params.path, tag_id: t } },
           body,
         }),
-      ),
+      ).then((a) => a.tag),
     deleteTag: async (d, s, t) => {
       await unwrap(
         api.DELETE("/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags/{tag_id}", {
@@ -110,7 +114,7 @@ function adapter(mode: Mode, project: number, session: number): Adapter {
           params: { path: { ...seg(d, s).params.path, tag_id: t } },
           body: { status: "READY" },
         }),
-      ),
+      ).then((a) => a.tag),
   };
 }
 

@@ -1,6 +1,8 @@
 //! Correction sessions: a model's tags on a sample of a project's documents, the ones it is
 //! least sure of first, for people to correct. Annotators add, change, delete and confirm
-//! tags and mark segments corrected; each mark answers the model's `predicted_score`, what its
+//! tags and mark segments corrected; each mark and each tag change answers the model's
+//! `predicted_score` and the session's `progress` (the shapes of the original's
+//! AnnotateCorrectionResponse and CreateCorrectionTagResponse), the predicted score being what its
 //! score is expected to become once it learns the corrections so far
 //! (`lector_core::corrections::predicted_score`). The sessions count as training data.
 //!
@@ -400,53 +402,149 @@ async fn correcting(state: &AppState, caller: &Caller, at: lector_store::Segment
         .await
 }
 
-/// Adds a tag to a segment of a correction session (ANNOTATOR).
+/// The segment a tag change touched, as the original's CreateCorrectionTagResponse shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CorrectedSegmentDto {
+    pub id: i64,
+    /// When the segment was marked corrected; null while it is not.
+    pub annotated: Option<String>,
+}
+
+/// What adding, changing or confirming a tag of a correction session answers: the tag, whether
+/// its segment is marked corrected, the model's predicted score and the session's progress.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CorrectionTagDto {
+    pub tag: TagDto,
+    pub segment: CorrectedSegmentDto,
+    /// The model's expected macro F1 once it learns the corrections so far.
+    pub predicted_score: Option<f64>,
+    /// Corrected segments over all segments of the session, in [0, 1].
+    pub progress: f64,
+}
+
+/// A segment's annotation status record in a correction session; `name` (ANNOTATED) and
+/// `created` are null while the segment is not marked corrected.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SegmentStatusDto {
+    pub name: Option<String>,
+    pub created: Option<String>,
+    pub document_id: i64,
+    pub segment_id: i64,
+    pub annotation_id: i64,
+}
+
+/// What removing a tag of a correction session answers (the original's
+/// AnnotateCorrectionResponse): its segment's status record, the model's predicted score and
+/// the session's progress, with the tag removed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CorrectionTagRemovedDto {
+    pub segment: SegmentStatusDto,
+    pub predicted_score: Option<f64>,
+    pub progress: f64,
+    /// The tag removed.
+    pub tag: TagDto,
+}
+
+/// Where a correction session stands after a tag change: the segment's mark, the model's
+/// predicted score and the session's progress.
+async fn standing(
+    state: &AppState,
+    caller: &Caller,
+    at: lector_store::SegmentAt,
+) -> Result<(Option<lector_store::SegmentMark>, Option<f64>, f64)> {
+    let (session, mark) = state.store.segment_mark(&caller.scope, at).await?;
+    let predicted_score = predicted(state, caller, &session).await?;
+    Ok((mark, predicted_score, session.progress()))
+}
+
+async fn tag_answer(
+    state: &AppState,
+    caller: &Caller,
+    at: lector_store::SegmentAt,
+    tag: TagDto,
+) -> Result<CorrectionTagDto> {
+    let (mark, predicted_score, progress) = standing(state, caller, at).await?;
+    Ok(CorrectionTagDto {
+        tag,
+        segment: CorrectedSegmentDto {
+            id: at.segment_id,
+            annotated: mark.map(|m| crate::routes::rfc3339(m.created)),
+        },
+        predicted_score,
+        progress,
+    })
+}
+
+/// Adds a tag to a segment of a correction session (ANNOTATOR); answers the tag with the
+/// segment's mark, the predicted score and the progress.
 #[utoipa::path(post,
     path = "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags",
     tag = "correction sessions",
     params(("project_id" = i64, Path), ("correction_id" = i64, Path), ("document_id" = i64, Path), ("segment_id" = i64, Path)),
-    request_body = TagBody, responses((status = 201, body = TagDto)))]
+    request_body = TagBody, responses((status = 201, body = CorrectionTagDto)))]
 pub async fn add_correction_tag(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<SegmentPath>,
     body: Body<TagBody>,
-) -> ApiResult<(StatusCode, Json<TagDto>)> {
-    correcting(&state, &caller, p.at()).await?;
-    crate::routes::annotate::add_segment_tag(State(state), caller, PathParams(p), body).await
+) -> ApiResult<(StatusCode, Json<CorrectionTagDto>)> {
+    let at = p.at();
+    correcting(&state, &caller, at).await?;
+    let (status, Json(tag)) =
+        crate::routes::annotate::add_segment_tag(State(state.clone()), caller.clone(), PathParams(p), body).await?;
+    Ok((status, Json(tag_answer(&state, &caller, at, tag).await?)))
 }
 
-/// Changes a tag of a correction session (ANNOTATOR).
+/// Changes a tag of a correction session (ANNOTATOR); answers as add_correction_tag.
 #[utoipa::path(put,
     path = "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags/{tag_id}",
     tag = "correction sessions",
     params(("project_id" = i64, Path), ("correction_id" = i64, Path), ("document_id" = i64, Path),
         ("segment_id" = i64, Path), ("tag_id" = i64, Path)),
-    request_body = TagBody, responses((status = 200, body = TagDto)))]
+    request_body = TagBody, responses((status = 200, body = CorrectionTagDto)))]
 pub async fn update_correction_tag(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<TagPath>,
     body: Body<TagBody>,
-) -> ApiResult<Json<TagDto>> {
-    correcting(&state, &caller, p.segment().at()).await?;
-    crate::routes::annotate::update_segment_tag(State(state), caller, PathParams(p), body).await
+) -> ApiResult<Json<CorrectionTagDto>> {
+    let at = p.segment().at();
+    correcting(&state, &caller, at).await?;
+    let Json(tag) =
+        crate::routes::annotate::update_segment_tag(State(state.clone()), caller.clone(), PathParams(p), body).await?;
+    Ok(Json(tag_answer(&state, &caller, at, tag).await?))
 }
 
-/// Removes a tag of a correction session (ANNOTATOR).
+/// Removes a tag of a correction session (ANNOTATOR); answers its segment's status record,
+/// the predicted score and the progress, with the tag removed.
 #[utoipa::path(delete,
     path = "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags/{tag_id}",
     tag = "correction sessions",
     params(("project_id" = i64, Path), ("correction_id" = i64, Path), ("document_id" = i64, Path),
         ("segment_id" = i64, Path), ("tag_id" = i64, Path)),
-    responses((status = 200, body = TagDto)))]
+    responses((status = 200, body = CorrectionTagRemovedDto)))]
 pub async fn delete_correction_tag(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<TagPath>,
-) -> ApiResult<Json<TagDto>> {
-    correcting(&state, &caller, p.segment().at()).await?;
-    crate::routes::annotate::delete_segment_tag(State(state), caller, PathParams(p)).await
+) -> ApiResult<Json<CorrectionTagRemovedDto>> {
+    let at = p.segment().at();
+    correcting(&state, &caller, at).await?;
+    let Json(tag) =
+        crate::routes::annotate::delete_segment_tag(State(state.clone()), caller.clone(), PathParams(p)).await?;
+    let (mark, predicted_score, progress) = standing(&state, &caller, at).await?;
+    Ok(Json(CorrectionTagRemovedDto {
+        segment: SegmentStatusDto {
+            name: mark.as_ref().map(|m| m.name.clone()),
+            created: mark.map(|m| crate::routes::rfc3339(m.created)),
+            document_id: at.document_id,
+            segment_id: at.segment_id,
+            annotation_id: at.session_id,
+        },
+        predicted_score,
+        progress,
+        tag,
+    }))
 }
 
 /// The new status of a correction tag.
@@ -467,22 +565,24 @@ impl WriteBody for ConfirmBody {
     }
 }
 
-/// Confirms a tag of a correction session (READY) or reopens it (CORRECTING) (ANNOTATOR).
+/// Confirms a tag of a correction session (READY) or reopens it (CORRECTING) (ANNOTATOR);
+/// answers as add_correction_tag.
 #[utoipa::path(post,
     path = "/projects/{project_id}/corrections/{correction_id}/documents/{document_id}/segments/{segment_id}/tags/{tag_id}/statuses",
     tag = "correction sessions",
     params(("project_id" = i64, Path), ("correction_id" = i64, Path), ("document_id" = i64, Path),
         ("segment_id" = i64, Path), ("tag_id" = i64, Path)),
-    request_body = ConfirmBody, responses((status = 200, body = TagDto)))]
+    request_body = ConfirmBody, responses((status = 200, body = CorrectionTagDto)))]
 pub async fn confirm_correction_tag(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<TagPath>,
     Body(body): Body<ConfirmBody>,
-) -> ApiResult<Json<TagDto>> {
+) -> ApiResult<Json<CorrectionTagDto>> {
+    let at = p.segment().at();
     let tag = state
         .store
-        .confirm_correction_tag(&caller.scope, p.segment().at(), p.tag_id(), &body.status)
+        .confirm_correction_tag(&caller.scope, at, p.tag_id(), &body.status)
         .await?;
-    Ok(Json(tag.into()))
+    Ok(Json(tag_answer(&state, &caller, at, tag.into()).await?))
 }

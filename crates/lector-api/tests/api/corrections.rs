@@ -157,11 +157,18 @@ async fn correction_story(app: TestApp) {
     } else {
         "billing"
     };
+    // Each tag change answers as the original's CreateCorrectionTagResponse: the tag, whether
+    // its segment is marked corrected, the predicted score and the progress.
     let changed = app
         .put(&format!("{tags_path}/{tag}"), &ada.token, json!({"class": other}))
         .await
         .expect(200);
-    assert_eq!(changed["class"], other);
+    assert_eq!(changed["tag"]["class"], other);
+    assert_eq!(changed["tag"]["id"], tag);
+    assert_eq!(changed["segment"]["id"], segment["id"]);
+    assert!(changed["segment"]["annotated"].is_null(), "not marked yet: {changed}");
+    assert_eq!(changed["predicted_score"], model["score"], "nothing corrected yet");
+    assert_eq!(changed["progress"], 0.0);
     let missing = ["billing", "login", "shipping"]
         .into_iter()
         .find(|c| *c != other && tags.iter().all(|t| t["class"] != *c))
@@ -170,6 +177,10 @@ async fn correction_story(app: TestApp) {
         .post(&tags_path, &ada.token, json!({"class": missing}))
         .await
         .expect(201);
+    assert_eq!(added["tag"]["class"], missing);
+    assert!(added["segment"]["annotated"].is_null(), "{added}");
+    assert_eq!(added["progress"], 0.0);
+    let added = added["tag"].clone();
     let confirmed = app
         .post(
             &format!("{tags_path}/{}/statuses", added["id"]),
@@ -178,7 +189,9 @@ async fn correction_story(app: TestApp) {
         )
         .await
         .expect(200);
-    assert_eq!(confirmed["status"], "READY");
+    assert_eq!(confirmed["tag"]["status"], "READY");
+    assert!(confirmed["segment"]["annotated"].is_null(), "{confirmed}");
+    assert_eq!(confirmed["predicted_score"], model["score"]);
     app.post(
         &format!("{tags_path}/{tag}/statuses"),
         &ada.token,
@@ -186,12 +199,22 @@ async fn correction_story(app: TestApp) {
     )
     .await
     .expect_problem(422, "validation_failed");
+    // Removing answers as the original's AnnotateCorrectionResponse: the segment's status
+    // record (no mark yet), the predicted score and the progress; and the tag removed.
     let removed = app
         .delete(&format!("{tags_path}/{}", added["id"]), &ada.token)
         .await
         .expect(200);
-    assert_eq!(removed["id"], added["id"]);
-    app.post(&tags_path, &ada.token, json!({"class": missing}))
+    assert_eq!(removed["tag"]["id"], added["id"]);
+    assert_eq!(removed["segment"]["segment_id"], segment["id"]);
+    assert_eq!(removed["segment"]["document_id"], first["id"]);
+    assert_eq!(removed["segment"]["annotation_id"], id);
+    assert!(removed["segment"]["name"].is_null(), "{removed}");
+    assert!(removed["segment"]["created"].is_null(), "{removed}");
+    assert_eq!(removed["predicted_score"], model["score"]);
+    assert_eq!(removed["progress"], 0.0);
+    let readded = app
+        .post(&tags_path, &ada.token, json!({"class": missing}))
         .await
         .expect(201);
 
@@ -211,6 +234,34 @@ async fn correction_story(app: TestApp) {
         "a disagreeing correction moves the estimate"
     );
     assert!(marked["progress"].as_f64().unwrap() > 0.0);
+    // Tag changes on a corrected segment show its mark, and the estimate they move.
+    let confirmed = app
+        .post(
+            &format!("{tags_path}/{}/statuses", readded["tag"]["id"]),
+            &ada.token,
+            json!({"status": "READY"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(confirmed["segment"]["annotated"], marked["segment"]["created"]);
+    assert_eq!(confirmed["predicted_score"], marked["predicted_score"]);
+    assert_eq!(confirmed["progress"], marked["progress"]);
+    let removed = app
+        .delete(&format!("{tags_path}/{}", readded["tag"]["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(removed["segment"]["name"], "ANNOTATED");
+    assert_eq!(removed["segment"]["created"], marked["segment"]["created"]);
+    assert_eq!(removed["progress"], marked["progress"]);
+    let readded = app
+        .post(&tags_path, &ada.token, json!({"class": missing}))
+        .await
+        .expect(201);
+    assert_eq!(readded["segment"]["annotated"], marked["segment"]["created"]);
+    assert_eq!(
+        readded["predicted_score"], marked["predicted_score"],
+        "the same tags again"
+    );
     // Every other segment of the session corrected as the model said.
     for document in page["documents"].as_array().unwrap() {
         for s in document["segments"].as_array().unwrap() {

@@ -1109,7 +1109,8 @@ async fn make_fresh(
                         json!({"class": "billing"}),
                     )
                     .await
-                    .expect(201),
+                    .expect(201)["tag"]
+                    .clone(),
             };
             params.insert("correction_id", id(&made));
             params.insert("document_id", id(&document));
