@@ -2574,8 +2574,7 @@ export interface components {
         };
         DocumentBody: {
             text: string;
-            /** @description The client's own segments; otherwise the text is split into sentences. */
-            segments?: components["schemas"]["SegmentBody"][] | null;
+            segments?: components["schemas"]["SegmentsBody"] | null;
             meta?: Record<string, never> | null;
             /** @description en (default), de or ar: the sentence rules. */
             language?: string | null;
@@ -3291,6 +3290,13 @@ export interface components {
             /** Format: int64 */
             annotation_id: number;
         };
+        /**
+         * @description A document body's `segments`: an array of segments, or one segment as an object (SPEC 4.5:
+         *     "segments (object with text)", as the original client's DocumentCreate sends it). Read by
+         *     the JSON's shape, so a bad segment is named as a segment (an unknown field is
+         *     `unknown_field`), never as "no variant matched".
+         */
+        SegmentsBody: components["schemas"]["SegmentBody"][] | components["schemas"]["SegmentBody"];
         /** @description The fields every session answer has; the class and label lists differ by operation. */
         SessionCore: {
             /** Format: int64 */

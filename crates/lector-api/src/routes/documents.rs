@@ -228,7 +228,7 @@ pub(crate) fn check_text(problems: &mut Problems, field: &str, text: &str) {
     );
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SegmentBody {
     pub text: String,
@@ -236,12 +236,49 @@ pub struct SegmentBody {
     pub span: Option<[usize; 2]>,
 }
 
+/// A document body's `segments`: an array of segments, or one segment as an object (SPEC 4.5:
+/// "segments (object with text)", as the original client's DocumentCreate sends it). Read by
+/// the JSON's shape, so a bad segment is named as a segment (an unknown field is
+/// `unknown_field`), never as "no variant matched".
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum SegmentsBody {
+    Many(Vec<SegmentBody>),
+    One(SegmentBody),
+}
+
+impl<'de> Deserialize<'de> for SegmentsBody {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let value = serde_json::Value::deserialize(deserializer)?;
+        match value {
+            serde_json::Value::Array(_) => Vec::<SegmentBody>::deserialize(value)
+                .map(Self::Many)
+                .map_err(D::Error::custom),
+            serde_json::Value::Object(_) => SegmentBody::deserialize(value).map(Self::One).map_err(D::Error::custom),
+            _ => Err(D::Error::custom(
+                "segments must be an object {text, span} or an array of such objects",
+            )),
+        }
+    }
+}
+
+impl SegmentsBody {
+    fn as_slice(&self) -> &[SegmentBody] {
+        match self {
+            Self::Many(segments) => segments,
+            Self::One(segment) => std::slice::from_ref(segment),
+        }
+    }
+}
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DocumentBody {
     pub text: String,
-    /// The client's own segments; otherwise the text is split into sentences.
-    pub segments: Option<Vec<SegmentBody>>,
+    /// The client's own segments (an array, or one segment as an object); otherwise the text is
+    /// split into sentences.
+    pub segments: Option<SegmentsBody>,
     #[schema(value_type = Option<Object>)]
     pub meta: Option<serde_json::Map<String, serde_json::Value>>,
     /// en (default), de or ar: the sentence rules.
@@ -266,7 +303,7 @@ impl DocumentBody {
             self.meta.unwrap_or_default(),
             self.language.as_deref(),
             self.split.unwrap_or(true),
-            self.segments.as_deref(),
+            self.segments.as_ref().map(SegmentsBody::as_slice),
         )
     }
 }

@@ -75,6 +75,54 @@ async fn documents_are_normalised_and_segmented(app: TestApp) {
     )
     .await
     .expect_problem(422, "validation_failed");
+    // SPEC 4.5 and the original client's DocumentCreate: `segments` is an object with text,
+    // one segment.
+    let one = app
+        .post(
+            &docs,
+            &ada.token,
+            json!({"text": "alpha beta", "segments": {"text": "alpha beta"}}),
+        )
+        .await
+        .expect(201);
+    assert_eq!(spans(&one), [("alpha beta".to_owned(), [0, 10])]);
+    let part = app
+        .post(
+            &docs,
+            &ada.token,
+            json!({"text": "alpha beta", "segments": {"text": "beta", "span": [6, 10]}}),
+        )
+        .await
+        .expect(201);
+    assert_eq!(spans(&part), [("beta".to_owned(), [6, 10])]);
+    app.post(
+        &docs,
+        &ada.token,
+        json!({"text": "alpha", "segments": {"text": "omega"}}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
+    for segments in [
+        json!({"text": "alpha", "colour": "red"}),
+        json!([{"text": "alpha", "colour": "red"}]),
+    ] {
+        let problem = app
+            .post(&docs, &ada.token, json!({"text": "alpha", "segments": segments}))
+            .await
+            .expect_problem(400, "unknown_field");
+        assert!(problem["detail"].as_str().unwrap().contains("colour"), "{problem}");
+    }
+    for segments in [json!("alpha"), json!(3), json!({"span": [0, 5]})] {
+        let problem = app
+            .post(&docs, &ada.token, json!({"text": "alpha", "segments": segments}))
+            .await
+            .expect_problem(400, "bad_request");
+        assert!(
+            problem["detail"].as_str().unwrap().contains("segments")
+                || problem["detail"].as_str().unwrap().contains("text"),
+            "{problem}"
+        );
+    }
     app.post(&docs, &ada.token, json!({"text": "  "}))
         .await
         .expect_problem(422, "validation_failed");
