@@ -1049,7 +1049,7 @@ export interface paths {
         /** The classes of a project. */
         get: operations["list_classes"];
         put?: never;
-        /** Adds a class (MANAGER). */
+        /** Adds a class (MANAGER); an `id` in the body is ignored (the class gets a new one). */
         post: operations["add_class"];
         delete?: never;
         options?: never;
@@ -1106,7 +1106,7 @@ export interface paths {
         };
         /** A class of a project. */
         get: operations["get_class"];
-        /** Changes a class (MANAGER). */
+        /** Changes a class (MANAGER); an `id` in the body must be the path's class id. */
         put: operations["update_class"];
         post?: never;
         /** Deletes a class (MANAGER); answers the deleted class. */
@@ -1715,7 +1715,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Adds several classes at once: all or none. */
+        /** Adds several classes at once: all or none; `id`s in the bodies are ignored. */
         post: operations["add_classes"];
         delete?: never;
         options?: never;
@@ -2242,7 +2242,13 @@ export interface components {
             /** @description The line of the page the word is on, from 0, in reading order. */
             line?: number | null;
         };
+        /**
+         * @description A class to add or change. SPEC lists `id` in these bodies and the original client's
+         *     ModelClass carries it: ignored when adding, and when changing it must be the path's class.
+         */
         ClassBody: {
+            /** Format: int64 */
+            id?: number | null;
             name: string;
             example?: string;
             description?: string;

@@ -63,9 +63,12 @@ impl From<Label> for LabelDto {
     }
 }
 
+/// A class to add or change. SPEC lists `id` in these bodies and the original client's
+/// ModelClass carries it: ignored when adding, and when changing it must be the path's class.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClassBody {
+    pub id: Option<i64>,
     pub name: String,
     #[serde(default)]
     pub example: String,
@@ -94,7 +97,7 @@ impl ClassBody {
 }
 
 impl WriteBody for ClassBody {
-    const IMMUTABLE: &'static [&'static str] = &["id", "created"];
+    const IMMUTABLE: &'static [&'static str] = &["created"];
 
     fn validate(&self, problems: &mut Problems) {
         self.check(problems, "");
@@ -168,7 +171,7 @@ pub async fn list_classes(
     ))
 }
 
-/// Adds a class (MANAGER).
+/// Adds a class (MANAGER); an `id` in the body is ignored (the class gets a new one).
 #[utoipa::path(post, path = "/projects/{project_id}/classes", tag = "classes", params(("project_id" = i64, Path)),
     request_body = ClassBody, responses((status = 201, body = ClassDto)))]
 pub async fn add_class(
@@ -185,7 +188,7 @@ pub async fn add_class(
     Ok((StatusCode::CREATED, Json(class.into())))
 }
 
-/// Adds several classes at once: all or none.
+/// Adds several classes at once: all or none; `id`s in the bodies are ignored.
 #[utoipa::path(post, path = "/projects/{project_id}/upload-classes", tag = "classes", params(("project_id" = i64, Path)),
     request_body = Vec<ClassBody>, responses((status = 201, body = Vec<ClassDto>)))]
 pub async fn add_classes(
@@ -215,7 +218,7 @@ pub async fn get_class(
     ))
 }
 
-/// Changes a class (MANAGER).
+/// Changes a class (MANAGER); an `id` in the body must be the path's class id.
 #[utoipa::path(put, path = "/projects/{project_id}/classes/{class_id}", tag = "classes",
     params(("project_id" = i64, Path), ("class_id" = i64, Path)), request_body = ClassBody,
     responses((status = 200, body = ClassDto)))]
@@ -225,6 +228,13 @@ pub async fn update_class(
     PathParams(p): PathParams<ClassPath>,
     Body(body): Body<ClassBody>,
 ) -> ApiResult<Json<ClassDto>> {
+    if body.id.is_some_and(|id| id != p.class_id) {
+        return Err(lector_core::Error::validation(vec![lector_core::FieldError::new(
+            "id",
+            format!("must be the class being changed, {}", p.class_id),
+        )])
+        .into());
+    }
     Ok(Json(
         state
             .store

@@ -173,9 +173,34 @@ async fn classes_and_labels(app: TestApp) {
     )
     .await
     .expect_problem(422, "validation_failed");
-    app.post(&classes, &ada.token, json!({"name": "x", "id": 4}))
+    // SPEC's class bodies and the original client's ModelClass carry `id`: ignored when adding.
+    let with_id = app
+        .post(&classes, &ada.token, json!({"name": "x", "id": 999_999}))
         .await
-        .expect_problem(400, "immutable_field");
+        .expect(201);
+    assert_ne!(with_id["id"], 999_999);
+    let listed = app
+        .post(
+            &format!("/projects/{id}/upload-classes"),
+            &ada.token,
+            json!([{"name": "y", "id": billing["id"]}, {"name": "z", "id": null}]),
+        )
+        .await
+        .expect(201);
+    assert_eq!(names(&listed), ["y", "z"]);
+    assert_ne!(listed[0]["id"], billing["id"], "a new class, billing unchanged");
+    for class in [&with_id, &listed[0], &listed[1]] {
+        app.delete(&format!("{classes}/{}", class["id"]), &ada.token)
+            .await
+            .expect(200);
+    }
+    app.post(
+        &classes,
+        &ada.token,
+        json!({"name": "x", "created": "2026-01-01T00:00:00Z"}),
+    )
+    .await
+    .expect_problem(400, "immutable_field");
 
     let billing_path = format!("{classes}/{}", billing["id"]);
     assert_eq!(app.get(&billing_path, &ada.token).await.expect(200)["name"], "billing");
@@ -194,6 +219,26 @@ async fn classes_and_labels(app: TestApp) {
     app.put(&billing_path, &ada.token, json!({"name": "login"}))
         .await
         .expect_problem(409, "conflict");
+    // A change may carry the class's own id (as a ModelClass read back does), no other.
+    let same = app
+        .put(
+            &billing_path,
+            &ada.token,
+            json!({"id": billing["id"], "name": "invoices", "example": "a bill"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!((&same["id"], &same["example"]), (&billing["id"], &json!("a bill")));
+    let problem = app
+        .put(
+            &billing_path,
+            &ada.token,
+            json!({"id": billing["id"].as_i64().unwrap() + 1000, "name": "other"}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "id");
+    assert_eq!(app.get(&billing_path, &ada.token).await.expect(200)["name"], "invoices");
     app.delete(&billing_path, &ada.token).await.expect(200);
     app.get(&billing_path, &ada.token)
         .await
