@@ -1328,6 +1328,7 @@ export interface paths {
         /**
          * Creates a group from documents given whole, in one step, or from an uploaded file, as an
          *     import task (answered at once with the group in PROCESSING, its `task_id` and a `Location`).
+         *     Without a `name` the group is called "Group" and the time.
          */
         post: operations["create_group"];
         delete?: never;
@@ -2436,7 +2437,8 @@ export interface components {
             document_ids?: number[] | null;
         };
         CreateGroupBody: {
-            name: string;
+            /** @description Default: "Group" and the time (as upload_documents names its group "Upload" and the time). */
+            name?: string | null;
             documents?: components["schemas"]["UploadedDocument"][];
             language?: string | null;
             /** @description `false` keeps each document whole as one segment. */

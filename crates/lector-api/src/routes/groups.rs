@@ -115,7 +115,8 @@ fn check_documents(problems: &mut Problems, documents: &[UploadedDocument]) {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateGroupBody {
-    pub name: String,
+    /// Default: "Group" and the time (as upload_documents names its group "Upload" and the time).
+    pub name: Option<String>,
     #[serde(default)]
     pub documents: Vec<UploadedDocument>,
     pub language: Option<String>,
@@ -145,7 +146,9 @@ impl WriteBody for CreateGroupBody {
     const MAX_BYTES: usize = crate::routes::documents::MAX_UPLOAD_BYTES;
 
     fn validate(&self, problems: &mut Problems) {
-        problems.name("name", &self.name, MAX_NAME_CHARS);
+        if let Some(name) = &self.name {
+            problems.name("name", name, MAX_NAME_CHARS);
+        }
         check_documents(problems, &self.documents);
         if let Some(code) = &self.language {
             problems.check(Language::from_code(code).is_some(), "language", "must be en, de or ar");
@@ -186,6 +189,7 @@ pub struct GroupDocumentPath {
 
 /// Creates a group from documents given whole, in one step, or from an uploaded file, as an
 /// import task (answered at once with the group in PROCESSING, its `task_id` and a `Location`).
+/// Without a `name` the group is called "Group" and the time.
 #[utoipa::path(post, path = "/projects/{project_id}/groups", tag = "groups", params(("project_id" = i64, Path)),
     request_body = CreateGroupBody, responses((status = 201, body = GroupDto)))]
 pub async fn create_group(
@@ -194,6 +198,11 @@ pub async fn create_group(
     PathParams(p): PathParams<ProjectPath>,
     Body(mut body): Body<CreateGroupBody>,
 ) -> ApiResult<Response> {
+    let name = match body.name.take() {
+        Some(name) => name.trim().to_owned(),
+        None => format!("Group {}", rfc3339(lector_core::time::Timestamp::now())),
+    };
+    body.name = Some(name);
     body.language = Some(language_for(&state, &caller, p.project_id, body.language).await?);
     let source = SourceRequest::from_fields(body.credential_id, body.source.take(), body.parameters.take())?;
     let file_id = match (body.file_id, source) {
@@ -207,7 +216,12 @@ pub async fn create_group(
     let documents = prepare_all(body.documents, body.language.as_deref(), body.split);
     let group = state
         .store
-        .create_group(&caller.scope, p.project_id, body.name.trim(), documents)
+        .create_group(
+            &caller.scope,
+            p.project_id,
+            body.name.as_deref().unwrap_or_default(),
+            documents,
+        )
         .await?;
     Ok((StatusCode::CREATED, Json(GroupDto::from(group))).into_response())
 }
@@ -268,7 +282,13 @@ async fn create_group_from_file(
     };
     let group = state
         .store
-        .start_file_import(&caller.scope, project_id, body.name.trim(), &upload, options)
+        .start_file_import(
+            &caller.scope,
+            project_id,
+            body.name.as_deref().unwrap_or_default(),
+            &upload,
+            options,
+        )
         .await?;
     tracing::info!(project.id = project_id, group.id = group.id, job.id = ?group.task_id, upload.id = %upload.id, "file import queued");
     let location = format!("/projects/{project_id}/groups/{}", group.id);

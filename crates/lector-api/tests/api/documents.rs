@@ -418,6 +418,17 @@ async fn groups_of_documents(app: TestApp) {
     app.get(&format!("{groups}/{}/documents/{first}", other["id"]), &ada.token)
         .await
         .expect_problem(404, "not_found");
+    // The original client's GroupCreate and SPEC leave name optional: "Group" and the time.
+    let unnamed = app
+        .post(&groups, &ada.token, json!({"documents": [{"text": "Fourth."}]}))
+        .await
+        .expect(201);
+    let name = unnamed["name"].as_str().unwrap();
+    assert!(name.starts_with("Group 20") && name.ends_with('Z'), "{unnamed}");
+    assert_eq!(unnamed["document_count"], 1);
+    app.post(&groups, &ada.token, json!({"name": " "}))
+        .await
+        .expect_problem(422, "validation_failed");
 
     app.delete(&path, &ada.token).await.expect(200);
     app.get(&path, &ada.token).await.expect_problem(404, "not_found");
