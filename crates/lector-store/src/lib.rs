@@ -66,7 +66,7 @@ pub use workflows::{
     Execution, ExecutionEnd, FinishedExecution, MAX_EXECUTIONS_PER_WORKFLOW, MAX_WORKFLOWS_PER_WORKSPACE, NewWorkflow,
     WebhookTarget, Workflow,
 };
-pub use workspaces::{Invitee, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
+pub use workspaces::{Invitee, MAX_MEMBERS_PER_WORKSPACE, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
 mod notifications;
 mod orphans;

@@ -1,5 +1,5 @@
 //! Limits counted in the writing transaction hold under concurrency, on both backends: sessions
-//! per project and projects per workspace, whose limits are too large to reach over HTTP in a
+//! per project, projects and members per workspace, whose limits are too large to reach over HTTP in a
 //! test (the API tests' `limits.rs` races requests at the smaller ones). SQL fills each limit
 //! to ten short of its edge; then twenty requests race for the last ten places, and a clone or
 //! a transfer into a full workspace is refused.
@@ -7,9 +7,10 @@
 use crate::projects::MAX_PROJECTS_PER_WORKSPACE;
 use crate::sessions::MAX_SESSIONS_PER_PROJECT;
 use crate::testing::{TestDatabase, count, owner_with_project};
-use crate::{Backend, NewSession, ProjectFields, Store};
+use crate::workspaces::{MAX_MEMBERS_PER_WORKSPACE, WorkspaceRef};
+use crate::{Backend, NewSession, NewUser, ProjectFields, Store};
 use futures_util::future::join_all;
-use lector_core::{ErrorCode, ProjectType, Result};
+use lector_core::{ErrorCode, ProjectType, Result, Role};
 
 /// Inserts `n` rows by one statement: `insert` names the table and columns, `select` the
 /// values of row `i` (from 1) with `$1` bound to `owner`.
@@ -163,4 +164,63 @@ async fn projects_stop_at_the_limit_of_their_workspace_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn projects_stop_at_the_limit_of_their_workspace_postgres() {
     projects_stop_at_the_limit_of_their_workspace(Backend::Postgres).await;
+}
+
+async fn members_stop_at_the_limit_of_their_workspace(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 8).await.expect("store");
+    let (scope, workspace, _) = owner_with_project(&store, "Crowd", ProjectType::Class).await;
+    // The owner and these, ten short of the limit.
+    fill(
+        &store,
+        "INSERT INTO users (email, created)",
+        "SELECT 'filler-' || i || '@example.org', $1",
+        0,
+        MAX_MEMBERS_PER_WORKSPACE - 11,
+    )
+    .await;
+    sqlx::query(
+        "INSERT INTO memberships (workspace_id, user_id, role, created) \
+         SELECT $1, id, 'VIEWER', 0 FROM users WHERE email LIKE 'filler-%'",
+    )
+    .bind(workspace.id)
+    .execute(&store.pool)
+    .await
+    .expect("members up to the edge");
+    let mut racers = Vec::new();
+    for i in 0..20 {
+        let user = store
+            .create_user(NewUser {
+                email: format!("racer-{i}@example.org"),
+                first_name: "Racer".into(),
+                last_name: String::new(),
+                password_hash: None,
+                is_superuser: false,
+            })
+            .await
+            .expect("a racer");
+        racers.push(user.id);
+    }
+    let place = WorkspaceRef::Id(workspace.id);
+    let results = join_all(
+        racers
+            .iter()
+            .map(|id| store.add_member(&scope, &place, *id, Role::Viewer)),
+    )
+    .await;
+    assert_eq!(created_and_refused(&results), (10, 10));
+    let members = "SELECT COUNT(*) FROM memberships WHERE workspace_id = $1";
+    assert_eq!(count(&store, members, workspace.id).await, MAX_MEMBERS_PER_WORKSPACE);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_stop_at_the_limit_of_their_workspace_sqlite() {
+    members_stop_at_the_limit_of_their_workspace(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_stop_at_the_limit_of_their_workspace_postgres() {
+    members_stop_at_the_limit_of_their_workspace(Backend::Postgres).await;
 }

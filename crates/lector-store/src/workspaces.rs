@@ -33,6 +33,10 @@ impl WorkspaceRef {
 /// Memberships a user may hold; bounds what one account can create.
 pub const MAX_WORKSPACES_PER_USER: i64 = 200;
 
+/// Members a workspace may have: the whole membership list fits one page of `list_members`
+/// (whose default limit it is), since the original client cannot ask for another page.
+pub const MAX_MEMBERS_PER_WORKSPACE: i64 = 1000;
+
 /// Workspace settings to change; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
 pub struct WorkspaceChanges {
@@ -545,12 +549,25 @@ impl Store {
     }
 }
 
+/// Adds a membership, up to [`MAX_MEMBERS_PER_WORKSPACE`] (counted behind a lock on the
+/// workspace, so members added at once cannot all pass at the edge).
 async fn insert_membership(
     tx: &mut Transaction<'static, Any>,
     workspace_id: i64,
     user_id: i64,
     role: Role,
 ) -> Result<i64> {
+    let members = crate::count_under_lock(
+        tx,
+        ("workspaces", workspace_id),
+        "SELECT COUNT(*) FROM memberships WHERE workspace_id = $1",
+    )
+    .await?;
+    if members >= MAX_MEMBERS_PER_WORKSPACE {
+        return Err(Error::conflict(format!(
+            "a workspace has at most {MAX_MEMBERS_PER_WORKSPACE} members"
+        )));
+    }
     sqlx::query_scalar(
         "INSERT INTO memberships (workspace_id, user_id, role, created) VALUES ($1, $2, $3, $4) RETURNING id",
     )

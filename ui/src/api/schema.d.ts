@@ -612,7 +612,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Members of a workspace, one page at a time (`offset`, `limit`), oldest membership first. */
+        /**
+         * Members of a workspace, oldest membership first: all of them unless `offset` and `limit`
+         *     ask for one page.
+         */
         get: operations["list_members"];
         put?: never;
         /** Adds an existing user to a workspace (MANAGER; no role above the caller's). */
@@ -5126,9 +5129,9 @@ export interface operations {
     list_members: {
         parameters: {
             query?: {
-                /** @description Records to skip (>= 0, default 0). */
+                /** @description Members to skip (>= 0, default 0). */
                 offset?: number;
-                /** @description Records to return (1..=1000, default 100). */
+                /** @description Members to return (1..=1000, default 1000: a whole workspace). */
                 limit?: number;
             };
             header?: never;

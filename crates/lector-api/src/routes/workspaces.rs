@@ -11,9 +11,11 @@ use axum::Json;
 use axum::extract::State;
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
 use lector_core::{Action, Role};
-use lector_store::{Invitation, Membership, MyWorkspace, Workspace, WorkspaceChanges, WorkspaceRef};
+use lector_store::{
+    Invitation, MAX_MEMBERS_PER_WORKSPACE, Membership, MyWorkspace, Workspace, WorkspaceChanges, WorkspaceRef,
+};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -391,17 +393,36 @@ pub async fn list_invitations(
     ))
 }
 
-/// Members of a workspace, one page at a time (`offset`, `limit`), oldest membership first.
+/// `offset` and `limit` of the member list: by default every member (a workspace has at most
+/// [`MAX_MEMBERS_PER_WORKSPACE`], and the original client cannot ask for a second page).
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct MembersQuery {
+    /// Members to skip (>= 0, default 0).
+    #[serde(default)]
+    pub offset: i64,
+    /// Members to return (1..=1000, default 1000: a whole workspace).
+    #[serde(default = "members_limit")]
+    pub limit: i64,
+}
+
+fn members_limit() -> i64 {
+    MAX_MEMBERS_PER_WORKSPACE
+}
+
+/// Members of a workspace, oldest membership first: all of them unless `offset` and `limit`
+/// ask for one page.
 #[utoipa::path(get, path = "/organizations/{organization}/permissions", tag = "workspaces",
-    params(("organization" = String, Path, description = "workspace id or name"), Paging),
+    params(("organization" = String, Path, description = "workspace id or name"), MembersQuery),
     responses((status = 200, body = Vec<MembershipDto>)))]
 pub async fn list_members(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<OrgPath>,
-    QueryParams(paging): QueryParams<Paging>,
+    QueryParams(query): QueryParams<MembersQuery>,
 ) -> ApiResult<Json<Vec<MembershipDto>>> {
-    let paging = paging.check()?;
+    let paging = Paging::checked(query.offset, query.limit)?;
     let members = state
         .store
         .members(&caller.scope, &p.workspace(), paging.offset, paging.limit)

@@ -10,6 +10,7 @@ backend_tests!(
     invitations_end_to_end,
     invitations_can_be_cancelled_and_resent,
     members_and_roles,
+    every_member_is_listed_without_paging,
     the_last_admin_stays_under_concurrency,
     role_policy_for_every_role_and_operation,
     other_workspaces_are_invisible,
@@ -603,4 +604,51 @@ async fn read_only_set_by_a_superuser_is_lifted_by_a_superuser(app: TestApp) {
     read_only(&app, &ada, id, false)
         .await
         .expect_problem(403, "workspace_read_only");
+}
+
+/// The original client's organizations_organization_id_permissions_get cannot send offset or
+/// limit, so the member list answers the whole workspace by default (it has at most
+/// MAX_MEMBERS_PER_WORKSPACE members); an explicit page still works.
+async fn every_member_is_listed_without_paging(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = create(&app, &ada, "Crowd").await["id"].as_i64().unwrap();
+    for n in 0..120 {
+        let user = app
+            .state
+            .store
+            .create_user(lector_store::NewUser {
+                email: format!("member{n}@example.org"),
+                first_name: "Member".into(),
+                last_name: n.to_string(),
+                password_hash: None,
+                is_superuser: false,
+            })
+            .await
+            .unwrap();
+        app.add_member(&ada.token, id, user.id, "VIEWER").await.expect(200);
+    }
+    let members = format!("/organizations/{id}/permissions");
+    let all = app.get(&members, &ada.token).await.expect(200);
+    let all = all.as_array().unwrap();
+    assert_eq!(all.len(), 121, "Ada and the 120 she added");
+    assert_eq!(all[0]["user"], "ada@example.org");
+    assert_eq!(all[120]["user"], "member119@example.org");
+    let page = app
+        .get(&format!("{members}?offset=100&limit=10"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(page.as_array().unwrap().len(), 10);
+    assert_eq!(page[0]["user"], "member99@example.org");
+    assert_eq!(
+        app.get(&format!("{members}?limit=1000"), &ada.token)
+            .await
+            .expect(200)
+            .as_array()
+            .unwrap()
+            .len(),
+        121
+    );
+    app.get(&format!("{members}?limit=1001"), &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
 }
