@@ -478,21 +478,25 @@ fn verified(request: &Received, secret: &str) -> Value {
     serde_json::from_slice(&request.body).unwrap()
 }
 
+/// A live review configuration of `model`'s invoices for `ada`, posting to `address`.
+async fn invoice_check(app: &TestApp, ada: &Session, project: i64, model: i64, address: std::net::SocketAddr) -> Value {
+    app.post(
+        &format!("/projects/{project}/hitls"),
+        &ada.token,
+        json!({"name": "Invoice check", "model_id": model, "is_live": true, "assigned_user_id": ada.user_id,
+            "webhook_url": format!("http://{address}/hooks/lector"), "labels": {"po_number": {"required": true}}}),
+    )
+    .await
+    .expect(201)
+}
+
 async fn review_events_are_posted_signed(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let (project, model) = invoice_model(&app, &ada).await;
     let org = workspace_of(&app, &ada, project).await;
     // The receiver refuses the first delivery: the job tries again.
     let (address, mut received) = receiver(1).await;
-    let hitl = app
-        .post(
-            &format!("/projects/{project}/hitls"),
-            &ada.token,
-            json!({"name": "Invoice check", "model_id": model, "is_live": true, "assigned_user_id": ada.user_id,
-                "webhook_url": format!("http://{address}/hooks/lector"), "labels": {"po_number": {"required": true}}}),
-        )
-        .await
-        .expect(201);
+    let hitl = invoice_check(&app, &ada, project, model, address).await;
     let secret = hitl["webhook_secret"]
         .as_str()
         .expect("the secret, to its MANAGER")
@@ -545,15 +549,7 @@ async fn a_removed_webhook_gets_no_queued_events(app: TestApp) {
     let (project, model) = invoice_model(&app, &ada).await;
     let org = workspace_of(&app, &ada, project).await;
     let (address, mut received) = receiver(usize::MAX).await;
-    let hitl = app
-        .post(
-            &format!("/projects/{project}/hitls"),
-            &ada.token,
-            json!({"name": "Invoice check", "model_id": model, "is_live": true, "assigned_user_id": ada.user_id,
-                "webhook_url": format!("http://{address}/hooks/lector"), "labels": {"po_number": {"required": true}}}),
-        )
-        .await
-        .expect(201);
+    let hitl = invoice_check(&app, &ada, project, model, address).await;
     let secret = hitl["webhook_secret"].as_str().unwrap().to_owned();
     extracted(&app, &ada, &path(&org, project, model, ""), "rechnung.pdf", &invoice()).await;
     next(&mut received).await;
