@@ -357,6 +357,7 @@ mod rate_limits {
             return;
         };
         app.register("ada@example.org").await;
+        clear_of_the_window_edge(60, 10).await;
         let body = json!({"email": "ada@example.org", "password": "wrong-password"});
         for _ in 0..3 {
             assert_eq!(app.post_signed_out("/auth/login", body.clone()).await.status, 401);
@@ -374,6 +375,21 @@ mod rate_limits {
             c.rate_limits = lector_core::config::RateLimits::default();
         })
         .await
+    }
+
+    /// Waits, when the rate limits' current window (fixed, `window_secs` long from the epoch) has
+    /// under `room_secs` left, until the next one starts: a test counting attempts within one
+    /// window would otherwise see the counts start again half-way.
+    async fn clear_of_the_window_edge(window_secs: i64, room_secs: u64) {
+        let window_secs = window_secs as u64;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let left = window_secs - now % window_secs;
+        if left < room_secs {
+            tokio::time::sleep(std::time::Duration::from_secs(left + 1)).await;
+        }
     }
 
     async fn login_from(app: &TestApp, address: &str, email: &str, password: &str) -> crate::common::Answer {
@@ -432,6 +448,7 @@ mod rate_limits {
     async fn guesses_sent_at_once_are_limited_too(backend: Backend) {
         let Some(app) = behind_proxy(backend).await else { return };
         register_from(&app, "ada@example.org", "192.0.2.1").await;
+        clear_of_the_window_edge(app.state.config.rate_limits.login_failure_window_secs, 30).await;
         let guesses: Vec<String> = (0..30).map(|g| format!("guess-{g}")).collect();
         let answers = futures_util::future::join_all(
             guesses
@@ -473,6 +490,7 @@ mod rate_limits {
     async fn guesses_spread_over_addresses_are_limited_per_account(backend: Backend) {
         let Some(app) = behind_proxy(backend).await else { return };
         register_from(&app, "ada@example.org", "192.0.2.1").await;
+        clear_of_the_window_edge(app.state.config.rate_limits.login_failure_window_secs, 30).await;
         let addresses = ["203.0.113.1", "203.0.113.2", "203.0.113.3"];
         let (mut wrong, mut limited) = (0, 0);
         for guess in 0..30 {
@@ -516,6 +534,7 @@ mod rate_limits {
             return;
         };
         let limit = app.state.config.rate_limits.register_per_hour;
+        clear_of_the_window_edge(3600, 30).await;
         // The client writes a new address each time; the proxy appends the one it saw.
         for i in 0..limit {
             let forwarded = format!("10.0.{}.{}, 198.51.100.9", i / 250, i % 250 + 1);
