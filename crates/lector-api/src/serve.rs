@@ -201,13 +201,15 @@ async fn connection(
         }
         return;
     };
+    // One deadline for the first byte and the handshake together.
+    let handshake_ends = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
     let mut first = [0u8; 1];
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, stream.peek(&mut first)).await {
+    match tokio::time::timeout_at(handshake_ends, stream.peek(&mut first)).await {
         Ok(Ok(1)) if first[0] == TLS_HANDSHAKE_RECORD => {}
         Ok(Ok(1)) => return refuse_plain_http(stream).await,
         _ => return,
     }
-    let tls_stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+    let tls_stream = match tokio::time::timeout_at(handshake_ends, acceptor.accept(stream)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return tracing::debug!(error = %e, %peer, "TLS handshake failed"),
         Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
