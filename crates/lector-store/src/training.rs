@@ -475,7 +475,11 @@ impl Store {
         self.blobs()?.put_bytes(&key, trained.artifact).await?;
         let now = Timestamp::now().micros();
         let mut tx = self.begin_write().await?;
-        check_fence(&mut tx, lease).await?;
+        if let Err(lost) = check_fence(&mut tx, lease).await {
+            drop(tx);
+            self.discard_artifact(model, &key).await;
+            return Err(lost);
+        }
         let updated = sqlx::query(
             "UPDATE models SET status = $1, progress = 1, score = $2, metrics = $3, demoset = $4, classes = $5, \
              labels = $6, artifact_key = $7, version = version + 1, failure = NULL, updated = $8, finished = $8, \
@@ -497,11 +501,21 @@ impl Store {
         .map_err(db)?;
         if updated.rows_affected() == 0 {
             drop(tx);
-            if let Err(e) = self.blobs()?.delete(&key).await {
-                tracing::warn!(model.id = model.id, error = %e.detail, "cannot delete an artifact nothing names");
-            }
+            self.discard_artifact(model, &key).await;
             return Err(Error::not_found("model"));
         }
         tx.commit().await.map_err(db)
+    }
+
+    /// Deletes an artifact this claim wrote that no row will name (the model is gone, or the
+    /// claim's lease was lost); a failure leaves it to the orphan sweeper.
+    async fn discard_artifact(&self, model: &Model, key: &str) {
+        let deleted = match self.blobs() {
+            Ok(blobs) => blobs.delete(key).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = deleted {
+            tracing::warn!(model.id = model.id, error = %e.detail, "cannot delete an artifact nothing names");
+        }
     }
 }

@@ -115,13 +115,14 @@ async fn a_model_deleted_under_its_training_is_not_stored(backend: Backend) {
     let lease = claim_expired(&store, "a", &model).await;
     let refused = store.delete_model(&scope, &model).await.unwrap_err();
     assert_eq!(refused.status(), 409, "{}", refused.detail);
-    // Its project can still go, and the model with it.
+    // Its project can still go, and the model and the training job with it: the late result
+    // finds its lease gone.
     store.delete_project(&scope, model.project_id.unwrap()).await.unwrap();
     let gone = store
         .complete_training(&lease, &model, trained(b"late"))
         .await
         .unwrap_err();
-    assert_eq!(gone.status(), 404, "{}", gone.detail);
+    assert_eq!(gone.status(), 409, "{}", gone.detail);
     let mut left = Vec::new();
     let mut listed = store.blobs().unwrap().list("models");
     while let Some(blob) = futures_util::TryStreamExt::try_next(&mut listed).await.unwrap() {
