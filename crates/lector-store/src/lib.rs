@@ -62,10 +62,8 @@ pub use training::{
     MAX_TRAINING_PAGES, MODEL_LANGUAGES, NewTraining, ReviewedPages, TrainedModel, TrainingPage, TrainingSegment,
 };
 pub use uploads::{UPLOAD_PREFIX, Upload, UploadFor};
-pub use workflows::{
-    Execution, ExecutionEnd, FinishedExecution, MAX_EXECUTIONS_PER_WORKFLOW, MAX_WORKFLOWS_PER_WORKSPACE, NewWorkflow,
-    WebhookTarget, Workflow,
-};
+pub use workflow_executions::{Execution, ExecutionEnd, FinishedExecution, MAX_EXECUTIONS_PER_WORKFLOW};
+pub use workflows::{MAX_WORKFLOWS_PER_WORKSPACE, NewWorkflow, WebhookTarget, Workflow};
 pub use workspaces::{Invitee, MAX_MEMBERS_PER_WORKSPACE, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
 mod notifications;
@@ -85,6 +83,7 @@ mod tags;
 pub mod testing;
 mod training;
 mod uploads;
+mod workflow_executions;
 #[cfg(test)]
 mod workflow_tests;
 mod workflows;

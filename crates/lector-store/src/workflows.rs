@@ -1,4 +1,4 @@
-//! Workflows, their webhook registrations and their executions.
+//! Workflows and their webhook registrations (their executions: `workflow_executions.rs`).
 //!
 //! A workflow belongs to a workspace: members read it, USERs and up change it. Its definition
 //! is stored as the JSON `lector-workflow` checked; this module never looks inside it, and is
@@ -20,12 +20,8 @@ use sqlx::Row;
 
 /// Workflows one workspace may hold.
 pub const MAX_WORKFLOWS_PER_WORKSPACE: i64 = 200;
-/// Executions a workflow keeps; older ones are deleted as new ones are recorded.
-pub const MAX_EXECUTIONS_PER_WORKFLOW: i64 = 1000;
-
 const WORKFLOW_COLUMNS: &str =
     "id, workspace_id, name, definition, auth_digest, keep_data, active, run_as, created_by, created, updated";
-const EXECUTION_COLUMNS: &str = "id, workflow_id, mode, method, status, started, finished, error, data";
 
 /// A stored workflow.
 #[derive(Clone, PartialEq)]
@@ -93,45 +89,6 @@ pub enum WebhookTarget {
     /// The path is registered, for these methods only.
     OtherMethods(Vec<String>),
     NotFound,
-}
-
-/// A recorded execution.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Execution {
-    pub id: i64,
-    pub workflow_id: i64,
-    /// test or production.
-    pub mode: String,
-    pub method: String,
-    /// running, success or error.
-    pub status: String,
-    pub started: Timestamp,
-    pub finished: Option<Timestamp>,
-    pub error: Option<String>,
-    /// JSON: what each step made, when kept.
-    pub data: Option<String>,
-}
-
-from_row! { Execution { id, workflow_id, mode, method, status, started, finished, error, data } }
-
-/// An execution's end, as recorded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExecutionEnd {
-    pub status: &'static str,
-    pub error: Option<String>,
-    pub data: Option<String>,
-}
-
-/// A finished execution the service's log writes with others.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FinishedExecution {
-    pub workflow_id: i64,
-    /// test or production.
-    pub mode: &'static str,
-    pub method: String,
-    pub started: Timestamp,
-    pub finished: Option<Timestamp>,
-    pub end: ExecutionEnd,
 }
 
 /// Which address a registration is for.
@@ -492,129 +449,6 @@ impl Store {
         tx.commit().await.map_err(db)?;
         Ok(taken)
     }
-
-    /// Records an execution that has started (for a webhook that answers before its steps
-    /// finish); [`Store::finish_execution`] records its end.
-    pub async fn start_execution(&self, workflow_id: i64, mode: &str, method: &str) -> Result<i64> {
-        let id = sqlx::query_scalar(
-            "INSERT INTO workflow_executions (workflow_id, mode, method, status, started) \
-             VALUES ($1, $2, $3, 'running', $4) RETURNING id",
-        )
-        .bind(workflow_id)
-        .bind(mode)
-        .bind(method)
-        .bind(Timestamp::now().micros())
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db)?;
-        self.prune_executions(workflow_id, id).await?;
-        Ok(id)
-    }
-
-    pub async fn finish_execution(&self, id: i64, end: &ExecutionEnd) -> Result<()> {
-        sqlx::query("UPDATE workflow_executions SET status = $1, finished = $2, error = $3, data = $4 WHERE id = $5")
-            .bind(end.status)
-            .bind(Timestamp::now().micros())
-            .bind(&end.error)
-            .bind(&end.data)
-            .bind(id)
-            .execute(&self.pool)
-            .await
-            .map_err(db)?;
-        Ok(())
-    }
-
-    /// Records finished executions in one transaction (the service's execution log gathers
-    /// them), then trims the workflows named in `trim` to their newest 1,000. The records of
-    /// workflows deleted meanwhile are dropped, not written: one of them would otherwise fail
-    /// the whole batch on its foreign key.
-    pub async fn record_executions(&self, executions: &[FinishedExecution], trim: &[i64]) -> Result<()> {
-        let mut tx = self.begin_write().await?;
-        let existing = existing_workflows(&mut tx, executions, self.backend).await?;
-        let (executions, dropped): (Vec<&FinishedExecution>, Vec<&FinishedExecution>) =
-            executions.iter().partition(|e| existing.contains(&e.workflow_id));
-        if !dropped.is_empty() {
-            let workflows: std::collections::BTreeSet<i64> = dropped.iter().map(|e| e.workflow_id).collect();
-            tracing::info!(
-                records = dropped.len(),
-                ?workflows,
-                "executions of deleted workflows were not recorded"
-            );
-        }
-        let now = Timestamp::now().micros();
-        for chunk in executions.chunks(100) {
-            let rows = (0..chunk.len())
-                .map(|i| format!("({})", numbered(i * 8 + 1, 8)))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let sql = format!(
-                "INSERT INTO workflow_executions (workflow_id, mode, method, status, started, finished, error, data) \
-                 VALUES {rows}"
-            );
-            let mut query = sqlx::query(&sql);
-            for e in chunk {
-                query = query
-                    .bind(e.workflow_id)
-                    .bind(e.mode)
-                    .bind(e.method.clone())
-                    .bind(e.end.status)
-                    .bind(e.started.micros())
-                    .bind(e.finished.map_or(now, Timestamp::micros))
-                    .bind(e.end.error.clone())
-                    .bind(e.end.data.clone());
-            }
-            query.execute(&mut *tx).await.map_err(db)?;
-        }
-        tx.commit().await.map_err(db)?;
-        for workflow_id in trim {
-            self.prune_executions(*workflow_id, 0).await?;
-        }
-        Ok(())
-    }
-
-    /// Every 50th execution, deletes a workflow's executions beyond the newest 1,000.
-    async fn prune_executions(&self, workflow_id: i64, newest: i64) -> Result<()> {
-        if newest % 50 != 0 {
-            return Ok(());
-        }
-        sqlx::query(
-            "DELETE FROM workflow_executions WHERE workflow_id = $1 AND id < (SELECT MIN(id) FROM \
-             (SELECT id FROM workflow_executions WHERE workflow_id = $1 ORDER BY id DESC LIMIT $2) AS kept)",
-        )
-        .bind(workflow_id)
-        .bind(MAX_EXECUTIONS_PER_WORKFLOW)
-        .execute(&self.pool)
-        .await
-        .map_err(db)?;
-        Ok(())
-    }
-
-    /// A workflow's executions, newest first, a page at a time (any member); answers whether
-    /// more follow.
-    pub async fn workflow_executions(
-        &self,
-        scope: &Scope,
-        workflow_id: i64,
-        offset: i64,
-        limit: i64,
-    ) -> Result<(Vec<Execution>, bool)> {
-        let workflow = self.workflow(scope, workflow_id, Action::Read).await?;
-        let sql = format!(
-            "SELECT {EXECUTION_COLUMNS} FROM workflow_executions WHERE workflow_id = $1 \
-             ORDER BY id DESC LIMIT $2 OFFSET $3"
-        );
-        let rows = sqlx::query(&sql)
-            .bind(workflow.id)
-            .bind(limit + 1)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        let mut found = rows.iter().map(Execution::decode).collect::<Result<Vec<_>>>()?;
-        let more = found.len() as i64 > limit;
-        found.truncate(limit as usize);
-        Ok((found, more))
-    }
 }
 
 /// Deactivates every workflow of a workspace being deactivated, and gives up all their
@@ -674,31 +508,4 @@ async fn set_state(tx: &mut Tx, id: i64, active: Option<bool>, run_as: i64) -> R
         .bind(Timestamp::now().micros())
         .bind(id);
     fetch_record(query, &mut **tx, "workflow").await
-}
-
-/// Which of the executions' workflows still exist, read in the transaction that records them;
-/// on PostgreSQL their rows are held (`FOR KEY SHARE`) so none is deleted before it commits.
-async fn existing_workflows(
-    tx: &mut Tx,
-    executions: &[FinishedExecution],
-    backend: crate::Backend,
-) -> Result<std::collections::HashSet<i64>> {
-    let ids: std::collections::BTreeSet<i64> = executions.iter().map(|e| e.workflow_id).collect();
-    if ids.is_empty() {
-        return Ok(Default::default());
-    }
-    let lock = match backend {
-        crate::Backend::Postgres => " FOR KEY SHARE",
-        crate::Backend::Sqlite => "",
-    };
-    let sql = format!(
-        "SELECT id FROM workflows WHERE id IN ({}){lock}",
-        numbered(1, ids.len())
-    );
-    let mut query = sqlx::query_scalar(&sql);
-    for id in ids {
-        query = query.bind(id);
-    }
-    let found: Vec<i64> = query.fetch_all(&mut **tx).await.map_err(db)?;
-    Ok(found.into_iter().collect())
 }
