@@ -77,9 +77,13 @@ impl Server {
             tokio::select! {
                 accepted = self.listener.accept() => match accepted {
                     Ok((stream, peer)) => {
+                        // Trusted proxies carry everyone's connections: only the ceiling holds them.
                         let ip = peer.ip().to_canonical();
-                        let slot = (!trusted.contains(&ip)).then(|| per_peer.take(ip, http.max_connections_per_peer));
-                        let Some(slot) = slot.unwrap_or(Some(None)) else {
+                        let slot = if trusted.contains(&ip) {
+                            None
+                        } else if let Some(slot) = per_peer.take(ip, http.max_connections_per_peer) {
+                            Some(slot)
+                        } else {
                             tracing::debug!(%ip, "connection refused: the address holds its share of connections");
                             continue;
                         };
@@ -122,19 +126,18 @@ struct PeerSlot {
 }
 
 impl PeerSlots {
-    /// A slot for `ip`: `None` when it holds `limit` connections already; `Some(None)` is not
-    /// made here (that is the trusted proxies' no slot at all).
-    fn take(&self, ip: IpAddr, limit: usize) -> Option<Option<PeerSlot>> {
+    /// A slot for `ip`: `None` when it holds `limit` connections already.
+    fn take(&self, ip: IpAddr, limit: usize) -> Option<PeerSlot> {
         let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let count = held.entry(ip).or_insert(0);
         if *count >= limit {
             return None;
         }
         *count += 1;
-        Some(Some(PeerSlot {
+        Some(PeerSlot {
             slots: self.clone(),
             ip,
-        }))
+        })
     }
 }
 

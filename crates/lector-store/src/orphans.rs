@@ -42,7 +42,7 @@ impl Store {
             }
             // What a write left half-done is read by nothing, whether or not its row exists.
             for (key, file) in self.blobs()?.staged_before(prefix, cutoff).await? {
-                if row_of(&key).is_some() && std::fs::remove_file(&file).is_ok() {
+                if row_of(&key).is_some() && tokio::fs::remove_file(&file).await.is_ok() {
                     tracing::info!(blob = %key, file = %file.display(), "deleted a half-written blob");
                     swept += 1;
                 }

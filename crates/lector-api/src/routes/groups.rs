@@ -141,6 +141,16 @@ pub struct CreateGroupBody {
     pub parameters: Option<serde_json::Value>,
 }
 
+impl CreateGroupBody {
+    /// The name given, trimmed, or "Group" and the time.
+    fn group_name(&self) -> String {
+        match &self.name {
+            Some(name) => name.trim().to_owned(),
+            None => format!("Group {}", rfc3339(lector_core::time::Timestamp::now())),
+        }
+    }
+}
+
 impl WriteBody for CreateGroupBody {
     const IMMUTABLE: &'static [&'static str] = &["id", "created", "status", "document_count", "project_id"];
     const MAX_BYTES: usize = crate::routes::documents::MAX_UPLOAD_BYTES;
@@ -198,11 +208,6 @@ pub async fn create_group(
     PathParams(p): PathParams<ProjectPath>,
     Body(mut body): Body<CreateGroupBody>,
 ) -> ApiResult<Response> {
-    let name = match body.name.take() {
-        Some(name) => name.trim().to_owned(),
-        None => format!("Group {}", rfc3339(lector_core::time::Timestamp::now())),
-    };
-    body.name = Some(name);
     body.language = Some(language_for(&state, &caller, p.project_id, body.language).await?);
     let source = SourceRequest::from_fields(body.credential_id, body.source.take(), body.parameters.take())?;
     let file_id = match (body.file_id, source) {
@@ -213,15 +218,11 @@ pub async fn create_group(
     if let Some(file_id) = file_id {
         return Ok(create_group_from_file(&state, &caller, p.project_id, file_id, body).await?);
     }
+    let name = body.group_name();
     let documents = prepare_all(body.documents, body.language.as_deref(), body.split);
     let group = state
         .store
-        .create_group(
-            &caller.scope,
-            p.project_id,
-            body.name.as_deref().unwrap_or_default(),
-            documents,
-        )
+        .create_group(&caller.scope, p.project_id, &name, documents)
         .await?;
     Ok((StatusCode::CREATED, Json(GroupDto::from(group))).into_response())
 }
@@ -257,6 +258,7 @@ async fn create_group_from_file(
     file_id: uuid::Uuid,
     body: CreateGroupBody,
 ) -> Result<Response> {
+    let name = body.group_name();
     let upload = state.store.upload(&caller.scope, project_id, file_id).await?;
     let header_first = body.header_first.unwrap_or(upload.format != "txt");
     check_column(
@@ -282,13 +284,7 @@ async fn create_group_from_file(
     };
     let group = state
         .store
-        .start_file_import(
-            &caller.scope,
-            project_id,
-            body.name.as_deref().unwrap_or_default(),
-            &upload,
-            options,
-        )
+        .start_file_import(&caller.scope, project_id, &name, &upload, options)
         .await?;
     tracing::info!(project.id = project_id, group.id = group.id, job.id = ?group.task_id, upload.id = %upload.id, "file import queued");
     let location = format!("/projects/{project_id}/groups/{}", group.id);
