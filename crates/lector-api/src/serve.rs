@@ -61,7 +61,7 @@ impl Server {
 
     /// Serves until `shutdown` completes, then drains open connections (at most 30 s).
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
-        let sweeper = tokio::spawn(sweep_uploads(self.state.clone()));
+        let sweeper = tokio::spawn(sweep_leftovers(self.state.clone()));
         let graceful = GracefulShutdown::new();
         let http = self.state.config.http;
         let ceiling = Arc::new(Semaphore::new(http.max_connections));
@@ -273,8 +273,9 @@ pub async fn shutdown_signal() {
 }
 
 /// Deletes uploaded files nothing used, then blobs no row references (older than the same
-/// `uploads.unused_ttl_secs`), every `uploads.sweep_every_secs`, while the server runs.
-async fn sweep_uploads(state: AppState) {
+/// `uploads.unused_ttl_secs`), then jobs that ended more than `finished_jobs_kept_secs` ago,
+/// every `uploads.sweep_every_secs`, while the server runs.
+async fn sweep_leftovers(state: AppState) {
     let uploads = state.config.uploads;
     let mut every = tokio::time::interval(Duration::from_secs(uploads.sweep_every_secs));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -289,6 +290,15 @@ async fn sweep_uploads(state: AppState) {
             Ok(0) => {}
             Ok(n) => tracing::info!(blobs = n, "swept blobs no row references"),
             Err(e) => tracing::warn!(error = %e.detail, "sweeping orphan blobs failed"),
+        }
+        match state
+            .store
+            .prune_finished_jobs(state.config.finished_jobs_kept_secs)
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(jobs = n, "deleted jobs that ended long ago"),
+            Err(e) => tracing::warn!(error = %e.detail, "deleting old jobs failed"),
         }
     }
 }

@@ -110,14 +110,16 @@ pub struct Config {
     /// How long a worker's claim on a job lasts without a heartbeat, in seconds; after that the
     /// job runs again elsewhere.
     pub job_lease_secs: i64,
+    /// Jobs that ended are deleted this long afterwards, in seconds (default 30 days), except
+    /// the training, analysis or import that a living model, analysis or group names as its task.
+    pub finished_jobs_kept_secs: i64,
     /// Key that seals credential secrets at rest, at least 32 bytes; default: 256 random bits
     /// kept in the data directory.
     pub credential_key: Option<Secret>,
     /// External sources (http, postgres, s3): which addresses they may reach and their limits.
     pub sources: SourcesConfig,
     /// Where uploaded files are kept: `s3://bucket/prefix` (credentials from the usual `AWS_*`
-    /// variables; needs a build with the `s3` feature) or a local directory (a path or
-    /// `file:///path`); default `{data_dir}/blobs`.
+    /// variables) or a local directory (a path or `file:///path`); default `{data_dir}/blobs`.
     pub blob_url: Option<String>,
     /// Uploaded files: their size limit and when unused ones are swept.
     pub uploads: UploadConfig,
@@ -158,6 +160,7 @@ impl Default for Config {
             log_format: LogFormat::Text,
             workers: 2,
             job_lease_secs: 30,
+            finished_jobs_kept_secs: 30 * 24 * 3600,
             credential_key: None,
             sources: SourcesConfig::default(),
             blob_url: None,
@@ -244,6 +247,9 @@ impl Config {
         }
         if !(2..=3600).contains(&self.job_lease_secs) {
             return Err("job_lease_secs must be between 2 and 3600".into());
+        }
+        if self.finished_jobs_kept_secs < 3600 {
+            return Err("finished_jobs_kept_secs must be at least 3600 (an hour)".into());
         }
         if self.uploads.max_bytes == 0
             || self.uploads.max_rows == 0
@@ -417,7 +423,7 @@ pub struct UploadConfig {
     pub max_rows: u64,
     /// Uploads that nothing used are deleted this long after they arrived, in seconds; blobs
     /// that no row references (left by a crash between writing a file and its row) are deleted
-    /// when they are older than this.
+    /// when they are older than this, and an hour at least.
     pub unused_ttl_secs: i64,
     /// How often the sweeper looks for them, in seconds.
     pub sweep_every_secs: u64,

@@ -159,15 +159,26 @@ impl std::fmt::Debug for Sandbox {
     }
 }
 
+/// This very program as it was started. On Linux that is `/proc/self/exe`, which names the
+/// running image even after an upgrade has put a new binary at its path: a child started from
+/// the path would be the new version, which may not speak this one's protocol.
+fn this_program() -> Result<PathBuf> {
+    let running = std::path::Path::new("/proc/self/exe");
+    if cfg!(target_os = "linux") && running.exists() {
+        return Ok(running.to_path_buf());
+    }
+    std::env::current_exe().map_err(|error| {
+        tracing::error!(%error, "the sandbox program: this program's path");
+        Error::internal()
+    })
+}
+
 impl Sandbox {
     /// A sandbox running `config.sandbox_program`, or this very program, `extract-sandbox`.
     pub fn new(config: &ExtractConfig) -> Result<Self> {
         let program = match &config.sandbox_program {
             Some(program) => program.clone(),
-            None => std::env::current_exe().map_err(|error| {
-                tracing::error!(%error, "the sandbox program: this program's path");
-                Error::internal()
-            })?,
+            None => this_program()?,
         };
         let slots = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         Ok(Self {

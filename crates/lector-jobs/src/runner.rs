@@ -8,6 +8,10 @@
 //! task of its own: its panic is a failed attempt (retried with backoff until the kind's cap,
 //! then the job fails for good with its trace), and the worker goes on with the next job.
 //!
+//! Its workers claim only the kinds of job it has handlers for, and hand back a job a newer
+//! Lector wrote, so that in a rolling upgrade such jobs wait for a newer worker (for an hour at
+//! most; see lector-store's `job_claims`).
+//!
 //! At start, the reaper first hands back the leases of this host's workers that died (see
 //! [`crate::owner`]), so a worker restarted after kill -9 resumes its jobs at once.
 
@@ -26,6 +30,8 @@ use tracing::Instrument;
 pub const LEASE_SECS: i64 = 30;
 const IDLE_POLL: Duration = Duration::from_millis(200);
 const REAP_EVERY: Duration = Duration::from_secs(5);
+/// How long a job queued by a newer Lector waits before a worker of this one looks at it again.
+const HAND_BACK_SECS: i64 = 60;
 
 /// What a handler reports when it ends.
 #[derive(Debug, Clone)]
@@ -82,6 +88,8 @@ pub trait Handler: Send + Sync + 'static {
 /// A handler behind its kind: decodes the payload, then runs the typed handler.
 trait Erased: Send + Sync {
     fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease) -> HandlerFuture<'a>;
+    /// The payload version the handler reads.
+    fn version(&self) -> u32;
 }
 
 struct Typed<H>(H);
@@ -93,12 +101,19 @@ impl<H: Handler> Erased for Typed<H> {
             Err(e) => Box::pin(async move { Err(JobError::fatal(e.detail)) }),
         }
     }
+
+    fn version(&self) -> u32 {
+        H::Payload::VERSION
+    }
 }
 
 /// The handlers by job kind, and the loop that feeds them.
 #[derive(Clone)]
 pub struct Runner {
     handlers: HashMap<&'static str, Arc<dyn Erased>>,
+    /// The kinds it has handlers for, the only ones its workers claim (until a job of another
+    /// kind has waited [`lector_store::UNHANDLED_JOB_GRACE_SECS`] for a worker that has one).
+    kinds: Vec<&'static str>,
     lease_secs: i64,
 }
 
@@ -106,6 +121,7 @@ impl Default for Runner {
     fn default() -> Self {
         Self {
             handlers: HashMap::new(),
+            kinds: Vec::new(),
             lease_secs: LEASE_SECS,
         }
     }
@@ -133,6 +149,7 @@ impl Runner {
     /// Registers `handler` for the kind of job its payload is.
     pub fn with<H: Handler>(mut self, handler: H) -> Self {
         self.handlers.insert(H::Payload::KIND, Arc::new(Typed(handler)));
+        self.kinds = self.handlers.keys().copied().collect();
         self
     }
 
@@ -190,7 +207,7 @@ impl Runner {
     /// (the runner, its heartbeat, its handler) is in a `job` span carrying `job.id`,
     /// `job.kind` and `job.attempt`.
     pub async fn run_one(&self, store: &Store, owner: &str) -> lector_core::Result<bool> {
-        let Some(lease) = store.claim_job(owner, self.lease_secs).await? else {
+        let Some(lease) = store.claim_job_of(owner, self.lease_secs, &self.kinds).await? else {
             return Ok(false);
         };
         let span = tracing::info_span!(
@@ -209,6 +226,11 @@ impl Runner {
             store.fail_job(&lease, &cause, false).await?;
             return Ok(true);
         };
+        if lease.awaits_newer_worker(handler.version()) {
+            tracing::warn!("a newer Lector queued this job; handing it back for a worker of that version");
+            store.hand_back_job(&lease, HAND_BACK_SECS).await?;
+            return Ok(true);
+        }
         tracing::info!("job started");
         // The heartbeat runs beside the handler, never in its way: a heartbeat waiting for a
         // lock the handler's transaction holds must not stop that transaction from finishing.

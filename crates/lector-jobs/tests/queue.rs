@@ -209,6 +209,16 @@ async fn the_runner_runs_handlers_and_records_outcomes(backend: Backend) {
         })
         .await
         .unwrap();
+    // Queued a moment ago, a payload of a newer version and a kind this runner lacks wait for a
+    // worker that reads them (a rolling upgrade): the first is handed back untouched, the
+    // second not claimed.
+    while runner.run_one(&store, "w").await.unwrap() {}
+    for waiting in [newer.id, unknown.id] {
+        let job = store.job_by_id(waiting).await.unwrap().unwrap();
+        assert_eq!((job.state, job.attempts), (JobState::Queued, 0), "{job:?}");
+    }
+    // After an hour nobody took them; they fail with their trace.
+    lector_store::testing::age_queued_jobs(&store, lector_store::UNHANDLED_JOB_GRACE_SECS + 120).await;
     while runner.run_one(&store, "w").await.unwrap() {}
 
     let good = store.job_by_id(good.id).await.unwrap().unwrap();
@@ -437,8 +447,8 @@ async fn a_worker_goes_on_after_a_panic(backend: Backend) {
     }
 }
 
-/// A job whose kind this runner cannot handle fails for good at once: a clone's project
-/// turns FAILED and its owner hears why, once.
+/// A job whose kind this runner cannot handle fails for good once it has waited an hour for
+/// one that can: a clone's project turns FAILED and its owner hears why, once.
 async fn a_clone_without_a_handler_fails_its_project(backend: Backend) {
     let Some(database) = TestDatabase::create(backend).await else {
         return;
@@ -447,7 +457,13 @@ async fn a_clone_without_a_handler_fails_its_project(backend: Backend) {
     let (scope, workspace, project) = owner_with_project(&store, "Original", ProjectType::Class).await;
     let (copy, job_id) = store.start_clone(&scope, project.id, &workspace, None).await.unwrap();
     assert_eq!(copy.status, "CLONING");
-    let job = run_until_ended(&store, &Runner::new().with(Flaky), job_id).await;
+    let runner = Runner::new().with(Flaky);
+    assert!(
+        !runner.run_one(&store, "w").await.unwrap(),
+        "the copy waits for a worker that can make it"
+    );
+    lector_store::testing::age_queued_jobs(&store, lector_store::UNHANDLED_JOB_GRACE_SECS + 120).await;
+    let job = run_until_ended(&store, &runner, job_id).await;
     assert_eq!(job.state, JobState::Failed);
     let reason = format!(
         "The copy of project {} into project {} failed after 1 attempt: this installation has no handler for \

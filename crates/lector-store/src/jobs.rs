@@ -50,12 +50,12 @@
 //! job's `error`, and writes exactly one WARNING notification to the job's user.
 
 use crate::records::{FromAnyRow, fetch_record, fetch_records, from_row};
-use crate::{Backend, Param, Store, db};
+use crate::{Param, Store, db};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, ErrorCode, ModelStatus, NotificationType, Result, Scope};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, Transaction};
 
 /// One kind of job: the struct its payload is, written by the enqueuer and read by the handler.
 ///
@@ -227,7 +227,7 @@ pub struct Job {
     pub finished: Option<Timestamp>,
 }
 
-const JOB_COLUMNS: &str = "id, kind, payload, state, workspace_id, project_id, user_id, attempts, max_attempts, \
+pub(crate) const JOB_COLUMNS: &str = "id, kind, payload, state, workspace_id, project_id, user_id, attempts, max_attempts, \
      progress, result, error, created, updated, finished, fencing_token";
 
 from_row! {
@@ -266,6 +266,15 @@ impl Lease {
         serde_json::from_value(job.payload.clone()).map_err(|e| unreadable(e.to_string()))
     }
 
+    /// Whether a newer Lector, reading `version` of this kind of payload no more, wrote the
+    /// job, and it may still wait for a worker of that version
+    /// ([`crate::UNHANDLED_JOB_GRACE_SECS`] from when it was queued).
+    pub fn awaits_newer_worker(&self, version: u32) -> bool {
+        let written = self.job.payload.get("version").and_then(serde_json::Value::as_u64);
+        let waited_enough = self.job.created < Timestamp::now().plus_seconds(-crate::UNHANDLED_JOB_GRACE_SECS);
+        written.is_some_and(|written| written > u64::from(version)) && !waited_enough
+    }
+
     /// What this job's terminal failure leaves behind, as stored with it.
     pub fn failure(&self) -> Failure {
         self.job
@@ -284,16 +293,6 @@ pub struct JobNotice {
     pub title: String,
     pub text: String,
 }
-
-/// Claims a job may have beyond its `max_attempts` when its workers stopped under it (killed by
-/// a deploy or an operator, a node lost): that is rarely the job's fault, so such a job runs
-/// again; but one that stops every worker it runs on (out of memory) still ends, after
-/// `max_attempts` + this many claims.
-pub const LOST_WORKER_ALLOWANCE: i64 = 5;
-
-/// Why a job whose every attempt was taken back from its worker fails.
-const ATTEMPTS_LOST: &str = "its worker stopped before it ended on every attempt (killed, out of memory, \
-     or cut off from the database)";
 
 /// Seconds before a job of `kind` that failed its `attempts`-th attempt runs again: 2^n
 /// seconds, or for mail 30 s · 2^(n-1) up to an hour, so that its attempts
@@ -315,60 +314,6 @@ impl Store {
         tx.commit().await.map_err(db)?;
         self.wake_workers();
         Ok(job)
-    }
-
-    /// Claims the oldest runnable job, if any, for `lease_secs`. A job whose attempts are all
-    /// used (its workers died or were cut off on each, and the reaper put it back) is not
-    /// handed out again: it fails for good here, through [`Store::fail_job`] (its resource
-    /// FAILED, one notification), and the next job is claimed instead.
-    pub async fn claim_job(&self, owner: &str, lease_secs: i64) -> Result<Option<Lease>> {
-        loop {
-            let Some(lease) = self.claim_next(owner, lease_secs).await? else {
-                return Ok(None);
-            };
-            if lease.job.attempts <= lease.job.max_attempts + LOST_WORKER_ALLOWANCE {
-                return Ok(Some(lease));
-            }
-            tracing::warn!(
-                job.id = lease.job.id,
-                job.kind = %lease.job.kind,
-                "a job whose workers stopped on every attempt fails for good"
-            );
-            // This claim runs nothing: the attempts made are the claims before it.
-            self.fail_attempt(&lease, ATTEMPTS_LOST, false, lease.job.attempts - 1)
-                .await?;
-        }
-    }
-
-    async fn claim_next(&self, owner: &str, lease_secs: i64) -> Result<Option<Lease>> {
-        let now = Timestamp::now();
-        let pick = match self.backend {
-            Backend::Postgres => {
-                "SELECT id FROM jobs WHERE state = $4 AND run_after <= $3 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED"
-            }
-            // SQLite has one writer at a time, so the sub-select and the update are atomic.
-            Backend::Sqlite => "SELECT id FROM jobs WHERE state = $4 AND run_after <= $3 ORDER BY id LIMIT 1",
-        };
-        let sql = format!(
-            "UPDATE jobs SET state = $5, lease_owner = $1, lease_expires = $2, fencing_token = fencing_token + 1, \
-             attempts = attempts + 1, updated = $3 WHERE id = ({pick}) RETURNING {JOB_COLUMNS}"
-        );
-        let row = sqlx::query(&sql)
-            .bind(owner)
-            .bind(now.plus_seconds(lease_secs).micros())
-            .bind(now.micros())
-            .bind(JobState::Queued.as_str())
-            .bind(JobState::Running.as_str())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        let Some(row) = row else { return Ok(None) };
-        let token: i64 = row.try_get("fencing_token").map_err(db)?;
-        Ok(Some(Lease {
-            job: Job::decode(&row)?,
-            owner: owner.to_owned(),
-            token,
-        }))
     }
 
     /// Extends a lease; `false` means the lease is lost and the worker must stop.
@@ -430,7 +375,7 @@ impl Store {
     }
 
     /// [`Store::fail_job`], its reason counting `made` attempts.
-    async fn fail_attempt(&self, lease: &Lease, cause: &str, retryable: bool, made: i64) -> Result<bool> {
+    pub(crate) async fn fail_attempt(&self, lease: &Lease, cause: &str, retryable: bool, made: i64) -> Result<bool> {
         let mut tx = self.begin_write().await?;
         let now = Timestamp::now();
         let job = &lease.job;
@@ -598,7 +543,7 @@ pub(crate) async fn check_fence(tx: &mut Transaction<'static, Any>, lease: &Leas
 /// Updates the job `lease` holds with `set` (`column = $1, …`, its parameters `values`) only
 /// while the lease is current: the job RUNNING under the lease's fencing token. Answers whether
 /// it did (`false`: the lease is lost and nothing was written).
-async fn update_leased<'c>(
+pub(crate) async fn update_leased<'c>(
     executor: impl sqlx::Executor<'c, Database = Any>,
     lease: &Lease,
     set: &str,

@@ -22,7 +22,9 @@ mod foreign_key_tests;
 mod hitls;
 #[cfg(test)]
 mod import_tests;
+mod job_claims;
 mod job_reclaims;
+mod job_retention;
 mod jobs;
 mod labeled_imports;
 #[cfg(test)]
@@ -41,8 +43,9 @@ pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use document_listing::DocumentFilter;
 pub use documents::{Document, DocumentGroup, NewDocument, NewSegment, Segment};
 pub use hitls::{Hitl, HitlChange, HitlReview, MAX_HITLS_PER_PROJECT, NewHitl, NewReview};
+pub use job_claims::{LOST_WORKER_ALLOWANCE, UNHANDLED_JOB_GRACE_SECS};
 pub use job_reclaims::{JobCount, JobStatistics};
-pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, LOST_WORKER_ALLOWANCE, Lease, NewJob};
+pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
 pub use labeled_imports::LabeledFile;
 pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel, UploadTarget};
 pub use notifications::NotificationChanges;

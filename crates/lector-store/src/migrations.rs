@@ -140,6 +140,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0021_cloning_status.sql"),
         postgres: include_str!("../migrations/postgres/0021_cloning_status.sql"),
     },
+    Step {
+        version: 22,
+        description: "task indexes",
+        sqlite: include_str!("../migrations/sqlite/0022_task_indexes.sql"),
+        postgres: include_str!("../migrations/postgres/0022_task_indexes.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

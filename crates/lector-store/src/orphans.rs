@@ -20,12 +20,16 @@ use std::collections::HashSet;
 const MODEL_PREFIX: &str = "models";
 /// Blobs asked about in one query.
 const PAGE: usize = 500;
+/// The shortest grace period, whatever the caller asks: a blob is written (and a local one
+/// renamed from its `key#N`) before its row commits, and a write can wait on a busy database or
+/// a slow client that long; a shorter grace could take a blob whose row is about to name it.
+pub const MIN_ORPHAN_GRACE_SECS: i64 = 3600;
 
 impl Store {
-    /// Deletes the blobs no row references that were last written more than `grace_secs` ago.
-    /// Answers how many went.
+    /// Deletes the blobs no row references that were last written more than `grace_secs` ago
+    /// (an hour at least, [`MIN_ORPHAN_GRACE_SECS`]). Answers how many went.
     pub async fn sweep_orphan_blobs(&self, grace_secs: i64) -> Result<u64> {
-        let cutoff = Timestamp::now().plus_seconds(-grace_secs);
+        let cutoff = Timestamp::now().plus_seconds(-grace_secs.max(MIN_ORPHAN_GRACE_SECS));
         let mut swept = 0;
         for prefix in [UPLOAD_PREFIX, MODEL_PREFIX] {
             let mut listed = self.blobs()?.list(prefix).try_chunks(PAGE);

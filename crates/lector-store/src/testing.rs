@@ -179,6 +179,24 @@ pub async fn texts(store: &crate::Store, sql: &str, id: i64) -> Vec<String> {
         .expect("the texts")
 }
 
+/// Moves the end of every job that ended back by `secs`, as if they had ended that long ago.
+pub async fn age_finished_jobs(store: &crate::Store, secs: i64) {
+    sqlx::query("UPDATE jobs SET finished = finished - $1 WHERE finished IS NOT NULL")
+        .bind(secs * 1_000_000)
+        .execute(&store.pool)
+        .await
+        .expect("the jobs aged");
+}
+
+/// Moves every queued job's queueing and next run back by `secs`, as if it had waited that long.
+pub async fn age_queued_jobs(store: &crate::Store, secs: i64) {
+    sqlx::query("UPDATE jobs SET created = created - $1, run_after = run_after - $1 WHERE state = 'QUEUED'")
+        .bind(secs * 1_000_000)
+        .execute(&store.pool)
+        .await
+        .expect("the jobs aged");
+}
+
 /// Ends a queued job's retry delay now (for tests that must not wait for a backoff); answers
 /// the delay that was left, from the job's last update.
 pub async fn end_retry_delay(store: &crate::Store, job_id: i64) -> std::time::Duration {

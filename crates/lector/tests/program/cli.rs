@@ -93,6 +93,11 @@ fn migrate_openapi_print_config_and_user_create() {
     let dir = tempfile::tempdir().unwrap();
     let migrate = lector(dir.path()).arg("migrate").output().unwrap();
     assert!(migrate.status.success(), "{}", String::from_utf8_lossy(&migrate.stderr));
+    let said = String::from_utf8_lossy(&migrate.stdout);
+    assert!(
+        said.contains("lector.db is up to date"),
+        "it names the database: {said}"
+    );
 
     let openapi = lector(dir.path()).arg("openapi").output().unwrap();
     let document: serde_json::Value = serde_json::from_slice(&openapi.stdout).unwrap();
@@ -121,6 +126,7 @@ fn migrate_openapi_print_config_and_user_create() {
     let text = String::from_utf8_lossy(&created.stdout);
     assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
     assert!(text.contains("first-time-login token: "), "{text}");
+    assert!(text.contains("admin@example.org) in sqlite:"), "{text}");
     let again = lector(dir.path())
         .args(["user", "create", "--email", "admin@example.org"])
         .output()

@@ -1,0 +1,124 @@
+//! Which job a worker takes next, and handing one back.
+//!
+//! A worker claims only the kinds of job it has handlers for, so that in a rolling upgrade a
+//! job of a kind a newer Lector added waits for a worker of that version instead of failing on
+//! an older one; a job whose payload a newer Lector wrote is handed back untouched for the same
+//! reason ([`Store::hand_back_job`]). Neither waits for ever: once a job has waited
+//! [`UNHANDLED_JOB_GRACE_SECS`], any worker takes it and fails it with its trace (its resource
+//! FAILED, one notification), as a misconfigured installation must hear of it.
+
+use crate::jobs::{JOB_COLUMNS, JobState, Lease, update_leased};
+use crate::records::FromAnyRow;
+use crate::{Backend, Param, Store, db, numbered};
+use lector_core::Result;
+use lector_core::time::Timestamp;
+use sqlx::Row;
+
+/// Claims a job may have beyond its `max_attempts` when its workers stopped under it (killed by
+/// a deploy or an operator, a node lost): that is rarely the job's fault, so such a job runs
+/// again; but one that stops every worker it runs on (out of memory) still ends, after
+/// `max_attempts` + this many claims.
+pub const LOST_WORKER_ALLOWANCE: i64 = 5;
+
+/// How long a job that no worker can run (its kind unknown to every worker, or its payload
+/// written by a newer Lector) waits for one that can, from when it was queued: longer than a
+/// rolling upgrade takes. After that it fails for good.
+pub const UNHANDLED_JOB_GRACE_SECS: i64 = 3600;
+
+/// Why a job whose every attempt was taken back from its worker fails.
+const ATTEMPTS_LOST: &str = "its worker stopped before it ended on every attempt (killed, out of memory, \
+     or cut off from the database)";
+
+impl Store {
+    /// Claims the oldest runnable job of any kind, if any, for `lease_secs` (for tests and
+    /// tools; workers use [`Store::claim_job_of`]).
+    pub async fn claim_job(&self, owner: &str, lease_secs: i64) -> Result<Option<Lease>> {
+        self.claim(owner, lease_secs, None).await
+    }
+
+    /// Claims the oldest runnable job of one of `kinds`, or of any kind once it has waited
+    /// [`UNHANDLED_JOB_GRACE_SECS`], for `lease_secs`. A job whose attempts are all used (its
+    /// workers died or were cut off on each, and the reaper put it back) is not handed out
+    /// again: it fails for good here, through [`Store::fail_job`] (its resource FAILED, one
+    /// notification), and the next job is claimed instead.
+    pub async fn claim_job_of(&self, owner: &str, lease_secs: i64, kinds: &[&str]) -> Result<Option<Lease>> {
+        self.claim(owner, lease_secs, Some(kinds)).await
+    }
+
+    async fn claim(&self, owner: &str, lease_secs: i64, kinds: Option<&[&str]>) -> Result<Option<Lease>> {
+        loop {
+            let Some(lease) = self.claim_next(owner, lease_secs, kinds).await? else {
+                return Ok(None);
+            };
+            if lease.job.attempts <= lease.job.max_attempts + LOST_WORKER_ALLOWANCE {
+                return Ok(Some(lease));
+            }
+            tracing::warn!(
+                job.id = lease.job.id,
+                job.kind = %lease.job.kind,
+                "a job whose workers stopped on every attempt fails for good"
+            );
+            // This claim runs nothing: the attempts made are the claims before it.
+            self.fail_attempt(&lease, ATTEMPTS_LOST, false, lease.job.attempts - 1)
+                .await?;
+        }
+    }
+
+    async fn claim_next(&self, owner: &str, lease_secs: i64, kinds: Option<&[&str]>) -> Result<Option<Lease>> {
+        let now = Timestamp::now();
+        let (handled, values) = match kinds {
+            None => (String::new(), Vec::new()),
+            Some(kinds) => {
+                let waited = Param::Int(now.plus_seconds(-UNHANDLED_JOB_GRACE_SECS).micros());
+                let named = kinds.iter().map(|k| Param::Text((*k).to_owned()));
+                let sql = match kinds.len() {
+                    0 => " AND created < $6".to_owned(),
+                    n => format!(" AND (created < $6 OR kind IN ({}))", numbered(7, n)),
+                };
+                (sql, std::iter::once(waited).chain(named).collect())
+            }
+        };
+        let lock = match self.backend {
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            // SQLite has one writer at a time, so the sub-select and the update are atomic.
+            Backend::Sqlite => "",
+        };
+        let sql = format!(
+            "UPDATE jobs SET state = $5, lease_owner = $1, lease_expires = $2, fencing_token = fencing_token + 1, \
+             attempts = attempts + 1, updated = $3 WHERE id = (\
+             SELECT id FROM jobs WHERE state = $4 AND run_after <= $3{handled} ORDER BY id LIMIT 1{lock}) \
+             RETURNING {JOB_COLUMNS}"
+        );
+        let query = sqlx::query(&sql)
+            .bind(owner)
+            .bind(now.plus_seconds(lease_secs).micros())
+            .bind(now.micros())
+            .bind(JobState::Queued.as_str())
+            .bind(JobState::Running.as_str());
+        let query = Param::bind_all(query, values);
+        let Some(row) = query.fetch_optional(&self.pool).await.map_err(db)? else {
+            return Ok(None);
+        };
+        let token: i64 = row.try_get("fencing_token").map_err(db)?;
+        Ok(Some(Lease {
+            job: crate::Job::decode(&row)?,
+            owner: owner.to_owned(),
+            token,
+        }))
+    }
+
+    /// Puts a claimed job back on the queue as it was, to be claimed again in `after_secs`:
+    /// the claim does not count as an attempt. For a job this worker cannot read (a newer
+    /// Lector wrote it). `false` when the lease is no longer current.
+    pub async fn hand_back_job(&self, lease: &Lease, after_secs: i64) -> Result<bool> {
+        let now = Timestamp::now();
+        let set = "state = $1, attempts = attempts - 1, lease_owner = NULL, lease_expires = NULL, \
+             updated = $2, run_after = $3";
+        let values = vec![
+            Param::Text(JobState::Queued.as_str().to_owned()),
+            Param::Int(now.micros()),
+            Param::Int(now.plus_seconds(after_secs).micros()),
+        ];
+        update_leased(&self.pool, lease, set, values).await
+    }
+}
