@@ -46,22 +46,32 @@ impl Store {
                 .map_err(db)?;
         let mut released = 0;
         for owner in owners.iter().filter(|o| is_gone(o)) {
-            let mut tx = self.begin_write().await?;
-            let now = Timestamp::now().micros();
-            let taken: Vec<(i64, String, i64)> = sqlx::query_as(&self.requeue_sql("state = $3 AND lease_owner = $4"))
-                .bind(JobState::Queued.as_str())
-                .bind(now)
-                .bind(JobState::Running.as_str())
-                .bind(owner)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(db)?;
-            let kinds = back_off(&mut tx, now, &taken).await?;
-            count_reclaims(&mut tx, &kinds).await?;
-            tx.commit().await.map_err(db)?;
-            released += kinds.len() as u64;
+            released += self
+                .requeue_running("state = $3 AND lease_owner = $4", Some(owner))
+                .await?;
         }
         Ok(released)
+    }
+
+    /// Returns to the queue, in one transaction, the running jobs matching `condition` (`$3` the
+    /// running state, `$4` the `owner` when given), backing each off and counting it as a
+    /// reclaimed lease; answers how many.
+    async fn requeue_running(&self, condition: &str, owner: Option<&str>) -> Result<u64> {
+        let mut tx = self.begin_write().await?;
+        let now = Timestamp::now().micros();
+        let sql = self.requeue_sql(condition);
+        let mut query = sqlx::query_as::<_, (i64, String, i64)>(&sql)
+            .bind(JobState::Queued.as_str())
+            .bind(now)
+            .bind(JobState::Running.as_str());
+        if let Some(owner) = owner {
+            query = query.bind(owner);
+        }
+        let taken = query.fetch_all(&mut *tx).await.map_err(db)?;
+        let kinds = back_off(&mut tx, now, &taken).await?;
+        count_reclaims(&mut tx, &kinds).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(kinds.len() as u64)
     }
 
     /// The statement that returns the running jobs matching `condition` to the queue,
@@ -84,19 +94,7 @@ impl Store {
     /// Returns jobs whose lease expired to the queue, counting each as a reclaimed lease;
     /// answers how many.
     pub async fn reap_expired_leases(&self) -> Result<u64> {
-        let now = Timestamp::now().micros();
-        let mut tx = self.begin_write().await?;
-        let taken: Vec<(i64, String, i64)> = sqlx::query_as(&self.requeue_sql("state = $3 AND lease_expires < $2"))
-            .bind(JobState::Queued.as_str())
-            .bind(now)
-            .bind(JobState::Running.as_str())
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db)?;
-        let kinds = back_off(&mut tx, now, &taken).await?;
-        count_reclaims(&mut tx, &kinds).await?;
-        tx.commit().await.map_err(db)?;
-        Ok(kinds.len() as u64)
+        self.requeue_running("state = $3 AND lease_expires < $2", None).await
     }
 
     /// The queue as operators watch it (`/metrics`): jobs by kind and state, how long the
