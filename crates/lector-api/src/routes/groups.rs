@@ -97,7 +97,15 @@ fn prepare_all(documents: Vec<UploadedDocument>, language: Option<&str>, split: 
         .collect()
 }
 
-fn check_documents(problems: &mut Problems, documents: &[UploadedDocument]) {
+/// The fields of a group the server owns, refused in a group's creation and its change.
+const GROUP_OWNED: &[&str] = &["id", "created", "status", "document_count", "project_id"];
+
+/// What a group's creation and its change both check: the name (when given) and the new
+/// documents.
+fn check_name_and_documents(problems: &mut Problems, name: Option<&str>, documents: &[UploadedDocument]) {
+    if let Some(name) = name {
+        problems.name("name", name, MAX_NAME_CHARS);
+    }
     problems.check(
         documents.len() <= MAX_GROUP_DOCUMENTS,
         "documents",
@@ -152,14 +160,11 @@ impl CreateGroupBody {
 }
 
 impl WriteBody for CreateGroupBody {
-    const IMMUTABLE: &'static [&'static str] = &["id", "created", "status", "document_count", "project_id"];
+    const IMMUTABLE: &'static [&'static str] = GROUP_OWNED;
     const MAX_BYTES: usize = crate::routes::documents::MAX_UPLOAD_BYTES;
 
     fn validate(&self, problems: &mut Problems) {
-        if let Some(name) = &self.name {
-            problems.name("name", name, MAX_NAME_CHARS);
-        }
-        check_documents(problems, &self.documents);
+        check_name_and_documents(problems, self.name.as_deref(), &self.documents);
         if let Some(code) = &self.language {
             problems.check(Language::from_code(code).is_some(), "language", "must be en, de or ar");
         }
@@ -342,14 +347,11 @@ pub struct UpdateGroupBody {
 }
 
 impl WriteBody for UpdateGroupBody {
-    const IMMUTABLE: &'static [&'static str] = &["id", "created", "status", "document_count", "project_id"];
+    const IMMUTABLE: &'static [&'static str] = GROUP_OWNED;
     const MAX_BYTES: usize = crate::routes::documents::MAX_UPLOAD_BYTES;
 
     fn validate(&self, problems: &mut Problems) {
-        if let Some(name) = &self.name {
-            problems.name("name", name, MAX_NAME_CHARS);
-        }
-        check_documents(problems, &self.documents);
+        check_name_and_documents(problems, self.name.as_deref(), &self.documents);
         problems.check(
             self.document_ids.len() <= MAX_GROUP_DOCUMENTS,
             "document_ids",
