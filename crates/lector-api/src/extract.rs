@@ -37,6 +37,23 @@ pub trait WriteBody: DeserializeOwned {
     fn validate(&self, _problems: &mut Problems) {}
 }
 
+/// `first` then `more`: the server-owned fields of a change, which refuses what the creation
+/// refuses and what the creation fixed for good (`N`, the total, is checked when compiling).
+pub const fn also_immutable<const N: usize>(first: &[&'static str], more: &[&'static str]) -> [&'static str; N] {
+    assert!(first.len() + more.len() == N, "N must be the number of fields");
+    let mut all = [""; N];
+    let mut i = 0;
+    while i < first.len() {
+        all[i] = first[i];
+        i += 1;
+    }
+    while i < N {
+        all[i] = more[i - first.len()];
+        i += 1;
+    }
+    all
+}
+
 /// Largest JSON body accepted by default (bulk uploads set their own, larger limit).
 pub const MAX_JSON_BYTES: usize = 2 * 1024 * 1024;
 

@@ -8,7 +8,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
+use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody, also_immutable};
 use crate::routes::analysis_documents::{AnalysisDocumentDto, first_documents};
 use crate::routes::classes::{ClassDto, LabelDto};
 use crate::routes::documents::Details;
@@ -238,17 +238,20 @@ pub struct AnalysisText {
     pub id: Option<serde_json::Value>,
 }
 
+/// The fields of an analysis the server owns, refused in its creation and its change.
+const ANALYSIS_IMMUTABLE: &[&str] = &[
+    "id",
+    "uuid",
+    "status",
+    "progress",
+    "document_count",
+    "created",
+    "finished",
+];
+
 impl WriteBody for CreateAnalysisBody {
     const MAX_BYTES: usize = crate::routes::documents::MAX_UPLOAD_BYTES;
-    const IMMUTABLE: &'static [&'static str] = &[
-        "id",
-        "uuid",
-        "status",
-        "progress",
-        "document_count",
-        "created",
-        "finished",
-    ];
+    const IMMUTABLE: &'static [&'static str] = ANALYSIS_IMMUTABLE;
 
     fn validate(&self, problems: &mut Problems) {
         problems.check(
@@ -393,18 +396,8 @@ pub struct UpdateAnalysisBody {
 }
 
 impl WriteBody for UpdateAnalysisBody {
-    const IMMUTABLE: &'static [&'static str] = &[
-        "id",
-        "uuid",
-        "status",
-        "progress",
-        "document_count",
-        "created",
-        "finished",
-        "model_id",
-        "type",
-        "project_id",
-    ];
+    const IMMUTABLE: &'static [&'static str] =
+        &also_immutable::<10>(ANALYSIS_IMMUTABLE, &["model_id", "type", "project_id"]);
 
     fn validate(&self, problems: &mut Problems) {
         check_name_and_description(problems, &self.name, &self.description);

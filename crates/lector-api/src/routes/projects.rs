@@ -2,7 +2,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{Body, PathParams, QueryParams, WriteBody};
+use crate::extract::{Body, PathParams, QueryParams, WriteBody, also_immutable};
 use crate::routes::rfc3339;
 use crate::routes::workspaces::named_or_default_workspace;
 use crate::state::AppState;
@@ -229,15 +229,7 @@ pub struct UpdateProjectBody {
 }
 
 impl WriteBody for UpdateProjectBody {
-    const IMMUTABLE: &'static [&'static str] = &[
-        "id",
-        "created",
-        "status",
-        "classes",
-        "labels",
-        "models",
-        "organization_id",
-    ];
+    const IMMUTABLE: &'static [&'static str] = &also_immutable::<7>(PROJECT_IMMUTABLE, &["organization_id"]);
 
     fn validate(&self, problems: &mut Problems) {
         if let Some(name) = &self.name {
