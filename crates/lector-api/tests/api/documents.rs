@@ -34,13 +34,12 @@ async fn documents_are_normalised_and_segmented(app: TestApp) {
     let id = app.project(&ada, "Docs").await;
     let docs = format!("/projects/{id}/documents");
     let created = app
-        .post(
-            &docs,
-            &ada.token,
+        .document(
+            &ada,
+            id,
             json!({"text": "Cafe\u{301} Dr. Smith came. He left at 3.5 pm!", "meta": {"source": "mail"}}),
         )
-        .await
-        .expect(201);
+        .await;
     assert_eq!(
         created["text"], "Caf\u{e9} Dr. Smith came. He left at 3.5 pm!",
         "stored NFC"
@@ -56,14 +55,12 @@ async fn documents_are_normalised_and_segmented(app: TestApp) {
     assert_eq!(created["meta"]["source"], "mail");
 
     let whole = app
-        .post(&docs, &ada.token, json!({"text": "One. Two.", "split": false}))
-        .await
-        .expect(201);
+        .document(&ada, id, json!({"text": "One. Two.", "split": false}))
+        .await;
     assert_eq!(spans(&whole).len(), 1);
     let own = app
-        .post(&docs, &ada.token, json!({"text": "alpha beta gamma", "segments": [{"text": "alpha beta"}, {"text": "gamma", "span": [11, 16]}]}))
-        .await
-        .expect(201);
+        .document(&ada, id, json!({"text": "alpha beta gamma", "segments": [{"text": "alpha beta"}, {"text": "gamma", "span": [11, 16]}]}))
+        .await;
     assert_eq!(
         spans(&own),
         [("alpha beta".to_owned(), [0, 10]), ("gamma".to_owned(), [11, 16])]
@@ -78,22 +75,20 @@ async fn documents_are_normalised_and_segmented(app: TestApp) {
     // SPEC 4.5 and the original client's DocumentCreate: `segments` is an object with text,
     // one segment.
     let one = app
-        .post(
-            &docs,
-            &ada.token,
+        .document(
+            &ada,
+            id,
             json!({"text": "alpha beta", "segments": {"text": "alpha beta"}}),
         )
-        .await
-        .expect(201);
+        .await;
     assert_eq!(spans(&one), [("alpha beta".to_owned(), [0, 10])]);
     let part = app
-        .post(
-            &docs,
-            &ada.token,
+        .document(
+            &ada,
+            id,
             json!({"text": "alpha beta", "segments": {"text": "beta", "span": [6, 10]}}),
         )
-        .await
-        .expect(201);
+        .await;
     assert_eq!(spans(&part), [("beta".to_owned(), [6, 10])]);
     app.post(
         &docs,
@@ -134,13 +129,8 @@ async fn documents_are_normalised_and_segmented(app: TestApp) {
         .expect_problem(400, "immutable_field");
 
     let german = app
-        .post(
-            &docs,
-            &ada.token,
-            json!({"text": "Das ist z. B. gut. Ja.", "language": "de"}),
-        )
-        .await
-        .expect(201);
+        .document(&ada, id, json!({"text": "Das ist z. B. gut. Ja.", "language": "de"}))
+        .await;
     assert_eq!(spans(&german).len(), 2, "{german}");
 
     let path = format!("{docs}/{}", created["id"]);
@@ -175,7 +165,7 @@ async fn paging_and_filters_never_drop_or_repeat(app: TestApp) {
             8 => "snakeXcase names".to_owned(),
             _ => format!("Document number {n}."),
         };
-        app.post(&docs, &ada.token, json!({"text": text})).await.expect(201);
+        app.document(&ada, id, json!({"text": text})).await;
     }
     let mut seen = Vec::new();
     let mut offset = 0;
