@@ -358,13 +358,12 @@ async fn groups_of_documents(app: TestApp) {
     let id = app.project(&ada, "Groups").await;
     let groups = format!("/projects/{id}/groups");
     let group = app
-        .post(
-            &groups,
-            &ada.token,
+        .group(
+            &ada,
+            id,
             json!({"name": "Batch 1", "documents": [{"text": "First. Doc."}, {"text": "Second doc.", "id": 7}]}),
         )
-        .await
-        .expect(201);
+        .await;
     assert_eq!(
         (group["document_count"].as_i64(), group["status"].as_str()),
         (Some(2), Some("CREATED"))
@@ -401,18 +400,12 @@ async fn groups_of_documents(app: TestApp) {
     app.get(&format!("{path}/documents/{first}"), &ada.token)
         .await
         .expect(200);
-    let other = app
-        .post(&groups, &ada.token, json!({"name": "Batch 2"}))
-        .await
-        .expect(201);
+    let other = app.group(&ada, id, json!({"name": "Batch 2"})).await;
     app.get(&format!("{groups}/{}/documents/{first}", other["id"]), &ada.token)
         .await
         .expect_problem(404, "not_found");
     // The original client's GroupCreate and SPEC leave name optional: "Group" and the time.
-    let unnamed = app
-        .post(&groups, &ada.token, json!({"documents": [{"text": "Fourth."}]}))
-        .await
-        .expect(201);
+    let unnamed = app.group(&ada, id, json!({"documents": [{"text": "Fourth."}]})).await;
     let name = unnamed["name"].as_str().unwrap();
     assert!(name.starts_with("Group 20") && name.ends_with('Z'), "{unnamed}");
     assert_eq!(unnamed["document_count"], 1);

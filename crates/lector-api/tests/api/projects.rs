@@ -283,9 +283,7 @@ async fn transfer_needs_manager_in_both_workspaces(app: TestApp) {
     let bob = app.register("bob@example.org").await;
     let target = app.workspace(&bob, "Bob's team").await;
     let id = app.project_with_classes(&ada, "Mail", "LABEL", &[]).await;
-    app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "spam"}))
-        .await
-        .expect(201);
+    app.add_labels(&ada, id, &["spam"]).await;
     let transfer = format!("/projects/{id}/transfer");
     app.post(&transfer, &ada.token, json!({"organization_id": target}))
         .await

@@ -282,13 +282,12 @@ async fn labeled_documents_samples_and_auto_tags(app: TestApp) {
 
     // A seeded sample of the project's documents.
     let upload = app
-        .post(
-            &format!("/projects/{id}/groups"),
-            &ada.token,
+        .group(
+            &ada,
+            id,
             json!({"name": "Bulk", "documents": (0..20).map(|i| json!({"text": format!("Review number {i}.")})).collect::<Vec<_>>()}),
         )
-        .await
-        .expect(201);
+        .await;
     assert_eq!(upload["document_count"], 20);
     let sample = |seed: u64| app.post(&sessions, &ada.token, json!({"sample_size": 5, "seed": seed}));
     let a = sample(3).await.expect(201);
@@ -305,16 +304,15 @@ async fn labeled_documents_samples_and_auto_tags(app: TestApp) {
 
     // auto: attributes that name classes and labels become tags and marks.
     let fed = app
-        .post(
-            &format!("/projects/{id}/groups"),
-            &ada.token,
+        .group(
+            &ada,
+            id,
             json!({"name": "With attributes", "documents": [
                 {"text": "Tasty pizza.", "meta": {"aspect": "food", "sentiment": "positive"}},
                 {"text": "Meh.", "meta": {"aspect": "ambience", "sentiment": "neutral"}}
             ]}),
         )
-        .await
-        .expect(201);
+        .await;
     let group_docs = app
         .get(&format!("/projects/{id}/groups/{}/documents", fed["id"]), &ada.token)
         .await
@@ -353,12 +351,7 @@ async fn sessions_follow_roles_and_tenancy(app: TestApp) {
             .expect(200);
     }
     let id = app.project_with_classes(&ada, "Shared", "LABEL", &[]).await;
-    app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "spam"}))
-        .await
-        .expect(201);
-    app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "ham"}))
-        .await
-        .expect(201);
+    app.add_labels(&ada, id, &["spam", "ham"]).await;
     let doc = app.document(&ada, id, json!({"text": "Buy now. Cheap pills."})).await;
     let outside = app.document(&ada, id, json!({"text": "Not in the session."})).await;
     let sessions = format!("/projects/{id}/annotations");
@@ -498,16 +491,13 @@ async fn clones_copy_everything_as_a_task(app: TestApp) {
     let id = app
         .project_with_classes(&ada, "Original", "CLASSLABEL", &["FOOD", "SERVICE"])
         .await;
-    app.post(&format!("/projects/{id}/labels"), &ada.token, json!({"name": "good"}))
-        .await
-        .expect(201);
-    app.post(
-        &format!("/projects/{id}/groups"),
-        &ada.token,
+    app.add_labels(&ada, id, &["good"]).await;
+    app.group(
+        &ada,
+        id,
         json!({"name": "Batch", "documents": [{"text": "One. Two.", "meta": {"k": 1}}, {"text": "Three."}]}),
     )
-    .await
-    .expect(201);
+    .await;
     app.document(&ada, id, json!({"text": "Loose document."})).await;
     let session = app
         .post(

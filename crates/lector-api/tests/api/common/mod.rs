@@ -426,6 +426,13 @@ impl TestApp {
             .expect(201)
     }
 
+    /// Creates a group of `project` with `body` (201); answers it.
+    pub async fn group(&self, owner: &Session, project: i64, body: Value) -> Value {
+        self.post(&format!("/projects/{project}/groups"), &owner.token, body)
+            .await
+            .expect(201)
+    }
+
     /// Trains a model of `project` with `body` and waits for its job; answers the model as
     /// `get_project_model` gives it (READY or FAILED: the caller checks).
     pub async fn train_model(&self, who: &Session, project: i64, body: Value) -> Value {
