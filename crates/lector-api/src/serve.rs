@@ -274,7 +274,8 @@ pub async fn shutdown_signal() {
 
 /// Deletes uploaded files nothing used, then blobs no row references (older than the same
 /// `uploads.unused_ttl_secs`), then jobs that ended more than `finished_jobs_kept_secs` ago,
-/// every `uploads.sweep_every_secs`, while the server runs.
+/// then rate-limit counters and one-time tokens that count nothing any more, every
+/// `uploads.sweep_every_secs`, while the server runs.
 async fn sweep_leftovers(state: AppState) {
     let uploads = state.config.uploads;
     let mut every = tokio::time::interval(Duration::from_secs(uploads.sweep_every_secs));
@@ -299,6 +300,15 @@ async fn sweep_leftovers(state: AppState) {
             Ok(0) => {}
             Ok(n) => tracing::info!(jobs = n, "deleted jobs that ended long ago"),
             Err(e) => tracing::warn!(error = %e.detail, "deleting old jobs failed"),
+        }
+        match state
+            .store
+            .prune_spent_counters(state.config.rate_limits.longest_window_secs())
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(rows = n, "deleted spent rate-limit counters and expired tokens"),
+            Err(e) => tracing::warn!(error = %e.detail, "deleting spent counters failed"),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Who holds a lease: each worker loop signs its claims with its host, the kernel's boot, its
-//! process id and that process's start time. A process that starts on the same host can then
+//! process id namespace, its process id and that process's start time. A process that starts on the same host can then
 //! tell the leases of a process that died there (killed, crashed) from those of a live one,
 //! and hand them back to the queue at once instead of waiting for them to expire. Leases of
 //! other hosts, or that cannot be read, are left to expire; the fencing token keeps a late
@@ -66,11 +66,17 @@ fn parse(owner: &str) -> Option<(&str, u32, u64)> {
     Some((parts.next()?, pid, started))
 }
 
+/// The host name, the kernel's boot id and the process id namespace (`pid:[4026531836]`): two
+/// containers on one kernel with one host name (host networking) see different processes under
+/// the same pid, so neither may judge the other's workers by its own `/proc`.
 fn host() -> String {
     let read = |path: &str| std::fs::read_to_string(path).map(|s| s.trim().to_owned()).ok();
     let name = read("/proc/sys/kernel/hostname").unwrap_or_else(|| "localhost".into());
     let boot = read("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    format!("{name}:{boot}")
+    let pids = std::fs::read_link("/proc/self/ns/pid")
+        .map(|link| link.display().to_string())
+        .unwrap_or_default();
+    format!("{name}:{boot}:{pids}")
 }
 
 /// A process's start time in clock ticks after boot, if it runs.
@@ -84,6 +90,18 @@ fn start_time(pid: u32) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_names_the_pid_namespace() {
+        if std::path::Path::new("/proc/self/ns/pid").exists() {
+            assert!(Process::current().host.ends_with(']'), "{}", Process::current().host);
+            assert!(
+                Process::current().host.contains(":pid:["),
+                "{}",
+                Process::current().host
+            );
+        }
+    }
 
     #[test]
     fn owners_read_back() {

@@ -88,21 +88,24 @@ impl Blobs {
         &self.location
     }
 
-    /// Whether the store answers (for `/health`): the local directory is there and not
-    /// read-only, or the S3 bucket answers a one-key listing. Cheap enough for every check.
+    /// Whether the store answers (for `/health`): this process can create a file in the local
+    /// directory (an unnamed one, gone when closed: ownership, a read-only mount or a full
+    /// inode table all show), or the S3 bucket answers a one-key listing. Cheap enough for every
+    /// check.
     pub async fn ping(&self) -> Result<()> {
         match &self.backend {
             Backend::S3(s3) => s3.ping().await,
             Backend::Local(_, dir) => {
-                let metadata = tokio::fs::metadata(dir).await.map_err(|e| {
-                    tracing::error!(error = %e, dir = %dir.display(), "the blob directory is gone");
-                    Error::dependency_down("the blob directory is unavailable")
-                })?;
-                if !metadata.is_dir() || metadata.permissions().readonly() {
-                    tracing::error!(dir = %dir.display(), "the blob directory is not a writable directory");
-                    return Err(Error::dependency_down("the blob directory is unavailable"));
+                let probe = dir.clone();
+                let written = tokio::task::spawn_blocking(move || tempfile::tempfile_in(probe)).await;
+                match written {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(e)) => {
+                        tracing::error!(error = %e, dir = %dir.display(), "cannot write to the blob directory");
+                        Err(Error::dependency_down("the blob directory is unavailable"))
+                    }
+                    Err(_) => Err(Error::internal()),
                 }
-                Ok(())
             }
         }
     }

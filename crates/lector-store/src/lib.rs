@@ -200,9 +200,10 @@ impl Store {
 
     /// Applies the migrations this binary knows and the database has not seen.
     pub async fn migrate(&self) -> Result<()> {
+        // Only start-up and `lector migrate` migrate, so the cause goes to the operator whole.
         migrations::migrator(self.backend).run(&self.pool).await.map_err(|e| {
             tracing::error!(error = %e, "migration failed");
-            Error::internal()
+            Error::new(lector_core::ErrorCode::Internal, format!("migrating the schema: {e}"))
         })
     }
 

@@ -208,3 +208,36 @@ async fn stored_copies_become_cloning_sqlite() {
 async fn stored_copies_become_cloning_postgres() {
     stored_copies_become_cloning(Backend::Postgres).await;
 }
+
+/// A database a newer Lector migrated (a step this binary does not know) is refused at start,
+/// with sqlx's reason for the operator instead of a bare internal error.
+async fn a_newer_schema_is_refused_with_its_reason(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 2).await.expect("store");
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         SELECT 9999, description, success, checksum, execution_time FROM _sqlx_migrations WHERE version = 1",
+    )
+    .execute(&store.pool)
+    .await
+    .expect("a step from the future");
+    store.close().await;
+    let refused = Store::open(&database.url, 2).await.expect_err("refused");
+    assert!(
+        refused.detail.starts_with("migrating the schema: ") && refused.detail.contains("9999"),
+        "{}",
+        refused.detail
+    );
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused_with_its_reason_sqlite() {
+    a_newer_schema_is_refused_with_its_reason(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused_with_its_reason_postgres() {
+    a_newer_schema_is_refused_with_its_reason(Backend::Postgres).await;
+}

@@ -99,6 +99,25 @@ impl Store {
         Ok(())
     }
 
+    /// Deletes the rate-limit counters whose window started more than `longest_window_secs`
+    /// ago (they count nothing: the next event starts a new window) and the one-time tokens that
+    /// expired more than a day ago; answers how many rows went. Both tables gain a row per
+    /// client address or request and would otherwise grow for ever.
+    pub async fn prune_spent_counters(&self, longest_window_secs: i64) -> Result<u64> {
+        let now = Timestamp::now();
+        let counters = sqlx::query("DELETE FROM rate_limits WHERE window_start < $1")
+            .bind(now.plus_seconds(-longest_window_secs).micros())
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        let tokens = sqlx::query("DELETE FROM one_time_tokens WHERE expires < $1")
+            .bind(now.plus_seconds(-24 * 3600).micros())
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(counters.rows_affected() + tokens.rows_affected())
+    }
+
     pub async fn create_product_key(
         &self,
         scope: &Scope,
@@ -243,4 +262,80 @@ fn window(window_secs: i64) -> (i64, i64) {
 fn seconds_left(now: i64, window_start: i64, window_secs: i64) -> u64 {
     let window_end = window_start + window_secs * 1_000_000;
     ((window_end - now).div_euclid(1_000_000) + 1).max(1) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TokenPurpose;
+    use crate::testing::{TestDatabase, count, owner};
+    use crate::{Backend, Store};
+    use lector_core::time::Timestamp;
+
+    /// Counters whose window has ended and tokens expired a day ago go; the rest stay, and a
+    /// pruned address counts from one again.
+    async fn spent_counters_and_tokens_are_pruned(backend: Backend) {
+        let Some(database) = TestDatabase::create(backend).await else {
+            return;
+        };
+        let store = Store::open(&database.url, 4).await.expect("store");
+        let (user, _) = owner(&store).await;
+        for key in ["old", "current"] {
+            store.count_attempt(key, 3600).await.unwrap();
+            store.count_attempt(key, 3600).await.unwrap();
+        }
+        sqlx::query("UPDATE rate_limits SET window_start = window_start - $1 WHERE key = 'old'")
+            .bind(2 * 3600 * 1_000_000_i64)
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        let now = Timestamp::now();
+        for (hash, expires) in [
+            ("stale", now.plus_seconds(-2 * 24 * 3600)),
+            ("live", now.plus_seconds(600)),
+        ] {
+            store
+                .create_one_time_token(user.id, TokenPurpose::PasswordReset, hash, expires)
+                .await
+                .unwrap();
+        }
+
+        assert_eq!(store.prune_spent_counters(3600).await.unwrap(), 2);
+        assert_eq!(
+            count(&store, "SELECT COUNT(*) FROM rate_limits WHERE count > $1", 0).await,
+            1
+        );
+        assert_eq!(
+            count(
+                &store,
+                "SELECT COUNT(*) FROM one_time_tokens WHERE user_id = $1",
+                user.id
+            )
+            .await,
+            1
+        );
+        assert_eq!(
+            store.count_attempt("current", 3600).await.unwrap().0,
+            3,
+            "a live window counts on"
+        );
+        assert_eq!(store.count_attempt("old", 3600).await.unwrap().0, 1);
+        assert_eq!(
+            store
+                .consume_one_time_token(TokenPurpose::PasswordReset, "live")
+                .await
+                .unwrap(),
+            Some(user.id)
+        );
+        assert_eq!(store.prune_spent_counters(3600).await.unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn spent_counters_and_tokens_are_pruned_sqlite() {
+        spent_counters_and_tokens_are_pruned(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn spent_counters_and_tokens_are_pruned_postgres() {
+        spent_counters_and_tokens_are_pruned(Backend::Postgres).await;
+    }
 }

@@ -189,6 +189,11 @@ async fn health_names_a_missing_blob_store(app: TestApp) {
     assert_eq!(down["blob_store"], "unreachable");
     assert_eq!(down["database"], "ok");
     assert_eq!(down["failing"], json!(["blob_store"]));
+    // Something that is not a directory where the blobs go: nothing can be written there.
+    std::fs::write(&blobs, b"not a directory").unwrap();
+    let down = app.call(Method::GET, "/health", None, None).await.expect(503);
+    assert_eq!(down["failing"], json!(["blob_store"]));
+    std::fs::remove_file(&blobs).unwrap();
     std::fs::rename(&moved, &blobs).unwrap();
     app.call(Method::GET, "/health", None, None).await.expect(200);
 }
