@@ -122,6 +122,9 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             println!("{document}");
         }
         Command::PrintConfig => {
+            // What unset settings come to, as comments (the TOML below leaves them out).
+            println!("# database in force: {}", shown_database(&config.database_url()));
+            println!("# blob store in force: {}", config.blob_url());
             println!("{}", toml::to_string_pretty(&config).map_err(|e| e.to_string())?);
         }
         Command::Migrate => {
@@ -157,6 +160,12 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
         Command::Worker => {
             config.create_data_dir()?;
             let blobs = lector_store::Blobs::from_config(&config).map_err(|e| format!("blob store: {}", e.detail))?;
+            // A worker that cannot reach the files would fail its share of the jobs: stop here
+            // (systemd starts it again) instead, saying why.
+            blobs
+                .ping()
+                .await
+                .map_err(|e| format!("blob store {}: {}", blobs.location(), e.detail))?;
             let store = lector_store::Store::open_with(
                 &config.database_url(),
                 config.database_max_connections,

@@ -111,6 +111,10 @@ fn migrate_openapi_print_config_and_user_create() {
         .unwrap();
     let text = String::from_utf8_lossy(&config.stdout);
     assert!(text.contains("listen = \"127.0.0.1:9443\""), "{text}");
+    assert!(
+        text.contains("# database in force: sqlite://lector-data/lector.db\n"),
+        "{text}"
+    );
     assert!(text.contains("[redacted]") && !text.contains("long-enough"), "{text}");
     let short = lector(dir.path())
         .arg("print-config")
@@ -132,6 +136,31 @@ fn migrate_openapi_print_config_and_user_create() {
         .output()
         .unwrap();
     assert!(!again.status.success(), "the e-mail is taken");
+}
+
+/// A worker whose blob store does not answer (here an S3 endpoint nothing listens on) stops at
+/// once, saying so, instead of failing the jobs it would take.
+#[test]
+fn a_worker_without_its_blob_store_does_not_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let worker = lector(dir.path())
+        .arg("worker")
+        .env("LECTOR_BLOB_URL", "s3://lector-blobs/test")
+        .env("AWS_ENDPOINT_URL", endpoint)
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .unwrap();
+    assert_eq!(worker.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&worker.stderr);
+    assert!(
+        said.contains("lector: blob store ") && said.contains("unavailable"),
+        "{said}"
+    );
 }
 
 #[test]
