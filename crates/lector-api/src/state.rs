@@ -39,7 +39,8 @@ pub struct AppState {
 
 impl AppState {
     /// Opens the store (migrating it), loads or creates the token and credential keys, and builds
-    /// the mailer.
+    /// the mailer. It publishes nothing: a serving node then calls
+    /// [`AppState::publish_base_models`], a command (`lector user create`) does not.
     pub async fn new(config: Config) -> Result<Self, String> {
         config.validate()?;
         config.create_data_dir()?;
@@ -57,10 +58,6 @@ impl AppState {
         let sources = lector_sources::Sources::new(&config)?;
         let base_models = Arc::new(lector_embed::BaseModels::new(config.base_models_dir()));
         let sandbox = lector_extract::sandbox::Sandbox::new(&config.extract).map_err(|e| e.detail)?;
-        store
-            .sync_base_models(&installed_base_models(&base_models))
-            .await
-            .map_err(|e| format!("base models: {}", e.detail))?;
         let execution_log = crate::execution_log::ExecutionLog::start(store.clone());
         let web_app = crate::web_app::WebApp::from_config(config.ui_dir.as_deref());
         let background_runs = Arc::new(tokio::sync::Semaphore::new(config.workflows.max_background_runs));
@@ -86,21 +83,6 @@ impl AppState {
     }
 }
 
-/// What the store records of the BASE models found on disk.
-fn installed_base_models(base_models: &lector_embed::BaseModels) -> Vec<lector_store::InstalledBaseModel> {
-    base_models
-        .installed()
-        .into_iter()
-        .map(|base| lector_store::InstalledBaseModel {
-            name: base.name,
-            display_name: base.description.display_name,
-            short_description: base.description.short_description,
-            long_description: base.description.long_description,
-            language: base.description.language,
-        })
-        .collect()
-}
-
 /// The address of the connection a request came in on, put into request extensions by the
 /// server's accept loop.
 #[derive(Debug, Clone, Copy)]
@@ -116,6 +98,14 @@ impl PeerAddr {
 }
 
 impl AppState {
+    /// Publishes the BASE models installed on this node, for a node that serves: additive, so a
+    /// node without some never takes them from the others (lector-store's `base_models`).
+    pub async fn publish_base_models(&self) -> Result<(), String> {
+        lector_jobs::publish_base_models(&self.store, &self.base_models)
+            .await
+            .map_err(|e| format!("base models: {}", e.detail))
+    }
+
     /// The client's address: the peer, or in proxy mode, when the peer is a trusted proxy, the
     /// address the proxies report (see [`forwarded_client`]).
     pub fn client_ip(&self, parts: &axum::http::request::Parts) -> Option<IpAddr> {

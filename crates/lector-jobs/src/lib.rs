@@ -3,6 +3,7 @@
 //! over SMTP).
 
 pub mod analysis;
+pub mod base_models;
 pub mod cloning;
 mod document_file;
 pub mod file_import;
@@ -18,6 +19,7 @@ pub mod webhook;
 mod writes;
 
 pub use analysis::AnalyzeDocuments;
+pub use base_models::publish_base_models;
 pub use cloning::CloneProject;
 pub use ingest::ImportDocuments;
 pub use labeled_import::ImportLabeled;

@@ -1,12 +1,22 @@
-//! BASE models in the database: the sentence encoders installed on a node, kept as models of
+//! BASE models in the database: the sentence encoders installed on the nodes, kept as models of
 //! type BASE in the one system workspace (which has no members), so that every user lists,
 //! reads and stars them like any PUBLISHED model and trains with one as `base_id`.
 //!
-//! A serving node calls [`Store::sync_base_models`] at start with what its base-models
-//! directory holds: an installed encoder is PUBLISHED, one whose files are gone is FAILED with
-//! the reason (it is then listed to nobody but superusers, and refused as a base). The rows
-//! are never deleted, so the models trained with an encoder keep naming it. The files
-//! themselves are `lector-embed`'s business; this module never reads them.
+//! The files live per node, the rows are installation-wide, so publishing is additive: a
+//! serving node or a worker calls [`Store::sync_base_models`] at start with what its
+//! base-models directory holds, and each of those is PUBLISHED (created the first time). A node
+//! never changes a BASE model it lacks: a node just added, or a command run on a machine
+//! without the files, must not take an encoder away from the nodes that have it.
+//!
+//! Nothing here marks a BASE model unavailable. Once published it stays PUBLISHED; whether a
+//! node can use it is that node's business, answered where the files are needed: `analyze`
+//! with a model trained on it answers 409 and `upload_model` 422 on a node without them, and a
+//! worker without them hands the training or analysis back to the queue for one that has them
+//! (failing it with the reason once it has waited `UNHANDLED_JOB_GRACE_SECS`, see
+//! `job_claims`). Rows FAILED by older versions (which marked what a node lacked) stay refused
+//! as a base until a node with the files publishes them again. The rows are never deleted, so
+//! the models trained with an encoder keep naming it. The files themselves are `lector-embed`'s
+//! business; this module never reads them.
 
 use crate::{Store, db};
 use lector_core::time::Timestamp;
@@ -27,36 +37,15 @@ pub struct InstalledBaseModel {
 }
 
 impl Store {
-    /// Makes the BASE model rows say what this node has installed: each installed model
-    /// PUBLISHED (created the first time), each other BASE model FAILED with the reason.
+    /// Publishes the BASE models this node has installed: each PUBLISHED, created the first
+    /// time. The BASE models it lacks are left as they are (see the module's doc).
     pub async fn sync_base_models(&self, installed: &[InstalledBaseModel]) -> Result<()> {
+        if installed.is_empty() {
+            return Ok(());
+        }
         let workspace_id = self.system_workspace().await?;
         for base in installed {
             self.publish_base_model(workspace_id, base).await?;
-        }
-        let rows: Vec<(i64, String)> =
-            sqlx::query_as("SELECT id, name FROM models WHERE workspace_id = $1 AND type = $2 AND status <> $3")
-                .bind(workspace_id)
-                .bind(ModelType::Base.as_str())
-                .bind(ModelStatus::Failed.as_str())
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db)?;
-        for (id, name) in rows
-            .into_iter()
-            .filter(|(_, n)| !installed.iter().any(|b| &b.name == n))
-        {
-            tracing::warn!(model.id = id, model.name = %name, "a BASE model is no longer installed");
-            sqlx::query("UPDATE models SET status = $1, failure = $2, updated = $3 WHERE id = $4")
-                .bind(ModelStatus::Failed.as_str())
-                .bind(format!(
-                    "the files of base model {name} are not installed on this server: run `lector base-models install`"
-                ))
-                .bind(Timestamp::now().micros())
-                .bind(id)
-                .execute(&self.pool)
-                .await
-                .map_err(db)?;
         }
         Ok(())
     }

@@ -78,13 +78,14 @@ pub struct TrainedModel {
 }
 
 /// Why `base` cannot be started from by a model of `kind` in `language`, if it cannot: a BASE
-/// model (a sentence encoder) must be installed and read the language; a classifier must be
-/// of the project's type and have an artifact.
+/// model (a sentence encoder) must be PUBLISHED (some node has installed it; a row FAILED by an
+/// older version is not) and read the language; a classifier must be of the project's type and
+/// have an artifact.
 fn base_problem(base: &Model, kind: ProjectType, language: &str) -> Option<String> {
     let id = base.id;
     match base.kind.project_type() {
         None if base.status != ModelStatus::Published => Some(format!(
-            "base model {id} is not installed on this server ({})",
+            "base model {id} is not published by any server ({})",
             base.failure.as_deref().unwrap_or("its files are missing")
         )),
         None if base.language != language => Some(format!(
@@ -283,15 +284,20 @@ impl Store {
     }
 
     /// The base model a training job starts from (the request checked that its caller may
-    /// read it); a BASE model no longer installed is refused as gone.
+    /// read it); a BASE model that is not PUBLISHED (FAILED by an older version) is refused as
+    /// gone. Whether this worker has its files is the job's question, not the store's.
     pub async fn base_model_for_job(&self, lease: &Lease, base_id: i64) -> Result<Model> {
         let model = self
             .model_row(lease.job.user_id.unwrap_or_default(), base_id)
             .await?
             .ok_or_else(|| Error::not_found("model"))?;
         if model.kind == lector_core::ModelType::Base && model.status != ModelStatus::Published {
-            return Err(Error::not_found(
-                "base model (its files are not installed on this server any more)",
+            return Err(Error::new(
+                ErrorCode::NotFound,
+                format!(
+                    "base model {} is not published: run `lector base-models install` on a worker",
+                    model.name
+                ),
             ));
         }
         Ok(model)

@@ -137,6 +137,7 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
         }
         Command::Serve => {
             let state = AppState::new(config).await?;
+            state.publish_base_models().await?;
             let server = lector_api::Server::bind(state.clone()).await?;
             let address = server.local_addr().map_err(|e| e.to_string())?;
             let scheme = match state.config.tls {
@@ -180,6 +181,10 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             let base_models = std::sync::Arc::new(lector_embed::BaseModels::new(config.base_models_dir()));
             let sandbox = lector_extract::sandbox::Sandbox::new(&config.extract).map_err(|e| e.detail)?;
             let sources = std::sync::Arc::new(lector_sources::Sources::new(&config)?);
+            // The node that trains is the one whose files matter: a worker publishes its own.
+            lector_jobs::publish_base_models(&store, &base_models)
+                .await
+                .map_err(|e| format!("base models: {}", e.detail))?;
             let workers = lector_jobs::standard_runner(mailer, base_models, sandbox, sources)
                 .lease_secs(config.job_lease_secs)
                 .spawn(store.clone(), count, stopped);
@@ -214,6 +219,7 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
                     superuser,
                 },
         } => {
+            // Only the account: base models are published by the nodes that have them.
             let state = AppState::new(config).await?;
             let body = CreateUserBody {
                 email,

@@ -34,13 +34,33 @@ async fn postgres_few_shot_story() {
 /// A server whose base-models directory (answered with it, to keep alive) holds the tiny
 /// encoder as `name`, described as `display_name`.
 async fn with_tiny(backend: Backend, name: &str, display_name: &str) -> Option<(tempfile::TempDir, TestApp)> {
+    with_tiny_workers(
+        backend,
+        name,
+        display_name,
+        lector_core::config::Config::default().workers,
+    )
+    .await
+}
+
+/// [`with_tiny`] with `workers` embedded job workers.
+async fn with_tiny_workers(
+    backend: Backend,
+    name: &str,
+    display_name: &str,
+    workers: usize,
+) -> Option<(tempfile::TempDir, TestApp)> {
     let bases = tempfile::tempdir().unwrap();
     let dir = bases.path().join(name);
     lector_embed::testing::write_tiny(&dir).expect("the tiny encoder");
     let description = json!({"display_name": display_name, "language": "en"});
     std::fs::write(dir.join(lector_embed::DESCRIPTION_FILE), description.to_string()).expect("its description");
     let path = bases.path().to_path_buf();
-    let app = TestApp::start_with(backend, move |config| config.base_models_dir = Some(path)).await?;
+    let app = TestApp::start_with(backend, move |config| {
+        config.base_models_dir = Some(path);
+        config.workers = workers;
+    })
+    .await?;
     Some((bases, app))
 }
 
@@ -169,26 +189,34 @@ async fn base_model_story(backend: Backend) {
         .expect("a second server");
     predicts_the_same_on(&other, "cy@example.org", &bytes, &texts, &result).await;
 
-    // Its files gone (a restart finds none): FAILED with the reason, listed to nobody but
-    // superusers, refused as a base.
-    app.state.store.sync_base_models(&[]).await.unwrap();
-    assert!(listed_bases(&app, &ada).await.is_empty());
-    let gone = listed_bases(&app, &root).await;
-    assert_eq!(gone.len(), 1);
-    assert_eq!(gone[0]["status"], "FAILED");
-    assert!(
-        gone[0]["failure"].as_str().unwrap().contains("base-models install"),
-        "{gone:?}"
-    );
-    let refused = app
-        .post(
-            &format!("/projects/{project}/models"),
-            &ada.token,
-            json!({"name": "Again", "base_id": base_id}),
-        )
+    // Another node starts on the same database without the files (a node just added; `lector
+    // user create` publishes nothing at all): the BASE model stays PUBLISHED for everyone, and
+    // a training on it through the first node, whose workers have the files, is READY.
+    let (_second_dir, second) = start_without_files(&app).await;
+    second.publish_base_models().await.expect("the second node starts");
+    let listed = listed_bases(&app, &ada).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["status"], "PUBLISHED", "{listed:?}");
+    let again = app
+        .train_model(&ada, project, json!({"name": "Again", "base_id": base_id}))
+        .await;
+    assert_eq!(again["status"], "READY", "{again}");
+    second.store.close().await;
+}
+
+/// A second node's state on `app`'s database, its base-models directory empty (answered with
+/// its data directory, to keep alive).
+async fn start_without_files(app: &TestApp) -> (tempfile::TempDir, lector_api::AppState) {
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut config = (*app.state.config).clone();
+    config.data_dir = data_dir.path().to_path_buf();
+    config.base_models_dir = None;
+    config.workers = 0;
+    let state = lector_api::AppState::new(config)
         .await
-        .expect_problem(422, "validation_failed");
-    assert_eq!(refused["errors"][0]["field"], "base_id", "{refused}");
+        .expect("the second node's state");
+    assert!(state.base_models.installed().is_empty());
+    (data_dir, state)
 }
 
 /// Ten reviews per label, alternating good and bad.

@@ -207,6 +207,7 @@ impl TestApp {
         config.extract.sandbox_program = Some(env!("CARGO_BIN_EXE_lector-extract-sandbox").into());
         adjust(&mut config);
         let mut state = AppState::new(config).await.expect("app state");
+        state.publish_base_models().await.expect("base models published");
         if let Some(blobs) = blobs {
             state.store = state.store.with_blobs(blobs);
         }
