@@ -4,9 +4,13 @@
 //! confidence. The analysis goes QUEUED → ANALYZING → FINISHED (one notification, written with
 //! the job's end), or FAILED through the queue's one failure path.
 //!
+//! A worker without the sentence encoder the model was trained with (installed per node) hands
+//! the job back for one that has it (`Retry::Elsewhere`), before the analysis turns ANALYZING.
+//!
 //! Each batch is written in one fenced transaction that also marks its documents covered, so a
 //! run after a crash goes on with the documents not covered yet and nothing is stored twice.
 
+use crate::base_models::missing_here;
 use crate::ingest::fill_group;
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
 use lector_core::NotificationType;
@@ -31,16 +35,26 @@ impl Handler for AnalyzeDocuments {
 
     fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: AnalysisPayload) -> HandlerFuture<'a> {
         Box::pin(async move {
+            let analysis = store
+                .analysis_for_job(lease, payload.analysis_id)
+                .await
+                .map_err(JobError::from_store)?;
+            // The model comes first: a worker without the sentence encoder it was trained with
+            // hands the job back while the analysis is still QUEUED.
+            let model = match analysis.status.as_str() {
+                "QUEUED" | "ANALYZING" => Some(load_model(store, lease, &self.base_models, payload.model_id).await?),
+                _ => None,
+            };
             let status = store
                 .begin_analysis(lease, payload.analysis_id)
                 .await
                 .map_err(JobError::from_store)?;
-            match status.as_str() {
-                "ANALYZING" => {}
+            let model = match (status.as_str(), model) {
+                ("ANALYZING", Some(model)) => model,
                 // An earlier run finished it and died before the job ended.
-                "FINISHED" => return finished(store, lease, &payload).await,
-                other => return Err(JobError::fatal(format!("the analysis is {other}"))),
-            }
+                ("FINISHED", _) => return finished(store, lease, &payload).await,
+                (other, _) => return Err(JobError::fatal(format!("the analysis is {other}"))),
+            };
             if let Some(import) = &payload.import {
                 let group = store
                     .group_status_for_job(lease, payload.group_id)
@@ -50,7 +64,7 @@ impl Handler for AnalyzeDocuments {
                     fill_group(store, lease, import, &self.sandbox).await?;
                 }
             }
-            analyse(store, lease, &self.base_models, &payload).await?;
+            analyse(store, lease, &model, &payload).await?;
             store
                 .complete_analysis(lease, payload.analysis_id)
                 .await
@@ -76,17 +90,19 @@ async fn load_model(
     let loaded = tokio::task::spawn_blocking(move || base_models.load_model(&bytes))
         .await
         .map_err(|e| JobError::transient(format!("loading the model failed: {e}")))?
-        .map_err(|e| JobError::fatal(format!("the model's file cannot be read: {e}")))?;
+        .map_err(|e| match e {
+            lector_ml::Error::MissingEncoder(_) => missing_here(format!("model {}: {e}", model.id)),
+            e => JobError::fatal(format!("the model's file cannot be read: {e}")),
+        })?;
     Ok(Arc::new(loaded))
 }
 
 async fn analyse(
     store: &Store,
     lease: &Lease,
-    base_models: &Arc<BaseModels>,
+    model: &Arc<lector_ml::Model>,
     payload: &AnalysisPayload,
 ) -> Result<(), JobError> {
-    let model = load_model(store, lease, base_models, payload.model_id).await?;
     let (classes, labels) = store.vocabulary_for_job(lease).await.map_err(JobError::from_store)?;
     let (total, mut done) = store
         .analysis_extent(lease, payload.analysis_id, payload.group_id)

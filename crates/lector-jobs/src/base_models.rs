@@ -1,12 +1,14 @@
 //! The BASE models (sentence encoders) a node has, as the jobs and the store see them:
 //! [`publish_base_models`] tells the store what this node's base-models directory holds, at
 //! the start of a serving node and of a worker (the node that trains is the one whose files
-//! matter).
+//! matter), and [`missing_here`] is how a handler says that a job needs an encoder this worker
+//! lacks, so the runner hands the job back for a worker that has it.
 //!
 //! Publishing is additive (lector-store's `base_models`): a node lacking an encoder never marks
 //! it unavailable for the others. It reads no weights: that is `lector-embed`'s business, and
 //! the handlers load an encoder only when a job needs it.
 
+use crate::runner::JobError;
 use lector_embed::BaseModels;
 use lector_store::{InstalledBaseModel, Store};
 
@@ -28,4 +30,13 @@ pub async fn publish_base_models(store: &Store, base_models: &BaseModels) -> lec
         tracing::info!(base_models = ?names, "publishing the BASE models installed here");
     }
     store.sync_base_models(&installed).await
+}
+
+/// The failure of a job that needs a sentence encoder this worker cannot use (`what` says
+/// which and why): handed back for another worker, and failed with this reason if none that
+/// can run it takes the job in time.
+pub(crate) fn missing_here(what: impl std::fmt::Display) -> JobError {
+    JobError::elsewhere(format!(
+        "{what}; install it with `lector base-models install` on the workers"
+    ))
 }

@@ -10,7 +10,10 @@
 //!
 //! Its workers claim only the kinds of job it has handlers for, and hand back a job a newer
 //! Lector wrote, so that in a rolling upgrade such jobs wait for a newer worker (for an hour at
-//! most; see lector-store's `job_claims`).
+//! most; see lector-store's `job_claims`). Likewise a job whose handler says this worker lacks
+//! what it needs ([`Retry::Elsewhere`]: a BASE model's files, installed per node) is handed
+//! back for a worker that has it, and fails with the handler's reason once it has waited as
+//! long from when it was queued.
 //!
 //! At start, the reaper first hands back the leases of this host's workers that died (see
 //! [`crate::owner`]), so a worker restarted after kill -9 resumes its jobs at once.
@@ -32,6 +35,9 @@ const IDLE_POLL: Duration = Duration::from_millis(200);
 const REAP_EVERY: Duration = Duration::from_secs(5);
 /// How long a job queued by a newer Lector waits before a worker of this one looks at it again.
 const HAND_BACK_SECS: i64 = 60;
+/// How long a job this worker lacks the files for waits before any worker looks at it again:
+/// short, as a worker that has them may be idle meanwhile.
+const ELSEWHERE_HAND_BACK_SECS: i64 = 10;
 
 /// What a handler reports when it ends.
 #[derive(Debug, Clone)]
@@ -45,8 +51,21 @@ pub struct Outcome {
 #[derive(Debug, Clone)]
 pub struct JobError {
     pub message: String,
-    /// Worth another attempt (a transient fault), or final (bad input).
-    pub retryable: bool,
+    /// What may still come of the job.
+    pub retry: Retry,
+}
+
+/// What a failed attempt leaves of its job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// Final (bad input): the job fails for good now.
+    Never,
+    /// A transient fault: another attempt after a back-off, until the kind's attempt cap.
+    Later,
+    /// This worker lacks what the job needs (a BASE model's files) and another may have it: the
+    /// job goes back to the queue without counting the attempt, and fails for good once it has
+    /// waited [`lector_store::UNHANDLED_JOB_GRACE_SECS`] from when it was queued.
+    Elsewhere,
 }
 
 impl JobError {
@@ -54,7 +73,7 @@ impl JobError {
     pub fn fatal(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
-            retryable: false,
+            retry: Retry::Never,
         }
     }
 
@@ -62,7 +81,16 @@ impl JobError {
     pub fn transient(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
-            retryable: true,
+            retry: Retry::Later,
+        }
+    }
+
+    /// This worker cannot run the job (it lacks files another worker may have): see
+    /// [`Retry::Elsewhere`]. The message is the job's reason should it fail.
+    pub fn elsewhere(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            retry: Retry::Elsewhere,
         }
     }
 
@@ -280,9 +308,24 @@ impl Runner {
                 let finished = store.finish_job(&lease, outcome.result, outcome.notice).await?;
                 tracing::info!(finished, "job ended");
             }
+            Some(Err(e)) if e.retry == Retry::Elsewhere && !waited_too_long(&lease) => {
+                tracing::warn!(error = %e.message, "this worker cannot run the job; handing it back for another");
+                if !store.hand_back_job(&lease, ELSEWHERE_HAND_BACK_SECS).await? {
+                    tracing::warn!("lease taken over; the job was not handed back");
+                }
+            }
             Some(Err(e)) => {
-                tracing::warn!(error = %e.message, retryable = e.retryable, "job failed");
-                if !store.fail_job(&lease, &e.message, e.retryable).await? {
+                let message = match e.retry {
+                    Retry::Elsewhere => format!(
+                        "it waited {} minutes for a worker that could run it: {}",
+                        lector_store::UNHANDLED_JOB_GRACE_SECS / 60,
+                        e.message
+                    ),
+                    _ => e.message,
+                };
+                let retryable = e.retry == Retry::Later;
+                tracing::warn!(error = %message, retryable, "job failed");
+                if !store.fail_job(&lease, &message, retryable).await? {
                     tracing::warn!("lease taken over; this attempt's failure is not recorded");
                 }
             }
@@ -290,6 +333,12 @@ impl Runner {
         }
         Ok(true)
     }
+}
+
+/// Whether a job has waited its grace for a worker that can run it, from when it was queued.
+fn waited_too_long(lease: &Lease) -> bool {
+    let deadline = lease.job.created.plus_seconds(lector_store::UNHANDLED_JOB_GRACE_SECS);
+    lector_core::time::Timestamp::now().micros() >= deadline.micros()
 }
 
 /// What a task that did not finish says about it: "the job panicked: <its message>".

@@ -7,11 +7,15 @@
 //! PDFs and images, with labels tagged on parts of their text) and from the corrected values of
 //! approved HITL reviews (`lector_extract::learned`), for `extract`.
 //!
+//! A worker without the sentence encoder a training starts from (installed per node) hands the
+//! job back for one that has it, before the model turns TRAINING (`Retry::Elsewhere`).
+//!
 //! Every write is fenced by the job's lease and idempotent, so a job that runs twice (its
 //! worker killed) finishes once, with one notification. A failure goes through the queue's one
 //! failure path, which marks the model FAILED with the reason (`TrainingPayload::failure`). It
 //! does not serve predictions: that is the API's model cache.
 
+use crate::base_models::missing_here;
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
 use lector_core::{ErrorCode, ModelStatus, ModelType, NotificationType, ProjectType};
 use lector_embed::BaseModels;
@@ -44,6 +48,19 @@ enum Stop {
     Fatal(String),
     /// Worth another attempt (the database or blob store failed).
     Transient(String),
+    /// This worker cannot use the sentence encoder the training needs; another may.
+    Elsewhere(JobError),
+}
+
+impl From<Stop> for JobError {
+    fn from(stop: Stop) -> Self {
+        match stop {
+            // The queue's failure path marks the model FAILED with this reason and notifies.
+            Stop::Fatal(reason) => JobError::fatal(reason),
+            Stop::Transient(reason) => JobError::transient(reason),
+            Stop::Elsewhere(error) => error,
+        }
+    }
 }
 
 impl From<lector_core::Error> for Stop {
@@ -65,6 +82,14 @@ impl Handler for TrainModel {
                 .model_for_job(lease, payload.model_id)
                 .await
                 .map_err(JobError::from_store)?;
+            // What it starts from comes first: a worker without the BASE model's files hands
+            // the job back while the model is still QUEUED.
+            let start = match model.base_id {
+                Some(id) if matches!(model.status, ModelStatus::Queued | ModelStatus::Training) => {
+                    start_from(store, lease, &self.0, id).await?
+                }
+                _ => Start::Fresh,
+            };
             match store.begin_training(lease, model.id).await {
                 // A run after the model was finished (its worker died before the job did).
                 Ok(ModelStatus::Ready) => return Ok(ready(lease, &model, model.score)),
@@ -72,7 +97,7 @@ impl Handler for TrainModel {
                 Ok(other) => return Err(JobError::fatal(format!("the model is {other}, not trainable"))),
                 Err(e) => return Err(JobError::from_store(e)),
             }
-            match train(store, lease, &self.0, &model, &payload).await {
+            match train(store, lease, start, &model, &payload).await {
                 Ok(trained) => {
                     let score = trained.score;
                     let storing = std::time::Instant::now();
@@ -90,9 +115,7 @@ impl Handler for TrainModel {
                     );
                     Ok(ready(lease, &model, score))
                 }
-                // The queue's failure path marks the model FAILED with this reason and notifies.
-                Err(Stop::Fatal(reason)) => Err(JobError::fatal(reason)),
-                Err(Stop::Transient(reason)) => Err(JobError::transient(reason)),
+                Err(stop) => Err(stop.into()),
             }
         })
     }
@@ -118,7 +141,7 @@ fn ready(lease: &Lease, model: &Model, score: Option<f64>) -> Outcome {
 async fn train(
     store: &Store,
     lease: &Lease,
-    base_models: &Arc<BaseModels>,
+    start: Start,
     model: &Model,
     payload: &TrainingPayload,
 ) -> Result<TrainedModel, Stop> {
@@ -143,10 +166,6 @@ async fn train(
         ms = reading.elapsed().as_millis() as u64,
         "training data read"
     );
-    let start = match model.base_id {
-        None => Start::Fresh,
-        Some(id) => start_from(store, lease, base_models, id).await?,
-    };
     let done = Arc::new(AtomicU64::new(0f64.to_bits()));
     let cancel = Arc::new(AtomicBool::new(false));
     let work = {
@@ -272,17 +291,24 @@ enum Start {
 }
 
 /// Reads the base model a training names: a BASE model's encoder, or a classifier's artifact
-/// (with the encoder it was trained with).
+/// (with the encoder it was trained with). An encoder this worker lacks, or cannot read, is
+/// [`Stop::Elsewhere`]: the files are per node, and another worker may have good ones.
 async fn start_from(store: &Store, lease: &Lease, base_models: &Arc<BaseModels>, id: i64) -> Result<Start, Stop> {
     let base = store.base_model_for_job(lease, id).await?;
     let base_models = base_models.clone();
     let loading = if base.kind == ModelType::Base {
         let name = base.name.clone();
+        if !base_models.installed().iter().any(|b| b.name == name) {
+            return Err(Stop::Elsewhere(missing_here(format!(
+                "base model {name} is not installed on this worker"
+            ))));
+        }
         tokio::task::spawn_blocking(move || {
-            base_models
-                .encoder(&name)
-                .map(|e| Start::Encoder(e))
-                .map_err(|e| Stop::Fatal(format!("base model {name} cannot be read on this server: {e}")))
+            base_models.encoder(&name).map(|e| Start::Encoder(e)).map_err(|e| {
+                Stop::Elsewhere(missing_here(format!(
+                    "base model {name} cannot be read on this worker ({e})"
+                )))
+            })
         })
     } else {
         let bytes = store.model_artifact(&base).await?;
@@ -290,7 +316,12 @@ async fn start_from(store: &Store, lease: &Lease, base_models: &Arc<BaseModels>,
             base_models
                 .load_model(&bytes)
                 .map(|m| Start::Model(Box::new(m)))
-                .map_err(|e| Stop::Fatal(format!("the base model cannot be read: {e}")))
+                .map_err(|e| match e {
+                    lector_ml::Error::MissingEncoder(_) => {
+                        Stop::Elsewhere(missing_here(format!("the base model: {e}")))
+                    }
+                    e => Stop::Fatal(format!("the base model cannot be read: {e}")),
+                })
         })
     };
     loading

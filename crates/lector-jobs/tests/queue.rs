@@ -447,6 +447,48 @@ async fn a_worker_goes_on_after_a_panic(backend: Backend) {
     }
 }
 
+/// A handler that says this worker lacks what the job needs (a BASE model's files) has the job
+/// handed back, uncounted and unannounced, as often as it is claimed; once the job has waited
+/// the grace from when it was queued, it fails with the handler's reason and one notification.
+async fn a_job_this_worker_cannot_run_waits_then_fails_once(backend: Backend) {
+    struct Lacking;
+    impl Handler for Lacking {
+        type Payload = CountPayload;
+        fn run<'a>(&'a self, _: &'a Store, _: &'a Lease, _: CountPayload) -> HandlerFuture<'a> {
+            Box::pin(async { Err(JobError::elsewhere("the encoder is not installed on this worker")) })
+        }
+    }
+    let Some((store, _db, user)) = store(backend).await else {
+        return;
+    };
+    let runner = Runner::new().with(Lacking);
+    let queued = store.enqueue(job(user, 3)).await.unwrap();
+    for _ in 0..5 {
+        assert!(runner.run_one(&store, "w").await.unwrap());
+        let job = store.job_by_id(queued.id).await.unwrap().unwrap();
+        assert_eq!((job.state, job.attempts), (JobState::Queued, 0), "{job:?}");
+        assert!(
+            !runner.run_one(&store, "w").await.unwrap(),
+            "it waits before it is claimed again"
+        );
+        lector_store::testing::end_retry_delay(&store, queued.id).await;
+    }
+    assert_eq!(notifications(&store, user).await, 0);
+    lector_store::testing::age_queued_jobs(&store, lector_store::UNHANDLED_JOB_GRACE_SECS + 120).await;
+    assert!(runner.run_one(&store, "w").await.unwrap());
+    let job = store.job_by_id(queued.id).await.unwrap().unwrap();
+    assert_eq!(job.state, JobState::Failed);
+    assert_eq!(
+        job.error.as_deref(),
+        Some(
+            "Counting to 3 failed after 1 attempt: it waited 60 minutes for a worker that could run it: the \
+             encoder is not installed on this worker; count again."
+        )
+    );
+    assert_eq!(notifications(&store, user).await, 1);
+    assert!(!runner.run_one(&store, "w").await.unwrap());
+}
+
 /// A job whose kind this runner cannot handle fails for good once it has waited an hour for
 /// one that can: a clone's project turns FAILED and its owner hears why, once.
 async fn a_clone_without_a_handler_fails_its_project(backend: Backend) {
@@ -563,5 +605,6 @@ on_both_backends!(
     a_job_that_always_panics_fails_with_its_trace,
     a_worker_goes_on_after_a_panic,
     a_job_whose_worker_keeps_dying_fails_once_its_attempts_are_used,
-    a_clone_without_a_handler_fails_its_project
+    a_clone_without_a_handler_fails_its_project,
+    a_job_this_worker_cannot_run_waits_then_fails_once
 );

@@ -22,6 +22,16 @@ async fn postgres_base_model_story() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_handed_back_story() {
+    handed_back_story(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_handed_back_story() {
+    handed_back_story(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_few_shot_story() {
     few_shot_story(Backend::Sqlite).await;
 }
@@ -217,6 +227,121 @@ async fn start_without_files(app: &TestApp) -> (tempfile::TempDir, lector_api::A
         .expect("the second node's state");
     assert!(state.base_models.installed().is_empty());
     (data_dir, state)
+}
+
+/// A runner like every node's, with `base_models` as its BASE models.
+fn runner_with(app: &TestApp, base_models: lector_embed::BaseModels) -> lector_jobs::Runner {
+    lector_jobs::standard_runner(
+        app.state.mailer.clone(),
+        std::sync::Arc::new(base_models),
+        app.state.sandbox.clone(),
+        app.state.sources.clone(),
+    )
+}
+
+/// The job `task` of the store, which must exist.
+async fn job(app: &TestApp, task: &Value) -> lector_store::Job {
+    let id = task.as_i64().expect("a task id");
+    app.state.store.job_by_id(id).await.unwrap().expect("the job")
+}
+
+/// The notifications of `who` titled `title`.
+async fn notified(app: &TestApp, who: &Session, title: &str) -> usize {
+    let all = app.get("/notifications", &who.token).await.expect(200);
+    all.as_array().unwrap().iter().filter(|n| n["title"] == title).count()
+}
+
+/// A worker without the encoder a training or an analysis needs hands the job back (the model
+/// or analysis still QUEUED, no attempt counted, nobody notified) for a worker that has it,
+/// which runs it; when no worker with it comes, the job fails once it has waited the grace,
+/// saying what to install, with one notification.
+async fn handed_back_story(backend: Backend) {
+    // No embedded workers: the test plays the workers, one with the encoder and one without.
+    let Some((_bases, app)) = with_tiny_workers(backend, "tiny-encoder", "Tiny encoder", 0).await else {
+        return;
+    };
+    let store = &app.state.store;
+    let bare = runner_with(&app, lector_embed::BaseModels::none());
+    let equipped = runner_with(&app, lector_embed::BaseModels::new(app.state.config.base_models_dir()));
+    let ada = app.register("ada@example.org").await;
+    let base_id = listed_bases(&app, &ada).await[0]["id"].clone();
+    let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
+    // The import jobs of the labeled sessions, if any, run first.
+    while equipped.run_one(store, "equipped").await.unwrap() {}
+
+    let queued = app
+        .post(
+            &format!("/projects/{project}/models"),
+            &ada.token,
+            json!({"name": "Tickets on tiny", "base_id": base_id}),
+        )
+        .await
+        .expect(201);
+    let model_path = format!("/projects/{project}/models/{}", queued["id"]);
+    assert!(bare.run_one(store, "bare").await.unwrap());
+    let handed = job(&app, &queued["task_id"]).await;
+    assert_eq!(handed.state, lector_store::JobState::Queued, "{handed:?}");
+    assert_eq!(handed.attempts, 0, "a hand back is not an attempt");
+    let model = app.get(&model_path, &ada.token).await.expect(200);
+    assert_eq!(model["status"], "QUEUED", "{model}");
+    assert_eq!(notified(&app, &ada, "Model training failed").await, 0);
+    lector_store::testing::end_retry_delay(store, handed.id).await;
+    assert!(equipped.run_one(store, "equipped").await.unwrap());
+    let model = app.get(&model_path, &ada.token).await.expect(200);
+    assert_eq!(model["status"], "READY", "{model}");
+
+    // An analysis with that model: handed back the same way, then run where the encoder is.
+    let created = app
+        .post(
+            "/analyses",
+            &ada.token,
+            json!({"model_id": model["id"], "documents": [{"text": "Where is my parcel?"}]}),
+        )
+        .await
+        .expect(201);
+    let analysis_path = format!("/analyses/{}", created["id"]);
+    assert!(bare.run_one(store, "bare").await.unwrap());
+    let waiting = app.get(&analysis_path, &ada.token).await.expect(200);
+    assert_eq!(waiting["status"], "QUEUED", "{waiting}");
+    let handed = job(&app, &created["task_id"]).await;
+    assert_eq!(
+        (handed.state, handed.attempts),
+        (lector_store::JobState::Queued, 0),
+        "{handed:?}"
+    );
+    lector_store::testing::end_retry_delay(store, handed.id).await;
+    assert!(equipped.run_one(store, "equipped").await.unwrap());
+    let done = app.get(&analysis_path, &ada.token).await.expect(200);
+    assert_eq!(done["status"], "FINISHED", "{done}");
+
+    // No worker with the encoder comes: after the grace, FAILED saying what to install, once.
+    let queued = app
+        .post(
+            &format!("/projects/{project}/models"),
+            &ada.token,
+            json!({"name": "Tickets waiting", "base_id": base_id}),
+        )
+        .await
+        .expect(201);
+    assert!(bare.run_one(store, "bare").await.unwrap());
+    lector_store::testing::age_queued_jobs(store, lector_store::UNHANDLED_JOB_GRACE_SECS + 120).await;
+    assert!(bare.run_one(store, "bare").await.unwrap());
+    let failed = job(&app, &queued["task_id"]).await;
+    assert_eq!(failed.state, lector_store::JobState::Failed, "{failed:?}");
+    let model = app
+        .get(&format!("/projects/{project}/models/{}", queued["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(model["status"], "FAILED", "{model}");
+    let failure = model["failure"].as_str().expect("a failure");
+    assert!(
+        failure.contains("waited 60 minutes")
+            && failure.contains("base model tiny-encoder is not installed on this worker")
+            && failure.contains("lector base-models install"),
+        "{failure}"
+    );
+    assert_eq!(notified(&app, &ada, "Model training failed").await, 1);
+    assert!(!bare.run_one(store, "bare").await.unwrap(), "nothing is left to run");
 }
 
 /// Ten reviews per label, alternating good and bad.
