@@ -2716,7 +2716,7 @@ export interface components {
             task_id?: number | null;
         };
         Health: {
-            /** @description `ok`, or `unavailable` when a dependency does not answer. */
+            /** @description `ok`, or `unavailable` when a dependency the check requires does not answer. */
             status: string;
             /** @description `ok`, or `unreachable` when the database does not answer. */
             database: string;
@@ -4146,7 +4146,13 @@ export interface operations {
     };
     health: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `all` (the default) or `database`: which dependencies must answer for a 200. The body
+                 *     reports both either way.
+                 */
+                require?: "all" | "database";
+            };
             header?: never;
             path?: never;
             cookie?: never;

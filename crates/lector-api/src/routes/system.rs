@@ -2,14 +2,15 @@
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
+use crate::extract::QueryParams;
 use crate::state::AppState;
 use axum::Extension;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -23,7 +24,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
-    /// `ok`, or `unavailable` when a dependency does not answer.
+    /// `ok`, or `unavailable` when a dependency the check requires does not answer.
     pub status: String,
     /// `ok`, or `unreachable` when the database does not answer.
     pub database: String,
@@ -37,10 +38,34 @@ pub struct Health {
 /// How long each dependency may take to answer a health check.
 const HEALTH_CHECK_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// Which dependencies must answer for a health check to answer 200.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Required {
+    /// The database and the blob store (the default).
+    #[default]
+    All,
+    /// The database only: for a balancer in front of nodes that share one blob store, which an
+    /// outage of that store would otherwise take out all at once, though they still serve
+    /// everything but files.
+    Database,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct HealthQuery {
+    /// `all` (the default) or `database`: which dependencies must answer for a 200. The body
+    /// reports both either way.
+    #[serde(default)]
+    #[param(inline)]
+    pub require: Required,
+}
+
 /// Whether the service, its database and its blob store answer; 503 names the one that does not.
-#[utoipa::path(get, path = "/health", tag = "system",
+#[utoipa::path(get, path = "/health", tag = "system", params(HealthQuery),
     responses((status = 200, body = Health), (status = 503, body = Health)))]
-pub async fn health(State(state): State<AppState>) -> Response {
+pub async fn health(State(state): State<AppState>, QueryParams(query): QueryParams<HealthQuery>) -> Response {
     let answered = state.store.check_dependencies(HEALTH_CHECK_WITHIN).await;
     let word = |ok: bool| if ok { "ok" } else { "unreachable" }.to_owned();
     let failing: Vec<String> = [("database", answered.database), ("blob_store", answered.blob_store)]
@@ -48,13 +73,17 @@ pub async fn health(State(state): State<AppState>) -> Response {
         .filter(|(_, ok)| !ok)
         .map(|(name, _)| name.to_owned())
         .collect();
-    let status = if failing.is_empty() {
+    let needed_ok = match query.require {
+        Required::All => failing.is_empty(),
+        Required::Database => answered.database,
+    };
+    let status = if needed_ok {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
     let body = Health {
-        status: if failing.is_empty() { "ok" } else { "unavailable" }.into(),
+        status: if needed_ok { "ok" } else { "unavailable" }.into(),
         database: word(answered.database),
         blob_store: word(answered.blob_store),
         failing,

@@ -189,6 +189,17 @@ async fn health_names_a_missing_blob_store(app: TestApp) {
     assert_eq!(down["blob_store"], "unreachable");
     assert_eq!(down["database"], "ok");
     assert_eq!(down["failing"], json!(["blob_store"]));
+    // A balancer in front of nodes sharing one blob store asks for the database only: the node
+    // stays in (it serves everything but files), and the body still says what fails.
+    let serving = app
+        .call(Method::GET, "/health?require=database", None, None)
+        .await
+        .expect(200);
+    assert_eq!(serving["status"], "ok");
+    assert_eq!(serving["failing"], json!(["blob_store"]));
+    app.call(Method::GET, "/health?require=everything", None, None)
+        .await
+        .expect_problem(400, "invalid_parameter");
     // Something that is not a directory where the blobs go: nothing can be written there.
     std::fs::write(&blobs, b"not a directory").unwrap();
     let down = app.call(Method::GET, "/health", None, None).await.expect(503);
