@@ -9,6 +9,7 @@
 //!
 //! Each batch is written in one fenced transaction that also marks its documents covered, so a
 //! run after a crash goes on with the documents not covered yet and nothing is stored twice.
+//! The same makes each batch a checkpoint: a worker that is stopping hands the job back there.
 
 use crate::base_models::missing_here;
 use crate::ingest::fill_group;
@@ -33,7 +34,13 @@ pub struct AnalyzeDocuments {
 impl Handler for AnalyzeDocuments {
     type Payload = AnalysisPayload;
 
-    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: AnalysisPayload) -> HandlerFuture<'a> {
+    fn run<'a>(
+        &'a self,
+        store: &'a Store,
+        lease: &'a Lease,
+        stopping: &'a crate::Stopping,
+        payload: AnalysisPayload,
+    ) -> HandlerFuture<'a> {
         Box::pin(async move {
             let analysis = store
                 .analysis_for_job(lease, payload.analysis_id)
@@ -61,10 +68,10 @@ impl Handler for AnalyzeDocuments {
                     .await
                     .map_err(JobError::from_store)?;
                 if group == "PROCESSING" {
-                    fill_group(store, lease, import, &self.sandbox).await?;
+                    fill_group(store, lease, stopping, import, &self.sandbox).await?;
                 }
             }
-            analyse(store, lease, &model, &payload).await?;
+            analyse(store, lease, stopping, &model, &payload).await?;
             store
                 .complete_analysis(lease, payload.analysis_id)
                 .await
@@ -100,6 +107,7 @@ async fn load_model(
 async fn analyse(
     store: &Store,
     lease: &Lease,
+    stopping: &crate::Stopping,
     model: &Arc<lector_ml::Model>,
     payload: &AnalysisPayload,
 ) -> Result<(), JobError> {
@@ -110,6 +118,9 @@ async fn analyse(
         .map_err(JobError::from_store)?;
     let mut after = 0;
     loop {
+        if stopping.requested() {
+            return Err(JobError::stopped());
+        }
         let batch = store
             .pending_analysis_documents(lease, payload.analysis_id, payload.group_id, after, ANALYSIS_BATCH)
             .await

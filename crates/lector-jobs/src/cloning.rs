@@ -11,7 +11,13 @@ pub struct CloneProject;
 impl Handler for CloneProject {
     type Payload = ClonePayload;
 
-    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: ClonePayload) -> HandlerFuture<'a> {
+    fn run<'a>(
+        &'a self,
+        store: &'a Store,
+        lease: &'a Lease,
+        _: &'a crate::Stopping,
+        payload: ClonePayload,
+    ) -> HandlerFuture<'a> {
         Box::pin(async move {
             let counts = store
                 .fill_clone(lease, payload.source_project_id, payload.project_id)

@@ -43,6 +43,7 @@ struct Batch {
 pub(crate) async fn import_file(
     store: &Store,
     lease: &Lease,
+    stopping: &crate::Stopping,
     payload: &ImportPayload,
     source: &FileSource,
     sandbox: &Sandbox,
@@ -87,6 +88,10 @@ pub(crate) async fn import_file(
                 return Err(failed(lease, e));
             }
         };
+        if stopping.requested() {
+            // The reader stops at its next batch: the channel closes with this function.
+            return Err(JobError::stopped());
+        }
         stored += batch.documents.len() as u64;
         blank += batch.blank;
         writes.start(store, lease, payload, batch.documents).await?;

@@ -23,9 +23,15 @@ pub struct ImportDocuments(pub Sandbox);
 impl Handler for ImportDocuments {
     type Payload = ImportPayload;
 
-    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: ImportPayload) -> HandlerFuture<'a> {
+    fn run<'a>(
+        &'a self,
+        store: &'a Store,
+        lease: &'a Lease,
+        stopping: &'a crate::Stopping,
+        payload: ImportPayload,
+    ) -> HandlerFuture<'a> {
         Box::pin(async move {
-            let filled = fill_group(store, lease, &payload, &self.0).await?;
+            let filled = fill_group(store, lease, stopping, &payload, &self.0).await?;
             Ok(finished(lease, &payload, &filled))
         })
     }
@@ -33,17 +39,20 @@ impl Handler for ImportDocuments {
 
 /// Fills the group of `payload` from its job's input or its uploaded file, then marks the group
 /// CREATED. Used by the import job and by jobs that bring their own documents (batch analyses).
+/// Each batch is a checkpoint: once `stopping` is requested it answers [`JobError::stopped`],
+/// and a later run skips the batches stored.
 pub async fn fill_group(
     store: &Store,
     lease: &Lease,
+    stopping: &crate::Stopping,
     payload: &ImportPayload,
     sandbox: &Sandbox,
 ) -> Result<Filled, JobError> {
     if let Some(file) = &payload.file {
-        return import_file(store, lease, payload, file, sandbox).await;
+        return import_file(store, lease, stopping, payload, file, sandbox).await;
     }
     let documents: Vec<ImportedDocument> = store.job_input(lease).await.map_err(JobError::from_store)?;
-    import(store, lease, payload, &documents).await
+    import(store, lease, stopping, payload, &documents).await
 }
 
 /// The import job's outcome: a notice of what the group holds.
@@ -76,6 +85,7 @@ fn finished(lease: &Lease, payload: &ImportPayload, filled: &Filled) -> Outcome 
 async fn import(
     store: &Store,
     lease: &Lease,
+    stopping: &crate::Stopping,
     payload: &ImportPayload,
     all: &[ImportedDocument],
 ) -> Result<Filled, JobError> {
@@ -84,6 +94,9 @@ async fn import(
     let (mut added, mut finished) = (0, 0);
     let mut writes = Writes::default();
     for (batch, documents) in all.chunks(IMPORT_BATCH).enumerate() {
+        if stopping.requested() {
+            return Err(JobError::stopped());
+        }
         let first = batch * IMPORT_BATCH;
         let prepared: Vec<(i64, NewDocument)> = documents
             .iter()

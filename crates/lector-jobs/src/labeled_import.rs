@@ -47,8 +47,14 @@ pub struct ImportLabeled(pub Sandbox);
 impl Handler for ImportLabeled {
     type Payload = LabeledImportPayload;
 
-    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: LabeledImportPayload) -> HandlerFuture<'a> {
-        Box::pin(async move { import_labeled(store, lease, &payload, &self.0).await })
+    fn run<'a>(
+        &'a self,
+        store: &'a Store,
+        lease: &'a Lease,
+        stopping: &'a crate::Stopping,
+        payload: LabeledImportPayload,
+    ) -> HandlerFuture<'a> {
+        Box::pin(async move { import_labeled(store, lease, stopping, &payload, &self.0).await })
     }
 }
 
@@ -61,6 +67,7 @@ enum ReadError {
 async fn import_labeled(
     store: &Store,
     lease: &Lease,
+    stopping: &crate::Stopping,
     payload: &LabeledImportPayload,
     sandbox: &Sandbox,
 ) -> Result<Outcome, JobError> {
@@ -79,7 +86,7 @@ async fn import_labeled(
             .map_err(refused)?;
         (1, added)
     } else {
-        import_rows(store, lease, payload, &upload).await?
+        import_rows(store, lease, stopping, payload, &upload).await?
     };
     let session = store
         .finish_labeled_import(lease, payload)
@@ -101,10 +108,12 @@ async fn import_labeled(
 }
 
 /// Stores the documents of a labeled-data file's rows in batches; answers how many documents
-/// the file held and how many this run stored.
+/// the file held and how many this run stored. Each batch is a checkpoint where a worker that
+/// is stopping hands the job back.
 async fn import_rows(
     store: &Store,
     lease: &Lease,
+    stopping: &crate::Stopping,
     payload: &LabeledImportPayload,
     upload: &lector_store::Upload,
 ) -> Result<(i64, usize), JobError> {
@@ -142,6 +151,10 @@ async fn import_rows(
                 });
             }
         };
+        if stopping.requested() {
+            reader.abort();
+            return Err(JobError::stopped());
+        }
         added += store
             .import_labeled(lease, payload, position, &documents)
             .await

@@ -13,6 +13,7 @@ pub mod mail;
 pub mod owner;
 pub mod prepare;
 pub mod runner;
+pub mod shutdown;
 pub mod training;
 mod uploaded;
 pub mod webhook;
@@ -25,7 +26,8 @@ pub use ingest::ImportDocuments;
 pub use labeled_import::ImportLabeled;
 pub use mail::{Mailer, SendMail, SendPasswordReset};
 pub use prepare::{prepare_document, use_given_segments};
-pub use runner::{Handler, HandlerFuture, JobError, Outcome, Retry, Runner};
+pub use runner::{Handler, HandlerFuture, JobError, Outcome, Retry, Runner, Workers};
+pub use shutdown::Stopping;
 pub use training::TrainModel;
 pub use webhook::DeliverWebhook;
 

@@ -100,7 +100,13 @@ pub struct SendMail(pub Arc<Mailer>);
 impl Handler for SendMail {
     type Payload = MailPayload;
 
-    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, mail: MailPayload) -> HandlerFuture<'a> {
+    fn run<'a>(
+        &'a self,
+        store: &'a Store,
+        lease: &'a Lease,
+        _: &'a crate::Stopping,
+        mail: MailPayload,
+    ) -> HandlerFuture<'a> {
         Box::pin(async move {
             if let Err(e) = mail.to.parse::<Mailbox>() {
                 return Err(JobError::fatal(format!(
@@ -127,7 +133,13 @@ pub struct SendPasswordReset(pub Arc<Mailer>);
 impl Handler for SendPasswordReset {
     type Payload = PasswordResetPayload;
 
-    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, reset: PasswordResetPayload) -> HandlerFuture<'a> {
+    fn run<'a>(
+        &'a self,
+        store: &'a Store,
+        lease: &'a Lease,
+        _: &'a crate::Stopping,
+        reset: PasswordResetPayload,
+    ) -> HandlerFuture<'a> {
         Box::pin(async move {
             let mail: PasswordResetMail = store.job_input(lease).await.map_err(JobError::from_store)?;
             let has_account = store

@@ -17,8 +17,13 @@
 //!
 //! At start, the reaper first hands back the leases of this host's workers that died (see
 //! [`crate::owner`]), so a worker restarted after kill -9 resumes its jobs at once.
+//!
+//! [`Workers::stop`] stops the loops: no new claim, long handlers end at their next checkpoint
+//! ([`Stopping`]), and after the grace every job still running is handed back to the queue
+//! without using an attempt (see [`crate::shutdown`]).
 
 use crate::owner::Process;
+use crate::shutdown::{Phase, Stopping};
 use lector_core::{ErrorCode, NotificationType};
 use lector_store::{JobNotice, JobPayload, Lease, Store};
 use std::collections::HashMap;
@@ -38,6 +43,8 @@ const HAND_BACK_SECS: i64 = 60;
 /// How long a job this worker lacks the files for waits before any worker looks at it again:
 /// short, as a worker that has them may be idle meanwhile.
 const ELSEWHERE_HAND_BACK_SECS: i64 = 10;
+/// How long the loops have, once told to hand their jobs back, to do it and end.
+const HAND_BACK_WAIT: Duration = Duration::from_secs(10);
 
 /// What a handler reports when it ends.
 #[derive(Debug, Clone)]
@@ -66,6 +73,10 @@ pub enum Retry {
     /// job goes back to the queue without counting the attempt, and fails for good once it has
     /// waited [`lector_store::UNHANDLED_JOB_GRACE_SECS`] from when it was queued.
     Elsewhere,
+    /// The process is stopping ([`crate::Stopping::requested`]): the handler ended at a
+    /// checkpoint; the job goes back to the queue as it is, and this claim does not count as an
+    /// attempt.
+    Stopped,
 }
 
 impl JobError {
@@ -94,6 +105,15 @@ impl JobError {
         }
     }
 
+    /// The process is stopping ([`crate::Stopping::requested`]): the handler ended at a
+    /// checkpoint, and another worker takes the job up where its committed writes end.
+    pub fn stopped() -> Self {
+        Self {
+            message: "the worker is stopping".into(),
+            retry: Retry::Stopped,
+        }
+    }
+
     /// A store error: final when what the job needs is gone (404), transient otherwise.
     pub fn from_store(error: lector_core::Error) -> Self {
         if error.code == ErrorCode::NotFound {
@@ -107,15 +127,22 @@ impl JobError {
 pub type HandlerFuture<'a> = Pin<Box<dyn Future<Output = Result<Outcome, JobError>> + Send + 'a>>;
 
 /// Runs one kind of job, the one whose payload is [`Handler::Payload`]. Its writes must be
-/// idempotent and fenced by the lease.
+/// idempotent and fenced by the lease. A handler that runs long looks at `stopping` between
+/// its steps and answers [`JobError::stopped`] once the process is stopping.
 pub trait Handler: Send + Sync + 'static {
     type Payload: JobPayload;
-    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: Self::Payload) -> HandlerFuture<'a>;
+    fn run<'a>(
+        &'a self,
+        store: &'a Store,
+        lease: &'a Lease,
+        stopping: &'a Stopping,
+        payload: Self::Payload,
+    ) -> HandlerFuture<'a>;
 }
 
 /// A handler behind its kind: decodes the payload, then runs the typed handler.
 trait Erased: Send + Sync {
-    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease) -> HandlerFuture<'a>;
+    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, stopping: &'a Stopping) -> HandlerFuture<'a>;
     /// The payload version the handler reads.
     fn version(&self) -> u32;
 }
@@ -123,9 +150,9 @@ trait Erased: Send + Sync {
 struct Typed<H>(H);
 
 impl<H: Handler> Erased for Typed<H> {
-    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease) -> HandlerFuture<'a> {
+    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, stopping: &'a Stopping) -> HandlerFuture<'a> {
         match lease.payload::<H::Payload>() {
-            Ok(payload) => self.0.run(store, lease, payload),
+            Ok(payload) => self.0.run(store, lease, stopping, payload),
             Err(e) => Box::pin(async move { Err(JobError::fatal(e.detail)) }),
         }
     }
@@ -181,11 +208,13 @@ impl Runner {
         self
     }
 
-    /// Starts `workers` loops and a reaper; they stop when `stop` turns true.
-    pub fn spawn(&self, store: Store, workers: usize, stop: watch::Receiver<bool>) -> Vec<tokio::task::JoinHandle<()>> {
+    /// Starts `workers` loops and a reaper, until [`Workers::stop`].
+    pub fn spawn(&self, store: Store, workers: usize) -> Workers {
+        let (phase, watched) = watch::channel(Phase::Running);
+        let stopping = Stopping::new(watched);
         let mut tasks = Vec::with_capacity(workers + 1);
         let reaper_store = store.clone();
-        let mut reaper_stop = stop.clone();
+        let reaper_stop = stopping.clone();
         tasks.push(tokio::spawn(async move {
             // A worker of this host killed before this start left leases nobody renews.
             let me = Process::current();
@@ -203,7 +232,7 @@ impl Runner {
                     Ok(n) => tracing::warn!(jobs = n, "returned jobs with expired leases to the queue"),
                     Err(e) => tracing::error!(error = %e, "reaper failed"),
                 }
-                if wait_or_stop(&mut reaper_stop, REAP_EVERY).await {
+                if wait_or_stop(&reaper_stop, REAP_EVERY).await {
                     break;
                 }
             }
@@ -211,30 +240,34 @@ impl Runner {
         for n in 0..workers {
             let runner = self.clone();
             let store = store.clone();
-            let mut stop = stop.clone();
+            let stopping = stopping.clone();
             let owner = Process::current().owner(n);
             tasks.push(tokio::spawn(async move {
-                loop {
-                    let worked = match runner.run_one(&store, &owner).await {
+                while !stopping.requested() {
+                    let worked = match runner.run_next(&store, &owner, &stopping).await {
                         Ok(worked) => worked,
                         Err(e) => {
                             tracing::error!(error = %e, "worker could not claim a job");
                             false
                         }
                     };
-                    if *stop.borrow() || (!worked && idle(&store, &mut stop).await) {
+                    if !worked && idle(&store, &stopping).await {
                         break;
                     }
                 }
             }));
         }
-        tasks
+        Workers { phase, tasks }
     }
 
     /// Claims and runs one job; `false` when the queue had none. Everything the job logs
     /// (the runner, its heartbeat, its handler) is in a `job` span carrying `job.id`,
     /// `job.kind` and `job.attempt`.
     pub async fn run_one(&self, store: &Store, owner: &str) -> lector_core::Result<bool> {
+        self.run_next(store, owner, &Stopping::never()).await
+    }
+
+    async fn run_next(&self, store: &Store, owner: &str, stopping: &Stopping) -> lector_core::Result<bool> {
         let Some(lease) = store.claim_job_of(owner, self.lease_secs, &self.kinds).await? else {
             return Ok(false);
         };
@@ -244,10 +277,10 @@ impl Runner {
             job.kind = %lease.job.kind,
             job.attempt = lease.job.attempts
         );
-        self.run_claimed(store, lease).instrument(span).await
+        self.run_claimed(store, lease, stopping).instrument(span).await
     }
 
-    async fn run_claimed(&self, store: &Store, lease: Lease) -> lector_core::Result<bool> {
+    async fn run_claimed(&self, store: &Store, lease: Lease, stopping: &Stopping) -> lector_core::Result<bool> {
         let Some(handler) = self.handlers.get(lease.job.kind.as_str()).cloned() else {
             tracing::error!("no handler for this kind of job");
             let cause = format!("this installation has no handler for jobs of kind {}", lease.job.kind);
@@ -287,8 +320,8 @@ impl Runner {
         // The handler runs as a task of its own, so a panic in it is a failed attempt of its
         // job (retried until the kind's cap) and never ends this worker loop.
         let mut task = {
-            let (handler, store, lease) = (handler.clone(), store.clone(), lease.clone());
-            tokio::spawn(async move { handler.run(&store, &lease).await }.in_current_span())
+            let (handler, store, lease, stopping) = (handler.clone(), store.clone(), lease.clone(), stopping.clone());
+            tokio::spawn(async move { handler.run(&store, &lease, &stopping).await }.in_current_span())
         };
         let outcome = tokio::select! {
             joined = &mut task => Some(joined.unwrap_or_else(|e| {
@@ -301,12 +334,23 @@ impl Runner {
                 task.abort();
                 None
             }
+            () = stopping.hand_back_now() => {
+                // What its fenced writes committed stays; the next claim bumps the token, so
+                // nothing this attempt left in flight can land after it.
+                task.abort();
+                let _ = tokio::time::timeout(HAND_BACK_WAIT, task).await;
+                Some(Err(JobError::stopped()))
+            }
         };
         heartbeat.abort();
         match outcome {
             Some(Ok(outcome)) => {
                 let finished = store.finish_job(&lease, outcome.result, outcome.notice).await?;
                 tracing::info!(finished, "job ended");
+            }
+            Some(Err(e)) if e.retry == Retry::Stopped => {
+                let handed_back = store.hand_back_job(&lease, 0).await?;
+                tracing::warn!(handed_back, "the worker is stopping; the job goes back to the queue");
             }
             Some(Err(e)) if e.retry == Retry::Elsewhere && !waited_too_long(&lease) => {
                 tracing::warn!(error = %e.message, "this worker cannot run the job; handing it back for another");
@@ -341,6 +385,53 @@ fn waited_too_long(lease: &Lease) -> bool {
     lector_core::time::Timestamp::now().micros() >= deadline.micros()
 }
 
+/// A runner's loops at work ([`Runner::spawn`]).
+#[derive(Debug)]
+pub struct Workers {
+    phase: watch::Sender<Phase>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Workers {
+    /// Stops the loops: none claims another job, and long jobs end at their next checkpoint;
+    /// a job still running after `grace` is handed back to the queue at once. Either way a job
+    /// cut short runs again on another worker without having used an attempt. Answers whether
+    /// every job ended within the grace and no loop panicked.
+    pub async fn stop(mut self, grace: Duration) -> bool {
+        let _ = self.phase.send(Phase::Stopping);
+        let mut clean = tokio::time::timeout(grace, join(&mut self.tasks))
+            .await
+            .unwrap_or(false);
+        if !self.tasks.is_empty() {
+            tracing::warn!(
+                grace_secs = grace.as_secs(),
+                "jobs still running after the grace; handing them back to the queue"
+            );
+            let _ = self.phase.send(Phase::HandBack);
+            // Each loop hands its job back, then ends.
+            if !tokio::time::timeout(HAND_BACK_WAIT, join(&mut self.tasks))
+                .await
+                .unwrap_or(false)
+            {
+                tracing::error!("worker loops did not end; their jobs return once their leases expire");
+            }
+            clean = false;
+        }
+        clean
+    }
+}
+
+/// Waits for the tasks, removing each as it ends (so a timeout may call it again); answers
+/// whether none panicked.
+async fn join(tasks: &mut Vec<tokio::task::JoinHandle<()>>) -> bool {
+    let mut clean = true;
+    while let Some(task) = tasks.last_mut() {
+        clean &= task.await.is_ok();
+        tasks.pop();
+    }
+    clean
+}
+
 /// What a task that did not finish says about it: "the job panicked: <its message>".
 pub fn panic_message(error: tokio::task::JoinError) -> String {
     if !error.is_panic() {
@@ -355,20 +446,20 @@ pub fn panic_message(error: tokio::task::JoinError) -> String {
     format!("the job panicked: {text}")
 }
 
-/// Sleeps for `pause` unless told to stop; answers whether to stop.
 /// An idle worker's wait: until this process queues a job, the next poll, or the stop; answers
 /// whether to stop.
-async fn idle(store: &Store, stop: &mut watch::Receiver<bool>) -> bool {
+async fn idle(store: &Store, stopping: &Stopping) -> bool {
     tokio::select! {
-        () = store.jobs_queued() => *stop.borrow(),
-        stopping = wait_or_stop(stop, IDLE_POLL) => stopping,
+        () = store.jobs_queued() => stopping.requested(),
+        stop = wait_or_stop(stopping, IDLE_POLL) => stop,
     }
 }
 
-async fn wait_or_stop(stop: &mut watch::Receiver<bool>, pause: Duration) -> bool {
+/// Sleeps for `pause` unless told to stop; answers whether to stop.
+async fn wait_or_stop(stopping: &Stopping, pause: Duration) -> bool {
     tokio::select! {
-        _ = tokio::time::sleep(pause) => *stop.borrow(),
-        changed = stop.changed() => changed.is_err() || *stop.borrow(),
+        _ = tokio::time::sleep(pause) => stopping.requested(),
+        () = stopping.requested_now() => true,
     }
 }
 

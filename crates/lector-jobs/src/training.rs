@@ -14,6 +14,10 @@
 //! worker killed) finishes once, with one notification. A failure goes through the queue's one
 //! failure path, which marks the model FAILED with the reason (`TrainingPayload::failure`). It
 //! does not serve predictions: that is the API's model cache.
+//!
+//! Learning runs on a blocking thread that no task abort reaches; it stops at its next progress
+//! report when the lease is lost, when the process is stopping (the job then goes back to the
+//! queue, see `crate::shutdown`), or when the job's task is dropped.
 
 use crate::base_models::missing_here;
 use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
@@ -48,6 +52,8 @@ enum Stop {
     Fatal(String),
     /// Worth another attempt (the database or blob store failed).
     Transient(String),
+    /// The learning was cancelled: the lease was lost or the process is stopping.
+    Cancelled,
     /// This worker cannot use the sentence encoder the training needs; another may.
     Elsewhere(JobError),
 }
@@ -59,6 +65,7 @@ impl From<Stop> for JobError {
             Stop::Fatal(reason) => JobError::fatal(reason),
             Stop::Transient(reason) => JobError::transient(reason),
             Stop::Elsewhere(error) => error,
+            Stop::Cancelled => JobError::transient("the job's lease was lost"),
         }
     }
 }
@@ -76,7 +83,13 @@ impl From<lector_core::Error> for Stop {
 impl Handler for TrainModel {
     type Payload = TrainingPayload;
 
-    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: TrainingPayload) -> HandlerFuture<'a> {
+    fn run<'a>(
+        &'a self,
+        store: &'a Store,
+        lease: &'a Lease,
+        stopping: &'a crate::Stopping,
+        payload: TrainingPayload,
+    ) -> HandlerFuture<'a> {
         Box::pin(async move {
             let model = store
                 .model_for_job(lease, payload.model_id)
@@ -97,7 +110,7 @@ impl Handler for TrainModel {
                 Ok(other) => return Err(JobError::fatal(format!("the model is {other}, not trainable"))),
                 Err(e) => return Err(JobError::from_store(e)),
             }
-            match train(store, lease, start, &model, &payload).await {
+            match train(store, lease, stopping, start, &model, &payload).await {
                 Ok(trained) => {
                     let score = trained.score;
                     let storing = std::time::Instant::now();
@@ -115,6 +128,7 @@ impl Handler for TrainModel {
                     );
                     Ok(ready(lease, &model, score))
                 }
+                Err(Stop::Cancelled) if stopping.requested() => Err(JobError::stopped()),
                 Err(stop) => Err(stop.into()),
             }
         })
@@ -141,6 +155,7 @@ fn ready(lease: &Lease, model: &Model, score: Option<f64>) -> Outcome {
 async fn train(
     store: &Store,
     lease: &Lease,
+    stopping: &crate::Stopping,
     start: Start,
     model: &Model,
     payload: &TrainingPayload,
@@ -166,22 +181,31 @@ async fn train(
         ms = reading.elapsed().as_millis() as u64,
         "training data read"
     );
+    if stopping.requested() {
+        return Err(Stop::Cancelled);
+    }
     let done = Arc::new(AtomicU64::new(0f64.to_bits()));
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
     let work = {
-        let (done, cancel) = (done.clone(), cancel.clone());
+        let (done, cancel) = (done.clone(), cancel.0.clone());
         tokio::task::spawn_blocking(move || learn(kind, &train, &test, &start, &done, &cancel))
     };
     tokio::pin!(work);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut stop_seen = false;
     let outcome = loop {
         tokio::select! {
             outcome = &mut work => break outcome,
+            () = stopping.requested_now(), if !stop_seen => {
+                stop_seen = true;
+                tracing::info!(job.id = lease.job.id, "the worker is stopping; training stops at its next step");
+                cancel.0.store(true, Ordering::Relaxed);
+            }
             _ = tick.tick() => {
                 let fraction = f64::from_bits(done.load(Ordering::Relaxed)) * LEARNING_SHARE;
                 match store.training_progress(lease, model.id, fraction).await {
                     Ok(true) => {}
-                    Ok(false) => cancel.store(true, Ordering::Relaxed),
+                    Ok(false) => cancel.0.store(true, Ordering::Relaxed),
                     Err(e) => tracing::warn!(job.id = lease.job.id, error = %e.detail, "cannot record progress"),
                 }
             }
@@ -192,6 +216,17 @@ async fn train(
         trained.field_model = learn_fields(store, lease, &payload.train_session_ids, &trained.labels).await?;
     }
     Ok(trained)
+}
+
+/// The learning's cancel flag, raised when the training's future is dropped too (its task
+/// aborted when the lease is lost or the stop's grace ends), so the blocking thread stops at its
+/// next progress report instead of learning on for nobody.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// What a LABEL model learns of its fields from its sessions' annotated pages and the approved
@@ -359,7 +394,7 @@ fn learn(
     };
     let learning = std::time::Instant::now();
     let mut model = MlModel::train(kind, train, &options, &mut progress).map_err(|e| match e {
-        lector_ml::Error::Cancelled => Stop::Transient("the job's lease was lost".into()),
+        lector_ml::Error::Cancelled => Stop::Cancelled,
         lector_ml::Error::InvalidInput(reason) | lector_ml::Error::IncompatibleBase(reason) => Stop::Fatal(reason),
         e => Stop::Fatal(e.to_string()),
     })?;

@@ -20,7 +20,13 @@ pub struct DeliverWebhook(pub Arc<Sources>);
 impl Handler for DeliverWebhook {
     type Payload = WebhookPayload;
 
-    fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: WebhookPayload) -> HandlerFuture<'a> {
+    fn run<'a>(
+        &'a self,
+        store: &'a Store,
+        lease: &'a Lease,
+        _: &'a crate::Stopping,
+        payload: WebhookPayload,
+    ) -> HandlerFuture<'a> {
         Box::pin(async move {
             let Some((url, secret)) = store
                 .webhook_for_job(lease, payload.hitl_id)

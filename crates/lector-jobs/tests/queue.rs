@@ -166,7 +166,13 @@ async fn the_runner_runs_handlers_and_records_outcomes(backend: Backend) {
     struct Count;
     impl Handler for Count {
         type Payload = CountPayload;
-        fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, payload: CountPayload) -> HandlerFuture<'a> {
+        fn run<'a>(
+            &'a self,
+            store: &'a Store,
+            lease: &'a Lease,
+            _: &'a lector_jobs::Stopping,
+            payload: CountPayload,
+        ) -> HandlerFuture<'a> {
             Box::pin(async move {
                 let upto = payload.upto;
                 for i in 1..=upto {
@@ -279,7 +285,13 @@ struct Flaky;
 
 impl Handler for Flaky {
     type Payload = FlakyPayload;
-    fn run<'a>(&'a self, _store: &'a Store, lease: &'a Lease, payload: FlakyPayload) -> HandlerFuture<'a> {
+    fn run<'a>(
+        &'a self,
+        _store: &'a Store,
+        lease: &'a Lease,
+        _: &'a lector_jobs::Stopping,
+        payload: FlakyPayload,
+    ) -> HandlerFuture<'a> {
         Box::pin(async move {
             if lease.job.attempts <= payload.panics {
                 panic!("flaky on attempt {}", lease.job.attempts);
@@ -417,7 +429,13 @@ async fn a_worker_goes_on_after_a_panic(backend: Backend) {
     struct Count;
     impl Handler for Count {
         type Payload = CountPayload;
-        fn run<'a>(&'a self, _: &'a Store, _: &'a Lease, payload: CountPayload) -> HandlerFuture<'a> {
+        fn run<'a>(
+            &'a self,
+            _: &'a Store,
+            _: &'a Lease,
+            _: &'a lector_jobs::Stopping,
+            payload: CountPayload,
+        ) -> HandlerFuture<'a> {
             Box::pin(async move {
                 Ok(Outcome {
                     result: json!({"counted": payload.upto}),
@@ -427,8 +445,7 @@ async fn a_worker_goes_on_after_a_panic(backend: Backend) {
         }
     }
     // One worker loop: it meets the panicking job first and must live on to run the other.
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let tasks = Runner::new().with(Flaky).with(Count).spawn(store.clone(), 1, stopped);
+    let workers = Runner::new().with(Flaky).with(Count).spawn(store.clone(), 1);
     let deadline = Instant::now() + Duration::from_secs(60);
     let (good, panicking) = loop {
         let good = store.job_by_id(good.id).await.unwrap().unwrap();
@@ -441,10 +458,10 @@ async fn a_worker_goes_on_after_a_panic(backend: Backend) {
     };
     assert_eq!(good.result, Some(json!({"counted": 2})));
     assert_eq!(panicking.attempts, 2);
-    stop.send(true).unwrap();
-    for task in tasks {
-        task.await.expect("the worker loop ends when told, not by a panic");
-    }
+    assert!(
+        workers.stop(Duration::from_secs(60)).await,
+        "the worker loop ends when told, not by a panic"
+    );
 }
 
 /// A handler that says this worker lacks what the job needs (a BASE model's files) has the job
@@ -454,7 +471,7 @@ async fn a_job_this_worker_cannot_run_waits_then_fails_once(backend: Backend) {
     struct Lacking;
     impl Handler for Lacking {
         type Payload = CountPayload;
-        fn run<'a>(&'a self, _: &'a Store, _: &'a Lease, _: CountPayload) -> HandlerFuture<'a> {
+        fn run<'a>(&'a self, _: &'a Store, _: &'a Lease, _: &'a lector_jobs::Stopping, _: CountPayload) -> HandlerFuture<'a> {
             Box::pin(async { Err(JobError::elsewhere("the encoder is not installed on this worker")) })
         }
     }

@@ -9,6 +9,13 @@ use lector_api::AppState;
 use lector_api::accounts::create_account;
 use lector_api::routes::users::CreateUserBody;
 use std::process::ExitCode;
+use std::time::Duration;
+
+/// How long the workers' current jobs have at SIGTERM before they are handed back to the queue.
+const WORKER_GRACE: Duration = Duration::from_secs(60);
+/// How long the runtime waits, once `run` has returned, for tasks and blocking threads still
+/// at work (a training's thread between two progress reports); then the process exits anyway.
+const RUNTIME_GRACE: Duration = Duration::from_secs(5);
 
 /// mimalloc rather than glibc's malloc: glibc gives each thread that allocates its own arena
 /// and keeps freed memory there, so a server's RSS stays near its peak after bulk uploads and a
@@ -104,7 +111,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli.command, config)) {
+    let outcome = runtime.block_on(run(cli.command, config));
+    // Dropping the runtime would wait for every blocking thread without end.
+    runtime.shutdown_timeout(RUNTIME_GRACE);
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("lector: {e}");
@@ -144,7 +154,6 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
                 lector_core::config::TlsMode::On => "https",
                 lector_core::config::TlsMode::Proxy => "http (behind a TLS proxy)",
             };
-            let (stop, stopped) = tokio::sync::watch::channel(false);
             let runner = lector_jobs::standard_runner(
                 state.mailer.clone(),
                 state.base_models.clone(),
@@ -152,10 +161,19 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
                 state.sources.clone(),
             )
             .lease_secs(state.config.job_lease_secs);
-            let workers = runner.spawn(state.store.clone(), state.config.workers, stopped);
+            let workers = runner.spawn(state.store.clone(), state.config.workers);
             tracing::info!(%address, scheme, workers = state.config.workers, data_dir = %state.config.data_dir.display(), "lector is serving");
-            server.run(lector_api::shutdown_signal()).await;
-            stop_workers(stop, workers).await;
+            // At the signal the workers stop taking jobs while the open requests drain, not after.
+            let (signalled, signal) = tokio::sync::oneshot::channel();
+            let serving = server.run(async {
+                lector_api::shutdown_signal().await;
+                let _ = signalled.send(());
+            });
+            let stopping = async {
+                let _ = signal.await;
+                stop_workers(workers).await;
+            };
+            tokio::join!(serving, stopping);
             state.store.close().await;
         }
         Command::Worker => {
@@ -176,7 +194,6 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             .map_err(|e| e.detail)?
             .with_blobs(blobs);
             let mailer = std::sync::Arc::new(lector_jobs::Mailer::new(&config.mail, &config.mail_outbox())?);
-            let (stop, stopped) = tokio::sync::watch::channel(false);
             let count = config.workers.max(1);
             let base_models = std::sync::Arc::new(lector_embed::BaseModels::new(config.base_models_dir()));
             let sandbox = lector_extract::sandbox::Sandbox::new(&config.extract).map_err(|e| e.detail)?;
@@ -187,10 +204,10 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
                 .map_err(|e| format!("base models: {}", e.detail))?;
             let workers = lector_jobs::standard_runner(mailer, base_models, sandbox, sources)
                 .lease_secs(config.job_lease_secs)
-                .spawn(store.clone(), count, stopped);
+                .spawn(store.clone(), count);
             tracing::info!(workers = count, "lector worker is running");
             lector_api::shutdown_signal().await;
-            stop_workers(stop, workers).await;
+            stop_workers(workers).await;
             store.close().await;
         }
         Command::BaseModels {
@@ -257,20 +274,16 @@ fn shown_database(url: &str) -> String {
     parsed.to_string()
 }
 
-/// Asks the workers to stop after their current job and waits for them (at most 60 s; a job
-/// cut short runs again elsewhere once its lease expires).
-async fn stop_workers(stop: tokio::sync::watch::Sender<bool>, workers: Vec<tokio::task::JoinHandle<()>>) {
-    let _ = stop.send(true);
-    let all = async {
-        for worker in workers {
-            let _ = worker.await;
-        }
-    };
-    if tokio::time::timeout(std::time::Duration::from_secs(60), all)
-        .await
-        .is_err()
-    {
-        tracing::warn!("workers still busy after 60 s; their jobs will run again");
+/// Stops the workers: no new job; long jobs (trainings, analyses, imports) end at their next
+/// checkpoint, the others have [`WORKER_GRACE`]; a job cut short goes back to the queue at once,
+/// its attempt not counted, and runs again on another worker.
+async fn stop_workers(workers: lector_jobs::Workers) {
+    if workers.stop(WORKER_GRACE).await {
+        tracing::info!("workers stopped");
+    } else {
+        tracing::warn!(
+            "workers stopped; a job outlasted the grace and went back to the queue, or a worker loop failed"
+        );
     }
 }
 

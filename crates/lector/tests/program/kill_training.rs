@@ -1,11 +1,12 @@
 //! A worker process killed (SIGKILL) while it trains a model: another worker takes the job
 //! over once the lease expires, and the model turns READY once, with one artifact version and
-//! one notification.
+//! one notification. One stopped with SIGTERM instead exits 0 at once, its job back in the
+//! queue without a used attempt.
 
-use crate::common::{SHORT_LEASE_SECS, kill_midway, labeled_project, taken_over, worker};
+use crate::common::{SHORT_LEASE_SECS, ended, kill_midway, labeled_project, taken_over, terminate_midway, worker};
 use lector_core::ModelStatus;
 use lector_store::testing::TestDatabase;
-use lector_store::{Backend, LabeledDocument, NewTraining, Store};
+use lector_store::{Backend, JobState, LabeledDocument, NewTraining, Store};
 
 /// Enough annotated segments that training takes longer than a few progress reports.
 const SEGMENTS: usize = 30_000;
@@ -64,4 +65,53 @@ async fn killed_training_finishes_once_on_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_training_finishes_once_on_postgres() {
     killed_training_finishes_once(Backend::Postgres).await;
+}
+
+/// A lease long enough that a job can come back to the queue within the test only by being
+/// handed back, not by its lease running out.
+const LONG_LEASE_SECS: u32 = 600;
+
+async fn stopped_training_goes_back_to_the_queue(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 2).await.unwrap();
+    let (scope, project) = labeled_project(&store, &CLASSES, (0..SEGMENTS).map(ticket).collect()).await;
+    let (model, job) = store
+        .start_training(&scope, project.id, NewTraining::default())
+        .await
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let status = terminate_midway(worker(&database.url, dir.path(), LONG_LEASE_SECS), &store, job.id).await;
+    assert!(status.success(), "a stop on SIGTERM exits 0: {status}");
+    let job = store.job_by_id(job.id).await.unwrap().unwrap();
+    assert_eq!(
+        job.state,
+        JobState::Queued,
+        "handed back, not left to its lease: {job:?}"
+    );
+    assert_eq!(job.attempts, 0, "a job cut short by a stop uses no attempt");
+
+    let second = worker(&database.url, dir.path(), LONG_LEASE_SECS);
+    let job = ended(&store, job.id).await;
+    drop(second);
+    assert_eq!(job.state, JobState::Done, "{:?}", job.error);
+    assert_eq!(job.attempts, 1, "the run that finished is the job's first attempt");
+    let model = store
+        .model_access(&scope, model.id, lector_core::Action::Read)
+        .await
+        .unwrap();
+    assert_eq!(model.status, ModelStatus::Ready);
+    assert_eq!(model.version, 1, "one artifact written once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopped_training_goes_back_to_the_queue_on_sqlite() {
+    stopped_training_goes_back_to_the_queue(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopped_training_goes_back_to_the_queue_on_postgres() {
+    stopped_training_goes_back_to_the_queue(Backend::Postgres).await;
 }

@@ -214,24 +214,20 @@ impl TestApp {
         let server = Server::bind(state.clone()).await.expect("bind");
         let address = server.local_addr().expect("address");
         let (tx, rx) = oneshot::channel::<()>();
-        let (stop, stopped) = tokio::sync::watch::channel(false);
         let workers = lector_jobs::standard_runner(
             state.mailer.clone(),
             state.base_models.clone(),
             state.sandbox.clone(),
             state.sources.clone(),
         )
-        .spawn(state.store.clone(), state.config.workers, stopped);
+        .spawn(state.store.clone(), state.config.workers);
         let handle = tokio::spawn(async move {
             server
                 .run(async {
                     let _ = rx.await;
                 })
                 .await;
-            let _ = stop.send(true);
-            for worker in workers {
-                let _ = worker.await;
-            }
+            workers.stop(std::time::Duration::from_secs(60)).await;
         });
         let client = reqwest::Client::builder()
             .danger_accept_invalid_certs(true)

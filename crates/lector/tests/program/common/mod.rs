@@ -108,6 +108,34 @@ pub async fn kill_midway(mut worker: Worker, store: &Store, job_id: i64) -> Job 
     job
 }
 
+/// How long a stopped process may take to exit: the workers' grace (60 s) with room to spare,
+/// less than systemd's `TimeoutStopSec`.
+pub const STOP_BOUND: Duration = Duration::from_secs(90);
+
+/// Sends SIGTERM to `worker` in the middle of the job (once it reports progress, caught stopped
+/// as in [`kill_midway`]) and waits for the process to end; answers how it ended.
+pub async fn terminate_midway(mut worker: Worker, store: &Store, job_id: i64) -> std::process::ExitStatus {
+    let job = stop_when(&worker, store, job_id, |j| j.progress > 0.0).await;
+    assert_eq!(
+        job.state,
+        JobState::Running,
+        "the job finished before the worker could be stopped: {job:?}"
+    );
+    signal(&worker, "-TERM");
+    signal(&worker, "-CONT");
+    let started = Instant::now();
+    loop {
+        if let Some(status) = worker.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            started.elapsed() < STOP_BOUND,
+            "the worker did not exit within {STOP_BOUND:?} of SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A second worker takes the job over and finishes it: answers the job once it has ended,
 /// done on its second attempt.
 pub async fn taken_over(url: &str, dir: &std::path::Path, lease_secs: u32, store: &Store, job_id: i64) -> Job {
