@@ -65,7 +65,9 @@ pub use training::{
     MAX_TRAINING_PAGES, MODEL_LANGUAGES, NewTraining, ReviewedPages, TrainedModel, TrainingPage, TrainingSegment,
 };
 pub use uploads::{UPLOAD_PREFIX, Upload, UploadFor};
-pub use workflow_executions::{Execution, ExecutionEnd, FinishedExecution, MAX_EXECUTIONS_PER_WORKFLOW};
+pub use workflow_executions::{
+    ABANDONED_EXECUTION, EXECUTION_ALIVE_SECS, Execution, ExecutionEnd, FinishedExecution, MAX_EXECUTIONS_PER_WORKFLOW,
+};
 pub use workflows::{MAX_WORKFLOWS_PER_WORKSPACE, NewWorkflow, WebhookTarget, Workflow};
 pub use workspaces::{Invitee, MAX_MEMBERS_PER_WORKSPACE, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;

@@ -146,6 +146,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0022_task_indexes.sql"),
         postgres: include_str!("../migrations/postgres/0022_task_indexes.sql"),
     },
+    Step {
+        version: 23,
+        description: "execution liveness",
+        sqlite: include_str!("../migrations/sqlite/0023_execution_liveness.sql"),
+        postgres: include_str!("../migrations/postgres/0023_execution_liveness.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -1,6 +1,11 @@
 //! The executions of workflows: one row per run, recorded as it starts (for a webhook that
 //! answers before its steps finish) or in batches by the service's execution log, kept to the
 //! newest 1,000 per workflow, and read a page at a time by the workflow's members.
+//!
+//! A run recorded as it starts is alive until `alive_until`, which its node renews while the
+//! run lasts ([`Store::keep_executions_alive`]); one whose node is gone (killed, lost, stopped
+//! before the run ended) is recorded as an error by [`Store::end_abandoned_executions`], on any
+//! node, so that no execution stays running for ever and no live node's run is touched.
 
 use crate::records::FromAnyRow;
 use crate::records::from_row;
@@ -10,6 +15,17 @@ use lector_core::{Action, Result, Scope};
 
 /// Executions a workflow keeps; older ones are deleted as new ones are recorded.
 pub const MAX_EXECUTIONS_PER_WORKFLOW: i64 = 1000;
+
+/// How long a running execution counts as alive after its node last renewed it; nodes renew
+/// their runs every third of it.
+pub const EXECUTION_ALIVE_SECS: i64 = 60;
+
+/// How long an execution recorded as running by a Lector that did not renew executions (before
+/// migration 0023) counts as alive after its start.
+const UNRENEWED_ALIVE_SECS: i64 = 3600;
+
+/// The error of an execution whose node went away before the run ended.
+pub const ABANDONED_EXECUTION: &str = "the server running this workflow stopped before the run ended";
 
 const EXECUTION_COLUMNS: &str = "id, workflow_id, mode, method, status, started, finished, error, data";
 
@@ -58,14 +74,16 @@ impl Store {
     /// Records an execution that has started (for a webhook that answers before its steps
     /// finish); [`Store::finish_execution`] records its end.
     pub async fn start_execution(&self, workflow_id: i64, mode: &str, method: &str) -> Result<i64> {
+        let now = Timestamp::now();
         let id = sqlx::query_scalar(
-            "INSERT INTO workflow_executions (workflow_id, mode, method, status, started) \
-             VALUES ($1, $2, $3, 'running', $4) RETURNING id",
+            "INSERT INTO workflow_executions (workflow_id, mode, method, status, started, alive_until) \
+             VALUES ($1, $2, $3, 'running', $4, $5) RETURNING id",
         )
         .bind(workflow_id)
         .bind(mode)
         .bind(method)
-        .bind(Timestamp::now().micros())
+        .bind(now.micros())
+        .bind(now.plus_seconds(EXECUTION_ALIVE_SECS).micros())
         .fetch_one(&self.pool)
         .await
         .map_err(db)?;
@@ -84,6 +102,49 @@ impl Store {
             .await
             .map_err(db)?;
         Ok(())
+    }
+
+    /// Keeps these running executions alive for [`EXECUTION_ALIVE_SECS`] more: their node is
+    /// still running them.
+    pub async fn keep_executions_alive(&self, ids: &[i64]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "UPDATE workflow_executions SET alive_until = $1 WHERE status = 'running' AND id IN ({})",
+            numbered(2, ids.len())
+        );
+        let mut query = sqlx::query(&sql).bind(Timestamp::now().plus_seconds(EXECUTION_ALIVE_SECS).micros());
+        for id in ids {
+            query = query.bind(id);
+        }
+        query.execute(&self.pool).await.map_err(db)?;
+        Ok(())
+    }
+
+    /// Records as errors ([`ABANDONED_EXECUTION`]) the executions still running whose node
+    /// stopped renewing them, and those in `ids` (runs this node gives up as it stops); answers
+    /// how many. A run that ends after all (its node was only paused) records its end over this.
+    pub async fn end_abandoned_executions(&self, ids: &[i64]) -> Result<u64> {
+        let now = Timestamp::now();
+        let given_up = match ids.len() {
+            0 => String::new(),
+            n => format!(" OR id IN ({})", numbered(4, n)),
+        };
+        // The literal 'running' lets both databases use the partial index of running rows.
+        let sql = format!(
+            "UPDATE workflow_executions SET status = 'error', finished = $1, error = $2 \
+             WHERE status = 'running' AND (COALESCE(alive_until, started + $3) < $1{given_up})"
+        );
+        let mut query = sqlx::query(&sql)
+            .bind(now.micros())
+            .bind(ABANDONED_EXECUTION)
+            .bind(UNRENEWED_ALIVE_SECS * 1_000_000);
+        for id in ids {
+            query = query.bind(id);
+        }
+        let done = query.execute(&self.pool).await.map_err(db)?;
+        Ok(done.rows_affected())
     }
 
     /// Records finished executions in one transaction (the service's execution log gathers

@@ -1,9 +1,10 @@
 //! The execution log's batches ([`Store::record_executions`]) on both backends: a batch that
 //! holds a record of a workflow deleted since its call still writes every other record, and
-//! drops that one, instead of failing whole on its foreign key.
+//! drops that one, instead of failing whole on its foreign key. And the background runs left
+//! running by a node that went away ([`Store::end_abandoned_executions`]).
 
 use crate::testing::{TestDatabase, owner};
-use crate::{Backend, ExecutionEnd, FinishedExecution, NewWorkflow, Store};
+use crate::{ABANDONED_EXECUTION, Backend, ExecutionEnd, FinishedExecution, NewWorkflow, Store};
 use lector_core::time::Timestamp;
 
 fn finished(workflow_id: i64) -> FinishedExecution {
@@ -21,6 +22,16 @@ fn finished(workflow_id: i64) -> FinishedExecution {
     }
 }
 
+fn workflow(name: &str) -> NewWorkflow {
+    NewWorkflow {
+        name: name.into(),
+        definition: "{}".into(),
+        auth_digest: None,
+        keep_data: false,
+        routes: Vec::new(),
+    }
+}
+
 async fn a_deleted_workflow_does_not_lose_the_batch(backend: Backend) {
     let Some(database) = TestDatabase::create(backend).await else {
         return;
@@ -28,13 +39,6 @@ async fn a_deleted_workflow_does_not_lose_the_batch(backend: Backend) {
     let store = Store::open(&database.url, 4).await.expect("store");
     let (user, scope) = owner(&store).await;
     let workspace = user.personal_workspace_id.expect("a personal workspace");
-    let workflow = |name: &str| NewWorkflow {
-        name: name.into(),
-        definition: "{}".into(),
-        auth_digest: None,
-        keep_data: false,
-        routes: Vec::new(),
-    };
     let kept = store
         .create_workflow(&scope, workspace, &workflow("kept"))
         .await
@@ -71,4 +75,92 @@ async fn a_deleted_workflow_does_not_lose_the_batch_sqlite() {
 #[tokio::test]
 async fn a_deleted_workflow_does_not_lose_the_batch_postgres() {
     a_deleted_workflow_does_not_lose_the_batch(Backend::Postgres).await;
+}
+
+/// Runs whose node stopped renewing them turn to errors; a run a live node renews stays
+/// running, whoever sweeps; a run from before renewals is given its start plus an hour; a run
+/// that ends late records its end over the sweep's.
+async fn abandoned_runs_end_as_errors(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (user, scope) = owner(&store).await;
+    let workspace = user.personal_workspace_id.expect("a personal workspace");
+    let flow = store
+        .create_workflow(&scope, workspace, &workflow("runs"))
+        .await
+        .expect("a workflow");
+    let start = || store.start_execution(flow.id, "production", "POST");
+    let (gone, live, old, fresh_old) = (
+        start().await.unwrap(),
+        start().await.unwrap(),
+        start().await.unwrap(),
+        start().await.unwrap(),
+    );
+    let hour = 3_600_000_000_i64;
+    let set = |id: i64, started_ago: i64, alive_until_ago: Option<i64>| {
+        let pool = store.pool.clone();
+        async move {
+            let now = lector_core::time::Timestamp::now().micros();
+            sqlx::query("UPDATE workflow_executions SET started = $1, alive_until = $2 WHERE id = $3")
+                .bind(now - started_ago)
+                .bind(alive_until_ago.map(|ago| now - ago))
+                .bind(id)
+                .execute(&pool)
+                .await
+                .expect("the execution set");
+        }
+    };
+    // Its node renewed it last two minutes ago, and is gone.
+    set(gone, 2 * hour, Some(120_000_000)).await;
+    // Written by a Lector that did not renew: alive for an hour after its start.
+    set(old, 2 * hour, None).await;
+    set(fresh_old, hour / 2, None).await;
+    store.keep_executions_alive(&[live]).await.unwrap();
+
+    assert_eq!(store.end_abandoned_executions(&[]).await.unwrap(), 2);
+    let status = |id: i64| {
+        let pool = store.pool.clone();
+        async move {
+            sqlx::query_as::<_, (String, Option<String>, Option<i64>)>(
+                "SELECT status, error, finished FROM workflow_executions WHERE id = $1",
+            )
+            .bind(id)
+            .fetch_one(&pool)
+            .await
+            .expect("the execution")
+        }
+    };
+    for id in [gone, old] {
+        let (state, error, finished) = status(id).await;
+        assert_eq!(state, "error");
+        assert_eq!(error.as_deref(), Some(ABANDONED_EXECUTION));
+        assert!(finished.is_some());
+    }
+    assert_eq!(status(live).await.0, "running", "a live node's run is left alone");
+    assert_eq!(status(fresh_old).await.0, "running");
+
+    // A node that stops gives up its own runs at once.
+    assert_eq!(store.end_abandoned_executions(&[live]).await.unwrap(), 1);
+    assert_eq!(status(live).await.0, "error");
+
+    // A paused node's run that ends after all records its end.
+    let end = ExecutionEnd {
+        status: "success",
+        error: None,
+        data: None,
+    };
+    store.finish_execution(gone, &end).await.unwrap();
+    assert_eq!(status(gone).await, ("success".to_owned(), None, status(gone).await.2));
+}
+
+#[tokio::test]
+async fn abandoned_runs_end_as_errors_sqlite() {
+    abandoned_runs_end_as_errors(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn abandoned_runs_end_as_errors_postgres() {
+    abandoned_runs_end_as_errors(Backend::Postgres).await;
 }
