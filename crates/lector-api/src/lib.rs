@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod background_runs;
 pub mod budget;
 mod connection_timers;
 pub mod error;

@@ -59,9 +59,12 @@ impl Server {
         self.listener.local_addr()
     }
 
-    /// Serves until `shutdown` completes, then drains open connections (at most 30 s).
+    /// Serves until `shutdown` completes, then drains open connections (at most 30 s), then
+    /// waits for the workflow runs going on in the background (at most 30 s more) and records
+    /// those it gives up as errors.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let sweeper = tokio::spawn(sweep_leftovers(self.state.clone()));
+        let tender = tokio::spawn(crate::background_runs::tend(self.state.clone()));
         let graceful = GracefulShutdown::new();
         let http = self.state.config.http;
         let ceiling = Arc::new(Semaphore::new(http.max_connections));
@@ -108,6 +111,20 @@ impl Server {
         tokio::select! {
             () = graceful.shutdown() => {}
             () = tokio::time::sleep(DRAIN_TIMEOUT) => tracing::warn!("connections still open after the drain timeout"),
+        }
+        // A run answered during the drain may have just started: wait for the runs after it.
+        let given_up = self
+            .state
+            .background_runs
+            .wait(crate::background_runs::BACKGROUND_RUNS_GRACE)
+            .await;
+        tender.abort();
+        if !given_up.is_empty() {
+            tracing::warn!(
+                runs = given_up.len(),
+                "workflow runs still going at shutdown are recorded as errors"
+            );
+            crate::background_runs::end_abandoned(&self.state, &given_up).await;
         }
         // The executions of the last calls answered are written before the process ends.
         self.state.execution_log.flush().await;

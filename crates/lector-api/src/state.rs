@@ -29,8 +29,8 @@ pub struct AppState {
     /// The production addresses this node served in the last second.
     pub webhook_hooks: Arc<crate::workflow_runs::HookCache>,
     /// Runs of `immediately` workflows this node may have going at once
-    /// (`workflows.max_background_runs`); each run holds a permit until it ends.
-    pub background_runs: Arc<tokio::sync::Semaphore>,
+    /// (`workflows.max_background_runs`); each run holds a place until it ends.
+    pub background_runs: Arc<crate::background_runs::BackgroundRuns>,
     /// Finished executions on their way to the store, written in batches.
     pub execution_log: crate::execution_log::ExecutionLog,
     /// Where the web app's files come from.
@@ -60,7 +60,9 @@ impl AppState {
         let sandbox = lector_extract::sandbox::Sandbox::new(&config.extract).map_err(|e| e.detail)?;
         let execution_log = crate::execution_log::ExecutionLog::start(store.clone());
         let web_app = crate::web_app::WebApp::from_config(config.ui_dir.as_deref());
-        let background_runs = Arc::new(tokio::sync::Semaphore::new(config.workflows.max_background_runs));
+        let background_runs = Arc::new(crate::background_runs::BackgroundRuns::new(
+            config.workflows.max_background_runs,
+        ));
         Ok(Self {
             store,
             config: Arc::new(config),

@@ -331,9 +331,9 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
     if trigger.response_mode == ResponseMode::Immediately {
         // The run outlives the request (and its body's budget): a node takes as many as it is
         // configured for, and refuses the rest before anything is recorded or run.
-        let permit = match state.background_runs.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
+        let mut slot = match state.background_runs.try_start() {
+            Some(slot) => slot,
+            None => {
                 // As a refused call: a test address's call is used up, so it is recorded.
                 let busy = busy(state);
                 if call.address == Address::Test {
@@ -343,9 +343,12 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
             }
         };
         let execution = state.store.start_execution(workflow.id, mode, method.as_str()).await?;
+        // The node keeps the execution alive while the run lasts, and waits for it when it
+        // stops (`background_runs`).
+        slot.running(execution);
         let state = state.clone();
         tokio::spawn(async move {
-            let _permit = permit;
+            let _slot = slot;
             let effects = ServiceEffects::new(&state, scope, &workflow, hops);
             let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
             let end = end_of(&outcome, keep, None);
