@@ -613,6 +613,54 @@ async fn a_clone_run_twice_copies_once(backend: Backend) {
     assert_eq!(count(copy.id).await, count(project.id).await);
 }
 
+/// Stopping workers: a handler that looks at its `Stopping` ends at its checkpoint, one that
+/// does not is cut off after the grace; both jobs go back to the queue without a used attempt.
+async fn stopped_workers_hand_their_jobs_back(backend: Backend) {
+    let Some((store, _database, user_id)) = store(backend).await else {
+        return;
+    };
+    /// `upto` 0 waits for the stop and ends at it; any other count never ends by itself.
+    struct Waits;
+    impl Handler for Waits {
+        type Payload = CountPayload;
+        fn run<'a>(
+            &'a self,
+            _: &'a Store,
+            _: &'a Lease,
+            stopping: &'a lector_jobs::Stopping,
+            payload: CountPayload,
+        ) -> HandlerFuture<'a> {
+            Box::pin(async move {
+                if payload.upto == 0 {
+                    stopping.requested_now().await;
+                    return Err(JobError::stopped());
+                }
+                std::future::pending().await
+            })
+        }
+    }
+    let queue = |upto| NewJob::of(&CountPayload { upto }).unwrap().owned_by(user_id);
+    let checkpointed = store.enqueue(queue(0)).await.unwrap().id;
+    let stuck = store.enqueue(queue(1)).await.unwrap().id;
+    let workers = Runner::new().with(Waits).spawn(store.clone(), 2);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for id in [checkpointed, stuck] {
+        while store.job_by_id(id).await.unwrap().unwrap().state != JobState::Running {
+            assert!(Instant::now() < deadline, "the workers did not take the jobs");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    assert!(
+        !workers.stop(Duration::from_secs(1)).await,
+        "the stuck job outlasted the grace"
+    );
+    for id in [checkpointed, stuck] {
+        let job = store.job_by_id(id).await.unwrap().unwrap();
+        assert_eq!((job.state, job.attempts), (JobState::Queued, 0), "{job:?}");
+    }
+    assert_eq!(notifications(&store, user_id).await, 0);
+}
+
 on_both_backends!(
     a_taken_over_lease_can_no_longer_commit,
     failures_retry_then_fail_with_one_notification,
@@ -623,5 +671,6 @@ on_both_backends!(
     a_worker_goes_on_after_a_panic,
     a_job_whose_worker_keeps_dying_fails_once_its_attempts_are_used,
     a_clone_without_a_handler_fails_its_project,
-    a_job_this_worker_cannot_run_waits_then_fails_once
+    a_job_this_worker_cannot_run_waits_then_fails_once,
+    stopped_workers_hand_their_jobs_back
 );
