@@ -104,7 +104,7 @@ pub async fn tend(state: AppState) {
         if let Err(e) = state.store.keep_executions_alive(&ours).await {
             tracing::warn!(error = %e.detail, "could not keep the background runs' executions alive");
         }
-        if ticks % SWEEP_EVERY == 0 {
+        if ticks.is_multiple_of(SWEEP_EVERY) {
             end_abandoned(&state, &[]).await;
         }
         ticks = ticks.wrapping_add(1);
