@@ -471,7 +471,13 @@ async fn a_job_this_worker_cannot_run_waits_then_fails_once(backend: Backend) {
     struct Lacking;
     impl Handler for Lacking {
         type Payload = CountPayload;
-        fn run<'a>(&'a self, _: &'a Store, _: &'a Lease, _: &'a lector_jobs::Stopping, _: CountPayload) -> HandlerFuture<'a> {
+        fn run<'a>(
+            &'a self,
+            _: &'a Store,
+            _: &'a Lease,
+            _: &'a lector_jobs::Stopping,
+            _: CountPayload,
+        ) -> HandlerFuture<'a> {
             Box::pin(async { Err(JobError::elsewhere("the encoder is not installed on this worker")) })
         }
     }
