@@ -38,6 +38,17 @@ async fn training_queued(backend: Backend) -> Option<(TestDatabase, Store, Scope
     Some((database, store, scope, model, job))
 }
 
+/// The model as it is now, checked READY with one artifact, written once.
+async fn ready_once(store: &Store, scope: &Scope, model: &Model) -> Model {
+    let model = store
+        .model_access(scope, model.id, lector_core::Action::Read)
+        .await
+        .unwrap();
+    assert_eq!(model.status, ModelStatus::Ready);
+    assert_eq!(model.version, 1, "one artifact written once");
+    model
+}
+
 async fn killed_training_finishes_once(backend: Backend) {
     let Some((database, store, scope, model, job)) = training_queued(backend).await else {
         return;
@@ -48,12 +59,7 @@ async fn killed_training_finishes_once(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     kill_midway(worker(&database.url, dir.path(), SHORT_LEASE_SECS), &store, job.id).await;
     taken_over(&database.url, dir.path(), SHORT_LEASE_SECS, &store, job.id).await;
-    let model = store
-        .model_access(&scope, model.id, lector_core::Action::Read)
-        .await
-        .unwrap();
-    assert_eq!(model.status, ModelStatus::Ready);
-    assert_eq!(model.version, 1, "one artifact written once");
+    let model = ready_once(&store, &scope, &model).await;
     assert_eq!(model.progress, 1.0);
     assert!(model.score.is_some_and(|s| s > 0.9), "{:?}", model.score);
     let notes = store.notifications(&scope, scope.user_id, 0, 100).await.unwrap();
@@ -99,12 +105,7 @@ async fn stopped_training_goes_back_to_the_queue(backend: Backend) {
     drop(second);
     assert_eq!(job.state, JobState::Done, "{:?}", job.error);
     assert_eq!(job.attempts, 1, "the run that finished is the job's first attempt");
-    let model = store
-        .model_access(&scope, model.id, lector_core::Action::Read)
-        .await
-        .unwrap();
-    assert_eq!(model.status, ModelStatus::Ready);
-    assert_eq!(model.version, 1, "one artifact written once");
+    ready_once(&store, &scope, &model).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
