@@ -173,9 +173,11 @@ impl Store {
                 })
             });
         }
+        // Only start-up connects, so the operator gets the cause whole ("password authentication
+        // failed", "database does not exist"), not just that it failed.
         let pool = options.connect(url).await.map_err(|e| {
             tracing::error!(error = %e, "cannot connect to the database");
-            Error::dependency_down("the database is unreachable")
+            Error::dependency_down(format!("cannot connect to the database: {e}"))
         })?;
         Ok(Self {
             pool,

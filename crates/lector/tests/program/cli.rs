@@ -163,6 +163,31 @@ fn a_worker_without_its_blob_store_does_not_start() {
     );
 }
 
+/// A database that refuses the connection is named with the server's own reason, not only
+/// "unreachable": here a PostgreSQL database that does not exist.
+#[tokio::test]
+async fn a_refused_connection_says_why() {
+    let Some(database) = lector_store::testing::TestDatabase::create(lector_store::Backend::Postgres).await else {
+        return;
+    };
+    let missing = match database.url.split_once('?') {
+        Some((base, query)) => format!("{base}_gone?{query}"),
+        None => format!("{}_gone", database.url),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let migrate = lector(dir.path())
+        .arg("migrate")
+        .env("LECTOR_DATABASE_URL", missing)
+        .output()
+        .unwrap();
+    assert_eq!(migrate.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&migrate.stderr);
+    assert!(
+        said.contains("cannot connect to the database: ") && said.contains("does not exist"),
+        "{said}"
+    );
+}
+
 #[test]
 fn json_logs_carry_request_and_job_ids() {
     let dir = tempfile::tempdir().unwrap();
