@@ -4,59 +4,19 @@
 
 use crate::common::{Backend, TestApp};
 use reqwest::Method;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::{CertificateDer, ServerName};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Takes any certificate: the test only wants to see which one the server sends.
-#[derive(Debug)]
-struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        _message: &[u8],
-        _cert: &CertificateDer<'_>,
-        _dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Ok(HandshakeSignatureValid::assertion())
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        _message: &[u8],
-        _cert: &CertificateDer<'_>,
-        _dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Ok(HandshakeSignatureValid::assertion())
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// The certificate a new connection to the app is served.
-async fn served_certificate(app: &TestApp) -> Vec<u8> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+/// The certificate a new connection to the app is served, by a client that trusts `trusted`
+/// alone (the handshake fails on any other).
+async fn served_certificate(app: &TestApp, trusted: &[u8]) -> Vec<u8> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from(trusted.to_vec())).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+        .with_root_certificates(roots)
         .with_no_client_auth();
     let address = app.base.trim_start_matches("https://");
     let tcp = tokio::net::TcpStream::connect(address).await.unwrap();
@@ -64,7 +24,7 @@ async fn served_certificate(app: &TestApp) -> Vec<u8> {
     let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
         .await
-        .expect("a handshake");
+        .expect("a handshake with the trusted certificate");
     let (_, session) = tls.get_ref();
     session.peer_certificates().expect("a certificate")[0].to_vec()
 }
@@ -91,12 +51,12 @@ async fn a_renewed_certificate_is_served_without_a_restart() {
     else {
         return;
     };
-    assert_eq!(served_certificate(&app).await, first);
+    assert_eq!(served_certificate(&app, &first).await, first);
 
     let renewed = write_pair(&cert, &key);
     assert_ne!(renewed, first);
     assert_eq!(
-        served_certificate(&app).await,
+        served_certificate(&app, &renewed).await,
         renewed,
         "the next connection gets the renewal"
     );
@@ -104,7 +64,7 @@ async fn a_renewed_certificate_is_served_without_a_restart() {
     // Half a renewal: a certificate whose key is not beside it yet.
     write_pair(&cert, &dir.path().join("other-key.pem"));
     assert_eq!(
-        served_certificate(&app).await,
+        served_certificate(&app, &renewed).await,
         renewed,
         "a pair that does not match is not served"
     );
