@@ -47,6 +47,7 @@ pub use job_claims::{LOST_WORKER_ALLOWANCE, UNHANDLED_JOB_GRACE_SECS};
 pub use job_reclaims::{JobCount, JobStatistics};
 pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
 pub use labeled_imports::LabeledFile;
+pub use migrations::SchemaStatus;
 pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel, UploadTarget};
 pub use notifications::NotificationChanges;
 pub use payloads::{

@@ -2,7 +2,7 @@
 //!
 //! Entries are forward-only and never edited once landed: a change is a new entry.
 
-use crate::Backend;
+use crate::{Backend, Store, db};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use std::borrow::Cow;
 
@@ -174,5 +174,46 @@ pub(crate) fn migrator(backend: Backend) -> Migrator {
     Migrator {
         migrations: Cow::Owned(migrations),
         ..Migrator::DEFAULT
+    }
+}
+
+/// Where a database stands against the steps this binary knows ([`Store::schema_status`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaStatus {
+    /// Steps applied that this binary knows.
+    pub applied: usize,
+    /// Steps this binary would apply, as `NNNN description`.
+    pub pending: Vec<String>,
+    /// Steps applied that this binary does not know (a newer Lector's): it refuses to start.
+    pub unknown: Vec<i64>,
+}
+
+impl Store {
+    /// Reads which steps the database has applied, changing nothing (a database never
+    /// migrated has applied none).
+    pub async fn schema_status(&self) -> lector_core::Result<SchemaStatus> {
+        let exists = match self.backend {
+            Backend::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+            Backend::Postgres => "SELECT COUNT(*) FROM pg_tables WHERE tablename = '_sqlx_migrations'",
+        };
+        let tables: i64 = sqlx::query_scalar(exists).fetch_one(&self.pool).await.map_err(db)?;
+        let done: Vec<i64> = if tables == 0 {
+            Vec::new()
+        } else {
+            sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db)?
+        };
+        let known = |version: i64| STEPS.iter().any(|step| step.version == version);
+        Ok(SchemaStatus {
+            applied: done.iter().filter(|v| known(**v)).count(),
+            pending: STEPS
+                .iter()
+                .filter(|step| !done.contains(&step.version))
+                .map(|step| format!("{:04} {}", step.version, step.description))
+                .collect(),
+            unknown: done.into_iter().filter(|v| !known(*v)).collect(),
+        })
     }
 }

@@ -223,6 +223,12 @@ async fn a_newer_schema_is_refused_with_its_reason(backend: Backend) {
     .execute(&store.pool)
     .await
     .expect("a step from the future");
+    let status = store.schema_status().await.expect("the status");
+    assert_eq!(
+        (status.pending.len(), status.unknown.as_slice()),
+        (0, [9999].as_slice()),
+        "{status:?}"
+    );
     store.close().await;
     let refused = Store::open(&database.url, 2).await.expect_err("refused");
     assert!(

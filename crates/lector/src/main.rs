@@ -40,7 +40,11 @@ enum Command {
     /// Run job workers only (no HTTP), until SIGTERM.
     Worker,
     /// Bring the database schema up to date and exit.
-    Migrate,
+    Migrate {
+        /// Only say which steps the database has applied and which this binary would apply.
+        #[arg(long)]
+        status: bool,
+    },
     /// Print the OpenAPI document.
     Openapi,
     /// Print the effective configuration, secrets redacted.
@@ -137,7 +141,17 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             println!("# blob store in force: {}", config.blob_url());
             println!("{}", toml::to_string_pretty(&config).map_err(|e| e.to_string())?);
         }
-        Command::Migrate => {
+        Command::Migrate { status: true } => {
+            config.create_data_dir()?;
+            let idle = config.idle_in_transaction();
+            let store = lector_store::Store::connect(&config.database_url(), 1, idle)
+                .await
+                .map_err(|e| e.detail)?;
+            let status = store.schema_status().await.map_err(|e| e.detail);
+            store.close().await;
+            println!("{}", schema_report(&shown_database(&config.database_url()), &status?));
+        }
+        Command::Migrate { status: false } => {
             config.create_data_dir()?;
             let store = lector_store::Store::open(&config.database_url(), 1)
                 .await
@@ -259,6 +273,23 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
         }
     }
     Ok(())
+}
+
+/// What `lector migrate --status` says of a database.
+fn schema_report(database: &str, status: &lector_store::SchemaStatus) -> String {
+    let mut lines = vec![format!(
+        "{database}: {} steps applied, {} pending",
+        status.applied,
+        status.pending.len()
+    )];
+    lines.extend(status.pending.iter().map(|step| format!("pending: {step}")));
+    if !status.unknown.is_empty() {
+        lines.push(format!(
+            "applied by a newer Lector (this binary will not start against it): {:?}",
+            status.unknown
+        ));
+    }
+    lines.join("\n")
 }
 
 /// The database a command worked on, as an operator may read it: its URL with the password

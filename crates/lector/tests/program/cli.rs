@@ -91,12 +91,25 @@ fn serve_answers_https_and_stops_on_sigterm() {
 #[test]
 fn migrate_openapi_print_config_and_user_create() {
     let dir = tempfile::tempdir().unwrap();
+    let before = lector(dir.path()).args(["migrate", "--status"]).output().unwrap();
+    let said = String::from_utf8_lossy(&before.stdout);
+    assert!(before.status.success(), "{}", String::from_utf8_lossy(&before.stderr));
+    assert!(
+        said.contains(": 0 steps applied, ") && said.contains("pending: 0001 accounts"),
+        "{said}"
+    );
     let migrate = lector(dir.path()).arg("migrate").output().unwrap();
     assert!(migrate.status.success(), "{}", String::from_utf8_lossy(&migrate.stderr));
     let said = String::from_utf8_lossy(&migrate.stdout);
     assert!(
         said.contains("lector.db is up to date"),
         "it names the database: {said}"
+    );
+    let after = lector(dir.path()).args(["migrate", "--status"]).output().unwrap();
+    let said = String::from_utf8_lossy(&after.stdout);
+    assert!(
+        said.contains(" steps applied, 0 pending") && !said.contains("pending:"),
+        "{said}"
     );
 
     let openapi = lector(dir.path()).arg("openapi").output().unwrap();
