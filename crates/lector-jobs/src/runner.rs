@@ -352,7 +352,7 @@ impl Runner {
                 let handed_back = store.hand_back_job(&lease, 0).await?;
                 tracing::warn!(handed_back, "the worker is stopping; the job goes back to the queue");
             }
-            Some(Err(e)) if e.retry == Retry::Elsewhere && !waited_too_long(&lease) => {
+            Some(Err(e)) if e.retry == Retry::Elsewhere && !lease.waited_for_a_worker() => {
                 tracing::warn!(error = %e.message, "this worker cannot run the job; handing it back for another");
                 if !store.hand_back_job(&lease, ELSEWHERE_HAND_BACK_SECS).await? {
                     tracing::warn!("lease taken over; the job was not handed back");
@@ -377,12 +377,6 @@ impl Runner {
         }
         Ok(true)
     }
-}
-
-/// Whether a job has waited its grace for a worker that can run it, from when it was queued.
-fn waited_too_long(lease: &Lease) -> bool {
-    let deadline = lease.job.created.plus_seconds(lector_store::UNHANDLED_JOB_GRACE_SECS);
-    lector_core::time::Timestamp::now().micros() >= deadline.micros()
 }
 
 /// A runner's loops at work ([`Runner::spawn`]).

@@ -267,12 +267,16 @@ impl Lease {
     }
 
     /// Whether a newer Lector, reading `version` of this kind of payload no more, wrote the
-    /// job, and it may still wait for a worker of that version
-    /// ([`crate::UNHANDLED_JOB_GRACE_SECS`] from when it was queued).
+    /// job, and it may still wait for a worker of that version.
     pub fn awaits_newer_worker(&self, version: u32) -> bool {
         let written = self.job.payload.get("version").and_then(serde_json::Value::as_u64);
-        let waited_enough = self.job.created < Timestamp::now().plus_seconds(-crate::UNHANDLED_JOB_GRACE_SECS);
-        written.is_some_and(|written| written > u64::from(version)) && !waited_enough
+        written.is_some_and(|written| written > u64::from(version)) && !self.waited_for_a_worker()
+    }
+
+    /// Whether the job has waited [`crate::UNHANDLED_JOB_GRACE_SECS`], from when it was queued,
+    /// for a worker that can run it: past that, any worker fails it with its trace.
+    pub fn waited_for_a_worker(&self) -> bool {
+        self.job.created < Timestamp::now().plus_seconds(-crate::UNHANDLED_JOB_GRACE_SECS)
     }
 
     /// What this job's terminal failure leaves behind, as stored with it.
