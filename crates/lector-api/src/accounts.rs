@@ -181,6 +181,11 @@ pub struct Invited {
     pub not_invited: Vec<(String, &'static str)>,
 }
 
+/// Why an address is not invited once the workspace has
+/// [`lector_store::MAX_PENDING_INVITATIONS`].
+const TOO_MANY_PENDING: &str =
+    "the workspace has 1000 pending invitations, the most it may have: cancel some, or wait until they are accepted";
+
 /// Invites `emails` to a workspace with `role` (a manager of its members, who may grant that
 /// role), mailing each a token; addresses that cannot be invited come back with a reason.
 pub async fn invite(
@@ -212,7 +217,7 @@ pub async fn invite(
         }
         count_invitation(state, &workspace).await?;
         let token = random_token();
-        let invitation = state
+        let created = state
             .store
             .create_invitation(
                 inviter.scope,
@@ -222,7 +227,15 @@ pub async fn invite(
                 &token_hash(&token),
                 expiry(state),
             )
-            .await?;
+            .await;
+        let invitation = match created {
+            Ok(invitation) => invitation,
+            Err(e) if e.code == ErrorCode::Conflict => {
+                invited.not_invited.push((raw.clone(), TOO_MANY_PENDING));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         mail_invitation(state, inviter.user, &workspace, &invitation, &token).await?;
         invited.invitations.push(invitation);
     }
@@ -301,4 +314,13 @@ async fn mail_invitation(
     };
     state.store.queue_mail(&mail, &text, Some(inviter.id)).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_pending_invitations_reason_names_the_limit() {
+        let limit = lector_store::MAX_PENDING_INVITATIONS.to_string();
+        assert!(super::TOO_MANY_PENDING.contains(&format!("has {limit} pending")));
+    }
 }

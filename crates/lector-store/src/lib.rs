@@ -70,7 +70,9 @@ pub use workflow_executions::{
     ABANDONED_EXECUTION, EXECUTION_ALIVE_SECS, Execution, ExecutionEnd, FinishedExecution, MAX_EXECUTIONS_PER_WORKFLOW,
 };
 pub use workflows::{MAX_WORKFLOWS_PER_WORKSPACE, NewWorkflow, WebhookTarget, Workflow};
-pub use workspaces::{Invitee, MAX_MEMBERS_PER_WORKSPACE, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
+pub use workspaces::{
+    Invitee, MAX_MEMBERS_PER_WORKSPACE, MAX_PENDING_INVITATIONS, MAX_WORKSPACES_PER_USER, WorkspaceChanges,
+};
 mod migrations;
 mod notifications;
 mod orphans;
@@ -111,6 +113,19 @@ pub enum Backend {
     Postgres,
 }
 
+impl Backend {
+    /// The database a URL names, by its scheme.
+    pub fn of_url(url: &str) -> Option<Self> {
+        if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Some(Backend::Postgres)
+        } else if url.starts_with("sqlite:") {
+            Some(Backend::Sqlite)
+        } else {
+            None
+        }
+    }
+}
+
 /// Which of the service's dependencies answered ([`Store::check_dependencies`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Dependencies {
@@ -137,11 +152,7 @@ impl Store {
     /// machine) would otherwise keep its job's row, and its lease, from every other node.
     pub async fn connect(url: &str, max_connections: u32, idle_in_transaction: Duration) -> Result<Self> {
         install_default_drivers();
-        let backend = if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-            Backend::Postgres
-        } else if url.starts_with("sqlite:") {
-            Backend::Sqlite
-        } else {
+        let Some(backend) = Backend::of_url(url) else {
             return Err(Error::bad_request(
                 "the database URL must start with sqlite: or postgres:",
             ));

@@ -7,9 +7,10 @@
 use crate::projects::MAX_PROJECTS_PER_WORKSPACE;
 use crate::sessions::MAX_SESSIONS_PER_PROJECT;
 use crate::testing::{TestDatabase, count, owner_with_project};
-use crate::workspaces::{MAX_MEMBERS_PER_WORKSPACE, WorkspaceRef};
+use crate::workspaces::{MAX_MEMBERS_PER_WORKSPACE, MAX_PENDING_INVITATIONS, WorkspaceRef};
 use crate::{Backend, NewSession, NewUser, ProjectFields, Store};
 use futures_util::future::join_all;
+use lector_core::time::Timestamp;
 use lector_core::{ErrorCode, ProjectType, Result, Role};
 
 /// Inserts `n` rows by one statement: `insert` names the table and columns, `select` the
@@ -223,4 +224,52 @@ async fn members_stop_at_the_limit_of_their_workspace_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_stop_at_the_limit_of_their_workspace_postgres() {
     members_stop_at_the_limit_of_their_workspace(Backend::Postgres).await;
+}
+
+async fn invitations_stop_at_the_limit_of_their_workspace(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 8).await.expect("store");
+    let (scope, workspace, _) = owner_with_project(&store, "Crowd", ProjectType::Class).await;
+    let pending = |prefix: &str, expires: i64| {
+        format!(
+            "SELECT $1, '{prefix}-' || i || '@example.org', 'VIEWER', {}, '{prefix}-' || i, 'PENDING', 0, {expires}",
+            scope.user_id
+        )
+    };
+    let insert =
+        "INSERT INTO invitations (workspace_id, email, role, invited_by_id, token_hash, status, created, expires)";
+    // Ten short of the limit, and expired ones that no longer count.
+    let an_hour_on = Timestamp::now().plus_seconds(3600).micros();
+    fill(
+        &store,
+        insert,
+        &pending("filler", an_hour_on),
+        workspace.id,
+        MAX_PENDING_INVITATIONS - 10,
+    )
+    .await;
+    fill(&store, insert, &pending("expired", 1), workspace.id, 50).await;
+    let racers: Vec<String> = (0..20).map(|i| format!("racer-{i}@example.org")).collect();
+    let later = Timestamp::now().plus_seconds(3600);
+    let results = join_all(
+        racers
+            .iter()
+            .map(|email| store.create_invitation(&scope, workspace.id, email, Role::Viewer, email, later)),
+    )
+    .await;
+    assert_eq!(created_and_refused(&results), (10, 10));
+    let pending = "SELECT COUNT(*) FROM invitations WHERE workspace_id = $1 AND expires > 1";
+    assert_eq!(count(&store, pending, workspace.id).await, MAX_PENDING_INVITATIONS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invitations_stop_at_the_limit_of_their_workspace_sqlite() {
+    invitations_stop_at_the_limit_of_their_workspace(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invitations_stop_at_the_limit_of_their_workspace_postgres() {
+    invitations_stop_at_the_limit_of_their_workspace(Backend::Postgres).await;
 }

@@ -37,6 +37,9 @@ pub const MAX_WORKSPACES_PER_USER: i64 = 200;
 /// (whose default limit it is), since the original client cannot ask for another page.
 pub const MAX_MEMBERS_PER_WORKSPACE: i64 = 1000;
 
+/// Pending invitations a workspace may have: the unpaged `list_invitations` answers them all.
+pub const MAX_PENDING_INVITATIONS: i64 = 1000;
+
 /// Workspace settings to change; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
 pub struct WorkspaceChanges {
@@ -407,7 +410,9 @@ impl Store {
         Ok(invited.map(|_| "already invited"))
     }
 
-    /// Records an invitation; the caller has checked access, the role and the obstacles.
+    /// Records an invitation; the caller has checked access, the role and the obstacles. Past
+    /// [`MAX_PENDING_INVITATIONS`] (counted behind a lock on the workspace, so invitations made
+    /// at once cannot all pass at the edge) it is refused as a conflict.
     pub async fn create_invitation(
         &self,
         scope: &Scope,
@@ -421,6 +426,22 @@ impl Store {
             "INSERT INTO invitations (workspace_id, email, role, invited_by_id, token_hash, status, created, expires) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {INVITATION_COLUMNS}"
         );
+        let now = Timestamp::now().micros();
+        let mut tx = self.begin_write().await?;
+        let pending = crate::count_under_lock(
+            &mut tx,
+            ("workspaces", workspace_id),
+            &format!(
+                "SELECT COUNT(*) FROM invitations WHERE workspace_id = $1 AND status = '{}' AND expires > {now}",
+                InvitationStatus::Pending.as_str()
+            ),
+        )
+        .await?;
+        if pending >= MAX_PENDING_INVITATIONS {
+            return Err(Error::conflict(format!(
+                "a workspace has at most {MAX_PENDING_INVITATIONS} pending invitations"
+            )));
+        }
         let row = sqlx::query(&sql)
             .bind(workspace_id)
             .bind(email)
@@ -428,12 +449,14 @@ impl Store {
             .bind(scope.user_id)
             .bind(token_hash)
             .bind(InvitationStatus::Pending.as_str())
-            .bind(Timestamp::now().micros())
+            .bind(now)
             .bind(expires.micros())
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *tx)
             .await
             .map_err(db)?;
-        Invitation::decode(&row)
+        let invitation = Invitation::decode(&row)?;
+        tx.commit().await.map_err(db)?;
+        Ok(invitation)
     }
 
     /// Pending invitations of a workspace, oldest first.

@@ -9,6 +9,7 @@ backend_tests!(
     workspace_lifecycle,
     invitations_end_to_end,
     invitations_can_be_cancelled_and_resent,
+    pending_invitations_stop_at_their_limit,
     members_and_roles,
     every_member_is_listed_without_paging,
     the_last_admin_stays_under_concurrency,
@@ -609,6 +610,55 @@ async fn read_only_set_by_a_superuser_is_lifted_by_a_superuser(app: TestApp) {
 /// The original client's organizations_organization_id_permissions_get cannot send offset or
 /// limit, so the member list answers the whole workspace by default (it has at most
 /// MAX_MEMBERS_PER_WORKSPACE members); an explicit page still works.
+/// The unpaged list of pending invitations stays bounded: past the limit an address comes back
+/// in `not_invited` with the reason, and an accepted or cancelled invitation makes room.
+async fn pending_invitations_stop_at_their_limit(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = create(&app, &ada, "Crowd").await["id"].as_i64().unwrap();
+    let scope = lector_core::Scope {
+        user_id: ada.user_id,
+        is_superuser: false,
+        workspaces: Vec::new(),
+    };
+    let later = lector_core::time::Timestamp::now().plus_seconds(3600);
+    for n in 0..lector_store::MAX_PENDING_INVITATIONS - 1 {
+        let (email, token) = (format!("guest{n}@example.org"), format!("not-a-token-{n}"));
+        app.state
+            .store
+            .create_invitation(&scope, id, &email, lector_core::Role::Viewer, &token, later)
+            .await
+            .unwrap();
+    }
+    let last = app
+        .invite(&ada.token, id, "VIEWER", ["last@example.org"])
+        .await
+        .expect(200);
+    assert_eq!(last["invitations"].as_array().unwrap().len(), 1, "{last}");
+    let refused = app
+        .invite(&ada.token, id, "VIEWER", ["late@example.org"])
+        .await
+        .expect(200);
+    assert_eq!(refused["invitations"], json!([]));
+    assert_eq!(refused["not_invited"][0]["email"], "late@example.org");
+    let reason = refused["not_invited"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("1000 pending invitations"), "{reason}");
+    let pending = app
+        .get(&format!("/organizations/{id}/users/invites"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(pending.as_array().unwrap().len(), 1000);
+
+    let cancelled = last["invitations"][0]["id"].as_i64().unwrap();
+    app.delete(&format!("/organizations/{id}/invitation/{cancelled}"), &ada.token)
+        .await
+        .expect(200);
+    let room = app
+        .invite(&ada.token, id, "VIEWER", ["late@example.org"])
+        .await
+        .expect(200);
+    assert_eq!(room["invitations"].as_array().unwrap().len(), 1, "{room}");
+}
+
 async fn every_member_is_listed_without_paging(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let id = create(&app, &ada, "Crowd").await["id"].as_i64().unwrap();
