@@ -63,7 +63,9 @@ impl Server {
     /// waits for the workflow runs going on in the background (at most 30 s more) and records
     /// those it gives up as errors.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
-        let sweeper = tokio::spawn(sweep_leftovers(self.state.clone()));
+        // `uploads.sweep_every_secs = 0`: another node sweeps, or this one is a copy that must not.
+        let sweeper =
+            (self.state.config.uploads.sweep_every_secs > 0).then(|| tokio::spawn(sweep_leftovers(self.state.clone())));
         let tender = tokio::spawn(crate::background_runs::tend(self.state.clone()));
         let graceful = GracefulShutdown::new();
         let http = self.state.config.http;
@@ -106,7 +108,9 @@ impl Server {
             }
         }
         drop(self.listener);
-        sweeper.abort();
+        if let Some(sweeper) = sweeper {
+            sweeper.abort();
+        }
         tracing::info!(connections = graceful.count(), "shutting down; draining connections");
         tokio::select! {
             () = graceful.shutdown() => {}
@@ -292,10 +296,13 @@ pub async fn shutdown_signal() {
 /// Deletes uploaded files nothing used, then blobs no row references (older than the same
 /// `uploads.unused_ttl_secs`), then jobs that ended more than `finished_jobs_kept_secs` ago,
 /// then rate-limit counters and one-time tokens that count nothing any more, every
-/// `uploads.sweep_every_secs`, while the server runs.
+/// `uploads.sweep_every_secs`, while the server runs. The first sweep comes at a random moment
+/// within the first period, so that nodes restarted together do not all sweep at once.
 async fn sweep_leftovers(state: AppState) {
     let uploads = state.config.uploads;
-    let mut every = tokio::time::interval(Duration::from_secs(uploads.sweep_every_secs));
+    let period = Duration::from_secs(uploads.sweep_every_secs);
+    let first = tokio::time::Instant::now() + first_sweep_after(period);
+    let mut every = tokio::time::interval_at(first, period);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
@@ -328,4 +335,9 @@ async fn sweep_leftovers(state: AppState) {
             Err(e) => tracing::warn!(error = %e.detail, "deleting spent counters failed"),
         }
     }
+}
+
+/// When a node's first sweep comes: a random moment within the first `period`.
+fn first_sweep_after(period: Duration) -> Duration {
+    period.mul_f64(rand::random::<f64>())
 }

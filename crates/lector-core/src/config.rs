@@ -254,14 +254,8 @@ impl Config {
         if self.finished_jobs_kept_secs < 3600 {
             return Err("finished_jobs_kept_secs must be at least 3600 (an hour)".into());
         }
-        if self.uploads.max_bytes == 0
-            || self.uploads.max_rows == 0
-            || self.uploads.unused_ttl_secs <= 0
-            || self.uploads.sweep_every_secs == 0
-        {
-            return Err(
-                "uploads.max_bytes, uploads.max_rows, uploads.unused_ttl_secs and uploads.sweep_every_secs must be positive".into(),
-            );
+        if self.uploads.max_bytes == 0 || self.uploads.max_rows == 0 || self.uploads.unused_ttl_secs <= 0 {
+            return Err("uploads.max_bytes, uploads.max_rows and uploads.unused_ttl_secs must be positive".into());
         }
         if self.database_max_connections == 0 {
             return Err("database_max_connections must be at least 1".into());

@@ -187,11 +187,56 @@ fn scratch_error(error: &std::io::Error) -> Error {
 
 fn missing_program(program: &Path, error: &std::io::Error) -> Error {
     tracing::warn!(%error, program = %program.display(), "tesseract could not be started");
-    Error::unavailable(format!(
+    Error::unavailable(not_installed(program))
+}
+
+fn not_installed(program: &Path) -> String {
+    format!(
         "OCR is not installed on this server ({} could not be started): install Debian's \
          tesseract-ocr, tesseract-ocr-deu and tesseract-ocr-ara, or set extract.tesseract",
         program.display()
-    ))
+    )
+}
+
+impl Ocr {
+    /// What keeps this node from reading scans, if anything: the program does not start, or
+    /// it lacks one of the configured languages (every read would then fail). Asked at start-up,
+    /// so that the operator reads it in the log before the first scan fails.
+    pub fn installation_problem(&self) -> Option<String> {
+        let listed = match Command::new(&self.program)
+            .arg("--list-langs")
+            .stdin(Stdio::null())
+            .output()
+        {
+            // Older versions list them on standard error.
+            Ok(output) => format!(
+                "{}\n{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ),
+            Err(_) => return Some(not_installed(&self.program)),
+        };
+        let missing = missing_languages(&listed, &self.languages);
+        (!missing.is_empty()).then(|| {
+            let packages: Vec<String> = missing.iter().map(|l| format!("tesseract-ocr-{l}")).collect();
+            format!(
+                "OCR lacks the language data {} named in extract.languages ({}): install Debian's {}, \
+                 or leave them out of extract.languages",
+                missing.join(", "),
+                self.languages,
+                packages.join(", ")
+            )
+        })
+    }
+}
+
+/// The languages of `wanted` (joined by `+`) that `tesseract --list-langs` did not list.
+fn missing_languages<'a>(listed: &str, wanted: &'a str) -> Vec<&'a str> {
+    let installed: std::collections::HashSet<&str> = listed.lines().map(str::trim).collect();
+    wanted
+        .split('+')
+        .filter(|language| !installed.contains(language))
+        .collect()
 }
 
 /// The lines of `pages` pages from tesseract's TSV output (page numbers count from 1).
@@ -285,5 +330,21 @@ mod tests {
     fn rubbish_rows_are_skipped() {
         let pages = parse_tsv("header\nnot\ta\trow\n5\t9\t1\t1\t1\t1\t0\t0\t1\t1\t90\tfar\n", 1);
         assert!(pages[0].is_empty());
+    }
+
+    #[test]
+    fn missing_languages_are_named_and_a_missing_program_says_so() {
+        let listed = "List of available languages in \"/usr/share/tesseract-ocr/5/tessdata/\" (3):\neng\nosd\ndeu\n";
+        assert_eq!(missing_languages(listed, "eng+deu+ara"), ["ara"]);
+        assert!(missing_languages(listed, "eng+deu").is_empty());
+        let absent = Ocr {
+            program: PathBuf::from("/nonexistent/tesseract"),
+            languages: "eng".into(),
+            threads: 1,
+        };
+        let said = absent
+            .installation_problem()
+            .expect("a program that is not there is a problem");
+        assert!(said.contains("/nonexistent/tesseract could not be started"), "{said}");
     }
 }

@@ -40,9 +40,6 @@ const IDLE_POLL: Duration = Duration::from_millis(200);
 const REAP_EVERY: Duration = Duration::from_secs(5);
 /// How long a job queued by a newer Lector waits before a worker of this one looks at it again.
 const HAND_BACK_SECS: i64 = 60;
-/// How long a job this worker lacks the files for waits before any worker looks at it again:
-/// short, as a worker that has them may be idle meanwhile.
-const ELSEWHERE_HAND_BACK_SECS: i64 = 10;
 /// How long the loops have, once told to hand their jobs back, to do it and end.
 const HAND_BACK_WAIT: Duration = Duration::from_secs(10);
 
@@ -354,7 +351,7 @@ impl Runner {
             }
             Some(Err(e)) if e.retry == Retry::Elsewhere && !lease.waited_for_a_worker() => {
                 tracing::warn!(error = %e.message, "this worker cannot run the job; handing it back for another");
-                if !store.hand_back_job(&lease, ELSEWHERE_HAND_BACK_SECS).await? {
+                if !store.hand_back_job(&lease, lease.next_look_after_secs()).await? {
                     tracing::warn!("lease taken over; the job was not handed back");
                 }
             }

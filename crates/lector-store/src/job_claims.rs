@@ -122,3 +122,53 @@ impl Store {
         update_leased(&self.pool, lease, set, values).await
     }
 }
+
+impl Lease {
+    /// How long, in seconds, a job this worker cannot run waits before any worker looks at it
+    /// again: a tenth of the time it has waited since it was queued, from 10 s up to 2 minutes.
+    /// A worker that has what the job needs still starts it soon, and a lone worker without it
+    /// asks about forty times in the hour the job may wait, not every 10 s.
+    pub fn next_look_after_secs(&self) -> i64 {
+        let waited = Timestamp::now().unix_seconds() - self.job.created.unix_seconds();
+        (waited / 10).clamp(10, 120)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::jobs::{Job, JobState, Lease};
+    use lector_core::time::Timestamp;
+
+    fn queued_ago(seconds: i64) -> Lease {
+        let created = Timestamp::now().plus_seconds(-seconds);
+        let job = Job {
+            id: 1,
+            kind: "train_model".into(),
+            payload: serde_json::json!({}),
+            state: JobState::Running,
+            workspace_id: None,
+            project_id: None,
+            user_id: None,
+            attempts: 1,
+            max_attempts: 3,
+            progress: 0.0,
+            result: None,
+            error: None,
+            created,
+            updated: created,
+            finished: None,
+        };
+        Lease {
+            job,
+            owner: "test".into(),
+            token: 1,
+        }
+    }
+
+    #[test]
+    fn a_job_no_worker_can_run_is_looked_at_less_and_less_often() {
+        assert_eq!(queued_ago(0).next_look_after_secs(), 10);
+        assert_eq!(queued_ago(300).next_look_after_secs(), 30);
+        assert_eq!(queued_ago(3000).next_look_after_secs(), 120);
+    }
+}

@@ -3,6 +3,8 @@
 
 mod base_models;
 mod config;
+mod signals;
+mod start_up;
 
 use clap::{Parser, Subcommand};
 use lector_api::AppState;
@@ -87,8 +89,13 @@ enum UserCommand {
     Create {
         #[arg(long)]
         email: String,
-        #[arg(long)]
+        /// The password; every user of this machine can read it in the process list while the
+        /// command runs: prefer --password-stdin.
+        #[arg(long, conflicts_with = "password_stdin")]
         password: Option<String>,
+        /// Read the password from the first line of standard input.
+        #[arg(long)]
+        password_stdin: bool,
         #[arg(long)]
         superuser: bool,
     },
@@ -107,7 +114,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    init_logging(config.log_format);
+    let log_format = config.log_format;
+    init_logging(log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -121,7 +129,11 @@ fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("lector: {e}");
+            // A JSON log stays JSON to its last line, which is the one its reader looks for.
+            match log_format {
+                lector_core::config::LogFormat::Json => tracing::error!(error = %e, "lector stopped"),
+                lector_core::config::LogFormat::Text => eprintln!("lector: {e}"),
+            }
             ExitCode::FAILURE
         }
     }
@@ -160,7 +172,9 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             println!("{} is up to date", shown_database(&config.database_url()));
         }
         Command::Serve => {
+            signals::ignore_hangups();
             let state = AppState::new(config).await?;
+            start_up::warn_of_gaps(&state.config);
             state.publish_base_models().await?;
             let server = lector_api::Server::bind(state.clone()).await?;
             let address = server.local_addr().map_err(|e| e.to_string())?;
@@ -181,6 +195,7 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             let (signalled, signal) = tokio::sync::oneshot::channel();
             let serving = server.run(async {
                 lector_api::shutdown_signal().await;
+                signals::exit_on_second_signal();
                 let _ = signalled.send(());
             });
             let stopping = async {
@@ -191,7 +206,9 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
             state.store.close().await;
         }
         Command::Worker => {
+            signals::ignore_hangups();
             config.create_data_dir()?;
+            start_up::warn_of_gaps(&config);
             let blobs = lector_store::Blobs::from_config(&config).map_err(|e| format!("blob store: {}", e.detail))?;
             // A worker that cannot reach the files would fail its share of the jobs: stop here
             // (systemd starts it again) instead, saying why.
@@ -221,6 +238,7 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
                 .spawn(store.clone(), count);
             tracing::info!(workers = count, "lector worker is running");
             lector_api::shutdown_signal().await;
+            signals::exit_on_second_signal();
             stop_workers(workers).await;
             store.close().await;
         }
@@ -247,9 +265,14 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
                 UserCommand::Create {
                     email,
                     password,
+                    password_stdin,
                     superuser,
                 },
         } => {
+            let password = match password_stdin {
+                true => Some(password_from_stdin()?),
+                false => password,
+            };
             // Only the account: base models are published by the nodes that have them.
             let state = AppState::new(config).await?;
             let body = CreateUserBody {
@@ -273,6 +296,19 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
         }
     }
     Ok(())
+}
+
+/// The first line of standard input, without its line ending.
+fn password_from_stdin() -> Result<String, String> {
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| format!("reading the password from standard input: {e}"))?;
+    let password = line.trim_end_matches(['\n', '\r']);
+    if password.is_empty() {
+        return Err("--password-stdin: standard input holds no password".into());
+    }
+    Ok(password.to_owned())
 }
 
 /// What `lector migrate --status` says of a database.

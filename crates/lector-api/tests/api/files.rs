@@ -20,7 +20,11 @@ backend_tests!(
 
 mod sweeping {
     use super::*;
-    backend_tests!(unused_uploads_are_swept, blobs_no_row_references_are_swept);
+    backend_tests!(
+        unused_uploads_are_swept,
+        blobs_no_row_references_are_swept,
+        a_node_whose_sweeper_is_off_keeps_them
+    );
 }
 
 fn table(header: &[&str], rows: &[&[&str]]) -> Table {
@@ -527,6 +531,24 @@ async fn unused_uploads_are_swept(app: TestApp) {
     app.delete(&format!("/projects/{id}"), &ada.token).await.expect(200);
     wait_until(|| blob_files(&app) == 0).await;
     assert_eq!(blob_files(&app), 0);
+}
+
+/// `uploads.sweep_every_secs = 0` turns a node's sweeper off (a restored copy beside production,
+/// or every node but the one chosen to sweep): an unused upload stays past its time.
+async fn a_node_whose_sweeper_is_off_keeps_them(app: TestApp) {
+    let Some(app) = TestApp::start_with(backend_of(&app), |c| {
+        c.uploads.unused_ttl_secs = 1;
+        c.uploads.sweep_every_secs = 0;
+    })
+    .await
+    else {
+        return;
+    };
+    let ada = app.register("ada@example.org").await;
+    let id = app.project(&ada, "Kept").await;
+    app.upload_file(&ada, id, "a.csv", b"text\nunused\n").await.expect(200);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(blob_files(&app), 1, "nothing swept the upload");
 }
 
 /// Blobs left without their row (a crash between writing a file and its row) go at a sweep once

@@ -134,7 +134,10 @@ pub struct UploadConfig {
     /// that no row references (left by a crash between writing a file and its row) are deleted
     /// when they are older than this, and an hour at least.
     pub unused_ttl_secs: i64,
-    /// How often the sweeper looks for them, in seconds.
+    /// How often this node's sweeper looks for them (and for finished jobs and spent counters
+    /// past their time), in seconds; the first sweep comes at a random moment within the first
+    /// period. 0 turns this node's sweeper off: on every node but the ones chosen to sweep, or
+    /// on a restored copy that shares production's blob store.
     pub sweep_every_secs: u64,
 }
 

@@ -149,6 +149,46 @@ fn migrate_openapi_print_config_and_user_create() {
         .output()
         .unwrap();
     assert!(!again.status.success(), "the e-mail is taken");
+
+    // A password kept out of the process list: read from standard input.
+    let create_with = |email: &str, input: &str| {
+        let mut child = lector(dir.path())
+            .args(["user", "create", "--email", email, "--password-stdin"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let piped = create_with("bob@example.org", "a-password-from-stdin\n");
+    let text = String::from_utf8_lossy(&piped.stdout);
+    assert!(piped.status.success(), "{}", String::from_utf8_lossy(&piped.stderr));
+    assert!(
+        text.contains("bob@example.org) in sqlite:") && !text.contains("token"),
+        "a password given, no first-time token: {text}"
+    );
+    let empty = create_with("eve@example.org", "");
+    assert!(!empty.status.success());
+    assert!(
+        String::from_utf8_lossy(&empty.stderr).contains("standard input holds no password"),
+        "{}",
+        String::from_utf8_lossy(&empty.stderr)
+    );
+    let both = lector(dir.path())
+        .args([
+            "user",
+            "create",
+            "--email",
+            "eve@example.org",
+            "--password",
+            "x",
+            "--password-stdin",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(2), "one way to give a password");
 }
 
 /// A worker whose blob store does not answer (here an S3 endpoint nothing listens on) stops at
@@ -161,11 +201,7 @@ fn a_worker_without_its_blob_store_does_not_start() {
     drop(closed);
     let worker = lector(dir.path())
         .arg("worker")
-        .env("LECTOR_BLOB_URL", "s3://lector-blobs/test")
-        .env("AWS_ENDPOINT_URL", endpoint)
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", "us-east-1")
+        .envs(s3_unreachable(&endpoint))
         .output()
         .unwrap();
     assert_eq!(worker.status.code(), Some(1));
@@ -174,6 +210,40 @@ fn a_worker_without_its_blob_store_does_not_start() {
         said.contains("lector: blob store ") && said.contains("unavailable"),
         "{said}"
     );
+    assert!(
+        said.contains("OCR is not installed on this server (/nonexistent/tesseract could not be started)"),
+        "a missing OCR program is named at start-up: {said}"
+    );
+
+    // A JSON log stays JSON to its last line, the one that says why the process stopped.
+    let json = lector(dir.path())
+        .args(["worker", "--log-format", "json"])
+        .envs(s3_unreachable(&endpoint))
+        .output()
+        .unwrap();
+    assert_eq!(json.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&json.stderr);
+    let last: serde_json::Value = serde_json::from_str(said.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("the last line is not JSON ({e}): {said}"));
+    assert_eq!(last["level"], "ERROR");
+    assert!(
+        last["fields"]["error"].as_str().unwrap().starts_with("blob store "),
+        "{last}"
+    );
+}
+
+/// The variables of an S3 blob store at `endpoint`, and an OCR program that is not there.
+fn s3_unreachable(endpoint: &str) -> Vec<(&'static str, String)> {
+    [
+        ("LECTOR_BLOB_URL", "s3://lector-blobs/test"),
+        ("AWS_ENDPOINT_URL", endpoint),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("LECTOR_EXTRACT__TESSERACT", "/nonexistent/tesseract"),
+    ]
+    .map(|(name, value)| (name, value.to_owned()))
+    .to_vec()
 }
 
 /// A database that refuses the connection is named with the server's own reason, not only
@@ -190,13 +260,25 @@ async fn a_refused_connection_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let migrate = lector(dir.path())
         .arg("migrate")
-        .env("LECTOR_DATABASE_URL", missing)
+        .env("LECTOR_DATABASE_URL", &missing)
         .output()
         .unwrap();
     assert_eq!(migrate.status.code(), Some(1));
     let said = String::from_utf8_lossy(&migrate.stderr);
     assert!(
         said.contains("cannot connect to the database: ") && said.contains("does not exist"),
+        "{said}"
+    );
+    // A worker warns, before it connects, that its files stay on this machine.
+    let worker = lector(dir.path())
+        .arg("worker")
+        .env("LECTOR_DATABASE_URL", &missing)
+        .env("LECTOR_BLOB_URL", dir.path().join("blobs"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&worker.stderr);
+    assert!(
+        said.contains("the database is PostgreSQL but uploaded files are kept in this node's directory"),
         "{said}"
     );
 }

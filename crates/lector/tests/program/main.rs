@@ -9,3 +9,4 @@ mod kill;
 mod kill_analysis;
 mod kill_file;
 mod kill_training;
+mod signals;
