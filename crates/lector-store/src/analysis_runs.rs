@@ -67,6 +67,14 @@ pub struct StoredAnalysisTag {
     pub confidence: f64,
 }
 
+/// How many segments an analysis tagged with each class and each label, by the names the model
+/// gave, most first: its distribution over all its documents, however many.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TagCounts {
+    pub classes: Vec<(String, i64)>,
+    pub labels: Vec<(String, i64)>,
+}
+
 /// A document to analyse and its segments' ids and texts.
 #[derive(Debug, Clone)]
 pub struct PendingDocument {
@@ -313,6 +321,27 @@ impl Store {
                 })
             })
             .collect()
+    }
+
+    /// How many tags of the analysis name each class and each label ([`TagCounts`]).
+    pub async fn analysis_tag_counts(&self, analysis: &Analysis) -> Result<TagCounts> {
+        let mut counts = TagCounts::default();
+        for (column, into) in [("class_name", &mut counts.classes), ("label_name", &mut counts.labels)] {
+            let sql = format!(
+                "SELECT {column} AS name, COUNT(*) AS n FROM analysis_tags \
+                 WHERE analysis_id = $1 AND {column} IS NOT NULL GROUP BY {column} ORDER BY COUNT(*) DESC, {column}"
+            );
+            let rows = sqlx::query(&sql)
+                .bind(analysis.id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db)?;
+            for row in &rows {
+                use sqlx::Row;
+                into.push((row.try_get("name").map_err(db)?, row.try_get("n").map_err(db)?));
+            }
+        }
+        Ok(counts)
     }
 
     // ---- the job's side ----

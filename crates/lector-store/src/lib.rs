@@ -34,7 +34,7 @@ mod models;
 mod training_tests;
 pub use accounts::{NewUser, UserChanges};
 pub use analyses::{Analysis, NewAnalysis};
-pub use analysis_runs::{AnalysisSource, AnalysisTag, NewBatchAnalysis, PendingDocument, StoredAnalysisTag};
+pub use analysis_runs::{AnalysisSource, AnalysisTag, NewBatchAnalysis, PendingDocument, StoredAnalysisTag, TagCounts};
 pub use base_models::InstalledBaseModel;
 pub use blobs::{Blobs, StoredBlob};
 pub use cloning::CloneCounts;

@@ -53,7 +53,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An analysis with the project's classes and labels (VIEWER). */
+        /**
+         * An analysis with the project's classes and labels, and once FINISHED the counts of its
+         *     tags (VIEWER).
+         */
         get: operations["get_analysis"];
         /** Renames or re-describes an analysis (USER). */
         put: operations["update_analysis"];
@@ -2144,6 +2147,7 @@ export interface components {
              *     parts asked for; all of them through `list_analysis_documents`.
              */
             documents?: components["schemas"]["AnalysisDocumentDto"][] | null;
+            tag_counts?: components["schemas"]["TagCountsDto"] | null;
         };
         /** @description A page of analyses. */
         AnalysisPage: {
@@ -3400,6 +3404,17 @@ export interface components {
             span?: number[] | null;
             /** @description The words the tag points at (an aspect term), found in the segment when `span` is absent. */
             text?: string | null;
+        };
+        /** @description How many segments were tagged with one class or label. */
+        TagCountDto: {
+            name: string;
+            /** Format: int64 */
+            count: number;
+        };
+        /** @description The distribution of an analysis's tags, by the names the model gave, most first. */
+        TagCountsDto: {
+            classes: components["schemas"]["TagCountDto"][];
+            labels: components["schemas"]["TagCountDto"][];
         };
         /** @description A tag on a segment: a class and/or a label by name, optionally on a part of the segment. */
         TagDto: {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { byType, heat, isFailed, isFinal, percent, readMetrics, tagKinds, tally } from "./format";
+import { byType, heat, isFailed, isFinal, percent, readMetrics, tagKinds } from "./format";
 import { chipIndex, chipKey } from "./keys";
 
 describe("byType", () => {
@@ -42,13 +42,6 @@ describe("numbers", () => {
   it("formats shares", () => {
     expect(percent(0.256)).toBe("26 %");
     expect(percent(null)).toBe("–");
-  });
-  it("tallies names, most frequent first", () => {
-    expect(tally(["a", "b", "a", null, "c", "b", "a"])).toEqual([
-      ["a", 3],
-      ["b", 2],
-      ["c", 1],
-    ]);
   });
   it("shades heat-map cells from white to blue", () => {
     expect(heat(0, 10)).toEqual({ fill: "rgb(255, 255, 255)", light: false });

@@ -60,13 +60,6 @@ export function tagKinds(type: string): { classes: boolean; labels: boolean } {
   }
 }
 
-/** Counts of names, most frequent first (ties by name). */
-export function tally(names: Array<string | null | undefined>): Array<[string, number]> {
-  const m = new Map<string, number>();
-  for (const n of names) if (n) m.set(n, (m.get(n) ?? 0) + 1);
-  return [...m.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
-}
-
 /**
  * The fill of a heat-map cell: white to the theme's blue, by share of the largest value.
  * Answers an rgb() string for SVG `fill` attributes, and whether text on it should be light.

@@ -5,7 +5,7 @@ import { useMemo, useRef, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, download, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
-import { isFailed, isFinal, percent, tally, when } from "../lib/format";
+import { isFailed, isFinal, percent, when } from "../lib/format";
 import { useAction, useLoad, useOffset, usePoll } from "../lib/hooks";
 import { fromPaged, newestPage, readAll } from "../lib/paging";
 import { BarChart } from "../components/charts";
@@ -207,17 +207,11 @@ export function AnalysisPage() {
         : Promise.resolve(null),
     [id, finished, cls, lab, offset],
   );
-  const all = useLoad(
-    () =>
-      finished
-        ? unwrap(api.GET("/analyses/{analysis_id}/documents", { params: { path: { analysis_id: id }, query: { details: "segments,tags", limit: 1000 } } }))
-        : Promise.resolve(null),
-    [id, finished],
-  );
+  // Counted by the server over every document of the finished analysis.
   const dist = useMemo(() => {
-    const tags = (all.data?.documents ?? []).flatMap((d) => (d.segments ?? []).flatMap((s) => s.tags ?? []));
-    return { classes: tally(tags.map((t) => t.class)), labels: tally(tags.map((t) => t.label)), docs: all.data?.documents.length ?? 0, more: all.data?.has_more };
-  }, [all.data]);
+    const pairs = (counts?: Array<{ name: string; count: number }>) => (counts ?? []).map((c): [string, number] => [c.name, c.count]);
+    return { classes: pairs(a?.tag_counts?.classes), labels: pairs(a?.tag_counts?.labels) };
+  }, [a]);
 
   return (
     <>
@@ -275,12 +269,7 @@ export function AnalysisPage() {
         <>
           <section className="panel" aria-labelledby="dist-h">
             <h2 id="dist-h">Distribution</h2>
-            <ErrorBox error={all.error} onRetry={all.reload} />
-            {all.data && (
-              <p className="muted">
-                Tags in {dist.more ? `the first ${dist.docs}` : `all ${dist.docs}`} documents.
-              </p>
-            )}
+            {a && <p className="muted">Tags in all {a.document_count} documents.</p>}
             <div className="grid-2">
               {dist.classes.length > 0 && (
                 <div>

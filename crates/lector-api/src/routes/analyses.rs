@@ -23,7 +23,7 @@ use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::http::StatusCode;
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
 use lector_core::{Action, Result};
-use lector_store::{Analysis, AnalysisSource, ImportedDocument, NewBatchAnalysis, UploadFor};
+use lector_store::{Analysis, AnalysisSource, ImportedDocument, NewBatchAnalysis, TagCounts, UploadFor};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -71,6 +71,39 @@ pub struct AnalysisDto {
     /// parts asked for; all of them through `list_analysis_documents`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub documents: Option<Vec<AnalysisDocumentDto>>,
+    /// `get_analysis` of a FINISHED analysis: how many segments it tagged with each class and
+    /// each label, over all its documents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag_counts: Option<TagCountsDto>,
+}
+
+/// The distribution of an analysis's tags, by the names the model gave, most first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TagCountsDto {
+    pub classes: Vec<TagCountDto>,
+    pub labels: Vec<TagCountDto>,
+}
+
+/// How many segments were tagged with one class or label.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TagCountDto {
+    pub name: String,
+    pub count: i64,
+}
+
+impl From<TagCounts> for TagCountsDto {
+    fn from(counts: TagCounts) -> Self {
+        let named = |pairs: Vec<(String, i64)>| {
+            pairs
+                .into_iter()
+                .map(|(name, count)| TagCountDto { name, count })
+                .collect()
+        };
+        Self {
+            classes: named(counts.classes),
+            labels: named(counts.labels),
+        }
+    }
 }
 
 impl From<Analysis> for AnalysisDto {
@@ -94,6 +127,7 @@ impl From<Analysis> for AnalysisDto {
             classes: None,
             labels: None,
             documents: None,
+            tag_counts: None,
         }
     }
 }
@@ -362,7 +396,8 @@ fn imported(text: AnalysisText) -> ImportedDocument {
     ImportedDocument { text: text.text, meta }
 }
 
-/// An analysis with the project's classes and labels (VIEWER).
+/// An analysis with the project's classes and labels, and once FINISHED the counts of its
+/// tags (VIEWER).
 #[utoipa::path(get, path = "/analyses/{analysis_id}", tag = "analyses",
     params(("analysis_id" = i64, Path)), responses((status = 200, body = AnalysisDto)))]
 pub async fn get_analysis(
@@ -371,7 +406,14 @@ pub async fn get_analysis(
     PathParams(p): PathParams<AnalysisPath>,
 ) -> ApiResult<Json<AnalysisDto>> {
     let analysis = state.store.analysis(&caller.scope, p.analysis_id, Action::Read).await?;
-    Ok(Json(with_vocabulary(&state, &caller, analysis).await?))
+    // Counted once the tags stop changing: a running analysis is polled.
+    let counts = match analysis.status == "FINISHED" {
+        true => Some(state.store.analysis_tag_counts(&analysis).await?),
+        false => None,
+    };
+    let mut dto = with_vocabulary(&state, &caller, analysis).await?;
+    dto.tag_counts = counts.map(TagCountsDto::from);
+    Ok(Json(dto))
 }
 
 async fn with_vocabulary(state: &AppState, caller: &Caller, analysis: Analysis) -> Result<AnalysisDto> {

@@ -121,6 +121,7 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
 
     // Every document tagged, and mostly with its own topic.
     let mut right = 0;
+    let mut tallied = std::collections::BTreeMap::<String, i64>::new();
     let mut offset = 0;
     loop {
         let page = app
@@ -142,6 +143,9 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
                 .collect();
             assert!(!tags.is_empty(), "document {n} has no tags: {document}");
             right += usize::from(tags.contains(&TOPICS[n % 3].0));
+            for tag in &tags {
+                *tallied.entry((*tag).to_owned()).or_default() += 1;
+            }
         }
         if page["has_more"] == false {
             break;
@@ -149,6 +153,20 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
         offset += 1000;
     }
     assert!(right >= 900, "{right} of 1000 documents got their topic");
+    // The analysis counts its tags over all its documents, most first; none while it ran.
+    assert!(created.get("tag_counts").is_none(), "{created}");
+    let counted: Vec<(String, i64)> = analysis["tag_counts"]["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap().to_owned(), c["count"].as_i64().unwrap()))
+        .collect();
+    assert!(counted.windows(2).all(|w| w[0].1 >= w[1].1), "{counted:?}");
+    assert_eq!(
+        counted.into_iter().collect::<std::collections::BTreeMap<_, _>>(),
+        tallied
+    );
+    assert_eq!(analysis["tag_counts"]["labels"], json!([]));
 
     // Filters: by class id, by text, and paging.
     let classes = app
