@@ -33,9 +33,27 @@ impl Store {
         offset: i64,
         limit: i64,
     ) -> Result<Vec<Notification>> {
+        self.notifications_read(scope, user_id, None, offset, limit).await
+    }
+
+    /// [`Store::notifications`], only the read ones (`Some(true)`) or the unread ones
+    /// (`Some(false)`) if asked.
+    pub async fn notifications_read(
+        &self,
+        scope: &Scope,
+        user_id: i64,
+        read: Option<bool>,
+        offset: i64,
+        limit: i64,
+    ) -> Result<Vec<Notification>> {
         crate::accounts::ensure_self_or_superuser(scope, user_id)?;
+        let only = match read {
+            None => "",
+            Some(true) => "AND read IS NOT NULL",
+            Some(false) => "AND read IS NULL",
+        };
         let sql = format!(
-            "SELECT {NOTIFICATION_COLUMNS} FROM notifications WHERE user_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3"
+            "SELECT {NOTIFICATION_COLUMNS} FROM notifications WHERE user_id = $1 {only} ORDER BY id DESC LIMIT $2 OFFSET $3"
         );
         fetch_records(sqlx::query(&sql).bind(user_id).bind(limit).bind(offset), &self.pool).await
     }

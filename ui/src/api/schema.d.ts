@@ -383,7 +383,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's notifications, newest first. */
+        /** The caller's notifications, newest first; `read=false` lists only those not read yet. */
         get: operations["list_notifications"];
         put?: never;
         post?: never;
@@ -4561,6 +4561,8 @@ export interface operations {
                 offset?: number;
                 /** @description Records to return (1..=1000, default 100). */
                 limit?: number;
+                /** @description Only the notifications read (true) or not read yet (false). */
+                read?: boolean;
             };
             header?: never;
             path?: never;
@@ -8531,6 +8533,8 @@ export interface operations {
                 offset?: number;
                 /** @description Records to return (1..=1000, default 100). */
                 limit?: number;
+                /** @description Only the notifications read (true) or not read yet (false). */
+                read?: boolean;
             };
             header?: never;
             path: {

@@ -57,6 +57,8 @@ function WorkspaceSwitcher() {
   );
 }
 
+const UNREAD_PAGE = 100;
+
 function NotificationsBell() {
   const [open, setOpen] = useState(false);
   const [items, setItems] = useState<Schemas["NotificationDto"][]>([]);
@@ -65,8 +67,10 @@ function NotificationsBell() {
   const button = useRef<HTMLButtonElement>(null);
   const location = useLocation();
 
+  // The unread ones only, newest first: what the bell counts and lists. At most a page of them
+  // is fetched; past it the count shows "99+".
   const load = () =>
-    unwrap(api.GET("/notifications"))
+    unwrap(api.GET("/notifications", { params: { query: { read: false, limit: UNREAD_PAGE } } }))
       .then((n) => {
         setItems(n);
         setError(null);
@@ -91,7 +95,8 @@ function NotificationsBell() {
     return () => document.removeEventListener("keydown", onKey);
   }, [open]);
 
-  const unread = items.filter((n) => !n.read).length;
+  const unread = items.length;
+  const count = unread >= UNREAD_PAGE ? "99+" : String(unread);
   const markRead = async (n: Schemas["NotificationDto"]) => {
     try {
       await unwrap(
@@ -123,13 +128,13 @@ function NotificationsBell() {
           />
         </svg>
         <span className="sr-only">Notifications</span>
-        {unread > 0 && <span className="count">{unread}</span>}
-        {unread > 0 && <span className="sr-only"> ({unread} unread)</span>}
+        {unread > 0 && <span className="count">{count}</span>}
+        {unread > 0 && <span className="sr-only"> ({count} unread)</span>}
       </button>
       {open && (
         <div id="notifications-panel" className="popover" ref={panel} role="region" aria-label="Notifications">
           <ErrorBox error={error} />
-          {items.length === 0 && <p className="empty">No notifications.</p>}
+          {items.length === 0 && <p className="empty">No unread notifications.</p>}
           <ul>
             {items.slice(0, 20).map((n) => (
               <li key={n.id} className={!n.read ? "unread" : ""}>

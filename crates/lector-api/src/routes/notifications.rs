@@ -14,7 +14,7 @@ use lector_core::time::Timestamp;
 use lector_core::validate::Problems;
 use lector_store::{Notification, NotificationChanges};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -127,16 +127,32 @@ impl UpdateNotificationBody {
     }
 }
 
+/// `offset`, `limit` and, if given, whether to list only the read or only the unread ones.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct NotificationsQuery {
+    /// Records to skip (>= 0, default 0).
+    #[serde(default)]
+    pub offset: i64,
+    /// Records to return (1..=1000, default 100).
+    #[serde(default = "crate::extract::default_limit")]
+    pub limit: i64,
+    /// Only the notifications read (true) or not read yet (false).
+    #[serde(default, deserialize_with = "crate::extract::optional_query_flag")]
+    pub read: Option<bool>,
+}
+
 async fn list(
     state: &AppState,
     caller: &Caller,
     user_id: i64,
-    paging: Paging,
+    query: NotificationsQuery,
 ) -> ApiResult<Json<Vec<NotificationDto>>> {
-    let paging = paging.check()?;
+    let paging = Paging::checked(query.offset, query.limit)?;
     let found = state
         .store
-        .notifications(&caller.scope, user_id, paging.offset, paging.limit)
+        .notifications_read(&caller.scope, user_id, query.read, paging.offset, paging.limit)
         .await?;
     Ok(Json(found.into_iter().map(NotificationDto::from).collect()))
 }
@@ -173,15 +189,15 @@ pub struct UserNotificationPath {
     notification_id: i64,
 }
 
-/// The caller's notifications, newest first.
-#[utoipa::path(get, path = "/notifications", tag = "notifications", params(Paging),
+/// The caller's notifications, newest first; `read=false` lists only those not read yet.
+#[utoipa::path(get, path = "/notifications", tag = "notifications", params(NotificationsQuery),
     responses((status = 200, body = Vec<NotificationDto>)))]
 pub async fn list_notifications(
     State(state): State<AppState>,
     caller: Caller,
-    QueryParams(paging): QueryParams<Paging>,
+    QueryParams(query): QueryParams<NotificationsQuery>,
 ) -> ApiResult<Json<Vec<NotificationDto>>> {
-    list(&state, &caller, caller.user.id, paging).await
+    list(&state, &caller, caller.user.id, query).await
 }
 
 /// One of the caller's notifications.
@@ -217,14 +233,14 @@ pub async fn update_notification(
 
 /// Alias of list_notifications for a given user.
 #[utoipa::path(get, path = "/users/{user_id}/notifications", tag = "notifications",
-    params(("user_id" = i64, Path), Paging), responses((status = 200, body = Vec<NotificationDto>)))]
+    params(("user_id" = i64, Path), NotificationsQuery), responses((status = 200, body = Vec<NotificationDto>)))]
 pub async fn list_user_notifications(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<UserPath>,
-    QueryParams(paging): QueryParams<Paging>,
+    QueryParams(query): QueryParams<NotificationsQuery>,
 ) -> ApiResult<Json<Vec<NotificationDto>>> {
-    list(&state, &caller, p.user_id, paging).await
+    list(&state, &caller, p.user_id, query).await
 }
 
 /// Alias of get_notification for a given user.

@@ -108,6 +108,34 @@ async fn notifications_are_listed_read_and_unread(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(via_alias["read"], "2026-11-21T10:00:00Z");
+
+    // Only the unread ones, or only the read ones: what the web app's bell counts.
+    let ids = |list: serde_json::Value| -> Vec<i64> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["id"].as_i64().unwrap())
+            .collect()
+    };
+    let unread = ids(app.get("/notifications?read=false", &ada.token).await.expect(200));
+    assert_eq!(
+        unread,
+        all[1..].iter().map(|n| n["id"].as_i64().unwrap()).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        ids(app.get(&format!("{alias}?read=true"), &ada.token).await.expect(200)),
+        [id]
+    );
+    assert_eq!(
+        ids(app
+            .get("/notifications?read=false&offset=1&limit=1", &ada.token)
+            .await
+            .expect(200)),
+        [unread[1]]
+    );
+    app.get("/notifications?read=maybe", &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
 }
 
 async fn notifications_belong_to_their_user(app: TestApp) {
