@@ -83,3 +83,58 @@ impl Caller {
         }
     }
 }
+
+/// Who may read `/metrics`: a superuser. While the database does not answer, no token can be
+/// checked, yet that is when a node's metrics matter most: then the token that last read them
+/// on this node as a superuser's is let through (and only to `/metrics`). A token refused for
+/// any other reason is forgotten, so a revoked key does not outlive its revocation here.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricsReader;
+
+impl FromRequestParts<AppState> for MetricsReader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = bearer(parts).ok_or_else(|| Error::unauthorized("send Authorization: Bearer <token>"))?;
+        let hash = token_hash(token);
+        let known = &state.metrics.reader;
+        match authenticate(state, token).await {
+            Ok(caller) => {
+                let allowed = caller.require_superuser();
+                known.remember(&hash, allowed.is_ok());
+                allowed.map(|()| Self).map_err(ApiError)
+            }
+            Err(e) if e.code == ErrorCode::Unavailable && known.is(&hash) => Ok(Self),
+            Err(e) => {
+                if e.code != ErrorCode::Unavailable {
+                    known.remember(&hash, false);
+                }
+                Err(ApiError(e))
+            }
+        }
+    }
+}
+
+/// The hash of the token that last read `/metrics` as a superuser's, on this node.
+#[derive(Debug, Default)]
+pub struct KnownMetricsReader(std::sync::Mutex<Option<String>>);
+
+impl KnownMetricsReader {
+    /// Remembers `hash` as the reader's when `allowed`; forgets it if it was and is not any more.
+    fn remember(&self, hash: &str, allowed: bool) {
+        let mut known = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if allowed {
+            *known = Some(hash.to_owned());
+        } else if known.as_deref() == Some(hash) {
+            *known = None;
+        }
+    }
+
+    fn is(&self, hash: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_deref()
+            == Some(hash)
+    }
+}

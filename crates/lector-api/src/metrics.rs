@@ -42,7 +42,9 @@ struct PoolLabels {
 /// What the store and the pool say at scrape time.
 #[derive(Debug, Clone)]
 pub struct StoreFigures {
-    pub jobs: JobStatistics,
+    /// `None` while the database does not answer: the queue's series are left out, and
+    /// `lector_database_up` is 0.
+    pub jobs: Option<JobStatistics>,
     /// Connections open in this node's pool.
     pub pool_size: u32,
     /// Of those, idle.
@@ -53,7 +55,11 @@ pub struct StoreFigures {
 
 /// Reads the store's figures and renders every metric: what `/metrics` answers.
 pub async fn scrape(state: &AppState) -> ApiResult<String> {
-    let jobs = state.store.job_statistics().await?;
+    let jobs = match state.store.job_statistics().await {
+        Ok(jobs) => Some(jobs),
+        Err(e) if e.code == lector_core::ErrorCode::Unavailable => None,
+        Err(e) => return Err(e.into()),
+    };
     let (pool_size, pool_idle) = state.store.pool_usage();
     Ok(state.metrics.render(&StoreFigures {
         jobs,
@@ -80,6 +86,8 @@ pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     durations: Family<RouteLabels, Histogram>,
+    /// Who read them last ([`crate::auth::MetricsReader`]).
+    pub reader: crate::auth::KnownMetricsReader,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -111,6 +119,7 @@ impl Metrics {
             registry,
             requests,
             durations,
+            reader: Default::default(),
         }
     }
 
@@ -132,10 +141,42 @@ impl Metrics {
 /// no jobs any more leaves no stale series behind.
 fn store_registry(store: &StoreFigures) -> Registry {
     let mut registry = Registry::with_prefix("lector");
+    let up = Gauge::<i64>::default();
+    up.set(i64::from(store.jobs.is_some()));
+    registry.register(
+        "database_up",
+        "Whether the database answered this scrape (1) or not (0: the job series are left out)",
+        up,
+    );
+    if let Some(jobs) = &store.jobs {
+        register_queue(&mut registry, jobs);
+    }
+    let pool = Family::<PoolLabels, Gauge>::default();
+    let idle = i64::try_from(store.pool_idle).unwrap_or(i64::MAX);
+    pool.get_or_create(&PoolLabels { state: "idle" }).set(idle);
+    pool.get_or_create(&PoolLabels { state: "in_use" })
+        .set((i64::from(store.pool_size) - idle).max(0));
+    let pool_max = Gauge::<i64>::default();
+    pool_max.set(i64::from(store.pool_max));
+    registry.register(
+        "database_pool_connections",
+        "Connections in this node's database pool, idle or in use",
+        pool,
+    );
+    registry.register(
+        "database_pool_max_connections",
+        "The most connections this node's database pool opens",
+        pool_max,
+    );
+    registry
+}
+
+/// The queue's series: jobs by kind and state, the oldest wait, the leases taken back.
+fn register_queue(registry: &mut Registry, statistics: &JobStatistics) {
     let jobs = Family::<JobLabels, Gauge>::default();
     let oldest = Family::<KindLabels, Gauge<f64, AtomicU64>>::default();
     let reclaims = Family::<KindLabels, Counter>::default();
-    for count in &store.jobs.jobs {
+    for count in &statistics.jobs {
         let labels = JobLabels {
             kind: count.kind.clone(),
             state: count.state.as_str().to_owned(),
@@ -149,21 +190,14 @@ fn store_registry(store: &StoreFigures) -> Registry {
             })
             .set(0.0);
     }
-    for (kind, seconds) in &store.jobs.oldest_queued_secs {
+    for (kind, seconds) in &statistics.oldest_queued_secs {
         oldest.get_or_create(&KindLabels { kind: kind.clone() }).set(*seconds);
     }
-    for (kind, count) in &store.jobs.lease_reclaims {
+    for (kind, count) in &statistics.lease_reclaims {
         reclaims
             .get_or_create(&KindLabels { kind: kind.clone() })
             .inc_by(*count);
     }
-    let pool = Family::<PoolLabels, Gauge>::default();
-    let idle = i64::try_from(store.pool_idle).unwrap_or(i64::MAX);
-    pool.get_or_create(&PoolLabels { state: "idle" }).set(idle);
-    pool.get_or_create(&PoolLabels { state: "in_use" })
-        .set((i64::from(store.pool_size) - idle).max(0));
-    let pool_max = Gauge::<i64>::default();
-    pool_max.set(i64::from(store.pool_max));
     registry.register(
         "jobs",
         "Jobs by kind and state (the whole installation): queued and running now, done and failed since it began",
@@ -179,17 +213,6 @@ fn store_registry(store: &StoreFigures) -> Registry {
         "Leases taken back from workers that stopped renewing them or died, by kind of job",
         reclaims,
     );
-    registry.register(
-        "database_pool_connections",
-        "Connections in this node's database pool, idle or in use",
-        pool,
-    );
-    registry.register(
-        "database_pool_max_connections",
-        "The most connections this node's database pool opens",
-        pool_max,
-    );
-    registry
 }
 
 /// Counts and times every request.

@@ -245,7 +245,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics (superusers only). */
+        /**
+         * Prometheus metrics (superusers only; while the database is down, the superuser's token that
+         *     last read them on this node).
+         */
         get: operations["metrics"];
         put?: never;
         post?: never;

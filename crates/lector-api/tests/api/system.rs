@@ -307,8 +307,32 @@ async fn an_unreachable_database_answers_503_with_retry_after_and_recovers() {
     .expect("a PostgreSQL app");
     let ada = app.register("ada@example.org").await;
     app.get("/organizations", &ada.token).await.expect(200);
+    // The scraper's key reads /metrics once while the database answers.
+    let root = app.superuser("root@example.org").await;
+    let created = app
+        .post(
+            &format!("/users/{}/keys", root.user_id),
+            &root.token,
+            json!({"name": "prometheus"}),
+        )
+        .await
+        .expect(201);
+    let key = created["token"].as_str().unwrap().to_owned();
+    let up = app.get("/metrics", &key).await;
+    assert_eq!(up.status, 200, "{}", up.text);
+    assert_eq!(sample(&up.text, "lector_database_up"), Some(1.0), "{}", up.text);
 
     proxy.cut();
+    // While it does not, that key still reads this node's own series, the queue's left out;
+    // any other token cannot be checked.
+    let down = app.get("/metrics", &key).await;
+    assert_eq!(down.status, 200, "{}", down.text);
+    assert_eq!(sample(&down.text, "lector_database_up"), Some(0.0), "{}", down.text);
+    assert!(down.text.contains("lector_http_requests_total{"), "{}", down.text);
+    assert!(!down.text.contains("lector_jobs{"), "{}", down.text);
+    app.get("/metrics", &root.token)
+        .await
+        .expect_problem(503, "unavailable");
     let started = Instant::now();
     let refused = app.get("/organizations", &ada.token).await;
     let retry_after: u64 = refused
@@ -347,6 +371,18 @@ async fn an_unreachable_database_answers_503_with_retry_after_and_recovers() {
     );
     // Nothing written before the outage is lost.
     app.login("ada@example.org", "password-123").await;
+    let up = app.get("/metrics", &key).await;
+    assert_eq!(sample(&up.text, "lector_database_up"), Some(1.0), "{}", up.text);
+
+    // A revoked key is forgotten at its first refusal: the next outage does not let it in.
+    app.delete(&format!("/users/{}/keys/{}", root.user_id, created["id"]), &root.token)
+        .await
+        .expect(200);
+    app.get("/metrics", &key).await.expect_problem(401, "unauthorized");
+    proxy.cut();
+    app.get("/metrics", &key).await.expect_problem(503, "unavailable");
+    proxy.restore();
+    wait_for(&app, "/health", None, 200).await;
 }
 
 /// Polls `path` until it answers `status` (at most 20 s); answers the body.
