@@ -86,6 +86,8 @@ pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     durations: Family<RouteLabels, Histogram>,
+    /// Ad-hoc analyses stopped because their client went away.
+    abandoned_analyses: Counter,
     /// Who read them last ([`crate::auth::MetricsReader`]).
     pub reader: crate::auth::KnownMetricsReader,
 }
@@ -115,12 +117,24 @@ impl Metrics {
             "Time to answer HTTP requests",
             durations.clone(),
         );
+        let abandoned_analyses = Counter::default();
+        registry.register(
+            "adhoc_analyses_abandoned",
+            "Ad-hoc analyses (/analyze) stopped because their client went away before the answer",
+            abandoned_analyses.clone(),
+        );
         Self {
             registry,
             requests,
             durations,
+            abandoned_analyses,
             reader: Default::default(),
         }
+    }
+
+    /// Counts an ad-hoc analysis stopped because its client went away.
+    pub fn count_abandoned_analysis(&self) {
+        self.abandoned_analyses.inc();
     }
 
     /// The exposition text: this process's request metrics, then `store`'s figures.

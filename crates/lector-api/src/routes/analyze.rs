@@ -1,7 +1,8 @@
 //! `analyze`: an ad-hoc analysis answered within the request. Each text is normalised, split
 //! into sentences in the model's language (unless `split=false`), and every segment gets the
 //! model's tags with their confidence. The model comes from this node's cache of loaded models.
-//! Nothing is stored; batch analyses (a job over documents) are another operation.
+//! Nothing is stored; batch analyses (a job over documents) are another operation. A client
+//! that goes away ends the work at the next segment.
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -10,9 +11,11 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use lector_core::validate::Problems;
-use lector_core::{Error, Scope};
+use lector_core::{Error, ErrorCode, Scope};
 use lector_text::Language;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -117,6 +120,17 @@ pub async fn analyze(
     Ok(Json(analysis))
 }
 
+/// Raises its flag when dropped: the request's future is dropped when its client goes away,
+/// and the analysis on the blocking pool then stops at its next segment instead of running on
+/// for nobody (a minute of a core, with an encoder model).
+struct StopWhenDropped(Arc<AtomicBool>);
+
+impl Drop for StopWhenDropped {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Analyses texts (each with the client's own id) with a model the scope may analyse with:
 /// `analyze`, and the analyze step of workflows.
 pub(crate) async fn analyze_texts(
@@ -129,6 +143,9 @@ pub(crate) async fn analyze_texts(
     let model = state.store.model_for_analysis(scope, model_id).await?;
     let loaded = state.models.get(&state.store, &model).await?;
     let language = Language::from_code_or_default(Some(&model.language));
+    let abandoned = Arc::new(AtomicBool::new(false));
+    let _stop_when_dropped = StopWhenDropped(abandoned.clone());
+    let metrics = state.metrics.clone();
     let documents = tokio::task::spawn_blocking(move || {
         let segmented: Vec<_> = documents
             .into_iter()
@@ -150,31 +167,35 @@ pub(crate) async fn analyze_texts(
             )]));
         }
         let mut workspace = lector_ml::Workspace::default();
-        let documents = segmented
-            .into_iter()
-            .map(|(id, text, segments)| {
-                let segments = segments
-                    .into_iter()
-                    .map(|segment| {
-                        let prediction = loaded.predict_with(&segment.text, &mut workspace);
-                        AnalyzedSegment {
-                            tags: prediction
-                                .tags
-                                .into_iter()
-                                .map(|t| AnalyzedTag {
-                                    class: t.class,
-                                    label: t.label,
-                                    confidence: t.confidence,
-                                })
-                                .collect(),
-                            text: segment.text,
-                            span: segment.span,
-                        }
-                    })
-                    .collect();
-                AnalyzedDocument { id, text, segments }
-            })
-            .collect::<Vec<_>>();
+        let mut documents = Vec::with_capacity(segmented.len());
+        for (id, text, segments) in segmented {
+            let mut analysed = Vec::with_capacity(segments.len());
+            for segment in segments {
+                if abandoned.load(Ordering::Relaxed) {
+                    metrics.count_abandoned_analysis();
+                    return Err(Error::new(ErrorCode::Unavailable, "the client went away"));
+                }
+                let prediction = loaded.predict_with(&segment.text, &mut workspace);
+                analysed.push(AnalyzedSegment {
+                    tags: prediction
+                        .tags
+                        .into_iter()
+                        .map(|t| AnalyzedTag {
+                            class: t.class,
+                            label: t.label,
+                            confidence: t.confidence,
+                        })
+                        .collect(),
+                    text: segment.text,
+                    span: segment.span,
+                });
+            }
+            documents.push(AnalyzedDocument {
+                id,
+                text,
+                segments: analysed,
+            });
+        }
         Ok(documents)
     })
     .await

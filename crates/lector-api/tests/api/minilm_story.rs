@@ -64,4 +64,32 @@ async fn a_model_trained_on_minilm_tags_unseen_tickets() {
         .filter(|(got, (_, class))| got.as_deref() == Some(*class))
         .count();
     assert!(right >= 12, "{right} of 15 unseen tickets tagged right: {result}");
+
+    // A client that gives up on a long ad-hoc analysis (2,000 sentences, a good part of a
+    // minute of the encoder) ends it: the work stops at its next sentence and is counted.
+    let sentences: Vec<String> = (0..100).map(|n| format!("Ticket {n} was charged twice.")).collect();
+    let documents: Vec<_> = (0..20).map(|_| json!({"text": sentences.join(" ")})).collect();
+    let body = json!({"model_id": model["id"], "documents": documents});
+    let given_up = tokio::time::timeout(
+        std::time::Duration::from_millis(1500),
+        app.post("/analyze", &ada.token, body),
+    )
+    .await;
+    assert!(given_up.is_err(), "the analysis took longer than the client waited");
+    let root = app.superuser("root@example.org").await;
+    let mut abandoned = None;
+    for _ in 0..600 {
+        let scraped = app.get("/metrics", &root.token).await;
+        assert_eq!(scraped.status, 200, "{}", scraped.text);
+        abandoned = scraped
+            .text
+            .lines()
+            .find_map(|line| line.strip_prefix("lector_adhoc_analyses_abandoned_total "))
+            .map(|value| value.trim().to_owned());
+        if abandoned.as_deref() == Some("1") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(abandoned.as_deref(), Some("1"), "the abandoned analysis stopped");
 }
