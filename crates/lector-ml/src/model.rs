@@ -534,8 +534,15 @@ impl Model {
         (!ws.scores.is_empty()).then(|| argmax(&ws.scores))
     }
 
-    /// Predicts every example and scores the predictions against its tags.
+    /// Predicts every example and scores the predictions against its tags. A LABEL model
+    /// learns from the segments that have a label and is scored on those: a segment without
+    /// one has no gold label to be right or wrong about.
     pub fn evaluate(&self, examples: &[Example]) -> Metrics {
+        let labelled = |e: &&Example| e.tags.iter().any(|t| t.label.is_some());
+        let examples: Vec<&Example> = match self.info.project_type {
+            ProjectType::Label => examples.iter().filter(labelled).collect(),
+            _ => examples.iter().collect(),
+        };
         let mut ws = Workspace::default();
         let predicted: Vec<Vec<Tag>> = examples
             .iter()

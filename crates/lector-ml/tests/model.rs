@@ -112,6 +112,20 @@ fn label_learns_a_separable_set() {
     assert_eq!(p.labels.len(), 2);
 }
 
+/// Segments without a label (annotated as having none) are not scored by a LABEL model,
+/// which learns only from labelled ones: no label named "" and no misses counted for them.
+#[test]
+fn a_label_model_is_scored_on_labelled_segments_only() {
+    let model = learns_perfectly(ProjectType::Label, &label_set());
+    let mut test = label_set();
+    let labelled = test.len();
+    test.push(Example::new("kind regards", Vec::new()));
+    test.push(Example::new("see you soon", Vec::new()));
+    let m = model.evaluate(&test);
+    assert_eq!((m.segments, m.score), (labelled, 1.0), "{m:?}");
+    assert!(m.labels.iter().all(|l| !l.name.is_empty()), "{m:?}");
+}
+
 #[test]
 fn class_learns_a_separable_set() {
     let model = learns_perfectly(ProjectType::Class, &class_set(true));
