@@ -16,6 +16,10 @@ pub struct LabeledColumns {
     pub document: Option<usize>,
     pub part: Option<usize>,
     pub annotated: Option<usize>,
+    /// Rows with the same value here (within a document) are one segment; without it, rows
+    /// in a row with the same text are. Absent from imports queued before it existed.
+    #[serde(default)]
+    pub segment: Option<usize>,
 }
 
 /// Where a labeling or correction session stands.

@@ -51,6 +51,7 @@ async fn a_labeled_import_run_twice_stores_once(backend: Backend) {
             document: Some(0),
             part: None,
             annotated: None,
+            segment: None,
         },
         max_bytes: 1 << 20,
         max_rows: lector_core::config::DEFAULT_MAX_ROWS,

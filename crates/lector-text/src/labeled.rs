@@ -3,8 +3,11 @@
 //!
 //! One row is one tag on one segment (or a segment without tags). Rows that share a document
 //! key (the `document` column) are the segments of one document, in order; consecutive rows
-//! with the same segment text are the tags of one segment. Without a `document` column every
-//! row (or run of rows with the same text) is a document of one segment.
+//! with the same `segment` key (a download's segment id), or without that column the same
+//! segment text, are the tags of one segment: a sentence said twice stays two segments. Without
+//! a `document` column every row (or run of rows with the same text) is a document of one
+//! segment. With an `annotated` column a segment is annotated as it says; without one, when it
+//! has tags.
 
 use crate::error::{Location, Result, TextError};
 use crate::table::{ColumnRef, Table};
@@ -24,8 +27,11 @@ pub struct ColumnMapping {
     pub document: Option<ColumnRef>,
     /// The words of the segment a tag points at.
     pub part: Option<ColumnRef>,
-    /// true, yes, 1 or ANNOTATED: the segment counts as annotated even without tags.
+    /// true, yes, 1 or ANNOTATED: the segment counts as annotated even without tags; any
+    /// other value: it does not, even with tags (a model's suggestions, not yet confirmed).
     pub annotated: Option<ColumnRef>,
+    /// Rows with the same value here are tags of one segment of their document.
+    pub segment: Option<ColumnRef>,
 }
 
 impl ColumnMapping {
@@ -47,6 +53,7 @@ impl ColumnMapping {
             document: find(&["document"]),
             part: find(&["part"]),
             annotated: find(&["annotated"]),
+            segment: find(&["segment"]),
         })
     }
 }
@@ -117,6 +124,7 @@ impl ColumnMapping {
             document: column(&self.document)?,
             part: column(&self.part)?,
             annotated: column(&self.annotated)?,
+            segment: column(&self.segment)?,
         })
     }
 }
@@ -129,6 +137,8 @@ pub struct LabeledRows {
     columns: LabeledColumns,
     current: Option<LabeledText>,
     last_key: Option<String>,
+    /// The last row's `segment` cell, when the table has one and it was not empty.
+    last_segment: Option<String>,
     rows: u64,
 }
 
@@ -138,6 +148,7 @@ impl LabeledRows {
             columns,
             current: None,
             last_key: None,
+            last_segment: None,
             rows: 0,
         }
     }
@@ -167,8 +178,11 @@ impl LabeledRows {
         };
         let done = if same_document { None } else { self.current.take() };
         self.last_key = key;
+        let segment_key = columns.segment.and_then(|at| non_empty(cell(row, Some(at))));
+        let same_key = segment_key.is_none() || segment_key == self.last_segment;
+        self.last_segment = segment_key;
         let document = self.current.get_or_insert_with(|| LabeledText { segments: Vec::new() });
-        if document.segments.last().is_none_or(|s| s.text != text) {
+        if !same_document || !same_key || document.segments.last().is_none_or(|s| s.text != text) {
             document.segments.push(LabeledSegment {
                 text,
                 tags: Vec::new(),
@@ -176,7 +190,8 @@ impl LabeledRows {
             });
         }
         let segment = document.segments.last_mut().expect("pushed above");
-        segment.annotated |= has_tag || is_true(cell(row, columns.annotated));
+        let marked = non_empty(cell(row, columns.annotated));
+        segment.annotated |= marked.map_or(has_tag, |mark| is_true(&mark));
         if has_tag && !segment.tags.contains(&tag) {
             segment.tags.push(tag);
         }
@@ -237,6 +252,38 @@ mod tests {
             documents[0].text_and_spans(),
             ("Good soup. Slow service.".to_owned(), vec![[0, 10], [11, 24]])
         );
+    }
+
+    /// A sentence said twice in a row is two segments when the rows name their segments, and
+    /// the `annotated` column, when given, says which segments are annotated, tags or not.
+    #[test]
+    fn repeated_sentences_stay_apart_and_annotated_is_read_as_written() {
+        let t = table(
+            &LABELED_HEADER,
+            &[
+                &["1", "10", "I am locked out.", "login", "", "", "true"],
+                &["1", "11", "I am locked out.", "login", "", "", "true"],
+                &["1", "11", "I am locked out.", "account", "", "", "true"],
+                &["2", "0", "Charged twice.", "billing", "", "", "false"],
+                &["3", "", "Hello.", "", "", "", ""],
+                &["3", "", "Hello.", "greeting", "", "", ""],
+            ],
+        );
+        let documents = labeled_documents(&t, &ColumnMapping::from_header(&t.header).unwrap()).unwrap();
+        assert_eq!(documents.len(), 3);
+        let first = &documents[0].segments;
+        assert_eq!(first.len(), 2, "{first:?}");
+        assert_eq!((first[0].tags.len(), first[1].tags.len()), (1, 2));
+        assert_eq!(documents[0].text_and_spans().0, "I am locked out. I am locked out.");
+        let suggested = &documents[1].segments[0];
+        assert_eq!(
+            (suggested.tags.len(), suggested.annotated),
+            (1, false),
+            "tagged, not confirmed"
+        );
+        // Without segment keys or marks: the text joins rows, tags make a segment annotated.
+        assert_eq!(documents[2].segments.len(), 1);
+        assert!(documents[2].segments[0].annotated);
     }
 
     #[test]

@@ -2285,7 +2285,7 @@ export interface components {
         /**
          * @description Maps the attributes of labeled data to file columns. `text` is required unless the file
          *     has a column named so; `aspect` is the class of ABSA projects. `document` (rows with the
-         *     same value are one document's segments), `part` (the words a tag points at) and
+         *     same value are one document's segments), `segment`, `part` (the words a tag points at) and
          *     `annotated` read back what a session download writes.
          */
         ColumnMappingBody: {
@@ -2296,6 +2296,7 @@ export interface components {
             document?: components["schemas"]["ColumnName"] | null;
             part?: components["schemas"]["ColumnName"] | null;
             annotated?: components["schemas"]["ColumnName"] | null;
+            segment?: components["schemas"]["ColumnName"] | null;
         };
         /** @description A column of a file: its 0-based index or its name. */
         ColumnName: number | string;

@@ -191,7 +191,7 @@ impl From<ColumnName> for lector_text::ColumnRef {
 
 /// Maps the attributes of labeled data to file columns. `text` is required unless the file
 /// has a column named so; `aspect` is the class of ABSA projects. `document` (rows with the
-/// same value are one document's segments), `part` (the words a tag points at) and
+/// same value are one document's segments), `segment`, `part` (the words a tag points at) and
 /// `annotated` read back what a session download writes.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -203,6 +203,9 @@ pub struct ColumnMappingBody {
     pub document: Option<ColumnName>,
     pub part: Option<ColumnName>,
     pub annotated: Option<ColumnName>,
+    /// Rows with the same value here are tags of one segment (a download's `segment`); without
+    /// it, consecutive rows with the same text are.
+    pub segment: Option<ColumnName>,
 }
 
 impl ColumnMappingBody {
@@ -229,6 +232,7 @@ impl ColumnMappingBody {
             document: or_implied(self.document, |m| m.document.clone()),
             part: or_implied(self.part, |m| m.part.clone()),
             annotated: or_implied(self.annotated, |m| m.annotated.clone()),
+            segment: or_implied(self.segment, |m| m.segment.clone()),
         })
     }
 }
@@ -276,6 +280,7 @@ pub(crate) async fn start_from_file(
             document: None,
             part: None,
             annotated: None,
+            segment: None,
         }
     } else {
         file_columns(state, upload, mapping).await?

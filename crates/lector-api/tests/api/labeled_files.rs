@@ -186,12 +186,37 @@ async fn session_downloads_upload_again_in_every_format(app: TestApp) {
         {"text": "Great pizza, rude waiter.", "segments": [{"text": "Great pizza, rude waiter.", "tags": [
             {"class": "FOOD", "label": "positive"}, {"class": "SERVICE", "label": "negative"}]}]},
         {"text": "Ok. Fine.", "split": true},
-        {"text": "Nice.", "segments": [{"text": "Nice.", "status": "ANNOTATED"}]}
+        {"text": "Nice.", "segments": [{"text": "Nice.", "status": "ANNOTATED"}]},
+        // A sentence said twice stays two segments, each with its own tags.
+        {"text": "Cold soup. Cold soup.", "segments": [
+            {"text": "Cold soup.", "tags": [{"class": "FOOD", "label": "negative"}]},
+            {"text": "Cold soup.", "tags": [{"class": "SERVICE", "label": "neutral"}]}]}
     ]);
     let session = app.labeled_session(&ada, id, "Seed", documents).await;
     let sid = session["id"].as_i64().unwrap();
+    // A tag not confirmed yet (a suggestion): tagged, not annotated, and so it comes back.
+    let base = format!("/projects/{id}/annotations/{sid}");
+    let listed = app
+        .get(&format!("{base}/documents?details=tags"), &ada.token)
+        .await
+        .expect(200);
+    let ok = listed["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["text"] == "Ok. Fine.")
+        .unwrap();
+    let tags = format!(
+        "{base}/documents/{}/segments/{}/tags",
+        ok["id"], ok["segments"][0]["id"]
+    );
+    app.post(&tags, &ada.token, json!({"class": "FOOD", "label": "neutral"}))
+        .await
+        .expect(201);
     let expected = tags_of(&app, &ada, id, sid).await;
-    assert_eq!(expected.1, 2);
+    assert_eq!(expected.1, 4, "{expected:?}");
+    let segments = app.get(&base, &ada.token).await.expect(200)["segment_count"].clone();
+    assert_eq!(segments, 5, "{listed}");
     for format in ["csv", "json", "jsonl", "xlsx"] {
         let (_, disposition, bytes) = app
             .download(
@@ -212,7 +237,8 @@ async fn session_downloads_upload_again_in_every_format(app: TestApp) {
             .expect(200);
         let created = filled_session(&app, &ada, id, &created).await;
         assert_eq!(created["name"], "seed");
-        assert_eq!(created["document_count"], 3, "{format}");
+        assert_eq!(created["document_count"], 4, "{format}");
+        assert_eq!(created["segment_count"], segments, "{format}");
         let copy = tags_of(&app, &ada, id, created["id"].as_i64().unwrap()).await;
         assert_eq!(copy, expected, "{format}");
     }
@@ -224,7 +250,7 @@ async fn session_downloads_upload_again_in_every_format(app: TestApp) {
         all.starts_with("annotation,document,segment,text,class,label,part,annotated"),
         "{all}"
     );
-    assert_eq!(all.lines().count(), 1 + 5 * 4, "five rows a session, four sessions");
+    assert_eq!(all.lines().count(), 1 + 6 * 5, "six rows a session, five sessions");
     let answer = app
         .client
         .get(app.url(&format!("/projects/{id}/annotations/{sid}/download?format=pdf")))
