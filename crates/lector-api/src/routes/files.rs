@@ -95,7 +95,8 @@ pub async fn upload_with_preview(
 }
 
 /// Reads an upload's preview and remembers its header; an upload whose preview cannot be read
-/// is not kept.
+/// is not kept. A table is read whole (`lector_text::preview`): a file with too many rows or a
+/// malformed row anywhere is refused here, before an import could store half of it.
 pub async fn preview_upload(state: &AppState, upload: Upload) -> Result<UploadedFileDto> {
     let read = if is_document(&upload) {
         preview_document(state, &upload).await

@@ -245,20 +245,22 @@ async fn bad_files_are_refused_naming_the_place(app: TestApp) {
         "{problem}"
     );
 
-    // A ragged row past the preview fails the import with the line named; the group says FAILED.
+    // A ragged row past the preview is refused at the upload too, with the line named: the
+    // file is read whole then, so its import cannot fail halfway and leave half a group.
     let mut csv = String::from("text,n\n");
     for n in 0..2500 {
         csv.push_str(&format!("row {n},{n}\n"));
     }
+    let good = csv.clone();
     csv.push_str("short row\n");
-    let (_, group, task) = app
-        .uploaded_group(&ada, id, "late.csv", csv.as_bytes(), json!({"name": "late"}))
-        .await;
-    assert_eq!(task["status"], "FAILED", "{task}");
-    assert!(task["error"].as_str().unwrap().contains("line 2502"), "{task}");
-    assert_eq!(group["status"], "FAILED");
-    // No refused file is kept: of the uploads, late.csv alone has bytes in the blob store.
-    assert_eq!(blob_files(&app), 1, "only late.csv is kept");
+    let problem = app
+        .upload_file(&ada, id, "late.csv", csv.as_bytes())
+        .await
+        .expect_problem(422, "validation_failed");
+    assert!(problem["detail"].as_str().unwrap().contains("line 2502"), "{problem}");
+    // No refused file is kept: of the uploads, good.csv alone has bytes in the blob store.
+    app.upload_file(&ada, id, "good.csv", good.as_bytes()).await.expect(200);
+    assert_eq!(blob_files(&app), 1, "only good.csv is kept");
 }
 
 async fn uploads_over_the_limit_answer_413(app: TestApp) {

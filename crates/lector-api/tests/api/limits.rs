@@ -25,7 +25,8 @@ async fn postgres_one_row_limit_holds_for_every_import() {
 /// `uploads.max_rows` bounds a file import, `upload_documents` and `create_analysis` alike:
 /// at the limit they pass, one more is refused naming the limit.
 async fn one_row_limit_holds_for_every_import(backend: crate::common::Backend) {
-    const MAX: usize = 5;
+    // Above the ten rows of a preview, so that the limit is seen past them.
+    const MAX: usize = 12;
     let Some(app) = TestApp::start_with(backend, |c| c.uploads.max_rows = MAX as u64).await else {
         return;
     };
@@ -44,7 +45,8 @@ async fn one_row_limit_holds_for_every_import(backend: crate::common::Backend) {
     );
     assert_eq!(refused["errors"][0]["field"], "documents");
 
-    // A file of one row too many is refused as it arrives, naming the limit and the row.
+    // A file of one row too many is refused as it arrives, naming the limit and the row, for a
+    // group and for an analysis: nothing of it is imported.
     let csv: String = std::iter::once("text".to_owned())
         .chain((0..=MAX).map(|i| format!("row {i}")))
         .collect::<Vec<_>>()
@@ -53,7 +55,12 @@ async fn one_row_limit_holds_for_every_import(backend: crate::common::Backend) {
         .upload_file(&ada, project, "rows.csv", csv.as_bytes())
         .await
         .expect_problem(413, "payload_too_large");
-    assert!(refused["detail"].as_str().unwrap().contains("limit of 5"), "{refused}");
+    assert!(refused["detail"].as_str().unwrap().contains("limit of 12"), "{refused}");
+    let refused = app
+        .send_form("/analyses/upload", &ada.token, "rows.csv", csv.as_bytes(), &[])
+        .await
+        .expect_problem(413, "payload_too_large");
+    assert!(refused["detail"].as_str().unwrap().contains("limit of 12"), "{refused}");
 
     // create_analysis with texts: the same limit, checked before anything else.
     let refused = app

@@ -253,8 +253,9 @@ pub fn read_table(format: Format, reader: impl Read + Send, options: ReadOptions
     Ok(table)
 }
 
-/// The header and the first `rows` data rows, reading no further than needed (but the whole file
-/// for JSON and XLSX).
+/// The header and the first `rows` data rows. The rest of the file is read as well, a batch at
+/// a time and thrown away, so that a file over the limits (its rows counted) or with a
+/// malformed row anywhere is refused when it is uploaded, not midway through its import.
 pub fn preview(
     format: Format,
     reader: impl Read + Send,
@@ -267,8 +268,12 @@ pub fn preview(
     for row in reader.next_batch(rows)? {
         preview.push(row.cells);
     }
+    while !reader.next_batch(PREVIEW_CHECK_BATCH)?.is_empty() {}
     Ok(preview)
 }
+
+/// Rows a [`preview`] reads at a time past the ones it keeps.
+const PREVIEW_CHECK_BATCH: usize = 4096;
 
 #[cfg(test)]
 pub(crate) mod xlsx_fixture;

@@ -80,12 +80,27 @@ fn csv_in_latin1_is_refused_naming_the_line() {
 }
 
 #[test]
-fn preview_reads_only_the_first_rows_and_selects_columns() {
+fn preview_keeps_the_first_rows_checks_the_rest_and_selects_columns() {
     let mut csv = String::from("id,text\n");
     for i in 0..1_000 {
         csv.push_str(&format!("{i},row {i}\n"));
     }
-    csv.push_str("broken,row,at,the,end\n");
+    let broken = format!("{csv}broken,row,at,the,end\n");
+    let refused = preview(
+        Format::Csv,
+        broken.as_bytes(),
+        3,
+        ReadOptions::default(),
+        &Limits::default(),
+    )
+    .unwrap_err();
+    assert!(refused.to_string().contains("line 1002"), "{refused}");
+    let few = Limits {
+        max_rows: 999,
+        ..Limits::default()
+    };
+    let refused = preview(Format::Csv, csv.as_bytes(), 3, ReadOptions::default(), &few).unwrap_err();
+    assert_eq!(refused.status(), 413, "{refused}");
     let preview = preview(
         Format::Csv,
         csv.as_bytes(),
