@@ -286,6 +286,19 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
             .await;
         assert!(bytes.len() > 1000, "{format}");
     }
+
+    // What an analysis found outlives its model.
+    let found = format!("/analyses/{id}/documents?details=tags&limit=50");
+    let (before, page_before) = (
+        app.get(&format!("/analyses/{id}"), &ada.token).await.expect(200),
+        app.get(&found, &ada.token).await.expect(200),
+    );
+    app.delete(&format!("/projects/{project}/models/{model}"), &ada.token)
+        .await
+        .expect(200);
+    let kept = app.get(&format!("/analyses/{id}"), &ada.token).await.expect(200);
+    assert_eq!(kept["tag_counts"], before["tag_counts"], "{kept}");
+    assert_eq!(app.get(&found, &ada.token).await.expect(200), page_before);
 }
 
 async fn analyses_follow_roles_and_tenancy(app: TestApp) {
