@@ -183,6 +183,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
     }
 }
 
+/// 400 `invalid_parameter` naming the query parameter `name` and what is wrong with it.
+pub fn bad_parameter(name: &str, message: &str) -> Error {
+    let mut error = Error::new(ErrorCode::InvalidParameter, format!("{name} {message}"));
+    error.errors.push(lector_core::FieldError::new(name, message));
+    error
+}
+
 /// A boolean query value: `true`, `false`, `1` or `0` in any letter case (the original's Python
 /// client sends `True` and `False`); `None` for anything else.
 pub fn parse_flag(text: &str) -> Option<bool> {

@@ -11,7 +11,6 @@ use crate::routes::analyses::AnalysisPath;
 use crate::routes::analyze::{AnalyzedSegment, AnalyzedTag};
 use crate::routes::documents::Details;
 use crate::routes::files::DownloadQuery;
-use crate::routes::files::bad_field;
 use crate::routes::streaming::DOCUMENTS_PER_PAGE;
 use crate::state::AppState;
 use axum::Json;
@@ -96,8 +95,11 @@ fn ids(field: &str, list: &Option<String>) -> Result<Vec<i64>> {
         .collect();
     match parsed {
         Ok(ids) if ids.len() <= 1000 => Ok(ids),
-        Ok(_) => Err(bad_field(field, "name at most 1000 ids")),
-        Err(_) => Err(bad_field(field, "takes ids separated by commas, such as 1,2")),
+        Ok(_) => Err(crate::extract::bad_parameter(field, "names at most 1000 ids")),
+        Err(_) => Err(crate::extract::bad_parameter(
+            field,
+            "takes ids separated by commas, such as 1,2",
+        )),
     }
 }
 

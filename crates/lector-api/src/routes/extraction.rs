@@ -376,11 +376,7 @@ fn kept_pages(read: &ReadDocument) -> Option<String> {
 fn flag(value: &Option<String>, name: &str) -> Result<bool> {
     match value.as_deref().map(str::trim) {
         None | Some("") => Ok(false),
-        Some(text) => parse_flag(text).ok_or_else(|| {
-            let mut error = Error::new(ErrorCode::InvalidParameter, format!("{name} must be true or false"));
-            error.errors.push(FieldError::new(name, "must be true or false"));
-            error
-        }),
+        Some(text) => parse_flag(text).ok_or_else(|| crate::extract::bad_parameter(name, "must be true or false")),
     }
 }
 

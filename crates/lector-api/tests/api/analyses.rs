@@ -213,9 +213,12 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
         page["documents"][0].get("segments").is_none(),
         "no details unless asked"
     );
-    app.get(&format!("/analyses/{id}/documents?classes=x"), &ada.token)
+    // A query parameter out of shape is 400, as every other one.
+    let problem = app
+        .get(&format!("/analyses/{id}/documents?classes=x"), &ada.token)
         .await
-        .expect_problem(422, "validation_failed");
+        .expect_problem(400, "invalid_parameter");
+    assert_eq!(problem["errors"][0]["field"], "classes", "{problem}");
     // A document edited after the analysis loses what the model said of its old sentences:
     // it no longer turns up under a class none of its segments carries.
     let edited = all_billed["documents"][0]["id"].as_i64().unwrap();
