@@ -361,10 +361,13 @@ impl Store {
         tx.commit().await.map_err(db)
     }
 
-    pub async fn groups(&self, scope: &Scope, project_id: i64) -> Result<Vec<DocumentGroup>> {
+    /// A page of a project's groups, oldest first.
+    pub async fn groups(&self, scope: &Scope, project_id: i64, offset: i64, limit: i64) -> Result<Vec<DocumentGroup>> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
-        let sql = format!("SELECT {GROUP_COLUMNS} FROM document_groups g WHERE g.project_id = $1 ORDER BY g.id");
-        fetch_records(sqlx::query(&sql).bind(project.id), &self.pool).await
+        let sql = format!(
+            "SELECT {GROUP_COLUMNS} FROM document_groups g WHERE g.project_id = $1 ORDER BY g.id LIMIT $2 OFFSET $3"
+        );
+        fetch_records(sqlx::query(&sql).bind(project.id).bind(limit).bind(offset), &self.pool).await
     }
 
     pub async fn group(&self, scope: &Scope, project_id: i64, group_id: i64) -> Result<DocumentGroup> {

@@ -1331,7 +1331,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The document groups of a project. */
+        /**
+         * The document groups of a project, oldest first: the first thousand unless `offset` and
+         *     `limit` ask for another page.
+         */
         get: operations["list_groups"];
         put?: never;
         /**
@@ -7122,7 +7125,12 @@ export interface operations {
     };
     list_groups: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Groups to skip (>= 0, default 0). */
+                offset?: number;
+                /** @description Groups to return (1..=1000, default 1000). */
+                limit?: number;
+            };
             header?: never;
             path: {
                 project_id: number;

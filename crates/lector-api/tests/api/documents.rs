@@ -390,6 +390,22 @@ async fn groups_of_documents(app: TestApp) {
         app.get(&groups, &ada.token).await.expect(200).as_array().unwrap().len(),
         1
     );
+    // The list pages when asked (a plain array, the first thousand by default).
+    let second = app
+        .group(&ada, id, json!({"name": "Batch 2", "documents": [{"text": "Fourth."}]}))
+        .await;
+    let page = app
+        .get(&format!("{groups}?offset=1&limit=1"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(page.as_array().unwrap().len(), 1);
+    assert_eq!(page[0]["id"], second["id"]);
+    app.get(&format!("{groups}?limit=1001"), &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
+    app.get(&format!("{groups}?colour=red"), &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
 
     let members = app
         .get(&format!("{path}/documents?details=segments"), &ada.token)
