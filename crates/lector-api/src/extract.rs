@@ -126,19 +126,45 @@ pub fn parse_body<T: WriteBody>(bytes: &[u8]) -> Result<T> {
         document: T::DOCUMENT_TEXT,
     };
     lector_core::body::check_json_body(bytes, keys)?;
-    let body: T = serde_json::from_slice(bytes).map_err(|e| {
-        let text = e.to_string();
-        let code = if text.starts_with("unknown field") {
-            ErrorCode::UnknownField
-        } else {
-            ErrorCode::BadRequest
-        };
-        Error::new(code, text)
-    })?;
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let body: T = serde_path_to_error::deserialize(&mut deserializer).map_err(shape_problem)?;
+    deserializer
+        .end()
+        .map_err(|e| Error::new(ErrorCode::BadRequest, e.to_string()))?;
     let mut problems = Problems::default();
     body.validate(&mut problems);
     problems.finish()?;
     Ok(body)
+}
+
+/// A body whose shape does not fit its type: 400 (`unknown_field` for an unknown field), its
+/// detail serde's message, and the field it concerns in `errors` (`documents[2].text`, or the
+/// missing field's name), so that a client can point at it as it does at a validation problem.
+fn shape_problem(error: serde_path_to_error::Error<serde_json::Error>) -> Error {
+    let text = error.inner().to_string();
+    let code = if text.starts_with("unknown field") {
+        ErrorCode::UnknownField
+    } else {
+        ErrorCode::BadRequest
+    };
+    let named = ["missing field `", "unknown field `"]
+        .iter()
+        .find_map(|prefix| text.strip_prefix(prefix))
+        .and_then(|rest| rest.split('`').next());
+    let path = error.path().to_string();
+    let field = match (path.as_str(), named) {
+        (".", Some(name)) => name.to_owned(),
+        (".", None) => String::new(),
+        (path, Some(name)) if text.starts_with("missing field") => format!("{path}.{name}"),
+        (path, _) => path.to_owned(),
+    };
+    // The message without serde's " at line L column C", which the detail keeps.
+    let message = text.split(" at line ").next().unwrap_or(&text).to_owned();
+    let mut problem = Error::new(code, text);
+    if !field.is_empty() {
+        problem.errors.push(lector_core::FieldError::new(field, message));
+    }
+    problem
 }
 
 /// Path parameters; a value of the wrong type answers 400.
@@ -307,6 +333,43 @@ mod tests {
             ErrorCode::InvalidCharacters
         );
         assert_eq!(parse_body::<Named>(br#"{"name":"ok"}"#).unwrap().name, "ok");
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Listed {
+        #[allow(dead_code)]
+        documents: Vec<Named>,
+    }
+
+    impl WriteBody for Listed {}
+
+    /// A body of the wrong shape names the field it concerns, as a validation problem does.
+    #[test]
+    fn shape_problems_name_their_field() {
+        let field = |body: &[u8]| {
+            let problem = parse_body::<Listed>(body).unwrap_err();
+            (problem.code, problem.errors.first().map(|e| e.field.clone()))
+        };
+        assert_eq!(field(b"{}"), (ErrorCode::BadRequest, Some("documents".into())));
+        assert_eq!(
+            field(br#"{"documents":[{"name":"a"},{}]}"#),
+            (ErrorCode::BadRequest, Some("documents[1].name".into()))
+        );
+        assert_eq!(
+            field(br#"{"documents":[{"name":7}]}"#),
+            (ErrorCode::BadRequest, Some("documents[0].name".into()))
+        );
+        assert_eq!(
+            field(br#"{"documents":[],"colour":1}"#),
+            (ErrorCode::UnknownField, Some("colour".into()))
+        );
+        let problem = parse_body::<Listed>(b"{}").unwrap_err();
+        assert_eq!(problem.errors[0].message, "missing field `documents`");
+        assert!(
+            problem.detail.starts_with("missing field `documents` at line 1"),
+            "{problem:?}"
+        );
     }
 
     #[test]
