@@ -605,7 +605,7 @@ async fn a_clone_run_twice_copies_once(backend: Backend) {
             let segments = store.segments_of(&documents).await.unwrap();
             let tags = store.tags_of(&segments, None).await.unwrap();
             let sessions = store.sessions(scope, project_id, &Default::default()).await.unwrap();
-            let groups = store.groups(scope, project_id).await.unwrap();
+            let groups = store.groups(scope, project_id, 0, 1000).await.unwrap();
             (
                 documents.len(),
                 segments.len(),
