@@ -98,7 +98,12 @@ impl FromRequestParts<AppState> for MetricsReader {
         let token = bearer(parts).ok_or_else(|| Error::unauthorized("send Authorization: Bearer <token>"))?;
         let hash = token_hash(token);
         let known = &state.metrics.reader;
-        match authenticate(state, token).await {
+        // A database that does not answer would hold the scrape for the pool's whole wait, past
+        // a scraper's own timeout: after a moment it counts as down.
+        let checked = tokio::time::timeout(crate::metrics::DATABASE_WAIT, authenticate(state, token))
+            .await
+            .unwrap_or_else(|_| Err(Error::new(ErrorCode::Unavailable, "the database is unreachable")));
+        match checked {
             Ok(caller) => {
                 let allowed = caller.require_superuser();
                 known.remember(&hash, allowed.is_ok());

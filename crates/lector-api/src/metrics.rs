@@ -39,6 +39,11 @@ struct PoolLabels {
     state: &'static str,
 }
 
+/// How long a scrape waits for the database (to check its token, then for the queue's
+/// figures) before it counts it as down: two of these stay well inside Prometheus's default
+/// 10 s scrape timeout, where the pool's own wait (10 s) would not.
+pub const DATABASE_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// What the store and the pool say at scrape time.
 #[derive(Debug, Clone)]
 pub struct StoreFigures {
@@ -55,10 +60,12 @@ pub struct StoreFigures {
 
 /// Reads the store's figures and renders every metric: what `/metrics` answers.
 pub async fn scrape(state: &AppState) -> ApiResult<String> {
-    let jobs = match state.store.job_statistics().await {
-        Ok(jobs) => Some(jobs),
-        Err(e) if e.code == lector_core::ErrorCode::Unavailable => None,
-        Err(e) => return Err(e.into()),
+    let jobs = match tokio::time::timeout(DATABASE_WAIT, state.store.job_statistics()).await {
+        Ok(Ok(jobs)) => Some(jobs),
+        Ok(Err(e)) if e.code == lector_core::ErrorCode::Unavailable => None,
+        Ok(Err(e)) => return Err(e.into()),
+        // Not answered in time: down, as far as this scrape can tell.
+        Err(_) => None,
     };
     let (pool_size, pool_idle) = state.store.pool_usage();
     Ok(state.metrics.render(&StoreFigures {

@@ -262,6 +262,16 @@ async fn invitations_stop_at_the_limit_of_their_workspace(backend: Backend) {
     assert_eq!(created_and_refused(&results), (10, 10));
     let pending = "SELECT COUNT(*) FROM invitations WHERE workspace_id = $1 AND expires > 1";
     assert_eq!(count(&store, pending, workspace.id).await, MAX_PENDING_INVITATIONS);
+    // Renewing an expired one would make it pending again: refused while the workspace is full.
+    let expired: i64 = sqlx::query_scalar("SELECT id FROM invitations WHERE email = 'expired-1@example.org'")
+        .fetch_one(&store.pool)
+        .await
+        .unwrap();
+    let renewed = store
+        .renew_invitation(&scope, &WorkspaceRef::Id(workspace.id), expired, "renewed", later)
+        .await;
+    assert_eq!(created_and_refused(&[renewed]), (0, 1));
+    assert_eq!(count(&store, pending, workspace.id).await, MAX_PENDING_INVITATIONS);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

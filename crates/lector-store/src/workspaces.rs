@@ -428,20 +428,7 @@ impl Store {
         );
         let now = Timestamp::now().micros();
         let mut tx = self.begin_write().await?;
-        let pending = crate::count_under_lock(
-            &mut tx,
-            ("workspaces", workspace_id),
-            &format!(
-                "SELECT COUNT(*) FROM invitations WHERE workspace_id = $1 AND status = '{}' AND expires > {now}",
-                InvitationStatus::Pending.as_str()
-            ),
-        )
-        .await?;
-        if pending >= MAX_PENDING_INVITATIONS {
-            return Err(Error::conflict(format!(
-                "a workspace has at most {MAX_PENDING_INVITATIONS} pending invitations"
-            )));
-        }
+        room_for_a_pending_invitation(&mut tx, workspace_id).await?;
         let row = sqlx::query(&sql)
             .bind(workspace_id)
             .bind(email)
@@ -514,13 +501,19 @@ impl Store {
         expires: Timestamp,
     ) -> Result<Invitation> {
         let (invitation, _) = self.pending_invitation(scope, workspace, id).await?;
+        let mut tx = self.begin_write().await?;
+        // An expired invitation renewed counts as pending again.
+        if invitation.expires <= Timestamp::now() {
+            room_for_a_pending_invitation(&mut tx, invitation.workspace_id).await?;
+        }
         sqlx::query("UPDATE invitations SET token_hash = $1, expires = $2 WHERE id = $3")
             .bind(token_hash)
             .bind(expires.micros())
             .bind(invitation.id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(db)?;
+        tx.commit().await.map_err(db)?;
         Ok(Invitation { expires, ..invitation })
     }
 
@@ -570,6 +563,28 @@ impl Store {
         tx.commit().await.map_err(db)?;
         self.user_by_id(user_id).await?.ok_or_else(|| Error::not_found("user"))
     }
+}
+
+/// Refuses (409) one more pending invitation in a workspace that has
+/// [`MAX_PENDING_INVITATIONS`] unexpired ones, counted behind a lock on the workspace so that
+/// invitations made at once cannot all pass at the edge.
+async fn room_for_a_pending_invitation(tx: &mut Transaction<'static, Any>, workspace_id: i64) -> Result<()> {
+    let pending = crate::count_under_lock(
+        tx,
+        ("workspaces", workspace_id),
+        &format!(
+            "SELECT COUNT(*) FROM invitations WHERE workspace_id = $1 AND status = '{}' AND expires > {}",
+            InvitationStatus::Pending.as_str(),
+            Timestamp::now().micros()
+        ),
+    )
+    .await?;
+    if pending >= MAX_PENDING_INVITATIONS {
+        return Err(Error::conflict(format!(
+            "a workspace has at most {MAX_PENDING_INVITATIONS} pending invitations"
+        )));
+    }
+    Ok(())
 }
 
 /// Adds a membership, up to [`MAX_MEMBERS_PER_WORKSPACE`] (counted behind a lock on the

@@ -167,19 +167,23 @@ impl LabeledRows {
         };
         let has_tag = tag.class.is_some() || tag.label.is_some();
         let key = columns.document.map(|at| cell(row, Some(at)).trim().to_owned());
+        let segment_key = columns.segment.and_then(|at| non_empty(cell(row, Some(at))));
+        let same_key = segment_key.is_none() || segment_key == self.last_segment;
         let same_document = match (&key, &self.last_key) {
             (Some(key), Some(last)) => key == last,
-            (None, _) => self
-                .current
-                .as_ref()
-                .and_then(|d| d.segments.last())
-                .is_some_and(|s| s.text == text),
+            // Without documents, a row continues the last one's only segment or starts anew.
+            (None, _) => {
+                same_key
+                    && self
+                        .current
+                        .as_ref()
+                        .and_then(|d| d.segments.last())
+                        .is_some_and(|s| s.text == text)
+            }
             _ => false,
         };
         let done = if same_document { None } else { self.current.take() };
         self.last_key = key;
-        let segment_key = columns.segment.and_then(|at| non_empty(cell(row, Some(at))));
-        let same_key = segment_key.is_none() || segment_key == self.last_segment;
         self.last_segment = segment_key;
         let document = self.current.get_or_insert_with(|| LabeledText { segments: Vec::new() });
         if !same_document || !same_key || document.segments.last().is_none_or(|s| s.text != text) {
@@ -284,6 +288,10 @@ mod tests {
         // Without segment keys or marks: the text joins rows, tags make a segment annotated.
         assert_eq!(documents[2].segments.len(), 1);
         assert!(documents[2].segments[0].annotated);
+        // Without a document column, rows of two segments are two documents, however alike.
+        let t = table(&["segment", "text"], &[&["1", "Hi."], &["2", "Hi."]]);
+        let documents = labeled_documents(&t, &ColumnMapping::from_header(&t.header).unwrap()).unwrap();
+        assert_eq!(documents.len(), 2, "{documents:?}");
     }
 
     #[test]

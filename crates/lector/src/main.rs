@@ -129,9 +129,10 @@ fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // A JSON log stays JSON to its last line, which is the one its reader looks for.
+            // A JSON log stays JSON to its last line, which is the one its reader looks for,
+            // written whatever RUST_LOG filters out.
             match log_format {
-                lector_core::config::LogFormat::Json => tracing::error!(error = %e, "lector stopped"),
+                lector_core::config::LogFormat::Json => eprintln!("{}", fatal_json_line(&e)),
                 lector_core::config::LogFormat::Text => eprintln!("lector: {e}"),
             }
             ExitCode::FAILURE
@@ -296,6 +297,18 @@ async fn run(command: Command, config: lector_core::config::Config) -> Result<()
         }
     }
     Ok(())
+}
+
+/// The last line of a JSON log when the process stops on an error, shaped as the log's other
+/// lines are (`timestamp`, `level`, `fields`, `target`).
+fn fatal_json_line(error: &str) -> String {
+    serde_json::json!({
+        "timestamp": lector_core::time::Timestamp::now().to_rfc3339(),
+        "level": "ERROR",
+        "fields": {"message": "lector stopped", "error": error},
+        "target": "lector",
+    })
+    .to_string()
 }
 
 /// The first line of standard input, without its line ending.
