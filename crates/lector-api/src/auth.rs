@@ -102,7 +102,7 @@ impl FromRequestParts<AppState> for MetricsReader {
         // a scraper's own timeout: after a moment it counts as down.
         let checked = tokio::time::timeout(crate::metrics::DATABASE_WAIT, authenticate(state, token))
             .await
-            .unwrap_or_else(|_| Err(Error::new(ErrorCode::Unavailable, "the database is unreachable")));
+            .unwrap_or_else(|_| Err(lector_store::database_unreachable()));
         match checked {
             Ok(caller) => {
                 let allowed = caller.require_superuser();

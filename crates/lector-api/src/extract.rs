@@ -250,6 +250,32 @@ pub fn nullable<'de, T: Deserialize<'de>, D: serde::Deserializer<'de>>(
     Option::<T>::deserialize(deserializer).map(Some)
 }
 
+/// `offset` and `limit` of a list the original client reads in one request: by default the
+/// most a page holds ([`Paging::MAX_LIMIT`]), the whole of a list bounded by it (a workspace's
+/// members) and the first thousand of one that is not (a project's groups).
+#[derive(Debug, Clone, Copy, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct WholeList {
+    /// Records to skip (>= 0, default 0).
+    #[serde(default)]
+    pub offset: i64,
+    /// Records to return (1..=1000, default 1000).
+    #[serde(default = "whole_list_limit")]
+    pub limit: i64,
+}
+
+fn whole_list_limit() -> i64 {
+    Paging::MAX_LIMIT
+}
+
+impl WholeList {
+    /// The page asked for, checked as [`Paging::check`] does.
+    pub fn paging(self) -> Result<Paging> {
+        Paging::checked(self.offset, self.limit)
+    }
+}
+
 /// `offset` and `limit` of a paged list; out-of-range values answer 400, never a silent clamp.
 #[derive(Debug, Clone, Copy, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]

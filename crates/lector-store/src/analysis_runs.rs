@@ -67,8 +67,8 @@ pub struct StoredAnalysisTag {
     pub confidence: f64,
 }
 
-/// How many segments an analysis tagged with each class and each label, by the names the model
-/// gave, most first: its distribution over all its documents, however many.
+/// How many of an analysis's tags name each class and each label, by the names the model gave,
+/// most first: its distribution over all its documents, however many.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TagCounts {
     pub classes: Vec<(String, i64)>,

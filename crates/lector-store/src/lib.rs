@@ -442,13 +442,19 @@ pub(crate) fn numbered(first: usize, count: usize) -> String {
         .join(", ")
 }
 
+/// The error of a request the database did not answer (503 with `Retry-After`): what a
+/// connection refused or cut becomes, and what a caller that stopped waiting answers.
+pub fn database_unreachable() -> Error {
+    Error::dependency_down("the database is unreachable")
+}
+
 /// Maps a database failure into the error catalogue, logging what the client must not see.
 pub(crate) fn db(e: sqlx::Error) -> Error {
     match &e {
         sqlx::Error::RowNotFound => Error::not_found("object"),
         e if is_unreachable(e) => {
             tracing::error!(error = %e, "database unavailable");
-            Error::dependency_down("the database is unreachable")
+            database_unreachable()
         }
         sqlx::Error::Database(d) if d.is_unique_violation() => Error::conflict("the object exists already"),
         _ => {

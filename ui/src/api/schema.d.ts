@@ -3412,7 +3412,7 @@ export interface components {
             /** @description The words the tag points at (an aspect term), found in the segment when `span` is absent. */
             text?: string | null;
         };
-        /** @description How many segments were tagged with one class or label. */
+        /** @description How many tags name one class or label. */
         TagCountDto: {
             name: string;
             /** Format: int64 */
@@ -5159,9 +5159,9 @@ export interface operations {
     list_members: {
         parameters: {
             query?: {
-                /** @description Members to skip (>= 0, default 0). */
+                /** @description Records to skip (>= 0, default 0). */
                 offset?: number;
-                /** @description Members to return (1..=1000, default 1000: a whole workspace). */
+                /** @description Records to return (1..=1000, default 1000). */
                 limit?: number;
             };
             header?: never;
@@ -7126,9 +7126,9 @@ export interface operations {
     list_groups: {
         parameters: {
             query?: {
-                /** @description Groups to skip (>= 0, default 0). */
+                /** @description Records to skip (>= 0, default 0). */
                 offset?: number;
-                /** @description Groups to return (1..=1000, default 1000). */
+                /** @description Records to return (1..=1000, default 1000). */
                 limit?: number;
             };
             header?: never;

@@ -71,8 +71,8 @@ pub struct AnalysisDto {
     /// parts asked for; all of them through `list_analysis_documents`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub documents: Option<Vec<AnalysisDocumentDto>>,
-    /// `get_analysis` of a FINISHED analysis: how many segments it tagged with each class and
-    /// each label, over all its documents.
+    /// `get_analysis` of a FINISHED analysis: how many of its tags name each class and each
+    /// label, over all its documents.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tag_counts: Option<TagCountsDto>,
 }
@@ -84,7 +84,7 @@ pub struct TagCountsDto {
     pub labels: Vec<TagCountDto>,
 }
 
-/// How many segments were tagged with one class or label.
+/// How many tags name one class or label.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TagCountDto {
     pub name: String,

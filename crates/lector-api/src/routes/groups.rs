@@ -3,7 +3,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{Body, PathParams, QueryParams, WriteBody};
+use crate::extract::{Body, PathParams, QueryParams, WholeList, WriteBody};
 use crate::routes::documents::{
     Details, DocumentDto, UploadBody, UploadOptions, UploadedDocument, document_dtos, language_for,
 };
@@ -300,35 +300,17 @@ async fn create_group_from_file(
     Ok(response)
 }
 
-/// `offset` and `limit` of the group list: by default the first thousand, which is every group
-/// of most projects (a plain array, as the original client reads it whole).
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct GroupsQuery {
-    /// Groups to skip (>= 0, default 0).
-    #[serde(default)]
-    pub offset: i64,
-    /// Groups to return (1..=1000, default 1000).
-    #[serde(default = "groups_limit")]
-    pub limit: i64,
-}
-
-fn groups_limit() -> i64 {
-    crate::extract::Paging::MAX_LIMIT
-}
-
 /// The document groups of a project, oldest first: the first thousand unless `offset` and
 /// `limit` ask for another page.
 #[utoipa::path(get, path = "/projects/{project_id}/groups", tag = "groups",
-    params(("project_id" = i64, Path), GroupsQuery), responses((status = 200, body = Vec<GroupDto>)))]
+    params(("project_id" = i64, Path), WholeList), responses((status = 200, body = Vec<GroupDto>)))]
 pub async fn list_groups(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<ProjectPath>,
-    QueryParams(q): QueryParams<GroupsQuery>,
+    QueryParams(q): QueryParams<WholeList>,
 ) -> ApiResult<Json<Vec<GroupDto>>> {
-    let paging = crate::extract::Paging::checked(q.offset, q.limit)?;
+    let paging = q.paging()?;
     Ok(Json(
         state
             .store

@@ -3,7 +3,7 @@
 use crate::accounts::{self, Inviter};
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
+use crate::extract::{Body, PathParams, QueryParams, WholeList, WriteBody};
 use crate::routes::paths::OrgPath;
 use crate::routes::rfc3339;
 use crate::state::AppState;
@@ -15,7 +15,7 @@ use lector_store::{
     Invitation, MAX_MEMBERS_PER_WORKSPACE, Membership, MyWorkspace, Workspace, WorkspaceChanges, WorkspaceRef,
 };
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -393,36 +393,21 @@ pub async fn list_invitations(
     ))
 }
 
-/// `offset` and `limit` of the member list: by default every member (a workspace has at most
-/// [`MAX_MEMBERS_PER_WORKSPACE`], and the original client cannot ask for a second page).
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct MembersQuery {
-    /// Members to skip (>= 0, default 0).
-    #[serde(default)]
-    pub offset: i64,
-    /// Members to return (1..=1000, default 1000: a whole workspace).
-    #[serde(default = "members_limit")]
-    pub limit: i64,
-}
-
-fn members_limit() -> i64 {
-    MAX_MEMBERS_PER_WORKSPACE
-}
+// The member list's default page (`WholeList`) holds a whole workspace.
+const _: () = assert!(MAX_MEMBERS_PER_WORKSPACE <= crate::extract::Paging::MAX_LIMIT);
 
 /// Members of a workspace, oldest membership first: all of them unless `offset` and `limit`
 /// ask for one page.
 #[utoipa::path(get, path = "/organizations/{organization}/permissions", tag = "workspaces",
-    params(("organization" = String, Path, description = "workspace id or name"), MembersQuery),
+    params(("organization" = String, Path, description = "workspace id or name"), WholeList),
     responses((status = 200, body = Vec<MembershipDto>)))]
 pub async fn list_members(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<OrgPath>,
-    QueryParams(query): QueryParams<MembersQuery>,
+    QueryParams(query): QueryParams<WholeList>,
 ) -> ApiResult<Json<Vec<MembershipDto>>> {
-    let paging = Paging::checked(query.offset, query.limit)?;
+    let paging = query.paging()?;
     let members = state
         .store
         .members(&caller.scope, &p.workspace(), paging.offset, paging.limit)
