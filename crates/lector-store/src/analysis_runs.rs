@@ -25,7 +25,7 @@ pub enum AnalysisSource {
     Documents(Vec<ImportedDocument>),
     /// An uploaded file and its text column; its rows become documents likewise.
     File {
-        upload: Upload,
+        upload: Box<Upload>,
         column_index: Option<usize>,
         column_name: Option<String>,
         header_first: bool,

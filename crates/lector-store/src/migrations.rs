@@ -152,6 +152,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0023_execution_liveness.sql"),
         postgres: include_str!("../migrations/postgres/0023_execution_liveness.sql"),
     },
+    Step {
+        version: 24,
+        description: "upload rows",
+        sqlite: include_str!("../migrations/sqlite/0024_upload_rows.sql"),
+        postgres: include_str!("../migrations/postgres/0024_upload_rows.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -37,6 +37,9 @@ pub struct Upload {
     pub byte_size: i64,
     /// The file's first row (its header when it has one), once the preview was read.
     pub columns: Option<Vec<String>>,
+    /// The data rows the preview counted below that first row; an import that reads the first
+    /// row as data has one more. None before the preview (or for a document file).
+    pub data_rows: Option<i64>,
     pub created: Timestamp,
     /// When a group or session first used it; unused uploads are swept.
     pub used: Option<Timestamp>,
@@ -55,11 +58,11 @@ fn blob_key(id: Uuid) -> String {
 }
 
 const UPLOAD_COLUMNS: &str =
-    "id, workspace_id, project_id, user_id, file_name, format, byte_size, columns, created, used";
+    "id, workspace_id, project_id, user_id, file_name, format, byte_size, columns, data_rows, created, used";
 
 from_row! {
     Upload {
-        id, workspace_id, project_id, user_id, file_name, format, byte_size, columns, created, used,
+        id, workspace_id, project_id, user_id, file_name, format, byte_size, columns, data_rows, created, used,
     }; checked: crate::CHECKED
 }
 
@@ -173,17 +176,25 @@ impl Store {
         self.blobs()?.open_file(&upload.blob_key()).await
     }
 
-    /// Records an upload's first row (from its preview), for checking column choices later.
-    pub async fn set_upload_columns(&self, upload: &Upload, columns: &[String]) -> Result<Upload> {
+    /// Records an upload's first row and the data rows below it (from its preview), for
+    /// checking column choices and the row limit when an import is asked for.
+    pub async fn set_upload_columns(
+        &self,
+        upload: &Upload,
+        columns: &[String],
+        data_rows: Option<i64>,
+    ) -> Result<Upload> {
         let text = serde_json::to_string(columns).map_err(|_| Error::internal())?;
-        sqlx::query("UPDATE uploads SET columns = $1 WHERE id = $2")
+        sqlx::query("UPDATE uploads SET columns = $1, data_rows = $2 WHERE id = $3")
             .bind(text)
+            .bind(data_rows)
             .bind(upload.id.to_string())
             .execute(&self.pool)
             .await
             .map_err(db)?;
         Ok(Upload {
             columns: Some(columns.to_vec()),
+            data_rows,
             ..upload.clone()
         })
     }

@@ -23,7 +23,7 @@ pub use labeled::{
     labeled_documents,
 };
 pub use limits::{Limits, RATIO_FLOOR};
-pub use read::{Format, ReadOptions, Row, RowReader, open_rows, preview, read_table};
+pub use read::{Format, Preview, ReadOptions, Row, RowReader, open_rows, preview, read_table};
 pub use segment::{ClientSegment, Language, Segment, check_segments, segment, split_sentences, whole_segment};
 pub use table::{ColumnRef, Table};
 pub use write::{RowWriter, write_table};

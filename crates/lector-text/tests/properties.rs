@@ -54,9 +54,13 @@ fn reads_within_limits(bytes: &[u8], header_first: bool) -> Result<(), TestCaseE
                 }
             }
         }
-        // The preview reads the same way, and stops early.
-        if let Ok(rows) = preview(format, bytes, 3, options, &limits) {
-            prop_assert!(rows.len() <= 4, "{format:?}: the header and 3 rows at most");
+        // The preview reads the same way, keeps three rows and counts them all.
+        if let Ok(preview) = preview(format, bytes, 3, options, &limits) {
+            prop_assert!(preview.rows.len() <= 4, "{format:?}: the header and 3 rows at most");
+            prop_assert!(
+                preview.rows.len() as u64 <= preview.data_rows + 1,
+                "{format:?}: rows counted"
+            );
         }
     }
     Ok(())

@@ -351,9 +351,16 @@ pub async fn create_analysis(
             .await
             .map_err(|_| bad_field("file_id", "no file of yours with this id waits for an analysis"))?;
         let header_first = body.header_first.unwrap_or(upload.format != "txt");
-        crate::routes::groups::check_column(&upload, body.column, body.column_name.as_deref(), header_first)?;
+        let max_rows = state.config.uploads.max_rows;
+        crate::routes::groups::check_import(
+            &upload,
+            body.column,
+            body.column_name.as_deref(),
+            header_first,
+            max_rows,
+        )?;
         AnalysisSource::File {
-            upload,
+            upload: Box::new(upload),
             column_index: body.column,
             column_name: body.column_name,
             header_first,

@@ -99,7 +99,7 @@ pub async fn upload_with_preview(
 /// malformed row anywhere is refused here, before an import could store half of it.
 pub async fn preview_upload(state: &AppState, upload: Upload) -> Result<UploadedFileDto> {
     let read = if is_document(&upload) {
-        preview_document(state, &upload).await
+        preview_document(state, &upload).await.map(|rows| (rows, None))
     } else {
         let read = {
             let state = state.clone();
@@ -108,17 +108,18 @@ pub async fn preview_upload(state: &AppState, upload: Upload) -> Result<Uploaded
                 lector_text::preview(format, file, PREVIEW_ROWS, ReadOptions::default(), &limits)
             }
         };
-        read_upload(state, &upload, read).await
+        let read = read_upload(state, &upload, read).await;
+        read.map(|table| (table.rows, i64::try_from(table.data_rows).ok()))
     };
-    let preview = match read {
-        Ok(preview) => preview,
+    let (preview, data_rows) = match read {
+        Ok(read) => read,
         Err(e) => {
             discard(state, &upload).await;
             return Err(e);
         }
     };
     let header = preview.first().cloned().unwrap_or_default();
-    let upload = state.store.set_upload_columns(&upload, &header).await?;
+    let upload = state.store.set_upload_columns(&upload, &header, data_rows).await?;
     tracing::info!(upload.id = %upload.id, bytes = upload.byte_size, format = %upload.format, "file uploaded");
     Ok(UploadedFileDto { id: upload.id, preview })
 }

@@ -16,7 +16,7 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use lector_core::validate::{MAX_NAME_CHARS, Problems};
-use lector_core::{Error, Result};
+use lector_core::{Error, ErrorCode, FieldError, Result};
 use lector_jobs::prepare_document;
 use lector_store::{DocumentFilter, DocumentGroup, FileSource, ImportOptions, ImportedDocument, NewDocument, Upload};
 use lector_text::{ColumnRef, Language};
@@ -232,26 +232,45 @@ pub async fn create_group(
     Ok((StatusCode::CREATED, Json(GroupDto::from(group))).into_response())
 }
 
-/// Refuses a text column the file lacks, by the first row its preview recorded: now, not in
-/// the job. Without a name, the column is `index` (default 0).
-pub(crate) fn check_column(
+/// Refuses, now rather than in the job, an import its file cannot give, by what the upload's
+/// preview recorded: a text column the file lacks (without a name, the column is `index`,
+/// default 0), or more rows than `max_rows` when the first row is read as data too.
+pub(crate) fn check_import(
     upload: &Upload,
     index: Option<usize>,
     name: Option<&str>,
     header_first: bool,
+    max_rows: u64,
 ) -> Result<()> {
     let column = match name {
         Some(name) => ColumnRef::Name(name.to_owned()),
         None => ColumnRef::Index(index.unwrap_or(0)),
     };
+    let keyed = matches!(upload.format.as_str(), "json" | "jsonl");
     if let Some(first) = &upload.columns {
-        let keyed = matches!(upload.format.as_str(), "json" | "jsonl");
         let header: Vec<String> = if header_first || keyed {
             first.clone()
         } else {
             (0..first.len()).map(|i| i.to_string()).collect()
         };
         column.resolve(&header).map_err(Error::from)?;
+    }
+    let first_row_is_data = !header_first && !keyed;
+    if let Some(rows) = upload.data_rows.filter(|_| first_row_is_data) {
+        let rows = rows.saturating_add(1) as u64;
+        if rows > max_rows {
+            let mut error = Error::new(
+                ErrorCode::PayloadTooLarge,
+                format!(
+                    "with its first row as data the file has {rows} rows, over the limit of {max_rows} per import (uploads.max_rows)"
+                ),
+            );
+            error.errors.push(FieldError::new(
+                "header_first",
+                "the first row would be one row too many",
+            ));
+            return Err(error);
+        }
     }
     Ok(())
 }
@@ -266,11 +285,12 @@ async fn create_group_from_file(
     let name = body.group_name();
     let upload = state.store.upload(&caller.scope, project_id, file_id).await?;
     let header_first = body.header_first.unwrap_or(upload.format != "txt");
-    check_column(
+    check_import(
         &upload,
         body.column.map(|c| c as usize),
         body.column_name.as_deref(),
         header_first,
+        state.config.uploads.max_rows,
     )?;
     let source = FileSource {
         upload_id: upload.id,

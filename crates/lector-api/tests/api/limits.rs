@@ -62,6 +62,51 @@ async fn one_row_limit_holds_for_every_import(backend: crate::common::Backend) {
         .expect_problem(413, "payload_too_large");
     assert!(refused["detail"].as_str().unwrap().contains("limit of 12"), "{refused}");
 
+    // A file of a header and MAX rows is taken; read with its first row as data (TXT's default,
+    // or `header_first: false`) it has one row too many, refused when the import is asked for
+    // rather than on its last row in the job.
+    let lines: String = std::iter::once("first".to_owned())
+        .chain((0..MAX).map(|i| format!("row {i}")))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let txt = app
+        .upload_file(&ada, project, "rows.txt", lines.as_bytes())
+        .await
+        .expect(200);
+    let groups = format!("/projects/{project}/groups");
+    let refused = app
+        .post(&groups, &ada.token, json!({"name": "all lines", "file_id": txt["id"]}))
+        .await
+        .expect_problem(413, "payload_too_large");
+    assert!(refused["detail"].as_str().unwrap().contains("13 rows"), "{refused}");
+    assert_eq!(refused["errors"][0]["field"], "header_first", "{refused}");
+    let csv_upload = app
+        .upload_file(&ada, project, "rows.csv", lines.as_bytes())
+        .await
+        .expect(200);
+    let as_data = json!({"name": "no header", "file_id": csv_upload["id"], "header_first": false});
+    app.post(&groups, &ada.token, as_data)
+        .await
+        .expect_problem(413, "payload_too_large");
+    let analysis = app
+        .send_form("/analyses/upload", &ada.token, "rows.txt", lines.as_bytes(), &[])
+        .await
+        .expect(200);
+    let model = small_model(&app, &ada, project).await;
+    let refused = app
+        .post(
+            "/analyses",
+            &ada.token,
+            json!({"model_id": model, "name": "lines", "file_id": analysis["id"]}),
+        )
+        .await
+        .expect_problem(413, "payload_too_large");
+    assert_eq!(refused["errors"][0]["field"], "header_first", "{refused}");
+    let headed = json!({"name": "headed", "file_id": txt["id"], "header_first": true});
+    let (group, task) = app.group_from_file(&ada, project, headed).await;
+    assert_eq!(task["status"], "DONE", "{task}");
+    assert_eq!(group["document_count"], MAX, "{group}");
+
     // create_analysis with texts: the same limit, checked before anything else.
     let refused = app
         .post(
@@ -72,6 +117,21 @@ async fn one_row_limit_holds_for_every_import(backend: crate::common::Backend) {
         .await
         .expect_problem(413, "payload_too_large");
     assert_eq!(refused["errors"][0]["field"], "documents", "{refused}");
+}
+
+/// A model of a CLASS project with classes `a` and `b`, trained on six sentences of each.
+async fn small_model(app: &TestApp, ada: &crate::common::Session, project: i64) -> i64 {
+    let sentences = |class: &str, word: &str| -> Vec<serde_json::Value> {
+        (0..6)
+            .map(|i| json!({"text": format!("The {word} number {i} is here."), "tags": [{"class": class}]}))
+            .collect()
+    };
+    let mut documents = sentences("a", "apple");
+    documents.extend(sentences("b", "bicycle"));
+    app.labeled_session(ada, project, "Small", documents).await;
+    let model = app.train_model(ada, project, json!({"display_name": "Small"})).await;
+    assert_eq!(model["status"], "READY", "{model}");
+    model["id"].as_i64().unwrap()
 }
 
 /// Sends `n` requests at once and answers how many were created (201) and refused (409).

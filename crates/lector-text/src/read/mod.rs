@@ -253,6 +253,15 @@ pub fn read_table(format: Format, reader: impl Read + Send, options: ReadOptions
     Ok(table)
 }
 
+/// The start of a file and how many data rows it has, from [`preview`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preview {
+    /// The header, then the first data rows.
+    pub rows: Vec<Vec<String>>,
+    /// Every data row of the file, counted below the header.
+    pub data_rows: u64,
+}
+
 /// The header and the first `rows` data rows. The rest of the file is read as well, a batch at
 /// a time and thrown away, so that a file over the limits (its rows counted) or with a
 /// malformed row anywhere is refused when it is uploaded, not midway through its import.
@@ -262,14 +271,17 @@ pub fn preview(
     rows: usize,
     options: ReadOptions,
     limits: &Limits,
-) -> Result<Vec<Vec<String>>> {
+) -> Result<Preview> {
     let mut reader = open_rows(format, reader, options, limits)?;
     let mut preview = vec![reader.header().to_vec()];
     for row in reader.next_batch(rows)? {
         preview.push(row.cells);
     }
     while !reader.next_batch(PREVIEW_CHECK_BATCH)?.is_empty() {}
-    Ok(preview)
+    Ok(Preview {
+        rows: preview,
+        data_rows: reader.rows_read(),
+    })
 }
 
 /// Rows a [`preview`] reads at a time past the ones it keeps.

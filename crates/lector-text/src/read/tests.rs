@@ -110,10 +110,11 @@ fn preview_keeps_the_first_rows_checks_the_rest_and_selects_columns() {
     )
     .unwrap();
     assert_eq!(
-        preview,
+        preview.rows,
         strings(&[&["id", "text"], &["0", "row 0"], &["1", "row 1"], &["2", "row 2"]])
     );
-    let header = &preview[0];
+    assert_eq!(preview.data_rows, 1_000);
+    let header = &preview.rows[0];
     assert_eq!(ColumnRef::Name("text".into()).resolve(header).unwrap(), 1);
     assert_eq!(ColumnRef::Index(0).resolve(header).unwrap(), 0);
     assert_eq!(
@@ -291,7 +292,8 @@ fn xlsx_first_sheet_with_numbers_and_header() {
     assert_eq!(table.header, ["0", "1"]);
     assert_eq!(table.rows.len(), 3);
     let preview = preview(Format::Xlsx, &bytes[..], 1, ReadOptions::default(), &Limits::default()).unwrap();
-    assert_eq!(preview, strings(&[&["text", "stars"], &["Café & Öl", "5"]]));
+    assert_eq!(preview.rows, strings(&[&["text", "stars"], &["Café & Öl", "5"]]));
+    assert_eq!(preview.data_rows, 2);
 }
 
 #[test]
