@@ -314,10 +314,18 @@ impl Store {
         row.as_ref().map(Hitl::decode).transpose()
     }
 
-    /// Creates a pending review of `hitl` and notifies its assigned user, in one transaction.
+    /// Creates a pending review of `hitl` and notifies its assigned user, in one transaction. An
+    /// assignee who no longer may submit reviews in the workspace (gone, or a lower role now) is
+    /// neither assigned nor told: the review waits for whoever is assigned next.
     pub async fn create_review(&self, hitl: &Hitl, new: &NewReview) -> Result<HitlReview> {
         let mut tx = self.begin_write().await?;
         let now = Timestamp::now().micros();
+        let assignee = match hitl.assigned_user_id {
+            Some(user_id) => may_review_in(&mut tx, hitl.project_id, user_id)
+                .await?
+                .then_some(user_id),
+            None => None,
+        };
         let sql = format!(
             "INSERT INTO hitl_reviews (hitl_id, user_id, document_name, page_num, status, label, confidence_threshold, \
              extracted, pages, created, updated) VALUES ($1, $2, $3, $4, $10, $5, $6, $7, $9, $8, $8) \
@@ -325,7 +333,7 @@ impl Store {
         );
         let row = sqlx::query(&sql)
             .bind(hitl.id)
-            .bind(hitl.assigned_user_id)
+            .bind(assignee)
             .bind(&new.document_name)
             .bind(new.page_num)
             .bind(&new.label)
@@ -338,7 +346,7 @@ impl Store {
             .await
             .map_err(db)?;
         let review = HitlReview::decode(&row)?;
-        if let Some(user_id) = hitl.assigned_user_id {
+        if let Some(user_id) = assignee {
             sqlx::query("INSERT INTO notifications (user_id, type, title, text, created) VALUES ($1, $2, $3, $4, $5)")
                 .bind(user_id)
                 .bind(NotificationType::Info.as_str())
@@ -450,6 +458,59 @@ impl Store {
 }
 
 /// 422 naming `assigned_user_id`.
+/// Whether a user may submit reviews in a project's workspace: a member of a role that may
+/// annotate, or a superuser member (as `check_hitl_refs` allows when assigning).
+async fn may_review_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, project_id: i64, user_id: i64) -> Result<bool> {
+    let row = sqlx::query(
+        "SELECT m.role, u.is_superuser FROM memberships m JOIN projects p ON p.workspace_id = m.workspace_id \
+         JOIN users u ON u.id = m.user_id WHERE p.id = $1 AND m.user_id = $2",
+    )
+    .bind(project_id)
+    .bind(user_id)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db)?;
+    let Some(row) = row else {
+        return Ok(false);
+    };
+    let role: String = row.try_get("role").map_err(db)?;
+    let may_annotate = role.parse::<Role>().is_ok_and(|r| r >= Action::Annotate.min_role());
+    Ok(may_annotate || flag(&row, "is_superuser").map_err(db)?)
+}
+
+/// Takes a member's review work in a workspace from them, when they leave it or take a role
+/// that cannot submit reviews: its configurations stop assigning them, and their pending
+/// reviews wait for whoever is assigned next.
+pub(crate) async fn unassign_reviews_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    workspace_id: i64,
+    user_id: i64,
+) -> Result<()> {
+    let now = Timestamp::now().micros();
+    sqlx::query(
+        "UPDATE hitls SET assigned_user_id = NULL, updated = $3 WHERE assigned_user_id = $1 \
+         AND project_id IN (SELECT id FROM projects WHERE workspace_id = $2)",
+    )
+    .bind(user_id)
+    .bind(workspace_id)
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    sqlx::query(
+        "UPDATE hitl_reviews SET user_id = NULL, updated = $4 WHERE user_id = $1 AND status = $3 \
+         AND hitl_id IN (SELECT h.id FROM hitls h JOIN projects p ON p.id = h.project_id WHERE p.workspace_id = $2)",
+    )
+    .bind(user_id)
+    .bind(workspace_id)
+    .bind(ReviewStatus::Pending.as_str())
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    Ok(())
+}
+
 fn assignee_problem(message: &str) -> Error {
     Error::validation(vec![lector_core::FieldError::new("assigned_user_id", message)])
 }

@@ -333,6 +333,9 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        if role < Action::Annotate.min_role() {
+            crate::hitls::unassign_reviews_in(&mut tx, found.id, target.user_id).await?;
+        }
         tx.commit().await.map_err(db)?;
         self.membership(found.id, membership_id).await
     }
@@ -367,6 +370,7 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        crate::hitls::unassign_reviews_in(&mut tx, found.id, target.user_id).await?;
         // What the member invited leaves with them: an invitation to their own second address
         // would otherwise bring them back.
         sqlx::query(

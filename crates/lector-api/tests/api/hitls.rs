@@ -1,7 +1,7 @@
 //! HITL configurations through HTTPS on both backends: `update_hitl` and `assign_hitl` change
 //! only the fields they are given (SPEC: request fields are optional; "body as for add");
-//! the assignee is a member who may submit reviews (an ANNOTATOR or more); reviews are listed
-//! a page at a time. The review story itself is in `extraction.rs`.
+//! the assignee is a member who may submit reviews (an ANNOTATOR or more), and stops being
+//! one on leaving the workspace or becoming a VIEWER; reviews are listed a page at a time. The review story itself is in `extraction.rs`.
 
 use crate::common::TestApp;
 use crate::common::invoices::{invoice, invoice_model};
@@ -10,7 +10,8 @@ use serde_json::json;
 backend_tests!(
     a_hitl_change_keeps_what_it_leaves_out,
     a_viewer_is_never_the_assignee,
-    reviews_are_listed_a_page_at_a_time
+    reviews_are_listed_a_page_at_a_time,
+    a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned
 );
 
 async fn a_hitl_change_keeps_what_it_leaves_out(app: TestApp) {
@@ -195,4 +196,95 @@ async fn reviews_are_listed_a_page_at_a_time(app: TestApp) {
             .await
             .expect_problem(400, "invalid_parameter");
     }
+}
+
+async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let cy = app.register("cy@example.org").await;
+    let (project, model) = invoice_model(&app, &ada).await;
+    let workspace = app.default_workspace_id(&ada).await;
+    let bobs = app
+        .add_member(&ada.token, workspace, bob.user_id, "ANNOTATOR")
+        .await
+        .expect(200);
+    let cys = app
+        .add_member(&ada.token, workspace, cy.user_id, "ANNOTATOR")
+        .await
+        .expect(200);
+    let hitls = format!("/projects/{project}/hitls");
+    let configure = |user: i64| {
+        json!({"name": format!("Check {user}"), "model_id": model, "is_live": true,
+        "assigned_user_id": user, "labels": {"po_number": {"required": true}}})
+    };
+    let for_bob = app.post(&hitls, &ada.token, configure(bob.user_id)).await.expect(201);
+    let extract = format!("/organizations/{workspace}/projects/{project}/models/{model}/extract");
+    let review_of = |result: serde_json::Value| result["documents"][0]["hitl"]["review_id"].as_i64().unwrap();
+    let first = app
+        .send_form(&extract, &ada.token, "first.pdf", &invoice(), &[])
+        .await
+        .expect(200);
+    let first = format!("{hitls}/{}/reviews/{}", for_bob["id"], review_of(first));
+    assert_eq!(app.get(&first, &ada.token).await.expect(200)["user_id"], bob.user_id);
+    let told = |who: &crate::common::Session| {
+        let app = &app;
+        let token = who.token.clone();
+        async move {
+            app.get("/notifications", &token)
+                .await
+                .expect(200)
+                .as_array()
+                .unwrap()
+                .len()
+        }
+    };
+    assert_eq!(told(&bob).await, 1);
+
+    // Bob leaves: the configuration and his pending review are unassigned, and a new review
+    // neither names nor notifies him.
+    app.delete(
+        &format!("/organizations/{workspace}/permissions/{}", bobs["id"]),
+        &ada.token,
+    )
+    .await
+    .expect(200);
+    let hitl = app
+        .get(&format!("{hitls}/{}", for_bob["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert!(hitl["assigned_user_id"].is_null(), "{hitl}");
+    assert!(app.get(&first, &ada.token).await.expect(200)["user_id"].is_null());
+    let second = app
+        .send_form(&extract, &ada.token, "second.pdf", &invoice(), &[])
+        .await
+        .expect(200);
+    let second = format!("{hitls}/{}/reviews/{}", hitl["id"], review_of(second));
+    assert!(app.get(&second, &ada.token).await.expect(200)["user_id"].is_null());
+    assert_eq!(told(&bob).await, 1, "nothing more of a workspace he left");
+
+    // Cy becomes a VIEWER, who cannot submit reviews: unassigned likewise.
+    app.put(
+        &format!("{hitls}/{}", for_bob["id"]),
+        &ada.token,
+        json!({"is_live": false}),
+    )
+    .await
+    .expect(200);
+    let for_cy = app.post(&hitls, &ada.token, configure(cy.user_id)).await.expect(201);
+    app.put(
+        &format!("/organizations/{workspace}/permissions/{}", cys["id"]),
+        &ada.token,
+        json!({"role": "VIEWER"}),
+    )
+    .await
+    .expect(200);
+    let hitl = app
+        .get(&format!("{hitls}/{}", for_cy["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert!(hitl["assigned_user_id"].is_null(), "{hitl}");
+    app.send_form(&extract, &ada.token, "third.pdf", &invoice(), &[])
+        .await
+        .expect(200);
+    assert_eq!(told(&cy).await, 0);
 }
