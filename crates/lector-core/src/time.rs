@@ -28,16 +28,26 @@ impl Timestamp {
     }
 
     pub fn to_rfc3339(self) -> String {
+        self.formatted().unwrap_or_default()
+    }
+
+    /// RFC 3339 in UTC; None for an instant outside the years 0 to 9999, which it cannot spell.
+    fn formatted(self) -> Option<String> {
         OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.0) * 1_000)
             .ok()
             .and_then(|t| t.format(&Rfc3339).ok())
-            .unwrap_or_default()
+    }
+
+    /// The instant of a parsed date-time, if it can be served again: one whose offset takes it
+    /// past the year 9999 (or before 0) in UTC is refused, not served as "".
+    fn servable(t: OffsetDateTime) -> Option<Self> {
+        let t = Self(i64::try_from(t.unix_timestamp_nanos() / 1_000).ok()?);
+        t.formatted().map(|_| t)
     }
 
     /// Parses an RFC 3339 date-time with any offset.
     pub fn parse_rfc3339(text: &str) -> Option<Self> {
-        let t = OffsetDateTime::parse(text, &Rfc3339).ok()?;
-        Some(Self((t.unix_timestamp_nanos() / 1_000) as i64))
+        Self::servable(OffsetDateTime::parse(text, &Rfc3339).ok()?)
     }
 
     /// Parses a date-time a client sent: RFC 3339 with any offset, or an ISO 8601 date-time
@@ -54,7 +64,7 @@ impl Timestamp {
             .or_else(|_| PrimitiveDateTime::parse(text, spaced))
             .ok()?
             .assume_utc();
-        Some(Self((t.unix_timestamp_nanos() / 1_000) as i64))
+        Self::servable(t)
     }
 }
 
@@ -75,6 +85,9 @@ mod tests {
         assert_eq!(Timestamp::parse_rfc3339(&t.to_rfc3339()), Some(t));
         assert_eq!(Timestamp::parse_rfc3339("2023-11-14T23:13:20.123456+01:00"), Some(t));
         assert_eq!(Timestamp::parse_rfc3339("yesterday"), None);
+        let last = Timestamp::parse_rfc3339("9999-12-31T23:59:59Z").unwrap();
+        assert_eq!(last.to_rfc3339(), "9999-12-31T23:59:59Z");
+        assert_eq!(Timestamp::parse_rfc3339("9999-12-31T23:59:59-00:01"), None);
     }
 
     #[test]
@@ -106,6 +119,8 @@ mod tests {
             "2023-13-14T22:13:20",
             "2023-11-14T22:13:20.123456 ",
             "2023-11-14T22:13:20.123456+01",
+            "9999-12-31T23:59:59-23:59",
+            "0000-01-01T00:00:00+23:59",
         ] {
             assert_eq!(Timestamp::parse_lenient(bad), None, "{bad:?}");
         }

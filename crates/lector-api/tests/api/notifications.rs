@@ -224,6 +224,9 @@ async fn notifications_change_as_spec_says(app: TestApp) {
         (json!({"title": "x".repeat(201)}), "title"),
         (json!({"text": "x".repeat(2001)}), "text"),
         (json!({"created": "last week"}), "created"),
+        // Past the year 9999 in UTC, or before 0: it could not be served again.
+        (json!({"read": "9999-12-31T23:59:59-23:59"}), "read"),
+        (json!({"created": "0000-01-01T00:00:00+23:59"}), "created"),
     ] {
         let problem = app
             .put(&path, &ada.token, body)
