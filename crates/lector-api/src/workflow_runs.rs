@@ -364,11 +364,15 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
     let effects = ServiceEffects::new(state, scope, &workflow, hops);
     let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
     let answer = match &outcome {
+        // The answer's property is missing from what the run made of the call: the call's
+        // data does not fit the workflow, as a body lacking a field does not fit a route.
         Ok(finished) => lector_workflow::run::reply(&trigger, &finished.entries).map_err(|why| {
-            Error::new(
-                ErrorCode::Internal,
-                format!("the workflow finished, but its answer failed: {why}"),
-            )
+            let mut error = Error::new(
+                ErrorCode::ValidationFailed,
+                format!("the workflow finished, but its answer could not be made: {why}"),
+            );
+            error.errors.push(lector_core::FieldError::new("property_name", why));
+            error
         }),
         Err(failed) => Err(step_error(failed)),
     };

@@ -226,8 +226,14 @@ fn respond(method: &Method, answer: Answer) -> Response {
         Reply::Text(text) => (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response(),
         Reply::Empty => status.into_response(),
     };
+    // HEAD answers no body; 204 and 304 have none by definition (RFC 9110 §15.3.5, §15.4.5), so
+    // neither a body nor its length is sent.
     if method == Method::HEAD {
         *response.body_mut() = Body::empty();
+    } else if matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED) {
+        *response.body_mut() = Body::empty();
+        response.headers_mut().remove(header::CONTENT_TYPE);
+        response.headers_mut().remove(header::CONTENT_LENGTH);
     }
     // A workflow's own answer, whatever its status: no middleware rewrites it.
     response.extensions_mut().insert(crate::error::OwnBody);
@@ -235,15 +241,11 @@ fn respond(method: &Method, answer: Answer) -> Response {
 }
 
 /// A refused or failed call as problem+json; a 405 lists the methods in `Allow`.
-fn refused(error: Error) -> Response {
+fn refused(mut error: Error) -> Response {
     let allow = (error.code == ErrorCode::MethodNotAllowed)
-        .then(|| error.errors.first().map(|e| e.message.clone()))
+        .then(|| error.errors.pop().map(|e| e.message))
         .flatten();
-    let mut response = ApiError(Error {
-        errors: Vec::new(),
-        ..error
-    })
-    .into_response();
+    let mut response = ApiError(error).into_response();
     if let Some(allow) = allow.and_then(|a| header::HeaderValue::from_str(&a).ok()) {
         response.headers_mut().insert(header::ALLOW, allow);
     }

@@ -378,8 +378,39 @@ async fn responses_follow_the_trigger(app: TestApp) {
     let plain = post_hook(&app, "/webhook/modes/text", body.clone()).await;
     assert_eq!((plain.status, plain.text.as_str()), (200, "Hi hello"));
     assert!(plain.content_type.starts_with("text/plain"), "{}", plain.content_type);
-    let nothing = post_hook(&app, "/webhook/modes/empty", body).await;
+    let nothing = post_hook(&app, "/webhook/modes/empty", body.clone()).await;
     assert_eq!((nothing.status, nothing.text.as_str()), (202, ""));
+
+    // A 204 sends neither a body nor its length; a property the call's data lacks is the
+    // caller's problem (422 naming it), not the server's.
+    let no_content = create(
+        &app,
+        &ada,
+        json!({"name": "No content", "trigger": {"path": "modes/none", "http_method": "POST",
+        "response_mode": "last_step", "response_code": 204}}),
+    )
+    .await;
+    let property = create(
+        &app,
+        &ada,
+        json!({"name": "Property", "trigger": {"path": "modes/property", "http_method": "POST",
+        "response_mode": "last_step", "property_name": "body.missing"}}),
+    )
+    .await;
+    for workflow in [&no_content, &property] {
+        activate(&app, &ada, id(workflow)).await.expect(200);
+    }
+    let none = post_hook(&app, "/webhook/modes/none", body.clone()).await;
+    assert_eq!((none.status, none.text.as_str()), (204, ""));
+    assert!(none.headers.get("content-length").is_none(), "{:?}", none.headers);
+    let lacking = post_hook(&app, "/webhook/modes/property", body.clone()).await;
+    assert_eq!(lacking.status, 422, "{}", lacking.text);
+    assert_eq!(lacking.json["errors"][0]["field"], "property_name", "{}", lacking.text);
+    assert!(
+        lacking.content_type.starts_with("application/problem+json"),
+        "{}",
+        lacking.content_type
+    );
 
     // An immediate answer's execution finishes after it.
     let started = app.get("/workflows?limit=1", &ada.token).await.expect(200)["workflows"][0]["id"]

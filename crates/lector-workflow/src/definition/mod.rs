@@ -162,10 +162,11 @@ pub struct Trigger {
     #[serde(default)]
     pub response_data: ResponseData,
     /// With `first_entry_json`: answer this property of the first entry (empty means `data`),
-    /// as plain text when it is a string.
+    /// as plain text when it is a string; a call whose run has no such property is answered
+    /// 422 naming `property_name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub property_name: Option<String>,
-    /// The status of a successful answer (default 200).
+    /// The status of a successful answer (default 200); a 204 or 304 answers no body.
     #[serde(default = "default_response_code")]
     pub response_code: u16,
     #[serde(default)]
