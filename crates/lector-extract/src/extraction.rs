@@ -82,6 +82,31 @@ impl FieldSetting {
     }
 }
 
+/// Why a review's corrected values cannot be taken, as (field, problem) pairs: a field that is
+/// not one of the project's `labels`, or a value that does not read as its field's data type.
+/// An empty value says the field is not on the document, and is taken.
+pub fn correction_problems<'v>(
+    labels: &[String],
+    overrides: &[(String, SettingOverride)],
+    values: impl IntoIterator<Item = (&'v String, &'v String)>,
+) -> Vec<(String, String)> {
+    values
+        .into_iter()
+        .filter_map(|(field, value)| {
+            if !labels.contains(field) {
+                return Some((field.clone(), "is not a field (label) of this project".to_owned()));
+            }
+            if value.trim().is_empty() {
+                return None;
+            }
+            let data_type = FieldSetting::configured(field, overrides).data_type;
+            let why = convert(data_type, value).err()?;
+            let type_name = format!("{data_type:?}").to_lowercase();
+            Some((field.clone(), format!("does not read as a {type_name} value: {why}")))
+        })
+        .collect()
+}
+
 /// What became of one field.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldResult {
@@ -169,6 +194,34 @@ fn surer(built_in: Option<Found>, taught: Option<Found>) -> Option<Found> {
 mod tests {
     use super::*;
     use crate::DocumentFormat;
+
+    #[test]
+    fn corrections_name_their_fields_and_read_as_their_types() {
+        let labels = ["date".to_owned(), "total".to_owned(), "note".to_owned()];
+        let overrides = SettingOverride::parse_all(&serde_json::json!({"note": {"data_type": "number"}})).unwrap();
+        let values: std::collections::BTreeMap<String, String> = [
+            ("date", "14.03.2024"),
+            ("total", "1.234,50 €"),
+            ("note", ""),
+            ("no_such_field", "1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let problems = correction_problems(&labels, &overrides, &values);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].0, "no_such_field");
+        let wrong: std::collections::BTreeMap<String, String> =
+            [("date", "not a date"), ("total", "abc"), ("note", "seven")]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+        let fields: Vec<String> = correction_problems(&labels, &overrides, &wrong)
+            .into_iter()
+            .map(|(field, _)| field)
+            .collect();
+        assert_eq!(fields, ["date", "note", "total"]);
+    }
     use crate::page::{Line, Page, Quad, TextSource, Word};
 
     fn document(lines: &[&[(&str, f32)]]) -> ReadDocument {

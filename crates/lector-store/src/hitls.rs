@@ -181,7 +181,7 @@ impl Store {
     /// member of the workspace.
     pub async fn create_hitl(&self, scope: &Scope, project_id: i64, new: &NewHitl) -> Result<Hitl> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
-        self.check_hitl_refs(&project, new.model_id, new.assigned_user_id)
+        self.check_hitl_refs(&project, new.model_id, new.assigned_user_id, Some(&new.labels))
             .await?;
         let mut tx = self.begin_write().await?;
         let held = crate::count_under_lock(
@@ -222,7 +222,8 @@ impl Store {
     pub async fn update_hitl(&self, scope: &Scope, project_id: i64, id: i64, change: &HitlChange) -> Result<Hitl> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
         self.hitl_of(&project, id).await?;
-        self.check_hitl_refs(&project, change.model_id.flatten(), change.assigned_user_id.flatten())
+        let (model_id, user_id) = (change.model_id.flatten(), change.assigned_user_id.flatten());
+        self.check_hitl_refs(&project, model_id, user_id, change.labels.as_ref())
             .await?;
         let sql = format!(
             "UPDATE hitls SET name = COALESCE($1, name), description = COALESCE($2, description), \
@@ -251,13 +252,44 @@ impl Store {
         Hitl::decode(&row)
     }
 
-    /// 422 unless the model is one of the project's and the user a member of its workspace.
-    async fn check_hitl_refs(&self, project: &Project, model_id: Option<i64>, user_id: Option<i64>) -> Result<()> {
+    /// 422 unless the model is one of the project's extraction (LABEL) models, the user a
+    /// member of its workspace who may submit reviews, and every field of the settings one of
+    /// the project's labels.
+    async fn check_hitl_refs(
+        &self,
+        project: &Project,
+        model_id: Option<i64>,
+        user_id: Option<i64>,
+        settings: Option<&serde_json::Value>,
+    ) -> Result<()> {
         if let Some(model_id) = model_id {
-            let sql = "SELECT id FROM models WHERE id = $1 AND project_id = $2";
-            let problem = ("model_id", "is not a model of this project");
-            self.require_row(sqlx::query_scalar(sql).bind(model_id).bind(project.id), problem)
-                .await?;
+            let sql = "SELECT id FROM models WHERE id = $1 AND project_id = $2 AND type = $3";
+            let problem = ("model_id", "is not an extraction (LABEL) model of this project");
+            let label = lector_core::ProjectType::Label.as_str();
+            let query = sqlx::query_scalar(sql).bind(model_id).bind(project.id).bind(label);
+            self.require_row(query, problem).await?;
+        }
+        if let Some(fields) = settings
+            .and_then(serde_json::Value::as_object)
+            .filter(|f| !f.is_empty())
+        {
+            let labels: Vec<String> = sqlx::query_scalar("SELECT name FROM labels WHERE project_id = $1")
+                .bind(project.id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db)?;
+            let unknown: Vec<lector_core::FieldError> = fields
+                .keys()
+                .filter(|field| !labels.contains(field))
+                .take(10)
+                .map(|field| {
+                    let field: String = field.chars().take(120).collect();
+                    lector_core::FieldError::new(format!("labels.{field}"), "is not a label of this project")
+                })
+                .collect();
+            if !unknown.is_empty() {
+                return Err(Error::validation(unknown));
+            }
         }
         if let Some(user_id) = user_id {
             // The assignee submits the reviews, which takes a role that may annotate.
@@ -457,7 +489,6 @@ impl Store {
     }
 }
 
-/// 422 naming `assigned_user_id`.
 /// Whether a user may submit reviews in a project's workspace: a member of a role that may
 /// annotate, or a superuser member (as `check_hitl_refs` allows when assigning).
 async fn may_review_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, project_id: i64, user_id: i64) -> Result<bool> {
@@ -511,6 +542,7 @@ pub(crate) async fn unassign_reviews_in(
     Ok(())
 }
 
+/// 422 naming `assigned_user_id`.
 fn assignee_problem(message: &str) -> Error {
     Error::validation(vec![lector_core::FieldError::new("assigned_user_id", message)])
 }

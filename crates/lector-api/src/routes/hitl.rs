@@ -177,10 +177,12 @@ fn check_fields(
             "webhook_url",
             "at most 255 characters",
         );
+        let web_address = url::Url::parse(url)
+            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()));
         problems.check(
-            url.is_empty() || url.starts_with("https://") || url.starts_with("http://"),
+            url.is_empty() || web_address,
             "webhook_url",
-            "must be an http or https address",
+            "must be an http or https address with a host",
         );
     }
     if let Some(labels) = labels
@@ -321,6 +323,35 @@ impl SubmitReviewBody {
             _ => None,
         }
     }
+}
+
+/// 422 naming `values.{field}` for each corrected value that names no label of the project or
+/// does not read as its field's type (`correction_problems`): approved corrections are
+/// training data.
+async fn check_corrections(
+    state: &AppState,
+    caller: &Caller,
+    hitl: &lector_store::Hitl,
+    values: &std::collections::BTreeMap<String, String>,
+) -> lector_core::Result<()> {
+    let labels: Vec<String> = state
+        .store
+        .labels(&caller.scope, hitl.project_id)
+        .await?
+        .into_iter()
+        .map(|label| label.name)
+        .collect();
+    let overrides = SettingOverride::parse_all(&hitl.labels).unwrap_or_default();
+    let problems = lector_extract::extraction::correction_problems(&labels, &overrides, values);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(lector_core::Error::validation(
+        problems
+            .into_iter()
+            .map(|(field, why)| lector_core::FieldError::new(format!("values.{field}"), why))
+            .collect(),
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -490,10 +521,15 @@ pub async fn submit_hitl_review(
     PathParams(p): PathParams<ReviewPath>,
     Body(body): Body<SubmitReviewBody>,
 ) -> ApiResult<Json<HitlReviewDto>> {
-    let values = serde_json::to_value(&body.values).unwrap_or_default();
     let status = body
         .verdict()
         .ok_or_else(|| lector_core::Error::bad_request("status must be APPROVED or REJECTED"))?;
+    let (hitl, _) = state
+        .store
+        .hitl_review(&caller.scope, p.project_id, p.hitl_id, p.review_id, Action::Annotate)
+        .await?;
+    check_corrections(&state, &caller, &hitl, &body.values).await?;
+    let values = serde_json::to_value(&body.values).unwrap_or_default();
     let review = state
         .store
         .submit_review(&caller.scope, p.project_id, p.hitl_id, p.review_id, status, &values)

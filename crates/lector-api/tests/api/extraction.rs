@@ -299,6 +299,22 @@ async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
     )
     .await
     .expect_problem(422, "validation_failed");
+    // Corrections are training data: each names a field of the project and reads as its type.
+    let problem = app
+        .put(
+            &format!("{at}/reviews/{review_id}"),
+            &ada.token,
+            json!({"status": "approved", "values": {"no_such_field": "1", "total": "abc", "po_number": "PO-7"}}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    let fields: Vec<&str> = problem["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["values.no_such_field", "values.total"], "{problem}");
     let submitted = app
         .put(
             &format!("{at}/reviews/{review_id}"),
@@ -387,6 +403,7 @@ async fn hitl_configurations_are_checked(app: TestApp) {
             json!({"name": "ok", "webhook_url": "ftp://example.org/x"}),
             "webhook_url",
         ),
+        (json!({"name": "ok", "webhook_url": "https://"}), "webhook_url"),
         (
             json!({"name": "ok", "labels": {"total": {"confidence_threshold": 3}}}),
             "labels",
@@ -416,6 +433,28 @@ async fn hitl_configurations_are_checked(app: TestApp) {
         .await
         .expect_problem(422, "validation_failed");
     assert_eq!(problem["errors"][0]["field"], "model_id");
+    // The settings name the project's labels; the model extracts (LABEL), as a live
+    // configuration's model must.
+    let problem = app
+        .post(
+            &hitls,
+            &ada.token,
+            json!({"name": "x", "labels": {"total": {}, "colour": {"required": true}}}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "labels.colour", "{problem}");
+    let (tickets, _) = crate::common::tickets::labeled_tickets(&app, &ada, "Tickets").await;
+    let classifier = app.train_model(&ada, tickets, json!({"display_name": "Tickets"})).await;
+    let problem = app
+        .post(
+            &format!("/projects/{tickets}/hitls"),
+            &ada.token,
+            json!({"name": "x", "model_id": classifier["id"], "is_live": true}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "model_id", "{problem}");
     let problem = app
         .post(
             &hitls,
