@@ -219,6 +219,8 @@ async fn extract_with(
             model.kind.as_str()
         )));
     }
+    // The name is the client's (a form's, a workflow's): kept to a name's length wherever it goes.
+    let name = lector_core::validate::file_name(&name).into_owned();
     let kept = options.return_annotated_pages.then(|| bytes.clone());
     let read = state.sandbox.read(bytes).await?;
     let hitl = state.store.live_hitl(project, model.id).await?;
