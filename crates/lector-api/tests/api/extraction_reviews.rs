@@ -1,6 +1,7 @@
 //! What a HITL review keeps of an extraction, through HTTPS on both backends: the document's
 //! name within a name's length (its extension kept) in the answer, the review and the
-//! reviewer's notification, which the notification's own API accepts back.
+//! reviewer's notification, which the notification's own API accepts back; the review's
+//! threshold as its configuration says it, and the matches and boxes as the answer gave them.
 
 use crate::common::invoices::{FIELDS, invoice, invoice_model};
 use crate::common::{Session, TestApp};
@@ -9,6 +10,7 @@ use serde_json::{Value, json};
 
 backend_tests!(
     a_long_file_name_is_kept_to_a_name,
+    a_review_keeps_the_numbers_of_its_configuration_and_answer,
 );
 
 /// A live configuration of the invoice model for `ada`, every field at a 0.9 threshold and
@@ -82,4 +84,45 @@ async fn a_long_file_name_is_kept_to_a_name(app: TestApp) {
     )
     .await
     .expect(200);
+}
+
+async fn a_review_keeps_the_numbers_of_its_configuration_and_answer(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (url, hitl) = reviewed_invoices(&app, &ada).await;
+    let result = app
+        .send_form(
+            &format!("{url}?return_bboxes=true"),
+            &ada.token,
+            "rechnung.pdf",
+            &invoice(),
+            &[],
+        )
+        .await
+        .expect(200);
+    let document = &result["documents"][0];
+    assert_eq!(document["hitl"]["status"], "pending", "{result}");
+    let full = app
+        .get(
+            &format!(
+                "/projects/{}/hitls/{}/reviews?with_full_data=true",
+                hitl["project_id"], hitl["id"]
+            ),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    let review = &full[0];
+    let label = review["label"].as_str().expect("the field that asked for review");
+    assert_eq!(
+        review["confidence_threshold"], hitl["labels"][label]["confidence_threshold"],
+        "{review}"
+    );
+    assert_eq!(review["confidence_threshold"], json!(0.9));
+    let extracted = &review["data"]["extracted"];
+    assert_eq!(extracted["matches"], document["matches"]);
+    assert_eq!(extracted["bboxes"], document["bboxes"]);
+    assert!(
+        document["matches"].as_array().is_some_and(|m| !m.is_empty()),
+        "{document}"
+    );
 }
