@@ -589,8 +589,8 @@ impl Effects for ServiceEffects<'_> {
             Level::Warning => NotificationType::Warning,
         };
         let title = format!("Workflow {}", self.workflow_name);
-        let text: String = message.chars().take(2000).collect();
-        self.state.store.notify(user_id, kind, &title, &text).await?;
+        // The store cuts the text to what a notification holds.
+        self.state.store.notify(user_id, kind, &title, &message).await?;
         Ok(())
     }
 

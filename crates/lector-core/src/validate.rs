@@ -8,12 +8,19 @@
 //! are checked field by field in one streaming pass by [`crate::body`].
 
 use crate::{Error, ErrorCode, FieldError};
+use std::borrow::Cow;
 
 pub const MIN_PASSWORD_CHARS: usize = 8;
 pub const MAX_PASSWORD_CHARS: usize = 1024;
 pub const MAX_EMAIL_CHARS: usize = 254;
 pub const MAX_NAME_CHARS: usize = 120;
 pub const MAX_DESCRIPTION_CHARS: usize = 2000;
+/// Longest title and text of a notification, whoever writes it: a client's update is refused
+/// past them, and what the service writes itself is cut to them ([`shortened`]).
+pub const MAX_NOTIFICATION_TITLE_CHARS: usize = 200;
+pub const MAX_NOTIFICATION_TEXT_CHARS: usize = 2000;
+/// Longest extension [`file_name`] keeps when it cuts a name; a longer one is part of the name.
+const MAX_EXTENSION_CHARS: usize = 10;
 
 /// Collects field problems so a request reports all of them at once.
 #[derive(Debug, Default)]
@@ -136,6 +143,35 @@ pub fn normalize_email(value: &str) -> String {
     value.trim().to_lowercase()
 }
 
+/// `text` in at most `max` characters: cut on a character boundary, an ellipsis ending it.
+pub fn shortened(text: &str, max: usize) -> Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => Cow::Borrowed(text),
+        Some(_) => {
+            let end = text.char_indices().nth(max.saturating_sub(1)).map_or(0, |(i, _)| i);
+            Cow::Owned(format!("{}…", &text[..end]))
+        }
+    }
+}
+
+/// A file name a client sent, in at most [`MAX_NAME_CHARS`] characters like any other name:
+/// a longer one is cut in its stem (an ellipsis marks the cut) and keeps its extension.
+pub fn file_name(name: &str) -> Cow<'_, str> {
+    if name.chars().nth(MAX_NAME_CHARS).is_none() {
+        return Cow::Borrowed(name);
+    }
+    let extension = name
+        .rfind('.')
+        .map(|dot| &name[dot..])
+        .filter(|ext| (2..=MAX_EXTENSION_CHARS + 1).contains(&ext.chars().count()));
+    let Some(extension) = extension else {
+        return shortened(name, MAX_NAME_CHARS);
+    };
+    let stem = &name[..name.len() - extension.len()];
+    let kept = shortened(stem, MAX_NAME_CHARS - extension.chars().count());
+    Cow::Owned(format!("{kept}{extension}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,6 +217,31 @@ mod tests {
         assert_eq!(forbidden_char("one\r\ntwo\tthree", TextKind::Free), None);
         for bad in ["a\u{0}", "a\u{1b}[31m", "\u{85}", "\u{202D}"] {
             assert!(forbidden_char(bad, TextKind::Free).is_some(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn shortened_cuts_on_a_character_boundary_within_the_limit() {
+        assert_eq!(shortened("abc", 3), "abc");
+        assert_eq!(shortened("abcd", 3), "ab…");
+        let long = "é".repeat(5000);
+        let cut = shortened(&long, MAX_NOTIFICATION_TEXT_CHARS);
+        assert_eq!(cut.chars().count(), MAX_NOTIFICATION_TEXT_CHARS);
+        assert!(cut.ends_with("é…"));
+    }
+
+    #[test]
+    fn long_file_names_keep_their_extension() {
+        assert_eq!(file_name("rechnung.pdf"), "rechnung.pdf");
+        let long = format!("{}.pdf", "ü".repeat(30_000));
+        let cut = file_name(&long);
+        assert_eq!(cut.chars().count(), MAX_NAME_CHARS, "{cut}");
+        assert!(cut.starts_with('ü') && cut.ends_with("ü….pdf"), "{cut}");
+        // Without an extension worth keeping, the name is cut like any text.
+        for name in ["x".repeat(300), format!("a.{}", "b".repeat(300))] {
+            let cut = file_name(&name);
+            assert_eq!(cut.chars().count(), MAX_NAME_CHARS, "{cut}");
+            assert!(cut.ends_with('…'), "{cut}");
         }
     }
 

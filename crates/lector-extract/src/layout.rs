@@ -39,6 +39,17 @@ const COLUMN_GAP: f32 = 2.5;
 /// Glyphs whose centres differ by less than this share of their height share a row.
 const ROW_TOLERANCE: f32 = 0.45;
 
+/// The glyphs a viewer shows on a page `width` × `height` points: those whose centre lies on
+/// it. A PDF may set text beyond its visible box (the crop box hides it, or it was drawn off
+/// the media box); that text is not part of the page, and its box would be squashed to an edge.
+pub fn on_page(mut glyphs: Vec<PlacedGlyph>, width: f32, height: f32) -> Vec<PlacedGlyph> {
+    glyphs.retain(|g| {
+        let x = (g.left + g.right) / 2.0;
+        (0.0..=width).contains(&x) && (0.0..=height).contains(&g.centre_y())
+    });
+    glyphs
+}
+
 /// Lines of words, in reading order, from glyphs on a page `width` × `height` points.
 pub fn lines_from_glyphs(mut glyphs: Vec<PlacedGlyph>, width: f32, height: f32) -> Vec<Line> {
     glyphs.retain(|g| !g.text.is_empty() && g.left.is_finite() && g.top.is_finite());
@@ -188,6 +199,19 @@ mod tests {
         let lines = lines_from_glyphs(set("ab", 60.0, 80.0), 600.0, 800.0);
         let (l, t, r, b) = lines[0].words[0].quad.bounds();
         assert_eq!((l, t, r, b), (0.1, 0.1, 70.0 / 600.0, 0.1125));
+    }
+
+    #[test]
+    fn glyphs_off_the_page_are_not_on_it() {
+        let mut glyphs = set("above", 50.0, -30.0);
+        glyphs.extend(set("below", 50.0, 805.0));
+        glyphs.extend(set("left", -40.0, 100.0));
+        glyphs.extend(set("right", 590.0, 200.0));
+        glyphs.extend(set("shown", 50.0, 300.0));
+        let kept = on_page(glyphs, 600.0, 800.0);
+        let text: String = kept.iter().map(|g| g.text.as_str()).collect();
+        // "right": its first two glyphs have their centres on the page.
+        assert_eq!(text, "rishown");
     }
 
     #[test]

@@ -3,13 +3,15 @@
 //!
 //! hayro interprets a page into a [`Device`]; ours keeps every glyph the page draws (invisible
 //! text too, which is where a scanned PDF keeps its OCR layer) with the box its advance and the
-//! font's ascent and descent span, in page points with y downwards. [`crate::layout`] then makes
+//! font's ascent and descent span, in page points with y downwards. The page is its visible
+//! box, as viewers show it: the crop box within the media box, which hayro's initial transform
+//! and render size follow; glyphs set outside it are not read. [`crate::layout`] then makes
 //! words and lines of them. Pages without text are rendered at the resolution of the largest
 //! image they draw (a 150-dpi scan is read at 150 dpi, as tesseract would read the scan itself).
 
 mod decoded;
 
-use crate::layout::{PlacedGlyph, lines_from_glyphs};
+use crate::layout::{PlacedGlyph, lines_from_glyphs, on_page};
 use crate::ocr::MAX_WORDS_PER_PAGE;
 use crate::page::{Page, TextSource, keep_first_words};
 use crate::{ExtractConfig, too_large};
@@ -90,9 +92,10 @@ impl PdfDocument {
         let mut collector = Collector::default();
         interpret(page, &mut collector);
         let number = index as u32 + 1;
-        let visible: usize = collector.glyphs.iter().map(|g| g.text.trim().chars().count()).sum();
+        let glyphs = on_page(collector.glyphs, width, height);
+        let visible: usize = glyphs.iter().map(|g| g.text.trim().chars().count()).sum();
         if visible >= MIN_TEXT_CHARS {
-            let mut lines = lines_from_glyphs(collector.glyphs, width, height);
+            let mut lines = lines_from_glyphs(glyphs, width, height);
             keep_first_words(&mut lines, MAX_WORDS_PER_PAGE);
             return Ok(PdfPageText::Text(Page {
                 number,

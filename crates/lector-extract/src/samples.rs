@@ -38,8 +38,28 @@ impl TextRun {
     }
 }
 
+/// A page's boxes in PDF user space (x0, y0, x1, y1; y upwards): `/MediaBox`, `/CropBox`.
+#[derive(Debug, Clone, Copy)]
+pub struct PageBoxes {
+    pub media: [f32; 4],
+    pub crop: Option<[f32; 4]>,
+}
+
+impl PageBoxes {
+    pub const A4: Self = Self {
+        media: [0.0, 0.0, A4.0, A4.1],
+        crop: None,
+    };
+}
+
 /// A PDF of A4 pages in Helvetica (WinAnsi: Latin-1 text and the euro sign).
 pub fn text_pdf(pages: &[Vec<TextRun>]) -> Vec<u8> {
+    text_pdf_in(pages, PageBoxes::A4)
+}
+
+/// [`text_pdf`] with other page boxes: the runs are set where they stand on A4 (baseline
+/// `842 - y` in user space), so the boxes show them elsewhere or hide them.
+pub fn text_pdf_in(pages: &[Vec<TextRun>], boxes: PageBoxes) -> Vec<u8> {
     let mut pdf = Pdf::new();
     let catalog = Ref::new(1);
     let tree = Ref::new(2);
@@ -55,9 +75,11 @@ pub fn text_pdf(pages: &[Vec<TextRun>]) -> Vec<u8> {
     for (runs, &id) in pages.iter().zip(&page_ids) {
         let content_id = Ref::new(id.get() + 1);
         let mut page = pdf.page(id);
-        page.media_box(Rect::new(0.0, 0.0, A4.0, A4.1))
-            .parent(tree)
-            .contents(content_id);
+        let rect = |[x0, y0, x1, y1]: [f32; 4]| Rect::new(x0, y0, x1, y1);
+        page.media_box(rect(boxes.media)).parent(tree).contents(content_id);
+        if let Some(crop) = boxes.crop {
+            page.crop_box(rect(crop));
+        }
         let mut resources = page.resources();
         resources.fonts().pair(Name(b"F1"), regular).pair(Name(b"F2"), bold);
         resources.finish();

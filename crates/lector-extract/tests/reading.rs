@@ -2,7 +2,7 @@
 //! format through tesseract, in this process (the sandbox runs this same code in a child; its
 //! own tests boot the server). Needs the `tesseract` program: `scripts/install-ocr`.
 
-use lector_extract::samples::{self, TextRun};
+use lector_extract::samples::{self, PageBoxes, TextRun};
 use lector_extract::{DocumentFormat, ExtractConfig, Page, TextSource, read_document};
 
 fn invoice() -> Vec<u8> {
@@ -86,6 +86,59 @@ fn a_text_pdf_gives_its_words_lines_and_boxes_without_ocr() {
         "right {right}"
     );
     assert!(first.lines.iter().flat_map(|l| &l.words).all(|w| w.confidence == 1.0));
+}
+
+/// The text of a page read as a viewer shows it: within its crop box (defaulting to the media
+/// box), with boxes relative to that box, and drawn at that box's size.
+#[test]
+fn only_the_visible_box_of_a_page_is_read() {
+    let no_ocr = ExtractConfig {
+        tesseract: "/nonexistent/tesseract".into(),
+        ..config()
+    };
+    // User space: baselines at 702 (shown) and 140 (under the crop box's bottom, 400).
+    let runs = vec![
+        TextRun::new(50.0, 140.0, 12.0, "Rechnung Nr. 2024-0017"),
+        TextRun::new(50.0, 702.0, 12.0, "IBAN DE89 3704 0044 0532 0130 00"),
+    ];
+    let cropped = samples::text_pdf_in(
+        std::slice::from_ref(&runs),
+        PageBoxes {
+            crop: Some([0.0, 400.0, 595.0, 842.0]),
+            ..PageBoxes::A4
+        },
+    );
+    let document = read_document(cropped.clone(), &no_ocr).expect("a text PDF");
+    let page = &document.pages[0];
+    assert_eq!((page.width, page.height), (595.0, 442.0));
+    assert_eq!(page.text(), "Rechnung Nr. 2024-0017");
+    let (left, top, _, bottom) = word_bounds(page, "Rechnung");
+    assert!((left - 50.0 / 595.0).abs() < 0.002, "left {left}");
+    assert!(top > 128.0 / 442.0 && bottom < 144.0 / 442.0, "{top} {bottom}");
+    assert_eq!(samples::render(&cropped, 72.0)[0].dimensions(), (595, 442));
+
+    // A media box off the origin: what lies beyond it is not read, the rest is placed in it.
+    let runs = vec![
+        TextRun::new(50.0, 100.0, 12.0, "oben 2024"),
+        TextRun::new(450.0, 500.0, 12.0, "rechts 2024"),
+        TextRun::new(50.0, 500.0, 12.0, "Sichtbar 2024"),
+    ];
+    let shifted = samples::text_pdf_in(
+        &[runs],
+        PageBoxes {
+            media: [-200.0, -300.0, 395.0, 542.0],
+            crop: None,
+        },
+    );
+    let document = read_document(shifted.clone(), &no_ocr).expect("a text PDF");
+    let page = &document.pages[0];
+    assert_eq!((page.width, page.height), (595.0, 842.0));
+    assert_eq!(page.text(), "Sichtbar 2024");
+    // x 50 is 250 from the box's left; baseline 342 is 200 under its top (542).
+    let (left, top, _, bottom) = word_bounds(page, "Sichtbar");
+    assert!((left - 250.0 / 595.0).abs() < 0.002, "left {left}");
+    assert!(top > 188.0 / 842.0 && bottom < 204.0 / 842.0, "{top} {bottom}");
+    assert_eq!(samples::render(&shifted, 72.0)[0].dimensions(), (595, 842));
 }
 
 #[test]
@@ -215,11 +268,12 @@ fn limits_and_refusals_name_their_reason() {
 #[test]
 fn a_text_layer_keeps_at_most_the_ocr_word_cap() {
     use lector_extract::ocr::MAX_WORDS_PER_PAGE;
-    // 250 lines of 100 words: 25,000 words on one page, more than OCR would keep of it.
+    // 250 lines of 100 words: 25,000 words on one page, more than OCR would keep of it; the
+    // font small enough for the longest line to end on the page (text beyond it is not read).
     let runs: Vec<TextRun> = (0..250)
         .map(|line| {
             let words: Vec<String> = (0..100).map(|w| format!("w{}", line * 100 + w)).collect();
-            TextRun::new(20.0, 20.0 + line as f32 * 3.2, 2.0, words.join(" "))
+            TextRun::new(20.0, 20.0 + line as f32 * 3.2, 1.4, words.join(" "))
         })
         .collect();
     let read = read_document(samples::text_pdf(&[runs]), &config()).unwrap();

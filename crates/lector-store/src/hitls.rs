@@ -379,19 +379,21 @@ impl Store {
             .map_err(db)?;
         let review = HitlReview::decode(&row)?;
         if let Some(user_id) = assignee {
+            let text = format!(
+                "Review {} of {:?} ({}) needs a look: {}.",
+                review.id,
+                review.document_name,
+                hitl.name,
+                new.label
+                    .as_deref()
+                    .map_or("a field".to_owned(), |l| format!("field {l}"))
+            );
+            let (title, text) = crate::notifications::within_limits("A review is waiting for you", &text);
             sqlx::query("INSERT INTO notifications (user_id, type, title, text, created) VALUES ($1, $2, $3, $4, $5)")
                 .bind(user_id)
                 .bind(NotificationType::Info.as_str())
-                .bind("A review is waiting for you")
-                .bind(format!(
-                    "Review {} of {:?} ({}) needs a look: {}.",
-                    review.id,
-                    review.document_name,
-                    hitl.name,
-                    new.label
-                        .as_deref()
-                        .map_or("a field".to_owned(), |l| format!("field {l}"))
-                ))
+                .bind(title)
+                .bind(text)
                 .bind(now)
                 .execute(&mut *tx)
                 .await

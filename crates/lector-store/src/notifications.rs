@@ -4,7 +4,17 @@
 use crate::records::{FromAnyRow, NOTIFICATION_COLUMNS, Notification, fetch_record, fetch_records};
 use crate::{Store, db};
 use lector_core::time::Timestamp;
+use lector_core::validate::{MAX_NOTIFICATION_TEXT_CHARS, MAX_NOTIFICATION_TITLE_CHARS, shortened};
 use lector_core::{NotificationType, Result, Scope};
+
+/// A notification's title and text as the service writes them: within what a client's update
+/// may hold, so that nothing the service writes is more than its API accepts.
+pub(crate) fn within_limits(title: &str, text: &str) -> (String, String) {
+    (
+        shortened(title, MAX_NOTIFICATION_TITLE_CHARS).into_owned(),
+        shortened(text, MAX_NOTIFICATION_TEXT_CHARS).into_owned(),
+    )
+}
 
 impl Store {
     /// Records a notification for a user. This is the internal API jobs and handlers call.
@@ -13,6 +23,7 @@ impl Store {
             "INSERT INTO notifications (user_id, type, title, text, created) VALUES ($1, $2, $3, $4, $5) \
              RETURNING {NOTIFICATION_COLUMNS}"
         );
+        let (title, text) = within_limits(title, text);
         let row = sqlx::query(&sql)
             .bind(user_id)
             .bind(kind.as_str())

@@ -11,7 +11,7 @@ use axum::Json;
 use axum::extract::State;
 use lector_core::NotificationType;
 use lector_core::time::Timestamp;
-use lector_core::validate::Problems;
+use lector_core::validate::{MAX_NOTIFICATION_TEXT_CHARS, MAX_NOTIFICATION_TITLE_CHARS, Problems};
 use lector_store::{Notification, NotificationChanges};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -71,20 +71,16 @@ pub struct UpdateNotificationBody {
     pub read: Option<Option<String>>,
 }
 
-/// Longest title and text a client may give a notification.
-const MAX_TITLE_CHARS: usize = 200;
-const MAX_TEXT_CHARS: usize = 2000;
-
 impl WriteBody for UpdateNotificationBody {
     const IMMUTABLE: &'static [&'static str] = &["id"];
     const FREE_TEXT: &'static [&'static str] = &["text"];
 
     fn validate(&self, problems: &mut Problems) {
         if let Some(title) = &self.title {
-            problems.name("title", title, MAX_TITLE_CHARS);
+            problems.name("title", title, MAX_NOTIFICATION_TITLE_CHARS);
         }
         if let Some(text) = &self.text {
-            problems.max_len("text", text, MAX_TEXT_CHARS);
+            problems.max_len("text", text, MAX_NOTIFICATION_TEXT_CHARS);
         }
         if let Some(kind) = &self.kind {
             problems.check(

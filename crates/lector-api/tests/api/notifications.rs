@@ -4,12 +4,14 @@
 
 use crate::common::TestApp;
 use lector_core::NotificationType;
+use lector_core::validate::{MAX_NOTIFICATION_TEXT_CHARS, MAX_NOTIFICATION_TITLE_CHARS};
 use serde_json::json;
 
 backend_tests!(
     notifications_are_listed_read_and_unread,
     notifications_belong_to_their_user,
-    notifications_change_as_spec_says
+    notifications_change_as_spec_says,
+    what_the_service_writes_its_api_accepts,
 );
 
 async fn notifications_are_listed_read_and_unread(app: TestApp) {
@@ -234,4 +236,32 @@ async fn notifications_change_as_spec_says(app: TestApp) {
             .expect_problem(422, "validation_failed");
         assert_eq!(problem["errors"][0]["field"], field);
     }
+}
+
+/// The service's own notifications (a job's error, a workflow's message, a review's notice)
+/// are cut to what `update_notification` accepts, so they can be sent back unchanged.
+async fn what_the_service_writes_its_api_accepts(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let note = app
+        .state
+        .store
+        .notify(
+            ada.user_id,
+            NotificationType::Warning,
+            &"T".repeat(300),
+            &"é".repeat(30_000),
+        )
+        .await
+        .unwrap();
+    assert_eq!(note.title.chars().count(), MAX_NOTIFICATION_TITLE_CHARS);
+    assert_eq!(note.text.chars().count(), MAX_NOTIFICATION_TEXT_CHARS);
+    let path = format!("/notifications/{}", note.id);
+    let fetched = app.get(&path, &ada.token).await.expect(200);
+    app.put(
+        &path,
+        &ada.token,
+        json!({"title": fetched["title"], "text": fetched["text"]}),
+    )
+    .await
+    .expect(200);
 }
