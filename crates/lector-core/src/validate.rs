@@ -154,9 +154,20 @@ pub fn shortened(text: &str, max: usize) -> Cow<'_, str> {
     }
 }
 
-/// A file name a client sent, in at most [`MAX_NAME_CHARS`] characters like any other name:
-/// a longer one is cut in its stem (an ellipsis marks the cut) and keeps its extension.
+/// A file name a client sent, fit to show and store as any other name: without control or
+/// bidi characters (dropped: a name is not refused for them, as a file's bytes are not), and in
+/// at most [`MAX_NAME_CHARS`] characters, a longer one cut in its stem (an ellipsis marks the
+/// cut) keeping its extension.
 pub fn file_name(name: &str) -> Cow<'_, str> {
+    let unfit = |c: char| c.is_control() || is_bidi_control(c);
+    if name.chars().any(unfit) {
+        let clean: String = name.chars().filter(|&c| !unfit(c)).collect();
+        return Cow::Owned(bounded_file_name(&clean).into_owned());
+    }
+    bounded_file_name(name)
+}
+
+fn bounded_file_name(name: &str) -> Cow<'_, str> {
     if name.chars().nth(MAX_NAME_CHARS).is_none() {
         return Cow::Borrowed(name);
     }
@@ -243,6 +254,9 @@ mod tests {
             assert_eq!(cut.chars().count(), MAX_NAME_CHARS, "{cut}");
             assert!(cut.ends_with('…'), "{cut}");
         }
+        // Control and bidi characters are dropped.
+        assert_eq!(file_name("inv\u{202E}fdp.exe\n.pdf"), "invfdp.exe.pdf");
+        assert_eq!(file_name("a\tb.csv"), "ab.csv");
     }
 
     #[test]

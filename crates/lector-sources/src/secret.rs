@@ -30,7 +30,9 @@ pub const MAX_VALUE_CHARS: usize = 8 * 1024;
 pub struct HttpSecret {
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// `https://host[:port]`: the only origin the credential fetches from.
+    /// `https://host[:port]`: the only origin the credential fetches from. `http://` is taken
+    /// too, for a server inside the network without TLS; its headers then travel unencrypted,
+    /// which whoever creates the credential (a MANAGER) decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
 }

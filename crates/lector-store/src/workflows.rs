@@ -358,8 +358,9 @@ impl Store {
         Ok(())
     }
 
-    /// The 409 for a path and method another workflow holds: its id, and its name when the
-    /// caller may see its workspace.
+    /// The 409 for a path and method another workflow holds: its id and name when the caller
+    /// may see its workspace; otherwise only that another workspace holds it (an id the caller
+    /// cannot read would tell them nothing they may use, and something of another tenant).
     async fn conflict(&self, tx: &mut Tx, scope: &Scope, method: &str, path: &str) -> Error {
         let holder = sqlx::query(
             "SELECT w.id, w.name, w.workspace_id FROM webhook_registrations r JOIN workflows w \
@@ -377,7 +378,7 @@ impl Store {
                 if scope.is_superuser || scope.role_in(workspace).is_some() {
                     format!("workflow {id} ({name})")
                 } else {
-                    format!("workflow {id}")
+                    "a workflow of another workspace".to_owned()
                 }
             }
             _ => "another workflow".to_owned(),

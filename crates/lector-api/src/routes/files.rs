@@ -205,7 +205,7 @@ pub async fn receive_upload_with(
 }
 
 async fn store_file(state: &AppState, caller: &Caller, target: UploadFor, mut field: Field<'_>) -> Result<Upload> {
-    let name = field.file_name().unwrap_or("upload").to_owned();
+    let name = lector_core::validate::file_name(field.file_name().unwrap_or("upload")).into_owned();
     let first = field.chunk().await.map_err(multipart_error)?.unwrap_or_default();
     // A document is known by its first bytes, whatever its name; a table by its extension.
     let (format, max_bytes) = match lector_extract::sniff(&first) {

@@ -193,7 +193,9 @@ async fn read_form(content_type: &str, bytes: bytes::Bytes) -> lector_core::Resu
             return Err(Error::bad_request(format!("a form has at most {MAX_FORM_PARTS} parts")));
         }
         let name = field.name().unwrap_or_default().to_owned();
-        let file_name = field.file_name().map(str::to_owned);
+        let file_name = field
+            .file_name()
+            .map(|n| lector_core::validate::file_name(n).into_owned());
         let mime_type = field.content_type().unwrap_or("application/octet-stream").to_owned();
         let data = field
             .bytes()

@@ -69,6 +69,21 @@ async fn a_text_pdf_becomes_a_document_with_a_segment_per_page(app: TestApp) {
         ])
     );
     assert_eq!(documents.len(), 1, "one file, one document");
+    // A file's name is kept as a name: without control or bidi characters, 120 at most.
+    let sent = format!("{}\u{202E}fdp.exe.pdf", "r".repeat(300));
+    let (_, group, _) = app
+        .uploaded_group(&ada, id, &sent, &pdf, json!({"name": "Named"}))
+        .await;
+    let named = app
+        .get(
+            &format!("/projects/{id}/groups/{}/documents?details=meta", group["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    let kept = named[0]["meta"]["file_name"].as_str().unwrap();
+    assert_eq!(kept.chars().count(), lector_core::validate::MAX_NAME_CHARS, "{kept}");
+    assert!(kept.ends_with("….pdf") && !kept.contains('\u{202E}'), "{kept}");
     let document = &documents[0];
     assert_eq!(
         document["meta"],

@@ -440,11 +440,13 @@ async fn one_registration_per_path_and_method(app: TestApp) {
         detail.contains("shared") && detail.contains("POST") && detail.contains(&format!("workflow {first} (First)")),
         "{detail}"
     );
-    // Another workspace's workflow is named by its id only.
+    // Another workspace's workflow is named neither by its name nor by its id.
     let other = activate(&app, &bob, theirs).await.expect_problem(409, "conflict");
     let detail = other["detail"].as_str().unwrap();
     assert!(
-        detail.contains(&format!("workflow {first}")) && !detail.contains("First"),
+        detail.contains("a workflow of another workspace")
+            && !detail.contains("First")
+            && !detail.contains(&format!("workflow {first}")),
         "{detail}"
     );
     // A test address on a taken path is refused the same way.
