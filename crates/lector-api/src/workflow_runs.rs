@@ -539,8 +539,8 @@ impl Effects for ServiceEffects<'_> {
         let documents = analysis
             .documents
             .iter()
-            .map(|d| serde_json::to_value(d).unwrap_or(Value::Null))
-            .collect();
+            .map(crate::routes::as_answered)
+            .collect::<Result<_>>()?;
         Ok(Analyzed { model, documents })
     }
 
@@ -565,7 +565,7 @@ impl Effects for ServiceEffects<'_> {
                 )
             })
             .collect();
-        let mut value = serde_json::to_value(&result).unwrap_or(Value::Null);
+        let mut value = crate::routes::as_answered(&result)?;
         if let Value::Object(map) = &mut value {
             map.remove("labels");
             map.insert("fields".into(), Value::Object(fields));

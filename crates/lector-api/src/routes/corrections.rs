@@ -224,7 +224,7 @@ pub async fn create_correction_session(
                         segment_id: segment.id,
                         class: tag.class,
                         label: tag.label,
-                        confidence: f64::from(tag.confidence),
+                        confidence: crate::routes::decimal(tag.confidence),
                     },
                 ));
             }

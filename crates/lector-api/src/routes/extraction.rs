@@ -302,8 +302,8 @@ async fn review_if_needed(
                 document_name: name.to_owned(),
                 page_num: first.found.as_ref().map_or(1, |f| i64::from(f.page)),
                 label: Some(first.setting.label.clone()),
-                confidence_threshold: Some(decimal(first.setting.threshold)),
-                extracted: as_answered(&KeptAnswer {
+                confidence_threshold: Some(crate::routes::decimal(first.setting.threshold)),
+                extracted: crate::routes::as_answered(&KeptAnswer {
                     matches: &result.documents[0].matches,
                     missing_fields: &result.documents[0].missing_fields,
                     bboxes: page_boxes(extraction),
@@ -327,19 +327,6 @@ struct KeptAnswer<'a> {
     matches: &'a [MatchDto],
     missing_fields: &'a [String],
     bboxes: Vec<Vec<Vec<BoxDto>>>,
-}
-
-/// `value` as JSON with the numbers the answer shows: `serde_json::to_value` widens an f32 to
-/// the f64 nearest it (0.95 to 0.949999988079071), while its text is the f32's shortest decimal.
-fn as_answered(value: &impl Serialize) -> Result<serde_json::Value> {
-    let text = serde_json::to_string(value).map_err(|_| Error::internal())?;
-    serde_json::from_str(&text).map_err(|_| Error::internal())
-}
-
-/// An f32 as the f64 of its shortest decimal: 0.9, as the configuration says, not the
-/// 0.8999999761581421 `f64::from` gives.
-fn decimal(x: f32) -> f64 {
-    x.to_string().parse().unwrap_or(f64::from(x))
 }
 
 /// Most pages a document may have for its pages to be answered as images.

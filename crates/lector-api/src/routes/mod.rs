@@ -73,6 +73,19 @@ pub(crate) fn rfc3339(t: Timestamp) -> String {
     t.to_rfc3339()
 }
 
+/// `value` as JSON with the numbers an answer shows: `serde_json::to_value` widens an f32 to
+/// the f64 nearest it (0.95 to 0.949999988079071), while its text is the f32's shortest decimal.
+pub(crate) fn as_answered(value: &impl serde::Serialize) -> lector_core::Result<serde_json::Value> {
+    let text = serde_json::to_string(value).map_err(|_| lector_core::Error::internal())?;
+    serde_json::from_str(&text).map_err(|_| lector_core::Error::internal())
+}
+
+/// An f32 as the f64 of its shortest decimal: 0.9, as a configuration says, not the
+/// 0.8999999761581421 `f64::from` gives.
+pub(crate) fn decimal(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::from(x))
+}
+
 /// A plain confirmation, for operations whose answer has nothing else to say.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct Message {

@@ -967,6 +967,26 @@ async fn a_customer_email_is_answered_with_its_class(app: TestApp) {
     let recorded = executions(&app, &ada, id(&workflow)).await;
     assert_eq!(recorded.len(), 15);
     assert!(recorded.iter().all(|e| e["status"] == "success"));
+
+    // The step's analysis has the numbers /analyze answers (0.95, not 0.949999988079071).
+    let raw = create(
+        &app,
+        &ada,
+        json!({"name": "Raw", "trigger": {"path": "support/raw", "http_method": "POST",
+               "response_mode": "last_step", "response_data": "all_entries"},
+               "steps": [{"type": "analyze", "model_id": model["id"], "text": "body.text", "split": false}]}),
+    )
+    .await;
+    activate(&app, &ada, id(&raw)).await.expect(200);
+    let (text, _) = crate::common::tickets::UNSEEN[0];
+    let answered = post_hook(&app, "/webhook/support/raw", json!({"text": text})).await;
+    let step = &answered.json[0]["analysis"]["confidence"];
+    let direct = crate::common::tickets::analyze(&app, &ada, &model["id"], &[text]).await;
+    let tags = direct["documents"][0]["segments"][0]["tags"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(tags.iter().any(|t| &t["confidence"] == step), "{step} among {tags:?}");
 }
 
 mod outbound {
