@@ -64,8 +64,13 @@ use sqlx::{Any, Transaction};
 pub trait JobPayload: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// The `jobs.kind` of this kind of job; a runner finds its handler by it.
     const KIND: &'static str;
-    /// Raised when the struct changes incompatibly; a job of another version fails for good.
+    /// Raised when the struct, or what a handler makes of it, changes: a worker of an older
+    /// Lector leaves a job of a newer version to a newer worker (a rolling upgrade), and a job
+    /// of a version outside `OLDEST_READ..=VERSION` fails for good.
     const VERSION: u32 = 1;
+    /// The oldest version this Lector still reads: one whose stored fields the struct reads
+    /// (what it lacks has a serde default), as queued by the Lector before an upgrade.
+    const OLDEST_READ: u32 = Self::VERSION;
     /// Attempts before a failing job fails for good.
     const MAX_ATTEMPTS: i64;
     /// What this job's terminal failure marks FAILED and says to its user.
@@ -246,7 +251,8 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// The job's payload as the struct its kind is; refuses another kind or version.
+    /// The job's payload as the struct its kind is; refuses another kind, or a version it does
+    /// not read (`P::OLDEST_READ..=P::VERSION`).
     pub fn payload<P: JobPayload>(&self) -> Result<P> {
         let job = &self.job;
         let unreadable =
@@ -256,11 +262,15 @@ impl Lease {
         }
         // Payloads stored before versions were recorded are version 1.
         let version = job.payload.get("version").map_or(Some(1), serde_json::Value::as_u64);
-        if version != Some(u64::from(P::VERSION)) {
+        let readable = u64::from(P::OLDEST_READ)..=u64::from(P::VERSION);
+        if !version.is_some_and(|v| readable.contains(&v)) {
+            let reads = match P::OLDEST_READ == P::VERSION {
+                true => format!("version {}", P::VERSION),
+                false => format!("versions {} to {}", P::OLDEST_READ, P::VERSION),
+            };
             return Err(unreadable(format!(
-                "version {} where this Lector reads version {}",
-                job.payload["version"],
-                P::VERSION
+                "version {} where this Lector reads {reads}",
+                job.payload["version"]
             )));
         }
         serde_json::from_value(job.payload.clone()).map_err(|e| unreadable(e.to_string()))

@@ -201,6 +201,11 @@ pub struct LabeledImportPayload {
 
 impl JobPayload for LabeledImportPayload {
     const KIND: &'static str = "import_labeled";
+    /// 2: `columns.segment` keeps a sentence said twice as two segments, and an `annotated`
+    /// column is read as written. A worker of version 1 would ignore both, so it leaves these
+    /// imports to a newer worker; a newer worker reads version 1 (without `segment`) as it was.
+    const VERSION: u32 = 2;
+    const OLDEST_READ: u32 = 1;
     const MAX_ATTEMPTS: i64 = 5;
 
     fn failure(&self) -> Failure {
@@ -362,6 +367,56 @@ mod tests {
         // An outage of a few minutes is outlived by several attempts.
         let first_five: i64 = mail[..5].iter().sum();
         assert!(first_five >= 15 * 60, "{first_five} s");
+    }
+
+    /// A lease on a job of `kind` whose stored payload is `payload`.
+    fn lease(kind: &str, payload: serde_json::Value) -> crate::Lease {
+        let now = lector_core::time::Timestamp::now();
+        crate::Lease {
+            job: crate::Job {
+                id: 1,
+                kind: kind.into(),
+                payload,
+                state: crate::JobState::Running,
+                workspace_id: None,
+                project_id: None,
+                user_id: None,
+                attempts: 1,
+                max_attempts: 5,
+                progress: 0.0,
+                result: None,
+                error: None,
+                created: now,
+                updated: now,
+                finished: None,
+            },
+            owner: "w".into(),
+            token: 1,
+        }
+    }
+
+    #[test]
+    fn a_labeled_import_of_the_version_before_still_reads() {
+        let columns = serde_json::json!({"text": 0, "class": 1, "label": null, "document": null,
+            "part": null, "annotated": null});
+        let payload = |version: u32| {
+            serde_json::json!({"project_id": 1, "session_id": 2, "group_id": 3, "user_id": 4,
+                "upload_id": "00000000-0000-4000-8000-000000000000", "language": "en", "columns": columns,
+                "max_bytes": 1000, "max_rows": 10, "version": version})
+        };
+        let read = lease(LabeledImportPayload::KIND, payload(1)).payload::<LabeledImportPayload>();
+        assert_eq!(read.unwrap().columns.segment, None);
+        let written = NewJob::of(&LabeledImportPayload {
+            columns: serde_json::from_value(columns.clone()).unwrap(),
+            ..lease(LabeledImportPayload::KIND, payload(2)).payload().unwrap()
+        })
+        .unwrap();
+        assert_eq!(written.payload["version"], 2);
+        let future = lease(LabeledImportPayload::KIND, payload(3)).payload::<LabeledImportPayload>();
+        let error = future.unwrap_err().detail;
+        assert!(error.contains("version 3 where this Lector reads versions 1 to 2"), "{error}");
+        // An older worker leaves a version-2 import to a newer one.
+        assert!(lease(LabeledImportPayload::KIND, payload(2)).awaits_newer_worker(1));
     }
 
     #[test]
