@@ -277,9 +277,51 @@ fn named_in(meta: &serde_json::Map<String, serde_json::Value>, keys: &[&str], kn
     found
 }
 
+/// Why training data tagged with `classes` distinct classes and `labels` distinct labels
+/// cannot train a model of `kind`, if it cannot: a CLASS model tells at least two classes
+/// apart, a LABEL model two labels, ABSA and CLASSLABEL models need a class. The request to
+/// train and the training job hold the same rule.
+pub fn too_few_to_learn(kind: ProjectType, classes: usize, labels: usize) -> Option<String> {
+    let (what, found, needed) = match kind {
+        ProjectType::Class => ("class", classes, 2),
+        ProjectType::Label => ("label", labels, 2),
+        ProjectType::Absa | ProjectType::Classlabel => ("class", classes, 1),
+    };
+    if found >= needed {
+        return None;
+    }
+    let found = match found {
+        0 => format!("no {what} has"),
+        n => format!("only {n} {what} has"),
+    };
+    Some(format!(
+        "{found} annotated segments in the training data; a {kind} model needs {needed}"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_learns_from_enough_kinds_of_tag() {
+        assert_eq!(
+            too_few_to_learn(ProjectType::Class, 1, 0).as_deref(),
+            Some("only 1 class has annotated segments in the training data; a CLASS model needs 2")
+        );
+        assert!(too_few_to_learn(ProjectType::Class, 2, 0).is_none());
+        assert!(
+            too_few_to_learn(ProjectType::Label, 5, 1)
+                .unwrap()
+                .starts_with("only 1 label")
+        );
+        assert!(
+            too_few_to_learn(ProjectType::Absa, 0, 3)
+                .unwrap()
+                .starts_with("no class")
+        );
+        assert!(too_few_to_learn(ProjectType::Classlabel, 1, 0).is_none());
+    }
     use serde_json::json;
 
     #[test]

@@ -31,6 +31,11 @@ impl Problems {
         self.0.push(FieldError::new(field, message));
     }
 
+    /// Whether no problem was found yet.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     pub fn check(&mut self, ok: bool, field: &str, message: &str) {
         if !ok {
             self.push(field, message);

@@ -487,20 +487,8 @@ fn check_examples(kind: ProjectType, examples: &[Example]) -> Result<(), Stop> {
         .iter()
         .flat_map(|e| e.tags.iter().filter_map(|t| t.label.as_deref()))
         .collect();
-    let (what, found, needed) = match kind {
-        ProjectType::Class => ("class", classes.len(), 2),
-        ProjectType::Label => ("label", labels.len(), 2),
-        ProjectType::Absa | ProjectType::Classlabel => ("class", classes.len(), 1),
-    };
-    if found < needed {
-        let found_text = if found == 0 {
-            format!("no {what} has")
-        } else {
-            format!("only {found} {what} has")
-        };
-        return Err(Stop::Fatal(format!(
-            "{found_text} annotated segments in the training data; a {kind} model needs {needed}"
-        )));
+    match lector_core::labeling::too_few_to_learn(kind, classes.len(), labels.len()) {
+        Some(why) => Err(Stop::Fatal(why)),
+        None => Ok(()),
     }
-    Ok(())
 }

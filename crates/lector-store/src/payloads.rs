@@ -414,7 +414,10 @@ mod tests {
         assert_eq!(written.payload["version"], 2);
         let future = lease(LabeledImportPayload::KIND, payload(3)).payload::<LabeledImportPayload>();
         let error = future.unwrap_err().detail;
-        assert!(error.contains("version 3 where this Lector reads versions 1 to 2"), "{error}");
+        assert!(
+            error.contains("version 3 where this Lector reads versions 1 to 2"),
+            "{error}"
+        );
         // An older worker leaves a version-2 import to a newer one.
         assert!(lease(LabeledImportPayload::KIND, payload(2)).awaits_newer_worker(1));
     }

@@ -124,6 +124,15 @@ impl Store {
             );
         }
         let (train, test) = self.training_sessions(scope, project.id, &new, &mut problems).await?;
+        if !train.is_empty() && problems.is_empty() {
+            let field = match new.trainset_annotation_ids {
+                Some(_) if new.annotation_ids.is_none() => "trainset_annotation_ids",
+                _ => "annotation_ids",
+            };
+            if let Some(why) = self.too_few_to_learn(project.kind, &train).await? {
+                problems.push(field, why);
+            }
+        }
         let base = match new.base_id {
             None => None,
             Some(id) => match self.model_access(scope, id, Action::Read).await {
@@ -301,6 +310,31 @@ impl Store {
             ));
         }
         Ok(model)
+    }
+
+    /// Why the annotated segments of `sessions` cannot train a model of `kind`, if they cannot
+    /// (`lector_core::labeling::too_few_to_learn`, the rule the training job holds too): checked
+    /// here, a request the job would fail is refused at once.
+    async fn too_few_to_learn(&self, kind: ProjectType, sessions: &[i64]) -> Result<Option<String>> {
+        let sql = format!(
+            "SELECT COUNT(DISTINCT t.class_id) AS classes, COUNT(DISTINCT t.label_id) AS labels \
+             FROM segment_tags t JOIN segment_statuses st ON st.session_id = t.session_id AND st.segment_id = t.segment_id \
+             WHERE t.session_id IN ({})",
+            crate::numbered(1, sessions.len())
+        );
+        let row = sessions
+            .iter()
+            .fold(sqlx::query(&sql), |query, id| query.bind(*id))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        let classes: i64 = row.try_get("classes").map_err(db)?;
+        let labels: i64 = row.try_get("labels").map_err(db)?;
+        Ok(lector_core::labeling::too_few_to_learn(
+            kind,
+            classes as usize,
+            labels as usize,
+        ))
     }
 
     /// The annotated segments of a session of the job's project, with that session's tags.

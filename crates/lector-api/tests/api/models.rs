@@ -320,32 +320,29 @@ async fn training_is_checked_up_front_and_fails_readably(app: TestApp) {
             .expect_problem(400, "immutable_field");
     }
 
-    // One class only: the model fails with a reason a person can act on, notified once.
-    app.labeled_session(&ada, project, "One class", labeled(&BILLING, "billing"))
+    // One class only: no model of a CLASS project can learn from it, which the request is
+    // told at once (the training job holds the same rule, for a class deleted meanwhile).
+    let session = app
+        .labeled_session(&ada, project, "One class", labeled(&BILLING, "billing"))
         .await;
-    let model = app.train_model(&ada, project, json!({"name": "Too little"})).await;
-    assert_eq!(model["status"], "FAILED");
-    let reason = model["failure"].as_str().unwrap();
+    let problem = app
+        .post(&models, &ada.token, json!({"name": "Too little"}))
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "annotation_ids", "{problem}");
+    let reason = problem["errors"][0]["message"].as_str().unwrap();
     assert!(
         reason.contains("only 1 class") && reason.contains("needs 2"),
         "{reason}"
     );
-    let notes = app.get("/notifications", &ada.token).await.expect(200);
-    let failed: Vec<&Value> = notes
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|n| n["type"] == "WARNING")
-        .collect();
-    assert_eq!(failed.len(), 1, "{notes}");
-    assert!(failed[0]["text"].as_str().unwrap().contains("only 1 class"));
-    app.post(
-        "/analyze",
-        &ada.token,
-        json!({"model_id": model["id"], "documents": [{"text": "x"}]}),
-    )
-    .await
-    .expect_problem(409, "conflict");
+    let named = json!({"trainset_annotation_ids": [session["id"]], "testset_annotation_ids": [session["id"]]});
+    let problem = app
+        .post(&models, &ada.token, named)
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "trainset_annotation_ids", "{problem}");
+    let listed = app.get(&models, &ada.token).await.expect(200);
+    assert_eq!(listed.as_array().map(Vec::len), Some(0), "nothing queued: {listed}");
 }
 
 async fn models_follow_roles_and_tenancy(app: TestApp) {
