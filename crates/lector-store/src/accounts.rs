@@ -118,10 +118,12 @@ impl Store {
     }
 
     /// Changes a profile. A new password bumps the token version, so earlier tokens stop working,
-    /// and uses up the user's unused one-time tokens (see [`Store::reset_password`]).
+    /// and uses up the user's unused one-time tokens (see [`Store::reset_password`]); so does a
+    /// new e-mail address, since those tokens were mailed to the old one.
     pub async fn update_user(&self, scope: &Scope, user_id: i64, changes: UserChanges) -> Result<User> {
         let current = self.user(scope, user_id).await?;
         let bump = i64::from(changes.password_hash.is_some());
+        let moved = changes.email.as_ref().is_some_and(|e| *e != current.email);
         let mut tx = self.begin_write().await?;
         sqlx::query(
             "UPDATE users SET email = $1, first_name = $2, last_name = $3, \
@@ -136,7 +138,7 @@ impl Store {
         .execute(&mut *tx)
         .await
         .map_err(db_unique("a user with this e-mail exists"))?;
-        if bump == 1 {
+        if bump == 1 || moved {
             use_up_one_time_tokens(&mut tx, user_id).await?;
         }
         tx.commit().await.map_err(db)?;

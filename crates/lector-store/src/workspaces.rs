@@ -228,6 +228,7 @@ impl Store {
             .await
             .map_err(db)?;
         crate::workflows::deactivate_workflows_in(&mut tx, found.id).await?;
+        cancel_invitations_by(&mut tx, found.id, None).await?;
         tx.commit().await.map_err(db)?;
         Ok(Workspace {
             is_active: false,
@@ -336,6 +337,11 @@ impl Store {
         if role < Action::Annotate.min_role() {
             crate::hitls::unassign_reviews_in(&mut tx, found.id, target.user_id).await?;
         }
+        // A member whose role is lowered loses the invitations they sent with the old one: an
+        // invitation to their own second address would otherwise give the old role back.
+        if role < target.role {
+            cancel_invitations_by(&mut tx, found.id, Some(target.user_id)).await?;
+        }
         tx.commit().await.map_err(db)?;
         self.membership(found.id, membership_id).await
     }
@@ -373,16 +379,7 @@ impl Store {
         crate::hitls::unassign_reviews_in(&mut tx, found.id, target.user_id).await?;
         // What the member invited leaves with them: an invitation to their own second address
         // would otherwise bring them back.
-        sqlx::query(
-            "UPDATE invitations SET status = $1 WHERE workspace_id = $2 AND invited_by_id = $3 AND status = $4",
-        )
-        .bind(InvitationStatus::Cancelled.as_str())
-        .bind(found.id)
-        .bind(target.user_id)
-        .bind(InvitationStatus::Pending.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+        cancel_invitations_by(&mut tx, found.id, Some(target.user_id)).await?;
         tx.commit().await.map_err(db)?;
         Ok(target)
     }
@@ -524,12 +521,14 @@ impl Store {
     /// The pending, unexpired invitation a token belongs to (system look-up, no scope).
     pub async fn invitation_by_token(&self, token_hash: &str) -> Result<Option<Invitation>> {
         let sql = format!(
-            "SELECT {INVITATION_COLUMNS} FROM invitations WHERE token_hash = $1 AND status = $2 AND expires > $3"
+            "SELECT {INVITATION_COLUMNS} FROM invitations WHERE token_hash = $1 AND status = $2 AND expires > $3 \
+             AND workspace_id IN (SELECT id FROM workspaces WHERE is_active = $4)"
         );
         let row = sqlx::query(&sql)
             .bind(token_hash)
             .bind(InvitationStatus::Pending.as_str())
             .bind(Timestamp::now().micros())
+            .bind(true)
             .fetch_optional(&self.pool)
             .await
             .map_err(db)?;
@@ -567,6 +566,26 @@ impl Store {
         tx.commit().await.map_err(db)?;
         self.user_by_id(user_id).await?.ok_or_else(|| Error::not_found("user"))
     }
+}
+
+/// Cancels the pending invitations of a workspace that `inviter` sent (every one, for `None`).
+async fn cancel_invitations_by(
+    tx: &mut Transaction<'static, Any>,
+    workspace_id: i64,
+    inviter: Option<i64>,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE invitations SET status = $1 WHERE workspace_id = $2 AND status = $3 \
+         AND ($4 IS NULL OR invited_by_id = $4)",
+    )
+    .bind(InvitationStatus::Cancelled.as_str())
+    .bind(workspace_id)
+    .bind(InvitationStatus::Pending.as_str())
+    .bind(inviter)
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    Ok(())
 }
 
 /// Refuses (409) one more pending invitation in a workspace that has

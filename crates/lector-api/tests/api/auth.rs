@@ -54,6 +54,11 @@ async fn account_changes_need_the_current_password(app: TestApp) {
     app.put(&path, &key, json!({"email": "eve@example.org"}))
         .await
         .expect_problem(400, "bad_request");
+    // A reset link mailed to the old address stops working when the address changes.
+    app.post_signed_out("/password/email", json!({"email": "ada@example.org"}))
+        .await
+        .expect(200);
+    let mailed = app.token_from_mail("ada@example.org").await;
     let changed = app
         .put(
             &path,
@@ -63,6 +68,12 @@ async fn account_changes_need_the_current_password(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(changed["email"], "augusta@example.org");
+    app.post_signed_out(
+        "/password/reset",
+        json!({"reset_password_token": mailed, "password": "taken-over-1"}),
+    )
+    .await
+    .expect_problem(401, "invalid_credentials");
 
     // A superuser changes someone else's account without it (and the change is logged).
     let root = app.superuser("root@example.org").await;

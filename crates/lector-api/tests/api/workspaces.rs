@@ -267,6 +267,32 @@ async fn invitations_can_be_cancelled_and_resent(app: TestApp) {
     .expect(200);
     let back = json!({"token": again, "password": "password-123"});
     app.accept_invitation(back).await.expect_problem(404, "not_found");
+
+    // A member whose role is lowered loses the invitations sent with the old one.
+    let cy = app.register("cy@example.org").await;
+    let membership = app.add_member(&ada.token, id, cy.user_id, "MANAGER").await.expect(200);
+    app.invite(&cy.token, id, "MANAGER", ["cy.again@example.org"])
+        .await
+        .expect(200);
+    let again = app.token_from_mail("cy.again@example.org").await;
+    app.put(
+        &format!("/organizations/{id}/permissions/{}", membership["id"]),
+        &ada.token,
+        json!({"role": "VIEWER"}),
+    )
+    .await
+    .expect(200);
+    let back = json!({"token": again, "password": "password-123"});
+    app.accept_invitation(back).await.expect_problem(404, "not_found");
+
+    // A deactivated workspace takes no one in: its pending invitations end with it.
+    app.invite(&ada.token, id, "ANNOTATOR", ["late@example.org"])
+        .await
+        .expect(200);
+    let late = app.token_from_mail("late@example.org").await;
+    app.delete(&format!("/organizations/{id}"), &ada.token).await.expect(200);
+    let late = json!({"token": late, "password": "password-123"});
+    app.accept_invitation(late).await.expect_problem(404, "not_found");
 }
 
 async fn members_and_roles(app: TestApp) {
