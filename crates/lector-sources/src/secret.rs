@@ -279,6 +279,13 @@ impl S3Parameters {
             "parameters.key",
             "must be an object key of 1 to 1024 bytes",
         );
+        // An address's `.` and `..` segments are resolved away (RFC 3986, and the WHATWG URL
+        // rules even when percent-encoded): `../other-bucket/x` would reach another bucket.
+        problems.check(
+            !p.key.split('/').any(|segment| segment == "." || segment == ".."),
+            "parameters.key",
+            "must not have . or .. as a part between slashes (no address reaches such an object)",
+        );
         problems.finish()?;
         Ok(p)
     }
@@ -408,5 +415,10 @@ mod tests {
         let err = S3Parameters::parse(&json!({"bucket": "A_B", "key": ""})).unwrap_err();
         assert_eq!(err.errors.len(), 2);
         assert!(S3Parameters::parse(&json!({"bucket": "my-bucket", "key": "data/2024/a.csv"})).is_ok());
+        for key in ["../secret/x.csv", "dir/../data.csv", "./a.csv", "a/."] {
+            let err = S3Parameters::parse(&json!({"bucket": "my-bucket", "key": key})).unwrap_err();
+            assert_eq!(err.errors[0].field, "parameters.key", "{key}");
+        }
+        assert!(S3Parameters::parse(&json!({"bucket": "my-bucket", "key": "a..b/.hidden"})).is_ok());
     }
 }

@@ -160,7 +160,8 @@ impl Store {
         tx.commit().await.map_err(db)
     }
 
-    /// Changes `is_superuser` and `is_betauser`; only superusers may.
+    /// Changes `is_superuser` and `is_betauser`; only superusers may, and the installation keeps
+    /// at least one superuser (only `lector user create` could make one again).
     pub async fn set_permissions(
         &self,
         scope: &Scope,
@@ -172,13 +173,32 @@ impl Store {
             return Err(Error::forbidden("only superusers change permissions"));
         }
         let current = self.user(scope, user_id).await?;
+        let mut tx = self.begin_write().await?;
+        if current.is_superuser && is_superuser == Some(false) {
+            // Behind a lock on every superuser, so two demoting each other at once cannot both.
+            let sql = match tx.backend_name() {
+                "PostgreSQL" => "SELECT id FROM users WHERE is_superuser = $1 FOR UPDATE",
+                _ => "SELECT id FROM users WHERE is_superuser = $1",
+            };
+            let superusers: Vec<i64> = sqlx::query_scalar(sql)
+                .bind(true)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db)?;
+            if superusers.iter().all(|id| *id == user_id) {
+                return Err(Error::conflict(
+                    "the installation keeps at least one superuser: make another one a superuser first",
+                ));
+            }
+        }
         sqlx::query("UPDATE users SET is_superuser = $1, is_betauser = $2 WHERE id = $3")
             .bind(is_superuser.unwrap_or(current.is_superuser))
             .bind(is_betauser.unwrap_or(current.is_betauser))
             .bind(user_id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(db)?;
+        tx.commit().await.map_err(db)?;
         self.user(scope, user_id).await
     }
 }

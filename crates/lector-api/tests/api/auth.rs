@@ -356,6 +356,25 @@ async fn permissions_are_changed_by_superusers_only(app: TestApp) {
         .expect(200);
     assert_eq!(changed["is_betauser"], true);
     assert_eq!(changed["is_superuser"], false);
+
+    // The installation keeps a superuser: the last one cannot step down until another is made.
+    let root_path = format!("/users/{}/permissions", root.user_id);
+    let problem = app
+        .put(&root_path, &root.token, json!({"is_superuser": false}))
+        .await
+        .expect_problem(409, "conflict");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("at least one superuser"),
+        "{problem}"
+    );
+    app.put(&path, &root.token, json!({"is_superuser": true}))
+        .await
+        .expect(200);
+    let stepped_down = app
+        .put(&root_path, &root.token, json!({"is_superuser": false}))
+        .await
+        .expect(200);
+    assert_eq!(stepped_down["is_superuser"], false);
 }
 
 mod rate_limits {

@@ -290,7 +290,9 @@ async fn invitations_can_be_cancelled_and_resent(app: TestApp) {
         .await
         .expect(200);
     let late = app.token_from_mail("late@example.org").await;
-    app.delete(&format!("/organizations/{id}"), &ada.token).await.expect(200);
+    app.delete(&format!("/organizations/{id}"), &ada.token)
+        .await
+        .expect(200);
     let late = json!({"token": late, "password": "password-123"});
     app.accept_invitation(late).await.expect_problem(404, "not_found");
 }
