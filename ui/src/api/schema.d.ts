@@ -830,8 +830,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reads labeled data from an external source into an uploaded file: answers its id (for
-         *     `create_labeling_session`'s `file_id` with a `column_mapping`) and a preview.
+         * Reads labeled data from an external source into a labeling session, as SPEC answers it: a
+         *     session (STARTED) that the task `task_id` fills from what was read, its columns found by
+         *     their names (`text`, `class` or `aspect`, `label`). With `show_preview`, answers the read
+         *     file's id and preview instead, for `create_labeling_session` with a `column_mapping`.
          */
         post: operations["connect_labeling_source"];
         delete?: never;
@@ -2319,6 +2321,12 @@ export interface components {
             source: string;
             /** @description JSON: `{"url": …}` (http), `{"query": "SELECT …"}` (postgres) or `{"bucket": …, "key": …}` (s3). */
             parameters: Record<string, never>;
+            /**
+             * @description `connect_labeling_source` only (the other refuses it): true keeps what was read and
+             *     answers its id and preview, for `create_labeling_session` with a `file_id` and a
+             *     `column_mapping`; false (default) creates the session from it.
+             */
+            show_preview?: boolean | null;
         };
         /** @description What marking a segment corrected answers. */
         CorrectedDto: {
@@ -5757,7 +5765,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["UploadedFileDto"];
+                    "application/json": components["schemas"]["LabelingUpload"];
                 };
             };
             /** @description The request was refused; see `code` and `detail` */

@@ -75,7 +75,19 @@ pub async fn upload_labeling_file(
         let preview = preview_upload(&state, upload).await?;
         return Ok(Json(LabelingUpload::Preview(preview)));
     }
-    let language = language_for(&state, &caller, p.project_id, None).await?;
+    let session = session_from_upload(&state, &caller, p.project_id, upload).await?;
+    Ok(Json(LabelingUpload::Session(Box::new(session))))
+}
+
+/// A labeling session (STARTED) named after the file, that a task fills from it, its columns
+/// found by their names; a file whose header does not fit is refused and not kept.
+pub(crate) async fn session_from_upload(
+    state: &AppState,
+    caller: &Caller,
+    project_id: i64,
+    upload: lector_store::Upload,
+) -> lector_core::Result<SessionDto> {
+    let language = language_for(state, caller, project_id, None).await?;
     let name = upload
         .file_name
         .rsplit_once('.')
@@ -84,15 +96,14 @@ pub async fn upload_labeling_file(
         name: name.chars().take(MAX_NAME_CHARS).collect(),
         ..NewSession::default()
     };
-    // A file whose header does not fit is not kept.
     if !is_document(&upload)
-        && let Err(e) = file_columns(&state, &upload, None).await
+        && let Err(e) = file_columns(state, &upload, None).await
     {
-        discard(&state, &upload).await;
-        return Err(e.into());
+        discard(state, &upload).await;
+        return Err(e);
     }
-    let (session, task_id) = start_from_file(&state, &caller, p.project_id, new, &upload, None, language).await?;
-    let mut answer = session_dto(&state, session).await?;
+    let (session, task_id) = start_from_file(state, caller, project_id, new, &upload, None, language).await?;
+    let mut answer = session_dto(state, session).await?;
     answer.task_id = Some(task_id);
-    Ok(Json(LabelingUpload::Session(Box::new(answer))))
+    Ok(answer)
 }

@@ -1,11 +1,13 @@
 //! External sources: a workspace credential plus parameters (a URL, a query, an object key)
 //! fetched once into an uploaded file, used afterwards like any upload: by `file_id` in
-//! `create_group` and `create_labeling_session`, or inline by the same fields there.
+//! `create_group` and `create_labeling_session`, or inline by the same fields there;
+//! `connect_labeling_source` makes the labeling session at once, as `upload_labeling_file` does.
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::PathParams;
 use crate::routes::files::{UploadedFileDto, bad_field, preview_upload, sniff};
+use crate::routes::labeling_uploads::{LabelingUpload, session_from_upload};
 use crate::routes::paths::ProjectPath;
 use crate::state::AppState;
 use axum::Json;
@@ -70,10 +72,16 @@ pub struct ConnectForm {
     /// JSON: `{"url": …}` (http), `{"query": "SELECT …"}` (postgres) or `{"bucket": …, "key": …}` (s3).
     #[schema(value_type = Object)]
     parameters: Option<serde_json::Value>,
+    /// `connect_labeling_source` only (the other refuses it): true keeps what was read and
+    /// answers its id and preview, for `create_labeling_session` with a `file_id` and a
+    /// `column_mapping`; false (default) creates the session from it.
+    show_preview: Option<bool>,
 }
 
-async fn read_connect_form(mut form: Multipart) -> Result<SourceRequest> {
-    let (mut credential_id, mut source, mut parameters) = (None, None, None);
+/// A connect form: the source, and `show_preview` where `previews` allows it (else it is an
+/// unknown field, as any other).
+async fn read_connect_form(mut form: Multipart, previews: bool) -> Result<(SourceRequest, bool)> {
+    let (mut credential_id, mut source, mut parameters, mut show_preview) = (None, None, None, false);
     while let Some(field) = form
         .next_field()
         .await
@@ -99,6 +107,13 @@ async fn read_connect_form(mut form: Multipart) -> Result<SourceRequest> {
                     serde_json::from_str(&value).map_err(|e| bad_field("parameters", &format!("is not JSON: {e}")))?,
                 )
             }
+            "show_preview" if previews => {
+                show_preview = match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(bad_field("show_preview", "must be true or false")),
+                }
+            }
             other => {
                 let mut error = Error::new(ErrorCode::UnknownField, format!("the form has no field `{other}`"));
                 error.errors.push(FieldError::new(other, "unknown field"));
@@ -106,8 +121,9 @@ async fn read_connect_form(mut form: Multipart) -> Result<SourceRequest> {
             }
         }
     }
-    SourceRequest::from_fields(credential_id, source, parameters)?
-        .ok_or_else(|| bad_field("credential_id", "is required"))
+    let request = SourceRequest::from_fields(credential_id, source, parameters)?
+        .ok_or_else(|| bad_field("credential_id", "is required"))?;
+    Ok((request, show_preview))
 }
 
 /// Fetches a source into an upload of the project and answers it with its preview.
@@ -117,6 +133,17 @@ pub async fn fetch_to_upload(
     project_id: i64,
     request: &SourceRequest,
 ) -> Result<UploadedFileDto> {
+    let upload = fetch_source(state, caller, project_id, request).await?;
+    preview_upload(state, upload).await
+}
+
+/// Fetches a source into an upload of the project, not previewed yet.
+async fn fetch_source(
+    state: &AppState,
+    caller: &Caller,
+    project_id: i64,
+    request: &SourceRequest,
+) -> Result<lector_store::Upload> {
     let (project, _) = state
         .store
         .project_access(&caller.scope, project_id, Action::Edit)
@@ -166,18 +193,7 @@ pub async fn fetch_to_upload(
         )
         .await?;
     tracing::info!(project.id = project.id, credential.id = credential.id, source = %kind, "source fetched");
-    preview_upload(state, upload).await
-}
-
-/// Both connect operations: the form read, the source fetched into an upload.
-async fn connect(
-    state: &AppState,
-    caller: &Caller,
-    project_id: i64,
-    form: std::result::Result<Multipart, MultipartRejection>,
-) -> ApiResult<Json<UploadedFileDto>> {
-    let request = read_connect_form(form?).await?;
-    Ok(Json(fetch_to_upload(state, caller, project_id, &request).await?))
+    Ok(upload)
 }
 
 /// Reads unlabeled data from an external source into an uploaded file: answers its id (for
@@ -193,20 +209,29 @@ pub async fn connect_group_source(
     PathParams(p): PathParams<ProjectPath>,
     form: std::result::Result<Multipart, MultipartRejection>,
 ) -> ApiResult<Json<UploadedFileDto>> {
-    connect(&state, &caller, p.project_id, form).await
+    let (request, _) = read_connect_form(form?, false).await?;
+    Ok(Json(fetch_to_upload(&state, &caller, p.project_id, &request).await?))
 }
 
-/// Reads labeled data from an external source into an uploaded file: answers its id (for
-/// `create_labeling_session`'s `file_id` with a `column_mapping`) and a preview.
+/// Reads labeled data from an external source into a labeling session, as SPEC answers it: a
+/// session (STARTED) that the task `task_id` fills from what was read, its columns found by
+/// their names (`text`, `class` or `aspect`, `label`). With `show_preview`, answers the read
+/// file's id and preview instead, for `create_labeling_session` with a `column_mapping`.
 #[utoipa::path(post, path = "/projects/{project_id}/annotations/connect", tag = "labeling sessions",
     params(("project_id" = i64, Path)),
     request_body(content = ConnectForm, content_type = "multipart/form-data"),
-    responses((status = 200, body = UploadedFileDto)))]
+    responses((status = 200, body = LabelingUpload)))]
 pub async fn connect_labeling_source(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<ProjectPath>,
     form: std::result::Result<Multipart, MultipartRejection>,
-) -> ApiResult<Json<UploadedFileDto>> {
-    connect(&state, &caller, p.project_id, form).await
+) -> ApiResult<Json<LabelingUpload>> {
+    let (request, show_preview) = read_connect_form(form?, true).await?;
+    let upload = fetch_source(&state, &caller, p.project_id, &request).await?;
+    if show_preview {
+        return Ok(Json(LabelingUpload::Preview(preview_upload(&state, upload).await?)));
+    }
+    let session = session_from_upload(&state, &caller, p.project_id, upload).await?;
+    Ok(Json(LabelingUpload::Session(Box::new(session))))
 }

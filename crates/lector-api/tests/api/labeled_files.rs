@@ -451,11 +451,16 @@ async fn connect(
     parameters: &str,
 ) -> crate::common::Answer {
     let credential = credential.to_string();
-    let fields = [
+    let mut fields = vec![
         ("credential_id", credential.as_str()),
         ("source", source),
         ("parameters", parameters),
     ];
+    // The labeled-data path answers a session unless asked for the preview; the tests read
+    // the preview, but where they look at the session.
+    if path.ends_with("/annotations/connect") {
+        fields.push(("show_preview", "true"));
+    }
     app.send_form(path, &who.token, "", b"", &fields).await
 }
 
@@ -495,6 +500,23 @@ async fn labeled_data_comes_from_sources(backend: Backend) {
         .expect(201);
     let from_file = filled_session(&app, &ada, id, &from_file).await;
     assert_eq!(from_file["document_count"], 2);
+    // Without show_preview, connecting makes the labeling session at once (SPEC: 200 Session).
+    let credential = web["id"].to_string();
+    let fields = [
+        ("credential_id", credential.as_str()),
+        ("source", "http"),
+        ("parameters", parameters.as_str()),
+    ];
+    let connected = app
+        .send_form(&connect_path, &ada.token, "", b"", &fields)
+        .await
+        .expect(200);
+    assert_eq!(connected["status"], "STARTED", "{connected}");
+    let connected = filled_session(&app, &ada, id, &connected).await;
+    assert_eq!(
+        tags_of(&app, &ada, id, connected["id"].as_i64().unwrap()).await,
+        tags_of(&app, &ada, id, from_file["id"].as_i64().unwrap()).await
+    );
     let inline = app
         .post(
             &format!("/projects/{id}/annotations"),
@@ -520,6 +542,20 @@ async fn labeled_data_comes_from_sources(backend: Backend) {
     .await
     .expect(200);
     assert_eq!(group_file["preview"].as_array().unwrap().len(), 4);
+    let previewed = [
+        ("credential_id", credential.as_str()),
+        ("source", "http"),
+        ("show_preview", "true"),
+    ];
+    app.send_form(
+        &format!("/projects/{id}/groups/connect"),
+        &ada.token,
+        "",
+        b"",
+        &previewed,
+    )
+    .await
+    .expect_problem(400, "unknown_field");
     // ... and `create_group` takes the source in its body, as SPEC.md section 4.5 lists.
     let group = app
         .post(
