@@ -6,7 +6,11 @@
 //!   builds a tag per class a segment passes, and a header of 200,000 classes would make one
 //!   analysis of a few documents fill the node's memory;
 //! - a recorded score and its companions between 0 and 1 (the product shows the score, and
-//!   compares models by it).
+//!   compares models by it);
+//! - class and label names as a project's are: not empty, at most
+//!   [`lector_core::validate::MAX_NAME_CHARS`] characters, no control or bidi characters, each
+//!   once (the names are the tags every analysis answers, and a name twice makes two outputs
+//!   one tag).
 //!
 //! The header's numbers are finite by construction (JSON has no NaN, and serde refuses a
 //! number beyond an `f32`'s range). The weights are binary: a NaN weight would make every
@@ -28,6 +32,11 @@ pub(super) fn check_header(info: &ModelInfo) -> Result<()> {
             info.labels.len()
         )));
     }
+    for (what, names) in [("class", &info.classes), ("label", &info.labels)] {
+        if let Some(problem) = name_problem(names) {
+            return Err(implausible(format!("a {what} name {problem}")));
+        }
+    }
     if let Some(metrics) = &info.metrics {
         let shares = [metrics.score, metrics.accuracy, metrics.micro_f1, metrics.macro_f1];
         let per_name = metrics.classes.iter().chain(&metrics.labels);
@@ -41,6 +50,26 @@ pub(super) fn check_header(info: &ModelInfo) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What is wrong with one of `names`, held to the rules of a project's class and label names.
+fn name_problem(names: &[String]) -> Option<String> {
+    use lector_core::validate::{MAX_NAME_CHARS, TextKind, forbidden_char};
+    let mut seen = std::collections::HashSet::new();
+    names.iter().find_map(|name| {
+        let shown: String = name.chars().take(40).collect();
+        if name.trim().is_empty() {
+            Some("that is empty".into())
+        } else if name.chars().count() > MAX_NAME_CHARS {
+            Some(format!("{shown:?}… longer than {MAX_NAME_CHARS} characters"))
+        } else if let Some(c) = forbidden_char(name, TextKind::Short) {
+            Some(format!("{shown:?} with the character U+{:04X}", c as u32))
+        } else if !seen.insert(name.trim()) {
+            Some(format!("{shown:?} twice"))
+        } else {
+            None
+        }
+    })
 }
 
 fn implausible(what: String) -> Error {
@@ -69,6 +98,20 @@ mod tests {
         match read_edited(edit) {
             Err(Error::Artifact(message)) => message,
             other => panic!("accepted: {:?}", other.map(|m| m.info.classes.len())),
+        }
+    }
+
+    #[test]
+    fn names_are_held_to_a_projects_rules() {
+        for (names, said) in [
+            (json!(["a", ""]), "empty"),
+            (json!(["a", "x".repeat(121)]), "longer than 120"),
+            (json!(["a\u{0}b", "c"]), "U+0000"),
+            (json!(["in\u{202E}kcab", "c"]), "U+202E"),
+            (json!(["billing", "billing"]), "twice"),
+        ] {
+            let message = refused(|header| header["classes"] = names.clone());
+            assert!(message.contains(said), "{said}: {message}");
         }
     }
 
