@@ -364,11 +364,11 @@ fn declared(op: &str, f: &Fixture) -> Option<Spec> {
         "create_hitl" => spec(Role(MANAGER), Json(json!({"name": unique("hitl")}))),
         "update_hitl" | "assign_hitl" => spec(
             Role(MANAGER),
-            Json(json!({"name": "Matrix check", "model_id": f.model_id, "is_live": true})),
+            Json(json!({"name": "Matrix check", "is_live": true})),
         ),
         "submit_hitl_review" => spec(
             Role(ANNOTATOR),
-            Json(json!({"status": "approved", "values": {"total": "1.00"}})),
+            Json(json!({"status": "approved", "values": {}})),
         ),
         // Extraction: the fixture's model tags classes, so a caller the policy lets through
         // is answered 409 (an extraction takes a LABEL model) before the file is read.
@@ -775,12 +775,12 @@ async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
     let notification = first(&notification);
     let viewer_membership = &members[VIEWER].1;
     // A HITL configuration of the project, and a review of it (reviews come from extractions
-    // with a LABEL model; the store makes this one directly).
+    // with a LABEL model, which this CLASS project has not; the store makes this one directly).
     let hitl = app
         .post(
             &format!("{p}/hitls"),
             &admin.token,
-            json!({"name": "Matrix check", "model_id": model["id"], "is_live": true, "assigned_user_id": admin.user_id}),
+            json!({"name": "Matrix check", "is_live": true, "assigned_user_id": admin.user_id}),
         )
         .await
         .expect(201);
