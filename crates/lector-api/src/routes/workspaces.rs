@@ -155,6 +155,8 @@ fn validate_workspace_name(problems: &mut Problems, name: &str) {
     problems.name("name", name, MAX_NAME_CHARS);
     // Digits address a workspace by id in `{organization}`, so a name must not be all digits.
     problems.check(name.trim().parse::<i64>().is_err(), "name", "must not be a number");
+    // `.` and `..` address nothing: clients resolve them away before the path is sent.
+    problems.check(!matches!(name.trim(), "." | ".."), "name", "must not be . or ..");
     // Personal workspaces were once named after e-mails; a name that is one could tell a
     // stranger (by 409) who is registered, so no workspace takes such a name.
     problems.check(

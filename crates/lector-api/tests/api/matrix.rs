@@ -362,14 +362,8 @@ fn declared(op: &str, f: &Fixture) -> Option<Spec> {
         // ANNOTATOR (once: later callers the policy lets through get 409).
         "list_hitls" | "get_hitl" | "list_hitl_reviews" | "get_hitl_review" => spec(Role(VIEWER), Nothing),
         "create_hitl" => spec(Role(MANAGER), Json(json!({"name": unique("hitl")}))),
-        "update_hitl" | "assign_hitl" => spec(
-            Role(MANAGER),
-            Json(json!({"name": "Matrix check", "is_live": true})),
-        ),
-        "submit_hitl_review" => spec(
-            Role(ANNOTATOR),
-            Json(json!({"status": "approved", "values": {}})),
-        ),
+        "update_hitl" | "assign_hitl" => spec(Role(MANAGER), Json(json!({"name": "Matrix check", "is_live": true}))),
+        "submit_hitl_review" => spec(Role(ANNOTATOR), Json(json!({"status": "approved", "values": {}}))),
         // Extraction: the fixture's model tags classes, so a caller the policy lets through
         // is answered 409 (an extraction takes a LABEL model) before the file is read.
         "extract" => spec(

@@ -37,9 +37,11 @@ async fn workspace_lifecycle(app: TestApp) {
     app.post("/organizations", &ada.token, json!({"name": "Research"}))
         .await
         .expect_problem(409, "conflict");
-    app.post("/organizations", &ada.token, json!({"name": "42"}))
-        .await
-        .expect_problem(422, "validation_failed");
+    for unaddressable in ["42", ".", " .. "] {
+        app.post("/organizations", &ada.token, json!({"name": unaddressable}))
+            .await
+            .expect_problem(422, "validation_failed");
+    }
     app.post("/organizations", &ada.token, json!({"name": "X", "id": 3}))
         .await
         .expect_problem(400, "immutable_field");
