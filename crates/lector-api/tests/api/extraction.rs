@@ -308,12 +308,7 @@ async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
         )
         .await
         .expect_problem(422, "validation_failed");
-    let fields: Vec<&str> = problem["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["field"].as_str().unwrap())
-        .collect();
+    let fields = crate::common::problem_fields(&problem);
     assert_eq!(fields, ["values.no_such_field", "values.total"], "{problem}");
     let submitted = app
         .put(

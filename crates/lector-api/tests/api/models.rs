@@ -273,12 +273,7 @@ async fn training_is_checked_up_front_and_fails_readably(app: TestApp) {
         )
         .await
         .expect_problem(422, "validation_failed");
-    let fields: Vec<&str> = problem["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["field"].as_str().unwrap())
-        .collect();
+    let fields = crate::common::problem_fields(&problem);
     assert_eq!(
         fields,
         ["language", "annotation_ids", "annotation_ids", "base_id"],

@@ -164,12 +164,7 @@ async fn workflows_are_a_resource_of_their_workspace(app: TestApp) {
         )
         .await
         .expect_problem(422, "validation_failed");
-    let fields: Vec<&str> = bad["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["field"].as_str().unwrap())
-        .collect();
+    let fields = crate::common::problem_fields(&bad);
     assert_eq!(fields, ["trigger.path", "trigger.response_code", "steps[0].model_id"]);
     app.post(
         "/workflows",

@@ -93,6 +93,16 @@ pub struct Answer {
     pub text: String,
 }
 
+/// The fields a problem's `errors` name, in order.
+pub fn problem_fields(problem: &Value) -> Vec<&str> {
+    problem["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| e["field"].as_str().expect("a field"))
+        .collect()
+}
+
 impl Answer {
     /// Asserts the status, showing the body when it differs.
     #[track_caller]
