@@ -160,13 +160,16 @@ pub fn shortened(text: &str, max: usize) -> Cow<'_, str> {
 }
 
 /// A file name a client sent, fit to show and store as any other name: without control or
-/// bidi characters (dropped: a name is not refused for them, as a file's bytes are not), and in
-/// at most [`MAX_NAME_CHARS`] characters, a longer one cut in its stem (an ellipsis marks the
-/// cut) keeping its extension.
+/// bidi characters (dropped: a name is not refused for them, as a file's bytes are not; a name
+/// of nothing else becomes `file`), and in at most [`MAX_NAME_CHARS`] characters, a longer one
+/// cut in its stem (an ellipsis marks the cut) keeping its extension.
 pub fn file_name(name: &str) -> Cow<'_, str> {
     let unfit = |c: char| c.is_control() || is_bidi_control(c);
     if name.chars().any(unfit) {
         let clean: String = name.chars().filter(|&c| !unfit(c)).collect();
+        if clean.trim().is_empty() {
+            return Cow::Borrowed("file");
+        }
         return Cow::Owned(bounded_file_name(&clean).into_owned());
     }
     bounded_file_name(name)
@@ -262,6 +265,7 @@ mod tests {
         // Control and bidi characters are dropped.
         assert_eq!(file_name("inv\u{202E}fdp.exe\n.pdf"), "invfdp.exe.pdf");
         assert_eq!(file_name("a\tb.csv"), "ab.csv");
+        assert_eq!(file_name("\u{202E}"), "file");
     }
 
     #[test]

@@ -177,8 +177,8 @@ impl Store {
         if current.is_superuser && is_superuser == Some(false) {
             // Behind a lock on every superuser, so two demoting each other at once cannot both.
             let sql = match tx.backend_name() {
-                "PostgreSQL" => "SELECT id FROM users WHERE is_superuser = $1 FOR UPDATE",
-                _ => "SELECT id FROM users WHERE is_superuser = $1",
+                "PostgreSQL" => "SELECT id FROM users WHERE is_superuser = $1 AND is_active = $1 FOR UPDATE",
+                _ => "SELECT id FROM users WHERE is_superuser = $1 AND is_active = $1",
             };
             let superusers: Vec<i64> = sqlx::query_scalar(sql)
                 .bind(true)

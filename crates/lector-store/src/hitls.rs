@@ -181,8 +181,9 @@ impl Store {
     /// member of the workspace.
     pub async fn create_hitl(&self, scope: &Scope, project_id: i64, new: &NewHitl) -> Result<Hitl> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
-        self.check_hitl_refs(&project, new.model_id, new.assigned_user_id, Some(&new.labels))
+        self.check_hitl_refs(&project, new.model_id, new.assigned_user_id)
             .await?;
+        self.check_settings(&project, new.model_id, &new.labels).await?;
         let mut tx = self.begin_write().await?;
         let held = crate::count_under_lock(
             &mut tx,
@@ -221,10 +222,13 @@ impl Store {
     /// both stay.
     pub async fn update_hitl(&self, scope: &Scope, project_id: i64, id: i64, change: &HitlChange) -> Result<Hitl> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
-        self.hitl_of(&project, id).await?;
+        let current = self.hitl_of(&project, id).await?;
         let (model_id, user_id) = (change.model_id.flatten(), change.assigned_user_id.flatten());
-        self.check_hitl_refs(&project, model_id, user_id, change.labels.as_ref())
-            .await?;
+        self.check_hitl_refs(&project, model_id, user_id).await?;
+        if let Some(settings) = &change.labels {
+            let model_id = change.model_id.unwrap_or(current.model_id);
+            self.check_settings(&project, model_id, settings).await?;
+        }
         let sql = format!(
             "UPDATE hitls SET name = COALESCE($1, name), description = COALESCE($2, description), \
              assigned_user_id = CASE WHEN $3 THEN $4 ELSE assigned_user_id END, \
@@ -252,44 +256,15 @@ impl Store {
         Hitl::decode(&row)
     }
 
-    /// 422 unless the model is one of the project's extraction (LABEL) models, the user a
-    /// member of its workspace who may submit reviews, and every field of the settings one of
-    /// the project's labels.
-    async fn check_hitl_refs(
-        &self,
-        project: &Project,
-        model_id: Option<i64>,
-        user_id: Option<i64>,
-        settings: Option<&serde_json::Value>,
-    ) -> Result<()> {
+    /// 422 unless the model is one of the project's extraction (LABEL) models and the user a
+    /// member of its workspace who may submit reviews.
+    async fn check_hitl_refs(&self, project: &Project, model_id: Option<i64>, user_id: Option<i64>) -> Result<()> {
         if let Some(model_id) = model_id {
             let sql = "SELECT id FROM models WHERE id = $1 AND project_id = $2 AND type = $3";
             let problem = ("model_id", "is not an extraction (LABEL) model of this project");
             let label = lector_core::ProjectType::Label.as_str();
             let query = sqlx::query_scalar(sql).bind(model_id).bind(project.id).bind(label);
             self.require_row(query, problem).await?;
-        }
-        if let Some(fields) = settings
-            .and_then(serde_json::Value::as_object)
-            .filter(|f| !f.is_empty())
-        {
-            let labels: Vec<String> = sqlx::query_scalar("SELECT name FROM labels WHERE project_id = $1")
-                .bind(project.id)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db)?;
-            let unknown: Vec<lector_core::FieldError> = fields
-                .keys()
-                .filter(|field| !labels.contains(field))
-                .take(10)
-                .map(|field| {
-                    let field: String = field.chars().take(120).collect();
-                    lector_core::FieldError::new(format!("labels.{field}"), "is not a label of this project")
-                })
-                .collect();
-            if !unknown.is_empty() {
-                return Err(Error::validation(unknown));
-            }
         }
         if let Some(user_id) = user_id {
             // The assignee submits the reviews, which takes a role that may annotate.
@@ -316,6 +291,67 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// 422 naming `labels.{field}` for a field of the settings that is neither a label of the
+    /// project nor one the configuration's model extracts (a label renamed or deleted since
+    /// it was trained, or a model uploaded with its own).
+    async fn check_settings(
+        &self,
+        project: &Project,
+        model_id: Option<i64>,
+        settings: &serde_json::Value,
+    ) -> Result<()> {
+        let Some(fields) = settings.as_object().filter(|f| !f.is_empty()) else {
+            return Ok(());
+        };
+        let known = self.field_names(project.id, model_id).await?;
+        let unknown: Vec<lector_core::FieldError> = fields
+            .keys()
+            .filter(|field| !known.contains(field))
+            .take(10)
+            .map(|field| {
+                let field: String = field.chars().take(120).collect();
+                lector_core::FieldError::new(format!("labels.{field}"), "is not a label of this project or its model")
+            })
+            .collect();
+        if unknown.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::validation(unknown))
+        }
+    }
+
+    /// The fields a configuration of `hitl`'s project may name, and a review's corrections may
+    /// correct (any member): the project's labels and those its model extracts.
+    pub async fn review_fields(&self, hitl: &Hitl) -> Result<Vec<String>> {
+        self.field_names(hitl.project_id, hitl.model_id).await
+    }
+
+    /// The project's labels and, with a model of the project, the labels it was trained on.
+    async fn field_names(&self, project_id: i64, model_id: Option<i64>) -> Result<Vec<String>> {
+        let mut names: Vec<String> = sqlx::query_scalar("SELECT name FROM labels WHERE project_id = $1")
+            .bind(project_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        if let Some(model_id) = model_id {
+            let trained: Option<String> =
+                sqlx::query_scalar("SELECT labels FROM models WHERE id = $1 AND project_id = $2")
+                    .bind(model_id)
+                    .bind(project_id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db)?;
+            let trained: Vec<String> = trained.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+            names.extend(
+                trained
+                    .into_iter()
+                    .filter(|name| !names.contains(name))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        Ok(names)
     }
 
     /// 422 naming the field and what is wrong with it (`problem`) unless `query` finds a row.

@@ -325,22 +325,15 @@ impl SubmitReviewBody {
     }
 }
 
-/// 422 naming `values.{field}` for each corrected value that names no label of the project or
-/// does not read as its field's type (`correction_problems`): approved corrections are
-/// training data.
+/// 422 naming `values.{field}` for each corrected value of an approval that names no field of
+/// the project or its model, or does not read as its field's type (`correction_problems`):
+/// approved corrections are training data.
 async fn check_corrections(
     state: &AppState,
-    caller: &Caller,
     hitl: &lector_store::Hitl,
     values: &std::collections::BTreeMap<String, String>,
 ) -> lector_core::Result<()> {
-    let labels: Vec<String> = state
-        .store
-        .labels(&caller.scope, hitl.project_id)
-        .await?
-        .into_iter()
-        .map(|label| label.name)
-        .collect();
+    let labels = state.store.review_fields(hitl).await?;
     let overrides = SettingOverride::parse_all(&hitl.labels).unwrap_or_default();
     let problems = lector_extract::extraction::correction_problems(&labels, &overrides, values);
     if problems.is_empty() {
@@ -528,7 +521,9 @@ pub async fn submit_hitl_review(
         .store
         .hitl_review(&caller.scope, p.project_id, p.hitl_id, p.review_id, Action::Annotate)
         .await?;
-    check_corrections(&state, &caller, &hitl, &body.values).await?;
+    if status == ReviewStatus::Approved {
+        check_corrections(&state, &hitl, &body.values).await?;
+    }
     let values = serde_json::to_value(&body.values).unwrap_or_default();
     let review = state
         .store

@@ -186,7 +186,7 @@ async fn fetch_source(
         .save_upload(
             &caller.scope,
             lector_store::UploadFor::Project(project.id),
-            &fetched.file_name,
+            &lector_core::validate::file_name(&fetched.file_name),
             format.extension(),
             Box::pin(chunks),
             state.config.uploads.max_bytes,

@@ -11,7 +11,8 @@ backend_tests!(
     a_hitl_change_keeps_what_it_leaves_out,
     a_viewer_is_never_the_assignee,
     reviews_are_listed_a_page_at_a_time,
-    a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned
+    a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned,
+    fields_of_the_model_stay_reviewable_after_a_rename
 );
 
 async fn a_hitl_change_keeps_what_it_leaves_out(app: TestApp) {
@@ -287,4 +288,60 @@ async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: Test
         .await
         .expect(200);
     assert_eq!(told(&cy).await, 0);
+}
+
+/// A review's fields are those the model extracts: a label renamed after training still names
+/// a field its configuration may set and its reviews may correct.
+async fn fields_of_the_model_stay_reviewable_after_a_rename(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, model) = invoice_model(&app, &ada).await;
+    let workspace = app.default_workspace_id(&ada).await;
+    app.put(
+        &format!("/projects/{project}/labels/name/po_number"),
+        &ada.token,
+        json!({"name": "order_number"}),
+    )
+    .await
+    .expect(200);
+    let hitls = format!("/projects/{project}/hitls");
+    let settings = json!({"po_number": {"required": true}, "order_number": {"required": false}});
+    let hitl = app
+        .post(
+            &hitls,
+            &ada.token,
+            json!({"name": "Check", "model_id": model, "is_live": true, "assigned_user_id": ada.user_id,
+                   "labels": settings}),
+        )
+        .await
+        .expect(201);
+    let extract = format!("/organizations/{workspace}/projects/{project}/models/{model}/extract");
+    let result = app
+        .send_form(&extract, &ada.token, "rechnung.pdf", &invoice(), &[])
+        .await
+        .expect(200);
+    let review = result["documents"][0]["hitl"]["review_id"].as_i64().expect("a review");
+    let at = format!("{hitls}/{}/reviews/{review}", hitl["id"]);
+    let corrected = json!({"status": "approved", "values": {"po_number": "PO-7", "order_number": "PO-7"}});
+    app.put(&at, &ada.token, corrected).await.expect(200);
+    // A rejection's values are no training data, so they are kept as the reviewer wrote them.
+    let result = app
+        .send_form(&extract, &ada.token, "rechnung.pdf", &invoice(), &[])
+        .await
+        .expect(200);
+    let review = result["documents"][0]["hitl"]["review_id"].as_i64().expect("a review");
+    let rejected = json!({"status": "rejected", "values": {"note": "not an invoice"}});
+    app.put(
+        &format!("{hitls}/{}/reviews/{review}", hitl["id"]),
+        &ada.token,
+        rejected,
+    )
+    .await
+    .expect(200);
+    // Neither the project nor the model knows this one.
+    let unknown = json!({"name": "Other", "model_id": model, "labels": {"colour": {}}});
+    let problem = app
+        .post(&hitls, &ada.token, unknown)
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "labels.colour", "{problem}");
 }
