@@ -19,6 +19,7 @@ mod document_listing;
 mod documents;
 #[cfg(test)]
 mod foreign_key_tests;
+mod hitl_reviews;
 mod hitls;
 #[cfg(test)]
 mod import_tests;
@@ -42,7 +43,8 @@ pub use corrections::{CorrectionAgreement, NewCorrection, PredictedSegmentTag};
 pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use document_listing::DocumentFilter;
 pub use documents::{Document, DocumentGroup, NewDocument, NewSegment, Segment};
-pub use hitls::{Hitl, HitlChange, HitlReview, MAX_HITLS_PER_PROJECT, NewHitl, NewReview};
+pub use hitl_reviews::{HitlReview, NewReview};
+pub use hitls::{Hitl, HitlChange, MAX_HITLS_PER_PROJECT, NewHitl};
 pub use job_claims::{LOST_WORKER_ALLOWANCE, UNHANDLED_JOB_GRACE_SECS};
 pub use job_reclaims::{JobCount, JobStatistics};
 pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};

@@ -335,7 +335,7 @@ impl Store {
             .await
             .map_err(db)?;
         if role < Action::Annotate.min_role() {
-            crate::hitls::unassign_reviews_in(&mut tx, found.id, target.user_id).await?;
+            crate::hitl_reviews::unassign_reviews_in(&mut tx, found.id, target.user_id).await?;
         }
         // A member whose role is lowered loses the invitations they sent with the old one: an
         // invitation to their own second address would otherwise give the old role back.
@@ -376,7 +376,7 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-        crate::hitls::unassign_reviews_in(&mut tx, found.id, target.user_id).await?;
+        crate::hitl_reviews::unassign_reviews_in(&mut tx, found.id, target.user_id).await?;
         // What the member invited leaves with them: an invitation to their own second address
         // would otherwise bring them back.
         cancel_invitations_by(&mut tx, found.id, Some(target.user_id)).await?;

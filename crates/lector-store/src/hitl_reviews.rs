@@ -1,0 +1,382 @@
+//! HITL reviews: what an extraction that found a live configuration leaves for a person
+//! (created with a notification to the assignee and the configuration's webhook event), read by
+//! any member and submitted by one who may annotate. Who is assigned follows the workspace: a
+//! member who leaves, or takes a role that cannot review, is unassigned here.
+
+use crate::hitls::Hitl;
+use crate::records::{FromAnyRow, fetch_record, fetch_records, flag};
+use crate::{Store, db};
+use lector_core::time::Timestamp;
+use lector_core::{Action, Error, NotificationType, Result, ReviewStatus, Role, Scope};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+/// A review of one extraction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HitlReview {
+    pub id: i64,
+    pub hitl_id: i64,
+    pub user_id: Option<i64>,
+    pub document_name: String,
+    pub page_num: i64,
+    /// PENDING, APPROVED or REJECTED ([`ReviewStatus`]).
+    pub status: String,
+    /// The first field that asked for review, and its threshold.
+    pub label: Option<String>,
+    pub confidence_threshold: Option<f64>,
+    /// What the extraction found (JSON), and the reviewer's values once submitted.
+    pub extracted: serde_json::Value,
+    pub corrected: Option<serde_json::Value>,
+    pub created: Timestamp,
+    pub updated: Timestamp,
+}
+
+const REVIEW_COLUMNS: &str = "id, hitl_id, user_id, document_name, page_num, status, label, confidence_threshold, \
+     extracted, corrected, created, updated";
+
+impl FromAnyRow for HitlReview {
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        let json = |text: String| serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+        Ok(Self {
+            id: row.try_get("id")?,
+            hitl_id: row.try_get("hitl_id")?,
+            user_id: row.try_get("user_id")?,
+            document_name: row.try_get("document_name")?,
+            page_num: row.try_get("page_num")?,
+            status: row.try_get("status")?,
+            label: row.try_get("label")?,
+            confidence_threshold: row.try_get("confidence_threshold")?,
+            extracted: json(row.try_get("extracted")?),
+            corrected: row.try_get::<Option<String>, _>("corrected")?.map(json),
+            created: Timestamp(row.try_get("created")?),
+            updated: Timestamp(row.try_get("updated")?),
+        })
+    }
+}
+
+/// A review to create: for whom, of what, why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewReview {
+    pub document_name: String,
+    pub page_num: i64,
+    pub label: Option<String>,
+    pub confidence_threshold: Option<f64>,
+    pub extracted: serde_json::Value,
+    /// The pages read (JSON), kept so the corrected values can train the next version.
+    pub pages: Option<String>,
+}
+
+impl Store {
+    /// Creates a pending review of `hitl` and notifies its assigned user, in one transaction. An
+    /// assignee who no longer may submit reviews in the workspace (gone, or a lower role now) is
+    /// neither assigned nor told: the review waits for whoever is assigned next.
+    pub async fn create_review(&self, hitl: &Hitl, new: &NewReview) -> Result<HitlReview> {
+        let mut tx = self.begin_write().await?;
+        let now = Timestamp::now().micros();
+        let assignee = match hitl.assigned_user_id {
+            Some(user_id) => may_review_in(&mut tx, hitl.project_id, user_id)
+                .await?
+                .then_some(user_id),
+            None => None,
+        };
+        let sql = format!(
+            "INSERT INTO hitl_reviews (hitl_id, user_id, document_name, page_num, status, label, confidence_threshold, \
+             extracted, pages, created, updated) VALUES ($1, $2, $3, $4, $10, $5, $6, $7, $9, $8, $8) \
+             RETURNING {REVIEW_COLUMNS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(hitl.id)
+            .bind(assignee)
+            .bind(&new.document_name)
+            .bind(new.page_num)
+            .bind(&new.label)
+            .bind(new.confidence_threshold)
+            .bind(new.extracted.to_string())
+            .bind(now)
+            .bind(&new.pages)
+            .bind(ReviewStatus::Pending.as_str())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+        let review = HitlReview::decode(&row)?;
+        if let Some(user_id) = assignee {
+            let text = format!(
+                "Review {} of {:?} ({}) needs a look: {}.",
+                review.id,
+                review.document_name,
+                hitl.name,
+                new.label
+                    .as_deref()
+                    .map_or("a field".to_owned(), |l| format!("field {l}"))
+            );
+            let (title, text) = crate::notifications::within_limits("A review is waiting for you", &text);
+            sqlx::query("INSERT INTO notifications (user_id, type, title, text, created) VALUES ($1, $2, $3, $4, $5)")
+                .bind(user_id)
+                .bind(NotificationType::Info.as_str())
+                .bind(title)
+                .bind(text)
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        webhook_in(&mut tx, hitl, "review.created", &review).await?;
+        tx.commit().await.map_err(db)?;
+        self.wake_workers();
+        Ok(review)
+    }
+
+    /// A page of a configuration's reviews, newest first (any member).
+    pub async fn hitl_reviews(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        hitl_id: i64,
+        offset: i64,
+        limit: i64,
+    ) -> Result<Vec<HitlReview>> {
+        let hitl = self.hitl(scope, project_id, hitl_id, Action::Read).await?;
+        let sql =
+            format!("SELECT {REVIEW_COLUMNS} FROM hitl_reviews WHERE hitl_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3");
+        fetch_records(sqlx::query(&sql).bind(hitl.id).bind(limit).bind(offset), &self.pool).await
+    }
+
+    /// One review, for a caller who may do `action` in its project.
+    pub async fn hitl_review(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        hitl_id: i64,
+        id: i64,
+        action: Action,
+    ) -> Result<(Hitl, HitlReview)> {
+        let hitl = self.hitl(scope, project_id, hitl_id, action).await?;
+        let sql = format!("SELECT {REVIEW_COLUMNS} FROM hitl_reviews WHERE id = $1 AND hitl_id = $2");
+        let review = fetch_record(sqlx::query(&sql).bind(id).bind(hitl.id), &self.pool, "review").await?;
+        Ok((hitl, review))
+    }
+
+    /// The pages a review was made from (JSON, a list of `lector_extract::Page`), for the
+    /// reviewer's view of the page; `None` for a review made without them.
+    pub async fn hitl_review_pages(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        hitl_id: i64,
+        id: i64,
+    ) -> Result<Option<String>> {
+        let hitl = self.hitl(scope, project_id, hitl_id, Action::Read).await?;
+        sqlx::query_scalar("SELECT pages FROM hitl_reviews WHERE id = $1 AND hitl_id = $2")
+            .bind(id)
+            .bind(hitl.id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found("review"))
+    }
+
+    /// Submits a review (ANNOTATOR): its verdict (APPROVED or REJECTED) and the corrected
+    /// values. A review already submitted answers 409.
+    pub async fn submit_review(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        hitl_id: i64,
+        id: i64,
+        status: ReviewStatus,
+        corrected: &serde_json::Value,
+    ) -> Result<HitlReview> {
+        let (hitl, review) = self
+            .hitl_review(scope, project_id, hitl_id, id, Action::Annotate)
+            .await?;
+        let mut tx = self.begin_write().await?;
+        let sql = format!(
+            "UPDATE hitl_reviews SET status = $1, corrected = $2, updated = $3 WHERE id = $4 AND status = $5 \
+             RETURNING {REVIEW_COLUMNS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(status.as_str())
+            .bind(corrected.to_string())
+            .bind(Timestamp::now().micros())
+            .bind(review.id)
+            .bind(ReviewStatus::Pending.as_str())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::conflict(format!("review {} was already submitted", review.id)))?;
+        let review = HitlReview::decode(&row)?;
+        webhook_in(&mut tx, &hitl, "review.submitted", &review).await?;
+        tx.commit().await.map_err(db)?;
+        self.wake_workers();
+        Ok(review)
+    }
+}
+
+/// Whether a user may submit reviews in a project's workspace: a member of a role that may
+/// annotate, or a superuser member (as `check_hitl_refs` allows when assigning).
+async fn may_review_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, project_id: i64, user_id: i64) -> Result<bool> {
+    let row = sqlx::query(
+        "SELECT m.role, u.is_superuser FROM memberships m JOIN projects p ON p.workspace_id = m.workspace_id \
+         JOIN users u ON u.id = m.user_id WHERE p.id = $1 AND m.user_id = $2",
+    )
+    .bind(project_id)
+    .bind(user_id)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db)?;
+    let Some(row) = row else {
+        return Ok(false);
+    };
+    let role: String = row.try_get("role").map_err(db)?;
+    let may_annotate = role.parse::<Role>().is_ok_and(|r| r >= Action::Annotate.min_role());
+    Ok(may_annotate || flag(&row, "is_superuser").map_err(db)?)
+}
+
+/// Takes a member's review work in a workspace from them, when they leave it or take a role
+/// that cannot submit reviews: its configurations stop assigning them, and their pending
+/// reviews wait for whoever is assigned next.
+pub(crate) async fn unassign_reviews_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    workspace_id: i64,
+    user_id: i64,
+) -> Result<()> {
+    let now = Timestamp::now().micros();
+    sqlx::query(
+        "UPDATE hitls SET assigned_user_id = NULL, updated = $3 WHERE assigned_user_id = $1 \
+         AND project_id IN (SELECT id FROM projects WHERE workspace_id = $2)",
+    )
+    .bind(user_id)
+    .bind(workspace_id)
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    sqlx::query(
+        "UPDATE hitl_reviews SET user_id = NULL, updated = $4 WHERE user_id = $1 AND status = $3 \
+         AND hitl_id IN (SELECT h.id FROM hitls h JOIN projects p ON p.id = h.project_id WHERE p.workspace_id = $2)",
+    )
+    .bind(user_id)
+    .bind(workspace_id)
+    .bind(ReviewStatus::Pending.as_str())
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    Ok(())
+}
+
+/// Queues the event of `review` for the configuration's webhook, if it has one, in `tx`.
+async fn webhook_in(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    hitl: &Hitl,
+    event_type: &str,
+    review: &HitlReview,
+) -> Result<()> {
+    if hitl.webhook_url.is_none() {
+        return Ok(());
+    }
+    let payload = crate::WebhookPayload {
+        hitl_id: hitl.id,
+        event_id: uuid::Uuid::new_v4().to_string(),
+        event_type: event_type.to_owned(),
+        created: Timestamp::now().to_rfc3339(),
+    };
+    let data = serde_json::json!({
+        "review_id": review.id,
+        "hitl_id": review.hitl_id,
+        "project_id": hitl.project_id,
+        "status": review.status,
+        "document_name": review.document_name,
+        "page_num": review.page_num,
+        "user_id": review.user_id,
+        "label": review.label,
+        "extracted": review.extracted,
+        "corrected": review.corrected,
+    });
+    let workspace_id: i64 = sqlx::query_scalar("SELECT workspace_id FROM projects WHERE id = $1")
+        .bind(hitl.project_id)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(db)?;
+    let job = crate::NewJob::of(&payload)?
+        .with_input(&data)?
+        .in_project(workspace_id, hitl.project_id);
+    crate::jobs::enqueue_in(tx, job).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Backend;
+    use crate::hitls::NewHitl;
+    use crate::testing::{TestDatabase, owner_with_project};
+    use lector_core::ProjectType;
+
+    /// Reviews written before migration 0020 said `pending`; the migration upper-cases them,
+    /// and such a review is then submitted like a new one.
+    async fn lower_case_reviews_are_upper_cased(backend: Backend) {
+        let Some(database) = TestDatabase::create(backend).await else {
+            return;
+        };
+        let store = Store::open(&database.url, 2).await.expect("store");
+        let (scope, _, project) = owner_with_project(&store, "Invoices", ProjectType::Label).await;
+        let new = NewHitl {
+            name: "Check".into(),
+            description: String::new(),
+            assigned_user_id: None,
+            model_id: None,
+            is_live: true,
+            webhook_url: None,
+            labels: serde_json::json!({}),
+        };
+        let hitl = store.create_hitl(&scope, project.id, &new).await.expect("hitl");
+        let review = NewReview {
+            document_name: "a.pdf".into(),
+            page_num: 1,
+            label: None,
+            confidence_threshold: None,
+            extracted: serde_json::json!({}),
+            pages: None,
+        };
+        let review = store.create_review(&hitl, &review).await.expect("review");
+        assert_eq!(review.status, "PENDING");
+        sqlx::query("UPDATE hitl_reviews SET status = 'pending' WHERE id = $1")
+            .bind(review.id)
+            .execute(&store.pool)
+            .await
+            .expect("an old review");
+        let migration = match backend {
+            Backend::Sqlite => include_str!("../migrations/sqlite/0020_review_status_case.sql"),
+            Backend::Postgres => include_str!("../migrations/postgres/0020_review_status_case.sql"),
+        };
+        sqlx::raw_sql(migration).execute(&store.pool).await.expect("migration");
+        let (_, read) = store
+            .hitl_review(&scope, project.id, hitl.id, review.id, Action::Read)
+            .await
+            .expect("read");
+        assert_eq!(read.status, "PENDING");
+        let submitted = store
+            .submit_review(
+                &scope,
+                project.id,
+                hitl.id,
+                review.id,
+                ReviewStatus::Approved,
+                &serde_json::json!({}),
+            )
+            .await
+            .expect("submitted");
+        assert_eq!(submitted.status, "APPROVED");
+    }
+
+    #[tokio::test]
+    async fn sqlite_lower_case_reviews_are_upper_cased() {
+        lower_case_reviews_are_upper_cased(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn postgres_lower_case_reviews_are_upper_cased() {
+        lower_case_reviews_are_upper_cased(Backend::Postgres).await;
+    }
+}
