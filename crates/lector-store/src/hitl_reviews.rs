@@ -212,24 +212,36 @@ impl Store {
     }
 }
 
-/// Whether a user may submit reviews in a project's workspace: a member of a role that may
-/// annotate, or a superuser member (as `check_hitl_refs` allows when assigning).
-async fn may_review_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, project_id: i64, user_id: i64) -> Result<bool> {
+/// A user's standing in a project's workspace: their role there, if they are a member, and
+/// whether that standing may submit reviews (a role that may annotate, or a superuser member).
+/// What `check_hitl_refs` asks when a user is assigned, and a new review when it is made.
+pub(crate) async fn reviewer_standing<'e>(
+    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    project_id: i64,
+    user_id: i64,
+) -> Result<Option<(String, bool)>> {
     let row = sqlx::query(
         "SELECT m.role, u.is_superuser FROM memberships m JOIN projects p ON p.workspace_id = m.workspace_id \
          JOIN users u ON u.id = m.user_id WHERE p.id = $1 AND m.user_id = $2",
     )
     .bind(project_id)
     .bind(user_id)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(executor)
     .await
     .map_err(db)?;
     let Some(row) = row else {
-        return Ok(false);
+        return Ok(None);
     };
     let role: String = row.try_get("role").map_err(db)?;
     let may_annotate = role.parse::<Role>().is_ok_and(|r| r >= Action::Annotate.min_role());
-    Ok(may_annotate || flag(&row, "is_superuser").map_err(db)?)
+    let may_review = may_annotate || flag(&row, "is_superuser").map_err(db)?;
+    Ok(Some((role, may_review)))
+}
+
+/// Whether a user may submit reviews in a project's workspace now ([`reviewer_standing`]).
+async fn may_review_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, project_id: i64, user_id: i64) -> Result<bool> {
+    let standing = reviewer_standing(&mut **tx, project_id, user_id).await?;
+    Ok(standing.is_some_and(|(_, may_review)| may_review))
 }
 
 /// Takes a member's review work in a workspace from them, when they leave it or take a role

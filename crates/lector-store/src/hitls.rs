@@ -6,7 +6,7 @@
 use crate::records::{BoundQuery, Checked, FromAnyRow, Project, fetch_record, fetch_records, flag};
 use crate::{Lease, Store, db};
 use lector_core::time::Timestamp;
-use lector_core::{Action, Error, Result, Role, Scope};
+use lector_core::{Action, Error, Result, Scope};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
@@ -212,26 +212,14 @@ impl Store {
         }
         if let Some(user_id) = user_id {
             // The assignee submits the reviews, which takes a role that may annotate.
-            let row = sqlx::query(
-                "SELECT m.role, u.is_superuser FROM memberships m JOIN users u ON u.id = m.user_id \
-                 WHERE m.workspace_id = $1 AND m.user_id = $2",
-            )
-            .bind(project.workspace_id)
-            .bind(user_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-            let Some(row) = row else {
-                return Err(assignee_problem("is not a member of the project's workspace"));
-            };
-            let role: String = row.try_get("role").map_err(db)?;
-            let may_annotate = role
-                .parse::<Role>()
-                .is_ok_and(|role| role >= Action::Annotate.min_role());
-            if !may_annotate && !flag(&row, "is_superuser").map_err(db)? {
-                return Err(assignee_problem(&format!(
-                    "is a {role} of the project's workspace, who cannot submit reviews: assign an ANNOTATOR or more"
-                )));
+            match crate::hitl_reviews::reviewer_standing(&self.pool, project.id, user_id).await? {
+                None => return Err(assignee_problem("is not a member of the project's workspace")),
+                Some((role, false)) => {
+                    return Err(assignee_problem(&format!(
+                        "is a {role} of the project's workspace, who cannot submit reviews: assign an ANNOTATOR or more"
+                    )));
+                }
+                Some((_, true)) => {}
             }
         }
         Ok(())
