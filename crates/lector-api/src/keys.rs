@@ -70,6 +70,7 @@ impl AuthKeys {
         validation.set_issuer(&[ISSUER]);
         validation.set_audience(&[AUDIENCE]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.validate_nbf = true;
         validation.leeway = 5;
         let hashing = config.password_hashing;
         let decoy_hash = hash_password_now(hashing, &random_token()).map_err(|e| e.detail)?;

@@ -150,6 +150,10 @@ async fn forged_tokens_are_refused(app: TestApp) {
         ),
         ("no exp", token(hs256(), &without(&claims, "exp"), Some(key))),
         (
+            "not valid before an hour from now",
+            token(hs256(), &with(&claims, "nbf", json!(now + 3600)), Some(key)),
+        ),
+        (
             "wrong iss",
             token(hs256(), &with(&claims, "iss", json!("someone-else")), Some(key)),
         ),
