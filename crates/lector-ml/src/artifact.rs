@@ -45,6 +45,7 @@
 mod plausible;
 mod rows;
 
+use lector_core::ProjectType;
 use std::sync::Arc;
 
 use crate::dense::{Embedder, Encoder, TunedEncoder};
@@ -426,6 +427,16 @@ impl Model {
             (Some(d), _) => return Err(Error::MissingEncoder(d.encoder.clone())),
         };
         let (main, label_head) = read_heads(&mut r, version, &info)?;
+        let pair_type = matches!(info.project_type, ProjectType::Absa | ProjectType::Classlabel);
+        if pair_type != label_head.is_some() {
+            // Training gives the pair types a label head and the others none; a header
+            // relabelled to another type would answer tags its project cannot hold.
+            return Err(Error::artifact(format!(
+                "the header says {:?}, a model {} a label head",
+                info.project_type,
+                if label_head.is_some() { "with" } else { "without" }
+            )));
+        }
         let tuned = read_tuned(&mut r, version, encoder.as_ref())?;
         if info.dense.as_ref().is_some_and(|d| d.tuned || d.contrastive) != tuned.is_some() {
             return Err(Error::artifact("the header and the tuned encoder disagree"));
@@ -433,7 +444,7 @@ impl Model {
         if r.at != content.len() {
             return Err(Error::artifact("trailing data"));
         }
-        if info.project_type != lector_core::ProjectType::Label
+        if info.project_type != ProjectType::Label
             && info.calibration.thresholds.len() != info.classes.len()
             && !info.calibration.thresholds.is_empty()
         {
@@ -459,7 +470,7 @@ fn read_heads(r: &mut Reader<'_>, version: u32, info: &ModelInfo) -> Result<(Tab
     if main_dim.saturating_mul(outputs) > MAX_TABLE_FLOATS {
         return Err(Error::artifact("the header asks for an implausibly large model"));
     }
-    let main_outputs = if info.project_type == lector_core::ProjectType::Label {
+    let main_outputs = if info.project_type == ProjectType::Label {
         info.labels.len()
     } else {
         info.classes.len()
@@ -632,6 +643,38 @@ mod tests {
         let sum = fnv1a(FNV_SEED, &out);
         out.extend_from_slice(&sum.to_le_bytes());
         out
+    }
+
+    /// A model's header cannot change its project type: a CLASS model called ABSA has no label
+    /// head to give its classes a sentiment, an ABSA model called CLASS would answer pairs.
+    #[test]
+    fn a_header_relabelled_to_another_project_type_is_refused() {
+        let class_model = Model::train(
+            ProjectType::Class,
+            &[
+                Example::new("good", vec![Tag::class("a")]),
+                Example::new("bad", vec![Tag::class("b")]),
+            ],
+            &Options::default(),
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .unwrap();
+        let absa_model = Model::from_bytes(V2_ABSA).unwrap();
+        for (model, relabelled) in [
+            (&class_model, ProjectType::Absa),
+            (&class_model, ProjectType::Classlabel),
+            (&absa_model, ProjectType::Class),
+        ] {
+            assert!(Model::from_bytes(&model.to_bytes()).is_ok());
+            let mut info = model.info.clone();
+            info.project_type = relabelled;
+            let bytes = with_header(model, &serde_json::to_vec(&info).unwrap());
+            let refused = Model::from_bytes(&bytes);
+            assert!(
+                matches!(&refused, Err(Error::Artifact(m)) if m.contains("label head")),
+                "{relabelled:?}: {refused:?}"
+            );
+        }
     }
 
     /// A weight that is not a number (here the first bias, right after the table's shape) is
