@@ -96,10 +96,18 @@ fn micro_macro(per: &BTreeMap<String, Counts>) -> (f64, f64, Vec<NameScores>) {
         total.fn_ += c.fn_;
         scores.push(c.scores(name));
     }
-    let macro_f1 = if scores.is_empty() {
+    // A name neither in the gold tags nor predicted has no F1 to speak of: counting it as 0
+    // would score a model that is right on every test segment below 1 because the test
+    // side lacks a class (the average runs over the names seen, as scikit-learn's does).
+    let seen: Vec<f64> = per
+        .values()
+        .filter(|c| c.tp + c.fp + c.fn_ > 0)
+        .map(|c| c.f1())
+        .collect();
+    let macro_f1 = if seen.is_empty() {
         0.0
     } else {
-        scores.iter().map(|s| s.f1).sum::<f64>() / scores.len() as f64
+        seen.iter().sum::<f64>() / seen.len() as f64
     };
     (total.f1(), macro_f1, scores)
 }
@@ -337,6 +345,24 @@ mod tests {
         assert!((m.macro_f1 - 2.0 / 3.0).abs() < 1e-12);
         assert_eq!(m.labels[0].support, 2);
         assert_eq!(m.confusion.unwrap().matrix, vec![vec![1, 1], vec![0, 1]]);
+    }
+
+    /// A class the test side lacks, and that is never predicted, stays in the per-class
+    /// figures (support 0) but not in the score: a model right on every segment scores 1.
+    #[test]
+    fn a_class_absent_from_the_test_side_does_not_lower_the_score() {
+        let classes: Vec<String> = ["car", "fruit", "weather"].map(String::from).to_vec();
+        let g = [vec![tag(Some("fruit"), None)], vec![tag(Some("car"), None)]];
+        let m = evaluate_tags(ProjectType::Class, &classes, &[], &g, &g);
+        assert_eq!(m.accuracy, 1.0);
+        assert_eq!(m.score, 1.0);
+        assert_eq!(m.macro_f1, 1.0);
+        let weather = m.classes.iter().find(|c| c.name == "weather").unwrap();
+        assert_eq!((weather.support, weather.f1), (0, 0.0));
+        // Predicted without being gold, a name counts (F1 0) as before.
+        let wrong = [vec![tag(Some("fruit"), None)], vec![tag(Some("weather"), None)]];
+        let m = evaluate_tags(ProjectType::Class, &classes, &[], &g, &wrong);
+        assert!((m.score - 1.0 / 3.0).abs() < 1e-12, "{}", m.score);
     }
 
     #[test]
