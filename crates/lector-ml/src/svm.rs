@@ -5,9 +5,9 @@
 //! and it converges in a few passes over sparse data, which keeps training to seconds. A bias
 //! term is learnt as the weight of a constant feature (value 1), regularised like the others.
 //! A warm start (`w0`) turns the regulariser into `½‖w − w0‖²`: the model stays near the base
-//! model's weights unless the data say otherwise. The binary problems of one head can be solved
-//! together, in one pass over the rows for all of them (`lockstep`). Calibration lives
-//! elsewhere; this module only produces margins.
+//! model's weights unless the data say otherwise (in the final fit only: `train::heads`). The
+//! binary problems of one head can be solved together, in one pass over the rows for all of
+//! them (`lockstep`). Calibration lives elsewhere; this module only produces margins.
 
 mod lockstep;
 

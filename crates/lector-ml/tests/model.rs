@@ -302,6 +302,55 @@ fn warm_start_from_a_base_model_with_overlapping_labels() {
     ));
 }
 
+/// Retraining on the sessions a base learnt from (what `train_model` does by default) chooses
+/// its cost and calibration as a cold training does: the held-out runs do not start from a
+/// base that has seen their held-out rows. Before, every held-out row looked known (a
+/// validation score of 1 and the smallest cost), and the calibration made wrong tags certain.
+#[test]
+fn a_warm_start_on_the_bases_own_data_is_validated_as_a_cold_one() {
+    // Two labels whose words overlap, so that held-out rows are not all predicted right.
+    let words = ["soup", "staff", "wine", "table", "bill", "music", "view", "bread"];
+    let mut examples = Vec::new();
+    let mut state = 7u64;
+    for i in 0..80 {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let pick = |shift: u32| words[((state >> shift) % words.len() as u64) as usize];
+        let (mood, label) = if i % 2 == 0 { ("fine", "good") } else { ("poor", "bad") };
+        // One text in five has the other label's word: noise no model learns away.
+        let mood = if (state >> 50) % 5 == 0 {
+            if label == "good" { "poor" } else { "fine" }
+        } else {
+            mood
+        };
+        examples.push(Example::new(
+            format!("{} {} was {mood}", pick(10), pick(20)),
+            vec![Tag::label(label)],
+        ));
+    }
+    let cold_options = Options {
+        choose_features: false,
+        ..options()
+    };
+    let cold = Model::train(ProjectType::Label, &examples, &cold_options, &mut go).unwrap();
+    let warm_options = Options {
+        base: Some(&cold),
+        ..cold_options.clone()
+    };
+    let warm = Model::train(ProjectType::Label, &examples, &warm_options, &mut go).unwrap();
+    assert!(warm.info().warm_started);
+    let (cold_hyper, warm_hyper) = (&cold.info().hyper, &warm.info().hyper);
+    assert!(
+        cold_hyper.validation_score < Some(1.0),
+        "{:?}",
+        cold_hyper.validation_score
+    );
+    assert_eq!(warm_hyper.validation_score, cold_hyper.validation_score);
+    assert_eq!(warm_hyper.c, cold_hyper.c);
+    assert_eq!(warm.info().calibration, cold.info().calibration);
+}
+
 #[test]
 fn split_helper_is_stratified() {
     let set = label_set();

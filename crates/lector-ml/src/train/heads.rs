@@ -194,11 +194,13 @@ impl HeadJob<'_> {
     }
 
     /// Every run, problem by problem, each along the whole grid from the last cost's solution.
+    /// The held-out runs start from zero, never from a warm start's base (see
+    /// [`Self::final_fit`]).
     fn select_run_by_run(&self, held: &mut HeldOut, rng: &mut Rng, progress: &mut Progress<'_, '_>) -> Result<()> {
         for (run, (train, test)) in self.runs.iter().enumerate() {
             for (p, &(positive, negative)) in self.targets.problems().iter().enumerate() {
                 let y: Vec<f64> = train.iter().map(|&r| self.targets.sign(r, positive)).collect();
-                let mut state = Binary::new(train.len(), self.dim, self.start_weights(positive, negative).as_deref());
+                let mut state = Binary::new(train.len(), self.dim, None);
                 for (ci, &c) in self.grid.iter().enumerate() {
                     state.solve(self.x, train, &y, &vec![c; train.len()], self.select, rng, progress)?;
                     held.record(self.x, &state, test, ci, (positive, negative));
@@ -230,7 +232,7 @@ impl HeadJob<'_> {
             .collect();
         let mut states: Vec<Binary> = problems
             .iter()
-            .map(|&(p, n)| Binary::new(train.len(), self.dim, self.start_weights(p, n).as_deref()))
+            .map(|_| Binary::new(train.len(), self.dim, None))
             .collect();
         for ((state, y), alpha) in states.iter_mut().zip(&ys).zip(start.into_iter().flatten()) {
             let slots = train.iter().zip(alpha).enumerate();
@@ -328,6 +330,12 @@ impl HeadJob<'_> {
     /// A problem's state for the final fit on all rows: from the first run's solution at the
     /// chosen cost where there is one (it saw 80 % of the rows, so the solver has the rest to
     /// add rather than everything to find).
+    ///
+    /// Only the final fit starts from (and is held near) a warm start's base. The held-out runs
+    /// choose the cost and give the calibration its margins, so they must not know the rows
+    /// they are scored on; a base trained on those rows (a retraining on the same sessions,
+    /// which is what `train_model` does by default) would, and made every held-out row look
+    /// known: a validation score of 1, the smallest cost, and confidences near 1 on wrong tags.
     fn final_state(&self, (positive, negative): (usize, Option<usize>), y: &[f64], alpha: Option<&Vec<f64>>) -> Binary {
         let mut state = Binary::new(
             self.x.rows(),
