@@ -40,7 +40,8 @@ pub struct AnalysisDocumentsQuery {
     pub search: Option<String>,
     /// Only documents with a segment tagged with one of these class ids (comma-separated).
     pub classes: Option<String>,
-    /// Only documents with a segment tagged with one of these label ids (comma-separated).
+    /// Only documents with a segment tagged with one of these label ids (comma-separated);
+    /// with `classes`, one tag must have both (a class and one of these labels).
     pub labels: Option<String>,
     #[serde(default)]
     pub offset: i64,

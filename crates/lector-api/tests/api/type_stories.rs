@@ -39,6 +39,60 @@ fn tag(kind: &str, aspect: &str, good: bool) -> Value {
     }
 }
 
+/// An analysis's documents filtered by a class and a label are those with one tag of that class
+/// and that label, as `page` (every document with its tags) shows them.
+async fn filters_narrow_to_one_pair(app: &TestApp, ada: &Session, project: i64, analysis: i64, page: &Value) {
+    let id_of =
+        |list: &Value, name: &str| list.as_array().unwrap().iter().find(|x| x["name"] == name).unwrap()["id"].clone();
+    let classes = app
+        .get(&format!("/projects/{project}/classes"), &ada.token)
+        .await
+        .expect(200);
+    let labels = app
+        .get(&format!("/projects/{project}/labels"), &ada.token)
+        .await
+        .expect(200);
+    let negative = if labels.to_string().contains("\"negative\"") {
+        "negative"
+    } else {
+        "bad"
+    };
+    let (food, bad) = (id_of(&classes, "food"), id_of(&labels, negative));
+    let has = |d: &Value, pair: &dyn Fn(&Value) -> bool| {
+        d["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["tags"].as_array().unwrap())
+            .any(pair)
+    };
+    let ids = |documents: &[&Value]| documents.iter().map(|d| d["id"].as_i64().unwrap()).collect::<Vec<_>>();
+    let documents: Vec<&Value> = page["documents"].as_array().unwrap().iter().collect();
+    let food_bad: Vec<&Value> = documents
+        .iter()
+        .copied()
+        .filter(|d| has(d, &|t| t["class"] == "food" && t["label"] == negative))
+        .collect();
+    let food_or_bad = documents
+        .iter()
+        .filter(|d| has(d, &|t| t["class"] == "food") || has(d, &|t| t["label"] == negative))
+        .count();
+    assert!(
+        !food_bad.is_empty() && food_bad.len() < food_or_bad,
+        "{} of {food_or_bad}",
+        food_bad.len()
+    );
+    let filtered = app
+        .get(
+            &format!("/analyses/{analysis}/documents?classes={food}&labels={bad}&limit=1000"),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    let filtered: Vec<&Value> = filtered["documents"].as_array().unwrap().iter().collect();
+    assert_eq!(ids(&filtered), ids(&food_bad));
+}
+
 async fn the_loop(app: &TestApp, ada: &Session, kind: &str) {
     let classes: &[&str] = if kind == "LABEL" { &[] } else { &["food", "service"] };
     let labels: &[&str] = if kind == "ABSA" { &[] } else { &["good", "bad"] };
@@ -94,6 +148,9 @@ async fn the_loop(app: &TestApp, ada: &Session, kind: &str) {
         );
     }
     assert!(right >= 800, "{kind}: {right} of 1000 right");
+    if kind != "LABEL" {
+        filters_narrow_to_one_pair(app, ada, project, created["id"].as_i64().unwrap(), &page).await;
+    }
 
     // A correction session fixes two tags.
     let corrections = format!("/projects/{project}/corrections");
