@@ -28,10 +28,7 @@ use tokio::sync::mpsc;
 pub const FILE_BATCH: usize = 4000;
 
 fn column(source: &FileSource) -> ColumnRef {
-    match (&source.column_name, source.column_index) {
-        (Some(name), _) => ColumnRef::Name(name.clone()),
-        (None, index) => ColumnRef::Index(index.unwrap_or(0)),
-    }
+    ColumnRef::chosen(source.column_index, source.column_name.as_deref())
 }
 
 /// One batch from the reader: documents at their row's place, and rows left out (blank text).

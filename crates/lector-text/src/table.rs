@@ -37,23 +37,35 @@ impl Table {
     }
 }
 
-/// A column chosen by the client: by 0-based index (`column`) or by name (`column_name`).
+/// A column chosen by the client: by 0-based index (`column`) or by name (`column_name`), or
+/// neither ([`ColumnRef::TextOrFirst`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ColumnRef {
     Index(usize),
     Name(String),
+    /// The column named `text` where there is one (as in the files the service writes, and in
+    /// JSON records), else the first: a CSV of `id,text` read by its first column would
+    /// analyse its ids.
+    TextOrFirst,
 }
 
 impl ColumnRef {
+    /// The column a request names by `index` or `name` (the name wins), or the default.
+    pub fn chosen(index: Option<usize>, name: Option<&str>) -> Self {
+        match (name, index) {
+            (Some(name), _) => Self::Name(name.to_owned()),
+            (None, Some(index)) => Self::Index(index),
+            (None, None) => Self::TextOrFirst,
+        }
+    }
+
     /// The 0-based index of this column in `header`; names match exactly, then ignoring case and
     /// surrounding whitespace.
     pub fn resolve(&self, header: &[String]) -> Result<usize> {
         let found = match self {
             ColumnRef::Index(index) => (*index < header.len()).then_some(*index),
-            ColumnRef::Name(name) => header.iter().position(|h| h == name).or_else(|| {
-                let wanted = name.trim().to_lowercase();
-                header.iter().position(|h| h.trim().to_lowercase() == wanted)
-            }),
+            ColumnRef::Name(name) => named(header, name),
+            ColumnRef::TextOrFirst => named(header, "text").or((!header.is_empty()).then_some(0)),
         };
         found.ok_or_else(|| TextError::MissingColumn {
             column: self.to_string(),
@@ -61,11 +73,21 @@ impl ColumnRef {
     }
 }
 
+/// The position of the column called `name` in `header`: exactly, then ignoring case and
+/// surrounding whitespace.
+fn named(header: &[String], name: &str) -> Option<usize> {
+    header.iter().position(|h| h == name).or_else(|| {
+        let wanted = name.trim().to_lowercase();
+        header.iter().position(|h| h.trim().to_lowercase() == wanted)
+    })
+}
+
 impl std::fmt::Display for ColumnRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ColumnRef::Index(index) => write!(f, "{index}"),
             ColumnRef::Name(name) => write!(f, "{name:?}"),
+            ColumnRef::TextOrFirst => write!(f, "\"text\" or 0"),
         }
     }
 }

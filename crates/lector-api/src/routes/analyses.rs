@@ -254,7 +254,7 @@ pub struct CreateAnalysisBody {
     pub file_id: Option<uuid::Uuid>,
     /// The file's text column, 0-based …
     pub column: Option<usize>,
-    /// … or by its header name (default: column 0).
+    /// … or by its header name (default: the column named `text`, else column 0).
     pub column_name: Option<String>,
     /// Whether the file's first row is a header (default true).
     pub header_first: Option<bool>,

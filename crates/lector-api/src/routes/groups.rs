@@ -138,6 +138,7 @@ pub struct CreateGroupBody {
     #[schema(deprecated)]
     pub column: Option<i64>,
     /// The name of the file's text column; the other columns go into each document's meta.
+    /// Without it or `column`: the column named `text` where there is one, else the first.
     pub column_name: Option<String>,
     /// Whether the file's first row is a header (default: true, but false for TXT).
     pub header_first: Option<bool>,
@@ -242,10 +243,7 @@ pub(crate) fn check_import(
     header_first: bool,
     max_rows: u64,
 ) -> Result<()> {
-    let column = match name {
-        Some(name) => ColumnRef::Name(name.to_owned()),
-        None => ColumnRef::Index(index.unwrap_or(0)),
-    };
+    let column = ColumnRef::chosen(index, name);
     let keyed = matches!(upload.format.as_str(), "json" | "jsonl");
     if let Some(first) = &upload.columns {
         let header: Vec<String> = if header_first || keyed {

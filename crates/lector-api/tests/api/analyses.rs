@@ -94,11 +94,12 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(upload["preview"][0], json!(["ticket", "text"]));
+    // No column named: the one called text is read, not the first (the ticket numbers).
     let created = app
         .post(
             "/analyses",
             &ada.token,
-            json!({"model_id": model, "name": "Monday", "file_id": upload["id"], "column_name": "text"}),
+            json!({"model_id": model, "name": "Monday", "file_id": upload["id"]}),
         )
         .await
         .expect(201);
@@ -134,6 +135,10 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
         assert_eq!(page["count"], 1000);
         for document in page["documents"].as_array().unwrap() {
             let n: usize = document["meta"]["ticket"].as_str().unwrap().parse().unwrap();
+            assert!(
+                document["text"].as_str().unwrap().starts_with("Dear team"),
+                "{document}"
+            );
             let tags: Vec<&str> = document["segments"]
                 .as_array()
                 .unwrap()

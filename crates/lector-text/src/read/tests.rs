@@ -117,6 +117,23 @@ fn preview_keeps_the_first_rows_checks_the_rest_and_selects_columns() {
     let header = &preview.rows[0];
     assert_eq!(ColumnRef::Name("text".into()).resolve(header).unwrap(), 1);
     assert_eq!(ColumnRef::Index(0).resolve(header).unwrap(), 0);
+    // Named by neither: the `text` column where there is one, else the first.
+    assert_eq!(ColumnRef::chosen(None, None).resolve(header).unwrap(), 1);
+    assert_eq!(
+        ColumnRef::chosen(None, None)
+            .resolve(&strings(&[&[" Text ", "id"]])[0])
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        ColumnRef::chosen(None, None)
+            .resolve(&strings(&[&["id", "body"]])[0])
+            .unwrap(),
+        0
+    );
+    assert!(ColumnRef::chosen(None, None).resolve(&[]).is_err());
+    assert_eq!(ColumnRef::chosen(Some(0), None), ColumnRef::Index(0));
+    assert_eq!(ColumnRef::chosen(Some(0), Some("text")), ColumnRef::Name("text".into()));
     assert_eq!(
         ColumnRef::Name("label".into()).resolve(header).unwrap_err().status(),
         422
