@@ -177,6 +177,52 @@ pub struct NewUploadedModel {
     pub labels: Vec<String>,
 }
 
+impl Store {
+    /// The classes and labels of an uploaded model that its project lacks, said as a problem:
+    /// an analysis would answer tags the project cannot name, filter or correct.
+    async fn names_missing_from(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        new: &NewUploadedModel,
+    ) -> Result<Option<String>> {
+        let classes: Vec<String> = self
+            .classes(scope, project_id)
+            .await?
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        let labels: Vec<String> = self
+            .labels(scope, project_id)
+            .await?
+            .into_iter()
+            .map(|l| l.name)
+            .collect();
+        let mut missing = Vec::new();
+        for (what, names, known) in [("class", &new.classes, &classes), ("label", &new.labels, &labels)] {
+            let lacking: Vec<&str> = names
+                .iter()
+                .filter(|n| !known.contains(n))
+                .map(String::as_str)
+                .collect();
+            if let Some(first) = lacking.first() {
+                let more = if lacking.len() > 1 {
+                    format!(" and {} more", lacking.len() - 1)
+                } else {
+                    String::new()
+                };
+                missing.push(format!("the {what} {first:?}{more}"));
+            }
+        }
+        Ok((!missing.is_empty()).then(|| {
+            format!(
+                "the model answers {} that project {project_id} does not have; add them to the project first",
+                missing.join(" and ")
+            )
+        }))
+    }
+}
+
 /// 409 for a BASE model: its files are installed on each server (`lector base-models
 /// install`), never uploaded, downloaded, changed or deleted through the API.
 fn refuse_base(model: &Model) -> Result<()> {
@@ -560,6 +606,11 @@ impl Store {
                     new.kind, project.id, project.kind
                 ),
             );
+        }
+        if let Some(project) = project.as_ref().filter(|p| p.kind == new.kind) {
+            if let Some(problem) = self.names_missing_from(scope, project.id, &new).await? {
+                problems.push("file", problem);
+            }
         }
         let base_id = match &new.base {
             None => None,

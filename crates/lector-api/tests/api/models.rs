@@ -203,6 +203,37 @@ async fn class_model_story(app: TestApp) {
     )
     .await
     .expect(200);
+    // Into a project: its own takes it; one without the model's classes does not (an
+    // analysis would answer tags it cannot name, filter or correct).
+    let own = project.to_string();
+    app.send_form(
+        "/models/upload",
+        &ada.token,
+        "m.lector-model",
+        &bytes,
+        &[("display_name", "Into its project"), ("project_id", own.as_str())],
+    )
+    .await
+    .expect(200);
+    let fruit = app
+        .project_with(&ada, "CLASS", &["fruit", "car"], &[])
+        .await
+        .to_string();
+    let problem = app
+        .send_form(
+            "/models/upload",
+            &ada.token,
+            "m.lector-model",
+            &bytes,
+            &[("display_name", "Foreign"), ("project_id", fruit.as_str())],
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "file", "{problem}");
+    assert!(
+        problem.to_string().contains("add them to the project first"),
+        "{problem}"
+    );
 
     // The name is unique in the workspace; explicit train and test sessions.
     app.post(
