@@ -118,6 +118,7 @@ pub struct DetailedModelDto {
     pub model: ModelDto,
     #[schema(value_type = Vec<Object>)]
     pub demoset: serde_json::Value,
+    /// Empty when the model had no test segments to score on (its `score` is then null).
     #[schema(value_type = Object)]
     pub metrics: serde_json::Value,
     pub classes: Vec<String>,
@@ -126,8 +127,11 @@ pub struct DetailedModelDto {
 
 impl From<Model> for DetailedModelDto {
     fn from(mut m: Model) -> Self {
-        let demoset = m.demoset.take().unwrap_or_else(|| serde_json::json!([]));
-        let metrics = m.metrics.take().unwrap_or_else(|| serde_json::json!({}));
+        // A model that had no test segments to score on stored `null`: still the shapes the
+        // schema gives, an empty list and an empty object.
+        let present = |v: Option<serde_json::Value>| v.filter(|v| !v.is_null());
+        let demoset = present(m.demoset.take()).unwrap_or_else(|| serde_json::json!([]));
+        let metrics = present(m.metrics.take()).unwrap_or_else(|| serde_json::json!({}));
         let (classes, labels) = (std::mem::take(&mut m.classes), std::mem::take(&mut m.labels));
         Self {
             model: m.into(),

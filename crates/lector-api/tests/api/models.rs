@@ -369,6 +369,31 @@ async fn training_is_checked_up_front_and_fails_readably(app: TestApp) {
     assert_eq!(problem["errors"][0]["field"], "trainset_annotation_ids", "{problem}");
     let listed = app.get(&models, &ada.token).await.expect(200);
     assert_eq!(listed.as_array().map(Vec::len), Some(0), "nothing queued: {listed}");
+
+    // Two segments a class leave no test side: the model is READY without a score, and its
+    // metrics are still an object, as the schema says (they were null).
+    let tiny = app
+        .project_with_classes(&ada, "Tiny", "CLASS", &["billing", "login"])
+        .await;
+    let documents: Vec<Value> = [
+        "I was charged twice.",
+        "Refund my invoice.",
+        "I cannot log in.",
+        "My password fails.",
+    ]
+    .iter()
+    .zip(["billing", "billing", "login", "login"])
+    .map(|(text, class)| json!({"text": text, "tags": [{"class": class}]}))
+    .collect();
+    app.labeled_session(&ada, tiny, "Four", documents).await;
+    let model = app.train_model(&ada, tiny, json!({"display_name": "Tiny"})).await;
+    assert_eq!(model["status"], "READY", "{model}");
+    let detailed = app
+        .get(&format!("/projects/{tiny}/models/{}", model["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(detailed["score"], Value::Null, "{detailed}");
+    assert_eq!(detailed["metrics"], json!({}), "{detailed}");
 }
 
 async fn models_follow_roles_and_tenancy(app: TestApp) {
