@@ -256,7 +256,8 @@ async fn copy_documents(
 }
 
 /// Copies one session with its documents, classes, labels, tags and marks, unless an earlier
-/// run did.
+/// run did; a correction session with its model (in the same workspace), its documents' order,
+/// its tags' confidences and statuses, and what the model predicted.
 async fn copy_session(tx: &mut Transaction<'static, Any>, copy: i64, original: i64) -> Result<i64> {
     let done: Option<i64> = sqlx::query_scalar("SELECT id FROM sessions WHERE project_id = $1 AND cloned_from = $2")
         .bind(copy)
@@ -269,9 +270,11 @@ async fn copy_session(tx: &mut Transaction<'static, Any>, copy: i64, original: i
     }
     let session: i64 = sqlx::query_scalar(
         "INSERT INTO sessions (uuid, project_id, user_id, name, description, mode, status, document_group_id, \
-         created, finished, cloned_from) \
-         SELECT $1, $2, s.user_id, s.name, s.description, s.mode, s.status, g.id, s.created, s.finished, s.id \
+         model_id, created, finished, cloned_from) \
+         SELECT $1, $2, s.user_id, s.name, s.description, s.mode, s.status, g.id, \
+         CASE WHEN np.workspace_id = op.workspace_id THEN s.model_id END, s.created, s.finished, s.id \
          FROM sessions s LEFT JOIN document_groups g ON g.project_id = $2 AND g.cloned_from = s.document_group_id \
+         JOIN projects op ON op.id = s.project_id JOIN projects np ON np.id = $2 \
          WHERE s.id = $3 RETURNING id",
     )
     .bind(uuid::Uuid::new_v4().to_string())
@@ -283,7 +286,8 @@ async fn copy_session(tx: &mut Transaction<'static, Any>, copy: i64, original: i
     let ids = [session, copy, original];
     execute(
         tx,
-        "INSERT INTO session_documents (session_id, document_id) SELECT $1, c.id FROM session_documents sd \
+        "INSERT INTO session_documents (session_id, document_id, position) SELECT $1, c.id, sd.position \
+         FROM session_documents sd \
          JOIN documents c ON c.project_id = $2 AND c.cloned_from = sd.document_id WHERE sd.session_id = $3",
         &ids,
     )
@@ -310,8 +314,9 @@ async fn copy_session(tx: &mut Transaction<'static, Any>, copy: i64, original: i
     execute(
         tx,
         &format!(
-            "INSERT INTO segment_tags (session_id, segment_id, class_id, label_id, span_start, span_end, text, user_id, created) \
-             SELECT $1, ns.id, nc.id, nl.id, x.span_start, x.span_end, x.text, x.user_id, x.created \
+            "INSERT INTO segment_tags (session_id, segment_id, class_id, label_id, span_start, span_end, text, user_id, \
+             created, confidence, status) \
+             SELECT $1, ns.id, nc.id, nl.id, x.span_start, x.span_end, x.text, x.user_id, x.created, x.confidence, x.status \
              FROM segment_tags x {segment_map} \
              LEFT JOIN classes oc ON oc.id = x.class_id LEFT JOIN classes nc ON nc.project_id = $2 AND nc.name = oc.name \
              LEFT JOIN labels ol ON ol.id = x.label_id LEFT JOIN labels nl ON nl.project_id = $2 AND nl.name = ol.name \
@@ -325,6 +330,18 @@ async fn copy_session(tx: &mut Transaction<'static, Any>, copy: i64, original: i
         &format!(
             "INSERT INTO segment_statuses (session_id, segment_id, document_id, name, user_id, created) \
              SELECT $1, ns.id, c.id, x.name, x.user_id, x.created FROM segment_statuses x {segment_map} \
+             WHERE x.session_id = $3"
+        ),
+        &ids,
+    )
+    .await?;
+    // What the model of a correction session predicted, which its predicted score compares
+    // the corrections with.
+    execute(
+        tx,
+        &format!(
+            "INSERT INTO correction_predictions (session_id, segment_id, class_name, label_name, confidence) \
+             SELECT $1, ns.id, x.class_name, x.label_name, x.confidence FROM correction_predictions x {segment_map} \
              WHERE x.session_id = $3"
         ),
         &ids,

@@ -87,6 +87,70 @@ fn least_confidences(page: &Value) -> Vec<f64> {
         .collect()
 }
 
+/// A correction session as a clone must keep it: its model and predicted score, its documents
+/// in their order, each tag with its confidence and status (CORRECTING ones must not look like
+/// confirmed ones), and its documents' texts.
+async fn correction_view(app: &TestApp, who: &Session, project: i64, session: &Value) -> Value {
+    let path = format!("/projects/{project}/corrections/{}", session["id"]);
+    let page = app
+        .get(&format!("{path}/documents?details=tags"), &who.token)
+        .await
+        .expect(200);
+    let documents: Vec<Value> = page["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let tags: Vec<Value> = d["segments"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|s| s["tags"].as_array().unwrap())
+                .map(|t| json!([t["class"], t["status"], t["confidence"]]))
+                .collect();
+            json!({"text": d["text"], "tags": tags})
+        })
+        .collect();
+    json!({
+        "name": session["name"], "model": session["model_id"], "status": session["status"],
+        "predicted_score": session["predicted_score"], "documents": documents,
+    })
+}
+
+/// Clones `project` in its workspace and compares every correction session with its copy.
+async fn cloned_corrections_stay_corrections(app: &TestApp, ada: &Session, project: i64) {
+    let copy = app
+        .post(&format!("/projects/{project}/clone"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    let copy_id = copy["id"].as_i64().unwrap();
+    let task = app
+        .wait_for_task(&ada.token, copy_id, copy["task_id"].as_i64().unwrap())
+        .await;
+    assert_eq!(task["status"], "DONE", "{task}");
+    let mut views = Vec::new();
+    for at in [project, copy_id] {
+        let sessions = app
+            .get(&format!("/projects/{at}/corrections"), &ada.token)
+            .await
+            .expect(200);
+        let mut sessions: Vec<Value> = sessions.as_array().unwrap().clone();
+        sessions.sort_by_key(|s| s["created"].as_str().unwrap().to_owned());
+        let mut view = Vec::new();
+        for session in &sessions {
+            view.push(correction_view(app, ada, at, session).await);
+        }
+        views.push(view);
+    }
+    assert_eq!(views[0].len(), 2);
+    assert!(
+        views[0][1]["documents"].to_string().contains("CORRECTING"),
+        "{:?}",
+        views[0]
+    );
+    assert_eq!(views[1], views[0]);
+}
+
 async fn correction_story(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let (project, labeling, model) = trained(&app, &ada).await;
@@ -286,6 +350,8 @@ async fn correction_story(app: TestApp) {
             .len(),
         2
     );
+
+    cloned_corrections_stay_corrections(&app, &ada, project).await;
 
     // A second model learns from the labeling and the correction session.
     let second = app
