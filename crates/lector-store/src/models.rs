@@ -607,10 +607,10 @@ impl Store {
                 ),
             );
         }
-        if let Some(project) = project.as_ref().filter(|p| p.kind == new.kind) {
-            if let Some(problem) = self.names_missing_from(scope, project.id, &new).await? {
-                problems.push("file", problem);
-            }
+        if let Some(project) = project.as_ref().filter(|p| p.kind == new.kind)
+            && let Some(problem) = self.names_missing_from(scope, project.id, &new).await?
+        {
+            problems.push("file", problem);
         }
         let base_id = match &new.base {
             None => None,
