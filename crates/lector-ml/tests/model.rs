@@ -319,7 +319,7 @@ fn a_warm_start_on_the_bases_own_data_is_validated_as_a_cold_one() {
         let pick = |shift: u32| words[((state >> shift) % words.len() as u64) as usize];
         let (mood, label) = if i % 2 == 0 { ("fine", "good") } else { ("poor", "bad") };
         // One text in five has the other label's word: noise no model learns away.
-        let mood = if (state >> 50) % 5 == 0 {
+        let mood = if (state >> 50).is_multiple_of(5) {
             if label == "good" { "poor" } else { "fine" }
         } else {
             mood
