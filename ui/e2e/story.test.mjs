@@ -65,6 +65,15 @@ test("sign-up through labeling, training and analysis", async (t) => {
 
   await step("import a CSV with a preview and a column picker", async () => {
     await page.getByRole("navigation", { name: "Project" }).getByRole("link", { name: "Import" }).click();
+    // A TXT file has no header row: its first line is a document, not a column name.
+    const notes = "First line document.\nSecond line document.\n\nمرحبا بالعالم. هذا اختبار.\n";
+    await page.getByLabel("File", { exact: true }).setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from(notes) });
+    await page.getByRole("button", { name: "Upload and preview" }).click();
+    const txtPreview = page.getByRole("table", { name: /Preview of notes.txt/ });
+    await txtPreview.waitFor();
+    assert.equal(await page.getByLabel("The first row holds the column names").isChecked(), false, "no header row for TXT");
+    assert.equal(await txtPreview.getByRole("cell", { name: "First line document." }).count(), 1, "the first line is a document");
+    await page.getByRole("button", { name: "Start over" }).click();
     const rows = [["id", "ticket", "channel"]];
     for (let i = 0; i < 12; i++) {
       rows.push([2 * i + 1, BILLING[i], "mail"]);

@@ -3,7 +3,7 @@
 // whole; importing labeled data shares the preview table.
 import { useRef, useState, type FormEvent, type RefObject } from "react";
 import { postForm, type Schemas } from "../api/client";
-import { guessColumn } from "../lib/columns";
+import { guessColumn, headerFirstFor } from "../lib/columns";
 import type { useAction } from "../lib/hooks";
 import { Field } from "./ui";
 
@@ -41,10 +41,12 @@ export function useTableUpload(path: string, action: Action) {
       const form = new FormData();
       form.append("file", file);
       const answer = await postForm<Uploaded>(path, form, abort.current!.signal);
+      const header = headerFirstFor(file.name);
       setUploaded(answer);
       setFileName(file.name);
       setName(baseName(file.name));
-      setColumn(guessColumn(answer.preview, true));
+      setHeaderFirst(header);
+      setColumn(guessColumn(answer.preview, header));
     });
   };
   return { fileInput, abort, uploaded, setUploaded, fileName, headerFirst, setHeaderFirst, column, setColumn, name, setName, upload };
