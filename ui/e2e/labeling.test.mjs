@@ -111,6 +111,48 @@ test("LABEL: number keys pick labels, another number changes the label", async (
   assert.deepEqual(page.cspViolations, []);
 });
 
+test("keys typed while the next document loads apply to it, in order", async () => {
+  const want = {
+    "My invoice is wrong.": "billing",
+    "I cannot log in.": "login",
+    "Refund my payment.": "billing",
+    "الخدمة ممتازة جدا.": "login",
+  };
+  const s = await projectWithSession("CLASS", ["billing", "login"], [], Object.keys(want));
+  const order = (await call("GET", `/projects/${s.project}/annotations/${s.session}/documents?limit=10`)).documents.map((d) => d.text);
+  const key = (i) => (want[order[i]] === "billing" ? "1" : "2");
+  // A slow network: each document takes 700 ms to arrive.
+  const slow = (url) => /\/annotations\/\d+\/documents\?/.test(url.href);
+  await page.route(slow, async (route) => {
+    await new Promise((r) => setTimeout(r, 700));
+    await route.continue();
+  });
+  try {
+    await page.goto(`${BASE}/app/projects/${s.project}/labeling/${s.session}`);
+    await page.getByText("Document 1 of 4").waitFor();
+    await page.keyboard.press(key(0));
+    await page.keyboard.press("Enter");
+    // The class key while document 2 loads, Enter once it shows.
+    await page.getByText("Loading document…").waitFor();
+    await page.keyboard.press(key(1));
+    await page.getByText("Document 2 of 4").waitFor();
+    await page.keyboard.press("Enter");
+    // Documents 3 and 4 typed ahead while they load.
+    await page.getByText("Loading document…").waitFor();
+    for (const k of [key(2), "Enter", key(3), "Enter"]) await page.keyboard.press(k);
+    await page.getByText("Document 4 of 4").waitFor();
+    await page.locator(".segment.current .badge", { hasText: "annotated" }).waitFor();
+  } finally {
+    await page.unroute(slow);
+  }
+  const segs = await segmentTags(s);
+  assert.deepEqual(
+    segs.map((x) => [x.text, x.status, x.tags.map((t) => t.class)]),
+    order.map((text) => [text, "ANNOTATED", [want[text]]]),
+    "each document annotated with the class typed for it, none without",
+  );
+});
+
 test("a session's download imports again as a new session through the column mapping", async () => {
   const s = await projectWithSession("LABEL", [], ["positive", "negative"], ["Great service.", "Awful food."]);
   const segs = await segmentTags(s);

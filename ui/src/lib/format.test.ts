@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { byType, heat, isFailed, isFinal, percent, readMetrics, tagKinds } from "./format";
-import { chipIndex, chipKey } from "./keys";
+import { chipIndex, chipKey, waitsForDocument } from "./keys";
 
 describe("byType", () => {
   it("groups projects by type in the product's order, names sorted", () => {
@@ -81,5 +81,23 @@ describe("chip keys", () => {
     expect(chipIndex("Digit1")).toBe(0);
     expect(chipIndex("Numpad0")).toBe(9);
     expect(chipIndex("KeyA")).toBeNull();
+  });
+});
+
+describe("keys typed ahead", () => {
+  const k = (key: string, code = "") => ({ key, code });
+  it("hold the keys that tag, mark or move for the document being loaded", () => {
+    expect(waitsForDocument(k("2", "Digit2"), false)).toBe(true);
+    expect(waitsForDocument(k("@", "Digit2"), false)).toBe(true);
+    expect(waitsForDocument(k("Enter"), false)).toBe(true);
+    expect(waitsForDocument(k("Backspace"), false)).toBe(true);
+    expect(waitsForDocument(k("n"), false)).toBe(true);
+  });
+  it("let page keys through, and c only confirms in correction sessions", () => {
+    expect(waitsForDocument(k("?"), false)).toBe(false);
+    expect(waitsForDocument(k("Escape"), false)).toBe(false);
+    expect(waitsForDocument(k("Tab"), false)).toBe(false);
+    expect(waitsForDocument(k("c"), false)).toBe(false);
+    expect(waitsForDocument(k("c"), true)).toBe(true);
   });
 });

@@ -6,7 +6,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, unwrap, type Schemas } from "../api/client";
 import { percent, tagKinds } from "../lib/format";
-import { chipIndex, chipKey, isTyping } from "../lib/keys";
+import { chipIndex, chipKey, isTyping, waitsForDocument, type HeldKey } from "../lib/keys";
 import { partSpan, pieces, words } from "../lib/text";
 import { ErrorBox, Loading, PageTitle, Progress } from "../components/ui";
 import { useProject } from "./Project";
@@ -153,17 +153,29 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
   const [help, setHelp] = useState(false);
   const [announce, setAnnounce] = useState("");
   const listRef = useRef<HTMLOListElement>(null);
-  const abort = useRef(false);
+  // The latest load: an answer to an earlier one (another document asked for since) is dropped.
+  const loads = useRef(0);
   const docRef = useRef<Doc | null>(null);
+  // Keys typed ahead: while a document loads, or while an Enter (or n, p) is on its way to the
+  // next segment or document, the keys after it wait here and apply, in order, where it lands.
+  const held = useRef<HeldKey[]>([]);
+  const [heldCount, setHeldCount] = useState(0);
+  const [, setDrain] = useState(0);
+  const moving = useRef(false);
+  const setHeld = (keys: HeldKey[]) => {
+    held.current = keys;
+    setHeldCount(keys.length);
+  };
 
   const load = useCallback(() => {
     setLoading(true);
     setError(null);
-    abort.current = false;
+    const at = ++loads.current;
+    const stale = () => loads.current !== at;
     api2
       .load(offset)
       .then((p) => {
-        if (abort.current) return;
+        if (stale()) return;
         setPage(p);
         docRef.current = p.documents[0] ?? null;
         setDoc(p.documents[0] ?? null);
@@ -172,15 +184,22 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
         const firstOpen = segs.findIndex((s) => s.status !== "ANNOTATED");
         setCurrent(firstOpen >= 0 ? firstOpen : 0);
         setPart(null);
+        moving.current = false;
       })
-      .catch((e: Error) => !abort.current && setError(e))
-      .finally(() => !abort.current && setLoading(false));
+      .catch((e: Error) => {
+        if (stale()) return;
+        setError(e);
+        // Keys typed for a document that did not come are not applied to another one.
+        moving.current = false;
+        setHeld([]);
+      })
+      .finally(() => !stale() && setLoading(false));
   }, [api2, offset]);
 
   useEffect(() => {
     load();
     return () => {
-      abort.current = true;
+      loads.current += 1;
     };
   }, [load]);
 
@@ -359,138 +378,180 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
     const docId = shown.id;
     const at = offset;
     setPart(null);
+    moving.current = true;
+    let away = false;
     void act(async () => {
-      const answer = await api2.mark(docId, segId);
-      updateSegment(segId, (x) => ({ ...x, status: "ANNOTATED" }));
-      setProgress(answer.progress);
-      if (answer.predicted !== undefined) setPredicted(answer.predicted ?? null);
-      const list = docRef.current?.segments ?? [];
-      const here = list.findIndex((x) => x.id === segId);
-      const open = list.findIndex((x, i) => i > here && x.status !== "ANNOTATED");
-      const allDone = list.every((x) => x.status === "ANNOTATED");
-      if (currentRef.current !== here) {
-        setAnnounce("Marked annotated");
-      } else if (open >= 0) {
-        moveTo(open);
-        setAnnounce("Marked annotated");
-      } else if (here < list.length - 1) {
-        moveTo(here + 1);
-        setAnnounce("Marked annotated");
-      } else if (allDone && at + 1 < total) {
-        // The document is done: on to the next one.
-        setAnnounce("Document done; next document");
-        goDoc(at + 1);
-      } else {
-        setAnnounce(allDone ? "Marked annotated; that was the last document." : "Marked annotated; some segments above are still open.");
+      try {
+        away = await markThenMove(docId, segId, at);
+      } catch (e) {
+        // The keys typed after a failed Enter were meant for the next segment: none applies.
+        setHeld([]);
+        throw e;
+      }
+    }).then(() => {
+      // Still on this document: the keys typed meanwhile apply to the segment now current.
+      if (!away) {
+        moving.current = false;
+        setDrain((n) => n + 1);
       }
     });
   };
 
-  const goDoc = (to: number) => {
-    if (to < 0 || to >= total) return;
+  /** Marks a segment annotated and moves on; answers whether another document opens. */
+  const markThenMove = async (docId: number, segId: number, at: number): Promise<boolean> => {
+    const answer = await api2.mark(docId, segId);
+    updateSegment(segId, (x) => ({ ...x, status: "ANNOTATED" }));
+    setProgress(answer.progress);
+    if (answer.predicted !== undefined) setPredicted(answer.predicted ?? null);
+    const list = docRef.current?.segments ?? [];
+    const here = list.findIndex((x) => x.id === segId);
+    const open = list.findIndex((x, i) => i > here && x.status !== "ANNOTATED");
+    const allDone = list.every((x) => x.status === "ANNOTATED");
+    if (currentRef.current !== here) {
+      setAnnounce("Marked annotated");
+    } else if (open >= 0) {
+      moveTo(open);
+      setAnnounce("Marked annotated");
+    } else if (here < list.length - 1) {
+      moveTo(here + 1);
+      setAnnounce("Marked annotated");
+    } else if (allDone && at + 1 < total) {
+      // The document is done: on to the next one.
+      setAnnounce("Document done; next document");
+      return goDoc(at + 1);
+    } else {
+      setAnnounce(allDone ? "Marked annotated; that was the last document." : "Marked annotated; some segments above are still open.");
+    }
+    return false;
+  };
+
+  /** Opens another document; answers whether it does (there is one at `to`). */
+  const goDoc = (to: number): boolean => {
+    if (to < 0 || to >= total) return false;
+    moving.current = true;
     setSearch({ doc: String(to) });
+    return true;
   };
 
   useEffect(() => {
     listRef.current?.querySelector<HTMLElement>(`[data-index="${current}"]`)?.scrollIntoView?.({ block: "nearest" });
   }, [current, doc]);
 
+  /** What a key does to the document shown; `e.preventDefault` when the annotator takes it. */
+  const press = (e: { key: string; code: string; shiftKey: boolean; preventDefault: () => void }) => {
+    const idx = chipIndex(e.code);
+    if (idx !== null) {
+      e.preventDefault();
+      const wantLabel = e.shiftKey || !kinds.classes;
+      const list = wantLabel ? labels : classes;
+      const item = list[idx];
+      if (item) toggle(wantLabel ? "label" : "class", item.name);
+      return;
+    }
+    const w = seg ? words(seg.text) : [];
+    switch (e.key) {
+      case "ArrowDown":
+      case "j":
+        if (part) return;
+        e.preventDefault();
+        setCurrent((c) => Math.min(segments.length - 1, c + 1));
+        setPart(null);
+        break;
+      case "ArrowUp":
+      case "k":
+        if (part) return;
+        e.preventDefault();
+        setCurrent((c) => Math.max(0, c - 1));
+        setPart(null);
+        break;
+      case "ArrowRight":
+        if (!part) return;
+        e.preventDefault();
+        setPart((p) => {
+          if (!p) return p;
+          if (e.shiftKey) return { ...p, to: Math.min(w.length - 1, p.to + 1) };
+          const n = Math.min(w.length - 1, p.to + 1);
+          return { from: n, to: n };
+        });
+        break;
+      case "ArrowLeft":
+        if (!part) return;
+        e.preventDefault();
+        setPart((p) => {
+          if (!p) return p;
+          if (e.shiftKey) return { ...p, to: Math.max(p.from, p.to - 1) };
+          const n = Math.max(0, p.from - 1);
+          return { from: n, to: n };
+        });
+        break;
+      case "s":
+        if (!seg || w.length === 0) return;
+        e.preventDefault();
+        setPart(part ? null : { from: 0, to: 0 });
+        break;
+      case "Escape":
+        if (part) {
+          e.preventDefault();
+          setPart(null);
+        } else if (help) setHelp(false);
+        break;
+      case "Enter":
+        e.preventDefault();
+        markAndNext();
+        break;
+      case "Backspace":
+      case "Delete":
+        if (!seg) return;
+        e.preventDefault();
+        removeLast();
+        break;
+      case "c":
+        if (mode === "correction") {
+          e.preventDefault();
+          confirmAll();
+        }
+        break;
+      case "n":
+      case "PageDown":
+        e.preventDefault();
+        goDoc(offset + 1);
+        break;
+      case "p":
+      case "PageUp":
+        e.preventDefault();
+        goDoc(offset - 1);
+        break;
+      case "?":
+        e.preventDefault();
+        setHelp((h) => !h);
+        break;
+    }
+  };
+
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (isTyping(e.target) || e.ctrlKey || e.metaKey || e.altKey) return;
-      if (!shown && e.key !== "?" && e.key !== "p" && e.key !== "n") return;
       const target = e.target as HTMLElement | null;
       if (target && (target.tagName === "BUTTON" || target.tagName === "A") && (e.key === "Enter" || e.key === " ")) return;
-      const idx = chipIndex(e.code);
-      if (idx !== null) {
+      // While a document loads or an Enter is on its way, keys wait for where it lands.
+      if ((!shown || moving.current || held.current.length > 0) && waitsForDocument(e, mode === "correction")) {
         e.preventDefault();
-        const wantLabel = e.shiftKey || !kinds.classes;
-        const list = wantLabel ? labels : classes;
-        const item = list[idx];
-        if (item) toggle(wantLabel ? "label" : "class", item.name);
+        setHeld([...held.current, { key: e.key, code: e.code, shiftKey: e.shiftKey }]);
         return;
       }
-      const w = seg ? words(seg.text) : [];
-      switch (e.key) {
-        case "ArrowDown":
-        case "j":
-          if (part) return;
-          e.preventDefault();
-          setCurrent((c) => Math.min(segments.length - 1, c + 1));
-          setPart(null);
-          break;
-        case "ArrowUp":
-        case "k":
-          if (part) return;
-          e.preventDefault();
-          setCurrent((c) => Math.max(0, c - 1));
-          setPart(null);
-          break;
-        case "ArrowRight":
-          if (!part) return;
-          e.preventDefault();
-          setPart((p) => {
-            if (!p) return p;
-            if (e.shiftKey) return { ...p, to: Math.min(w.length - 1, p.to + 1) };
-            const n = Math.min(w.length - 1, p.to + 1);
-            return { from: n, to: n };
-          });
-          break;
-        case "ArrowLeft":
-          if (!part) return;
-          e.preventDefault();
-          setPart((p) => {
-            if (!p) return p;
-            if (e.shiftKey) return { ...p, to: Math.max(p.from, p.to - 1) };
-            const n = Math.max(0, p.from - 1);
-            return { from: n, to: n };
-          });
-          break;
-        case "s":
-          if (!seg || w.length === 0) return;
-          e.preventDefault();
-          setPart(part ? null : { from: 0, to: 0 });
-          break;
-        case "Escape":
-          if (part) {
-            e.preventDefault();
-            setPart(null);
-          } else if (help) setHelp(false);
-          break;
-        case "Enter":
-          e.preventDefault();
-          markAndNext();
-          break;
-        case "Backspace":
-        case "Delete":
-          if (!seg) return;
-          e.preventDefault();
-          removeLast();
-          break;
-        case "c":
-          if (mode === "correction") {
-            e.preventDefault();
-            confirmAll();
-          }
-          break;
-        case "n":
-        case "PageDown":
-          e.preventDefault();
-          goDoc(offset + 1);
-          break;
-        case "p":
-        case "PageUp":
-          e.preventDefault();
-          goDoc(offset - 1);
-          break;
-        case "?":
-          e.preventDefault();
-          setHelp((h) => !h);
-          break;
-      }
+      press(e);
     };
     document.addEventListener("keydown", onKey);
     return () => document.removeEventListener("keydown", onKey);
+  });
+
+  // The keys typed ahead, one per render (each sees what the one before did), once the document
+  // is shown and nothing is on its way.
+  useEffect(() => {
+    if (!shown || moving.current || held.current.length === 0) return;
+    const [next, ...rest] = held.current;
+    setHeld(rest);
+    press({ ...next, preventDefault: () => {} });
   });
 
   const back = `/projects/${project.id}/labeling`;
@@ -532,6 +593,11 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
         <span>
           {fresh ? `Document ${total === 0 ? 0 : offset + 1} of ${total}` : "Loading document…"}
         </span>
+        {heldCount > 0 && (
+          <span className="muted">
+            {heldCount === 1 ? "1 key waits" : `${heldCount} keys wait`} for the {shown ? "next segment" : "document"}
+          </span>
+        )}
         {mode === "correction" && predicted !== null && <span>Predicted score after corrections: {percent(predicted, 1)}</span>}
         <div className="row">
           <button type="button" className="secondary" onClick={() => goDoc(offset - 1)} disabled={offset <= 0}>
