@@ -92,6 +92,11 @@ test("at a phone's width the projects page fits and its menu opens", async () =>
   assert.equal(await nav.isVisible(), true);
   await checkA11y(page, "projects at 390 px");
   await shot(page, "11-phone-projects");
+  // The notifications panel opens inside the screen.
+  await page.getByRole("button", { name: /Notifications/ }).click();
+  const panel = await page.getByRole("region", { name: "Notifications" }).boundingBox();
+  assert.ok(panel.x >= 0 && panel.x + panel.width <= 390, `the notifications panel fits: x ${panel.x}, width ${panel.width}`);
+  await page.keyboard.press("Escape");
   await page.getByRole("link", { name: "Analyses" }).click();
   await page.getByRole("heading", { level: 1, name: "Analyses" }).waitFor();
   assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 390);
