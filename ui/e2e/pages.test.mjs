@@ -149,4 +149,16 @@ test("the root opens the app, and an unknown app path shows the app's not-found 
   assert.equal(answer.status(), 200, "the server answers index.html under /app/");
   await page.getByRole("heading", { level: 1, name: "Page not found" }).waitFor();
   await checkA11y(page, "not found");
+  // A deep link whose id is not a number is a page that does not exist; nothing asks for NaN.
+  const asked = [];
+  page.on("request", (r) => asked.push(r.url()));
+  for (const path of ["/app/projects/abc", "/app/projects/1x/models", "/app/analyses/NaN"]) {
+    await page.goto(BASE + path);
+    await page.getByRole("heading", { level: 1, name: "Page not found" }).waitFor();
+  }
+  assert.deepEqual(asked.filter((u) => /NaN|abc|1x/.test(u) && !u.includes("/app/")), [], "no API request with the bad id");
+  // A `next` that leads off the app after signing in is ignored, without crashing the app.
+  await page.goto(`${BASE}/app/login?next=${encodeURIComponent("/\\example.com")}`);
+  await page.getByRole("heading", { level: 1, name: "Projects" }).waitFor();
+  assert.deepEqual(page.cspViolations, [], "no page error");
 });
