@@ -235,6 +235,15 @@ test("sign-up through labeling, training and analysis", async (t) => {
     const corrections = await apiGet(page, `/projects/${projectId}/corrections`);
     assert.equal(corrections.length, 1);
     assert.equal(corrections[0].annotated_count, 1, "one segment corrected");
+    // The correction session is listed among correction sessions only, and a labeling link to
+    // it opens its correction view.
+    await page.goto(`${BASE}/app/projects/${projectId}/labeling`);
+    const labelingRows = page.locator('section[aria-labelledby="sessions-h"] tbody tr');
+    await labelingRows.first().waitFor();
+    assert.deepEqual(await labelingRows.locator("td:first-child a").allInnerTexts(), ["First pass"]);
+    await page.goto(`${BASE}/app/projects/${projectId}/labeling/${corrections[0].id}`);
+    await page.getByRole("button", { name: "Confirm suggestions (c)" }).waitFor();
+    assert.match(page.url(), new RegExp(`/corrections/${corrections[0].id}`));
   });
 
   await step("clone the project and watch the copy fill", async () => {

@@ -3,7 +3,7 @@
 // shortcuts: number keys toggle class chips (Shift+number labels), Enter marks the segment
 // annotated and moves on, s selects a part of the segment word by word, n/p change document.
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { Link, useNavigate, useParams, useSearchParams } from "react-router";
+import { Link, Navigate, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, unwrap, type Schemas } from "../api/client";
 import { percent, tagKinds } from "../lib/format";
 import { chipIndex, chipKey, isTyping, waitsForDocument, type HeldKey } from "../lib/keys";
@@ -553,6 +553,11 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
     setHeld(rest);
     press({ ...next, preventDefault: () => {} });
   });
+
+  // A correction session opened by a labeling link: its own view, with the model's suggestions.
+  if (mode === "annotation" && page?.mode === "CORRECTION") {
+    return <Navigate to={`/projects/${project.id}/corrections/${sessionId}?${search}`} replace />;
+  }
 
   const back = `/projects/${project.id}/labeling`;
   const sessionName = page?.name ?? (mode === "annotation" ? "Labeling session" : "Correction session");

@@ -113,7 +113,11 @@ export function LabelingPage() {
   const { project } = useProject();
   const id = project.id;
   const path = { params: { path: { project_id: id } } };
-  const sessions = useLoad(() => unwrap(api.GET("/projects/{project_id}/annotations", path)), [id]);
+  // Correction sessions are sessions too: the labeling list asks for the others only.
+  const sessions = useLoad(
+    () => unwrap(api.GET("/projects/{project_id}/annotations", { params: { path: { project_id: id }, query: { mode: "ANNOTATION" } } })),
+    [id],
+  );
   const corrections = useLoad(() => unwrap(api.GET("/projects/{project_id}/corrections", path)), [id]);
   const models = useLoad(() => unwrap(api.GET("/projects/{project_id}/models", path)), [id]);
   const navigate = useNavigate();
