@@ -108,6 +108,17 @@ test("LABEL: number keys pick labels, another number changes the label", async (
   const segs = await segmentTags(s);
   assert.deepEqual(segs[0].tags.map((t) => t.label), ["negative"]);
   assert.equal(segs[0].status, "ANNOTATED");
+  // A document past the session's end (an old bookmark) opens its last one.
+  await page.goto(`${BASE}/app/projects/${s.project}/labeling/${s.session}?doc=9999`);
+  await page.getByText("Document 1 of 1").waitFor();
+  await page.locator(".segment.current").waitFor();
+  assert.match(page.url(), /\?doc=0$/);
+  // A session that does not exist says so, without a progress bar or a document loading forever.
+  await page.goto(`${BASE}/app/projects/${s.project}/labeling/999999`);
+  await page.getByRole("alert").waitFor();
+  await page.waitForTimeout(100);
+  assert.equal(await page.getByText("Loading document…").count(), 0, "no document is loading");
+  assert.equal(await page.getByRole("progressbar").count(), 0, "no progress of a session that is not there");
   assert.deepEqual(page.cspViolations, []);
 });
 

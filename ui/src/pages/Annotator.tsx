@@ -137,7 +137,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
   const params = useParams();
   const sessionId = Number(params.sessionId);
   const [search, setSearch] = useSearchParams();
-  const offset = Math.max(0, Number(search.get("doc") ?? 0) || 0);
+  const offset = Math.max(0, Math.floor(Number(search.get("doc") ?? 0)) || 0);
   const navigate = useNavigate();
   const api2 = useMemo(() => adapter(mode, project.id, sessionId), [mode, project.id, sessionId]);
 
@@ -176,6 +176,11 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
       .load(offset)
       .then((p) => {
         if (stale()) return;
+        if (p.documents.length === 0 && p.document_count > 0 && offset >= p.document_count) {
+          // Past the session's end (an old bookmark, documents removed since): its last document.
+          setSearch({ doc: String(p.document_count - 1) }, { replace: true });
+          return;
+        }
         setPage(p);
         docRef.current = p.documents[0] ?? null;
         setDoc(p.documents[0] ?? null);
@@ -194,6 +199,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
         setHeld([]);
       })
       .finally(() => !stale() && setLoading(false));
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [api2, offset]);
 
   useEffect(() => {
@@ -593,147 +599,154 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
           </dl>
         </section>
       )}
-      <div className="annotator-bar">
-        <Progress value={progress} label="Segments annotated in this session" />
-        <span>
-          {fresh ? `Document ${total === 0 ? 0 : offset + 1} of ${total}` : "Loading document…"}
-        </span>
-        {heldCount > 0 && (
-          <span className="muted">
-            {heldCount === 1 ? "1 key waits" : `${heldCount} keys wait`} for the {shown ? "next segment" : "document"}
-          </span>
-        )}
-        {mode === "correction" && predicted !== null && <span>Predicted score after corrections: {percent(predicted, 1)}</span>}
-        <div className="row">
-          <button type="button" className="secondary" onClick={() => goDoc(offset - 1)} disabled={offset <= 0}>
-            Previous document (p)
-          </button>
-          <button type="button" onClick={() => goDoc(offset + 1)} disabled={offset + 1 >= total}>
-            Next document (n)
-          </button>
-        </div>
-      </div>
-      <div className="sr-only" role="status" aria-live="polite">
-        {announce}
-      </div>
-      <ErrorBox error={error} onRetry={!shown ? load : undefined} />
-      {loading && !shown && <Loading label="Loading the document" onCancel={() => navigate(back)} />}
-      {!loading && fresh && !doc && <p className="empty">This session has no documents.</p>}
-      {shown && (
-        <div className="annotator-body">
-          <aside className="chips" aria-label="Tags">
-            {kinds.classes && (
-              <>
-                <h2>Classes{pair ? " (pick one, then a label)" : ""}</h2>
-                <ul>
-                  {classes.map((c, i) => (
-                    <li key={c.id}>
-                      <button
-                        type="button"
-                        className={`chip-button${pair && pendingClass === c.name ? " pending" : ""}${
-                          !pair && seg?.tags?.some((t) => t.class === c.name && !partOf(t, seg)) ? " on" : ""
-                        }`}
-                        aria-pressed={pair ? pendingClass === c.name : !!seg?.tags?.some((t) => t.class === c.name && !partOf(t, seg))}
-                        title={c.description || undefined}
-                        onClick={() => toggle("class", c.name)}
-                      >
-                        {chipKey(i) && <kbd>{chipKey(i)}</kbd>} {c.name}
-                      </button>
-                    </li>
-                  ))}
-                </ul>
-              </>
+      {!page && error ? (
+        // Nothing of the session came (it does not exist, or the server cannot be reached).
+        <ErrorBox error={error} onRetry={load} />
+      ) : (
+        <>
+          <div className="annotator-bar">
+            <Progress value={progress} label="Segments annotated in this session" />
+            <span>
+              {fresh ? `Document ${total === 0 ? 0 : offset + 1} of ${total}` : "Loading document…"}
+            </span>
+            {heldCount > 0 && (
+              <span className="muted">
+                {heldCount === 1 ? "1 key waits" : `${heldCount} keys wait`} for the {shown ? "next segment" : "document"}
+              </span>
             )}
-            {kinds.labels && (
-              <>
-                <h2>Labels</h2>
-                <ul>
-                  {labels.map((l, i) => (
-                    <li key={l.id}>
-                      <button
-                        type="button"
-                        className={`chip-button label${seg?.tags?.some((t) => t.label === l.name && !partOf(t, seg)) ? " on" : ""}`}
-                        aria-pressed={!!seg?.tags?.some((t) => t.label === l.name && !partOf(t, seg))}
-                        onClick={() => toggle("label", l.name)}
-                      >
-                        {chipKey(i) && <kbd>{kinds.classes ? `⇧${chipKey(i)}` : chipKey(i)}</kbd>} {l.name}
-                      </button>
-                    </li>
-                  ))}
-                </ul>
-              </>
-            )}
-            {partNow && (
-              <p className="part-note" role="status">
-                Part selected: “{partNow.text}”. A number key tags it.
-              </p>
-            )}
+            {mode === "correction" && predicted !== null && <span>Predicted score after corrections: {percent(predicted, 1)}</span>}
             <div className="row">
-              <button type="button" onClick={markAndNext} disabled={busy || !seg}>
-                Mark annotated (Enter)
+              <button type="button" className="secondary" onClick={() => goDoc(offset - 1)} disabled={offset <= 0}>
+                Previous document (p)
               </button>
-              {mode === "correction" && (
-                <button type="button" className="secondary" onClick={confirmAll} disabled={busy || !seg}>
-                  Confirm suggestions (c)
-                </button>
-              )}
+              <button type="button" onClick={() => goDoc(offset + 1)} disabled={offset + 1 >= total}>
+                Next document (n)
+              </button>
             </div>
-          </aside>
-          <ol className="segments" ref={listRef} aria-label={`Segments of document ${shown.id}`}>
-            {segments.map((s, i) => {
-              const tags = s.tags ?? [];
-              const parts = tags.filter((t) => partOf(t, s)).map((t) => t.span as [number, number]);
-              const chosenWords = i === current && part ? words(s.text) : null;
-              const lo = part ? Math.min(part.from, part.to) : 0;
-              const hi = part ? Math.max(part.from, part.to) : -1;
-              return (
-                <li
-                  key={s.id}
-                  data-index={i}
-                  data-segment={s.id}
-                  className={`segment${i === current ? " current" : ""}${s.status === "ANNOTATED" ? " done" : ""}`}
-                  aria-current={i === current ? "true" : undefined}
-                  onClick={() => setCurrent(i)}
-                >
-                  <p className="segment-text">
-                    {chosenWords
-                      ? renderWords(s.text, chosenWords, lo, hi)
-                      : pieces(s.text, s.span[0], parts).map((p, k) =>
-                          p.tag >= 0 ? (
-                            <mark key={k} className="part">
-                              {p.text}
-                            </mark>
-                          ) : (
-                            <span key={k}>{p.text}</span>
-                          ),
-                        )}
+          </div>
+          <div className="sr-only" role="status" aria-live="polite">
+            {announce}
+          </div>
+          <ErrorBox error={error} onRetry={!shown ? load : undefined} />
+          {loading && !shown && <Loading label="Loading the document" onCancel={() => navigate(back)} />}
+          {!loading && fresh && !doc && <p className="empty">This session has no documents.</p>}
+          {shown && (
+            <div className="annotator-body">
+              <aside className="chips" aria-label="Tags">
+                {kinds.classes && (
+                  <>
+                    <h2>Classes{pair ? " (pick one, then a label)" : ""}</h2>
+                    <ul>
+                      {classes.map((c, i) => (
+                        <li key={c.id}>
+                          <button
+                            type="button"
+                            className={`chip-button${pair && pendingClass === c.name ? " pending" : ""}${
+                              !pair && seg?.tags?.some((t) => t.class === c.name && !partOf(t, seg)) ? " on" : ""
+                            }`}
+                            aria-pressed={pair ? pendingClass === c.name : !!seg?.tags?.some((t) => t.class === c.name && !partOf(t, seg))}
+                            title={c.description || undefined}
+                            onClick={() => toggle("class", c.name)}
+                          >
+                            {chipKey(i) && <kbd>{chipKey(i)}</kbd>} {c.name}
+                          </button>
+                        </li>
+                      ))}
+                    </ul>
+                  </>
+                )}
+                {kinds.labels && (
+                  <>
+                    <h2>Labels</h2>
+                    <ul>
+                      {labels.map((l, i) => (
+                        <li key={l.id}>
+                          <button
+                            type="button"
+                            className={`chip-button label${seg?.tags?.some((t) => t.label === l.name && !partOf(t, seg)) ? " on" : ""}`}
+                            aria-pressed={!!seg?.tags?.some((t) => t.label === l.name && !partOf(t, seg))}
+                            onClick={() => toggle("label", l.name)}
+                          >
+                            {chipKey(i) && <kbd>{kinds.classes ? `⇧${chipKey(i)}` : chipKey(i)}</kbd>} {l.name}
+                          </button>
+                        </li>
+                      ))}
+                    </ul>
+                  </>
+                )}
+                {partNow && (
+                  <p className="part-note" role="status">
+                    Part selected: “{partNow.text}”. A number key tags it.
                   </p>
-                  <div className="segment-tags">
-                    {s.status === "ANNOTATED" && <span className="badge badge-good">annotated</span>}
-                    {tags.map((t) => (
-                      <span key={t.id} className={`tag${t.status && t.status !== "READY" && mode === "correction" ? " suggested" : ""}`}>
-                        {[t.class, t.label].filter(Boolean).join(" · ")}
-                        {partOf(t, s) && t.text ? ` “${t.text}”` : ""}
-                        {typeof t.confidence === "number" && <span className="confidence"> {percent(t.confidence)}</span>}
-                        <button
-                          type="button"
-                          className="tag-x"
-                          aria-label={`Remove tag ${[t.class, t.label].filter(Boolean).join(" ")}`}
-                          onClick={(e) => {
-                            e.stopPropagation();
-                            removeTag(s.id, t.id);
-                          }}
-                        >
-                          ×
-                        </button>
-                      </span>
-                    ))}
-                  </div>
-                </li>
-              );
-            })}
-          </ol>
-        </div>
+                )}
+                <div className="row">
+                  <button type="button" onClick={markAndNext} disabled={busy || !seg}>
+                    Mark annotated (Enter)
+                  </button>
+                  {mode === "correction" && (
+                    <button type="button" className="secondary" onClick={confirmAll} disabled={busy || !seg}>
+                      Confirm suggestions (c)
+                    </button>
+                  )}
+                </div>
+              </aside>
+              <ol className="segments" ref={listRef} aria-label={`Segments of document ${shown.id}`}>
+                {segments.map((s, i) => {
+                  const tags = s.tags ?? [];
+                  const parts = tags.filter((t) => partOf(t, s)).map((t) => t.span as [number, number]);
+                  const chosenWords = i === current && part ? words(s.text) : null;
+                  const lo = part ? Math.min(part.from, part.to) : 0;
+                  const hi = part ? Math.max(part.from, part.to) : -1;
+                  return (
+                    <li
+                      key={s.id}
+                      data-index={i}
+                      data-segment={s.id}
+                      className={`segment${i === current ? " current" : ""}${s.status === "ANNOTATED" ? " done" : ""}`}
+                      aria-current={i === current ? "true" : undefined}
+                      onClick={() => setCurrent(i)}
+                    >
+                      <p className="segment-text">
+                        {chosenWords
+                          ? renderWords(s.text, chosenWords, lo, hi)
+                          : pieces(s.text, s.span[0], parts).map((p, k) =>
+                              p.tag >= 0 ? (
+                                <mark key={k} className="part">
+                                  {p.text}
+                                </mark>
+                              ) : (
+                                <span key={k}>{p.text}</span>
+                              ),
+                            )}
+                      </p>
+                      <div className="segment-tags">
+                        {s.status === "ANNOTATED" && <span className="badge badge-good">annotated</span>}
+                        {tags.map((t) => (
+                          <span key={t.id} className={`tag${t.status && t.status !== "READY" && mode === "correction" ? " suggested" : ""}`}>
+                            {[t.class, t.label].filter(Boolean).join(" · ")}
+                            {partOf(t, s) && t.text ? ` “${t.text}”` : ""}
+                            {typeof t.confidence === "number" && <span className="confidence"> {percent(t.confidence)}</span>}
+                            <button
+                              type="button"
+                              className="tag-x"
+                              aria-label={`Remove tag ${[t.class, t.label].filter(Boolean).join(" ")}`}
+                              onClick={(e) => {
+                                e.stopPropagation();
+                                removeTag(s.id, t.id);
+                              }}
+                            >
+                              ×
+                            </button>
+                          </span>
+                        ))}
+                      </div>
+                    </li>
+                  );
+                })}
+              </ol>
+            </div>
+          )}
+        </>
       )}
     </div>
   );
