@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { byType, heat, isFailed, isFinal, percent, readMetrics, tagKinds } from "./format";
+import { byType, exactPercent, heat, isFailed, isFinal, percent, readMetrics, tagKinds } from "./format";
 import { chipIndex, chipKey, waitsForDocument } from "./keys";
 
 describe("byType", () => {
@@ -42,6 +42,14 @@ describe("numbers", () => {
   it("formats shares", () => {
     expect(percent(0.256)).toBe("26 %");
     expect(percent(null)).toBe("–");
+  });
+  it("shows a threshold as it was entered, not rounded to a whole percent", () => {
+    expect(exactPercent(0.999)).toBe("99.9 %");
+    expect(exactPercent(0.8)).toBe("80 %");
+    expect(exactPercent(0.9995)).toBe("99.95 %");
+    expect(exactPercent(0.07)).toBe("7 %");
+    expect(exactPercent(1)).toBe("100 %");
+    expect(exactPercent(null)).toBe("–");
   });
   it("shades heat-map cells from white to blue", () => {
     expect(heat(0, 10)).toEqual({ fill: "rgb(255, 255, 255)", light: false });

@@ -5,7 +5,7 @@ import { useRef, useState, type FormEvent } from "react";
 import { Link, useParams } from "react-router";
 import { api, postForm, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
-import { percent, when } from "../lib/format";
+import { exactPercent, percent, when } from "../lib/format";
 import { useAction, useLoad, useOffset } from "../lib/hooks";
 import { arrayPage } from "../lib/paging";
 import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Pager, StatusBadge, Table } from "../components/ui";
@@ -105,7 +105,7 @@ function MatchesTable({ matches, missing }: { matches: Match[]; missing: string[
           </td>
           <td className={`num${m.threshold_met ? "" : " confidence-low"}`}>
             {percent(m.confidence)}
-            {!m.threshold_met && <span className="sr-only"> below the threshold {percent(m.confidence_threshold)}</span>}
+            {!m.threshold_met && <span className="sr-only"> below the threshold {exactPercent(m.confidence_threshold)}</span>}
             {!m.threshold_met && <span aria-hidden="true"> ▼</span>}
           </td>
           <td>{m.page}</td>
@@ -375,7 +375,7 @@ export function ReviewsPage() {
                   </td>
                   <td>
                     {r.label ?? "–"}
-                    {r.confidence_threshold != null && ` (threshold ${percent(r.confidence_threshold)})`}
+                    {r.confidence_threshold != null && ` (threshold ${exactPercent(r.confidence_threshold)})`}
                   </td>
                   <td>
                     <StatusBadge status={r.status} />
