@@ -73,6 +73,13 @@ test("at a phone's width the projects page fits and its menu opens", async () =>
   const email = `phone-with-a-rather-long-address-${process.pid}@example.org`;
   const r = await page.request.post(`${BASE}/auth/register`, { data: { email, password: "correct horse battery" } });
   assert.equal(r.status(), 200);
+  // A name as long as the server allows, without a space to break it at.
+  const longName = "W".repeat(120);
+  const made = await page.request.post(`${BASE}/projects`, {
+    headers: { authorization: `Bearer ${(await r.json()).auth_token}` },
+    data: { name: longName, type: "CLASS" },
+  });
+  assert.equal(made.status(), 201);
   await page.goto(`${BASE}/app/login`);
   await page.getByLabel("E-mail").fill(email);
   await page.getByLabel("Password").fill("correct horse battery");
@@ -104,10 +111,15 @@ test("at a phone's width the projects page fits and its menu opens", async () =>
   const token = await page.evaluate(() => localStorage.getItem("lector.token"));
   const headers = { authorization: `Bearer ${token}` };
   const project = await (await page.request.post(`${BASE}/projects`, { headers, data: { name: "Phone", type: "CLASS" } })).json();
-  await page.request.post(`${BASE}/projects/${project.id}/upload-classes`, { headers, data: [{ name: "billing" }, { name: "login" }] });
+  await page.request.post(`${BASE}/projects/${project.id}/upload-classes`, {
+    headers,
+    data: [{ name: "billing" }, { name: "login" }, { name: "L".repeat(100) }],
+  });
+  // Long words (a URL, a token) wrap like the rest.
+  const url = `https://billing.example.com/invoices/download?id=8f14e45fceea167a5a36dedd4bea2543&token=${"eyJhbGciOiJIUzI1NiJ9".repeat(6)}`;
   await page.request.post(`${BASE}/projects/${project.id}/documents`, {
     headers,
-    data: { text: "A rather long sentence about an invoice that was wrong, to see it wrap. And a second one." },
+    data: { text: `A rather long sentence about an invoice that was wrong, to see it wrap: ${url} gives an error. And a second one.` },
   });
   const session = await (await page.request.post(`${BASE}/projects/${project.id}/annotations`, { headers, data: { name: "Phone pass" } })).json();
   await page.goto(`${BASE}/app/projects/${project.id}/labeling/${session.id}`);
