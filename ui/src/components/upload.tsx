@@ -5,7 +5,7 @@ import { useRef, useState, type FormEvent, type RefObject } from "react";
 import { postForm, type Schemas } from "../api/client";
 import { guessColumn, headerFirstFor } from "../lib/columns";
 import type { useAction } from "../lib/hooks";
-import { Field } from "./ui";
+import { Field, ScrollRegion } from "./ui";
 
 export type Uploaded = Schemas["UploadedFileDto"];
 type Action = ReturnType<typeof useAction>;
@@ -123,7 +123,7 @@ export function PreviewTable({
   const head = headerFirst ? preview[0] ?? [] : Array.from({ length: width }, (_, i) => `Column ${i + 1}`);
   const rows = headerFirst ? preview.slice(1) : preview;
   return (
-    <div className="table-wrap">
+    <ScrollRegion label={caption}>
       <table className="preview">
         <caption>{caption}</caption>
         <thead>
@@ -154,6 +154,6 @@ export function PreviewTable({
           ))}
         </tbody>
       </table>
-    </div>
+    </ScrollRegion>
   );
 }

@@ -90,7 +90,7 @@ export function AnalysesPage() {
       {analyses.loading && !analyses.data && <Loading />}
       {analyses.data && analyses.data.total === 0 && <Empty>No analyses yet.</Empty>}
       {list.length > 0 && (
-        <Table head={["Analysis", "Documents", "Status", "Created"]}>
+        <Table head={["Analysis", "Documents", "Status", "Created"]} label="Analyses">
           {list.map((a) => (
             <tr key={a.id}>
               <td>
@@ -347,7 +347,7 @@ export function AnalysisPage() {
             {docs.loading && !docs.data && <Loading />}
             {docs.data && docs.data.documents.length === 0 && <Empty>No documents match.</Empty>}
             {docs.data && docs.data.documents.length > 0 && (
-              <Table head={["Segment", "Tags (confidence)"]} className="results">
+              <Table head={["Segment", "Tags (confidence)"]} label="Results" className="results">
                 {docs.data.documents.flatMap((d) =>
                   (d.segments ?? [{ text: d.text, span: [0, 0], tags: [] }]).map((s, j) => (
                     <tr key={`${d.id}-${j}`}>

@@ -367,7 +367,7 @@ export function ReviewsPage() {
           <ErrorBox error={reviews.error} onRetry={reviews.reload} />
           {reviews.data && reviews.data.items.length === 0 && reviews.data.offset === 0 && <Empty>The queue is empty.</Empty>}
           {reviews.data && reviews.data.items.length > 0 && (
-            <Table head={["Document", "First field to check", "Status", "Created"]}>
+            <Table head={["Document", "First field to check", "Status", "Created"]} label="Review queue">
               {reviews.data.items.map((r) => (
                 <tr key={r.review_id}>
                   <td>

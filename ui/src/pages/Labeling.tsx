@@ -164,7 +164,7 @@ export function LabelingPage() {
         {sessions.loading && !sessions.data && <Loading />}
         {sessions.data && sessions.data.length === 0 && <Empty>No sessions yet. Start one below.</Empty>}
         {sessions.data && sessions.data.length > 0 && (
-          <Table head={["Session", "Documents", "Annotated segments", "Status", "Download"]}>
+          <Table head={["Session", "Documents", "Annotated segments", "Status", "Download"]} label="Sessions">
             {sessions.data.map((s) => (
               <tr key={s.id}>
                 <td>

@@ -7,7 +7,7 @@ import { fixed, isFinal, percent, readMetrics, when, type Metrics } from "../lib
 import { useAction, useLoad, usePoll } from "../lib/hooks";
 import { chars, MAX_NAME_CHARS, nextVersionName } from "../lib/names";
 import { BarChart, Heatmap } from "../components/charts";
-import { Empty, ErrorBox, Field, Loading, PageTitle, Progress, StatusBadge, Table } from "../components/ui";
+import { Empty, ErrorBox, Field, Loading, PageTitle, Progress, ScrollRegion, StatusBadge, Table } from "../components/ui";
 import { useProject } from "./Project";
 
 type Model = Schemas["ModelDto"];
@@ -71,7 +71,7 @@ export function ModelsPage() {
       {models.loading && !models.data && <Loading />}
       {models.data && list.length === 0 && <Empty>No models yet. Label some segments of two classes or more, then train.</Empty>}
       {list.length > 0 && (
-        <Table head={["Compare", "Model", "Status", { figures: "Score (macro F1)" }, "Created"]}>
+        <Table head={["Compare", "Model", "Status", { figures: "Score (macro F1)" }, "Created"]} label="Models">
           {list.map((m) => (
             <tr key={m.id}>
               <td>
@@ -130,7 +130,7 @@ function Compare({ projectId, ids }: { projectId: number; ids: number[] }) {
   return (
     <section className="panel" aria-labelledby="compare-h">
       <h2 id="compare-h">Comparison</h2>
-      <div className="table-wrap">
+      <ScrollRegion label="Figures of the models compared">
         <table>
           <thead>
             <tr>
@@ -155,7 +155,7 @@ function Compare({ projectId, ids }: { projectId: number; ids: number[] }) {
             ))}
           </tbody>
         </table>
-      </div>
+      </ScrollRegion>
       <BarChart
         title={`F1 per ${k === "classes" ? "class" : "label"}, by model`}
         names={names}
@@ -331,7 +331,7 @@ function Demoset({ rows }: { rows: Array<Record<string, unknown>> }) {
   return (
     <section className="panel" aria-labelledby="demo-h">
       <h2 id="demo-h">Test segments with predictions</h2>
-      <Table head={["Text", "Predicted (confidence)"]}>
+      <Table head={["Text", "Predicted (confidence)"]} label="Test segments">
         {rows.slice(0, 25).map((r, i) => (
           <tr key={i}>
             <td>{String(r.text ?? "")}</td>

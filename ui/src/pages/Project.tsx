@@ -223,7 +223,7 @@ export function ProjectOverview() {
         <ErrorBox error={groups.error} onRetry={groups.reload} />
         {groups.data && groups.data.length === 0 && <Empty>No documents yet. Import a file to start.</Empty>}
         {groups.data && groups.data.length > 0 && (
-          <Table head={["Group", "Documents", "Source", "Status", "Created"]}>
+          <Table head={["Group", "Documents", "Source", "Status", "Created"]} label="Document groups">
             {groups.data.map((g) => (
               <tr key={g.id}>
                 <td>{g.name}</td>

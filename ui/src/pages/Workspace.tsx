@@ -111,7 +111,7 @@ export function WorkspacePage() {
         <ErrorBox error={members.error} onRetry={members.reload} />
         {members.loading && !members.data && <Loading />}
         {members.data && (
-          <Table head={["Member", "Role", "Since", canManage && "Actions"]}>
+          <Table head={["Member", "Role", "Since", canManage && "Actions"]} label="Members">
             {members.data.items.map((m) => (
               <tr key={m.id}>
                 <td>{m.user}</td>
@@ -150,7 +150,7 @@ export function WorkspacePage() {
         <ErrorBox error={invites.error} onRetry={invites.reload} />
         {invites.data && invites.data.length === 0 && <Empty>No pending invitations.</Empty>}
         {invites.data && invites.data.length > 0 && (
-          <Table head={["E-mail", "Role", "Expires", "Actions"]}>
+          <Table head={["E-mail", "Role", "Expires", "Actions"]} label="Pending invitations">
             {invites.data.map((i) => (
               <tr key={i.id}>
                 <td>{i.email}</td>
