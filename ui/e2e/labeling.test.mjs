@@ -153,6 +153,9 @@ test("keys typed while the next document loads apply to it, in order", async () 
     for (const k of [key(2), "Enter", key(3), "Enter"]) await page.keyboard.press(k);
     await page.getByText("Document 4 of 4").waitFor();
     await page.locator(".segment.current .badge", { hasText: "annotated" }).waitFor();
+    // The Arabic document reads right to left.
+    const arabic = page.locator(".segment-text", { hasText: "الخدمة" });
+    assert.equal(await arabic.evaluate((el) => getComputedStyle(el).direction), "rtl");
   } finally {
     await page.unroute(slow);
   }

@@ -73,6 +73,8 @@ test("sign-up through labeling, training and analysis", async (t) => {
     await txtPreview.waitFor();
     assert.equal(await page.getByLabel("The first row holds the column names").isChecked(), false, "no header row for TXT");
     assert.equal(await txtPreview.getByRole("cell", { name: "First line document." }).count(), 1, "the first line is a document");
+    const arabicCell = txtPreview.getByRole("cell", { name: /مرحبا/ });
+    assert.equal(await arabicCell.evaluate((el) => getComputedStyle(el).direction), "rtl", "Arabic text reads right to left");
     await page.getByRole("button", { name: "Start over" }).click();
     const rows = [["id", "ticket", "channel"]];
     for (let i = 0; i < 12; i++) {

@@ -140,8 +140,8 @@ function NotificationsBell() {
           <ul>
             {items.slice(0, 20).map((n) => (
               <li key={n.id} className={!n.read ? "unread" : ""}>
-                <strong>{n.title}</strong>
-                <p>{n.text}</p>
+                <strong dir="auto">{n.title}</strong>
+                <p dir="auto">{n.text}</p>
                 <small>{when(n.created)}</small>
                 {!n.read && (
                   <button type="button" className="link" onClick={() => void markRead(n)}>

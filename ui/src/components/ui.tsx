@@ -90,7 +90,7 @@ export function PageTitle({ children, actions }: { children: string; actions?: R
   }, [children]);
   return (
     <div className="page-title">
-      <h1 ref={ref} tabIndex={-1}>
+      <h1 ref={ref} tabIndex={-1} dir="auto">
         {children}
       </h1>
       {actions && <div className="actions">{actions}</div>}

@@ -133,10 +133,10 @@ export function PreviewTable({
                 {onPick ? (
                   <label className="pick">
                     <input type="radio" name="column" checked={column === i} onChange={() => onPick(i)} />
-                    {head[i] || `Column ${i + 1}`}
+                    <span dir="auto">{head[i] || `Column ${i + 1}`}</span>
                   </label>
                 ) : (
-                  head[i] || `Column ${i + 1}`
+                  <span dir="auto">{head[i] || `Column ${i + 1}`}</span>
                 )}
               </th>
             ))}
@@ -146,7 +146,7 @@ export function PreviewTable({
           {rows.slice(0, 10).map((r, j) => (
             <tr key={j}>
               {Array.from({ length: width }, (_, i) => (
-                <td key={i} className={column === i ? "picked" : ""}>
+                <td key={i} className={column === i ? "picked" : ""} dir="auto">
                   {(r[i] ?? "").slice(0, 200)}
                 </td>
               ))}

@@ -94,7 +94,9 @@ export function AnalysesPage() {
           {list.map((a) => (
             <tr key={a.id}>
               <td>
-                <Link to={`/analyses/${a.id}`}>{a.name || `Analysis ${a.id}`}</Link>
+                <Link to={`/analyses/${a.id}`} dir="auto">
+                  {a.name || `Analysis ${a.id}`}
+                </Link>
               </td>
               <td>{a.document_count}</td>
               <td>
@@ -156,7 +158,7 @@ export function AnalysesPage() {
                 {adhoc.documents.flatMap((d, i) =>
                   d.segments.map((s, j) => (
                     <li key={`${i}-${j}`}>
-                      “{s.text}” → {s.tags.map((t) => `${[t.class, t.label].filter(Boolean).join(" · ")} (${percent(t.confidence)})`).join(", ") || "no tag"}
+                      “<span dir="auto">{s.text}</span>” → {s.tags.map((t) => `${[t.class, t.label].filter(Boolean).join(" · ")} (${percent(t.confidence)})`).join(", ") || "no tag"}
                     </li>
                   )),
                 )}
@@ -351,11 +353,11 @@ export function AnalysisPage() {
                 {docs.data.documents.flatMap((d) =>
                   (d.segments ?? [{ text: d.text, span: [0, 0], tags: [] }]).map((s, j) => (
                     <tr key={`${d.id}-${j}`}>
-                      <td>{s.text}</td>
+                      <td dir="auto">{s.text}</td>
                       <td>
                         {(s.tags ?? []).map((t, k) => (
                           <span key={k} className="tag">
-                            {[t.class, t.label].filter(Boolean).join(" · ")} <span className="confidence">{percent(t.confidence)}</span>
+                            <span dir="auto">{[t.class, t.label].filter(Boolean).join(" · ")}</span> <span className="confidence">{percent(t.confidence)}</span>
                             &nbsp;
                           </span>
                         ))}

@@ -648,7 +648,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
                             title={c.description || undefined}
                             onClick={() => toggle("class", c.name)}
                           >
-                            {chipKey(i) && <kbd>{chipKey(i)}</kbd>} {c.name}
+                            {chipKey(i) && <kbd>{chipKey(i)}</kbd>} <span dir="auto">{c.name}</span>
                           </button>
                         </li>
                       ))}
@@ -667,7 +667,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
                             aria-pressed={!!seg?.tags?.some((t) => t.label === l.name && !partOf(t, seg))}
                             onClick={() => toggle("label", l.name)}
                           >
-                            {chipKey(i) && <kbd>{kinds.classes ? `⇧${chipKey(i)}` : chipKey(i)}</kbd>} {l.name}
+                            {chipKey(i) && <kbd>{kinds.classes ? `⇧${chipKey(i)}` : chipKey(i)}</kbd>} <span dir="auto">{l.name}</span>
                           </button>
                         </li>
                       ))}
@@ -676,7 +676,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
                 )}
                 {partNow && (
                   <p className="part-note" role="status">
-                    Part selected: “{partNow.text}”. A number key tags it.
+                    Part selected: “<span dir="auto">{partNow.text}</span>”. A number key tags it.
                   </p>
                 )}
                 <div className="row">
@@ -706,7 +706,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
                       aria-current={i === current ? "true" : undefined}
                       onClick={() => setCurrent(i)}
                     >
-                      <p className="segment-text">
+                      <p className="segment-text" dir="auto">
                         {chosenWords
                           ? renderWords(s.text, chosenWords, lo, hi)
                           : pieces(s.text, s.span[0], parts).map((p, k) =>
@@ -723,7 +723,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
                         {s.status === "ANNOTATED" && <span className="badge badge-good">annotated</span>}
                         {tags.map((t) => (
                           <span key={t.id} className={`tag${t.status && t.status !== "READY" && mode === "correction" ? " suggested" : ""}`}>
-                            {[t.class, t.label].filter(Boolean).join(" · ")}
+                            <span dir="auto">{[t.class, t.label].filter(Boolean).join(" · ")}</span>
                             {partOf(t, s) && t.text ? ` “${t.text}”` : ""}
                             {typeof t.confidence === "number" && <span className="confidence"> {percent(t.confidence)}</span>}
                             <button

@@ -99,7 +99,7 @@ function MatchesTable({ matches, missing }: { matches: Match[]; missing: string[
             {m.label}
             {m.required && <span className="muted"> (required)</span>}
           </th>
-          <td>
+          <td dir="auto">
             {m.value ?? m.text}
             {m.conversion_error && <div className="error">{m.conversion_error}</div>}
           </td>
@@ -276,7 +276,7 @@ function NewHitl({ projectId, onCreated }: { projectId: number; onCreated: () =>
                 <tr key={l.id}>
                   <th scope="row">
                     <label className="check">
-                      <input type="checkbox" checked={f.on} onChange={(e) => change(l.name, { on: e.target.checked })} /> {l.name}
+                      <input type="checkbox" checked={f.on} onChange={(e) => change(l.name, { on: e.target.checked })} /> <span dir="auto">{l.name}</span>
                     </label>
                   </th>
                   <td>
@@ -371,7 +371,10 @@ export function ReviewsPage() {
               {reviews.data.items.map((r) => (
                 <tr key={r.review_id}>
                   <td>
-                    <Link to={`/projects/${project.id}/reviews/${r.hitl_id}/${r.review_id}`}>{r.document_name}</Link> (page {r.page_num})
+                    <Link to={`/projects/${project.id}/reviews/${r.hitl_id}/${r.review_id}`} dir="auto">
+                      {r.document_name}
+                    </Link>{" "}
+                    (page {r.page_num})
                   </td>
                   <td>
                     {r.label ?? "–"}
@@ -468,7 +471,7 @@ export function ReviewPage() {
               {Object.entries(current).map(([k, v]) => (
                 <Field key={k} label={k}>
                   {(fid) => (
-                    <input id={fid} value={v} disabled={!pending} onChange={(e) => setValues({ ...current, [k]: e.target.value })} />
+                    <input id={fid} dir="auto" value={v} disabled={!pending} onChange={(e) => setValues({ ...current, [k]: e.target.value })} />
                   )}
                 </Field>
               ))}
@@ -523,7 +526,7 @@ export function NotificationsPage() {
             <h2>
               {n.title} {!n.read && <span className="badge badge-busy">unread</span>}
             </h2>
-            <p>{n.text}</p>
+            <p dir="auto">{n.text}</p>
             <p className="muted">
               {when(n.created)} ·{" "}
               <button type="button" className="link" onClick={() => setRead(n, !n.read)}>

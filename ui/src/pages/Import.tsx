@@ -93,7 +93,7 @@ export function ImportPage() {
         <form onSubmit={paste} className="stack">
           <Field label="Texts" hint="One document per line.">
             {(fid, hint) => (
-              <textarea id={fid} rows={6} aria-describedby={hint} value={pasted} onChange={(e) => setPasted(e.target.value)} />
+              <textarea id={fid} rows={6} dir="auto" aria-describedby={hint} value={pasted} onChange={(e) => setPasted(e.target.value)} />
             )}
           </Field>
           <button type="submit" disabled={action.busy || !pasted.trim()}>

@@ -168,7 +168,9 @@ export function LabelingPage() {
             {sessions.data.map((s) => (
               <tr key={s.id}>
                 <td>
-                  <Link to={`/projects/${id}/labeling/${s.id}`}>{s.name}</Link>
+                  <Link to={`/projects/${id}/labeling/${s.id}`} dir="auto">
+                    {s.name}
+                  </Link>
                   <br />
                   <small className="muted">{when(s.created)}</small>
                 </td>
@@ -220,7 +222,10 @@ export function LabelingPage() {
           <ul className="plain">
             {corrections.data.map((c) => (
               <li key={c.id}>
-                <Link to={`/projects/${id}/corrections/${c.id}`}>{c.name}</Link> · {c.model?.display_name ?? "model"} ·{" "}
+                <Link to={`/projects/${id}/corrections/${c.id}`} dir="auto">
+                  {c.name}
+                </Link>{" "}
+                · <span dir="auto">{c.model?.display_name ?? "model"}</span> ·{" "}
                 {c.annotated_count} of {c.segment_count} corrected
               </li>
             ))}

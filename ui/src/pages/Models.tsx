@@ -84,7 +84,9 @@ export function ModelsPage() {
                 />
               </td>
               <td>
-                <Link to={`/projects/${id}/models/${m.id}`}>{m.display_name}</Link>
+                <Link to={`/projects/${id}/models/${m.id}`} dir="auto">
+                  {m.display_name}
+                </Link>
               </td>
               <td>
                 <StatusBadge status={m.status} />
@@ -303,7 +305,9 @@ export function MetricsView({ metrics }: { metrics: Metrics }) {
           <Table head={[perName, { figures: "Precision" }, { figures: "Recall" }, { figures: "F1" }, { figures: "Support" }]} caption={`Per ${perName}`}>
             {per.map((s) => (
               <tr key={s.name}>
-                <th scope="row">{s.name}</th>
+                <th scope="row" dir="auto">
+                  {s.name}
+                </th>
                 <td className="num">{fixed(s.precision)}</td>
                 <td className="num">{fixed(s.recall)}</td>
                 <td className="num">{fixed(s.f1)}</td>
@@ -334,7 +338,7 @@ function Demoset({ rows }: { rows: Array<Record<string, unknown>> }) {
       <Table head={["Text", "Predicted (confidence)"]} label="Test segments">
         {rows.slice(0, 25).map((r, i) => (
           <tr key={i}>
-            <td>{String(r.text ?? "")}</td>
+            <td dir="auto">{String(r.text ?? "")}</td>
             <td>{tagsText(Array.isArray(r.segments) ? (r.segments as Array<{ tags?: unknown[] }>).flatMap((s) => s.tags ?? []) : r.tags)}</td>
           </tr>
         ))}

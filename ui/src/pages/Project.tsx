@@ -29,7 +29,7 @@ export function ProjectLayout() {
   return (
     <>
       <p className="crumbs">
-        <Link to="/">Projects</Link> / <span>{p.name}</span>
+        <Link to="/">Projects</Link> / <span dir="auto">{p.name}</span>
       </p>
       <nav aria-label="Project" className="tabs">
         <NavLink to={`/projects/${id}`} end>
@@ -85,8 +85,14 @@ function NameList({
       <ul className="chips-list">
         {items.map((c) => (
           <li key={c.id} className="chip-row">
-            <span className="chip">{c.name}</span>
-            {c.description && <span className="muted">{c.description}</span>}
+            <span className="chip" dir="auto">
+              {c.name}
+            </span>
+            {c.description && (
+              <span className="muted" dir="auto">
+                {c.description}
+              </span>
+            )}
             <button
               type="button"
               className="link danger"
@@ -226,7 +232,7 @@ export function ProjectOverview() {
           <Table head={["Group", "Documents", "Source", "Status", "Created"]} label="Document groups">
             {groups.data.map((g) => (
               <tr key={g.id}>
-                <td>{g.name}</td>
+                <td dir="auto">{g.name}</td>
                 <td>{g.document_count}</td>
                 <td>{g.source}</td>
                 <td>

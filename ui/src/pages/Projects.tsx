@@ -41,7 +41,7 @@ export function ProjectsPage() {
           <ul className="cards">
             {list.map((p) => (
               <li key={p.id} className="card">
-                <Link to={`/projects/${p.id}`} className="card-title">
+                <Link to={`/projects/${p.id}`} className="card-title" dir="auto">
                   {p.name}
                 </Link>
                 <StatusBadge status={p.status} />
