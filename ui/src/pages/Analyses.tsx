@@ -4,10 +4,11 @@
 import { useMemo, useRef, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, download, unwrap, type Schemas } from "../api/client";
-import { useAuth } from "../auth";
+import { useAuth, useRole } from "../auth";
 import { isFailed, isFinal, percent, when } from "../lib/format";
 import { useAction, useLoad, useOffset, usePoll } from "../lib/hooks";
 import { fromPaged, newestPage, readAll } from "../lib/paging";
+import { NEEDS, roleNote } from "../lib/roles";
 import { BarChart } from "../components/charts";
 import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Pager, Progress, StatusBadge, Table } from "../components/ui";
 import { ColumnPicker, UploadForm, useTableUpload } from "../components/upload";
@@ -34,6 +35,8 @@ const ANALYSES_PAGE = 50;
 
 export function AnalysesPage() {
   const [search] = useSearchParams();
+  const { workspace } = useAuth();
+  const analyseNote = roleNote(useRole(workspace?.id), NEEDS.work, "Analysing with this workspace's models");
   const navigate = useNavigate();
   const models = useReadyModels();
   // The list answers oldest first with no count: the page of the newest is found from its end,
@@ -113,10 +116,11 @@ export function AnalysesPage() {
       <section className="panel" aria-labelledby="new-analysis-h">
         <h2 id="new-analysis-h">Analyse a file</h2>
         <ErrorBox error={models.error} onRetry={models.reload} />
-        {models.data && models.data.length === 0 && (
+        {analyseNote && <p className="notice">{analyseNote}</p>}
+        {!analyseNote && models.data && models.data.length === 0 && (
           <p className="muted">No trained model in this workspace yet: train one in a project first.</p>
         )}
-        {models.data && models.data.length > 0 && (
+        {!analyseNote && models.data && models.data.length > 0 && (
           <>
             <Field label="Model">
               {(fid) => (

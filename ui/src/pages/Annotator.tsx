@@ -7,6 +7,7 @@ import { Link, Navigate, useNavigate, useParams, useSearchParams } from "react-r
 import { api, unwrap, type Schemas } from "../api/client";
 import { percent, tagKinds } from "../lib/format";
 import { chipIndex, chipKey, isTyping, waitsForDocument, type HeldKey } from "../lib/keys";
+import { NEEDS, roleNote } from "../lib/roles";
 import { partSpan, pieces, words } from "../lib/text";
 import { ErrorBox, Loading, PageTitle, Progress } from "../components/ui";
 import { useProject } from "./Project";
@@ -133,7 +134,9 @@ const SHORTCUTS: Array<[string, string]> = [
 ];
 
 export function AnnotatorPage({ mode }: { mode: Mode }) {
-  const { project } = useProject();
+  const { project, role } = useProject();
+  // A viewer reads the session; tagging and marking need an annotator.
+  const tagNote = roleNote(role, NEEDS.tag, "Tagging and marking segments");
   const params = useParams();
   const sessionId = Number(params.sessionId);
   const [search, setSearch] = useSearchParams();
@@ -445,6 +448,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
 
   /** What a key does to the document shown; `e.preventDefault` when the annotator takes it. */
   const press = (e: { key: string; code: string; shiftKey: boolean; preventDefault: () => void }) => {
+    if (tagNote && (chipIndex(e.code) !== null || ["Enter", "Backspace", "Delete", "c", "s"].includes(e.key))) return;
     const idx = chipIndex(e.code);
     if (idx !== null) {
       e.preventDefault();
@@ -627,7 +631,8 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
           <div className="sr-only" role="status" aria-live="polite">
             {announce}
           </div>
-          <ErrorBox error={error} onRetry={!shown ? load : undefined} />
+          {tagNote && <p className="notice">{tagNote}</p>}
+      <ErrorBox error={error} onRetry={!shown ? load : undefined} />
           {loading && !shown && <Loading label="Loading the document" onCancel={() => navigate(back)} />}
           {!loading && fresh && !doc && <p className="empty">This session has no documents.</p>}
           {shown && (
@@ -646,6 +651,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
                             }`}
                             aria-pressed={pair ? pendingClass === c.name : !!seg?.tags?.some((t) => t.class === c.name && !partOf(t, seg))}
                             title={c.description || undefined}
+                            disabled={!!tagNote}
                             onClick={() => toggle("class", c.name)}
                           >
                             {chipKey(i) && <kbd>{chipKey(i)}</kbd>} <span dir="auto">{c.name}</span>
@@ -665,6 +671,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
                             type="button"
                             className={`chip-button label${seg?.tags?.some((t) => t.label === l.name && !partOf(t, seg)) ? " on" : ""}`}
                             aria-pressed={!!seg?.tags?.some((t) => t.label === l.name && !partOf(t, seg))}
+                            disabled={!!tagNote}
                             onClick={() => toggle("label", l.name)}
                           >
                             {chipKey(i) && <kbd>{kinds.classes ? `⇧${chipKey(i)}` : chipKey(i)}</kbd>} <span dir="auto">{l.name}</span>
@@ -680,11 +687,11 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
                   </p>
                 )}
                 <div className="row">
-                  <button type="button" onClick={markAndNext} disabled={busy || !seg}>
+                  <button type="button" onClick={markAndNext} disabled={busy || !seg || !!tagNote}>
                     Mark annotated (Enter)
                   </button>
                   {mode === "correction" && (
-                    <button type="button" className="secondary" onClick={confirmAll} disabled={busy || !seg}>
+                    <button type="button" className="secondary" onClick={confirmAll} disabled={busy || !seg || !!tagNote}>
                       Confirm suggestions (c)
                     </button>
                   )}
@@ -726,17 +733,19 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
                             <span dir="auto">{[t.class, t.label].filter(Boolean).join(" · ")}</span>
                             {partOf(t, s) && t.text ? ` “${t.text}”` : ""}
                             {typeof t.confidence === "number" && <span className="confidence"> {percent(t.confidence)}</span>}
-                            <button
-                              type="button"
-                              className="tag-x"
-                              aria-label={`Remove tag ${[t.class, t.label].filter(Boolean).join(" ")}`}
-                              onClick={(e) => {
-                                e.stopPropagation();
-                                removeTag(s.id, t.id);
-                              }}
-                            >
-                              ×
-                            </button>
+                            {!tagNote && (
+                              <button
+                                type="button"
+                                className="tag-x"
+                                aria-label={`Remove tag ${[t.class, t.label].filter(Boolean).join(" ")}`}
+                                onClick={(e) => {
+                                  e.stopPropagation();
+                                  removeTag(s.id, t.id);
+                                }}
+                              >
+                                ×
+                              </button>
+                            )}
                           </span>
                         ))}
                       </div>

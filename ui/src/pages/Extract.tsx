@@ -8,6 +8,7 @@ import { useAuth } from "../auth";
 import { exactPercent, percent, when } from "../lib/format";
 import { useAction, useLoad, useOffset } from "../lib/hooks";
 import { arrayPage } from "../lib/paging";
+import { NEEDS, roleNote } from "../lib/roles";
 import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Pager, StatusBadge, Table } from "../components/ui";
 import { CancelButton } from "../components/upload";
 import { useProject } from "./Project";
@@ -124,7 +125,8 @@ function MatchesTable({ matches, missing }: { matches: Match[]; missing: string[
 }
 
 export function ExtractPage() {
-  const { project } = useProject();
+  const { project, role } = useProject();
+  const note = roleNote(role, NEEDS.work, "Extracting fields");
   const { workspace } = useAuth();
   const models = useLoad(() => unwrap(api.GET("/projects/{project_id}/models", { params: { path: { project_id: project.id } } })), [project.id]);
   const ready = (models.data ?? []).filter((m) => ["READY", "ACTIVE", "PUBLISHED"].includes(m.status));
@@ -166,7 +168,8 @@ export function ExtractPage() {
           <Link to={`/projects/${project.id}/models`}>train</Link>.
         </p>
       )}
-      {ready.length > 0 && (
+      {note && <p className="notice">{note}</p>}
+      {ready.length > 0 && !note && (
         <form onSubmit={extract} className="inline-form">
           <Field label="Model">
             {(fid) => (
@@ -325,7 +328,8 @@ function NewHitl({ projectId, onCreated }: { projectId: number; onCreated: () =>
 const REVIEWS_PAGE = 50;
 
 export function ReviewsPage() {
-  const { project } = useProject();
+  const { project, role } = useProject();
+  const configNote = roleNote(role, NEEDS.manage, "Making a review configuration");
   const path = { params: { path: { project_id: project.id } } };
   const hitls = useLoad(() => unwrap(api.GET("/projects/{project_id}/hitls", path)), [project.id]);
   const [hid, setHid] = useState<number | "">("");
@@ -391,13 +395,14 @@ export function ReviewsPage() {
           {reviews.data && <Pager page={reviews.data} size={REVIEWS_PAGE} what="Reviews" onChange={setReviewOffset} />}
         </>
       )}
-      <NewHitl projectId={project.id} onCreated={hitls.reload} />
+      {configNote ? <p className="notice">{configNote}</p> : <NewHitl projectId={project.id} onCreated={hitls.reload} />}
     </>
   );
 }
 
 export function ReviewPage() {
-  const { project } = useProject();
+  const { project, role } = useProject();
+  const submitNote = roleNote(role, NEEDS.tag, "Submitting a review");
   const params = useParams();
   const hitlId = Number(params.hitlId);
   const reviewId = Number(params.reviewId);
@@ -471,12 +476,14 @@ export function ReviewPage() {
               {Object.entries(current).map(([k, v]) => (
                 <Field key={k} label={k}>
                   {(fid) => (
-                    <input id={fid} dir="auto" value={v} disabled={!pending} onChange={(e) => setValues({ ...current, [k]: e.target.value })} />
+                    <input id={fid} dir="auto" value={v} disabled={!pending || !!submitNote} onChange={(e) => setValues({ ...current, [k]: e.target.value })} />
                   )}
                 </Field>
               ))}
               <ErrorBox error={action.error} />
-              {pending ? (
+              {pending && submitNote ? (
+                <p className="notice">{submitNote}</p>
+              ) : pending ? (
                 <div className="row">
                   <button type="submit" disabled={action.busy}>
                     Approve

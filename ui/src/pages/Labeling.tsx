@@ -8,6 +8,7 @@ import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Progress, Sta
 import { useProject } from "./Project";
 import { baseName, PreviewTable } from "../components/upload";
 import { EMPTY_MAPPING, guessMapping, MAPPED, type Mapping } from "../lib/columns";
+import { NEEDS, roleNote } from "../lib/roles";
 
 /** Labeled data from a file (for example a download of another session): preview, map columns. */
 function LabeledImport({ projectId }: { projectId: number }) {
@@ -110,7 +111,8 @@ function LabeledImport({ projectId }: { projectId: number }) {
 }
 
 export function LabelingPage() {
-  const { project } = useProject();
+  const { project, role } = useProject();
+  const startNote = roleNote(role, NEEDS.work, "Starting a labeling or correction session");
   const id = project.id;
   const path = { params: { path: { project_id: id } } };
   // Correction sessions are sessions too: the labeling list asks for the others only.
@@ -201,17 +203,21 @@ export function LabelingPage() {
             ))}
           </Table>
         )}
-        <form onSubmit={create} className="inline-form">
-          <Field label="New session name" hint="It offers every document of the project.">
-            {(fid, hint) => <input id={fid} aria-describedby={hint} value={name} onChange={(e) => setName(e.target.value)} />}
-          </Field>
-          <button type="submit" disabled={action.busy}>
-            Start labeling
-          </button>
-        </form>
+        {startNote ? (
+          <p className="notice">{startNote}</p>
+        ) : (
+          <form onSubmit={create} className="inline-form">
+            <Field label="New session name" hint="It offers every document of the project.">
+              {(fid, hint) => <input id={fid} aria-describedby={hint} value={name} onChange={(e) => setName(e.target.value)} />}
+            </Field>
+            <button type="submit" disabled={action.busy}>
+              Start labeling
+            </button>
+          </form>
+        )}
       </section>
 
-      <LabeledImport projectId={id} />
+      {!startNote && <LabeledImport projectId={id} />}
 
       <section aria-labelledby="corrections-h" className="panel">
         <h2 id="corrections-h">Correction sessions</h2>
@@ -231,7 +237,7 @@ export function LabelingPage() {
             ))}
           </ul>
         )}
-        {ready.length > 0 ? (
+        {startNote ? null : ready.length > 0 ? (
           <form onSubmit={correct} className="inline-form">
             <Field label="Model">
               {(fid) => (

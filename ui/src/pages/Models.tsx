@@ -6,6 +6,7 @@ import { api, download, unwrap, type Schemas } from "../api/client";
 import { fixed, isFinal, percent, readMetrics, when, type Metrics } from "../lib/format";
 import { useAction, useLoad, usePoll } from "../lib/hooks";
 import { chars, MAX_NAME_CHARS, nextVersionName } from "../lib/names";
+import { atLeast, NEEDS, roleNote } from "../lib/roles";
 import { BarChart, Heatmap } from "../components/charts";
 import { Empty, ErrorBox, Field, Loading, PageTitle, Progress, ScrollRegion, StatusBadge, Table } from "../components/ui";
 import { useProject } from "./Project";
@@ -14,7 +15,8 @@ type Model = Schemas["ModelDto"];
 const TRAINING = (m: Model) => ["QUEUED", "TRAINING"].includes(m.status);
 
 export function ModelsPage() {
-  const { project } = useProject();
+  const { project, role } = useProject();
+  const trainNote = roleNote(role, NEEDS.work, "Training a model");
   const id = project.id;
   const navigate = useNavigate();
   const path = { params: { path: { project_id: id } } };
@@ -44,27 +46,33 @@ export function ModelsPage() {
     <>
       <PageTitle>Models</PageTitle>
       <p className="muted">Training learns from every annotated segment of the project's labeling sessions.</p>
-      <form onSubmit={train} className="inline-form" aria-label="Train a model">
-        <Field label="Name of the new model" hint={`At most ${MAX_NAME_CHARS} characters.`}>
-          {(fid, hint) => (
-            <input
-              id={fid}
-              required
-              aria-describedby={hint}
-              aria-invalid={tooLong || undefined}
-              value={modelName}
-              onChange={(e) => setTyped(e.target.value)}
-            />
+      {trainNote ? (
+        <p className="notice">{trainNote}</p>
+      ) : (
+        <>
+          <form onSubmit={train} className="inline-form" aria-label="Train a model">
+            <Field label="Name of the new model" hint={`At most ${MAX_NAME_CHARS} characters.`}>
+              {(fid, hint) => (
+                <input
+                  id={fid}
+                  required
+                  aria-describedby={hint}
+                  aria-invalid={tooLong || undefined}
+                  value={modelName}
+                  onChange={(e) => setTyped(e.target.value)}
+                />
+              )}
+            </Field>
+            <button type="submit" disabled={action.busy || !models.data || tooLong}>
+              Train a model
+            </button>
+          </form>
+          {tooLong && (
+            <p className="error" role="alert">
+              The name has {chars(modelName)} characters; at most {MAX_NAME_CHARS} are allowed.
+            </p>
           )}
-        </Field>
-        <button type="submit" disabled={action.busy || !models.data || tooLong}>
-          Train a model
-        </button>
-      </form>
-      {tooLong && (
-        <p className="error" role="alert">
-          The name has {chars(modelName)} characters; at most {MAX_NAME_CHARS} are allowed.
-        </p>
+        </>
       )}
       <ErrorBox error={action.error} />
       <ErrorBox error={models.error} onRetry={models.reload} />
@@ -171,7 +179,7 @@ function Compare({ projectId, ids }: { projectId: number; ids: number[] }) {
 }
 
 export function ModelPage() {
-  const { project } = useProject();
+  const { project, role } = useProject();
   const mid = Number(useParams().modelId);
   const navigate = useNavigate();
   const model = usePoll(
@@ -197,9 +205,11 @@ export function ModelPage() {
             <>
               {["READY", "ACTIVE", "PUBLISHED"].includes(m.status) && (
                 <>
-                  <Link className="button" to={`/analyses?model=${m.id}`}>
-                    Analyse with it
-                  </Link>
+                  {atLeast(role, NEEDS.work) && (
+                    <Link className="button" to={`/analyses?model=${m.id}`}>
+                      Analyse with it
+                    </Link>
+                  )}
                   <button
                     type="button"
                     className="secondary"
@@ -209,9 +219,11 @@ export function ModelPage() {
                   </button>
                 </>
               )}
-              <button type="button" className="secondary danger" onClick={remove}>
-                Delete
-              </button>
+              {atLeast(role, NEEDS.manage) && (
+                <button type="button" className="secondary danger" onClick={remove}>
+                  Delete
+                </button>
+              )}
             </>
           )
         }
