@@ -185,6 +185,10 @@ test("sign-up through labeling, training and analysis", async (t) => {
     assert.equal(bars, 4, "two classes, two models");
     await checkA11y(page, "models compared");
     await shot(page, "07b-models-compared");
+    // The comparison is in the address: a reload (or a link) keeps it.
+    await page.reload();
+    await page.getByRole("img", { name: "F1 per class, by model" }).waitFor();
+    assert.equal(await page.getByRole("checkbox", { name: "Compare Tickets v1" }).isChecked(), true);
     await page.getByRole("link", { name: "Tickets v1" }).click();
     await page.getByRole("heading", { level: 1, name: "Tickets v1" }).waitFor();
   });
@@ -216,6 +220,14 @@ test("sign-up through labeling, training and analysis", async (t) => {
     await page.waitForFunction(() => document.querySelectorAll("table.results tbody tr").length < 3 || document.querySelector(".empty"));
     const left = await results.allInnerTexts();
     assert.ok(left.length >= 1 && left.every((r) => r.includes("billing")), `filtered rows: ${JSON.stringify(left)}`);
+    // The filter is in the address: a reload keeps it, Back takes it off.
+    await page.reload();
+    await results.first().waitFor();
+    assert.equal(await page.getByLabel("Class", { exact: true }).locator("option:checked").innerText(), "billing");
+    assert.deepEqual(await results.allInnerTexts(), left);
+    await page.goBack();
+    await page.waitForFunction(() => document.querySelectorAll("table.results tbody tr").length === 3);
+    assert.equal(await page.getByLabel("Class", { exact: true }).locator("option:checked").innerText(), "Any class");
   });
 
   await step("correct the model's suggestions", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { idsValid, isId, safeNext } from "./links";
+import { idsValid, isId, patchQuery, readIds, readOffset, safeNext } from "./links";
 
 describe("safeNext", () => {
   it("keeps a path of the app", () => {
@@ -27,5 +27,24 @@ describe("ids in paths", () => {
     expect(idsValid({ projectId: "abc" })).toBe(false);
     expect(idsValid({ projectId: "3", modelId: "NaN" })).toBe(false);
     expect(idsValid({ "*": "no/such/page" })).toBe(true);
+  });
+});
+
+describe("values kept in the query", () => {
+  it("read an offset, 0 for anything that is not one", () => {
+    expect(readOffset("50")).toBe(50);
+    expect(readOffset("2.7")).toBe(2);
+    for (const bad of [null, "", "-5", "abc", "Infinity"]) expect(readOffset(bad)).toBe(0);
+  });
+  it("read a list of ids, each once", () => {
+    expect(readIds("3,5")).toEqual([3, 5]);
+    expect(readIds("5,x,5,,7")).toEqual([5, 7]);
+    expect(readIds(null)).toEqual([]);
+  });
+  it("set and take out values, keeping the others", () => {
+    const q = new URLSearchParams("offset=50&class=3&other=x");
+    expect(patchQuery(q, { class: 4, offset: 0 }).toString()).toBe("class=4&other=x");
+    expect(patchQuery(q, { label: "", compare: "1,2" }).toString()).toBe("offset=50&class=3&other=x&compare=1%2C2");
+    expect(q.toString()).toBe("offset=50&class=3&other=x");
   });
 });

@@ -1,12 +1,13 @@
 // Analyses: a file read by a model as a job, with progress; the tagged documents filtered by
 // class and label; the distribution of classes and labels as charts; export. Also quick
 // ad-hoc analysis of pasted text.
-import { useMemo, useRef, useState, type FormEvent } from "react";
+import { useCallback, useMemo, useRef, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, download, unwrap, type Schemas } from "../api/client";
 import { useAuth, useRole } from "../auth";
 import { isFailed, isFinal, percent, when } from "../lib/format";
-import { useAction, useLoad, useOffset, usePoll } from "../lib/hooks";
+import { useAction, useLoad, useOffset, usePoll, useQuery } from "../lib/hooks";
+import { readIds, readOffset } from "../lib/links";
 import { fromPaged, newestPage, readAll } from "../lib/paging";
 import { NEEDS, roleNote } from "../lib/roles";
 import { BarChart } from "../components/charts";
@@ -189,9 +190,12 @@ export function AnalysisPage() {
   );
   const a = analysis.data;
   const finished = !!a && isFinal(a.status) && !isFailed(a.status);
-  const [cls, setCls] = useState<number | "">("");
-  const [lab, setLab] = useState<number | "">("");
-  const [offset, setOffset] = useState(0);
+  // The page of results and the filters are in the address (?offset=50&class=3&label=2).
+  const [query, setQuery] = useQuery();
+  const cls: number | "" = readIds(query.get("class")).at(0) ?? "";
+  const lab: number | "" = readIds(query.get("label")).at(0) ?? "";
+  const offset = readOffset(query.get("offset"));
+  const setOffset = useCallback((o: number) => setQuery({ offset: o }), [setQuery]);
   const action = useAction();
   const docs = useLoad(
     () =>
@@ -313,8 +317,7 @@ export function AnalysisPage() {
                       id={fid}
                       value={cls}
                       onChange={(e) => {
-                        setCls(e.target.value ? Number(e.target.value) : "");
-                        setOffset(0);
+                        setQuery({ class: e.target.value, offset: 0 });
                       }}
                     >
                       <option value="">Any class</option>
@@ -334,8 +337,7 @@ export function AnalysisPage() {
                       id={fid}
                       value={lab}
                       onChange={(e) => {
-                        setLab(e.target.value ? Number(e.target.value) : "");
-                        setOffset(0);
+                        setQuery({ label: e.target.value, offset: 0 });
                       }}
                     >
                       <option value="">Any label</option>

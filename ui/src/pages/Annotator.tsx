@@ -7,6 +7,7 @@ import { Link, Navigate, useNavigate, useParams, useSearchParams } from "react-r
 import { api, unwrap, type Schemas } from "../api/client";
 import { percent, tagKinds } from "../lib/format";
 import { chipIndex, chipKey, isTyping, waitsForDocument, type HeldKey } from "../lib/keys";
+import { readOffset } from "../lib/links";
 import { NEEDS, roleNote } from "../lib/roles";
 import { partSpan, pieces, words } from "../lib/text";
 import { ErrorBox, Loading, PageTitle, Progress } from "../components/ui";
@@ -140,7 +141,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
   const params = useParams();
   const sessionId = Number(params.sessionId);
   const [search, setSearch] = useSearchParams();
-  const offset = Math.max(0, Math.floor(Number(search.get("doc") ?? 0)) || 0);
+  const offset = readOffset(search.get("doc"));
   const navigate = useNavigate();
   const api2 = useMemo(() => adapter(mode, project.id, sessionId), [mode, project.id, sessionId]);
 

@@ -4,7 +4,8 @@ import { useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams } from "react-router";
 import { api, download, unwrap, type Schemas } from "../api/client";
 import { fixed, isFinal, percent, readMetrics, when, type Metrics } from "../lib/format";
-import { useAction, useLoad, usePoll } from "../lib/hooks";
+import { useAction, useLoad, usePoll, useQuery } from "../lib/hooks";
+import { readIds } from "../lib/links";
 import { chars, MAX_NAME_CHARS, nextVersionName } from "../lib/names";
 import { atLeast, NEEDS, roleNote } from "../lib/roles";
 import { BarChart, Heatmap } from "../components/charts";
@@ -27,7 +28,10 @@ export function ModelsPage() {
     1500,
   );
   const action = useAction();
-  const [chosen, setChosen] = useState<number[]>([]);
+  // The models compared are in the address (?compare=3,5): a reload or a link keeps them.
+  const [query, setQuery] = useQuery();
+  const chosen = readIds(query.get("compare"));
+  const setChosen = (ids: number[]) => setQuery({ compare: ids.join(",") }, true);
   // The new model's name: the user's, or the next version of the project's name (cut to fit).
   const [typed, setTyped] = useState<string | null>(null);
   const proposed = models.data ? nextVersionName(project.name, models.data) : "";
