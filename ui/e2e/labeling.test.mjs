@@ -93,6 +93,14 @@ test("a part chosen with the mouse is tagged by its number key", async () => {
   assert.equal(tag.class, "billing");
   assert.equal(tag.text, "invoice");
   assert.deepEqual(tag.span, [3, 10], "code points of the document");
+  // A chip clicked with the mouse, then Enter: the segment is marked, the chip's tag stays.
+  await page.getByRole("button", { name: /login/ }).click();
+  await page.locator(".segment.current .tag", { hasText: "login" }).waitFor();
+  await page.keyboard.press("Enter");
+  await page.locator(".segment .badge", { hasText: "annotated" }).waitFor();
+  const after = (await segmentTags(s))[0];
+  assert.equal(after.status, "ANNOTATED");
+  assert.deepEqual(after.tags.map((t) => t.class).sort(), ["billing", "login"]);
 });
 
 test("LABEL: number keys pick labels, another number changes the label", async () => {

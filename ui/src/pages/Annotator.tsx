@@ -638,7 +638,16 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
           {!loading && fresh && !doc && <p className="empty">This session has no documents.</p>}
           {shown && (
             <div className="annotator-body">
-              <aside className="chips" aria-label="Tags">
+              {/* A button clicked with the mouse lets go of the focus: the Enter after it marks the
+              segment (the shortcut), rather than press the chip again. From the keyboard
+              (detail 0) a button keeps it. */}
+          <aside
+            className="chips"
+            aria-label="Tags"
+            onClick={(e) => {
+              if (e.detail > 0 && e.target instanceof Element) e.target.closest("button")?.blur();
+            }}
+          >
                 {kinds.classes && (
                   <>
                     <h2>Classes{pair ? " (pick one, then a label)" : ""}</h2>
