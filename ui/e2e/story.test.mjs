@@ -57,6 +57,22 @@ test("sign-up through labeling, training and analysis", async (t) => {
       await page.getByRole("button", { name: "Add" }).first().click();
       await page.locator(".chip", { hasText: c }).waitFor();
     }
+    // Deleting a class asks first: its tags in every session go with it.
+    await page.getByLabel("New class").fill("spam");
+    await page.getByRole("button", { name: "Add" }).first().click();
+    await page.locator(".chip", { hasText: "spam" }).waitFor();
+    let asked = "";
+    page.once("dialog", (d) => {
+      asked = d.message();
+      void d.dismiss();
+    });
+    await page.getByRole("button", { name: "Delete class spam" }).click();
+    await page.waitForTimeout(200);
+    assert.match(asked, /^Delete the class spam\? Every tag of it/, "a confirmation");
+    assert.equal(await page.locator(".chip", { hasText: "spam" }).count(), 1, "kept when the deletion is not confirmed");
+    page.once("dialog", (d) => void d.accept());
+    await page.getByRole("button", { name: "Delete class spam" }).click();
+    await page.locator(".chip", { hasText: "spam" }).waitFor({ state: "detached" });
     await checkA11y(page, "project overview");
     await shot(page, "02-project");
     const classes = await apiGet(page, `/projects/${projectIdFromUrl(page)}/classes`);

@@ -106,7 +106,12 @@ function NameList({
                 type="button"
                 className="link danger"
                 aria-label={`Delete ${single.toLowerCase()} ${c.name}`}
-                onClick={() => void action.run(() => onDelete(c.id))}
+                onClick={() => {
+                  // The server removes the tags of it with it, in every session: no undo.
+                  const what = `${single.toLowerCase()} ${c.name}`;
+                  if (!window.confirm(`Delete the ${what}? Every tag of it in the project's labeling and correction sessions is removed too.`)) return;
+                  void action.run(() => onDelete(c.id));
+                }}
               >
                 Delete
               </button>
