@@ -73,6 +73,32 @@ test("an invitation is accepted with the mailed token, then the member's role ch
     `Bob's workspaces include the one he joined as annotator: ${JSON.stringify(options)}`,
   );
 
+  // As an annotator in Grace's workspace, Bob is offered only what he may do there.
+  const ownerToken = await owner.evaluate(() => localStorage.getItem("lector.token"));
+  const made = await owner.request.post(`${BASE}/projects`, {
+    headers: { authorization: `Bearer ${ownerToken}` },
+    data: { name: "Shared", type: "CLASS" },
+  });
+  assert.equal(made.status(), 201);
+  const shared = await made.json();
+  await bob.goto(`${BASE}/app/projects/${shared.id}`);
+  await bob.getByRole("heading", { level: 1, name: "Shared" }).waitFor();
+  await bob.getByText(/Changing the project.*needs the role manager or higher in this workspace; you are annotator/).waitFor();
+  assert.equal(await bob.getByRole("button", { name: "Clone project" }).count(), 0, "no Clone for an annotator");
+  assert.equal(await bob.getByRole("button", { name: "Delete" }).count(), 0, "no Delete for an annotator");
+  assert.equal(await bob.getByLabel("New class").count(), 0, "no class form for an annotator");
+  await bob.getByRole("navigation", { name: "Project" }).getByRole("link", { name: "Models" }).click();
+  await bob.getByText(/Training a model needs the role user or higher/).waitFor();
+  assert.equal(await bob.getByRole("button", { name: "Train a model" }).count(), 0, "no training for an annotator");
+  await bob.getByLabel("Workspace").selectOption({ label: options.find((o) => o.includes("(annotator)")) });
+  await bob.getByRole("link", { name: "Members" }).click();
+  await bob.getByRole("heading", { level: 1, name: /^Workspace / }).waitFor();
+  await bob.getByRole("cell", { name: bobEmail }).waitFor();
+  assert.equal(await bob.getByRole("heading", { name: "Invitations" }).count(), 0, "no invitations list for an annotator");
+  assert.equal(await bob.getByRole("alert").count(), 0, "no error on the members page");
+  await checkA11y(bob, "project and members as an annotator");
+  assert.deepEqual(bob.cspViolations, []);
+
   await owner.reload();
   const role = owner.getByLabel(`Role of ${bobEmail}`);
   await role.waitFor();

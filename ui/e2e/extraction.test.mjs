@@ -110,6 +110,8 @@ test("an unsure extraction waits in the review queue; the reviewer corrects and 
   await page.getByText(/review \d+ waits in/).waitFor({ timeout: 120_000 });
   await page.getByRole("navigation", { name: "Project" }).getByRole("link", { name: "Reviews" }).click();
   await page.getByRole("heading", { level: 1, name: "Reviews" }).waitFor();
+  // The threshold as it was entered: 99.9 %, not a rounded 100 % that reads as never met.
+  await page.getByRole("cell", { name: "total (threshold 99.9 %)" }).waitFor();
   await page.getByRole("link", { name: "unsure.pdf" }).click();
   await page.getByRole("heading", { level: 1, name: "Review of unsure.pdf" }).waitFor();
   // The page beside the values, drawn from the words the review kept, the fields found boxed.

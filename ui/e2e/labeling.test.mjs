@@ -93,6 +93,14 @@ test("a part chosen with the mouse is tagged by its number key", async () => {
   assert.equal(tag.class, "billing");
   assert.equal(tag.text, "invoice");
   assert.deepEqual(tag.span, [3, 10], "code points of the document");
+  // A chip clicked with the mouse, then Enter: the segment is marked, the chip's tag stays.
+  await page.getByRole("button", { name: /login/ }).click();
+  await page.locator(".segment.current .tag", { hasText: "login" }).waitFor();
+  await page.keyboard.press("Enter");
+  await page.locator(".segment .badge", { hasText: "annotated" }).waitFor();
+  const after = (await segmentTags(s))[0];
+  assert.equal(after.status, "ANNOTATED");
+  assert.deepEqual(after.tags.map((t) => t.class).sort(), ["billing", "login"]);
 });
 
 test("LABEL: number keys pick labels, another number changes the label", async () => {
@@ -108,7 +116,63 @@ test("LABEL: number keys pick labels, another number changes the label", async (
   const segs = await segmentTags(s);
   assert.deepEqual(segs[0].tags.map((t) => t.label), ["negative"]);
   assert.equal(segs[0].status, "ANNOTATED");
+  // A document past the session's end (an old bookmark) opens its last one.
+  await page.goto(`${BASE}/app/projects/${s.project}/labeling/${s.session}?doc=9999`);
+  await page.getByText("Document 1 of 1").waitFor();
+  await page.locator(".segment.current").waitFor();
+  assert.match(page.url(), /\?doc=0$/);
+  // A session that does not exist says so, without a progress bar or a document loading forever.
+  await page.goto(`${BASE}/app/projects/${s.project}/labeling/999999`);
+  await page.getByRole("alert").waitFor();
+  await page.waitForTimeout(100);
+  assert.equal(await page.getByText("Loading document…").count(), 0, "no document is loading");
+  assert.equal(await page.getByRole("progressbar").count(), 0, "no progress of a session that is not there");
   assert.deepEqual(page.cspViolations, []);
+});
+
+test("keys typed while the next document loads apply to it, in order", async () => {
+  const want = {
+    "My invoice is wrong.": "billing",
+    "I cannot log in.": "login",
+    "Refund my payment.": "billing",
+    "الخدمة ممتازة جدا.": "login",
+  };
+  const s = await projectWithSession("CLASS", ["billing", "login"], [], Object.keys(want));
+  const order = (await call("GET", `/projects/${s.project}/annotations/${s.session}/documents?limit=10`)).documents.map((d) => d.text);
+  const key = (i) => (want[order[i]] === "billing" ? "1" : "2");
+  // A slow network: each document takes 700 ms to arrive.
+  const slow = (url) => /\/annotations\/\d+\/documents\?/.test(url.href);
+  await page.route(slow, async (route) => {
+    await new Promise((r) => setTimeout(r, 700));
+    await route.continue();
+  });
+  try {
+    await page.goto(`${BASE}/app/projects/${s.project}/labeling/${s.session}`);
+    await page.getByText("Document 1 of 4").waitFor();
+    await page.keyboard.press(key(0));
+    await page.keyboard.press("Enter");
+    // The class key while document 2 loads, Enter once it shows.
+    await page.getByText("Loading document…").waitFor();
+    await page.keyboard.press(key(1));
+    await page.getByText("Document 2 of 4").waitFor();
+    await page.keyboard.press("Enter");
+    // Documents 3 and 4 typed ahead while they load.
+    await page.getByText("Loading document…").waitFor();
+    for (const k of [key(2), "Enter", key(3), "Enter"]) await page.keyboard.press(k);
+    await page.getByText("Document 4 of 4").waitFor();
+    await page.locator(".segment.current .badge", { hasText: "annotated" }).waitFor();
+    // The Arabic document reads right to left.
+    const arabic = page.locator(".segment-text", { hasText: "الخدمة" });
+    assert.equal(await arabic.evaluate((el) => getComputedStyle(el).direction), "rtl");
+  } finally {
+    await page.unroute(slow);
+  }
+  const segs = await segmentTags(s);
+  assert.deepEqual(
+    segs.map((x) => [x.text, x.status, x.tags.map((t) => t.class)]),
+    order.map((text) => [text, "ANNOTATED", [want[text]]]),
+    "each document annotated with the class typed for it, none without",
+  );
 });
 
 test("a session's download imports again as a new session through the column mapping", async () => {

@@ -73,6 +73,13 @@ test("at a phone's width the projects page fits and its menu opens", async () =>
   const email = `phone-with-a-rather-long-address-${process.pid}@example.org`;
   const r = await page.request.post(`${BASE}/auth/register`, { data: { email, password: "correct horse battery" } });
   assert.equal(r.status(), 200);
+  // A name as long as the server allows, without a space to break it at.
+  const longName = "W".repeat(120);
+  const made = await page.request.post(`${BASE}/projects`, {
+    headers: { authorization: `Bearer ${(await r.json()).auth_token}` },
+    data: { name: longName, type: "CLASS" },
+  });
+  assert.equal(made.status(), 201);
   await page.goto(`${BASE}/app/login`);
   await page.getByLabel("E-mail").fill(email);
   await page.getByLabel("Password").fill("correct horse battery");
@@ -92,6 +99,11 @@ test("at a phone's width the projects page fits and its menu opens", async () =>
   assert.equal(await nav.isVisible(), true);
   await checkA11y(page, "projects at 390 px");
   await shot(page, "11-phone-projects");
+  // The notifications panel opens inside the screen.
+  await page.getByRole("button", { name: /Notifications/ }).click();
+  const panel = await page.getByRole("region", { name: "Notifications" }).boundingBox();
+  assert.ok(panel.x >= 0 && panel.x + panel.width <= 390, `the notifications panel fits: x ${panel.x}, width ${panel.width}`);
+  await page.keyboard.press("Escape");
   await page.getByRole("link", { name: "Analyses" }).click();
   await page.getByRole("heading", { level: 1, name: "Analyses" }).waitFor();
   assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 390);
@@ -99,10 +111,15 @@ test("at a phone's width the projects page fits and its menu opens", async () =>
   const token = await page.evaluate(() => localStorage.getItem("lector.token"));
   const headers = { authorization: `Bearer ${token}` };
   const project = await (await page.request.post(`${BASE}/projects`, { headers, data: { name: "Phone", type: "CLASS" } })).json();
-  await page.request.post(`${BASE}/projects/${project.id}/upload-classes`, { headers, data: [{ name: "billing" }, { name: "login" }] });
+  await page.request.post(`${BASE}/projects/${project.id}/upload-classes`, {
+    headers,
+    data: [{ name: "billing" }, { name: "login" }, { name: "L".repeat(100) }],
+  });
+  // Long words (a URL, a token) wrap like the rest.
+  const url = `https://billing.example.com/invoices/download?id=8f14e45fceea167a5a36dedd4bea2543&token=${"eyJhbGciOiJIUzI1NiJ9".repeat(6)}`;
   await page.request.post(`${BASE}/projects/${project.id}/documents`, {
     headers,
-    data: { text: "A rather long sentence about an invoice that was wrong, to see it wrap. And a second one." },
+    data: { text: `A rather long sentence about an invoice that was wrong, to see it wrap: ${url} gives an error. And a second one.` },
   });
   const session = await (await page.request.post(`${BASE}/projects/${project.id}/annotations`, { headers, data: { name: "Phone pass" } })).json();
   await page.goto(`${BASE}/app/projects/${project.id}/labeling/${session.id}`);
@@ -113,6 +130,13 @@ test("at a phone's width the projects page fits and its menu opens", async () =>
   assert.ok(annotatorWidth <= 390, `the annotator fits (${annotatorWidth}px)`);
   await checkA11y(page, "annotator at 390 px");
   await shot(page, "11b-phone-annotator");
+  // A table wider than the screen scrolls sideways: its region takes focus, so keys reach it.
+  await page.request.post(`${BASE}/projects/${project.id}/upload-documents`, { headers, data: [{ text: "Pasted on the phone." }] });
+  await page.goto(`${BASE}/app/projects/${project.id}`);
+  await page.getByRole("heading", { name: "Documents" }).waitFor();
+  await page.locator(".table-wrap table").waitFor();
+  await checkA11y(page, "project overview at 390 px");
+  await shot(page, "11c-phone-project");
   assert.deepEqual(page.cspViolations, []);
 });
 
@@ -144,4 +168,16 @@ test("the root opens the app, and an unknown app path shows the app's not-found 
   assert.equal(answer.status(), 200, "the server answers index.html under /app/");
   await page.getByRole("heading", { level: 1, name: "Page not found" }).waitFor();
   await checkA11y(page, "not found");
+  // A deep link whose id is not a number is a page that does not exist; nothing asks for NaN.
+  const asked = [];
+  page.on("request", (r) => asked.push(r.url()));
+  for (const path of ["/app/projects/abc", "/app/projects/1x/models", "/app/analyses/NaN"]) {
+    await page.goto(BASE + path);
+    await page.getByRole("heading", { level: 1, name: "Page not found" }).waitFor();
+  }
+  assert.deepEqual(asked.filter((u) => /NaN|abc|1x/.test(u) && !u.includes("/app/")), [], "no API request with the bad id");
+  // A `next` that leads off the app after signing in is ignored, without crashing the app.
+  await page.goto(`${BASE}/app/login?next=${encodeURIComponent("/\\example.com")}`);
+  await page.getByRole("heading", { level: 1, name: "Projects" }).waitFor();
+  assert.deepEqual(page.cspViolations, [], "no page error");
 });

@@ -57,6 +57,22 @@ test("sign-up through labeling, training and analysis", async (t) => {
       await page.getByRole("button", { name: "Add" }).first().click();
       await page.locator(".chip", { hasText: c }).waitFor();
     }
+    // Deleting a class asks first: its tags in every session go with it.
+    await page.getByLabel("New class").fill("spam");
+    await page.getByRole("button", { name: "Add" }).first().click();
+    await page.locator(".chip", { hasText: "spam" }).waitFor();
+    let asked = "";
+    page.once("dialog", (d) => {
+      asked = d.message();
+      void d.dismiss();
+    });
+    await page.getByRole("button", { name: "Delete class spam" }).click();
+    await page.waitForTimeout(200);
+    assert.match(asked, /^Delete the class spam\? Every tag of it/, "a confirmation");
+    assert.equal(await page.locator(".chip", { hasText: "spam" }).count(), 1, "kept when the deletion is not confirmed");
+    page.once("dialog", (d) => void d.accept());
+    await page.getByRole("button", { name: "Delete class spam" }).click();
+    await page.locator(".chip", { hasText: "spam" }).waitFor({ state: "detached" });
     await checkA11y(page, "project overview");
     await shot(page, "02-project");
     const classes = await apiGet(page, `/projects/${projectIdFromUrl(page)}/classes`);
@@ -65,6 +81,17 @@ test("sign-up through labeling, training and analysis", async (t) => {
 
   await step("import a CSV with a preview and a column picker", async () => {
     await page.getByRole("navigation", { name: "Project" }).getByRole("link", { name: "Import" }).click();
+    // A TXT file has no header row: its first line is a document, not a column name.
+    const notes = "First line document.\nSecond line document.\n\nمرحبا بالعالم. هذا اختبار.\n";
+    await page.getByLabel("File", { exact: true }).setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from(notes) });
+    await page.getByRole("button", { name: "Upload and preview" }).click();
+    const txtPreview = page.getByRole("table", { name: /Preview of notes.txt/ });
+    await txtPreview.waitFor();
+    assert.equal(await page.getByLabel("The first row holds the column names").isChecked(), false, "no header row for TXT");
+    assert.equal(await txtPreview.getByRole("cell", { name: "First line document." }).count(), 1, "the first line is a document");
+    const arabicCell = txtPreview.getByRole("cell", { name: /مرحبا/ });
+    assert.equal(await arabicCell.evaluate((el) => getComputedStyle(el).direction), "rtl", "Arabic text reads right to left");
+    await page.getByRole("button", { name: "Start over" }).click();
     const rows = [["id", "ticket", "channel"]];
     for (let i = 0; i < 12; i++) {
       rows.push([2 * i + 1, BILLING[i], "mail"]);
@@ -174,6 +201,10 @@ test("sign-up through labeling, training and analysis", async (t) => {
     assert.equal(bars, 4, "two classes, two models");
     await checkA11y(page, "models compared");
     await shot(page, "07b-models-compared");
+    // The comparison is in the address: a reload (or a link) keeps it.
+    await page.reload();
+    await page.getByRole("img", { name: "F1 per class, by model" }).waitFor();
+    assert.equal(await page.getByRole("checkbox", { name: "Compare Tickets v1" }).isChecked(), true);
     await page.getByRole("link", { name: "Tickets v1" }).click();
     await page.getByRole("heading", { level: 1, name: "Tickets v1" }).waitFor();
   });
@@ -205,6 +236,14 @@ test("sign-up through labeling, training and analysis", async (t) => {
     await page.waitForFunction(() => document.querySelectorAll("table.results tbody tr").length < 3 || document.querySelector(".empty"));
     const left = await results.allInnerTexts();
     assert.ok(left.length >= 1 && left.every((r) => r.includes("billing")), `filtered rows: ${JSON.stringify(left)}`);
+    // The filter is in the address: a reload keeps it, Back takes it off.
+    await page.reload();
+    await results.first().waitFor();
+    assert.equal(await page.getByLabel("Class", { exact: true }).locator("option:checked").innerText(), "billing");
+    assert.deepEqual(await results.allInnerTexts(), left);
+    await page.goBack();
+    await page.waitForFunction(() => document.querySelectorAll("table.results tbody tr").length === 3);
+    assert.equal(await page.getByLabel("Class", { exact: true }).locator("option:checked").innerText(), "Any class");
   });
 
   await step("correct the model's suggestions", async () => {
@@ -226,6 +265,15 @@ test("sign-up through labeling, training and analysis", async (t) => {
     const corrections = await apiGet(page, `/projects/${projectId}/corrections`);
     assert.equal(corrections.length, 1);
     assert.equal(corrections[0].annotated_count, 1, "one segment corrected");
+    // The correction session is listed among correction sessions only, and a labeling link to
+    // it opens its correction view.
+    await page.goto(`${BASE}/app/projects/${projectId}/labeling`);
+    const labelingRows = page.locator('section[aria-labelledby="sessions-h"] tbody tr');
+    await labelingRows.first().waitFor();
+    assert.deepEqual(await labelingRows.locator("td:first-child a").allInnerTexts(), ["First pass"]);
+    await page.goto(`${BASE}/app/projects/${projectId}/labeling/${corrections[0].id}`);
+    await page.getByRole("button", { name: "Confirm suggestions (c)" }).waitFor();
+    assert.match(page.url(), new RegExp(`/corrections/${corrections[0].id}`));
   });
 
   await step("clone the project and watch the copy fill", async () => {

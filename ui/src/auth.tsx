@@ -98,6 +98,13 @@ export function AuthProvider({ children }: { children: ReactNode }) {
   return <AuthContext.Provider value={value}>{children}</AuthContext.Provider>;
 }
 
+/** The user's role in a workspace (a superuser's is ADMIN everywhere); null when not a member. */
+export function useRole(workspaceId: number | null | undefined): string | null {
+  const { status } = useAuth();
+  if (status?.user.is_superuser) return "ADMIN";
+  return status?.workspaces.find((w) => w.id === workspaceId)?.role ?? null;
+}
+
 export function useAuth(): Auth {
   const a = useContext(AuthContext);
   if (!a) throw new Error("useAuth outside AuthProvider");

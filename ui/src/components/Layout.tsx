@@ -1,8 +1,10 @@
 import { useEffect, useRef, useState } from "react";
-import { Link, NavLink, Navigate, Outlet, useLocation, useNavigate } from "react-router";
+import { Link, NavLink, Navigate, Outlet, useLocation, useNavigate, useParams } from "react-router";
 import { api, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
 import { when } from "../lib/format";
+import { idsValid } from "../lib/links";
+import { NotFound } from "../pages/NotFound";
 import { ErrorBox, Loading } from "./ui";
 
 /** Pages that need a signed-in user; others are sent to sign in and come back. */
@@ -138,8 +140,8 @@ function NotificationsBell() {
           <ul>
             {items.slice(0, 20).map((n) => (
               <li key={n.id} className={!n.read ? "unread" : ""}>
-                <strong>{n.title}</strong>
-                <p>{n.text}</p>
+                <strong dir="auto">{n.title}</strong>
+                <p dir="auto">{n.text}</p>
                 <small>{when(n.created)}</small>
                 {!n.read && (
                   <button type="button" className="link" onClick={() => void markRead(n)}>
@@ -162,6 +164,8 @@ export function Layout() {
   const { status, signOut } = useAuth();
   const [menu, setMenu] = useState(false);
   const location = useLocation();
+  // The route's params, its children's included: a path whose id is not a number is no page.
+  const known = idsValid(useParams());
   const first = useRef(true);
   useEffect(() => {
     setMenu(false);
@@ -214,7 +218,7 @@ export function Layout() {
         </div>
       </header>
       <main id="main" tabIndex={-1}>
-        <Outlet />
+        {known ? <Outlet /> : <NotFound />}
       </main>
     </>
   );

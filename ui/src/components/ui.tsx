@@ -1,5 +1,5 @@
 // Small building blocks shared by the pages.
-import { useEffect, useId, useRef, type ReactNode } from "react";
+import { useEffect, useId, useRef, useState, type ReactNode } from "react";
 import { Link } from "react-router";
 import { pageRange, previousOffset, type Page } from "../lib/paging";
 
@@ -90,7 +90,7 @@ export function PageTitle({ children, actions }: { children: string; actions?: R
   }, [children]);
   return (
     <div className="page-title">
-      <h1 ref={ref} tabIndex={-1}>
+      <h1 ref={ref} tabIndex={-1} dir="auto">
         {children}
       </h1>
       {actions && <div className="actions">{actions}</div>}
@@ -114,10 +114,49 @@ export function ModelOptions({ models, showType = false }: { models: { id: numbe
 /** A column heading: its text, or a heading over figures (set right-aligned); `false` leaves it out. */
 export type Column = ReactNode | { figures: ReactNode } | false;
 
-/** A table that scrolls sideways on a narrow screen, under a row of column headings. */
-export function Table({ head, caption, className, children }: { head: Column[]; caption?: string; className?: string; children: ReactNode }) {
+/**
+ * What holds a table: it scrolls sideways when the table is wider than the screen, and then
+ * takes focus (Tab reaches it, arrow keys scroll it) as a region named `label`.
+ */
+export function ScrollRegion({ label, children }: { label: string; children: ReactNode }) {
+  const ref = useRef<HTMLDivElement>(null);
+  const [scrolls, setScrolls] = useState(false);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const check = () => setScrolls(el.scrollWidth > el.clientWidth + 1);
+    check();
+    const watch = new ResizeObserver(check);
+    watch.observe(el);
+    if (el.firstElementChild) watch.observe(el.firstElementChild);
+    return () => watch.disconnect();
+  }, []);
   return (
-    <div className="table-wrap">
+    <div ref={ref} className="table-wrap" {...(scrolls ? { tabIndex: 0, role: "region", "aria-label": label } : {})}>
+      {children}
+    </div>
+  );
+}
+
+/**
+ * A table that scrolls sideways on a narrow screen, under a row of column headings; `label`
+ * (else the caption) names it while it scrolls.
+ */
+export function Table({
+  head,
+  caption,
+  label,
+  className,
+  children,
+}: {
+  head: Column[];
+  caption?: string;
+  label?: string;
+  className?: string;
+  children: ReactNode;
+}) {
+  return (
+    <ScrollRegion label={label ?? caption ?? "Table"}>
       <table className={className}>
         {caption && <caption>{caption}</caption>}
         <thead>
@@ -137,7 +176,7 @@ export function Table({ head, caption, className, children }: { head: Column[]; 
         </thead>
         <tbody>{children}</tbody>
       </table>
-    </div>
+    </ScrollRegion>
   );
 }
 

@@ -3,9 +3,9 @@
 // whole; importing labeled data shares the preview table.
 import { useRef, useState, type FormEvent, type RefObject } from "react";
 import { postForm, type Schemas } from "../api/client";
-import { guessColumn } from "../lib/columns";
+import { guessColumn, headerFirstFor } from "../lib/columns";
 import type { useAction } from "../lib/hooks";
-import { Field } from "./ui";
+import { Field, ScrollRegion } from "./ui";
 
 export type Uploaded = Schemas["UploadedFileDto"];
 type Action = ReturnType<typeof useAction>;
@@ -41,10 +41,12 @@ export function useTableUpload(path: string, action: Action) {
       const form = new FormData();
       form.append("file", file);
       const answer = await postForm<Uploaded>(path, form, abort.current!.signal);
+      const header = headerFirstFor(file.name);
       setUploaded(answer);
       setFileName(file.name);
       setName(baseName(file.name));
-      setColumn(guessColumn(answer.preview, true));
+      setHeaderFirst(header);
+      setColumn(guessColumn(answer.preview, header));
     });
   };
   return { fileInput, abort, uploaded, setUploaded, fileName, headerFirst, setHeaderFirst, column, setColumn, name, setName, upload };
@@ -121,7 +123,7 @@ export function PreviewTable({
   const head = headerFirst ? preview[0] ?? [] : Array.from({ length: width }, (_, i) => `Column ${i + 1}`);
   const rows = headerFirst ? preview.slice(1) : preview;
   return (
-    <div className="table-wrap">
+    <ScrollRegion label={caption}>
       <table className="preview">
         <caption>{caption}</caption>
         <thead>
@@ -131,10 +133,10 @@ export function PreviewTable({
                 {onPick ? (
                   <label className="pick">
                     <input type="radio" name="column" checked={column === i} onChange={() => onPick(i)} />
-                    {head[i] || `Column ${i + 1}`}
+                    <span dir="auto">{head[i] || `Column ${i + 1}`}</span>
                   </label>
                 ) : (
-                  head[i] || `Column ${i + 1}`
+                  <span dir="auto">{head[i] || `Column ${i + 1}`}</span>
                 )}
               </th>
             ))}
@@ -144,7 +146,7 @@ export function PreviewTable({
           {rows.slice(0, 10).map((r, j) => (
             <tr key={j}>
               {Array.from({ length: width }, (_, i) => (
-                <td key={i} className={column === i ? "picked" : ""}>
+                <td key={i} className={column === i ? "picked" : ""} dir="auto">
                   {(r[i] ?? "").slice(0, 200)}
                 </td>
               ))}
@@ -152,6 +154,6 @@ export function PreviewTable({
           ))}
         </tbody>
       </table>
-    </div>
+    </ScrollRegion>
   );
 }

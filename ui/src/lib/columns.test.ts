@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { guessColumn, guessMapping } from "./columns";
+import { guessColumn, guessMapping, headerFirstFor } from "./columns";
 
 describe("guessColumn", () => {
   it("takes a column named like text", () => {
@@ -42,5 +42,16 @@ describe("guessMapping", () => {
       part: "",
       annotated: "",
     });
+  });
+});
+
+describe("headerFirstFor", () => {
+  it("takes the first row of a table file for its column names", () => {
+    for (const f of ["tickets.csv", "a.TSV", "rows.json", "rows.jsonl", "book.xlsx"]) expect(headerFirstFor(f)).toBe(true);
+  });
+  it("reads every line of a TXT file as a document: it has no header row", () => {
+    expect(headerFirstFor("notes.txt")).toBe(false);
+    expect(headerFirstFor("NOTES.TXT")).toBe(false);
+    expect(headerFirstFor("my.notes.txt")).toBe(false);
   });
 });

@@ -1,4 +1,13 @@
-// Which column of an uploaded file holds the text.
+// Which column of an uploaded file holds the text, and whether its first row names the columns.
+
+/**
+ * Whether the first row of an uploaded file is offered as its column names. The upload answers
+ * only the file's id and first rows, so the file's name tells: a TXT file is one document per
+ * line with no header, the table formats (CSV, TSV, JSON, JSONL, XLSX) start with one.
+ */
+export function headerFirstFor(fileName: string): boolean {
+  return !/\.txt$/i.test(fileName.trim());
+}
 
 /** Guesses the text column: a header named like text, else the column with the longest cells. */
 export function guessColumn(preview: string[][], headerFirst: boolean): number {

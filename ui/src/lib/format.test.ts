@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { byType, heat, isFailed, isFinal, percent, readMetrics, tagKinds } from "./format";
-import { chipIndex, chipKey } from "./keys";
+import { byType, exactPercent, heat, isFailed, isFinal, percent, readMetrics, tagKinds } from "./format";
+import { chipIndex, chipKey, waitsForDocument } from "./keys";
 
 describe("byType", () => {
   it("groups projects by type in the product's order, names sorted", () => {
@@ -43,6 +43,14 @@ describe("numbers", () => {
     expect(percent(0.256)).toBe("26 %");
     expect(percent(null)).toBe("–");
   });
+  it("shows a threshold as it was entered, not rounded to a whole percent", () => {
+    expect(exactPercent(0.999)).toBe("99.9 %");
+    expect(exactPercent(0.8)).toBe("80 %");
+    expect(exactPercent(0.9995)).toBe("99.95 %");
+    expect(exactPercent(0.07)).toBe("7 %");
+    expect(exactPercent(1)).toBe("100 %");
+    expect(exactPercent(null)).toBe("–");
+  });
   it("shades heat-map cells from white to blue", () => {
     expect(heat(0, 10)).toEqual({ fill: "rgb(255, 255, 255)", light: false });
     expect(heat(10, 10)).toEqual({ fill: "rgb(23, 70, 150)", light: true });
@@ -81,5 +89,23 @@ describe("chip keys", () => {
     expect(chipIndex("Digit1")).toBe(0);
     expect(chipIndex("Numpad0")).toBe(9);
     expect(chipIndex("KeyA")).toBeNull();
+  });
+});
+
+describe("keys typed ahead", () => {
+  const k = (key: string, code = "") => ({ key, code });
+  it("hold the keys that tag, mark or move for the document being loaded", () => {
+    expect(waitsForDocument(k("2", "Digit2"), false)).toBe(true);
+    expect(waitsForDocument(k("@", "Digit2"), false)).toBe(true);
+    expect(waitsForDocument(k("Enter"), false)).toBe(true);
+    expect(waitsForDocument(k("Backspace"), false)).toBe(true);
+    expect(waitsForDocument(k("n"), false)).toBe(true);
+  });
+  it("let page keys through, and c only confirms in correction sessions", () => {
+    expect(waitsForDocument(k("?"), false)).toBe(false);
+    expect(waitsForDocument(k("Escape"), false)).toBe(false);
+    expect(waitsForDocument(k("Tab"), false)).toBe(false);
+    expect(waitsForDocument(k("c"), false)).toBe(false);
+    expect(waitsForDocument(k("c"), true)).toBe(true);
   });
 });

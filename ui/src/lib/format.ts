@@ -5,6 +5,15 @@ export function percent(x: number | null | undefined, digits = 0): string {
   return `${(x * 100).toFixed(digits)} %`;
 }
 
+/**
+ * A share as entered, for thresholds: up to two decimals of a percent, none that are zero
+ * (0.999 is "99.9 %", not the "100 %" that reads as never met).
+ */
+export function exactPercent(x: number | null | undefined): string {
+  if (x === null || x === undefined || Number.isNaN(x)) return "–";
+  return `${Number((x * 100).toFixed(2))} %`;
+}
+
 export function fixed(x: number | null | undefined, digits = 2): string {
   if (x === null || x === undefined || Number.isNaN(x)) return "–";
   return x.toFixed(digits);

@@ -1,4 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from "react";
+import { useSearchParams } from "react-router";
+import { patchQuery } from "./links";
 
 export type Loaded<T> = {
   data: T | undefined;
@@ -125,4 +127,21 @@ export function useAction() {
     }
   }, []);
   return { busy, error, setError, run };
+}
+
+/**
+ * The page's query string, and a change to it (see patchQuery) that goes into the history:
+ * values kept there (a page's offset, a filter, the models compared) survive a reload, Back
+ * undoes a change, and a link carries them. `replace` changes them without a history entry.
+ * The setter is the same on every render.
+ */
+export function useQuery(): [URLSearchParams, (patch: Record<string, string | number | null>, replace?: boolean) => void] {
+  const [query, setQuery] = useSearchParams();
+  const set = useRef(setQuery);
+  set.current = setQuery;
+  const change = useCallback(
+    (patch: Record<string, string | number | null>, replace = false) => set.current((q) => patchQuery(q, patch), { replace }),
+    [],
+  );
+  return [query, change];
 }

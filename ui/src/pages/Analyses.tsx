@@ -1,13 +1,15 @@
 // Analyses: a file read by a model as a job, with progress; the tagged documents filtered by
 // class and label; the distribution of classes and labels as charts; export. Also quick
 // ad-hoc analysis of pasted text.
-import { useMemo, useRef, useState, type FormEvent } from "react";
+import { useCallback, useMemo, useRef, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, download, unwrap, type Schemas } from "../api/client";
-import { useAuth } from "../auth";
+import { useAuth, useRole } from "../auth";
 import { isFailed, isFinal, percent, when } from "../lib/format";
-import { useAction, useLoad, useOffset, usePoll } from "../lib/hooks";
+import { useAction, useLoad, useOffset, usePoll, useQuery } from "../lib/hooks";
+import { readIds, readOffset } from "../lib/links";
 import { fromPaged, newestPage, readAll } from "../lib/paging";
+import { NEEDS, roleNote } from "../lib/roles";
 import { BarChart } from "../components/charts";
 import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Pager, Progress, StatusBadge, Table } from "../components/ui";
 import { ColumnPicker, UploadForm, useTableUpload } from "../components/upload";
@@ -34,6 +36,8 @@ const ANALYSES_PAGE = 50;
 
 export function AnalysesPage() {
   const [search] = useSearchParams();
+  const { workspace } = useAuth();
+  const analyseNote = roleNote(useRole(workspace?.id), NEEDS.work, "Analysing with this workspace's models");
   const navigate = useNavigate();
   const models = useReadyModels();
   // The list answers oldest first with no count: the page of the newest is found from its end,
@@ -90,11 +94,13 @@ export function AnalysesPage() {
       {analyses.loading && !analyses.data && <Loading />}
       {analyses.data && analyses.data.total === 0 && <Empty>No analyses yet.</Empty>}
       {list.length > 0 && (
-        <Table head={["Analysis", "Documents", "Status", "Created"]}>
+        <Table head={["Analysis", "Documents", "Status", "Created"]} label="Analyses">
           {list.map((a) => (
             <tr key={a.id}>
               <td>
-                <Link to={`/analyses/${a.id}`}>{a.name || `Analysis ${a.id}`}</Link>
+                <Link to={`/analyses/${a.id}`} dir="auto">
+                  {a.name || `Analysis ${a.id}`}
+                </Link>
               </td>
               <td>{a.document_count}</td>
               <td>
@@ -111,10 +117,11 @@ export function AnalysesPage() {
       <section className="panel" aria-labelledby="new-analysis-h">
         <h2 id="new-analysis-h">Analyse a file</h2>
         <ErrorBox error={models.error} onRetry={models.reload} />
-        {models.data && models.data.length === 0 && (
+        {analyseNote && <p className="notice">{analyseNote}</p>}
+        {!analyseNote && models.data && models.data.length === 0 && (
           <p className="muted">No trained model in this workspace yet: train one in a project first.</p>
         )}
-        {models.data && models.data.length > 0 && (
+        {!analyseNote && models.data && models.data.length > 0 && (
           <>
             <Field label="Model">
               {(fid) => (
@@ -156,7 +163,7 @@ export function AnalysesPage() {
                 {adhoc.documents.flatMap((d, i) =>
                   d.segments.map((s, j) => (
                     <li key={`${i}-${j}`}>
-                      “{s.text}” → {s.tags.map((t) => `${[t.class, t.label].filter(Boolean).join(" · ")} (${percent(t.confidence)})`).join(", ") || "no tag"}
+                      “<span dir="auto">{s.text}</span>” → {s.tags.map((t) => `${[t.class, t.label].filter(Boolean).join(" · ")} (${percent(t.confidence)})`).join(", ") || "no tag"}
                     </li>
                   )),
                 )}
@@ -183,9 +190,12 @@ export function AnalysisPage() {
   );
   const a = analysis.data;
   const finished = !!a && isFinal(a.status) && !isFailed(a.status);
-  const [cls, setCls] = useState<number | "">("");
-  const [lab, setLab] = useState<number | "">("");
-  const [offset, setOffset] = useState(0);
+  // The page of results and the filters are in the address (?offset=50&class=3&label=2).
+  const [query, setQuery] = useQuery();
+  const cls: number | "" = readIds(query.get("class")).at(0) ?? "";
+  const lab: number | "" = readIds(query.get("label")).at(0) ?? "";
+  const offset = readOffset(query.get("offset"));
+  const setOffset = useCallback((o: number) => setQuery({ offset: o }), [setQuery]);
   const action = useAction();
   const docs = useLoad(
     () =>
@@ -307,8 +317,7 @@ export function AnalysisPage() {
                       id={fid}
                       value={cls}
                       onChange={(e) => {
-                        setCls(e.target.value ? Number(e.target.value) : "");
-                        setOffset(0);
+                        setQuery({ class: e.target.value, offset: 0 });
                       }}
                     >
                       <option value="">Any class</option>
@@ -328,8 +337,7 @@ export function AnalysisPage() {
                       id={fid}
                       value={lab}
                       onChange={(e) => {
-                        setLab(e.target.value ? Number(e.target.value) : "");
-                        setOffset(0);
+                        setQuery({ label: e.target.value, offset: 0 });
                       }}
                     >
                       <option value="">Any label</option>
@@ -347,15 +355,15 @@ export function AnalysisPage() {
             {docs.loading && !docs.data && <Loading />}
             {docs.data && docs.data.documents.length === 0 && <Empty>No documents match.</Empty>}
             {docs.data && docs.data.documents.length > 0 && (
-              <Table head={["Segment", "Tags (confidence)"]} className="results">
+              <Table head={["Segment", "Tags (confidence)"]} label="Results" className="results">
                 {docs.data.documents.flatMap((d) =>
                   (d.segments ?? [{ text: d.text, span: [0, 0], tags: [] }]).map((s, j) => (
                     <tr key={`${d.id}-${j}`}>
-                      <td>{s.text}</td>
+                      <td dir="auto">{s.text}</td>
                       <td>
                         {(s.tags ?? []).map((t, k) => (
                           <span key={k} className="tag">
-                            {[t.class, t.label].filter(Boolean).join(" · ")} <span className="confidence">{percent(t.confidence)}</span>
+                            <span dir="auto">{[t.class, t.label].filter(Boolean).join(" · ")}</span> <span className="confidence">{percent(t.confidence)}</span>
                             &nbsp;
                           </span>
                         ))}

@@ -3,10 +3,12 @@
 // shortcuts: number keys toggle class chips (Shift+number labels), Enter marks the segment
 // annotated and moves on, s selects a part of the segment word by word, n/p change document.
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { Link, useNavigate, useParams, useSearchParams } from "react-router";
+import { Link, Navigate, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, unwrap, type Schemas } from "../api/client";
 import { percent, tagKinds } from "../lib/format";
-import { chipIndex, chipKey, isTyping } from "../lib/keys";
+import { chipIndex, chipKey, isTyping, waitsForDocument, type HeldKey } from "../lib/keys";
+import { readOffset } from "../lib/links";
+import { NEEDS, roleNote } from "../lib/roles";
 import { partSpan, pieces, words } from "../lib/text";
 import { ErrorBox, Loading, PageTitle, Progress } from "../components/ui";
 import { useProject } from "./Project";
@@ -133,11 +135,13 @@ const SHORTCUTS: Array<[string, string]> = [
 ];
 
 export function AnnotatorPage({ mode }: { mode: Mode }) {
-  const { project } = useProject();
+  const { project, role } = useProject();
+  // A viewer reads the session; tagging and marking need an annotator.
+  const tagNote = roleNote(role, NEEDS.tag, "Tagging and marking segments");
   const params = useParams();
   const sessionId = Number(params.sessionId);
   const [search, setSearch] = useSearchParams();
-  const offset = Math.max(0, Number(search.get("doc") ?? 0) || 0);
+  const offset = readOffset(search.get("doc"));
   const navigate = useNavigate();
   const api2 = useMemo(() => adapter(mode, project.id, sessionId), [mode, project.id, sessionId]);
 
@@ -153,17 +157,34 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
   const [help, setHelp] = useState(false);
   const [announce, setAnnounce] = useState("");
   const listRef = useRef<HTMLOListElement>(null);
-  const abort = useRef(false);
+  // The latest load: an answer to an earlier one (another document asked for since) is dropped.
+  const loads = useRef(0);
   const docRef = useRef<Doc | null>(null);
+  // Keys typed ahead: while a document loads, or while an Enter (or n, p) is on its way to the
+  // next segment or document, the keys after it wait here and apply, in order, where it lands.
+  const held = useRef<HeldKey[]>([]);
+  const [heldCount, setHeldCount] = useState(0);
+  const [, setDrain] = useState(0);
+  const moving = useRef(false);
+  const setHeld = (keys: HeldKey[]) => {
+    held.current = keys;
+    setHeldCount(keys.length);
+  };
 
   const load = useCallback(() => {
     setLoading(true);
     setError(null);
-    abort.current = false;
+    const at = ++loads.current;
+    const stale = () => loads.current !== at;
     api2
       .load(offset)
       .then((p) => {
-        if (abort.current) return;
+        if (stale()) return;
+        if (p.documents.length === 0 && p.document_count > 0 && offset >= p.document_count) {
+          // Past the session's end (an old bookmark, documents removed since): its last document.
+          setSearch({ doc: String(p.document_count - 1) }, { replace: true });
+          return;
+        }
         setPage(p);
         docRef.current = p.documents[0] ?? null;
         setDoc(p.documents[0] ?? null);
@@ -172,15 +193,23 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
         const firstOpen = segs.findIndex((s) => s.status !== "ANNOTATED");
         setCurrent(firstOpen >= 0 ? firstOpen : 0);
         setPart(null);
+        moving.current = false;
       })
-      .catch((e: Error) => !abort.current && setError(e))
-      .finally(() => !abort.current && setLoading(false));
+      .catch((e: Error) => {
+        if (stale()) return;
+        setError(e);
+        // Keys typed for a document that did not come are not applied to another one.
+        moving.current = false;
+        setHeld([]);
+      })
+      .finally(() => !stale() && setLoading(false));
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [api2, offset]);
 
   useEffect(() => {
     load();
     return () => {
-      abort.current = true;
+      loads.current += 1;
     };
   }, [load]);
 
@@ -359,139 +388,187 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
     const docId = shown.id;
     const at = offset;
     setPart(null);
+    moving.current = true;
+    let away = false;
     void act(async () => {
-      const answer = await api2.mark(docId, segId);
-      updateSegment(segId, (x) => ({ ...x, status: "ANNOTATED" }));
-      setProgress(answer.progress);
-      if (answer.predicted !== undefined) setPredicted(answer.predicted ?? null);
-      const list = docRef.current?.segments ?? [];
-      const here = list.findIndex((x) => x.id === segId);
-      const open = list.findIndex((x, i) => i > here && x.status !== "ANNOTATED");
-      const allDone = list.every((x) => x.status === "ANNOTATED");
-      if (currentRef.current !== here) {
-        setAnnounce("Marked annotated");
-      } else if (open >= 0) {
-        moveTo(open);
-        setAnnounce("Marked annotated");
-      } else if (here < list.length - 1) {
-        moveTo(here + 1);
-        setAnnounce("Marked annotated");
-      } else if (allDone && at + 1 < total) {
-        // The document is done: on to the next one.
-        setAnnounce("Document done; next document");
-        goDoc(at + 1);
-      } else {
-        setAnnounce(allDone ? "Marked annotated; that was the last document." : "Marked annotated; some segments above are still open.");
+      try {
+        away = await markThenMove(docId, segId, at);
+      } catch (e) {
+        // The keys typed after a failed Enter were meant for the next segment: none applies.
+        setHeld([]);
+        throw e;
+      }
+    }).then(() => {
+      // Still on this document: the keys typed meanwhile apply to the segment now current.
+      if (!away) {
+        moving.current = false;
+        setDrain((n) => n + 1);
       }
     });
   };
 
-  const goDoc = (to: number) => {
-    if (to < 0 || to >= total) return;
+  /** Marks a segment annotated and moves on; answers whether another document opens. */
+  const markThenMove = async (docId: number, segId: number, at: number): Promise<boolean> => {
+    const answer = await api2.mark(docId, segId);
+    updateSegment(segId, (x) => ({ ...x, status: "ANNOTATED" }));
+    setProgress(answer.progress);
+    if (answer.predicted !== undefined) setPredicted(answer.predicted ?? null);
+    const list = docRef.current?.segments ?? [];
+    const here = list.findIndex((x) => x.id === segId);
+    const open = list.findIndex((x, i) => i > here && x.status !== "ANNOTATED");
+    const allDone = list.every((x) => x.status === "ANNOTATED");
+    if (currentRef.current !== here) {
+      setAnnounce("Marked annotated");
+    } else if (open >= 0) {
+      moveTo(open);
+      setAnnounce("Marked annotated");
+    } else if (here < list.length - 1) {
+      moveTo(here + 1);
+      setAnnounce("Marked annotated");
+    } else if (allDone && at + 1 < total) {
+      // The document is done: on to the next one.
+      setAnnounce("Document done; next document");
+      return goDoc(at + 1);
+    } else {
+      setAnnounce(allDone ? "Marked annotated; that was the last document." : "Marked annotated; some segments above are still open.");
+    }
+    return false;
+  };
+
+  /** Opens another document; answers whether it does (there is one at `to`). */
+  const goDoc = (to: number): boolean => {
+    if (to < 0 || to >= total) return false;
+    moving.current = true;
     setSearch({ doc: String(to) });
+    return true;
   };
 
   useEffect(() => {
     listRef.current?.querySelector<HTMLElement>(`[data-index="${current}"]`)?.scrollIntoView?.({ block: "nearest" });
   }, [current, doc]);
 
+  /** What a key does to the document shown; `e.preventDefault` when the annotator takes it. */
+  const press = (e: { key: string; code: string; shiftKey: boolean; preventDefault: () => void }) => {
+    if (tagNote && (chipIndex(e.code) !== null || ["Enter", "Backspace", "Delete", "c", "s"].includes(e.key))) return;
+    const idx = chipIndex(e.code);
+    if (idx !== null) {
+      e.preventDefault();
+      const wantLabel = e.shiftKey || !kinds.classes;
+      const list = wantLabel ? labels : classes;
+      const item = list[idx];
+      if (item) toggle(wantLabel ? "label" : "class", item.name);
+      return;
+    }
+    const w = seg ? words(seg.text) : [];
+    switch (e.key) {
+      case "ArrowDown":
+      case "j":
+        if (part) return;
+        e.preventDefault();
+        setCurrent((c) => Math.min(segments.length - 1, c + 1));
+        setPart(null);
+        break;
+      case "ArrowUp":
+      case "k":
+        if (part) return;
+        e.preventDefault();
+        setCurrent((c) => Math.max(0, c - 1));
+        setPart(null);
+        break;
+      case "ArrowRight":
+        if (!part) return;
+        e.preventDefault();
+        setPart((p) => {
+          if (!p) return p;
+          if (e.shiftKey) return { ...p, to: Math.min(w.length - 1, p.to + 1) };
+          const n = Math.min(w.length - 1, p.to + 1);
+          return { from: n, to: n };
+        });
+        break;
+      case "ArrowLeft":
+        if (!part) return;
+        e.preventDefault();
+        setPart((p) => {
+          if (!p) return p;
+          if (e.shiftKey) return { ...p, to: Math.max(p.from, p.to - 1) };
+          const n = Math.max(0, p.from - 1);
+          return { from: n, to: n };
+        });
+        break;
+      case "s":
+        if (!seg || w.length === 0) return;
+        e.preventDefault();
+        setPart(part ? null : { from: 0, to: 0 });
+        break;
+      case "Escape":
+        if (part) {
+          e.preventDefault();
+          setPart(null);
+        } else if (help) setHelp(false);
+        break;
+      case "Enter":
+        e.preventDefault();
+        markAndNext();
+        break;
+      case "Backspace":
+      case "Delete":
+        if (!seg) return;
+        e.preventDefault();
+        removeLast();
+        break;
+      case "c":
+        if (mode === "correction") {
+          e.preventDefault();
+          confirmAll();
+        }
+        break;
+      case "n":
+      case "PageDown":
+        e.preventDefault();
+        goDoc(offset + 1);
+        break;
+      case "p":
+      case "PageUp":
+        e.preventDefault();
+        goDoc(offset - 1);
+        break;
+      case "?":
+        e.preventDefault();
+        setHelp((h) => !h);
+        break;
+    }
+  };
+
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (isTyping(e.target) || e.ctrlKey || e.metaKey || e.altKey) return;
-      if (!shown && e.key !== "?" && e.key !== "p" && e.key !== "n") return;
       const target = e.target as HTMLElement | null;
       if (target && (target.tagName === "BUTTON" || target.tagName === "A") && (e.key === "Enter" || e.key === " ")) return;
-      const idx = chipIndex(e.code);
-      if (idx !== null) {
+      // While a document loads or an Enter is on its way, keys wait for where it lands.
+      if ((!shown || moving.current || held.current.length > 0) && waitsForDocument(e, mode === "correction")) {
         e.preventDefault();
-        const wantLabel = e.shiftKey || !kinds.classes;
-        const list = wantLabel ? labels : classes;
-        const item = list[idx];
-        if (item) toggle(wantLabel ? "label" : "class", item.name);
+        setHeld([...held.current, { key: e.key, code: e.code, shiftKey: e.shiftKey }]);
         return;
       }
-      const w = seg ? words(seg.text) : [];
-      switch (e.key) {
-        case "ArrowDown":
-        case "j":
-          if (part) return;
-          e.preventDefault();
-          setCurrent((c) => Math.min(segments.length - 1, c + 1));
-          setPart(null);
-          break;
-        case "ArrowUp":
-        case "k":
-          if (part) return;
-          e.preventDefault();
-          setCurrent((c) => Math.max(0, c - 1));
-          setPart(null);
-          break;
-        case "ArrowRight":
-          if (!part) return;
-          e.preventDefault();
-          setPart((p) => {
-            if (!p) return p;
-            if (e.shiftKey) return { ...p, to: Math.min(w.length - 1, p.to + 1) };
-            const n = Math.min(w.length - 1, p.to + 1);
-            return { from: n, to: n };
-          });
-          break;
-        case "ArrowLeft":
-          if (!part) return;
-          e.preventDefault();
-          setPart((p) => {
-            if (!p) return p;
-            if (e.shiftKey) return { ...p, to: Math.max(p.from, p.to - 1) };
-            const n = Math.max(0, p.from - 1);
-            return { from: n, to: n };
-          });
-          break;
-        case "s":
-          if (!seg || w.length === 0) return;
-          e.preventDefault();
-          setPart(part ? null : { from: 0, to: 0 });
-          break;
-        case "Escape":
-          if (part) {
-            e.preventDefault();
-            setPart(null);
-          } else if (help) setHelp(false);
-          break;
-        case "Enter":
-          e.preventDefault();
-          markAndNext();
-          break;
-        case "Backspace":
-        case "Delete":
-          if (!seg) return;
-          e.preventDefault();
-          removeLast();
-          break;
-        case "c":
-          if (mode === "correction") {
-            e.preventDefault();
-            confirmAll();
-          }
-          break;
-        case "n":
-        case "PageDown":
-          e.preventDefault();
-          goDoc(offset + 1);
-          break;
-        case "p":
-        case "PageUp":
-          e.preventDefault();
-          goDoc(offset - 1);
-          break;
-        case "?":
-          e.preventDefault();
-          setHelp((h) => !h);
-          break;
-      }
+      press(e);
     };
     document.addEventListener("keydown", onKey);
     return () => document.removeEventListener("keydown", onKey);
   });
+
+  // The keys typed ahead, one per render (each sees what the one before did), once the document
+  // is shown and nothing is on its way.
+  useEffect(() => {
+    if (!shown || moving.current || held.current.length === 0) return;
+    const [next, ...rest] = held.current;
+    setHeld(rest);
+    press({ ...next, preventDefault: () => {} });
+  });
+
+  // A correction session opened by a labeling link: its own view, with the model's suggestions.
+  if (mode === "annotation" && page?.mode === "CORRECTION") {
+    return <Navigate to={`/projects/${project.id}/corrections/${sessionId}?${search}`} replace />;
+  }
 
   const back = `/projects/${project.id}/labeling`;
   const sessionName = page?.name ?? (mode === "annotation" ? "Labeling session" : "Correction session");
@@ -527,142 +604,168 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
           </dl>
         </section>
       )}
-      <div className="annotator-bar">
-        <Progress value={progress} label="Segments annotated in this session" />
-        <span>
-          {fresh ? `Document ${total === 0 ? 0 : offset + 1} of ${total}` : "Loading document…"}
-        </span>
-        {mode === "correction" && predicted !== null && <span>Predicted score after corrections: {percent(predicted, 1)}</span>}
-        <div className="row">
-          <button type="button" className="secondary" onClick={() => goDoc(offset - 1)} disabled={offset <= 0}>
-            Previous document (p)
-          </button>
-          <button type="button" onClick={() => goDoc(offset + 1)} disabled={offset + 1 >= total}>
-            Next document (n)
-          </button>
-        </div>
-      </div>
-      <div className="sr-only" role="status" aria-live="polite">
-        {announce}
-      </div>
-      <ErrorBox error={error} onRetry={!shown ? load : undefined} />
-      {loading && !shown && <Loading label="Loading the document" onCancel={() => navigate(back)} />}
-      {!loading && fresh && !doc && <p className="empty">This session has no documents.</p>}
-      {shown && (
-        <div className="annotator-body">
-          <aside className="chips" aria-label="Tags">
-            {kinds.classes && (
-              <>
-                <h2>Classes{pair ? " (pick one, then a label)" : ""}</h2>
-                <ul>
-                  {classes.map((c, i) => (
-                    <li key={c.id}>
-                      <button
-                        type="button"
-                        className={`chip-button${pair && pendingClass === c.name ? " pending" : ""}${
-                          !pair && seg?.tags?.some((t) => t.class === c.name && !partOf(t, seg)) ? " on" : ""
-                        }`}
-                        aria-pressed={pair ? pendingClass === c.name : !!seg?.tags?.some((t) => t.class === c.name && !partOf(t, seg))}
-                        title={c.description || undefined}
-                        onClick={() => toggle("class", c.name)}
-                      >
-                        {chipKey(i) && <kbd>{chipKey(i)}</kbd>} {c.name}
-                      </button>
-                    </li>
-                  ))}
-                </ul>
-              </>
+      {!page && error ? (
+        // Nothing of the session came (it does not exist, or the server cannot be reached).
+        <ErrorBox error={error} onRetry={load} />
+      ) : (
+        <>
+          <div className="annotator-bar">
+            <Progress value={progress} label="Segments annotated in this session" />
+            <span>
+              {fresh ? `Document ${total === 0 ? 0 : offset + 1} of ${total}` : "Loading document…"}
+            </span>
+            {heldCount > 0 && (
+              <span className="muted">
+                {heldCount === 1 ? "1 key waits" : `${heldCount} keys wait`} for the {shown ? "next segment" : "document"}
+              </span>
             )}
-            {kinds.labels && (
-              <>
-                <h2>Labels</h2>
-                <ul>
-                  {labels.map((l, i) => (
-                    <li key={l.id}>
-                      <button
-                        type="button"
-                        className={`chip-button label${seg?.tags?.some((t) => t.label === l.name && !partOf(t, seg)) ? " on" : ""}`}
-                        aria-pressed={!!seg?.tags?.some((t) => t.label === l.name && !partOf(t, seg))}
-                        onClick={() => toggle("label", l.name)}
-                      >
-                        {chipKey(i) && <kbd>{kinds.classes ? `⇧${chipKey(i)}` : chipKey(i)}</kbd>} {l.name}
-                      </button>
-                    </li>
-                  ))}
-                </ul>
-              </>
-            )}
-            {partNow && (
-              <p className="part-note" role="status">
-                Part selected: “{partNow.text}”. A number key tags it.
-              </p>
-            )}
+            {mode === "correction" && predicted !== null && <span>Predicted score after corrections: {percent(predicted, 1)}</span>}
             <div className="row">
-              <button type="button" onClick={markAndNext} disabled={busy || !seg}>
-                Mark annotated (Enter)
+              <button type="button" className="secondary" onClick={() => goDoc(offset - 1)} disabled={offset <= 0}>
+                Previous document (p)
               </button>
-              {mode === "correction" && (
-                <button type="button" className="secondary" onClick={confirmAll} disabled={busy || !seg}>
-                  Confirm suggestions (c)
-                </button>
-              )}
+              <button type="button" onClick={() => goDoc(offset + 1)} disabled={offset + 1 >= total}>
+                Next document (n)
+              </button>
             </div>
-          </aside>
-          <ol className="segments" ref={listRef} aria-label={`Segments of document ${shown.id}`}>
-            {segments.map((s, i) => {
-              const tags = s.tags ?? [];
-              const parts = tags.filter((t) => partOf(t, s)).map((t) => t.span as [number, number]);
-              const chosenWords = i === current && part ? words(s.text) : null;
-              const lo = part ? Math.min(part.from, part.to) : 0;
-              const hi = part ? Math.max(part.from, part.to) : -1;
-              return (
-                <li
-                  key={s.id}
-                  data-index={i}
-                  data-segment={s.id}
-                  className={`segment${i === current ? " current" : ""}${s.status === "ANNOTATED" ? " done" : ""}`}
-                  aria-current={i === current ? "true" : undefined}
-                  onClick={() => setCurrent(i)}
-                >
-                  <p className="segment-text">
-                    {chosenWords
-                      ? renderWords(s.text, chosenWords, lo, hi)
-                      : pieces(s.text, s.span[0], parts).map((p, k) =>
-                          p.tag >= 0 ? (
-                            <mark key={k} className="part">
-                              {p.text}
-                            </mark>
-                          ) : (
-                            <span key={k}>{p.text}</span>
-                          ),
-                        )}
+          </div>
+          <div className="sr-only" role="status" aria-live="polite">
+            {announce}
+          </div>
+          {tagNote && <p className="notice">{tagNote}</p>}
+      <ErrorBox error={error} onRetry={!shown ? load : undefined} />
+          {loading && !shown && <Loading label="Loading the document" onCancel={() => navigate(back)} />}
+          {!loading && fresh && !doc && <p className="empty">This session has no documents.</p>}
+          {shown && (
+            <div className="annotator-body">
+              {/* A button clicked with the mouse lets go of the focus: the Enter after it marks the
+              segment (the shortcut), rather than press the chip again. From the keyboard
+              (detail 0) a button keeps it. */}
+          <aside
+            className="chips"
+            aria-label="Tags"
+            onClick={(e) => {
+              if (e.detail > 0 && e.target instanceof Element) e.target.closest("button")?.blur();
+            }}
+          >
+                {kinds.classes && (
+                  <>
+                    <h2>Classes{pair ? " (pick one, then a label)" : ""}</h2>
+                    <ul>
+                      {classes.map((c, i) => (
+                        <li key={c.id}>
+                          <button
+                            type="button"
+                            className={`chip-button${pair && pendingClass === c.name ? " pending" : ""}${
+                              !pair && seg?.tags?.some((t) => t.class === c.name && !partOf(t, seg)) ? " on" : ""
+                            }`}
+                            aria-pressed={pair ? pendingClass === c.name : !!seg?.tags?.some((t) => t.class === c.name && !partOf(t, seg))}
+                            title={c.description || undefined}
+                            disabled={!!tagNote}
+                            onClick={() => toggle("class", c.name)}
+                          >
+                            {chipKey(i) && <kbd>{chipKey(i)}</kbd>} <span dir="auto">{c.name}</span>
+                          </button>
+                        </li>
+                      ))}
+                    </ul>
+                  </>
+                )}
+                {kinds.labels && (
+                  <>
+                    <h2>Labels</h2>
+                    <ul>
+                      {labels.map((l, i) => (
+                        <li key={l.id}>
+                          <button
+                            type="button"
+                            className={`chip-button label${seg?.tags?.some((t) => t.label === l.name && !partOf(t, seg)) ? " on" : ""}`}
+                            aria-pressed={!!seg?.tags?.some((t) => t.label === l.name && !partOf(t, seg))}
+                            disabled={!!tagNote}
+                            onClick={() => toggle("label", l.name)}
+                          >
+                            {chipKey(i) && <kbd>{kinds.classes ? `⇧${chipKey(i)}` : chipKey(i)}</kbd>} <span dir="auto">{l.name}</span>
+                          </button>
+                        </li>
+                      ))}
+                    </ul>
+                  </>
+                )}
+                {partNow && (
+                  <p className="part-note" role="status">
+                    Part selected: “<span dir="auto">{partNow.text}</span>”. A number key tags it.
                   </p>
-                  <div className="segment-tags">
-                    {s.status === "ANNOTATED" && <span className="badge badge-good">annotated</span>}
-                    {tags.map((t) => (
-                      <span key={t.id} className={`tag${t.status && t.status !== "READY" && mode === "correction" ? " suggested" : ""}`}>
-                        {[t.class, t.label].filter(Boolean).join(" · ")}
-                        {partOf(t, s) && t.text ? ` “${t.text}”` : ""}
-                        {typeof t.confidence === "number" && <span className="confidence"> {percent(t.confidence)}</span>}
-                        <button
-                          type="button"
-                          className="tag-x"
-                          aria-label={`Remove tag ${[t.class, t.label].filter(Boolean).join(" ")}`}
-                          onClick={(e) => {
-                            e.stopPropagation();
-                            removeTag(s.id, t.id);
-                          }}
-                        >
-                          ×
-                        </button>
-                      </span>
-                    ))}
-                  </div>
-                </li>
-              );
-            })}
-          </ol>
-        </div>
+                )}
+                <div className="row">
+                  <button type="button" onClick={markAndNext} disabled={busy || !seg || !!tagNote}>
+                    Mark annotated (Enter)
+                  </button>
+                  {mode === "correction" && (
+                    <button type="button" className="secondary" onClick={confirmAll} disabled={busy || !seg || !!tagNote}>
+                      Confirm suggestions (c)
+                    </button>
+                  )}
+                </div>
+              </aside>
+              <ol className="segments" ref={listRef} aria-label={`Segments of document ${shown.id}`}>
+                {segments.map((s, i) => {
+                  const tags = s.tags ?? [];
+                  const parts = tags.filter((t) => partOf(t, s)).map((t) => t.span as [number, number]);
+                  const chosenWords = i === current && part ? words(s.text) : null;
+                  const lo = part ? Math.min(part.from, part.to) : 0;
+                  const hi = part ? Math.max(part.from, part.to) : -1;
+                  return (
+                    <li
+                      key={s.id}
+                      data-index={i}
+                      data-segment={s.id}
+                      className={`segment${i === current ? " current" : ""}${s.status === "ANNOTATED" ? " done" : ""}`}
+                      aria-current={i === current ? "true" : undefined}
+                      onClick={() => setCurrent(i)}
+                    >
+                      <p className="segment-text" dir="auto">
+                        {chosenWords
+                          ? renderWords(s.text, chosenWords, lo, hi)
+                          : pieces(s.text, s.span[0], parts).map((p, k) =>
+                              p.tag >= 0 ? (
+                                <mark key={k} className="part">
+                                  {p.text}
+                                </mark>
+                              ) : (
+                                <span key={k}>{p.text}</span>
+                              ),
+                            )}
+                      </p>
+                      <div className="segment-tags">
+                        {s.status === "ANNOTATED" && <span className="badge badge-good">annotated</span>}
+                        {tags.map((t) => (
+                          <span key={t.id} className={`tag${t.status && t.status !== "READY" && mode === "correction" ? " suggested" : ""}`}>
+                            <span dir="auto">{[t.class, t.label].filter(Boolean).join(" · ")}</span>
+                            {partOf(t, s) && t.text ? ` “${t.text}”` : ""}
+                            {typeof t.confidence === "number" && <span className="confidence"> {percent(t.confidence)}</span>}
+                            {!tagNote && (
+                              <button
+                                type="button"
+                                className="tag-x"
+                                aria-label={`Remove tag ${[t.class, t.label].filter(Boolean).join(" ")}`}
+                                onClick={(e) => {
+                                  e.stopPropagation();
+                                  removeTag(s.id, t.id);
+                                }}
+                              >
+                                ×
+                              </button>
+                            )}
+                          </span>
+                        ))}
+                      </div>
+                    </li>
+                  );
+                })}
+              </ol>
+            </div>
+          )}
+        </>
       )}
     </div>
   );

@@ -4,6 +4,7 @@ import { Link, Navigate, useNavigate, useSearchParams } from "react-router";
 import { api, unwrap } from "../api/client";
 import { useAuth } from "../auth";
 import { useAction } from "../lib/hooks";
+import { safeNext } from "../lib/links";
 import { ErrorBox, Field, PageTitle } from "../components/ui";
 
 function AuthFrame({ title, children }: { title: string; children: ReactNode }) {
@@ -65,8 +66,7 @@ function NameFields({ form, set }: { form: { first_name: string; last_name: stri
 /** Where to go after signing in: the `next` path when it is one of the app's. */
 function useNext(): string {
   const [params] = useSearchParams();
-  const next = params.get("next") ?? "/";
-  return next.startsWith("/") && !next.startsWith("//") ? next : "/";
+  return safeNext(params.get("next"));
 }
 
 export function Login() {

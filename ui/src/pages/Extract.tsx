@@ -5,9 +5,10 @@ import { useRef, useState, type FormEvent } from "react";
 import { Link, useParams } from "react-router";
 import { api, postForm, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
-import { percent, when } from "../lib/format";
+import { exactPercent, percent, when } from "../lib/format";
 import { useAction, useLoad, useOffset } from "../lib/hooks";
 import { arrayPage } from "../lib/paging";
+import { NEEDS, roleNote } from "../lib/roles";
 import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Pager, StatusBadge, Table } from "../components/ui";
 import { CancelButton } from "../components/upload";
 import { useProject } from "./Project";
@@ -99,13 +100,13 @@ function MatchesTable({ matches, missing }: { matches: Match[]; missing: string[
             {m.label}
             {m.required && <span className="muted"> (required)</span>}
           </th>
-          <td>
+          <td dir="auto">
             {m.value ?? m.text}
             {m.conversion_error && <div className="error">{m.conversion_error}</div>}
           </td>
           <td className={`num${m.threshold_met ? "" : " confidence-low"}`}>
             {percent(m.confidence)}
-            {!m.threshold_met && <span className="sr-only"> below the threshold {percent(m.confidence_threshold)}</span>}
+            {!m.threshold_met && <span className="sr-only"> below the threshold {exactPercent(m.confidence_threshold)}</span>}
             {!m.threshold_met && <span aria-hidden="true"> ▼</span>}
           </td>
           <td>{m.page}</td>
@@ -124,7 +125,8 @@ function MatchesTable({ matches, missing }: { matches: Match[]; missing: string[
 }
 
 export function ExtractPage() {
-  const { project } = useProject();
+  const { project, role } = useProject();
+  const note = roleNote(role, NEEDS.work, "Extracting fields");
   const { workspace } = useAuth();
   const models = useLoad(() => unwrap(api.GET("/projects/{project_id}/models", { params: { path: { project_id: project.id } } })), [project.id]);
   const ready = (models.data ?? []).filter((m) => ["READY", "ACTIVE", "PUBLISHED"].includes(m.status));
@@ -166,7 +168,8 @@ export function ExtractPage() {
           <Link to={`/projects/${project.id}/models`}>train</Link>.
         </p>
       )}
-      {ready.length > 0 && (
+      {note && <p className="notice">{note}</p>}
+      {ready.length > 0 && !note && (
         <form onSubmit={extract} className="inline-form">
           <Field label="Model">
             {(fid) => (
@@ -276,7 +279,7 @@ function NewHitl({ projectId, onCreated }: { projectId: number; onCreated: () =>
                 <tr key={l.id}>
                   <th scope="row">
                     <label className="check">
-                      <input type="checkbox" checked={f.on} onChange={(e) => change(l.name, { on: e.target.checked })} /> {l.name}
+                      <input type="checkbox" checked={f.on} onChange={(e) => change(l.name, { on: e.target.checked })} /> <span dir="auto">{l.name}</span>
                     </label>
                   </th>
                   <td>
@@ -325,7 +328,8 @@ function NewHitl({ projectId, onCreated }: { projectId: number; onCreated: () =>
 const REVIEWS_PAGE = 50;
 
 export function ReviewsPage() {
-  const { project } = useProject();
+  const { project, role } = useProject();
+  const configNote = roleNote(role, NEEDS.manage, "Making a review configuration");
   const path = { params: { path: { project_id: project.id } } };
   const hitls = useLoad(() => unwrap(api.GET("/projects/{project_id}/hitls", path)), [project.id]);
   const [hid, setHid] = useState<number | "">("");
@@ -367,15 +371,18 @@ export function ReviewsPage() {
           <ErrorBox error={reviews.error} onRetry={reviews.reload} />
           {reviews.data && reviews.data.items.length === 0 && reviews.data.offset === 0 && <Empty>The queue is empty.</Empty>}
           {reviews.data && reviews.data.items.length > 0 && (
-            <Table head={["Document", "First field to check", "Status", "Created"]}>
+            <Table head={["Document", "First field to check", "Status", "Created"]} label="Review queue">
               {reviews.data.items.map((r) => (
                 <tr key={r.review_id}>
                   <td>
-                    <Link to={`/projects/${project.id}/reviews/${r.hitl_id}/${r.review_id}`}>{r.document_name}</Link> (page {r.page_num})
+                    <Link to={`/projects/${project.id}/reviews/${r.hitl_id}/${r.review_id}`} dir="auto">
+                      {r.document_name}
+                    </Link>{" "}
+                    (page {r.page_num})
                   </td>
                   <td>
                     {r.label ?? "–"}
-                    {r.confidence_threshold != null && ` (threshold ${percent(r.confidence_threshold)})`}
+                    {r.confidence_threshold != null && ` (threshold ${exactPercent(r.confidence_threshold)})`}
                   </td>
                   <td>
                     <StatusBadge status={r.status} />
@@ -388,13 +395,14 @@ export function ReviewsPage() {
           {reviews.data && <Pager page={reviews.data} size={REVIEWS_PAGE} what="Reviews" onChange={setReviewOffset} />}
         </>
       )}
-      <NewHitl projectId={project.id} onCreated={hitls.reload} />
+      {configNote ? <p className="notice">{configNote}</p> : <NewHitl projectId={project.id} onCreated={hitls.reload} />}
     </>
   );
 }
 
 export function ReviewPage() {
-  const { project } = useProject();
+  const { project, role } = useProject();
+  const submitNote = roleNote(role, NEEDS.tag, "Submitting a review");
   const params = useParams();
   const hitlId = Number(params.hitlId);
   const reviewId = Number(params.reviewId);
@@ -468,12 +476,14 @@ export function ReviewPage() {
               {Object.entries(current).map(([k, v]) => (
                 <Field key={k} label={k}>
                   {(fid) => (
-                    <input id={fid} value={v} disabled={!pending} onChange={(e) => setValues({ ...current, [k]: e.target.value })} />
+                    <input id={fid} dir="auto" value={v} disabled={!pending || !!submitNote} onChange={(e) => setValues({ ...current, [k]: e.target.value })} />
                   )}
                 </Field>
               ))}
               <ErrorBox error={action.error} />
-              {pending ? (
+              {pending && submitNote ? (
+                <p className="notice">{submitNote}</p>
+              ) : pending ? (
                 <div className="row">
                   <button type="submit" disabled={action.busy}>
                     Approve
@@ -523,7 +533,7 @@ export function NotificationsPage() {
             <h2>
               {n.title} {!n.read && <span className="badge badge-busy">unread</span>}
             </h2>
-            <p>{n.text}</p>
+            <p dir="auto">{n.text}</p>
             <p className="muted">
               {when(n.created)} ·{" "}
               <button type="button" className="link" onClick={() => setRead(n, !n.read)}>

@@ -5,12 +5,14 @@ import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, unwrap, type Schemas } from "../api/client";
 import { isFailed, isFinal, when } from "../lib/format";
 import { useAction, usePoll } from "../lib/hooks";
+import { NEEDS, roleNote } from "../lib/roles";
 import { ErrorBox, Field, PageTitle, Progress, StatusBadge } from "../components/ui";
 import { ColumnPicker, UploadForm, useTableUpload } from "../components/upload";
 import { useProject, useProjectId } from "./Project";
 
 export function ImportPage() {
-  const { project } = useProject();
+  const { project, role } = useProject();
+  const note = roleNote(role, NEEDS.work, "Importing documents");
   const id = project.id;
   const navigate = useNavigate();
   const [pasted, setPasted] = useState("");
@@ -51,6 +53,15 @@ export function ImportPage() {
       follow(group);
     });
   };
+
+  if (note) {
+    return (
+      <>
+        <PageTitle>Import documents</PageTitle>
+        <p className="notice">{note}</p>
+      </>
+    );
+  }
 
   return (
     <>
@@ -93,7 +104,7 @@ export function ImportPage() {
         <form onSubmit={paste} className="stack">
           <Field label="Texts" hint="One document per line.">
             {(fid, hint) => (
-              <textarea id={fid} rows={6} aria-describedby={hint} value={pasted} onChange={(e) => setPasted(e.target.value)} />
+              <textarea id={fid} rows={6} dir="auto" aria-describedby={hint} value={pasted} onChange={(e) => setPasted(e.target.value)} />
             )}
           </Field>
           <button type="submit" disabled={action.busy || !pasted.trim()}>

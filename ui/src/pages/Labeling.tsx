@@ -8,6 +8,7 @@ import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Progress, Sta
 import { useProject } from "./Project";
 import { baseName, PreviewTable } from "../components/upload";
 import { EMPTY_MAPPING, guessMapping, MAPPED, type Mapping } from "../lib/columns";
+import { NEEDS, roleNote } from "../lib/roles";
 
 /** Labeled data from a file (for example a download of another session): preview, map columns. */
 function LabeledImport({ projectId }: { projectId: number }) {
@@ -110,10 +111,15 @@ function LabeledImport({ projectId }: { projectId: number }) {
 }
 
 export function LabelingPage() {
-  const { project } = useProject();
+  const { project, role } = useProject();
+  const startNote = roleNote(role, NEEDS.work, "Starting a labeling or correction session");
   const id = project.id;
   const path = { params: { path: { project_id: id } } };
-  const sessions = useLoad(() => unwrap(api.GET("/projects/{project_id}/annotations", path)), [id]);
+  // Correction sessions are sessions too: the labeling list asks for the others only.
+  const sessions = useLoad(
+    () => unwrap(api.GET("/projects/{project_id}/annotations", { params: { path: { project_id: id }, query: { mode: "ANNOTATION" } } })),
+    [id],
+  );
   const corrections = useLoad(() => unwrap(api.GET("/projects/{project_id}/corrections", path)), [id]);
   const models = useLoad(() => unwrap(api.GET("/projects/{project_id}/models", path)), [id]);
   const navigate = useNavigate();
@@ -160,11 +166,13 @@ export function LabelingPage() {
         {sessions.loading && !sessions.data && <Loading />}
         {sessions.data && sessions.data.length === 0 && <Empty>No sessions yet. Start one below.</Empty>}
         {sessions.data && sessions.data.length > 0 && (
-          <Table head={["Session", "Documents", "Annotated segments", "Status", "Download"]}>
+          <Table head={["Session", "Documents", "Annotated segments", "Status", "Download"]} label="Sessions">
             {sessions.data.map((s) => (
               <tr key={s.id}>
                 <td>
-                  <Link to={`/projects/${id}/labeling/${s.id}`}>{s.name}</Link>
+                  <Link to={`/projects/${id}/labeling/${s.id}`} dir="auto">
+                    {s.name}
+                  </Link>
                   <br />
                   <small className="muted">{when(s.created)}</small>
                 </td>
@@ -195,17 +203,21 @@ export function LabelingPage() {
             ))}
           </Table>
         )}
-        <form onSubmit={create} className="inline-form">
-          <Field label="New session name" hint="It offers every document of the project.">
-            {(fid, hint) => <input id={fid} aria-describedby={hint} value={name} onChange={(e) => setName(e.target.value)} />}
-          </Field>
-          <button type="submit" disabled={action.busy}>
-            Start labeling
-          </button>
-        </form>
+        {startNote ? (
+          <p className="notice">{startNote}</p>
+        ) : (
+          <form onSubmit={create} className="inline-form">
+            <Field label="New session name" hint="It offers every document of the project.">
+              {(fid, hint) => <input id={fid} aria-describedby={hint} value={name} onChange={(e) => setName(e.target.value)} />}
+            </Field>
+            <button type="submit" disabled={action.busy}>
+              Start labeling
+            </button>
+          </form>
+        )}
       </section>
 
-      <LabeledImport projectId={id} />
+      {!startNote && <LabeledImport projectId={id} />}
 
       <section aria-labelledby="corrections-h" className="panel">
         <h2 id="corrections-h">Correction sessions</h2>
@@ -216,13 +228,16 @@ export function LabelingPage() {
           <ul className="plain">
             {corrections.data.map((c) => (
               <li key={c.id}>
-                <Link to={`/projects/${id}/corrections/${c.id}`}>{c.name}</Link> · {c.model?.display_name ?? "model"} ·{" "}
+                <Link to={`/projects/${id}/corrections/${c.id}`} dir="auto">
+                  {c.name}
+                </Link>{" "}
+                · <span dir="auto">{c.model?.display_name ?? "model"}</span> ·{" "}
                 {c.annotated_count} of {c.segment_count} corrected
               </li>
             ))}
           </ul>
         )}
-        {ready.length > 0 ? (
+        {startNote ? null : ready.length > 0 ? (
           <form onSubmit={correct} className="inline-form">
             <Field label="Model">
               {(fid) => (

@@ -4,17 +4,20 @@ import { useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams } from "react-router";
 import { api, download, unwrap, type Schemas } from "../api/client";
 import { fixed, isFinal, percent, readMetrics, when, type Metrics } from "../lib/format";
-import { useAction, useLoad, usePoll } from "../lib/hooks";
+import { useAction, useLoad, usePoll, useQuery } from "../lib/hooks";
+import { readIds } from "../lib/links";
 import { chars, MAX_NAME_CHARS, nextVersionName } from "../lib/names";
+import { atLeast, NEEDS, roleNote } from "../lib/roles";
 import { BarChart, Heatmap } from "../components/charts";
-import { Empty, ErrorBox, Field, Loading, PageTitle, Progress, StatusBadge, Table } from "../components/ui";
+import { Empty, ErrorBox, Field, Loading, PageTitle, Progress, ScrollRegion, StatusBadge, Table } from "../components/ui";
 import { useProject } from "./Project";
 
 type Model = Schemas["ModelDto"];
 const TRAINING = (m: Model) => ["QUEUED", "TRAINING"].includes(m.status);
 
 export function ModelsPage() {
-  const { project } = useProject();
+  const { project, role } = useProject();
+  const trainNote = roleNote(role, NEEDS.work, "Training a model");
   const id = project.id;
   const navigate = useNavigate();
   const path = { params: { path: { project_id: id } } };
@@ -25,7 +28,10 @@ export function ModelsPage() {
     1500,
   );
   const action = useAction();
-  const [chosen, setChosen] = useState<number[]>([]);
+  // The models compared are in the address (?compare=3,5): a reload or a link keeps them.
+  const [query, setQuery] = useQuery();
+  const chosen = readIds(query.get("compare"));
+  const setChosen = (ids: number[]) => setQuery({ compare: ids.join(",") }, true);
   // The new model's name: the user's, or the next version of the project's name (cut to fit).
   const [typed, setTyped] = useState<string | null>(null);
   const proposed = models.data ? nextVersionName(project.name, models.data) : "";
@@ -44,34 +50,40 @@ export function ModelsPage() {
     <>
       <PageTitle>Models</PageTitle>
       <p className="muted">Training learns from every annotated segment of the project's labeling sessions.</p>
-      <form onSubmit={train} className="inline-form" aria-label="Train a model">
-        <Field label="Name of the new model" hint={`At most ${MAX_NAME_CHARS} characters.`}>
-          {(fid, hint) => (
-            <input
-              id={fid}
-              required
-              aria-describedby={hint}
-              aria-invalid={tooLong || undefined}
-              value={modelName}
-              onChange={(e) => setTyped(e.target.value)}
-            />
+      {trainNote ? (
+        <p className="notice">{trainNote}</p>
+      ) : (
+        <>
+          <form onSubmit={train} className="inline-form" aria-label="Train a model">
+            <Field label="Name of the new model" hint={`At most ${MAX_NAME_CHARS} characters.`}>
+              {(fid, hint) => (
+                <input
+                  id={fid}
+                  required
+                  aria-describedby={hint}
+                  aria-invalid={tooLong || undefined}
+                  value={modelName}
+                  onChange={(e) => setTyped(e.target.value)}
+                />
+              )}
+            </Field>
+            <button type="submit" disabled={action.busy || !models.data || tooLong}>
+              Train a model
+            </button>
+          </form>
+          {tooLong && (
+            <p className="error" role="alert">
+              The name has {chars(modelName)} characters; at most {MAX_NAME_CHARS} are allowed.
+            </p>
           )}
-        </Field>
-        <button type="submit" disabled={action.busy || !models.data || tooLong}>
-          Train a model
-        </button>
-      </form>
-      {tooLong && (
-        <p className="error" role="alert">
-          The name has {chars(modelName)} characters; at most {MAX_NAME_CHARS} are allowed.
-        </p>
+        </>
       )}
       <ErrorBox error={action.error} />
       <ErrorBox error={models.error} onRetry={models.reload} />
       {models.loading && !models.data && <Loading />}
       {models.data && list.length === 0 && <Empty>No models yet. Label some segments of two classes or more, then train.</Empty>}
       {list.length > 0 && (
-        <Table head={["Compare", "Model", "Status", { figures: "Score (macro F1)" }, "Created"]}>
+        <Table head={["Compare", "Model", "Status", { figures: "Score (macro F1)" }, "Created"]} label="Models">
           {list.map((m) => (
             <tr key={m.id}>
               <td>
@@ -84,7 +96,9 @@ export function ModelsPage() {
                 />
               </td>
               <td>
-                <Link to={`/projects/${id}/models/${m.id}`}>{m.display_name}</Link>
+                <Link to={`/projects/${id}/models/${m.id}`} dir="auto">
+                  {m.display_name}
+                </Link>
               </td>
               <td>
                 <StatusBadge status={m.status} />
@@ -130,7 +144,7 @@ function Compare({ projectId, ids }: { projectId: number; ids: number[] }) {
   return (
     <section className="panel" aria-labelledby="compare-h">
       <h2 id="compare-h">Comparison</h2>
-      <div className="table-wrap">
+      <ScrollRegion label="Figures of the models compared">
         <table>
           <thead>
             <tr>
@@ -155,7 +169,7 @@ function Compare({ projectId, ids }: { projectId: number; ids: number[] }) {
             ))}
           </tbody>
         </table>
-      </div>
+      </ScrollRegion>
       <BarChart
         title={`F1 per ${k === "classes" ? "class" : "label"}, by model`}
         names={names}
@@ -169,7 +183,7 @@ function Compare({ projectId, ids }: { projectId: number; ids: number[] }) {
 }
 
 export function ModelPage() {
-  const { project } = useProject();
+  const { project, role } = useProject();
   const mid = Number(useParams().modelId);
   const navigate = useNavigate();
   const model = usePoll(
@@ -195,9 +209,11 @@ export function ModelPage() {
             <>
               {["READY", "ACTIVE", "PUBLISHED"].includes(m.status) && (
                 <>
-                  <Link className="button" to={`/analyses?model=${m.id}`}>
-                    Analyse with it
-                  </Link>
+                  {atLeast(role, NEEDS.work) && (
+                    <Link className="button" to={`/analyses?model=${m.id}`}>
+                      Analyse with it
+                    </Link>
+                  )}
                   <button
                     type="button"
                     className="secondary"
@@ -207,9 +223,11 @@ export function ModelPage() {
                   </button>
                 </>
               )}
-              <button type="button" className="secondary danger" onClick={remove}>
-                Delete
-              </button>
+              {atLeast(role, NEEDS.manage) && (
+                <button type="button" className="secondary danger" onClick={remove}>
+                  Delete
+                </button>
+              )}
             </>
           )
         }
@@ -303,7 +321,9 @@ export function MetricsView({ metrics }: { metrics: Metrics }) {
           <Table head={[perName, { figures: "Precision" }, { figures: "Recall" }, { figures: "F1" }, { figures: "Support" }]} caption={`Per ${perName}`}>
             {per.map((s) => (
               <tr key={s.name}>
-                <th scope="row">{s.name}</th>
+                <th scope="row" dir="auto">
+                  {s.name}
+                </th>
                 <td className="num">{fixed(s.precision)}</td>
                 <td className="num">{fixed(s.recall)}</td>
                 <td className="num">{fixed(s.f1)}</td>
@@ -331,10 +351,10 @@ function Demoset({ rows }: { rows: Array<Record<string, unknown>> }) {
   return (
     <section className="panel" aria-labelledby="demo-h">
       <h2 id="demo-h">Test segments with predictions</h2>
-      <Table head={["Text", "Predicted (confidence)"]}>
+      <Table head={["Text", "Predicted (confidence)"]} label="Test segments">
         {rows.slice(0, 25).map((r, i) => (
           <tr key={i}>
-            <td>{String(r.text ?? "")}</td>
+            <td dir="auto">{String(r.text ?? "")}</td>
             <td>{tagsText(Array.isArray(r.segments) ? (r.segments as Array<{ tags?: unknown[] }>).flatMap((s) => s.tags ?? []) : r.tags)}</td>
           </tr>
         ))}

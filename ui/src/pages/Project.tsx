@@ -4,10 +4,14 @@ import { Link, NavLink, Outlet, useNavigate, useOutletContext, useParams } from 
 import { api, download, unwrap, type Schemas } from "../api/client";
 import { tagKinds, TYPE_NAMES, when } from "../lib/format";
 import { useAction, useLoad } from "../lib/hooks";
+import { NEEDS, roleNote } from "../lib/roles";
+import { useRole } from "../auth";
 import { Empty, ErrorBox, Field, Loading, PageTitle, StatusBadge, Table } from "../components/ui";
 
 export type ProjectCtx = {
   project: Schemas["ProjectDto"];
+  /** The user's role in the project's workspace. */
+  role: string | null;
   reload: () => void;
 };
 
@@ -23,13 +27,14 @@ export function useProjectId(): number {
 export function ProjectLayout() {
   const id = useProjectId();
   const project = useLoad(() => unwrap(api.GET("/projects/{project_id}", { params: { path: { project_id: id } } })), [id]);
+  const role = useRole(project.data?.organization_id);
   if (project.error) return <ErrorBox error={project.error} onRetry={project.reload} />;
   if (!project.data) return <Loading />;
   const p = project.data;
   return (
     <>
       <p className="crumbs">
-        <Link to="/">Projects</Link> / <span>{p.name}</span>
+        <Link to="/">Projects</Link> / <span dir="auto">{p.name}</span>
       </p>
       <nav aria-label="Project" className="tabs">
         <NavLink to={`/projects/${id}`} end>
@@ -41,7 +46,7 @@ export function ProjectLayout() {
         <NavLink to={`/projects/${id}/extract`}>Extract</NavLink>
         <NavLink to={`/projects/${id}/reviews`}>Reviews</NavLink>
       </nav>
-      <Outlet context={{ project: p, reload: project.reload } satisfies ProjectCtx} />
+      <Outlet context={{ project: p, role, reload: project.reload } satisfies ProjectCtx} />
     </>
   );
 }
@@ -53,6 +58,7 @@ function NameList({
   onDelete,
   onDownload,
   disabled,
+  canEdit,
 }: {
   title: string;
   items: Array<{ id: number; name: string; description?: string }>;
@@ -60,6 +66,8 @@ function NameList({
   onDelete: (id: number) => Promise<void>;
   onDownload: () => void;
   disabled?: string;
+  /** Whether the user's role may add and delete them. */
+  canEdit: boolean;
 }) {
   const [name, setName] = useState("");
   const [description, setDescription] = useState("");
@@ -85,35 +93,50 @@ function NameList({
       <ul className="chips-list">
         {items.map((c) => (
           <li key={c.id} className="chip-row">
-            <span className="chip">{c.name}</span>
-            {c.description && <span className="muted">{c.description}</span>}
-            <button
-              type="button"
-              className="link danger"
-              aria-label={`Delete ${single.toLowerCase()} ${c.name}`}
-              onClick={() => void action.run(() => onDelete(c.id))}
-            >
-              Delete
-            </button>
+            <span className="chip" dir="auto">
+              {c.name}
+            </span>
+            {c.description && (
+              <span className="muted" dir="auto">
+                {c.description}
+              </span>
+            )}
+            {canEdit && (
+              <button
+                type="button"
+                className="link danger"
+                aria-label={`Delete ${single.toLowerCase()} ${c.name}`}
+                onClick={() => {
+                  // The server removes the tags of it with it, in every session: no undo.
+                  const what = `${single.toLowerCase()} ${c.name}`;
+                  if (!window.confirm(`Delete the ${what}? Every tag of it in the project's labeling and correction sessions is removed too.`)) return;
+                  void action.run(() => onDelete(c.id));
+                }}
+              >
+                Delete
+              </button>
+            )}
           </li>
         ))}
       </ul>
       {disabled ? (
         <p className="muted">{disabled}</p>
       ) : (
-        <form onSubmit={add} className="inline-form">
-          <Field label={`New ${single.toLowerCase()}`}>
-            {(id) => <input id={id} required value={name} onChange={(e) => setName(e.target.value)} />}
-          </Field>
-          {title === "Classes" && (
-            <Field label="Description">
-              {(id) => <input id={id} value={description} onChange={(e) => setDescription(e.target.value)} />}
+        canEdit && (
+          <form onSubmit={add} className="inline-form">
+            <Field label={`New ${single.toLowerCase()}`}>
+              {(id) => <input id={id} required value={name} onChange={(e) => setName(e.target.value)} />}
             </Field>
-          )}
-          <button type="submit" disabled={action.busy}>
-            Add
-          </button>
-        </form>
+            {title === "Classes" && (
+              <Field label="Description">
+                {(id) => <input id={id} value={description} onChange={(e) => setDescription(e.target.value)} />}
+              </Field>
+            )}
+            <button type="submit" disabled={action.busy}>
+              Add
+            </button>
+          </form>
+        )
       )}
       <ErrorBox error={action.error} />
     </section>
@@ -121,7 +144,8 @@ function NameList({
 }
 
 export function ProjectOverview() {
-  const { project, reload } = useProject();
+  const { project, role, reload } = useProject();
+  const manageNote = roleNote(role, NEEDS.manage, "Changing the project, its classes and labels");
   const id = project.id;
   const path = { params: { path: { project_id: id } } };
   const classes = useLoad(() => unwrap(api.GET("/projects/{project_id}/classes", path)), [id]);
@@ -146,14 +170,16 @@ export function ProjectOverview() {
     <>
       <PageTitle
         actions={
-          <>
-            <button type="button" className="secondary" onClick={clone} disabled={action.busy}>
-              Clone project
-            </button>
-            <button type="button" className="secondary danger" onClick={remove} disabled={action.busy}>
-              Delete
-            </button>
-          </>
+          !manageNote && (
+            <>
+              <button type="button" className="secondary" onClick={clone} disabled={action.busy}>
+                Clone project
+              </button>
+              <button type="button" className="secondary danger" onClick={remove} disabled={action.busy}>
+                Delete
+              </button>
+            </>
+          )
         }
       >
         {project.name}
@@ -162,6 +188,7 @@ export function ProjectOverview() {
         {TYPE_NAMES[project.type] ?? project.type} · language {project.language} · created {when(project.created)} ·{" "}
         <StatusBadge status={project.status} />
       </p>
+      {manageNote && <p className="notice">{manageNote}</p>}
       <ErrorBox error={action.error} />
       <div className="grid-2">
         <div>
@@ -170,6 +197,7 @@ export function ProjectOverview() {
             <NameList
               title="Classes"
               items={classes.data}
+              canEdit={!manageNote}
               disabled={kinds.classes ? undefined : "A LABEL project tags with labels only."}
               onAdd={async (name, description) => {
                 await unwrap(api.POST("/projects/{project_id}/classes", { ...path, body: { name, description } }));
@@ -192,6 +220,7 @@ export function ProjectOverview() {
             <NameList
               title="Labels"
               items={labels.data}
+              canEdit={!manageNote}
               disabled={
                 project.type === "ABSA"
                   ? "ABSA projects have the sentiment labels built in."
@@ -223,10 +252,10 @@ export function ProjectOverview() {
         <ErrorBox error={groups.error} onRetry={groups.reload} />
         {groups.data && groups.data.length === 0 && <Empty>No documents yet. Import a file to start.</Empty>}
         {groups.data && groups.data.length > 0 && (
-          <Table head={["Group", "Documents", "Source", "Status", "Created"]}>
+          <Table head={["Group", "Documents", "Source", "Status", "Created"]} label="Document groups">
             {groups.data.map((g) => (
               <tr key={g.id}>
-                <td>{g.name}</td>
+                <td dir="auto">{g.name}</td>
                 <td>{g.document_count}</td>
                 <td>{g.source}</td>
                 <td>

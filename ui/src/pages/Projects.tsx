@@ -2,13 +2,15 @@
 import { useState, type FormEvent } from "react";
 import { Link, useNavigate } from "react-router";
 import { api, unwrap } from "../api/client";
-import { useAuth } from "../auth";
+import { useAuth, useRole } from "../auth";
 import { byType, TYPE_NAMES } from "../lib/format";
 import { useAction, useLoad } from "../lib/hooks";
+import { NEEDS, roleNote } from "../lib/roles";
 import { Empty, ErrorBox, Field, Loading, PageTitle, StatusBadge } from "../components/ui";
 
 export function ProjectsPage() {
   const { workspace } = useAuth();
+  const createNote = roleNote(useRole(workspace?.id), NEEDS.manage, "Creating a project");
   const navigate = useNavigate();
   const wid = workspace?.id;
   const projects = useLoad(
@@ -41,7 +43,7 @@ export function ProjectsPage() {
           <ul className="cards">
             {list.map((p) => (
               <li key={p.id} className="card">
-                <Link to={`/projects/${p.id}`} className="card-title">
+                <Link to={`/projects/${p.id}`} className="card-title" dir="auto">
                   {p.name}
                 </Link>
                 <StatusBadge status={p.status} />
@@ -57,32 +59,36 @@ export function ProjectsPage() {
       ))}
       <section aria-labelledby="new-project-h">
         <h2 id="new-project-h">New project</h2>
-        <form onSubmit={create} className="inline-form">
-          <Field label="Name">{(id) => <input id={id} required value={name} onChange={(e) => setName(e.target.value)} />}</Field>
-          <Field label="Type">
-            {(id) => (
-              <select id={id} value={type} onChange={(e) => setType(e.target.value)}>
-                {Object.entries(TYPE_NAMES).map(([k, v]) => (
-                  <option key={k} value={k}>
-                    {v}
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
-          <Field label="Language">
-            {(id) => (
-              <select id={id} value={language} onChange={(e) => setLanguage(e.target.value)}>
-                <option value="en">English</option>
-                <option value="de">German</option>
-                <option value="ar">Arabic</option>
-              </select>
-            )}
-          </Field>
-          <button type="submit" disabled={action.busy}>
-            Create project
-          </button>
-        </form>
+        {createNote ? (
+          <p className="notice">{createNote}</p>
+        ) : (
+          <form onSubmit={create} className="inline-form">
+            <Field label="Name">{(id) => <input id={id} required value={name} onChange={(e) => setName(e.target.value)} />}</Field>
+            <Field label="Type">
+              {(id) => (
+                <select id={id} value={type} onChange={(e) => setType(e.target.value)}>
+                  {Object.entries(TYPE_NAMES).map(([k, v]) => (
+                    <option key={k} value={k}>
+                      {v}
+                    </option>
+                  ))}
+                </select>
+              )}
+            </Field>
+            <Field label="Language">
+              {(id) => (
+                <select id={id} value={language} onChange={(e) => setLanguage(e.target.value)}>
+                  <option value="en">English</option>
+                  <option value="de">German</option>
+                  <option value="ar">Arabic</option>
+                </select>
+              )}
+            </Field>
+            <button type="submit" disabled={action.busy}>
+              Create project
+            </button>
+          </form>
+        )}
         <ErrorBox error={action.error} />
       </section>
     </>

@@ -5,9 +5,8 @@ import { useAuth } from "../auth";
 import { when } from "../lib/format";
 import { useAction, useLoad, useOffset } from "../lib/hooks";
 import { arrayPage } from "../lib/paging";
+import { atLeast, NEEDS, ROLES } from "../lib/roles";
 import { Empty, ErrorBox, Field, Loading, PageTitle, Pager, Table } from "../components/ui";
-
-export const ROLES = ["VIEWER", "ANNOTATOR", "USER", "MANAGER", "ADMIN"];
 
 /** Members a page shows (the list's default limit), oldest membership first. */
 const MEMBERS_PAGE = 100;
@@ -26,14 +25,18 @@ export function WorkspacePage() {
       ),
     [name, memberOffset],
   );
-  const invites = useLoad(() => unwrap(api.GET("/organizations/{organization}/users/invites", org)), [name]);
+  // Invitations are a manager's business: the others are not shown them (the server refuses).
+  const canManage = atLeast(workspace?.role, NEEDS.manage);
+  const invites = useLoad(
+    () => (canManage ? unwrap(api.GET("/organizations/{organization}/users/invites", org)) : Promise.resolve([])),
+    [name, canManage],
+  );
   const action = useAction();
   const [emails, setEmails] = useState("");
   const [role, setRole] = useState("ANNOTATOR");
   const [notInvited, setNotInvited] = useState<Schemas["NotInvited"][]>([]);
   const [newName, setNewName] = useState("");
   const [newDescription, setNewDescription] = useState("");
-  const canManage = workspace ? ["ADMIN", "MANAGER"].includes(workspace.role) : false;
 
   if (!workspace) return <Empty>You have no workspace yet.</Empty>;
 
@@ -111,7 +114,7 @@ export function WorkspacePage() {
         <ErrorBox error={members.error} onRetry={members.reload} />
         {members.loading && !members.data && <Loading />}
         {members.data && (
-          <Table head={["Member", "Role", "Since", canManage && "Actions"]}>
+          <Table head={["Member", "Role", "Since", canManage && "Actions"]} label="Members">
             {members.data.items.map((m) => (
               <tr key={m.id}>
                 <td>{m.user}</td>
@@ -145,30 +148,30 @@ export function WorkspacePage() {
         {members.data && <Pager page={members.data} size={MEMBERS_PAGE} what="Members" onChange={setMemberOffset} />}
       </section>
 
-      <section aria-labelledby="invites-h">
-        <h2 id="invites-h">Invitations</h2>
-        <ErrorBox error={invites.error} onRetry={invites.reload} />
-        {invites.data && invites.data.length === 0 && <Empty>No pending invitations.</Empty>}
-        {invites.data && invites.data.length > 0 && (
-          <Table head={["E-mail", "Role", "Expires", "Actions"]}>
-            {invites.data.map((i) => (
-              <tr key={i.id}>
-                <td>{i.email}</td>
-                <td>{i.role}</td>
-                <td>{when(i.expires)}</td>
-                <td className="row-actions">
-                  <button type="button" className="link" onClick={() => resend(i)}>
-                    Resend
-                  </button>
-                  <button type="button" className="link danger" onClick={() => cancel(i)}>
-                    Cancel
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </Table>
-        )}
-        {canManage && (
+      {canManage && (
+        <section aria-labelledby="invites-h">
+          <h2 id="invites-h">Invitations</h2>
+          <ErrorBox error={invites.error} onRetry={invites.reload} />
+          {invites.data && invites.data.length === 0 && <Empty>No pending invitations.</Empty>}
+          {invites.data && invites.data.length > 0 && (
+            <Table head={["E-mail", "Role", "Expires", "Actions"]} label="Pending invitations">
+              {invites.data.map((i) => (
+                <tr key={i.id}>
+                  <td>{i.email}</td>
+                  <td>{i.role}</td>
+                  <td>{when(i.expires)}</td>
+                  <td className="row-actions">
+                    <button type="button" className="link" onClick={() => resend(i)}>
+                      Resend
+                    </button>
+                    <button type="button" className="link danger" onClick={() => cancel(i)}>
+                      Cancel
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </Table>
+          )}
           <form onSubmit={invite} className="inline-form">
             <Field label="E-mail addresses" hint="Separate several with commas or spaces.">
               {(id, hint) => (
@@ -188,17 +191,17 @@ export function WorkspacePage() {
               Invite
             </button>
           </form>
-        )}
-        {notInvited.length > 0 && (
-          <ul className="error-list" aria-label="Not invited">
-            {notInvited.map((n) => (
-              <li key={n.email}>
-                {n.email}: {n.reason}
-              </li>
-            ))}
-          </ul>
-        )}
-      </section>
+          {notInvited.length > 0 && (
+            <ul className="error-list" aria-label="Not invited">
+              {notInvited.map((n) => (
+                <li key={n.email}>
+                  {n.email}: {n.reason}
+                </li>
+              ))}
+            </ul>
+          )}
+        </section>
+      )}
 
       <section aria-labelledby="new-ws-h">
         <h2 id="new-ws-h">New workspace</h2>
