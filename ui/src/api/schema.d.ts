@@ -2423,7 +2423,7 @@ export interface components {
             file_id?: string | null;
             /** @description The file's text column, 0-based … */
             column?: number | null;
-            /** @description … or by its header name (default: column 0). */
+            /** @description … or by its header name (default: the column named `text`, else column 0). */
             column_name?: string | null;
             /** @description Whether the file's first row is a header (default true). */
             header_first?: boolean | null;
@@ -2477,7 +2477,10 @@ export interface components {
              * @description The 0-based index of the file's text column (deprecated: use `column_name`).
              */
             column?: number | null;
-            /** @description The name of the file's text column; the other columns go into each document's meta. */
+            /**
+             * @description The name of the file's text column; the other columns go into each document's meta.
+             *     Without it or `column`: the column named `text` where there is one, else the first.
+             */
             column_name?: string | null;
             /** @description Whether the file's first row is a header (default: true, but false for TXT). */
             header_first?: boolean | null;
@@ -2598,6 +2601,7 @@ export interface components {
          */
         DetailedModelDto: components["schemas"]["ModelDto"] & {
             demoset: Record<string, never>[];
+            /** @description Empty when the model had no test segments to score on (its `score` is then null). */
             metrics: Record<string, never>;
             classes: string[];
             labels: string[];
@@ -3953,7 +3957,10 @@ export interface operations {
                 search?: string;
                 /** @description Only documents with a segment tagged with one of these class ids (comma-separated). */
                 classes?: string;
-                /** @description Only documents with a segment tagged with one of these label ids (comma-separated). */
+                /**
+                 * @description Only documents with a segment tagged with one of these label ids (comma-separated);
+                 *     with `classes`, one tag must have both (a class and one of these labels).
+                 */
                 labels?: string;
                 offset?: number;
                 limit?: number;
