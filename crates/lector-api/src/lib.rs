@@ -21,6 +21,7 @@ pub mod routes;
 pub mod serve;
 pub mod state;
 pub mod tls;
+pub mod turns;
 pub mod web_app;
 pub mod workflow_runs;
 
@@ -63,6 +64,7 @@ pub fn app(state: AppState) -> Router {
             budget::large_bodies_take_turns,
         ))
         .layer(CatchPanicLayer::new())
+        .layer(from_fn_with_state(state.clone(), turns::callers_take_turns))
         .layer(from_fn_with_state(state.clone(), headers::head_limits))
         .layer(from_fn(error::problem_for_bare_errors))
         .layer(from_fn_with_state(state.metrics.clone(), metrics::record));

@@ -35,6 +35,8 @@ pub struct AppState {
     pub execution_log: crate::execution_log::ExecutionLog,
     /// Where the web app's files come from.
     pub web_app: crate::web_app::WebApp,
+    /// Each caller's requests in hand, which take turns (`http.requests_per_caller`).
+    pub turns: crate::turns::Turns,
 }
 
 impl AppState {
@@ -81,6 +83,7 @@ impl AppState {
             background_runs,
             execution_log,
             web_app,
+            turns: Default::default(),
         })
     }
 }

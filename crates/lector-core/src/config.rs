@@ -292,10 +292,11 @@ impl Config {
             || http.max_connections == 0
             || http.max_connections_per_peer == 0
             || http.large_bodies_mib == 0
+            || http.requests_per_caller == 0
         {
             return Err(
                 "http.header_read_timeout_secs, http.keep_alive_timeout_secs, http.max_connections, \
-                 http.max_connections_per_peer and http.large_bodies_mib must be positive"
+                 http.max_connections_per_peer, http.large_bodies_mib and http.requests_per_caller must be positive"
                     .into(),
             );
         }

@@ -454,3 +454,79 @@ async fn generated_multipart_forms_get_an_answer_never_a_server_error() {
     }
     app.get("/auth/status", &ada.token).await.expect(200);
 }
+
+/// An access token for a new user `email`, made the way `lector user create` makes one.
+async fn token_for(app: &TestApp, email: &str) -> String {
+    let body: lector_api::routes::users::CreateUserBody =
+        serde_json::from_value(serde_json::json!({"email": email, "password": "password-123"})).expect("body");
+    let (user, _) = lector_api::accounts::create_account(&app.state, body.into())
+        .await
+        .expect("account");
+    app.state.auth.issue(&user).expect("token")
+}
+
+/// Sends a request on a new connection and answers the status line of its answer.
+async fn status_of(address: String, request: String) -> String {
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let answer = read_until_closed(&mut stream, std::time::Duration::from_secs(30)).await;
+    answer.unwrap_or_default().lines().next().unwrap_or_default().to_owned()
+}
+
+fn status_request(token: &str) -> String {
+    format!(
+        "GET /auth/status HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\
+         Authorization: Bearer {token}\r\n\r\n"
+    )
+}
+
+/// One caller's requests take turns (`http.requests_per_caller`, here 1): while Ada's first
+/// request holds her turn (its body still arriving), her next waits and Bob's is answered;
+/// when the first ends, the next is answered. Before, a burst of heavy requests of one user
+/// took every database connection, and everyone's requests answered 503.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_callers_requests_take_turns() {
+    let (app, address) = plain_app(|h| h.requests_per_caller = 1).await;
+    let ada = token_for(&app, "ada@example.org").await;
+    let bob = token_for(&app, "bob@example.org").await;
+    let mut held = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let body = r#"{"name": "Slow", "type": "CLASS"}"#;
+    held.write_all(
+        format!(
+            "POST /projects HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\
+             Authorization: Bearer {ada}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+            body.len(),
+            &body[..5]
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let in_hand = async {
+        while app.state.turns.callers() == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), in_hand)
+        .await
+        .expect("Ada's first request is in hand");
+    let waiting = tokio::spawn(status_of(address.clone(), status_request(&ada)));
+    assert_eq!(
+        status_of(address.clone(), status_request(&bob)).await,
+        "HTTP/1.1 200 OK",
+        "another user is served"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "Ada's second request waits for her first");
+    held.write_all(&body.as_bytes()[5..]).await.unwrap();
+    let first = read_until_closed(&mut held, std::time::Duration::from_secs(30))
+        .await
+        .unwrap_or_default();
+    assert!(first.starts_with("HTTP/1.1 201"), "{first}");
+    assert_eq!(waiting.await.unwrap(), "HTTP/1.1 200 OK");
+    assert_eq!(
+        app.state.turns.callers(),
+        0,
+        "callers are forgotten when their requests end"
+    );
+}

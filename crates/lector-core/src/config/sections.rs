@@ -33,6 +33,11 @@ pub struct HttpConfig {
     /// without one) read and handled at once; further ones wait their turn. Bounds the memory
     /// that bulk uploads take together.
     pub large_bodies_mib: usize,
+    /// Requests of one caller (one user, one product key, or one address without credentials)
+    /// handled at once; the caller's further requests wait their turn, and beyond 64 waiting
+    /// answer 429. Keeps one caller's burst of heavy requests from taking every database
+    /// connection from everyone else.
+    pub requests_per_caller: usize,
 }
 
 impl Default for HttpConfig {
@@ -46,6 +51,7 @@ impl Default for HttpConfig {
             max_connections: 1024,
             max_connections_per_peer: 256,
             large_bodies_mib: 64,
+            requests_per_caller: 3,
         }
     }
 }
