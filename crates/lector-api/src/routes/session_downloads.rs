@@ -36,14 +36,13 @@ pub const PAGE_COLUMNS: [&str; 2] = ["page", "boxes"];
 /// next page, `None` after the last.
 async fn session_page(
     state: &AppState,
-    scope: &lector_core::Scope,
     session: &Session,
     with_session: bool,
     after: i64,
 ) -> Result<(Vec<Vec<String>>, Option<i64>)> {
-    let (_, documents, has_more) = state
+    let (documents, has_more) = state
         .store
-        .session_documents_after(scope, session.project_id, session.id, after, DOCUMENTS_PER_PAGE)
+        .session_documents_after(session, after, DOCUMENTS_PER_PAGE)
         .await?;
     let next = documents.last().map(|d| d.id).filter(|_| has_more);
     let segments = state.store.segments_of(&documents).await?;
@@ -96,7 +95,6 @@ async fn session_page(
 /// The labeled data of `sessions` as one file, streamed row by row.
 async fn sessions_file(
     state: &AppState,
-    scope: &lector_core::Scope,
     sessions: Vec<Session>,
     with_session: bool,
     format: lector_text::Format,
@@ -105,10 +103,10 @@ async fn sessions_file(
     let mut header = session_header(with_session);
     header.extend(PAGE_COLUMNS.map(str::to_owned));
     let (response, mut sink) = crate::routes::streaming::streamed_response(format, stem, header)?;
-    let (state, scope) = (state.clone(), scope.clone());
+    let state = state.clone();
     tokio::spawn(async move {
         for session in &sessions {
-            let page = |after| session_page(&state, &scope, session, with_session, after);
+            let page = |after| session_page(&state, session, with_session, after);
             if !sink.pages(page).await {
                 return;
             }
@@ -142,7 +140,7 @@ pub async fn download_labeling_session(
     let format = q.format()?;
     let session = p.session(&state, &caller).await?;
     let stem = format!("annotation-{}", session.id);
-    Ok(sessions_file(&state, &caller.scope, vec![session], false, format, &stem).await?)
+    Ok(sessions_file(&state, vec![session], false, format, &stem).await?)
 }
 
 /// Every labeling session of a project as one file: the columns of a session download after
@@ -162,5 +160,5 @@ pub async fn download_labeling_sessions(
         .sessions(&caller.scope, p.project_id, &SessionFilter::default())
         .await?;
     let stem = format!("project-{}-annotations", p.project_id);
-    Ok(sessions_file(&state, &caller.scope, sessions, true, format, &stem).await?)
+    Ok(sessions_file(&state, sessions, true, format, &stem).await?)
 }
