@@ -7,7 +7,9 @@ import json, os, ssl, subprocess, sys, tempfile, threading, time, urllib.request
 
 binary, port = sys.argv[1], sys.argv[2]
 data = tempfile.mkdtemp()
+# The six uploads share one token: let them all be handled at once (http.requests_per_caller).
 env = dict(os.environ, LECTOR_LISTEN=f"127.0.0.1:{port}", LECTOR_DATA_DIR=data, LECTOR_WORKERS="0",
+           LECTOR_HTTP__REQUESTS_PER_CALLER="64",
            LECTOR_PASSWORD_HASHING__MEMORY_KIB="64", LECTOR_PASSWORD_HASHING__ITERATIONS="1")
 server = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 ctx = ssl._create_unverified_context()

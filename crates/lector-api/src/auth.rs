@@ -29,21 +29,19 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
-/// Who a request comes from, for taking turns ([`crate::turns`]): the user of a valid access
-/// token, or a product key (by its hash, unchecked: checking costs a query). `None` for a
-/// request without credentials or with a token that does not verify: those are answered
-/// without the database's heavy work (or are limited on their own, as log-ins and webhooks),
-/// and a forged token must not make another user's requests wait.
+/// Who a request comes from, for taking turns ([`crate::turns`]): an access token (its user
+/// and its id: a revoked token that still verifies then holds up only itself), or a product
+/// key (by its hash, unchecked: checking costs a query). `None` for a request without
+/// credentials or with a token that does not verify: those are answered without the
+/// database's heavy work (or are limited on their own, as log-ins and webhooks), and a forged
+/// token must not make another user's requests wait.
 pub(crate) fn caller_key(state: &AppState, parts: &Parts) -> Option<String> {
     let token = bearer(parts)?;
     if token.starts_with(PRODUCT_KEY_PREFIX) {
         return Some(format!("key:{}", token_hash(token)));
     }
-    state
-        .auth
-        .verify(token)
-        .ok()
-        .map(|claims| format!("user:{}", claims.sub))
+    let claims = state.auth.verify(token).ok()?;
+    Some(format!("token:{}:{}", claims.sub, claims.jti))
 }
 
 fn bearer(parts: &Parts) -> Option<&str> {

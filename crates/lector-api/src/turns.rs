@@ -5,9 +5,10 @@
 //! user who sent thirty requests at once that each write tens of thousands of rows (a labeling
 //! session over every document of a large project) held them all, so every other user's
 //! requests, even `/auth/status`, waited ten seconds and answered 503. Now the burst is that
-//! caller's own queue. A caller is a user (by a verified access token) or a product key; a
-//! request without valid credentials takes no turn (`auth::caller_key` says why). More than
-//! [`MAX_WAITING`] waiting requests of one caller answer 429 with `Retry-After` at once.
+//! caller's own queue. A caller is an access token that verifies, or a product key; a request
+//! without valid credentials takes no turn (`auth::caller_key` says why). A turn lasts until
+//! the answer's body has been sent. More than [`MAX_WAITING`] waiting requests of one caller
+//! answer 429 with `Retry-After` at once.
 
 use crate::state::AppState;
 use axum::extract::{Request, State};
@@ -72,21 +73,25 @@ impl Turns {
     }
 }
 
-/// Counts a request out when it is answered, or dropped while it waited or ran.
-struct InHand<'a> {
-    turns: &'a Turns,
-    key: &'a str,
+/// Counts a request out when its answer has been sent (or dropped), holding its turn till then.
+struct Held {
+    _turn: tokio::sync::OwnedSemaphorePermit,
+    turns: Turns,
+    key: String,
     caller: Arc<Caller>,
 }
 
-impl Drop for InHand<'_> {
+impl Drop for Held {
     fn drop(&mut self) {
-        self.turns.leave(self.key, &self.caller);
+        self.turns.leave(&self.key, &self.caller);
     }
 }
 
-/// Waits for one of the caller's turns, holds it while the request is handled.
+/// Waits for one of the caller's turns, and holds it until the answer's body has been sent: a
+/// download answers its head at once and reads the database page by page while its body is
+/// written, so a turn given back with the head would let a caller's downloads all read at once.
 pub async fn callers_take_turns(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    use http_body_util::BodyExt;
     let (parts, body) = request.into_parts();
     let Some(key) = crate::auth::caller_key(&state, &parts) else {
         return next.run(Request::from_parts(parts, body)).await;
@@ -100,18 +105,53 @@ pub async fn callers_take_turns(State(state): State<AppState>, request: Request,
         );
         return crate::error::ApiError(error).into_response();
     };
-    let in_hand = InHand {
+    // Counted out however this ends: answered, or dropped while waiting or running.
+    let waiting = Waiting {
         turns: &state.turns,
         key: &key,
-        caller,
+        caller: Some(caller),
     };
-    let _turn = in_hand
-        .caller
-        .turns
-        .acquire()
-        .await
-        .expect("a caller's turns are never closed");
-    next.run(request).await
+    let turn = waiting.caller.as_ref().map(|c| c.turns.clone()).expect("a caller");
+    let turn = turn.acquire_owned().await.expect("a caller's turns are never closed");
+    let held = waiting.into_held(turn);
+    let response = next.run(request).await;
+    if axum::body::HttpBody::size_hint(response.body()).exact().is_some() {
+        // A body of known size is in hand already: nothing more to read for it. (Its length
+        // and the problem's request id, stamped around this layer, need the size kept.)
+        return response;
+    }
+    response.map(|body| {
+        axum::body::Body::new(body.map_frame(move |frame| {
+            let _ = &held;
+            frame
+        }))
+    })
+}
+
+/// A request counted in that has no turn yet; counts itself out when dropped.
+struct Waiting<'a> {
+    turns: &'a Turns,
+    key: &'a str,
+    caller: Option<Arc<Caller>>,
+}
+
+impl Waiting<'_> {
+    fn into_held(mut self, turn: tokio::sync::OwnedSemaphorePermit) -> Held {
+        Held {
+            _turn: turn,
+            turns: self.turns.clone(),
+            key: self.key.to_owned(),
+            caller: self.caller.take().expect("a caller"),
+        }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if let Some(caller) = &self.caller {
+            self.turns.leave(self.key, caller);
+        }
+    }
 }
 
 #[cfg(test)]

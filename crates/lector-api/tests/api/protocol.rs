@@ -530,3 +530,51 @@ async fn one_callers_requests_take_turns() {
         "callers are forgotten when their requests end"
     );
 }
+
+/// A caller's turn is held until its answer's body has been sent, not only its head: a
+/// download answers its head at once and reads the database page by page while the body is
+/// written, so a turn given back with the head let one caller's downloads all read at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_lasts_until_the_answer_is_sent() {
+    use tower::ServiceExt;
+    type Chunk = Result<Vec<u8>, std::io::Error>;
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.http.requests_per_caller = 1)
+        .await
+        .expect("sqlite app");
+    let ada = token_for(&app, "ada@example.org").await;
+    let (pages, written) = tokio::sync::mpsc::channel::<Chunk>(1);
+    let written = std::sync::Arc::new(std::sync::Mutex::new(Some(written)));
+    let stream = move || {
+        let written = written.lock().unwrap().take().expect("one request");
+        async move {
+            let body = futures_util::stream::unfold(written, |mut w| async move { w.recv().await.map(|c| (c, w)) });
+            axum::body::Body::from_stream(body)
+        }
+    };
+    let router = axum::Router::new()
+        .route("/stream", axum::routing::get(stream))
+        .layer(axum::middleware::from_fn_with_state(
+            app.state.clone(),
+            lector_api::turns::callers_take_turns,
+        ))
+        .with_state(app.state.clone());
+    let request = axum::http::Request::get("/stream")
+        .header("authorization", format!("Bearer {ada}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = router.oneshot(request).await.unwrap();
+    assert_eq!(
+        app.state.turns.callers(),
+        1,
+        "the head is answered, the body not yet sent"
+    );
+    pages.send(Ok(b"page".to_vec())).await.unwrap();
+    drop(pages);
+    let body = axum::body::to_bytes(response.into_body(), 1024).await.unwrap();
+    assert_eq!(&body[..], b"page");
+    assert_eq!(
+        app.state.turns.callers(),
+        0,
+        "the turn is given back with the last byte"
+    );
+}
