@@ -1,6 +1,6 @@
 // A project's models: train with one button, watch training, read the metrics as pictures,
 // compare versions, download.
-import { useState, type FormEvent } from "react";
+import { useEffect, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams } from "react-router";
 import { api, download, unwrap, type Schemas } from "../api/client";
 import { fixed, isFinal, percent, readMetrics, when, type Metrics } from "../lib/format";
@@ -29,9 +29,16 @@ export function ModelsPage() {
   );
   const action = useAction();
   // The models compared are in the address (?compare=3,5): a reload or a link keeps them.
+  // The ticks are also kept here, so a checkbox shows its new state at once rather than when
+  // the address has changed (the router changes it a moment later: a click seemed lost).
   const [query, setQuery] = useQuery();
-  const chosen = readIds(query.get("compare"));
-  const setChosen = (ids: number[]) => setQuery({ compare: ids.join(",") }, true);
+  const inAddress = query.get("compare");
+  const [chosen, setTicked] = useState<number[]>(() => readIds(inAddress));
+  useEffect(() => setTicked(readIds(inAddress)), [inAddress]);
+  const setChosen = (ids: number[]) => {
+    setTicked(ids);
+    setQuery({ compare: ids.join(",") }, true);
+  };
   // The new model's name: the user's, or the next version of the project's name (cut to fit).
   const [typed, setTyped] = useState<string | null>(null);
   const proposed = models.data ? nextVersionName(project.name, models.data) : "";
