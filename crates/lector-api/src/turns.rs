@@ -41,11 +41,11 @@ struct Caller {
 }
 
 impl Turns {
-    /// The caller's entry, counting one more request in hand; `None` when too many wait.
-    fn enter(&self, key: String, per_caller: usize) -> Option<Arc<Caller>> {
+    /// Counts one more request of the caller in; `None` when too many of its requests wait.
+    fn enter(&self, key: String, per_caller: usize) -> Option<InHand> {
         use std::sync::atomic::Ordering;
         let mut callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
-        let caller = callers.entry(key).or_insert_with(|| {
+        let caller = callers.entry(key.clone()).or_insert_with(|| {
             Arc::new(Caller {
                 turns: Arc::new(Semaphore::new(per_caller)),
                 in_hand: Default::default(),
@@ -55,7 +55,11 @@ impl Turns {
             return None;
         }
         caller.in_hand.fetch_add(1, Ordering::Relaxed);
-        Some(caller.clone())
+        Some(InHand {
+            turns: self.clone(),
+            key,
+            caller: caller.clone(),
+        })
     }
 
     /// Counts a request out; forgets a caller with none left.
@@ -73,15 +77,15 @@ impl Turns {
     }
 }
 
-/// Counts a request out when its answer has been sent (or dropped), holding its turn till then.
-struct Held {
-    _turn: tokio::sync::OwnedSemaphorePermit,
+/// A request counted in: counted out when dropped, however it ends (answered, or dropped
+/// while it waited or ran).
+struct InHand {
     turns: Turns,
     key: String,
     caller: Arc<Caller>,
 }
 
-impl Drop for Held {
+impl Drop for InHand {
     fn drop(&mut self) {
         self.turns.leave(&self.key, &self.caller);
     }
@@ -98,22 +102,16 @@ pub async fn callers_take_turns(State(state): State<AppState>, request: Request,
     };
     let request = Request::from_parts(parts, body);
     let per_caller = state.config.http.requests_per_caller;
-    let Some(caller) = state.turns.enter(key.clone(), per_caller) else {
+    let Some(in_hand) = state.turns.enter(key, per_caller) else {
         let mut error = Error::rate_limited(1);
         error.detail = format!(
             "more than {MAX_WAITING} of your requests are waiting for their turn; {per_caller} are handled at once"
         );
         return crate::error::ApiError(error).into_response();
     };
-    // Counted out however this ends: answered, or dropped while waiting or running.
-    let waiting = Waiting {
-        turns: &state.turns,
-        key: &key,
-        caller: Some(caller),
-    };
-    let turn = waiting.caller.as_ref().map(|c| c.turns.clone()).expect("a caller");
-    let turn = turn.acquire_owned().await.expect("a caller's turns are never closed");
-    let held = waiting.into_held(turn);
+    let turn = in_hand.caller.turns.clone().acquire_owned().await;
+    // The turn is given back first, then the request counted out (a tuple drops in order).
+    let held = (turn.expect("a caller's turns are never closed"), in_hand);
     let response = next.run(request).await;
     if axum::body::HttpBody::size_hint(response.body()).exact().is_some() {
         // A body of known size is in hand already: nothing more to read for it. (Its length
@@ -128,32 +126,6 @@ pub async fn callers_take_turns(State(state): State<AppState>, request: Request,
     })
 }
 
-/// A request counted in that has no turn yet; counts itself out when dropped.
-struct Waiting<'a> {
-    turns: &'a Turns,
-    key: &'a str,
-    caller: Option<Arc<Caller>>,
-}
-
-impl Waiting<'_> {
-    fn into_held(mut self, turn: tokio::sync::OwnedSemaphorePermit) -> Held {
-        Held {
-            _turn: turn,
-            turns: self.turns.clone(),
-            key: self.key.to_owned(),
-            caller: self.caller.take().expect("a caller"),
-        }
-    }
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        if let Some(caller) = &self.caller {
-            self.turns.leave(self.key, caller);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,19 +135,18 @@ mod tests {
         let turns = Turns::default();
         let first = turns.enter("user:1".into(), 2).unwrap();
         let second = turns.enter("user:1".into(), 2).unwrap();
-        let other = turns.enter("user:2".into(), 2).unwrap();
-        turns.leave("user:2", &other);
+        drop(turns.enter("user:2".into(), 2).unwrap());
         assert_eq!(turns.callers(), 1);
-        turns.leave("user:1", &first);
+        drop(first);
         assert_eq!(turns.callers(), 1);
-        turns.leave("user:1", &second);
+        drop(second);
         assert_eq!(turns.callers(), 0);
     }
 
     #[test]
     fn too_many_waiting_are_refused() {
         let turns = Turns::default();
-        let held: Vec<_> = (0..2 + MAX_WAITING)
+        let mut held: Vec<_> = (0..2 + MAX_WAITING)
             .map(|_| turns.enter("user:1".into(), 2).expect("within the queue"))
             .collect();
         assert!(turns.enter("user:1".into(), 2).is_none());
@@ -183,7 +154,7 @@ mod tests {
             turns.enter("user:2".into(), 2).is_some(),
             "another caller is not held up"
         );
-        turns.leave("user:1", &held[0]);
+        held.pop();
         assert!(turns.enter("user:1".into(), 2).is_some());
     }
 }
