@@ -347,5 +347,7 @@ async fn copy_session(tx: &mut Transaction<'static, Any>, copy: i64, original: i
         &ids,
     )
     .await?;
+    // The copy keeps the original's status; its counts are its own rows'.
+    crate::session_counts::recount(tx, session).await?;
     Ok(1)
 }

@@ -5,7 +5,8 @@
 //! session's tags count as training data like any session's.
 
 use crate::models::Model;
-use crate::sessions::{NewSession, Session, insert_session, refresh_status};
+use crate::session_counts::refresh_status;
+use crate::sessions::{NewSession, Session, insert_session};
 use crate::tags::SegmentAt;
 use crate::{Param, Store, db};
 use lector_core::labeling::SessionMode;

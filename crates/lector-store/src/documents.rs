@@ -9,6 +9,7 @@ use crate::bulk::insert_grouped_batch;
 use crate::jobs::{Lease, NewJob, check_fence, enqueue_in, set_task};
 use crate::payloads::{ImportOptions, ImportPayload, ImportedDocument};
 use crate::records::{FromAnyRow, Project, fetch_record, fetch_records, from_row};
+use crate::session_counts::DocumentSessions;
 use crate::uploads::{Upload, mark_used_in};
 use crate::{Backend, Param, Store, db, numbered};
 use lector_core::time::Timestamp;
@@ -164,6 +165,7 @@ impl Store {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let current = self.document_of(project.id, id).await?;
         let mut tx = self.begin_write().await?;
+        let sessions = DocumentSessions::withdraw(&mut tx, current.id, false).await?;
         sqlx::query("UPDATE documents SET text = $1, meta = $2, language = $3 WHERE id = $4")
             .bind(&document.text)
             .bind(document.meta.to_string())
@@ -174,6 +176,7 @@ impl Store {
             .map_err(db)?;
         remove_segments_in(&mut tx, current.id).await?;
         insert_segments(&mut tx, current.id, &document.segments).await?;
+        sessions.restore(&mut tx).await?;
         tx.commit().await.map_err(db)?;
         self.document_with_segments(project.id, id).await
     }
@@ -182,12 +185,14 @@ impl Store {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let document = self.document_of(project.id, id).await?;
         let mut tx = self.begin_write().await?;
+        let sessions = DocumentSessions::withdraw(&mut tx, document.id, true).await?;
         remove_segments_in(&mut tx, document.id).await?;
         sqlx::query("DELETE FROM documents WHERE id = $1")
             .bind(document.id)
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        sessions.restore(&mut tx).await?;
         tx.commit().await.map_err(db)?;
         Ok(document)
     }

@@ -8,7 +8,8 @@
 
 use crate::jobs::{Lease, NewJob, check_fence, enqueue_in, set_task};
 use crate::payloads::{LabeledColumns, LabeledImportPayload};
-use crate::sessions::{insert_session, refresh_status, session_group};
+use crate::session_counts::{recount, refresh_status};
+use crate::sessions::{insert_session, session_group};
 use crate::tags::{LabeledTarget, add_labeled};
 use crate::uploads::{Upload, mark_used_in};
 use crate::{LabeledDocument, NewSession, Session, Store, db};
@@ -49,6 +50,7 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        recount(&mut tx, session_id).await?;
         let group_id = session_group(&mut tx, project.id, session_id, &new.name, "PROCESSING").await?;
         let payload = LabeledImportPayload {
             project_id: project.id,
@@ -95,6 +97,8 @@ impl Store {
         let mut tx = self.begin_write().await?;
         check_fence(&mut tx, lease).await?;
         let added = add_labeled(&mut tx, target, &vocabulary, Some(first_position), documents).await?;
+        // The session shows the import's progress; its status stays STARTED until the end.
+        recount(&mut tx, session.id).await?;
         tx.commit().await.map_err(db)?;
         Ok(added)
     }

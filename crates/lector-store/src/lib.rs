@@ -85,6 +85,9 @@ mod s3;
 #[cfg(test)]
 mod schema_tests;
 mod security;
+#[cfg(test)]
+mod session_count_tests;
+mod session_counts;
 mod sessions;
 #[cfg(test)]
 mod tag_tests;
@@ -346,19 +349,21 @@ impl Param {
 const MAX_STATEMENT_PARAMS: usize = 30_000;
 
 /// Inserts rows with as few multi-row statements as the parameter limit allows. `tail` follows
-/// the VALUES list (an `ON CONFLICT` clause, say) and binds nothing.
+/// the VALUES list (an `ON CONFLICT` clause, say) and binds nothing. Answers how many rows were
+/// written (a conflict that does nothing writes none).
 pub(crate) async fn insert_many(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     table: &str,
     columns: &[&str],
     rows: Vec<Vec<Param>>,
     tail: &str,
-) -> Result<()> {
+) -> Result<u64> {
     let backend = match tx.backend_name() {
         "PostgreSQL" => Backend::Postgres,
         _ => Backend::Sqlite,
     };
     let per_statement = (MAX_STATEMENT_PARAMS / columns.len()).max(1);
+    let mut written = 0;
     let mut rows = rows.into_iter().peekable();
     while rows.peek().is_some() {
         let chunk: Vec<Vec<Param>> = rows.by_ref().take(per_statement).collect();
@@ -367,12 +372,13 @@ pub(crate) async fn insert_many(
             columns.join(", "),
             placeholders(chunk.len(), columns.len(), backend)
         );
-        Param::bind_all(sqlx::query(&sql), chunk.into_iter().flatten().collect())
+        written += Param::bind_all(sqlx::query(&sql), chunk.into_iter().flatten().collect())
             .execute(&mut **tx)
             .await
-            .map_err(db)?;
+            .map_err(db)?
+            .rows_affected();
     }
-    Ok(())
+    Ok(written)
 }
 
 /// `(…), (…)`: `rows` tuples of `width` placeholders. SQLite gets anonymous `?` placeholders:

@@ -158,6 +158,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0024_upload_rows.sql"),
         postgres: include_str!("../migrations/postgres/0024_upload_rows.sql"),
     },
+    Step {
+        version: 25,
+        description: "session counts",
+        sqlite: include_str!("../migrations/sqlite/0025_session_counts.sql"),
+        postgres: include_str!("../migrations/postgres/0025_session_counts.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

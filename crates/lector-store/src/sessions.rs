@@ -2,18 +2,20 @@
 //! annotators put on segments, and the marks that say a segment is annotated.
 //!
 //! A session's status and progress follow from its marks (see `lector_core::labeling`): every
-//! write that can change them recomputes the status in the same transaction.
+//! write that can change them brings the counts on the session's row and its status up to date
+//! in the same transaction (see `session_counts`).
 
 use crate::documents::{NewDocument, insert_group, project_documents};
 use crate::records::{
     CLASS_COLUMNS, Class, FromAnyRow, LABEL_COLUMNS, Label, Project, fetch_record, fetch_records, from_row,
 };
+use crate::session_counts::refresh_status;
 use crate::tags::{LabeledTarget, NewTag, add_labeled, auto_tag};
 use crate::{Param, Store, db};
 use lector_core::labeling::{self, SessionMode, SessionStatus};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, FieldError, ProjectType, Result, Scope};
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, Transaction};
 
 /// Sessions one project may have.
 pub const MAX_SESSIONS_PER_PROJECT: i64 = 1000;
@@ -51,10 +53,7 @@ impl Session {
 
 const SESSION_COLUMNS: &str = "s.id, s.uuid, s.project_id, p.workspace_id, s.user_id, s.name, s.description, \
      s.mode, s.status, s.document_group_id, s.model_id, s.created, s.finished, \
-     (SELECT COUNT(*) FROM session_documents sd WHERE sd.session_id = s.id) AS document_count, \
-     (SELECT COUNT(*) FROM session_documents sd JOIN segments g ON g.document_id = sd.document_id \
-      WHERE sd.session_id = s.id) AS segment_count, \
-     (SELECT COUNT(*) FROM segment_statuses st WHERE st.session_id = s.id) AS annotated_count";
+     s.document_count, s.segment_count, s.annotated_count";
 
 from_row! {
     Session {
@@ -420,8 +419,8 @@ impl Store {
     /// The page of documents of `session` (read through a scoped check) after the document
     /// `after` in id order (keyset: `id > after`), for reading a whole session at a cost that
     /// does not grow with the position; and whether more follow. The session is not read
-    /// again: reading it counts its documents, segments and marks, which made a download of a
-    /// session of 60,000 documents cost its size once per page (17 s instead of 2).
+    /// again (when reading it still counted its documents, segments and marks, a download of a
+    /// session of 60,000 documents cost its size once per page).
     pub async fn session_documents_after(
         &self,
         session: &Session,
@@ -548,7 +547,8 @@ pub(crate) async fn add_session_documents(
         rows,
         "ON CONFLICT (session_id, document_id) DO NOTHING",
     )
-    .await
+    .await?;
+    Ok(())
 }
 
 /// Inserts a session (CREATED) with its vocabulary and its existing documents: the given ones,
@@ -622,31 +622,6 @@ pub(crate) async fn session_group(
         .await
         .map_err(db)?;
     Ok(group_id)
-}
-
-/// Recomputes a session's status from its marks, stamping `finished` when it first finishes.
-pub(crate) async fn refresh_status(tx: &mut Transaction<'static, Any>, session_id: i64) -> Result<()> {
-    let counts = sqlx::query(
-        "SELECT (SELECT COUNT(*) FROM session_documents sd JOIN segments g ON g.document_id = sd.document_id \
-          WHERE sd.session_id = $1) AS segments, \
-         (SELECT COUNT(*) FROM segment_statuses WHERE session_id = $1) AS annotated",
-    )
-    .bind(session_id)
-    .fetch_one(&mut **tx)
-    .await
-    .map_err(db)?;
-    let segments: i64 = counts.try_get("segments").map_err(db)?;
-    let annotated: i64 = counts.try_get("annotated").map_err(db)?;
-    let status = labeling::status_for(annotated, segments);
-    let update = if status == SessionStatus::Finished {
-        sqlx::query("UPDATE sessions SET status = $1, finished = COALESCE(finished, $2) WHERE id = $3")
-            .bind(status.as_str())
-            .bind(Timestamp::now().micros())
-    } else {
-        sqlx::query("UPDATE sessions SET status = $1, finished = NULL WHERE id = $2").bind(status.as_str())
-    };
-    update.bind(session_id).execute(&mut **tx).await.map_err(db)?;
-    Ok(())
 }
 
 /// A session of the project as `executor` sees it (a transaction sees its own writes).

@@ -2,13 +2,11 @@
 //! label, or both, optionally on a part of the segment) and the marks that say a segment is
 //! annotated, including the tags and marks that documents bring along when they arrive
 //! labeled ([`add_labeled`]) or that their attributes imply ([`auto_tag`]). Every write that can change a session's progress recomputes its status in the
-//! same transaction ([`crate::sessions::refresh_status`]).
+//! same transaction ([`crate::session_counts`]).
 
 use crate::documents::insert_document;
 use crate::records::{FromAnyRow, fetch_record, from_row};
-use crate::sessions::{
-    LabeledDocument, MAX_TAGS_PER_SEGMENT, MarkTarget, Session, Vocabulary, add_session_documents, refresh_status,
-};
+use crate::sessions::{LabeledDocument, MAX_TAGS_PER_SEGMENT, MarkTarget, Session, Vocabulary, add_session_documents};
 use crate::{Param, Store, db, numbered};
 use lector_core::labeling::{self, TagNames};
 use lector_core::time::Timestamp;
@@ -314,8 +312,9 @@ impl Store {
             MarkTarget::Document => segments.iter().map(|s| s.id).collect(),
         };
         let mut tx = self.begin_write().await?;
-        mark_segments(&mut tx, session.id, document.id, scope.user_id, &chosen).await?;
-        refresh_status(&mut tx, session.id).await?;
+        crate::lock_row(&mut tx, ("sessions", session.id)).await?;
+        let added = mark_segments(&mut tx, session.id, document.id, scope.user_id, &chosen).await?;
+        crate::session_counts::add_marks(&mut tx, session.id, added).await?;
         tx.commit().await.map_err(db)?;
         let marks = self.marks_by_segment_ids(session.id, &chosen).await?;
         let session = self.session_of(session.project_id, session.id).await?;
@@ -406,13 +405,15 @@ pub(crate) async fn insert_tag(
     .map_err(db)
 }
 
+/// Marks segments annotated in a session, keeping a mark that is there already. Answers how many
+/// marks are new.
 pub(crate) async fn mark_segments(
     tx: &mut Transaction<'static, Any>,
     session_id: i64,
     document_id: i64,
     user_id: i64,
     segment_ids: &[i64],
-) -> Result<()> {
+) -> Result<u64> {
     let now = Timestamp::now().micros();
     let rows = segment_ids
         .iter()

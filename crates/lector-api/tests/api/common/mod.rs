@@ -646,6 +646,18 @@ pub const JOBS_SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
 impl TestApp {
     /// The jobs still queued or running after `jobs_settle`, as lines for a failure message.
     /// Drop cannot await: this thread blocks while the runtime's other threads run the workers.
+    /// Sessions whose stored counts differ from their rows (see [`Drop for TestApp`]).
+    fn miscounted_sessions(&self) -> Vec<String> {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return vec![];
+        };
+        if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            return vec![];
+        }
+        tokio::task::block_in_place(|| runtime.block_on(self.state.store.miscounted_sessions()))
+            .expect("sessions' counts")
+    }
+
     fn jobs_left_behind(&self) -> Vec<String> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return vec![];
@@ -671,13 +683,15 @@ impl TestApp {
 }
 
 /// Like crates.io's test app, the teardown fails a test that leaves jobs queued or running:
-/// every job a test starts must end within the test (wait for it).
+/// every job a test starts must end within the test (wait for it). It also fails a test after
+/// which a session's stored counts (documents, segments, marks) differ from its rows: every
+/// write path the tests take keeps them.
 impl Drop for TestApp {
     fn drop(&mut self) {
-        let left = if std::thread::panicking() {
-            vec![]
+        let (left, miscounted) = if std::thread::panicking() {
+            (vec![], vec![])
         } else {
-            self.jobs_left_behind()
+            (self.jobs_left_behind(), self.miscounted_sessions())
         };
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
@@ -692,6 +706,11 @@ impl Drop for TestApp {
             "the test left jobs queued or running after {:?}:\n{}",
             self.jobs_settle,
             left.join("\n")
+        );
+        assert!(
+            miscounted.is_empty(),
+            "the counts kept on sessions' rows differ from their rows:\n{}",
+            miscounted.join("\n")
         );
     }
 }

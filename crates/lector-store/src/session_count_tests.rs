@@ -1,0 +1,184 @@
+//! The counts kept on a session's row (documents, segments, marks) follow every write that
+//! changes them, and so does the status they imply: marks, added and labeled documents, a
+//! document's new text, a deleted document, a document in two sessions, and twenty marks at
+//! once, on both backends.
+
+use crate::testing::{TestDatabase, labeled, owner_with_project};
+use crate::{Backend, ClassFields, MarkTarget, NewDocument, NewSegment, NewSession, Session, SessionChanges, Store};
+use futures_util::future::join_all;
+use lector_core::labeling::SessionStatus;
+use lector_core::{ProjectType, Scope};
+
+/// A document of `sentences`, one segment each.
+fn document(sentences: &[&str]) -> NewDocument {
+    let mut text = String::new();
+    let mut segments = Vec::new();
+    for sentence in sentences {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        let start = text.chars().count() as i64;
+        text.push_str(sentence);
+        segments.push(NewSegment {
+            text: (*sentence).into(),
+            start,
+            end: text.chars().count() as i64,
+            layout: None,
+        });
+    }
+    NewDocument {
+        text,
+        segments,
+        meta: serde_json::json!({}),
+        language: "en".into(),
+    }
+}
+
+/// The session as the store reads it, checked against its rows; answers its three counts.
+async fn counts(store: &Store, scope: &Scope, session: &Session) -> (i64, i64, i64, SessionStatus) {
+    assert_eq!(store.miscounted_sessions().await.expect("counts"), Vec::<String>::new());
+    let now = store
+        .session(scope, session.project_id, session.id)
+        .await
+        .expect("the session");
+    (now.document_count, now.segment_count, now.annotated_count, now.status)
+}
+
+async fn counts_follow_every_write(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 8).await.expect("store");
+    let (scope, _, project) = owner_with_project(&store, "Counts", ProjectType::Class).await;
+    let class = ClassFields {
+        name: "spam".into(),
+        ..Default::default()
+    };
+    store
+        .add_classes(&scope, project.id, vec![class])
+        .await
+        .expect("a class");
+    let mut documents = Vec::new();
+    for sentences in [&["One.", "Two."][..], &["Three."], &["Four.", "Five.", "Six."]] {
+        let (document, _) = store
+            .create_document(&scope, project.id, document(sentences))
+            .await
+            .expect("a document");
+        documents.push(document.id);
+    }
+    let new = NewSession {
+        name: "All".into(),
+        ..Default::default()
+    };
+    let all = store.create_session(&scope, project.id, new).await.expect("a session");
+    let new = NewSession {
+        name: "First".into(),
+        document_ids: Some(vec![documents[0]]),
+        ..Default::default()
+    };
+    let first = store.create_session(&scope, project.id, new).await.expect("a session");
+    assert_eq!(counts(&store, &scope, &all).await, (3, 6, 0, SessionStatus::Created));
+    assert_eq!(counts(&store, &scope, &first).await, (1, 2, 0, SessionStatus::Created));
+
+    let mark =
+        |session: i64, document: i64| store.mark_annotated(&scope, project.id, session, document, MarkTarget::Document);
+    mark(all.id, documents[0]).await.expect("marked");
+    mark(all.id, documents[0]).await.expect("marked again");
+    assert_eq!(counts(&store, &scope, &all).await, (3, 6, 2, SessionStatus::Annotating));
+    mark(all.id, documents[1]).await.expect("marked");
+    mark(all.id, documents[2]).await.expect("marked");
+    assert_eq!(counts(&store, &scope, &all).await, (3, 6, 6, SessionStatus::Finished));
+    mark(first.id, documents[0]).await.expect("marked");
+    assert_eq!(counts(&store, &scope, &first).await, (1, 2, 2, SessionStatus::Finished));
+
+    // New text for a marked document in both sessions: its three segments are unmarked.
+    store
+        .update_document(&scope, project.id, documents[0], document(&["Uno.", "Dos.", "Tres."]))
+        .await
+        .expect("new text");
+    assert_eq!(counts(&store, &scope, &all).await, (3, 7, 4, SessionStatus::Annotating));
+    assert_eq!(counts(&store, &scope, &first).await, (1, 3, 0, SessionStatus::Created));
+
+    // Deleting that document finishes the one session and empties the other.
+    store
+        .delete_document(&scope, project.id, documents[0])
+        .await
+        .expect("deleted");
+    assert_eq!(counts(&store, &scope, &all).await, (2, 4, 4, SessionStatus::Finished));
+    assert_eq!(counts(&store, &scope, &first).await, (0, 0, 0, SessionStatus::Created));
+
+    // A labeled document (marked) and an existing one (not).
+    let (extra, _) = store
+        .create_document(&scope, project.id, document(&["Seven.", "Eight."]))
+        .await
+        .expect("a document");
+    let changes = SessionChanges {
+        document_ids: vec![extra.id],
+        labeled: vec![labeled("Buy now.", "spam")],
+        ..Default::default()
+    };
+    store
+        .update_session(&scope, project.id, first.id, changes)
+        .await
+        .expect("documents added");
+    assert_eq!(
+        counts(&store, &scope, &first).await,
+        (2, 3, 1, SessionStatus::Annotating)
+    );
+}
+
+/// Twenty requests marking twenty segments at once count twenty marks.
+async fn marks_at_once_are_all_counted(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 20).await.expect("store");
+    let (scope, _, project) = owner_with_project(&store, "Race", ProjectType::Class).await;
+    let sentences: Vec<String> = (0..20).map(|i| format!("Sentence {i}.")).collect();
+    let sentences: Vec<&str> = sentences.iter().map(String::as_str).collect();
+    let (document, segments) = store
+        .create_document(&scope, project.id, document(&sentences))
+        .await
+        .expect("a document");
+    let new = NewSession {
+        name: "Race".into(),
+        ..Default::default()
+    };
+    let session = store.create_session(&scope, project.id, new).await.expect("a session");
+    let racers = segments.iter().map(|segment| {
+        store.mark_annotated(
+            &scope,
+            project.id,
+            session.id,
+            document.id,
+            MarkTarget::Segment(segment.id),
+        )
+    });
+    for result in join_all(racers).await {
+        result.expect("marked");
+    }
+    assert_eq!(
+        counts(&store, &scope, &session).await,
+        (1, 20, 20, SessionStatus::Finished)
+    );
+}
+
+#[tokio::test]
+async fn counts_follow_every_write_sqlite() {
+    counts_follow_every_write(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn counts_follow_every_write_postgres() {
+    counts_follow_every_write(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn marks_at_once_are_all_counted_sqlite() {
+    marks_at_once_are_all_counted(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn marks_at_once_are_all_counted_postgres() {
+    marks_at_once_are_all_counted(Backend::Postgres).await;
+}
