@@ -71,10 +71,10 @@ project = (project["items"] if isinstance(project, dict) else project)[0]["id"]
 listed = call("GET", f"/projects/{project}/annotations")[1]
 listed = listed["items"] if isinstance(listed, dict) else listed
 session = listed[-1]["id"]
-page = call("GET", f"/projects/{project}/annotations/{session}/documents?limit=1")[1]
-document = (page["items"] if isinstance(page, dict) else page)[0]["id"]
-segments = call("GET", f"/projects/{project}/annotations/{session}/documents/{document}")[1]["segments"]
-segment = segments[0]["id"]
+# The session's documents come inside the session; a document comes with its segments.
+document = call("GET", f"/projects/{project}/annotations/{session}/documents?limit=1")[1]["documents"][0]["id"]
+answer = call("GET", f"/projects/{project}/annotations/{session}/documents/{document}")[1]
+segment = (answer.get("segments") or answer["document"]["segments"])[0]["id"]
 at = f"/projects/{project}/annotations/{session}/documents/{document}/segments/{segment}"
 print(f"{len(listed)} sessions of {listed[-1].get('document_count', '?')} documents")
 print(f"list_labeling_sessions  {timed('GET', f'/projects/{project}/annotations'):.3f} s")
