@@ -1,5 +1,6 @@
 // Accounts through the pages: inviting a member who accepts with the token from the mail,
-// changing the member's role, and resetting a password with the mailed token.
+// changing the member's role, resetting a password with the mailed token, and the account page
+// (name, product keys, password).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -114,7 +115,7 @@ test("an invitation is accepted with the mailed token, then the member's role ch
   assert.fail("Bob's role did not become USER");
 });
 
-test("a password is reset with the mailed token", async () => {
+test("a password is reset with the mailed token, then the account page changes the name, makes and deletes a product key and changes the password", async () => {
   const page = await newPage(browser);
   const email = `reset-${process.pid}@example.org`;
   const reg = await page.request.post(`${BASE}/auth/register`, { data: { email, password: "old password 1" } });
@@ -129,5 +130,64 @@ test("a password is reset with the mailed token", async () => {
   await page.getByRole("button", { name: "Set password" }).click();
   await page.getByRole("link", { name: "Sign in with the new password" }).click();
   await signIn(page, email, "new password 2");
+
+  // The account page, from the user's name in the top bar.
+  await page.getByRole("link", { name: /your account/ }).click();
+  await page.getByRole("heading", { level: 1, name: "Your account" }).waitFor();
+  await page.getByRole("main").getByText(email, { exact: true }).waitFor();
+  await page.getByLabel("First name").fill("Ada");
+  await page.getByLabel("Last name").fill("Lovelace");
+  await page.getByRole("button", { name: "Save name" }).click();
+  await page.getByRole("link", { name: "Ada Lovelace (your account)" }).waitFor();
+
+  // A product key: its token shown once, working against the API, never in the list.
+  await page.getByLabel("Key name").fill("Nightly import");
+  await page.getByRole("button", { name: "Create a product key" }).click();
+  await page.getByText("Copy the key now: it will not be shown again.").waitFor();
+  const key = await page.locator(".secret code").innerText();
+  assert.match(key, /^lk_/);
+  const keys = page.getByRole("table", { name: "Your product keys" });
+  await keys.getByRole("row", { name: /Nightly import/ }).waitFor();
+  assert.ok(!(await keys.innerText()).includes(key.slice(0, 8)), "the list of keys shows no token");
+  const asKey = (k) => page.request.get(`${BASE}/auth/status`, { headers: { authorization: `Bearer ${k}` } });
+  const withKey = await asKey(key);
+  assert.equal(withKey.status(), 200, "the shown key is a working bearer token");
+  assert.equal((await withKey.json()).user.email, email);
+  await checkA11y(page, "account with a new key");
+  await shot(page, "17-account");
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.getByRole("link", { name: "Ada Lovelace (your account)" }).waitFor();
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `the account page fits a phone (${width}px)`);
+  await checkA11y(page, "account at 390 px");
+  await shot(page, "17b-phone-account");
+  await page.setViewportSize({ width: 1280, height: 900 });
+
+  page.once("dialog", (dialog) => void dialog.accept());
+  await keys.getByRole("button", { name: "Delete Nightly import" }).click();
+  await page.getByText("No product keys yet.").waitFor();
+  assert.equal((await asKey(key)).status(), 401, "a deleted key is refused");
+
+  // The password: the two new ones must agree; a wrong current one shows the server's detail.
+  await page.getByLabel("Current password").fill("not my password");
+  await page.getByLabel("New password", { exact: true }).fill("third password 3");
+  await page.getByLabel("Repeat the new password").fill("third password 4");
+  await page.getByText("The two new passwords differ.").waitFor();
+  assert.ok(await page.getByRole("button", { name: "Change password" }).isDisabled());
+  await page.getByLabel("Repeat the new password").fill("third password 3");
+  await page.getByRole("button", { name: "Change password" }).click();
+  await page.getByRole("alert").filter({ hasText: "is not the account's password" }).waitFor();
+  await page.getByLabel("Current password").fill("new password 2");
+  await page.getByRole("button", { name: "Change password" }).click();
+  await page.getByText(/^Password changed\./).waitFor();
+  // Still signed in (the page signed in again with the new password), with a token that works.
+  await page.reload();
+  await page.getByRole("heading", { level: 1, name: "Your account" }).waitFor();
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
+  const old = await page.request.post(`${BASE}/auth/login`, { data: { email, password: "new password 2" } });
+  assert.equal(old.status(), 401, "the old password is refused");
+  await signIn(page, email, "third password 3");
   assert.deepEqual(page.cspViolations, []);
 });

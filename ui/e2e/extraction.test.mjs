@@ -89,6 +89,9 @@ test("the Extract page shows the page with its boxes and the fields with confide
 });
 
 test("an unsure extraction waits in the review queue; the reviewer corrects and approves it", async () => {
+  // A configuration made before, not live, gets no review: once the other has one waiting, the
+  // page opens on that one instead of the first.
+  await call("POST", `/projects/${projectId}/hitls`, { name: "Draft check", model_id: modelId, is_live: false });
   // The configuration, made on the Reviews page: the total is required and must be almost sure.
   await page.goto(`${BASE}/app/projects/${projectId}/reviews`);
   await page.getByRole("heading", { name: "New review configuration" }).waitFor();
@@ -99,8 +102,9 @@ test("an unsure extraction waits in the review queue; the reviewer corrects and 
   await page.getByLabel("Type of total").selectOption("amount");
   await checkA11y(page, "reviews with the configuration form");
   await page.getByRole("button", { name: "Create configuration" }).click();
+  await page.getByLabel("Configuration", { exact: true }).locator("option", { hasText: "Invoice check" }).waitFor({ state: "attached" });
   await page.getByText("The queue is empty.").waitFor();
-  const [hitl] = await call("GET", `/projects/${projectId}/hitls`);
+  const hitl = (await call("GET", `/projects/${projectId}/hitls`)).find((h) => h.name === "Invoice check");
   assert.equal(hitl.is_live, true);
   assert.deepEqual(hitl.labels.total, { required: true, confidence_threshold: 0.999, data_type: "amount" });
   await page.goto(`${BASE}/app/projects/${projectId}/extract`);
@@ -112,6 +116,7 @@ test("an unsure extraction waits in the review queue; the reviewer corrects and 
   await page.getByRole("heading", { level: 1, name: "Reviews" }).waitFor();
   // The threshold as it was entered: 99.9 %, not a rounded 100 % that reads as never met.
   await page.getByRole("cell", { name: "total (threshold 99.9 %)" }).waitFor();
+  assert.equal(await page.getByLabel("Configuration", { exact: true }).locator("option:checked").innerText(), "Invoice check (live)");
   await page.getByRole("link", { name: "unsure.pdf" }).click();
   await page.getByRole("heading", { level: 1, name: "Review of unsure.pdf" }).waitFor();
   // The page beside the values, drawn from the words the review kept, the fields found boxed.
@@ -125,8 +130,7 @@ test("an unsure extraction waits in the review queue; the reviewer corrects and 
   await shot(page, "16-review");
   await page.getByRole("button", { name: "Approve" }).click();
   await page.getByText("This review was submitted.").waitFor();
-  const hitls = await call("GET", `/projects/${projectId}/hitls`);
-  const reviews = await call("GET", `/projects/${projectId}/hitls/${hitls[0].id}/reviews?with_full_data=true`);
+  const reviews = await call("GET", `/projects/${projectId}/hitls/${hitl.id}/reviews?with_full_data=true`);
   const review = reviews.find((r) => r.document_name === "unsure.pdf");
   assert.equal(review.status, "APPROVED");
   assert.equal(review.data.corrected.total, "1234.50");

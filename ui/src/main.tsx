@@ -3,6 +3,7 @@ import { createRoot } from "react-dom/client";
 import { createBrowserRouter, Navigate, RouterProvider } from "react-router";
 import { AuthProvider } from "./auth";
 import { RequireAuth } from "./components/Layout";
+import { AccountPage } from "./pages/Account";
 import { AcceptInvitation, ForgotPassword, Login, Register, ResetPassword } from "./pages/Auth";
 import { AnnotatorPage } from "./pages/Annotator";
 import { ImportPage, TaskPage } from "./pages/Import";
@@ -36,6 +37,7 @@ const router = createBrowserRouter(
         { path: "analyses", element: <AnalysesPage /> },
         { path: "analyses/:analysisId", element: <AnalysisPage /> },
         { path: "notifications", element: <NotificationsPage /> },
+        { path: "account", element: <AccountPage /> },
         {
           path: "projects/:projectId",
           element: <ProjectLayout />,

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi, type Mock } from "vitest";
-import { ApiError, download, onUnauthorized, postForm, setToken } from "./client";
+import { ApiError, download, onUnauthorized, postForm, setToken, toApiError } from "./client";
 
 /** A localStorage of the test's own (Vitest runs under Node, which has none). */
 function memoryStorage(): Storage {
@@ -66,5 +66,48 @@ describe("a 401 answer", () => {
     setToken("expired-token");
     await expect(postForm("/analyses/upload", new FormData())).rejects.toBeInstanceOf(ApiError);
     expect(listener).toHaveBeenCalledTimes(1);
+  });
+
+  it("to a request sent with a token replaced since tells no one (a password change signs in anew)", async () => {
+    setToken("old-token");
+    fetchMock.mockImplementation(async () => {
+      setToken("new-token");
+      return problem401();
+    });
+    await expect(download("/models/1/download", "model.lector-model")).rejects.toBeInstanceOf(ApiError);
+    expect(listener).not.toHaveBeenCalled();
+  });
+});
+
+describe("a 429 answer", () => {
+  afterEach(() => vi.unstubAllGlobals());
+  const tooMany = (headers: Record<string, string>) =>
+    new Response(JSON.stringify({ type: "urn:lector:problem:rate_limited", title: "Too many requests", status: 429, detail: "too many attempts; retry later", code: "rate_limited" }), {
+      status: 429,
+      headers: { "content-type": "application/problem+json", ...headers },
+    });
+
+  it("with Retry-After carries the delay and says when to try again", async () => {
+    vi.stubGlobal("localStorage", memoryStorage());
+    vi.stubGlobal("fetch", async () => tooMany({ "retry-after": "3" }));
+    const error = (await postForm("/analyses/upload", new FormData()).catch((e: unknown) => e)) as ApiError;
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error.status).toBe(429);
+    expect(error.retryAfter).toBe(3);
+    expect(error.message).toBe("Too many requests; try again in 3 s");
+    expect(error.problem?.code).toBe("rate_limited");
+  });
+
+  it("without Retry-After shows the problem's detail, and no delay", async () => {
+    const error = toApiError(tooMany({}), { detail: "too many attempts; retry later", title: "Too many requests" });
+    expect(error.retryAfter).toBeNull();
+    expect(error.message).toBe("too many attempts; retry later");
+  });
+
+  it("of another status with Retry-After adds when to try again to the detail", () => {
+    const response = new Response("{}", { status: 503, headers: { "retry-after": "120" } });
+    const error = toApiError(response, { detail: "the server is starting", title: "Unavailable" });
+    expect(error.message).toBe("the server is starting; try again in 2 min");
+    expect(error.retryAfter).toBe(120);
   });
 });

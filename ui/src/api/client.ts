@@ -1,7 +1,8 @@
 // The typed API client: openapi-fetch over the paths generated from the served OpenAPI
 // document (schema.d.ts), the bearer token kept in localStorage, and problem+json answers turned
-// into ApiError whose message is the problem's `detail`.
+// into ApiError whose message is the problem's `detail` (and when to try again, after a 429).
 import createClient, { type Middleware } from "openapi-fetch";
+import { parseRetryAfter, tooManyRequests, waitInWords } from "../lib/retry";
 import type { components, paths } from "./schema";
 
 export type Schemas = components["schemas"];
@@ -18,14 +19,19 @@ export function setToken(token: string | null): void {
   else localStorage.removeItem(TOKEN_KEY);
 }
 
-/** An error answer of the API, or a failure to reach it. `message` is what the user reads. */
+/**
+ * An error answer of the API, or a failure to reach it. `message` is what the user reads;
+ * `retryAfter` the seconds the answer's `Retry-After` asks to wait (null without one).
+ */
 export class ApiError extends Error {
   status: number;
   problem: Problem | null;
-  constructor(status: number, message: string, problem: Problem | null) {
+  retryAfter: number | null;
+  constructor(status: number, message: string, problem: Problem | null, retryAfter: number | null = null) {
     super(message);
     this.status = status;
     this.problem = problem;
+    this.retryAfter = retryAfter;
   }
 }
 
@@ -36,9 +42,18 @@ export function onUnauthorized(listener: () => void): () => void {
   return () => unauthorizedListeners.delete(listener);
 }
 
-/** Tells the listeners when an answer is a 401 to a request that carried a token. */
-function noticeUnauthorized(response: Response): void {
-  if (response.status === 401 && getToken()) unauthorizedListeners.forEach((l) => l());
+/**
+ * Tells the listeners when an answer is a 401 to a request that carried the token still kept:
+ * one sent with a token replaced since (a password change revokes the old one and the account
+ * page signs in anew) says nothing about the new one.
+ */
+function noticeUnauthorized(response: Response, sentToken: string | null): void {
+  if (response.status === 401 && sentToken && sentToken === getToken()) unauthorizedListeners.forEach((l) => l());
+}
+
+/** The bearer token a request carries, if any. */
+function bearerOf(request: Request): string | null {
+  return /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1] ?? null;
 }
 
 const auth: Middleware = {
@@ -49,8 +64,8 @@ const auth: Middleware = {
     }
     return request;
   },
-  onResponse({ response }) {
-    noticeUnauthorized(response);
+  onResponse({ request, response }) {
+    noticeUnauthorized(response, bearerOf(request));
     return response;
   },
 };
@@ -58,15 +73,24 @@ const auth: Middleware = {
 export const api = createClient<paths>({ baseUrl: "" });
 api.use(auth);
 
-/** Builds the error for a failed answer: the problem's `detail` when there is one. */
+/**
+ * Builds the error for a failed answer: the problem's `detail` when there is one; with a
+ * `Retry-After`, when to try again (a 429 says only that: its detail adds nothing to act on).
+ */
 export function toApiError(response: Response, body: unknown): ApiError {
+  const retryAfter = parseRetryAfter(response.headers.get("retry-after"));
+  let problem: Problem | null = null;
+  let text = `${response.status} ${response.statusText || "error"}`;
   if (body && typeof body === "object" && "detail" in body) {
-    const problem = body as Problem;
+    problem = body as Problem;
     const fields = problem.errors?.map((e) => `${e.field}: ${e.message}`).join("; ");
-    const text = problem.detail || problem.title;
-    return new ApiError(response.status, fields && !text.includes(fields) ? `${text} (${fields})` : text, problem);
+    const detail = problem.detail || problem.title;
+    text = fields && !detail.includes(fields) ? `${detail} (${fields})` : detail;
   }
-  return new ApiError(response.status, `${response.status} ${response.statusText || "error"}`, null);
+  if (retryAfter !== null) {
+    text = response.status === 429 ? tooManyRequests(retryAfter) : `${text}; try again in ${waitInWords(retryAfter)}`;
+  }
+  return new ApiError(response.status, text, problem, retryAfter);
 }
 
 /** Unwraps an openapi-fetch answer: its data, or a thrown ApiError. */
@@ -106,7 +130,7 @@ export async function postForm<T>(path: string, form: FormData, signal?: AbortSi
     body = null;
   }
   if (!response.ok) {
-    noticeUnauthorized(response);
+    noticeUnauthorized(response, token);
     throw toApiError(response, body);
   }
   return body as T;
@@ -124,7 +148,7 @@ export async function download(path: string, fallbackName: string): Promise<void
     throw new ApiError(0, "The server could not be reached. Check your connection and try again.", null);
   }
   if (!response.ok) {
-    noticeUnauthorized(response);
+    noticeUnauthorized(response, token);
     let body: unknown = null;
     try {
       body = await response.json();

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from "react";
 import { Link, NavLink, Navigate, Outlet, useLocation, useNavigate, useParams } from "react-router";
 import { api, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
-import { when } from "../lib/format";
+import { displayName, when } from "../lib/format";
 import { idsValid } from "../lib/links";
 import { NotFound } from "../pages/NotFound";
 import { ErrorBox, Loading } from "./ui";
@@ -209,9 +209,12 @@ export function Layout() {
         <div className="topbar-end">
           <WorkspaceSwitcher />
           <NotificationsBell />
-          <span className="who" title={status?.user.email}>
-            {status?.user.first_name || status?.user.email}
-          </span>
+          {status && (
+            <NavLink to="/account" className="who" title={`Your account (${status.user.email})`}>
+              <span dir="auto">{displayName(status.user)}</span>
+              <span className="sr-only"> (your account)</span>
+            </NavLink>
+          )}
           <button type="button" className="secondary" onClick={() => void signOut()}>
             Sign out
           </button>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { byType, exactPercent, heat, isFailed, isFinal, percent, readMetrics, tagKinds } from "./format";
+import { byType, displayName, exactPercent, heat, isFailed, isFinal, percent, readMetrics, tagKinds } from "./format";
 import { chipIndex, chipKey, waitsForDocument } from "./keys";
 
 describe("byType", () => {
@@ -107,5 +107,13 @@ describe("keys typed ahead", () => {
     expect(waitsForDocument(k("Tab"), false)).toBe(false);
     expect(waitsForDocument(k("c"), false)).toBe(false);
     expect(waitsForDocument(k("c"), true)).toBe(true);
+  });
+});
+
+describe("displayName", () => {
+  it("is the first and last name, else the e-mail address", () => {
+    expect(displayName({ first_name: "Grace", last_name: "Hopper", email: "g@example.org" })).toBe("Grace Hopper");
+    expect(displayName({ first_name: " ", last_name: "Hopper", email: "g@example.org" })).toBe("Hopper");
+    expect(displayName({ first_name: "", last_name: "", email: "g@example.org" })).toBe("g@example.org");
   });
 });

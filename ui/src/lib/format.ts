@@ -130,3 +130,8 @@ export function readMetrics(raw: unknown): Metrics | null {
     sentiment_accuracy: num("sentiment_accuracy") ?? null,
   };
 }
+
+/** How a user is named in the top bar: first and last name, else the e-mail address. */
+export function displayName(user: { first_name: string; last_name: string; email: string }): string {
+  return `${user.first_name.trim()} ${user.last_name.trim()}`.trim() || user.email;
+}

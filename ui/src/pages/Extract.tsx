@@ -6,8 +6,10 @@ import { Link, useParams } from "react-router";
 import { api, postForm, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
 import { exactPercent, percent, when } from "../lib/format";
-import { useAction, useLoad, useOffset } from "../lib/hooks";
+import { useAction, useLoad, useOffset, useQuery } from "../lib/hooks";
+import { isId } from "../lib/links";
 import { arrayPage } from "../lib/paging";
+import { configurationToOpen, hasPendingReview } from "../lib/reviews";
 import { NEEDS, roleNote } from "../lib/roles";
 import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Pager, StatusBadge, Table } from "../components/ui";
 import { CancelButton } from "../components/upload";
@@ -326,14 +328,36 @@ function NewHitl({ projectId, onCreated }: { projectId: number; onCreated: () =>
 
 /** Reviews a page of the queue shows, newest first. */
 const REVIEWS_PAGE = 50;
+/** The newest reviews of a configuration looked at for a pending one (a pending review older than these is not seen). */
+const PENDING_LOOK = 100;
 
 export function ReviewsPage() {
   const { project, role } = useProject();
   const configNote = roleNote(role, NEEDS.manage, "Making a review configuration");
   const path = { params: { path: { project_id: project.id } } };
   const hitls = useLoad(() => unwrap(api.GET("/projects/{project_id}/hitls", path)), [project.id]);
-  const [hid, setHid] = useState<number | "">("");
-  const chosen = hid === "" ? hitls.data?.[0]?.id : hid;
+  const [query, setQuery] = useQuery();
+  const inAddress = query.get("config") ?? undefined;
+  const asked = isId(inAddress) && hitls.data?.some((h) => h.id === Number(inAddress)) ? Number(inAddress) : null;
+  // With none in the address, the page opens where a person is needed: see configurationToOpen.
+  const opening = useLoad(
+    () =>
+      asked !== null || !hitls.data
+        ? Promise.resolve(null)
+        : configurationToOpen(
+            hitls.data.map((h) => h.id),
+            async (hitlId) =>
+              hasPendingReview(
+                await unwrap(
+                  api.GET("/projects/{project_id}/hitls/{hitl_id}/reviews", {
+                    params: { path: { project_id: project.id, hitl_id: hitlId }, query: { limit: PENDING_LOOK } },
+                  }),
+                ),
+              ),
+          ),
+    [project.id, asked, hitls.data],
+  );
+  const chosen = asked ?? opening.data ?? undefined;
   const [reviewOffset, setReviewOffset] = useOffset(`${project.id}/${chosen ?? ""}`);
   const reviews = useLoad(
     () =>
@@ -359,7 +383,7 @@ export function ReviewsPage() {
         <>
           <Field label="Configuration">
             {(fid) => (
-              <select id={fid} value={chosen} onChange={(e) => setHid(Number(e.target.value))}>
+              <select id={fid} value={chosen ?? ""} disabled={chosen === undefined} onChange={(e) => setQuery({ config: Number(e.target.value) })}>
                 {hitls.data!.map((h) => (
                   <option key={h.id} value={h.id}>
                     {h.name} {h.is_live ? "(live)" : ""}
@@ -368,6 +392,7 @@ export function ReviewsPage() {
               </select>
             )}
           </Field>
+          {chosen === undefined && <Loading label="Looking for pending reviews" />}
           <ErrorBox error={reviews.error} onRetry={reviews.reload} />
           {reviews.data && reviews.data.items.length === 0 && reviews.data.offset === 0 && <Empty>The queue is empty.</Empty>}
           {reviews.data && reviews.data.items.length > 0 && (
