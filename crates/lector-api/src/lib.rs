@@ -22,6 +22,7 @@ pub mod serve;
 pub mod state;
 pub mod tls;
 pub mod turns;
+pub mod unread_bodies;
 pub mod web_app;
 pub mod workflow_runs;
 
@@ -91,6 +92,7 @@ pub fn app(state: AppState) -> Router {
         )
         .layer(from_fn(request_id::assign))
         .layer(from_fn_with_state(state.clone(), headers::security_headers))
+        .layer(from_fn(unread_bodies::close_after_unread_bodies))
         .with_state(state)
 }
 

@@ -578,3 +578,79 @@ async fn a_turn_lasts_until_the_answer_is_sent() {
         "the turn is given back with the last byte"
     );
 }
+
+/// A request refused before its body was read (a forged token's 401) is answered with
+/// `Connection: close`: hyper closes such a connection, and a client that keeps connections open
+/// must not send its next request into it. A request whose body was read keeps its connection
+/// for the next. (The original platform's Python client failed its re-login after such a 401
+/// about half the time.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_left_unread_closes_its_connection_and_says_so() {
+    let (_app, address) = plain_app(|_| {}).await;
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    // The head alone, its body never sent: the server answers without having it.
+    stream
+        .write_all(
+            b"POST /projects HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: https\r\nAuthorization: Bearer forged\r\n\
+              Content-Type: application/json\r\nContent-Length: 32\r\n\r\n",
+        )
+        .await
+        .unwrap();
+    let (head, _) = read_answer(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("\r\nconnection: close\r\n"),
+        "{head}"
+    );
+
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let login = r#"{"email":"nobody@example.org","password":"not the password"}"#;
+    let request = format!(
+        "POST /auth/login HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: https\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{login}",
+        login.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let (head, _) = read_answer(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    assert!(!head.to_ascii_lowercase().contains("connection: close"), "{head}");
+    stream
+        .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: https\r\n\r\n")
+        .await
+        .unwrap();
+    let (head, body) = read_answer(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(body.contains("ok"), "{body}");
+}
+
+/// One answer of known length read off a connection: its head and its body.
+async fn read_answer(stream: &mut tokio::net::TcpStream) -> (String, String) {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read = async {
+        loop {
+            if let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&seen[..end + 4]).into_owned();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().to_owned())
+                    })
+                    .and_then(|v| v.parse().ok())
+                    .expect("a length");
+                if seen.len() >= end + 4 + length {
+                    let body = String::from_utf8_lossy(&seen[end + 4..end + 4 + length]).into_owned();
+                    return (head, body);
+                }
+            }
+            let n = stream.read(&mut buf).await.expect("the answer");
+            assert!(n > 0, "the connection closed before the answer ended");
+            seen.extend_from_slice(&buf[..n]);
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), read)
+        .await
+        .expect("an answer within 30 s")
+}
