@@ -64,6 +64,18 @@ impl ProjectType {
         }
     }
 
+    /// What a tag of this type says, in a sentence (`list_types`).
+    pub fn description(self) -> &'static str {
+        match self {
+            ProjectType::Absa => {
+                "Aspect-based sentiment: each segment's aspects (classes), each with its sentiment (positive, negative or neutral)"
+            }
+            ProjectType::Label => "Exactly one label per segment",
+            ProjectType::Class => "Zero or more classes per segment",
+            ProjectType::Classlabel => "Pairs of a class and a label per segment",
+        }
+    }
+
     /// The labels an ABSA project always has, and only has.
     pub const ABSA_LABELS: [&'static str; 3] = ["positive", "negative", "neutral"];
 }

@@ -335,7 +335,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The model's artifact: the one file `upload_model` takes back (any reader). */
+        /**
+         * The model's artifact: the one file `upload_model` takes back (any reader). The model is
+         *     named by its id or, as the original's "download by name", by its name in the caller's
+         *     default workspace (`/organizations/{organization}/models/{model}/download` for another).
+         */
         get: operations["download_model"];
         put?: never;
         post?: never;
@@ -2147,7 +2151,7 @@ export interface components {
             task_id?: number | null;
             /** @description Why it failed, when it did. */
             failure?: string | null;
-            /** @description The project's classes and labels (`get_analysis`). */
+            /** @description The project's classes and labels. */
             classes?: components["schemas"]["ClassDto"][] | null;
             labels?: components["schemas"]["LabelDto"][] | null;
             /**
@@ -3520,6 +3524,8 @@ export interface components {
             /** Format: int32 */
             id: number;
             name: string;
+            /** @description What a tag of this type says. */
+            description: string;
         };
         /** @description What `update_analysis` changes. */
         UpdateAnalysisBody: {
@@ -4490,7 +4496,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                model_id: number;
+                /** @description model id, or name in your default workspace */
+                model_id: string;
             };
             cookie?: never;
         };

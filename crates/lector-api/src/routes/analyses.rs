@@ -25,6 +25,7 @@ use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
 use lector_core::{Action, Result};
 use lector_store::{Analysis, AnalysisSource, ImportedDocument, NewBatchAnalysis, TagCounts, UploadFor};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -62,7 +63,7 @@ pub struct AnalysisDto {
     pub task_id: Option<i64>,
     /// Why it failed, when it did.
     pub failure: Option<String>,
-    /// The project's classes and labels (`get_analysis`).
+    /// The project's classes and labels.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<ClassDto>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -190,18 +191,21 @@ pub async fn list_project_analyses(
         .await?;
     let each = (MAX_DETAILED_DOCUMENTS / analyses.len().max(1) as i64).clamp(1, crate::extract::default_limit());
     let mut answer = Vec::with_capacity(analyses.len());
-    for analysis in analyses {
+    for analysis in &analyses {
         let documents = if details.segments || details.meta || details.tags {
-            Some(first_documents(&state, &caller.scope, &analysis, &details, each).await?)
+            Some(first_documents(&state, &caller.scope, analysis, &details, each).await?)
         } else {
             None
         };
-        answer.push(AnalysisDto {
-            documents,
-            ..AnalysisDto::from(analysis)
-        });
+        answer.push(documents);
     }
-    Ok(Json(answer))
+    let dtos = with_vocabularies(&state, &caller, analyses).await?;
+    Ok(Json(
+        dtos.into_iter()
+            .zip(answer)
+            .map(|(dto, documents)| AnalysisDto { documents, ..dto })
+            .collect(),
+    ))
 }
 
 /// The analyses of your workspaces, oldest first (a plain array), optionally of one model.
@@ -217,7 +221,7 @@ pub async fn list_analyses(
         .store
         .analyses(&caller.scope, q.model, paging.offset, paging.limit)
         .await?;
-    Ok(Json(analyses.into_iter().map(AnalysisDto::from).collect()))
+    Ok(Json(with_vocabularies(&state, &caller, analyses).await?))
 }
 
 /// Uploads a file for a batch analysis (USER somewhere): CSV, TXT, JSON, JSONL or XLSX.
@@ -382,7 +386,8 @@ pub async fn create_analysis(
     };
     let analysis = state.store.start_analysis(&caller.scope, &model, new).await?;
     tracing::info!(analysis.id = analysis.id, model.id = model.id, job.id = ?analysis.task_id, "analysis queued");
-    Ok((StatusCode::CREATED, Json(analysis.into())))
+    let mut answer = with_vocabularies(&state, &caller, vec![analysis]).await?;
+    Ok((StatusCode::CREATED, Json(answer.remove(0))))
 }
 
 /// The checks of an analysis's name and description, where a request gives them.
@@ -418,22 +423,43 @@ pub async fn get_analysis(
         true => Some(state.store.analysis_tag_counts(&analysis).await?),
         false => None,
     };
-    let mut dto = with_vocabulary(&state, &caller, analysis).await?;
+    let mut dto = with_vocabularies(&state, &caller, vec![analysis]).await?.remove(0);
     dto.tag_counts = counts.map(TagCountsDto::from);
     Ok(Json(dto))
 }
 
-async fn with_vocabulary(state: &AppState, caller: &Caller, analysis: Analysis) -> Result<AnalysisDto> {
-    let (project, _) = state
-        .store
-        .project_access(&caller.scope, analysis.project_id, Action::Read)
-        .await?;
-    let classes = state.store.classes_of(&project).await?;
-    let labels = state.store.labels_of(&project).await?;
-    let mut dto = AnalysisDto::from(analysis);
-    dto.classes = Some(classes.into_iter().map(ClassDto::from).collect());
-    dto.labels = Some(labels.into_iter().map(LabelDto::from).collect());
-    Ok(dto)
+/// Analyses as answered, each with its project's classes and labels (read once a project).
+pub(crate) async fn with_vocabularies(
+    state: &AppState,
+    caller: &Caller,
+    analyses: Vec<Analysis>,
+) -> Result<Vec<AnalysisDto>> {
+    let mut vocabularies: HashMap<i64, (Vec<ClassDto>, Vec<LabelDto>)> = HashMap::new();
+    let mut answer = Vec::with_capacity(analyses.len());
+    for analysis in analyses {
+        if !vocabularies.contains_key(&analysis.project_id) {
+            let (project, _) = state
+                .store
+                .project_access(&caller.scope, analysis.project_id, Action::Read)
+                .await?;
+            let classes = state.store.classes_of(&project).await?;
+            let labels = state.store.labels_of(&project).await?;
+            vocabularies.insert(
+                project.id,
+                (
+                    classes.into_iter().map(ClassDto::from).collect(),
+                    labels.into_iter().map(LabelDto::from).collect(),
+                ),
+            );
+        }
+        let (classes, labels) = &vocabularies[&analysis.project_id];
+        answer.push(AnalysisDto {
+            classes: Some(classes.clone()),
+            labels: Some(labels.clone()),
+            ..AnalysisDto::from(analysis)
+        });
+    }
+    Ok(answer)
 }
 
 /// What `update_analysis` changes.
@@ -467,7 +493,9 @@ pub async fn update_analysis(
         .store
         .update_analysis(&caller.scope, p.analysis_id, name, body.description.as_deref())
         .await?;
-    Ok(Json(with_vocabulary(&state, &caller, analysis).await?))
+    Ok(Json(
+        with_vocabularies(&state, &caller, vec![analysis]).await?.remove(0),
+    ))
 }
 
 /// Deletes an analysis and the tags it found (USER); its documents stay in their group. A

@@ -25,7 +25,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(update_label_by_name))
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ClassDto {
     pub id: i64,
     pub name: String,
@@ -46,7 +46,7 @@ impl From<Class> for ClassDto {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct LabelDto {
     pub id: i64,
     pub name: String,

@@ -1,5 +1,6 @@
-//! `upload_model`: a model artifact (as `download_model` gives it) comes back as a model of a
-//! workspace, predicting exactly as it did where it was trained.
+//! A model's one file: `download_model` (and its project and workspace routes) gives it,
+//! `upload_model` takes it back as a model of a workspace, predicting exactly as it did where it
+//! was trained.
 //!
 //! The form takes the original interface's fields (`file`, `display_name`, `name`, `base`,
 //! `score`, `long_description`, `short_description`, `status`, `language`) and Lector's
@@ -9,22 +10,30 @@
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
+use crate::extract::PathParams;
 use crate::routes::files::{bad_field, multipart_error};
-use crate::routes::models::ModelDto;
+use crate::routes::models::{ModelDto, ProjectModelPath};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::extract::multipart::{Multipart, MultipartRejection};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
-use lector_core::{Error, ErrorCode, FieldError, ModelStatus, Result};
-use lector_store::{MODEL_LANGUAGES, NewUploadedModel, UploadTarget, WorkspaceRef};
+use lector_core::{Action, Error, ErrorCode, FieldError, ModelStatus, Result};
+use lector_store::{MODEL_LANGUAGES, Model, NewUploadedModel, UploadTarget, WorkspaceRef};
+use serde::Deserialize;
 use std::collections::HashMap;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(upload_model))
+    OpenApiRouter::new()
+        .routes(routes!(upload_model))
+        .routes(routes!(download_model))
+        .routes(routes!(download_project_model))
+        .routes(routes!(download_workspace_model))
 }
 
 /// The text fields the form takes besides `file`.
@@ -238,4 +247,97 @@ fn parse_number<T: std::str::FromStr>(problems: &mut Problems, field: &str, valu
             None
         }
     }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct OrgModelPath {
+    organization: String,
+    model: String,
+}
+
+/// `download_model`'s path: a model's id, or its name.
+#[derive(Debug, Deserialize)]
+pub struct ModelIdOrNamePath {
+    model_id: String,
+}
+
+/// The model's artifact: the one file `upload_model` takes back (any reader). The model is
+/// named by its id or, as the original's "download by name", by its name in the caller's
+/// default workspace (`/organizations/{organization}/models/{model}/download` for another).
+#[utoipa::path(get, path = "/models/{model_id}/download", tag = "models",
+    params(("model_id" = String, Path, description = "model id, or name in your default workspace")),
+    responses((status = 200, description = "the artifact", content_type = "application/octet-stream")))]
+pub async fn download_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ModelIdOrNamePath>,
+) -> ApiResult<Response> {
+    let model = match p.model_id.parse::<i64>() {
+        Ok(id) => state.store.model_access(&caller.scope, id, Action::Read).await?,
+        Err(_) => {
+            let home = state.store.default_workspace_id(caller.user.id).await?;
+            let home = home.ok_or_else(|| Error::not_found("model"))?;
+            state
+                .store
+                .workspace_model(&caller.scope, &WorkspaceRef::Id(home), &p.model_id, Action::Read)
+                .await?
+        }
+    };
+    artifact_response(&state, &model).await
+}
+
+/// The artifact of a model of the project (any member).
+#[utoipa::path(get, path = "/projects/{project_id}/models/{model_id}/download", tag = "models",
+    params(("project_id" = i64, Path), ("model_id" = i64, Path)),
+    responses((status = 200, description = "the artifact", content_type = "application/octet-stream")))]
+pub async fn download_project_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<ProjectModelPath>,
+) -> ApiResult<Response> {
+    let model = p.model(&state, &caller, Action::Read).await?;
+    artifact_response(&state, &model).await
+}
+
+/// The artifact of a workspace's model, addressed by id or name (any member).
+#[utoipa::path(get, path = "/organizations/{organization}/models/{model}/download", tag = "models",
+    params(("organization" = String, Path, description = "workspace name or id"),
+        ("model" = String, Path, description = "model id or name")),
+    responses((status = 200, description = "the artifact", content_type = "application/octet-stream")))]
+pub async fn download_workspace_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    PathParams(p): PathParams<OrgModelPath>,
+) -> ApiResult<Response> {
+    let workspace = WorkspaceRef::parse(&p.organization);
+    let model = state
+        .store
+        .workspace_model(&caller.scope, &workspace, &p.model, Action::Read)
+        .await?;
+    artifact_response(&state, &model).await
+}
+
+async fn artifact_response(state: &AppState, model: &Model) -> ApiResult<Response> {
+    let bytes = state.store.model_artifact(model).await?;
+    let mut response = bytes.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    let stem: String = model
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{stem}.lector-model\"")) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    Ok(response)
 }

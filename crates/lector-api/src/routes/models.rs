@@ -14,11 +14,10 @@ use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
 use lector_core::{Action, ModelType, ProjectType};
-use lector_store::{MODEL_LANGUAGES, Model, ModelChanges, ModelFilter, NewTraining, WorkspaceRef};
+use lector_store::{MODEL_LANGUAGES, Model, ModelChanges, ModelFilter, NewTraining};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -33,9 +32,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_model, update_model, delete_model))
         .routes(routes!(star_model))
         .routes(routes!(unstar_model))
-        .routes(routes!(download_model))
-        .routes(routes!(download_project_model))
-        .routes(routes!(download_workspace_model))
         .routes(routes!(list_model_analyses))
 }
 
@@ -351,7 +347,7 @@ pub struct ModelPath {
 
 impl ProjectModelPath {
     /// The model of the project the path names, if the caller may do `action` with it.
-    async fn model(&self, state: &AppState, caller: &Caller, action: Action) -> lector_core::Result<Model> {
+    pub(crate) async fn model(&self, state: &AppState, caller: &Caller, action: Action) -> lector_core::Result<Model> {
         state
             .store
             .project_model(&caller.scope, self.project_id, self.model_id, action)
@@ -364,12 +360,6 @@ impl ModelPath {
     async fn model(&self, state: &AppState, caller: &Caller, action: Action) -> lector_core::Result<Model> {
         state.store.model_access(&caller.scope, self.model_id, action).await
     }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct OrgModelPath {
-    organization: String,
-    model: String,
 }
 
 /// The models the caller may see: its workspaces' and every PUBLISHED one, newest first.
@@ -556,50 +546,6 @@ pub async fn unstar_model(
     ))
 }
 
-/// The model's artifact: the one file `upload_model` takes back (any reader).
-#[utoipa::path(get, path = "/models/{model_id}/download", tag = "models",
-    params(("model_id" = i64, Path)),
-    responses((status = 200, description = "the artifact", content_type = "application/octet-stream")))]
-pub async fn download_model(
-    State(state): State<AppState>,
-    caller: Caller,
-    PathParams(p): PathParams<ModelPath>,
-) -> ApiResult<Response> {
-    let model = p.model(&state, &caller, Action::Read).await?;
-    artifact_response(&state, &model).await
-}
-
-/// The artifact of a model of the project (any member).
-#[utoipa::path(get, path = "/projects/{project_id}/models/{model_id}/download", tag = "models",
-    params(("project_id" = i64, Path), ("model_id" = i64, Path)),
-    responses((status = 200, description = "the artifact", content_type = "application/octet-stream")))]
-pub async fn download_project_model(
-    State(state): State<AppState>,
-    caller: Caller,
-    PathParams(p): PathParams<ProjectModelPath>,
-) -> ApiResult<Response> {
-    let model = p.model(&state, &caller, Action::Read).await?;
-    artifact_response(&state, &model).await
-}
-
-/// The artifact of a workspace's model, addressed by id or name (any member).
-#[utoipa::path(get, path = "/organizations/{organization}/models/{model}/download", tag = "models",
-    params(("organization" = String, Path, description = "workspace name or id"),
-        ("model" = String, Path, description = "model id or name")),
-    responses((status = 200, description = "the artifact", content_type = "application/octet-stream")))]
-pub async fn download_workspace_model(
-    State(state): State<AppState>,
-    caller: Caller,
-    PathParams(p): PathParams<OrgModelPath>,
-) -> ApiResult<Response> {
-    let workspace = WorkspaceRef::parse(&p.organization);
-    let model = state
-        .store
-        .workspace_model(&caller.scope, &workspace, &p.model, Action::Read)
-        .await?;
-    artifact_response(&state, &model).await
-}
-
 /// `update_model` and `update_project_model` once the model is found: the changed model.
 async fn update_found(
     state: &AppState,
@@ -616,31 +562,6 @@ async fn delete_found(state: &AppState, caller: &Caller, model: &Model) -> ApiRe
     let deleted = state.store.delete_model(&caller.scope, model).await?;
     tracing::info!(model.id = deleted.id, user.id = caller.user.id, "model deleted");
     Ok(Json(deleted.into()))
-}
-
-async fn artifact_response(state: &AppState, model: &Model) -> ApiResult<Response> {
-    let bytes = state.store.model_artifact(model).await?;
-    let mut response = bytes.into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/octet-stream"),
-    );
-    let stem: String = model
-        .name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{stem}.lector-model\"")) {
-        headers.insert(header::CONTENT_DISPOSITION, value);
-    }
-    Ok(response)
 }
 
 /// A page of analyses.
@@ -669,7 +590,7 @@ pub async fn list_model_analyses(
         .await?;
     Ok(Json(AnalysisPage {
         count: analyses.len(),
-        analyses: analyses.into_iter().map(AnalysisDto::from).collect(),
+        analyses: crate::routes::analyses::with_vocabularies(&state, &caller, analyses).await?,
         has_more,
         offset: paging.offset,
         limit: paging.limit,

@@ -96,6 +96,8 @@ impl ProjectDto {
 pub struct TypeDto {
     pub id: u8,
     pub name: String,
+    /// What a tag of this type says.
+    pub description: String,
 }
 
 /// The project types and their numbers in the original interface.
@@ -106,6 +108,7 @@ pub async fn list_types(_caller: Caller) -> Json<Vec<TypeDto>> {
         .map(|t| TypeDto {
             id: t.number(),
             name: t.as_str().into(),
+            description: t.description().into(),
         })
         .collect();
     types.sort_by_key(|t| t.id);

@@ -405,6 +405,7 @@ async fn analyses_follow_roles_and_tenancy(app: TestApp) {
         )
         .await
         .expect(201);
+    assert!(again["classes"].is_array() && again["labels"].is_array(), "{again}");
     let again = finished(&app, &ada, &again).await;
     assert_eq!(again["document_count"], 2);
     let listed = app
@@ -417,6 +418,17 @@ async fn analyses_follow_roles_and_tenancy(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(by_model["count"], 2);
+    // Every answer of an analysis names its project's classes and labels, as `get_analysis`
+    // does (the original client reads them from lists too).
+    let single = app.get(&format!("/analyses/{id}"), &ada.token).await.expect(200);
+    assert!(single["classes"].as_array().is_some_and(|c| !c.is_empty()), "{single}");
+    for answer in [&listed[0], &by_model["analyses"][0], &plain[0]] {
+        assert_eq!(
+            (&answer["classes"], &answer["labels"]),
+            (&single["classes"], &single["labels"]),
+            "{answer}"
+        );
+    }
 
     // Bad requests, each field named.
     app.post("/analyses", &ada.token, json!({"documents": texts}))

@@ -118,6 +118,12 @@ async fn class_model_story(app: TestApp) {
         )
         .await;
     assert_eq!(bytes, by_name);
+    // The original's "download by name": a name in the caller's default workspace.
+    let (_, _, by_plain_name) = app.download(&ada.token, "/models/Tickets%20v1/download").await;
+    assert_eq!(bytes, by_plain_name);
+    app.get("/models/No%20such%20model/download", &ada.token)
+        .await
+        .expect_problem(404, "not_found");
     let uploaded = app
         .send_form(
             "/models/upload",

@@ -27,6 +27,17 @@ async fn project_lifecycle_and_types(app: TestApp) {
     let types = app.get("/types", &ada.token).await.expect(200);
     assert_eq!(names(&types), ["ABSA", "LABEL", "CLASS", "CLASSLABEL"]);
     assert_eq!(types[0]["id"], 2);
+    // Each type says what its tags mean (the original client's Type has a description).
+    assert!(
+        types[0]["description"].as_str().unwrap().contains("sentiment"),
+        "{types}"
+    );
+    let described = types.as_array().unwrap().iter();
+    assert!(
+        described
+            .into_iter()
+            .all(|t| !t["description"].as_str().unwrap_or_default().is_empty())
+    );
 
     let mut ids = Vec::new();
     for kind in ["ABSA", "CLASS", "LABEL", "CLASSLABEL"] {
