@@ -4,8 +4,12 @@
 //! answer when the rest of the body is not already in its buffer. It did so without saying, and
 //! a client that keeps connections open (urllib3, under the original platform's Python client)
 //! sent its next request into a connection about to close: after a 401, 404 or 405 to a request
-//! with a body (refused before the body was read), the re-login that followed failed about half
+//! with a body (refused before the body was read), the next request failed a third to a half of
 //! the time. Said in the answer, the client opens a new connection instead.
+//!
+//! The header is also sent when hyper could have drained a small body already in its buffer
+//! and kept the connection: such refusals (401, 404, 405, 413, 429, 503 before the body) then
+//! cost the client a new connection, which is the price of never breaking one.
 //!
 //! HTTP/2 needs none of this (a stream ends on its own, and the header is not allowed there).
 

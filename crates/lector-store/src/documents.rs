@@ -165,7 +165,7 @@ impl Store {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let current = self.document_of(project.id, id).await?;
         let mut tx = self.begin_write().await?;
-        let sessions = DocumentSessions::withdraw(&mut tx, current.id, false).await?;
+        let sessions = DocumentSessions::before_new_text(&mut tx, current.id).await?;
         sqlx::query("UPDATE documents SET text = $1, meta = $2, language = $3 WHERE id = $4")
             .bind(&document.text)
             .bind(document.meta.to_string())
@@ -185,7 +185,7 @@ impl Store {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let document = self.document_of(project.id, id).await?;
         let mut tx = self.begin_write().await?;
-        let sessions = DocumentSessions::withdraw(&mut tx, document.id, true).await?;
+        let sessions = DocumentSessions::before_deletion(&mut tx, document.id).await?;
         remove_segments_in(&mut tx, document.id).await?;
         sqlx::query("DELETE FROM documents WHERE id = $1")
             .bind(document.id)

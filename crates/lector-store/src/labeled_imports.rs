@@ -8,7 +8,7 @@
 
 use crate::jobs::{Lease, NewJob, check_fence, enqueue_in, set_task};
 use crate::payloads::{LabeledColumns, LabeledImportPayload};
-use crate::session_counts::{recount, refresh_status};
+use crate::session_counts::{add_counts, end_import_status, lock_session, recount};
 use crate::sessions::{insert_session, session_group};
 use crate::tags::{LabeledTarget, add_labeled};
 use crate::uploads::{Upload, mark_used_in};
@@ -96,11 +96,12 @@ impl Store {
         };
         let mut tx = self.begin_write().await?;
         check_fence(&mut tx, lease).await?;
+        lock_session(&mut tx, session.id).await?;
         let added = add_labeled(&mut tx, target, &vocabulary, Some(first_position), documents).await?;
         // The session shows the import's progress; its status stays STARTED until the end.
-        recount(&mut tx, session.id).await?;
+        add_counts(&mut tx, session.id, added).await?;
         tx.commit().await.map_err(db)?;
-        Ok(added)
+        Ok(added.documents as usize)
     }
 
     /// Ends a labeled import under the job's lease: the group turns CREATED and the session
@@ -114,7 +115,7 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-        refresh_status(&mut tx, payload.session_id).await?;
+        end_import_status(&mut tx, payload.session_id).await?;
         tx.commit().await.map_err(db)?;
         self.session_of(payload.project_id, payload.session_id).await
     }

@@ -465,6 +465,11 @@ pub(crate) fn db(e: sqlx::Error) -> Error {
             database_unreachable()
         }
         sqlx::Error::Database(d) if d.is_unique_violation() => Error::conflict("the object exists already"),
+        // Rows are checked before they are written to; a row they refer to can still be deleted
+        // in between (a tag on a segment whose document got a new text meanwhile).
+        sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
+            Error::conflict("something this refers to was deleted meanwhile; read it again")
+        }
         _ => {
             tracing::error!(error = %e, "database error");
             Error::internal()

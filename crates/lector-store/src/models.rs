@@ -329,6 +329,7 @@ impl Store {
 
     /// A model of a workspace by id or name (download_workspace_model): a number is an id when
     /// the workspace has a model of that id, else a name, so a model named "2024" is found too.
+    /// Of several models of one name, the newest.
     pub async fn workspace_model(
         &self,
         scope: &Scope,
@@ -348,12 +349,14 @@ impl Store {
         };
         let id = match by_id {
             Some(id) => Some(id),
-            None => sqlx::query_scalar("SELECT id FROM models WHERE workspace_id = $1 AND name = $2")
-                .bind(workspace.id)
-                .bind(model)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db)?,
+            None => sqlx::query_scalar(
+                "SELECT id FROM models WHERE workspace_id = $1 AND name = $2 ORDER BY id DESC LIMIT 1",
+            )
+            .bind(workspace.id)
+            .bind(model)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?,
         };
         self.model_access(scope, id.ok_or_else(|| Error::not_found("model"))?, action)
             .await

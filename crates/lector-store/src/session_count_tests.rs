@@ -1,7 +1,7 @@
 //! The counts kept on a session's row (documents, segments, marks) follow every write that
 //! changes them, and so does the status they imply: marks, added and labeled documents, a
 //! document's new text, a deleted document, a document in two sessions, and twenty marks at
-//! once, on both backends.
+//! once, on both backends; an import's status is kept; concurrent writers do not deadlock.
 
 use crate::testing::{TestDatabase, labeled, owner_with_project};
 use crate::{Backend, ClassFields, MarkTarget, NewDocument, NewSegment, NewSession, Session, SessionChanges, Store};
@@ -161,6 +161,129 @@ async fn marks_at_once_are_all_counted(backend: Backend) {
         counts(&store, &scope, &session).await,
         (1, 20, 20, SessionStatus::Finished)
     );
+}
+
+/// A session filled by an import (STARTED) or whose import failed (FAILED) keeps its status
+/// when its segments are marked or its documents edited: only the import's end changes it (a
+/// STARTED session cannot be deleted meanwhile).
+async fn an_import_status_is_kept(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 8).await.expect("store");
+    let (scope, _, project) = owner_with_project(&store, "Imports", ProjectType::Class).await;
+    let (doc, _) = store
+        .create_document(&scope, project.id, document(&["One.", "Two."]))
+        .await
+        .expect("a document");
+    let new = NewSession {
+        name: "Imported".into(),
+        ..Default::default()
+    };
+    let session = store.create_session(&scope, project.id, new).await.expect("a session");
+    for status in [SessionStatus::Started, SessionStatus::Failed] {
+        sqlx::query("UPDATE sessions SET status = $1 WHERE id = $2")
+            .bind(status.as_str())
+            .bind(session.id)
+            .execute(&store.pool)
+            .await
+            .expect("status set");
+        let first = store.segments_by_document(&[doc.id]).await.expect("segments")[0].id;
+        let target = MarkTarget::Segment(first);
+        store
+            .mark_annotated(&scope, project.id, session.id, doc.id, target)
+            .await
+            .expect("marked");
+        store
+            .update_document(&scope, project.id, doc.id, document(&["Uno.", "Dos.", "Tres."]))
+            .await
+            .expect("new text");
+        let (_, _, _, now) = counts(&store, &scope, &session).await;
+        assert_eq!(now, status);
+    }
+}
+
+/// On PostgreSQL, writers of a session's counts and the foreign key checks of rows that refer
+/// to the session do not deadlock: two requests adding documents to one session at once, and a
+/// tag written while its document gets a new text (with `FOR UPDATE` on the session, both
+/// deadlocked). Whatever fails, fails readably, never as a server error.
+async fn concurrent_writers_do_not_deadlock(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 8).await.expect("store");
+    let (scope, _, project) = owner_with_project(&store, "Together", ProjectType::Class).await;
+    let class = ClassFields {
+        name: "spam".into(),
+        ..Default::default()
+    };
+    store
+        .add_classes(&scope, project.id, vec![class])
+        .await
+        .expect("a class");
+    let (first, _) = store
+        .create_document(&scope, project.id, document(&["First."]))
+        .await
+        .expect("a document");
+    let new = NewSession {
+        name: "Together".into(),
+        document_ids: Some(vec![first.id]),
+        ..Default::default()
+    };
+    let session = store.create_session(&scope, project.id, new).await.expect("a session");
+    for round in 0..10 {
+        let changes = |text: String| SessionChanges {
+            labeled: vec![labeled(&text, "spam")],
+            ..Default::default()
+        };
+        let (a, b) = tokio::join!(
+            store.update_session(&scope, project.id, session.id, changes(format!("A {round}."))),
+            store.update_session(&scope, project.id, session.id, changes(format!("B {round}."))),
+        );
+        a.expect("documents added");
+        b.expect("documents added at once");
+
+        let segment = store.segments_by_document(&[first.id]).await.expect("segments")[0].id;
+        let at = crate::SegmentAt {
+            project_id: project.id,
+            session_id: session.id,
+            document_id: first.id,
+            segment_id: segment,
+        };
+        let tag = crate::NewTag {
+            class: Some("spam".into()),
+            ..Default::default()
+        };
+        let (tagged, edited) = tokio::join!(
+            store.add_segment_tag(&scope, at, tag),
+            store.update_document(&scope, project.id, first.id, document(&[&format!("Round {round}.")])),
+        );
+        edited.expect("new text");
+        if let Err(e) = tagged {
+            assert_ne!(e.code, lector_core::ErrorCode::Internal, "{e:?}");
+        }
+    }
+    assert_eq!(counts(&store, &scope, &session).await.0, 21);
+}
+
+#[tokio::test]
+async fn an_import_status_is_kept_sqlite() {
+    an_import_status_is_kept(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn an_import_status_is_kept_postgres() {
+    an_import_status_is_kept(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_do_not_deadlock_sqlite() {
+    concurrent_writers_do_not_deadlock(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_do_not_deadlock_postgres() {
+    concurrent_writers_do_not_deadlock(Backend::Postgres).await;
 }
 
 #[tokio::test]

@@ -14,7 +14,17 @@
 //!
 //! On PostgreSQL the writers queue on row locks, always taken in the same order (a document's
 //! row, then its sessions' rows in id order) before they count or add, so a count never misses
-//! a mark committed meanwhile nor counts one that will be added again.
+//! a mark committed meanwhile nor counts one that will be added again. A session's row is
+//! locked `FOR NO KEY UPDATE`: writers of its counts queue behind each other, while the foreign
+//! key checks of rows that refer to the session (tags, marks, its documents), which take a key
+//! share lock, are neither held up nor hold it up (with `FOR UPDATE`, a tag written while its
+//! document was edited, or two requests adding documents to one session, deadlocked). A
+//! document's row is locked `FOR UPDATE` while its segments change, so a request adding it to a
+//! session (a key share lock) waits for the edit, and an edit waits for such a request.
+//!
+//! The counts set a session's status only while it is CREATED, ANNOTATING or FINISHED: a
+//! STARTED session is being filled by an import (deleting it is refused meanwhile), and a FAILED
+//! one keeps saying so; an import's end gives its session its status ([`end_import_status`]).
 
 use crate::{db, lock_row};
 use lector_core::Result;
@@ -22,8 +32,8 @@ use lector_core::labeling::{self, SessionStatus};
 use lector_core::time::Timestamp;
 use sqlx::{Any, Row, Transaction};
 
-/// A session's documents, their segments and its marks, counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A session's documents, their segments and its marks, counted (or what a write added).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Counts {
     pub documents: i64,
     pub segments: i64,
@@ -39,7 +49,7 @@ const COUNT_SQL: &str = "SELECT (SELECT COUNT(*) FROM session_documents WHERE se
 /// Counts a session's documents, segments and marks again, under its lock, and stores them.
 /// The status is left as it is (an import keeps its session STARTED while it fills it).
 pub(crate) async fn recount(tx: &mut Transaction<'static, Any>, session_id: i64) -> Result<Counts> {
-    lock_row(tx, ("sessions", session_id)).await?;
+    lock_session(tx, session_id).await?;
     let counts = count(&mut **tx, session_id).await?;
     sqlx::query("UPDATE sessions SET document_count = $1, segment_count = $2, annotated_count = $3 WHERE id = $4")
         .bind(counts.documents)
@@ -55,7 +65,44 @@ pub(crate) async fn recount(tx: &mut Transaction<'static, Any>, session_id: i64)
 /// Counts a session again and gives it the status its marks imply.
 pub(crate) async fn refresh_status(tx: &mut Transaction<'static, Any>, session_id: i64) -> Result<()> {
     let counts = recount(tx, session_id).await?;
-    set_status(tx, session_id, counts).await
+    set_status(tx, session_id, counts, Settled::Only).await
+}
+
+/// Counts a session an import has filled and gives it the status its marks imply, leaving
+/// STARTED (the import's end).
+pub(crate) async fn end_import_status(tx: &mut Transaction<'static, Any>, session_id: i64) -> Result<()> {
+    let counts = recount(tx, session_id).await?;
+    set_status(tx, session_id, counts, Settled::OrStarted).await
+}
+
+/// Adds what a write added (documents with their segments and marks) to the session's counts;
+/// the status is left as it is. The caller took the session's lock before writing them.
+pub(crate) async fn add_counts(tx: &mut Transaction<'static, Any>, session_id: i64, added: Counts) -> Result<()> {
+    sqlx::query(
+        "UPDATE sessions SET document_count = document_count + $1, segment_count = segment_count + $2, \
+         annotated_count = annotated_count + $3 WHERE id = $4",
+    )
+    .bind(added.documents)
+    .bind(added.segments)
+    .bind(added.annotated)
+    .bind(session_id)
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    Ok(())
+}
+
+/// Locks a session's row for a writer of its counts (see the module's doc): `FOR NO KEY
+/// UPDATE` on PostgreSQL; SQLite's write transactions hold the one write lock already.
+pub(crate) async fn lock_session(tx: &mut Transaction<'static, Any>, session_id: i64) -> Result<()> {
+    if tx.backend_name() == "PostgreSQL" {
+        sqlx::query("SELECT id FROM sessions WHERE id = $1 FOR NO KEY UPDATE")
+            .bind(session_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
+    Ok(())
 }
 
 /// Adds the marks a write just made to the session's count and gives it the status they imply.
@@ -77,10 +124,19 @@ pub(crate) struct DocumentSessions {
 }
 
 impl DocumentSessions {
-    /// Locks the document and the sessions it is in, and takes its segments and marks (and,
-    /// when `leaving`, the document itself) out of their counts. Called before the document's
-    /// segments are removed.
-    pub(crate) async fn withdraw(tx: &mut Transaction<'static, Any>, document_id: i64, leaving: bool) -> Result<Self> {
+    /// Before a document's segments are replaced: locks it and its sessions, and takes its
+    /// segments and marks out of their counts.
+    pub(crate) async fn before_new_text(tx: &mut Transaction<'static, Any>, document_id: i64) -> Result<Self> {
+        Self::withdraw(tx, document_id, false).await
+    }
+
+    /// Before a document is deleted: locks it and its sessions, and takes it, its segments and
+    /// its marks out of their counts.
+    pub(crate) async fn before_deletion(tx: &mut Transaction<'static, Any>, document_id: i64) -> Result<Self> {
+        Self::withdraw(tx, document_id, true).await
+    }
+
+    async fn withdraw(tx: &mut Transaction<'static, Any>, document_id: i64, leaving: bool) -> Result<Self> {
         lock_row(tx, ("documents", document_id)).await?;
         let sessions: Vec<i64> =
             sqlx::query_scalar("SELECT session_id FROM session_documents WHERE document_id = $1 ORDER BY session_id")
@@ -89,7 +145,7 @@ impl DocumentSessions {
                 .await
                 .map_err(db)?;
         for id in &sessions {
-            lock_row(tx, ("sessions", *id)).await?;
+            lock_session(tx, *id).await?;
         }
         sqlx::query(
             "UPDATE sessions SET document_count = document_count - $2, \
@@ -124,32 +180,59 @@ impl DocumentSessions {
     }
 }
 
-/// Gives a session the status the counts on its row imply.
+/// Gives a session the status the counts on its row imply (a session deleted meanwhile is
+/// left alone).
 async fn settle(tx: &mut Transaction<'static, Any>, session_id: i64) -> Result<()> {
     let row = sqlx::query("SELECT document_count, segment_count, annotated_count FROM sessions WHERE id = $1")
         .bind(session_id)
-        .fetch_one(&mut **tx)
+        .fetch_optional(&mut **tx)
         .await
         .map_err(db)?;
+    let Some(row) = row else { return Ok(()) };
     let counts = Counts {
         documents: row.try_get("document_count").map_err(db)?,
         segments: row.try_get("segment_count").map_err(db)?,
         annotated: row.try_get("annotated_count").map_err(db)?,
     };
-    set_status(tx, session_id, counts).await
+    set_status(tx, session_id, counts, Settled::Only).await
 }
 
-/// Writes the status `counts` imply, stamping `finished` when the session first finishes.
-async fn set_status(tx: &mut Transaction<'static, Any>, session_id: i64, counts: Counts) -> Result<()> {
+/// Which statuses the counts may replace: those they imply, or those and STARTED.
+#[derive(Debug, Clone, Copy)]
+enum Settled {
+    Only,
+    OrStarted,
+}
+
+/// Writes the status `counts` imply over a status the counts set (see the module's doc).
+async fn set_status(tx: &mut Transaction<'static, Any>, session_id: i64, counts: Counts, from: Settled) -> Result<()> {
     let status = labeling::status_for(counts.annotated, counts.segments);
-    let update = if status == SessionStatus::Finished {
-        sqlx::query("UPDATE sessions SET status = $1, finished = COALESCE(finished, $2) WHERE id = $3")
-            .bind(status.as_str())
-            .bind(Timestamp::now().micros())
-    } else {
-        sqlx::query("UPDATE sessions SET status = $1, finished = NULL WHERE id = $2").bind(status.as_str())
-    };
-    update.bind(session_id).execute(&mut **tx).await.map_err(db)?;
+    let mut replaced = vec![
+        SessionStatus::Created,
+        SessionStatus::Annotating,
+        SessionStatus::Finished,
+    ];
+    if let Settled::OrStarted = from {
+        replaced.push(SessionStatus::Started);
+    }
+    let replaced = replaced
+        .iter()
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    // `finished` is stamped when the session first finishes, and cleared when it no longer is.
+    sqlx::query(&format!(
+        "UPDATE sessions SET status = $1, \
+         finished = CASE WHEN $1 = '{}' THEN COALESCE(finished, $2) ELSE NULL END \
+         WHERE id = $3 AND status IN ({replaced})",
+        SessionStatus::Finished.as_str()
+    ))
+    .bind(status.as_str())
+    .bind(Timestamp::now().micros())
+    .bind(session_id)
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 
 use crate::documents::insert_document;
 use crate::records::{FromAnyRow, fetch_record, from_row};
+use crate::session_counts::Counts;
 use crate::sessions::{LabeledDocument, MAX_TAGS_PER_SEGMENT, MarkTarget, Session, Vocabulary, add_session_documents};
 use crate::{Param, Store, db, numbered};
 use lector_core::labeling::{self, TagNames};
@@ -312,7 +313,7 @@ impl Store {
             MarkTarget::Document => segments.iter().map(|s| s.id).collect(),
         };
         let mut tx = self.begin_write().await?;
-        crate::lock_row(&mut tx, ("sessions", session.id)).await?;
+        crate::session_counts::lock_session(&mut tx, session.id).await?;
         let added = mark_segments(&mut tx, session.id, document.id, scope.user_id, &chosen).await?;
         crate::session_counts::add_marks(&mut tx, session.id, added).await?;
         tx.commit().await.map_err(db)?;
@@ -450,15 +451,15 @@ pub(crate) struct LabeledTarget {
 /// Stores new documents with their tags and marks, as part of a session. With `first_position`
 /// the documents take consecutive places in the group from there, and a document whose place
 /// is taken (stored by an earlier run of the same import) is skipped with its tags. Answers
-/// how many documents were new.
+/// what the session gained: the new documents, their segments and their marks.
 pub(crate) async fn add_labeled(
     tx: &mut Transaction<'static, Any>,
     target: LabeledTarget,
     vocabulary: &Vocabulary,
     first_position: Option<i64>,
     labeled: &[LabeledDocument],
-) -> Result<usize> {
-    let mut added = 0;
+) -> Result<Counts> {
+    let mut added = Counts::default();
     for (i, item) in labeled.iter().enumerate() {
         let position = first_position.map(|first| first + i as i64);
         let inserted =
@@ -468,7 +469,6 @@ pub(crate) async fn add_labeled(
             (None, Some(_)) => continue,
             (None, None) => return Err(Error::internal()),
         };
-        added += 1;
         let session_id = target.session_id;
         add_session_documents(tx, session_id, &[document_id]).await?;
         let segment_ids: Vec<i64> =
@@ -488,7 +488,10 @@ pub(crate) async fn add_labeled(
                 annotated.push(*segment_id);
             }
         }
-        mark_segments(tx, session_id, document_id, target.user_id, &annotated).await?;
+        let marked = mark_segments(tx, session_id, document_id, target.user_id, &annotated).await?;
+        added.documents += 1;
+        added.segments += segment_ids.len() as i64;
+        added.annotated += marked as i64;
     }
     Ok(added)
 }

@@ -337,8 +337,9 @@ export interface paths {
         };
         /**
          * The model's artifact: the one file `upload_model` takes back (any reader). The model is
-         *     named by its id or, as the original's "download by name", by its name in the caller's
-         *     default workspace (`/organizations/{organization}/models/{model}/download` for another).
+         *     named by its id (digits) or, as the original's "download by name", by its name in the
+         *     caller's default workspace, the newest of that name
+         *     (`/organizations/{organization}/models/{model}/download` for another, or a name of digits).
          */
         get: operations["download_model"];
         put?: never;

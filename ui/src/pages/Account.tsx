@@ -76,7 +76,7 @@ function NameForm({ user }: { user: User }) {
  * earlier token, this page's too: it signs in again with the new password at once.
  */
 function PasswordForm({ user }: { user: User }) {
-  const { signIn, signOut } = useAuth();
+  const { signIn } = useAuth();
   const [current, setCurrent] = useState("");
   const [next, setNext] = useState("");
   const [repeated, setRepeated] = useState("");
@@ -94,10 +94,14 @@ function PasswordForm({ user }: { user: User }) {
       try {
         const answer = await unwrap(api.POST("/auth/login", { body: { email: user.email, password: next } }));
         await signIn(answer.auth_token);
-      } catch {
-        // The old token is refused from now on: sign in on the sign-in page.
-        await signOut();
-        return;
+      } catch (e) {
+        // The password did change, and the old token is refused from now on: say so (the next
+        // request the app makes signs out).
+        setCurrent("");
+        setNext("");
+        setRepeated("");
+        const reason = e instanceof Error ? e.message : "no answer";
+        throw new Error(`Your password was changed, but signing in with it failed (${reason}). Sign out, then sign in with the new password.`);
       }
       setCurrent("");
       setNext("");

@@ -26,6 +26,7 @@ use lector_core::{Action, Result};
 use lector_store::{Analysis, AnalysisSource, ImportedDocument, NewBatchAnalysis, TagCounts, UploadFor};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -386,8 +387,10 @@ pub async fn create_analysis(
     };
     let analysis = state.store.start_analysis(&caller.scope, &model, new).await?;
     tracing::info!(analysis.id = analysis.id, model.id = model.id, job.id = ?analysis.task_id, "analysis queued");
-    let mut answer = with_vocabularies(&state, &caller, vec![analysis]).await?;
-    Ok((StatusCode::CREATED, Json(answer.remove(0))))
+    Ok((
+        StatusCode::CREATED,
+        Json(with_vocabulary(&state, &caller, analysis).await?),
+    ))
 }
 
 /// The checks of an analysis's name and description, where a request gives them.
@@ -423,12 +426,19 @@ pub async fn get_analysis(
         true => Some(state.store.analysis_tag_counts(&analysis).await?),
         false => None,
     };
-    let mut dto = with_vocabularies(&state, &caller, vec![analysis]).await?.remove(0);
+    let mut dto = with_vocabulary(&state, &caller, analysis).await?;
     dto.tag_counts = counts.map(TagCountsDto::from);
     Ok(Json(dto))
 }
 
-/// Analyses as answered, each with its project's classes and labels (read once a project).
+/// An analysis as answered, with its project's classes and labels.
+async fn with_vocabulary(state: &AppState, caller: &Caller, analysis: Analysis) -> Result<AnalysisDto> {
+    let mut answer = with_vocabularies(state, caller, vec![analysis]).await?;
+    Ok(answer.remove(0))
+}
+
+/// Analyses as answered, each with its project's classes and labels (read once a project; none
+/// for a project deleted since the analyses were read).
 pub(crate) async fn with_vocabularies(
     state: &AppState,
     caller: &Caller,
@@ -437,20 +447,8 @@ pub(crate) async fn with_vocabularies(
     let mut vocabularies: HashMap<i64, (Vec<ClassDto>, Vec<LabelDto>)> = HashMap::new();
     let mut answer = Vec::with_capacity(analyses.len());
     for analysis in analyses {
-        if !vocabularies.contains_key(&analysis.project_id) {
-            let (project, _) = state
-                .store
-                .project_access(&caller.scope, analysis.project_id, Action::Read)
-                .await?;
-            let classes = state.store.classes_of(&project).await?;
-            let labels = state.store.labels_of(&project).await?;
-            vocabularies.insert(
-                project.id,
-                (
-                    classes.into_iter().map(ClassDto::from).collect(),
-                    labels.into_iter().map(LabelDto::from).collect(),
-                ),
-            );
+        if let Entry::Vacant(slot) = vocabularies.entry(analysis.project_id) {
+            slot.insert(project_vocabulary(state, caller, analysis.project_id).await?);
         }
         let (classes, labels) = &vocabularies[&analysis.project_id];
         answer.push(AnalysisDto {
@@ -460,6 +458,38 @@ pub(crate) async fn with_vocabularies(
         });
     }
     Ok(answer)
+}
+
+/// A project's classes and labels as answered; none for a project deleted meanwhile.
+async fn project_vocabulary(
+    state: &AppState,
+    caller: &Caller,
+    project_id: i64,
+) -> Result<(Vec<ClassDto>, Vec<LabelDto>)> {
+    match state
+        .store
+        .project_access(&caller.scope, project_id, Action::Read)
+        .await
+    {
+        Ok((project, _)) => Ok((
+            state
+                .store
+                .classes_of(&project)
+                .await?
+                .into_iter()
+                .map(ClassDto::from)
+                .collect(),
+            state
+                .store
+                .labels_of(&project)
+                .await?
+                .into_iter()
+                .map(LabelDto::from)
+                .collect(),
+        )),
+        Err(e) if e.code == lector_core::ErrorCode::NotFound => Ok((vec![], vec![])),
+        Err(e) => Err(e),
+    }
 }
 
 /// What `update_analysis` changes.
@@ -493,9 +523,7 @@ pub async fn update_analysis(
         .store
         .update_analysis(&caller.scope, p.analysis_id, name, body.description.as_deref())
         .await?;
-    Ok(Json(
-        with_vocabularies(&state, &caller, vec![analysis]).await?.remove(0),
-    ))
+    Ok(Json(with_vocabulary(&state, &caller, analysis).await?))
 }
 
 /// Deletes an analysis and the tags it found (USER); its documents stay in their group. A

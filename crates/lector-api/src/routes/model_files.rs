@@ -262,8 +262,9 @@ pub struct ModelIdOrNamePath {
 }
 
 /// The model's artifact: the one file `upload_model` takes back (any reader). The model is
-/// named by its id or, as the original's "download by name", by its name in the caller's
-/// default workspace (`/organizations/{organization}/models/{model}/download` for another).
+/// named by its id (digits) or, as the original's "download by name", by its name in the
+/// caller's default workspace, the newest of that name
+/// (`/organizations/{organization}/models/{model}/download` for another, or a name of digits).
 #[utoipa::path(get, path = "/models/{model_id}/download", tag = "models",
     params(("model_id" = String, Path, description = "model id, or name in your default workspace")),
     responses((status = 200, description = "the artifact", content_type = "application/octet-stream")))]

@@ -644,9 +644,8 @@ impl TestApp {
 pub const JOBS_SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl TestApp {
-    /// The jobs still queued or running after `jobs_settle`, as lines for a failure message.
-    /// Drop cannot await: this thread blocks while the runtime's other threads run the workers.
-    /// Sessions whose stored counts differ from their rows (see [`Drop for TestApp`]).
+    /// Sessions whose stored counts differ from their rows, as lines for a failure message (the
+    /// teardown's check).
     fn miscounted_sessions(&self) -> Vec<String> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return vec![];
@@ -658,6 +657,8 @@ impl TestApp {
             .expect("sessions' counts")
     }
 
+    /// The jobs still queued or running after `jobs_settle`, as lines for a failure message.
+    /// Drop cannot await: this thread blocks while the runtime's other threads run the workers.
     fn jobs_left_behind(&self) -> Vec<String> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return vec![];
