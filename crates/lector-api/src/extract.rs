@@ -54,6 +54,14 @@ pub const fn also_immutable<const N: usize>(first: &[&'static str], more: &[&'st
     all
 }
 
+/// A query parameter's value read as `T` (an enum's name, say); 400 naming the parameter.
+pub(crate) fn parse_query<T: std::str::FromStr<Err = String>>(name: &str, value: &str) -> lector_core::Result<T> {
+    value
+        .trim()
+        .parse()
+        .map_err(|e| lector_core::Error::new(lector_core::ErrorCode::InvalidParameter, format!("{name}: {e}")))
+}
+
 /// Largest JSON body accepted by default (bulk uploads set their own, larger limit).
 pub const MAX_JSON_BYTES: usize = 2 * 1024 * 1024;
 

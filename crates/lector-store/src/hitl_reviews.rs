@@ -132,13 +132,21 @@ impl Store {
         scope: &Scope,
         project_id: i64,
         hitl_id: i64,
+        status: Option<ReviewStatus>,
         offset: i64,
         limit: i64,
     ) -> Result<Vec<HitlReview>> {
         let hitl = self.hitl(scope, project_id, hitl_id, Action::Read).await?;
-        let sql =
-            format!("SELECT {REVIEW_COLUMNS} FROM hitl_reviews WHERE hitl_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3");
-        fetch_records(sqlx::query(&sql).bind(hitl.id).bind(limit).bind(offset), &self.pool).await
+        let of_status = if status.is_some() { "AND status = $4" } else { "" };
+        let sql = format!(
+            "SELECT {REVIEW_COLUMNS} FROM hitl_reviews WHERE hitl_id = $1 {of_status} \
+             ORDER BY id DESC LIMIT $2 OFFSET $3"
+        );
+        let mut query = sqlx::query(&sql).bind(hitl.id).bind(limit).bind(offset);
+        if let Some(status) = status {
+            query = query.bind(status.as_str());
+        }
+        fetch_records(query, &self.pool).await
     }
 
     /// One review, for a caller who may do `action` in its project.

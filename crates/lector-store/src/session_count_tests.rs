@@ -4,7 +4,9 @@
 //! once, on both backends; an import's status is kept; concurrent writers do not deadlock.
 
 use crate::testing::{TestDatabase, labeled, owner_with_project};
-use crate::{Backend, ClassFields, MarkTarget, NewDocument, NewSegment, NewSession, Session, SessionChanges, Store};
+use crate::{
+    Backend, ClassFields, MarkTarget, NewDocument, NewSegment, NewSession, Project, Session, SessionChanges, Store,
+};
 use futures_util::future::join_all;
 use lector_core::labeling::SessionStatus;
 use lector_core::{ProjectType, Scope};
@@ -34,6 +36,20 @@ fn document(sentences: &[&str]) -> NewDocument {
     }
 }
 
+/// A CLASS project of one class, `spam`, and its owner.
+async fn spam_project(store: &Store, name: &str) -> (Scope, Project) {
+    let (scope, _, project) = owner_with_project(store, name, ProjectType::Class).await;
+    let class = ClassFields {
+        name: "spam".into(),
+        ..Default::default()
+    };
+    store
+        .add_classes(&scope, project.id, vec![class])
+        .await
+        .expect("a class");
+    (scope, project)
+}
+
 /// The session as the store reads it, checked against its rows; answers its three counts.
 async fn counts(store: &Store, scope: &Scope, session: &Session) -> (i64, i64, i64, SessionStatus) {
     assert_eq!(store.miscounted_sessions().await.expect("counts"), Vec::<String>::new());
@@ -49,15 +65,7 @@ async fn counts_follow_every_write(backend: Backend) {
         return;
     };
     let store = Store::open(&database.url, 8).await.expect("store");
-    let (scope, _, project) = owner_with_project(&store, "Counts", ProjectType::Class).await;
-    let class = ClassFields {
-        name: "spam".into(),
-        ..Default::default()
-    };
-    store
-        .add_classes(&scope, project.id, vec![class])
-        .await
-        .expect("a class");
+    let (scope, project) = spam_project(&store, "Counts").await;
     let mut documents = Vec::new();
     for sentences in [&["One.", "Two."][..], &["Three."], &["Four.", "Five.", "Six."]] {
         let (document, _) = store
@@ -212,15 +220,7 @@ async fn concurrent_writers_do_not_deadlock(backend: Backend) {
         return;
     };
     let store = Store::open(&database.url, 8).await.expect("store");
-    let (scope, _, project) = owner_with_project(&store, "Together", ProjectType::Class).await;
-    let class = ClassFields {
-        name: "spam".into(),
-        ..Default::default()
-    };
-    store
-        .add_classes(&scope, project.id, vec![class])
-        .await
-        .expect("a class");
+    let (scope, project) = spam_project(&store, "Together").await;
     let (first, _) = store
         .create_document(&scope, project.id, document(&["First."]))
         .await

@@ -1533,7 +1533,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A configuration's reviews, newest first (any member): a plain array, paged by offset and limit. */
+        /**
+         * A configuration's reviews, newest first (any member): a plain array, paged by offset and
+         *     limit, of one status if asked.
+         */
         get: operations["list_hitl_reviews"];
         put?: never;
         post?: never;
@@ -7685,6 +7688,8 @@ export interface operations {
                  *     it took paging, for clients that do not page.
                  */
                 limit?: number;
+                /** @description Only the reviews of this status: PENDING, APPROVED or REJECTED (any letter case). */
+                status?: string;
             };
             header?: never;
             path: {

@@ -328,8 +328,6 @@ function NewHitl({ projectId, onCreated }: { projectId: number; onCreated: () =>
 
 /** Reviews a page of the queue shows, newest first. */
 const REVIEWS_PAGE = 50;
-/** The newest reviews of a configuration looked at for a pending one (a pending review older than these is not seen). */
-const PENDING_LOOK = 100;
 
 export function ReviewsPage() {
   const { project, role } = useProject();
@@ -350,7 +348,7 @@ export function ReviewsPage() {
               hasPendingReview(
                 await unwrap(
                   api.GET("/projects/{project_id}/hitls/{hitl_id}/reviews", {
-                    params: { path: { project_id: project.id, hitl_id: hitlId }, query: { limit: PENDING_LOOK } },
+                    params: { path: { project_id: project.id, hitl_id: hitlId }, query: { status: "PENDING", limit: 1 } },
                   }),
                 ),
               ),

@@ -373,6 +373,8 @@ pub struct ReviewsQuery {
     /// it took paging, for clients that do not page.
     #[serde(default = "all_reviews")]
     limit: i64,
+    /// Only the reviews of this status: PENDING, APPROVED or REJECTED (any letter case).
+    status: Option<String>,
 }
 
 fn all_reviews() -> i64 {
@@ -460,7 +462,8 @@ async fn change(state: &AppState, caller: &Caller, p: &HitlPath, body: HitlChang
     Ok(HitlDto::with_secret(hitl))
 }
 
-/// A configuration's reviews, newest first (any member): a plain array, paged by offset and limit.
+/// A configuration's reviews, newest first (any member): a plain array, paged by offset and
+/// limit, of one status if asked.
 #[utoipa::path(get, path = "/projects/{project_id}/hitls/{hitl_id}/reviews", tag = "hitl",
     params(("project_id" = i64, Path), ("hitl_id" = i64, Path), ReviewsQuery),
     responses((status = 200, body = Vec<HitlReviewDto>)))]
@@ -471,9 +474,21 @@ pub async fn list_hitl_reviews(
     QueryParams(q): QueryParams<ReviewsQuery>,
 ) -> ApiResult<Json<Vec<HitlReviewDto>>> {
     let paging = crate::extract::Paging::checked(q.offset, q.limit)?;
+    let status = q
+        .status
+        .as_deref()
+        .map(|s| crate::extract::parse_query::<ReviewStatus>("status", &s.to_ascii_uppercase()))
+        .transpose()?;
     let reviews = state
         .store
-        .hitl_reviews(&caller.scope, p.project_id, p.hitl_id, paging.offset, paging.limit)
+        .hitl_reviews(
+            &caller.scope,
+            p.project_id,
+            p.hitl_id,
+            status,
+            paging.offset,
+            paging.limit,
+        )
         .await?;
     let full = q.with_full_data.unwrap_or(false);
     Ok(Json(reviews.into_iter().map(|r| HitlReviewDto::of(r, full)).collect()))

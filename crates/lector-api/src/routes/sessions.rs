@@ -4,7 +4,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
+use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody, parse_query};
 use crate::routes::classes::{ClassDto, LabelDto};
 use crate::routes::documents::{Details, DocumentDto, MAX_UPLOAD_BYTES, document_dtos, language, language_for};
 use crate::routes::labeled::{
@@ -19,7 +19,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use lector_core::labeling::{SessionMode, SessionStatus};
 use lector_core::validate::Problems;
-use lector_core::{Action, Error, ErrorCode, Result};
+use lector_core::{Action, Result};
 use lector_store::{NewSession, Session, SessionChanges, SessionFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -366,13 +366,6 @@ pub struct ListSessionsQuery {
     pub mode: Option<String>,
     /// One session status.
     pub status: Option<String>,
-}
-
-fn parse_query<T: std::str::FromStr<Err = String>>(name: &str, value: &str) -> Result<T> {
-    value
-        .trim()
-        .parse()
-        .map_err(|e| Error::new(ErrorCode::InvalidParameter, format!("{name}: {e}")))
 }
 
 /// The project's labeling sessions, oldest first.

@@ -290,6 +290,15 @@ async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
         .await
         .expect(200);
     assert!(brief[0].get("data").is_none());
+    // Of one status: the web app asks for one PENDING review to know where work waits.
+    let pending = app
+        .get(&format!("{at}/reviews?status=pending&limit=1"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(pending[0]["review_id"], review_id);
+    app.get(&format!("{at}/reviews?status=maybe"), &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
 
     // Submitting stores the corrected values and the verdict, once.
     app.put(
@@ -328,6 +337,16 @@ async fn a_live_hitl_sends_unsure_extractions_to_review(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(again["status"], "APPROVED");
+    let pending = app
+        .get(&format!("{at}/reviews?status=PENDING"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(pending, json!([]));
+    let approved = app
+        .get(&format!("{at}/reviews?status=APPROVED"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(approved[0]["review_id"], review_id);
     // The pages the review was made from, for the reviewer's view: words with their boxes.
     let page = &again["data"]["pages"][0];
     assert_eq!(page["number"], 1, "{again}");
