@@ -117,6 +117,8 @@ test("an unsure extraction waits in the review queue; the reviewer corrects and 
   // The threshold as it was entered: 99.9 %, not a rounded 100 % that reads as never met.
   await page.getByRole("cell", { name: "total (threshold 99.9 %)" }).waitFor();
   assert.equal(await page.getByLabel("Configuration", { exact: true }).locator("option:checked").innerText(), "Invoice check (live)");
+  // The choice is kept in the address, so a reload opens the same configuration.
+  await page.waitForURL((url) => url.searchParams.get("config") === String(hitl.id));
   await page.getByRole("link", { name: "unsure.pdf" }).click();
   await page.getByRole("heading", { level: 1, name: "Review of unsure.pdf" }).waitFor();
   // The page beside the values, drawn from the words the review kept, the fields found boxed.

@@ -1,7 +1,7 @@
 // Extraction and human review: a PDF or image read by a LABEL model, its pages with the boxes
 // of what was found, the fields with their confidence; the review queue of HITL configurations
 // with editable values.
-import { useRef, useState, type FormEvent } from "react";
+import { useEffect, useRef, useState, type FormEvent } from "react";
 import { Link, useParams } from "react-router";
 import { api, postForm, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
@@ -356,6 +356,10 @@ export function ReviewsPage() {
     [project.id, asked, hitls.data],
   );
   const chosen = asked ?? opening.data ?? undefined;
+  // The choice goes into the address (replacing this entry), so a reload or a link keeps it.
+  useEffect(() => {
+    if (asked === null && opening.data != null) setQuery({ config: opening.data }, true);
+  }, [asked, opening.data, setQuery]);
   const [reviewOffset, setReviewOffset] = useOffset(`${project.id}/${chosen ?? ""}`);
   const reviews = useLoad(
     () =>
