@@ -40,11 +40,22 @@ pub(crate) struct Counts {
     pub annotated: i64,
 }
 
+impl Counts {
+    /// The counts of a row with the columns the session's row keeps them in.
+    fn read(row: &sqlx::any::AnyRow) -> Result<Self> {
+        Ok(Self {
+            documents: row.try_get("document_count").map_err(db)?,
+            segments: row.try_get("segment_count").map_err(db)?,
+            annotated: row.try_get("annotated_count").map_err(db)?,
+        })
+    }
+}
+
 /// What the row's counts would be, counted from the rows themselves.
-const COUNT_SQL: &str = "SELECT (SELECT COUNT(*) FROM session_documents WHERE session_id = $1) AS documents, \
+const COUNT_SQL: &str = "SELECT (SELECT COUNT(*) FROM session_documents WHERE session_id = $1) AS document_count, \
      (SELECT COUNT(*) FROM session_documents sd JOIN segments g ON g.document_id = sd.document_id \
-      WHERE sd.session_id = $1) AS segments, \
-     (SELECT COUNT(*) FROM segment_statuses WHERE session_id = $1) AS annotated";
+      WHERE sd.session_id = $1) AS segment_count, \
+     (SELECT COUNT(*) FROM segment_statuses WHERE session_id = $1) AS annotated_count";
 
 /// Counts a session's documents, segments and marks again, under its lock, and stores them.
 /// The status is left as it is (an import keeps its session STARTED while it fills it).
@@ -108,12 +119,11 @@ pub(crate) async fn lock_session(tx: &mut Transaction<'static, Any>, session_id:
 /// Adds the marks a write just made to the session's count and gives it the status they imply.
 /// The caller took the session's lock before writing them.
 pub(crate) async fn add_marks(tx: &mut Transaction<'static, Any>, session_id: i64, added: u64) -> Result<()> {
-    sqlx::query("UPDATE sessions SET annotated_count = annotated_count + $1 WHERE id = $2")
-        .bind(added as i64)
-        .bind(session_id)
-        .execute(&mut **tx)
-        .await
-        .map_err(db)?;
+    let added = Counts {
+        annotated: added as i64,
+        ..Counts::default()
+    };
+    add_counts(tx, session_id, added).await?;
     settle(tx, session_id).await
 }
 
@@ -189,12 +199,7 @@ async fn settle(tx: &mut Transaction<'static, Any>, session_id: i64) -> Result<(
         .await
         .map_err(db)?;
     let Some(row) = row else { return Ok(()) };
-    let counts = Counts {
-        documents: row.try_get("document_count").map_err(db)?,
-        segments: row.try_get("segment_count").map_err(db)?,
-        annotated: row.try_get("annotated_count").map_err(db)?,
-    };
-    set_status(tx, session_id, counts, Settled::Only).await
+    set_status(tx, session_id, Counts::read(&row)?, Settled::Only).await
 }
 
 /// Which statuses the counts may replace: those they imply, or those and STARTED.
@@ -243,11 +248,7 @@ pub(crate) async fn count<'c>(executor: impl sqlx::Executor<'c, Database = Any>,
         .fetch_one(executor)
         .await
         .map_err(db)?;
-    Ok(Counts {
-        documents: row.try_get("documents").map_err(db)?,
-        segments: row.try_get("segments").map_err(db)?,
-        annotated: row.try_get("annotated").map_err(db)?,
-    })
+    Counts::read(&row)
 }
 
 #[cfg(any(test, feature = "testing"))]
@@ -262,11 +263,7 @@ impl crate::Store {
         let mut wrong = Vec::new();
         for row in rows {
             let id: i64 = row.try_get("id").map_err(db)?;
-            let stored = Counts {
-                documents: row.try_get("document_count").map_err(db)?,
-                segments: row.try_get("segment_count").map_err(db)?,
-                annotated: row.try_get("annotated_count").map_err(db)?,
-            };
+            let stored = Counts::read(&row)?;
             let counted = count(&self.pool, id).await?;
             if stored != counted {
                 wrong.push(format!("session {id}: stored {stored:?}, counted {counted:?}"));
