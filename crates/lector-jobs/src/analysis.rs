@@ -13,7 +13,7 @@
 
 use crate::base_models::missing_here;
 use crate::ingest::fill_group;
-use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
+use crate::runner::{Handler, HandlerFuture, JobContext, JobError, Outcome, notice_for};
 use lector_core::NotificationType;
 use lector_embed::BaseModels;
 use lector_extract::sandbox::Sandbox;
@@ -36,9 +36,7 @@ impl Handler for AnalyzeDocuments {
 
     fn run<'a>(
         &'a self,
-        store: &'a Store,
-        lease: &'a Lease,
-        stopping: &'a crate::Stopping,
+        JobContext { store, lease, stopping }: JobContext<'a>,
         payload: AnalysisPayload,
     ) -> HandlerFuture<'a> {
         Box::pin(async move {

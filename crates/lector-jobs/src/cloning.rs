@@ -1,8 +1,8 @@
 //! The job that fills a cloned project with copies of the original's contents.
 
-use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
+use crate::runner::{Handler, HandlerFuture, JobContext, JobError, Outcome, notice_for};
 use lector_core::NotificationType;
-use lector_store::{ClonePayload, Lease, Store};
+use lector_store::ClonePayload;
 
 /// Copies classes, labels, groups, documents, sessions, tags and marks into a clone.
 #[derive(Debug, Default)]
@@ -11,13 +11,7 @@ pub struct CloneProject;
 impl Handler for CloneProject {
     type Payload = ClonePayload;
 
-    fn run<'a>(
-        &'a self,
-        store: &'a Store,
-        lease: &'a Lease,
-        _: &'a crate::Stopping,
-        payload: ClonePayload,
-    ) -> HandlerFuture<'a> {
+    fn run<'a>(&'a self, JobContext { store, lease, .. }: JobContext<'a>, payload: ClonePayload) -> HandlerFuture<'a> {
         Box::pin(async move {
             let counts = store
                 .fill_clone(lease, payload.source_project_id, payload.project_id)

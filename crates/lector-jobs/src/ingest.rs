@@ -3,7 +3,7 @@
 
 use crate::file_import::import_file;
 use crate::prepare::prepare_document;
-use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
+use crate::runner::{Handler, HandlerFuture, JobContext, JobError, Outcome, notice_for};
 use crate::uploaded::Filled;
 use crate::writes::{Writes, transient};
 use lector_core::{NotificationType, Result};
@@ -25,9 +25,7 @@ impl Handler for ImportDocuments {
 
     fn run<'a>(
         &'a self,
-        store: &'a Store,
-        lease: &'a Lease,
-        stopping: &'a crate::Stopping,
+        JobContext { store, lease, stopping }: JobContext<'a>,
         payload: ImportPayload,
     ) -> HandlerFuture<'a> {
         Box::pin(async move {

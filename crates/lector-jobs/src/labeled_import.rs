@@ -20,7 +20,7 @@
 use crate::document_file::{document_of, read_upload};
 use crate::file_import::failed;
 use crate::prepare::{prepare_document, use_given_segments};
-use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for, panic_message};
+use crate::runner::{Handler, HandlerFuture, JobContext, JobError, Outcome, notice_for, panic_message};
 use crate::uploaded::{Counting, gone};
 use lector_core::labeling::locate_part;
 use lector_core::validate::{TextKind, check_chars};
@@ -49,9 +49,7 @@ impl Handler for ImportLabeled {
 
     fn run<'a>(
         &'a self,
-        store: &'a Store,
-        lease: &'a Lease,
-        stopping: &'a crate::Stopping,
+        JobContext { store, lease, stopping }: JobContext<'a>,
         payload: LabeledImportPayload,
     ) -> HandlerFuture<'a> {
         Box::pin(async move { import_labeled(store, lease, stopping, &payload, &self.0).await })

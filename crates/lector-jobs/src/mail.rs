@@ -8,10 +8,10 @@
 //! the job ends. Without SMTP configuration every message is written to the outbox folder, so a
 //! fresh installation works offline and an operator can read what would have been sent.
 
-use crate::runner::{Handler, HandlerFuture, JobError, Outcome};
+use crate::runner::{Handler, HandlerFuture, JobContext, JobError, Outcome};
 use lector_core::config::MailConfig;
 use lector_core::time::Timestamp;
-use lector_store::{Lease, MailPayload, PasswordResetMail, PasswordResetPayload, Store};
+use lector_store::{MailPayload, PasswordResetMail, PasswordResetPayload};
 use lettre::message::Mailbox;
 use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use std::path::{Path, PathBuf};
@@ -100,13 +100,7 @@ pub struct SendMail(pub Arc<Mailer>);
 impl Handler for SendMail {
     type Payload = MailPayload;
 
-    fn run<'a>(
-        &'a self,
-        store: &'a Store,
-        lease: &'a Lease,
-        _: &'a crate::Stopping,
-        mail: MailPayload,
-    ) -> HandlerFuture<'a> {
+    fn run<'a>(&'a self, JobContext { store, lease, .. }: JobContext<'a>, mail: MailPayload) -> HandlerFuture<'a> {
         Box::pin(async move {
             if let Err(e) = mail.to.parse::<Mailbox>() {
                 return Err(JobError::fatal(format!(
@@ -135,9 +129,7 @@ impl Handler for SendPasswordReset {
 
     fn run<'a>(
         &'a self,
-        store: &'a Store,
-        lease: &'a Lease,
-        _: &'a crate::Stopping,
+        JobContext { store, lease, .. }: JobContext<'a>,
         reset: PasswordResetPayload,
     ) -> HandlerFuture<'a> {
         Box::pin(async move {

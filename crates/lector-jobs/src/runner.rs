@@ -128,13 +128,16 @@ pub type HandlerFuture<'a> = Pin<Box<dyn Future<Output = Result<Outcome, JobErro
 /// its steps and answers [`JobError::stopped`] once the process is stopping.
 pub trait Handler: Send + Sync + 'static {
     type Payload: JobPayload;
-    fn run<'a>(
-        &'a self,
-        store: &'a Store,
-        lease: &'a Lease,
-        stopping: &'a Stopping,
-        payload: Self::Payload,
-    ) -> HandlerFuture<'a>;
+    fn run<'a>(&'a self, job: JobContext<'a>, payload: Self::Payload) -> HandlerFuture<'a>;
+}
+
+/// What a handler runs with besides its payload: the store, the lease that fences its writes
+/// (and carries the job's row), and the process's stop signal.
+#[derive(Debug, Clone, Copy)]
+pub struct JobContext<'a> {
+    pub store: &'a Store,
+    pub lease: &'a Lease,
+    pub stopping: &'a Stopping,
 }
 
 /// A handler behind its kind: decodes the payload, then runs the typed handler.
@@ -149,7 +152,7 @@ struct Typed<H>(H);
 impl<H: Handler> Erased for Typed<H> {
     fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, stopping: &'a Stopping) -> HandlerFuture<'a> {
         match lease.payload::<H::Payload>() {
-            Ok(payload) => self.0.run(store, lease, stopping, payload),
+            Ok(payload) => self.0.run(JobContext { store, lease, stopping }, payload),
             Err(e) => Box::pin(async move { Err(JobError::fatal(e.detail)) }),
         }
     }

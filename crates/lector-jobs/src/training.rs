@@ -20,7 +20,7 @@
 //! queue, see `crate::shutdown`), or when the job's task is dropped.
 
 use crate::base_models::missing_here;
-use crate::runner::{Handler, HandlerFuture, JobError, Outcome, notice_for};
+use crate::runner::{Handler, HandlerFuture, JobContext, JobError, Outcome, notice_for};
 use lector_core::{ErrorCode, ModelStatus, ModelType, NotificationType, ProjectType};
 use lector_embed::BaseModels;
 use lector_extract::Page;
@@ -85,9 +85,7 @@ impl Handler for TrainModel {
 
     fn run<'a>(
         &'a self,
-        store: &'a Store,
-        lease: &'a Lease,
-        stopping: &'a crate::Stopping,
+        JobContext { store, lease, stopping }: JobContext<'a>,
         payload: TrainingPayload,
     ) -> HandlerFuture<'a> {
         Box::pin(async move {

@@ -6,11 +6,11 @@
 //! address and secret are the configuration's when the event is sent: one whose webhook was
 //! removed, or that was deleted, sends nothing.
 
-use crate::runner::{Handler, HandlerFuture, JobError, Outcome};
+use crate::runner::{Handler, HandlerFuture, JobContext, JobError, Outcome};
 use lector_core::time::Timestamp;
 use lector_core::webhook::{SIGNATURE_HEADER, signature};
 use lector_sources::Sources;
-use lector_store::{Lease, Store, WebhookPayload};
+use lector_store::WebhookPayload;
 use std::sync::Arc;
 
 /// Posts one review event.
@@ -22,9 +22,7 @@ impl Handler for DeliverWebhook {
 
     fn run<'a>(
         &'a self,
-        store: &'a Store,
-        lease: &'a Lease,
-        _: &'a crate::Stopping,
+        JobContext { store, lease, .. }: JobContext<'a>,
         payload: WebhookPayload,
     ) -> HandlerFuture<'a> {
         Box::pin(async move {

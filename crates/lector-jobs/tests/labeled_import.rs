@@ -90,16 +90,16 @@ async fn a_labeled_import_run_twice_stores_once(backend: Backend) {
     // The run after it stores the rest; one more stores nothing.
     // A table never reaches the sandbox; the handler holds one for PDFs and images.
     let handler = ImportLabeled(Sandbox::new(&ExtractConfig::default()).unwrap());
-    let again = handler
-        .run(&store, &lease, &lector_jobs::Stopping::never(), payload.clone())
-        .await
-        .expect("the run");
+    let stopping = lector_jobs::Stopping::never();
+    let job = lector_jobs::JobContext {
+        store: &store,
+        lease: &lease,
+        stopping: &stopping,
+    };
+    let again = handler.run(job, payload.clone()).await.expect("the run");
     assert_eq!(again.result["stored_by_this_run"], DOCUMENTS - 200);
     assert_eq!(again.result["documents"], DOCUMENTS);
-    let last = handler
-        .run(&store, &lease, &lector_jobs::Stopping::never(), payload.clone())
-        .await
-        .expect("a last run");
+    let last = handler.run(job, payload.clone()).await.expect("a last run");
     assert_eq!(last.result["stored_by_this_run"], 0);
 
     let session = store.session(&scope, project.id, session.id).await.unwrap();

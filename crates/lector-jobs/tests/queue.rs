@@ -5,7 +5,7 @@ mod common;
 use common::on_both_backends;
 use lector_core::{NotificationType, ProjectType, Scope};
 use lector_jobs::prepare_document;
-use lector_jobs::{Handler, HandlerFuture, JobError, Outcome, Runner};
+use lector_jobs::{Handler, HandlerFuture, JobContext, JobError, Outcome, Runner};
 use lector_store::testing::{TestDatabase, owner_with_project};
 use lector_store::{
     Backend, Failure, JobPayload, JobResource, JobState, LabeledDocument, Lease, NewJob, NewSession, NewTag, Store,
@@ -168,9 +168,7 @@ async fn the_runner_runs_handlers_and_records_outcomes(backend: Backend) {
         type Payload = CountPayload;
         fn run<'a>(
             &'a self,
-            store: &'a Store,
-            lease: &'a Lease,
-            _: &'a lector_jobs::Stopping,
+            JobContext { store, lease, .. }: JobContext<'a>,
             payload: CountPayload,
         ) -> HandlerFuture<'a> {
             Box::pin(async move {
@@ -285,13 +283,7 @@ struct Flaky;
 
 impl Handler for Flaky {
     type Payload = FlakyPayload;
-    fn run<'a>(
-        &'a self,
-        _store: &'a Store,
-        lease: &'a Lease,
-        _: &'a lector_jobs::Stopping,
-        payload: FlakyPayload,
-    ) -> HandlerFuture<'a> {
+    fn run<'a>(&'a self, JobContext { lease, .. }: JobContext<'a>, payload: FlakyPayload) -> HandlerFuture<'a> {
         Box::pin(async move {
             if lease.job.attempts <= payload.panics {
                 panic!("flaky on attempt {}", lease.job.attempts);
@@ -429,13 +421,7 @@ async fn a_worker_goes_on_after_a_panic(backend: Backend) {
     struct Count;
     impl Handler for Count {
         type Payload = CountPayload;
-        fn run<'a>(
-            &'a self,
-            _: &'a Store,
-            _: &'a Lease,
-            _: &'a lector_jobs::Stopping,
-            payload: CountPayload,
-        ) -> HandlerFuture<'a> {
+        fn run<'a>(&'a self, _: JobContext<'a>, payload: CountPayload) -> HandlerFuture<'a> {
             Box::pin(async move {
                 Ok(Outcome {
                     result: json!({"counted": payload.upto}),
@@ -471,13 +457,7 @@ async fn a_job_this_worker_cannot_run_waits_then_fails_once(backend: Backend) {
     struct Lacking;
     impl Handler for Lacking {
         type Payload = CountPayload;
-        fn run<'a>(
-            &'a self,
-            _: &'a Store,
-            _: &'a Lease,
-            _: &'a lector_jobs::Stopping,
-            _: CountPayload,
-        ) -> HandlerFuture<'a> {
+        fn run<'a>(&'a self, _: JobContext<'a>, _: CountPayload) -> HandlerFuture<'a> {
             Box::pin(async { Err(JobError::elsewhere("the encoder is not installed on this worker")) })
         }
     }
@@ -605,7 +585,7 @@ async fn a_clone_run_twice_copies_once(backend: Backend) {
             let segments = store.segments_of(&documents).await.unwrap();
             let tags = store.tags_of(&segments, None).await.unwrap();
             let sessions = store.sessions(scope, project_id, &Default::default()).await.unwrap();
-            let groups = store.groups(scope, project_id, 0, 1000).await.unwrap();
+            let (groups, _) = store.groups(scope, project_id, 0, 1000).await.unwrap();
             (
                 documents.len(),
                 segments.len(),
@@ -629,13 +609,7 @@ async fn stopped_workers_hand_their_jobs_back(backend: Backend) {
     struct Waits;
     impl Handler for Waits {
         type Payload = CountPayload;
-        fn run<'a>(
-            &'a self,
-            _: &'a Store,
-            _: &'a Lease,
-            stopping: &'a lector_jobs::Stopping,
-            payload: CountPayload,
-        ) -> HandlerFuture<'a> {
+        fn run<'a>(&'a self, JobContext { stopping, .. }: JobContext<'a>, payload: CountPayload) -> HandlerFuture<'a> {
             Box::pin(async move {
                 if payload.upto == 0 {
                     stopping.requested_now().await;
