@@ -381,6 +381,12 @@ mod rate_limits {
     use crate::common::{Backend, TestApp};
     use serde_json::json;
 
+    backend_tests!(
+        backend: thirty_users_behind_one_address_sign_in,
+        guesses_spread_over_addresses_are_limited_per_account,
+        guesses_sent_at_once_are_limited_too,
+    );
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn login_attempts_are_limited_with_retry_after() {
         let Some(app) = TestApp::start_with(Backend::Sqlite, |c| c.rate_limits.login_per_minute = 3).await else {
@@ -441,36 +447,6 @@ mod rate_limits {
             body: serde_json::from_str(&text).unwrap_or_default(),
             text,
         }
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn thirty_users_behind_one_address_sign_in_sqlite() {
-        thirty_users_behind_one_address_sign_in(Backend::Sqlite).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn thirty_users_behind_one_address_sign_in_postgres() {
-        thirty_users_behind_one_address_sign_in(Backend::Postgres).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn guesses_spread_over_addresses_are_limited_per_account_sqlite() {
-        guesses_spread_over_addresses_are_limited_per_account(Backend::Sqlite).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn guesses_spread_over_addresses_are_limited_per_account_postgres() {
-        guesses_spread_over_addresses_are_limited_per_account(Backend::Postgres).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn guesses_sent_at_once_are_limited_too_sqlite() {
-        guesses_sent_at_once_are_limited_too(Backend::Sqlite).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn guesses_sent_at_once_are_limited_too_postgres() {
-        guesses_sent_at_once_are_limited_too(Backend::Postgres).await;
     }
 
     /// Thirty guesses at once from one address: each is counted before its password is

@@ -11,35 +11,7 @@ use crate::common::tickets::{UNSEEN, analyze, labeled_tickets, predicts_the_same
 use crate::common::{Backend, Session, TestApp};
 use serde_json::{Value, json};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_base_model_story() {
-    base_model_story(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_base_model_story() {
-    base_model_story(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_handed_back_story() {
-    handed_back_story(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_handed_back_story() {
-    handed_back_story(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_few_shot_story() {
-    few_shot_story(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_few_shot_story() {
-    few_shot_story(Backend::Postgres).await;
-}
+backend_tests!(backend: base_model_story, handed_back_story, few_shot_story);
 
 /// A server whose base-models directory (answered with it, to keep alive) holds the tiny
 /// encoder as `name`, described as `display_name`.

@@ -13,26 +13,11 @@ use sha2::{Digest, Sha256};
 
 const SECRET: &str = "a-test-signing-key-of-forty-bytes-0123456";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forged_tokens_are_refused_on_sqlite() {
-    if let Some(app) = start(crate::common::Backend::Sqlite).await {
-        forged_tokens_are_refused(app).await;
-    }
-}
+backend_tests!(adjust: with_known_key; forged_tokens_are_refused);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forged_tokens_are_refused_on_postgres() {
-    if let Some(app) = start(crate::common::Backend::Postgres).await {
-        forged_tokens_are_refused(app).await;
-    }
-}
-
-/// The app with a signing key the test knows.
-async fn start(backend: crate::common::Backend) -> Option<TestApp> {
-    TestApp::start_with(backend, |config| {
-        config.jwt_secret = Some(lector_core::config::Secret::new(SECRET.to_owned()));
-    })
-    .await
+/// A signing key the test knows.
+fn with_known_key(config: &mut lector_core::config::Config) {
+    config.jwt_secret = Some(lector_core::config::Secret::new(SECRET.to_owned()));
 }
 
 fn b64(bytes: &[u8]) -> String {

@@ -14,6 +14,8 @@ backend_tests!(
     csv_formulas_are_neutralised_and_read_back,
 );
 
+backend_tests!(backend: labeled_data_comes_from_sources, http_credentials_fetch_from_their_origin_only);
+
 /// A session created from a labeled-data file answers STARTED with the task that fills it;
 /// waits for the task and answers the filled session.
 async fn filled_session(app: &TestApp, who: &Session, project: i64, created: &Value) -> Value {
@@ -611,16 +613,6 @@ async fn labeled_data_comes_from_sources(backend: Backend) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn labeled_data_comes_from_sources_sqlite() {
-    labeled_data_comes_from_sources(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn labeled_data_comes_from_sources_postgres() {
-    labeled_data_comes_from_sources(Backend::Postgres).await;
-}
-
 /// An http credential's headers go to the origin it was created with, whoever uses it: a USER
 /// naming another origin is refused before anything is sent, and a credential stored before
 /// credentials named their origin sends its headers nowhere.
@@ -720,14 +712,4 @@ async fn http_credentials_fetch_from_their_origin_only(backend: Backend) {
         "{refused}"
     );
     server.abort();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_credentials_fetch_from_their_origin_only_sqlite() {
-    http_credentials_fetch_from_their_origin_only(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_credentials_fetch_from_their_origin_only_postgres() {
-    http_credentials_fetch_from_their_origin_only(Backend::Postgres).await;
 }

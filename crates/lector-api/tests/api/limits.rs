@@ -12,15 +12,7 @@ backend_tests!(
     hitls_stop_at_the_limit_under_concurrency
 );
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_one_row_limit_holds_for_every_import() {
-    one_row_limit_holds_for_every_import(crate::common::Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_one_row_limit_holds_for_every_import() {
-    one_row_limit_holds_for_every_import(crate::common::Backend::Postgres).await;
-}
+backend_tests!(backend: one_row_limit_holds_for_every_import);
 
 /// `uploads.max_rows` bounds a file import, `upload_documents` and `create_analysis` alike:
 /// at the limit they pass, one more is refused naming the limit.

@@ -47,19 +47,7 @@ async fn hostile_strings_in_every_write_answer_alike_on_both_backends() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_every_operation_against_every_actor() {
-    if let Some(app) = TestApp::start(Backend::Sqlite).await {
-        every_operation_against_every_actor(app).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_every_operation_against_every_actor() {
-    if let Some(app) = TestApp::start(Backend::Postgres).await {
-        every_operation_against_every_actor(app).await;
-    }
-}
+backend_tests!(every_operation_against_every_actor);
 
 /// Who may call an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -48,6 +48,23 @@ macro_rules! backend_tests {
             )*
         }
     };
+    // Tests that start their own app (a configuration of their own, several apps) take the
+    // backend: `backend_tests!(backend: name, …)` runs `name(Backend::…)` in on_sqlite and
+    // on_postgres.
+    (backend: $($name:ident),* $(,)?) => {
+        $crate::backend_tests!(@backend on_sqlite, Sqlite; $($name),*);
+        $crate::backend_tests!(@backend on_postgres, Postgres; $($name),*);
+    };
+    (@backend $module:ident, $backend:ident; $($name:ident),*) => {
+        mod $module {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::common::Backend::$backend).await;
+                }
+            )*
+        }
+    };
     ($($name:ident),* $(,)?) => {
         $crate::backend_tests!(@each |_| {}; $($name),*);
     };
