@@ -108,10 +108,12 @@ pub async fn reset_password(state: &AppState, token: &str, password: &str) -> Re
         .consume_one_time_token(TokenPurpose::PasswordReset, &token_hash(token))
         .await?
         .ok_or_else(|| {
-            Error::new(
-                ErrorCode::InvalidCredentials,
-                "the reset token is unknown, used or expired",
-            )
+            // 422 naming the field, not 401: the caller is not the one refused (a client that
+            // signs in again on 401 would misread it), the token in the body is.
+            Error::validation(vec![FieldError::new(
+                "reset_password_token",
+                "is unknown, used or expired; ask for a new reset mail",
+            )])
         })?;
     let hash = state.auth.hash_password(password).await?;
     state.store.reset_password(user_id, &hash).await

@@ -4,7 +4,7 @@
 //! Responses that axum or tower produce on their own (405, 413, a panic) are rewritten into the
 //! same shape by [`problem_for_bare_errors`], so no client ever sees another error format.
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -82,6 +82,15 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// 413 for a request body over the server's limit (`max_body_bytes`), naming it so that a
+/// client knows what to send instead.
+pub fn body_over_limit(max_body_bytes: usize) -> Error {
+    Error::new(
+        ErrorCode::PayloadTooLarge,
+        format!("the request body is over this server's limit of {max_body_bytes} bytes (max_body_bytes)"),
+    )
+}
+
 /// Marks an answer whose error status comes with a body of its route's own, documented shape
 /// (a workflow's answer, the health check's 503), so that [`problem_for_bare_errors`] leaves it.
 #[derive(Debug, Clone, Copy)]
@@ -90,7 +99,7 @@ pub struct OwnBody;
 /// Rewrites error responses that did not come from [`ApiError`] (axum's 405, the body limit's
 /// 413, a caught panic's 500) into problem+json, keeping headers such as `Allow`, and stamps
 /// every problem with the request's id.
-pub async fn problem_for_bare_errors(request: Request, next: Next) -> Response {
+pub async fn problem_for_bare_errors(State(max_body_bytes): State<usize>, request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let request_id = request
         .headers()
@@ -110,19 +119,19 @@ pub async fn problem_for_bare_errors(request: Request, next: Next) -> Response {
     let response = if is_problem {
         response
     } else {
-        rewrite_bare(response, &method)
+        rewrite_bare(response, &method, max_body_bytes)
     };
     with_request_id(response, request_id).await
 }
 
-fn rewrite_bare(response: Response, method: &axum::http::Method) -> Response {
+fn rewrite_bare(response: Response, method: &axum::http::Method, max_body_bytes: usize) -> Response {
     let status = response.status();
     let error = match status {
         StatusCode::METHOD_NOT_ALLOWED => Error::new(
             ErrorCode::MethodNotAllowed,
             format!("{method} is not allowed here; see the Allow header"),
         ),
-        StatusCode::PAYLOAD_TOO_LARGE => Error::new(ErrorCode::PayloadTooLarge, "the request body is too large"),
+        StatusCode::PAYLOAD_TOO_LARGE => body_over_limit(max_body_bytes),
         StatusCode::NOT_FOUND => Error::not_found("route"),
         StatusCode::UNSUPPORTED_MEDIA_TYPE => {
             Error::new(ErrorCode::UnsupportedMediaType, "send the body as application/json")

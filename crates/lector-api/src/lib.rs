@@ -67,7 +67,10 @@ pub fn app(state: AppState) -> Router {
         .layer(CatchPanicLayer::new())
         .layer(from_fn_with_state(state.clone(), turns::callers_take_turns))
         .layer(from_fn_with_state(state.clone(), headers::head_limits))
-        .layer(from_fn(error::problem_for_bare_errors))
+        .layer(from_fn_with_state(
+            state.config.max_body_bytes,
+            error::problem_for_bare_errors,
+        ))
         .layer(from_fn_with_state(state.metrics.clone(), metrics::record));
     if state.config.tls == TlsMode::Proxy {
         router = router.layer(from_fn_with_state(state.clone(), require_forwarded_https));

@@ -153,8 +153,9 @@ impl Store {
         Ok(segments)
     }
 
-    /// Replaces a document's text, meta and segments (what analyses and correction sessions
-    /// predicted for the old segments goes with them).
+    /// Replaces a document's text, meta and segments. A segment whose text the new one keeps
+    /// keeps its tags, marks and predictions ([`crate::new_text`]); what was said of the others
+    /// goes with them.
     pub async fn update_document(
         &self,
         scope: &Scope,
@@ -174,8 +175,7 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-        remove_segments_in(&mut tx, current.id).await?;
-        insert_segments(&mut tx, current.id, &document.segments).await?;
+        crate::new_text::replace_segments(&mut tx, current.id, &document.segments).await?;
         sessions.restore(&mut tx).await?;
         tx.commit().await.map_err(db)?;
         self.document_with_segments(project.id, id).await
@@ -367,12 +367,23 @@ impl Store {
     }
 
     /// A page of a project's groups, oldest first.
-    pub async fn groups(&self, scope: &Scope, project_id: i64, offset: i64, limit: i64) -> Result<Vec<DocumentGroup>> {
+    /// A page of a project's groups, oldest first, and whether more follow it.
+    pub async fn groups(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Vec<DocumentGroup>, bool)> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
         let sql = format!(
             "SELECT {GROUP_COLUMNS} FROM document_groups g WHERE g.project_id = $1 ORDER BY g.id LIMIT $2 OFFSET $3"
         );
-        fetch_records(sqlx::query(&sql).bind(project.id).bind(limit).bind(offset), &self.pool).await
+        let query = sqlx::query(&sql).bind(project.id).bind(limit + 1).bind(offset);
+        let mut groups: Vec<DocumentGroup> = fetch_records(query, &self.pool).await?;
+        let has_more = groups.len() as i64 > limit;
+        groups.truncate(limit as usize);
+        Ok((groups, has_more))
     }
 
     pub async fn group(&self, scope: &Scope, project_id: i64, group_id: i64) -> Result<DocumentGroup> {
@@ -545,27 +556,33 @@ pub(crate) async fn insert_document(
     .await
     .map_err(db)?;
     if let Some(id) = id {
-        insert_segments(tx, id, &document.segments).await?;
+        for (position, segment) in document.segments.iter().enumerate() {
+            insert_segment(tx, id, position as i64, segment).await?;
+        }
     }
     Ok(id)
 }
 
-async fn insert_segments(tx: &mut Transaction<'static, Any>, document_id: i64, segments: &[NewSegment]) -> Result<()> {
-    for (position, segment) in segments.iter().enumerate() {
-        sqlx::query(
-            "INSERT INTO segments (document_id, position, span_start, span_end, text, layout) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(document_id)
-        .bind(position as i64)
-        .bind(segment.start)
-        .bind(segment.end)
-        .bind(&segment.text)
-        .bind(&segment.layout)
-        .execute(&mut **tx)
-        .await
-        .map_err(db)?;
-    }
+/// Writes one segment of a document at `position`.
+pub(crate) async fn insert_segment(
+    tx: &mut Transaction<'static, Any>,
+    document_id: i64,
+    position: i64,
+    segment: &NewSegment,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO segments (document_id, position, span_start, span_end, text, layout) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(document_id)
+    .bind(position)
+    .bind(segment.start)
+    .bind(segment.end)
+    .bind(&segment.text)
+    .bind(&segment.layout)
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
     Ok(())
 }
 

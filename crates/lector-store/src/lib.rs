@@ -31,6 +31,7 @@ mod labeled_imports;
 #[cfg(test)]
 mod limit_tests;
 mod models;
+mod new_text;
 #[cfg(test)]
 mod training_tests;
 pub use accounts::{NewUser, UserChanges};

@@ -172,11 +172,13 @@ impl DocumentSessions {
         Ok(Self { document_id, sessions })
     }
 
-    /// Adds the document's new segments to the counts of its sessions (none when it was
-    /// deleted) and gives each session the status its marks now imply.
+    /// Adds the document's segments and the marks they kept to the counts of its sessions
+    /// (none when it was deleted) and gives each session the status its marks now imply.
     pub(crate) async fn restore(self, tx: &mut Transaction<'static, Any>) -> Result<()> {
         sqlx::query(
-            "UPDATE sessions SET segment_count = segment_count + (SELECT COUNT(*) FROM segments WHERE document_id = $1) \
+            "UPDATE sessions SET segment_count = segment_count + (SELECT COUNT(*) FROM segments WHERE document_id = $1), \
+             annotated_count = annotated_count + (SELECT COUNT(*) FROM segment_statuses st \
+              JOIN segments g ON g.id = st.segment_id WHERE st.session_id = sessions.id AND g.document_id = $1) \
              WHERE id IN (SELECT session_id FROM session_documents WHERE document_id = $1)",
         )
         .bind(self.document_id)

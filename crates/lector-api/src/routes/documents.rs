@@ -389,7 +389,9 @@ pub async fn get_document(
     Ok(Json(document_dtos(&state, vec![document], details).await?.remove(0)))
 }
 
-/// Replaces a document's text (and segments, meta, language).
+/// Replaces a document's text (and segments, meta, language). A sentence the new text keeps
+/// keeps its segment id, its tags (their spans moved with it) and its marks in every session;
+/// the tags and marks of changed sentences go with them.
 #[utoipa::path(put, path = "/projects/{project_id}/documents/{document_id}", tag = "documents",
     params(("project_id" = i64, Path), ("document_id" = i64, Path)), request_body = DocumentBody,
     responses((status = 200, body = DocumentDto)))]

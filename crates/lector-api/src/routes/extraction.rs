@@ -394,12 +394,20 @@ fn flag(value: &Option<String>, name: &str) -> Result<bool> {
 async fn file_of(state: &AppState, mut form: Multipart) -> Result<(String, Vec<u8>)> {
     let max = state.config.extract.max_file_bytes;
     let mut file = None;
-    while let Some(mut field) = form.next_field().await.map_err(multipart_error)? {
+    while let Some(mut field) = form
+        .next_field()
+        .await
+        .map_err(multipart_error(state.config.max_body_bytes))?
+    {
         match field.name().unwrap_or_default() {
             "file" if file.is_none() => {
                 let name = field.file_name().unwrap_or("document").to_owned();
                 let mut bytes = Vec::new();
-                while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+                while let Some(chunk) = field
+                    .chunk()
+                    .await
+                    .map_err(multipart_error(state.config.max_body_bytes))?
+                {
                     if (bytes.len() + chunk.len()) as u64 > max {
                         return Err(Error::new(
                             ErrorCode::PayloadTooLarge,

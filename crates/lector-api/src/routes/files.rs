@@ -175,13 +175,20 @@ pub async fn receive_upload_with(
 ) -> Result<(Upload, Vec<(String, bool)>)> {
     let mut upload = None;
     let mut set = Vec::new();
-    while let Some(field) = form.next_field().await.map_err(multipart_error)? {
+    while let Some(field) = form
+        .next_field()
+        .await
+        .map_err(multipart_error(state.config.max_body_bytes))?
+    {
         let name = field.name().unwrap_or_default().to_owned();
         match name.as_str() {
             "file" if upload.is_none() => upload = Some(store_file(state, caller, target, field).await?),
             "file" => return Err(bad_field("file", "send one file")),
             flag if flags.contains(&flag) => {
-                let value = field.text().await.map_err(multipart_error)?;
+                let value = field
+                    .text()
+                    .await
+                    .map_err(multipart_error(state.config.max_body_bytes))?;
                 // Empty is false; otherwise as a query flag (the original's client sends True).
                 let flag = if value.trim().is_empty() {
                     Some(false)
@@ -206,7 +213,11 @@ pub async fn receive_upload_with(
 
 async fn store_file(state: &AppState, caller: &Caller, target: UploadFor, mut field: Field<'_>) -> Result<Upload> {
     let name = lector_core::validate::file_name(field.file_name().unwrap_or("upload")).into_owned();
-    let first = field.chunk().await.map_err(multipart_error)?.unwrap_or_default();
+    let first = field
+        .chunk()
+        .await
+        .map_err(multipart_error(state.config.max_body_bytes))?
+        .unwrap_or_default();
     // A document is known by its first bytes, whatever its name; a table by its extension.
     let (format, max_bytes) = match lector_extract::sniff(&first) {
         Some(document) => (
@@ -228,7 +239,7 @@ async fn store_file(state: &AppState, caller: &Caller, target: UploadFor, mut fi
     };
     let chunks = futures_util::stream::once(async move { Ok::<Bytes, MultipartError>(first) })
         .chain(field)
-        .map(|chunk| chunk.map_err(multipart_error));
+        .map(|chunk| chunk.map_err(multipart_error(state.config.max_body_bytes)));
     state
         .store
         .save_upload(&caller.scope, target, &name, format, Box::pin(chunks), max_bytes)
@@ -306,11 +317,15 @@ pub(crate) async fn discard(state: &AppState, upload: &Upload) {
     }
 }
 
-pub(crate) fn multipart_error(e: MultipartError) -> Error {
-    if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-        Error::new(ErrorCode::PayloadTooLarge, "the request body is too large")
-    } else {
-        Error::bad_request(format!("cannot read the form: {}", e.body_text()))
+/// A form that cannot be read: 413 naming the body limit when the body went over it, 400
+/// otherwise.
+pub(crate) fn multipart_error(max_body_bytes: usize) -> impl Fn(MultipartError) -> Error + Copy {
+    move |e| {
+        if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            crate::error::body_over_limit(max_body_bytes)
+        } else {
+            Error::bad_request(format!("cannot read the form: {}", e.body_text()))
+        }
     }
 }
 

@@ -319,25 +319,36 @@ async fn create_group_from_file(
 }
 
 /// The document groups of a project, oldest first: the first thousand unless `offset` and
-/// `limit` ask for another page.
+/// `limit` ask for another page. The answer is the original interface's bare array; when more
+/// groups follow the page, a `Link` header (RFC 8288) names the next page with `rel="next"`.
 #[utoipa::path(get, path = "/projects/{project_id}/groups", tag = "groups",
-    params(("project_id" = i64, Path), WholeList), responses((status = 200, body = Vec<GroupDto>)))]
+    params(("project_id" = i64, Path), WholeList),
+    responses((status = 200, body = Vec<GroupDto>,
+        headers(("Link" = String, description = "the next page, `<…?offset=…&limit=…>; rel=\"next\"`, when more groups follow")))))]
 pub async fn list_groups(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<ProjectPath>,
     QueryParams(q): QueryParams<WholeList>,
-) -> ApiResult<Json<Vec<GroupDto>>> {
+) -> ApiResult<Response> {
     let paging = q.paging()?;
-    Ok(Json(
-        state
-            .store
-            .groups(&caller.scope, p.project_id, paging.offset, paging.limit)
-            .await?
-            .into_iter()
-            .map(GroupDto::from)
-            .collect(),
-    ))
+    let (groups, has_more) = state
+        .store
+        .groups(&caller.scope, p.project_id, paging.offset, paging.limit)
+        .await?;
+    let mut response = Json(groups.into_iter().map(GroupDto::from).collect::<Vec<_>>()).into_response();
+    if has_more {
+        let next = format!(
+            "</projects/{}/groups?offset={}&limit={}>; rel=\"next\"",
+            p.project_id,
+            paging.offset + paging.limit,
+            paging.limit
+        );
+        if let Ok(value) = HeaderValue::from_str(&next) {
+            response.headers_mut().insert(header::LINK, value);
+        }
+    }
+    Ok(response)
 }
 
 /// A document group.

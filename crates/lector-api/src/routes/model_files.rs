@@ -187,12 +187,20 @@ async fn read_form(state: &AppState, mut form: Multipart) -> Result<(Vec<u8>, Ha
     let max = state.config.uploads.max_bytes;
     let mut file = None;
     let mut fields = HashMap::new();
-    while let Some(mut field) = form.next_field().await.map_err(multipart_error)? {
+    while let Some(mut field) = form
+        .next_field()
+        .await
+        .map_err(multipart_error(state.config.max_body_bytes))?
+    {
         let name = field.name().unwrap_or_default().to_owned();
         match name.as_str() {
             "file" if file.is_none() => {
                 let mut bytes = Vec::new();
-                while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+                while let Some(chunk) = field
+                    .chunk()
+                    .await
+                    .map_err(multipart_error(state.config.max_body_bytes))?
+                {
                     if (bytes.len() + chunk.len()) as u64 > max {
                         return Err(Error::new(
                             ErrorCode::PayloadTooLarge,
@@ -205,7 +213,10 @@ async fn read_form(state: &AppState, mut form: Multipart) -> Result<(Vec<u8>, Ha
             }
             "file" => return Err(bad_field("file", "send one file")),
             known if TEXT_FIELDS.contains(&known) => {
-                let value = field.text().await.map_err(multipart_error)?;
+                let value = field
+                    .text()
+                    .await
+                    .map_err(multipart_error(state.config.max_body_bytes))?;
                 fields.insert(name, value);
             }
             other => {

@@ -280,6 +280,19 @@ async fn uploads_over_the_limit_answer_413(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(blob_files(&app), 1, "the refused file is not kept");
+
+    // A body over the server's own limit is refused naming that limit.
+    let Some(app) = TestApp::start_with(backend_of(&app), |c| c.max_body_bytes = 10_000).await else {
+        return;
+    };
+    let ada = app.register("ada@example.org").await;
+    let id = app.project(&ada, "Limits").await;
+    let refused = app
+        .upload_file(&ada, id, "big.csv", csv.as_bytes())
+        .await
+        .expect_problem(413, "payload_too_large");
+    let detail = refused["detail"].as_str().unwrap();
+    assert!(detail.contains("limit of 10000 bytes (max_body_bytes)"), "{refused}");
 }
 
 /// The backend of an app, for starting a second one with another configuration.

@@ -8,6 +8,7 @@ backend_tests!(
     labeled_documents_samples_and_auto_tags,
     sessions_follow_roles_and_tenancy,
     clones_copy_everything_as_a_task,
+    an_edited_text_keeps_what_was_said_of_its_unchanged_sentences,
 );
 
 fn segment_ids(document: &Value) -> Vec<i64> {
@@ -602,4 +603,82 @@ async fn clones_copy_everything_as_a_task(app: TestApp) {
     )
     .await
     .expect_problem(404, "not_found");
+}
+
+/// A document's new text keeps the tags and marks of the sentences it still has (their spans
+/// moved with the text), and drops those of the sentences it changed; the session's counts
+/// follow.
+async fn an_edited_text_keeps_what_was_said_of_its_unchanged_sentences(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = app
+        .project_with_classes(&ada, "Reviews", "CLASS", &["FOOD", "SERVICE"])
+        .await;
+    let document = app
+        .document(&ada, id, json!({"text": "The soup was cold. The waiter was kind."}))
+        .await;
+    let (soup, waiter) = (segment_ids(&document)[0], segment_ids(&document)[1]);
+    let session = app.session_over(&ada, id, "Round 1", [document["id"].clone()]).await;
+    let base = format!(
+        "/projects/{id}/annotations/{}/documents/{}",
+        session["id"], document["id"]
+    );
+    let soup_tags = format!("{base}/segments/{soup}/tags");
+    let tag = app
+        .post(&soup_tags, &ada.token, json!({"class": "FOOD", "text": "soup"}))
+        .await
+        .expect(201);
+    assert_eq!(tag["span"], json!([4, 8]));
+    app.post(
+        &format!("{base}/segments/{waiter}/tags"),
+        &ada.token,
+        json!({"class": "SERVICE"}),
+    )
+    .await
+    .expect(201);
+    for segment in [soup, waiter] {
+        app.mark_annotated(&ada, &format!("{base}/segments/{segment}"))
+            .await
+            .expect(200);
+    }
+
+    let text = "Hello there. The soup was cold. The waiter was rude.";
+    let edited = app
+        .put(
+            &format!("/projects/{id}/documents/{}", document["id"]),
+            &ada.token,
+            json!({"text": text}),
+        )
+        .await
+        .expect(200);
+    let segments = segment_ids(&edited);
+    assert_eq!(segments.len(), 3);
+    assert_eq!(segments[1], soup, "the unchanged sentence keeps its segment");
+    assert!(!segments.contains(&waiter), "the changed one is new");
+    let kept = app.get(&soup_tags, &ada.token).await.expect(200);
+    assert_eq!(kept.as_array().unwrap().len(), 1, "{kept}");
+    assert_eq!(
+        kept[0]["span"],
+        json!([17, 21]),
+        "the span moved with its sentence: {kept}"
+    );
+    let soup_at: String = text.chars().skip(17).take(4).collect();
+    assert_eq!(soup_at, "soup");
+    let changed = app
+        .get(&format!("{base}/segments/{}/tags", segments[2]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(changed, json!([]), "the changed sentence starts without tags");
+    let counted = app
+        .get(&format!("/projects/{id}/annotations/{}", session["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(
+        (
+            &counted["segment_count"],
+            &counted["annotated_count"],
+            &counted["status"]
+        ),
+        (&json!(3), &json!(1), &json!("ANNOTATING")),
+        "{counted}"
+    );
 }

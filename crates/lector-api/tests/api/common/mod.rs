@@ -303,6 +303,15 @@ impl TestApp {
         self.call(Method::GET, path, Some(token), None).await
     }
 
+    /// Asserts that `path` with each of `queries` answers 400 `invalid_parameter`.
+    pub async fn refuses_queries(&self, path: &str, token: &str, queries: &[&str]) {
+        for query in queries {
+            let answer = self.get(&format!("{path}?{query}"), token).await;
+            assert_eq!(answer.status.as_u16(), 400, "?{query}: {}", answer.text);
+            assert_eq!(answer.body["code"], "invalid_parameter", "?{query}: {}", answer.text);
+        }
+    }
+
     pub async fn post(&self, path: &str, token: &str, body: Value) -> Answer {
         self.call(Method::POST, path, Some(token), Some(body)).await
     }
