@@ -30,24 +30,16 @@ use lector_core::ProjectType;
 use lector_ml::{Embedder, Example, Model, Options, Rng, split_examples, tsv};
 use serde_json::{Value, json};
 
-#[path = "common/clock.rs"]
-mod clock;
-use clock::Clock;
-
-type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
+mod common;
+use common::{Clock, Fallible, Paths};
 
 /// The few-shot benchmark: lector-ml with n-grams, the MiniLM's frozen vector, and it tuned.
+///
+/// --data holds lines `label<TAB>text`; results go to OUT/fewshot (OUT/fewshot-dev with --dev).
 #[derive(Parser)]
 struct Cli {
-    /// Lines `label<TAB>text`.
-    #[arg(long)]
-    data: PathBuf,
-    /// The MiniLM's directory (`scripts/fetch-minilm` prints it).
-    #[arg(long)]
-    model: PathBuf,
-    /// Results go to OUT/fewshot (OUT/fewshot-dev with --dev).
-    #[arg(long)]
-    out: PathBuf,
+    #[command(flatten)]
+    paths: Paths,
     /// Training examples per label, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "8,16,32,64")]
     shots: Vec<usize>,
@@ -183,13 +175,13 @@ fn main() -> Fallible<()> {
     pairs.layers = cli.pair_layers.unwrap_or(pairs.layers);
     pairs.temperature = cli.pair_temperature.unwrap_or(pairs.temperature);
     pairs.min_steps = cli.pair_steps.unwrap_or(pairs.min_steps);
-    let minilm = Arc::new(lector_embed::MiniLm::load(&cli.model)?.with_pair_tune_options(pairs));
+    let minilm = Arc::new(lector_embed::MiniLm::load(&cli.paths.model)?.with_pair_tune_options(pairs));
     let encoder: Arc<dyn Embedder> = Arc::new(Remembering {
         inner: minilm,
         seen: Mutex::new(HashMap::new()),
     });
 
-    let set = tsv::read_tsv(&cli.data)?;
+    let set = tsv::read_tsv(&cli.paths.data)?;
     let all = set.examples;
     let split = split_examples(ProjectType::Label, &all, 0.2, 0);
     let train: Vec<&Example> = split.train.iter().map(|&i| &all[i]).collect();
@@ -205,17 +197,20 @@ fn main() -> Fallible<()> {
             .filter(|i| !used.contains(i))
             .map(|i| train[i])
             .collect();
-        (cli.out.join("fewshot-dev"), stratified_at_most(&rest, cli.test_max))
+        (
+            cli.paths.out.join("fewshot-dev"),
+            stratified_at_most(&rest, cli.test_max),
+        )
     } else {
         let test: Vec<&Example> = split.test.iter().map(|&i| &all[i]).collect();
-        (cli.out.join("fewshot"), stratified_at_most(&test, cli.test_max))
+        (cli.paths.out.join("fewshot"), stratified_at_most(&test, cli.test_max))
     };
     std::fs::create_dir_all(&dir)?;
     tsv::write_tsv(&dir.join("test.tsv"), &scored)?;
     let scored_owned: Vec<Example> = scored.iter().map(|e| (*e).clone()).collect();
     eprintln!(
         "{}: {} train, scoring on {} rows ({})",
-        cli.data.display(),
+        cli.paths.data.display(),
         train.len(),
         scored.len(),
         if cli.dev { "unused training rows" } else { "test side" }
@@ -268,7 +263,7 @@ fn main() -> Fallible<()> {
         }
     }
     let result = json!({
-        "data": cli.data.display().to_string(),
+        "data": cli.paths.data.display().to_string(),
         "train": train.len(),
         "scored": scored.len(),
         "dev": cli.dev,
