@@ -20,10 +20,10 @@
 //! artifact and read back, which must predict the same on the first 20 rows. Times are CPU
 //! time of the process (tuning runs on two threads) and wall time.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use clap::Parser;
 use lector_core::ProjectType;
@@ -78,61 +78,6 @@ struct Cli {
     pair_batch: Option<usize>,
 }
 
-/// The MiniLM with its vectors remembered: the same texts are embedded for every seed and
-/// size, and a vector does not depend on when it is asked for. Tuning goes to the encoder.
-#[derive(Debug)]
-struct Remembering {
-    inner: Arc<lector_embed::MiniLm>,
-    seen: Mutex<HashMap<String, Vec<f32>>>,
-}
-
-impl Embedder for Remembering {
-    fn id(&self) -> String {
-        self.inner.id()
-    }
-    fn dim(&self) -> usize {
-        self.inner.dim()
-    }
-    fn embed(&self, text: &str) -> Vec<f32> {
-        if let Some(v) = self.seen.lock().map(|m| m.get(text).cloned()).ok().flatten() {
-            return v;
-        }
-        let v = lector_embed::MiniLm::embed(&self.inner, text);
-        if let Ok(mut m) = self.seen.lock() {
-            m.insert(text.to_string(), v.clone());
-        }
-        v
-    }
-    fn can_tune(&self) -> bool {
-        self.inner.can_tune()
-    }
-    fn tune(
-        &self,
-        texts: &[&str],
-        targets: &[Vec<usize>],
-        outputs: usize,
-        seed: u64,
-        progress: &mut lector_ml::ProgressFn<'_>,
-    ) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
-        self.inner.tune(texts, targets, outputs, seed, progress)
-    }
-    fn can_tune_pairs(&self) -> bool {
-        self.inner.can_tune_pairs()
-    }
-    fn tune_pairs(
-        &self,
-        texts: &[&str],
-        labels: &[usize],
-        seed: u64,
-        progress: &mut lector_ml::ProgressFn<'_>,
-    ) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
-        self.inner.tune_pairs(texts, labels, seed, progress)
-    }
-    fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
-        self.inner.load_tuned(bytes)
-    }
-}
-
 fn label(e: &Example) -> &str {
     e.tags.first().and_then(|t| t.label.as_deref()).unwrap_or("")
 }
@@ -175,11 +120,9 @@ fn main() -> Fallible<()> {
     pairs.layers = cli.pair_layers.unwrap_or(pairs.layers);
     pairs.temperature = cli.pair_temperature.unwrap_or(pairs.temperature);
     pairs.min_steps = cli.pair_steps.unwrap_or(pairs.min_steps);
-    let minilm = Arc::new(lector_embed::MiniLm::load(&cli.paths.model)?.with_pair_tune_options(pairs));
-    let encoder: Arc<dyn Embedder> = Arc::new(Remembering {
-        inner: minilm,
-        seen: Mutex::new(HashMap::new()),
-    });
+    // The same texts are embedded for every seed and size: each is run through the encoder once.
+    let minilm = lector_embed::MiniLm::load(&cli.paths.model)?.with_pair_tune_options(pairs);
+    let encoder: Arc<dyn Embedder> = Arc::new(minilm.remembering());
 
     let set = tsv::read_tsv(&cli.paths.data)?;
     let all = set.examples;
