@@ -13,7 +13,6 @@
 //! (tuning runs on up to four threads); `train_wall_s` is wall time.
 
 use std::ops::ControlFlow;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Parser;
@@ -21,24 +20,17 @@ use lector_core::ProjectType;
 use lector_ml::{Embedder, Model, Options, jsonl};
 use serde_json::json;
 
-#[path = "common/clock.rs"]
-mod clock;
-use clock::Clock;
-
-type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
+mod common;
+use common::{Clock, Fallible, Paths};
 
 /// The ABSA benchmark with the MiniLM encoder.
+///
+/// --data is the directory of train.jsonl, dev.jsonl and test.jsonl; lector-minilm-tuned.json
+/// (lector-minilm.json with --frozen) is written to --out.
 #[derive(Parser)]
 struct Cli {
-    /// The directory of train.jsonl, dev.jsonl and test.jsonl.
-    #[arg(long)]
-    data: PathBuf,
-    /// The MiniLM's directory (`scripts/fetch-minilm` prints it).
-    #[arg(long)]
-    model: PathBuf,
-    /// Where lector-minilm-tuned.json (lector-minilm.json with --frozen) is written.
-    #[arg(long)]
-    out: PathBuf,
+    #[command(flatten)]
+    paths: Paths,
     /// Epochs of tuning, fewer for timing runs (TuneOptions' own by default).
     #[arg(long)]
     epochs: Option<usize>,
@@ -52,9 +44,11 @@ struct Cli {
 
 fn main() -> Fallible<()> {
     let Cli {
-        data,
-        model: model_dir,
-        out,
+        paths: Paths {
+            data,
+            model: model_dir,
+            out,
+        },
         epochs,
         frozen,
         seed,

@@ -20,34 +20,26 @@
 //! artifact and read back, which must predict the same on the first 20 rows. Times are CPU
 //! time of the process (tuning runs on two threads) and wall time.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use clap::Parser;
 use lector_core::ProjectType;
 use lector_ml::{Embedder, Example, Model, Options, Rng, split_examples, tsv};
 use serde_json::{Value, json};
 
-#[path = "common/clock.rs"]
-mod clock;
-use clock::Clock;
-
-type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
+mod common;
+use common::{Clock, Fallible, Paths};
 
 /// The few-shot benchmark: lector-ml with n-grams, the MiniLM's frozen vector, and it tuned.
+///
+/// --data holds lines `label<TAB>text`; results go to OUT/fewshot (OUT/fewshot-dev with --dev).
 #[derive(Parser)]
 struct Cli {
-    /// Lines `label<TAB>text`.
-    #[arg(long)]
-    data: PathBuf,
-    /// The MiniLM's directory (`scripts/fetch-minilm` prints it).
-    #[arg(long)]
-    model: PathBuf,
-    /// Results go to OUT/fewshot (OUT/fewshot-dev with --dev).
-    #[arg(long)]
-    out: PathBuf,
+    #[command(flatten)]
+    paths: Paths,
     /// Training examples per label, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "8,16,32,64")]
     shots: Vec<usize>,
@@ -84,61 +76,6 @@ struct Cli {
     /// Pair tuning's batch size.
     #[arg(long)]
     pair_batch: Option<usize>,
-}
-
-/// The MiniLM with its vectors remembered: the same texts are embedded for every seed and
-/// size, and a vector does not depend on when it is asked for. Tuning goes to the encoder.
-#[derive(Debug)]
-struct Remembering {
-    inner: Arc<lector_embed::MiniLm>,
-    seen: Mutex<HashMap<String, Vec<f32>>>,
-}
-
-impl Embedder for Remembering {
-    fn id(&self) -> String {
-        self.inner.id()
-    }
-    fn dim(&self) -> usize {
-        self.inner.dim()
-    }
-    fn embed(&self, text: &str) -> Vec<f32> {
-        if let Some(v) = self.seen.lock().map(|m| m.get(text).cloned()).ok().flatten() {
-            return v;
-        }
-        let v = lector_embed::MiniLm::embed(&self.inner, text);
-        if let Ok(mut m) = self.seen.lock() {
-            m.insert(text.to_string(), v.clone());
-        }
-        v
-    }
-    fn can_tune(&self) -> bool {
-        self.inner.can_tune()
-    }
-    fn tune(
-        &self,
-        texts: &[&str],
-        targets: &[Vec<usize>],
-        outputs: usize,
-        seed: u64,
-        progress: &mut lector_ml::ProgressFn<'_>,
-    ) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
-        self.inner.tune(texts, targets, outputs, seed, progress)
-    }
-    fn can_tune_pairs(&self) -> bool {
-        self.inner.can_tune_pairs()
-    }
-    fn tune_pairs(
-        &self,
-        texts: &[&str],
-        labels: &[usize],
-        seed: u64,
-        progress: &mut lector_ml::ProgressFn<'_>,
-    ) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
-        self.inner.tune_pairs(texts, labels, seed, progress)
-    }
-    fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
-        self.inner.load_tuned(bytes)
-    }
 }
 
 fn label(e: &Example) -> &str {
@@ -183,13 +120,11 @@ fn main() -> Fallible<()> {
     pairs.layers = cli.pair_layers.unwrap_or(pairs.layers);
     pairs.temperature = cli.pair_temperature.unwrap_or(pairs.temperature);
     pairs.min_steps = cli.pair_steps.unwrap_or(pairs.min_steps);
-    let minilm = Arc::new(lector_embed::MiniLm::load(&cli.model)?.with_pair_tune_options(pairs));
-    let encoder: Arc<dyn Embedder> = Arc::new(Remembering {
-        inner: minilm,
-        seen: Mutex::new(HashMap::new()),
-    });
+    // The same texts are embedded for every seed and size: each is run through the encoder once.
+    let minilm = lector_embed::MiniLm::load(&cli.paths.model)?.with_pair_tune_options(pairs);
+    let encoder: Arc<dyn Embedder> = Arc::new(minilm.remembering());
 
-    let set = tsv::read_tsv(&cli.data)?;
+    let set = tsv::read_tsv(&cli.paths.data)?;
     let all = set.examples;
     let split = split_examples(ProjectType::Label, &all, 0.2, 0);
     let train: Vec<&Example> = split.train.iter().map(|&i| &all[i]).collect();
@@ -205,17 +140,20 @@ fn main() -> Fallible<()> {
             .filter(|i| !used.contains(i))
             .map(|i| train[i])
             .collect();
-        (cli.out.join("fewshot-dev"), stratified_at_most(&rest, cli.test_max))
+        (
+            cli.paths.out.join("fewshot-dev"),
+            stratified_at_most(&rest, cli.test_max),
+        )
     } else {
         let test: Vec<&Example> = split.test.iter().map(|&i| &all[i]).collect();
-        (cli.out.join("fewshot"), stratified_at_most(&test, cli.test_max))
+        (cli.paths.out.join("fewshot"), stratified_at_most(&test, cli.test_max))
     };
     std::fs::create_dir_all(&dir)?;
     tsv::write_tsv(&dir.join("test.tsv"), &scored)?;
     let scored_owned: Vec<Example> = scored.iter().map(|e| (*e).clone()).collect();
     eprintln!(
         "{}: {} train, scoring on {} rows ({})",
-        cli.data.display(),
+        cli.paths.data.display(),
         train.len(),
         scored.len(),
         if cli.dev { "unused training rows" } else { "test side" }
@@ -268,7 +206,7 @@ fn main() -> Fallible<()> {
         }
     }
     let result = json!({
-        "data": cli.data.display().to_string(),
+        "data": cli.paths.data.display().to_string(),
         "train": train.len(),
         "scored": scored.len(),
         "dev": cli.dev,

@@ -28,8 +28,9 @@ pub mod testing;
 mod tune;
 mod wordpiece;
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
@@ -53,6 +54,8 @@ pub struct MiniLm {
     id: String,
     tune: TuneOptions,
     pairs: PairTuneOptions,
+    /// The vectors made so far, by text, once [`MiniLm::remembering`] asked for them.
+    remembered: Option<Mutex<HashMap<String, Vec<f32>>>>,
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
@@ -105,6 +108,7 @@ impl MiniLm {
             id,
             tune: TuneOptions::default(),
             pairs: PairTuneOptions::default(),
+            remembered: None,
         })
     }
 
@@ -121,13 +125,38 @@ impl MiniLm {
         self
     }
 
+    /// The same encoder, remembering every vector [`MiniLm::embed`] makes, so that each text
+    /// runs through the encoder once: for benchmarks that train many models on the same texts
+    /// (a vector does not depend on when it is asked for). The memory grows with every new
+    /// text, so the service does not use it.
+    pub fn remembering(mut self) -> Self {
+        self.remembered = Some(Mutex::default());
+        self
+    }
+
     /// The token ids the encoder reads for `text` (`[CLS] … [SEP]`).
     pub fn tokens(&self, text: &str) -> Vec<u32> {
         self.vocab.encode(cut(text), self.max_tokens)
     }
 
-    /// The unit-length mean of the last hidden states of `text`.
+    /// The unit-length mean of the last hidden states of `text` (remembered, with
+    /// [`MiniLm::remembering`]).
     pub fn embed(&self, text: &str) -> Vec<f32> {
+        let Some(remembered) = &self.remembered else {
+            return self.run(text);
+        };
+        if let Some(v) = remembered.lock().map(|m| m.get(text).cloned()).ok().flatten() {
+            return v;
+        }
+        let v = self.run(text);
+        if let Ok(mut m) = remembered.lock() {
+            m.insert(text.to_string(), v.clone());
+        }
+        v
+    }
+
+    /// [`MiniLm::embed`] of `text` through the encoder.
+    fn run(&self, text: &str) -> Vec<f32> {
         unit_mean(&self.bert.forward(&self.tokens(text)), self.bert.config().hidden)
     }
 

@@ -25,6 +25,16 @@ fn tiny_encoder_gives_deterministic_unit_vectors_that_depend_on_the_text() {
 }
 
 #[test]
+fn a_remembering_encoder_answers_the_vectors_it_would_make() {
+    let plain = tiny();
+    let remembering = tiny().remembering();
+    for text in ["the food was great .", "the service was slow .", "the food was great ."] {
+        assert_eq!(remembering.embed(text), plain.embed(text));
+        assert_eq!(lector_ml::Embedder::embed(&remembering, text), plain.embed(text));
+    }
+}
+
+#[test]
 fn missing_tensors_and_bad_configs_are_errors() {
     let config = json!({"vocab_size": 4, "hidden_size": 8, "num_attention_heads": 2, "num_hidden_layers": 1,
         "intermediate_size": 16, "max_position_embeddings": 8, "hidden_act": "gelu"});

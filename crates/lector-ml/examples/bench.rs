@@ -53,6 +53,23 @@ fn go(_: f64) -> ControlFlow<()> {
     ControlFlow::Continue(())
 }
 
+/// A model of `project_type` trained on `train`, and the seconds it took on this thread's CPU.
+fn train_timed(project_type: ProjectType, train: &[Example], options: &Options<'_>) -> Fallible<(Model, f64)> {
+    let clock = Clock::start();
+    let model = Model::train(project_type, train, options, &mut go)?;
+    Ok((model, clock.seconds()))
+}
+
+/// `figures` (a JSON object) with what both benchmarks report of the model they trained: the
+/// training time, the chosen cost, how it was validated and the artifact's size.
+fn with_training(mut figures: Value, model: &Model, train_s: f64, artifact_bytes: usize) -> Value {
+    figures["train_s"] = json!(train_s);
+    figures["c"] = json!(model.info().hyper.c);
+    figures["validation"] = json!(model.info().hyper.validation);
+    figures["artifact_bytes"] = json!(artifact_bytes);
+    figures
+}
+
 /// Trains on `train`, scores on `test`; answers the figures as JSON.
 fn run_label(
     train: &[&Example],
@@ -63,28 +80,23 @@ fn run_label(
 ) -> Fallible<Value> {
     let train_owned: Vec<Example> = train.iter().map(|e| (*e).clone()).collect();
     let test_owned: Vec<Example> = test.iter().map(|e| (*e).clone()).collect();
-    let clock = Clock::start();
-    let model = Model::train(ProjectType::Label, &train_owned, options, &mut go)?;
-    let train_s = clock.seconds();
+    let (model, train_s) = train_timed(ProjectType::Label, &train_owned, options)?;
     let metrics = model.evaluate(&test_owned);
     if let Some(path) = predictions {
         write_predictions(path, &model, test)?;
     }
     let bytes = model.to_bytes();
     let loaded = Model::from_bytes(&bytes)?;
-    let mut out = json!({
+    let figures = json!({
         "train_examples": train.len(),
         "accuracy": metrics.accuracy,
         "macro_f1": metrics.macro_f1,
-        "train_s": train_s,
-        "c": model.info().hyper.c,
-        "validation": model.info().hyper.validation,
         "validation_score": model.info().hyper.validation_score,
         "features": model.info().features.name(),
         "features_tried": model.info().hyper.features_tried,
-        "artifact_bytes": bytes.len(),
         "artifact_round_trip_identical": test.iter().all(|e| loaded.predict(&e.text) == model.predict(&e.text)),
     });
+    let mut out = with_training(figures, &model, train_s, bytes.len());
     if speed {
         let n_words = words(test);
         let mut ws = Workspace::default();
@@ -247,25 +259,20 @@ fn bench_absa(dir: &Path, out: &Path, options: &Options<'_>) -> Fallible<()> {
     // dev joins the training data: model selection is internal (cross-validation).
     train.extend(jsonl::read_absa(&dir.join("dev.jsonl"))?);
     let test = jsonl::read_absa(&dir.join("test.jsonl"))?;
-    let clock = Clock::start();
-    let model = Model::train(ProjectType::Absa, &train, options, &mut go)?;
-    let train_s = clock.seconds();
+    let (model, train_s) = train_timed(ProjectType::Absa, &train, options)?;
     let m = model.evaluate(&test);
-    let result = json!({
+    let figures = json!({
         "train": train.len(),
         "test": test.len(),
         "aspect_f1": m.aspect_f1,
         "sentiment_accuracy": m.sentiment_accuracy,
         "pair_micro_f1": m.micro_f1,
         "pair_macro_f1": m.macro_f1,
-        "train_s": train_s,
-        "c": model.info().hyper.c,
         "c_labels": model.info().hyper.c_labels,
         "at_least_one": model.info().calibration.at_least_one,
         "empty_predictions": test.iter().filter(|e| model.predict(&e.text).tags.is_empty()).count(),
-        "validation": model.info().hyper.validation,
-        "artifact_bytes": model.to_bytes().len(),
     });
+    let result = with_training(figures, &model, train_s, model.to_bytes().len());
     eprintln!("absa: {result}");
     std::fs::create_dir_all(out)?;
     // The decided tags of every test sentence, to compare two builds' decisions line by line.

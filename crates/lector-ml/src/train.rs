@@ -172,17 +172,27 @@ fn train_inner(
     };
     let warm = heads::warm_start(options.base, main_names, &labels, main_dim, dim)?;
 
+    // The main head's job on the features `$x`: a candidate's while the featurisation is
+    // chosen, the chosen one's for the final fit. A macro rather than a closure or a copy of
+    // the job: the candidates are borrowed while choosing, and the winner is moved out of them
+    // (the others dropped) before the fit.
+    macro_rules! main_job {
+        ($x:expr) => {
+            HeadJob {
+                x: $x,
+                dim: main_dim,
+                targets: &targets,
+                runs: &runs,
+                grid: &grid,
+                w0: &warm.main,
+                params,
+                select,
+            }
+        };
+    }
+
     // Plan all solver work, then choose the featurisation on the held-out runs.
-    let main_job = HeadJob {
-        x: &candidates[0].x_main,
-        dim: main_dim,
-        targets: &targets,
-        runs: &runs,
-        grid: &grid,
-        w0: &warm.main,
-        params,
-        select,
-    };
+    let main_job = main_job!(&candidates[0].x_main);
     for c in &candidates[1..] {
         // At most the whole grid (`choice`).
         HeadJob {
@@ -219,17 +229,7 @@ fn train_inner(
     }
 
     // Fitting the heads and calibrating them.
-    let main_job = HeadJob {
-        x: &x_main,
-        dim: main_dim,
-        targets: &targets,
-        runs: &runs,
-        grid: &grid,
-        w0: &warm.main,
-        params,
-        select,
-    };
-    let main = main_job.final_fit(chosen.selection, &mut rng, progress)?;
+    let main = main_job!(&x_main).final_fit(chosen.selection, &mut rng, progress)?;
     let mut calibration = calibration::calibrate(&targets, &main.held_out);
     let tuned = tuning.tune(&mut calibration, progress)?;
     let (label_head, c_labels) = heads::fit_label_head(

@@ -56,6 +56,36 @@ fn classes(model: &Model, text: &str) -> Vec<Tag> {
     model.predict(text).plain_tags()
 }
 
+/// The foods and drinks of [`class_set`] as LABEL examples (small talk, with no class, left out).
+fn label_set() -> Vec<Example> {
+    class_set(false)
+        .into_iter()
+        .filter_map(|e| {
+            let class = e.tags.first()?.class.clone()?;
+            Some(Example::new(e.text, vec![Tag::label(class)]))
+        })
+        .collect()
+}
+
+/// Writes `model`'s artifact and reads it back with `encoder`: the same model, the same bytes
+/// and the same predictions (on known, unseen and empty texts); answers the bytes.
+fn round_trip(model: &Model, encoder: Arc<dyn Embedder>) -> Vec<u8> {
+    let bytes = model.to_bytes();
+    let loaded = Model::from_bytes_with(&bytes, Some(encoder)).unwrap();
+    assert_eq!(&loaded, model);
+    assert_eq!(loaded.to_bytes(), bytes);
+    for text in [
+        "the curry was served",
+        "the whisky was served",
+        "",
+        "we talked",
+        "nothing here",
+    ] {
+        assert_eq!(loaded.predict(text), model.predict(text));
+    }
+    bytes
+}
+
 #[test]
 fn the_encoder_carries_classes_to_unseen_words() {
     let encoder: Arc<dyn Embedder> = Arc::new(Concepts("concepts-v1"));
@@ -80,14 +110,8 @@ fn a_model_with_an_encoder_round_trips_only_with_that_encoder() {
     let set = class_set(false);
     let a = Model::train(ProjectType::Class, &set, &options(Some(encoder.clone())), &mut go).unwrap();
     let b = Model::train(ProjectType::Class, &set, &options(Some(encoder.clone())), &mut go).unwrap();
-    let bytes = a.to_bytes();
+    let bytes = round_trip(&a, encoder);
     assert_eq!(bytes, b.to_bytes());
-    let loaded = Model::from_bytes_with(&bytes, Some(encoder)).unwrap();
-    assert_eq!(loaded, a);
-    assert_eq!(loaded.to_bytes(), bytes);
-    for text in ["the curry was served", "the whisky was served", "", "nothing here"] {
-        assert_eq!(loaded.predict(text), a.predict(text));
-    }
     assert!(matches!(Model::from_bytes(&bytes), Err(Error::MissingEncoder(id)) if id == "concepts-v1"));
     let other: Arc<dyn Embedder> = Arc::new(Concepts("concepts-v2"));
     assert!(matches!(
@@ -137,26 +161,51 @@ struct TunableConcepts {
     pairs: bool,
 }
 
+/// What tuning taught a copy of [`TunableConcepts`], and how the copy reads a text with it.
 #[derive(Debug)]
-struct Centroids {
-    concepts: Concepts,
-    /// Per class: four weights and a bias.
-    rows: Vec<[f32; 5]>,
+enum Taught {
+    /// Tuned to classes: per class, four weights and a bias (the copy's logits).
+    Centroids(Vec<[f32; 5]>),
+    /// Tuned on pairs: each label's mean vector; a text's vector is its own plus that of the
+    /// nearest label mean, and there are no logits.
+    Pulled(Vec<[f32; 4]>),
 }
 
-impl lector_ml::Tuned for Centroids {
+/// A tuned copy of [`TunableConcepts`]: its concepts and what tuning taught it.
+#[derive(Debug)]
+struct TunedConcepts {
+    concepts: Concepts,
+    taught: Taught,
+}
+
+impl lector_ml::Tuned for TunedConcepts {
     fn embed_and_score(&self, text: &str) -> (Vec<f32>, Vec<f32>) {
         let v = self.concepts.embed(text);
-        let logits = self
-            .rows
-            .iter()
-            .map(|r| 10.0 * (r[..4].iter().zip(&v).map(|(w, x)| w * x).sum::<f32>() + r[4]))
-            .collect();
-        (v, logits)
+        let dot = |w: &[f32]| w.iter().zip(&v).map(|(w, x)| w * x).sum::<f32>();
+        match &self.taught {
+            Taught::Centroids(rows) => {
+                let logits = rows.iter().map(|r| 10.0 * (dot(&r[..4]) + r[4])).collect();
+                (v, logits)
+            }
+            Taught::Pulled(means) => {
+                let best = means.iter().max_by(|a, b| dot(&a[..]).total_cmp(&dot(&b[..])));
+                let mut out: Vec<f32> = v.iter().zip(best.unwrap_or(&[0.0; 4])).map(|(x, m)| x + m).collect();
+                let n = out.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+                out.iter_mut().for_each(|x| *x /= n);
+                (out, Vec::new())
+            }
+        }
     }
 
     fn to_bytes(&self) -> Vec<u8> {
-        self.rows.iter().flatten().flat_map(|v| v.to_le_bytes()).collect()
+        match &self.taught {
+            Taught::Centroids(rows) => rows.iter().flatten().flat_map(|v| v.to_le_bytes()).collect(),
+            Taught::Pulled(means) => {
+                let mut out = vec![b'P'];
+                out.extend(means.iter().flatten().flat_map(|v| v.to_le_bytes()));
+                out
+            }
+        }
     }
 }
 
@@ -213,7 +262,7 @@ impl Embedder for TunableConcepts {
                 .sum::<f32>();
             rows.push([w[0], w[1], w[2], w[3], b]);
         }
-        Ok(self.centroids(rows))
+        Ok(self.copy(Taught::Centroids(rows)))
     }
 
     fn can_tune_pairs(&self) -> bool {
@@ -238,21 +287,21 @@ impl Embedder for TunableConcepts {
         for (text, &l) in texts.iter().zip(labels) {
             means[l].iter_mut().zip(self.embed(text)).for_each(|(m, x)| *m += x);
         }
-        Ok(self.pulled(means))
+        Ok(self.copy(Taught::Pulled(means)))
     }
 
     fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
         if bytes.first() == Some(&b'P') {
             let values = floats(&bytes[1..]);
             let means = values.chunks_exact(4).map(|r| [r[0], r[1], r[2], r[3]]).collect();
-            return Ok(self.pulled(means));
+            return Ok(self.copy(Taught::Pulled(means)));
         }
         if bytes.is_empty() || !bytes.len().is_multiple_of(20) {
             return Err(Error::Artifact("bad centroids".into()));
         }
         let values = floats(bytes);
         let rows = values.chunks_exact(5).map(|r| [r[0], r[1], r[2], r[3], r[4]]).collect();
-        Ok(self.centroids(rows))
+        Ok(self.copy(Taught::Centroids(rows)))
     }
 }
 
@@ -265,70 +314,28 @@ fn floats(bytes: &[u8]) -> Vec<f32> {
 }
 
 impl TunableConcepts {
-    /// A copy tuned to classes, with these rows.
-    fn centroids(&self, rows: Vec<[f32; 5]>) -> Arc<dyn lector_ml::Tuned> {
-        Arc::new(Centroids {
+    /// A copy of these concepts with what tuning taught it.
+    fn copy(&self, taught: Taught) -> Arc<dyn lector_ml::Tuned> {
+        Arc::new(TunedConcepts {
             concepts: Concepts(self.concepts.0),
-            rows,
-        })
-    }
-
-    /// A copy tuned on pairs, with these label means.
-    fn pulled(&self, means: Vec<[f32; 4]>) -> Arc<dyn lector_ml::Tuned> {
-        Arc::new(Pulled {
-            concepts: Concepts(self.concepts.0),
-            means,
+            taught,
         })
     }
 }
 
-fn tunable() -> Arc<TunableConcepts> {
+/// [`TunableConcepts`] of `concepts-v1`, tuned on pairs too if `pairs`.
+fn tunable(pairs: bool) -> Arc<TunableConcepts> {
     Arc::new(TunableConcepts {
         concepts: Concepts("concepts-v1"),
         tuned_calls: Default::default(),
-        pairs: false,
+        pairs,
     })
-}
-
-/// A copy "tuned on pairs": a text's vector is its own plus that of the nearest label mean.
-#[derive(Debug)]
-struct Pulled {
-    concepts: Concepts,
-    means: Vec<[f32; 4]>,
-}
-
-impl lector_ml::Tuned for Pulled {
-    fn embed_and_score(&self, text: &str) -> (Vec<f32>, Vec<f32>) {
-        let v = self.concepts.embed(text);
-        let dot = |m: &[f32; 4]| m.iter().zip(&v).map(|(a, b)| a * b).sum::<f32>();
-        let best = self.means.iter().max_by(|a, b| dot(a).total_cmp(&dot(b)));
-        let mut out: Vec<f32> = v.iter().zip(best.unwrap_or(&[0.0; 4])).map(|(x, m)| x + m).collect();
-        let n = out.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-        out.iter_mut().for_each(|x| *x /= n);
-        (out, Vec::new())
-    }
-
-    fn to_bytes(&self) -> Vec<u8> {
-        let mut out = vec![b'P'];
-        out.extend(self.means.iter().flatten().flat_map(|v| v.to_le_bytes()));
-        out
-    }
 }
 
 #[test]
 fn with_few_examples_per_label_the_encoder_is_tuned_on_pairs_and_its_vector_travels() {
-    let encoder = Arc::new(TunableConcepts {
-        concepts: Concepts("concepts-v1"),
-        tuned_calls: Default::default(),
-        pairs: true,
-    });
-    let labels: Vec<Example> = class_set(false)
-        .into_iter()
-        .filter_map(|e| {
-            let class = e.tags.first()?.class.clone()?;
-            Some(Example::new(e.text, vec![Tag::label(class)]))
-        })
-        .collect();
+    let encoder = tunable(true);
+    let labels = label_set();
     let model = Model::train(ProjectType::Label, &labels, &options(Some(encoder.clone())), &mut go).unwrap();
     let dense = model.info().dense.clone().unwrap();
     assert!(dense.contrastive && !dense.tuned);
@@ -336,12 +343,7 @@ fn with_few_examples_per_label_the_encoder_is_tuned_on_pairs_and_its_vector_trav
     let label = |m: &Model, text: &str| m.predict(text).tags[0].label.clone();
     assert_eq!(label(&model, "the burger was served").as_deref(), Some("food"));
     assert_eq!(label(&model, "the lemonade was served").as_deref(), Some("drinks"));
-    let bytes = model.to_bytes();
-    let loaded = Model::from_bytes_with(&bytes, Some(encoder.clone())).unwrap();
-    assert_eq!(loaded, model);
-    for text in ["the curry was served", "the whisky was served", "", "we talked"] {
-        assert_eq!(loaded.predict(text), model.predict(text));
-    }
+    round_trip(&model, encoder.clone());
     // Beyond the few-shot rule, or with tuning off, the encoder's own vector is used.
     let many: Vec<Example> = labels
         .iter()
@@ -362,7 +364,7 @@ fn with_few_examples_per_label_the_encoder_is_tuned_on_pairs_and_its_vector_trav
 
 #[test]
 fn a_tunable_encoder_is_tuned_to_the_classes_and_travels_in_the_artifact() {
-    let encoder = tunable();
+    let encoder = tunable(false);
     let model = Model::train(
         ProjectType::Class,
         &class_set(false),
@@ -377,13 +379,7 @@ fn a_tunable_encoder_is_tuned_to_the_classes_and_travels_in_the_artifact() {
     let p = model.predict("the burger was served");
     assert!(p.classes.iter().all(|c| (0.0..=1.0).contains(&c.probability)));
 
-    let bytes = model.to_bytes();
-    let loaded = Model::from_bytes_with(&bytes, Some(encoder.clone())).unwrap();
-    assert_eq!(loaded, model);
-    assert_eq!(loaded.to_bytes(), bytes);
-    for text in ["the curry was served", "the whisky was served", "", "we talked"] {
-        assert_eq!(loaded.predict(text), model.predict(text));
-    }
+    let bytes = round_trip(&model, encoder.clone());
     assert!(matches!(Model::from_bytes(&bytes), Err(Error::MissingEncoder(_))));
     // An encoder with the same id that cannot read tuned weights refuses them.
     let plain: Arc<dyn Embedder> = Arc::new(Concepts("concepts-v1"));
@@ -395,14 +391,8 @@ fn a_tunable_encoder_is_tuned_to_the_classes_and_travels_in_the_artifact() {
 
 #[test]
 fn tuning_is_skipped_for_single_label_models_and_when_turned_off() {
-    let encoder = tunable();
-    let labels: Vec<Example> = class_set(false)
-        .into_iter()
-        .filter_map(|e| {
-            let class = e.tags.first()?.class.clone()?;
-            Some(Example::new(e.text, vec![Tag::label(class)]))
-        })
-        .collect();
+    let encoder = tunable(false);
+    let labels = label_set();
     let label = Model::train(ProjectType::Label, &labels, &options(Some(encoder.clone())), &mut go).unwrap();
     assert_eq!(label.info().dense.as_ref().map(|d| d.tuned), Some(false));
     let off = Options {
@@ -416,7 +406,7 @@ fn tuning_is_skipped_for_single_label_models_and_when_turned_off() {
 
 #[test]
 fn tuning_reports_progress_and_can_be_cancelled() {
-    let encoder = tunable();
+    let encoder = tunable(false);
     let mut seen = Vec::new();
     Model::train(
         ProjectType::Class,

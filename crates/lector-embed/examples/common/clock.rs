@@ -1,5 +1,5 @@
 //! CPU time of the whole process, all its threads (the machine is shared), for this crate's
-//! benchmark examples (`#[path = "common/clock.rs"] mod clock;`).
+//! benchmark examples (`common::Clock`).
 
 use std::time::Instant;
 
