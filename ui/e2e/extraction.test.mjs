@@ -4,7 +4,7 @@
 // where a person corrects a value and approves it.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { BASE, checkA11y, launch, newPage, shot } from "./harness.mjs";
+import { BASE, apiCall, checkA11y, launch, newPage, shot } from "./harness.mjs";
 import { textPdf } from "./pdf.mjs";
 
 const FIELDS = ["invoice_number", "date", "total", "iban", "vendor", "po_number"];
@@ -14,12 +14,7 @@ let token;
 let projectId;
 let modelId;
 
-async function call(method, p, data) {
-  const r = await page.request.fetch(BASE + p, { method, data, headers: { authorization: `Bearer ${token}` } });
-  const body = await r.json().catch(() => null);
-  assert.ok(r.ok(), `${method} ${p}: ${r.status()} ${JSON.stringify(body)}`);
-  return body;
-}
+const call = (method, p, data) => apiCall(page, token, method, p, data);
 
 before(async () => {
   browser = await launch();

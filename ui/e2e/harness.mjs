@@ -75,6 +75,14 @@ export async function apiGet(page, p) {
   return r.json();
 }
 
+/** `method` on the API path `p` as the holder of `token`, with `data` as JSON; the answer's JSON, failing unless it is a success. */
+export async function apiCall(page, token, method, p, data) {
+  const r = await page.request.fetch(BASE + p, { method, data, headers: { authorization: `Bearer ${token}` } });
+  const body = await r.json().catch(() => null);
+  assert.ok(r.ok(), `${method} ${p}: ${r.status()} ${JSON.stringify(body)}`);
+  return body;
+}
+
 export function csv(rows) {
   return rows.map((r) => r.map((c) => `"${String(c).replace(/"/g, '""')}"`).join(",")).join("\n") + "\n";
 }

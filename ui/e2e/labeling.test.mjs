@@ -3,18 +3,13 @@
 // label project where number keys pick labels and a second one changes the first.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { BASE, checkA11y, launch, newPage, shot } from "./harness.mjs";
+import { BASE, apiCall, checkA11y, launch, newPage, shot } from "./harness.mjs";
 
 let browser;
 let page;
 let token;
 
-async function call(method, p, data) {
-  const r = await page.request.fetch(BASE + p, { method, data, headers: { authorization: `Bearer ${token}` } });
-  const body = await r.json().catch(() => null);
-  assert.ok(r.ok(), `${method} ${p}: ${r.status()} ${JSON.stringify(body)}`);
-  return body;
-}
+const call = (method, p, data) => apiCall(page, token, method, p, data);
 
 /** A project of `type` with classes and labels, documents, and a session over them. */
 let made = 0;

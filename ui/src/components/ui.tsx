@@ -1,5 +1,5 @@
 // Small building blocks shared by the pages.
-import { useEffect, useId, useRef, useState, type ReactNode } from "react";
+import { useEffect, useId, useRef, useState, type InputHTMLAttributes, type ReactNode } from "react";
 import { Link } from "react-router";
 import { pageRange, previousOffset, type Page } from "../lib/paging";
 
@@ -59,6 +59,28 @@ export function Field({
       )}
     </div>
   );
+}
+
+/**
+ * A labelled `<input>` (a `Field` whose child is a plain input): the input gets the label's id and
+ * is described by the hint when there is one, else by its own `aria-describedby`, if given.
+ */
+export function InputField({ label, hint, ...input }: { label: string; hint?: string } & Omit<InputHTMLAttributes<HTMLInputElement>, "id">) {
+  return (
+    <Field label={label} hint={hint}>
+      {(id, hintId) => <input {...input} id={id} aria-describedby={hintId ?? input["aria-describedby"]} />}
+    </Field>
+  );
+}
+
+/** A required password input under its label; `autoComplete` says whether it asks for the present password or a new one. */
+export function PasswordField(
+  props: { label: string; hint?: string; autoComplete: "current-password" | "new-password" } & Omit<
+    InputHTMLAttributes<HTMLInputElement>,
+    "id" | "type" | "required" | "autoComplete"
+  >,
+) {
+  return <InputField {...props} type="password" required />;
 }
 
 /** A progress bar with its figure in words. */

@@ -4,7 +4,7 @@ import { api, unwrap, type Schemas } from "../api/client";
 import { useAuth } from "../auth";
 import { when } from "../lib/format";
 import { useAction, useLoad } from "../lib/hooks";
-import { Empty, ErrorBox, Field, Loading, PageTitle, Table } from "../components/ui";
+import { Empty, ErrorBox, InputField, Loading, PageTitle, PasswordField, Table } from "../components/ui";
 
 type User = Schemas["UserDto"];
 type ProductKey = Schemas["ProductKeyDto"];
@@ -55,12 +55,8 @@ function NameForm({ user }: { user: User }) {
         E-mail: <strong dir="auto">{user.email}</strong>
       </p>
       <form onSubmit={save} className="inline-form">
-        <Field label="First name">
-          {(id) => <input id={id} dir="auto" autoComplete="given-name" value={first} onChange={(e) => setFirst(e.target.value)} />}
-        </Field>
-        <Field label="Last name">
-          {(id) => <input id={id} dir="auto" autoComplete="family-name" value={last} onChange={(e) => setLast(e.target.value)} />}
-        </Field>
+        <InputField label="First name" dir="auto" autoComplete="given-name" value={first} onChange={(e) => setFirst(e.target.value)} />
+        <InputField label="Last name" dir="auto" autoComplete="family-name" value={last} onChange={(e) => setLast(e.target.value)} />
         <button type="submit" disabled={action.busy}>
           Save name
         </button>
@@ -113,28 +109,22 @@ function PasswordForm({ user }: { user: User }) {
     <section className="panel" aria-labelledby="password-h">
       <h2 id="password-h">Password</h2>
       <form onSubmit={change} className="stack narrow-form">
-        <Field label="Current password">
-          {(id) => <input id={id} type="password" autoComplete="current-password" required value={current} onChange={(e) => setCurrent(e.target.value)} />}
-        </Field>
-        <Field label="New password" hint="At least 8 characters.">
-          {(id, hint) => (
-            <input id={id} type="password" autoComplete="new-password" required aria-describedby={hint} value={next} onChange={(e) => setNext(e.target.value)} />
-          )}
-        </Field>
-        <Field label="Repeat the new password">
-          {(id) => (
-            <input
-              id={id}
-              type="password"
-              autoComplete="new-password"
-              required
-              aria-invalid={mismatch}
-              aria-describedby={mismatch ? mismatchId : undefined}
-              value={repeated}
-              onChange={(e) => setRepeated(e.target.value)}
-            />
-          )}
-        </Field>
+        <PasswordField label="Current password" autoComplete="current-password" value={current} onChange={(e) => setCurrent(e.target.value)} />
+        <PasswordField
+          label="New password"
+          hint="At least 8 characters."
+          autoComplete="new-password"
+          value={next}
+          onChange={(e) => setNext(e.target.value)}
+        />
+        <PasswordField
+          label="Repeat the new password"
+          autoComplete="new-password"
+          aria-invalid={mismatch}
+          aria-describedby={mismatch ? mismatchId : undefined}
+          value={repeated}
+          onChange={(e) => setRepeated(e.target.value)}
+        />
         {mismatch && (
           <p className="error-list" id={mismatchId}>
             The two new passwords differ.
@@ -205,9 +195,7 @@ function ProductKeys({ userId }: { userId: number }) {
       )}
       {created && <NewKey productKey={created} onDone={() => setCreated(null)} />}
       <form onSubmit={create} className="inline-form">
-        <Field label="Key name" hint="Optional: what uses it.">
-          {(id, hint) => <input id={id} dir="auto" aria-describedby={hint} value={name} onChange={(e) => setName(e.target.value)} />}
-        </Field>
+        <InputField label="Key name" hint="Optional: what uses it." dir="auto" value={name} onChange={(e) => setName(e.target.value)} />
         <button type="submit" disabled={action.busy}>
           Create a product key
         </button>

@@ -179,6 +179,52 @@ export function AnalysesPage() {
 
 const PAGE = 50;
 
+/** A bar chart of how many segments carry each class or label, under its heading. */
+function SegmentCounts({ heading, title, counts }: { heading: string; title: string; counts: [string, number][] }) {
+  return (
+    <div>
+      <h3>{heading}</h3>
+      <BarChart
+        title={title}
+        names={counts.map(([n]) => n)}
+        series={[{ name: "segments", values: counts.map(([, c]) => c) }]}
+        max={Math.max(...counts.map(([, c]) => c))}
+        format={(v) => String(v)}
+      />
+    </div>
+  );
+}
+
+/** A filter of an analysis's results to one of its classes or labels (the value "" for any). */
+function NameFilter({
+  label,
+  any,
+  value,
+  names,
+  onChange,
+}: {
+  label: string;
+  any: string;
+  value: number | "";
+  names: { id: number; name: string }[];
+  onChange: (value: string) => void;
+}) {
+  return (
+    <Field label={label}>
+      {(fid) => (
+        <select id={fid} value={value} onChange={(e) => onChange(e.target.value)}>
+          <option value="">{any}</option>
+          {names.map((n) => (
+            <option key={n.id} value={n.id}>
+              {n.name}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}
+
 export function AnalysisPage() {
   const id = Number(useParams().analysisId);
   const navigate = useNavigate();
@@ -281,74 +327,18 @@ export function AnalysisPage() {
             <h2 id="dist-h">Distribution</h2>
             {a && <p className="muted">Tags in all {a.document_count} documents.</p>}
             <div className="grid-2">
-              {dist.classes.length > 0 && (
-                <div>
-                  <h3>Classes</h3>
-                  <BarChart
-                    title="Segments per class"
-                    names={dist.classes.map(([n]) => n)}
-                    series={[{ name: "segments", values: dist.classes.map(([, c]) => c) }]}
-                    max={Math.max(...dist.classes.map(([, c]) => c))}
-                    format={(v) => String(v)}
-                  />
-                </div>
-              )}
-              {dist.labels.length > 0 && (
-                <div>
-                  <h3>Labels</h3>
-                  <BarChart
-                    title="Segments per label"
-                    names={dist.labels.map(([n]) => n)}
-                    series={[{ name: "segments", values: dist.labels.map(([, c]) => c) }]}
-                    max={Math.max(...dist.labels.map(([, c]) => c))}
-                    format={(v) => String(v)}
-                  />
-                </div>
-              )}
+              {dist.classes.length > 0 && <SegmentCounts heading="Classes" title="Segments per class" counts={dist.classes} />}
+              {dist.labels.length > 0 && <SegmentCounts heading="Labels" title="Segments per label" counts={dist.labels} />}
             </div>
           </section>
           <section className="panel" aria-labelledby="results-h">
             <h2 id="results-h">Results</h2>
             <div className="inline-form">
               {(a?.classes?.length ?? 0) > 0 && (
-                <Field label="Class">
-                  {(fid) => (
-                    <select
-                      id={fid}
-                      value={cls}
-                      onChange={(e) => {
-                        setQuery({ class: e.target.value, offset: 0 });
-                      }}
-                    >
-                      <option value="">Any class</option>
-                      {a!.classes!.map((c) => (
-                        <option key={c.id} value={c.id}>
-                          {c.name}
-                        </option>
-                      ))}
-                    </select>
-                  )}
-                </Field>
+                <NameFilter label="Class" any="Any class" value={cls} names={a!.classes!} onChange={(v) => setQuery({ class: v, offset: 0 })} />
               )}
               {(a?.labels?.length ?? 0) > 0 && (
-                <Field label="Label">
-                  {(fid) => (
-                    <select
-                      id={fid}
-                      value={lab}
-                      onChange={(e) => {
-                        setQuery({ label: e.target.value, offset: 0 });
-                      }}
-                    >
-                      <option value="">Any label</option>
-                      {a!.labels!.map((l) => (
-                        <option key={l.id} value={l.id}>
-                          {l.name}
-                        </option>
-                      ))}
-                    </select>
-                  )}
-                </Field>
+                <NameFilter label="Label" any="Any label" value={lab} names={a!.labels!} onChange={(v) => setQuery({ label: v, offset: 0 })} />
               )}
             </div>
             <ErrorBox error={docs.error} onRetry={docs.reload} />

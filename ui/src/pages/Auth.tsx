@@ -5,7 +5,7 @@ import { api, unwrap } from "../api/client";
 import { useAuth } from "../auth";
 import { useAction } from "../lib/hooks";
 import { safeNext } from "../lib/links";
-import { ErrorBox, Field, PageTitle } from "../components/ui";
+import { ErrorBox, InputField, PageTitle, PasswordField } from "../components/ui";
 
 function AuthFrame({ title, children }: { title: string; children: ReactNode }) {
   return (
@@ -53,12 +53,8 @@ type Setter<K extends string> = (k: K) => (e: { target: { value: string } }) => 
 function NameFields({ form, set }: { form: { first_name: string; last_name: string }; set: Setter<"first_name" | "last_name"> }) {
   return (
     <>
-      <Field label="First name">
-        {(id) => <input id={id} autoComplete="given-name" value={form.first_name} onChange={set("first_name")} />}
-      </Field>
-      <Field label="Last name">
-        {(id) => <input id={id} autoComplete="family-name" value={form.last_name} onChange={set("last_name")} />}
-      </Field>
+      <InputField label="First name" autoComplete="given-name" value={form.first_name} onChange={set("first_name")} />
+      <InputField label="Last name" autoComplete="family-name" value={form.last_name} onChange={set("last_name")} />
     </>
   );
 }
@@ -89,23 +85,8 @@ export function Login() {
     <AuthFrame title="Sign in">
       {expired && <p className="notice">Your session ended; sign in again.</p>}
       <form onSubmit={submit} className="stack">
-        <Field label="E-mail">
-          {(id) => (
-            <input id={id} type="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} />
-          )}
-        </Field>
-        <Field label="Password">
-          {(id) => (
-            <input
-              id={id}
-              type="password"
-              autoComplete="current-password"
-              required
-              value={password}
-              onChange={(e) => setPassword(e.target.value)}
-            />
-          )}
-        </Field>
+        <InputField label="E-mail" type="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} />
+        <PasswordField label="Password" autoComplete="current-password" value={password} onChange={(e) => setPassword(e.target.value)} />
         <Submit error={error} busy={busy} label="Sign in" busyLabel="Signing in…" />
       </form>
       <p className="links">
@@ -134,22 +115,8 @@ export function Register() {
     <AuthFrame title="Create an account">
       <form onSubmit={submit} className="stack">
         <NameFields form={form} set={set} />
-        <Field label="E-mail">
-          {(id) => <input id={id} type="email" autoComplete="email" required value={form.email} onChange={set("email")} />}
-        </Field>
-        <Field label="Password" hint="At least 8 characters.">
-          {(id, hint) => (
-            <input
-              id={id}
-              type="password"
-              autoComplete="new-password"
-              required
-              aria-describedby={hint}
-              value={form.password}
-              onChange={set("password")}
-            />
-          )}
-        </Field>
+        <InputField label="E-mail" type="email" autoComplete="email" required value={form.email} onChange={set("email")} />
+        <PasswordField label="Password" hint="At least 8 characters." autoComplete="new-password" value={form.password} onChange={set("password")} />
         <Submit error={error} busy={busy} label="Create account" busyLabel="Creating…" />
       </form>
       <p className="links">
@@ -181,19 +148,15 @@ export function ForgotPassword() {
         }
       >
         <form onSubmit={submit} className="stack">
-          <Field label="E-mail" hint="We send a one-time token to this address if it has an account.">
-            {(id, hint) => (
-              <input
-                id={id}
-                type="email"
-                autoComplete="email"
-                required
-                aria-describedby={hint}
-                value={email}
-                onChange={(e) => setEmail(e.target.value)}
-              />
-            )}
-          </Field>
+          <InputField
+            label="E-mail"
+            hint="We send a one-time token to this address if it has an account."
+            type="email"
+            autoComplete="email"
+            required
+            value={email}
+            onChange={(e) => setEmail(e.target.value)}
+          />
           <Submit error={error} busy={busy} label="Send reset mail" />
         </form>
       </AnswerOr>
@@ -221,14 +184,8 @@ export function ResetPassword() {
     <AuthFrame title="Set a new password">
       <AnswerOr answer={done} next={<Link to="/login">Sign in with the new password</Link>}>
         <form onSubmit={submit} className="stack">
-          <Field label="Token from the mail">
-            {(id) => <input id={id} required autoComplete="one-time-code" value={token} onChange={(e) => setToken(e.target.value)} />}
-          </Field>
-          <Field label="New password">
-            {(id) => (
-              <input id={id} type="password" autoComplete="new-password" required value={password} onChange={(e) => setPassword(e.target.value)} />
-            )}
-          </Field>
+          <InputField label="Token from the mail" required autoComplete="one-time-code" value={token} onChange={(e) => setToken(e.target.value)} />
+          <PasswordField label="New password" autoComplete="new-password" value={password} onChange={(e) => setPassword(e.target.value)} />
           <Submit error={error} busy={busy} label="Set password" />
         </form>
       </AnswerOr>
@@ -257,15 +214,9 @@ export function AcceptInvitation() {
     <AuthFrame title="Accept an invitation">
       <p>Paste the token from the invitation mail. If you already have an account, give its password.</p>
       <form onSubmit={submit} className="stack">
-        <Field label="Invitation token">
-          {(id) => <input id={id} required autoComplete="one-time-code" value={form.token} onChange={set("token")} />}
-        </Field>
+        <InputField label="Invitation token" required autoComplete="one-time-code" value={form.token} onChange={set("token")} />
         <NameFields form={form} set={set} />
-        <Field label="Password">
-          {(id) => (
-            <input id={id} type="password" autoComplete="new-password" required value={form.password} onChange={set("password")} />
-          )}
-        </Field>
+        <PasswordField label="Password" autoComplete="new-password" value={form.password} onChange={set("password")} />
         <Submit error={error} busy={busy} label="Join the workspace" />
       </form>
       <p className="links">
