@@ -34,11 +34,8 @@ pub struct AnalyzeDocuments {
 impl Handler for AnalyzeDocuments {
     type Payload = AnalysisPayload;
 
-    fn run<'a>(
-        &'a self,
-        JobContext { store, lease, stopping }: JobContext<'a>,
-        payload: AnalysisPayload,
-    ) -> HandlerFuture<'a> {
+    fn run<'a>(&'a self, job: JobContext<'a>, payload: AnalysisPayload) -> HandlerFuture<'a> {
+        let JobContext { store, lease, stopping } = job;
         Box::pin(async move {
             let analysis = store
                 .analysis_for_job(lease, payload.analysis_id)

@@ -11,7 +11,8 @@ pub struct CloneProject;
 impl Handler for CloneProject {
     type Payload = ClonePayload;
 
-    fn run<'a>(&'a self, JobContext { store, lease, .. }: JobContext<'a>, payload: ClonePayload) -> HandlerFuture<'a> {
+    fn run<'a>(&'a self, job: JobContext<'a>, payload: ClonePayload) -> HandlerFuture<'a> {
+        let JobContext { store, lease, .. } = job;
         Box::pin(async move {
             let counts = store
                 .fill_clone(lease, payload.source_project_id, payload.project_id)

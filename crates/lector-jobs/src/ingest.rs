@@ -23,11 +23,8 @@ pub struct ImportDocuments(pub Sandbox);
 impl Handler for ImportDocuments {
     type Payload = ImportPayload;
 
-    fn run<'a>(
-        &'a self,
-        JobContext { store, lease, stopping }: JobContext<'a>,
-        payload: ImportPayload,
-    ) -> HandlerFuture<'a> {
+    fn run<'a>(&'a self, job: JobContext<'a>, payload: ImportPayload) -> HandlerFuture<'a> {
+        let JobContext { store, lease, stopping } = job;
         Box::pin(async move {
             let filled = fill_group(store, lease, stopping, &payload, &self.0).await?;
             Ok(finished(lease, &payload, &filled))

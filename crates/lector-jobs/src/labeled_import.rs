@@ -47,11 +47,8 @@ pub struct ImportLabeled(pub Sandbox);
 impl Handler for ImportLabeled {
     type Payload = LabeledImportPayload;
 
-    fn run<'a>(
-        &'a self,
-        JobContext { store, lease, stopping }: JobContext<'a>,
-        payload: LabeledImportPayload,
-    ) -> HandlerFuture<'a> {
+    fn run<'a>(&'a self, job: JobContext<'a>, payload: LabeledImportPayload) -> HandlerFuture<'a> {
+        let JobContext { store, lease, stopping } = job;
         Box::pin(async move { import_labeled(store, lease, stopping, &payload, &self.0).await })
     }
 }

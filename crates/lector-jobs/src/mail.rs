@@ -100,7 +100,8 @@ pub struct SendMail(pub Arc<Mailer>);
 impl Handler for SendMail {
     type Payload = MailPayload;
 
-    fn run<'a>(&'a self, JobContext { store, lease, .. }: JobContext<'a>, mail: MailPayload) -> HandlerFuture<'a> {
+    fn run<'a>(&'a self, job: JobContext<'a>, mail: MailPayload) -> HandlerFuture<'a> {
+        let JobContext { store, lease, .. } = job;
         Box::pin(async move {
             if let Err(e) = mail.to.parse::<Mailbox>() {
                 return Err(JobError::fatal(format!(
@@ -127,11 +128,8 @@ pub struct SendPasswordReset(pub Arc<Mailer>);
 impl Handler for SendPasswordReset {
     type Payload = PasswordResetPayload;
 
-    fn run<'a>(
-        &'a self,
-        JobContext { store, lease, .. }: JobContext<'a>,
-        reset: PasswordResetPayload,
-    ) -> HandlerFuture<'a> {
+    fn run<'a>(&'a self, job: JobContext<'a>, reset: PasswordResetPayload) -> HandlerFuture<'a> {
+        let JobContext { store, lease, .. } = job;
         Box::pin(async move {
             let mail: PasswordResetMail = store.job_input(lease).await.map_err(JobError::from_store)?;
             let has_account = store

@@ -83,11 +83,8 @@ impl From<lector_core::Error> for Stop {
 impl Handler for TrainModel {
     type Payload = TrainingPayload;
 
-    fn run<'a>(
-        &'a self,
-        JobContext { store, lease, stopping }: JobContext<'a>,
-        payload: TrainingPayload,
-    ) -> HandlerFuture<'a> {
+    fn run<'a>(&'a self, job: JobContext<'a>, payload: TrainingPayload) -> HandlerFuture<'a> {
+        let JobContext { store, lease, stopping } = job;
         Box::pin(async move {
             let model = store
                 .model_for_job(lease, payload.model_id)

@@ -20,11 +20,8 @@ pub struct DeliverWebhook(pub Arc<Sources>);
 impl Handler for DeliverWebhook {
     type Payload = WebhookPayload;
 
-    fn run<'a>(
-        &'a self,
-        JobContext { store, lease, .. }: JobContext<'a>,
-        payload: WebhookPayload,
-    ) -> HandlerFuture<'a> {
+    fn run<'a>(&'a self, job: JobContext<'a>, payload: WebhookPayload) -> HandlerFuture<'a> {
+        let JobContext { store, lease, .. } = job;
         Box::pin(async move {
             let Some((url, secret)) = store
                 .webhook_for_job(lease, payload.hitl_id)

@@ -166,11 +166,8 @@ async fn the_runner_runs_handlers_and_records_outcomes(backend: Backend) {
     struct Count;
     impl Handler for Count {
         type Payload = CountPayload;
-        fn run<'a>(
-            &'a self,
-            JobContext { store, lease, .. }: JobContext<'a>,
-            payload: CountPayload,
-        ) -> HandlerFuture<'a> {
+        fn run<'a>(&'a self, job: JobContext<'a>, payload: CountPayload) -> HandlerFuture<'a> {
+            let JobContext { store, lease, .. } = job;
             Box::pin(async move {
                 let upto = payload.upto;
                 for i in 1..=upto {
@@ -283,7 +280,8 @@ struct Flaky;
 
 impl Handler for Flaky {
     type Payload = FlakyPayload;
-    fn run<'a>(&'a self, JobContext { lease, .. }: JobContext<'a>, payload: FlakyPayload) -> HandlerFuture<'a> {
+    fn run<'a>(&'a self, job: JobContext<'a>, payload: FlakyPayload) -> HandlerFuture<'a> {
+        let JobContext { lease, .. } = job;
         Box::pin(async move {
             if lease.job.attempts <= payload.panics {
                 panic!("flaky on attempt {}", lease.job.attempts);
@@ -609,7 +607,8 @@ async fn stopped_workers_hand_their_jobs_back(backend: Backend) {
     struct Waits;
     impl Handler for Waits {
         type Payload = CountPayload;
-        fn run<'a>(&'a self, JobContext { stopping, .. }: JobContext<'a>, payload: CountPayload) -> HandlerFuture<'a> {
+        fn run<'a>(&'a self, job: JobContext<'a>, payload: CountPayload) -> HandlerFuture<'a> {
+            let JobContext { stopping, .. } = job;
             Box::pin(async move {
                 if payload.upto == 0 {
                     stopping.requested_now().await;

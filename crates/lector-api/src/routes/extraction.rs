@@ -8,7 +8,7 @@ use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{PathParams, QueryParams, parse_flag};
 use crate::routes::classes::LabelDto;
-use crate::routes::files::{bad_field, multipart_error};
+use crate::routes::files::{bad_field, multipart_error, read_field};
 use crate::routes::pages::BoxDto;
 use crate::state::AppState;
 use axum::Json;
@@ -402,20 +402,7 @@ async fn file_of(state: &AppState, mut form: Multipart) -> Result<(String, Vec<u
         match field.name().unwrap_or_default() {
             "file" if file.is_none() => {
                 let name = field.file_name().unwrap_or("document").to_owned();
-                let mut bytes = Vec::new();
-                while let Some(chunk) = field
-                    .chunk()
-                    .await
-                    .map_err(multipart_error(state.config.max_body_bytes))?
-                {
-                    if (bytes.len() + chunk.len()) as u64 > max {
-                        return Err(Error::new(
-                            ErrorCode::PayloadTooLarge,
-                            format!("the file is larger than {max} bytes (extract.max_file_bytes)"),
-                        ));
-                    }
-                    bytes.extend_from_slice(&chunk);
-                }
+                let bytes = read_field(state, &mut field, max, "extract.max_file_bytes").await?;
                 file = Some((name, bytes));
             }
             "file" => return Err(bad_field("file", "send one file")),

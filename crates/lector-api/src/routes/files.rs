@@ -329,6 +329,26 @@ pub(crate) fn multipart_error(max_body_bytes: usize) -> impl Fn(MultipartError) 
     }
 }
 
+/// A form field read whole, refused with 413 naming `setting` once it is over `max` bytes
+/// (and naming `max_body_bytes` when the body goes over that first).
+pub(crate) async fn read_field(state: &AppState, field: &mut Field<'_>, max: u64, setting: &str) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = field
+        .chunk()
+        .await
+        .map_err(multipart_error(state.config.max_body_bytes))?
+    {
+        if (bytes.len() + chunk.len()) as u64 > max {
+            return Err(Error::new(
+                ErrorCode::PayloadTooLarge,
+                format!("the file is over the limit of {max} bytes ({setting})"),
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
 pub(crate) fn bad_field(field: &str, message: &str) -> Error {
     Error::validation(vec![FieldError::new(field, message)])
 }

@@ -11,7 +11,7 @@
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::PathParams;
-use crate::routes::files::{bad_field, multipart_error};
+use crate::routes::files::{bad_field, multipart_error, read_field};
 use crate::routes::models::{ModelDto, ProjectModelPath};
 use crate::state::AppState;
 use axum::Json;
@@ -195,21 +195,7 @@ async fn read_form(state: &AppState, mut form: Multipart) -> Result<(Vec<u8>, Ha
         let name = field.name().unwrap_or_default().to_owned();
         match name.as_str() {
             "file" if file.is_none() => {
-                let mut bytes = Vec::new();
-                while let Some(chunk) = field
-                    .chunk()
-                    .await
-                    .map_err(multipart_error(state.config.max_body_bytes))?
-                {
-                    if (bytes.len() + chunk.len()) as u64 > max {
-                        return Err(Error::new(
-                            ErrorCode::PayloadTooLarge,
-                            format!("a model file has at most {max} bytes"),
-                        ));
-                    }
-                    bytes.extend_from_slice(&chunk);
-                }
-                file = Some(bytes);
+                file = Some(read_field(state, &mut field, max, "uploads.max_bytes").await?);
             }
             "file" => return Err(bad_field("file", "send one file")),
             known if TEXT_FIELDS.contains(&known) => {

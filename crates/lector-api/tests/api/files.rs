@@ -280,6 +280,18 @@ async fn uploads_over_the_limit_answer_413(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(blob_files(&app), 1, "the refused file is not kept");
+    // A model file is bounded by the same limit, and told so.
+    let refused = app
+        .send_form("/models/upload", &ada.token, "big.lector-model", csv.as_bytes(), &[])
+        .await
+        .expect_problem(413, "payload_too_large");
+    assert!(
+        refused["detail"]
+            .as_str()
+            .unwrap()
+            .contains("limit of 10000 bytes (uploads.max_bytes)"),
+        "{refused}"
+    );
 
     // A body over the server's own limit is refused naming that limit.
     let Some(app) = TestApp::start_with(backend_of(&app), |c| c.max_body_bytes = 10_000).await else {
