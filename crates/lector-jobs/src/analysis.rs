@@ -13,7 +13,7 @@
 
 use crate::base_models::missing_here;
 use crate::ingest::fill_group;
-use crate::runner::{Handler, HandlerFuture, JobContext, JobError, Outcome, notice_for};
+use crate::runner::{Handler, JobContext, JobError, Outcome, notice_for};
 use lector_core::NotificationType;
 use lector_embed::BaseModels;
 use lector_extract::sandbox::Sandbox;
@@ -34,45 +34,43 @@ pub struct AnalyzeDocuments {
 impl Handler for AnalyzeDocuments {
     type Payload = AnalysisPayload;
 
-    fn run<'a>(&'a self, job: JobContext<'a>, payload: AnalysisPayload) -> HandlerFuture<'a> {
+    async fn run(&self, job: JobContext<'_>, payload: AnalysisPayload) -> Result<Outcome, JobError> {
         let JobContext { store, lease, stopping } = job;
-        Box::pin(async move {
-            let analysis = store
-                .analysis_for_job(lease, payload.analysis_id)
+        let analysis = store
+            .analysis_for_job(lease, payload.analysis_id)
+            .await
+            .map_err(JobError::from_store)?;
+        // The model comes first: a worker without the sentence encoder it was trained with
+        // hands the job back while the analysis is still QUEUED.
+        let model = match analysis.status.as_str() {
+            "QUEUED" | "ANALYZING" => Some(load_model(store, lease, &self.base_models, payload.model_id).await?),
+            _ => None,
+        };
+        let status = store
+            .begin_analysis(lease, payload.analysis_id)
+            .await
+            .map_err(JobError::from_store)?;
+        let model = match (status.as_str(), model) {
+            ("ANALYZING", Some(model)) => model,
+            // An earlier run finished it and died before the job ended.
+            ("FINISHED", _) => return finished(store, lease, &payload).await,
+            (other, _) => return Err(JobError::fatal(format!("the analysis is {other}"))),
+        };
+        if let Some(import) = &payload.import {
+            let group = store
+                .group_status_for_job(lease, payload.group_id)
                 .await
                 .map_err(JobError::from_store)?;
-            // The model comes first: a worker without the sentence encoder it was trained with
-            // hands the job back while the analysis is still QUEUED.
-            let model = match analysis.status.as_str() {
-                "QUEUED" | "ANALYZING" => Some(load_model(store, lease, &self.base_models, payload.model_id).await?),
-                _ => None,
-            };
-            let status = store
-                .begin_analysis(lease, payload.analysis_id)
-                .await
-                .map_err(JobError::from_store)?;
-            let model = match (status.as_str(), model) {
-                ("ANALYZING", Some(model)) => model,
-                // An earlier run finished it and died before the job ended.
-                ("FINISHED", _) => return finished(store, lease, &payload).await,
-                (other, _) => return Err(JobError::fatal(format!("the analysis is {other}"))),
-            };
-            if let Some(import) = &payload.import {
-                let group = store
-                    .group_status_for_job(lease, payload.group_id)
-                    .await
-                    .map_err(JobError::from_store)?;
-                if group == "PROCESSING" {
-                    fill_group(store, lease, stopping, import, &self.sandbox).await?;
-                }
+            if group == "PROCESSING" {
+                fill_group(store, lease, stopping, import, &self.sandbox).await?;
             }
-            analyse(store, lease, stopping, &model, &payload).await?;
-            store
-                .complete_analysis(lease, payload.analysis_id)
-                .await
-                .map_err(JobError::from_store)?;
-            finished(store, lease, &payload).await
-        })
+        }
+        analyse(store, lease, stopping, &model, &payload).await?;
+        store
+            .complete_analysis(lease, payload.analysis_id)
+            .await
+            .map_err(JobError::from_store)?;
+        finished(store, lease, &payload).await
     }
 }
 

@@ -1,6 +1,6 @@
 //! The job that fills a cloned project with copies of the original's contents.
 
-use crate::runner::{Handler, HandlerFuture, JobContext, JobError, Outcome, notice_for};
+use crate::runner::{Handler, JobContext, JobError, Outcome, notice_for};
 use lector_core::NotificationType;
 use lector_store::ClonePayload;
 
@@ -11,25 +11,23 @@ pub struct CloneProject;
 impl Handler for CloneProject {
     type Payload = ClonePayload;
 
-    fn run<'a>(&'a self, job: JobContext<'a>, payload: ClonePayload) -> HandlerFuture<'a> {
+    async fn run(&self, job: JobContext<'_>, payload: ClonePayload) -> Result<Outcome, JobError> {
         let JobContext { store, lease, .. } = job;
-        Box::pin(async move {
-            let counts = store
-                .fill_clone(lease, payload.source_project_id, payload.project_id)
-                .await
-                .map_err(JobError::from_store)?;
-            let text = format!(
-                "Project {} is ready: {} documents and {} labeling sessions copied.",
-                payload.project_id, counts.documents, counts.sessions
-            );
-            Ok(Outcome {
-                result: serde_json::json!({
-                    "project_id": payload.project_id,
-                    "documents": counts.documents,
-                    "sessions": counts.sessions,
-                }),
-                notice: notice_for(lease, NotificationType::Info, "Clone finished", text),
-            })
+        let counts = store
+            .fill_clone(lease, payload.source_project_id, payload.project_id)
+            .await
+            .map_err(JobError::from_store)?;
+        let text = format!(
+            "Project {} is ready: {} documents and {} labeling sessions copied.",
+            payload.project_id, counts.documents, counts.sessions
+        );
+        Ok(Outcome {
+            result: serde_json::json!({
+                "project_id": payload.project_id,
+                "documents": counts.documents,
+                "sessions": counts.sessions,
+            }),
+            notice: notice_for(lease, NotificationType::Info, "Clone finished", text),
         })
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::file_import::import_file;
 use crate::prepare::prepare_document;
-use crate::runner::{Handler, HandlerFuture, JobContext, JobError, Outcome, notice_for};
+use crate::runner::{Handler, JobContext, JobError, Outcome, notice_for};
 use crate::uploaded::Filled;
 use crate::writes::{Writes, transient};
 use lector_core::{NotificationType, Result};
@@ -23,12 +23,10 @@ pub struct ImportDocuments(pub Sandbox);
 impl Handler for ImportDocuments {
     type Payload = ImportPayload;
 
-    fn run<'a>(&'a self, job: JobContext<'a>, payload: ImportPayload) -> HandlerFuture<'a> {
+    async fn run(&self, job: JobContext<'_>, payload: ImportPayload) -> Result<Outcome, JobError> {
         let JobContext { store, lease, stopping } = job;
-        Box::pin(async move {
-            let filled = fill_group(store, lease, stopping, &payload, &self.0).await?;
-            Ok(finished(lease, &payload, &filled))
-        })
+        let filled = fill_group(store, lease, stopping, &payload, &self.0).await?;
+        Ok(finished(lease, &payload, &filled))
     }
 }
 

@@ -20,7 +20,7 @@
 use crate::document_file::{document_of, read_upload};
 use crate::file_import::failed;
 use crate::prepare::{prepare_document, use_given_segments};
-use crate::runner::{Handler, HandlerFuture, JobContext, JobError, Outcome, notice_for, panic_message};
+use crate::runner::{Handler, JobContext, JobError, Outcome, notice_for, panic_message};
 use crate::uploaded::{Counting, gone};
 use lector_core::labeling::locate_part;
 use lector_core::validate::{TextKind, check_chars};
@@ -47,9 +47,9 @@ pub struct ImportLabeled(pub Sandbox);
 impl Handler for ImportLabeled {
     type Payload = LabeledImportPayload;
 
-    fn run<'a>(&'a self, job: JobContext<'a>, payload: LabeledImportPayload) -> HandlerFuture<'a> {
+    async fn run(&self, job: JobContext<'_>, payload: LabeledImportPayload) -> Result<Outcome, JobError> {
         let JobContext { store, lease, stopping } = job;
-        Box::pin(async move { import_labeled(store, lease, stopping, &payload, &self.0).await })
+        import_labeled(store, lease, stopping, &payload, &self.0).await
     }
 }
 

@@ -26,7 +26,7 @@ pub use ingest::ImportDocuments;
 pub use labeled_import::ImportLabeled;
 pub use mail::{Mailer, SendMail, SendPasswordReset};
 pub use prepare::{prepare_document, use_given_segments};
-pub use runner::{Handler, HandlerFuture, JobContext, JobError, Outcome, Retry, Runner, Workers};
+pub use runner::{Handler, JobContext, JobError, Outcome, Retry, Runner, Workers};
 pub use shutdown::Stopping;
 pub use training::TrainModel;
 pub use webhook::DeliverWebhook;

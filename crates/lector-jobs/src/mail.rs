@@ -8,7 +8,7 @@
 //! the job ends. Without SMTP configuration every message is written to the outbox folder, so a
 //! fresh installation works offline and an operator can read what would have been sent.
 
-use crate::runner::{Handler, HandlerFuture, JobContext, JobError, Outcome};
+use crate::runner::{Handler, JobContext, JobError, Outcome};
 use lector_core::config::MailConfig;
 use lector_core::time::Timestamp;
 use lector_store::{MailPayload, PasswordResetMail, PasswordResetPayload};
@@ -100,22 +100,20 @@ pub struct SendMail(pub Arc<Mailer>);
 impl Handler for SendMail {
     type Payload = MailPayload;
 
-    fn run<'a>(&'a self, job: JobContext<'a>, mail: MailPayload) -> HandlerFuture<'a> {
+    async fn run(&self, job: JobContext<'_>, mail: MailPayload) -> Result<Outcome, JobError> {
         let JobContext { store, lease, .. } = job;
-        Box::pin(async move {
-            if let Err(e) = mail.to.parse::<Mailbox>() {
-                return Err(JobError::fatal(format!(
-                    "the recipient {:?} is not an address: {e}",
-                    mail.to
-                )));
-            }
-            let body: String = store.job_input(lease).await.map_err(JobError::from_store)?;
-            deliver(&self.0, &mail.to, &mail.subject, &body).await?;
-            tracing::info!(job.id = lease.job.id, "mail sent");
-            Ok(Outcome {
-                result: serde_json::json!({"sent": true}),
-                notice: None,
-            })
+        if let Err(e) = mail.to.parse::<Mailbox>() {
+            return Err(JobError::fatal(format!(
+                "the recipient {:?} is not an address: {e}",
+                mail.to
+            )));
+        }
+        let body: String = store.job_input(lease).await.map_err(JobError::from_store)?;
+        deliver(&self.0, &mail.to, &mail.subject, &body).await?;
+        tracing::info!(job.id = lease.job.id, "mail sent");
+        Ok(Outcome {
+            result: serde_json::json!({"sent": true}),
+            notice: None,
         })
     }
 }
@@ -128,22 +126,20 @@ pub struct SendPasswordReset(pub Arc<Mailer>);
 impl Handler for SendPasswordReset {
     type Payload = PasswordResetPayload;
 
-    fn run<'a>(&'a self, job: JobContext<'a>, reset: PasswordResetPayload) -> HandlerFuture<'a> {
+    async fn run(&self, job: JobContext<'_>, reset: PasswordResetPayload) -> Result<Outcome, JobError> {
         let JobContext { store, lease, .. } = job;
-        Box::pin(async move {
-            let mail: PasswordResetMail = store.job_input(lease).await.map_err(JobError::from_store)?;
-            let has_account = store
-                .record_reset_token(&reset.email, &mail.token_hash, Timestamp(mail.expires))
-                .await
-                .map_err(JobError::from_store)?;
-            if has_account {
-                deliver(&self.0, &reset.email, &mail.subject, &mail.text).await?;
-            }
-            tracing::info!(job.id = lease.job.id, sent = has_account, "password reset handled");
-            Ok(Outcome {
-                result: serde_json::json!({"sent": has_account}),
-                notice: None,
-            })
+        let mail: PasswordResetMail = store.job_input(lease).await.map_err(JobError::from_store)?;
+        let has_account = store
+            .record_reset_token(&reset.email, &mail.token_hash, Timestamp(mail.expires))
+            .await
+            .map_err(JobError::from_store)?;
+        if has_account {
+            deliver(&self.0, &reset.email, &mail.subject, &mail.text).await?;
+        }
+        tracing::info!(job.id = lease.job.id, sent = has_account, "password reset handled");
+        Ok(Outcome {
+            result: serde_json::json!({"sent": has_account}),
+            notice: None,
         })
     }
 }

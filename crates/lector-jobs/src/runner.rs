@@ -121,14 +121,20 @@ impl JobError {
     }
 }
 
-pub type HandlerFuture<'a> = Pin<Box<dyn Future<Output = Result<Outcome, JobError>> + Send + 'a>>;
+/// A handler's run behind its kind, as the runner holds it.
+type HandlerFuture<'a> = Pin<Box<dyn Future<Output = Result<Outcome, JobError>> + Send + 'a>>;
 
 /// Runs one kind of job, the one whose payload is [`Handler::Payload`]. Its writes must be
 /// idempotent and fenced by the lease. A handler that runs long looks at `stopping` between
-/// its steps and answers [`JobError::stopped`] once the process is stopping.
+/// its steps and answers [`JobError::stopped`] once the process is stopping. Implementations
+/// write `async fn run(&self, job: JobContext<'_>, payload: …) -> Result<Outcome, JobError>`.
 pub trait Handler: Send + Sync + 'static {
     type Payload: JobPayload;
-    fn run<'a>(&'a self, job: JobContext<'a>, payload: Self::Payload) -> HandlerFuture<'a>;
+    fn run(
+        &self,
+        job: JobContext<'_>,
+        payload: Self::Payload,
+    ) -> impl Future<Output = Result<Outcome, JobError>> + Send;
 }
 
 /// What a handler runs with besides its payload: the store, the lease that fences its writes
@@ -152,7 +158,7 @@ struct Typed<H>(H);
 impl<H: Handler> Erased for Typed<H> {
     fn run<'a>(&'a self, store: &'a Store, lease: &'a Lease, stopping: &'a Stopping) -> HandlerFuture<'a> {
         match lease.payload::<H::Payload>() {
-            Ok(payload) => self.0.run(JobContext { store, lease, stopping }, payload),
+            Ok(payload) => Box::pin(self.0.run(JobContext { store, lease, stopping }, payload)),
             Err(e) => Box::pin(async move { Err(JobError::fatal(e.detail)) }),
         }
     }

@@ -20,7 +20,7 @@
 //! queue, see `crate::shutdown`), or when the job's task is dropped.
 
 use crate::base_models::missing_here;
-use crate::runner::{Handler, HandlerFuture, JobContext, JobError, Outcome, notice_for};
+use crate::runner::{Handler, JobContext, JobError, Outcome, notice_for};
 use lector_core::{ErrorCode, ModelStatus, ModelType, NotificationType, ProjectType};
 use lector_embed::BaseModels;
 use lector_extract::Page;
@@ -83,50 +83,48 @@ impl From<lector_core::Error> for Stop {
 impl Handler for TrainModel {
     type Payload = TrainingPayload;
 
-    fn run<'a>(&'a self, job: JobContext<'a>, payload: TrainingPayload) -> HandlerFuture<'a> {
+    async fn run(&self, job: JobContext<'_>, payload: TrainingPayload) -> Result<Outcome, JobError> {
         let JobContext { store, lease, stopping } = job;
-        Box::pin(async move {
-            let model = store
-                .model_for_job(lease, payload.model_id)
-                .await
-                .map_err(JobError::from_store)?;
-            // What it starts from comes first: a worker without the BASE model's files hands
-            // the job back while the model is still QUEUED.
-            let start = match model.base_id {
-                Some(id) if matches!(model.status, ModelStatus::Queued | ModelStatus::Training) => {
-                    start_from(store, lease, &self.0, id).await?
-                }
-                _ => Start::Fresh,
-            };
-            match store.begin_training(lease, model.id).await {
-                // A run after the model was finished (its worker died before the job did).
-                Ok(ModelStatus::Ready) => return Ok(ready(lease, &model, model.score)),
-                Ok(ModelStatus::Training) => {}
-                Ok(other) => return Err(JobError::fatal(format!("the model is {other}, not trainable"))),
-                Err(e) => return Err(JobError::from_store(e)),
+        let model = store
+            .model_for_job(lease, payload.model_id)
+            .await
+            .map_err(JobError::from_store)?;
+        // What it starts from comes first: a worker without the BASE model's files hands
+        // the job back while the model is still QUEUED.
+        let start = match model.base_id {
+            Some(id) if matches!(model.status, ModelStatus::Queued | ModelStatus::Training) => {
+                start_from(store, lease, &self.0, id).await?
             }
-            match train(store, lease, stopping, start, &model, &payload).await {
-                Ok(trained) => {
-                    let score = trained.score;
-                    let storing = std::time::Instant::now();
-                    store
-                        .complete_training(lease, &model, trained)
-                        .await
-                        .map_err(JobError::from_store)?;
-                    let stored_ms = storing.elapsed().as_millis() as u64;
-                    tracing::info!(
-                        model.id = model.id,
-                        job.id = lease.job.id,
-                        score,
-                        stored_ms,
-                        "model trained"
-                    );
-                    Ok(ready(lease, &model, score))
-                }
-                Err(Stop::Cancelled) if stopping.requested() => Err(JobError::stopped()),
-                Err(stop) => Err(stop.into()),
+            _ => Start::Fresh,
+        };
+        match store.begin_training(lease, model.id).await {
+            // A run after the model was finished (its worker died before the job did).
+            Ok(ModelStatus::Ready) => return Ok(ready(lease, &model, model.score)),
+            Ok(ModelStatus::Training) => {}
+            Ok(other) => return Err(JobError::fatal(format!("the model is {other}, not trainable"))),
+            Err(e) => return Err(JobError::from_store(e)),
+        }
+        match train(store, lease, stopping, start, &model, &payload).await {
+            Ok(trained) => {
+                let score = trained.score;
+                let storing = std::time::Instant::now();
+                store
+                    .complete_training(lease, &model, trained)
+                    .await
+                    .map_err(JobError::from_store)?;
+                let stored_ms = storing.elapsed().as_millis() as u64;
+                tracing::info!(
+                    model.id = model.id,
+                    job.id = lease.job.id,
+                    score,
+                    stored_ms,
+                    "model trained"
+                );
+                Ok(ready(lease, &model, score))
             }
-        })
+            Err(Stop::Cancelled) if stopping.requested() => Err(JobError::stopped()),
+            Err(stop) => Err(stop.into()),
+        }
     }
 }
 

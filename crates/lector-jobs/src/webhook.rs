@@ -6,7 +6,7 @@
 //! address and secret are the configuration's when the event is sent: one whose webhook was
 //! removed, or that was deleted, sends nothing.
 
-use crate::runner::{Handler, HandlerFuture, JobContext, JobError, Outcome};
+use crate::runner::{Handler, JobContext, JobError, Outcome};
 use lector_core::time::Timestamp;
 use lector_core::webhook::{SIGNATURE_HEADER, signature};
 use lector_sources::Sources;
@@ -20,43 +20,41 @@ pub struct DeliverWebhook(pub Arc<Sources>);
 impl Handler for DeliverWebhook {
     type Payload = WebhookPayload;
 
-    fn run<'a>(&'a self, job: JobContext<'a>, payload: WebhookPayload) -> HandlerFuture<'a> {
+    async fn run(&self, job: JobContext<'_>, payload: WebhookPayload) -> Result<Outcome, JobError> {
         let JobContext { store, lease, .. } = job;
-        Box::pin(async move {
-            let Some((url, secret)) = store
-                .webhook_for_job(lease, payload.hitl_id)
-                .await
-                .map_err(JobError::from_store)?
-            else {
-                return Ok(Outcome {
-                    result: serde_json::json!({"event": payload.event_id, "sent": false}),
-                    notice: None,
-                });
-            };
-            let data: serde_json::Value = store.job_input(lease).await.map_err(JobError::from_store)?;
-            let body = serde_json::to_vec(&serde_json::json!({
-                "id": payload.event_id,
-                "type": payload.event_type,
-                "created": payload.created,
-                "data": data,
-            }))
-            .map_err(|e| JobError::fatal(format!("the event cannot be written: {e}")))?;
-            let signed = signature(&secret, Timestamp::now().unix_seconds(), &body);
-            let headers = [
-                ("content-type", "application/json".to_owned()),
-                (SIGNATURE_HEADER, signed),
-                ("Lector-Event", payload.event_type.clone()),
-                ("Lector-Delivery", payload.event_id.clone()),
-            ];
-            let status = self
-                .0
-                .post_webhook(&url, body, &headers)
-                .await
-                .map_err(|e| JobError::transient(format!("posting to {url}: {}", e.detail)))?;
-            Ok(Outcome {
-                result: serde_json::json!({"event": payload.event_id, "type": payload.event_type, "status": status}),
+        let Some((url, secret)) = store
+            .webhook_for_job(lease, payload.hitl_id)
+            .await
+            .map_err(JobError::from_store)?
+        else {
+            return Ok(Outcome {
+                result: serde_json::json!({"event": payload.event_id, "sent": false}),
                 notice: None,
-            })
+            });
+        };
+        let data: serde_json::Value = store.job_input(lease).await.map_err(JobError::from_store)?;
+        let body = serde_json::to_vec(&serde_json::json!({
+            "id": payload.event_id,
+            "type": payload.event_type,
+            "created": payload.created,
+            "data": data,
+        }))
+        .map_err(|e| JobError::fatal(format!("the event cannot be written: {e}")))?;
+        let signed = signature(&secret, Timestamp::now().unix_seconds(), &body);
+        let headers = [
+            ("content-type", "application/json".to_owned()),
+            (SIGNATURE_HEADER, signed),
+            ("Lector-Event", payload.event_type.clone()),
+            ("Lector-Delivery", payload.event_id.clone()),
+        ];
+        let status = self
+            .0
+            .post_webhook(&url, body, &headers)
+            .await
+            .map_err(|e| JobError::transient(format!("posting to {url}: {}", e.detail)))?;
+        Ok(Outcome {
+            result: serde_json::json!({"event": payload.event_id, "type": payload.event_type, "status": status}),
+            notice: None,
         })
     }
 }

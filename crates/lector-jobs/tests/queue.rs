@@ -5,7 +5,7 @@ mod common;
 use common::on_both_backends;
 use lector_core::{NotificationType, ProjectType, Scope};
 use lector_jobs::prepare_document;
-use lector_jobs::{Handler, HandlerFuture, JobContext, JobError, Outcome, Runner};
+use lector_jobs::{Handler, JobContext, JobError, Outcome, Runner};
 use lector_store::testing::{TestDatabase, owner_with_project};
 use lector_store::{
     Backend, Failure, JobPayload, JobResource, JobState, LabeledDocument, Lease, NewJob, NewSession, NewTag, Store,
@@ -166,20 +166,18 @@ async fn the_runner_runs_handlers_and_records_outcomes(backend: Backend) {
     struct Count;
     impl Handler for Count {
         type Payload = CountPayload;
-        fn run<'a>(&'a self, job: JobContext<'a>, payload: CountPayload) -> HandlerFuture<'a> {
+        async fn run(&self, job: JobContext<'_>, payload: CountPayload) -> Result<Outcome, JobError> {
             let JobContext { store, lease, .. } = job;
-            Box::pin(async move {
-                let upto = payload.upto;
-                for i in 1..=upto {
-                    store
-                        .report_progress(lease, i as f64 / upto as f64)
-                        .await
-                        .map_err(|e| JobError::transient(e.detail))?;
-                }
-                Ok(Outcome {
-                    result: json!({"counted": upto}),
-                    notice: notice(lease, "counted"),
-                })
+            let upto = payload.upto;
+            for i in 1..=upto {
+                store
+                    .report_progress(lease, i as f64 / upto as f64)
+                    .await
+                    .map_err(|e| JobError::transient(e.detail))?;
+            }
+            Ok(Outcome {
+                result: json!({"counted": upto}),
+                notice: notice(lease, "counted"),
             })
         }
     }
@@ -280,16 +278,14 @@ struct Flaky;
 
 impl Handler for Flaky {
     type Payload = FlakyPayload;
-    fn run<'a>(&'a self, job: JobContext<'a>, payload: FlakyPayload) -> HandlerFuture<'a> {
+    async fn run(&self, job: JobContext<'_>, payload: FlakyPayload) -> Result<Outcome, JobError> {
         let JobContext { lease, .. } = job;
-        Box::pin(async move {
-            if lease.job.attempts <= payload.panics {
-                panic!("flaky on attempt {}", lease.job.attempts);
-            }
-            Ok(Outcome {
-                result: json!({"attempt": lease.job.attempts}),
-                notice: notice(lease, "flaky done"),
-            })
+        if lease.job.attempts <= payload.panics {
+            panic!("flaky on attempt {}", lease.job.attempts);
+        }
+        Ok(Outcome {
+            result: json!({"attempt": lease.job.attempts}),
+            notice: notice(lease, "flaky done"),
         })
     }
 }
@@ -419,12 +415,10 @@ async fn a_worker_goes_on_after_a_panic(backend: Backend) {
     struct Count;
     impl Handler for Count {
         type Payload = CountPayload;
-        fn run<'a>(&'a self, _: JobContext<'a>, payload: CountPayload) -> HandlerFuture<'a> {
-            Box::pin(async move {
-                Ok(Outcome {
-                    result: json!({"counted": payload.upto}),
-                    notice: None,
-                })
+        async fn run(&self, _: JobContext<'_>, payload: CountPayload) -> Result<Outcome, JobError> {
+            Ok(Outcome {
+                result: json!({"counted": payload.upto}),
+                notice: None,
             })
         }
     }
@@ -455,8 +449,8 @@ async fn a_job_this_worker_cannot_run_waits_then_fails_once(backend: Backend) {
     struct Lacking;
     impl Handler for Lacking {
         type Payload = CountPayload;
-        fn run<'a>(&'a self, _: JobContext<'a>, _: CountPayload) -> HandlerFuture<'a> {
-            Box::pin(async { Err(JobError::elsewhere("the encoder is not installed on this worker")) })
+        async fn run(&self, _: JobContext<'_>, _: CountPayload) -> Result<Outcome, JobError> {
+            Err(JobError::elsewhere("the encoder is not installed on this worker"))
         }
     }
     let Some((store, _db, user)) = store(backend).await else {
@@ -607,15 +601,13 @@ async fn stopped_workers_hand_their_jobs_back(backend: Backend) {
     struct Waits;
     impl Handler for Waits {
         type Payload = CountPayload;
-        fn run<'a>(&'a self, job: JobContext<'a>, payload: CountPayload) -> HandlerFuture<'a> {
+        async fn run(&self, job: JobContext<'_>, payload: CountPayload) -> Result<Outcome, JobError> {
             let JobContext { stopping, .. } = job;
-            Box::pin(async move {
-                if payload.upto == 0 {
-                    stopping.requested_now().await;
-                    return Err(JobError::stopped());
-                }
-                std::future::pending().await
-            })
+            if payload.upto == 0 {
+                stopping.requested_now().await;
+                return Err(JobError::stopped());
+            }
+            std::future::pending().await
         }
     }
     let queue = |upto| NewJob::of(&CountPayload { upto }).unwrap().owned_by(user_id);
