@@ -311,42 +311,26 @@ async fn copy_session(tx: &mut Transaction<'static, Any>, copy: i64, original: i
     let segment_map = "JOIN segments os ON os.id = x.segment_id \
          JOIN documents c ON c.project_id = $2 AND c.cloned_from = os.document_id \
          JOIN segments ns ON ns.document_id = c.id AND ns.position = os.position";
-    execute(
-        tx,
-        &format!(
-            "INSERT INTO segment_tags (session_id, segment_id, class_id, label_id, span_start, span_end, text, user_id, \
-             created, confidence, status) \
-             SELECT $1, ns.id, nc.id, nl.id, x.span_start, x.span_end, x.text, x.user_id, x.created, x.confidence, x.status \
-             FROM segment_tags x {segment_map} \
-             LEFT JOIN classes oc ON oc.id = x.class_id LEFT JOIN classes nc ON nc.project_id = $2 AND nc.name = oc.name \
-             LEFT JOIN labels ol ON ol.id = x.label_id LEFT JOIN labels nl ON nl.project_id = $2 AND nl.name = ol.name \
-             WHERE x.session_id = $3"
-        ),
-        &ids,
-    )
-    .await?;
-    execute(
-        tx,
-        &format!(
-            "INSERT INTO segment_statuses (session_id, segment_id, document_id, name, user_id, created) \
-             SELECT $1, ns.id, c.id, x.name, x.user_id, x.created FROM segment_statuses x {segment_map} \
-             WHERE x.session_id = $3"
-        ),
-        &ids,
-    )
-    .await?;
-    // What the model of a correction session predicted, which its predicted score compares
-    // the corrections with.
-    execute(
-        tx,
-        &format!(
-            "INSERT INTO correction_predictions (session_id, segment_id, class_name, label_name, confidence) \
-             SELECT $1, ns.id, x.class_name, x.label_name, x.confidence FROM correction_predictions x {segment_map} \
-             WHERE x.session_id = $3"
-        ),
-        &ids,
-    )
-    .await?;
+    // Its tags, its marks, and what the model of a correction session predicted (which its
+    // predicted score compares the corrections with), each on the copy of its segment.
+    let per_segment = [
+        "INSERT INTO segment_tags (session_id, segment_id, class_id, label_id, span_start, span_end, text, user_id, \
+         created, confidence, status) \
+         SELECT $1, ns.id, nc.id, nl.id, x.span_start, x.span_end, x.text, x.user_id, x.created, x.confidence, x.status \
+         FROM segment_tags x {segment_map} \
+         LEFT JOIN classes oc ON oc.id = x.class_id LEFT JOIN classes nc ON nc.project_id = $2 AND nc.name = oc.name \
+         LEFT JOIN labels ol ON ol.id = x.label_id LEFT JOIN labels nl ON nl.project_id = $2 AND nl.name = ol.name \
+         WHERE x.session_id = $3",
+        "INSERT INTO segment_statuses (session_id, segment_id, document_id, name, user_id, created) \
+         SELECT $1, ns.id, c.id, x.name, x.user_id, x.created FROM segment_statuses x {segment_map} \
+         WHERE x.session_id = $3",
+        "INSERT INTO correction_predictions (session_id, segment_id, class_name, label_name, confidence) \
+         SELECT $1, ns.id, x.class_name, x.label_name, x.confidence FROM correction_predictions x {segment_map} \
+         WHERE x.session_id = $3",
+    ];
+    for sql in per_segment {
+        execute(tx, &sql.replace("{segment_map}", segment_map), &ids).await?;
+    }
     // The copy keeps the original's status; its counts are its own rows'.
     crate::session_counts::recount(tx, session).await?;
     Ok(1)

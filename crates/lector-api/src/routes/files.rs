@@ -621,14 +621,9 @@ pub async fn download_classes(
 ) -> ApiResult<Response> {
     let format = q.format()?;
     let classes = state.store.classes(&caller.scope, p.project_id).await?;
-    let table = Table {
-        header: vec!["name".into(), "example".into(), "description".into()],
-        rows: classes
-            .into_iter()
-            .map(|c| vec![c.name, c.example, c.description])
-            .collect(),
-    };
-    Ok(file_response(table, format, &format!("classes-{}", p.project_id))?)
+    let rows = classes.into_iter().map(|c| vec![c.name, c.example, c.description]);
+    let header = ["name", "example", "description"];
+    vocabulary_file(format, &format!("classes-{}", p.project_id), &header, rows)
 }
 
 /// The labels of a project as a file with one column, `name`.
@@ -643,9 +638,20 @@ pub async fn download_labels(
 ) -> ApiResult<Response> {
     let format = q.format()?;
     let labels = state.store.labels(&caller.scope, p.project_id).await?;
+    let rows = labels.into_iter().map(|l| vec![l.name]);
+    vocabulary_file(format, &format!("labels-{}", p.project_id), &["name"], rows)
+}
+
+/// A project's classes or labels as a file named `stem`, one row each.
+fn vocabulary_file(
+    format: Format,
+    stem: &str,
+    header: &[&str],
+    rows: impl Iterator<Item = Vec<String>>,
+) -> ApiResult<Response> {
     let table = Table {
-        header: vec!["name".into()],
-        rows: labels.into_iter().map(|l| vec![l.name]).collect(),
+        header: header.iter().map(|name| name.to_string()).collect(),
+        rows: rows.collect(),
     };
-    Ok(file_response(table, format, &format!("labels-{}", p.project_id))?)
+    Ok(file_response(table, format, stem)?)
 }
