@@ -148,7 +148,7 @@ pub fn parse_body<T: WriteBody>(bytes: &[u8]) -> Result<T> {
 /// A body whose shape does not fit its type: 400 (`unknown_field` for an unknown field), its
 /// detail serde's message, and the field it concerns in `errors` (`documents[2].text`, or the
 /// missing field's name), so that a client can point at it as it does at a validation problem.
-fn shape_problem(error: serde_path_to_error::Error<serde_json::Error>) -> Error {
+pub(crate) fn shape_problem(error: serde_path_to_error::Error<serde_json::Error>) -> Error {
     let text = error.inner().to_string();
     let code = if text.starts_with("unknown field") {
         ErrorCode::UnknownField

@@ -156,8 +156,9 @@ pub struct Admitted {
     started: Timestamp,
 }
 
-/// Finds and admits the workflow a call reaches (404, 405, 429, 401, 403 otherwise). A test
-/// address is used up by the call whatever follows; a refused test call is recorded.
+/// Finds and admits the workflow a call reaches (404, 405, 429, 401, 403 otherwise). A refused
+/// test call is recorded and leaves the test address armed; an admitted one takes it with
+/// [`take_test_window`] once its body is read.
 pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
     let started = Timestamp::now();
     let method = Method::parse(&call.method);
@@ -199,6 +200,37 @@ pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
     })
 }
 
+/// Takes the test address's one call for an admitted call whose body was read (404 when
+/// another call took it meanwhile); a production address has nothing to take.
+pub async fn take_test_window(state: &AppState, call: &Incoming, admitted: &Admitted) -> Result<()> {
+    if call.address == Address::Production {
+        return Ok(());
+    }
+    let taken = state
+        .store
+        .take_test_address(admitted.method.as_str(), &call.path, admitted.workflow.id)
+        .await?;
+    if taken { Ok(()) } else { Err(not_registered(call)) }
+}
+
+/// Records a test call refused after its admission (its body could not be read): the
+/// developer sees why in the executions, and the address stays armed.
+pub async fn record_refused(state: &AppState, call: &Incoming, admitted: &Admitted, error: &Error) -> Result<()> {
+    if call.address == Address::Test {
+        let end = failed_end(error);
+        record(
+            state,
+            &admitted.workflow,
+            call.address,
+            admitted.method,
+            admitted.started,
+            end,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// 404 naming the method and path.
 fn not_registered(call: &Incoming) -> Error {
     let hint = match call.address {
@@ -216,8 +248,8 @@ fn not_registered(call: &Incoming) -> Error {
     )
 }
 
-/// Asks the database what a call reaches (taking a test address's window); a production
-/// address found is kept in the node's cache.
+/// Asks the database what a call reaches; a production address found is kept in the node's
+/// cache.
 async fn find(state: &AppState, call: &Incoming, method: Option<Method>) -> Result<(Arc<Workflow>, Arc<Definition>)> {
     let test = call.address == Address::Test;
     let asked = method.map_or("", Method::as_str);
@@ -606,7 +638,14 @@ impl Effects for ServiceEffects<'_> {
             .state
             .sources
             .call(call.method.as_str(), &call.url, &headers, call.body)
-            .await?;
+            .await
+            .map_err(|mut error| {
+                // An answer too large is the called address's failing, not the caller's body.
+                if error.code == ErrorCode::PayloadTooLarge {
+                    error.code = ErrorCode::UpstreamFailed;
+                }
+                error
+            })?;
         Ok(HttpAnswer {
             status: answer.status,
             content_type: answer.content_type,

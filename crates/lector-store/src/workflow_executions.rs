@@ -212,8 +212,9 @@ impl Store {
         Ok(())
     }
 
-    /// A workflow's executions, newest first, a page at a time (any member); answers whether
-    /// more follow.
+    /// A workflow's newest [`MAX_EXECUTIONS_PER_WORKFLOW`] executions, newest first, a page at a
+    /// time (any member); answers whether more follow. Older rows, which trimming deletes in
+    /// batches, are never listed.
     pub async fn workflow_executions(
         &self,
         scope: &Scope,
@@ -222,6 +223,10 @@ impl Store {
         limit: i64,
     ) -> Result<(Vec<Execution>, bool)> {
         let workflow = self.workflow(scope, workflow_id, Action::Read).await?;
+        let limit = limit.min(MAX_EXECUTIONS_PER_WORKFLOW - offset);
+        if limit <= 0 {
+            return Ok((Vec::new(), false));
+        }
         let sql = format!(
             "SELECT {EXECUTION_COLUMNS} FROM workflow_executions WHERE workflow_id = $1 \
              ORDER BY id DESC LIMIT $2 OFFSET $3"
@@ -234,7 +239,7 @@ impl Store {
             .await
             .map_err(db)?;
         let mut found = rows.iter().map(Execution::decode).collect::<Result<Vec<_>>>()?;
-        let more = found.len() as i64 > limit;
+        let more = found.len() as i64 > limit && offset + limit < MAX_EXECUTIONS_PER_WORKFLOW;
         found.truncate(limit as usize);
         Ok((found, more))
     }

@@ -164,3 +164,47 @@ async fn abandoned_runs_end_as_errors_sqlite() {
 async fn abandoned_runs_end_as_errors_postgres() {
     abandoned_runs_end_as_errors(Backend::Postgres).await;
 }
+
+/// A workflow lists its newest 1,000 executions and no more, though trimming, done in batches,
+/// may not yet have deleted the older ones.
+async fn only_the_newest_thousand_executions_are_listed(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (user, scope) = owner(&store).await;
+    let workspace = user.personal_workspace_id.expect("a personal workspace");
+    let busy = store
+        .create_workflow(&scope, workspace, &workflow("busy"))
+        .await
+        .expect("a workflow");
+    let batch: Vec<FinishedExecution> = (0..1100).map(|_| finished(busy.id)).collect();
+    store
+        .record_executions(&batch, &[])
+        .await
+        .expect("written, not trimmed");
+    let listed = |offset, limit| store.workflow_executions(&scope, busy.id, offset, limit);
+    let (last, more) = listed(900, 1000).await.expect("a page");
+    assert_eq!((last.len(), more), (100, false));
+    let (page, more) = listed(950, 20).await.expect("a page");
+    assert_eq!((page.len(), more), (20, true));
+    let (past, more) = listed(1000, 10).await.expect("a page");
+    assert_eq!((past.len(), more), (0, false));
+    let (first, _) = listed(0, 1).await.expect("a page");
+    let newest: i64 = sqlx::query_scalar("SELECT MAX(id) FROM workflow_executions WHERE workflow_id = $1")
+        .bind(busy.id)
+        .fetch_one(&store.pool)
+        .await
+        .expect("the newest");
+    assert_eq!(first[0].id, newest, "newest first");
+}
+
+#[tokio::test]
+async fn only_the_newest_thousand_executions_are_listed_sqlite() {
+    only_the_newest_thousand_executions_are_listed(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn only_the_newest_thousand_executions_are_listed_postgres() {
+    only_the_newest_thousand_executions_are_listed(Backend::Postgres).await;
+}

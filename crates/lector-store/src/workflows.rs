@@ -388,12 +388,21 @@ impl Store {
         ))
     }
 
-    /// What `method` on a webhook path leads to. A test address serves one call: finding it
-    /// closes it (on every method), so two calls racing for it cannot both run.
+    /// What `method` on a webhook path leads to. A test address serves one call, taken with
+    /// [`Store::take_test_address`] once the call is admitted (closing it on every method, so
+    /// two calls racing for it cannot both run).
     pub async fn webhook_target(&self, method: &str, path: &str, test: bool) -> Result<WebhookTarget> {
         let now = Timestamp::now().micros();
         let found: Option<i64> = if test {
-            self.take_test_address(method, path, now).await?
+            sqlx::query_scalar(
+                "SELECT workflow_id FROM webhook_registrations WHERE method = $1 AND path = $2 AND test_until >= $3",
+            )
+            .bind(method)
+            .bind(path)
+            .bind(now)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?
         } else {
             sqlx::query_scalar(
                 "SELECT workflow_id FROM webhook_registrations WHERE method = $1 AND path = $2 AND production = $3",
@@ -432,15 +441,19 @@ impl Store {
         })
     }
 
-    async fn take_test_address(&self, method: &str, path: &str, now: i64) -> Result<Option<i64>> {
+    /// Takes the one call of `workflow_id`'s armed test address: false when it is no longer
+    /// armed (another call took it, or its time ran out). [`Store::webhook_target`] only looks,
+    /// so that a call refused before it runs (authentication, rate, body) leaves it armed.
+    pub async fn take_test_address(&self, method: &str, path: &str, workflow_id: i64) -> Result<bool> {
         let mut tx = self.begin_write().await?;
         let taken: Option<i64> = sqlx::query_scalar(
             "UPDATE webhook_registrations SET test_until = NULL \
-             WHERE method = $1 AND path = $2 AND test_until >= $3 RETURNING workflow_id",
+             WHERE method = $1 AND path = $2 AND workflow_id = $3 AND test_until >= $4 RETURNING workflow_id",
         )
         .bind(method)
         .bind(path)
-        .bind(now)
+        .bind(workflow_id)
+        .bind(Timestamp::now().micros())
         .fetch_optional(&mut *tx)
         .await
         .map_err(db)?;
@@ -448,7 +461,7 @@ impl Store {
             release(&mut tx, id, Address::Test { until: Timestamp(0) }).await?;
         }
         tx.commit().await.map_err(db)?;
-        Ok(taken)
+        Ok(taken.is_some())
     }
 }
 

@@ -4,8 +4,10 @@
 
 use crate::definition::MAX_RENDERED_BYTES;
 use lector_core::{Error, ErrorCode, Result};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -86,6 +88,41 @@ pub fn set(object: &mut Map<String, Value>, path: &str, value: Value) {
 /// nothing for a missing value or null, anything else as JSON); refused (422) once the text
 /// would pass [`MAX_RENDERED_BYTES`].
 pub fn render(template: &str, object: &Map<String, Value>) -> Result<String> {
+    render_with(template, object, |_, value| Ok(Cow::Borrowed(value)))
+}
+
+/// What a URL's value may keep as it is: the unreserved characters of RFC 3986.
+const URL_VALUE: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+/// A URL template rendered as [`render`] does, except that a value landing after the address's
+/// host (in its path, query or fragment) is percent-encoded: a caller's value is data there,
+/// and cannot change the path or query the template's author wrote (`/`, `?`, `&`, `#` in it
+/// are encoded; a value that is `.` or `..` is refused, as it would climb the path). A value
+/// in the scheme or host is left as it is; the outbound guard checks the address it makes.
+pub fn render_url(template: &str, object: &Map<String, Value>) -> Result<String> {
+    render_with(template, object, |before, value| {
+        let after_host = before
+            .split_once("://")
+            .is_some_and(|(_, rest)| rest.contains(['/', '?', '#']));
+        if !after_host {
+            return Ok(Cow::Borrowed(value));
+        }
+        if value == "." || value == ".." {
+            return Err(Error::new(
+                ErrorCode::ValidationFailed,
+                format!("a value templated into a URL's path cannot be {value:?}"),
+            ));
+        }
+        Ok(Cow::Owned(utf8_percent_encode(value, URL_VALUE).to_string()))
+    })
+}
+
+/// [`render`] with each value passed through `escape` (given the text rendered before it).
+fn render_with(
+    template: &str,
+    object: &Map<String, Value>,
+    escape: impl for<'v> Fn(&str, &'v str) -> Result<Cow<'v, str>>,
+) -> Result<String> {
     let mut out = String::with_capacity(template.len().min(MAX_RENDERED_BYTES));
     let mut rest = template;
     while let Some(start) = rest.find("{{") {
@@ -96,12 +133,17 @@ pub fn render(template: &str, object: &Map<String, Value>) -> Result<String> {
                 let path = after[..end].trim();
                 match get(object, path) {
                     None | Some(Value::Null) => {}
-                    Some(Value::String(text)) => push_bounded(&mut out, text)?,
+                    Some(Value::String(text)) => {
+                        let escaped = escape(&out, text)?;
+                        push_bounded(&mut out, &escaped)?;
+                    }
                     Some(other) => {
                         if json_size(other) > MAX_RENDERED_BYTES - out.len() {
                             return Err(too_long());
                         }
-                        out.push_str(&other.to_string());
+                        let text = other.to_string();
+                        let escaped = escape(&out, &text)?;
+                        push_bounded(&mut out, &escaped)?;
                     }
                 }
                 rest = &after[end + 2..];
@@ -200,6 +242,36 @@ mod tests {
         // 1,250 placeholders over a 16 MiB body fail at the cap instead of building 20 GB.
         let big = object(json!({"body": "y".repeat(16 * 1024 * 1024)}));
         assert!(render(&"{{body}}".repeat(1250), &big).is_err());
+    }
+
+    #[test]
+    fn a_url_template_encodes_what_lands_after_the_host() {
+        let url = "https://crm.example/users/{{ body.id }}/profile?key=fixed&q={{ body.q }}";
+        let rendered = |id: &str, q: &str| render_url(url, &object(json!({"body": {"id": id, "q": q}})));
+        assert_eq!(
+            rendered("42", "a b").unwrap(),
+            "https://crm.example/users/42/profile?key=fixed&q=a%20b"
+        );
+        assert_eq!(
+            rendered("../../admin/delete?x=", "a&b=c#frag").unwrap(),
+            "https://crm.example/users/..%2F..%2Fadmin%2Fdelete%3Fx%3D/profile?key=fixed&q=a%26b%3Dc%23frag"
+        );
+        assert_eq!(
+            rendered("%2e%2e", "é").unwrap(),
+            "https://crm.example/users/%252e%252e/profile?key=fixed&q=%C3%A9"
+        );
+        for climbing in [".", ".."] {
+            let error = rendered(climbing, "").unwrap_err();
+            assert_eq!(error.code, ErrorCode::ValidationFailed, "{climbing}");
+        }
+        // The scheme and host, or a whole URL, are the author's choice to template; the
+        // outbound guard checks the address they make.
+        let o = object(json!({"host": "api.example", "url": "https://x.example/a?b=c", "n": 7}));
+        assert_eq!(
+            render_url("https://{{ host }}/v{{ n }}", &o).unwrap(),
+            "https://api.example/v7"
+        );
+        assert_eq!(render_url("{{ url }}", &o).unwrap(), "https://x.example/a?b=c");
     }
 
     #[test]

@@ -176,10 +176,12 @@ async fn run_step<E: Effects>(step: &Step, mut entries: Vec<Entry>, effects: &E,
         }
         Step::Extract { model_id, file, into } => {
             for entry in &mut entries {
-                let binary = entry
-                    .binary
-                    .get(file)
-                    .ok_or_else(|| unprocessable(format!("the request has no file {file}")))?;
+                let binary = entry.binary.get(file).ok_or_else(|| {
+                    unprocessable(format!(
+                        "the request has no file `{file}` (the step's `file`: a form's file field by its name, \
+                             or `data` for a raw body)"
+                    ))
+                })?;
                 let extracted = effects.extract(*model_id, binary).await?;
                 data::set(&mut entry.json, into, extracted);
             }
@@ -205,7 +207,7 @@ async fn run_step<E: Effects>(step: &Step, mut entries: Vec<Entry>, effects: &E,
             for entry in &mut entries {
                 let call = HttpCall {
                     method: *method,
-                    url: data::render(url, &entry.json)?,
+                    url: data::render_url(url, &entry.json)?,
                     headers: headers
                         .iter()
                         .map(|(name, value)| Ok((name.clone(), data::render(value, &entry.json)?)))
@@ -429,7 +431,11 @@ mod tests {
         assert_eq!(failed.error.detail, "the request has no body.text");
         let files = definition(json!({"trigger": {"path": "x"}, "steps": [{"type": "extract", "model_id": 1}]})).steps;
         let failed = run(&files, input(json!({})), &Fake::default()).await.unwrap_err();
-        assert_eq!(failed.error.detail, "the request has no file data");
+        assert!(
+            failed.error.detail.starts_with("the request has no file `data`"),
+            "{}",
+            failed.error.detail
+        );
     }
 
     #[tokio::test]

@@ -6,7 +6,9 @@
 
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::workflow_runs::{Address, Answer, Incoming, Received, admit_call, run_call};
+use crate::workflow_runs::{
+    Address, Answer, Incoming, Received, admit_call, record_refused, run_call, take_test_window,
+};
 use axum::body::Body;
 use axum::extract::{FromRequest, Multipart, Path, State};
 use axum::http::{HeaderMap, Method, Request, StatusCode, Uri, header};
@@ -75,14 +77,14 @@ async fn serve(
     };
     let answered = async {
         let admitted = admit_call(&state, &call).await?;
-        let limit = state.config.workflows.max_body_bytes;
-        let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
-            Error::new(
-                ErrorCode::PayloadTooLarge,
-                format!("a webhook takes at most {limit} bytes"),
-            )
-        })?;
-        let received = read_body(&parts.headers, bytes).await?;
+        let received = match received(&state, &parts.headers, body).await {
+            Ok(received) => received,
+            Err(error) => {
+                record_refused(&state, &call, &admitted, &error).await?;
+                return Err(error);
+            }
+        };
+        take_test_window(&state, &call, &admitted).await?;
         run_call(&state, call, admitted, received).await
     }
     .await;
@@ -90,6 +92,18 @@ async fn serve(
         Ok(answer) => respond(&parts.method, answer),
         Err(error) => refused(error),
     }
+}
+
+/// The call's body, read within `workflows.max_body_bytes` (413 past it).
+async fn received(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Received, Error> {
+    let limit = state.config.workflows.max_body_bytes;
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
+        Error::new(
+            ErrorCode::PayloadTooLarge,
+            format!("a webhook takes at most {limit} bytes"),
+        )
+    })?;
+    read_body(headers, bytes).await
 }
 
 fn headers_of(headers: &HeaderMap) -> Vec<(String, String)> {

@@ -109,8 +109,9 @@ pub struct WorkflowBody {
     #[serde(default)]
     pub keep_data: bool,
     /// The webhook trigger; see WorkflowDto. `authentication` takes `value` (header) or
-    /// `password` (basic), stored as a digest and never answered; an update may leave it out
-    /// to keep it.
+    /// `password` (basic), stored as a digest and never answered; an update may leave the
+    /// secret out to keep it, or `authentication` itself to keep it whole (`{"type": "none"}`
+    /// removes it).
     #[schema(value_type = Object)]
     pub trigger: serde_json::Value,
     #[serde(default)]
@@ -142,22 +143,31 @@ impl WriteBody for WorkflowBody {
 }
 
 impl WorkflowBody {
-    /// The definition the body describes (422 naming what does not fit its shape).
+    /// The definition the body describes: what does not fit its shape is refused as the body's
+    /// own fields are (400, `unknown_field` for an unknown one), naming where it is
+    /// (`trigger.http_method`, `steps[1].model_id`).
     fn definition(&self) -> lector_core::Result<Definition> {
         let value = serde_json::json!({
             "trigger": self.trigger,
             "steps": if self.steps.is_null() { serde_json::json!([]) } else { self.steps.clone() },
             "steps_by_method": if self.steps_by_method.is_null() { serde_json::json!({}) } else { self.steps_by_method.clone() },
         });
-        serde_json::from_value(value)
-            .map_err(|e| Error::validation(vec![lector_core::FieldError::new("trigger, steps", e.to_string())]))
+        serde_path_to_error::deserialize(value).map_err(crate::extract::shape_problem)
     }
 
     /// The fields to store, checked; `previous` is the workflow an update replaces.
+    /// An update whose trigger leaves `authentication` out keeps the stored one (and its
+    /// secret); `{"type": "none"}` removes it.
     fn prepare(&self, previous: Option<&Workflow>) -> lector_core::Result<NewWorkflow> {
         let old: Option<Definition> = previous.and_then(|w| serde_json::from_str(&w.definition).ok());
         let digest = previous.and_then(|w| w.auth_digest.as_deref());
-        let prepared = self.definition()?.prepare(old.as_ref().map(|d| (d, digest)))?;
+        let mut definition = self.definition()?;
+        if let Some(old) = &old
+            && self.trigger.get("authentication").is_none()
+        {
+            definition.trigger.authentication = old.trigger.authentication.clone();
+        }
+        let prepared = definition.prepare(old.as_ref().map(|d| (d, digest)))?;
         Ok(NewWorkflow {
             name: self.name.trim().to_owned(),
             definition: prepared.json,

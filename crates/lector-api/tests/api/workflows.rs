@@ -166,13 +166,38 @@ async fn workflows_are_a_resource_of_their_workspace(app: TestApp) {
         .expect_problem(422, "validation_failed");
     let fields = crate::common::problem_fields(&bad);
     assert_eq!(fields, ["trigger.path", "trigger.response_code", "steps[0].model_id"]);
-    app.post(
-        "/workflows",
-        &ada.token,
-        json!({"name": "Bad", "trigger": {"path": "x"}, "steps": [{"type": "shell"}]}),
-    )
-    .await
-    .expect_problem(422, "validation_failed");
+    // What does not fit the definition's shape is refused as the body's own fields are,
+    // naming where it is.
+    for (body, code, field) in [
+        (
+            json!({"steps": [{"type": "analyze", "model_id": 1}, {"type": "shell"}]}),
+            "bad_request",
+            "steps[1].type",
+        ),
+        (
+            json!({"steps": [{"type": "analyze"}]}),
+            "bad_request",
+            "steps[0].model_id",
+        ),
+        (
+            json!({"trigger": {"path": "x", "http_method": "FOO"}}),
+            "bad_request",
+            "trigger.http_method",
+        ),
+        (
+            json!({"trigger": {"path": "x", "colour": 1}}),
+            "unknown_field",
+            "trigger.colour",
+        ),
+    ] {
+        let mut body = body;
+        body["name"] = json!("Bad");
+        if body.get("trigger").is_none() {
+            body["trigger"] = json!({"path": "x"});
+        }
+        let refused = app.post("/workflows", &ada.token, body).await.expect_problem(400, code);
+        assert_eq!(crate::common::problem_fields(&refused), [field], "{refused}");
+    }
     app.post(
         "/workflows",
         &ada.token,
@@ -641,10 +666,83 @@ async fn the_trigger_authenticates_its_callers(app: TestApp) {
             .status,
         200
     );
+    // So does one that leaves the whole authentication out; only `none` removes it.
+    let bare = json!({"name": "Keyed v3", "trigger": {"path": "keyed", "http_method": "POST",
+        "response_mode": "last_step"}});
+    let kept = app
+        .put(&format!("/workflows/{}", id(&header)), &ada.token, bare)
+        .await
+        .expect(200);
+    assert_eq!(kept["trigger"]["authentication"]["type"], "header", "{kept}");
+    assert_eq!(hook(&app, Method::POST, "/webhook/keyed", None, &[]).await.status, 401);
+    assert_eq!(
+        hook(&app, Method::POST, "/webhook/keyed", None, &[("x-shop-key", "k-123")])
+            .await
+            .status,
+        200
+    );
     renamed["trigger"]["authentication"] = json!({"type": "basic", "user": "u"});
-    app.put(&format!("/workflows/{}", id(&header)), &ada.token, renamed)
+    app.put(&format!("/workflows/{}", id(&header)), &ada.token, renamed.clone())
         .await
         .expect_problem(422, "validation_failed");
+
+    // A test call refused (no key, a wrong one, a body past the limit or not JSON) is recorded
+    // and leaves the test address armed for the developer's own call.
+    app.post(&format!("/workflows/{}/test", id(&header)), &ada.token, json!({}))
+        .await
+        .expect(200);
+    let refused = [
+        hook(&app, Method::POST, "/webhook-test/keyed", None, &[]).await.status,
+        hook(
+            &app,
+            Method::POST,
+            "/webhook-test/keyed",
+            None,
+            &[("x-shop-key", "nope")],
+        )
+        .await
+        .status,
+    ];
+    assert_eq!(refused, [401, 403]);
+    let broken = app
+        .client
+        .post(app.url("/webhook-test/keyed"))
+        .header("x-shop-key", "k-123")
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(broken.status(), 400);
+    let tested = hook(
+        &app,
+        Method::POST,
+        "/webhook-test/keyed",
+        None,
+        &[("x-shop-key", "k-123")],
+    )
+    .await;
+    assert_eq!(tested.status, 200, "{}", tested.text);
+    assert_eq!(
+        hook(
+            &app,
+            Method::POST,
+            "/webhook-test/keyed",
+            None,
+            &[("x-shop-key", "k-123")]
+        )
+        .await
+        .status,
+        404,
+        "one call"
+    );
+    let recorded = executions(&app, &ada, id(&header)).await;
+    let tests: Vec<&str> = recorded
+        .iter()
+        .filter(|e| e["mode"] == "test")
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(tests, ["success", "error", "error", "error"], "newest first");
 }
 
 async fn each_method_may_lead_to_its_own_steps(app: TestApp) {
@@ -1038,9 +1136,10 @@ mod outbound {
         // A file the request lacks, and a model that does not extract, fail their step.
         let lacking = post_hook(&app, "/webhook/invoices/in", json!({})).await;
         assert_eq!(lacking.status, 422);
-        assert_eq!(
-            lacking.json["detail"],
-            "step 1 (extract) failed: the request has no file file"
+        let detail = lacking.json["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with("step 1 (extract) failed: the request has no file `file`"),
+            "{detail}"
         );
     }
 
@@ -1105,6 +1204,61 @@ mod outbound {
         an_invoice_is_extracted_and_posted_on,
         chains_of_workflow_calls_stop,
     );
+
+    /// A caller's values are data in a step's address: encoded where they land after the host,
+    /// so they cannot change the path or query the workflow's author wrote. An answer past
+    /// `sources.max_bytes` fails the step as the called address's fault (502), not the
+    /// caller's (413).
+    async fn caller_values_stay_data_in_a_steps_address(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (address, mut received) = receiver(|n| {
+            let body = if n == 1 { "{}".to_owned() } else { "x".repeat(2000) };
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .into_bytes()
+        })
+        .await;
+        let url = format!("http://{address}/users/{{{{ body.id }}}}/profile?key=fixed");
+        let workflow = create(
+            &app,
+            &ada,
+            json!({
+                "name": "Lookup",
+                "trigger": {"path": "lookup", "http_method": "POST", "response_mode": "last_step"},
+                "steps": [{"type": "http_request", "method": "GET", "url": url}]
+            }),
+        )
+        .await;
+        activate(&app, &ada, id(&workflow)).await.expect(200);
+        let answered = post_hook(&app, "/webhook/lookup", json!({"id": "../../admin?x=1#"})).await;
+        assert_eq!(answered.status, 200, "{}", answered.text);
+        let sent = next(&mut received).await;
+        assert_eq!(
+            sent.request_line,
+            "GET /users/..%2F..%2Fadmin%3Fx%3D1%23/profile?key=fixed HTTP/1.1"
+        );
+        let climbing = post_hook(&app, "/webhook/lookup", json!({"id": ".."})).await;
+        assert_eq!(climbing.status, 422, "{}", climbing.text);
+        let large = post_hook(&app, "/webhook/lookup", json!({"id": "7"})).await;
+        assert_eq!(
+            (large.status, &large.json["code"]),
+            (502, &json!("upstream_failed")),
+            "{}",
+            large.text
+        );
+    }
+
+    fn loopback_allowed_small_answers(config: &mut lector_core::config::Config) {
+        loopback_allowed(config);
+        config.sources.max_bytes = 1000;
+    }
+
+    mod small_answers {
+        use super::*;
+        backend_tests!(adjust: loopback_allowed_small_answers; caller_values_stay_data_in_a_steps_address);
+    }
 }
 
 mod windows {
