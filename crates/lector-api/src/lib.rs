@@ -12,6 +12,7 @@ pub mod execution_log;
 pub mod extract;
 pub mod headers;
 pub mod keys;
+mod lingering_close;
 pub mod login_limits;
 pub mod metrics;
 pub mod model_cache;

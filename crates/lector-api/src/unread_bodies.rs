@@ -11,6 +11,9 @@
 //! and kept the connection: such refusals (401, 404, 405, 413, 429, 503 before the body) then
 //! cost the client a new connection, which is the price of never breaking one.
 //!
+//! The close itself lingers ([`crate::lingering_close`]), so that a client still sending the
+//! body gets the answer rather than a reset.
+//!
 //! HTTP/2 needs none of this (a stream ends on its own, and the header is not allowed there).
 
 use axum::body::{Body, Bytes, HttpBody};

@@ -623,6 +623,34 @@ async fn a_body_left_unread_closes_its_connection_and_says_so() {
     assert!(body.contains("ok"), "{body}");
 }
 
+/// An upload refused before its body is read (no token) gets its 401 over a kept-alive HTTPS
+/// connection every time: the server's close lingers until the client has sent its body, so
+/// no reset overtakes the answer (python's requests saw "EOF occurred in violation of
+/// protocol" for half of them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_refused_before_its_body_is_read_gets_its_answer() {
+    let app = app().await;
+    let upload = vec![b'x'; 512 * 1024];
+    for attempt in 0..10 {
+        let client = reqwest::Client::builder()
+            .danger_accept_invalid_certs(true)
+            .http1_only()
+            .build()
+            .unwrap();
+        client.get(app.url("/health")).send().await.unwrap();
+        let refused = client
+            .post(app.url("/projects/1/groups/upload"))
+            .header("content-type", "multipart/form-data; boundary=x")
+            .body(upload.clone())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("attempt {attempt}: {e:?}"));
+        assert_eq!(refused.status(), 401, "attempt {attempt}");
+        let problem: serde_json::Value = refused.json().await.unwrap();
+        assert_eq!(problem["code"], "unauthorized");
+    }
+}
+
 /// One answer of known length read off a connection: its head and its body.
 async fn read_answer(stream: &mut tokio::net::TcpStream) -> (String, String) {
     let mut seen = Vec::new();
