@@ -184,7 +184,8 @@ impl Store {
     }
 
     /// Submits a review (ANNOTATOR): its verdict (APPROVED or REJECTED) and the corrected
-    /// values. A review already submitted answers 409.
+    /// values; the review's `user_id` becomes the caller's, who reviewed it (whoever it was
+    /// waiting for). A review already submitted answers 409.
     pub async fn submit_review(
         &self,
         scope: &Scope,
@@ -199,8 +200,8 @@ impl Store {
             .await?;
         let mut tx = self.begin_write().await?;
         let sql = format!(
-            "UPDATE hitl_reviews SET status = $1, corrected = $2, updated = $3 WHERE id = $4 AND status = $5 \
-             RETURNING {REVIEW_COLUMNS}"
+            "UPDATE hitl_reviews SET status = $1, corrected = $2, updated = $3, user_id = $6 \
+             WHERE id = $4 AND status = $5 RETURNING {REVIEW_COLUMNS}"
         );
         let row = sqlx::query(&sql)
             .bind(status.as_str())
@@ -208,6 +209,7 @@ impl Store {
             .bind(Timestamp::now().micros())
             .bind(review.id)
             .bind(ReviewStatus::Pending.as_str())
+            .bind(scope.user_id)
             .fetch_optional(&mut *tx)
             .await
             .map_err(db)?

@@ -156,7 +156,7 @@ impl Store {
             .bind(secret)
             .fetch_one(&mut *tx)
             .await
-            .map_err(db)?;
+            .map_err(crate::db_unique(ONE_LIVE))?;
         tx.commit().await.map_err(db)?;
         Hitl::decode(&row)
     }
@@ -196,7 +196,7 @@ impl Store {
             .bind(project.id)
             .fetch_one(&self.pool)
             .await
-            .map_err(db)?;
+            .map_err(crate::db_unique(ONE_LIVE))?;
         Hitl::decode(&row)
     }
 
@@ -314,6 +314,10 @@ impl Store {
         row.as_ref().map(Hitl::decode).transpose()
     }
 }
+
+/// The conflict of a second live configuration for a model (migration 0026's index).
+const ONE_LIVE: &str = "another live HITL configuration judges this model's extractions: make it not live \
+     (is_live: false) first, or give this one another model";
 
 /// 422 naming `assigned_user_id`.
 fn assignee_problem(message: &str) -> Error {

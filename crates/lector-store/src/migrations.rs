@@ -164,6 +164,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0025_session_counts.sql"),
         postgres: include_str!("../migrations/postgres/0025_session_counts.sql"),
     },
+    Step {
+        version: 26,
+        description: "one live hitl",
+        sqlite: include_str!("../migrations/sqlite/0026_one_live_hitl.sql"),
+        postgres: include_str!("../migrations/postgres/0026_one_live_hitl.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -209,6 +209,66 @@ async fn stored_copies_become_cloning_postgres() {
     stored_copies_become_cloning(Backend::Postgres).await;
 }
 
+/// Migration 0026 keeps one live HITL configuration per model: of a model's live ones, the
+/// newest (the one extraction used) stays live, and the index refuses another.
+async fn one_live_hitl_per_model(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 2).await.expect("migrate");
+    let (_, _, project) = crate::testing::owner_with_project(&store, "Fields", lector_core::ProjectType::Label).await;
+    let model: i64 = sqlx::query_scalar(
+        "INSERT INTO models (uuid, workspace_id, project_id, name, display_name, type, status, language, created, updated) \
+         VALUES ('m-26', $1, $2, 'm', 'm', 'LABEL', 'READY', 'en', 0, 0) RETURNING id",
+    )
+    .bind(project.workspace_id)
+    .bind(project.id)
+    .fetch_one(&store.pool)
+    .await
+    .expect("a model");
+    let live = |name: &'static str| {
+        sqlx::query(
+            "INSERT INTO hitls (project_id, name, model_id, is_live, webhook_secret, created, updated) \
+             VALUES ($1, $2, $3, $4, 's', 0, 0)",
+        )
+        .bind(project.id)
+        .bind(name)
+        .bind(model)
+        .bind(true)
+    };
+    sqlx::query("DROP INDEX hitls_one_live_per_model")
+        .execute(&store.pool)
+        .await
+        .expect("the index dropped, as before 0026");
+    for name in ["older", "newer"] {
+        live(name).execute(&store.pool).await.expect("two live, as before 0026");
+    }
+    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = 26")
+        .execute(&store.pool)
+        .await
+        .expect("forget 0026");
+    store.close().await;
+    let store = Store::open(&database.url, 2).await.expect("migrate again");
+    let live_ones: Vec<String> = sqlx::query_scalar("SELECT name FROM hitls WHERE is_live = $1 ORDER BY id")
+        .bind(true)
+        .fetch_all(&store.pool)
+        .await
+        .expect("live ones");
+    assert_eq!(live_ones, ["newer"]);
+    assert!(live("third").execute(&store.pool).await.is_err(), "one live per model");
+    store.close().await;
+}
+
+#[tokio::test]
+async fn one_live_hitl_per_model_sqlite() {
+    one_live_hitl_per_model(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn one_live_hitl_per_model_postgres() {
+    one_live_hitl_per_model(Backend::Postgres).await;
+}
+
 /// A database a newer Lector migrated (a step this binary does not know) is refused at start,
 /// with sqlx's reason for the operator instead of a bare internal error.
 async fn a_newer_schema_is_refused_with_its_reason(backend: Backend) {

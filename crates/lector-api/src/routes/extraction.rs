@@ -228,9 +228,18 @@ async fn extract_with(
         Some(hitl) => SettingOverride::parse_all(&hitl.labels).unwrap_or_default(),
         None => Vec::new(),
     };
-    let settings: Vec<FieldSetting> = model
-        .labels
-        .iter()
+    // The model's fields, and those the live configuration names that the model never learnt
+    // (a label added after training): a required one of those is missing unless a built-in
+    // finder finds it, never silently passed.
+    let configured = overrides.iter().map(|(label, _)| label);
+    let mut fields: Vec<&String> = model.labels.iter().collect();
+    for label in configured {
+        if !fields.contains(&label) {
+            fields.push(label);
+        }
+    }
+    let settings: Vec<FieldSetting> = fields
+        .into_iter()
         .map(|label| FieldSetting::configured(label, &overrides))
         .collect();
     let learned = match state.store.field_model(&model).await? {

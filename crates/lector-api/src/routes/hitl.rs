@@ -251,7 +251,7 @@ pub struct HitlReviewDto {
     pub status: String,
     pub created: String,
     pub updated: String,
-    /// The reviewer.
+    /// The reviewer: whom a pending review waits for, who submitted a submitted one.
     pub user_id: Option<i64>,
     /// The first field that asked for review, and its threshold.
     pub label: Option<String>,

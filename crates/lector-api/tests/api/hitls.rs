@@ -12,7 +12,8 @@ backend_tests!(
     a_viewer_is_never_the_assignee,
     reviews_are_listed_a_page_at_a_time,
     a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned,
-    fields_of_the_model_stay_reviewable_after_a_rename
+    fields_of_the_model_stay_reviewable_after_a_rename,
+    a_required_field_the_model_never_learnt_is_judged
 );
 
 async fn a_hitl_change_keeps_what_it_leaves_out(app: TestApp) {
@@ -262,6 +263,12 @@ async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: Test
     let second = format!("{hitls}/{}/reviews/{}", hitl["id"], review_of(second));
     assert!(app.get(&second, &ada.token).await.expect(200)["user_id"].is_null());
     assert_eq!(told(&bob).await, 1, "nothing more of a workspace he left");
+    // Whoever submits a review is its reviewer, whomever it waited for.
+    let submitted = app
+        .put(&second, &cy.token, json!({"status": "REJECTED"}))
+        .await
+        .expect(200);
+    assert_eq!(submitted["user_id"], cy.user_id, "{submitted}");
 
     // Cy becomes a VIEWER, who cannot submit reviews: unassigned likewise.
     app.put(
@@ -344,4 +351,61 @@ async fn fields_of_the_model_stay_reviewable_after_a_rename(app: TestApp) {
         .await
         .expect_problem(422, "validation_failed");
     assert_eq!(problem["errors"][0]["field"], "labels.colour", "{problem}");
+}
+
+/// A live configuration's required field that the model never learnt (a label added after its
+/// training) is judged all the same: missing from the document, it makes a review.
+async fn a_required_field_the_model_never_learnt_is_judged(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, model) = invoice_model(&app, &ada).await;
+    let workspace = app.default_workspace_id(&ada).await;
+    app.add_labels(&ada, project, &["tax_id"]).await;
+    let hitl = app
+        .post(
+            &format!("/projects/{project}/hitls"),
+            &ada.token,
+            json!({"name": "Tax check", "model_id": model, "is_live": true,
+                   "labels": {"tax_id": {"required": true}}}),
+        )
+        .await
+        .expect(201);
+    // One live configuration judges a model: a second is refused until the first is not live.
+    let second = json!({"name": "Second", "model_id": model, "is_live": true});
+    let refused = app
+        .post(&format!("/projects/{project}/hitls"), &ada.token, second.clone())
+        .await
+        .expect_problem(409, "conflict");
+    assert!(refused["detail"].as_str().unwrap().contains("is_live"), "{refused}");
+    let quiet = app
+        .post(
+            &format!("/projects/{project}/hitls"),
+            &ada.token,
+            json!({"name": "Quiet", "model_id": model}),
+        )
+        .await
+        .expect(201);
+    app.put(
+        &format!("/projects/{project}/hitls/{}", quiet["id"]),
+        &ada.token,
+        json!({"is_live": true}),
+    )
+    .await
+    .expect_problem(409, "conflict");
+    let extract = format!("/organizations/{workspace}/projects/{project}/models/{model}/extract");
+    let result = app
+        .send_form(&extract, &ada.token, "invoice.pdf", &invoice(), &[])
+        .await
+        .expect(200);
+    let document = &result["documents"][0];
+    assert_eq!(document["missing_fields"], json!(["tax_id"]), "{document}");
+    assert_eq!(document["all_required_fields_found"], false);
+    let review = document["hitl"]["review_id"].as_i64().expect("a review");
+    let reviewed = app
+        .get(
+            &format!("/projects/{project}/hitls/{}/reviews/{review}", hitl["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(reviewed["status"], "PENDING");
 }
