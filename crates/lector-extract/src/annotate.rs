@@ -4,7 +4,7 @@
 //! Shapes and text are drawn with `embedded-graphics` on the page's pixels.
 
 use crate::page::Quad;
-use crate::{DocumentFormat, ExtractConfig, pdf, raster, sniff};
+use crate::{DocumentFormat, ExtractConfig, pdf, raster, sniffed};
 use base64::Engine;
 use embedded_graphics::Drawable;
 use embedded_graphics::mono_font::MonoTextStyleBuilder;
@@ -14,7 +14,7 @@ use embedded_graphics::prelude::{DrawTarget, OriginDimensions, Pixel, Point, Pri
 use embedded_graphics::primitives::{PrimitiveStyle, Rectangle};
 use embedded_graphics::text::{Baseline, Text};
 use image::{GrayImage, RgbImage};
-use lector_core::{Error, ErrorCode, Result};
+use lector_core::Result;
 
 /// The resolution PDF pages are drawn at for annotation.
 pub const ANNOTATION_DPI: f32 = 100.0;
@@ -41,12 +41,7 @@ const COLOURS: [(u8, u8, u8); 6] = [
 /// Every page of a PDF or image file as a grey image for annotation: PDF pages rendered at
 /// [`ANNOTATION_DPI`], image pages scaled down to [`MAX_ANNOTATED_SIDE`]. Runs in the sandbox.
 pub fn page_images(bytes: Vec<u8>, config: &ExtractConfig) -> Result<Vec<GrayImage>> {
-    let format = sniff(&bytes).ok_or_else(|| {
-        Error::new(
-            ErrorCode::UnsupportedMediaType,
-            "the file is not a PDF, JPEG, PNG, TIFF or WebP image",
-        )
-    })?;
+    let format = sniffed(&bytes)?;
     match format {
         DocumentFormat::Pdf => {
             let pdf = pdf::PdfDocument::open(bytes, config)?;

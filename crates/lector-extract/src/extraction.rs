@@ -102,7 +102,15 @@ pub fn correction_problems<'v>(
             let data_type = FieldSetting::configured(field, overrides).data_type;
             let why = convert(data_type, value).err()?;
             let type_name = format!("{data_type:?}").to_lowercase();
-            Some((field.clone(), format!("does not read as a {type_name} value: {why}")))
+            let article = if type_name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                "an"
+            } else {
+                "a"
+            };
+            Some((
+                field.clone(),
+                format!("does not read as {article} {type_name} value: {why}"),
+            ))
         })
         .collect()
 }

@@ -67,6 +67,22 @@ pub fn sniff(bytes: &[u8]) -> Option<DocumentFormat> {
     }
 }
 
+/// The format of `bytes`, or the answer to a file that is none of them: 422 naming `file` for
+/// an empty one, 415 for any other.
+pub fn sniffed(bytes: &[u8]) -> Result<DocumentFormat> {
+    if bytes.is_empty() {
+        return Err(Error::validation(vec![lector_core::FieldError::new(
+            "file", "is empty",
+        )]));
+    }
+    sniff(bytes).ok_or_else(|| {
+        Error::new(
+            ErrorCode::UnsupportedMediaType,
+            "the file is not a PDF, JPEG, PNG, TIFF or WebP image",
+        )
+    })
+}
+
 /// The answer to a file over a limit: 413, naming the limit.
 pub(crate) fn too_large(detail: String) -> Error {
     Error::new(ErrorCode::PayloadTooLarge, detail)
@@ -88,12 +104,7 @@ pub fn read_first_pages(bytes: Vec<u8>, config: &ExtractConfig, pages: Option<us
             config.max_file_bytes
         )));
     }
-    let format = sniff(&bytes).ok_or_else(|| {
-        Error::new(
-            ErrorCode::UnsupportedMediaType,
-            "the file is not a PDF, JPEG, PNG, TIFF or WebP image",
-        )
-    })?;
+    let format = sniffed(&bytes)?;
     let scratch = tempfile::tempdir().map_err(|error| {
         tracing::error!(%error, "a scratch directory for OCR");
         Error::internal()

@@ -11,7 +11,7 @@
 //! memory cleans up nothing itself.
 
 use crate::annotate::page_images;
-use crate::{ExtractConfig, ReadDocument, read_first_pages, sniff, too_large};
+use crate::{ExtractConfig, ReadDocument, read_first_pages, sniffed, too_large};
 use image::GrayImage;
 use lector_core::{Error, ErrorCode, Result};
 use serde::{Deserialize, Serialize};
@@ -235,12 +235,7 @@ impl Sandbox {
                 self.config.max_file_bytes
             )));
         }
-        if sniff(&bytes).is_none() {
-            return Err(Error::new(
-                ErrorCode::UnsupportedMediaType,
-                "the file is not a PDF, JPEG, PNG, TIFF or WebP image",
-            ));
-        }
+        sniffed(&bytes)?;
         let _slot = self.slots.acquire().await.map_err(|_| Error::internal())?;
         self.run(bytes, request).await
     }

@@ -54,14 +54,16 @@ fn finished(lease: &Lease, payload: &ImportPayload, filled: &Filled) -> Outcome 
         (
             NotificationType::Warning,
             format!(
-                "{} documents are in group {}; {} rows with an empty text were left out.",
-                filled.stored, payload.group_id, filled.blank
+                "{} in group {}; {} with an empty text left out.",
+                documents_are(filled.stored),
+                payload.group_id,
+                rows_were(filled.blank)
             ),
         )
     } else {
         (
             NotificationType::Info,
-            format!("{} documents are in group {}.", filled.stored, payload.group_id),
+            format!("{} in group {}.", documents_are(filled.stored), payload.group_id),
         )
     };
     Outcome {
@@ -136,4 +138,31 @@ async fn finish_batch(
         .await
         .map_err(transient)?;
     Ok(added)
+}
+
+/// "1 document is", "2 documents are": the start of a notice.
+pub(crate) fn documents_are(count: u64) -> String {
+    match count {
+        1 => "1 document is".to_owned(),
+        n => format!("{n} documents are"),
+    }
+}
+
+/// "1 row was", "3 rows were".
+fn rows_were(count: u64) -> String {
+    match count {
+        1 => "1 row was".to_owned(),
+        n => format!("{n} rows were"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn notices_count_in_words() {
+        assert_eq!(super::documents_are(1), "1 document is");
+        assert_eq!(super::documents_are(0), "0 documents are");
+        assert_eq!(super::rows_were(1), "1 row was");
+        assert_eq!(super::rows_were(12), "12 rows were");
+    }
 }

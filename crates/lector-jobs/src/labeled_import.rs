@@ -88,8 +88,10 @@ async fn import_labeled(
         .await
         .map_err(JobError::from_store)?;
     let text = format!(
-        "{position} documents are in labeling session {:?} ({}).",
-        session.name, session.id
+        "{} in labeling session {:?} ({}).",
+        crate::ingest::documents_are(position.max(0) as u64),
+        session.name,
+        session.id
     );
     Ok(Outcome {
         result: serde_json::json!({

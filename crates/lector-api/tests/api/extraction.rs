@@ -207,6 +207,10 @@ async fn bad_extractions_are_refused(app: TestApp) {
     send("", "x.zip", b"PK\x03\x04 not a document".to_vec())
         .await
         .expect_problem(415, "unsupported_media_type");
+    let empty = send("", "empty.pdf", Vec::new())
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(crate::common::problem_fields(&empty), ["file"], "{empty}");
     let mut truncated = pdf.clone();
     truncated.truncate(200);
     send("", "x.pdf", truncated)
