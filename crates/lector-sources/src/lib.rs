@@ -108,6 +108,23 @@ impl Sources {
         self.limits
     }
 
+    /// Whether `url` names its host by an address (or as `localhost`) that the guard will
+    /// never let a request reach: what a configuration can be told when it is saved, rather
+    /// than by deliveries that fail later. A name that resolves is judged when it is called.
+    pub fn never_reaches(&self, url: &str) -> bool {
+        let Ok(url) = url::Url::parse(url) else {
+            return false;
+        };
+        match url.host() {
+            Some(url::Host::Ipv4(ip)) => !self.policy.permits(ip.into()),
+            Some(url::Host::Ipv6(ip)) => !self.policy.permits(ip.into()),
+            Some(url::Host::Domain(name)) if name.eq_ignore_ascii_case("localhost") => {
+                !self.policy.permits(std::net::Ipv4Addr::LOCALHOST.into())
+            }
+            _ => false,
+        }
+    }
+
     /// POSTs a webhook's `body` to `url` with `headers`, through the same guard as every source
     /// (addresses checked on every hop, 307 and 308 followed and checked again); answers the
     /// receiver's status, or why it could not be reached or refused.

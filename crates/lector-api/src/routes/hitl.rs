@@ -402,6 +402,7 @@ pub async fn create_hitl(
     PathParams(p): PathParams<ProjectPath>,
     Body(body): Body<HitlBody>,
 ) -> ApiResult<(StatusCode, Json<HitlDto>)> {
+    reachable(&state, body.webhook_url.as_deref())?;
     let hitl = state
         .store
         .create_hitl(&caller.scope, p.project_id, &body.into_new()?)
@@ -455,11 +456,28 @@ pub async fn assign_hitl(
 /// `update_hitl` and `assign_hitl`, which SPEC gives the same body: the changed configuration
 /// with its webhook secret.
 async fn change(state: &AppState, caller: &Caller, p: &HitlPath, body: HitlChangeBody) -> lector_core::Result<HitlDto> {
+    reachable(state, body.webhook_url.clone().flatten().as_deref())?;
     let hitl = state
         .store
         .update_hitl(&caller.scope, p.project_id, p.hitl_id, &body.into_change()?)
         .await?;
     Ok(HitlDto::with_secret(hitl))
+}
+
+/// 422 naming `webhook_url` when it names an address the outbound guard never reaches (a
+/// private or reserved one, unless `sources.allow_private` or `sources.allowed_networks`
+/// allow it): its events could never be delivered.
+fn reachable(state: &AppState, webhook_url: Option<&str>) -> lector_core::Result<()> {
+    match webhook_url {
+        Some(url) if state.sources.never_reaches(url) => {
+            Err(lector_core::Error::validation(vec![lector_core::FieldError::new(
+                "webhook_url",
+                "names a private or reserved address, which this server does not post to \
+                 (sources.allow_private, sources.allowed_networks)",
+            )]))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A configuration's reviews, newest first (any member): a plain array, paged by offset and

@@ -369,6 +369,29 @@ async fn a_required_field_the_model_never_learnt_is_judged(app: TestApp) {
         )
         .await
         .expect(201);
+    // An address the server never posts to is refused when saved, not by failed deliveries.
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "http://169.254.169.254/latest",
+        "https://localhost/x",
+    ] {
+        let refused = app
+            .post(
+                &format!("/projects/{project}/hitls"),
+                &ada.token,
+                json!({"name": "Private", "webhook_url": url}),
+            )
+            .await
+            .expect_problem(422, "validation_failed");
+        assert_eq!(crate::common::problem_fields(&refused), ["webhook_url"], "{url}");
+    }
+    app.put(
+        &format!("/projects/{project}/hitls/{}", hitl["id"]),
+        &ada.token,
+        json!({"webhook_url": "http://[::1]/hook"}),
+    )
+    .await
+    .expect_problem(422, "validation_failed");
     // One live configuration judges a model: a second is refused until the first is not live.
     let second = json!({"name": "Second", "model_id": model, "is_live": true});
     let refused = app
