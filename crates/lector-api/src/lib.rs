@@ -25,6 +25,7 @@ pub mod tls;
 pub mod turns;
 pub mod unread_bodies;
 pub mod web_app;
+pub mod workflow_refs;
 pub mod workflow_runs;
 
 pub use serve::{Server, shutdown_signal};

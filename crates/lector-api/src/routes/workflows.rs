@@ -9,6 +9,7 @@ use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
 use crate::routes::rfc3339;
 use crate::routes::workspaces::named_or_default_workspace;
 use crate::state::AppState;
+use crate::workflow_refs::check_references;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -296,6 +297,7 @@ pub async fn create_workflow(
     caller.scope.may_somewhere(Action::Edit)?;
     let workspace_id = named_or_default_workspace(&state, &caller, body.organization_id).await?;
     let new = body.prepare(None)?;
+    check_references(&state, &caller.scope, workspace_id, &body.definition()?).await?;
     let created = state.store.create_workflow(&caller.scope, workspace_id, &new).await?;
     tracing::info!(
         workflow.id = created.id,
@@ -337,6 +339,7 @@ pub async fn update_workflow(
         .into());
     }
     let new = body.prepare(Some(&current))?;
+    check_references(&state, &caller.scope, current.workspace_id, &body.definition()?).await?;
     let updated = state.store.update_workflow(&caller.scope, current.id, &new).await?;
     state.webhook_hooks.clear();
     Ok(Json(WorkflowDto::of(&state, updated)?))
@@ -367,6 +370,13 @@ pub async fn activate_workflow(
 ) -> ApiResult<Json<WorkflowDto>> {
     let workflow = state.store.workflow(&caller.scope, p.workflow_id, Action::Edit).await?;
     let routes = routes_of(&workflow)?;
+    check_references(
+        &state,
+        &caller.scope,
+        workflow.workspace_id,
+        &stored_definition(&workflow)?,
+    )
+    .await?;
     let active = state
         .store
         .activate_workflow(&caller.scope, workflow.id, &routes)
@@ -447,10 +457,7 @@ pub async fn list_workflow_executions(
 
 /// The (method, path) pairs a stored workflow listens on.
 fn routes_of(workflow: &Workflow) -> lector_core::Result<Vec<(String, String)>> {
-    let definition: Definition = serde_json::from_str(&workflow.definition).map_err(|e| {
-        tracing::error!(workflow.id = workflow.id, error = %e, "a stored workflow definition does not parse");
-        Error::internal()
-    })?;
+    let definition = stored_definition(workflow)?;
     let methods: BTreeMap<String, String> = definition
         .trigger
         .methods()
@@ -458,4 +465,12 @@ fn routes_of(workflow: &Workflow) -> lector_core::Result<Vec<(String, String)>> 
         .map(|m| (m.as_str().to_owned(), definition.trigger.path.clone()))
         .collect();
     Ok(methods.into_iter().collect())
+}
+
+/// A stored workflow's definition (a row that does not parse is a server fault, logged).
+fn stored_definition(workflow: &Workflow) -> lector_core::Result<Definition> {
+    serde_json::from_str(&workflow.definition).map_err(|e| {
+        tracing::error!(workflow.id = workflow.id, error = %e, "a stored workflow definition does not parse");
+        Error::internal()
+    })
 }

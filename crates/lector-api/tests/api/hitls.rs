@@ -13,7 +13,7 @@ backend_tests!(
     reviews_are_listed_a_page_at_a_time,
     a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned,
     fields_of_the_model_stay_reviewable_after_a_rename,
-    a_required_field_the_model_never_learnt_is_judged
+    a_configuration_is_checked_against_its_model_and_address
 );
 
 async fn a_hitl_change_keeps_what_it_leaves_out(app: TestApp) {
@@ -355,7 +355,7 @@ async fn fields_of_the_model_stay_reviewable_after_a_rename(app: TestApp) {
 
 /// A live configuration's required field that the model never learnt (a label added after its
 /// training) is judged all the same: missing from the document, it makes a review.
-async fn a_required_field_the_model_never_learnt_is_judged(app: TestApp) {
+async fn a_configuration_is_checked_against_its_model_and_address(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let (project, model) = invoice_model(&app, &ada).await;
     let workspace = app.default_workspace_id(&ada).await;

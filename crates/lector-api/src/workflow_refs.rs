@@ -1,0 +1,78 @@
+//! What a workflow's steps name must exist where the workflow runs: a model of its workspace (or
+//! a published one) of a type the step takes, a member of its workspace to notify. Checked when
+//! a workflow is created, changed or activated, so that a step that could never run is refused
+//! then (422 naming the step's field), rather than failing every call of a webhook whose
+//! callers cannot fix it. A run checks again: what exists now may be deleted later.
+
+use crate::state::AppState;
+use lector_core::{Action, ErrorCode, FieldError, ModelStatus, ModelType, Result, Scope};
+use lector_workflow::{Definition, Step};
+
+/// 422 naming every step field whose model or user the workflow of `workspace_id` cannot use.
+pub async fn check_references(
+    state: &AppState,
+    scope: &Scope,
+    workspace_id: i64,
+    definition: &Definition,
+) -> Result<()> {
+    let by_method = definition
+        .steps_by_method
+        .iter()
+        .map(|(method, steps)| (format!("steps_by_method.{method}"), steps));
+    let mut problems = Vec::new();
+    for (field, steps) in std::iter::once(("steps".to_owned(), &definition.steps)).chain(by_method) {
+        for (index, step) in steps.iter().enumerate() {
+            if let Some(problem) = step_problem(state, scope, workspace_id, step).await? {
+                problems.push(FieldError::new(format!("{field}[{index}].{}", problem.0), problem.1));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(lector_core::Error::validation(problems))
+    }
+}
+
+/// The field of `step` that names what the workflow cannot use, and why.
+async fn step_problem(
+    state: &AppState,
+    scope: &Scope,
+    workspace_id: i64,
+    step: &Step,
+) -> Result<Option<(&'static str, String)>> {
+    match step {
+        Step::Analyze { model_id, .. } | Step::Extract { model_id, .. } => {
+            let model = match state.store.model_access(scope, *model_id, Action::Read).await {
+                Ok(model) => model,
+                Err(e) if e.code == ErrorCode::NotFound => {
+                    return Ok(Some(("model_id", "is not a model of the workflow's workspace".into())));
+                }
+                Err(e) => return Err(e),
+            };
+            let usable = model.workspace_id == workspace_id || model.status == ModelStatus::Published;
+            let wanted = match step {
+                Step::Extract { .. } => model.kind == ModelType::Label,
+                _ => model.kind != ModelType::Base,
+            };
+            Ok(if !usable {
+                Some(("model_id", "is not a model of the workflow's workspace".into()))
+            } else if !wanted {
+                Some((
+                    "model_id",
+                    format!("is a {} model, which this step cannot use", model.kind),
+                ))
+            } else {
+                None
+            })
+        }
+        Step::Notify { user_id, .. } => {
+            let member = match state.store.principal(*user_id).await? {
+                Some((_, scope)) => scope.role_in(workspace_id).is_some(),
+                None => false,
+            };
+            Ok((!member).then(|| ("user_id", "is not a member of the workflow's workspace".to_owned())))
+        }
+        Step::HttpRequest { .. } | Step::Set { .. } => Ok(None),
+    }
+}
