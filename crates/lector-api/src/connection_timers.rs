@@ -107,11 +107,17 @@ impl Activity {
 pub(crate) struct HeadWatch<S> {
     inner: S,
     activity: Activity,
+    /// Its shutdown lingers ([`crate::lingering_close`]).
+    linger: crate::lingering_close::Linger,
 }
 
 impl<S> HeadWatch<S> {
     pub(crate) fn new(inner: S, activity: Activity) -> Self {
-        Self { inner, activity }
+        Self {
+            inner,
+            activity,
+            linger: Default::default(),
+        }
     }
 }
 
@@ -126,7 +132,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for HeadWatch<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for HeadWatch<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for HeadWatch<S> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<std::io::Result<usize>> {
         Pin::new(&mut self.inner).poll_write(cx, data)
     }
@@ -136,7 +142,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for HeadWatch<S> {
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        let this = &mut *self;
+        crate::lingering_close::poll_shutdown(&mut this.inner, &mut this.linger, cx)
     }
 
     fn poll_write_vectored(

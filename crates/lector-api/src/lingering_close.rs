@@ -22,69 +22,38 @@ const LINGER_TIME: Duration = Duration::from_secs(3);
 /// The most a closing connection reads and drops.
 const LINGER_BYTES: usize = 16 * 1024 * 1024;
 
-/// A connection's stream whose shutdown lingers (see the module's doc).
-pub(crate) struct Lingering<S> {
-    inner: S,
-    /// Set once the server's side is shut: the deadline and what was dropped since.
-    linger: Option<(Pin<Box<Sleep>>, usize)>,
-}
+/// What a lingering shutdown has to keep: set once the server's side is shut, the deadline
+/// and what was dropped since.
+#[derive(Default)]
+pub(crate) struct Linger(Option<(Pin<Box<Sleep>>, usize)>);
 
-impl<S> Lingering<S> {
-    pub(crate) fn new(inner: S) -> Self {
-        Self { inner, linger: None }
+/// Shuts `inner` down as the module's doc says: its write side first, then reading and dropping
+/// until the peer closes, an error, [`LINGER_TIME`] or [`LINGER_BYTES`].
+pub(crate) fn poll_shutdown<S: AsyncRead + AsyncWrite + Unpin>(
+    inner: &mut S,
+    linger: &mut Linger,
+    cx: &mut Context<'_>,
+) -> Poll<std::io::Result<()>> {
+    if linger.0.is_none() {
+        ready!(Pin::new(&mut *inner).poll_shutdown(cx))?;
+        linger.0 = Some((Box::pin(tokio::time::sleep(LINGER_TIME)), 0));
     }
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Lingering<S> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Lingering<S> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, data)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        let this = &mut *self;
-        if this.linger.is_none() {
-            ready!(Pin::new(&mut this.inner).poll_shutdown(cx))?;
-            this.linger = Some((Box::pin(tokio::time::sleep(LINGER_TIME)), 0));
-        }
-        let Some((deadline, dropped)) = this.linger.as_mut() else {
+    let Some((deadline, dropped)) = linger.0.as_mut() else {
+        return Poll::Ready(Ok(()));
+    };
+    let mut scratch = [0u8; 8192];
+    loop {
+        if *dropped >= LINGER_BYTES {
             return Poll::Ready(Ok(()));
-        };
-        let mut scratch = [0u8; 8192];
-        loop {
-            if *dropped >= LINGER_BYTES {
-                return Poll::Ready(Ok(()));
-            }
-            let mut buf = ReadBuf::new(&mut scratch);
-            match Pin::new(&mut this.inner).poll_read(cx, &mut buf) {
-                // The client closed its side (or the stream failed): nothing is left to reset.
-                Poll::Ready(Ok(())) if buf.filled().is_empty() => return Poll::Ready(Ok(())),
-                Poll::Ready(Ok(())) => *dropped += buf.filled().len(),
-                Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
-                Poll::Pending => return deadline.as_mut().poll(cx).map(Ok),
-            }
         }
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
+        let mut buf = ReadBuf::new(&mut scratch);
+        match Pin::new(&mut *inner).poll_read(cx, &mut buf) {
+            // The peer closed its side (or the stream failed): nothing is left to reset.
+            Poll::Ready(Ok(())) if buf.filled().is_empty() => return Poll::Ready(Ok(())),
+            Poll::Ready(Ok(())) => *dropped += buf.filled().len(),
+            Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
+            Poll::Pending => return deadline.as_mut().poll(cx).map(Ok),
+        }
     }
 }
 
@@ -100,10 +69,12 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
-            let (stream, _) = listener.accept().await.unwrap();
-            let mut stream = Lingering::new(stream);
+            let (mut stream, _) = listener.accept().await.unwrap();
             stream.write_all(b"answer").await.unwrap();
-            stream.shutdown().await.unwrap();
+            let mut linger = Linger::default();
+            std::future::poll_fn(|cx| poll_shutdown(&mut stream, &mut linger, cx))
+                .await
+                .unwrap();
         });
         let mut client = tokio::net::TcpStream::connect(address).await.unwrap();
         // Sent after the server has answered and shut its side down.

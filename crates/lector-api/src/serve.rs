@@ -7,7 +7,6 @@
 //! with no request in flight is closed after `http.keep_alive_timeout_secs`.
 
 use crate::connection_timers::{Activity, HeadWatch};
-use crate::lingering_close::Lingering;
 use crate::state::{AppState, PeerAddr};
 use axum::Router;
 use hyper::body::Incoming;
@@ -217,10 +216,7 @@ async fn connection(
     let Some(acceptor) = tls else {
         let served = watcher.watch(
             builder
-                .serve_connection_with_upgrades(
-                    TokioIo::new(HeadWatch::new(Lingering::new(stream), activity.clone())),
-                    service,
-                )
+                .serve_connection_with_upgrades(TokioIo::new(HeadWatch::new(stream, activity.clone())), service)
                 .into_owned(),
         );
         tokio::select! {
@@ -244,10 +240,7 @@ async fn connection(
     };
     let served = watcher.watch(
         builder
-            .serve_connection_with_upgrades(
-                TokioIo::new(HeadWatch::new(Lingering::new(tls_stream), activity.clone())),
-                service,
-            )
+            .serve_connection_with_upgrades(TokioIo::new(HeadWatch::new(tls_stream, activity.clone())), service)
             .into_owned(),
     );
     tokio::select! {
