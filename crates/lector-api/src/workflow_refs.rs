@@ -1,5 +1,5 @@
-//! What a workflow's steps name must exist where the workflow runs: a model of its workspace (or
-//! a published one) of a type the step takes, a member of its workspace to notify. Checked when
+//! What a workflow's steps name must exist where the workflow runs: a model of its workspace (or,
+//! to analyse, a published one) of a type the step takes, a member of its workspace to notify. Checked when
 //! a workflow is created, changed or activated, so that a step that could never run is refused
 //! then (422 naming the step's field), rather than failing every call of a webhook whose
 //! callers cannot fix it. A run checks again: what exists now may be deleted later.
@@ -50,7 +50,9 @@ async fn step_problem(
                 }
                 Err(e) => return Err(e),
             };
-            let usable = model.workspace_id == workspace_id || model.status == ModelStatus::Published;
+            // A published model analyses for anyone; extraction reads the model's own project.
+            let usable = model.workspace_id == workspace_id
+                || (model.status == ModelStatus::Published && matches!(step, Step::Analyze { .. }));
             let wanted = match step {
                 Step::Extract { .. } => model.kind == ModelType::Label,
                 _ => model.kind != ModelType::Base,

@@ -157,7 +157,8 @@ pub struct Admitted {
 }
 
 /// Finds and admits the workflow a call reaches (404, 405, 429, 401, 403 otherwise). A refused
-/// test call is recorded and leaves the test address armed; an admitted one takes it with
+/// call is answered, not recorded (on either address: anyone who knows a path could fill the
+/// executions with refusals), and leaves a test address armed; an admitted one takes it with
 /// [`take_test_window`] once its body is read.
 pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
     let started = Timestamp::now();
@@ -187,9 +188,6 @@ pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
         },
     };
     if let Some(error) = refused {
-        if call.address == Address::Test {
-            record(state, &workflow, call.address, method, started, failed_end(&error)).await?;
-        }
         return Err(error);
     }
     Ok(Admitted {
@@ -211,24 +209,6 @@ pub async fn take_test_window(state: &AppState, call: &Incoming, admitted: &Admi
         .take_test_address(admitted.method.as_str(), &call.path, admitted.workflow.id)
         .await?;
     if taken { Ok(()) } else { Err(not_registered(call)) }
-}
-
-/// Records a test call refused after its admission (its body could not be read): the
-/// developer sees why in the executions, and the address stays armed.
-pub async fn record_refused(state: &AppState, call: &Incoming, admitted: &Admitted, error: &Error) -> Result<()> {
-    if call.address == Address::Test {
-        let end = failed_end(error);
-        record(
-            state,
-            &admitted.workflow,
-            call.address,
-            admitted.method,
-            admitted.started,
-            end,
-        )
-        .await?;
-    }
-    Ok(())
 }
 
 /// 404 naming the method and path.

@@ -94,27 +94,59 @@ pub fn render(template: &str, object: &Map<String, Value>) -> Result<String> {
 /// What a URL's value may keep as it is: the unreserved characters of RFC 3986.
 const URL_VALUE: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
-/// A URL template rendered as [`render`] does, except that a value landing after the address's
-/// host (in its path, query or fragment) is percent-encoded: a caller's value is data there,
-/// and cannot change the path or query the template's author wrote (`/`, `?`, `&`, `#` in it
-/// are encoded; a value that is `.` or `..` is refused, as it would climb the path). A value
-/// in the scheme or host is left as it is; the outbound guard checks the address it makes.
+/// A URL template rendered as [`render`] does, except that a caller's value cannot change the
+/// address the template's author wrote. After the host (in the path, query or fragment) a
+/// value is percent-encoded (`/`, `?`, `&`, `#` in it are data), and one that is `.` or `..`
+/// in the path is refused, as it would climb it. In the host or port (after `://`, before the
+/// path) a value may not hold `@`, `:`, `/`, `\`, `?`, `#`, `[`, `]`, `%` or white space, so
+/// it cannot name another host, user or port; it is refused (422) if it does. A template that
+/// starts with a placeholder (the scheme, or a whole URL made by an earlier step) is the
+/// author's choice, left as it is: the outbound guard checks the address it makes.
 pub fn render_url(template: &str, object: &Map<String, Value>) -> Result<String> {
-    render_with(template, object, |before, value| {
-        let after_host = before
-            .split_once("://")
-            .is_some_and(|(_, rest)| rest.contains(['/', '?', '#']));
-        if !after_host {
-            return Ok(Cow::Borrowed(value));
+    render_with(template, object, |before, value| match url_part(before) {
+        UrlPart::Scheme => Ok(Cow::Borrowed(value)),
+        UrlPart::Authority => {
+            let steering = |c: char| "@:/\\?#[]%".contains(c) || c.is_whitespace();
+            if value.contains(steering) {
+                return Err(refused(format!(
+                    "a value templated into a URL's host cannot hold {value:?}"
+                )));
+            }
+            Ok(Cow::Borrowed(value))
         }
-        if value == "." || value == ".." {
-            return Err(Error::new(
-                ErrorCode::ValidationFailed,
-                format!("a value templated into a URL's path cannot be {value:?}"),
-            ));
-        }
-        Ok(Cow::Owned(utf8_percent_encode(value, URL_VALUE).to_string()))
+        UrlPart::Path if value == "." || value == ".." => Err(refused(format!(
+            "a value templated into a URL's path cannot be {value:?}"
+        ))),
+        UrlPart::Path | UrlPart::After => Ok(Cow::Owned(utf8_percent_encode(value, URL_VALUE).to_string())),
     })
+}
+
+/// Where in a URL the text after `before` stands.
+enum UrlPart {
+    /// No `://` yet: the scheme, or a whole URL.
+    Scheme,
+    /// The host and port (and what would be user information).
+    Authority,
+    Path,
+    /// The query or the fragment.
+    After,
+}
+
+fn url_part(before: &str) -> UrlPart {
+    let Some((_, rest)) = before.split_once("://") else {
+        return UrlPart::Scheme;
+    };
+    if rest.contains(['?', '#']) {
+        UrlPart::After
+    } else if rest.contains('/') {
+        UrlPart::Path
+    } else {
+        UrlPart::Authority
+    }
+}
+
+fn refused(detail: String) -> Error {
+    Error::new(ErrorCode::ValidationFailed, detail)
 }
 
 /// [`render`] with each value passed through `escape` (given the text rendered before it).
@@ -263,15 +295,27 @@ mod tests {
         for climbing in [".", ".."] {
             let error = rendered(climbing, "").unwrap_err();
             assert_eq!(error.code, ErrorCode::ValidationFailed, "{climbing}");
+            assert!(rendered("7", climbing).is_ok(), "harmless in the query");
         }
-        // The scheme and host, or a whole URL, are the author's choice to template; the
-        // outbound guard checks the address they make.
-        let o = object(json!({"host": "api.example", "url": "https://x.example/a?b=c", "n": 7}));
+        // A host or port may be templated, but a value there cannot name another host, user
+        // or port; a whole URL is the author's choice, and the outbound guard checks it.
+        let o = object(json!({"region": "eu", "port": "8443", "url": "https://x.example/a?b=c", "n": 7}));
         assert_eq!(
-            render_url("https://{{ host }}/v{{ n }}", &o).unwrap(),
-            "https://api.example/v7"
+            render_url("https://api.{{ region }}.example:{{ port }}/v{{ n }}", &o).unwrap(),
+            "https://api.eu.example:8443/v7"
         );
         assert_eq!(render_url("{{ url }}", &o).unwrap(), "https://x.example/a?b=c");
+        for steering in ["1@evil.example", "evil.example/x", "x:1", "a b", "[::1]", "%40"] {
+            let o = object(json!({"v": steering}));
+            for template in [
+                "https://api.example:{{ v }}/x",
+                "https://api.example{{ v }}",
+                "https://{{ v }}.example/",
+            ] {
+                let error = render_url(template, &o).unwrap_err();
+                assert_eq!(error.code, ErrorCode::ValidationFailed, "{template} with {steering}");
+            }
+        }
     }
 
     #[test]

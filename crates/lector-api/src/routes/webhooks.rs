@@ -6,9 +6,7 @@
 
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::workflow_runs::{
-    Address, Answer, Incoming, Received, admit_call, record_refused, run_call, take_test_window,
-};
+use crate::workflow_runs::{Address, Answer, Incoming, Received, admit_call, run_call, take_test_window};
 use axum::body::Body;
 use axum::extract::{FromRequest, Multipart, Path, State};
 use axum::http::{HeaderMap, Method, Request, StatusCode, Uri, header};
@@ -77,13 +75,7 @@ async fn serve(
     };
     let answered = async {
         let admitted = admit_call(&state, &call).await?;
-        let received = match received(&state, &parts.headers, body).await {
-            Ok(received) => received,
-            Err(error) => {
-                record_refused(&state, &call, &admitted, &error).await?;
-                return Err(error);
-            }
-        };
+        let received = received(&state, &parts.headers, body).await?;
         take_test_window(&state, &call, &admitted).await?;
         run_call(&state, call, admitted, received).await
     }
