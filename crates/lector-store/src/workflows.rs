@@ -446,6 +446,16 @@ impl Store {
     /// so that a call refused before it runs (authentication, rate, body) leaves it armed.
     pub async fn take_test_address(&self, method: &str, path: &str, workflow_id: i64) -> Result<bool> {
         let mut tx = self.begin_write().await?;
+        // The workflow's rows, locked in one order before any is changed: two calls taking the
+        // window of one workflow on two methods would otherwise each hold one row and wait for
+        // the other's (a deadlock on PostgreSQL, answered 500).
+        if self.backend == crate::Backend::Postgres {
+            sqlx::query("SELECT 1 FROM webhook_registrations WHERE workflow_id = $1 ORDER BY method, path FOR UPDATE")
+                .bind(workflow_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
         let taken: Option<i64> = sqlx::query_scalar(
             "UPDATE webhook_registrations SET test_until = NULL \
              WHERE method = $1 AND path = $2 AND workflow_id = $3 AND test_until >= $4 RETURNING workflow_id",

@@ -595,6 +595,37 @@ async fn a_test_address_serves_one_call_and_keeps_its_data(app: TestApp) {
         404
     );
     assert_eq!(hook(&app, Method::POST, "/webhook/try/me", None, &[]).await.status, 200);
+
+    // Calls racing for one test window on several methods: one runs, the others are told the
+    // address is not armed (never a 500).
+    let many = create(
+        &app,
+        &ada,
+        json!({"name": "Many", "trigger": {"path": "try/many", "multiple_methods": true,
+               "http_methods": ["GET", "POST", "PUT"], "response_mode": "last_step"}}),
+    )
+    .await;
+    for _ in 0..5 {
+        app.post(&format!("/workflows/{}/test", id(&many)), &ada.token, json!({}))
+            .await
+            .expect(200);
+        let calls = [
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+        ]
+        .map(|method| hook(&app, method, "/webhook-test/try/many", None, &[]));
+        let mut statuses: Vec<u16> = futures_util::future::join_all(calls)
+            .await
+            .iter()
+            .map(|answer| answer.status)
+            .collect();
+        statuses.sort();
+        assert_eq!(statuses, [200, 404, 404, 404, 404, 404]);
+    }
 }
 
 async fn the_trigger_authenticates_its_callers(app: TestApp) {
