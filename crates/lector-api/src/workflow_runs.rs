@@ -4,8 +4,8 @@
 //! (`routes/webhooks.rs`) only turns the HTTP request into an [`Incoming`] call and the
 //! [`Answer`] back into a response.
 //!
-//! Steps run with the role of the user who last activated the workflow (or armed its test
-//! address), in the workflow's workspace only: every store reader they reach takes that scope,
+//! Steps run with the role of the user who last activated the workflow (for a test call: who
+//! armed its test address), in the workflow's workspace only: every store reader they reach takes that scope,
 //! so a workflow can do no more than that user could, and nothing outside its workspace.
 
 use crate::routes::analyze::analyze_texts;
@@ -332,7 +332,7 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
     let entry = entry_of(state, &call, received, &workflow, &definition);
     let keep = call.address == Address::Test || workflow.keep_data;
     let mode = call.address.as_str();
-    let scope = match run_scope(state, &workflow).await {
+    let scope = match run_scope(state, &workflow, call.address).await {
         Ok(scope) => scope,
         Err(error) => {
             record(state, &workflow, call.address, method, started, failed_end(&error)).await?;
@@ -435,15 +435,24 @@ fn end_of(
     }
 }
 
-/// The scope steps run with: the workflow's user, in the workflow's workspace only.
-async fn run_scope(state: &AppState, workflow: &Workflow) -> Result<Scope> {
-    let gone = || {
-        Error::conflict(
-            "the user who put this workflow to work is no longer a member of its workspace, or the workspace is \
-             inactive; an editor must activate it (or arm its test address) again",
-        )
+/// The scope steps run with, in the workflow's workspace only: the role of who activated the
+/// workflow for its production address, of who armed it for its test address.
+async fn run_scope(state: &AppState, workflow: &Workflow, address: Address) -> Result<Scope> {
+    let again = match address {
+        Address::Production => "activate it",
+        Address::Test => "arm its test address",
     };
-    let user = workflow.run_as.ok_or_else(gone)?;
+    let gone = || {
+        Error::conflict(format!(
+            "the user who put this workflow to work is no longer a member of its workspace, or the workspace is \
+             inactive; an editor must {again} again"
+        ))
+    };
+    let user = match address {
+        Address::Production => workflow.run_as,
+        Address::Test => workflow.test_run_as.or(workflow.run_as),
+    };
+    let user = user.ok_or_else(gone)?;
     let (_, mut scope) = state.store.principal(user).await?.ok_or_else(gone)?;
     scope.workspaces.retain(|w| w.workspace_id == workflow.workspace_id);
     if scope.workspaces.is_empty() && !scope.is_superuser {
@@ -464,10 +473,10 @@ async fn run_scope(state: &AppState, workflow: &Workflow) -> Result<Scope> {
             .is_some_and(|role| role >= Action::Edit.min_role())
     };
     if !allowed {
-        return Err(Error::conflict(
+        return Err(Error::conflict(format!(
             "the workflow cannot run: its workspace is inactive, or the user who put it to work no longer holds \
-             the role USER there; an editor must activate it (or arm its test address) again",
-        ));
+             the role USER there; an editor must {again} again"
+        )));
     }
     if scope.is_superuser {
         // A superuser's workflow still acts as an administrator of its own workspace only.

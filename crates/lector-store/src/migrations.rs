@@ -170,6 +170,12 @@ const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0026_one_live_hitl.sql"),
         postgres: include_str!("../migrations/postgres/0026_one_live_hitl.sql"),
     },
+    Step {
+        version: 27,
+        description: "workflow tester",
+        sqlite: include_str!("../migrations/sqlite/0027_workflow_tester.sql"),
+        postgres: include_str!("../migrations/postgres/0027_workflow_tester.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

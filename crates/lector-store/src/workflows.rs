@@ -20,8 +20,8 @@ use sqlx::Row;
 
 /// Workflows one workspace may hold.
 pub const MAX_WORKFLOWS_PER_WORKSPACE: i64 = 200;
-const WORKFLOW_COLUMNS: &str =
-    "id, workspace_id, name, definition, auth_digest, keep_data, active, run_as, created_by, created, updated";
+const WORKFLOW_COLUMNS: &str = "id, workspace_id, name, definition, auth_digest, keep_data, active, run_as, \
+     test_run_as, created_by, created, updated";
 
 /// A stored workflow.
 #[derive(Clone, PartialEq)]
@@ -36,8 +36,11 @@ pub struct Workflow {
     /// Whether production executions keep their data.
     pub keep_data: bool,
     pub active: bool,
-    /// Whose role in the workspace the steps run with.
+    /// Whose role in the workspace the production address's steps run with: who activated it.
     pub run_as: Option<i64>,
+    /// Whose role a test call's steps run with: who armed the test address (before migration
+    /// 0027, none: `run_as`'s).
+    pub test_run_as: Option<i64>,
     pub created_by: Option<i64>,
     pub created: Timestamp,
     pub updated: Timestamp,
@@ -56,8 +59,8 @@ impl std::fmt::Debug for Workflow {
 
 from_row! {
     Workflow {
-        id, workspace_id, name, definition, auth_digest, keep_data, active, run_as, created_by,
-        created, updated,
+        id, workspace_id, name, definition, auth_digest, keep_data, active, run_as, test_run_as,
+        created_by, created, updated,
     }
 }
 
@@ -283,8 +286,8 @@ impl Store {
     }
 
     /// Arms a workflow's test address on `routes` until `until`, for one call (USER and up);
-    /// the call runs with the caller's role. A path and method another workflow holds answers
-    /// 409 naming it.
+    /// the call runs with the caller's role, the production address's runs keep theirs. A
+    /// path and method another workflow holds answers 409 naming it.
     pub async fn arm_workflow_test(
         &self,
         scope: &Scope,
@@ -297,7 +300,13 @@ impl Store {
         release(&mut tx, id, Address::Test { until: Timestamp(0) }).await?;
         self.register(&mut tx, scope, id, routes, Address::Test { until })
             .await?;
-        let workflow = set_state(&mut tx, id, None, scope.user_id).await?;
+        let sql =
+            format!("UPDATE workflows SET test_run_as = $1, updated = $2 WHERE id = $3 RETURNING {WORKFLOW_COLUMNS}");
+        let query = sqlx::query(&sql)
+            .bind(scope.user_id)
+            .bind(Timestamp::now().micros())
+            .bind(id);
+        let workflow = fetch_record(query, &mut *tx, "workflow").await?;
         tx.commit().await.map_err(db)?;
         Ok(workflow)
     }

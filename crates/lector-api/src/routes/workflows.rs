@@ -60,8 +60,10 @@ pub struct WorkflowDto {
     pub methods: Vec<String>,
     pub production_url: String,
     pub test_url: String,
-    /// The user whose role the steps run with (who last activated or tested it).
+    /// The user whose role the production address's steps run with (who last activated it).
     pub runs_as_user_id: Option<i64>,
+    /// The user whose role a test call's steps run with (who last armed the test address).
+    pub test_runs_as_user_id: Option<i64>,
     pub created_by: Option<i64>,
     pub created: String,
     pub updated: String,
@@ -93,6 +95,7 @@ impl WorkflowDto {
             steps: serde_json::to_value(&definition.steps).unwrap_or_default(),
             steps_by_method: serde_json::to_value(&definition.steps_by_method).unwrap_or_default(),
             runs_as_user_id: workflow.run_as,
+            test_runs_as_user_id: workflow.test_run_as,
             created_by: workflow.created_by,
             created: rfc3339(workflow.created),
             updated: rfc3339(workflow.updated),
@@ -131,6 +134,7 @@ impl WriteBody for WorkflowBody {
         "updated",
         "created_by",
         "runs_as_user_id",
+        "test_runs_as_user_id",
         "production_url",
         "test_url",
         "methods",

@@ -907,6 +907,27 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
     .await;
     activate(&app, &uma, id(&hers)).await.expect(200);
     assert_eq!(hook(&app, Method::POST, "/webhook/hers", None, &[]).await.status, 200);
+    // Arming the test of ada's active workflow runs that test as uma; its production address
+    // keeps ada's role, and keeps running after uma goes.
+    let adas = create(
+        &app,
+        &ada,
+        json!({"name": "Adas", "trigger": {"path": "adas", "http_method": "POST", "response_mode": "last_step"}}),
+    )
+    .await;
+    activate(&app, &ada, id(&adas)).await.expect(200);
+    app.post(&format!("/workflows/{}/test", id(&adas)), &uma.token, json!({}))
+        .await
+        .expect(200);
+    let armed = app
+        .get(&format!("/workflows/{}", id(&adas)), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(
+        (&armed["runs_as_user_id"], &armed["test_runs_as_user_id"]),
+        (&json!(ada.user_id), &json!(uma.user_id)),
+        "{armed}"
+    );
     // A USER demoted to VIEWER may no longer put the workspace to work.
     let permission_id = permission["id"].as_i64().expect("a membership id");
     app.put(
@@ -933,6 +954,10 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
         "{}",
         gone.text
     );
+    let tested = hook(&app, Method::POST, "/webhook-test/adas", None, &[]).await;
+    assert_eq!(tested.status, 409, "the test was uma's: {}", tested.text);
+    assert!(tested.json["detail"].as_str().unwrap().contains("arm its test address"));
+    assert_eq!(hook(&app, Method::POST, "/webhook/adas", None, &[]).await.status, 200);
 }
 
 /// A template that renders past 1 MiB (placeholders for the whole body, many times over) fails
