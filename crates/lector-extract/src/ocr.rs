@@ -295,7 +295,40 @@ pub fn parse_tsv(tsv: &str, pages: usize) -> Vec<Vec<Line>> {
             _ => {}
         }
     }
-    out
+    out.into_iter().map(in_reading_order).collect()
+}
+
+/// A page's lines in reading order: row by row from the top, left to right within a row, as a
+/// PDF's text layer is read (`layout.rs`). Tesseract answers block by block, so a label in one
+/// block and its value in the next, on one row, came many lines apart.
+fn in_reading_order(lines: Vec<Line>) -> Vec<Line> {
+    let bounds = |line: &Line| {
+        line.words.iter().map(|w| w.quad.bounds()).fold(
+            (f32::MAX, f32::MAX, f32::MIN, f32::MIN),
+            |(l, t, r, b), (l2, t2, r2, b2)| (l.min(l2), t.min(t2), r.max(r2), b.max(b2)),
+        )
+    };
+    let mut placed: Vec<((f32, f32, f32, f32), Line)> = lines
+        .into_iter()
+        .filter(|line| !line.words.is_empty())
+        .map(|line| (bounds(&line), line))
+        .collect();
+    placed.sort_by(|(a, _), (b, _)| (a.1 + a.3).total_cmp(&(b.1 + b.3)));
+    // A line whose middle lies within the first line of a row (top to bottom) is on that row.
+    let mut rows: Vec<(f32, f32, Vec<(f32, Line)>)> = Vec::new();
+    for ((left, top, _, bottom), line) in placed {
+        let middle = (top + bottom) / 2.0;
+        match rows.last_mut() {
+            Some((row_top, row_bottom, row)) if middle >= *row_top && middle <= *row_bottom => row.push((left, line)),
+            _ => rows.push((top, bottom, vec![(left, line)])),
+        }
+    }
+    rows.into_iter()
+        .flat_map(|(_, _, mut row)| {
+            row.sort_by(|(a, _), (b, _)| a.total_cmp(b));
+            row.into_iter().map(|(_, line)| line)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -324,6 +357,20 @@ mod tests {
         assert!((word.confidence - 0.965).abs() < 1e-6);
         assert_eq!(pages[1][0].text(), "Total");
         assert_eq!(pages[1][0].words[0].quad.bounds(), (0.1, 0.1, 0.3, 0.2));
+    }
+
+    #[test]
+    fn lines_are_read_row_by_row_across_blocks() {
+        // Two blocks side by side, as tesseract answers them: the left column first.
+        let tsv = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext
+1\t1\t0\t0\t0\t0\t0\t0\t1000\t1000\t-1\t
+5\t1\t1\t1\t1\t1\t50\t100\t200\t40\t90\tInvoice:
+5\t1\t1\t1\t2\t1\t50\t200\t200\t40\t90\tTotal:
+5\t1\t2\t1\t1\t1\t600\t104\t200\t40\t90\tRE-17
+5\t1\t2\t1\t2\t1\t600\t198\t200\t40\t90\t12.50
+";
+        let lines: Vec<String> = parse_tsv(tsv, 1)[0].iter().map(Line::text).collect();
+        assert_eq!(lines, ["Invoice:", "RE-17", "Total:", "12.50"]);
     }
 
     #[test]
