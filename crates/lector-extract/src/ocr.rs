@@ -315,20 +315,31 @@ fn in_reading_order(lines: Vec<Line>) -> Vec<Line> {
         .collect();
     placed.sort_by(|(a, _), (b, _)| (a.1 + a.3).total_cmp(&(b.1 + b.3)));
     // A line whose middle lies within the first line of a row (top to bottom) is on that row.
-    let mut rows: Vec<(f32, f32, Vec<(f32, Line)>)> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
     for ((left, top, _, bottom), line) in placed {
         let middle = (top + bottom) / 2.0;
         match rows.last_mut() {
-            Some((row_top, row_bottom, row)) if middle >= *row_top && middle <= *row_bottom => row.push((left, line)),
-            _ => rows.push((top, bottom, vec![(left, line)])),
+            Some(row) if middle >= row.top && middle <= row.bottom => row.lines.push((left, line)),
+            _ => rows.push(Row {
+                top,
+                bottom,
+                lines: vec![(left, line)],
+            }),
         }
     }
     rows.into_iter()
-        .flat_map(|(_, _, mut row)| {
-            row.sort_by(|(a, _), (b, _)| a.total_cmp(b));
-            row.into_iter().map(|(_, line)| line)
+        .flat_map(|mut row| {
+            row.lines.sort_by(|(a, _), (b, _)| a.total_cmp(b));
+            row.lines.into_iter().map(|(_, line)| line)
         })
         .collect()
+}
+
+/// Lines on one row of a page: the first one's top and bottom, and each line with its left.
+struct Row {
+    top: f32,
+    bottom: f32,
+    lines: Vec<(f32, Line)>,
 }
 
 #[cfg(test)]
