@@ -52,16 +52,23 @@ pub struct SettingOverride {
 impl SettingOverride {
     /// Reads the settings of every field from a HITL configuration's `labels` object, or says
     /// which field's settings are wrong.
-    pub fn parse_all(labels: &serde_json::Value) -> Result<Vec<(String, SettingOverride)>, String> {
+    /// Every field's settings, or the first problem: where it is (`""` for the whole object,
+    /// `total`, `total.confidence_threshold`) and what it is.
+    pub fn parse_all(labels: &serde_json::Value) -> Result<Vec<(String, SettingOverride)>, (String, String)> {
         let Some(map) = labels.as_object() else {
-            return Err("must be an object of field settings".into());
+            return Err((String::new(), "must be an object of field settings".into()));
         };
         map.iter()
             .map(|(label, value)| {
-                let setting: SettingOverride = serde_json::from_value(value.clone())
-                    .map_err(|e| format!("{label}: {e} (required, confidence_threshold, data_type)"))?;
+                let setting: SettingOverride = serde_json::from_value(value.clone()).map_err(|e| {
+                    (
+                        label.clone(),
+                        format!("{e} (required, confidence_threshold, data_type)"),
+                    )
+                })?;
                 if setting.confidence_threshold.is_some_and(|t| !(0.0..=1.0).contains(&t)) {
-                    return Err(format!("{label}: confidence_threshold must be between 0 and 1"));
+                    let field = format!("{label}.confidence_threshold");
+                    return Err((field, "must be between 0 and 1".into()));
                 }
                 Ok((label.clone(), setting))
             })
@@ -289,13 +296,13 @@ mod tests {
         let total = FieldSetting::configured("total", &overrides);
         assert!(total.required && total.threshold == 0.9 && total.data_type == DataType::Amount);
         assert_eq!(FieldSetting::configured("ref", &overrides).data_type, DataType::Id);
-        assert!(
-            SettingOverride::parse_all(&serde_json::json!({"x": {"colour": 1}}))
-                .unwrap_err()
-                .contains("x:")
-        );
-        assert!(SettingOverride::parse_all(&serde_json::json!({"x": {"confidence_threshold": 2}})).is_err());
-        assert!(SettingOverride::parse_all(&serde_json::json!([])).is_err());
+        let (field, why) = SettingOverride::parse_all(&serde_json::json!({"x": {"colour": 1}})).unwrap_err();
+        assert_eq!(field, "x");
+        assert!(why.contains("colour"), "{why}");
+        let (field, _) =
+            SettingOverride::parse_all(&serde_json::json!({"x": {"confidence_threshold": 2}})).unwrap_err();
+        assert_eq!(field, "x.confidence_threshold");
+        assert_eq!(SettingOverride::parse_all(&serde_json::json!([])).unwrap_err().0, "");
     }
 
     #[test]

@@ -186,9 +186,14 @@ fn check_fields(
         );
     }
     if let Some(labels) = labels
-        && let Err(why) = SettingOverride::parse_all(labels)
+        && let Err((place, why)) = SettingOverride::parse_all(labels)
     {
-        problems.check(false, "labels", &why);
+        let field = if place.is_empty() {
+            "labels".to_owned()
+        } else {
+            format!("labels.{place}")
+        };
+        problems.check(false, &field, &why);
     }
     problems.finish().map_err(|mut e| {
         e.code = lector_core::ErrorCode::BadRequest;

@@ -424,12 +424,13 @@ async fn hitl_configurations_are_checked(app: TestApp) {
         (json!({"name": "ok", "webhook_url": "https://"}), "webhook_url"),
         (
             json!({"name": "ok", "labels": {"total": {"confidence_threshold": 3}}}),
-            "labels",
+            "labels.total.confidence_threshold",
         ),
         (
             json!({"name": "ok", "labels": {"total": {"data_type": "colour"}}}),
-            "labels",
+            "labels.total",
         ),
+        (json!({"name": "ok", "labels": ["total"]}), "labels"),
     ] {
         let problem = app
             .post(&hitls, &ada.token, body)
