@@ -534,7 +534,7 @@ pub fn check_path(path: &str) -> Result<(), String> {
     }
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~' | '/');
     if !path.chars().all(allowed) {
-        return Err("may hold letters, digits, '-', '_', '.', '~' and '/' only".into());
+        return Err("may hold ASCII letters and digits, '-', '_', '.', '~' and '/' only".into());
     }
     if path.split('/').any(|segment| matches!(segment, "" | "." | "..")) {
         return Err("must not start or end with '/', hold '//', or a '.' or '..' segment".into());
