@@ -1,8 +1,8 @@
-//! What a workflow's steps name must exist where the workflow runs: a model of its workspace (or,
-//! to analyse, a published one) of a type the step takes, a member of its workspace to notify. Checked when
-//! a workflow is created, changed or activated, so that a step that could never run is refused
-//! then (422 naming the step's field), rather than failing every call of a webhook whose
-//! callers cannot fix it. A run checks again: what exists now may be deleted later.
+//! What a workflow's steps name must exist where the workflow runs: a model of its workspace
+//! (or, to analyse, a published one) of a type the step takes, a member of its workspace to
+//! notify. Checked when a workflow is created, changed or activated, so that a step that could
+//! never run is refused then (422 naming the step's field), rather than failing every call of a
+//! webhook whose callers cannot fix it. A run checks again: what exists now may be gone later.
 
 use crate::state::AppState;
 use lector_core::{Action, ErrorCode, FieldError, ModelStatus, ModelType, Result, Scope};
@@ -69,12 +69,17 @@ async fn step_problem(
             })
         }
         Step::Notify { user_id, .. } => {
-            let member = match state.store.principal(*user_id).await? {
-                Some((_, scope)) => scope.role_in(workspace_id).is_some(),
-                None => false,
-            };
+            let member = is_member(state, *user_id, workspace_id).await?;
             Ok((!member).then(|| ("user_id", "is not a member of the workflow's workspace".to_owned())))
         }
         Step::HttpRequest { .. } | Step::Set { .. } => Ok(None),
     }
+}
+
+/// Whether `user_id` is a member of `workspace_id` now (what a notify step may notify).
+pub(crate) async fn is_member(state: &AppState, user_id: i64, workspace_id: i64) -> Result<bool> {
+    Ok(match state.store.principal(user_id).await? {
+        Some((_, scope)) => scope.role_in(workspace_id).is_some(),
+        None => false,
+    })
 }

@@ -5,8 +5,9 @@
 //! [`Answer`] back into a response.
 //!
 //! Steps run with the role of the user who last activated the workflow (for a test call: who
-//! armed its test address), in the workflow's workspace only: every store reader they reach takes that scope,
-//! so a workflow can do no more than that user could, and nothing outside its workspace.
+//! armed its test address), in the workflow's workspace only: every store reader they reach
+//! takes that scope, so a workflow can do no more than that user could, and nothing outside its
+//! workspace.
 
 use crate::routes::analyze::analyze_texts;
 use crate::routes::extraction::extract_file;
@@ -595,11 +596,7 @@ impl Effects for ServiceEffects<'_> {
     }
 
     async fn notify(&self, user_id: i64, level: Level, message: String) -> Result<()> {
-        let member = match self.state.store.principal(user_id).await? {
-            Some((_, scope)) => scope.role_in(self.workspace_id).is_some(),
-            None => false,
-        };
-        if !member {
+        if !crate::workflow_refs::is_member(self.state, user_id, self.workspace_id).await? {
             return Err(Error::new(
                 ErrorCode::ValidationFailed,
                 format!("user {user_id} is not a member of the workflow's workspace"),

@@ -186,7 +186,7 @@ impl Store {
         let document = self.document_of(project.id, id).await?;
         let mut tx = self.begin_write().await?;
         let sessions = DocumentSessions::before_deletion(&mut tx, document.id).await?;
-        remove_segments_in(&mut tx, document.id).await?;
+        remove_placed_segments(&mut tx, document.id).await?;
         sqlx::query("DELETE FROM documents WHERE id = $1")
             .bind(document.id)
             .execute(&mut *tx)
@@ -636,15 +636,19 @@ async fn group_in<'c>(
     fetch_record(query, executor, "document group").await
 }
 
-/// Removes a document's segments, with what analyses and correction sessions predicted for
-/// them: those rows name a segment without a foreign key (they outlive a renamed class), so
-/// they would otherwise point at segments that are gone, and an analysis filtered by class
-/// would still list the document for a tag none of its segments carries.
-async fn remove_segments_in(tx: &mut sqlx::Transaction<'static, sqlx::Any>, document_id: i64) -> Result<()> {
+/// Removes a document's segments that stand at a place (`position >= 0`: all of them, but for
+/// those a new text keeps, which [`crate::new_text`] has moved aside), with what analyses and
+/// correction sessions predicted for them: those rows name a segment without a foreign key
+/// (they outlive a renamed class), so they would otherwise point at segments that are gone, and
+/// an analysis filtered by class would still list the document for a tag none of its segments
+/// carries. Their tags and marks go by the foreign keys' cascade.
+pub(crate) async fn remove_placed_segments(tx: &mut Transaction<'static, Any>, document_id: i64) -> Result<()> {
     for sql in [
-        "DELETE FROM correction_predictions WHERE segment_id IN (SELECT id FROM segments WHERE document_id = $1)",
-        "DELETE FROM analysis_tags WHERE document_id = $1",
-        "DELETE FROM segments WHERE document_id = $1",
+        "DELETE FROM correction_predictions WHERE segment_id IN \
+         (SELECT id FROM segments WHERE document_id = $1 AND position >= 0)",
+        "DELETE FROM analysis_tags WHERE document_id = $1 AND segment_id IN \
+         (SELECT id FROM segments WHERE document_id = $1 AND position >= 0)",
+        "DELETE FROM segments WHERE document_id = $1 AND position >= 0",
     ] {
         sqlx::query(sql)
             .bind(document_id)

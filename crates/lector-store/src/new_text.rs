@@ -53,22 +53,14 @@ pub(crate) async fn replace_segments(
             .map_err(db)?;
         }
     }
-    // What is left at a place of its own is gone from the text: it goes with what was said
-    // of it (its tags and marks by the foreign keys' cascade).
-    for sql in [
-        "DELETE FROM correction_predictions WHERE segment_id IN \
-         (SELECT id FROM segments WHERE document_id = $1 AND position >= 0)",
-        "DELETE FROM analysis_tags WHERE document_id = $1 AND segment_id IN \
-         (SELECT id FROM segments WHERE document_id = $1 AND position >= 0)",
-        "DELETE FROM segments WHERE document_id = $1 AND position >= 0",
-        "UPDATE segments SET position = -1 - position WHERE document_id = $1",
-    ] {
-        sqlx::query(sql)
-            .bind(document_id)
-            .execute(&mut **tx)
-            .await
-            .map_err(db)?;
-    }
+    // What is left at a place of its own is gone from the text, with what was said of it; the
+    // kept ones then take their places.
+    crate::documents::remove_placed_segments(tx, document_id).await?;
+    sqlx::query("UPDATE segments SET position = -1 - position WHERE document_id = $1")
+        .bind(document_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
     for (position, (segment, old_index)) in segments.iter().zip(&kept).enumerate() {
         if old_index.is_none() {
             crate::documents::insert_segment(tx, document_id, position as i64, segment).await?;

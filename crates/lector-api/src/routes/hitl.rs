@@ -461,7 +461,7 @@ pub async fn assign_hitl(
 /// `update_hitl` and `assign_hitl`, which SPEC gives the same body: the changed configuration
 /// with its webhook secret.
 async fn change(state: &AppState, caller: &Caller, p: &HitlPath, body: HitlChangeBody) -> lector_core::Result<HitlDto> {
-    reachable(state, body.webhook_url.clone().flatten().as_deref())?;
+    reachable(state, body.webhook_url.as_ref().and_then(Option::as_deref))?;
     let hitl = state
         .store
         .update_hitl(&caller.scope, p.project_id, p.hitl_id, &body.into_change()?)
