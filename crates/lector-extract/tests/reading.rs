@@ -344,3 +344,35 @@ fn crops_are_read_as_single_lines_in_one_run() {
         "boxes relative to the crop"
     );
 }
+
+/// A scanned form of labels on the left and values far to the right reads row by row, each
+/// label beside its value, as its text layer does: tesseract finds the two columns as blocks
+/// and answers one after the other.
+#[test]
+fn a_scanned_form_reads_row_by_row() {
+    require_tesseract();
+    let rows = [
+        ("Invoice number:", "RE-2024-0017"),
+        ("Invoice date:", "14.03.2024"),
+        ("Customer:", "Muster GmbH"),
+        ("Total amount:", "1.234,50 EUR"),
+        ("Due date:", "28.03.2024"),
+    ];
+    let runs: Vec<TextRun> = rows
+        .iter()
+        .enumerate()
+        .flat_map(|(n, (label, value))| {
+            let y = 120.0 + 40.0 * n as f32;
+            [
+                TextRun::new(50.0, y, 14.0, *label),
+                TextRun::new(380.0, y, 14.0, *value),
+            ]
+        })
+        .collect();
+    let form = samples::text_pdf(&[runs]);
+    let scan = samples::scanned_pdf(&samples::render(&form, 200.0), 200.0);
+    let document = read_document(scan, &config()).expect("a scanned form reads");
+    let lines: Vec<String> = document.pages[0].lines.iter().map(|l| l.text()).collect();
+    let expected: Vec<&str> = rows.iter().flat_map(|(label, value)| [*label, *value]).collect();
+    assert_eq!(lines, expected);
+}
