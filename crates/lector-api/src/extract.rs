@@ -15,9 +15,9 @@ use axum::http::header;
 use axum::http::request::Parts;
 use lector_core::validate::{Problems, TextKind, check_chars};
 use lector_core::{Error, ErrorCode, Result};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use utoipa::IntoParams;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 /// A request body type: which fields belong to the server, and what makes a value valid.
 pub trait WriteBody: DeserializeOwned {
@@ -302,8 +302,29 @@ pub fn default_limit() -> i64 {
     100
 }
 
+/// Where a page stands in its list: every paged answer carries these beside its items.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PageInfo {
+    /// Whether rows follow this page.
+    pub has_more: bool,
+    pub offset: i64,
+    pub limit: i64,
+    /// Items in this page.
+    pub count: usize,
+}
+
 impl Paging {
     pub const MAX_LIMIT: i64 = 1000;
+
+    /// Where a page of `count` items read with this paging stands.
+    pub fn page(self, count: usize, has_more: bool) -> PageInfo {
+        PageInfo {
+            has_more,
+            offset: self.offset,
+            limit: self.limit,
+            count,
+        }
+    }
 
     /// The `offset` and `limit` of a query that has other parameters too, checked as [`check`](Self::check) does.
     pub fn checked(offset: i64, limit: i64) -> Result<Self> {

@@ -19,3 +19,9 @@ pub mod webhook;
 pub use error::{Error, ErrorCode, FieldError, Result};
 pub use policy::{Action, Role, Scope};
 pub use types::{ModelStatus, ModelType, NotificationType, ProjectType, ReviewStatus, SourceKind};
+
+/// An f32 as the f64 of its shortest decimal: 0.9, as a configuration says, not the
+/// 0.8999999761581421 `f64::from` gives (a model's confidences are f32, answers f64).
+pub fn decimal(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::from(x))
+}

@@ -74,8 +74,9 @@ impl Handler for AnalyzeDocuments {
     }
 }
 
-/// Loads the model the analysis names, from its stored artifact.
-async fn load_model(
+/// Loads a model a job names, from its stored artifact (a worker without the sentence
+/// encoder it was trained with hands the job back for one that has it).
+pub(crate) async fn load_model(
     store: &Store,
     lease: &Lease,
     base_models: &Arc<BaseModels>,

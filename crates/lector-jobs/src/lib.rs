@@ -5,6 +5,7 @@
 pub mod analysis;
 pub mod base_models;
 pub mod cloning;
+pub mod correction;
 mod document_file;
 pub mod file_import;
 pub mod ingest;
@@ -22,6 +23,7 @@ mod writes;
 pub use analysis::AnalyzeDocuments;
 pub use base_models::publish_base_models;
 pub use cloning::CloneProject;
+pub use correction::PredictCorrection;
 pub use ingest::ImportDocuments;
 pub use labeled_import::ImportLabeled;
 pub use mail::{Mailer, SendMail, SendPasswordReset};
@@ -49,6 +51,7 @@ pub fn standard_runner(
         .with(ImportLabeled(sandbox.clone()))
         .with(CloneProject)
         .with(TrainModel(base_models.clone()))
+        .with(PredictCorrection(base_models.clone()))
         .with(AnalyzeDocuments { base_models, sandbox })
         .with(SendMail(mailer.clone()))
         .with(SendPasswordReset(mailer))

@@ -174,9 +174,7 @@ impl Store {
             group_id,
             import,
         };
-        let mut job = NewJob::of(&payload)?
-            .owned_by(scope.user_id)
-            .in_project(project.workspace_id, project.id);
+        let mut job = NewJob::for_project(&payload, scope, &project)?;
         if let Some(documents) = &input {
             job = job.with_input(documents)?;
         }
@@ -425,6 +423,12 @@ impl Store {
         .fetch_all(&self.pool)
         .await
         .map_err(db)?;
+        self.with_segments(ids).await
+    }
+
+    /// These documents with their segments, in the order given (a job's reader: the caller
+    /// took the ids from the job's project).
+    pub(crate) async fn with_segments(&self, ids: Vec<i64>) -> Result<Vec<PendingDocument>> {
         let segments = self.segments_by_document(&ids).await?;
         let mut by_document: HashMap<i64, Vec<(i64, String)>> = HashMap::with_capacity(ids.len());
         for segment in segments {

@@ -257,7 +257,9 @@ async fn copy_documents(
 
 /// Copies one session with its documents, classes, labels, tags and marks, unless an earlier
 /// run did; a correction session with its model (in the same workspace), its documents' order,
-/// its tags' confidences and statuses, and what the model predicted.
+/// its tags' confidences and statuses, and what the model predicted. A session still being
+/// filled (an import's STARTED, a correction's PREDICTING) is copied FAILED: no job fills the
+/// copy, and what it holds is only what was there when the clone read it.
 async fn copy_session(tx: &mut Transaction<'static, Any>, copy: i64, original: i64) -> Result<i64> {
     let done: Option<i64> = sqlx::query_scalar("SELECT id FROM sessions WHERE project_id = $1 AND cloned_from = $2")
         .bind(copy)
@@ -271,7 +273,8 @@ async fn copy_session(tx: &mut Transaction<'static, Any>, copy: i64, original: i
     let session: i64 = sqlx::query_scalar(
         "INSERT INTO sessions (uuid, project_id, user_id, name, description, mode, status, document_group_id, \
          model_id, created, finished, cloned_from) \
-         SELECT $1, $2, s.user_id, s.name, s.description, s.mode, s.status, g.id, \
+         SELECT $1, $2, s.user_id, s.name, s.description, s.mode, \
+         CASE WHEN s.status IN ('STARTED', 'PREDICTING') THEN 'FAILED' ELSE s.status END, g.id, \
          CASE WHEN np.workspace_id = op.workspace_id THEN s.model_id END, s.created, s.finished, s.id \
          FROM sessions s LEFT JOIN document_groups g ON g.project_id = $2 AND g.cloned_from = s.document_group_id \
          JOIN projects op ON op.id = s.project_id JOIN projects np ON np.id = $2 \

@@ -3,31 +3,52 @@
 //! (with confidence, CORRECTING) and keep what it predicted apart, so the corrections can be
 //! compared with it. Tags and marks are those of labeling sessions (`tags.rs`); a correction
 //! session's tags count as training data like any session's.
+//!
+//! Predicting is a job's (`predict_correction`, see `lector-jobs`' `correction`): a model with
+//! a sentence encoder scores about a hundred segments a second, too slow for a request over
+//! thousands of documents. The request creates the session PREDICTING and queues the job in
+//! one transaction; the job reads the candidates through [`Store::correction_candidates`] and
+//! writes what it chose in one fenced transaction ([`Store::fill_correction`]), which gives
+//! the session the status its marks imply. A run after a crash predicts again from the start.
 
+use crate::analysis_runs::PendingDocument;
+use crate::jobs::{Lease, NewJob, check_fence, enqueue_in};
 use crate::models::Model;
-use crate::session_counts::refresh_status;
-use crate::sessions::{NewSession, Session, insert_session};
+use crate::payloads::CorrectionPayload;
+use crate::session_counts::{lock_session, refresh_status};
+use crate::sessions::{NewSession, Session, insert_session, session_in};
 use crate::tags::SegmentAt;
-use crate::{Param, Store, db};
-use lector_core::labeling::SessionMode;
+use crate::{Param, Store, Vocabulary, db};
+use lector_core::labeling::{SessionMode, SessionStatus};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, FieldError, Result, Scope};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
-/// A tag the model predicted on a segment.
+/// A tag the model predicted on a segment of a document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PredictedSegmentTag {
+    pub document_id: i64,
     pub segment_id: i64,
     pub class: Option<String>,
     pub label: Option<String>,
     pub confidence: f64,
 }
 
-/// A correction session to create: its documents in order, with the model's tags.
+/// A correction session to start: its name, and how its documents are chosen.
 #[derive(Debug, Clone)]
-pub struct NewCorrection {
+pub struct CorrectionPlan {
     pub name: String,
     pub description: String,
+    /// How many documents it holds when none are named.
+    pub sample_size: usize,
+    pub seed: u64,
+    /// The documents to correct, in this order; `None`: the model's least sure.
+    pub document_ids: Option<Vec<i64>>,
+}
+
+/// What a correction job chose: the session's documents in order, with the model's tags.
+#[derive(Debug, Clone, Default)]
+pub struct NewCorrection {
     pub documents: Vec<i64>,
     pub predictions: Vec<PredictedSegmentTag>,
 }
@@ -45,14 +66,15 @@ pub struct CorrectionAgreement {
 }
 
 impl Store {
-    /// Creates a correction session of `model` (a model of this project) over documents of
-    /// the project, with the model's tags on their segments (USER).
-    pub async fn create_correction(
+    /// Creates a correction session of `model` (a model of this project; USER), PREDICTING,
+    /// and queues the job that fills it. The documents `plan` names must be the project's (422
+    /// naming the first that is not); with none named, the project must have documents (409).
+    pub async fn start_correction(
         &self,
         scope: &Scope,
         project_id: i64,
         model: &Model,
-        new: NewCorrection,
+        plan: CorrectionPlan,
     ) -> Result<Session> {
         if model.project_id != Some(project_id) {
             return Err(Error::validation(vec![FieldError::new(
@@ -60,39 +82,128 @@ impl Store {
                 "corrects a model of this project; this model belongs to another",
             )]));
         }
-        let plan = NewSession {
-            name: new.name.clone(),
-            description: new.description.clone(),
+        let new = NewSession {
+            name: plan.name,
+            description: plan.description,
             ..Default::default()
         };
-        let (project, vocabulary) = self.session_plan(scope, project_id, &plan).await?;
-        let classes: HashMap<&str, i64> = vocabulary.classes.iter().map(|c| (c.name.as_str(), c.id)).collect();
-        let labels: HashMap<&str, i64> = vocabulary.labels.iter().map(|l| (l.name.as_str(), l.id)).collect();
+        let (project, vocabulary) = self.session_plan(scope, project_id, &new).await?;
         let mut tx = self.begin_write().await?;
-        let known: std::collections::HashSet<i64> =
-            crate::documents::project_documents(&mut tx, project.id, Some(&new.documents))
-                .await?
-                .into_iter()
-                .collect();
-        if let Some(missing) = new.documents.iter().find(|id| !known.contains(id)) {
-            return Err(Error::validation(vec![FieldError::new(
-                "document_ids",
-                format!("document {missing} is not a document of this project"),
-            )]));
+        match &plan.document_ids {
+            Some(named) => {
+                crate::documents::project_documents(&mut tx, project.id, Some(named)).await?;
+            }
+            None => {
+                let any: Option<i64> = sqlx::query_scalar("SELECT id FROM documents WHERE project_id = $1 LIMIT 1")
+                    .bind(project.id)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                if any.is_none() {
+                    return Err(Error::conflict("the project has no documents to correct"));
+                }
+            }
         }
-        let session_id = insert_session(&mut tx, scope, &project, &vocabulary, &plan, false).await?;
-        sqlx::query("UPDATE sessions SET mode = $1, model_id = $2 WHERE id = $3")
+        let session_id = insert_session(&mut tx, scope, &project, &vocabulary, &new, false).await?;
+        sqlx::query("UPDATE sessions SET mode = $1, model_id = $2, status = $3 WHERE id = $4")
             .bind(SessionMode::Correction.as_str())
             .bind(model.id)
+            .bind(SessionStatus::Predicting.as_str())
             .bind(session_id)
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-        let documents = new
+        let payload = CorrectionPayload {
+            project_id: project.id,
+            session_id,
+            model_id: model.id,
+            sample_size: plan.sample_size,
+            seed: plan.seed,
+            document_ids: plan.document_ids,
+        };
+        let job = NewJob::for_project(&payload, scope, &project)?;
+        enqueue_in(&mut tx, job).await?;
+        let session = session_in(&mut *tx, project.id, session_id).await?;
+        tx.commit().await.map_err(db)?;
+        self.wake_workers();
+        Ok(session)
+    }
+
+    /// The correction session a job fills (not found once deleted).
+    pub async fn correction_for_job(&self, lease: &Lease, payload: &CorrectionPayload) -> Result<Session> {
+        let project_id = lease
+            .job
+            .project_id
+            .ok_or_else(|| Error::not_found("correction session"))?;
+        self.session_of(project_id, payload.session_id).await
+    }
+
+    /// The documents a correction job chooses from: the ones it names that are still the
+    /// project's, in their order, or else the project's first `max` documents by id.
+    pub async fn correction_candidates(
+        &self,
+        lease: &Lease,
+        payload: &CorrectionPayload,
+        max: i64,
+    ) -> Result<Vec<i64>> {
+        let project_id = lease.job.project_id.unwrap_or_default();
+        let Some(named) = &payload.document_ids else {
+            return sqlx::query_scalar(&format!(
+                "SELECT id FROM documents WHERE project_id = $1 ORDER BY id LIMIT {max}"
+            ))
+            .bind(project_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db);
+        };
+        let known = self.documents_of_job(lease, named).await?;
+        Ok(named.iter().copied().filter(|id| known.contains(id)).collect())
+    }
+
+    /// These documents of the job's project with their segments, in the order given (those
+    /// not in the project, or deleted since, left out).
+    pub async fn segments_for_job(&self, lease: &Lease, ids: &[i64]) -> Result<Vec<PendingDocument>> {
+        let known = self.documents_of_job(lease, ids).await?;
+        self.with_segments(ids.iter().copied().filter(|id| known.contains(id)).collect())
+            .await
+    }
+
+    /// Which of these documents are the job's project's.
+    async fn documents_of_job(&self, lease: &Lease, ids: &[i64]) -> Result<HashSet<i64>> {
+        let project_id = lease.job.project_id.unwrap_or_default();
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        let known = crate::documents::documents_among(&mut tx, project_id, ids).await?;
+        Ok(known.into_iter().collect())
+    }
+
+    /// Gives a PREDICTING correction session the documents its job chose, with the model's
+    /// tags, under the job's lease, and the status its marks imply. Documents deleted since
+    /// the job read them are left out. A session an earlier run filled is answered as it is.
+    pub async fn fill_correction(
+        &self,
+        lease: &Lease,
+        payload: &CorrectionPayload,
+        chosen: NewCorrection,
+    ) -> Result<Session> {
+        let session = self.correction_for_job(lease, payload).await?;
+        let vocabulary = self.session_vocabulary(&session).await?;
+        let mut tx = self.begin_write().await?;
+        check_fence(&mut tx, lease).await?;
+        lock_session(&mut tx, session.id).await?;
+        let session = session_in(&mut *tx, session.project_id, session.id).await?;
+        if session.status != SessionStatus::Predicting {
+            return Ok(session);
+        }
+        let known: HashSet<i64> = crate::documents::documents_among(&mut tx, session.project_id, &chosen.documents)
+            .await?
+            .into_iter()
+            .collect();
+        let documents = chosen
             .documents
             .iter()
+            .filter(|id| known.contains(id))
             .enumerate()
-            .map(|(position, id)| vec![Param::Int(session_id), Param::Int(*id), Param::Int(position as i64)])
+            .map(|(position, id)| vec![Param::Int(session.id), Param::Int(*id), Param::Int(position as i64)])
             .collect();
         crate::insert_many(
             &mut tx,
@@ -102,60 +213,22 @@ impl Store {
             "",
         )
         .await?;
-        let now = Timestamp::now().micros();
-        let mut tags = Vec::new();
-        let mut predictions = Vec::new();
-        for p in &new.predictions {
-            let class_id = p.class.as_deref().and_then(|c| classes.get(c)).copied();
-            let label_id = p.label.as_deref().and_then(|l| labels.get(l)).copied();
-            predictions.push(vec![
-                Param::Int(session_id),
-                Param::Int(p.segment_id),
-                Param::MaybeText(p.class.clone()),
-                Param::MaybeText(p.label.clone()),
-                Param::Float(p.confidence),
-            ]);
-            // A tag naming a class or label the session does not offer is not shown.
-            if (p.class.is_some() && class_id.is_none()) || (p.label.is_some() && label_id.is_none()) {
-                continue;
-            }
-            tags.push(vec![
-                Param::Int(session_id),
-                Param::Int(p.segment_id),
-                Param::MaybeInt(class_id),
-                Param::MaybeInt(label_id),
-                Param::Int(now),
-                Param::Float(p.confidence),
-                Param::Text("CORRECTING".into()),
-            ]);
-        }
-        crate::insert_many(
-            &mut tx,
-            "segment_tags",
-            &[
-                "session_id",
-                "segment_id",
-                "class_id",
-                "label_id",
-                "created",
-                "confidence",
-                "status",
-            ],
-            tags,
-            "",
-        )
-        .await?;
-        crate::insert_many(
-            &mut tx,
-            "correction_predictions",
-            &["session_id", "segment_id", "class_name", "label_name", "confidence"],
-            predictions,
-            "",
-        )
-        .await?;
-        refresh_status(&mut tx, session_id).await?;
+        let predictions: Vec<&PredictedSegmentTag> = chosen
+            .predictions
+            .iter()
+            .filter(|p| known.contains(&p.document_id))
+            .collect();
+        write_predictions(&mut tx, session.id, &vocabulary, &predictions).await?;
+        sqlx::query("UPDATE sessions SET status = $1 WHERE id = $2")
+            .bind(SessionStatus::Created.as_str())
+            .bind(session.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        refresh_status(&mut tx, session.id).await?;
+        let session = session_in(&mut *tx, session.project_id, session.id).await?;
         tx.commit().await.map_err(db)?;
-        self.session_of(project.id, session_id).await
+        Ok(session)
     }
 
     /// A correction session the caller may act on with `action`; a labeling session, or one
@@ -240,4 +313,62 @@ impl Store {
             agreeing,
         })
     }
+}
+
+/// Writes the model's tags on a correction session's segments: each shown as a tag (with its
+/// confidence, CORRECTING) unless it names a class or label the session does not offer, and
+/// each kept apart as predicted.
+async fn write_predictions(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session_id: i64,
+    vocabulary: &Vocabulary,
+    predicted: &[&PredictedSegmentTag],
+) -> Result<()> {
+    let classes: HashMap<&str, i64> = vocabulary.classes.iter().map(|c| (c.name.as_str(), c.id)).collect();
+    let labels: HashMap<&str, i64> = vocabulary.labels.iter().map(|l| (l.name.as_str(), l.id)).collect();
+    let now = Timestamp::now().micros();
+    let mut tags = Vec::new();
+    let mut predictions = Vec::new();
+    for p in predicted {
+        let class_id = p.class.as_deref().and_then(|c| classes.get(c)).copied();
+        let label_id = p.label.as_deref().and_then(|l| labels.get(l)).copied();
+        predictions.push(vec![
+            Param::Int(session_id),
+            Param::Int(p.segment_id),
+            Param::MaybeText(p.class.clone()),
+            Param::MaybeText(p.label.clone()),
+            Param::Float(p.confidence),
+        ]);
+        if (p.class.is_some() && class_id.is_none()) || (p.label.is_some() && label_id.is_none()) {
+            continue;
+        }
+        tags.push(vec![
+            Param::Int(session_id),
+            Param::Int(p.segment_id),
+            Param::MaybeInt(class_id),
+            Param::MaybeInt(label_id),
+            Param::Int(now),
+            Param::Float(p.confidence),
+            Param::Text("CORRECTING".into()),
+        ]);
+    }
+    let tag_columns = [
+        "session_id",
+        "segment_id",
+        "class_id",
+        "label_id",
+        "created",
+        "confidence",
+        "status",
+    ];
+    crate::insert_many(tx, "segment_tags", &tag_columns, tags, "").await?;
+    crate::insert_many(
+        tx,
+        "correction_predictions",
+        &["session_id", "segment_id", "class_name", "label_name", "confidence"],
+        predictions,
+        "",
+    )
+    .await?;
+    Ok(())
 }

@@ -483,9 +483,7 @@ async fn queue_import(
     documents: Option<&[ImportedDocument]>,
 ) -> Result<i64> {
     let payload = import_group(tx, project.id, name, source, options).await?;
-    let mut job = NewJob::of(&payload)?
-        .owned_by(scope.user_id)
-        .in_project(project.workspace_id, project.id);
+    let mut job = NewJob::for_project(&payload, scope, project)?;
     if let Some(documents) = documents {
         job = job.with_input(&documents)?;
     }
@@ -599,6 +597,22 @@ pub(crate) async fn project_documents(
             .await
             .map_err(db);
     };
+    let found = documents_among(tx, project_id, ids).await?;
+    if let Some(missing) = ids.iter().find(|id| found.binary_search(id).is_err()) {
+        return Err(Error::validation(vec![lector_core::FieldError::new(
+            "document_ids",
+            format!("the project has no document {missing}"),
+        )]));
+    }
+    Ok(found)
+}
+
+/// Which of `ids` are the project's documents, sorted, each once.
+pub(crate) async fn documents_among(
+    tx: &mut Transaction<'static, Any>,
+    project_id: i64,
+    ids: &[i64],
+) -> Result<Vec<i64>> {
     let mut found = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(500) {
         let places = numbered(2, chunk.len());
@@ -615,12 +629,6 @@ pub(crate) async fn project_documents(
     }
     found.sort_unstable();
     found.dedup();
-    if let Some(missing) = ids.iter().find(|id| found.binary_search(id).is_err()) {
-        return Err(Error::validation(vec![lector_core::FieldError::new(
-            "document_ids",
-            format!("the project has no document {missing}"),
-        )]));
-    }
     Ok(found)
 }
 

@@ -188,6 +188,18 @@ impl NewJob {
         })
     }
 
+    /// A job of `payload`'s kind in `project`, working for the caller of `scope` (told when it
+    /// ends).
+    pub(crate) fn for_project<P: JobPayload>(
+        payload: &P,
+        scope: &Scope,
+        project: &crate::records::Project,
+    ) -> Result<Self> {
+        Ok(Self::of(payload)?
+            .owned_by(scope.user_id)
+            .in_project(project.workspace_id, project.id))
+    }
+
     /// The user the job works for: it is notified when the job ends.
     pub fn owned_by(mut self, user_id: i64) -> Self {
         self.user_id = Some(user_id);

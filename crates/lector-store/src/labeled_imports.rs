@@ -63,9 +63,7 @@ impl Store {
             max_bytes: file.max_bytes,
             max_rows: file.max_rows,
         };
-        let job = NewJob::of(&payload)?
-            .owned_by(scope.user_id)
-            .in_project(project.workspace_id, project.id);
+        let job = NewJob::for_project(&payload, scope, &project)?;
         let job = enqueue_in(&mut tx, job).await?;
         set_task(&mut tx, "document_groups", group_id, job.id).await?;
         // Read in the transaction that queues the job: the session shows STARTED however soon a

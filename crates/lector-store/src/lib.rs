@@ -13,6 +13,8 @@ mod base_models;
 mod blobs;
 mod bulk;
 mod cloning;
+#[cfg(test)]
+mod correction_tests;
 mod corrections;
 mod credentials;
 mod document_listing;
@@ -40,7 +42,7 @@ pub use analysis_runs::{AnalysisSource, AnalysisTag, NewBatchAnalysis, PendingDo
 pub use base_models::InstalledBaseModel;
 pub use blobs::{Blobs, StoredBlob};
 pub use cloning::CloneCounts;
-pub use corrections::{CorrectionAgreement, NewCorrection, PredictedSegmentTag};
+pub use corrections::{CorrectionAgreement, CorrectionPlan, NewCorrection, PredictedSegmentTag};
 pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use document_listing::DocumentFilter;
 pub use documents::{Document, DocumentGroup, NewDocument, NewSegment, Segment};
@@ -54,10 +56,10 @@ pub use migrations::SchemaStatus;
 pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel, UploadTarget};
 pub use notifications::NotificationChanges;
 pub use payloads::{
-    ANALYSIS_JOB, AnalysisPayload, CLONE_JOB, ClonePayload, FileSource, IMPORT_JOB, ImportOptions, ImportPayload,
-    ImportedDocument, LABELED_IMPORT_JOB, LabeledColumns, LabeledImportPayload, MAIL_JOB, MailPayload,
-    PASSWORD_RESET_JOB, PasswordResetMail, PasswordResetPayload, TRAINING_JOB, TrainingPayload, WEBHOOK_JOB,
-    WebhookPayload,
+    ANALYSIS_JOB, AnalysisPayload, CLONE_JOB, CORRECTION_JOB, ClonePayload, CorrectionPayload, FileSource, IMPORT_JOB,
+    ImportOptions, ImportPayload, ImportedDocument, LABELED_IMPORT_JOB, LabeledColumns, LabeledImportPayload, MAIL_JOB,
+    MailPayload, PASSWORD_RESET_JOB, PasswordResetMail, PasswordResetPayload, TRAINING_JOB, TrainingPayload,
+    WEBHOOK_JOB, WebhookPayload,
 };
 pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,

@@ -27,6 +27,8 @@ pub const ANALYSIS_JOB: &str = AnalysisPayload::KIND;
 pub const LABELED_IMPORT_JOB: &str = LabeledImportPayload::KIND;
 /// The kind of job that posts one HITL review event to its configuration's webhook.
 pub const WEBHOOK_JOB: &str = WebhookPayload::KIND;
+/// The kind of job that fills a correction session with a model's predictions.
+pub const CORRECTION_JOB: &str = CorrectionPayload::KIND;
 
 /// Fills a document group (PROCESSING until done) from the documents in the job's input (a
 /// `Vec<ImportedDocument>`), or from an uploaded file.
@@ -314,6 +316,36 @@ impl JobPayload for WebhookPayload {
                 self.event_type, self.event_id, self.hitl_id
             ),
             "check that the receiver answers 2xx, then submit or create the review again",
+        )
+    }
+}
+
+/// Fills a correction session (PREDICTING until done): the model tags the documents named, or
+/// the project's first documents, and the least sure of those become the session's, each
+/// segment with the model's tags.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorrectionPayload {
+    pub project_id: i64,
+    pub session_id: i64,
+    pub model_id: i64,
+    /// How many documents the session holds when none are named.
+    pub sample_size: usize,
+    /// Breaks ties between equally sure documents: the same seed picks the same sample.
+    pub seed: u64,
+    /// The documents to correct, in this order; `None`: the least sure are chosen.
+    pub document_ids: Option<Vec<i64>>,
+}
+
+impl JobPayload for CorrectionPayload {
+    const KIND: &'static str = "predict_correction";
+    const MAX_ATTEMPTS: i64 = 3;
+
+    fn failure(&self) -> Failure {
+        Failure::of(
+            Some(JobResource::Session(self.session_id)),
+            "Correction session failed",
+            format!("Predicting the documents of correction session {}", self.session_id),
+            "delete the session and create it again once the cause is mended",
         )
     }
 }

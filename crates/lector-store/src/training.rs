@@ -189,9 +189,7 @@ impl Store {
             test_session_ids: test,
             seed: SPLIT_SEED,
         };
-        let job = NewJob::of(&payload)?
-            .owned_by(scope.user_id)
-            .in_project(project.workspace_id, project.id);
+        let job = NewJob::for_project(&payload, scope, &project)?;
         let job = enqueue_in(&mut tx, job).await?;
         set_task(&mut tx, "models", model_id, job.id).await?;
         // Read back before the commit: once committed, a worker may claim the job and move the

@@ -213,6 +213,15 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
     };
   }, [load]);
 
+  // A correction session is PREDICTING while the model tags its documents: read it again until
+  // they are there.
+  const predicting = page?.status === "PREDICTING";
+  useEffect(() => {
+    if (!predicting) return;
+    const timer = setTimeout(load, 1000);
+    return () => clearTimeout(timer);
+  }, [predicting, page, load]);
+
   // While the next document loads, the last one is neither shown nor changed by keys.
   const fresh = !!page && page.offset === offset;
   const shown = fresh ? doc : null;
@@ -635,7 +644,12 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
           {tagNote && <p className="notice">{tagNote}</p>}
       <ErrorBox error={error} onRetry={!shown ? load : undefined} />
           {loading && !shown && <Loading label="Loading the document" onCancel={() => navigate(back)} />}
-          {!loading && fresh && !doc && <p className="empty">This session has no documents.</p>}
+          {predicting && (
+            <p className="notice" role="status">
+              The model is tagging the documents it is least sure of; they appear here when it is done.
+            </p>
+          )}
+          {!loading && fresh && !doc && !predicting && <p className="empty">This session has no documents.</p>}
           {shown && (
             <div className="annotator-body">
               {/* A button clicked with the mouse lets go of the focus: the Enter after it marks the

@@ -6,7 +6,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{Paging, PathParams, QueryParams};
+use crate::extract::{PageInfo, Paging, PathParams, QueryParams};
 use crate::routes::analyses::AnalysisPath;
 use crate::routes::analyze::{AnalyzedSegment, AnalyzedTag};
 use crate::routes::documents::Details;
@@ -79,11 +79,8 @@ pub struct AnalysisSegmentDto {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AnalysisDocumentsPage {
     pub documents: Vec<AnalysisDocumentDto>,
-    pub has_more: bool,
-    pub offset: i64,
-    pub limit: i64,
-    /// Documents in this page (as in every paged list).
-    pub count: usize,
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
 fn ids(field: &str, list: &Option<String>) -> Result<Vec<i64>> {
@@ -131,11 +128,8 @@ pub async fn list_analysis_documents(
         .await?;
     let documents = shaped(&state, &analysis, documents, &details).await?;
     Ok(Json(AnalysisDocumentsPage {
-        count: documents.len(),
+        page: paging.page(documents.len(), has_more),
         documents,
-        has_more,
-        offset: paging.offset,
-        limit: paging.limit,
     }))
 }
 

@@ -21,11 +21,11 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use lector_core::corrections::{least_sure_first, predicted_score};
+use lector_core::corrections::predicted_score;
 use lector_core::labeling::{SessionMode, SessionStatus};
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
 use lector_core::{Action, Error, Result};
-use lector_store::{DocumentFilter, MarkTarget, NewCorrection, PredictedSegmentTag, Session, SessionFilter};
+use lector_store::{CorrectionPlan, MarkTarget, Session, SessionFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -44,9 +44,6 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Most documents a correction session holds.
 pub const MAX_SAMPLE: usize = 1000;
-/// Most documents scored to find the least sure ones: the project's first documents by id when
-/// it has more.
-pub const MAX_CANDIDATES: i64 = 5000;
 
 /// The model a correction session corrects.
 #[derive(Debug, Serialize, ToSchema)]
@@ -118,7 +115,7 @@ pub struct CreateCorrectionBody {
     pub model_id: Option<i64>,
     /// Documents to correct (default 20, at most 1000).
     pub sample_size: Option<i64>,
-    /// Default: "Correction" and the time.
+    /// Default: "Corrections of" and the model's name.
     pub name: Option<String>,
     pub description: Option<String>,
     /// Seeds the sample (default 0): the same seed picks the same documents.
@@ -163,9 +160,10 @@ pub struct ProjectPath {
     project_id: i64,
 }
 
-/// Creates a correction session (USER): the model tags a sample of the project's documents,
-/// the ones it is least sure of first (or the documents named), and each segment shows the
-/// model's tags with their confidence.
+/// Creates a correction session (USER), PREDICTING: a job has the model tag the project's
+/// documents (its first 5,000) and keeps the ones it is least sure of (or the documents named,
+/// in their order), each segment with the model's tags and their confidence; the session then
+/// turns CREATED. Read it again (`get_correction_session`) to see it filled.
 #[utoipa::path(post, path = "/projects/{project_id}/corrections", tag = "correction sessions",
     params(("project_id" = i64, Path)), request_body = CreateCorrectionBody,
     responses((status = 201, body = CorrectionDto)))]
@@ -181,90 +179,24 @@ pub async fn create_correction_session(
         .store
         .model_for_analysis(scope, body.model_id.unwrap_or_default())
         .await?;
-    let candidates = match &body.document_ids {
-        Some(ids) => {
-            let named = DocumentFilter {
-                ids: Some(ids.clone()),
-                ..Default::default()
-            };
-            let (found, _) = state
-                .store
-                .documents(scope, p.project_id, &named, 0, ids.len() as i64)
-                .await?;
-            if found.len() != ids.len() {
-                return Err(Error::not_found("document").into());
-            }
-            found
-        }
-        None => {
-            let (documents, _) = state
-                .store
-                .documents(scope, p.project_id, &DocumentFilter::default(), 0, MAX_CANDIDATES)
-                .await?;
-            documents
-        }
-    };
-    let segments = state.store.segments_of(&candidates).await?;
-    let loaded = state.models.get(&state.store, &model).await?;
-    let sample = body.sample_size.unwrap_or(20) as usize;
-    let (seed, given) = (body.seed.unwrap_or(0), body.document_ids.clone());
-    let ids: Vec<i64> = candidates.iter().map(|d| d.id).collect();
-    let (chosen, predictions) = tokio::task::spawn_blocking(move || {
-        let mut workspace = lector_ml::Workspace::default();
-        let mut confidence: std::collections::HashMap<i64, f32> = ids.iter().map(|id| (*id, 1.0)).collect();
-        let mut predictions = Vec::new();
-        for segment in &segments {
-            let prediction = loaded.predict_with(&segment.text, &mut workspace);
-            let least = confidence.entry(segment.document_id).or_insert(1.0);
-            *least = least.min(prediction.confidence);
-            for tag in prediction.tags {
-                predictions.push((
-                    segment.document_id,
-                    PredictedSegmentTag {
-                        segment_id: segment.id,
-                        class: tag.class,
-                        label: tag.label,
-                        confidence: crate::routes::decimal(tag.confidence),
-                    },
-                ));
-            }
-        }
-        let chosen = match given {
-            Some(given) => given,
-            None => least_sure_first(ids.iter().map(|id| (*id, confidence[id])).collect(), seed, sample),
-        };
-        let keep: std::collections::HashSet<i64> = chosen.iter().copied().collect();
-        let predictions: Vec<PredictedSegmentTag> = predictions
-            .into_iter()
-            .filter(|(document, _)| keep.contains(document))
-            .map(|(_, tag)| tag)
-            .collect();
-        (chosen, predictions)
-    })
-    .await
-    .map_err(|e| {
-        tracing::error!(error = %e, "ranking documents for a correction panicked");
-        Error::internal()
-    })?;
-    if chosen.is_empty() {
-        return Err(Error::conflict("the project has no documents to correct").into());
-    }
-    let new = NewCorrection {
-        name: body.name.map(|n| n.trim().to_owned()).unwrap_or_else(|| {
-            format!(
-                "Correction {}",
-                crate::routes::rfc3339(lector_core::time::Timestamp::now())
-            )
-        }),
+    let plan = CorrectionPlan {
+        name: match body.name {
+            Some(name) => name.trim().to_owned(),
+            None => format!("Corrections of {}", model.display_name)
+                .chars()
+                .take(MAX_NAME_CHARS)
+                .collect(),
+        },
         description: body.description.unwrap_or_default(),
-        documents: chosen,
-        predictions,
+        sample_size: body.sample_size.unwrap_or(20) as usize,
+        seed: body.seed.unwrap_or(0),
+        document_ids: body.document_ids,
     };
-    let session = state.store.create_correction(scope, p.project_id, &model, new).await?;
+    let session = state.store.start_correction(scope, p.project_id, &model, plan).await?;
     tracing::info!(
         session.id = session.id,
         model.id = model.id,
-        "correction session created"
+        "correction session queued"
     );
     Ok((
         StatusCode::CREATED,

@@ -3,7 +3,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
+use crate::extract::{Body, PageInfo, Paging, PathParams, QueryParams, WriteBody};
 use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
@@ -461,10 +461,8 @@ pub struct ListDocumentsQuery {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DocumentPage {
     pub documents: Vec<DocumentDto>,
-    pub has_more: bool,
-    pub offset: i64,
-    pub limit: i64,
-    pub count: usize,
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
 /// A page of a project's documents, in id order (paging never drops or repeats a row).
@@ -497,11 +495,8 @@ pub async fn list_documents(
         .await?;
     let documents = document_dtos(&state, documents, details).await?;
     Ok(Json(DocumentPage {
-        count: documents.len(),
+        page: paging.page(documents.len(), has_more),
         documents,
-        has_more,
-        offset: paging.offset,
-        limit: paging.limit,
     }))
 }
 

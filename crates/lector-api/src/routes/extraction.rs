@@ -311,7 +311,7 @@ async fn review_if_needed(
                 document_name: name.to_owned(),
                 page_num: first.found.as_ref().map_or(1, |f| i64::from(f.page)),
                 label: Some(first.setting.label.clone()),
-                confidence_threshold: Some(crate::routes::decimal(first.setting.threshold)),
+                confidence_threshold: Some(lector_core::decimal(first.setting.threshold)),
                 extracted: crate::routes::as_answered(&KeptAnswer {
                     matches: &result.documents[0].matches,
                     missing_fields: &result.documents[0].missing_fields,

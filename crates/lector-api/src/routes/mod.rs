@@ -80,12 +80,6 @@ pub(crate) fn as_answered(value: &impl serde::Serialize) -> lector_core::Result<
     serde_json::from_str(&text).map_err(|_| lector_core::Error::internal())
 }
 
-/// An f32 as the f64 of its shortest decimal: 0.9, as a configuration says, not the
-/// 0.8999999761581421 `f64::from` gives.
-pub(crate) fn decimal(x: f32) -> f64 {
-    x.to_string().parse().unwrap_or(f64::from(x))
-}
-
 /// A plain confirmation, for operations whose answer has nothing else to say.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct Message {

@@ -7,7 +7,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
+use crate::extract::{Body, PageInfo, Paging, PathParams, QueryParams, WriteBody};
 use crate::routes::analyses::AnalysisDto;
 use crate::routes::paths::{OrgPath, ProjectPath};
 use crate::routes::rfc3339;
@@ -143,20 +143,15 @@ impl From<Model> for DetailedModelDto {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ModelPage {
     pub models: Vec<ModelDto>,
-    pub has_more: bool,
-    pub offset: i64,
-    pub limit: i64,
-    pub count: usize,
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
 impl ModelPage {
     fn new(models: Vec<Model>, has_more: bool, paging: Paging) -> Self {
         Self {
-            count: models.len(),
+            page: paging.page(models.len(), has_more),
             models: models.into_iter().map(ModelDto::from).collect(),
-            has_more,
-            offset: paging.offset,
-            limit: paging.limit,
         }
     }
 }
@@ -568,10 +563,8 @@ async fn delete_found(state: &AppState, caller: &Caller, model: &Model) -> ApiRe
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AnalysisPage {
     pub analyses: Vec<AnalysisDto>,
-    pub has_more: bool,
-    pub offset: i64,
-    pub limit: i64,
-    pub count: usize,
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
 /// The analyses made with a model, of projects in your workspaces, oldest first (any reader).
@@ -589,10 +582,7 @@ pub async fn list_model_analyses(
         .model_analyses(&caller.scope, p.model_id, paging.offset, paging.limit)
         .await?;
     Ok(Json(AnalysisPage {
-        count: analyses.len(),
+        page: paging.page(analyses.len(), has_more),
         analyses: crate::routes::analyses::with_vocabularies(&state, &caller, analyses).await?,
-        has_more,
-        offset: paging.offset,
-        limit: paging.limit,
     }))
 }

@@ -4,7 +4,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody, parse_query};
+use crate::extract::{Body, PageInfo, Paging, PathParams, QueryParams, WriteBody, parse_query};
 use crate::routes::classes::{ClassDto, LabelDto};
 use crate::routes::documents::{Details, DocumentDto, MAX_UPLOAD_BYTES, document_dtos, language, language_for};
 use crate::routes::labeled::{
@@ -516,10 +516,8 @@ pub struct SessionDocumentsDto {
     pub classes: Vec<ClassDto>,
     pub labels: Vec<LabelDto>,
     pub documents: Vec<DocumentDto>,
-    pub has_more: bool,
-    pub offset: i64,
-    pub limit: i64,
-    pub count: usize,
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
 /// A session with a page of its documents in id order; `details=tags` shows the session's tags
@@ -552,11 +550,8 @@ pub async fn list_labeling_session_documents(
         session: SessionCore::new(session, vocabulary.kind),
         classes: vocabulary.classes.into_iter().map(ClassDto::from).collect(),
         labels: vocabulary.labels.into_iter().map(LabelDto::from).collect(),
-        count: documents.len(),
+        page: paging.page(documents.len(), has_more),
         documents,
-        has_more,
-        offset: paging.offset,
-        limit: paging.limit,
     }))
 }
 

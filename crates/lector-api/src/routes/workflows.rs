@@ -5,7 +5,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{Body, Paging, PathParams, QueryParams, WriteBody};
+use crate::extract::{Body, PageInfo, Paging, PathParams, QueryParams, WriteBody};
 use crate::routes::rfc3339;
 use crate::routes::workspaces::named_or_default_workspace;
 use crate::state::AppState;
@@ -187,10 +187,8 @@ impl WorkflowBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct WorkflowPage {
     pub workflows: Vec<WorkflowDto>,
-    pub has_more: bool,
-    pub offset: i64,
-    pub limit: i64,
-    pub count: usize,
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
 /// A recorded execution.
@@ -232,10 +230,8 @@ impl From<Execution> for ExecutionDto {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ExecutionPage {
     pub executions: Vec<ExecutionDto>,
-    pub has_more: bool,
-    pub offset: i64,
-    pub limit: i64,
-    pub count: usize,
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
 /// The test address's window.
@@ -282,11 +278,8 @@ pub async fn list_workflows(
         .map(|w| WorkflowDto::of(&state, w))
         .collect::<lector_core::Result<Vec<_>>>()?;
     Ok(Json(WorkflowPage {
-        count: workflows.len(),
+        page: paging.page(workflows.len(), has_more),
         workflows,
-        has_more,
-        offset: paging.offset,
-        limit: paging.limit,
     }))
 }
 
@@ -451,11 +444,8 @@ pub async fn list_workflow_executions(
         .await?;
     let executions: Vec<ExecutionDto> = found.into_iter().map(ExecutionDto::from).collect();
     Ok(Json(ExecutionPage {
-        count: executions.len(),
+        page: paging.page(executions.len(), has_more),
         executions,
-        has_more,
-        offset: paging.offset,
-        limit: paging.limit,
     }))
 }
 

@@ -156,26 +156,26 @@ async fn correction_story(app: TestApp) {
     let (project, labeling, model) = trained(&app, &ada).await;
     let corrections = format!("/projects/{project}/corrections");
     let created = app
-        .post(
-            &corrections,
+        .correction(
             &ada.token,
+            project,
             json!({"model_id": model["id"], "sample_size": 4, "seed": 3, "name": "Check v1"}),
         )
-        .await
-        .expect(201);
+        .await;
+    assert_eq!(created["status"], "CREATED", "{created}");
     assert_eq!(created["mode"], "CORRECTION");
     assert_eq!(created["document_count"], 4);
     assert_eq!(created["model"]["display_name"], "Tickets v1");
     assert_eq!(created["predicted_score"], model["score"], "no corrections yet");
     let id = created["id"].as_i64().unwrap();
     let again = app
-        .post(
-            &corrections,
+        .correction(
             &ada.token,
+            project,
             json!({"model_id": model["id"], "sample_size": 4, "seed": 3}),
         )
-        .await
-        .expect(201);
+        .await;
+    assert_eq!(again["name"], "Corrections of Tickets v1", "the default name");
 
     // The least sure first, each tag with its confidence, CORRECTING.
     let page = app
@@ -404,7 +404,7 @@ async fn corrections_are_checked_and_kept_apart(app: TestApp) {
         json!({"model_id": model["id"], "document_ids": [999_999]}),
     )
     .await
-    .expect(404);
+    .expect_problem(422, "validation_failed");
     app.post(
         &corrections,
         &ada.token,
@@ -426,19 +426,35 @@ async fn corrections_are_checked_and_kept_apart(app: TestApp) {
         .collect();
     let named = vec![all[all.len() - 1], all[0]];
     let created = app
-        .post(
-            &corrections,
+        .correction(
             &ada.token,
+            project,
             json!({"model_id": model["id"], "document_ids": named}),
         )
-        .await
-        .expect(201);
+        .await;
     let page = app
         .get(&format!("{corrections}/{}/documents", created["id"]), &ada.token)
         .await
         .expect(200);
     let order = ids(&page["documents"]);
     assert_eq!(order, named);
+    // Deleted while the model tags its documents: its job ends, and nobody is told of a failure.
+    let predicting = app
+        .post(
+            &corrections,
+            &ada.token,
+            json!({"model_id": model["id"], "sample_size": 2}),
+        )
+        .await
+        .expect(201);
+    assert_eq!(predicting["status"], "PREDICTING", "{predicting}");
+    app.delete(&format!("{corrections}/{}", predicting["id"]), &ada.token)
+        .await
+        .expect(200);
+    let left = app.settle_jobs(std::time::Duration::from_secs(30)).await;
+    assert!(left.is_empty(), "{left:?}");
+    let notes = app.get("/notifications", &ada.token).await.expect(200);
+    assert!(!notes.to_string().contains("Correction session failed"), "{notes}");
     // A labeling session is no correction session, and the other way round is fine to read.
     app.get(&format!("{corrections}/{labeling}"), &ada.token)
         .await

@@ -717,13 +717,8 @@ async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
         .await
         .expect(201);
     let correction = app
-        .post(
-            &format!("{p}/corrections"),
-            &user.token,
-            json!({"model_id": model["id"], "sample_size": 3}),
-        )
-        .await
-        .expect(201);
+        .correction(&user.token, project, json!({"model_id": model["id"], "sample_size": 3}))
+        .await;
     let listing = app
         .get(
             &format!("{p}/corrections/{}/documents?details=tags", id(&correction)),
@@ -1064,13 +1059,12 @@ async fn make_fresh(
         Fresh::CorrectionTag => {
             // A correction session of its own, and a tag the model gave.
             let made = app
-                .post(
-                    &format!("{p}/corrections"),
+                .correction(
                     admin,
+                    f.params["project_id"].parse().unwrap(),
                     json!({"model_id": f.model_id, "sample_size": 3}),
                 )
-                .await
-                .expect(201);
+                .await;
             let listing = app
                 .get(&format!("{p}/corrections/{}/documents?details=tags", id(&made)), admin)
                 .await

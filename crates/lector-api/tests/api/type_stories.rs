@@ -155,13 +155,8 @@ async fn the_loop(app: &TestApp, ada: &Session, kind: &str) {
     // A correction session fixes two tags.
     let corrections = format!("/projects/{project}/corrections");
     let correction = app
-        .post(
-            &corrections,
-            &ada.token,
-            json!({"model_id": first["id"], "sample_size": 5}),
-        )
-        .await
-        .expect(201);
+        .correction(&ada.token, project, json!({"model_id": first["id"], "sample_size": 5}))
+        .await;
     let cid = correction["id"].as_i64().unwrap();
     let docs = app
         .get(&format!("{corrections}/{cid}/documents?details=tags"), &ada.token)

@@ -481,6 +481,26 @@ impl TestApp {
             .expect(200)
     }
 
+    /// Creates a correction session of `project` with `body` (201, PREDICTING) and waits for
+    /// its job to fill it; answers the session as `get_correction_session` then gives it.
+    pub async fn correction(&self, token: &str, project: i64, body: Value) -> Value {
+        let created = self
+            .post(&format!("/projects/{project}/corrections"), token, body)
+            .await
+            .expect(201);
+        assert_eq!(created["status"], "PREDICTING", "{created}");
+        assert_eq!(created["document_count"], 0, "{created}");
+        let at = format!("/projects/{project}/corrections/{}", created["id"]);
+        for _ in 0..1200 {
+            let session = self.get(&at, token).await.expect(200);
+            if session["status"] != "PREDICTING" {
+                return session;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("the correction session was not filled");
+    }
+
     /// Uploads a file into a project, fills a group from it and waits for the import; answers
     /// the upload and the group's documents with their meta and segments.
     pub async fn import_file(&self, who: &Session, project: i64, name: &str, bytes: &[u8]) -> (Value, Vec<Value>) {
