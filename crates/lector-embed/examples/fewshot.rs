@@ -8,7 +8,18 @@
 //! fewshot --data FILE --model DIR --out DIR [--shots 8,16,32,64] [--seeds 5] [--test-max 2000]
 //!         [--systems ngrams,frozen,tuned] [--dev]
 //! # experiments: --pair-epochs N, --pair-steps N, --pair-layers N, --pair-temperature T, --pair-lr X, --pair-batch N, --dense-weight X
+//! # semi-supervised: systems BASE+MOD+…, MOD among self, fself, prop, centre, white; --pool N,
+//! #   --self-rounds N, --self-per-round N, --prop-k N, --prop-alpha X, --prop-per-label N,
+//! #   --whiten-dims N, --whiten-eps X, --vector-cache FILE
 //! ```
+//!
+//! Semi-supervised systems (`common/semi.rs`) also read a pool of unlabelled texts: up to
+//! `--pool` training rows drawn in none of the subsets (nor scored, with `--dev`), labels hidden.
+//! `frozen+self`: train on the subset, predict the pool, add the `--self-per-round` × r most
+//! confident pool rows of each label (round r), train again (`--self-rounds`); `fself` the same
+//! with the rounds' models frozen whatever the base; `prop`: the first pseudo-labels from label
+//! propagation on the encoder's vectors; `centre`/`white`: the vectors centred on the pool's
+//! mean / PCA-whitened on its top `--whiten-dims` components (frozen only).
 //!
 //! The split is the benchmark's (`bench tsv`): stratified 80/20 with seed 0. The test side is
 //! cut to a stratified `--test-max` rows (seed 0) to keep the run short; `DIR/fewshot/test.tsv`
@@ -32,6 +43,8 @@ use serde_json::{Value, json};
 
 mod common;
 use common::{Clock, Fallible, Paths};
+#[path = "common/semi.rs"]
+mod semi;
 
 /// The few-shot benchmark: lector-ml with n-grams, the MiniLM's frozen vector, and it tuned.
 ///
@@ -76,6 +89,33 @@ struct Cli {
     /// Pair tuning's batch size.
     #[arg(long)]
     pair_batch: Option<usize>,
+    /// At most this many unlabelled pool texts for the semi-supervised systems.
+    #[arg(long, default_value_t = 2000)]
+    pool: usize,
+    /// Self-training's rounds.
+    #[arg(long, default_value_t = 3)]
+    self_rounds: usize,
+    /// Pseudo-labelled rows added per label and round.
+    #[arg(long, default_value_t = 8)]
+    self_per_round: usize,
+    /// Label propagation: neighbours per text.
+    #[arg(long, default_value_t = 10)]
+    prop_k: usize,
+    /// Label propagation: α.
+    #[arg(long, default_value_t = 0.9)]
+    prop_alpha: f32,
+    /// Label propagation: pseudo-labelled rows kept per label.
+    #[arg(long, default_value_t = 16)]
+    prop_per_label: usize,
+    /// Whitening: principal components kept.
+    #[arg(long, default_value_t = 128)]
+    whiten_dims: usize,
+    /// Whitening: added to every variance, as a fraction of the mean variance.
+    #[arg(long, default_value_t = 0.1)]
+    whiten_eps: f64,
+    /// Vectors kept on disk between runs.
+    #[arg(long)]
+    vector_cache: Option<PathBuf>,
 }
 
 fn label(e: &Example) -> &str {
@@ -120,9 +160,11 @@ fn main() -> Fallible<()> {
     pairs.layers = cli.pair_layers.unwrap_or(pairs.layers);
     pairs.temperature = cli.pair_temperature.unwrap_or(pairs.temperature);
     pairs.min_steps = cli.pair_steps.unwrap_or(pairs.min_steps);
-    // The same texts are embedded for every seed and size: each is run through the encoder once.
+    // The same texts are embedded for every seed and size: each is run through the encoder once
+    // (in batches, equal within float rounding; kept on disk with --vector-cache).
     let minilm = lector_embed::MiniLm::load(&cli.paths.model)?.with_pair_tune_options(pairs);
-    let encoder: Arc<dyn Embedder> = Arc::new(minilm.remembering());
+    let cached = Arc::new(semi::Cached::new(minilm, cli.vector_cache.as_deref()));
+    let encoder: Arc<dyn Embedder> = cached.clone();
 
     let set = tsv::read_tsv(&cli.paths.data)?;
     let all = set.examples;
@@ -148,8 +190,55 @@ fn main() -> Fallible<()> {
         let test: Vec<&Example> = split.test.iter().map(|&i| &all[i]).collect();
         (cli.paths.out.join("fewshot"), stratified_at_most(&test, cli.test_max))
     };
+    // The unlabelled pool: training rows in no subset and not scored, in a fixed shuffle.
+    let pool: Vec<&Example> = {
+        let used: BTreeSet<usize> = subsets.values().flatten().copied().collect();
+        let scored_texts: BTreeSet<&str> = scored.iter().map(|e| e.text.as_str()).collect();
+        let mut rest: Vec<&Example> = (0..train.len())
+            .filter(|i| !used.contains(i) && !scored_texts.contains(train[*i].text.as_str()))
+            .map(|i| train[i])
+            .collect();
+        Rng::new(0x5e_1f).shuffle(&mut rest);
+        rest.truncate(cli.pool);
+        rest
+    };
+    let semi_used = cli.systems.iter().any(|s| s.contains('+'));
+    let pool_texts: Vec<&str> = pool.iter().map(|e| e.text.as_str()).collect();
+    if cli.systems.iter().any(|s| s != "ngrams") {
+        let clock = Clock::start();
+        let mut texts: Vec<&str> = scored.iter().map(|e| e.text.as_str()).collect();
+        texts.extend(subsets.values().flatten().map(|&i| train[i].text.as_str()));
+        if semi_used {
+            texts.extend(&pool_texts);
+        }
+        cached.prefetch(&texts);
+        eprintln!("vectors ready in {:.1} s CPU", clock.cpu_seconds());
+        if let Some(p) = &cli.vector_cache {
+            cached.save(p)?;
+        }
+    }
+    let pool_vectors: Vec<Vec<f32>> = if semi_used {
+        pool_texts.iter().map(|t| encoder.embed(t)).collect()
+    } else {
+        Vec::new()
+    };
+    let mut transformed: BTreeMap<&str, Arc<dyn Embedder>> = BTreeMap::new();
+    if cli.systems.iter().any(|s| s.contains("+centre")) {
+        transformed.insert(
+            "centre",
+            Arc::new(semi::Whitened::fit(encoder.clone(), &pool_vectors, 0, 0.0)),
+        );
+    }
+    if cli.systems.iter().any(|s| s.contains("+white")) {
+        let w = semi::Whitened::fit(encoder.clone(), &pool_vectors, cli.whiten_dims, cli.whiten_eps);
+        transformed.insert("white", Arc::new(w));
+    }
     std::fs::create_dir_all(&dir)?;
     tsv::write_tsv(&dir.join("test.tsv"), &scored)?;
+    if semi_used {
+        // The pool with its hidden labels, for diagnostics (the systems never read them).
+        tsv::write_tsv(&dir.join("pool.tsv"), &pool)?;
+    }
     let scored_owned: Vec<Example> = scored.iter().map(|e| (*e).clone()).collect();
     eprintln!(
         "{}: {} train, scoring on {} rows ({})",
@@ -165,18 +254,80 @@ fn main() -> Fallible<()> {
         tsv::write_tsv(&dir.join(format!("k{k}-s{s}.tsv")), &subset)?;
         let owned: Vec<Example> = subset.iter().map(|e| (*e).clone()).collect();
         for system in &cli.systems {
-            let options = match system.as_str() {
+            let mods: Vec<&str> = system.split('+').collect();
+            let has = |m: &str| mods[1..].contains(&m);
+            if let Some(m) = mods[1..]
+                .iter()
+                .find(|m| !["self", "fself", "prop", "centre", "white"].contains(m))
+            {
+                return Err(format!("unknown modifier {m}").into());
+            }
+            let vectors = match (has("centre"), has("white")) {
+                (true, _) => transformed["centre"].clone(),
+                (_, true) => transformed["white"].clone(),
+                _ => encoder.clone(),
+            };
+            if mods[0] == "tuned" && !Arc::ptr_eq(&vectors, &encoder) {
+                return Err("centre and white go with frozen only".into());
+            }
+            let options = match mods[0] {
                 "ngrams" => Options::default(),
                 "frozen" | "tuned" => Options {
-                    embedder: Some(encoder.clone()),
-                    tune_encoder: system == "tuned",
+                    embedder: Some(vectors.clone()),
+                    tune_encoder: mods[0] == "tuned",
                     dense_weight: cli.dense_weight,
                     ..Options::default()
                 },
                 other => return Err(format!("unknown system {other}").into()),
             };
             let clock = Clock::start();
-            let model = Model::train(ProjectType::Label, &owned, &options, &mut |_| ControlFlow::Continue(()))?;
+            let train_on = |rows: &[Example], options: &Options<'_>| {
+                Model::train(ProjectType::Label, rows, options, &mut |_| ControlFlow::Continue(()))
+            };
+            let names: Vec<String> = owned
+                .iter()
+                .map(|e| label(e).to_string())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let mut pseudo: Vec<(usize, Example)> = Vec::new();
+            if has("prop") {
+                let few: Vec<Vec<f32>> = owned.iter().map(|e| vectors.embed(&e.text)).collect();
+                let ys: Vec<usize> = owned
+                    .iter()
+                    .map(|e| names.iter().position(|n| n == label(e)).unwrap_or(0))
+                    .collect();
+                let pv: Vec<Vec<f32>> = pool_texts.iter().map(|t| vectors.embed(t)).collect();
+                let scores = semi::propagate(&few, &ys, names.len(), &pv, cli.prop_k, cli.prop_alpha, 20);
+                pseudo = semi::most_confident(&pool_texts, &scores, &names, cli.prop_per_label);
+            }
+            let rounds = if has("self") || has("fself") {
+                cli.self_rounds
+            } else {
+                0
+            };
+            let round_options = if has("fself") {
+                Options {
+                    tune_encoder: false,
+                    ..options.clone()
+                }
+            } else {
+                options.clone()
+            };
+            let with_pseudo = |pseudo: &[(usize, Example)]| -> Vec<Example> {
+                owned
+                    .iter()
+                    .cloned()
+                    .chain(pseudo.iter().map(|(_, e)| e.clone()))
+                    .collect()
+            };
+            for r in 1..=rounds {
+                let m = train_on(&with_pseudo(&pseudo), &round_options)?;
+                let scores = semi::label_scores(&m, &pool_texts, &names);
+                pseudo = semi::most_confident(&pool_texts, &scores, &names, cli.self_per_round * r);
+            }
+            let pseudo_right = pseudo.iter().filter(|(i, e)| label(pool[*i]) == label(e)).count();
+            let model = train_on(&with_pseudo(&pseudo), &options)?;
             let (train_s, train_wall_s) = (clock.cpu_seconds(), clock.wall_seconds());
             let m = model.evaluate(&scored_owned);
             // The artifact, read back with the encoder, predicts the same (first 20 rows).
@@ -197,6 +348,8 @@ fn main() -> Fallible<()> {
                 "c": model.info().hyper.c,
                 "contrastive": model.info().dense.as_ref().is_some_and(|d| d.contrastive),
                 "artifact_bytes": bytes.len(),
+                "pseudo": pseudo.len(),
+                "pseudo_accuracy": pseudo_right as f64 / pseudo.len().max(1) as f64,
             });
             eprintln!("  k={k} seed={s} {system}: {r}");
             results
@@ -213,6 +366,7 @@ fn main() -> Fallible<()> {
         "seeds": cli.seeds,
         "shots": cli.shots,
         "encoder": encoder.id(),
+        "pool": pool.len(),
         "results": results,
     });
     std::fs::write(dir.join("lector.json"), serde_json::to_string_pretty(&result)?)?;
