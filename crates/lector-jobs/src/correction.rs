@@ -7,7 +7,8 @@
 //! scores about a hundred segments a second; the job reports its progress after each batch,
 //! and a worker that is stopping hands it back there. Nothing is written until the choice is
 //! made, in one fenced transaction, so a run after a crash scores again from the start. A
-//! session deleted meanwhile ends the job quietly.
+//! session deleted meanwhile ends the job quietly (looked for before each batch); documents
+//! deleted or edited meanwhile lose their tags (`Store::fill_correction`).
 
 use crate::analysis::load_model;
 use crate::runner::{Handler, JobContext, JobError, Outcome, notice_for};
@@ -52,6 +53,11 @@ impl Handler for PredictCorrection {
             if stopping.requested() {
                 return Err(JobError::stopped());
             }
+            // A session deleted meanwhile is not scored to the end.
+            match store.correction_for_job(lease, &payload).await {
+                Err(e) if e.code == ErrorCode::NotFound => return Ok(deleted(&payload)),
+                found => found.map_err(JobError::from_store)?,
+            };
             let batch = store
                 .segments_for_job(lease, chunk)
                 .await

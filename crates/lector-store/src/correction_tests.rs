@@ -1,10 +1,16 @@
 //! A correction session's job on both backends: the session is PREDICTING until the job's one
-//! write fills it, documents deleted while the model scored them are left out, and a second
-//! write (a run after a crash) leaves the session as the first made it.
+//! write fills it (its documents and vocabulary cannot change meanwhile), documents deleted
+//! while the model scored them are left out and edited ones lose the old segments' tags, a
+//! second write (a run after a crash) leaves the session as the first made it, and a late
+//! terminal failure does not mark the filled session FAILED.
 
 use crate::PredictedSegmentTag;
 use crate::training_tests::training_queued;
-use crate::{Backend, CORRECTION_JOB, CorrectionPayload, CorrectionPlan, DocumentFilter, NewCorrection};
+use crate::{
+    Backend, CORRECTION_JOB, CorrectionPayload, CorrectionPlan, DocumentFilter, NewCorrection, NewDocument, NewSegment,
+    SessionChanges,
+};
+use lector_core::Action;
 use lector_core::labeling::SessionStatus;
 
 async fn a_correction_job_fills_its_session_once(backend: Backend) {
@@ -29,6 +35,29 @@ async fn a_correction_job_fills_its_session_once(backend: Backend) {
     assert_eq!(session.status, SessionStatus::Predicting);
     assert_eq!(session.document_count, 0);
 
+    // While the model scores, the session's documents and vocabulary wait; its name does not.
+    let refused = store
+        .update_session(
+            &scope,
+            project,
+            session.id,
+            SessionChanges {
+                document_ids: vec![named[0]],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), 409, "{}", refused.detail);
+    let renamed = SessionChanges {
+        name: Some("Check v2".into()),
+        ..Default::default()
+    };
+    store
+        .update_session(&scope, project, session.id, renamed)
+        .await
+        .unwrap();
+
     let lease = store
         .claim_job_of("w", 60, &[CORRECTION_JOB])
         .await
@@ -43,6 +72,20 @@ async fn a_correction_job_fills_its_session_once(backend: Backend) {
     // The middle document goes while the model scores the three.
     let scored = store.segments_for_job(&lease, &named).await.unwrap();
     store.delete_document(&scope, project, named[1]).await.unwrap();
+    // The last one is edited: its segments are new, the model's tags were for the old ones.
+    let text = "An entirely new text.";
+    let edited = NewDocument {
+        text: text.into(),
+        meta: serde_json::json!({}),
+        language: "en".into(),
+        segments: vec![NewSegment {
+            text: text.into(),
+            start: 0,
+            end: text.chars().count() as i64,
+            layout: None,
+        }],
+    };
+    store.update_document(&scope, project, named[2], edited).await.unwrap();
     let predictions = scored
         .iter()
         .map(|d| PredictedSegmentTag {
@@ -66,7 +109,7 @@ async fn a_correction_job_fills_its_session_once(backend: Backend) {
         session.id,
     )
     .await;
-    assert_eq!(tags, 2);
+    assert_eq!(tags, 1, "the edited document keeps no tag of its old segments");
     let again = store.fill_correction(&lease, &payload, chosen).await.unwrap();
     assert_eq!(again.document_count, 2);
     let tags = crate::testing::count(
@@ -75,7 +118,16 @@ async fn a_correction_job_fills_its_session_once(backend: Backend) {
         session.id,
     )
     .await;
-    assert_eq!(tags, 2, "a second write adds nothing");
+    assert_eq!(tags, 1, "a second write adds nothing");
+    // The job then fails for good (its worker died before it ended, too often): the session
+    // people correct keeps its status.
+    store.fail_job(&lease, "lost", false).await.unwrap();
+    let kept = store
+        .correction(&scope, project, session.id, Action::Read)
+        .await
+        .unwrap();
+    assert_eq!(kept.status, SessionStatus::Created);
+    assert_eq!(kept.name, "Check v2");
 }
 
 #[tokio::test]

@@ -186,7 +186,6 @@ impl Store {
         chosen: NewCorrection,
     ) -> Result<Session> {
         let session = self.correction_for_job(lease, payload).await?;
-        let vocabulary = self.session_vocabulary(&session).await?;
         let mut tx = self.begin_write().await?;
         check_fence(&mut tx, lease).await?;
         lock_session(&mut tx, session.id).await?;
@@ -194,10 +193,17 @@ impl Store {
         if session.status != SessionStatus::Predicting {
             return Ok(session);
         }
+        // Read under the lock: the session's classes and labels do not change while it predicts.
+        let vocabulary = self.session_vocabulary(&session).await?;
         let known: HashSet<i64> = crate::documents::documents_among(&mut tx, session.project_id, &chosen.documents)
             .await?
             .into_iter()
             .collect();
+        if known.is_empty() {
+            return Err(Error::conflict("every document the model chose was deleted since"));
+        }
+        // A document edited while the model scored it has new segments: its old ones' tags go.
+        let segments = segments_of_documents(&mut tx, &known).await?;
         let documents = chosen
             .documents
             .iter()
@@ -216,7 +222,7 @@ impl Store {
         let predictions: Vec<&PredictedSegmentTag> = chosen
             .predictions
             .iter()
-            .filter(|p| known.contains(&p.document_id))
+            .filter(|p| segments.contains(&p.segment_id))
             .collect();
         write_predictions(&mut tx, session.id, &vocabulary, &predictions).await?;
         sqlx::query("UPDATE sessions SET status = $1 WHERE id = $2")
@@ -313,6 +319,28 @@ impl Store {
             agreeing,
         })
     }
+}
+
+/// The ids of these documents' segments.
+async fn segments_of_documents(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    documents: &HashSet<i64>,
+) -> Result<HashSet<i64>> {
+    let documents: Vec<i64> = documents.iter().copied().collect();
+    let mut found = HashSet::new();
+    for chunk in documents.chunks(500) {
+        let places = crate::numbered(1, chunk.len());
+        let sql = format!("SELECT id FROM segments WHERE document_id IN ({places})");
+        let params = chunk.iter().map(|id| Param::Int(*id)).collect();
+        let rows = Param::bind_all(sqlx::query(&sql), params)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db)?;
+        for row in rows {
+            found.insert(sqlx::Row::try_get::<i64, _>(&row, "id").map_err(db)?);
+        }
+    }
+    Ok(found)
 }
 
 /// Writes the model's tags on a correction session's segments: each shown as a tag (with its

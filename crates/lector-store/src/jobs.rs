@@ -597,8 +597,12 @@ async fn mark_failed(tx: &mut Transaction<'static, Any>, resource: JobResource, 
     let queries = match resource {
         JobResource::DocumentGroup(id) => vec![failed("UPDATE document_groups SET status = $1 WHERE id = $2", id)],
         JobResource::Project(id) => vec![failed("UPDATE projects SET status = $1 WHERE id = $2", id)],
+        // A session its job filled already (a late duplicate failure) keeps its status.
         JobResource::Session(id) => vec![
-            failed("UPDATE sessions SET status = $1 WHERE id = $2", id),
+            failed(
+                "UPDATE sessions SET status = $1 WHERE id = $2 AND status IN ('STARTED', 'PREDICTING')",
+                id,
+            ),
             failed(
                 "UPDATE document_groups SET status = $1 \
                  WHERE id = (SELECT document_group_id FROM sessions WHERE id = $2)",

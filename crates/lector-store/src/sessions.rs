@@ -317,6 +317,23 @@ impl Store {
             },
         };
         let mut tx = self.begin_write().await?;
+        let reshapes = changes.classes.is_some()
+            || changes.labels.is_some()
+            || !changes.document_ids.is_empty()
+            || !changes.labeled.is_empty();
+        if reshapes {
+            // A job fills a STARTED or PREDICTING session; what it offers and holds waits for it.
+            crate::session_counts::lock_session(&mut tx, session.id).await?;
+            let now = session_in(&mut *tx, project.id, session.id).await?;
+            if matches!(now.status, SessionStatus::Started | SessionStatus::Predicting) {
+                return Err(Error::conflict(format!(
+                    "session {} is being filled ({}); change its classes, labels or documents once \
+                     it is done",
+                    session.id,
+                    now.status.as_str()
+                )));
+            }
+        }
         if let Some(name) = &changes.name {
             sqlx::query("UPDATE sessions SET name = $1 WHERE id = $2")
                 .bind(name)

@@ -643,7 +643,7 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
           </div>
           {tagNote && <p className="notice">{tagNote}</p>}
       <ErrorBox error={error} onRetry={!shown ? load : undefined} />
-          {loading && !shown && <Loading label="Loading the document" onCancel={() => navigate(back)} />}
+          {loading && !shown && !predicting && <Loading label="Loading the document" onCancel={() => navigate(back)} />}
           {predicting && (
             <p className="notice" role="status">
               The model is tagging the documents it is least sure of; they appear here when it is done.

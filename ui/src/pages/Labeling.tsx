@@ -127,7 +127,6 @@ export function LabelingPage() {
   const [name, setName] = useState("");
   const [modelId, setModelId] = useState<number | "">("");
   const [sample, setSample] = useState(20);
-  const [predicting, setPredicting] = useState(false);
 
   const create = (e: FormEvent) => {
     e.preventDefault();
@@ -140,23 +139,10 @@ export function LabelingPage() {
     e.preventDefault();
     if (modelId === "") return;
     void action.run(async () => {
-      let c = await unwrap(
+      // The model tags the documents in a job: the session's page waits while it is PREDICTING.
+      const c = await unwrap(
         api.POST("/projects/{project_id}/corrections", { ...path, body: { model_id: modelId, sample_size: sample } }),
       );
-      // The model tags the documents in a job: the session is PREDICTING until it is filled.
-      setPredicting(true);
-      try {
-        while (c.status === "PREDICTING") {
-          await new Promise((r) => setTimeout(r, 500));
-          c = await unwrap(
-            api.GET("/projects/{project_id}/corrections/{correction_id}", { params: { path: { project_id: id, correction_id: c.id } } }),
-          );
-        }
-      } finally {
-        setPredicting(false);
-        corrections.reload();
-      }
-      if (c.status === "FAILED") throw new Error("The model could not tag the documents; your notifications say why.");
       navigate(`/projects/${id}/corrections/${c.id}`);
     });
   };
@@ -276,11 +262,7 @@ export function LabelingPage() {
             <button type="submit" disabled={action.busy}>
               Start correcting
             </button>
-            {predicting && (
-              <span role="status" className="muted">
-                The model is tagging the documents…
-              </span>
-            )}
+
           </form>
         ) : (
           <p className="muted">
