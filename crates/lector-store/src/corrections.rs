@@ -327,20 +327,9 @@ async fn segments_of_documents(
     documents: &HashSet<i64>,
 ) -> Result<HashSet<i64>> {
     let documents: Vec<i64> = documents.iter().copied().collect();
-    let mut found = HashSet::new();
-    for chunk in documents.chunks(500) {
-        let places = crate::numbered(1, chunk.len());
-        let sql = format!("SELECT id FROM segments WHERE document_id IN ({places})");
-        let params = chunk.iter().map(|id| Param::Int(*id)).collect();
-        let rows = Param::bind_all(sqlx::query(&sql), params)
-            .fetch_all(&mut **tx)
-            .await
-            .map_err(db)?;
-        for row in rows {
-            found.insert(sqlx::Row::try_get::<i64, _>(&row, "id").map_err(db)?);
-        }
-    }
-    Ok(found)
+    let select = "SELECT id FROM segments WHERE document_id";
+    let found = crate::documents::ids_where_in(tx, select, None, &documents).await?;
+    Ok(found.into_iter().collect())
 }
 
 /// Writes the model's tags on a correction session's segments: each shown as a tag (with its

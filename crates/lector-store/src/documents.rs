@@ -613,11 +613,26 @@ pub(crate) async fn documents_among(
     project_id: i64,
     ids: &[i64],
 ) -> Result<Vec<i64>> {
+    let select = "SELECT id FROM documents WHERE project_id = $1 AND id";
+    let mut found = ids_where_in(tx, select, Some(project_id), ids).await?;
+    found.sort_unstable();
+    found.dedup();
+    Ok(found)
+}
+
+/// The `id`s `select` (`SELECT id FROM … WHERE … column`, with `$1` bound to `first` when
+/// given) answers for `column IN ids`, asked 500 ids at a time.
+pub(crate) async fn ids_where_in(
+    tx: &mut Transaction<'static, Any>,
+    select: &str,
+    first: Option<i64>,
+    ids: &[i64],
+) -> Result<Vec<i64>> {
     let mut found = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(500) {
-        let places = numbered(2, chunk.len());
-        let sql = format!("SELECT id FROM documents WHERE project_id = $1 AND id IN ({places})");
-        let mut params = vec![Param::Int(project_id)];
+        let mut params: Vec<Param> = first.into_iter().map(Param::Int).collect();
+        let places = numbered(params.len() + 1, chunk.len());
+        let sql = format!("{select} IN ({places})");
         params.extend(chunk.iter().map(|id| Param::Int(*id)));
         let rows = Param::bind_all(sqlx::query(&sql), params)
             .fetch_all(&mut **tx)
@@ -627,8 +642,6 @@ pub(crate) async fn documents_among(
             found.push(row.try_get::<i64, _>("id").map_err(db)?);
         }
     }
-    found.sort_unstable();
-    found.dedup();
     Ok(found)
 }
 
