@@ -18,7 +18,7 @@ use lector_store::{ExecutionEnd, FinishedExecution, WebhookTarget, Workflow};
 use lector_workflow::admission::{Verdict, admit};
 use lector_workflow::definition::{Level, Method, ResponseMode};
 use lector_workflow::run::{Analyzed, HttpAnswer, HttpCall};
-use lector_workflow::{Binary, Definition, Effects, Entry, Reply};
+use lector_workflow::{Binary, Definition, Effects, Entry, Reply, Trigger};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -81,21 +81,30 @@ pub struct Answer {
     pub reply: Reply,
 }
 
-/// Requests a minute each workflow is served on this node: fixed one-minute windows.
+/// Requests a minute each workflow is served on this node: fixed one-minute windows, one for
+/// the calls its authentication admits and one for those it refuses, so callers without the
+/// credentials can neither use up the genuine callers' rate nor guess without limit.
 #[derive(Debug, Default)]
 pub struct WebhookLimiter {
-    windows: Mutex<HashMap<i64, (Instant, u32)>>,
+    windows: Mutex<HashMap<(i64, Credentials), (Instant, u32)>>,
+}
+
+/// Which of a workflow's windows a call counts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Credentials {
+    Admitted,
+    Refused,
 }
 
 impl WebhookLimiter {
     /// Counts a call; refuses it with the seconds to wait once the window is full.
-    fn admit(&self, workflow_id: i64, per_minute: u32) -> std::result::Result<(), u64> {
+    fn admit(&self, workflow_id: i64, credentials: Credentials, per_minute: u32) -> std::result::Result<(), u64> {
         let now = Instant::now();
         let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
         if windows.len() > 100_000 {
             windows.retain(|_, (start, _)| now.duration_since(*start) < Duration::from_secs(60));
         }
-        let (start, count) = windows.entry(workflow_id).or_insert((now, 0));
+        let (start, count) = windows.entry((workflow_id, credentials)).or_insert((now, 0));
         if now.duration_since(*start) >= Duration::from_secs(60) {
             *start = now;
             *count = 0;
@@ -173,23 +182,23 @@ pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
         None => find(state, call, method).await?,
     };
     let method = method.ok_or_else(|| not_registered(call))?;
-    let refused = match state
-        .webhook_limits
-        .admit(workflow.id, definition.trigger.rate_limit_per_minute)
-    {
-        Err(retry) => Some(Error::rate_limited(retry)),
-        Ok(()) => match admit(
-            &definition.trigger.authentication,
-            workflow.auth_digest.as_deref(),
-            |name| call.header(name),
-        ) {
-            Verdict::Admitted => None,
-            Verdict::Missing => Some(Error::unauthorized("this webhook needs its authentication")),
-            Verdict::Wrong => Some(Error::forbidden("the webhook's authentication data is wrong")),
-        },
+    let verdict = admit(
+        &definition.trigger.authentication,
+        workflow.auth_digest.as_deref(),
+        |name| call.header(name),
+    );
+    let credentials = match verdict {
+        Verdict::Admitted => Credentials::Admitted,
+        Verdict::Missing | Verdict::Wrong => Credentials::Refused,
     };
-    if let Some(error) = refused {
-        return Err(error);
+    state
+        .webhook_limits
+        .admit(workflow.id, credentials, definition.trigger.rate_limit_per_minute)
+        .map_err(Error::rate_limited)?;
+    match verdict {
+        Verdict::Admitted => {}
+        Verdict::Missing => return Err(Error::unauthorized("this webhook needs its authentication")),
+        Verdict::Wrong => return Err(Error::forbidden("the webhook's authentication data is wrong")),
     }
     Ok(Admitted {
         workflow,
@@ -374,12 +383,36 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
             reply: lector_workflow::run::started(),
         });
     }
-    let effects = ServiceEffects::new(state, scope, &workflow, hops);
-    let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
-    let answer = match &outcome {
+    // The run is a task of its own, awaited here: a caller who stops waiting drops this future,
+    // not the run, whose steps may have had effects already and which is recorded either way.
+    let state = state.clone();
+    let address = call.address;
+    let run = tokio::spawn(async move {
+        let effects = ServiceEffects::new(&state, scope, &workflow, hops);
+        let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
+        let reply = reply_of(&trigger, &outcome);
+        let end = end_of(&outcome, keep, reply.as_ref().err().map(|e| e.detail.clone()));
+        record(&state, &workflow, address, method, started, end).await?;
+        Ok(Answer {
+            status: trigger.response_code,
+            reply: reply?,
+        })
+    });
+    run.await.map_err(|e| {
+        tracing::error!(error = %e, "a workflow run panicked");
+        Error::internal()
+    })?
+}
+
+/// What a `last_step` run answers: the trigger's reply, or why it could not be made.
+fn reply_of(
+    trigger: &Trigger,
+    outcome: &std::result::Result<lector_workflow::Finished, lector_workflow::Failed>,
+) -> Result<Reply> {
+    match outcome {
         // The answer's property is missing from what the run made of the call: the call's
         // data does not fit the workflow, as a body lacking a field does not fit a route.
-        Ok(finished) => lector_workflow::run::reply(&trigger, &finished.entries).map_err(|why| {
+        Ok(finished) => lector_workflow::run::reply(trigger, &finished.entries).map_err(|why| {
             let mut error = Error::new(
                 ErrorCode::ValidationFailed,
                 format!("the workflow finished, but its answer could not be made: {why}"),
@@ -388,13 +421,7 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
             error
         }),
         Err(failed) => Err(step_error(failed)),
-    };
-    let end = end_of(&outcome, keep, answer.as_ref().err().map(|e| e.detail.clone()));
-    record(state, &workflow, call.address, method, started, end).await?;
-    Ok(Answer {
-        status: trigger.response_code,
-        reply: answer?,
-    })
+    }
 }
 
 /// 503 with `Retry-After` for a call that finds the node's background runs all taken.
@@ -623,7 +650,13 @@ impl Effects for ServiceEffects<'_> {
         let answer = self
             .state
             .sources
-            .call(call.method.as_str(), &call.url, &headers, call.body)
+            .call(
+                call.method.as_str(),
+                &call.url,
+                &headers,
+                call.body,
+                call.max_answer_bytes as u64,
+            )
             .await
             .map_err(|mut error| {
                 // An answer too large is the called address's failing, not the caller's body.
@@ -647,10 +680,18 @@ mod tests {
     #[test]
     fn the_limiter_counts_per_workflow_and_window() {
         let limiter = WebhookLimiter::default();
-        assert!(limiter.admit(1, 2).is_ok());
-        assert!(limiter.admit(1, 2).is_ok());
-        let retry = limiter.admit(1, 2).unwrap_err();
+        let admitted = Credentials::Admitted;
+        assert!(limiter.admit(1, admitted, 2).is_ok());
+        assert!(limiter.admit(1, admitted, 2).is_ok());
+        let retry = limiter.admit(1, admitted, 2).unwrap_err();
         assert!((1..=60).contains(&retry));
-        assert!(limiter.admit(2, 2).is_ok(), "another workflow has its own window");
+        assert!(
+            limiter.admit(2, admitted, 2).is_ok(),
+            "another workflow has its own window"
+        );
+        assert!(
+            limiter.admit(1, Credentials::Refused, 2).is_ok(),
+            "refused calls count apart from admitted ones"
+        );
     }
 }

@@ -312,7 +312,11 @@ fn status_error(status: StatusCode) -> Error {
 
 /// A reason for a failure to reach the source, from the error chain (never its text).
 pub(crate) fn transport_error(e: &reqwest::Error) -> Error {
-    tracing::info!(error = %e, "a source could not be fetched");
+    // The log names the host, never the whole address: a webhook's or a step's URL may carry a
+    // key in its path or query.
+    let host = e.url().and_then(|url| url.host_str()).unwrap_or("-");
+    let cause = causes(e).get(1).map(|cause| cause.to_string()).unwrap_or_default();
+    tracing::info!(host, cause, "a source could not be fetched");
     if e.is_timeout() {
         return Error::bad_request("the source did not answer in time");
     }

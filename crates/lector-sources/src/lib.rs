@@ -142,13 +142,16 @@ impl Sources {
 
     /// Calls `url` with `method` (GET, POST, PUT, PATCH, DELETE, HEAD), `headers` and an
     /// optional `body`, through the same guard as every source; answers the status, content
-    /// type and body (bounded like a fetch), or why the call failed.
+    /// type and body (at most `max_answer_bytes`, and never more than a fetch reads), or why
+    /// the call failed. A call takes one of the node's fetch turns ([`Concurrency`]) as a
+    /// fetch does, so many workflow runs cannot hold many large answers at once.
     pub async fn call(
         &self,
         method: &str,
         url: &str,
         headers: &[(String, String)],
         body: Option<Vec<u8>>,
+        max_answer_bytes: u64,
     ) -> Result<http::Answer> {
         let method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|_| lector_core::Error::bad_request("the method cannot be sent"))?;
@@ -167,7 +170,12 @@ impl Sources {
                 reqwest::header::HeaderValue::from_static("application/json"),
             );
         }
-        http::call(&self.policy, &self.limits, method, url, body, map).await
+        let limits = Limits {
+            max_bytes: self.limits.max_bytes.min(max_answer_bytes),
+            ..self.limits
+        };
+        let _turn = self.turn().await?;
+        http::call(&self.policy, &limits, method, url, body, map).await
     }
 
     /// Seals a checked secret for storage in a workspace's credential.

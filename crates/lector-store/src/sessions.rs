@@ -428,7 +428,13 @@ impl Store {
         let (_, session) = self.session_access(scope, project_id, session_id, Action::Read).await?;
         // Pages by offset keep a correction session's order (least sure first).
         let (documents, has_more) = self
-            .documents_of_session(&session, "COALESCE(sd.position, 0), d.id", None, offset, limit)
+            .documents_of_session(
+                &session,
+                "CASE WHEN sd.position IS NULL THEN 1 ELSE 0 END, sd.position, d.id",
+                None,
+                offset,
+                limit,
+            )
             .await?;
         Ok((session, documents, has_more))
     }

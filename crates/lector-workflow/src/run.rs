@@ -6,7 +6,9 @@
 //! is here, where it is tested without a server.
 
 use crate::data::{self, Binary, Entry};
-use crate::definition::{Level, MAX_DATA_GROWTH_BYTES, MAX_RECORD_BYTES, Method, ResponseData, Step, Trigger};
+use crate::definition::{
+    Level, MAX_ANSWER_BYTES, MAX_DATA_GROWTH_BYTES, MAX_RECORD_BYTES, Method, ResponseData, Step, Trigger,
+};
 use lector_core::{Error, ErrorCode, Result};
 use serde_json::{Map, Value, json};
 use std::future::Future;
@@ -19,6 +21,8 @@ pub struct HttpCall {
     pub headers: Vec<(String, String)>,
     /// A JSON body, when the step sends its entry.
     pub body: Option<Vec<u8>>,
+    /// Most bytes of the answer to read: an answer longer than this fails the call unread.
+    pub max_answer_bytes: usize,
 }
 
 /// What the called address answered.
@@ -136,13 +140,17 @@ fn unprocessable(detail: String) -> Error {
 
 /// The entries, if their JSON holds at most `limit` bytes.
 fn within(entries: Vec<Entry>, limit: usize) -> Result<Vec<Entry>> {
-    let size = entries
-        .iter()
-        .fold(0usize, |sum, entry| sum.saturating_add(data::json_size(&entry.json)));
-    if size > limit {
+    if entries_size(&entries) > limit {
         return Err(too_much_data(limit));
     }
     Ok(entries)
+}
+
+/// The bytes of the entries' JSON together.
+fn entries_size(entries: &[Entry]) -> usize {
+    entries
+        .iter()
+        .fold(0usize, |sum, entry| sum.saturating_add(data::json_size(&entry.json)))
 }
 
 fn too_much_data(limit: usize) -> Error {
@@ -204,6 +212,9 @@ async fn run_step<E: Effects>(step: &Step, mut entries: Vec<Entry>, effects: &E,
             send_entry,
             into,
         } => {
+            // Each answer is read only as far as the run's data has room left, so a large answer
+            // fails its call before it is parsed (`MAX_ANSWER_BYTES` at the most).
+            let mut room = limit.saturating_sub(entries_size(&entries));
             for entry in &mut entries {
                 let call = HttpCall {
                     method: *method,
@@ -213,8 +224,13 @@ async fn run_step<E: Effects>(step: &Step, mut entries: Vec<Entry>, effects: &E,
                         .map(|(name, value)| Ok((name.clone(), data::render(value, &entry.json)?)))
                         .collect::<Result<_>>()?,
                     body: send_entry.then(|| Value::Object(entry.json.clone()).to_string().into_bytes()),
+                    max_answer_bytes: room.min(MAX_ANSWER_BYTES),
                 };
                 let answer = effects.http(call).await?;
+                if answer.body.len() > room.min(MAX_ANSWER_BYTES) {
+                    return Err(too_much_data(limit));
+                }
+                room -= answer.body.len();
                 data::set(&mut entry.json, into, answer_value(answer));
             }
         }
@@ -330,6 +346,8 @@ mod tests {
     struct Fake {
         notes: Mutex<Vec<(i64, String)>>,
         calls: Mutex<Vec<HttpCall>>,
+        /// Answer calls with this many bytes of JSON, whatever the call allows.
+        answer_bytes: Option<usize>,
     }
 
     impl Effects for Fake {
@@ -364,10 +382,14 @@ mod tests {
 
         async fn http(&self, call: HttpCall) -> Result<HttpAnswer> {
             self.calls.lock().unwrap().push(call);
+            let body = match self.answer_bytes {
+                Some(n) => format!("[{}0]", "0,".repeat(n.saturating_sub(3) / 2)).into_bytes(),
+                None => br#"{"ticket": 7}"#.to_vec(),
+            };
             Ok(HttpAnswer {
                 status: 201,
                 content_type: Some("application/json".into()),
-                body: br#"{"ticket": 7}"#.to_vec(),
+                body,
             })
         }
     }
@@ -436,6 +458,25 @@ mod tests {
             "{}",
             failed.error.detail
         );
+    }
+
+    #[tokio::test]
+    async fn a_call_reads_no_more_than_the_runs_room_for_data() {
+        let steps = definition(json!({"trigger": {"path": "x"}, "steps": [
+            {"type": "http_request", "url": "https://crm.example/a"}
+        ]}))
+        .steps;
+        let fake = Fake::default();
+        run(&steps, input(json!({"id": 1})), &fake).await.unwrap();
+        assert_eq!(fake.calls.lock().unwrap()[0].max_answer_bytes, MAX_ANSWER_BYTES);
+        // An answer longer than the call allowed is not parsed: the step fails.
+        let flooding = Fake {
+            answer_bytes: Some(MAX_ANSWER_BYTES + 10),
+            ..Fake::default()
+        };
+        let failed = run(&steps, input(json!({"id": 1})), &flooding).await.unwrap_err();
+        assert_eq!((failed.step, failed.kind), (1, "http_request"));
+        assert!(failed.error.detail.contains("would pass"), "{}", failed.error.detail);
     }
 
     #[tokio::test]

@@ -438,6 +438,19 @@ async fn corrections_are_checked_and_kept_apart(app: TestApp) {
         .expect(200);
     let order = ids(&page["documents"]);
     assert_eq!(order, named);
+    // A document added to the session later comes after the ones the job chose.
+    app.put(
+        &format!("/projects/{project}/annotations/{}", created["id"]),
+        &ada.token,
+        json!({"document_ids": [all[1]]}),
+    )
+    .await
+    .expect(200);
+    let page = app
+        .get(&format!("{corrections}/{}/documents", created["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(ids(&page["documents"]), vec![named[0], named[1], all[1]]);
     // Deleted while the model tags its documents: its job ends, and nobody is told of a failure.
     let predicting = app
         .post(

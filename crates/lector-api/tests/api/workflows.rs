@@ -1343,6 +1343,34 @@ mod windows {
         let limited = post_hook(&app, "/webhook/limited", json!({})).await;
         assert_eq!(limited.status, 429);
         assert!(limited.headers.contains_key("retry-after"));
+        // Calls without the credentials are limited apart: they cannot use up the rate of the
+        // callers who have them.
+        let keyed = create(
+            &app,
+            &ada,
+            json!({"name": "Keyed", "trigger": {"path": "keyed-limited", "http_method": "POST",
+            "response_mode": "last_step", "rate_limit_per_minute": 2,
+            "authentication": {"type": "header", "name": "X-Key", "value": "k-1"}}}),
+        )
+        .await;
+        activate(&app, &ada, id(&keyed)).await.expect(200);
+        let mut statuses = Vec::new();
+        for key in ["a", "b", "c", "k-1"] {
+            let answered = hook(
+                &app,
+                Method::POST,
+                "/webhook/keyed-limited",
+                Some(json!({})),
+                &[("x-key", key)],
+            )
+            .await;
+            statuses.push(answered.status);
+        }
+        assert_eq!(
+            statuses,
+            [403, 403, 429, 200],
+            "the guesses left the rate of the key's holders"
+        );
         app.post(
             "/workflows",
             &ada.token,
@@ -1438,10 +1466,45 @@ mod background {
         assert_eq!(answered, 200);
     }
 
+    /// A `last_step` run whose caller gives up waiting still runs to its end and is recorded:
+    /// its steps may have had effects already, and a sender that retries must find the first
+    /// call in the executions.
+    async fn a_run_outlives_a_caller_who_gives_up(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (address, release) = holding().await;
+        let workflow = create(
+            &app,
+            &ada,
+            json!({"name": "Held", "trigger": {"path": "held", "http_method": "POST", "response_mode": "last_step"},
+            "steps": [{"type": "http_request", "method": "GET", "url": format!("http://{address}/hold")}]}),
+        )
+        .await;
+        activate(&app, &ada, id(&workflow)).await.expect(200);
+        let gave_up = app
+            .client
+            .post(app.url("/webhook/held"))
+            .json(&json!({}))
+            .timeout(std::time::Duration::from_millis(1500))
+            .send()
+            .await;
+        assert!(gave_up.is_err(), "the caller stopped waiting");
+        release.send(()).unwrap();
+        let mut recorded = Vec::new();
+        for _ in 0..300 {
+            recorded = executions(&app, &ada, id(&workflow)).await;
+            if !recorded.is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(recorded.len(), 1, "the run was recorded");
+        assert_eq!(recorded[0]["status"], "success", "{:?}", recorded[0]);
+    }
+
     fn one_background_run(config: &mut lector_core::config::Config) {
         config.workflows.max_background_runs = 1;
         config.sources.allow_private = true;
     }
 
-    backend_tests!(adjust: one_background_run; background_runs_are_bounded_per_node);
+    backend_tests!(adjust: one_background_run; background_runs_are_bounded_per_node, a_run_outlives_a_caller_who_gives_up);
 }

@@ -20,6 +20,10 @@ pub const MAX_RENDERED_BYTES: usize = 1024 * 1024;
 /// Most bytes of JSON a run's steps may add to what its webhook brought (its entries' JSON
 /// together); a step that passes it fails the run.
 pub const MAX_DATA_GROWTH_BYTES: usize = 32 * 1024 * 1024;
+/// Most bytes of one `http_request` answer a run reads (less when the run's data has less room
+/// left): what is read is parsed as JSON, which takes many times its bytes in memory, so an
+/// address answering a large body fails its step instead of filling the server's memory.
+pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 /// What an execution keeps of its steps' entries (JSON bytes); a step past it is recorded by
 /// its size alone.
 pub const MAX_RECORD_BYTES: usize = 4 * 1024 * 1024;
