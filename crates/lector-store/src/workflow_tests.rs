@@ -208,3 +208,53 @@ async fn only_the_newest_thousand_executions_are_listed_sqlite() {
 async fn only_the_newest_thousand_executions_are_listed_postgres() {
     only_the_newest_thousand_executions_are_listed(Backend::Postgres).await;
 }
+
+/// Activating (or arming the test address) with routes worked out from a definition that a
+/// `PUT` has replaced meanwhile answers 409 and registers nothing: the old path would
+/// otherwise listen with the new definition behind it.
+async fn routes_from_a_replaced_definition_are_refused(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (user, scope) = owner(&store).await;
+    let workspace = user.personal_workspace_id.expect("a personal workspace");
+    let seen = store
+        .create_workflow(&scope, workspace, &workflow("hook"))
+        .await
+        .expect("a workflow");
+    let old_routes = vec![("POST".to_owned(), "old".to_owned())];
+    let replaced = NewWorkflow {
+        definition: r#"{"trigger": {"path": "new"}}"#.into(),
+        ..workflow("hook")
+    };
+    store
+        .update_workflow(&scope, seen.id, &replaced)
+        .await
+        .expect("updated");
+    let until = Timestamp::now().plus_seconds(60);
+    let armed = store.arm_workflow_test(&scope, &seen, &old_routes, until).await;
+    assert_eq!(armed.expect_err("a stale test").status(), 409);
+    let activated = store.activate_workflow(&scope, &seen, &old_routes).await;
+    assert_eq!(activated.expect_err("a stale activation").status(), 409);
+    let now = store
+        .workflow(&scope, seen.id, lector_core::Action::Read)
+        .await
+        .unwrap();
+    assert!(!now.active);
+    // Read again, it activates.
+    store
+        .activate_workflow(&scope, &now, &old_routes)
+        .await
+        .expect("activated");
+}
+
+#[tokio::test]
+async fn routes_from_a_replaced_definition_are_refused_sqlite() {
+    routes_from_a_replaced_definition_are_refused(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn routes_from_a_replaced_definition_are_refused_postgres() {
+    routes_from_a_replaced_definition_are_refused(Backend::Postgres).await;
+}

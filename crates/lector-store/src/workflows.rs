@@ -263,12 +263,20 @@ impl Store {
         Ok(workflow)
     }
 
-    /// Activates a workflow (USER and up): its production address listens on `routes` until it
-    /// is deactivated, and its steps run with the caller's role. A path and method another
-    /// workflow holds answers 409 naming it.
-    pub async fn activate_workflow(&self, scope: &Scope, id: i64, routes: &[(String, String)]) -> Result<Workflow> {
+    /// Activates a workflow (USER and up): its production address listens on `routes` (those
+    /// of the definition in `seen`) until it is deactivated, and its steps run with the
+    /// caller's role. A path and method another workflow holds answers 409 naming it; so does
+    /// a definition changed since `seen` was read, whose routes may differ.
+    pub async fn activate_workflow(
+        &self,
+        scope: &Scope,
+        seen: &Workflow,
+        routes: &[(String, String)],
+    ) -> Result<Workflow> {
+        let id = seen.id;
         self.workflow(scope, id, Action::Edit).await?;
         let mut tx = self.begin_write().await?;
+        unchanged_since(&mut tx, seen).await?;
         self.register(&mut tx, scope, id, routes, Address::Production).await?;
         let workflow = set_state(&mut tx, id, Some(true), scope.user_id).await?;
         tx.commit().await.map_err(db)?;
@@ -285,18 +293,21 @@ impl Store {
         Ok(workflow)
     }
 
-    /// Arms a workflow's test address on `routes` until `until`, for one call (USER and up);
-    /// the call runs with the caller's role, the production address's runs keep theirs. A
-    /// path and method another workflow holds answers 409 naming it.
+    /// Arms a workflow's test address on `routes` (those of the definition in `seen`) until
+    /// `until`, for one call (USER and up); the call runs with the caller's role, the
+    /// production address's runs keep theirs. A path and method another workflow holds
+    /// answers 409 naming it; so does a definition changed since `seen` was read.
     pub async fn arm_workflow_test(
         &self,
         scope: &Scope,
-        id: i64,
+        seen: &Workflow,
         routes: &[(String, String)],
         until: Timestamp,
     ) -> Result<Workflow> {
+        let id = seen.id;
         self.workflow(scope, id, Action::Edit).await?;
         let mut tx = self.begin_write().await?;
+        unchanged_since(&mut tx, seen).await?;
         release(&mut tx, id, Address::Test { until: Timestamp(0) }).await?;
         self.register(&mut tx, scope, id, routes, Address::Test { until })
             .await?;
@@ -502,6 +513,25 @@ pub(crate) async fn deactivate_workflows_in(tx: &mut Tx, workspace_id: i64) -> R
         .execute(&mut **tx)
         .await
         .map_err(db)?;
+    Ok(())
+}
+
+/// Locks a workflow's row for the transaction and checks that its definition is still the
+/// one in `seen`: routes worked out from it are then the ones registered (a `PUT` that
+/// commits first answers the caller 409 instead of leaving the old path listening).
+async fn unchanged_since(tx: &mut Tx, seen: &Workflow) -> Result<()> {
+    let locked = sqlx::query("UPDATE workflows SET updated = updated WHERE id = $1 AND definition = $2")
+        .bind(seen.id)
+        .bind(&seen.definition)
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    if locked.rows_affected() == 0 {
+        return Err(Error::conflict(format!(
+            "workflow {} changed while this request was made; read it again and retry",
+            seen.id
+        )));
+    }
     Ok(())
 }
 

@@ -374,10 +374,7 @@ pub async fn activate_workflow(
         &stored_definition(&workflow)?,
     )
     .await?;
-    let active = state
-        .store
-        .activate_workflow(&caller.scope, workflow.id, &routes)
-        .await?;
+    let active = state.store.activate_workflow(&caller.scope, &workflow, &routes).await?;
     state.webhook_hooks.clear();
     tracing::info!(workflow.id = active.id, user.id = caller.user.id, "workflow activated");
     Ok(Json(WorkflowDto::of(&state, active)?))
@@ -416,7 +413,7 @@ pub async fn listen_workflow_test(
     let until = lector_core::time::Timestamp::now().plus_seconds(window);
     let armed = state
         .store
-        .arm_workflow_test(&caller.scope, workflow.id, &routes, until)
+        .arm_workflow_test(&caller.scope, &workflow, &routes, until)
         .await?;
     let workflow = WorkflowDto::of(&state, armed)?;
     Ok(Json(TestListening {
