@@ -14,7 +14,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use lector_core::validate::{MAX_NAME_CHARS, Problems};
-use lector_core::{Action, Error};
+use lector_core::{Action, Error, Role};
 use lector_store::{Execution, NewWorkflow, Workflow};
 use lector_workflow::Definition;
 use serde::{Deserialize, Serialize};
@@ -69,7 +69,24 @@ pub struct WorkflowDto {
     pub updated: String,
 }
 
+/// What a member who may not edit a workflow sees of its outbound calls' header values (an
+/// API key often travels there).
+const HIDDEN_HEADER: &str = "(hidden)";
+
 impl WorkflowDto {
+    /// The workflow as `scope` may see it: to a member below USER (who cannot edit it), its
+    /// `http_request` steps' header values are hidden.
+    fn shown_to(mut self, scope: &lector_core::Scope) -> Self {
+        let may_edit = scope.is_superuser || scope.role_in(self.organization_id) >= Some(Role::User);
+        if !may_edit {
+            hide_headers(&mut self.steps);
+            if let Some(by_method) = self.steps_by_method.as_object_mut() {
+                by_method.values_mut().for_each(hide_headers);
+            }
+        }
+        self
+    }
+
     fn of(state: &AppState, workflow: Workflow) -> lector_core::Result<Self> {
         let definition: Definition = serde_json::from_str(&workflow.definition).map_err(|e| {
             tracing::error!(workflow.id = workflow.id, error = %e, "a stored workflow definition does not parse");
@@ -275,7 +292,7 @@ pub async fn list_workflows(
         .await?;
     let workflows = found
         .into_iter()
-        .map(|w| WorkflowDto::of(&state, w))
+        .map(|w| Ok(WorkflowDto::of(&state, w)?.shown_to(&caller.scope)))
         .collect::<lector_core::Result<Vec<_>>>()?;
     Ok(Json(WorkflowPage {
         page: paging.page(workflows.len(), has_more),
@@ -304,7 +321,7 @@ pub async fn create_workflow(
     Ok((StatusCode::CREATED, Json(WorkflowDto::of(&state, created)?)))
 }
 
-/// One workflow (any member).
+/// One workflow (any member; below USER, without its outbound calls' header values).
 #[utoipa::path(get, path = "/workflows/{workflow_id}", tag = "workflows",
     params(("workflow_id" = i64, Path)), responses((status = 200, body = WorkflowDto)))]
 pub async fn get_workflow(
@@ -313,7 +330,7 @@ pub async fn get_workflow(
     PathParams(p): PathParams<WorkflowPath>,
 ) -> ApiResult<Json<WorkflowDto>> {
     let workflow = state.store.workflow(&caller.scope, p.workflow_id, Action::Read).await?;
-    Ok(Json(WorkflowDto::of(&state, workflow)?))
+    Ok(Json(WorkflowDto::of(&state, workflow)?.shown_to(&caller.scope)))
 }
 
 /// Replaces a workflow's name, trigger and steps (USER). An active workflow listens on its
@@ -464,4 +481,16 @@ fn stored_definition(workflow: &Workflow) -> lector_core::Result<Definition> {
         tracing::error!(workflow.id = workflow.id, error = %e, "a stored workflow definition does not parse");
         Error::internal()
     })
+}
+
+/// Replaces the header values of every `http_request` step in `steps` (a JSON array).
+fn hide_headers(steps: &mut serde_json::Value) {
+    let Some(steps) = steps.as_array_mut() else { return };
+    for step in steps.iter_mut().filter(|step| step["type"] == "http_request") {
+        if let Some(headers) = step.get_mut("headers").and_then(serde_json::Value::as_object_mut) {
+            headers
+                .values_mut()
+                .for_each(|value| *value = serde_json::Value::from(HIDDEN_HEADER));
+        }
+    }
 }

@@ -231,6 +231,24 @@ async fn workflows_are_a_resource_of_their_workspace(app: TestApp) {
         .expect_problem(403, "forbidden");
     app.delete(&one, &vera.token).await.expect_problem(403, "forbidden");
     app.post("/workflows", &uma.token, in_workspace).await.expect(201);
+    // An outbound call's header values (often a key) are shown to those who may edit it only.
+    let keyed = app
+        .post(
+            "/workflows",
+            &uma.token,
+            json!({"name": "CRM", "organization_id": workspace, "trigger": {"path": "crm"},
+                   "steps": [{"type": "http_request", "url": "https://crm.example/x",
+                              "headers": {"Authorization": "Bearer crm-key"}}]}),
+        )
+        .await
+        .expect(201);
+    let keyed = format!("/workflows/{}", keyed["id"]);
+    let header = |w: &Value| w["steps"][0]["headers"]["Authorization"].clone();
+    assert_eq!(header(&app.get(&keyed, &uma.token).await.expect(200)), "Bearer crm-key");
+    assert_eq!(header(&app.get(&keyed, &vera.token).await.expect(200)), "(hidden)");
+    let listed = app.get("/workflows?limit=100", &vera.token).await.expect(200);
+    assert!(!listed.to_string().contains("crm-key"), "{listed}");
+    app.delete(&keyed, &uma.token).await.expect(200);
     app.get(&one, &eve.token).await.expect_problem(404, "not_found");
     app.delete(&one, &eve.token).await.expect_problem(404, "not_found");
     assert_eq!(app.get("/workflows", &eve.token).await.expect(200)["count"], 0);
