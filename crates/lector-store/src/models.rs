@@ -535,14 +535,7 @@ impl Store {
 
     /// The artifact of a model the caller may read (409 while it has none).
     pub async fn model_artifact(&self, model: &Model) -> Result<Vec<u8>> {
-        refuse_base(model)?;
-        let key = model.artifact_key.as_deref().ok_or_else(|| {
-            Error::new(
-                ErrorCode::Conflict,
-                format!("model {} has no artifact yet (status {})", model.id, model.status),
-            )
-        })?;
-        let file = self.blobs()?.open_file(key).await?;
+        let file = self.model_artifact_file(model).await?;
         tokio::task::spawn_blocking(move || {
             use std::io::Read;
             let mut bytes = Vec::new();
@@ -558,6 +551,19 @@ impl Store {
             tracing::error!(error = %e, model.id = model.id, "cannot read a model artifact");
             Error::internal()
         })
+    }
+
+    /// The artifact of a model the caller may read, opened to be read a piece at a time (a
+    /// download streams it: an artifact can hold hundreds of megabytes); 409 while it has none.
+    pub async fn model_artifact_file(&self, model: &Model) -> Result<std::fs::File> {
+        refuse_base(model)?;
+        let key = model.artifact_key.as_deref().ok_or_else(|| {
+            Error::new(
+                ErrorCode::Conflict,
+                format!("model {} has no artifact yet (status {})", model.id, model.status),
+            )
+        })?;
+        self.blobs()?.open_file(key).await
     }
 
     /// Where an uploaded model goes, with the caller a MANAGER there: the workspace's id, and

@@ -315,10 +315,28 @@ pub async fn download_workspace_model(
     artifact_response(&state, &model).await
 }
 
+/// The artifact as a download, streamed from its file a piece at a time with its length, so
+/// downloads of large models at once do not each hold a copy in memory.
 async fn artifact_response(state: &AppState, model: &Model) -> ApiResult<Response> {
-    let bytes = state.store.model_artifact(model).await?;
-    let mut response = bytes.into_response();
+    let file = tokio::fs::File::from_std(state.store.model_artifact_file(model).await?);
+    let length = file.metadata().await.map_err(|e| {
+        tracing::error!(error = %e, model.id = model.id, "cannot read a model artifact");
+        lector_core::Error::internal()
+    })?;
+    let chunks = futures_util::stream::unfold(file, |mut file| async move {
+        let mut chunk = vec![0u8; 64 * 1024];
+        match tokio::io::AsyncReadExt::read(&mut file, &mut chunk).await {
+            Ok(0) => None,
+            Ok(n) => {
+                chunk.truncate(n);
+                Some((Ok::<_, std::io::Error>(bytes::Bytes::from(chunk)), file))
+            }
+            Err(e) => Some((Err(e), file)),
+        }
+    });
+    let mut response = axum::body::Body::from_stream(chunks).into_response();
     let headers = response.headers_mut();
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length.len()));
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/octet-stream"),
