@@ -33,8 +33,6 @@ pub struct Model {
     pub status: ModelStatus,
     pub progress: f64,
     pub score: Option<f64>,
-    pub metrics: Option<serde_json::Value>,
-    pub demoset: Option<serde_json::Value>,
     pub classes: Vec<String>,
     pub labels: Vec<String>,
     pub base_id: Option<i64>,
@@ -54,10 +52,11 @@ pub struct Model {
     workspace: WorkspaceFacts,
 }
 
-/// Every read binds the caller's user id as `$1` (for `starred`).
+/// Every read binds the caller's user id as `$1` (for `starred`). What training found (metrics
+/// and demoset, up to megabytes of JSON) is read only where it is shown: [`Store::model_evaluation`].
 pub(crate) const MODEL_SELECT: &str = "SELECT m.id, m.uuid, m.workspace_id, m.project_id, m.user_id, \
      u.email AS owner, m.name, m.display_name, m.short_description, m.long_description, m.type, m.status, \
-     m.progress, m.score, m.metrics, m.demoset, m.classes, m.labels, m.base_id, b.name AS base_name, m.language, \
+     m.progress, m.score, m.classes, m.labels, m.base_id, b.name AS base_name, m.language, \
      m.artifact_key, m.version, m.collection_id, m.task_id, m.failure, m.created, m.updated, m.finished, \
      (SELECT COUNT(*) FROM model_stars ms WHERE ms.model_id = m.id AND ms.user_id = $1) AS starred, \
      w.is_active, w.is_read_only \
@@ -67,11 +66,6 @@ pub(crate) const MODEL_SELECT: &str = "SELECT m.id, m.uuid, m.workspace_id, m.pr
 impl FromAnyRow for Model {
     fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
         let decode = |e: String| sqlx::Error::Decode(e.into());
-        let json = |column: &str| -> Result<Option<serde_json::Value>, sqlx::Error> {
-            row.try_get::<Option<String>, _>(column)?
-                .map(|t| serde_json::from_str(&t).map_err(|e| sqlx::Error::Decode(e.into())))
-                .transpose()
-        };
         let names = |column: &str| -> Result<Vec<String>, sqlx::Error> {
             let text: String = row.try_get(column)?;
             serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(e.into()))
@@ -94,8 +88,6 @@ impl FromAnyRow for Model {
             status: status.parse().map_err(decode)?,
             progress: row.try_get("progress")?,
             score: row.try_get("score")?,
-            metrics: json("metrics")?,
-            demoset: json("demoset")?,
             classes: names("classes")?,
             labels: names("labels")?,
             base_id: row.try_get("base_id")?,
@@ -239,6 +231,26 @@ impl Store {
             Some(row) => row.try_get("field_model").map_err(db),
             None => Ok(None),
         }
+    }
+
+    /// What training found for `model` (read through the caller's scope): its test metrics and
+    /// its demoset, as stored (JSON; `None`, or JSON null, when it had nothing to score on).
+    pub async fn model_evaluation(
+        &self,
+        model: &Model,
+    ) -> Result<(Option<serde_json::Value>, Option<serde_json::Value>)> {
+        let row = sqlx::query("SELECT metrics, demoset FROM models WHERE id = $1")
+            .bind(model.id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found("model"))?;
+        let json = |column: &str| -> Result<Option<serde_json::Value>> {
+            let text: Option<String> = row.try_get(column).map_err(db)?;
+            text.map(|t| serde_json::from_str(&t).map_err(|e| db(sqlx::Error::Decode(e.into()))))
+                .transpose()
+        };
+        Ok((json("metrics")?, json("demoset")?))
     }
 
     /// A model of a project, checked like [`Store::model_access`]; another project's answers 404.

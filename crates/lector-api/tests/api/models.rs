@@ -178,11 +178,16 @@ async fn class_model_story(app: TestApp) {
     .await
     .expect_problem(422, "validation_failed");
     // The checksum is no signature: a header edited by hand is read, and held to what the
-    // service trains (a score within 0 to 1, at most a project's 1,000 classes).
+    // service trains (a score within 0 to 1, at most a project's 1,000 classes, metrics of the
+    // size evaluation writes).
     let names: Vec<String> = (0..=1000).map(|i| format!("class {i}")).collect();
+    // Nor metrics larger than an evaluation writes (the store keeps them with the model).
+    let rows = vec![vec![0; 3]; 20_000];
+    let confusion = json!({"metrics": {"confusion": {"names": ["billing", "login", "shipping"], "matrix": rows}}});
     for (edit, says) in [
         (json!({"metrics": {"score": 7.5}}), "outside 0 to 1"),
         (json!({"classes": names}), "1001 classes"),
+        (confusion, "a confusion matrix that is not 3 by 3"),
     ] {
         let crafted = edited_artifact(&bytes, |header| merge(header, &edit));
         let problem = app
