@@ -52,6 +52,9 @@ pub struct Model {
     workspace: WorkspaceFacts,
 }
 
+/// The statuses of an analysis whose job is still to work with its model.
+const ANALYSIS_RUNNING: [&str; 2] = ["QUEUED", "ANALYZING"];
+
 /// Every read binds the caller's user id as `$1` (for `starred`). What training found (metrics
 /// and demoset, up to megabytes of JSON) is read only where it is shown: [`Store::model_evaluation`].
 pub(crate) const MODEL_SELECT: &str = "SELECT m.id, m.uuid, m.workspace_id, m.project_id, m.user_id, \
@@ -418,28 +421,32 @@ impl Store {
     }
 
     /// Deletes a model (MANAGER of its workspace) and then its artifact; answers what was
-    /// deleted. A model QUEUED or TRAINING is 409 until its training ends.
+    /// deleted. 409 while something works with it: its own training (QUEUED or TRAINING), an
+    /// analysis with it (QUEUED or ANALYZING), or the training of a model that starts from it
+    /// (its `base_id`, which the deletion would clear, silently training that model afresh).
+    /// The same conditions hold in the DELETE itself, so one that begins meanwhile keeps it.
     pub async fn delete_model(&self, scope: &Scope, model: &Model) -> Result<Model> {
         let model = self.model_access(scope, model.id, Action::Manage).await?;
         refuse_base(&model)?;
-        let training = || {
-            Error::conflict(format!(
-                "model {} is being trained; delete it once its training has finished or failed",
-                model.id
-            ))
-        };
-        if matches!(model.status, ModelStatus::Queued | ModelStatus::Training) {
-            return Err(training());
+        if let Some(busy) = self.model_in_use(model.id).await? {
+            return Err(busy);
         }
-        let deleted = sqlx::query("DELETE FROM models WHERE id = $1 AND status <> $2 AND status <> $3")
-            .bind(model.id)
-            .bind(ModelStatus::Queued.as_str())
-            .bind(ModelStatus::Training.as_str())
-            .execute(&self.pool)
-            .await
-            .map_err(db)?;
+        let deleted = sqlx::query(
+            "DELETE FROM models WHERE id = $1 AND status NOT IN ($2, $3) \
+             AND NOT EXISTS (SELECT 1 FROM analyses a WHERE a.model_id = $1 AND a.status IN ($4, $5)) \
+             AND NOT EXISTS (SELECT 1 FROM models t WHERE t.base_id = $1 AND t.status IN ($2, $3))",
+        )
+        .bind(model.id)
+        .bind(ModelStatus::Queued.as_str())
+        .bind(ModelStatus::Training.as_str())
+        .bind(ANALYSIS_RUNNING[0])
+        .bind(ANALYSIS_RUNNING[1])
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
         if deleted.rows_affected() == 0 {
-            return Err(training());
+            let busy = self.model_in_use(model.id).await?;
+            return Err(busy.unwrap_or_else(|| Error::not_found("model")));
         }
         if let Some(key) = &model.artifact_key {
             // The row is gone, so nothing refers to the blob; a failure leaves an orphan only.
@@ -448,6 +455,47 @@ impl Store {
             }
         }
         Ok(model)
+    }
+
+    /// Why model `id` cannot be deleted now (409 naming what works with it), if it cannot.
+    async fn model_in_use(&self, id: i64) -> Result<Option<Error>> {
+        let row = sqlx::query(
+            "SELECT m.status, \
+             (SELECT MIN(a.id) FROM analyses a WHERE a.model_id = m.id AND a.status IN ($4, $5)) AS analysis, \
+             (SELECT MIN(t.id) FROM models t WHERE t.base_id = m.id AND t.status IN ($2, $3)) AS trainee \
+             FROM models m WHERE m.id = $1",
+        )
+        .bind(id)
+        .bind(ModelStatus::Queued.as_str())
+        .bind(ModelStatus::Training.as_str())
+        .bind(ANALYSIS_RUNNING[0])
+        .bind(ANALYSIS_RUNNING[1])
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db)?;
+        let Some(row) = row else { return Ok(None) };
+        let status: String = row.try_get("status").map_err(db)?;
+        let analysis: Option<i64> = row.try_get("analysis").map_err(db)?;
+        let trainee: Option<i64> = row.try_get("trainee").map_err(db)?;
+        let training = [ModelStatus::Queued.as_str(), ModelStatus::Training.as_str()];
+        Ok(if training.contains(&status.as_str()) {
+            Some(format!(
+                "model {id} is being trained; delete it once its training has finished or failed"
+            ))
+        } else if let Some(analysis) = analysis {
+            Some(format!(
+                "model {id} is analysing documents (analysis {analysis}); delete it once the analysis \
+                 has finished or failed"
+            ))
+        } else {
+            trainee.map(|trainee| {
+                format!(
+                    "model {trainee} is being trained from model {id} (its base); delete model {id} once \
+                     that training has finished or failed"
+                )
+            })
+        }
+        .map(Error::conflict))
     }
 
     /// Stars (or unstars) a model for the caller; any reader may.
