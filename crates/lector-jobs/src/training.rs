@@ -158,8 +158,11 @@ async fn train(
         .project_type()
         .ok_or_else(|| Stop::Fatal("a BASE model ships with the service; it is not trained".into()))?;
     let reading = std::time::Instant::now();
-    let mut train = examples(store, lease, kind, &payload.train_session_ids).await?;
-    let mut test = examples(store, lease, kind, &payload.test_session_ids).await?;
+    // One set of segments seen for both sides: a test session sharing segments with a training
+    // session (over the same documents) tests only on those the model does not learn from.
+    let mut seen = HashSet::new();
+    let mut train = examples(store, lease, kind, &payload.train_session_ids, &mut seen).await?;
+    let mut test = examples(store, lease, kind, &payload.test_session_ids, &mut seen).await?;
     check_examples(kind, &train)?;
     if payload.test_session_ids.is_empty() {
         let split = split_examples(kind, &train, TEST_FRACTION, payload.seed);
@@ -432,11 +435,16 @@ fn learn(
     })
 }
 
-/// The examples of some sessions: each annotated segment once, with its tags as the project
-/// type reads them; in a LABEL project, a segment whose parts carry labels (a page's fields)
-/// gives each part as an example of its label.
-async fn examples(store: &Store, lease: &Lease, kind: ProjectType, sessions: &[i64]) -> Result<Vec<Example>, Stop> {
-    let mut seen = HashSet::new();
+/// The examples of some sessions: each annotated segment not yet in `seen` once (and then in
+/// it), with its tags as the project type reads them; in a LABEL project, a segment whose parts
+/// carry labels (a page's fields) gives each part as an example of its label.
+async fn examples(
+    store: &Store,
+    lease: &Lease,
+    kind: ProjectType,
+    sessions: &[i64],
+    seen: &mut HashSet<i64>,
+) -> Result<Vec<Example>, Stop> {
     let mut examples = Vec::new();
     for &session in sessions {
         for segment in store.training_segments(lease, session).await? {

@@ -32,6 +32,7 @@ mod jobs;
 mod labeled_imports;
 #[cfg(test)]
 mod limit_tests;
+mod model_uploads;
 mod models;
 mod new_text;
 #[cfg(test)]
@@ -53,7 +54,8 @@ pub use job_reclaims::{JobCount, JobStatistics};
 pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
 pub use labeled_imports::LabeledFile;
 pub use migrations::SchemaStatus;
-pub use models::{Model, ModelChanges, ModelFilter, NewUploadedModel, UploadTarget};
+pub use model_uploads::{NewUploadedModel, UploadTarget};
+pub use models::{Model, ModelChanges, ModelFilter};
 pub use notifications::NotificationChanges;
 pub use payloads::{
     ANALYSIS_JOB, AnalysisPayload, CLONE_JOB, CORRECTION_JOB, ClonePayload, CorrectionPayload, FileSource, IMPORT_JOB,

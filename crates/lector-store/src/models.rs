@@ -1,6 +1,6 @@
 //! Models: the classifiers of a workspace, trained from a project's labeling sessions or
 //! uploaded as an artifact. This module keeps their records, who may see them, their stars and
-//! their artifacts; training (the job's side) is in `training`.
+//! their artifacts; training (the job's side) is in `training`, uploads in `model_uploads`.
 //!
 //! A model is read by the members of its workspace, and by every user once it is PUBLISHED;
 //! nothing else crosses a workspace. The artifact itself lives in the blob store under
@@ -11,8 +11,7 @@ use crate::records::{FromAnyRow, fetch_records, flag};
 use crate::{Param, Store, db, db_unique, numbered};
 use lector_core::policy::WorkspaceFacts;
 use lector_core::time::Timestamp;
-use lector_core::validate::Problems;
-use lector_core::{Action, Error, ErrorCode, FieldError, ModelStatus, ModelType, ProjectType, Result, Scope};
+use lector_core::{Action, Error, ErrorCode, ModelStatus, ModelType, Result, Scope};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
@@ -34,8 +33,6 @@ pub struct Model {
     pub status: ModelStatus,
     pub progress: f64,
     pub score: Option<f64>,
-    pub metrics: Option<serde_json::Value>,
-    pub demoset: Option<serde_json::Value>,
     pub classes: Vec<String>,
     pub labels: Vec<String>,
     pub base_id: Option<i64>,
@@ -55,10 +52,14 @@ pub struct Model {
     workspace: WorkspaceFacts,
 }
 
-/// Every read binds the caller's user id as `$1` (for `starred`).
+/// The statuses of an analysis whose job is still to work with its model.
+const ANALYSIS_RUNNING: [&str; 2] = ["QUEUED", "ANALYZING"];
+
+/// Every read binds the caller's user id as `$1` (for `starred`). What training found (metrics
+/// and demoset, up to megabytes of JSON) is read only where it is shown: [`Store::model_evaluation`].
 pub(crate) const MODEL_SELECT: &str = "SELECT m.id, m.uuid, m.workspace_id, m.project_id, m.user_id, \
      u.email AS owner, m.name, m.display_name, m.short_description, m.long_description, m.type, m.status, \
-     m.progress, m.score, m.metrics, m.demoset, m.classes, m.labels, m.base_id, b.name AS base_name, m.language, \
+     m.progress, m.score, m.classes, m.labels, m.base_id, b.name AS base_name, m.language, \
      m.artifact_key, m.version, m.collection_id, m.task_id, m.failure, m.created, m.updated, m.finished, \
      (SELECT COUNT(*) FROM model_stars ms WHERE ms.model_id = m.id AND ms.user_id = $1) AS starred, \
      w.is_active, w.is_read_only \
@@ -68,11 +69,6 @@ pub(crate) const MODEL_SELECT: &str = "SELECT m.id, m.uuid, m.workspace_id, m.pr
 impl FromAnyRow for Model {
     fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
         let decode = |e: String| sqlx::Error::Decode(e.into());
-        let json = |column: &str| -> Result<Option<serde_json::Value>, sqlx::Error> {
-            row.try_get::<Option<String>, _>(column)?
-                .map(|t| serde_json::from_str(&t).map_err(|e| sqlx::Error::Decode(e.into())))
-                .transpose()
-        };
         let names = |column: &str| -> Result<Vec<String>, sqlx::Error> {
             let text: String = row.try_get(column)?;
             serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(e.into()))
@@ -95,8 +91,6 @@ impl FromAnyRow for Model {
             status: status.parse().map_err(decode)?,
             progress: row.try_get("progress")?,
             score: row.try_get("score")?,
-            metrics: json("metrics")?,
-            demoset: json("demoset")?,
             classes: names("classes")?,
             labels: names("labels")?,
             base_id: row.try_get("base_id")?,
@@ -146,81 +140,6 @@ pub struct ModelChanges {
     pub long_description: Option<String>,
     pub language: Option<String>,
     pub collection_id: Option<i64>,
-}
-
-/// Where an uploaded model goes: a project (and its workspace), a workspace, or the caller's
-/// default workspace.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UploadTarget {
-    Project(i64),
-    Workspace(crate::WorkspaceRef),
-    Default,
-}
-
-/// A model arriving as an artifact (upload_model): the client's fields and what the artifact
-/// says of itself.
-#[derive(Debug, Clone)]
-pub struct NewUploadedModel {
-    pub target: UploadTarget,
-    pub name: String,
-    pub display_name: String,
-    pub short_description: String,
-    pub long_description: String,
-    /// The name of the model it derives from, in the same workspace.
-    pub base: Option<String>,
-    pub status: ModelStatus,
-    pub score: Option<f64>,
-    pub language: String,
-    pub kind: ProjectType,
-    pub metrics: Option<serde_json::Value>,
-    pub classes: Vec<String>,
-    pub labels: Vec<String>,
-}
-
-impl Store {
-    /// The classes and labels of an uploaded model that its project lacks, said as a problem:
-    /// an analysis would answer tags the project cannot name, filter or correct.
-    async fn names_missing_from(
-        &self,
-        scope: &Scope,
-        project_id: i64,
-        new: &NewUploadedModel,
-    ) -> Result<Option<String>> {
-        let classes: Vec<String> = self
-            .classes(scope, project_id)
-            .await?
-            .into_iter()
-            .map(|c| c.name)
-            .collect();
-        let labels: Vec<String> = self
-            .labels(scope, project_id)
-            .await?
-            .into_iter()
-            .map(|l| l.name)
-            .collect();
-        let mut missing = Vec::new();
-        for (what, names, known) in [("class", &new.classes, &classes), ("label", &new.labels, &labels)] {
-            let lacking: Vec<&str> = names
-                .iter()
-                .filter(|n| !known.contains(n))
-                .map(String::as_str)
-                .collect();
-            if let Some(first) = lacking.first() {
-                let more = if lacking.len() > 1 {
-                    format!(" and {} more", lacking.len() - 1)
-                } else {
-                    String::new()
-                };
-                missing.push(format!("the {what} {first:?}{more}"));
-            }
-        }
-        Ok((!missing.is_empty()).then(|| {
-            format!(
-                "the model answers {} that project {project_id} does not have; add them to the project first",
-                missing.join(" and ")
-            )
-        }))
-    }
 }
 
 /// 409 for a BASE model: its files are installed on each server (`lector base-models
@@ -315,6 +234,26 @@ impl Store {
             Some(row) => row.try_get("field_model").map_err(db),
             None => Ok(None),
         }
+    }
+
+    /// What training found for `model` (read through the caller's scope): its test metrics and
+    /// its demoset, as stored (JSON; `None`, or JSON null, when it had nothing to score on).
+    pub async fn model_evaluation(
+        &self,
+        model: &Model,
+    ) -> Result<(Option<serde_json::Value>, Option<serde_json::Value>)> {
+        let row = sqlx::query("SELECT metrics, demoset FROM models WHERE id = $1")
+            .bind(model.id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found("model"))?;
+        let json = |column: &str| -> Result<Option<serde_json::Value>> {
+            let text: Option<String> = row.try_get(column).map_err(db)?;
+            text.map(|t| serde_json::from_str(&t).map_err(|e| db(sqlx::Error::Decode(e.into()))))
+                .transpose()
+        };
+        Ok((json("metrics")?, json("demoset")?))
     }
 
     /// A model of a project, checked like [`Store::model_access`]; another project's answers 404.
@@ -482,28 +421,32 @@ impl Store {
     }
 
     /// Deletes a model (MANAGER of its workspace) and then its artifact; answers what was
-    /// deleted. A model QUEUED or TRAINING is 409 until its training ends.
+    /// deleted. 409 while something works with it: its own training (QUEUED or TRAINING), an
+    /// analysis with it (QUEUED or ANALYZING), or the training of a model that starts from it
+    /// (its `base_id`, which the deletion would clear, silently training that model afresh).
+    /// The same conditions hold in the DELETE itself, so one that begins meanwhile keeps it.
     pub async fn delete_model(&self, scope: &Scope, model: &Model) -> Result<Model> {
         let model = self.model_access(scope, model.id, Action::Manage).await?;
         refuse_base(&model)?;
-        let training = || {
-            Error::conflict(format!(
-                "model {} is being trained; delete it once its training has finished or failed",
-                model.id
-            ))
-        };
-        if matches!(model.status, ModelStatus::Queued | ModelStatus::Training) {
-            return Err(training());
+        if let Some(busy) = self.model_in_use(model.id).await? {
+            return Err(busy);
         }
-        let deleted = sqlx::query("DELETE FROM models WHERE id = $1 AND status <> $2 AND status <> $3")
-            .bind(model.id)
-            .bind(ModelStatus::Queued.as_str())
-            .bind(ModelStatus::Training.as_str())
-            .execute(&self.pool)
-            .await
-            .map_err(db)?;
+        let deleted = sqlx::query(
+            "DELETE FROM models WHERE id = $1 AND status NOT IN ($2, $3) \
+             AND NOT EXISTS (SELECT 1 FROM analyses a WHERE a.model_id = $1 AND a.status IN ($4, $5)) \
+             AND NOT EXISTS (SELECT 1 FROM models t WHERE t.base_id = $1 AND t.status IN ($2, $3))",
+        )
+        .bind(model.id)
+        .bind(ModelStatus::Queued.as_str())
+        .bind(ModelStatus::Training.as_str())
+        .bind(ANALYSIS_RUNNING[0])
+        .bind(ANALYSIS_RUNNING[1])
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
         if deleted.rows_affected() == 0 {
-            return Err(training());
+            let busy = self.model_in_use(model.id).await?;
+            return Err(busy.unwrap_or_else(|| Error::not_found("model")));
         }
         if let Some(key) = &model.artifact_key {
             // The row is gone, so nothing refers to the blob; a failure leaves an orphan only.
@@ -512,6 +455,47 @@ impl Store {
             }
         }
         Ok(model)
+    }
+
+    /// Why model `id` cannot be deleted now (409 naming what works with it), if it cannot.
+    async fn model_in_use(&self, id: i64) -> Result<Option<Error>> {
+        let row = sqlx::query(
+            "SELECT m.status, \
+             (SELECT MIN(a.id) FROM analyses a WHERE a.model_id = m.id AND a.status IN ($4, $5)) AS analysis, \
+             (SELECT MIN(t.id) FROM models t WHERE t.base_id = m.id AND t.status IN ($2, $3)) AS trainee \
+             FROM models m WHERE m.id = $1",
+        )
+        .bind(id)
+        .bind(ModelStatus::Queued.as_str())
+        .bind(ModelStatus::Training.as_str())
+        .bind(ANALYSIS_RUNNING[0])
+        .bind(ANALYSIS_RUNNING[1])
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db)?;
+        let Some(row) = row else { return Ok(None) };
+        let status: String = row.try_get("status").map_err(db)?;
+        let analysis: Option<i64> = row.try_get("analysis").map_err(db)?;
+        let trainee: Option<i64> = row.try_get("trainee").map_err(db)?;
+        let training = [ModelStatus::Queued.as_str(), ModelStatus::Training.as_str()];
+        Ok(if training.contains(&status.as_str()) {
+            Some(format!(
+                "model {id} is being trained; delete it once its training has finished or failed"
+            ))
+        } else if let Some(analysis) = analysis {
+            Some(format!(
+                "model {id} is analysing documents (analysis {analysis}); delete it once the analysis \
+                 has finished or failed"
+            ))
+        } else {
+            trainee.map(|trainee| {
+                format!(
+                    "model {trainee} is being trained from model {id} (its base); delete model {id} once \
+                     that training has finished or failed"
+                )
+            })
+        }
+        .map(Error::conflict))
     }
 
     /// Stars (or unstars) a model for the caller; any reader may.
@@ -566,118 +550,6 @@ impl Store {
         self.blobs()?.open_file(key).await
     }
 
-    /// Where an uploaded model goes, with the caller a MANAGER there: the workspace's id, and
-    /// the project when one is named. Checked before the artifact is decoded.
-    pub async fn model_destination(
-        &self,
-        scope: &Scope,
-        target: &UploadTarget,
-    ) -> Result<(i64, Option<crate::Project>)> {
-        Ok(match target {
-            UploadTarget::Project(id) => {
-                let (project, _) = self.project_access(scope, *id, Action::Manage).await?;
-                (project.workspace_id, Some(project))
-            }
-            UploadTarget::Workspace(workspace) => (
-                self.workspace_access(scope, workspace, Action::Manage).await?.0.id,
-                None,
-            ),
-            UploadTarget::Default => {
-                let id = self.default_workspace_id(scope.user_id).await?.ok_or_else(|| {
-                    Error::validation(vec![FieldError::new(
-                        "organization",
-                        "you have no default workspace; name one",
-                    )])
-                })?;
-                let workspace = crate::WorkspaceRef::Id(id);
-                (
-                    self.workspace_access(scope, &workspace, Action::Manage).await?.0.id,
-                    None,
-                )
-            }
-        })
-    }
-
-    /// Stores an uploaded artifact and its model. The caller is a MANAGER where the model goes;
-    /// PUBLISHED (every user reads it) is for superusers. A base that is not a model of the
-    /// workspace, or a project of another type than the artifact, is 422; a taken name 409.
-    pub async fn upload_model(&self, scope: &Scope, new: NewUploadedModel, artifact: Vec<u8>) -> Result<Model> {
-        let (workspace_id, project) = self.model_destination(scope, &new.target).await?;
-        if new.status == ModelStatus::Published && !scope.is_superuser {
-            return Err(Error::forbidden("only a superuser publishes a model to every user"));
-        }
-        let mut problems = Problems::default();
-        if let Some(project) = project.as_ref().filter(|p| p.kind != new.kind) {
-            problems.push(
-                "file",
-                format!(
-                    "the artifact is a {} model; project {} is {}",
-                    new.kind, project.id, project.kind
-                ),
-            );
-        }
-        if let Some(project) = project.as_ref().filter(|p| p.kind == new.kind)
-            && let Some(problem) = self.names_missing_from(scope, project.id, &new).await?
-        {
-            problems.push("file", problem);
-        }
-        let base_id = match &new.base {
-            None => None,
-            Some(base) => {
-                let workspace = crate::WorkspaceRef::Id(workspace_id);
-                match self.workspace_model(scope, &workspace, base, Action::Read).await {
-                    Ok(model) => Some(model.id),
-                    Err(e) if e.code == ErrorCode::NotFound => {
-                        problems.push("base", format!("the workspace has no model {base:?}"));
-                        None
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-        };
-        problems.finish()?;
-        self.name_is_free(workspace_id, &new.name).await?;
-        let uuid = uuid::Uuid::new_v4().to_string();
-        let key = artifact_key(&uuid, "upload");
-        self.blobs()?.put_bytes(&key, artifact).await?;
-        let now = Timestamp::now().micros();
-        let inserted = sqlx::query_scalar::<_, i64>(
-            "INSERT INTO models (uuid, workspace_id, project_id, user_id, name, display_name, short_description, \
-             long_description, type, status, progress, score, metrics, classes, labels, base_id, language, \
-             artifact_key, version, created, updated, finished) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, $11, $12, $13, $14, $15, $16, $17, 1, $18, $18, $18) \
-             RETURNING id",
-        )
-        .bind(&uuid)
-        .bind(workspace_id)
-        .bind(project.as_ref().map(|p| p.id))
-        .bind(scope.user_id)
-        .bind(&new.name)
-        .bind(&new.display_name)
-        .bind(&new.short_description)
-        .bind(&new.long_description)
-        .bind(new.kind.as_str())
-        .bind(new.status.as_str())
-        .bind(new.score)
-        .bind(new.metrics.map(|m| m.to_string()))
-        .bind(serde_json::to_string(&new.classes).unwrap_or_default())
-        .bind(serde_json::to_string(&new.labels).unwrap_or_default())
-        .bind(base_id)
-        .bind(&new.language)
-        .bind(&key)
-        .bind(now)
-        .fetch_one(&self.pool)
-        .await;
-        let id = match inserted {
-            Ok(id) => id,
-            Err(e) => {
-                let _ = self.blobs()?.delete(&key).await;
-                return Err(db_unique("a model of this name exists in the workspace")(e));
-            }
-        };
-        self.model_again(scope, id).await
-    }
-
     /// 409 when the workspace has a model of this name.
     pub(crate) async fn name_is_free(&self, workspace_id: i64, name: &str) -> Result<()> {
         let taken: Option<i64> = sqlx::query_scalar("SELECT id FROM models WHERE workspace_id = $1 AND name = $2")
@@ -695,7 +567,7 @@ impl Store {
     }
 
     /// A model just written by the caller, read back.
-    async fn model_again(&self, scope: &Scope, model_id: i64) -> Result<Model> {
+    pub(crate) async fn model_again(&self, scope: &Scope, model_id: i64) -> Result<Model> {
         self.model_row(scope.user_id, model_id)
             .await?
             .ok_or_else(|| Error::not_found("model"))

@@ -280,7 +280,18 @@ impl Store {
         } else {
             Vec::new()
         };
-        Ok((checked.pop().unwrap_or_default(), test))
+        let train = checked.pop().unwrap_or_default();
+        // A model scored on what it learnt from scores as if it knew what it had only seen.
+        if let Some(both) = test.iter().find(|id| train.contains(id)) {
+            problems.push(
+                "testset_annotation_ids",
+                format!(
+                    "labeling session {both} is in trainset_annotation_ids too: a model is tested on \
+                     sessions it does not learn from"
+                ),
+            );
+        }
+        Ok((train, test))
     }
 
     /// The model a training job trains (system read for the job's project).

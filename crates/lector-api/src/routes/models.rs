@@ -121,13 +121,14 @@ pub struct DetailedModelDto {
     pub labels: Vec<String>,
 }
 
-impl From<Model> for DetailedModelDto {
-    fn from(mut m: Model) -> Self {
+impl DetailedModelDto {
+    /// `m` with what training found (`Store::model_evaluation`).
+    fn new(mut m: Model, metrics: Option<serde_json::Value>, demoset: Option<serde_json::Value>) -> Self {
         // A model that had no test segments to score on stored `null`: still the shapes the
         // schema gives, an empty list and an empty object.
         let present = |v: Option<serde_json::Value>| v.filter(|v| !v.is_null());
-        let demoset = present(m.demoset.take()).unwrap_or_else(|| serde_json::json!([]));
-        let metrics = present(m.metrics.take()).unwrap_or_else(|| serde_json::json!({}));
+        let demoset = present(demoset).unwrap_or_else(|| serde_json::json!([]));
+        let metrics = present(metrics).unwrap_or_else(|| serde_json::json!({}));
         let (classes, labels) = (std::mem::take(&mut m.classes), std::mem::take(&mut m.labels));
         Self {
             model: m.into(),
@@ -448,7 +449,8 @@ pub async fn get_project_model(
     PathParams(p): PathParams<ProjectModelPath>,
 ) -> ApiResult<Json<DetailedModelDto>> {
     let model = p.model(&state, &caller, Action::Read).await?;
-    Ok(Json(model.into()))
+    let (metrics, demoset) = state.store.model_evaluation(&model).await?;
+    Ok(Json(DetailedModelDto::new(model, metrics, demoset)))
 }
 
 /// Changes a model of the project (MANAGER); `score`, `status`, `progress` are refused.

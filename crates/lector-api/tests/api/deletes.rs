@@ -1,5 +1,5 @@
-//! Deleting what a job is working on, through HTTPS on both backends: a model in training, a
-//! group being imported and a session whose labeled file is being imported answer 409 until
+//! Deleting what a job is working on, through HTTPS on both backends: a model in training (or
+//! analysing, or the base of a model in training), a group being imported and a session whose labeled file is being imported answer 409 until
 //! their job ends, and can be deleted after; a project deleted while it is being cloned fails
 //! its copy, a copy is not moved to another workspace while it is being filled, and a deleted
 //! project's jobs end with it. No worker runs in these apps: the test holds each job where it wants it and runs
@@ -13,6 +13,7 @@ use serde_json::json;
 backend_tests!(
     adjust: no_workers;
     a_model_in_training_is_not_deleted,
+    a_model_in_use_is_not_deleted,
     a_group_being_imported_is_not_deleted,
     a_session_being_imported_is_not_deleted,
     a_copy_whose_original_is_deleted_fails,
@@ -72,6 +73,68 @@ async fn a_model_in_training_is_not_deleted(app: TestApp) {
     app.delete(&paths[0], &ada.token).await.expect(200);
     let notes = app.get("/notifications", &ada.token).await.expect(200);
     assert_eq!(notes.as_array().unwrap().len(), 1, "{notes}");
+}
+
+/// A model an analysis works with (QUEUED or ANALYZING), or that a model in training starts from
+/// (its base), answers 409 until that job has ended: deleted, the analysis would fail, and the
+/// training would lose its base and silently start afresh.
+async fn a_model_in_use_is_not_deleted(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
+    let models = format!("/projects/{project}/models");
+    let model = app
+        .post(&models, &ada.token, json!({"display_name": "Triage"}))
+        .await
+        .expect(201);
+    run_jobs(&app).await;
+    let id = model["id"].as_i64().unwrap();
+    let path = format!("/models/{id}");
+    let refused = async |says: String| {
+        let refused = app.delete(&path, &ada.token).await.expect_problem(409, "conflict");
+        let detail = refused["detail"].as_str().unwrap();
+        assert!(detail.contains(&says), "{says}: {refused}");
+    };
+
+    let analysis = app
+        .post(
+            "/analyses",
+            &ada.token,
+            json!({"model_id": id, "documents": [{"text": "I cannot log in."}]}),
+        )
+        .await
+        .expect(201);
+    let analysis_id = analysis["id"].as_i64().unwrap();
+    refused(format!("model {id} is analysing documents (analysis {analysis_id})")).await;
+    // A worker starts the analysis (and dies: its lease has run out).
+    let store = &app.state.store;
+    let lease = store.claim_job("dies", -1).await.unwrap().expect("the analysis job");
+    assert_eq!(store.begin_analysis(&lease, analysis_id).await.unwrap(), "ANALYZING");
+    refused(format!("(analysis {analysis_id})")).await;
+    assert_eq!(store.reap_expired_leases().await.unwrap(), 1);
+    run_jobs(&app).await;
+    let done = app
+        .get(&format!("/analyses/{analysis_id}"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(done["status"], "FINISHED", "{done}");
+
+    let warm = app
+        .post(&models, &ada.token, json!({"display_name": "Warm", "base_id": id}))
+        .await
+        .expect(201);
+    refused(format!("model {} is being trained from model {id}", warm["id"])).await;
+    run_jobs(&app).await;
+    let warm = app
+        .get(&format!("/models/{}", warm["id"]), &ada.token)
+        .await
+        .expect(200);
+    let warm = &warm["models"][0];
+    assert_eq!(
+        (&warm["status"], &warm["base_id"]),
+        (&json!("READY"), &json!(id)),
+        "{warm}"
+    );
+    app.delete(&path, &ada.token).await.expect(200);
 }
 
 async fn a_group_being_imported_is_not_deleted(app: TestApp) {

@@ -15,6 +15,7 @@ backend_tests!(
     classlabel_model_story,
     a_label_model_learns_how_its_texts_were_typed,
     training_is_checked_up_front_and_fails_readably,
+    a_model_is_tested_only_on_what_it_did_not_learn,
     models_follow_roles_and_tenancy,
     a_project_shows_its_models_and_takes_their_files_when_deleted
 );
@@ -40,7 +41,7 @@ fn with(field: &str, value: Value) -> Value {
 
 async fn class_model_story(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let (project, session) = labeled_tickets(&app, &ada, "Tickets").await;
+    let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
     let model = app
         .train_model(&ada, project, json!({"display_name": "Tickets v1", "language": "en"}))
         .await;
@@ -178,11 +179,16 @@ async fn class_model_story(app: TestApp) {
     .await
     .expect_problem(422, "validation_failed");
     // The checksum is no signature: a header edited by hand is read, and held to what the
-    // service trains (a score within 0 to 1, at most a project's 1,000 classes).
+    // service trains (a score within 0 to 1, at most a project's 1,000 classes, metrics of the
+    // size evaluation writes).
     let names: Vec<String> = (0..=1000).map(|i| format!("class {i}")).collect();
+    // Nor metrics larger than an evaluation writes (the store keeps them with the model).
+    let rows = vec![vec![0; 3]; 20_000];
+    let confusion = json!({"metrics": {"confusion": {"names": ["billing", "login", "shipping"], "matrix": rows}}});
     for (edit, says) in [
         (json!({"metrics": {"score": 7.5}}), "outside 0 to 1"),
         (json!({"classes": names}), "1001 classes"),
+        (confusion, "a confusion matrix that is not 3 by 3"),
     ] {
         let crafted = edited_artifact(&bytes, |header| merge(header, &edit));
         let problem = app
@@ -241,7 +247,7 @@ async fn class_model_story(app: TestApp) {
         "{problem}"
     );
 
-    // The name is unique in the workspace; explicit train and test sessions.
+    // The name is unique in the workspace (explicit train and test sessions: below).
     app.post(
         &format!("/projects/{project}/models"),
         &ada.token,
@@ -249,15 +255,6 @@ async fn class_model_story(app: TestApp) {
     )
     .await
     .expect_problem(409, "conflict");
-    let second = app
-        .train_model(
-            &ada,
-            project,
-            json!({"name": "Tickets v2", "trainset_annotation_ids": [session], "testset_annotation_ids": [session]}),
-        )
-        .await;
-    assert_eq!(second["status"], "READY");
-    assert_eq!(second["metrics"]["segments"], 42, "tested on the whole test session");
 
     // A warm start from the first model; a base of another type is refused up front.
     let warm = app
@@ -367,7 +364,10 @@ async fn training_is_checked_up_front_and_fails_readably(app: TestApp) {
         reason.contains("only 1 class") && reason.contains("needs 2"),
         "{reason}"
     );
-    let named = json!({"trainset_annotation_ids": [session["id"]], "testset_annotation_ids": [session["id"]]});
+    let other = app
+        .labeled_session(&ada, project, "One class too", labeled(&BILLING[..2], "billing"))
+        .await;
+    let named = json!({"trainset_annotation_ids": [session["id"]], "testset_annotation_ids": [other["id"]]});
     let problem = app
         .post(&models, &ada.token, named)
         .await
@@ -400,6 +400,85 @@ async fn training_is_checked_up_front_and_fails_readably(app: TestApp) {
         .expect(200);
     assert_eq!(detailed["score"], Value::Null, "{detailed}");
     assert_eq!(detailed["metrics"], json!({}), "{detailed}");
+}
+
+/// Explicit train and test sessions: a session on both sides is refused, and a test session
+/// sharing segments with a training one (both over the same documents) tests the model only on
+/// the segments it did not learn from.
+async fn a_model_is_tested_only_on_what_it_did_not_learn(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, session) = labeled_tickets(&app, &ada, "Tickets").await;
+    let both = json!({"trainset_annotation_ids": [session], "testset_annotation_ids": [session]});
+    let problem = app
+        .post(&format!("/projects/{project}/models"), &ada.token, both)
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(
+        crate::common::problem_fields(&problem),
+        ["testset_annotation_ids"],
+        "{problem}"
+    );
+    let says = format!("labeling session {session} is in trainset_annotation_ids too");
+    assert!(
+        problem["errors"][0]["message"].as_str().unwrap().contains(&says),
+        "{problem}"
+    );
+
+    // A second session tags 6 of the first's segments again, beside 15 new ones.
+    let annotations = format!("/projects/{project}/annotations");
+    let listed = app
+        .get(
+            &format!("{annotations}/{session}/documents?details=segments,tags&limit=42"),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    let shared: Vec<&Value> = [0, 1, 14, 15, 28, 29]
+        .iter()
+        .map(|&i| &listed["documents"][i])
+        .collect();
+    let new: Vec<Value> = UNSEEN
+        .iter()
+        .map(|(text, class)| json!({"text": text, "tags": [{"class": class}]}))
+        .collect();
+    let ids: Vec<&Value> = shared.iter().map(|d| &d["id"]).collect();
+    let retest = app
+        .post(
+            &annotations,
+            &ada.token,
+            json!({"name": "Retest", "document_ids": ids, "documents": new}),
+        )
+        .await
+        .expect(201);
+    for document in &shared {
+        let segment = &document["segments"][0];
+        let at = format!(
+            "{annotations}/{}/documents/{}/segments/{}",
+            retest["id"], document["id"], segment["id"]
+        );
+        let class = &segment["tags"][0]["class"];
+        app.post(&format!("{at}/tags"), &ada.token, json!({"class": class}))
+            .await
+            .expect(201);
+        app.mark_annotated(&ada, &at).await.expect(200);
+    }
+    let retest = app
+        .get(&format!("{annotations}/{}", retest["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(retest["annotated_count"], 21, "{retest}");
+    let model = app
+        .train_model(
+            &ada,
+            project,
+            json!({"name": "Retested", "trainset_annotation_ids": [session], "testset_annotation_ids": [retest["id"]]}),
+        )
+        .await;
+    assert_eq!(model["status"], "READY", "{model}");
+    assert_eq!(
+        model["metrics"]["segments"], 15,
+        "the 6 learnt from are not tested on: {model}"
+    );
 }
 
 async fn models_follow_roles_and_tenancy(app: TestApp) {

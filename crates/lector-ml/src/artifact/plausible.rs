@@ -7,6 +7,12 @@
 //!   analysis of a few documents fill the node's memory;
 //! - a recorded score and its companions between 0 and 1 (the product shows the score, and
 //!   compares models by it);
+//! - recorded metrics of the size evaluation writes: per-name figures for, and a square
+//!   confusion matrix over, at most [`MAX_OUTPUTS`] names and the empty one (a class tagged
+//!   without a label), each name (and those of the featurisation and of the encoder's use) of at
+//!   most [`lector_core::validate::MAX_NAME_CHARS`] characters: the store keeps the metrics
+//!   beside the model and answers them with it, and a header is up to 64 MiB, room for a
+//!   matrix of millions of zeros that every answer would parse again;
 //! - class and label names as a project's are: not empty, at most
 //!   [`lector_core::validate::MAX_NAME_CHARS`] characters, no control or bidi characters, each
 //!   once (the names are the tags every analysis answers, and a name twice makes two outputs
@@ -18,6 +24,7 @@
 //! read (`Reader::f32`, `Reader::bf16`).
 
 use crate::error::{Error, Result};
+use crate::metrics::Metrics;
 use crate::model::ModelInfo;
 
 /// Classes, and labels, a model may have: the service's limit per project.
@@ -38,6 +45,9 @@ pub(super) fn check_header(info: &ModelInfo) -> Result<()> {
         }
     }
     if let Some(metrics) = &info.metrics {
+        if let Some(problem) = metrics_size_problem(metrics) {
+            return Err(implausible(problem));
+        }
         let shares = [metrics.score, metrics.accuracy, metrics.micro_f1, metrics.macro_f1];
         let per_name = metrics.classes.iter().chain(&metrics.labels);
         let shares = shares
@@ -50,6 +60,53 @@ pub(super) fn check_header(info: &ModelInfo) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Names a metrics list or confusion matrix may have: a project's classes or labels (the test
+/// side may have some the model never learnt) and the empty label of a class tagged without one.
+const MAX_METRICS_NAMES: usize = MAX_OUTPUTS + 1;
+
+/// What makes `metrics` larger than an evaluation writes them, if anything.
+fn metrics_size_problem(metrics: &Metrics) -> Option<String> {
+    use lector_core::validate::MAX_NAME_CHARS;
+    let too_long = |name: &str| name.chars().nth(MAX_NAME_CHARS).is_some();
+    let lists = [("classes", &metrics.classes), ("labels", &metrics.labels)];
+    for (what, scores) in lists {
+        if scores.len() > MAX_METRICS_NAMES {
+            return Some(format!(
+                "metrics for {} {what}, more than {MAX_METRICS_NAMES}",
+                scores.len()
+            ));
+        }
+        if scores.iter().any(|s| too_long(&s.name)) {
+            return Some(format!(
+                "metrics for a name of more than {MAX_NAME_CHARS} characters in {what}"
+            ));
+        }
+    }
+    for (what, name) in [("featurisation", &metrics.features), ("encoder use", &metrics.encoder)] {
+        if name.as_deref().is_some_and(too_long) {
+            return Some(format!("a {what} name of more than {MAX_NAME_CHARS} characters"));
+        }
+    }
+    let matrix = metrics.confusion.as_ref()?;
+    let n = matrix.names.len();
+    if n > MAX_METRICS_NAMES {
+        return Some(format!(
+            "a confusion matrix of {n} names, more than {MAX_METRICS_NAMES}"
+        ));
+    }
+    if matrix.names.iter().any(|name| too_long(name)) {
+        return Some(format!(
+            "a confusion matrix name of more than {MAX_NAME_CHARS} characters"
+        ));
+    }
+    if matrix.matrix.len() != n || matrix.matrix.iter().any(|row| row.len() != n) {
+        return Some(format!(
+            "a confusion matrix that is not {n} by {n}, one row and column a name"
+        ));
+    }
+    None
 }
 
 /// What is wrong with one of `names`, held to the rules of a project's class and label names.
@@ -146,5 +203,50 @@ mod tests {
         }
         let message = refused(|header| header["metrics"]["labels"][0]["f1"] = json!(-3.0));
         assert!(message.contains("outside 0 to 1"), "{message}");
+    }
+
+    /// Metrics larger than an evaluation writes are refused: the store keeps them with the
+    /// model and answers them with it (a 49 MB matrix of zeros cost some 780 MB a read).
+    #[test]
+    fn metrics_larger_than_an_evaluation_writes_are_refused() {
+        let names: Vec<String> = (0..=MAX_METRICS_NAMES).map(|i| format!("l{i}")).collect();
+        let message = refused(|header| header["metrics"]["confusion"]["names"] = json!(names));
+        assert!(message.contains("confusion matrix of 1002 names"), "{message}");
+        // Names as the model's, rows of zeros beyond them.
+        let wide = vec![vec![0u64; 3000]; 2];
+        let message = refused(|header| header["metrics"]["confusion"]["matrix"] = json!(wide));
+        assert!(message.contains("not 2 by 2"), "{message}");
+        let tall = vec![vec![0u64; 2]; 3000];
+        let message = refused(|header| header["metrics"]["confusion"]["matrix"] = json!(tall));
+        assert!(message.contains("not 2 by 2"), "{message}");
+        let long = "x".repeat(121);
+        let message = refused(|header| header["metrics"]["confusion"]["names"][0] = json!(long));
+        assert!(message.contains("more than 120 characters"), "{message}");
+        for field in ["features", "encoder"] {
+            let message = refused(|header| header["metrics"][field] = json!(long));
+            assert!(message.contains("more than 120 characters"), "{field}: {message}");
+        }
+        let message = refused(|header| header["metrics"]["labels"][0]["name"] = json!(long));
+        assert!(message.contains("more than 120 characters in labels"), "{message}");
+        let message = refused(|header| {
+            let one = header["metrics"]["labels"][0].clone();
+            header["metrics"]["classes"] = json!(vec![one; MAX_METRICS_NAMES + 1]);
+        });
+        assert!(message.contains("metrics for 1002 classes"), "{message}");
+    }
+
+    /// What evaluation writes at the most passes: a name of every label of a project and the
+    /// empty one, in a square matrix.
+    #[test]
+    fn the_largest_metrics_an_evaluation_writes_pass() {
+        let mut names: Vec<String> = (0..MAX_OUTPUTS).map(|i| format!("l{i}")).collect();
+        names.push(String::new());
+        let matrix = vec![vec![0u64; names.len()]; names.len()];
+        let model = read_edited(|header| {
+            header["metrics"]["confusion"] = json!({"names": names, "matrix": matrix});
+        })
+        .unwrap();
+        let confusion = model.info.metrics.unwrap().confusion.unwrap();
+        assert_eq!(confusion.names.len(), MAX_METRICS_NAMES);
     }
 }
