@@ -173,7 +173,8 @@ pub async fn extract(
     }
     let return_bboxes = flag(&q.return_bboxes, "return_bboxes")?;
     let return_annotated_pages = flag(&q.return_annotated_pages, "return_annotated_pages")?;
-    let (name, bytes) = file_of(&state, form.map_err(|e| Error::bad_request(e.body_text()))?).await?;
+    // Not a multipart form: 415, as every other upload answers (`From<MultipartRejection>`).
+    let (name, bytes) = file_of(&state, form?).await?;
     let options = ExtractOptions {
         return_bboxes,
         return_annotated_pages,

@@ -1,6 +1,7 @@
-//! What an extraction costs the server, through HTTPS on both backends: annotated pages of a
-//! PDF whose pages claim huge boxes are drawn no larger than image pages (a few KB must not
-//! make the server decode hundreds of MB).
+//! What an extraction costs the server and how it refuses, through HTTPS on both backends:
+//! annotated pages of a PDF whose pages claim huge boxes are drawn no larger than image pages
+//! (a few KB must not make the server decode hundreds of MB), and a body that is no multipart
+//! form answers 415 as every other upload does.
 
 use crate::common::invoices::invoice_model;
 use crate::common::{Session, TestApp};
@@ -10,6 +11,7 @@ use serde_json::Value;
 
 backend_tests!(
     annotated_pages_of_huge_pdf_pages_are_no_larger_than_images,
+    an_extraction_that_is_no_form_answers_415,
 );
 
 /// The extraction URL of the invoice model of a project of `ada`'s.
@@ -70,5 +72,24 @@ async fn annotated_pages_of_huge_pdf_pages_are_no_larger_than_images(app: TestAp
             width.min(height) >= MAX_ANNOTATED_SIDE - 1,
             "{width}×{height}: the page is square"
         );
+    }
+}
+
+async fn an_extraction_that_is_no_form_answers_415(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let url = extraction_url(&app, &ada).await;
+    for content_type in ["application/json", "multipart/form-data"] {
+        let answer = app
+            .client
+            .post(app.url(&url))
+            .bearer_auth(&ada.token)
+            .header("content-type", content_type)
+            .body("{\"file\": \"x\"}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 415, "{content_type}");
+        let problem: Value = answer.json().await.unwrap();
+        assert_eq!(problem["code"], "unsupported_media_type", "{content_type}: {problem}");
     }
 }
