@@ -38,15 +38,21 @@ const COLOURS: [(u8, u8, u8); 6] = [
     (23, 190, 207),
 ];
 
-/// Every page of a PDF or image file as a grey image for annotation: PDF pages rendered at
-/// [`ANNOTATION_DPI`], image pages scaled down to [`MAX_ANNOTATED_SIDE`]. Runs in the sandbox.
+/// Every page of a PDF or image file as a grey image for annotation, its longer side at most
+/// [`MAX_ANNOTATED_SIDE`]: PDF pages rendered at [`ANNOTATION_DPI`], or less for a page so
+/// large that it would be longer (a page of a few bytes may claim a 5000-point box), image
+/// pages scaled down. Runs in the sandbox.
 pub fn page_images(bytes: Vec<u8>, config: &ExtractConfig) -> Result<Vec<GrayImage>> {
     let format = sniffed(&bytes)?;
     match format {
         DocumentFormat::Pdf => {
             let pdf = pdf::PdfDocument::open(bytes, config)?;
             (0..pdf.page_count())
-                .map(|index| pdf.render(index, ANNOTATION_DPI, config))
+                .map(|index| {
+                    let dpi = annotation_dpi(pdf.page_size(index));
+                    // The renderer rounds sizes up: a pixel too many is scaled away.
+                    pdf.render(index, dpi, config).map(scaled_down)
+                })
                 .collect()
         }
         _ => Ok(raster::decode_pages(&bytes, format, config)?
@@ -54,6 +60,16 @@ pub fn page_images(bytes: Vec<u8>, config: &ExtractConfig) -> Result<Vec<GrayIma
             .map(scaled_down)
             .collect()),
     }
+}
+
+/// The resolution a PDF page of `(width, height)` points is drawn at: [`ANNOTATION_DPI`], or
+/// the one that makes its longer side [`MAX_ANNOTATED_SIDE`] pixels.
+fn annotation_dpi((width, height): (f32, f32)) -> f32 {
+    let longer = width.max(height);
+    if longer * ANNOTATION_DPI / 72.0 <= MAX_ANNOTATED_SIDE as f32 {
+        return ANNOTATION_DPI;
+    }
+    MAX_ANNOTATED_SIDE as f32 * 72.0 / longer
 }
 
 fn scaled_down(image: GrayImage) -> GrayImage {
@@ -168,6 +184,36 @@ mod tests {
         let page = GrayImage::from_pixel(30, 20, image::Luma([128]));
         let drawn = decode(&annotated_page(&page, &[], &[]));
         assert!(drawn.pixels().all(|p| p.0 == [128, 128, 128]));
+    }
+
+    #[test]
+    fn large_pdf_pages_are_drawn_no_larger_than_images() {
+        use crate::samples::{self, PageBoxes, TextRun};
+        // A few hundred bytes a page claiming 5000 × 5000 points: 6944 pixels a side at 100
+        // dpi (48 Mpx, 40 after the pixel limit) before; at most 1600 now.
+        let huge = PageBoxes {
+            media: [0.0, 0.0, 5000.0, 5000.0],
+            crop: None,
+        };
+        let wide = PageBoxes {
+            media: [0.0, 0.0, 5000.0, 500.0],
+            crop: None,
+        };
+        let pages = vec![vec![TextRun::new(72.0, 100.0, 12.0, "Invoice RE-1")]; 3];
+        for (boxes, expected) in [(huge, (1600, 1600)), (wide, (1600, 160)), (PageBoxes::A4, (827, 1169))] {
+            let pdf = samples::text_pdf_in(&pages, boxes);
+            assert!(pdf.len() < 4096, "{} bytes", pdf.len());
+            let images = page_images(pdf, &ExtractConfig::default()).unwrap();
+            assert_eq!(images.len(), 3);
+            for image in images {
+                let (width, height) = image.dimensions();
+                assert!(width.max(height) <= MAX_ANNOTATED_SIDE, "{width}×{height}");
+                assert!(
+                    width.abs_diff(expected.0) <= 1 && height.abs_diff(expected.1) <= 1,
+                    "{width}×{height}, not {expected:?}"
+                );
+            }
+        }
     }
 
     #[test]

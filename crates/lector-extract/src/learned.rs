@@ -12,7 +12,10 @@ use crate::builtin::Found;
 use crate::convert::{Converted, DataType, convert};
 use crate::page::{Page, PlacedWord, Quad, Word};
 use serde::{Deserialize, Serialize};
+use std::cell::OnceCell;
 use std::collections::BTreeSet;
+
+mod neighbours;
 
 /// Examples kept per field (the first ones seen); past this, more pages teach nothing new.
 pub const MAX_EXAMPLES: usize = 400;
@@ -140,8 +143,8 @@ impl LearnedField {
         for page in pages {
             let index = PageIndex::new(page);
             for span in index.spans(self.max_words.clamp(1, MAX_VALUE_WORDS)) {
-                // The announcing words cost a look at every word of the page: a candidate that
-                // could not win even with the best of them is passed over without it.
+                // The announcing words cost a look at the words near it: a candidate that could
+                // not win even with the best of them is passed over without it.
                 let mut candidate = index.outline(span);
                 let ceiling = self.best_possible(&candidate);
                 if best.as_ref().is_some_and(|(b, _)| ceiling <= *b) || ceiling < MIN_SCORE {
@@ -316,6 +319,8 @@ struct PageIndex<'a> {
     placed: Vec<PlacedWord<'a>>,
     /// Where each line's first word is in `placed`.
     line_starts: Vec<usize>,
+    /// The words filed for finding a span's context, when one is asked for.
+    neighbours: OnceCell<neighbours::Neighbours<'a>>,
 }
 
 impl<'a> PageIndex<'a> {
@@ -339,6 +344,7 @@ impl<'a> PageIndex<'a> {
             bounds,
             placed: page.placed_words(),
             line_starts,
+            neighbours: OnceCell::new(),
         }
     }
 
@@ -417,58 +423,10 @@ impl<'a> PageIndex<'a> {
 
     /// The words that announce a span (left on its row, above it) and the one that follows it.
     fn context(&self, span: Span) -> BTreeSet<String> {
-        let (left, top, right, bottom) = self.quad(span).bounds();
-        let mut context = BTreeSet::new();
-        // Left on its row: the nearest words ending before the span starts, on any line whose
-        // middle is within the span's height (a label set apart may be read as its own line).
-        let mut lefts: Vec<(f32, &Word)> = Vec::new();
-        let mut aboves: Vec<(f32, &Word)> = Vec::new();
-        let mut rights: Vec<(f32, &Word)> = Vec::new();
-        for (l, line) in self.page.lines.iter().enumerate() {
-            for (w, word) in line.words.iter().enumerate() {
-                if l == span.line && (span.start..span.end).contains(&w) {
-                    continue;
-                }
-                let (wl, wt, wr, wb) = self.bounds[l][w];
-                let middle = (wt + wb) / 2.0;
-                // On the value's row: a slightly turned scan tilts a row, more so further away.
-                let on_row = |dx: f32| {
-                    let slack = (bottom - top) * 0.5 + TILT * dx;
-                    middle > top - slack && middle < bottom + slack
-                };
-                if wr <= left + 0.002 && on_row(left - wr) {
-                    lefts.push((left - wr, word));
-                } else if wl >= right - 0.002 && on_row(wl - right) {
-                    rights.push((wl - right, word));
-                } else if wb <= top + 0.002 && top - wb < ABOVE_REACH && wr > left - 0.02 && wl < right + 0.02 {
-                    aboves.push((top - wb, word));
-                }
-            }
-        }
-        lefts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        aboves.sort_by(|a, b| a.0.total_cmp(&b.0));
-        // Above: the words of the nearest row only.
-        let nearest = aboves.first().map(|(d, _)| *d);
-        let aboves = aboves.iter().filter(|(d, _)| nearest.is_some_and(|n| *d <= n + 0.005));
-        for (_, word) in lefts.iter().take(CONTEXT_WORDS) {
-            if let Some(k) = keyword(&word.text) {
-                context.insert(format!("l:{k}"));
-            }
-        }
-        for (_, word) in aboves.take(CONTEXT_WORDS) {
-            if let Some(k) = keyword(&word.text) {
-                context.insert(format!("a:{k}"));
-            }
-        }
-        // Right: the word that ends the value, when one follows closely (punctuation counts:
-        // it tells where a value stops).
-        if let Some((gap, word)) = rights.iter().min_by(|a, b| a.0.total_cmp(&b.0))
-            && *gap < RIGHT_REACH
-            && !word.text.chars().any(char::is_numeric)
-        {
-            context.insert(format!("r:{}", word.text.to_lowercase()));
-        }
-        context
+        let neighbours = self
+            .neighbours
+            .get_or_init(|| neighbours::Neighbours::new(self.page, &self.bounds));
+        neighbours.context(span, self.quad(span).bounds())
     }
 }
 

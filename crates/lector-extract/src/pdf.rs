@@ -85,6 +85,11 @@ impl PdfDocument {
         self.pdf.pages().len()
     }
 
+    /// Page `index`'s size (from 0) in points, as it is drawn (its crop box, turned).
+    pub fn page_size(&self, index: usize) -> (f32, f32) {
+        self.pdf.pages()[index].render_dimensions()
+    }
+
     /// Page `index` (from 0): its words, or its image when it has no text.
     pub fn page_text(&self, index: usize, limits: &ExtractConfig) -> Result<PdfPageText> {
         let page = &self.pdf.pages()[index];

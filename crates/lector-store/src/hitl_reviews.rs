@@ -254,9 +254,55 @@ async fn may_review_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, project_id: i6
     Ok(standing.is_some_and(|(_, may_review)| may_review))
 }
 
+/// Gives `hitl`'s pending reviews that wait for nobody to `user_id`, its new assignee, and
+/// tells them in one notification, in `tx` (the configuration's change). An assignee who may
+/// not submit reviews (checked again here, in the transaction) is given nothing.
+pub(crate) async fn give_waiting_reviews(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    hitl: &Hitl,
+    user_id: i64,
+) -> Result<()> {
+    if !may_review_in(tx, hitl.project_id, user_id).await? {
+        return Ok(());
+    }
+    let now = Timestamp::now().micros();
+    let given = sqlx::query(
+        "UPDATE hitl_reviews SET user_id = $1, updated = $2 WHERE hitl_id = $3 AND status = $4 AND user_id IS NULL",
+    )
+    .bind(user_id)
+    .bind(now)
+    .bind(hitl.id)
+    .bind(ReviewStatus::Pending.as_str())
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?
+    .rows_affected();
+    if given == 0 {
+        return Ok(());
+    }
+    let text = match given {
+        1 => format!("A review of {} that waited for its assignee is yours now.", hitl.name),
+        n => format!(
+            "{n} reviews of {} that waited for their assignee are yours now.",
+            hitl.name
+        ),
+    };
+    let (title, text) = crate::notifications::within_limits("Reviews are waiting for you", &text);
+    sqlx::query("INSERT INTO notifications (user_id, type, title, text, created) VALUES ($1, $2, $3, $4, $5)")
+        .bind(user_id)
+        .bind(NotificationType::Info.as_str())
+        .bind(title)
+        .bind(text)
+        .bind(now)
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
 /// Takes a member's review work in a workspace from them, when they leave it or take a role
 /// that cannot submit reviews: its configurations stop assigning them, and their pending
-/// reviews wait for whoever is assigned next.
+/// reviews wait for whoever is assigned next ([`give_waiting_reviews`]).
 pub(crate) async fn unassign_reviews_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     workspace_id: i64,

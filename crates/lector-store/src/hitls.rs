@@ -163,7 +163,8 @@ impl Store {
 
     /// Changes a configuration (MANAGER); `assign_hitl` is the same change. Only the fields
     /// the change names are written, in one statement, so two changes of different fields
-    /// both stay.
+    /// both stay. A new assignee is given, in the same transaction, the pending reviews that
+    /// wait for nobody (made while no one could be assigned, or left by a member who went).
     pub async fn update_hitl(&self, scope: &Scope, project_id: i64, id: i64, change: &HitlChange) -> Result<Hitl> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
         let current = self.hitl_of(&project, id).await?;
@@ -180,6 +181,7 @@ impl Store {
              webhook_url = CASE WHEN $8 THEN $9 ELSE webhook_url END, labels = COALESCE($10, labels), \
              updated = $11 WHERE id = $12 AND project_id = $13 RETURNING {HITL_COLUMNS}"
         );
+        let mut tx = self.begin_write().await?;
         let row = sqlx::query(&sql)
             .bind(&change.name)
             .bind(&change.description)
@@ -194,10 +196,15 @@ impl Store {
             .bind(Timestamp::now().micros())
             .bind(id)
             .bind(project.id)
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *tx)
             .await
             .map_err(crate::db_unique(ONE_LIVE))?;
-        Hitl::decode(&row)
+        let hitl = Hitl::decode(&row)?;
+        if let Some(user_id) = user_id {
+            crate::hitl_reviews::give_waiting_reviews(&mut tx, &hitl, user_id).await?;
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(hitl)
     }
 
     /// 422 unless the model is one of the project's extraction (LABEL) models and the user a

@@ -173,7 +173,8 @@ pub async fn extract(
     }
     let return_bboxes = flag(&q.return_bboxes, "return_bboxes")?;
     let return_annotated_pages = flag(&q.return_annotated_pages, "return_annotated_pages")?;
-    let (name, bytes) = file_of(&state, form.map_err(|e| Error::bad_request(e.body_text()))?).await?;
+    // Not a multipart form: 415, as every other upload answers (`From<MultipartRejection>`).
+    let (name, bytes) = file_of(&state, form?).await?;
     let options = ExtractOptions {
         return_bboxes,
         return_annotated_pages,
@@ -387,8 +388,35 @@ const MAX_KEPT_PAGES_BYTES: usize = 4 * 1024 * 1024;
 
 /// The pages of a reviewed document as the review keeps them, if they are small enough.
 fn kept_pages(read: &ReadDocument) -> Option<String> {
-    let json = serde_json::to_string(&read.pages).ok()?;
-    (json.len() <= MAX_KEPT_PAGES_BYTES).then_some(json)
+    json_within(&read.pages, MAX_KEPT_PAGES_BYTES)
+}
+
+/// `value` as JSON if it takes at most `limit` bytes; writing stops as soon as it takes more,
+/// so a large document's pages are never written out whole only to be dropped.
+fn json_within(value: &impl Serialize, limit: usize) -> Option<String> {
+    struct Bounded {
+        json: Vec<u8>,
+        limit: usize,
+    }
+    impl std::io::Write for Bounded {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            if self.json.len() + bytes.len() > self.limit {
+                return Err(std::io::Error::other("past the limit"));
+            }
+            self.json.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Bounded {
+        json: Vec::new(),
+        limit,
+    };
+    serde_json::to_writer(&mut out, value).ok()?;
+    String::from_utf8(out.json).ok()
 }
 
 /// A query flag as every other query reads it ([`parse_flag`]); absent or empty is false.
@@ -497,4 +525,34 @@ fn match_of(field: &FieldResult) -> Option<MatchDto> {
         conversion_error: field.conversion.as_ref().and_then(|c| c.as_ref().err().cloned()),
         currency: converted.and_then(|c| c.currency.clone()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_within;
+
+    #[test]
+    fn json_past_its_limit_is_not_written_out() {
+        let words: Vec<String> = (0..1000).map(|i| format!("word{i}")).collect();
+        let whole = serde_json::to_string(&words).unwrap();
+        assert_eq!(json_within(&words, whole.len()).as_deref(), Some(whole.as_str()));
+        assert_eq!(json_within(&words, whole.len() - 1), None);
+        // A value of endless items would be refused as soon as it passed the limit: counted by
+        // what was asked of it.
+        struct Counted<'a>(&'a std::cell::Cell<usize>);
+        impl serde::Serialize for Counted<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeSeq;
+                let mut seq = s.serialize_seq(None)?;
+                for i in 0..1_000_000 {
+                    self.0.set(self.0.get() + 1);
+                    seq.serialize_element(&i)?;
+                }
+                seq.end()
+            }
+        }
+        let asked = std::cell::Cell::new(0);
+        assert_eq!(json_within(&Counted(&asked), 100), None);
+        assert!(asked.get() < 100, "{} items written", asked.get());
+    }
 }

@@ -1,7 +1,8 @@
 //! HITL configurations through HTTPS on both backends: `update_hitl` and `assign_hitl` change
 //! only the fields they are given (SPEC: request fields are optional; "body as for add");
 //! the assignee is a member who may submit reviews (an ANNOTATOR or more), and stops being
-//! one on leaving the workspace or becoming a VIEWER; reviews are listed a page at a time. The review story itself is in `extraction.rs`.
+//! one on leaving the workspace or becoming a VIEWER, the pending reviews that then wait for
+//! nobody going to the next assignee; reviews are listed a page at a time. The review story itself is in `extraction.rs`.
 
 use crate::common::TestApp;
 use crate::common::invoices::{invoice, invoice_model};
@@ -12,6 +13,7 @@ backend_tests!(
     a_viewer_is_never_the_assignee,
     reviews_are_listed_a_page_at_a_time,
     a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned,
+    reviews_waiting_for_nobody_go_to_the_next_assignee,
     fields_of_the_model_stay_reviewable_after_a_rename,
     a_configuration_is_checked_against_its_model_and_address
 );
@@ -295,6 +297,102 @@ async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: Test
         .await
         .expect(200);
     assert_eq!(told(&cy).await, 0);
+}
+
+async fn reviews_waiting_for_nobody_go_to_the_next_assignee(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let cy = app.register("cy@example.org").await;
+    let (project, model) = invoice_model(&app, &ada).await;
+    let workspace = app.default_workspace_id(&ada).await;
+    let bobs = app
+        .add_member(&ada.token, workspace, bob.user_id, "ANNOTATOR")
+        .await
+        .expect(200);
+    app.add_member(&ada.token, workspace, cy.user_id, "ANNOTATOR")
+        .await
+        .expect(200);
+    let hitls = format!("/projects/{project}/hitls");
+    let configure = |name: &str, user: Option<i64>| {
+        json!({"name": name, "model_id": model, "is_live": true,
+        "assigned_user_id": user, "labels": {"po_number": {"required": true}}})
+    };
+    let checks = app
+        .post(&hitls, &ada.token, configure("Check", Some(bob.user_id)))
+        .await
+        .expect(201);
+    let at = format!("{hitls}/{}", checks["id"]);
+    let extract = format!("/organizations/{workspace}/projects/{project}/models/{model}/extract");
+    let review = |name: &'static str, at: String| {
+        let (app, token, extract) = (&app, ada.token.clone(), extract.clone());
+        async move {
+            let result = app.send_form(&extract, &token, name, &invoice(), &[]).await.expect(200);
+            format!("{at}/reviews/{}", result["documents"][0]["hitl"]["review_id"])
+        }
+    };
+    let told = |token: String| {
+        let app = &app;
+        async move { app.get("/notifications", &token).await.expect(200) }
+    };
+    // Bob's review waits for nobody once he leaves; so does one made while nobody is assigned.
+    let first = review("first.pdf", at.clone()).await;
+    app.delete(
+        &format!("/organizations/{workspace}/permissions/{}", bobs["id"]),
+        &ada.token,
+    )
+    .await
+    .expect(200);
+    let second = review("second.pdf", at.clone()).await;
+    // A third, submitted, stays its reviewer's.
+    let third = review("third.pdf", at.clone()).await;
+    app.put(&third, &ada.token, json!({"status": "APPROVED"}))
+        .await
+        .expect(200);
+    // And one of another configuration stays waiting.
+    app.put(&at, &ada.token, json!({"is_live": false})).await.expect(200);
+    let others = app.post(&hitls, &ada.token, configure("Other", None)).await.expect(201);
+    let other = review("other.pdf", format!("{hitls}/{}", others["id"])).await;
+    for waiting in [&first, &second, &other] {
+        assert!(app.get(waiting, &ada.token).await.expect(200)["user_id"].is_null());
+    }
+    assert_eq!(told(cy.token.clone()).await.as_array().unwrap().len(), 0);
+
+    // Cy is assigned: the configuration's waiting reviews are hers, and she is told once.
+    let assigned = app
+        .post(
+            &format!("{at}/assign"),
+            &ada.token,
+            json!({"assigned_user_id": cy.user_id}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(assigned["assigned_user_id"], cy.user_id);
+    for given in [&first, &second] {
+        assert_eq!(app.get(given, &ada.token).await.expect(200)["user_id"], cy.user_id);
+    }
+    assert_eq!(app.get(&third, &ada.token).await.expect(200)["user_id"], ada.user_id);
+    assert!(app.get(&other, &ada.token).await.expect(200)["user_id"].is_null());
+    let notes = told(cy.token.clone()).await;
+    let notes = notes.as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0]["text"].as_str().unwrap().contains("2 reviews of Check"),
+        "{notes:?}"
+    );
+    // Assigned again, with nothing waiting: no more notifications.
+    app.put(&at, &ada.token, json!({"assigned_user_id": cy.user_id}))
+        .await
+        .expect(200);
+    assert_eq!(told(cy.token.clone()).await.as_array().unwrap().len(), 1);
+    // The other configuration's review goes to whoever it assigns (an update like assign).
+    app.put(
+        &format!("{hitls}/{}", others["id"]),
+        &ada.token,
+        json!({"assigned_user_id": ada.user_id}),
+    )
+    .await
+    .expect(200);
+    assert_eq!(app.get(&other, &ada.token).await.expect(200)["user_id"], ada.user_id);
 }
 
 /// A review's fields are those the model extracts: a label renamed after training still names

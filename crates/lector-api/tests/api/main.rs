@@ -18,6 +18,7 @@ mod deletes;
 mod document_files;
 mod documents;
 mod extraction;
+mod extraction_limits;
 mod extraction_reviews;
 mod files;
 mod hitls;
