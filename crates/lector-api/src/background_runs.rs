@@ -5,6 +5,11 @@
 //! it gives up as errors. Runs of a node that went away without that (kill -9, a lost machine)
 //! stop being renewed, and any serving node records them as errors once their liveness runs out.
 //!
+//! The runs of `last_step` workflows answer their callers, but run on a task of their own, so
+//! a caller who stops waiting does not cut a run short ([`AnsweringRuns`]): they are bounded
+//! by `http.max_connections` whether their callers still wait or not, and waited for at
+//! shutdown within the same bound.
+//!
 //! It does not run the steps: that is `workflow_runs`.
 
 use crate::state::AppState;
@@ -118,5 +123,54 @@ pub async fn end_abandoned(state: &AppState, given_up: &[i64]) {
         Ok(0) => {}
         Ok(n) => tracing::warn!(executions = n, "recorded workflow runs whose server stopped as errors"),
         Err(e) => tracing::warn!(error = %e.detail, "could not end the executions of stopped runs"),
+    }
+}
+
+/// This node's `last_step` runs, whether their callers still wait or have gone: at most as
+/// many as the node serves connections, so callers who leave at once cannot pile up runs (and
+/// the data each holds) beyond what waiting callers could.
+#[derive(Debug)]
+pub struct AnsweringRuns {
+    permits: Arc<Semaphore>,
+    capacity: u32,
+}
+
+impl AnsweringRuns {
+    pub fn new(capacity: usize) -> Self {
+        let capacity = u32::try_from(capacity).unwrap_or(u32::MAX >> 3);
+        Self {
+            permits: Arc::new(Semaphore::new(capacity as usize)),
+            capacity,
+        }
+    }
+
+    /// A place for one more run, held until dropped; `None` when the node has as many as it may.
+    pub fn try_start(&self) -> Option<OwnedSemaphorePermit> {
+        self.permits.clone().try_acquire_owned().ok()
+    }
+
+    /// Waits until every run has ended, at most `bound`; answers how many were still going.
+    pub async fn wait(&self, bound: Duration) -> usize {
+        match tokio::time::timeout(bound, self.permits.acquire_many(self.capacity)).await {
+            Ok(_) => 0,
+            Err(_) => self.capacity as usize - self.permits.available_permits(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn answering_runs_are_bounded_and_waited_for() {
+        let runs = AnsweringRuns::new(2);
+        let first = runs.try_start().expect("a place");
+        let second = runs.try_start().expect("a place");
+        assert!(runs.try_start().is_none(), "two at the most");
+        drop(first);
+        assert_eq!(runs.wait(Duration::from_millis(20)).await, 1, "one still going");
+        drop(second);
+        assert_eq!(runs.wait(Duration::from_millis(20)).await, 0);
     }
 }

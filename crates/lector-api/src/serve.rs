@@ -116,12 +116,19 @@ impl Server {
             () = graceful.shutdown() => {}
             () = tokio::time::sleep(DRAIN_TIMEOUT) => tracing::warn!("connections still open after the drain timeout"),
         }
-        // A run answered during the drain may have just started: wait for the runs after it.
-        let given_up = self
-            .state
-            .background_runs
-            .wait(crate::background_runs::BACKGROUND_RUNS_GRACE)
-            .await;
+        // A run answered during the drain may have just started, and a last_step run may go
+        // on after its caller left: wait for both kinds of runs, within one grace.
+        let grace = crate::background_runs::BACKGROUND_RUNS_GRACE;
+        let (given_up, unanswered) = tokio::join!(
+            self.state.background_runs.wait(grace),
+            self.state.answering_runs.wait(grace)
+        );
+        if unanswered > 0 {
+            tracing::warn!(
+                runs = unanswered,
+                "last_step workflow runs still going at shutdown are cut short unrecorded"
+            );
+        }
         tender.abort();
         if !given_up.is_empty() {
             tracing::warn!(

@@ -31,6 +31,9 @@ pub struct AppState {
     /// Runs of `immediately` workflows this node may have going at once
     /// (`workflows.max_background_runs`); each run holds a place until it ends.
     pub background_runs: Arc<crate::background_runs::BackgroundRuns>,
+    /// Runs of `last_step` workflows going on, their callers waiting or gone (at most
+    /// `http.max_connections`).
+    pub answering_runs: Arc<crate::background_runs::AnsweringRuns>,
     /// Finished executions on their way to the store, written in batches.
     pub execution_log: crate::execution_log::ExecutionLog,
     /// Where the web app's files come from.
@@ -65,6 +68,7 @@ impl AppState {
         let background_runs = Arc::new(crate::background_runs::BackgroundRuns::new(
             config.workflows.max_background_runs,
         ));
+        let answering_runs = Arc::new(crate::background_runs::AnsweringRuns::new(config.http.max_connections));
         Ok(Self {
             store,
             config: Arc::new(config),
@@ -81,6 +85,7 @@ impl AppState {
             webhook_limits: Arc::default(),
             webhook_hooks: Arc::default(),
             background_runs,
+            answering_runs,
             execution_log,
             web_app,
             turns: Default::default(),

@@ -385,9 +385,11 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
     }
     // The run is a task of its own, awaited here: a caller who stops waiting drops this future,
     // not the run, whose steps may have had effects already and which is recorded either way.
+    let place = state.answering_runs.try_start().ok_or_else(|| busy(state))?;
     let state = state.clone();
     let address = call.address;
     let run = tokio::spawn(async move {
+        let _place = place;
         let effects = ServiceEffects::new(&state, scope, &workflow, hops);
         let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
         let reply = reply_of(&trigger, &outcome);
@@ -424,13 +426,14 @@ fn reply_of(
     }
 }
 
-/// 503 with `Retry-After` for a call that finds the node's background runs all taken.
+/// 503 with `Retry-After` for a call that finds the node's runs all taken.
 fn busy(state: &AppState) -> Error {
     Error {
         retry_after: Some(lector_core::error::DEPENDENCY_RETRY_SECS),
         ..Error::unavailable(format!(
-            "this server is running {} workflows in the background already; retry later",
-            state.config.workflows.max_background_runs
+            "this server is running as many workflows as it may already ({} in the background, {} \
+             answering); retry later",
+            state.config.workflows.max_background_runs, state.config.http.max_connections
         ))
     }
 }

@@ -143,8 +143,9 @@ impl Sources {
     /// Calls `url` with `method` (GET, POST, PUT, PATCH, DELETE, HEAD), `headers` and an
     /// optional `body`, through the same guard as every source; answers the status, content
     /// type and body (at most `max_answer_bytes`, and never more than a fetch reads), or why
-    /// the call failed. A call takes one of the node's fetch turns ([`Concurrency`]) as a
-    /// fetch does, so many workflow runs cannot hold many large answers at once.
+    /// the call failed. It takes none of the fetch turns ([`Concurrency`]): a workflow's call
+    /// may lead to another workflow's call on the same node, which would wait for a turn the
+    /// first holds; the runs themselves are bounded, and so is what each call reads.
     pub async fn call(
         &self,
         method: &str,
@@ -174,7 +175,6 @@ impl Sources {
             max_bytes: self.limits.max_bytes.min(max_answer_bytes),
             ..self.limits
         };
-        let _turn = self.turn().await?;
         http::call(&self.policy, &limits, method, url, body, map).await
     }
 
