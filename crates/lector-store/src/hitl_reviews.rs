@@ -184,8 +184,9 @@ impl Store {
     }
 
     /// Submits a review (ANNOTATOR): its verdict (APPROVED or REJECTED) and the corrected
-    /// values; the review's `user_id` becomes the caller's, who reviewed it (whoever it was
-    /// waiting for). A review already submitted answers 409.
+    /// values; the review's `user_id` becomes the caller's, who reviewed it. A review waiting
+    /// for a user is theirs to submit, or a MANAGER's (403 for anyone else); one waiting for
+    /// nobody, any annotator's. A review already submitted answers 409.
     pub async fn submit_review(
         &self,
         scope: &Scope,
@@ -198,6 +199,16 @@ impl Store {
         let (hitl, review) = self
             .hitl_review(scope, project_id, hitl_id, id, Action::Annotate)
             .await?;
+        if let Some(waiting_for) = review.user_id.filter(|user| *user != scope.user_id) {
+            self.hitl(scope, project_id, hitl_id, Action::Manage)
+                .await
+                .map_err(|_| {
+                    Error::forbidden(format!(
+                        "review {} waits for user {waiting_for}: only they or a MANAGER may submit it",
+                        review.id
+                    ))
+                })?;
+        }
         let mut tx = self.begin_write().await?;
         let sql = format!(
             "UPDATE hitl_reviews SET status = $1, corrected = $2, updated = $3, user_id = $6 \

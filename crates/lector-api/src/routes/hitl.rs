@@ -542,7 +542,8 @@ pub async fn get_hitl_review(
 }
 
 /// Submits a review (ANNOTATOR): APPROVED or REJECTED, with the corrected values by field.
-/// A review is submitted once (409 after).
+/// A review waiting for a user is theirs or a MANAGER's to submit (403 otherwise). A review is
+/// submitted once (409 after).
 #[utoipa::path(put, path = "/projects/{project_id}/hitls/{hitl_id}/reviews/{review_id}", tag = "hitl",
     params(("project_id" = i64, Path), ("hitl_id" = i64, Path), ("review_id" = i64, Path)),
     request_body = SubmitReviewBody, responses((status = 200, body = HitlReviewDto)))]

@@ -243,6 +243,12 @@ async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: Test
         }
     };
     assert_eq!(told(&bob).await, 1);
+    // A review waiting for Bob is his (or a MANAGER's) to submit, not another annotator's.
+    let taken = app
+        .put(&first, &cy.token, json!({"status": "APPROVED"}))
+        .await
+        .expect_problem(403, "forbidden");
+    assert!(taken["detail"].as_str().unwrap().contains("waits for user"), "{taken}");
 
     // Bob leaves: the configuration and his pending review are unassigned, and a new review
     // neither names nor notifies him.
