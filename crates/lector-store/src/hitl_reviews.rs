@@ -4,6 +4,7 @@
 //! member who leaves, or takes a role that cannot review, is unassigned here.
 
 use crate::hitls::Hitl;
+use crate::notifications::notify_in;
 use crate::records::{FromAnyRow, fetch_record, fetch_records, flag};
 use crate::{Store, db};
 use lector_core::time::Timestamp;
@@ -109,16 +110,8 @@ impl Store {
                     .as_deref()
                     .map_or("a field".to_owned(), |l| format!("field {l}"))
             );
-            let (title, text) = crate::notifications::within_limits("A review is waiting for you", &text);
-            sqlx::query("INSERT INTO notifications (user_id, type, title, text, created) VALUES ($1, $2, $3, $4, $5)")
-                .bind(user_id)
-                .bind(NotificationType::Info.as_str())
-                .bind(title)
-                .bind(text)
-                .bind(now)
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
+            let title = "A review is waiting for you";
+            notify_in(&mut *tx, user_id, NotificationType::Info, title, &text).await?;
         }
         webhook_in(&mut tx, hitl, "review.created", &review).await?;
         tx.commit().await.map_err(db)?;
@@ -298,17 +291,8 @@ pub(crate) async fn give_waiting_reviews(
             hitl.name
         ),
     };
-    let (title, text) = crate::notifications::within_limits("Reviews are waiting for you", &text);
-    sqlx::query("INSERT INTO notifications (user_id, type, title, text, created) VALUES ($1, $2, $3, $4, $5)")
-        .bind(user_id)
-        .bind(NotificationType::Info.as_str())
-        .bind(title)
-        .bind(text)
-        .bind(now)
-        .execute(&mut **tx)
-        .await
-        .map_err(db)?;
-    Ok(())
+    let title = "Reviews are waiting for you";
+    notify_in(&mut **tx, user_id, NotificationType::Info, title, &text).await
 }
 
 /// Takes a member's review work in a workspace from them, when they leave it or take a role

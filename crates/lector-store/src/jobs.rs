@@ -654,15 +654,5 @@ async fn delete_input(tx: &mut Transaction<'static, Any>, job_id: i64) -> Result
 }
 
 async fn insert_notice(tx: &mut Transaction<'static, Any>, notice: &JobNotice) -> Result<()> {
-    let (title, text) = crate::notifications::within_limits(&notice.title, &notice.text);
-    sqlx::query("INSERT INTO notifications (user_id, type, title, text, created) VALUES ($1, $2, $3, $4, $5)")
-        .bind(notice.user_id)
-        .bind(notice.kind.as_str())
-        .bind(title)
-        .bind(text)
-        .bind(Timestamp::now().micros())
-        .execute(&mut **tx)
-        .await
-        .map_err(db)?;
-    Ok(())
+    crate::notifications::notify_in(&mut **tx, notice.user_id, notice.kind, &notice.title, &notice.text).await
 }

@@ -16,6 +16,28 @@ pub(crate) fn within_limits(title: &str, text: &str) -> (String, String) {
     )
 }
 
+/// Records a notification for a user as part of a larger write (a job's end, a review made or
+/// handed over), so that it is written if and only if the rest is.
+pub(crate) async fn notify_in<'e>(
+    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    user_id: i64,
+    kind: NotificationType,
+    title: &str,
+    text: &str,
+) -> Result<()> {
+    let (title, text) = within_limits(title, text);
+    sqlx::query("INSERT INTO notifications (user_id, type, title, text, created) VALUES ($1, $2, $3, $4, $5)")
+        .bind(user_id)
+        .bind(kind.as_str())
+        .bind(title)
+        .bind(text)
+        .bind(Timestamp::now().micros())
+        .execute(executor)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
 impl Store {
     /// Records a notification for a user. This is the internal API jobs and handlers call.
     pub async fn notify(&self, user_id: i64, kind: NotificationType, title: &str, text: &str) -> Result<Notification> {

@@ -130,16 +130,7 @@ async fn invoice_fields_come_out_of_pdfs_and_scans(app: TestApp) {
         .as_array()
         .expect("annotated pages")
         .iter()
-        .map(|uri| {
-            use base64::Engine;
-            let data = uri
-                .as_str()
-                .unwrap()
-                .strip_prefix("data:image/png;base64,")
-                .expect("a PNG data URI");
-            let png = base64::engine::general_purpose::STANDARD.decode(data).unwrap();
-            image::load_from_memory(&png).unwrap().into_rgb8()
-        })
+        .map(|uri| crate::common::invoices::decoded_page(uri).into_rgb8())
         .collect();
     assert_eq!(images.len(), 2);
     let (width, height) = images[0].dimensions();

@@ -3,7 +3,7 @@
 //! (a few KB must not make the server decode hundreds of MB), and a body that is no multipart
 //! form answers 415 as every other upload does.
 
-use crate::common::invoices::invoice_model;
+use crate::common::invoices::{decoded_page, extraction_url, invoice_model};
 use crate::common::{Session, TestApp};
 use lector_extract::annotate::MAX_ANNOTATED_SIDE;
 use lector_extract::samples::{self, PageBoxes, TextRun};
@@ -15,30 +15,14 @@ backend_tests!(
 );
 
 /// The extraction URL of the invoice model of a project of `ada`'s.
-async fn extraction_url(app: &TestApp, ada: &Session) -> String {
+async fn invoice_extraction_url(app: &TestApp, ada: &Session) -> String {
     let (project, model) = invoice_model(app, ada).await;
-    let project_json = app.get(&format!("/projects/{project}"), &ada.token).await.expect(200);
-    let org = project_json["organization_id"]
-        .as_i64()
-        .or(project_json["workspace_id"].as_i64())
-        .expect("a workspace id");
-    format!("/organizations/{org}/projects/{project}/models/{model}/extract")
-}
-
-fn decoded(uri: &Value) -> image::DynamicImage {
-    use base64::Engine;
-    let data = uri
-        .as_str()
-        .unwrap()
-        .strip_prefix("data:image/png;base64,")
-        .expect("a PNG data URI");
-    let png = base64::engine::general_purpose::STANDARD.decode(data).unwrap();
-    image::load_from_memory(&png).unwrap()
+    extraction_url(app, ada, project, model).await
 }
 
 async fn annotated_pages_of_huge_pdf_pages_are_no_larger_than_images(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let url = extraction_url(&app, &ada).await;
+    let url = invoice_extraction_url(&app, &ada).await;
     // Twenty pages of 5000 × 5000 points in a few KB: 6944 pixels a side at 100 dpi, 40 Mpx
     // a page after the pixel limit (800 MB for the document) before they were held to the
     // images' side.
@@ -66,7 +50,7 @@ async fn annotated_pages_of_huge_pdf_pages_are_no_larger_than_images(app: TestAp
         .expect("annotated pages");
     assert_eq!(images.len(), 20);
     for image in images {
-        let (width, height) = (decoded(image).width(), decoded(image).height());
+        let (width, height) = (decoded_page(image).width(), decoded_page(image).height());
         assert!(width.max(height) <= MAX_ANNOTATED_SIDE, "{width}×{height}");
         assert!(
             width.min(height) >= MAX_ANNOTATED_SIDE - 1,
@@ -77,7 +61,7 @@ async fn annotated_pages_of_huge_pdf_pages_are_no_larger_than_images(app: TestAp
 
 async fn an_extraction_that_is_no_form_answers_415(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let url = extraction_url(&app, &ada).await;
+    let url = invoice_extraction_url(&app, &ada).await;
     for content_type in ["application/json", "multipart/form-data"] {
         let answer = app
             .client

@@ -3,7 +3,7 @@
 //! reviewer's notification, which the notification's own API accepts back; the review's
 //! threshold as its configuration says it, and the matches and boxes as the answer gave them.
 
-use crate::common::invoices::{FIELDS, invoice, invoice_model};
+use crate::common::invoices::{FIELDS, extraction_url, invoice, invoice_model};
 use crate::common::{Session, TestApp};
 use lector_core::validate::{MAX_NAME_CHARS, MAX_NOTIFICATION_TEXT_CHARS};
 use serde_json::{Value, json};
@@ -18,11 +18,6 @@ backend_tests!(
 /// extraction URL and the configuration.
 async fn reviewed_invoices(app: &TestApp, ada: &Session) -> (String, Value) {
     let (project, model) = invoice_model(app, ada).await;
-    let project_json = app.get(&format!("/projects/{project}"), &ada.token).await.expect(200);
-    let org = project_json["organization_id"]
-        .as_i64()
-        .or(project_json["workspace_id"].as_i64())
-        .expect("a workspace id");
     let mut labels = serde_json::Map::new();
     for field in FIELDS {
         labels.insert(
@@ -41,8 +36,7 @@ async fn reviewed_invoices(app: &TestApp, ada: &Session) -> (String, Value) {
         .post(&format!("/projects/{project}/hitls"), &ada.token, body)
         .await
         .expect(201);
-    let url = format!("/organizations/{org}/projects/{project}/models/{model}/extract");
-    (url, hitl)
+    (extraction_url(app, ada, project, model).await, hitl)
 }
 
 async fn a_long_file_name_is_kept_to_a_name(app: TestApp) {

@@ -47,3 +47,25 @@ pub async fn invoice_model(app: &TestApp, ada: &Session) -> (i64, i64) {
     assert_eq!(model["status"], "READY", "{model}");
     (project, model["id"].as_i64().unwrap())
 }
+
+/// The extraction URL of `model` in `project`, under the project's workspace as `who` reads it.
+pub async fn extraction_url(app: &TestApp, who: &Session, project: i64, model: i64) -> String {
+    let project_json = app.get(&format!("/projects/{project}"), &who.token).await.expect(200);
+    let org = project_json["organization_id"]
+        .as_i64()
+        .or(project_json["workspace_id"].as_i64())
+        .expect("a workspace id");
+    format!("/organizations/{org}/projects/{project}/models/{model}/extract")
+}
+
+/// An annotated page as an extraction answers it (a PNG data URI), decoded.
+pub fn decoded_page(uri: &Value) -> image::DynamicImage {
+    use base64::Engine;
+    let data = uri
+        .as_str()
+        .unwrap()
+        .strip_prefix("data:image/png;base64,")
+        .expect("a PNG data URI");
+    let png = base64::engine::general_purpose::STANDARD.decode(data).unwrap();
+    image::load_from_memory(&png).unwrap()
+}
