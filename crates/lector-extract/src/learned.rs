@@ -456,6 +456,11 @@ mod tests {
                     .collect(),
             })
             .collect();
+        text_page(lines)
+    }
+
+    /// A 600×800 page of `lines` read from a PDF's text layer (the neighbours' tests use it too).
+    pub(super) fn text_page(lines: Vec<Line>) -> Page {
         Page {
             number: 1,
             width: 600.0,

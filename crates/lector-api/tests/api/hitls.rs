@@ -4,9 +4,9 @@
 //! one on leaving the workspace or becoming a VIEWER, the pending reviews that then wait for
 //! nobody going to the next assignee; reviews are listed a page at a time. The review story itself is in `extraction.rs`.
 
-use crate::common::TestApp;
 use crate::common::invoices::{invoice, invoice_model};
-use serde_json::json;
+use crate::common::{Session, TestApp};
+use serde_json::{Value, json};
 
 backend_tests!(
     a_hitl_change_keeps_what_it_leaves_out,
@@ -202,20 +202,55 @@ async fn reviews_are_listed_a_page_at_a_time(app: TestApp) {
     }
 }
 
-async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: TestApp) {
+/// Ada's invoice model, and Bob and Cy annotators of her workspace.
+struct Team {
+    ada: Session,
+    bob: Session,
+    cy: Session,
+    project: i64,
+    model: i64,
+    workspace: i64,
+    /// Bob's and Cy's memberships.
+    bobs: Value,
+    cys: Value,
+}
+
+async fn team(app: &TestApp) -> Team {
     let ada = app.register("ada@example.org").await;
     let bob = app.register("bob@example.org").await;
     let cy = app.register("cy@example.org").await;
-    let (project, model) = invoice_model(&app, &ada).await;
+    let (project, model) = invoice_model(app, &ada).await;
     let workspace = app.default_workspace_id(&ada).await;
-    let bobs = app
-        .add_member(&ada.token, workspace, bob.user_id, "ANNOTATOR")
-        .await
-        .expect(200);
-    let cys = app
-        .add_member(&ada.token, workspace, cy.user_id, "ANNOTATOR")
-        .await
-        .expect(200);
+    let mut members = Vec::new();
+    for who in [&bob, &cy] {
+        let membership = app.add_member(&ada.token, workspace, who.user_id, "ANNOTATOR").await;
+        members.push(membership.expect(200));
+    }
+    let cys = members.pop().unwrap();
+    let bobs = members.pop().unwrap();
+    Team {
+        ada,
+        bob,
+        cy,
+        project,
+        model,
+        workspace,
+        bobs,
+        cys,
+    }
+}
+
+async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: TestApp) {
+    let Team {
+        ada,
+        bob,
+        cy,
+        project,
+        model,
+        workspace,
+        bobs,
+        cys,
+    } = team(&app).await;
     let hitls = format!("/projects/{project}/hitls");
     let configure = |user: i64| {
         json!({"name": format!("Check {user}"), "model_id": model, "is_live": true,
@@ -306,18 +341,16 @@ async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: Test
 }
 
 async fn reviews_waiting_for_nobody_go_to_the_next_assignee(app: TestApp) {
-    let ada = app.register("ada@example.org").await;
-    let bob = app.register("bob@example.org").await;
-    let cy = app.register("cy@example.org").await;
-    let (project, model) = invoice_model(&app, &ada).await;
-    let workspace = app.default_workspace_id(&ada).await;
-    let bobs = app
-        .add_member(&ada.token, workspace, bob.user_id, "ANNOTATOR")
-        .await
-        .expect(200);
-    app.add_member(&ada.token, workspace, cy.user_id, "ANNOTATOR")
-        .await
-        .expect(200);
+    let Team {
+        ada,
+        bob,
+        cy,
+        project,
+        model,
+        workspace,
+        bobs,
+        ..
+    } = team(&app).await;
     let hitls = format!("/projects/{project}/hitls");
     let configure = |name: &str, user: Option<i64>| {
         json!({"name": name, "model_id": model, "is_live": true,

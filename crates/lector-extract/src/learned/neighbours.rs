@@ -480,13 +480,7 @@ mod tests {
                     .filter(|l| !l.words.is_empty()),
             );
         }
-        Page {
-            number: 1,
-            width: 600.0,
-            height: 800.0,
-            source: TextSource::TextLayer,
-            lines,
-        }
+        super::super::tests::text_page(lines)
     }
 
     #[test]
