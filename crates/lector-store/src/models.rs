@@ -424,13 +424,19 @@ impl Store {
     /// deleted. 409 while something works with it: its own training (QUEUED or TRAINING), an
     /// analysis with it (QUEUED or ANALYZING), or the training of a model that starts from it
     /// (its `base_id`, which the deletion would clear, silently training that model afresh).
-    /// The same conditions hold in the DELETE itself, so one that begins meanwhile keeps it.
+    /// The same conditions hold in the DELETE itself, behind a lock on the model's row that
+    /// the writers of analyses and warm starts take too ([`model_still_there`]), so one that
+    /// begins meanwhile keeps it on both backends.
     pub async fn delete_model(&self, scope: &Scope, model: &Model) -> Result<Model> {
         let model = self.model_access(scope, model.id, Action::Manage).await?;
         refuse_base(&model)?;
         if let Some(busy) = self.model_in_use(model.id).await? {
             return Err(busy);
         }
+        let mut tx = self.begin_write().await?;
+        // Locked first, so that the DELETE's checks (a statement of their own, on PostgreSQL a
+        // snapshot of their own) see every analysis or training committed before the lock.
+        crate::lock_row(&mut tx, ("models", model.id)).await?;
         let deleted = sqlx::query(
             "DELETE FROM models WHERE id = $1 AND status NOT IN ($2, $3) \
              AND NOT EXISTS (SELECT 1 FROM analyses a WHERE a.model_id = $1 AND a.status IN ($4, $5)) \
@@ -441,9 +447,10 @@ impl Store {
         .bind(ModelStatus::Training.as_str())
         .bind(ANALYSIS_RUNNING[0])
         .bind(ANALYSIS_RUNNING[1])
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(db)?;
+        tx.commit().await.map_err(db)?;
         if deleted.rows_affected() == 0 {
             let busy = self.model_in_use(model.id).await?;
             return Err(busy.unwrap_or_else(|| Error::not_found("model")));
@@ -572,4 +579,22 @@ impl Store {
             .await?
             .ok_or_else(|| Error::not_found("model"))
     }
+}
+
+/// Checks, inside a write that will refer to model `id` (an analysis with it, a training that
+/// starts from it), that the model is still there, and keeps it there until the write ends:
+/// on PostgreSQL a share lock on its row, which `delete_model` waits for (and a model deleted
+/// meanwhile is no longer found); SQLite's write transactions hold the one write lock.
+pub(crate) async fn model_still_there(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: i64) -> Result<()> {
+    let sql = if tx.backend_name() == "PostgreSQL" {
+        "SELECT id FROM models WHERE id = $1 FOR SHARE"
+    } else {
+        "SELECT id FROM models WHERE id = $1"
+    };
+    let found: Option<i64> = sqlx::query_scalar(sql)
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db)?;
+    found.map(|_| ()).ok_or_else(|| Error::not_found("model"))
 }

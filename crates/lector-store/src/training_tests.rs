@@ -140,3 +140,55 @@ async fn a_model_deleted_under_its_training_is_not_stored_sqlite() {
 async fn a_model_deleted_under_its_training_is_not_stored_postgres() {
     a_model_deleted_under_its_training_is_not_stored(Backend::Postgres).await;
 }
+
+/// An analysis being written with a READY model (its row checked and locked, the analysis not
+/// yet committed) holds back the model's deletion, which then finds the analysis and answers
+/// 409: on PostgreSQL the DELETE's checks would otherwise run on a snapshot taken before the
+/// analysis committed, and delete the model under it.
+async fn a_model_is_not_deleted_under_an_analysis_being_written(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((_database, store, scope, model)) = training_queued(backend, dir.path()).await else {
+        return;
+    };
+    let lease = claim_expired(&store, "a", &model).await;
+    store
+        .complete_training(&lease, &model, trained(b"ready"))
+        .await
+        .unwrap();
+    let mut writing = store.begin_write().await.unwrap();
+    crate::models::model_still_there(&mut writing, model.id).await.unwrap();
+    let deleting = {
+        let (store, scope, model) = (store.clone(), scope.clone(), model.clone());
+        tokio::spawn(async move { store.delete_model(&scope, &model).await })
+    };
+    // The deletion is under way (waiting for the lock) while the analysis is written.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    sqlx::query(
+        "INSERT INTO analyses (uuid, project_id, model_id, user_id, name, description, status, type, created) \
+         VALUES ($1, $2, $3, $4, 'A', '', 'QUEUED', 'CLASS', 0)",
+    )
+    .bind(uuid::Uuid::new_v4().to_string())
+    .bind(model.project_id.unwrap())
+    .bind(model.id)
+    .bind(scope.user_id)
+    .execute(&mut *writing)
+    .await
+    .unwrap();
+    writing.commit().await.unwrap();
+    let refused = deleting.await.unwrap().unwrap_err();
+    assert_eq!(refused.status(), 409, "{}", refused.detail);
+    store
+        .model_access(&scope, model.id, Action::Read)
+        .await
+        .expect("the model is kept");
+}
+
+#[tokio::test]
+async fn a_model_is_not_deleted_under_an_analysis_being_written_sqlite() {
+    a_model_is_not_deleted_under_an_analysis_being_written(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_model_is_not_deleted_under_an_analysis_being_written_postgres() {
+    a_model_is_not_deleted_under_an_analysis_being_written(Backend::Postgres).await;
+}
