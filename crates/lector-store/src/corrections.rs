@@ -89,6 +89,7 @@ impl Store {
         };
         let (project, vocabulary) = self.session_plan(scope, project_id, &new).await?;
         let mut tx = self.begin_write().await?;
+        crate::models::model_still_there(&mut tx, model.id).await?;
         match &plan.document_ids {
             Some(named) => {
                 crate::documents::project_documents(&mut tx, project.id, Some(named)).await?;

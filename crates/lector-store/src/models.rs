@@ -9,6 +9,7 @@
 
 use crate::records::{FromAnyRow, fetch_records, flag};
 use crate::{Param, Store, db, db_unique, numbered};
+use lector_core::labeling::SessionStatus;
 use lector_core::policy::WorkspaceFacts;
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, ErrorCode, ModelStatus, ModelType, Result, Scope};
@@ -422,8 +423,9 @@ impl Store {
 
     /// Deletes a model (MANAGER of its workspace) and then its artifact; answers what was
     /// deleted. 409 while something works with it: its own training (QUEUED or TRAINING), an
-    /// analysis with it (QUEUED or ANALYZING), or the training of a model that starts from it
-    /// (its `base_id`, which the deletion would clear, silently training that model afresh).
+    /// analysis with it (QUEUED or ANALYZING), the training of a model that starts from it
+    /// (its `base_id`, which the deletion would clear, silently training that model afresh), or
+    /// a correction session it is filling (PREDICTING).
     /// The same conditions hold in the DELETE itself, behind a lock on the model's row that
     /// the writers of analyses and warm starts take too ([`model_still_there`]), so one that
     /// begins meanwhile keeps it on both backends.
@@ -440,13 +442,15 @@ impl Store {
         let deleted = sqlx::query(
             "DELETE FROM models WHERE id = $1 AND status NOT IN ($2, $3) \
              AND NOT EXISTS (SELECT 1 FROM analyses a WHERE a.model_id = $1 AND a.status IN ($4, $5)) \
-             AND NOT EXISTS (SELECT 1 FROM models t WHERE t.base_id = $1 AND t.status IN ($2, $3))",
+             AND NOT EXISTS (SELECT 1 FROM models t WHERE t.base_id = $1 AND t.status IN ($2, $3)) \
+             AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.model_id = $1 AND s.status = $6)",
         )
         .bind(model.id)
         .bind(ModelStatus::Queued.as_str())
         .bind(ModelStatus::Training.as_str())
         .bind(ANALYSIS_RUNNING[0])
         .bind(ANALYSIS_RUNNING[1])
+        .bind(SessionStatus::Predicting.as_str())
         .execute(&mut *tx)
         .await
         .map_err(db)?;
@@ -469,7 +473,8 @@ impl Store {
         let row = sqlx::query(
             "SELECT m.status, \
              (SELECT MIN(a.id) FROM analyses a WHERE a.model_id = m.id AND a.status IN ($4, $5)) AS analysis, \
-             (SELECT MIN(t.id) FROM models t WHERE t.base_id = m.id AND t.status IN ($2, $3)) AS trainee \
+             (SELECT MIN(t.id) FROM models t WHERE t.base_id = m.id AND t.status IN ($2, $3)) AS trainee, \
+             (SELECT MIN(s.id) FROM sessions s WHERE s.model_id = m.id AND s.status = $6) AS correction \
              FROM models m WHERE m.id = $1",
         )
         .bind(id)
@@ -477,6 +482,7 @@ impl Store {
         .bind(ModelStatus::Training.as_str())
         .bind(ANALYSIS_RUNNING[0])
         .bind(ANALYSIS_RUNNING[1])
+        .bind(SessionStatus::Predicting.as_str())
         .fetch_optional(&self.pool)
         .await
         .map_err(db)?;
@@ -484,6 +490,7 @@ impl Store {
         let status: String = row.try_get("status").map_err(db)?;
         let analysis: Option<i64> = row.try_get("analysis").map_err(db)?;
         let trainee: Option<i64> = row.try_get("trainee").map_err(db)?;
+        let correction: Option<i64> = row.try_get("correction").map_err(db)?;
         let training = [ModelStatus::Queued.as_str(), ModelStatus::Training.as_str()];
         Ok(if training.contains(&status.as_str()) {
             Some(format!(
@@ -494,11 +501,16 @@ impl Store {
                 "model {id} is analysing documents (analysis {analysis}); delete it once the analysis \
                  has finished or failed"
             ))
+        } else if let Some(trainee) = trainee {
+            Some(format!(
+                "model {trainee} is being trained from model {id} (its base); delete model {id} once \
+                 that training has finished or failed"
+            ))
         } else {
-            trainee.map(|trainee| {
+            correction.map(|session| {
                 format!(
-                    "model {trainee} is being trained from model {id} (its base); delete model {id} once \
-                     that training has finished or failed"
+                    "model {id} is tagging the documents of correction session {session}; delete it once \
+                     the session is ready or failed"
                 )
             })
         }

@@ -192,3 +192,45 @@ async fn a_model_is_not_deleted_under_an_analysis_being_written_sqlite() {
 async fn a_model_is_not_deleted_under_an_analysis_being_written_postgres() {
     a_model_is_not_deleted_under_an_analysis_being_written(Backend::Postgres).await;
 }
+
+/// A READY model filling a correction session (PREDICTING) is not deleted under its job.
+async fn a_model_filling_a_correction_session_is_not_deleted(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((_database, store, scope, model)) = training_queued(backend, dir.path()).await else {
+        return;
+    };
+    let lease = claim_expired(&store, "a", &model).await;
+    store
+        .complete_training(&lease, &model, trained(b"ready"))
+        .await
+        .unwrap();
+    let model = store.model_access(&scope, model.id, Action::Read).await.unwrap();
+    let plan = crate::CorrectionPlan {
+        name: "Check".into(),
+        description: String::new(),
+        sample_size: 2,
+        seed: 0,
+        document_ids: None,
+    };
+    let session = store
+        .start_correction(&scope, model.project_id.unwrap(), &model, plan)
+        .await
+        .unwrap();
+    let refused = store.delete_model(&scope, &model).await.unwrap_err();
+    assert_eq!(refused.status(), 409, "{}", refused.detail);
+    assert!(
+        refused.detail.contains(&format!("correction session {}", session.id)),
+        "{}",
+        refused.detail
+    );
+}
+
+#[tokio::test]
+async fn a_model_filling_a_correction_session_is_not_deleted_sqlite() {
+    a_model_filling_a_correction_session_is_not_deleted(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_model_filling_a_correction_session_is_not_deleted_postgres() {
+    a_model_filling_a_correction_session_is_not_deleted(Backend::Postgres).await;
+}
