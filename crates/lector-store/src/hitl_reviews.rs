@@ -67,12 +67,32 @@ pub struct NewReview {
     pub pages: Option<String>,
 }
 
+/// Most reviews one configuration holds waiting (PENDING): past it, an extraction that would
+/// add one answers 409 until some are submitted, so a client repeating a failing extraction
+/// cannot fill the database and its reviewer's queue without bound.
+pub const MAX_PENDING_REVIEWS_PER_HITL: i64 = 10_000;
+
 impl Store {
     /// Creates a pending review of `hitl` and notifies its assigned user, in one transaction. An
     /// assignee who no longer may submit reviews in the workspace (gone, or a lower role now) is
-    /// neither assigned nor told: the review waits for whoever is assigned next.
+    /// neither assigned nor told: the review waits for whoever is assigned next. 409 when the
+    /// configuration holds [`MAX_PENDING_REVIEWS_PER_HITL`] waiting, counted behind a lock on
+    /// the configuration so that concurrent extractions cannot pass it.
     pub async fn create_review(&self, hitl: &Hitl, new: &NewReview) -> Result<HitlReview> {
         let mut tx = self.begin_write().await?;
+        let waiting = crate::count_under_lock(
+            &mut tx,
+            ("hitls", hitl.id),
+            "SELECT COUNT(*) FROM hitl_reviews WHERE hitl_id = $1 AND status = 'PENDING'",
+        )
+        .await?;
+        if waiting >= MAX_PENDING_REVIEWS_PER_HITL {
+            return Err(Error::conflict(format!(
+                "HITL configuration {:?} has {MAX_PENDING_REVIEWS_PER_HITL} reviews waiting; submit some \
+                 before extracting more with it",
+                hitl.name
+            )));
+        }
         let now = Timestamp::now().micros();
         let assignee = match hitl.assigned_user_id {
             Some(user_id) => may_review_in(&mut tx, hitl.project_id, user_id)

@@ -4,6 +4,7 @@
 //! to ten short of its edge; then twenty requests race for the last ten places, and a clone or
 //! a transfer into a full workspace is refused.
 
+use crate::hitl_reviews::MAX_PENDING_REVIEWS_PER_HITL;
 use crate::projects::MAX_PROJECTS_PER_WORKSPACE;
 use crate::sessions::MAX_SESSIONS_PER_PROJECT;
 use crate::testing::{TestDatabase, count, owner_with_project};
@@ -282,4 +283,67 @@ async fn invitations_stop_at_the_limit_of_their_workspace_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invitations_stop_at_the_limit_of_their_workspace_postgres() {
     invitations_stop_at_the_limit_of_their_workspace(Backend::Postgres).await;
+}
+
+async fn reviews_stop_at_the_limit_of_their_configuration(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 8).await.expect("store");
+    let (scope, _, project) = owner_with_project(&store, "Invoices", ProjectType::Label).await;
+    let new = crate::NewHitl {
+        name: "Check".into(),
+        description: String::new(),
+        assigned_user_id: None,
+        model_id: None,
+        is_live: true,
+        webhook_url: None,
+        labels: serde_json::json!({}),
+    };
+    let hitl = store.create_hitl(&scope, project.id, &new).await.expect("hitl");
+    fill(
+        &store,
+        "INSERT INTO hitl_reviews (hitl_id, document_name, page_num, status, extracted, created, updated)",
+        "SELECT $1, 'filler.pdf', 1, 'PENDING', '{}', 0, 0",
+        hitl.id,
+        MAX_PENDING_REVIEWS_PER_HITL - 10,
+    )
+    .await;
+    // A submitted review does not count.
+    fill(
+        &store,
+        "INSERT INTO hitl_reviews (hitl_id, document_name, page_num, status, extracted, created, updated)",
+        "SELECT $1, 'done.pdf', 1, 'APPROVED', '{}', 0, 0",
+        hitl.id,
+        5,
+    )
+    .await;
+    let review = crate::NewReview {
+        document_name: "racer.pdf".into(),
+        page_num: 1,
+        label: None,
+        confidence_threshold: None,
+        extracted: serde_json::json!({}),
+        pages: None,
+    };
+    let racers = (0..20).map(|_| store.create_review(&hitl, &review));
+    let results = join_all(racers).await;
+    assert_eq!(created_and_refused(&results), (10, 10));
+    let waiting = count(
+        &store,
+        "SELECT COUNT(*) FROM hitl_reviews WHERE hitl_id = $1 AND status = 'PENDING'",
+        hitl.id,
+    )
+    .await;
+    assert_eq!(waiting, MAX_PENDING_REVIEWS_PER_HITL);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviews_stop_at_the_limit_of_their_configuration_sqlite() {
+    reviews_stop_at_the_limit_of_their_configuration(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviews_stop_at_the_limit_of_their_configuration_postgres() {
+    reviews_stop_at_the_limit_of_their_configuration(Backend::Postgres).await;
 }
