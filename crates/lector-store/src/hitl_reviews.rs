@@ -212,7 +212,9 @@ impl Store {
         let (hitl, review) = self
             .hitl_review(scope, project_id, hitl_id, id, Action::Annotate)
             .await?;
-        if let Some(waiting_for) = review.user_id.filter(|user| *user != scope.user_id) {
+        // A submitted review answers 409 below, whoever asks.
+        let waiting = review.status == ReviewStatus::Pending.as_str();
+        if let Some(waiting_for) = review.user_id.filter(|user| waiting && *user != scope.user_id) {
             self.hitl(scope, project_id, hitl_id, Action::Manage)
                 .await
                 .map_err(|_| {

@@ -753,11 +753,13 @@ async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
     let viewer_membership = &members[VIEWER].1;
     // A HITL configuration of the project, and a review of it (reviews come from extractions
     // with a LABEL model, which this CLASS project has not; the store makes this one directly).
+    // Nobody is assigned, so the review waits for nobody: any ANNOTATOR may submit it (one
+    // waiting for a user is theirs or a MANAGER's, `hitls.rs`).
     let hitl = app
         .post(
             &format!("{p}/hitls"),
             &admin.token,
-            json!({"name": "Matrix check", "is_live": true, "assigned_user_id": admin.user_id}),
+            json!({"name": "Matrix check", "is_live": true}),
         )
         .await
         .expect(201);
