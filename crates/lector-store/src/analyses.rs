@@ -109,9 +109,6 @@ impl Store {
     pub async fn create_analysis(&self, scope: &Scope, project_id: i64, new: NewAnalysis) -> Result<Analysis> {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let mut tx = self.begin_write().await?;
-        if let Some(model_id) = new.model_id {
-            crate::models::model_still_there(&mut tx, model_id).await?;
-        }
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO analyses (uuid, project_id, model_id, user_id, name, description, status, type, created) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
@@ -128,6 +125,10 @@ impl Store {
         .fetch_one(&mut *tx)
         .await
         .map_err(db)?;
+        // After the insert has locked the project's key, as every writer of the project does.
+        if let Some(model_id) = new.model_id {
+            crate::models::model_still_there(&mut tx, model_id).await?;
+        }
         let documents = crate::documents::project_documents(&mut tx, project.id, Some(&new.document_ids)).await?;
         let rows = documents
             .iter()

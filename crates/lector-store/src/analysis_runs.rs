@@ -98,7 +98,6 @@ impl Store {
         }
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let mut tx = self.begin_write().await?;
-        crate::models::model_still_there(&mut tx, model.id).await?;
         // Texts sent with the request or in a file fill a group of the analysis's own.
         let options = |file| ImportOptions {
             language: model.language.clone(),
@@ -167,6 +166,8 @@ impl Store {
         .fetch_one(&mut *tx)
         .await
         .map_err(db)?;
+        // After the project's rows are locked, as every writer of the project locks them.
+        crate::models::model_still_there(&mut tx, model.id).await?;
         let payload = AnalysisPayload {
             analysis_id: id,
             analysis_name: new.name.clone(),

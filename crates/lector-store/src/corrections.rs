@@ -89,7 +89,6 @@ impl Store {
         };
         let (project, vocabulary) = self.session_plan(scope, project_id, &new).await?;
         let mut tx = self.begin_write().await?;
-        crate::models::model_still_there(&mut tx, model.id).await?;
         match &plan.document_ids {
             Some(named) => {
                 crate::documents::project_documents(&mut tx, project.id, Some(named)).await?;
@@ -114,6 +113,8 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        // After the project's rows are locked, as every writer of the project locks them.
+        crate::models::model_still_there(&mut tx, model.id).await?;
         let payload = CorrectionPayload {
             project_id: project.id,
             session_id,

@@ -76,23 +76,10 @@ impl Store {
     /// Creates a pending review of `hitl` and notifies its assigned user, in one transaction. An
     /// assignee who no longer may submit reviews in the workspace (gone, or a lower role now) is
     /// neither assigned nor told: the review waits for whoever is assigned next. 409 when the
-    /// configuration holds [`MAX_PENDING_REVIEWS_PER_HITL`] waiting, counted behind a lock on
-    /// the configuration so that concurrent extractions cannot pass it.
+    /// configuration would hold more than [`MAX_PENDING_REVIEWS_PER_HITL`] waiting with it
+    /// ([`waiting_reviews`]).
     pub async fn create_review(&self, hitl: &Hitl, new: &NewReview) -> Result<HitlReview> {
         let mut tx = self.begin_write().await?;
-        let waiting = crate::count_under_lock(
-            &mut tx,
-            ("hitls", hitl.id),
-            "SELECT COUNT(*) FROM hitl_reviews WHERE hitl_id = $1 AND status = 'PENDING'",
-        )
-        .await?;
-        if waiting >= MAX_PENDING_REVIEWS_PER_HITL {
-            return Err(Error::conflict(format!(
-                "HITL configuration {:?} has {MAX_PENDING_REVIEWS_PER_HITL} reviews waiting; submit some \
-                 before extracting more with it",
-                hitl.name
-            )));
-        }
         let now = Timestamp::now().micros();
         let assignee = match hitl.assigned_user_id {
             Some(user_id) => may_review_in(&mut tx, hitl.project_id, user_id)
@@ -134,6 +121,13 @@ impl Store {
             notify_in(&mut *tx, user_id, NotificationType::Info, title, &text).await?;
         }
         webhook_in(&mut tx, hitl, "review.created", &review).await?;
+        if waiting_reviews(&mut tx, hitl.id).await? > MAX_PENDING_REVIEWS_PER_HITL {
+            return Err(Error::conflict(format!(
+                "HITL configuration {:?} has {MAX_PENDING_REVIEWS_PER_HITL} reviews waiting; submit some \
+                 before extracting more with it",
+                hitl.name
+            )));
+        }
         tx.commit().await.map_err(db)?;
         self.wake_workers();
         Ok(review)
@@ -217,17 +211,18 @@ impl Store {
         if let Some(waiting_for) = review.user_id.filter(|user| waiting && *user != scope.user_id) {
             self.hitl(scope, project_id, hitl_id, Action::Manage)
                 .await
-                .map_err(|_| {
-                    Error::forbidden(format!(
+                .map_err(|e| match e.code {
+                    lector_core::ErrorCode::Forbidden => Error::forbidden(format!(
                         "review {} waits for user {waiting_for}: only they or a MANAGER may submit it",
                         review.id
-                    ))
+                    )),
+                    _ => e,
                 })?;
         }
         let mut tx = self.begin_write().await?;
         let sql = format!(
             "UPDATE hitl_reviews SET status = $1, corrected = $2, updated = $3, user_id = $6 \
-             WHERE id = $4 AND status = $5 RETURNING {REVIEW_COLUMNS}"
+             WHERE id = $4 AND status = $5 AND COALESCE(user_id, 0) = $7 RETURNING {REVIEW_COLUMNS}"
         );
         let row = sqlx::query(&sql)
             .bind(status.as_str())
@@ -236,10 +231,18 @@ impl Store {
             .bind(review.id)
             .bind(ReviewStatus::Pending.as_str())
             .bind(scope.user_id)
+            // Whom it waited for when checked above: a review given to another reviewer
+            // meanwhile is not submitted.
+            .bind(review.user_id.unwrap_or(0))
             .fetch_optional(&mut *tx)
             .await
             .map_err(db)?
-            .ok_or_else(|| Error::conflict(format!("review {} was already submitted", review.id)))?;
+            .ok_or_else(|| {
+                Error::conflict(format!(
+                    "review {} was submitted, or given to another reviewer, meanwhile",
+                    review.id
+                ))
+            })?;
         let review = HitlReview::decode(&row)?;
         webhook_in(&mut tx, &hitl, "review.submitted", &review).await?;
         tx.commit().await.map_err(db)?;
@@ -348,6 +351,27 @@ pub(crate) async fn unassign_reviews_in(
     .await
     .map_err(db)?;
     Ok(())
+}
+
+/// The reviews of configuration `hitl_id` waiting, counted behind a lock on the configuration
+/// taken last in the writing transaction (after the review, its notification and its webhook
+/// job have locked what they refer to, in the order other writers take them), so concurrent
+/// extractions queue behind each other at the limit without deadlocking with them. On
+/// PostgreSQL the lock is `FOR NO KEY UPDATE`, which the reviews' own foreign keys (key share)
+/// do not conflict with.
+async fn waiting_reviews(tx: &mut sqlx::Transaction<'static, sqlx::Any>, hitl_id: i64) -> Result<i64> {
+    if tx.backend_name() == "PostgreSQL" {
+        sqlx::query("SELECT id FROM hitls WHERE id = $1 FOR NO KEY UPDATE")
+            .bind(hitl_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
+    sqlx::query_scalar("SELECT COUNT(*) FROM hitl_reviews WHERE hitl_id = $1 AND status = 'PENDING'")
+        .bind(hitl_id)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(db)
 }
 
 /// Queues the event of `review` for the configuration's webhook, if it has one, in `tx`.

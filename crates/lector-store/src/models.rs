@@ -593,13 +593,15 @@ impl Store {
     }
 }
 
-/// Checks, inside a write that will refer to model `id` (an analysis with it, a training that
-/// starts from it), that the model is still there, and keeps it there until the write ends:
-/// on PostgreSQL a share lock on its row, which `delete_model` waits for (and a model deleted
-/// meanwhile is no longer found); SQLite's write transactions hold the one write lock.
+/// Checks, inside a write that refers to model `id` (an analysis with it, a correction session
+/// it fills), that the model is still there, and keeps it there until the write ends: on
+/// PostgreSQL a key-share lock on its row, which `delete_model` (locking the row before its
+/// checks) waits for, and a model deleted meanwhile is no longer found; SQLite's write
+/// transactions hold the one write lock. Called after the write has locked its project's rows,
+/// in the order every writer of a project takes them (project, then model), never before.
 pub(crate) async fn model_still_there(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: i64) -> Result<()> {
     let sql = if tx.backend_name() == "PostgreSQL" {
-        "SELECT id FROM models WHERE id = $1 FOR SHARE"
+        "SELECT id FROM models WHERE id = $1 FOR KEY SHARE"
     } else {
         "SELECT id FROM models WHERE id = $1"
     };

@@ -163,9 +163,8 @@ impl Store {
         let uuid = uuid::Uuid::new_v4().to_string();
         let now = Timestamp::now().micros();
         let mut tx = self.begin_write().await?;
-        if let Some(base) = &base {
-            crate::models::model_still_there(&mut tx, base.id).await?;
-        }
+        // `base_id`'s foreign key holds the base model's row (key share) until the commit, so
+        // `delete_model`, which locks that row before its checks, sees this training.
         let model_id: i64 = sqlx::query_scalar(
             "INSERT INTO models (uuid, workspace_id, project_id, user_id, name, display_name, type, status, \
              base_id, language, created, updated) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) \
