@@ -430,15 +430,7 @@ mod tests {
         };
         let store = Store::open(&database.url, 2).await.expect("store");
         let (scope, _, project) = owner_with_project(&store, "Invoices", ProjectType::Label).await;
-        let new = NewHitl {
-            name: "Check".into(),
-            description: String::new(),
-            assigned_user_id: None,
-            model_id: None,
-            is_live: true,
-            webhook_url: None,
-            labels: serde_json::json!({}),
-        };
+        let new = NewHitl::plain("Check");
         let hitl = store.create_hitl(&scope, project.id, &new).await.expect("hitl");
         let review = NewReview {
             document_name: "a.pdf".into(),

@@ -66,6 +66,22 @@ pub struct NewHitl {
     pub labels: serde_json::Value,
 }
 
+#[cfg(test)]
+impl NewHitl {
+    /// A live configuration named `name` with no model, assignee, webhook or field settings.
+    pub(crate) fn plain(name: &str) -> Self {
+        Self {
+            name: name.into(),
+            description: String::new(),
+            assigned_user_id: None,
+            model_id: None,
+            is_live: true,
+            webhook_url: None,
+            labels: serde_json::json!({}),
+        }
+    }
+}
+
 /// A change of a configuration (`update_hitl`, `assign_hitl`): a field left `None` keeps its
 /// stored value; `Some(None)` clears a nullable one.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -291,15 +291,7 @@ async fn reviews_stop_at_the_limit_of_their_configuration(backend: Backend) {
     };
     let store = Store::open(&database.url, 8).await.expect("store");
     let (scope, _, project) = owner_with_project(&store, "Invoices", ProjectType::Label).await;
-    let new = crate::NewHitl {
-        name: "Check".into(),
-        description: String::new(),
-        assigned_user_id: None,
-        model_id: None,
-        is_live: true,
-        webhook_url: None,
-        labels: serde_json::json!({}),
-    };
+    let new = crate::NewHitl::plain("Check");
     let hitl = store.create_hitl(&scope, project.id, &new).await.expect("hitl");
     fill(
         &store,

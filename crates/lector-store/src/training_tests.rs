@@ -141,20 +141,27 @@ async fn a_model_deleted_under_its_training_is_not_stored_postgres() {
     a_model_deleted_under_its_training_is_not_stored(Backend::Postgres).await;
 }
 
+/// As [`training_queued`], the model then trained (READY, its artifact stored) and read again.
+async fn model_ready(backend: Backend, dir: &std::path::Path) -> Option<(TestDatabase, Store, Scope, Model)> {
+    let (database, store, scope, model) = training_queued(backend, dir).await?;
+    let lease = claim_expired(&store, "a", &model).await;
+    store
+        .complete_training(&lease, &model, trained(b"ready"))
+        .await
+        .unwrap();
+    let model = store.model_access(&scope, model.id, Action::Read).await.unwrap();
+    Some((database, store, scope, model))
+}
+
 /// An analysis being written with a READY model (its row checked and locked, the analysis not
 /// yet committed) holds back the model's deletion, which then finds the analysis and answers
 /// 409: on PostgreSQL the DELETE's checks would otherwise run on a snapshot taken before the
 /// analysis committed, and delete the model under it.
 async fn a_model_is_not_deleted_under_an_analysis_being_written(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let Some((_database, store, scope, model)) = training_queued(backend, dir.path()).await else {
+    let Some((_database, store, scope, model)) = model_ready(backend, dir.path()).await else {
         return;
     };
-    let lease = claim_expired(&store, "a", &model).await;
-    store
-        .complete_training(&lease, &model, trained(b"ready"))
-        .await
-        .unwrap();
     let mut writing = store.begin_write().await.unwrap();
     crate::models::model_still_there(&mut writing, model.id).await.unwrap();
     let deleting = {
@@ -196,15 +203,9 @@ async fn a_model_is_not_deleted_under_an_analysis_being_written_postgres() {
 /// A READY model filling a correction session (PREDICTING) is not deleted under its job.
 async fn a_model_filling_a_correction_session_is_not_deleted(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let Some((_database, store, scope, model)) = training_queued(backend, dir.path()).await else {
+    let Some((_database, store, scope, model)) = model_ready(backend, dir.path()).await else {
         return;
     };
-    let lease = claim_expired(&store, "a", &model).await;
-    store
-        .complete_training(&lease, &model, trained(b"ready"))
-        .await
-        .unwrap();
-    let model = store.model_access(&scope, model.id, Action::Read).await.unwrap();
     let plan = crate::CorrectionPlan {
         name: "Check".into(),
         description: String::new(),
