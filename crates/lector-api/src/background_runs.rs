@@ -6,7 +6,7 @@
 //! stop being renewed, and any serving node records them as errors once their liveness runs out.
 //!
 //! The runs of `last_step` workflows answer their callers, but run on a task of their own, so
-//! a caller who stops waiting does not cut a run short ([`AnsweringRuns`]): they are bounded
+//! a caller who stops waiting does not cut a run short ([`RunPlaces`]): they are bounded
 //! by `http.max_connections` whether their callers still wait or not, and waited for at
 //! shutdown within the same bound.
 //!
@@ -28,8 +28,7 @@ const SWEEP_EVERY: u32 = 3;
 /// This node's background runs.
 #[derive(Debug)]
 pub struct BackgroundRuns {
-    permits: Arc<Semaphore>,
-    capacity: u32,
+    places: RunPlaces,
     /// The executions of the runs going on.
     running: Arc<Mutex<HashSet<i64>>>,
 }
@@ -64,17 +63,15 @@ fn lock(running: &Mutex<HashSet<i64>>) -> std::sync::MutexGuard<'_, HashSet<i64>
 
 impl BackgroundRuns {
     pub fn new(capacity: usize) -> Self {
-        let capacity = u32::try_from(capacity).unwrap_or(u32::MAX >> 3);
         Self {
-            permits: Arc::new(Semaphore::new(capacity as usize)),
-            capacity,
+            places: RunPlaces::new(capacity),
             running: Arc::default(),
         }
     }
 
     /// A place for one more run; `None` when the node has as many as it may.
     pub fn try_start(&self) -> Option<RunSlot> {
-        let permit = self.permits.clone().try_acquire_owned().ok()?;
+        let permit = self.places.try_start()?;
         Some(RunSlot {
             _permit: permit,
             running: self.running.clone(),
@@ -90,9 +87,9 @@ impl BackgroundRuns {
     /// Waits until every run has ended, at most `bound`; answers the executions of the runs
     /// still going then.
     pub async fn wait(&self, bound: Duration) -> Vec<i64> {
-        match tokio::time::timeout(bound, self.permits.acquire_many(self.capacity)).await {
-            Ok(_) => Vec::new(),
-            Err(_) => self.executions(),
+        match self.places.wait(bound).await {
+            0 => Vec::new(),
+            _ => self.executions(),
         }
     }
 }
@@ -126,16 +123,17 @@ pub async fn end_abandoned(state: &AppState, given_up: &[i64]) {
     }
 }
 
-/// This node's `last_step` runs, whether their callers still wait or have gone: at most as
-/// many as the node serves connections, so callers who leave at once cannot pile up runs (and
-/// the data each holds) beyond what waiting callers could.
+/// At most `capacity` runs going on at once, and a wait for them to end: the places of the
+/// background runs, and those of the `last_step` runs (at most as many as the node serves
+/// connections, whether their callers still wait or have gone, so callers who leave at once
+/// cannot pile up runs, and the data each holds, beyond what waiting callers could).
 #[derive(Debug)]
-pub struct AnsweringRuns {
+pub struct RunPlaces {
     permits: Arc<Semaphore>,
     capacity: u32,
 }
 
-impl AnsweringRuns {
+impl RunPlaces {
     pub fn new(capacity: usize) -> Self {
         let capacity = u32::try_from(capacity).unwrap_or(u32::MAX >> 3);
         Self {
@@ -163,8 +161,8 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn answering_runs_are_bounded_and_waited_for() {
-        let runs = AnsweringRuns::new(2);
+    async fn run_places_are_bounded_and_waited_for() {
+        let runs = RunPlaces::new(2);
         let first = runs.try_start().expect("a place");
         let second = runs.try_start().expect("a place");
         assert!(runs.try_start().is_none(), "two at the most");

@@ -33,7 +33,7 @@ pub struct AppState {
     pub background_runs: Arc<crate::background_runs::BackgroundRuns>,
     /// Runs of `last_step` workflows going on, their callers waiting or gone (at most
     /// `http.max_connections`).
-    pub answering_runs: Arc<crate::background_runs::AnsweringRuns>,
+    pub answering_runs: Arc<crate::background_runs::RunPlaces>,
     /// Finished executions on their way to the store, written in batches.
     pub execution_log: crate::execution_log::ExecutionLog,
     /// Where the web app's files come from.
@@ -68,7 +68,7 @@ impl AppState {
         let background_runs = Arc::new(crate::background_runs::BackgroundRuns::new(
             config.workflows.max_background_runs,
         ));
-        let answering_runs = Arc::new(crate::background_runs::AnsweringRuns::new(config.http.max_connections));
+        let answering_runs = Arc::new(crate::background_runs::RunPlaces::new(config.http.max_connections));
         Ok(Self {
             store,
             config: Arc::new(config),
