@@ -6,7 +6,8 @@
 //! language loading are paid once per run; runs go in parallel up to the configured threads,
 //! each held to one OpenMP thread. The TSV output gives every word's box and confidence, and
 //! its block, paragraph and line numbers give the lines in tesseract's reading order. Crops of
-//! words left in doubt (`repair`) are read again as single lines, all of a document in one run.
+//! words left in doubt (`repair`) are read again as single lines, all of a document's crops of
+//! one resolution in one run. A run's images share one resolution, since `--dpi` is one per run.
 
 use crate::page::{Line, Quad, Word};
 use image::GrayImage;
@@ -49,61 +50,74 @@ pub struct OcrImage<'a> {
 impl Ocr {
     /// The lines of each image, in order. The images are written under `scratch`.
     pub fn read(&self, images: &[OcrImage<'_>], scratch: &Path) -> Result<Vec<Vec<Line>>> {
-        if images.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut paths = Vec::with_capacity(images.len());
-        for (i, image) in images.iter().enumerate() {
-            let path = scratch.join(format!("page-{:05}.png", i + 1));
-            write_png(image.image, &path)?;
-            paths.push(path);
-        }
-        let runs = self.threads.clamp(1, images.len());
-        let per_run = images.len().div_ceil(runs);
-        let dpi = images.iter().find_map(|i| i.dpi);
-        let outputs: Vec<Result<Vec<Vec<Line>>>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = paths
-                .chunks(per_run)
-                .enumerate()
-                .map(|(run, chunk)| {
-                    let list = scratch.join(format!("run-{run}.txt"));
-                    scope.spawn(move || self.run(chunk, &list, &Run::pages(&self.languages, dpi)))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(Error::internal())))
-                .collect()
-        });
-        let mut pages = Vec::with_capacity(images.len());
-        for output in outputs {
-            pages.extend(output?);
-        }
-        Ok(pages)
+        let how = |dpi| Run::pages(&self.languages, dpi);
+        self.read_in_runs(images, "page", self.threads, &how, scratch)
     }
 
-    /// Reads each crop as one line of text (`--psm 7`), all in one run, with the
-    /// [`Ocr::latin_languages`]: the words of each crop, their boxes relative to the crop.
-    pub fn read_crops(&self, crops: &[GrayImage], dpi: Option<u32>, scratch: &Path) -> Result<Vec<Vec<Word>>> {
-        if crops.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut paths = Vec::with_capacity(crops.len());
-        for (i, crop) in crops.iter().enumerate() {
-            let path = scratch.join(format!("crop-{:05}.png", i + 1));
-            write_png(crop, &path)?;
-            paths.push(path);
-        }
-        let how = Run {
+    /// Reads each crop as one line of text (`--psm 7`) with the [`Ocr::latin_languages`], one
+    /// run for the crops of each resolution: the words of each crop, their boxes relative to
+    /// the crop.
+    pub fn read_crops(&self, crops: &[OcrImage<'_>], scratch: &Path) -> Result<Vec<Vec<Word>>> {
+        let how = |dpi| Run {
             languages: self.latin_languages(),
             psm: "7",
             dpi,
         };
-        let lines = self.run(&paths, &scratch.join("crops.txt"), &how)?;
+        let lines = self.read_in_runs(crops, "crop", 1, &how, scratch)?;
         Ok(lines
             .into_iter()
             .map(|lines| lines.into_iter().flat_map(|l| l.words).collect())
             .collect())
+    }
+
+    /// Writes `images` under `scratch` and reads them in the runs [`plan_runs`] makes (each run
+    /// told its images' resolution), at most `threads` runs at once: the lines of each image,
+    /// in order.
+    fn read_in_runs(
+        &self,
+        images: &[OcrImage<'_>],
+        kind: &str,
+        threads: usize,
+        how: &(dyn Fn(Option<u32>) -> Run<'static> + Sync),
+        scratch: &Path,
+    ) -> Result<Vec<Vec<Line>>> {
+        let mut paths = Vec::with_capacity(images.len());
+        for (i, image) in images.iter().enumerate() {
+            let path = scratch.join(format!("{kind}-{:05}.png", i + 1));
+            write_png(image.image, &path)?;
+            paths.push(path);
+        }
+        let dpis: Vec<Option<u32>> = images.iter().map(|i| i.dpi).collect();
+        let runs = plan_runs(&dpis, threads);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let take_runs = || {
+            let mut read = Vec::new();
+            loop {
+                let r = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(run) = runs.get(r) else { return Ok(read) };
+                let listed: Vec<PathBuf> = run.images.iter().map(|&i| paths[i].clone()).collect();
+                let list = scratch.join(format!("{kind}-run-{r}.txt"));
+                read.push((r, self.run(&listed, &list, &how(run.dpi))?));
+            }
+        };
+        let outputs: Vec<Result<Vec<RunRead>>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads.clamp(1, runs.len().max(1)))
+                .map(|_| scope.spawn(take_runs))
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_else(|_| Err(Error::internal())))
+                .collect()
+        });
+        let mut lines = vec![Vec::new(); images.len()];
+        for output in outputs {
+            for (r, read) in output? {
+                for (&image, image_lines) in runs[r].images.iter().zip(read) {
+                    lines[image] = image_lines;
+                }
+            }
+        }
+        Ok(lines)
     }
 
     /// English alone when it is configured, else every configured language: what a crop holds
@@ -163,6 +177,43 @@ impl Run<'_> {
             dpi,
         }
     }
+}
+
+/// A planned run's number and the lines of each of its images.
+type RunRead = (usize, Vec<Vec<Line>>);
+
+/// One tesseract run's images (indexes into the images read), all of one resolution.
+#[derive(Debug, PartialEq, Eq)]
+struct PlannedRun {
+    dpi: Option<u32>,
+    images: Vec<usize>,
+}
+
+/// Splits images of the given resolutions into runs: `--dpi` is one per run, so images of one
+/// resolution go together (a PDF may mix scans of 300 and 150 dpi), and each resolution's images
+/// are cut into pieces of a `threads`-th of them all, so that the runs share the threads.
+fn plan_runs(dpis: &[Option<u32>], threads: usize) -> Vec<PlannedRun> {
+    let per_run = dpis.len().div_ceil(threads.max(1)).max(1);
+    let mut by_dpi: Vec<PlannedRun> = Vec::new();
+    for (i, &dpi) in dpis.iter().enumerate() {
+        match by_dpi.iter_mut().find(|run| run.dpi == dpi) {
+            Some(run) => run.images.push(i),
+            None => by_dpi.push(PlannedRun { dpi, images: vec![i] }),
+        }
+    }
+    by_dpi
+        .into_iter()
+        .flat_map(|group| {
+            group
+                .images
+                .chunks(per_run)
+                .map(|images| PlannedRun {
+                    dpi: group.dpi,
+                    images: images.to_vec(),
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 fn write_png(image: &GrayImage, path: &Path) -> Result<()> {
@@ -382,6 +433,71 @@ mod tests {
 ";
         let lines: Vec<String> = parse_tsv(tsv, 1)[0].iter().map(Line::text).collect();
         assert_eq!(lines, ["Invoice:", "RE-17", "Total:", "12.50"]);
+    }
+
+    #[test]
+    fn runs_keep_to_one_resolution_and_share_the_threads() {
+        let run = |dpi, images: &[usize]| PlannedRun {
+            dpi,
+            images: images.to_vec(),
+        };
+        let dpis = [Some(300), Some(300), Some(150), Some(300), None, Some(150)];
+        assert_eq!(
+            plan_runs(&dpis, 2),
+            [run(Some(300), &[0, 1, 3]), run(Some(150), &[2, 5]), run(None, &[4]),]
+        );
+        assert_eq!(
+            plan_runs(&[Some(300); 5], 2),
+            [run(Some(300), &[0, 1, 2]), run(Some(300), &[3, 4])]
+        );
+        assert_eq!(plan_runs(&[None; 3], 8).len(), 3);
+        assert!(plan_runs(&[], 4).is_empty());
+    }
+
+    /// A stand-in for tesseract that records each run's `--dpi` and listed images in `runs.log`
+    /// and reads nothing.
+    fn recording_tesseract(dir: &Path) -> Ocr {
+        use std::os::unix::fs::PermissionsExt;
+        let program = dir.join("tesseract");
+        let script = "#!/bin/sh\nlist=\"$1\"; dpi=none\nwhile [ $# -gt 0 ]; do [ \"$1\" = --dpi ] && dpi=\"$2\"; shift; done\n\
+                      for image in $(cat \"$list\"); do echo \"$dpi $(basename $image)\"; done >> \"$(dirname \"$list\")/runs.log\"\n\
+                      printf 'level\\tpage_num\\n'\n";
+        std::fs::write(&program, script).unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Ocr {
+            program,
+            languages: "eng".into(),
+            threads: 2,
+        }
+    }
+
+    #[test]
+    fn each_page_is_read_at_its_own_resolution() {
+        let scratch = tempfile::tempdir().unwrap();
+        let ocr = recording_tesseract(scratch.path());
+        let image = GrayImage::new(4, 4);
+        let dpis = [Some(300), Some(150), Some(300), None];
+        let images: Vec<OcrImage<'_>> = dpis.iter().map(|&dpi| OcrImage { image: &image, dpi }).collect();
+        assert_eq!(ocr.read(&images, scratch.path()).unwrap().len(), 4);
+        let crops: Vec<OcrImage<'_>> = [Some(600), Some(300)]
+            .iter()
+            .map(|&dpi| OcrImage { image: &image, dpi })
+            .collect();
+        assert_eq!(ocr.read_crops(&crops, scratch.path()).unwrap().len(), 2);
+        let log = std::fs::read_to_string(scratch.path().join("runs.log")).unwrap();
+        let mut read: Vec<&str> = log.lines().collect();
+        read.sort_unstable();
+        assert_eq!(
+            read,
+            [
+                "150 page-00002.png",
+                "300 crop-00002.png",
+                "300 page-00001.png",
+                "300 page-00003.png",
+                "600 crop-00001.png",
+                "none page-00004.png",
+            ]
+        );
     }
 
     #[test]

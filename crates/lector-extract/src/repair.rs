@@ -9,7 +9,7 @@
 
 use crate::builtin::{Builtin, announced};
 use crate::convert::{DataType, IBAN_LENGTHS, convert};
-use crate::ocr::Ocr;
+use crate::ocr::{Ocr, OcrImage};
 use crate::page::{Line, Page, Quad, TextSource, Word};
 use image::GrayImage;
 use std::ops::Range;
@@ -40,15 +40,15 @@ const UPSCALE: u32 = 2;
 pub fn second_thoughts(pages: &mut [(&mut Page, &GrayImage, Option<u32>)], ocr: &Ocr, scratch: &Path) {
     let mut doubts = Vec::new();
     let mut crops = Vec::new();
-    for (p, (page, image, _)) in pages.iter_mut().enumerate() {
+    for (p, (page, image, dpi)) in pages.iter_mut().enumerate() {
         for doubt in mend(page) {
             let (crop, place) = crop(page, &doubt, image);
-            crops.push(crop);
+            crops.push((crop, dpi.map(|d| d * UPSCALE)));
             doubts.push((p, doubt, place));
         }
     }
-    let dpi = pages.iter().find_map(|p| p.2).map(|d| d * UPSCALE);
-    let rereads = match ocr.read_crops(&crops, dpi, scratch) {
+    let crops: Vec<OcrImage<'_>> = crops.iter().map(|(image, dpi)| OcrImage { image, dpi: *dpi }).collect();
+    let rereads = match ocr.read_crops(&crops, scratch) {
         Ok(rereads) => rereads,
         Err(error) => {
             tracing::warn!(detail = %error.detail, "OCR's second look at doubtful words");

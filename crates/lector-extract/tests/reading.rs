@@ -318,7 +318,7 @@ fn built_in_fields_are_found_on_the_text_pdf_and_on_its_scan() {
 
 #[test]
 fn crops_are_read_as_single_lines_in_one_run() {
-    use lector_extract::ocr::Ocr;
+    use lector_extract::ocr::{Ocr, OcrImage};
     require_tesseract();
     let page = samples::render(
         &samples::text_pdf(&[vec![
@@ -332,7 +332,9 @@ fn crops_are_read_as_single_lines_in_one_run() {
     let strip = |top: u32| image::imageops::crop_imm(&page, 90, top, 500, 40).to_image();
     let crops = [strip(185), strip(395)];
     let scratch = tempfile::tempdir().unwrap();
-    let read = Ocr::new(&config()).read_crops(&crops, None, scratch.path()).unwrap();
+    let crops = crops.map(|image| (image, None));
+    let crops: Vec<OcrImage<'_>> = crops.iter().map(|(image, dpi)| OcrImage { image, dpi: *dpi }).collect();
+    let read = Ocr::new(&config()).read_crops(&crops, scratch.path()).unwrap();
     let texts: Vec<String> = read
         .iter()
         .map(|words| words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" "))
