@@ -133,6 +133,37 @@ impl FieldModel {
     pub fn from_json(json: &str) -> Option<Self> {
         serde_json::from_str(json).ok()
     }
+
+    /// A model that came in an uploaded file, held to what training makes of the fields
+    /// `labels` (every extraction with it looks at each example): or why it is not one.
+    pub fn uploaded(json: &str, labels: &[String]) -> Result<Self, String> {
+        let model: Self = serde_json::from_str(json).map_err(|e| format!("the field model cannot be read: {e}"))?;
+        if model.fields.len() > MAX_FIELDS {
+            return Err(format!("the field model has more than {MAX_FIELDS} fields"));
+        }
+        let mut seen = BTreeSet::new();
+        for field in &model.fields {
+            if !labels.contains(&field.label) || !seen.insert(&field.label) {
+                return Err(format!(
+                    "the field model's field {:?} is not one of the model's labels, once",
+                    field.label
+                ));
+            }
+            if field.examples.len() > MAX_EXAMPLES || field.max_words > MAX_VALUE_WORDS {
+                return Err(format!(
+                    "the field {:?} has more than {MAX_EXAMPLES} examples or values of more than {MAX_VALUE_WORDS} words",
+                    field.label
+                ));
+            }
+            if field.examples.iter().any(|e| e.context.len() > 2 * CONTEXT_WORDS + 1) {
+                return Err(format!(
+                    "an example of the field {:?} has more announcing words than training keeps",
+                    field.label
+                ));
+            }
+        }
+        Ok(model)
+    }
 }
 
 impl LearnedField {
@@ -541,6 +572,37 @@ mod tests {
         let customer = model.field("customer").unwrap().find(&[new], DataType::Text).unwrap();
         assert_eq!(customer.text, "K-9");
         assert!(model.field("total").is_none());
+    }
+
+    #[test]
+    fn an_uploaded_field_model_is_held_to_what_training_makes() {
+        let labels = vec!["order".to_owned()];
+        let first = page(&[&[(0, "Order"), (1, "ref:"), (2, "PO-7731")]]);
+        let annotations = [annotate(&first, "order", "PO-7731")];
+        let trained = FieldModel::train([(&first, &annotations[..])], &labels);
+        assert_eq!(FieldModel::uploaded(&trained.to_json(), &labels), Ok(trained.clone()));
+
+        let refused = |edit: &dyn Fn(&mut FieldModel), labels: &[String]| {
+            let mut model = trained.clone();
+            edit(&mut model);
+            FieldModel::uploaded(&model.to_json(), labels).unwrap_err()
+        };
+        let said = refused(&|_| {}, &["total".to_owned()]);
+        assert!(said.contains("\"order\" is not one of the model's labels"), "{said}");
+        let said = refused(&|m| m.fields.push(m.fields[0].clone()), &labels);
+        assert!(said.contains("labels, once"), "{said}");
+        let said = refused(
+            &|m| m.fields[0].examples = vec![m.fields[0].examples[0].clone(); MAX_EXAMPLES + 1],
+            &labels,
+        );
+        assert!(said.contains("more than 400 examples"), "{said}");
+        let said = refused(
+            &|m| m.fields[0].examples[0].context = (0..8).map(|i| format!("l:w{i}")).collect(),
+            &labels,
+        );
+        assert!(said.contains("more announcing words"), "{said}");
+        let said = FieldModel::uploaded("[1, 2]", &labels).unwrap_err();
+        assert!(said.contains("cannot be read"), "{said}");
     }
 
     #[test]

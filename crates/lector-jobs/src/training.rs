@@ -207,11 +207,15 @@ async fn train(
             }
         }
     };
-    let mut trained = outcome.map_err(|e| Stop::Transient(format!("training stopped unexpectedly: {e}")))??;
-    if kind == ProjectType::Label {
-        trained.field_model = learn_fields(store, lease, &payload.train_session_ids, &trained.labels).await?;
-    }
-    Ok(trained)
+    let learnt = outcome.map_err(|e| Stop::Transient(format!("training stopped unexpectedly: {e}")))??;
+    let field_model = match kind {
+        ProjectType::Label => learn_fields(store, lease, &payload.train_session_ids, learnt.model.labels()).await?,
+        _ => None,
+    };
+    let language = Some(model.language.clone());
+    tokio::task::spawn_blocking(move || learnt.written(field_model, language))
+        .await
+        .map_err(|e| Stop::Transient(format!("writing the model stopped unexpectedly: {e}")))
 }
 
 /// The learning's cancel flag, raised when the training's future is dropped too (its task
@@ -360,6 +364,34 @@ async fn start_from(store: &Store, lease: &Lease, base_models: &Arc<BaseModels>,
         .map_err(|e| Stop::Transient(format!("reading the base model stopped unexpectedly: {e}")))?
 }
 
+/// A model learnt and evaluated, before its artifact is written: what it learns of its fields
+/// next travels in the artifact too.
+struct Learnt {
+    model: MlModel,
+    score: Option<f64>,
+    metrics: serde_json::Value,
+    demoset: serde_json::Value,
+}
+
+impl Learnt {
+    /// What `complete_training` stores, the artifact carrying the model's language and fields.
+    fn written(mut self, field_model: Option<String>, language: Option<String>) -> TrainedModel {
+        self.model.set_language(language);
+        self.model.set_field_model(field_model.clone());
+        let artifact = self.model.to_bytes();
+        tracing::info!(bytes = artifact.len(), "model written");
+        TrainedModel {
+            field_model,
+            artifact,
+            score: self.score,
+            metrics: self.metrics,
+            demoset: self.demoset,
+            classes: self.model.classes().to_vec(),
+            labels: self.model.labels().to_vec(),
+        }
+    }
+}
+
 /// Learns on a blocking thread, reporting the fraction done through `done`.
 fn learn(
     kind: ProjectType,
@@ -368,7 +400,7 @@ fn learn(
     start: &Start,
     done: &AtomicU64,
     cancel: &AtomicBool,
-) -> Result<TrainedModel, Stop> {
+) -> Result<Learnt, Stop> {
     let (base, embedder) = match start {
         Start::Fresh => (None, None),
         Start::Encoder(encoder) => (None, Some(encoder.clone())),
@@ -417,21 +449,16 @@ fn learn(
             })
         })
         .collect();
-    let artifact = model.to_bytes();
     tracing::info!(
         learnt_ms,
         evaluated_ms = evaluating.elapsed().as_millis() as u64,
-        bytes = artifact.len(),
         "model learnt and evaluated"
     );
-    Ok(TrainedModel {
-        field_model: None,
-        artifact,
+    Ok(Learnt {
+        model,
         score,
         metrics: metrics_json,
         demoset: serde_json::Value::Array(demoset),
-        classes: model.classes().to_vec(),
-        labels: model.labels().to_vec(),
     })
 }
 

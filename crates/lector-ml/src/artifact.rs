@@ -53,7 +53,7 @@ use crate::dense::{Embedder, Encoder, TunedEncoder};
 use crate::error::{Error, Result};
 use crate::features::{FNV_SEED, fnv1a};
 use crate::model::{Head, Model, ModelInfo, Table, from_bf16, negate_bf16};
-pub use plausible::MAX_OUTPUTS;
+pub use plausible::{MAX_FIELD_MODEL_BYTES, MAX_OUTPUTS};
 use reader::Reader;
 use rows::put_rows;
 

@@ -129,6 +129,13 @@ pub struct ModelInfo {
     pub warm_started: bool,
     /// Test metrics, set by the caller after evaluation.
     pub metrics: Option<Metrics>,
+    /// The language of the texts the model was trained for, as the caller gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// What the caller learnt of a LABEL model's fields on its pages, kept as the caller wrote
+    /// it (this crate never reads it), so that the one file carries the whole model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_model: Option<String>,
 }
 
 /// A block of linear scorers over the hashed table, stored feature-major so that scoring a
@@ -352,6 +359,16 @@ impl Model {
 
     pub fn set_trained_at(&mut self, trained_at: Option<String>) {
         self.info.trained_at = trained_at;
+    }
+
+    /// Records the language the model was trained for (it travels in the artifact's header).
+    pub fn set_language(&mut self, language: Option<String>) {
+        self.info.language = language;
+    }
+
+    /// Records what the caller learnt of the model's fields (it travels in the artifact's header).
+    pub fn set_field_model(&mut self, field_model: Option<String>) {
+        self.info.field_model = field_model;
     }
 
     /// Predicts the tags of one text.

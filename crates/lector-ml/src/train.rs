@@ -270,6 +270,8 @@ fn train_inner(
             trained_at: options.trained_at.clone(),
             warm_started: warm.any,
             metrics: None,
+            language: None,
+            field_model: None,
         },
         main: Table::fuse(&encoder::dense_idf(&featurizer.idf, main_dim), &main.head),
         label_head,

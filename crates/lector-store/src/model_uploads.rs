@@ -35,6 +35,8 @@ pub struct NewUploadedModel {
     pub metrics: Option<serde_json::Value>,
     pub classes: Vec<String>,
     pub labels: Vec<String>,
+    /// What the model learnt of its fields (JSON), as the artifact carries it.
+    pub field_model: Option<String>,
 }
 
 impl Store {
@@ -160,8 +162,8 @@ impl Store {
         let inserted = sqlx::query_scalar::<_, i64>(
             "INSERT INTO models (uuid, workspace_id, project_id, user_id, name, display_name, short_description, \
              long_description, type, status, progress, score, metrics, classes, labels, base_id, language, \
-             artifact_key, version, created, updated, finished) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, $11, $12, $13, $14, $15, $16, $17, 1, $18, $18, $18) \
+             artifact_key, field_model, version, created, updated, finished) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, $11, $12, $13, $14, $15, $16, $17, $18, 1, $19, $19, $19) \
              RETURNING id",
         )
         .bind(&uuid)
@@ -181,6 +183,7 @@ impl Store {
         .bind(base_id)
         .bind(&new.language)
         .bind(&key)
+        .bind(&new.field_model)
         .bind(now)
         .fetch_one(&self.pool)
         .await;

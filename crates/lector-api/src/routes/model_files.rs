@@ -21,6 +21,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
 use lector_core::{Action, Error, ErrorCode, FieldError, ModelStatus, Result};
+use lector_extract::learned::FieldModel;
 use lector_store::{MODEL_LANGUAGES, Model, NewUploadedModel, UploadTarget, WorkspaceRef};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -72,7 +73,8 @@ pub struct ModelUploadForm {
     short_description: Option<String>,
     /// READY (default), ACTIVE, or PUBLISHED (superusers).
     status: Option<String>,
-    /// en (default), de or ar.
+    /// en, de or ar: the language the artifact records (which the form may repeat, not change),
+    /// else the form's, else en.
     language: Option<String>,
     /// The project the model belongs to (its type must match the artifact's).
     project_id: Option<i64>,
@@ -132,12 +134,28 @@ fn new_model(
     problems.name("display_name", &display_name, MAX_NAME_CHARS);
     let name = text("name").unwrap_or_else(|| display_name.clone());
     problems.name("name", &name, MAX_NAME_CHARS);
-    let language = text("language").unwrap_or_else(|| "en".into());
+    let language = match (text("language"), artifact.info().language.clone()) {
+        (Some(given), Some(recorded)) if given != recorded => {
+            problems.push(
+                "language",
+                format!("the model file records the language {recorded}, which an upload cannot change"),
+            );
+            recorded
+        }
+        (given, recorded) => recorded.or(given).unwrap_or_else(|| "en".into()),
+    };
     problems.check(
         MODEL_LANGUAGES.contains(&language.as_str()),
         "language",
         "must be en, de or ar",
     );
+    let field_model = artifact.info().field_model.clone();
+    if let Some(Err(problem)) = field_model
+        .as_deref()
+        .map(|f| FieldModel::uploaded(f, artifact.labels()))
+    {
+        problems.push("file", problem);
+    }
     for field in ["short_description", "long_description"] {
         problems.max_len(field, &text(field).unwrap_or_default(), MAX_DESCRIPTION_CHARS);
     }
@@ -179,6 +197,7 @@ fn new_model(
         metrics: metrics.and_then(|m| serde_json::to_value(m).ok()),
         classes: artifact.classes().to_vec(),
         labels: artifact.labels().to_vec(),
+        field_model,
     })
 }
 

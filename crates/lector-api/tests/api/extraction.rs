@@ -690,7 +690,7 @@ async fn a_model_learns_fields_from_pages_and_corrections(app: TestApp) {
         annotate(&app, &ada, project, &session, document, [reference, customer]).await;
     }
     let v1 = app
-        .train_model(&ada, project, json!({"display_name": "Orders v1"}))
+        .train_model(&ada, project, json!({"display_name": "Orders v1", "language": "de"}))
         .await;
     assert_eq!(v1["status"], "READY", "{v1}");
     let v1 = v1["id"].as_i64().unwrap();
@@ -723,6 +723,28 @@ async fn a_model_learns_fields_from_pages_and_corrections(app: TestApp) {
         (reference[0]["TLx"].as_f64().unwrap() - 200.0 / 595.0).abs() < 0.01,
         "{reference}"
     );
+    // The one file carries what the model learnt of its fields, and its language.
+    let (_, _, file) = app.download(&ada.token, &format!("/models/{v1}/download")).await;
+    let copy = app
+        .send_form(
+            "/models/upload",
+            &ada.token,
+            "orders.lector-model",
+            &file,
+            &[("display_name", "Orders copy"), ("project_id", &project.to_string())],
+        )
+        .await
+        .expect(200);
+    assert_eq!(copy["language"], "de", "{copy}");
+    let copied = extracted(
+        &app,
+        &ada,
+        &path(&org, project, copy["id"].as_i64().unwrap(), ""),
+        "new.pdf",
+        &order("PO-4711", "K-993", 90.0, false),
+    )
+    .await;
+    assert_eq!(matches(&copied), found, "{copied}");
 
     // The German layout is not what v1 learnt: its review is corrected by a person, and every
     // review event reaches the team's receiver, signed.

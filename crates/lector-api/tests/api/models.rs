@@ -162,6 +162,34 @@ async fn class_model_story(app: TestApp) {
         .await
         .expect_problem(422, "validation_failed");
     assert_eq!(problem["errors"][0]["field"], "score", "{problem}");
+    // The language travels in the file the same way.
+    assert_eq!(uploaded["language"], model["language"]);
+    let problem = app
+        .send_form(
+            "/models/upload",
+            &ada.token,
+            "tickets.lector-model",
+            &bytes,
+            &[("display_name", "Tickets in Arabic"), ("language", "ar")],
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem["errors"][0]["field"], "language", "{problem}");
+    // A file from before models recorded their language takes the form's.
+    let unrecorded = edited_artifact(&bytes, |header| {
+        header.as_object_mut().unwrap().remove("language");
+    });
+    let arabic = app
+        .send_form(
+            "/models/upload",
+            &ada.token,
+            "tickets.lector-model",
+            &unrecorded,
+            &[("display_name", "Tickets in Arabic"), ("language", "ar")],
+        )
+        .await
+        .expect(200);
+    assert_eq!(arabic["language"], "ar");
     let copy = analyze(&app, &ada, &uploaded["id"], &texts).await;
     assert_eq!(copy["documents"], result["documents"], "identical predictions");
     // On a second installation too.
@@ -189,6 +217,10 @@ async fn class_model_story(app: TestApp) {
         (json!({"metrics": {"score": 7.5}}), "outside 0 to 1"),
         (json!({"classes": names}), "1001 classes"),
         (confusion, "a confusion matrix that is not 3 by 3"),
+        (
+            json!({"field_model": r#"{"fields": [{"label": "refund", "examples": [], "max_words": 1}]}"#}),
+            "is not one of the model's labels",
+        ),
     ] {
         let crafted = edited_artifact(&bytes, |header| merge(header, &edit));
         let problem = app

@@ -16,7 +16,10 @@
 //! - class and label names as a project's are: not empty, at most
 //!   [`lector_core::validate::MAX_NAME_CHARS`] characters, no control or bidi characters, each
 //!   once (the names are the tags every analysis answers, and a name twice makes two outputs
-//!   one tag).
+//!   one tag);
+//! - a language of at most [`MAX_LANGUAGE_CHARS`] characters, and a field model (which the
+//!   store keeps and every extraction with the model parses) of at most
+//!   [`MAX_FIELD_MODEL_BYTES`]; what it says is the caller's to check.
 //!
 //! The header's numbers are finite by construction (JSON has no NaN, and serde refuses a
 //! number beyond an `f32`'s range). The weights are binary: a NaN weight would make every
@@ -29,6 +32,13 @@ use crate::model::ModelInfo;
 
 /// Classes, and labels, a model may have: the service's limit per project.
 pub const MAX_OUTPUTS: usize = 1000;
+
+/// Longest language code a header may record.
+pub const MAX_LANGUAGE_CHARS: usize = 16;
+
+/// Largest field model a header may carry: a learnt field keeps 400 examples of a handful of
+/// words each, and a project has far fewer than the 200 fields a field model holds.
+pub const MAX_FIELD_MODEL_BYTES: usize = 16 << 20;
 
 /// Refuses a header that claims what no model the service trains has.
 pub(super) fn check_header(info: &ModelInfo) -> Result<()> {
@@ -43,6 +53,22 @@ pub(super) fn check_header(info: &ModelInfo) -> Result<()> {
         if let Some(problem) = name_problem(names) {
             return Err(implausible(format!("a {what} name {problem}")));
         }
+    }
+    if info
+        .language
+        .as_ref()
+        .is_some_and(|l| l.chars().count() > MAX_LANGUAGE_CHARS)
+    {
+        return Err(implausible(format!(
+            "a language code over {MAX_LANGUAGE_CHARS} characters"
+        )));
+    }
+    if info
+        .field_model
+        .as_ref()
+        .is_some_and(|f| f.len() > MAX_FIELD_MODEL_BYTES)
+    {
+        return Err(implausible(format!("a field model over {MAX_FIELD_MODEL_BYTES} bytes")));
     }
     if let Some(metrics) = &info.metrics {
         if let Some(problem) = metrics_size_problem(metrics) {
@@ -185,6 +211,21 @@ mod tests {
         assert!(message.contains("1001 labels"), "{message}");
         let message = refused(|header| header["classes"] = json!(names));
         assert!(message.contains("1001 classes"), "{message}");
+    }
+
+    #[test]
+    fn a_language_and_a_field_model_travel_within_bounds() {
+        let model = read_edited(|header| {
+            header["language"] = json!("de");
+            header["field_model"] = json!("{\"fields\":[]}");
+        })
+        .unwrap();
+        assert_eq!(model.info.language.as_deref(), Some("de"));
+        assert_eq!(model.info.field_model.as_deref(), Some("{\"fields\":[]}"));
+        let message = refused(|header| header["language"] = json!("x".repeat(17)));
+        assert!(message.contains("language code over 16"), "{message}");
+        let message = refused(|header| header["field_model"] = json!(" ".repeat(MAX_FIELD_MODEL_BYTES + 1)));
+        assert!(message.contains("field model over"), "{message}");
     }
 
     /// What JSON cannot say: a NaN or infinite calibration number (the weights, binary, are
