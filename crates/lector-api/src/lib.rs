@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod auth;
 pub mod background_runs;
+mod body_pace;
 pub mod budget;
 mod connection_timers;
 pub mod error;
@@ -65,6 +66,13 @@ pub fn app(state: AppState) -> Router {
         .layer(from_fn_with_state(
             budget::BodyBudget::new(state.config.http.large_bodies_mib, state.config.max_body_bytes),
             budget::large_bodies_take_turns,
+        ))
+        .layer(from_fn_with_state(
+            body_pace::BodyPace {
+                min_bytes_per_sec: state.config.http.min_body_bytes_per_sec,
+                grace: std::time::Duration::from_secs(state.config.http.body_grace_secs),
+            },
+            body_pace::bodies_keep_pace,
         ))
         .layer(CatchPanicLayer::new())
         .layer(from_fn_with_state(state.clone(), turns::callers_take_turns))

@@ -300,6 +300,9 @@ impl Config {
                     .into(),
             );
         }
+        if http.min_body_bytes_per_sec > 0 && http.body_grace_secs == 0 {
+            return Err("http.body_grace_secs must be positive while http.min_body_bytes_per_sec is".into());
+        }
         Ok(())
     }
 }

@@ -256,6 +256,45 @@ async fn slow_headers_are_cut_off() {
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
 }
 
+/// A body trickled slower than `http.min_body_bytes_per_sec` is answered 408 once its grace
+/// is over, and its connection closed: it no longer holds a connection, its caller's turn and
+/// its share of the large-body budget for as long as the client likes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_bodies_are_cut_off() {
+    let (_app, address) = plain_app(|h| {
+        h.min_body_bytes_per_sec = 1000;
+        h.body_grace_secs = 1;
+    })
+    .await;
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let started = std::time::Instant::now();
+    stream
+        .write_all(
+            b"POST /auth/login HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: https\r\n\
+              Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"email\": \"",
+        )
+        .await
+        .unwrap();
+    // Ten bytes a second: a body of 5,000 bytes would take eight minutes.
+    let trickle = async {
+        for _ in 0..30 {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            if stream.write_all(b"a").await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(3), trickle)
+        .await
+        .ok();
+    let answer = read_until_closed(&mut stream, std::time::Duration::from_secs(5)).await;
+    let answer = answer.expect("the slow connection is closed");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("\"code\":\"request_timeout\""), "{answer}");
+    assert!(answer.contains("min_body_bytes_per_sec"), "{answer}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(8));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_are_closed_and_connections_have_a_ceiling() {
     let (_app, address) = plain_app(|h| {

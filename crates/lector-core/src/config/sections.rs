@@ -39,6 +39,13 @@ pub struct HttpConfig {
     /// every database connection from everyone else. Requests without valid credentials take
     /// no turn.
     pub requests_per_caller: usize,
+    /// Least pace, in bytes per second, at which a request body must arrive once it has had
+    /// `body_grace_secs`, counted over the time the server waited for it; a slower body answers
+    /// 408 and its connection is closed. Bounds how long a body holds its share of
+    /// `large_bodies_mib`, a connection and a caller's turn. 0 turns the check off.
+    pub min_body_bytes_per_sec: u64,
+    /// Seconds a request body may take before its pace is checked.
+    pub body_grace_secs: u64,
 }
 
 impl Default for HttpConfig {
@@ -53,6 +60,8 @@ impl Default for HttpConfig {
             max_connections_per_peer: 256,
             large_bodies_mib: 64,
             requests_per_caller: 3,
+            min_body_bytes_per_sec: 16 * 1024,
+            body_grace_secs: 10,
         }
     }
 }
