@@ -283,12 +283,6 @@ async fn extracted_review(app: &TestApp, extract: &str, who: &Session, file: &st
     result["documents"][0]["hitl"]["review_id"].as_i64().expect("a review")
 }
 
-/// The notifications of `who`.
-async fn notifications(app: &TestApp, who: &Session) -> Vec<Value> {
-    let all = app.get("/notifications", &who.token).await.expect(200);
-    all.as_array().expect("a plain array").clone()
-}
-
 async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: TestApp) {
     let team = team(&app).await;
     let (ada, bob, cy) = (&team.ada, &team.bob, &team.cy);
@@ -301,7 +295,7 @@ async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: Test
         .review(&app, "first.pdf", &format!("{hitls}/{}", for_bob["id"]))
         .await;
     assert_eq!(app.get(&first, &ada.token).await.expect(200)["user_id"], bob.user_id);
-    assert_eq!(notifications(&app, bob).await.len(), 1);
+    assert_eq!(app.notifications(bob).await.len(), 1);
     // A review waiting for Bob is his (or a MANAGER's) to submit, not another annotator's.
     let taken = app
         .put(&first, &cy.token, json!({"status": "APPROVED"}))
@@ -323,7 +317,7 @@ async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: Test
         .await;
     assert!(app.get(&second, &ada.token).await.expect(200)["user_id"].is_null());
     assert_eq!(
-        notifications(&app, bob).await.len(),
+        app.notifications(bob).await.len(),
         1,
         "nothing more of a workspace he left"
     );
@@ -361,7 +355,7 @@ async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: Test
     app.send_form(&team.extract(), &ada.token, "third.pdf", &invoice(), &[])
         .await
         .expect(200);
-    assert_eq!(notifications(&app, cy).await.len(), 0);
+    assert_eq!(app.notifications(cy).await.len(), 0);
 }
 
 async fn reviews_waiting_for_nobody_go_to_the_next_assignee(app: TestApp) {
@@ -394,7 +388,7 @@ async fn reviews_waiting_for_nobody_go_to_the_next_assignee(app: TestApp) {
     for waiting in [&first, &second, &other] {
         assert!(app.get(waiting, &ada.token).await.expect(200)["user_id"].is_null());
     }
-    assert_eq!(notifications(&app, cy).await.len(), 0);
+    assert_eq!(app.notifications(cy).await.len(), 0);
 
     // Cy is assigned: the configuration's waiting reviews are hers, and she is told once.
     let assigned = app
@@ -411,7 +405,7 @@ async fn reviews_waiting_for_nobody_go_to_the_next_assignee(app: TestApp) {
     }
     assert_eq!(app.get(&third, &ada.token).await.expect(200)["user_id"], ada.user_id);
     assert!(app.get(&other, &ada.token).await.expect(200)["user_id"].is_null());
-    let notes = notifications(&app, cy).await;
+    let notes = app.notifications(cy).await;
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(
         notes[0]["text"].as_str().unwrap().contains("2 reviews of Check"),
@@ -421,7 +415,7 @@ async fn reviews_waiting_for_nobody_go_to_the_next_assignee(app: TestApp) {
     app.put(&at, &ada.token, json!({"assigned_user_id": cy.user_id}))
         .await
         .expect(200);
-    assert_eq!(notifications(&app, cy).await.len(), 1);
+    assert_eq!(app.notifications(cy).await.len(), 1);
     // The other configuration's review goes to whoever it assigns (an update like assign).
     app.put(
         &format!("{hitls}/{}", others["id"]),
