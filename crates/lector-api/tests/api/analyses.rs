@@ -245,14 +245,7 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
     assert!(after["documents"].as_array().unwrap().iter().all(|d| d["id"] != edited));
 
     // One notification for the analysis.
-    let notes = app.get("/notifications", &ada.token).await.expect(200);
-    let finished_notes = notes
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|n| n["title"] == "Analysis finished")
-        .count();
-    assert_eq!(finished_notes, 1);
+    assert_eq!(app.notified(&ada, "Analysis finished").await, 1);
 
     // The download uploads again as a labeling session with the tags by name.
     let (content_type, _, bytes) = app

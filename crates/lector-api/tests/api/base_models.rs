@@ -217,12 +217,6 @@ async fn job(app: &TestApp, task: &Value) -> lector_store::Job {
     app.state.store.job_by_id(id).await.unwrap().expect("the job")
 }
 
-/// The notifications of `who` titled `title`.
-async fn notified(app: &TestApp, who: &Session, title: &str) -> usize {
-    let all = app.get("/notifications", &who.token).await.expect(200);
-    all.as_array().unwrap().iter().filter(|n| n["title"] == title).count()
-}
-
 /// A worker without the encoder a training or an analysis needs hands the job back (the model
 /// or analysis still QUEUED, no attempt counted, nobody notified) for a worker that has it,
 /// which runs it; when no worker with it comes, the job fails once it has waited the grace,
@@ -256,7 +250,7 @@ async fn handed_back_story(backend: Backend) {
     assert_eq!(handed.attempts, 0, "a hand back is not an attempt");
     let model = app.get(&model_path, &ada.token).await.expect(200);
     assert_eq!(model["status"], "QUEUED", "{model}");
-    assert_eq!(notified(&app, &ada, "Model training failed").await, 0);
+    assert_eq!(app.notified(&ada, "Model training failed").await, 0);
     lector_store::testing::end_retry_delay(store, handed.id).await;
     assert!(equipped.run_one(store, "equipped").await.unwrap());
     let model = app.get(&model_path, &ada.token).await.expect(200);
@@ -312,7 +306,7 @@ async fn handed_back_story(backend: Backend) {
             && failure.contains("lector base-models install"),
         "{failure}"
     );
-    assert_eq!(notified(&app, &ada, "Model training failed").await, 1);
+    assert_eq!(app.notified(&ada, "Model training failed").await, 1);
     assert!(!bare.run_one(store, "bare").await.unwrap(), "nothing is left to run");
 }
 

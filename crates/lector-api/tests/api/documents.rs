@@ -29,6 +29,16 @@ fn spans(document: &Value) -> Vec<(String, [i64; 2])> {
         .collect()
 }
 
+/// The texts of a page of `list_documents`, in its order.
+fn texts(page: &Value) -> Vec<String> {
+    page["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 async fn documents_are_normalised_and_segmented(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let id = app.project(&ada, "Docs").await;
@@ -193,20 +203,12 @@ async fn paging_and_filters_never_drop_or_repeat(app: TestApp) {
     assert_eq!((seen.len(), sorted.len()), (23, 23));
     assert_eq!(seen, sorted, "id order");
 
-    let found = |page: Value| -> Vec<String> {
-        page["documents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["text"].as_str().unwrap().to_owned())
-            .collect()
-    };
     assert_eq!(
-        found(app.get(&format!("{docs}?search=100%25"), &ada.token).await.expect(200)),
+        texts(&app.get(&format!("{docs}?search=100%25"), &ada.token).await.expect(200)),
         ["Price rose 100% today."]
     );
     assert_eq!(
-        found(app.get(&format!("{docs}?search=SNAKE_"), &ada.token).await.expect(200)),
+        texts(&app.get(&format!("{docs}?search=SNAKE_"), &ada.token).await.expect(200)),
         ["snake_case names"]
     );
     assert_eq!(
@@ -237,12 +239,7 @@ async fn search_ignores_the_case_of_every_letter(app: TestApp) {
                 .get(&format!("/projects/{project}/documents?search={search}"), &token)
                 .await
                 .expect(200);
-            page["documents"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|d| d["text"].as_str().unwrap().to_owned())
-                .collect::<Vec<_>>()
+            texts(&page)
         }
     };
     for search in ["ärger", "ÄRGER", "Ärger", "bÜrO", "%C3%84RGER%20IM"] {
@@ -526,28 +523,20 @@ async fn documents_filter_by_analysis(app: TestApp) {
         .expect_problem(400, "invalid_parameter");
 
     let docs = format!("/projects/{id}/documents");
-    let texts = |page: Value| -> Vec<String> {
-        page["documents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["text"].as_str().unwrap().to_owned())
-            .collect()
-    };
     let by_analysis = app
         .get(&format!("{docs}?analysis_id={}", first.id), &ada.token)
         .await
         .expect(200);
-    assert_eq!(texts(by_analysis), ["One.", "Three."]);
+    assert_eq!(texts(&by_analysis), ["One.", "Three."]);
     let analysed = app.get(&format!("{docs}?analysed=true"), &ada.token).await.expect(200);
-    assert_eq!(texts(analysed), ["One.", "Three."]);
+    assert_eq!(texts(&analysed), ["One.", "Three."]);
     let not_analysed = app.get(&format!("{docs}?analysed=false"), &ada.token).await.expect(200);
-    assert_eq!(texts(not_analysed), ["Two."]);
+    assert_eq!(texts(&not_analysed), ["Two."]);
     // As the original's Python client spells them.
     let analysed = app.get(&format!("{docs}?analysed=True"), &ada.token).await.expect(200);
-    assert_eq!(texts(analysed), ["One.", "Three."]);
+    assert_eq!(texts(&analysed), ["One.", "Three."]);
     let not_analysed = app.get(&format!("{docs}?analysed=False"), &ada.token).await.expect(200);
-    assert_eq!(texts(not_analysed), ["Two."]);
+    assert_eq!(texts(&not_analysed), ["Two."]);
     app.get(
         &format!("/projects/{other}/documents?analysis_id={}", first.id),
         &ada.token,

@@ -171,11 +171,7 @@ async fn reviews_are_listed_a_page_at_a_time(app: TestApp) {
     let extract = format!("/organizations/{workspace}/projects/{project}/models/{model}/extract");
     let mut made = Vec::new();
     for _ in 0..3 {
-        let result = app
-            .send_form(&extract, &ada.token, "rechnung.pdf", &invoice(), &[])
-            .await
-            .expect(200);
-        made.push(result["documents"][0]["hitl"]["review_id"].as_i64().expect("a review"));
+        made.push(extracted_review(&app, &extract, &ada, "rechnung.pdf").await);
     }
     let reviews = format!("/projects/{project}/hitls/{}/reviews", hitl["id"]);
     let ids = |page: serde_json::Value| -> Vec<i64> {
@@ -240,44 +236,66 @@ async fn team(app: &TestApp) -> Team {
     }
 }
 
-async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: TestApp) {
-    let Team {
-        ada,
-        bob,
-        cy,
-        project,
-        model,
-        workspace,
-        bobs,
-        cys,
-    } = team(&app).await;
-    let hitls = format!("/projects/{project}/hitls");
-    let configure = |user: i64| {
-        json!({"name": format!("Check {user}"), "model_id": model, "is_live": true,
-        "assigned_user_id": user, "labels": {"po_number": {"required": true}}})
-    };
-    let for_bob = app.post(&hitls, &ada.token, configure(bob.user_id)).await.expect(201);
-    let extract = format!("/organizations/{workspace}/projects/{project}/models/{model}/extract");
-    let review_of = |result: serde_json::Value| result["documents"][0]["hitl"]["review_id"].as_i64().unwrap();
-    let first = app
-        .send_form(&extract, &ada.token, "first.pdf", &invoice(), &[])
+impl Team {
+    /// The address of the project's HITL configurations.
+    fn hitls(&self) -> String {
+        format!("/projects/{}/hitls", self.project)
+    }
+
+    /// A live configuration `name` of the invoice model that requires the PO number, assigned
+    /// to `assignee`.
+    fn configuration(&self, name: &str, assignee: Option<i64>) -> Value {
+        json!({"name": name, "model_id": self.model, "is_live": true,
+        "assigned_user_id": assignee, "labels": {"po_number": {"required": true}}})
+    }
+
+    /// The invoice model's extraction address.
+    fn extract(&self) -> String {
+        let Team {
+            workspace,
+            project,
+            model,
+            ..
+        } = self;
+        format!("/organizations/{workspace}/projects/{project}/models/{model}/extract")
+    }
+
+    /// The address of the review that Ada's extraction of an invoice (as `file`) makes for
+    /// the configuration at `hitl`.
+    async fn review(&self, app: &TestApp, file: &str, hitl: &str) -> String {
+        let review = extracted_review(app, &self.extract(), &self.ada, file).await;
+        format!("{hitl}/reviews/{review}")
+    }
+
+    /// Ada takes `membership` (Bob's or Cy's) out of the workspace.
+    async fn remove(&self, app: &TestApp, membership: &Value) {
+        let at = format!("/organizations/{}/permissions/{}", self.workspace, membership["id"]);
+        app.delete(&at, &self.ada.token).await.expect(200);
+    }
+}
+
+/// The id of the review that `who`'s extraction (at `extract`) of an invoice, as `file`, makes.
+async fn extracted_review(app: &TestApp, extract: &str, who: &Session, file: &str) -> i64 {
+    let result = app
+        .send_form(extract, &who.token, file, &invoice(), &[])
         .await
         .expect(200);
-    let first = format!("{hitls}/{}/reviews/{}", for_bob["id"], review_of(first));
+    result["documents"][0]["hitl"]["review_id"].as_i64().expect("a review")
+}
+
+async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: TestApp) {
+    let team = team(&app).await;
+    let (ada, bob, cy) = (&team.ada, &team.bob, &team.cy);
+    let hitls = team.hitls();
+    let for_bob = app
+        .post(&hitls, &ada.token, team.configuration("Check Bob", Some(bob.user_id)))
+        .await
+        .expect(201);
+    let first = team
+        .review(&app, "first.pdf", &format!("{hitls}/{}", for_bob["id"]))
+        .await;
     assert_eq!(app.get(&first, &ada.token).await.expect(200)["user_id"], bob.user_id);
-    let told = |who: &crate::common::Session| {
-        let app = &app;
-        let token = who.token.clone();
-        async move {
-            app.get("/notifications", &token)
-                .await
-                .expect(200)
-                .as_array()
-                .unwrap()
-                .len()
-        }
-    };
-    assert_eq!(told(&bob).await, 1);
+    assert_eq!(app.notifications(bob).await.len(), 1);
     // A review waiting for Bob is his (or a MANAGER's) to submit, not another annotator's.
     let taken = app
         .put(&first, &cy.token, json!({"status": "APPROVED"}))
@@ -287,25 +305,22 @@ async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: Test
 
     // Bob leaves: the configuration and his pending review are unassigned, and a new review
     // neither names nor notifies him.
-    app.delete(
-        &format!("/organizations/{workspace}/permissions/{}", bobs["id"]),
-        &ada.token,
-    )
-    .await
-    .expect(200);
+    team.remove(&app, &team.bobs).await;
     let hitl = app
         .get(&format!("{hitls}/{}", for_bob["id"]), &ada.token)
         .await
         .expect(200);
     assert!(hitl["assigned_user_id"].is_null(), "{hitl}");
     assert!(app.get(&first, &ada.token).await.expect(200)["user_id"].is_null());
-    let second = app
-        .send_form(&extract, &ada.token, "second.pdf", &invoice(), &[])
-        .await
-        .expect(200);
-    let second = format!("{hitls}/{}/reviews/{}", hitl["id"], review_of(second));
+    let second = team
+        .review(&app, "second.pdf", &format!("{hitls}/{}", hitl["id"]))
+        .await;
     assert!(app.get(&second, &ada.token).await.expect(200)["user_id"].is_null());
-    assert_eq!(told(&bob).await, 1, "nothing more of a workspace he left");
+    assert_eq!(
+        app.notifications(bob).await.len(),
+        1,
+        "nothing more of a workspace he left"
+    );
     // Whoever submits a review is its reviewer, whomever it waited for.
     let submitted = app
         .put(&second, &cy.token, json!({"status": "REJECTED"}))
@@ -321,9 +336,12 @@ async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: Test
     )
     .await
     .expect(200);
-    let for_cy = app.post(&hitls, &ada.token, configure(cy.user_id)).await.expect(201);
+    let for_cy = app
+        .post(&hitls, &ada.token, team.configuration("Check Cy", Some(cy.user_id)))
+        .await
+        .expect(201);
     app.put(
-        &format!("/organizations/{workspace}/permissions/{}", cys["id"]),
+        &format!("/organizations/{}/permissions/{}", team.workspace, team.cys["id"]),
         &ada.token,
         json!({"role": "VIEWER"}),
     )
@@ -334,67 +352,43 @@ async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: Test
         .await
         .expect(200);
     assert!(hitl["assigned_user_id"].is_null(), "{hitl}");
-    app.send_form(&extract, &ada.token, "third.pdf", &invoice(), &[])
+    app.send_form(&team.extract(), &ada.token, "third.pdf", &invoice(), &[])
         .await
         .expect(200);
-    assert_eq!(told(&cy).await, 0);
+    assert_eq!(app.notifications(cy).await.len(), 0);
 }
 
 async fn reviews_waiting_for_nobody_go_to_the_next_assignee(app: TestApp) {
-    let Team {
-        ada,
-        bob,
-        cy,
-        project,
-        model,
-        workspace,
-        bobs,
-        ..
-    } = team(&app).await;
-    let hitls = format!("/projects/{project}/hitls");
-    let configure = |name: &str, user: Option<i64>| {
-        json!({"name": name, "model_id": model, "is_live": true,
-        "assigned_user_id": user, "labels": {"po_number": {"required": true}}})
-    };
+    let team = team(&app).await;
+    let (ada, bob, cy) = (&team.ada, &team.bob, &team.cy);
+    let hitls = team.hitls();
     let checks = app
-        .post(&hitls, &ada.token, configure("Check", Some(bob.user_id)))
+        .post(&hitls, &ada.token, team.configuration("Check", Some(bob.user_id)))
         .await
         .expect(201);
     let at = format!("{hitls}/{}", checks["id"]);
-    let extract = format!("/organizations/{workspace}/projects/{project}/models/{model}/extract");
-    let review = |name: &'static str, at: String| {
-        let (app, token, extract) = (&app, ada.token.clone(), extract.clone());
-        async move {
-            let result = app.send_form(&extract, &token, name, &invoice(), &[]).await.expect(200);
-            format!("{at}/reviews/{}", result["documents"][0]["hitl"]["review_id"])
-        }
-    };
-    let told = |token: String| {
-        let app = &app;
-        async move { app.get("/notifications", &token).await.expect(200) }
-    };
     // Bob's review waits for nobody once he leaves; so does one made while nobody is assigned.
-    let first = review("first.pdf", at.clone()).await;
-    app.delete(
-        &format!("/organizations/{workspace}/permissions/{}", bobs["id"]),
-        &ada.token,
-    )
-    .await
-    .expect(200);
-    let second = review("second.pdf", at.clone()).await;
+    let first = team.review(&app, "first.pdf", &at).await;
+    team.remove(&app, &team.bobs).await;
+    let second = team.review(&app, "second.pdf", &at).await;
     // A third, submitted, stays its reviewer's.
-    let third = review("third.pdf", at.clone()).await;
+    let third = team.review(&app, "third.pdf", &at).await;
     app.put(&third, &ada.token, json!({"status": "APPROVED"}))
         .await
         .expect(200);
     // And one of another configuration stays waiting.
     app.put(&at, &ada.token, json!({"is_live": false})).await.expect(200);
-    let others = app.post(&hitls, &ada.token, configure("Other", None)).await.expect(201);
-    let other = review("other.pdf", format!("{hitls}/{}", others["id"])).await;
+    let others = app
+        .post(&hitls, &ada.token, team.configuration("Other", None))
+        .await
+        .expect(201);
+    let other = team
+        .review(&app, "other.pdf", &format!("{hitls}/{}", others["id"]))
+        .await;
     for waiting in [&first, &second, &other] {
         assert!(app.get(waiting, &ada.token).await.expect(200)["user_id"].is_null());
     }
-    assert_eq!(told(cy.token.clone()).await.as_array().unwrap().len(), 0);
+    assert_eq!(app.notifications(cy).await.len(), 0);
 
     // Cy is assigned: the configuration's waiting reviews are hers, and she is told once.
     let assigned = app
@@ -411,8 +405,7 @@ async fn reviews_waiting_for_nobody_go_to_the_next_assignee(app: TestApp) {
     }
     assert_eq!(app.get(&third, &ada.token).await.expect(200)["user_id"], ada.user_id);
     assert!(app.get(&other, &ada.token).await.expect(200)["user_id"].is_null());
-    let notes = told(cy.token.clone()).await;
-    let notes = notes.as_array().unwrap();
+    let notes = app.notifications(cy).await;
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(
         notes[0]["text"].as_str().unwrap().contains("2 reviews of Check"),
@@ -422,7 +415,7 @@ async fn reviews_waiting_for_nobody_go_to_the_next_assignee(app: TestApp) {
     app.put(&at, &ada.token, json!({"assigned_user_id": cy.user_id}))
         .await
         .expect(200);
-    assert_eq!(told(cy.token.clone()).await.as_array().unwrap().len(), 1);
+    assert_eq!(app.notifications(cy).await.len(), 1);
     // The other configuration's review goes to whoever it assigns (an update like assign).
     app.put(
         &format!("{hitls}/{}", others["id"]),
@@ -459,20 +452,12 @@ async fn fields_of_the_model_stay_reviewable_after_a_rename(app: TestApp) {
         .await
         .expect(201);
     let extract = format!("/organizations/{workspace}/projects/{project}/models/{model}/extract");
-    let result = app
-        .send_form(&extract, &ada.token, "rechnung.pdf", &invoice(), &[])
-        .await
-        .expect(200);
-    let review = result["documents"][0]["hitl"]["review_id"].as_i64().expect("a review");
+    let review = extracted_review(&app, &extract, &ada, "rechnung.pdf").await;
     let at = format!("{hitls}/{}/reviews/{review}", hitl["id"]);
     let corrected = json!({"status": "approved", "values": {"po_number": "PO-7", "order_number": "PO-7"}});
     app.put(&at, &ada.token, corrected).await.expect(200);
     // A rejection's values are no training data, so they are kept as the reviewer wrote them.
-    let result = app
-        .send_form(&extract, &ada.token, "rechnung.pdf", &invoice(), &[])
-        .await
-        .expect(200);
-    let review = result["documents"][0]["hitl"]["review_id"].as_i64().expect("a review");
+    let review = extracted_review(&app, &extract, &ada, "rechnung.pdf").await;
     let rejected = json!({"status": "rejected", "values": {"note": "not an invoice"}});
     app.put(
         &format!("{hitls}/{}/reviews/{review}", hitl["id"]),

@@ -100,8 +100,7 @@ async fn an_import_that_fails_for_good_marks_its_group_and_notifies_once(app: Te
     );
     assert_eq!(task["error"], reason.as_str());
     assert_eq!(group["status"], "FAILED", "{group}");
-    let notes = app.get("/notifications", &ada.token).await.expect(200);
-    let notes = notes.as_array().unwrap();
+    let notes = app.notifications(&ada).await;
     assert_eq!(notes.len(), 1, "exactly one notification: {notes:?}");
     assert_eq!(notes[0]["type"], "WARNING");
     assert_eq!(notes[0]["title"], "Import failed");

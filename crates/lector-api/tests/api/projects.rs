@@ -325,15 +325,8 @@ async fn transfer_needs_manager_in_both_workspaces(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(names(&in_target), ["Mail"]);
-    let notices = app.get("/notifications", &ada.token).await.expect(200);
-    assert!(
-        notices
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n["title"] == "Transfer finished"),
-        "{notices}"
-    );
+    let notices = app.notifications(&ada).await;
+    assert!(notices.iter().any(|n| n["title"] == "Transfer finished"), "{notices:?}");
 }
 
 async fn a_transferred_project_takes_its_models_along(app: TestApp) {

@@ -564,15 +564,8 @@ async fn clones_copy_everything_as_a_task(app: TestApp) {
     let copied = app.get(&format!("/projects/{copy_id}"), &ada.token).await.expect(200);
     assert_eq!(copied["status"], "CREATED");
     assert_eq!(contents(&app, &ada, copy_id).await, contents(&app, &ada, id).await);
-    let notices = app.get("/notifications", &ada.token).await.expect(200);
-    assert!(
-        notices
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n["title"] == "Clone finished"),
-        "{notices}"
-    );
+    let notices = app.notifications(&ada).await;
+    assert!(notices.iter().any(|n| n["title"] == "Clone finished"), "{notices:?}");
 
     // The copy is independent of the original.
     app.delete(&format!("/projects/{id}"), &ada.token).await.expect(200);

@@ -383,6 +383,18 @@ impl TestApp {
         status["default_workspace_id"].as_i64().unwrap()
     }
 
+    /// The notifications of `who`.
+    pub async fn notifications(&self, who: &Session) -> Vec<Value> {
+        let all = self.get("/notifications", &who.token).await.expect(200);
+        all.as_array().expect("a plain array").clone()
+    }
+
+    /// How many notifications of `who` are titled `title`.
+    pub async fn notified(&self, who: &Session, title: &str) -> usize {
+        let all = self.notifications(who).await;
+        all.iter().filter(|n| n["title"] == title).count()
+    }
+
     /// Adds user `user_id` to `workspace` (an id or name) with `role`; answers the answer.
     pub async fn add_member(&self, token: &str, workspace: impl Display, user_id: i64, role: &str) -> Answer {
         let body = json!({"role": role, "user_id": user_id});
