@@ -156,13 +156,7 @@ async fn base_model_story(backend: Backend) {
         .expect("a server without base models");
     let bob = bare.register("bob@example.org").await;
     let missing = bare
-        .send_form(
-            "/models/upload",
-            &bob.token,
-            "tickets.lector-model",
-            &bytes,
-            &[("display_name", "Tickets")],
-        )
+        .upload_model(&bob.token, &bytes, &[("display_name", "Tickets")])
         .await
         .expect_problem(422, "validation_failed");
     assert!(missing.to_string().contains("not installed"), "{missing}");

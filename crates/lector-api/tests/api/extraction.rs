@@ -726,10 +726,8 @@ async fn a_model_learns_fields_from_pages_and_corrections(app: TestApp) {
     // The one file carries what the model learnt of its fields, and its language.
     let (_, _, file) = app.download(&ada.token, &format!("/models/{v1}/download")).await;
     let copy = app
-        .send_form(
-            "/models/upload",
+        .upload_model(
             &ada.token,
-            "orders.lector-model",
             &file,
             &[("display_name", "Orders copy"), ("project_id", &project.to_string())],
         )

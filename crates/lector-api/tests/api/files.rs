@@ -282,7 +282,7 @@ async fn uploads_over_the_limit_answer_413(app: TestApp) {
     assert_eq!(blob_files(&app), 1, "the refused file is not kept");
     // A model file is bounded by the same limit, and told so.
     let refused = app
-        .send_form("/models/upload", &ada.token, "big.lector-model", csv.as_bytes(), &[])
+        .upload_model(&ada.token, csv.as_bytes(), &[])
         .await
         .expect_problem(413, "payload_too_large");
     assert!(

@@ -935,10 +935,8 @@ async fn make_fresh(
         }
         Fresh::Model => {
             let made = app
-                .send_form(
-                    "/models/upload",
+                .upload_model(
                     admin,
-                    "m.lector-model",
                     &f.model_bytes,
                     &[("project_id", &f.params["project_id"]), ("display_name", &unique("m"))],
                 )

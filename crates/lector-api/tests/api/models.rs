@@ -126,13 +126,7 @@ async fn class_model_story(app: TestApp) {
         .await
         .expect_problem(404, "not_found");
     let uploaded = app
-        .send_form(
-            "/models/upload",
-            &ada.token,
-            "tickets.lector-model",
-            &bytes,
-            &[("display_name", "Tickets copy")],
-        )
+        .upload_model(&ada.token, &bytes, &[("display_name", "Tickets copy")])
         .await
         .expect(200);
     assert_eq!(uploaded["status"], "READY");
@@ -141,10 +135,8 @@ async fn class_model_story(app: TestApp) {
     // A client cannot change it: the same score may be repeated, another is refused.
     let same = score.to_string();
     let repeated = app
-        .send_form(
-            "/models/upload",
+        .upload_model(
             &ada.token,
-            "tickets.lector-model",
             &bytes,
             &[("display_name", "Tickets same"), ("score", same.as_str())],
         )
@@ -152,10 +144,8 @@ async fn class_model_story(app: TestApp) {
         .expect(200);
     assert_eq!(repeated["score"].as_f64(), Some(score));
     let problem = app
-        .send_form(
-            "/models/upload",
+        .upload_model(
             &ada.token,
-            "tickets.lector-model",
             &bytes,
             &[("display_name", "Tickets better"), ("score", "0.01")],
         )
@@ -165,10 +155,8 @@ async fn class_model_story(app: TestApp) {
     // The language travels in the file the same way.
     assert_eq!(uploaded["language"], model["language"]);
     let problem = app
-        .send_form(
-            "/models/upload",
+        .upload_model(
             &ada.token,
-            "tickets.lector-model",
             &bytes,
             &[("display_name", "Tickets in Arabic"), ("language", "ar")],
         )
@@ -180,10 +168,8 @@ async fn class_model_story(app: TestApp) {
         header.as_object_mut().unwrap().remove("language");
     });
     let arabic = app
-        .send_form(
-            "/models/upload",
+        .upload_model(
             &ada.token,
-            "tickets.lector-model",
             &unrecorded,
             &[("display_name", "Tickets in Arabic"), ("language", "ar")],
         )
@@ -197,15 +183,9 @@ async fn class_model_story(app: TestApp) {
         .await
         .expect("a second server");
     predicts_the_same_on(&other, "bob@example.org", &bytes, &texts, &result).await;
-    app.send_form(
-        "/models/upload",
-        &ada.token,
-        "junk.bin",
-        b"not a model",
-        &[("display_name", "Junk")],
-    )
-    .await
-    .expect_problem(422, "validation_failed");
+    app.upload_model(&ada.token, b"not a model", &[("display_name", "Junk")])
+        .await
+        .expect_problem(422, "validation_failed");
     // The checksum is no signature: a header edited by hand is read, and held to what the
     // service trains (a score within 0 to 1, at most a project's 1,000 classes, metrics of the
     // size evaluation writes).
@@ -224,13 +204,7 @@ async fn class_model_story(app: TestApp) {
     ] {
         let crafted = edited_artifact(&bytes, |header| merge(header, &edit));
         let problem = app
-            .send_form(
-                "/models/upload",
-                &ada.token,
-                "m.lector-model",
-                &crafted,
-                &[("display_name", "Crafted")],
-            )
+            .upload_model(&ada.token, &crafted, &[("display_name", "Crafted")])
             .await
             .expect_problem(422, "validation_failed");
         assert!(problem.to_string().contains(says), "{problem}");
@@ -238,22 +212,14 @@ async fn class_model_story(app: TestApp) {
     // The same framing with the header as it was is a model (so the refusals above are the
     // header's doing).
     let untouched = edited_artifact(&bytes, |_| {});
-    app.send_form(
-        "/models/upload",
-        &ada.token,
-        "m.lector-model",
-        &untouched,
-        &[("display_name", "Reframed")],
-    )
-    .await
-    .expect(200);
+    app.upload_model(&ada.token, &untouched, &[("display_name", "Reframed")])
+        .await
+        .expect(200);
     // Into a project: its own takes it; one without the model's classes does not (an
     // analysis would answer tags it cannot name, filter or correct).
     let own = project.to_string();
-    app.send_form(
-        "/models/upload",
+    app.upload_model(
         &ada.token,
-        "m.lector-model",
         &bytes,
         &[("display_name", "Into its project"), ("project_id", own.as_str())],
     )
@@ -264,10 +230,8 @@ async fn class_model_story(app: TestApp) {
         .await
         .to_string();
     let problem = app
-        .send_form(
-            "/models/upload",
+        .upload_model(
             &ada.token,
-            "m.lector-model",
             &bytes,
             &[("display_name", "Foreign"), ("project_id", fruit.as_str())],
         )
@@ -626,26 +590,23 @@ async fn models_follow_roles_and_tenancy(app: TestApp) {
     let workspace = personal.to_string();
     let form = [("display_name", "No"), ("organization", workspace.as_str())];
     let (_, _, bytes) = app.download(&usa.token, &format!("/models/{id}/download")).await;
-    app.send_form("/models/upload", &usa.token, "m.lector-model", &bytes, &form)
+    app.upload_model(&usa.token, &bytes, &form)
         .await
         .expect_problem(403, "forbidden");
     let publish = [("display_name", "Everyone's"), ("status", "PUBLISHED")];
-    app.send_form("/models/upload", &ada.token, "m.lector-model", &bytes, &publish)
+    app.upload_model(&ada.token, &bytes, &publish)
         .await
         .expect_problem(403, "forbidden");
     let wrong = [("display_name", "Wrong"), ("base", "nothing"), ("language", "fr")];
     let problem = app
-        .send_form("/models/upload", &ada.token, "m.lector-model", &bytes, &wrong)
+        .upload_model(&ada.token, &bytes, &wrong)
         .await
         .expect_problem(422, "validation_failed");
     assert_eq!(problem["errors"][0]["field"], "language", "{problem}");
 
     // A PUBLISHED model (superusers publish) is read and used by every user, changed by none.
     let root = app.superuser("root@example.org").await;
-    let published = app
-        .send_form("/models/upload", &root.token, "m.lector-model", &bytes, &publish)
-        .await
-        .expect(200);
+    let published = app.upload_model(&root.token, &bytes, &publish).await.expect(200);
     assert_eq!(published["status"], "PUBLISHED");
     let public = app.get("/models?public=true", &eve.token).await.expect(200);
     assert_eq!(

@@ -633,6 +633,12 @@ impl TestApp {
         }
     }
 
+    /// Uploads a model's file (`upload_model`) with the form's other `fields`.
+    pub async fn upload_model(&self, token: &str, bytes: &[u8], fields: &[(&str, &str)]) -> Answer {
+        self.send_form("/models/upload", token, "model.lector-model", bytes, fields)
+            .await
+    }
+
     /// Downloads a file: answers its content type, content disposition and bytes.
     pub async fn download(&self, token: &str, path: &str) -> (String, String, Vec<u8>) {
         let response = self.client.get(self.url(path)).bearer_auth(token).send().await.unwrap();
