@@ -8,6 +8,7 @@
 //! minimum request body data rate does; since a body holds at most `max_body_bytes`, no body
 //! then takes longer than `max_body_bytes / min_body_bytes_per_sec` plus the grace.
 //!
+//! HTTP/1 only (HTTP/2's flow control could make a stream late for another's sake, below).
 //! Only the time the server waited for the client counts: while a handler is busy between two
 //! reads, or a request waits for its turn or its share of the budget, the client is not late.
 //! A body that falls behind ends in an error (so the handler's read fails), and the request is
@@ -38,7 +39,11 @@ pub struct BodyPace {
 
 /// Wraps every request body in a [`PacedBody`], and answers 408 for one that fell behind.
 pub async fn bodies_keep_pace(State(pace): State<BodyPace>, request: Request, next: Next) -> Response {
-    if pace.min_bytes_per_sec == 0 {
+    // HTTP/2 is left alone: its streams share the connection's flow-control window, and a
+    // stream waiting for its turn or its share of the budget (its body not read, its window not
+    // given back) can hold the window of the streams being read, which would be late for no
+    // fault of the client's.
+    if pace.min_bytes_per_sec == 0 || request.version() >= axum::http::Version::HTTP_2 {
         return next.run(request).await;
     }
     let late = Arc::new(AtomicBool::new(false));
@@ -124,10 +129,10 @@ impl http_body::Body for PacedBody {
             }
             Poll::Pending => {
                 let allowed = this.allowed_wait().saturating_sub(this.waited);
-                let (_, timer) = this.waiting.get_or_insert_with(|| {
-                    let now = Instant::now();
-                    (now, Box::pin(tokio::time::sleep_until(now + allowed)))
-                });
+                // `sleep` clamps a deadline past what an `Instant` can hold.
+                let (_, timer) = this
+                    .waiting
+                    .get_or_insert_with(|| (Instant::now(), Box::pin(tokio::time::sleep(allowed))));
                 if timer.as_mut().poll(cx).is_ready() {
                     this.late.store(true, Ordering::Release);
                     return Poll::Ready(Some(Err(TooSlow.into())));
@@ -195,6 +200,19 @@ mod tests {
         assert_eq!(error.to_string(), "the request body arrived too slowly");
         assert!(late.load(Ordering::Relaxed));
         assert_eq!(started.elapsed().as_secs(), 2, "failed when the grace ran out");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_grace_beyond_any_clock_is_no_panic() {
+        let late = Arc::new(AtomicBool::new(false));
+        let pace = BodyPace {
+            min_bytes_per_sec: 1,
+            grace: Duration::from_secs(u64::MAX),
+        };
+        let chunks = vec![(Duration::from_secs(3600), &b"late"[..])];
+        let body = PacedBody::new(trickled(chunks), pace, late.clone());
+        assert_eq!(body.collect().await.unwrap().to_bytes(), "late");
+        assert!(!late.load(Ordering::Relaxed));
     }
 
     #[tokio::test(start_paused = true)]
