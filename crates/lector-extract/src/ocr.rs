@@ -6,8 +6,8 @@
 //! language loading are paid once per run; runs go in parallel up to the configured threads,
 //! each held to one OpenMP thread. The TSV output gives every word's box and confidence, and
 //! its block, paragraph and line numbers give the lines in tesseract's reading order. Crops of
-//! words left in doubt (`repair`) are read again as single lines, all of a document's crops of
-//! one resolution in one run. A run's images share one resolution, since `--dpi` is one per run.
+//! words left in doubt (`repair`) are read again as single lines, all of a document in one run.
+//! Each image's file records its resolution, so one run reads pages scanned at several.
 
 use crate::page::{Line, Quad, Word};
 use image::GrayImage;
@@ -50,18 +50,19 @@ pub struct OcrImage<'a> {
 impl Ocr {
     /// The lines of each image, in order. The images are written under `scratch`.
     pub fn read(&self, images: &[OcrImage<'_>], scratch: &Path) -> Result<Vec<Vec<Line>>> {
-        let how = |dpi| Run::pages(&self.languages, dpi);
+        let how = Run {
+            languages: self.languages.clone(),
+            psm: "3",
+        };
         self.read_in_runs(images, "page", self.threads, &how, scratch)
     }
 
-    /// Reads each crop as one line of text (`--psm 7`) with the [`Ocr::latin_languages`], one
-    /// run for the crops of each resolution: the words of each crop, their boxes relative to
-    /// the crop.
+    /// Reads each crop as one line of text (`--psm 7`), all in one run, with the
+    /// [`Ocr::latin_languages`]: the words of each crop, their boxes relative to the crop.
     pub fn read_crops(&self, crops: &[OcrImage<'_>], scratch: &Path) -> Result<Vec<Vec<Word>>> {
-        let how = |dpi| Run {
+        let how = Run {
             languages: self.latin_languages(),
             psm: "7",
-            dpi,
         };
         let lines = self.read_in_runs(crops, "crop", 1, &how, scratch)?;
         Ok(lines
@@ -70,52 +71,43 @@ impl Ocr {
             .collect())
     }
 
-    /// Writes `images` under `scratch` and reads them in the runs [`plan_runs`] makes (each run
-    /// told its images' resolution), at most `threads` runs at once: the lines of each image,
-    /// in order.
+    /// Writes `images` under `scratch`, each with its resolution, and reads them in up to
+    /// `threads` runs at once: the lines of each image, in order.
     fn read_in_runs(
         &self,
         images: &[OcrImage<'_>],
         kind: &str,
         threads: usize,
-        how: &(dyn Fn(Option<u32>) -> Run<'static> + Sync),
+        how: &Run<'_>,
         scratch: &Path,
     ) -> Result<Vec<Vec<Line>>> {
+        if images.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut paths = Vec::with_capacity(images.len());
         for (i, image) in images.iter().enumerate() {
             let path = scratch.join(format!("{kind}-{:05}.png", i + 1));
-            write_png(image.image, &path)?;
+            write_png(image, &path)?;
             paths.push(path);
         }
-        let dpis: Vec<Option<u32>> = images.iter().map(|i| i.dpi).collect();
-        let runs = plan_runs(&dpis, threads);
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let take_runs = || {
-            let mut read = Vec::new();
-            loop {
-                let r = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(run) = runs.get(r) else { return Ok(read) };
-                let listed: Vec<PathBuf> = run.images.iter().map(|&i| paths[i].clone()).collect();
-                let list = scratch.join(format!("{kind}-run-{r}.txt"));
-                read.push((r, self.run(&listed, &list, &how(run.dpi))?));
-            }
-        };
-        let outputs: Vec<Result<Vec<RunRead>>> = std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads.clamp(1, runs.len().max(1)))
-                .map(|_| scope.spawn(take_runs))
+        let per_run = images.len().div_ceil(threads.clamp(1, images.len()));
+        let outputs: Vec<Result<Vec<Vec<Line>>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = paths
+                .chunks(per_run)
+                .enumerate()
+                .map(|(run, chunk)| {
+                    let list = scratch.join(format!("{kind}-run-{run}.txt"));
+                    scope.spawn(move || self.run(chunk, &list, how))
+                })
                 .collect();
-            workers
+            handles
                 .into_iter()
-                .map(|w| w.join().unwrap_or_else(|_| Err(Error::internal())))
+                .map(|h| h.join().unwrap_or_else(|_| Err(Error::internal())))
                 .collect()
         });
-        let mut lines = vec![Vec::new(); images.len()];
+        let mut lines = Vec::with_capacity(images.len());
         for output in outputs {
-            for (r, read) in output? {
-                for (&image, image_lines) in runs[r].images.iter().zip(read) {
-                    lines[image] = image_lines;
-                }
-            }
+            lines.extend(output?);
         }
         Ok(lines)
     }
@@ -139,9 +131,6 @@ impl Ocr {
             .arg(list)
             .arg("stdout")
             .args(["-l", &how.languages, "--psm", how.psm]);
-        if let Some(dpi) = how.dpi {
-            command.args(["--dpi", &dpi.to_string()]);
-        }
         command
             .arg("tsv")
             .env("OMP_THREAD_LIMIT", "1")
@@ -161,74 +150,36 @@ impl Ocr {
     }
 }
 
-/// How one tesseract run reads its images.
+/// How one tesseract run reads its images (each image's resolution is in its file).
 struct Run<'a> {
     languages: String,
     /// Tesseract's page segmentation mode: 3 for whole pages, 7 for one line.
     psm: &'a str,
-    dpi: Option<u32>,
 }
 
-impl Run<'_> {
-    fn pages(languages: &str, dpi: Option<u32>) -> Self {
-        Self {
-            languages: languages.to_owned(),
-            psm: "3",
-            dpi,
-        }
-    }
-}
-
-/// A planned run's number and the lines of each of its images.
-type RunRead = (usize, Vec<Vec<Line>>);
-
-/// One tesseract run's images (indexes into the images read), all of one resolution.
-#[derive(Debug, PartialEq, Eq)]
-struct PlannedRun {
-    dpi: Option<u32>,
-    images: Vec<usize>,
-}
-
-/// Splits images of the given resolutions into runs: `--dpi` is one per run, so images of one
-/// resolution go together (a PDF may mix scans of 300 and 150 dpi), and each resolution's images
-/// are cut into pieces of a `threads`-th of them all, so that the runs share the threads.
-fn plan_runs(dpis: &[Option<u32>], threads: usize) -> Vec<PlannedRun> {
-    let per_run = dpis.len().div_ceil(threads.max(1)).max(1);
-    let mut by_dpi: Vec<PlannedRun> = Vec::new();
-    for (i, &dpi) in dpis.iter().enumerate() {
-        match by_dpi.iter_mut().find(|run| run.dpi == dpi) {
-            Some(run) => run.images.push(i),
-            None => by_dpi.push(PlannedRun { dpi, images: vec![i] }),
-        }
-    }
-    by_dpi
-        .into_iter()
-        .flat_map(|group| {
-            group
-                .images
-                .chunks(per_run)
-                .map(|images| PlannedRun {
-                    dpi: group.dpi,
-                    images: images.to_vec(),
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
-fn write_png(image: &GrayImage, path: &Path) -> Result<()> {
-    use image::ImageEncoder;
-    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
+/// Writes the image as a PNG file that records its resolution when known: tesseract takes each
+/// image's from its file (with `--dpi` it would take one for a whole run, and a PDF may mix
+/// scans of 300 and 150 dpi), and estimates it where the file records none.
+fn write_png(image: &OcrImage<'_>, path: &Path) -> Result<()> {
     let file = std::fs::File::create(path).map_err(|e| scratch_error(&e))?;
-    let encoder = PngEncoder::new_with_quality(std::io::BufWriter::new(file), CompressionType::Fast, FilterType::Sub);
-    encoder
-        .write_image(
-            image.as_raw(),
-            image.width(),
-            image.height(),
-            image::ExtendedColorType::L8,
-        )
-        .map_err(|e| scratch_error(&std::io::Error::other(e)))
+    let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), image.image.width(), image.image.height());
+    encoder.set_color(png::ColorType::Grayscale);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::Fast);
+    encoder.set_filter(png::Filter::Sub);
+    encoder.set_pixel_dims(image.dpi.map(|dpi| {
+        // Pixels per metre, as PNG records them.
+        let per_metre = (f64::from(dpi) / 0.0254).round() as u32;
+        png::PixelDimensions {
+            xppu: per_metre,
+            yppu: per_metre,
+            unit: png::Unit::Meter,
+        }
+    }));
+    let written = encoder
+        .write_header()
+        .and_then(|mut writer| writer.write_image_data(image.image.as_raw()));
+    written.map_err(|e| scratch_error(&std::io::Error::other(e)))
 }
 
 fn scratch_error(error: &std::io::Error) -> Error {
@@ -435,27 +386,8 @@ mod tests {
         assert_eq!(lines, ["Invoice:", "RE-17", "Total:", "12.50"]);
     }
 
-    #[test]
-    fn runs_keep_to_one_resolution_and_share_the_threads() {
-        let run = |dpi, images: &[usize]| PlannedRun {
-            dpi,
-            images: images.to_vec(),
-        };
-        let dpis = [Some(300), Some(300), Some(150), Some(300), None, Some(150)];
-        assert_eq!(
-            plan_runs(&dpis, 2),
-            [run(Some(300), &[0, 1, 3]), run(Some(150), &[2, 5]), run(None, &[4]),]
-        );
-        assert_eq!(
-            plan_runs(&[Some(300); 5], 2),
-            [run(Some(300), &[0, 1, 2]), run(Some(300), &[3, 4])]
-        );
-        assert_eq!(plan_runs(&[None; 3], 8).len(), 3);
-        assert!(plan_runs(&[], 4).is_empty());
-    }
-
-    /// A stand-in for tesseract that records each run's `--dpi` and listed images in `runs.log`
-    /// and reads nothing.
+    /// A stand-in for tesseract that records, for each image it is given, the `--dpi` of its run
+    /// (`none` without one) and the file in `runs.log`, and reads nothing.
     fn recording_tesseract(dir: &Path) -> Ocr {
         use std::os::unix::fs::PermissionsExt;
         let program = dir.join("tesseract");
@@ -471,6 +403,17 @@ mod tests {
         }
     }
 
+    /// The resolution a written image's file records, in dots per inch.
+    fn recorded_dpi(path: &Path) -> Option<u32> {
+        let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+        let reader = decoder.read_info().unwrap();
+        let dims = reader.info().pixel_dims?;
+        assert_eq!(dims.unit, png::Unit::Meter);
+        Some((f64::from(dims.yppu) * 0.0254).round() as u32)
+    }
+
+    /// Tesseract's `--dpi` is one for a whole run: each image's resolution goes in its file
+    /// instead, so one run reads pages scanned at several.
     #[test]
     fn each_page_is_read_at_its_own_resolution() {
         let scratch = tempfile::tempdir().unwrap();
@@ -487,17 +430,21 @@ mod tests {
         let log = std::fs::read_to_string(scratch.path().join("runs.log")).unwrap();
         let mut read: Vec<&str> = log.lines().collect();
         read.sort_unstable();
-        assert_eq!(
-            read,
-            [
-                "150 page-00002.png",
-                "300 crop-00002.png",
-                "300 page-00001.png",
-                "300 page-00003.png",
-                "600 crop-00001.png",
-                "none page-00004.png",
-            ]
-        );
+        let files = [
+            "crop-00001",
+            "crop-00002",
+            "page-00001",
+            "page-00002",
+            "page-00003",
+            "page-00004",
+        ];
+        let told: Vec<String> = files.iter().map(|f| format!("none {f}.png")).collect();
+        assert_eq!(read, told, "no run is told one resolution for all its images");
+        let recorded: Vec<Option<u32>> = files
+            .iter()
+            .map(|f| recorded_dpi(&scratch.path().join(format!("{f}.png"))))
+            .collect();
+        assert_eq!(recorded, [Some(600), Some(300), Some(300), Some(150), Some(300), None]);
     }
 
     #[test]
