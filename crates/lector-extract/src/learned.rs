@@ -25,6 +25,10 @@ pub const MAX_FIELDS: usize = 200;
 pub const MAX_VALUE_WORDS: usize = 12;
 /// Announcing words kept per side of a value.
 const CONTEXT_WORDS: usize = 3;
+/// Longest shape and announcing word an example keeps, in characters: a value's shape and the
+/// words that announce it are far shorter, and every extraction compares them with each
+/// candidate's.
+const MAX_EXAMPLE_TEXT_CHARS: usize = 100;
 /// Least score a candidate needs to be taken as the field's value.
 pub const MIN_SCORE: f32 = 0.5;
 /// How far a row may climb or fall (in page heights) per page width: a scan turned by up to
@@ -101,6 +105,9 @@ impl FieldModel {
     }
 
     fn learn(&mut self, label: &str, (example, words): (Example, usize)) {
+        if !example.is_kept() {
+            return;
+        }
         let field = match self.fields.iter().position(|f| f.label == label) {
             Some(at) => &mut self.fields[at],
             None if self.fields.len() < MAX_FIELDS => {
@@ -155,14 +162,28 @@ impl FieldModel {
                     field.label
                 ));
             }
-            if field.examples.iter().any(|e| e.context.len() > 2 * CONTEXT_WORDS + 1) {
+            if !field.examples.iter().all(Example::is_kept) {
                 return Err(format!(
-                    "an example of the field {:?} has more announcing words than training keeps",
+                    "an example of the field {:?} has more or longer announcing words, or a longer shape, than training keeps",
                     field.label
                 ));
             }
         }
         Ok(model)
+    }
+}
+
+impl Example {
+    /// Whether training keeps the example: a shape and at most `2 × CONTEXT_WORDS + 1`
+    /// announcing words (`l:`, `a:` or `r:`) of at most [`MAX_EXAMPLE_TEXT_CHARS`] characters.
+    fn is_kept(&self) -> bool {
+        let short = |text: &str| text.chars().nth(MAX_EXAMPLE_TEXT_CHARS).is_none();
+        short(&self.shape)
+            && self.context.len() <= 2 * CONTEXT_WORDS + 1
+            && self
+                .context
+                .iter()
+                .all(|word| ["l:", "a:", "r:"].iter().any(|side| word.starts_with(side)) && short(word))
     }
 }
 
@@ -596,11 +617,16 @@ mod tests {
             &labels,
         );
         assert!(said.contains("more than 400 examples"), "{said}");
-        let said = refused(
-            &|m| m.fields[0].examples[0].context = (0..8).map(|i| format!("l:w{i}")).collect(),
-            &labels,
-        );
-        assert!(said.contains("more announcing words"), "{said}");
+        for context in [
+            (0..8).map(|i| format!("l:w{i}")).collect(),
+            BTreeSet::from([format!("l:{}", "w".repeat(100))]),
+            BTreeSet::from(["x:total".to_owned()]),
+        ] {
+            let said = refused(&|m| m.fields[0].examples[0].context = context.clone(), &labels);
+            assert!(said.contains("more or longer announcing words"), "{said}");
+        }
+        let said = refused(&|m| m.fields[0].examples[0].shape = "A9".repeat(51), &labels);
+        assert!(said.contains("longer shape"), "{said}");
         let said = FieldModel::uploaded("[1, 2]", &labels).unwrap_err();
         assert!(said.contains("cannot be read"), "{said}");
     }

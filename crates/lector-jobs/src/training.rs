@@ -377,7 +377,15 @@ impl Learnt {
     /// What `complete_training` stores, the artifact carrying the model's language and fields.
     fn written(mut self, field_model: Option<String>, language: Option<String>) -> TrainedModel {
         self.model.set_language(language);
-        self.model.set_field_model(field_model.clone());
+        // Past the bound every reader of a header holds it to, the field model stays beside the
+        // artifact only (a model of hundreds of fields), so the artifact still loads.
+        let in_header = field_model
+            .as_ref()
+            .filter(|f| f.len() <= lector_ml::MAX_FIELD_MODEL_BYTES);
+        if in_header.is_none() && field_model.is_some() {
+            tracing::warn!("the field model is too large for the model file; it is kept beside it");
+        }
+        self.model.set_field_model(in_header.cloned());
         let artifact = self.model.to_bytes();
         tracing::info!(bytes = artifact.len(), "model written");
         TrainedModel {

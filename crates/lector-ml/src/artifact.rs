@@ -42,6 +42,7 @@
 //! bounds-checks every length, so a truncated, corrupted or foreign file is an
 //! [`Error::Artifact`], never a panic or a huge allocation.
 
+mod header_notes;
 mod plausible;
 mod reader;
 mod rows;
@@ -53,6 +54,7 @@ use crate::dense::{Embedder, Encoder, TunedEncoder};
 use crate::error::{Error, Result};
 use crate::features::{FNV_SEED, fnv1a};
 use crate::model::{Head, Model, ModelInfo, Table, from_bf16, negate_bf16};
+pub use header_notes::{CHECKSUM_BYTES, Checksum, HEAD_PREFIX_BYTES, completed_head, header_len};
 pub use plausible::{MAX_FIELD_MODEL_BYTES, MAX_OUTPUTS};
 use reader::Reader;
 use rows::put_rows;

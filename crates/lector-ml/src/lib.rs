@@ -56,7 +56,10 @@ mod text;
 mod train;
 pub mod tsv;
 
-pub use artifact::{FORMAT_VERSION, MAX_FIELD_MODEL_BYTES, MAX_OUTPUTS};
+pub use artifact::{
+    CHECKSUM_BYTES, Checksum, FORMAT_VERSION, HEAD_PREFIX_BYTES, MAX_FIELD_MODEL_BYTES, MAX_OUTPUTS, completed_head,
+    header_len,
+};
 pub use calibrate::Platt;
 pub use dense::{DenseConfig, Embedder, FEW_SHOT_MAX_PER_LABEL, Tuned};
 pub use error::{Error, Result};

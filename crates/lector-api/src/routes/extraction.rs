@@ -243,12 +243,11 @@ async fn extract_with(
         .into_iter()
         .map(|label| FieldSetting::configured(label, &overrides))
         .collect();
-    let learned = match state.store.field_model(&model).await? {
-        Some(json) => FieldModel::from_json(&json),
-        None => None,
-    };
-    // Finding fields is CPU work that grows faster than a page's words: off the async workers.
+    let learned = state.store.field_model(&model).await?;
+    // Reading the learnt fields and finding them is CPU work that grows faster than a page's
+    // words: off the async workers.
     let (read, extraction) = tokio::task::spawn_blocking(move || {
+        let learned = learned.as_deref().and_then(FieldModel::from_json);
         let extraction = extract_fields(&read, &settings, learned.as_ref());
         (read, extraction)
     })

@@ -73,8 +73,7 @@ pub struct ModelUploadForm {
     short_description: Option<String>,
     /// READY (default), ACTIVE, or PUBLISHED (superusers).
     status: Option<String>,
-    /// en, de or ar: the language the artifact records (which the form may repeat, not change),
-    /// else the form's, else en.
+    /// en, de or ar; by default the language the file records, else en.
     language: Option<String>,
     /// The project the model belongs to (its type must match the artifact's).
     project_id: Option<i64>,
@@ -134,28 +133,26 @@ fn new_model(
     problems.name("display_name", &display_name, MAX_NAME_CHARS);
     let name = text("name").unwrap_or_else(|| display_name.clone());
     problems.name("name", &name, MAX_NAME_CHARS);
-    let language = match (text("language"), artifact.info().language.clone()) {
-        (Some(given), Some(recorded)) if given != recorded => {
-            problems.push(
-                "language",
-                format!("the model file records the language {recorded}, which an upload cannot change"),
-            );
-            recorded
-        }
-        (given, recorded) => recorded.or(given).unwrap_or_else(|| "en".into()),
-    };
+    // The form's language, else the one the file records (a model's language can be changed
+    // later, and is written into the file it downloads as), else en.
+    let language = text("language")
+        .or_else(|| artifact.info().language.clone())
+        .unwrap_or_else(|| "en".into());
     problems.check(
         MODEL_LANGUAGES.contains(&language.as_str()),
         "language",
         "must be en, de or ar",
     );
-    let field_model = artifact.info().field_model.clone();
-    if let Some(Err(problem)) = field_model
-        .as_deref()
-        .map(|f| FieldModel::uploaded(f, artifact.labels()))
-    {
-        problems.push("file", problem);
-    }
+    // Kept as this build writes it: what the file held besides the model's fields is dropped.
+    let uploaded = artifact.info().field_model.as_deref();
+    let field_model = match uploaded.map(|f| FieldModel::uploaded(f, artifact.labels())) {
+        Some(Ok(model)) => Some(model.to_json()),
+        Some(Err(problem)) => {
+            problems.push("file", problem);
+            None
+        }
+        None => None,
+    };
     for field in ["short_description", "long_description"] {
         problems.max_len(field, &text(field).unwrap_or_default(), MAX_DESCRIPTION_CHARS);
     }
@@ -335,27 +332,40 @@ pub async fn download_workspace_model(
 }
 
 /// The artifact as a download, streamed from its file a piece at a time with its length, so
-/// downloads of large models at once do not each hold a copy in memory.
+/// downloads of large models at once do not each hold a copy in memory. A file from before
+/// artifacts carried their model's language and field model gets them written into its header
+/// (`lector_ml::completed_head`), the body following unchanged and the checksum taken anew as
+/// it passes.
 async fn artifact_response(state: &AppState, model: &Model) -> ApiResult<Response> {
-    let file = tokio::fs::File::from_std(state.store.model_artifact_file(model).await?);
-    let length = file.metadata().await.map_err(|e| {
+    use tokio::io::AsyncSeekExt;
+    let failed = |e: std::io::Error| {
         tracing::error!(error = %e, model.id = model.id, "cannot read a model artifact");
         lector_core::Error::internal()
-    })?;
-    let chunks = futures_util::stream::unfold(file, |mut file| async move {
-        let mut chunk = vec![0u8; 64 * 1024];
-        match tokio::io::AsyncReadExt::read(&mut file, &mut chunk).await {
-            Ok(0) => None,
-            Ok(n) => {
-                chunk.truncate(n);
-                Some((Ok::<_, std::io::Error>(bytes::Bytes::from(chunk)), file))
-            }
-            Err(e) => Some((Err(e), file)),
+    };
+    let mut file = tokio::fs::File::from_std(state.store.model_artifact_file(model).await?);
+    let length = file.metadata().await.map_err(failed)?.len();
+    let head = artifact_head(&mut file, length).await.map_err(failed)?;
+    let field_model = state.store.field_model(model).await?;
+    let completed = head
+        .as_deref()
+        .and_then(|head| lector_ml::completed_head(head, Some(&model.language), field_model.as_deref()));
+    let (body, length) = match (completed, head) {
+        (Some(new_head), Some(old_head)) => {
+            let body_len = length - old_head.len() as u64 - lector_ml::CHECKSUM_BYTES as u64;
+            let length = new_head.len() as u64 + body_len + lector_ml::CHECKSUM_BYTES as u64;
+            (
+                axum::body::Body::from_stream(reheaded(new_head, file, body_len)),
+                length,
+            )
         }
-    });
-    let mut response = axum::body::Body::from_stream(chunks).into_response();
+        _ => {
+            file.seek(std::io::SeekFrom::Start(0)).await.map_err(failed)?;
+            (axum::body::Body::from_stream(file_chunks(file, length, None)), length)
+        }
+    };
+    let mut response = body.into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length.len()));
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/octet-stream"),
@@ -375,4 +385,75 @@ async fn artifact_response(state: &AppState, model: &Model) -> ApiResult<Respons
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
     Ok(response)
+}
+
+/// An artifact's prefix and header, read from the start of its file (left just after them);
+/// `None` for a file too short or foreign to hold them, which is then given as it is.
+async fn artifact_head(file: &mut tokio::fs::File, length: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use tokio::io::AsyncReadExt;
+    let prefix = lector_ml::HEAD_PREFIX_BYTES;
+    if length < (prefix + lector_ml::CHECKSUM_BYTES) as u64 {
+        return Ok(None);
+    }
+    let mut head = vec![0u8; prefix];
+    file.read_exact(&mut head).await?;
+    let Ok(header_len) = lector_ml::header_len(&head) else {
+        return Ok(None);
+    };
+    if (prefix + header_len + lector_ml::CHECKSUM_BYTES) as u64 > length {
+        return Ok(None);
+    }
+    head.resize(prefix + header_len, 0);
+    file.read_exact(&mut head[prefix..]).await?;
+    Ok(Some(head))
+}
+
+/// `new_head`, then the next `body_len` bytes of `file`, then the checksum of both.
+fn reheaded(
+    new_head: Vec<u8>,
+    file: tokio::fs::File,
+    body_len: u64,
+) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> {
+    use futures_util::StreamExt;
+    let mut sum = lector_ml::Checksum::default();
+    sum.update(&new_head);
+    futures_util::stream::once(std::future::ready(Ok(bytes::Bytes::from(new_head)))).chain(file_chunks(
+        file,
+        body_len,
+        Some(sum),
+    ))
+}
+
+/// The next `length` bytes of `file`, 64 KiB at a time; with a checksum, followed by the
+/// checksum of what it saw and these bytes.
+fn file_chunks(
+    file: tokio::fs::File,
+    length: u64,
+    sum: Option<lector_ml::Checksum>,
+) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> {
+    futures_util::stream::unfold((file, length, sum), |(mut file, left, sum)| async move {
+        if left == 0 {
+            // The checksum once, after the bytes; then the end.
+            return sum.map(|sum| (Ok(bytes::Bytes::copy_from_slice(&sum.to_bytes())), (file, 0, None)));
+        }
+        let mut chunk = vec![0u8; left.min(64 * 1024) as usize];
+        match tokio::io::AsyncReadExt::read(&mut file, &mut chunk).await {
+            Ok(0) => Some((
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the artifact file ended early",
+                )),
+                (file, 0, None),
+            )),
+            Ok(n) => {
+                chunk.truncate(n);
+                let sum = sum.map(|mut sum| {
+                    sum.update(&chunk);
+                    sum
+                });
+                Some((Ok(bytes::Bytes::from(chunk)), (file, left - n as u64, sum)))
+            }
+            Err(e) => Some((Err(e), (file, 0, None))),
+        }
+    })
 }
