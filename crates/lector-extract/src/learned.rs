@@ -105,9 +105,9 @@ impl FieldModel {
     }
 
     fn learn(&mut self, label: &str, (example, words): (Example, usize)) {
-        if !example.is_kept() {
+        let Some(example) = example.kept() else {
             return;
-        }
+        };
         let field = match self.fields.iter().position(|f| f.label == label) {
             Some(at) => &mut self.fields[at],
             None if self.fields.len() < MAX_FIELDS => {
@@ -144,13 +144,13 @@ impl FieldModel {
     /// A model that came in an uploaded file, held to what training makes of the fields
     /// `labels` (every extraction with it looks at each example): or why it is not one.
     pub fn uploaded(json: &str, labels: &[String]) -> Result<Self, String> {
-        let model: Self = serde_json::from_str(json).map_err(|e| format!("the field model cannot be read: {e}"))?;
+        let mut model: Self = serde_json::from_str(json).map_err(|e| format!("the field model cannot be read: {e}"))?;
         if model.fields.len() > MAX_FIELDS {
             return Err(format!("the field model has more than {MAX_FIELDS} fields"));
         }
         let mut seen = BTreeSet::new();
-        for field in &model.fields {
-            if !labels.contains(&field.label) || !seen.insert(&field.label) {
+        for field in &mut model.fields {
+            if !labels.contains(&field.label) || !seen.insert(field.label.clone()) {
                 return Err(format!(
                     "the field model's field {:?} is not one of the model's labels, once",
                     field.label
@@ -162,9 +162,12 @@ impl FieldModel {
                     field.label
                 ));
             }
-            if !field.examples.iter().all(Example::is_kept) {
+            // As training keeps them (a file from before it did may hold more).
+            let examples = std::mem::take(&mut field.examples);
+            field.examples = examples.into_iter().filter_map(Example::kept).collect();
+            if field.examples.iter().any(|e| e.context.len() > 2 * CONTEXT_WORDS + 1) {
                 return Err(format!(
-                    "an example of the field {:?} has more or longer announcing words, or a longer shape, than training keeps",
+                    "an example of the field {:?} has more announcing words than training keeps",
                     field.label
                 ));
             }
@@ -174,16 +177,17 @@ impl FieldModel {
 }
 
 impl Example {
-    /// Whether training keeps the example: a shape and at most `2 × CONTEXT_WORDS + 1`
-    /// announcing words (`l:`, `a:` or `r:`) of at most [`MAX_EXAMPLE_TEXT_CHARS`] characters.
-    fn is_kept(&self) -> bool {
+    /// The example as training keeps it: its announcing words (`l:`, `a:` or `r:` and the word)
+    /// of at most [`MAX_EXAMPLE_TEXT_CHARS`] characters, the longer ones left out (a long run of
+    /// text announces no field); none when its shape is longer than that.
+    fn kept(mut self) -> Option<Self> {
         let short = |text: &str| text.chars().nth(MAX_EXAMPLE_TEXT_CHARS).is_none();
-        short(&self.shape)
-            && self.context.len() <= 2 * CONTEXT_WORDS + 1
-            && self
-                .context
-                .iter()
-                .all(|word| ["l:", "a:", "r:"].iter().any(|side| word.starts_with(side)) && short(word))
+        if !short(&self.shape) {
+            return None;
+        }
+        self.context
+            .retain(|word| ["l:", "a:", "r:"].iter().any(|side| word.starts_with(side)) && short(word));
+        Some(self)
     }
 }
 
@@ -617,16 +621,22 @@ mod tests {
             &labels,
         );
         assert!(said.contains("more than 400 examples"), "{said}");
-        for context in [
-            (0..8).map(|i| format!("l:w{i}")).collect(),
-            BTreeSet::from([format!("l:{}", "w".repeat(100))]),
-            BTreeSet::from(["x:total".to_owned()]),
-        ] {
-            let said = refused(&|m| m.fields[0].examples[0].context = context.clone(), &labels);
-            assert!(said.contains("more or longer announcing words"), "{said}");
-        }
-        let said = refused(&|m| m.fields[0].examples[0].shape = "A9".repeat(51), &labels);
-        assert!(said.contains("longer shape"), "{said}");
+        let said = refused(
+            &|m| m.fields[0].examples[0].context = (0..8).map(|i| format!("l:w{i}")).collect(),
+            &labels,
+        );
+        assert!(said.contains("more announcing words"), "{said}");
+        // What training would not keep is left out: a long word, a word of no side, an example
+        // of a long shape.
+        let mut long = trained.clone();
+        let example = &mut long.fields[0].examples[0];
+        example
+            .context
+            .extend([format!("l:{}", "w".repeat(99)), "x:total".to_owned()]);
+        let mut long_shape = example.clone();
+        long_shape.shape = "A9".repeat(51);
+        long.fields[0].examples.push(long_shape);
+        assert_eq!(FieldModel::uploaded(&long.to_json(), &labels), Ok(trained.clone()));
         let said = FieldModel::uploaded("[1, 2]", &labels).unwrap_err();
         assert!(said.contains("cannot be read"), "{said}");
     }

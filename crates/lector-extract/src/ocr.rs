@@ -176,9 +176,11 @@ fn write_png(image: &OcrImage<'_>, path: &Path) -> Result<()> {
             unit: png::Unit::Meter,
         }
     }));
-    let written = encoder
-        .write_header()
-        .and_then(|mut writer| writer.write_image_data(image.image.as_raw()));
+    // `finish` writes the end and flushes, so a full scratch disk is an error here.
+    let written = encoder.write_header().and_then(|mut writer| {
+        writer.write_image_data(image.image.as_raw())?;
+        writer.finish()
+    });
     written.map_err(|e| scratch_error(&std::io::Error::other(e)))
 }
 

@@ -346,15 +346,22 @@ async fn artifact_response(state: &AppState, model: &Model) -> ApiResult<Respons
     let length = file.metadata().await.map_err(failed)?.len();
     let head = artifact_head(&mut file, length).await.map_err(failed)?;
     let field_model = state.store.field_model(model).await?;
-    let completed = head
-        .as_deref()
-        .and_then(|head| lector_ml::completed_head(head, Some(&model.language), field_model.as_deref()));
+    // Reading the header (up to megabytes of JSON) is CPU work: off the async workers.
+    let language = model.language.clone();
+    let (head, completed) = tokio::task::spawn_blocking(move || {
+        let completed = head
+            .as_deref()
+            .and_then(|head| lector_ml::completed_head(head, Some(&language), field_model.as_deref()));
+        (head, completed)
+    })
+    .await
+    .map_err(|_| lector_core::Error::internal())?;
     let (body, length) = match (completed, head) {
         (Some(new_head), Some(old_head)) => {
             let body_len = length - old_head.len() as u64 - lector_ml::CHECKSUM_BYTES as u64;
             let length = new_head.len() as u64 + body_len + lector_ml::CHECKSUM_BYTES as u64;
             (
-                axum::body::Body::from_stream(reheaded(new_head, file, body_len)),
+                axum::body::Body::from_stream(reheaded(new_head, &old_head, file, body_len)),
                 length,
             )
         }
@@ -408,36 +415,61 @@ async fn artifact_head(file: &mut tokio::fs::File, length: u64) -> std::io::Resu
     Ok(Some(head))
 }
 
-/// `new_head`, then the next `body_len` bytes of `file`, then the checksum of both.
+/// `new_head`, then the next `body_len` bytes of `file` (the old body), then the checksum of
+/// both; the old file's own checksum is checked as it passes, and a damaged file ends the
+/// download with an error rather than with a checksum that would vouch for it.
 fn reheaded(
     new_head: Vec<u8>,
+    old_head: &[u8],
     file: tokio::fs::File,
     body_len: u64,
-) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> {
+) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> + use<> {
     use futures_util::StreamExt;
-    let mut sum = lector_ml::Checksum::default();
-    sum.update(&new_head);
+    let mut sums = Sums::default();
+    sums.old.update(old_head);
+    sums.new.update(&new_head);
     futures_util::stream::once(std::future::ready(Ok(bytes::Bytes::from(new_head)))).chain(file_chunks(
         file,
         body_len,
-        Some(sum),
+        Some(sums),
     ))
 }
 
-/// The next `length` bytes of `file`, 64 KiB at a time; with a checksum, followed by the
-/// checksum of what it saw and these bytes.
+/// The checksums of the stored file and of the one being sent, taken as the bytes pass.
+#[derive(Default, Clone, Copy)]
+struct Sums {
+    old: lector_ml::Checksum,
+    new: lector_ml::Checksum,
+}
+
+/// The next `length` bytes of `file`, 64 KiB at a time; with checksums, then the stored file's
+/// checksum is read and checked and the new one follows.
 fn file_chunks(
     file: tokio::fs::File,
     length: u64,
-    sum: Option<lector_ml::Checksum>,
+    sums: Option<Sums>,
 ) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> {
-    futures_util::stream::unfold((file, length, sum), |(mut file, left, sum)| async move {
+    use tokio::io::AsyncReadExt;
+    futures_util::stream::unfold((file, length, sums), |(mut file, left, sums)| async move {
         if left == 0 {
             // The checksum once, after the bytes; then the end.
-            return sum.map(|sum| (Ok(bytes::Bytes::copy_from_slice(&sum.to_bytes())), (file, 0, None)));
+            let sums = sums?;
+            let mut stored = [0u8; lector_ml::CHECKSUM_BYTES];
+            let checked = match file.read_exact(&mut stored).await {
+                Ok(_) if stored == sums.old.to_bytes() => Ok(bytes::Bytes::copy_from_slice(&sums.new.to_bytes())),
+                Ok(_) => Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "the stored model file is damaged (checksum mismatch)",
+                )),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = &checked {
+                tracing::error!(error = %e, "a model download ends early");
+            }
+            return Some((checked, (file, 0, None)));
         }
         let mut chunk = vec![0u8; left.min(64 * 1024) as usize];
-        match tokio::io::AsyncReadExt::read(&mut file, &mut chunk).await {
+        match file.read(&mut chunk).await {
             Ok(0) => Some((
                 Err(std::io::Error::new(
                     std::io::ErrorKind::UnexpectedEof,
@@ -447,11 +479,12 @@ fn file_chunks(
             )),
             Ok(n) => {
                 chunk.truncate(n);
-                let sum = sum.map(|mut sum| {
-                    sum.update(&chunk);
-                    sum
+                let sums = sums.map(|mut sums| {
+                    sums.old.update(&chunk);
+                    sums.new.update(&chunk);
+                    sums
                 });
-                Some((Ok(bytes::Bytes::from(chunk)), (file, left - n as u64, sum)))
+                Some((Ok(bytes::Bytes::from(chunk)), (file, left - n as u64, sums)))
             }
             Err(e) => Some((Err(e), (file, 0, None))),
         }

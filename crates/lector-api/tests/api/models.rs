@@ -17,7 +17,8 @@ backend_tests!(
     training_is_checked_up_front_and_fails_readably,
     a_model_is_tested_only_on_what_it_did_not_learn,
     models_follow_roles_and_tenancy,
-    a_project_shows_its_models_and_takes_their_files_when_deleted
+    a_project_shows_its_models_and_takes_their_files_when_deleted,
+    a_damaged_model_file_is_not_vouched_for
 );
 
 /// The name of the caller's default workspace, as a path segment.
@@ -924,4 +925,60 @@ fn merge(value: &mut Value, edit: &Value) {
         }
         (value, edit) => *value = edit.clone(),
     }
+}
+
+/// The files under `dir`, at any depth.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .flat_map(|entry| {
+            let path = entry.path();
+            if path.is_dir() { files_under(&path) } else { vec![path] }
+        })
+        .collect()
+}
+
+/// A model's language changed after training is written into the file a download gives, and
+/// the stored file's checksum is checked as it streams: a damaged file ends the download with an
+/// error, never with a new checksum vouching for it.
+async fn a_damaged_model_file_is_not_vouched_for(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
+    let model = app
+        .train_model(&ada, project, json!({"display_name": "Tickets v1", "language": "en"}))
+        .await;
+    let url = format!("/models/{}/download", model["id"]);
+    let (_, _, trained) = app.download(&ada.token, &url).await;
+    app.put(
+        &format!("/models/{}", model["id"]),
+        &ada.token,
+        json!({"language": "de"}),
+    )
+    .await
+    .expect(200);
+    let (_, _, file) = app.download(&ada.token, &url).await;
+    let copy = app
+        .upload_model(&ada.token, &file, &[("display_name", "Tickets copy")])
+        .await
+        .expect(200);
+    assert_eq!(copy["language"], "de");
+
+    let stored = files_under(&app.data_dir.path().join("blobs"))
+        .into_iter()
+        .find(|path| std::fs::read(path).is_ok_and(|bytes| bytes == trained))
+        .expect("the trained model's file");
+    let mut damaged = trained.clone();
+    let at = damaged.len() - 20;
+    damaged[at] ^= 0x40;
+    std::fs::write(&stored, &damaged).unwrap();
+    // A file this small goes out with its head in one write, so the client may see the
+    // connection end before the head; either way it gets no file.
+    let downloaded = match app.client.get(app.url(&url)).bearer_auth(&ada.token).send().await {
+        Ok(response) => response.bytes().await.ok(),
+        Err(_) => None,
+    };
+    assert_eq!(downloaded, None, "the download ends early");
 }

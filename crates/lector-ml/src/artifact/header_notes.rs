@@ -10,6 +10,7 @@
 //! pass ([`Checksum`]).
 
 use super::{MAGIC, MAX_HEADER, put_u32};
+use crate::artifact::MAX_FIELD_MODEL_BYTES;
 use crate::error::{Error, Result};
 use crate::features::{FNV_SEED, fnv1a};
 use crate::model::ModelInfo;
@@ -34,8 +35,9 @@ pub fn header_len(prefix: &[u8]) -> Result<usize> {
 
 /// An artifact's start (`head`: its prefix and header) with `language` written into its header
 /// where it records another or none (a model's language can change after training), and
-/// `field_model` where it records none; `None` when there is nothing to change, or the header
-/// is not one this build writes again (the file is then given as it is).
+/// `field_model` where it records none and it is within [`MAX_FIELD_MODEL_BYTES`]; `None` when
+/// there is nothing to change, or the header is not one this build writes again (the file is
+/// then given as it is).
 pub fn completed_head(head: &[u8], language: Option<&str>, field_model: Option<&str>) -> Option<Vec<u8>> {
     let header = head.get(HEAD_PREFIX_BYTES..)?;
     let mut info: ModelInfo = serde_json::from_slice(header).ok()?;
@@ -44,6 +46,8 @@ pub fn completed_head(head: &[u8], language: Option<&str>, field_model: Option<&
         info.language = language.map(str::to_owned);
         added = true;
     }
+    // A field model past what a header may hold stays out of the file, as training leaves it.
+    let field_model = field_model.filter(|f| f.len() <= MAX_FIELD_MODEL_BYTES);
     if info.field_model.is_none() && field_model.is_some() {
         info.field_model = field_model.map(str::to_owned);
         added = true;
@@ -51,7 +55,7 @@ pub fn completed_head(head: &[u8], language: Option<&str>, field_model: Option<&
     if !added {
         return None;
     }
-    let header = serde_json::to_vec(&info).ok()?;
+    let header = serde_json::to_vec(&info).ok().filter(|h| h.len() <= MAX_HEADER)?;
     let mut out = Vec::with_capacity(HEAD_PREFIX_BYTES + header.len());
     out.extend_from_slice(&head[..12]);
     put_u32(&mut out, u32::try_from(header.len()).ok()?);
@@ -118,6 +122,9 @@ mod tests {
         assert_eq!(changed.info.field_model.as_deref(), Some("{\"fields\":[]}"));
         let old_head_len = HEAD_PREFIX_BYTES + header_len(&bytes).unwrap();
         assert_eq!(completed_head(&bytes[..old_head_len], None, None), None);
+        // A field model larger than a header may hold stays out, as training leaves it.
+        let huge = " ".repeat(MAX_FIELD_MODEL_BYTES + 1);
+        assert_eq!(completed_head(&bytes[..old_head_len], None, Some(&huge)), None);
     }
 
     #[test]
