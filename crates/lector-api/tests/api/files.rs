@@ -595,7 +595,7 @@ async fn blobs_no_row_references_are_swept(app: TestApp) {
 
     let blobs = app.data_dir.path().join("blobs");
     let files_under = |dir: &str| -> Vec<String> {
-        let mut found: Vec<String> = walk(&blobs.join(dir))
+        let mut found: Vec<String> = crate::common::files_under(&blobs.join(dir))
             .into_iter()
             .map(|p| p.strip_prefix(&blobs).unwrap().display().to_string())
             .collect();
@@ -652,20 +652,6 @@ async fn blobs_no_row_references_are_swept(app: TestApp) {
         crate::common::tickets::top_classes(&analysed),
         [Some("billing".to_owned())]
     );
-}
-
-/// Every file under `dir`, however deep.
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .flat_map(|e| {
-            let path = e.path();
-            if path.is_dir() { walk(&path) } else { vec![path] }
-        })
-        .collect()
 }
 
 /// A group of 20,000 documents downloads whole in every format (CSV, JSON and JSONL written row

@@ -927,20 +927,6 @@ fn merge(value: &mut Value, edit: &Value) {
     }
 }
 
-/// The files under `dir`, at any depth.
-fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .flat_map(|entry| {
-            let path = entry.path();
-            if path.is_dir() { files_under(&path) } else { vec![path] }
-        })
-        .collect()
-}
-
 /// A model's language changed after training is written into the file a download gives, and
 /// the stored file's checksum is checked as it streams: a damaged file ends the download with an
 /// error, never with a new checksum vouching for it.
@@ -966,7 +952,7 @@ async fn a_damaged_model_file_is_not_vouched_for(app: TestApp) {
         .expect(200);
     assert_eq!(copy["language"], "de");
 
-    let stored = files_under(&app.data_dir.path().join("blobs"))
+    let stored = crate::common::files_under(&app.data_dir.path().join("blobs"))
         .into_iter()
         .find(|path| std::fs::read(path).is_ok_and(|bytes| bytes == trained))
         .expect("the trained model's file");
