@@ -213,7 +213,8 @@ async fn train(
         _ => None,
     };
     let language = Some(model.language.clone());
-    tokio::task::spawn_blocking(move || learnt.written(field_model, language))
+    let model_id = model.id;
+    tokio::task::spawn_blocking(move || learnt.written(model_id, field_model, language))
         .await
         .map_err(|e| Stop::Transient(format!("writing the model stopped unexpectedly: {e}")))
 }
@@ -375,7 +376,7 @@ struct Learnt {
 
 impl Learnt {
     /// What `complete_training` stores, the artifact carrying the model's language and fields.
-    fn written(mut self, field_model: Option<String>, language: Option<String>) -> TrainedModel {
+    fn written(mut self, model_id: i64, field_model: Option<String>, language: Option<String>) -> TrainedModel {
         self.model.set_language(language);
         // Past the bound every reader of a header holds it to, the field model stays beside the
         // artifact only (a model of hundreds of fields), so the artifact still loads.
@@ -383,11 +384,14 @@ impl Learnt {
             .as_ref()
             .filter(|f| f.len() <= lector_ml::MAX_FIELD_MODEL_BYTES);
         if in_header.is_none() && field_model.is_some() {
-            tracing::warn!("the field model is too large for the model file; it is kept beside it");
+            tracing::warn!(
+                model.id = model_id,
+                "the field model is too large for the model file; it is kept beside it"
+            );
         }
         self.model.set_field_model(in_header.cloned());
         let artifact = self.model.to_bytes();
-        tracing::info!(bytes = artifact.len(), "model written");
+        tracing::info!(model.id = model_id, bytes = artifact.len(), "model written");
         TrainedModel {
             field_model,
             artifact,
