@@ -97,7 +97,10 @@ pub async fn upload_model(
     let target = upload_target(&fields)?;
     state.store.model_destination(&caller.scope, &target).await?;
     let artifact = load_artifact(&state, bytes.clone()).await?;
-    let new = new_model(&fields, target, &artifact)?;
+    // Checking the file's field model (up to 16 MiB of JSON) is CPU work: off the async workers.
+    let new = tokio::task::spawn_blocking(move || new_model(&fields, target, &artifact))
+        .await
+        .map_err(|_| Error::internal())??;
     let model = state.store.upload_model(&caller.scope, new, bytes).await?;
     tracing::info!(model.id = model.id, user.id = caller.user.id, "model uploaded");
     Ok(Json(model.into()))
