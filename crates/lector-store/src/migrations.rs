@@ -6,14 +6,14 @@ use crate::{Backend, Store, db};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use std::borrow::Cow;
 
-struct Step {
-    version: i64,
+pub(crate) struct Step {
+    pub(crate) version: i64,
     description: &'static str,
-    sqlite: &'static str,
-    postgres: &'static str,
+    pub(crate) sqlite: &'static str,
+    pub(crate) postgres: &'static str,
 }
 
-const STEPS: &[Step] = &[
+pub(crate) const STEPS: &[Step] = &[
     Step {
         version: 1,
         description: "accounts",
@@ -175,6 +175,18 @@ const STEPS: &[Step] = &[
         description: "workflow tester",
         sqlite: include_str!("../migrations/sqlite/0027_workflow_tester.sql"),
         postgres: include_str!("../migrations/postgres/0027_workflow_tester.sql"),
+    },
+    Step {
+        version: 28,
+        description: "waiting reviews",
+        sqlite: include_str!("../migrations/sqlite/0028_waiting_reviews.sql"),
+        postgres: include_str!("../migrations/postgres/0028_waiting_reviews.sql"),
+    },
+    Step {
+        version: 29,
+        description: "model lookups",
+        sqlite: include_str!("../migrations/sqlite/0029_model_lookups.sql"),
+        postgres: include_str!("../migrations/postgres/0029_model_lookups.sql"),
     },
 ];
 
