@@ -360,13 +360,7 @@ pub(crate) async fn unassign_reviews_in(
 /// PostgreSQL the lock is `FOR NO KEY UPDATE`, which the reviews' own foreign keys (key share)
 /// do not conflict with.
 async fn waiting_reviews(tx: &mut sqlx::Transaction<'static, sqlx::Any>, hitl_id: i64) -> Result<i64> {
-    if tx.backend_name() == "PostgreSQL" {
-        sqlx::query("SELECT id FROM hitls WHERE id = $1 FOR NO KEY UPDATE")
-            .bind(hitl_id)
-            .execute(&mut **tx)
-            .await
-            .map_err(db)?;
-    }
+    crate::lock_row_for_no_key_update(tx, ("hitls", hitl_id)).await?;
     sqlx::query_scalar("SELECT COUNT(*) FROM hitl_reviews WHERE hitl_id = $1 AND status = 'PENDING'")
         .bind(hitl_id)
         .fetch_one(&mut **tx)

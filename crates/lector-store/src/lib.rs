@@ -436,9 +436,23 @@ pub(crate) async fn count_under_lock(
 /// `SELECT ... FOR UPDATE`; SQLite's write transactions (`BEGIN IMMEDIATE`) already hold the one
 /// write lock.
 pub(crate) async fn lock_row(tx: &mut sqlx::Transaction<'static, sqlx::Any>, owner: (&str, i64)) -> Result<()> {
+    lock_row_as(tx, owner, "FOR UPDATE").await
+}
+
+/// [`lock_row`] that other writers of the row queue behind but rows that only refer to it do
+/// not: on PostgreSQL `FOR NO KEY UPDATE`, which a foreign key's check (key share) does not
+/// conflict with, for a row whose dependants are written in the same transactions.
+pub(crate) async fn lock_row_for_no_key_update(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    owner: (&str, i64),
+) -> Result<()> {
+    lock_row_as(tx, owner, "FOR NO KEY UPDATE").await
+}
+
+async fn lock_row_as(tx: &mut sqlx::Transaction<'static, sqlx::Any>, owner: (&str, i64), lock: &str) -> Result<()> {
     let (table, id) = owner;
     if tx.backend_name() == "PostgreSQL" {
-        sqlx::query(&format!("SELECT id FROM {table} WHERE id = $1 FOR UPDATE"))
+        sqlx::query(&format!("SELECT id FROM {table} WHERE id = $1 {lock}"))
             .bind(id)
             .execute(&mut **tx)
             .await

@@ -106,14 +106,7 @@ pub(crate) async fn add_counts(tx: &mut Transaction<'static, Any>, session_id: i
 /// Locks a session's row for a writer of its counts (see the module's doc): `FOR NO KEY
 /// UPDATE` on PostgreSQL; SQLite's write transactions hold the one write lock already.
 pub(crate) async fn lock_session(tx: &mut Transaction<'static, Any>, session_id: i64) -> Result<()> {
-    if tx.backend_name() == "PostgreSQL" {
-        sqlx::query("SELECT id FROM sessions WHERE id = $1 FOR NO KEY UPDATE")
-            .bind(session_id)
-            .execute(&mut **tx)
-            .await
-            .map_err(db)?;
-    }
-    Ok(())
+    crate::lock_row_for_no_key_update(tx, ("sessions", session_id)).await
 }
 
 /// Adds the marks a write just made to the session's count and gives it the status they imply.
