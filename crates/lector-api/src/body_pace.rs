@@ -8,12 +8,14 @@
 //! minimum request body data rate does; since a body holds at most `max_body_bytes`, no body
 //! then takes longer than `max_body_bytes / min_body_bytes_per_sec` plus the grace.
 //!
-//! HTTP/1 only (HTTP/2's flow control could make a stream late for another's sake, below).
 //! Only the time the server waited for the client counts: while a handler is busy between two
 //! reads, or a request waits for its turn or its share of the budget, the client is not late.
+//! HTTP/2 bodies are paced too: its streams share the connection's flow-control window, and
+//! `serve.rs` sizes that window to hold every stream's, so a stream whose body waits unread
+//! cannot make another stream's body late.
 //! A body that falls behind ends in an error (so the handler's read fails), and the request is
 //! answered 408 whatever the handler made of the failed read; the body was left unread, so the
-//! answer closes its HTTP/1 connection (`unread_bodies.rs`).
+//! answer closes its HTTP/1 connection (`unread_bodies.rs`); an HTTP/2 stream is reset.
 
 use crate::error::ApiError;
 use axum::body::{Body, Bytes};
@@ -39,11 +41,7 @@ pub struct BodyPace {
 
 /// Wraps every request body in a [`PacedBody`], and answers 408 for one that fell behind.
 pub async fn bodies_keep_pace(State(pace): State<BodyPace>, request: Request, next: Next) -> Response {
-    // HTTP/2 is left alone: its streams share the connection's flow-control window, and a
-    // stream waiting for its turn or its share of the budget (its body not read, its window not
-    // given back) can hold the window of the streams being read, which would be late for no
-    // fault of the client's.
-    if pace.min_bytes_per_sec == 0 || request.version() >= axum::http::Version::HTTP_2 {
+    if pace.min_bytes_per_sec == 0 {
         return next.run(request).await;
     }
     let late = Arc::new(AtomicBool::new(false));

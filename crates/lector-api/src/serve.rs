@@ -4,7 +4,8 @@
 //! cannot hold the server: at most `http.max_connections` connections are served at once (and
 //! at most `http.max_connections_per_peer` from one address that is not a trusted proxy), a
 //! request head must arrive within `http.header_read_timeout_secs` (HTTP/1), and a connection
-//! with no request in flight is closed after `http.keep_alive_timeout_secs`.
+//! with no request in flight is closed after `http.keep_alive_timeout_secs`. HTTP/2's windows
+//! are sized so that one stream's unread body cannot stall another's (`HTTP2_CONNECTION_WINDOW`).
 
 use crate::connection_timers::{Activity, HeadWatch};
 use crate::state::{AppState, PeerAddr};
@@ -28,6 +29,17 @@ use tower::ServiceExt;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+
+/// HTTP/2 streams a connection may have open at once.
+const HTTP2_STREAMS: u32 = 16;
+/// Bytes of a request body a client may send on one HTTP/2 stream before the server reads them.
+const HTTP2_STREAM_WINDOW: u32 = 256 * 1024;
+/// Bytes of request bodies a client may send on an HTTP/2 connection before the server reads
+/// them: every stream's whole window, so that streams whose bodies wait unread (for their
+/// caller's turn, or their share of the large-body budget) can never use up the window of a
+/// stream being read, and a body that arrives late is late by the client's doing
+/// (`body_pace.rs`). Memory: 4 MiB a connection at the most, buffered by hyper.
+const HTTP2_CONNECTION_WINDOW: u32 = HTTP2_STREAMS * HTTP2_STREAM_WINDOW;
 
 /// A bound, not yet running server.
 pub struct Server {
@@ -218,6 +230,13 @@ async fn connection(
         .header_read_timeout(None)
         .max_buf_size(lector_core::config::PARSER_MAX_HEAD_BYTES)
         .max_headers(lector_core::config::PARSER_MAX_HEADERS);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .adaptive_window(false)
+        .max_concurrent_streams(HTTP2_STREAMS)
+        .initial_stream_window_size(HTTP2_STREAM_WINDOW)
+        .initial_connection_window_size(HTTP2_CONNECTION_WINDOW);
     let keep_alive = Duration::from_secs(http.keep_alive_timeout_secs);
     let head = Duration::from_secs(http.header_read_timeout_secs);
     let Some(acceptor) = tls else {

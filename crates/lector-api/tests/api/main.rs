@@ -23,6 +23,7 @@ mod extraction_reviews;
 mod files;
 mod hitls;
 mod hostile;
+mod http2_bodies;
 mod jobs;
 mod jwt;
 mod labeled_files;

@@ -205,7 +205,7 @@ async fn no_hsts_behind_a_proxy() {
 }
 
 /// An app in proxy mode (plain HTTP, so raw sockets can speak to it) with short connection limits.
-async fn plain_app(adjust: impl FnOnce(&mut lector_core::config::HttpConfig)) -> (TestApp, String) {
+pub(crate) async fn plain_app(adjust: impl FnOnce(&mut lector_core::config::HttpConfig)) -> (TestApp, String) {
     let app = TestApp::start_with(Backend::Sqlite, |c| {
         c.tls = lector_core::config::TlsMode::Proxy;
         adjust(&mut c.http);
@@ -495,7 +495,7 @@ async fn generated_multipart_forms_get_an_answer_never_a_server_error() {
 }
 
 /// An access token for a new user `email`, made the way `lector user create` makes one.
-async fn token_for(app: &TestApp, email: &str) -> String {
+pub(crate) async fn token_for(app: &TestApp, email: &str) -> String {
     let body: lector_api::routes::users::CreateUserBody =
         serde_json::from_value(serde_json::json!({"email": email, "password": "password-123"})).expect("body");
     let (user, _) = lector_api::accounts::create_account(&app.state, body.into())

@@ -41,8 +41,9 @@ pub struct HttpConfig {
     pub requests_per_caller: usize,
     /// Least pace, in bytes per second, at which a request body must arrive once it has had
     /// `body_grace_secs`, counted over the time the server waited for it; a slower body answers
-    /// 408 and its connection is closed (HTTP/1; HTTP/2 bodies are not paced). Bounds how long a body holds its share of
-    /// `large_bodies_mib`, a connection and a caller's turn. 0 turns the check off.
+    /// 408 and its HTTP/1 connection is closed (an HTTP/2 stream is reset). Bounds how long a
+    /// body holds its share of `large_bodies_mib`, a connection and a caller's turn. 0 turns the
+    /// check off.
     pub min_body_bytes_per_sec: u64,
     /// Seconds of waiting a request body is allowed whatever its pace: until then it is not
     /// late, and after it, it must have kept the pace on average since its start.
