@@ -26,9 +26,7 @@ use lector_embed::BaseModels;
 use lector_extract::Page;
 use lector_extract::learned::{Annotation, FieldModel, locate};
 use lector_ml::{Example, Model as MlModel, Options, Tag, split_examples};
-use lector_store::{
-    Lease, MAX_TRAINING_PAGES, Model, ReviewedPages, Store, TrainedModel, TrainingPage, TrainingPayload,
-};
+use lector_store::{Lease, Model, PageBudget, ReviewedPages, Store, TrainedModel, TrainingPage, TrainingPayload};
 use std::collections::{BTreeSet, HashSet};
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -240,20 +238,15 @@ async fn learn_fields(
 ) -> Result<Option<String>, Stop> {
     let mut seen = HashSet::new();
     let mut pages = Vec::new();
+    let mut budget = PageBudget::TRAINING;
     for &session in sessions {
-        let left = MAX_TRAINING_PAGES.saturating_sub(pages.len());
-        for page in store.training_pages(lease, session, left).await? {
+        for page in store.training_pages(lease, session, &mut budget).await? {
             if seen.insert(page.segment_id) {
                 pages.push(page);
             }
         }
     }
-    let left = MAX_TRAINING_PAGES.saturating_sub(pages.len());
-    let reviewed = if left > 0 {
-        store.reviewed_pages(lease, left).await?
-    } else {
-        Vec::new()
-    };
+    let reviewed = store.reviewed_pages(lease, &mut budget).await?;
     if pages.is_empty() && reviewed.is_empty() {
         return Ok(None);
     }

@@ -69,9 +69,8 @@ pub use projects::{
 pub use security::{MAX_PRODUCT_KEYS, TokenPurpose};
 pub use sessions::{LabeledDocument, MarkTarget, NewSession, Session, SessionChanges, SessionFilter, Vocabulary};
 pub use tags::{NewTag, SegmentAt, SegmentMark, SegmentTag, tags_by_segment};
-pub use training::{
-    MAX_TRAINING_PAGES, MODEL_LANGUAGES, NewTraining, ReviewedPages, TrainedModel, TrainingPage, TrainingSegment,
-};
+pub use training::{MODEL_LANGUAGES, NewTraining, TrainedModel, TrainingSegment};
+pub use training_pages::{MAX_TRAINING_LAYOUT_CHARS, MAX_TRAINING_PAGES, PageBudget, ReviewedPages, TrainingPage};
 pub use uploads::{UPLOAD_PREFIX, Upload, UploadFor};
 pub use workflow_executions::{
     ABANDONED_EXECUTION, EXECUTION_ALIVE_SECS, Execution, ExecutionEnd, FinishedExecution, MAX_EXECUTIONS_PER_WORKFLOW,
@@ -100,6 +99,7 @@ mod tags;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod training;
+mod training_pages;
 mod uploads;
 mod workflow_executions;
 #[cfg(test)]

@@ -42,28 +42,6 @@ pub struct TrainingSegment {
     pub labelled_parts: Vec<(String, String)>,
 }
 
-/// A page of a session (a segment read from a PDF or image) with the labels tagged on parts of
-/// its text, as character ranges of the page's text.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TrainingPage {
-    pub segment_id: i64,
-    /// The page's words and boxes (JSON, `lector_extract::Page`).
-    pub layout: String,
-    pub spans: Vec<(String, usize, usize)>,
-}
-
-/// A submitted review's pages and the values its reviewer gave, to learn from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReviewedPages {
-    /// JSON, a list of `lector_extract::Page`.
-    pub pages: String,
-    /// `{field: value}`.
-    pub corrected: serde_json::Value,
-}
-
-/// Most pages (annotated or reviewed) one training reads to learn fields from.
-pub const MAX_TRAINING_PAGES: usize = 2000;
-
 /// What a finished training writes.
 #[derive(Debug, Clone)]
 pub struct TrainedModel {
@@ -397,73 +375,6 @@ impl Store {
             }
         }
         Ok(segments)
-    }
-
-    /// The pages of a session that carry a layout, with the spans tagged with labels on them,
-    /// in segment order; at most `limit`.
-    pub async fn training_pages(&self, lease: &Lease, session_id: i64, limit: usize) -> Result<Vec<TrainingPage>> {
-        let rows = sqlx::query(
-            "SELECT g.id, g.span_start AS page_start, g.layout, l.name AS label_name, t.span_start, t.span_end \
-             FROM segment_statuses st JOIN segments g ON g.id = st.segment_id JOIN sessions s ON s.id = st.session_id \
-             LEFT JOIN segment_tags t ON t.segment_id = g.id AND t.session_id = st.session_id \
-             AND t.span_start IS NOT NULL AND t.label_id IS NOT NULL \
-             LEFT JOIN labels l ON l.id = t.label_id \
-             WHERE st.session_id = $1 AND s.project_id = $2 AND g.layout IS NOT NULL ORDER BY g.id, t.id",
-        )
-        .bind(session_id)
-        .bind(lease.job.project_id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)?;
-        let mut pages: Vec<TrainingPage> = Vec::new();
-        for row in &rows {
-            let segment_id: i64 = row.try_get("id").map_err(db)?;
-            if pages.last().is_none_or(|p| p.segment_id != segment_id) {
-                if pages.len() == limit {
-                    break;
-                }
-                pages.push(TrainingPage {
-                    segment_id,
-                    layout: row.try_get("layout").map_err(db)?,
-                    spans: Vec::new(),
-                });
-            }
-            let page_start: i64 = row.try_get("page_start").map_err(db)?;
-            let label: Option<String> = row.try_get("label_name").map_err(db)?;
-            let start: Option<i64> = row.try_get("span_start").map_err(db)?;
-            let end: Option<i64> = row.try_get("span_end").map_err(db)?;
-            if let (Some(label), Some(start), Some(end)) = (label, start, end) {
-                // Tags count in the document's code points; the page's text starts at its segment.
-                let relative = |at: i64| usize::try_from(at - page_start).unwrap_or(0);
-                let page = pages.last_mut().expect("pushed above");
-                page.spans.push((label, relative(start), relative(end)));
-            }
-        }
-        Ok(pages)
-    }
-
-    /// The approved reviews of the project's HITL configurations that kept their pages, newest
-    /// first; at most `limit`.
-    pub async fn reviewed_pages(&self, lease: &Lease, limit: usize) -> Result<Vec<ReviewedPages>> {
-        let rows = sqlx::query(
-            "SELECT r.pages, r.corrected FROM hitl_reviews r JOIN hitls h ON h.id = r.hitl_id \
-             WHERE h.project_id = $1 AND r.status = 'APPROVED' AND r.pages IS NOT NULL AND r.corrected IS NOT NULL \
-             ORDER BY r.id DESC LIMIT $2",
-        )
-        .bind(lease.job.project_id)
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)?;
-        rows.iter()
-            .map(|row| {
-                let corrected: String = row.try_get("corrected").map_err(db)?;
-                Ok(ReviewedPages {
-                    pages: row.try_get("pages").map_err(db)?,
-                    corrected: serde_json::from_str(&corrected).unwrap_or(serde_json::Value::Null),
-                })
-            })
-            .collect()
     }
 
     /// QUEUED → TRAINING (fenced); answers the model's status afterwards, so a job that runs
