@@ -1,7 +1,8 @@
 //! What a HITL review keeps of an extraction, through HTTPS on both backends: the document's
 //! name within a name's length (its extension kept) in the answer, the review and the
 //! reviewer's notification, which the notification's own API accepts back; the review's
-//! threshold as its configuration says it, and the matches and boxes as the answer gave them.
+//! threshold as its configuration says it, and the matches and boxes as the answer gave them;
+//! and one review for the same work, however often the extraction is sent.
 
 use crate::common::invoices::{FIELDS, extraction_url, invoice, invoice_model};
 use crate::common::{Session, TestApp};
@@ -11,6 +12,7 @@ use serde_json::{Value, json};
 backend_tests!(
     a_long_file_name_is_kept_to_a_name,
     a_review_keeps_the_numbers_of_its_configuration_and_answer,
+    an_extraction_sent_again_finds_its_waiting_review,
 );
 
 /// A live configuration of the invoice model for `ada`, every field at a 0.9 threshold and
@@ -119,4 +121,49 @@ async fn a_review_keeps_the_numbers_of_its_configuration_and_answer(app: TestApp
         document["matches"].as_array().is_some_and(|m| !m.is_empty()),
         "{document}"
     );
+}
+
+/// A client that sends an extraction again (its answer lost, or the same file twice) finds
+/// the review the first made while it waits, and its reviewer is told once; a different file,
+/// or the same one after the review was submitted, makes a review of its own. Before, every
+/// call made a review and a notification.
+async fn an_extraction_sent_again_finds_its_waiting_review(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (url, hitl) = reviewed_invoices(&app, &ada).await;
+    let reviews = format!("/projects/{}/hitls/{}/reviews", hitl["project_id"], hitl["id"]);
+    let extract = |name: &'static str| {
+        let (app, url, token) = (&app, &url, &ada.token);
+        async move {
+            let result = app.send_form(url, token, name, &invoice(), &[]).await.expect(200);
+            assert_eq!(result["documents"][0]["hitl"]["status"], "pending", "{result}");
+            result["documents"][0]["hitl"]["review_id"].as_i64().expect("a review")
+        }
+    };
+    let first = extract("rechnung.pdf").await;
+    assert_eq!(extract("rechnung.pdf").await, first, "the same work, the same review");
+    let listed = app.get(&reviews, &ada.token).await.expect(200);
+    let listed: Vec<_> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["review_id"].clone())
+        .collect();
+    assert_eq!(listed, [json!(first)]);
+    assert_eq!(app.notified(&ada, "A review is waiting for you").await, 1);
+
+    let other = extract("zweite-rechnung.pdf").await;
+    assert_ne!(other, first, "another document is other work");
+    app.put(
+        &format!("{reviews}/{first}"),
+        &ada.token,
+        json!({"status": "approved", "values": {"po_number": "PO-7"}}),
+    )
+    .await
+    .expect(200);
+    let after = extract("rechnung.pdf").await;
+    assert!(
+        after != first && after != other,
+        "a submitted review is not taken again"
+    );
+    assert_eq!(app.notified(&ada, "A review is waiting for you").await, 3);
 }

@@ -170,8 +170,9 @@ async fn reviews_are_listed_a_page_at_a_time(app: TestApp) {
         .expect(201);
     let extract = format!("/organizations/{workspace}/projects/{project}/models/{model}/extract");
     let mut made = Vec::new();
-    for _ in 0..3 {
-        made.push(extracted_review(&app, &extract, &ada, "rechnung.pdf").await);
+    for n in 0..3 {
+        // Three documents: the same one sent again finds its waiting review.
+        made.push(extracted_review(&app, &extract, &ada, &format!("rechnung-{n}.pdf")).await);
     }
     let reviews = format!("/projects/{project}/hitls/{}/reviews", hitl["id"]);
     let ids = |page: serde_json::Value| -> Vec<i64> {
