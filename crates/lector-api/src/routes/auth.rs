@@ -139,6 +139,11 @@ impl WriteBody for LoginBody {
             "token",
             "send either email and password, or token",
         );
+        // In the form it is looked up in (no account has another), so no more than an address
+        // reaches the log-in limits.
+        if let Some(email) = &self.email {
+            problems.email("email", &normalize_email(email));
+        }
     }
 }
 

@@ -383,6 +383,8 @@ mod rate_limits {
     use crate::common::{Backend, TestApp};
     use serde_json::json;
 
+    backend_tests!(login_takes_an_address_and_counts_failures_under_its_digest);
+
     backend_tests!(
         backend: thirty_users_behind_one_address_sign_in,
         guesses_spread_over_addresses_are_limited_per_account,
@@ -404,6 +406,41 @@ mod rate_limits {
         let retry: u64 = limited.headers["retry-after"].to_str().unwrap().parse().unwrap();
         assert!((1..=60).contains(&retry));
         limited.expect_problem(429, "rate_limited");
+    }
+
+    /// A log-in's e-mail must be an address (422 otherwise): an 8 KB one once reached the
+    /// rate-limit keys, past what PostgreSQL indexes (500). The keys hold a digest of the
+    /// address, never the address, and wrong passwords still count.
+    async fn login_takes_an_address_and_counts_failures_under_its_digest(app: TestApp) {
+        let long: String = (0..4096).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
+        let problem = app
+            .post_signed_out(
+                "/auth/login",
+                json!({"email": format!("{long}@x.org"), "password": "x"}),
+            )
+            .await
+            .expect_problem(422, "validation_failed");
+        assert_eq!(crate::common::problem_fields(&problem), ["email"]);
+        app.post_signed_out("/auth/login", json!({"email": "not an address", "password": "x"}))
+            .await
+            .expect_problem(422, "validation_failed");
+
+        app.register("ada@example.org").await;
+        app.login(" ADA@example.org ", "password-123").await;
+        clear_of_the_window_edge(app.state.config.rate_limits.login_failure_window_secs, 30).await;
+        let wrong = json!({"email": "ada@example.org", "password": "wrong-password"});
+        for _ in 0..app.state.config.rate_limits.login_failures_per_account_address {
+            app.post_signed_out("/auth/login", wrong.clone())
+                .await
+                .expect_problem(401, "invalid_credentials");
+        }
+        app.post_signed_out("/auth/login", wrong)
+            .await
+            .expect_problem(429, "rate_limited");
+        let keys =
+            lector_store::testing::texts(&app.state.store, "SELECT key FROM rate_limits WHERE count >= $1", 0).await;
+        assert!(keys.iter().any(|k| k.starts_with("login-fail:account:")), "{keys:?}");
+        assert!(keys.iter().all(|k| !k.contains("ada")), "{keys:?}");
     }
 
     /// An app behind a trusted proxy, so each request can name its client address.
