@@ -146,8 +146,10 @@ impl Store {
     }
 
     /// Sets a new password for a user who proved it by a one-time token; revokes earlier access
-    /// tokens, and uses up the user's other unused one-time tokens (a second reset mail, a
-    /// first-login link), so none of them opens the account after its password changed.
+    /// tokens, uses up the user's other unused one-time tokens (a second reset mail, a
+    /// first-login link) and deletes the user's product keys, so none of them opens the account
+    /// after its password changed. A reset is how the owner of an address takes the account
+    /// back from whoever registered it first, and that person's keys must not outlive it.
     pub async fn reset_password(&self, user_id: i64, password_hash: &str) -> Result<()> {
         let mut tx = self.begin_write().await?;
         sqlx::query("UPDATE users SET password_hash = $1, token_version = token_version + 1 WHERE id = $2")
@@ -157,6 +159,11 @@ impl Store {
             .await
             .map_err(db)?;
         use_up_one_time_tokens(&mut tx, user_id).await?;
+        sqlx::query("DELETE FROM product_keys WHERE user_id = $1")
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
         tx.commit().await.map_err(db)
     }
 

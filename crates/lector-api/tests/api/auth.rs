@@ -16,6 +16,7 @@ backend_tests!(
     users_see_only_themselves,
     permissions_are_changed_by_superusers_only,
     account_changes_need_the_current_password,
+    a_password_reset_deletes_the_product_keys,
 );
 
 async fn account_changes_need_the_current_password(app: TestApp) {
@@ -309,6 +310,27 @@ async fn product_keys_are_bearer_tokens(app: TestApp) {
     let listed = app.get(&keys, &ada.token).await.expect(200);
     assert_eq!(listed[1]["name"], unnamed["name"]);
     assert_eq!(listed[1]["token"], format!("{}…", &token[..9]));
+}
+
+/// A reset is how the owner of an address takes the account back from whoever registered it
+/// first; a product key made before it would otherwise keep that person in.
+async fn a_password_reset_deletes_the_product_keys(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let keys = format!("/users/{}/keys", ada.user_id);
+    let created = app.post(&keys, &ada.token, json!({"name": "ci"})).await.expect(201);
+    let key = created["token"].as_str().unwrap();
+    app.get("/auth/status", key).await.expect(200);
+
+    app.post_signed_out("/password/email", json!({"email": "ada@example.org"}))
+        .await
+        .expect(200);
+    let token = app.token_from_mail("ada@example.org").await;
+    let reset = json!({"reset_password_token": token, "password": "brand-new-pass"});
+    app.post_signed_out("/password/reset", reset).await.expect(200);
+    app.get("/auth/status", key).await.expect_problem(401, "unauthorized");
+    let owner = app.login("ada@example.org", "brand-new-pass").await;
+    let listed = app.get(&keys, &owner.token).await.expect(200);
+    assert_eq!(listed, json!([]));
 }
 
 async fn users_see_only_themselves(app: TestApp) {
