@@ -447,9 +447,9 @@ impl Store {
         Ok(invitation)
     }
 
-    /// Pending invitations of a workspace, oldest first.
+    /// Pending invitations of a workspace, oldest first: for its managers, read-only or not.
     pub async fn pending_invitations(&self, scope: &Scope, workspace: &WorkspaceRef) -> Result<Vec<Invitation>> {
-        let (found, _) = self.workspace_access(scope, workspace, Action::ManageMembers).await?;
+        let (found, _) = self.workspace_access(scope, workspace, Action::ReadInvitations).await?;
         let sql = format!(
             "SELECT {INVITATION_COLUMNS} FROM invitations WHERE workspace_id = $1 AND status = $2 AND expires > $3 ORDER BY id"
         );

@@ -17,6 +17,7 @@ backend_tests!(
     other_workspaces_are_invisible,
     read_only_workspaces_refuse_writes,
     read_only_set_by_a_superuser_is_lifted_by_a_superuser,
+    pending_invitations_are_listed_in_a_read_only_workspace,
 );
 
 async fn create(app: &TestApp, owner: &Session, name: &str) -> Value {
@@ -607,6 +608,27 @@ async fn read_only_workspaces_refuse_writes(app: TestApp) {
         .expect(200);
     read_only(&app, &ada, id, false).await.expect(200);
     app.add_member(&ada.token, id, bob.user_id, "VIEWER").await.expect(200);
+}
+
+/// Listing pending invitations reads: a read-only workspace answers it to its managers (and
+/// still not to a VIEWER).
+async fn pending_invitations_are_listed_in_a_read_only_workspace(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let id = create(&app, &ada, "Archive").await["id"].as_i64().unwrap();
+    app.invite(&ada.token, id, "VIEWER", ["bob@example.org", "x@example.org"])
+        .await
+        .expect(200);
+    let token = app.token_from_mail("bob@example.org").await;
+    app.accept_invitation(json!({"token": token, "password": "password-123"}))
+        .await
+        .expect(200);
+    read_only(&app, &ada, id, true).await.expect(200);
+    let invites = format!("/organizations/{id}/users/invites");
+    let pending = app.get(&invites, &ada.token).await.expect(200);
+    assert_eq!(pending[0]["email"], "x@example.org", "{pending}");
+    assert_eq!(pending.as_array().unwrap().len(), 1);
+    app.get(&invites, &bob.token).await.expect_problem(403, "forbidden");
 }
 
 async fn read_only_set_by_a_superuser_is_lifted_by_a_superuser(app: TestApp) {
