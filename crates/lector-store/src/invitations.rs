@@ -10,7 +10,7 @@ use crate::workspaces::{WorkspaceRef, insert_membership};
 use crate::{Store, db};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Role, Scope};
-use sqlx::{Any, Transaction};
+use sqlx::{Any, Row, Transaction};
 
 /// Pending invitations a workspace may have: the unpaged `list_invitations` answers them all.
 pub const MAX_PENDING_INVITATIONS: i64 = 1000;
@@ -176,6 +176,11 @@ impl Store {
 
     /// Accepts an invitation once: creates the user if needed and adds the membership, all in
     /// one transaction. A second acceptance of the same invitation finds it gone (404).
+    ///
+    /// An invitation gives no more than its sender may still give: when the sender is no longer
+    /// a superuser nor a member with at least the invited role (demoted, removed, or their flag
+    /// taken away after inviting, or while inviting), the invitation is cancelled and answered
+    /// like an unknown one (404).
     pub async fn accept_invitation(&self, invitation: &Invitation, invitee: Invitee) -> Result<User> {
         let mut tx = self.begin_write().await?;
         let claimed = sqlx::query("UPDATE invitations SET status = $1 WHERE id = $2 AND status = $3")
@@ -187,6 +192,18 @@ impl Store {
             .map_err(db)?;
         if claimed.rows_affected() != 1 {
             return Err(Error::not_found("invitation"));
+        }
+        if !sender_may_still_grant(&mut tx, invitation).await? {
+            sqlx::query("UPDATE invitations SET status = $1 WHERE id = $2")
+                .bind(InvitationStatus::Cancelled.as_str())
+                .bind(invitation.id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+            tx.commit().await.map_err(db)?;
+            return Err(Error::not_found(
+                "invitation (cancelled: whoever sent it may no longer grant its role)",
+            ));
         }
         let user_id = match invitee {
             Invitee::Existing(id) => id,
@@ -204,6 +221,34 @@ impl Store {
         }
         tx.commit().await.map_err(db)?;
         self.user_by_id(user_id).await?.ok_or_else(|| Error::not_found("user"))
+    }
+}
+
+/// Whether the sender of an invitation may still grant its role in its workspace: an active
+/// superuser, or an active member whose role is at least the invited one. Read in the
+/// accepting transaction, after the invitation's row was claimed.
+async fn sender_may_still_grant(tx: &mut Transaction<'static, Any>, invitation: &Invitation) -> Result<bool> {
+    let row = sqlx::query(
+        "SELECT CAST(CASE WHEN u.is_superuser THEN 1 ELSE 0 END AS BIGINT) AS is_superuser, m.role \
+         FROM users u LEFT JOIN memberships m ON m.user_id = u.id AND m.workspace_id = $2 \
+         WHERE u.id = $1 AND u.is_active = $3",
+    )
+    .bind(invitation.invited_by_id)
+    .bind(invitation.workspace_id)
+    .bind(true)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db)?;
+    let Some(row) = row else {
+        return Ok(false);
+    };
+    if row.try_get::<i64, _>("is_superuser").map_err(db)? == 1 {
+        return Ok(true);
+    }
+    let role: Option<String> = row.try_get("role").map_err(db)?;
+    match role {
+        Some(role) => Ok(crate::parse_stored::<Role>(&role)? >= invitation.role),
+        None => Ok(false),
     }
 }
 
