@@ -17,6 +17,7 @@ backend_tests!(
     permissions_are_changed_by_superusers_only,
     account_changes_need_the_current_password,
     a_password_reset_deletes_the_product_keys,
+    registrations_at_once_each_get_a_personal_workspace,
 );
 
 async fn account_changes_need_the_current_password(app: TestApp) {
@@ -331,6 +332,26 @@ async fn a_password_reset_deletes_the_product_keys(app: TestApp) {
     let owner = app.login("ada@example.org", "brand-new-pass").await;
     let listed = app.get(&keys, &owner.token).await.expect(200);
     assert_eq!(listed, json!([]));
+}
+
+/// Registrations at once without a first name all want the name "Personal workspace": each
+/// gets a free one (on PostgreSQL two once picked the same and one answered 409).
+async fn registrations_at_once_each_get_a_personal_workspace(app: TestApp) {
+    let answers = futures_util::future::join_all((0..8).map(|i| {
+        let body = json!({"email": format!("user{i}@example.org"), "password": "password-123"});
+        app.post_signed_out("/auth/register", body)
+    }))
+    .await;
+    let mut names = Vec::new();
+    for (i, answer) in answers.into_iter().enumerate() {
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        let session = app.login(&format!("user{i}@example.org"), "password-123").await;
+        let status = app.get("/auth/status", &session.token).await.expect(200);
+        names.push(status["workspaces"][0]["name"].as_str().unwrap().to_owned());
+    }
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), 8, "{names:?}");
 }
 
 async fn users_see_only_themselves(app: TestApp) {
