@@ -87,7 +87,8 @@ pub async fn request_password_reset(state: &AppState, email: &str) -> Result<()>
          Token: {token}\n\n\
          To set a new password, open {public}/app/reset-password?token={token}\n\
          or POST to {public}/password/reset the JSON fields reset_password_token and password.\n\
-         The token works once and expires in {} minutes.\n\
+         The token works once and expires in {} minutes. A reset signs out every session\n\
+         and deletes the account's product keys.\n\
          If you did not ask, ignore this mail.\n",
         lifetime / 60,
         public = state.config.public_url(),
@@ -101,7 +102,8 @@ pub async fn request_password_reset(state: &AppState, email: &str) -> Result<()>
     state.store.queue_password_reset(&email, &mail).await
 }
 
-/// Sets a new password with a reset token; every earlier access token stops working.
+/// Sets a new password with a reset token; every earlier access token stops working and the
+/// account's product keys are deleted.
 pub async fn reset_password(state: &AppState, token: &str, password: &str) -> Result<()> {
     let user_id = state
         .store

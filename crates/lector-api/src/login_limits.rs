@@ -9,10 +9,14 @@
 //! with no failures is not locked out by someone else's guesses. Unknown e-mail addresses are
 //! counted exactly like known ones, so the limits tell nothing about who is registered.
 //!
+//! An account's counts are kept under a digest of its e-mail address, never the address: the
+//! table's keys stay short and say nothing about who tried which account.
+//!
 //! Each attempt is counted as a failure *before* its password is checked, and the count is
 //! taken back when it did not fail (it succeeded, or was refused): so attempts sent all at once
 //! see each other, and no more of them reach the password check than the limits allow.
 
+use crate::keys::token_hash;
 use crate::state::AppState;
 use axum::http::request::Parts;
 use lector_core::{Error, Result};
@@ -31,7 +35,7 @@ impl LoginAttempt {
             .client_ip(parts)
             .map(|ip| ip.to_string())
             .unwrap_or_else(|| "unknown".into());
-        let email = email.unwrap_or_default();
+        let email = token_hash(email.unwrap_or_default());
         Self {
             address: format!("login-fail:address:{client}"),
             account: format!("login-fail:account:{email}"),

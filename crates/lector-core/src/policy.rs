@@ -34,6 +34,8 @@ pub enum Action {
     Manage,
     /// Invite, add members, change roles (never above one's own).
     ManageMembers,
+    /// See the pending invitations: a manager's read, so a read-only workspace answers it.
+    ReadInvitations,
     /// Change or deactivate the workspace itself.
     Administer,
 }
@@ -45,14 +47,14 @@ impl Action {
             Action::Read => Role::Viewer,
             Action::Annotate => Role::Annotator,
             Action::Edit => Role::User,
-            Action::Manage | Action::ManageMembers => Role::Manager,
+            Action::Manage | Action::ManageMembers | Action::ReadInvitations => Role::Manager,
             Action::Administer => Role::Admin,
         }
     }
 
     /// Whether the action changes anything (refused in a read-only workspace).
     pub fn is_write(self) -> bool {
-        self != Action::Read
+        !matches!(self, Action::Read | Action::ReadInvitations)
     }
 }
 
@@ -163,12 +165,13 @@ mod tests {
         }
     }
 
-    const ACTIONS: [Action; 6] = [
+    const ACTIONS: [Action; 7] = [
         Action::Read,
         Action::Annotate,
         Action::Edit,
         Action::Manage,
         Action::ManageMembers,
+        Action::ReadInvitations,
         Action::Administer,
     ];
 
@@ -194,11 +197,11 @@ mod tests {
     fn every_role_against_every_action() {
         // Rows follow DESIGN.md section 4: which actions each role may take.
         let table = [
-            (Role::Viewer, [true, false, false, false, false, false]),
-            (Role::Annotator, [true, true, false, false, false, false]),
-            (Role::User, [true, true, true, false, false, false]),
-            (Role::Manager, [true, true, true, true, true, false]),
-            (Role::Admin, [true, true, true, true, true, true]),
+            (Role::Viewer, [true, false, false, false, false, false, false]),
+            (Role::Annotator, [true, true, false, false, false, false, false]),
+            (Role::User, [true, true, true, false, false, false, false]),
+            (Role::Manager, [true, true, true, true, true, true, false]),
+            (Role::Admin, [true, true, true, true, true, true, true]),
         ];
         for (role, allowed) in table {
             for (action, allowed) in ACTIONS.iter().zip(allowed) {
@@ -236,6 +239,9 @@ mod tests {
             ..WS
         };
         assert!(member(Role::Admin).authorize(ro, Action::Read).is_ok());
+        assert!(member(Role::Manager).authorize(ro, Action::ReadInvitations).is_ok());
+        let err = member(Role::User).authorize(ro, Action::ReadInvitations).unwrap_err();
+        assert_eq!(err.code, ErrorCode::Forbidden);
         let err = member(Role::Admin).authorize(ro, Action::Edit).unwrap_err();
         assert_eq!(err.code, ErrorCode::WorkspaceReadOnly);
         let gone = WorkspaceFacts { is_active: false, ..WS };

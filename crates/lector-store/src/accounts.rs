@@ -146,8 +146,10 @@ impl Store {
     }
 
     /// Sets a new password for a user who proved it by a one-time token; revokes earlier access
-    /// tokens, and uses up the user's other unused one-time tokens (a second reset mail, a
-    /// first-login link), so none of them opens the account after its password changed.
+    /// tokens, uses up the user's other unused one-time tokens (a second reset mail, a
+    /// first-login link) and deletes the user's product keys, so none of them opens the account
+    /// after its password changed. A reset is how the owner of an address takes the account
+    /// back from whoever registered it first, and that person's keys must not outlive it.
     pub async fn reset_password(&self, user_id: i64, password_hash: &str) -> Result<()> {
         let mut tx = self.begin_write().await?;
         sqlx::query("UPDATE users SET password_hash = $1, token_version = token_version + 1 WHERE id = $2")
@@ -157,6 +159,11 @@ impl Store {
             .await
             .map_err(db)?;
         use_up_one_time_tokens(&mut tx, user_id).await?;
+        sqlx::query("DELETE FROM product_keys WHERE user_id = $1")
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
         tx.commit().await.map_err(db)
     }
 
@@ -265,6 +272,10 @@ pub(crate) async fn insert_user(tx: &mut Transaction<'static, Any>, new: &NewUse
 /// The personal workspace is named after the first name, never the e-mail: a workspace name is
 /// visible to anyone who tries to create one of the same name (409), so an e-mail there would
 /// tell strangers who is registered. A taken name gets a number, then a random suffix.
+///
+/// Each name is tried by an insert that yields to a taken one (`ON CONFLICT DO NOTHING`), never
+/// by a look-up first: registrations at once would all see the same name free, and on
+/// PostgreSQL all but one would then fail on it.
 async fn insert_personal_workspace(tx: &mut Transaction<'static, Any>, first_name: &str, now: i64) -> Result<i64> {
     let first: String = first_name.trim().chars().take(PERSONAL_NAME_CHARS).collect();
     let base = if first.is_empty() {
@@ -275,21 +286,18 @@ async fn insert_personal_workspace(tx: &mut Transaction<'static, Any>, first_nam
     let numbered = (2..10).map(|n| format!("{base} ({n})"));
     let random = (0..5).map(|_| format!("{base} ({})", &uuid::Uuid::new_v4().simple().to_string()[..8]));
     for name in std::iter::once(base.clone()).chain(numbered).chain(random) {
-        let taken: Option<i64> = sqlx::query_scalar("SELECT id FROM workspaces WHERE name = $1")
-            .bind(&name)
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(db)?;
-        if taken.is_none() {
-            return sqlx::query_scalar(
-                "INSERT INTO workspaces (name, description, created) VALUES ($1, $2, $3) RETURNING id",
-            )
-            .bind(&name)
-            .bind("Personal workspace")
-            .bind(now)
-            .fetch_one(&mut **tx)
-            .await
-            .map_err(db);
+        let inserted: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO workspaces (name, description, created) VALUES ($1, $2, $3) \
+             ON CONFLICT (name) DO NOTHING RETURNING id",
+        )
+        .bind(&name)
+        .bind("Personal workspace")
+        .bind(now)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db)?;
+        if let Some(id) = inserted {
+            return Ok(id);
         }
     }
     Err(Error::conflict("no free name for a personal workspace"))

@@ -25,6 +25,7 @@ mod hitl_reviews;
 mod hitls;
 #[cfg(test)]
 mod import_tests;
+mod invitations;
 mod job_claims;
 mod job_reclaims;
 mod job_retention;
@@ -49,6 +50,7 @@ pub use document_listing::DocumentFilter;
 pub use documents::{Document, DocumentGroup, NewDocument, NewSegment, Segment};
 pub use hitl_reviews::{HitlReview, NewReview};
 pub use hitls::{Hitl, HitlChange, MAX_HITLS_PER_PROJECT, NewHitl};
+pub use invitations::{Invitee, MAX_PENDING_INVITATIONS};
 pub use job_claims::{LOST_WORKER_ALLOWANCE, UNHANDLED_JOB_GRACE_SECS};
 pub use job_reclaims::{JobCount, JobStatistics};
 pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
@@ -76,9 +78,7 @@ pub use workflow_executions::{
     ABANDONED_EXECUTION, EXECUTION_ALIVE_SECS, Execution, ExecutionEnd, FinishedExecution, MAX_EXECUTIONS_PER_WORKFLOW,
 };
 pub use workflows::{MAX_WORKFLOWS_PER_WORKSPACE, NewWorkflow, WebhookTarget, Workflow};
-pub use workspaces::{
-    Invitee, MAX_MEMBERS_PER_WORKSPACE, MAX_PENDING_INVITATIONS, MAX_WORKSPACES_PER_USER, WorkspaceChanges,
-};
+pub use workspaces::{MAX_MEMBERS_PER_WORKSPACE, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
 mod notifications;
 mod orphans;

@@ -5,10 +5,11 @@
 //! a transfer into a full workspace is refused.
 
 use crate::hitl_reviews::MAX_PENDING_REVIEWS_PER_HITL;
+use crate::invitations::MAX_PENDING_INVITATIONS;
 use crate::projects::MAX_PROJECTS_PER_WORKSPACE;
 use crate::sessions::MAX_SESSIONS_PER_PROJECT;
 use crate::testing::{TestDatabase, count, owner_with_project};
-use crate::workspaces::{MAX_MEMBERS_PER_WORKSPACE, MAX_PENDING_INVITATIONS, WorkspaceRef};
+use crate::workspaces::{MAX_MEMBERS_PER_WORKSPACE, WorkspaceRef};
 use crate::{Backend, NewSession, NewUser, ProjectFields, Store};
 use futures_util::future::join_all;
 use lector_core::time::Timestamp;

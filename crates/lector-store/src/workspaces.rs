@@ -1,12 +1,11 @@
-//! Workspaces, their members and invitations.
+//! Workspaces and their members; invitations are in [`crate::invitations`].
 //!
 //! Every function resolves the workspace and asks the policy ([`Scope::authorize`]) before it
 //! reads or writes anything, so a workspace the caller cannot see answers 404 like a missing one.
 
-use crate::accounts::{NewUser, insert_user};
+use crate::invitations::cancel_invitations_by;
 use crate::records::{
-    FromAnyRow, INVITATION_COLUMNS, Invitation, InvitationStatus, MEMBERSHIP_COLUMNS, Membership, MyWorkspace, User,
-    WORKSPACE_COLUMNS, Workspace, fetch_record, fetch_records,
+    FromAnyRow, MEMBERSHIP_COLUMNS, Membership, MyWorkspace, WORKSPACE_COLUMNS, Workspace, fetch_record, fetch_records,
 };
 use crate::{Param, Store, db, db_unique};
 use lector_core::time::Timestamp;
@@ -37,9 +36,6 @@ pub const MAX_WORKSPACES_PER_USER: i64 = 200;
 /// (whose default limit it is), since the original client cannot ask for another page.
 pub const MAX_MEMBERS_PER_WORKSPACE: i64 = 1000;
 
-/// Pending invitations a workspace may have: the unpaged `list_invitations` answers them all.
-pub const MAX_PENDING_INVITATIONS: i64 = 1000;
-
 /// Workspace settings to change; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
 pub struct WorkspaceChanges {
@@ -47,13 +43,6 @@ pub struct WorkspaceChanges {
     pub description: Option<String>,
     pub is_read_only: Option<bool>,
     pub is_beta: Option<bool>,
-}
-
-/// Who accepts an invitation: a user that exists, or one to create.
-#[derive(Debug, Clone)]
-pub enum Invitee {
-    Existing(i64),
-    New(NewUser),
 }
 
 impl Store {
@@ -383,236 +372,11 @@ impl Store {
         tx.commit().await.map_err(db)?;
         Ok(target)
     }
-
-    /// Why an address cannot be invited to a workspace now, if it cannot.
-    pub async fn invitation_obstacle(&self, workspace: &Workspace, email: &str) -> Result<Option<&'static str>> {
-        let workspace_id = workspace.id;
-        let member: Option<i64> = sqlx::query_scalar(
-            "SELECT m.id FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.workspace_id = $1 AND u.email = $2",
-        )
-        .bind(workspace_id)
-        .bind(email)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db)?;
-        if member.is_some() {
-            return Ok(Some("already a member of the workspace"));
-        }
-        let invited: Option<i64> = sqlx::query_scalar(
-            "SELECT id FROM invitations WHERE workspace_id = $1 AND email = $2 AND status = $3 AND expires > $4",
-        )
-        .bind(workspace_id)
-        .bind(email)
-        .bind(InvitationStatus::Pending.as_str())
-        .bind(Timestamp::now().micros())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db)?;
-        Ok(invited.map(|_| "already invited"))
-    }
-
-    /// Records an invitation; the caller has checked access, the role and the obstacles. Past
-    /// [`MAX_PENDING_INVITATIONS`] (counted behind a lock on the workspace, so invitations made
-    /// at once cannot all pass at the edge) it is refused as a conflict.
-    pub async fn create_invitation(
-        &self,
-        scope: &Scope,
-        workspace_id: i64,
-        email: &str,
-        role: Role,
-        token_hash: &str,
-        expires: Timestamp,
-    ) -> Result<Invitation> {
-        let sql = format!(
-            "INSERT INTO invitations (workspace_id, email, role, invited_by_id, token_hash, status, created, expires) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {INVITATION_COLUMNS}"
-        );
-        let now = Timestamp::now().micros();
-        let mut tx = self.begin_write().await?;
-        room_for_a_pending_invitation(&mut tx, workspace_id).await?;
-        let row = sqlx::query(&sql)
-            .bind(workspace_id)
-            .bind(email)
-            .bind(role.as_str())
-            .bind(scope.user_id)
-            .bind(token_hash)
-            .bind(InvitationStatus::Pending.as_str())
-            .bind(now)
-            .bind(expires.micros())
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db)?;
-        let invitation = Invitation::decode(&row)?;
-        tx.commit().await.map_err(db)?;
-        Ok(invitation)
-    }
-
-    /// Pending invitations of a workspace, oldest first.
-    pub async fn pending_invitations(&self, scope: &Scope, workspace: &WorkspaceRef) -> Result<Vec<Invitation>> {
-        let (found, _) = self.workspace_access(scope, workspace, Action::ManageMembers).await?;
-        let sql = format!(
-            "SELECT {INVITATION_COLUMNS} FROM invitations WHERE workspace_id = $1 AND status = $2 AND expires > $3 ORDER BY id"
-        );
-        fetch_records(
-            sqlx::query(&sql)
-                .bind(found.id)
-                .bind(InvitationStatus::Pending.as_str())
-                .bind(Timestamp::now().micros()),
-            &self.pool,
-        )
-        .await
-    }
-
-    async fn pending_invitation(&self, scope: &Scope, workspace: &WorkspaceRef, id: i64) -> Result<(Invitation, Role)> {
-        let (found, own) = self.workspace_access(scope, workspace, Action::ManageMembers).await?;
-        let sql = format!("SELECT {INVITATION_COLUMNS} FROM invitations WHERE workspace_id = $1 AND id = $2");
-        let invitation: Invitation =
-            fetch_record(sqlx::query(&sql).bind(found.id).bind(id), &self.pool, "invitation").await?;
-        if invitation.status != InvitationStatus::Pending {
-            return Err(Error::conflict(format!(
-                "the invitation is {}",
-                invitation.status.as_str().to_lowercase()
-            )));
-        }
-        scope.may_grant(own, invitation.role)?;
-        Ok((invitation, own))
-    }
-
-    pub async fn cancel_invitation(&self, scope: &Scope, workspace: &WorkspaceRef, id: i64) -> Result<Invitation> {
-        let (invitation, _) = self.pending_invitation(scope, workspace, id).await?;
-        sqlx::query("UPDATE invitations SET status = $1 WHERE id = $2")
-            .bind(InvitationStatus::Cancelled.as_str())
-            .bind(invitation.id)
-            .execute(&self.pool)
-            .await
-            .map_err(db)?;
-        Ok(Invitation {
-            status: InvitationStatus::Cancelled,
-            ..invitation
-        })
-    }
-
-    /// Gives a pending invitation a fresh token and expiry (the old token stops working).
-    pub async fn renew_invitation(
-        &self,
-        scope: &Scope,
-        workspace: &WorkspaceRef,
-        id: i64,
-        token_hash: &str,
-        expires: Timestamp,
-    ) -> Result<Invitation> {
-        let (invitation, _) = self.pending_invitation(scope, workspace, id).await?;
-        let mut tx = self.begin_write().await?;
-        // An expired invitation renewed counts as pending again.
-        if invitation.expires <= Timestamp::now() {
-            room_for_a_pending_invitation(&mut tx, invitation.workspace_id).await?;
-        }
-        sqlx::query("UPDATE invitations SET token_hash = $1, expires = $2 WHERE id = $3")
-            .bind(token_hash)
-            .bind(expires.micros())
-            .bind(invitation.id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        tx.commit().await.map_err(db)?;
-        Ok(Invitation { expires, ..invitation })
-    }
-
-    /// The pending, unexpired invitation a token belongs to (system look-up, no scope).
-    pub async fn invitation_by_token(&self, token_hash: &str) -> Result<Option<Invitation>> {
-        let sql = format!(
-            "SELECT {INVITATION_COLUMNS} FROM invitations WHERE token_hash = $1 AND status = $2 AND expires > $3 \
-             AND workspace_id IN (SELECT id FROM workspaces WHERE is_active = $4)"
-        );
-        let row = sqlx::query(&sql)
-            .bind(token_hash)
-            .bind(InvitationStatus::Pending.as_str())
-            .bind(Timestamp::now().micros())
-            .bind(true)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        row.as_ref().map(Invitation::decode).transpose()
-    }
-
-    /// Accepts an invitation once: creates the user if needed and adds the membership, all in
-    /// one transaction. A second acceptance of the same invitation finds it gone (404).
-    pub async fn accept_invitation(&self, invitation: &Invitation, invitee: Invitee) -> Result<User> {
-        let mut tx = self.begin_write().await?;
-        let claimed = sqlx::query("UPDATE invitations SET status = $1 WHERE id = $2 AND status = $3")
-            .bind(InvitationStatus::Accepted.as_str())
-            .bind(invitation.id)
-            .bind(InvitationStatus::Pending.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        if claimed.rows_affected() != 1 {
-            return Err(Error::not_found("invitation"));
-        }
-        let user_id = match invitee {
-            Invitee::Existing(id) => id,
-            Invitee::New(new) => insert_user(&mut tx, &new).await?.id,
-        };
-        let already: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM memberships WHERE workspace_id = $1 AND user_id = $2")
-                .bind(invitation.workspace_id)
-                .bind(user_id)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db)?;
-        if already.is_none() {
-            insert_membership(&mut tx, invitation.workspace_id, user_id, invitation.role).await?;
-        }
-        tx.commit().await.map_err(db)?;
-        self.user_by_id(user_id).await?.ok_or_else(|| Error::not_found("user"))
-    }
-}
-
-/// Cancels the pending invitations of a workspace that `inviter` sent (every one, for `None`).
-async fn cancel_invitations_by(
-    tx: &mut Transaction<'static, Any>,
-    workspace_id: i64,
-    inviter: Option<i64>,
-) -> Result<()> {
-    sqlx::query(
-        "UPDATE invitations SET status = $1 WHERE workspace_id = $2 AND status = $3 \
-         AND ($4 IS NULL OR invited_by_id = $4)",
-    )
-    .bind(InvitationStatus::Cancelled.as_str())
-    .bind(workspace_id)
-    .bind(InvitationStatus::Pending.as_str())
-    .bind(inviter)
-    .execute(&mut **tx)
-    .await
-    .map_err(db)?;
-    Ok(())
-}
-
-/// Refuses (409) one more pending invitation in a workspace that has
-/// [`MAX_PENDING_INVITATIONS`] unexpired ones, counted behind a lock on the workspace so that
-/// invitations made at once cannot all pass at the edge.
-async fn room_for_a_pending_invitation(tx: &mut Transaction<'static, Any>, workspace_id: i64) -> Result<()> {
-    let pending = crate::count_under_lock(
-        tx,
-        ("workspaces", workspace_id),
-        &format!(
-            "SELECT COUNT(*) FROM invitations WHERE workspace_id = $1 AND status = '{}' AND expires > {}",
-            InvitationStatus::Pending.as_str(),
-            Timestamp::now().micros()
-        ),
-    )
-    .await?;
-    if pending >= MAX_PENDING_INVITATIONS {
-        return Err(Error::conflict(format!(
-            "a workspace has at most {MAX_PENDING_INVITATIONS} pending invitations"
-        )));
-    }
-    Ok(())
 }
 
 /// Adds a membership, up to [`MAX_MEMBERS_PER_WORKSPACE`] (counted behind a lock on the
 /// workspace, so members added at once cannot all pass at the edge).
-async fn insert_membership(
+pub(crate) async fn insert_membership(
     tx: &mut Transaction<'static, Any>,
     workspace_id: i64,
     user_id: i64,

@@ -139,6 +139,11 @@ impl WriteBody for LoginBody {
             "token",
             "send either email and password, or token",
         );
+        // In the form it is looked up in (no account has another), so no more than an address
+        // reaches the log-in limits.
+        if let Some(email) = &self.email {
+            problems.email("email", &normalize_email(email));
+        }
     }
 }
 
@@ -279,7 +284,8 @@ impl WriteBody for ResetPasswordBody {
     }
 }
 
-/// Sets a new password with a reset token; every earlier access token stops working.
+/// Sets a new password with a reset token; every earlier access token stops working and the
+/// account's product keys are deleted.
 #[utoipa::path(post, path = "/password/reset", tag = "auth",
     request_body = ResetPasswordBody, responses((status = 200, body = Message)))]
 pub async fn reset_password(
@@ -287,7 +293,9 @@ pub async fn reset_password(
     Body(body): Body<ResetPasswordBody>,
 ) -> ApiResult<Json<Message>> {
     accounts::reset_password(&state, &body.reset_password_token, &body.password).await?;
-    Ok(Message::new("password changed; log in with the new password"))
+    Ok(Message::new(
+        "password changed and product keys deleted; log in with the new password",
+    ))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -16,6 +16,8 @@ backend_tests!(
     users_see_only_themselves,
     permissions_are_changed_by_superusers_only,
     account_changes_need_the_current_password,
+    a_password_reset_deletes_the_product_keys,
+    registrations_at_once_each_get_a_personal_workspace,
 );
 
 async fn account_changes_need_the_current_password(app: TestApp) {
@@ -311,6 +313,47 @@ async fn product_keys_are_bearer_tokens(app: TestApp) {
     assert_eq!(listed[1]["token"], format!("{}…", &token[..9]));
 }
 
+/// A reset is how the owner of an address takes the account back from whoever registered it
+/// first; a product key made before it would otherwise keep that person in.
+async fn a_password_reset_deletes_the_product_keys(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let keys = format!("/users/{}/keys", ada.user_id);
+    let created = app.post(&keys, &ada.token, json!({"name": "ci"})).await.expect(201);
+    let key = created["token"].as_str().unwrap();
+    app.get("/auth/status", key).await.expect(200);
+
+    app.post_signed_out("/password/email", json!({"email": "ada@example.org"}))
+        .await
+        .expect(200);
+    let token = app.token_from_mail("ada@example.org").await;
+    let reset = json!({"reset_password_token": token, "password": "brand-new-pass"});
+    app.post_signed_out("/password/reset", reset).await.expect(200);
+    app.get("/auth/status", key).await.expect_problem(401, "unauthorized");
+    let owner = app.login("ada@example.org", "brand-new-pass").await;
+    let listed = app.get(&keys, &owner.token).await.expect(200);
+    assert_eq!(listed, json!([]));
+}
+
+/// Registrations at once without a first name all want the name "Personal workspace": each
+/// gets a free one (on PostgreSQL two once picked the same and one answered 409).
+async fn registrations_at_once_each_get_a_personal_workspace(app: TestApp) {
+    let answers = futures_util::future::join_all((0..8).map(|i| {
+        let body = json!({"email": format!("user{i}@example.org"), "password": "password-123"});
+        app.post_signed_out("/auth/register", body)
+    }))
+    .await;
+    let mut names = Vec::new();
+    for (i, answer) in answers.into_iter().enumerate() {
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        let session = app.login(&format!("user{i}@example.org"), "password-123").await;
+        let status = app.get("/auth/status", &session.token).await.expect(200);
+        names.push(status["workspaces"][0]["name"].as_str().unwrap().to_owned());
+    }
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), 8, "{names:?}");
+}
+
 async fn users_see_only_themselves(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let bob = app.register("bob@example.org").await;
@@ -383,6 +426,8 @@ mod rate_limits {
     use crate::common::{Backend, TestApp};
     use serde_json::json;
 
+    backend_tests!(login_takes_an_address_and_counts_failures_under_its_digest);
+
     backend_tests!(
         backend: thirty_users_behind_one_address_sign_in,
         guesses_spread_over_addresses_are_limited_per_account,
@@ -404,6 +449,41 @@ mod rate_limits {
         let retry: u64 = limited.headers["retry-after"].to_str().unwrap().parse().unwrap();
         assert!((1..=60).contains(&retry));
         limited.expect_problem(429, "rate_limited");
+    }
+
+    /// A log-in's e-mail must be an address (422 otherwise): an 8 KB one once reached the
+    /// rate-limit keys, past what PostgreSQL indexes (500). The keys hold a digest of the
+    /// address, never the address, and wrong passwords still count.
+    async fn login_takes_an_address_and_counts_failures_under_its_digest(app: TestApp) {
+        let long: String = (0..4096).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
+        let problem = app
+            .post_signed_out(
+                "/auth/login",
+                json!({"email": format!("{long}@x.org"), "password": "x"}),
+            )
+            .await
+            .expect_problem(422, "validation_failed");
+        assert_eq!(crate::common::problem_fields(&problem), ["email"]);
+        app.post_signed_out("/auth/login", json!({"email": "not an address", "password": "x"}))
+            .await
+            .expect_problem(422, "validation_failed");
+
+        app.register("ada@example.org").await;
+        app.login(" ADA@example.org ", "password-123").await;
+        clear_of_the_window_edge(app.state.config.rate_limits.login_failure_window_secs, 30).await;
+        let wrong = json!({"email": "ada@example.org", "password": "wrong-password"});
+        for _ in 0..app.state.config.rate_limits.login_failures_per_account_address {
+            app.post_signed_out("/auth/login", wrong.clone())
+                .await
+                .expect_problem(401, "invalid_credentials");
+        }
+        app.post_signed_out("/auth/login", wrong)
+            .await
+            .expect_problem(429, "rate_limited");
+        let keys =
+            lector_store::testing::texts(&app.state.store, "SELECT key FROM rate_limits WHERE count >= $1", 0).await;
+        assert!(keys.iter().any(|k| k.starts_with("login-fail:account:")), "{keys:?}");
+        assert!(keys.iter().all(|k| !k.contains("ada")), "{keys:?}");
     }
 
     /// An app behind a trusted proxy, so each request can name its client address.

@@ -17,6 +17,8 @@ backend_tests!(
     other_workspaces_are_invisible,
     read_only_workspaces_refuse_writes,
     read_only_set_by_a_superuser_is_lifted_by_a_superuser,
+    pending_invitations_are_listed_in_a_read_only_workspace,
+    an_invitation_ends_with_its_senders_authority,
 );
 
 async fn create(app: &TestApp, owner: &Session, name: &str) -> Value {
@@ -607,6 +609,78 @@ async fn read_only_workspaces_refuse_writes(app: TestApp) {
         .expect(200);
     read_only(&app, &ada, id, false).await.expect(200);
     app.add_member(&ada.token, id, bob.user_id, "VIEWER").await.expect(200);
+}
+
+/// Listing pending invitations reads: a read-only workspace answers it to its managers (and
+/// still not to a VIEWER).
+async fn pending_invitations_are_listed_in_a_read_only_workspace(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let id = create(&app, &ada, "Archive").await["id"].as_i64().unwrap();
+    app.invite(&ada.token, id, "VIEWER", ["bob@example.org", "x@example.org"])
+        .await
+        .expect(200);
+    let token = app.token_from_mail("bob@example.org").await;
+    app.accept_invitation(json!({"token": token, "password": "password-123"}))
+        .await
+        .expect(200);
+    read_only(&app, &ada, id, true).await.expect(200);
+    let invites = format!("/organizations/{id}/users/invites");
+    let pending = app.get(&invites, &ada.token).await.expect(200);
+    assert_eq!(pending[0]["email"], "x@example.org", "{pending}");
+    assert_eq!(pending.as_array().unwrap().len(), 1);
+    app.get(&invites, &bob.token).await.expect_problem(403, "forbidden");
+}
+
+/// An invitation gives what its sender may still give when it is accepted: a superuser's
+/// invitation to a workspace it is no member of stops working when the sender stops being a
+/// superuser, and is no longer pending.
+async fn an_invitation_ends_with_its_senders_authority(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = create(&app, &ada, "Team").await["id"].as_i64().unwrap();
+    let root = app.superuser("root@example.org").await;
+    let other = app.superuser("other@example.org").await;
+    app.invite(&root.token, id, "ADMIN", ["alt@example.org"])
+        .await
+        .expect(200);
+    let alt = app.token_from_mail("alt@example.org").await;
+    app.invite(&other.token, id, "ADMIN", ["kept@example.org"])
+        .await
+        .expect(200);
+    let kept = app.token_from_mail("kept@example.org").await;
+    app.put(
+        &format!("/users/{}/permissions", root.user_id),
+        &other.token,
+        json!({"is_superuser": false}),
+    )
+    .await
+    .expect(200);
+
+    let problem = app
+        .accept_invitation(json!({"token": alt, "password": "password-123"}))
+        .await
+        .expect_problem(404, "not_found");
+    assert!(problem["detail"].as_str().unwrap().contains("invitation"), "{problem}");
+    let pending = app
+        .get(&format!("/organizations/{id}/users/invites"), &ada.token)
+        .await
+        .expect(200);
+    let emails: Vec<&str> = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["email"].as_str().unwrap())
+        .collect();
+    assert_eq!(emails, ["kept@example.org"]);
+    let members = app
+        .get(&format!("/organizations/{id}/permissions"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(members.as_array().unwrap().len(), 1, "{members}");
+    // The one still a superuser gives what it invited to.
+    app.accept_invitation(json!({"token": kept, "password": "password-123"}))
+        .await
+        .expect(200);
 }
 
 async fn read_only_set_by_a_superuser_is_lifted_by_a_superuser(app: TestApp) {
