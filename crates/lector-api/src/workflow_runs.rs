@@ -155,19 +155,23 @@ impl HookCache {
 }
 
 /// The workflow a call reaches, admitted: found, within its rate, with the trigger's
-/// credentials. The body is read after this, so a refused caller cannot make the server read
-/// a large one.
+/// credentials, in a workspace that takes changes. The body is read after this, so a refused
+/// caller cannot make the server read a large one.
 pub struct Admitted {
     workflow: Arc<Workflow>,
     definition: Arc<Definition>,
     method: Method,
     started: Timestamp,
+    /// The scope the steps run with, or why they cannot run (recorded as the call's execution).
+    scope: Result<Scope>,
 }
 
-/// Finds and admits the workflow a call reaches (404, 405, 429, 401, 403 otherwise). A refused
-/// call is answered, not recorded (on either address: anyone who knows a path could fill the
-/// executions with refusals), and leaves a test address armed; an admitted one takes it with
-/// [`take_test_window`] once its body is read.
+/// Finds and admits the workflow a call reaches (404, 405, 429, 401, 403 otherwise; 403
+/// `workspace_read_only` when its workspace is read-only, which refuses every write: the
+/// steps' effects and the execution's record). A refused call is answered, not recorded (on
+/// either address: anyone who knows a path could fill the executions with refusals), and
+/// leaves a test address armed; an admitted one takes it with [`take_test_window`] once its
+/// body is read.
 pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
     let started = Timestamp::now();
     let method = Method::parse(&call.method);
@@ -198,11 +202,16 @@ pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
         Verdict::Missing => return Err(Error::unauthorized("this webhook needs its authentication")),
         Verdict::Wrong => return Err(Error::forbidden("the webhook's authentication data is wrong")),
     }
+    let scope = match run_scope(state, &workflow, call.address).await {
+        Err(error) if error.code == ErrorCode::WorkspaceReadOnly => return Err(error),
+        scope => scope,
+    };
     Ok(Admitted {
         workflow,
         definition,
         method,
         started,
+        scope,
     })
 }
 
@@ -327,6 +336,7 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
         definition,
         method,
         started,
+        scope,
     } = admitted;
     let hops = hops_of(&call);
     if hops >= MAX_WORKFLOW_HOPS {
@@ -340,7 +350,7 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
     let entry = entry_of(state, &call, received, &workflow, &definition);
     let keep = call.address == Address::Test || workflow.keep_data;
     let mode = call.address.as_str();
-    let scope = match run_scope(state, &workflow, call.address).await {
+    let scope = match scope {
         Ok(scope) => scope,
         Err(error) => {
             record(state, &workflow, call.address, method, started, failed_end(&error)).await?;
@@ -465,7 +475,8 @@ fn end_of(
 }
 
 /// The scope steps run with, in the workflow's workspace only: the role of who activated the
-/// workflow for its production address, of who armed it for its test address.
+/// workflow for its production address, of who armed it for its test address. A read-only
+/// workspace runs nothing (403 `workspace_read_only`).
 async fn run_scope(state: &AppState, workflow: &Workflow, address: Address) -> Result<Scope> {
     let again = match address {
         Address::Production => "activate it",
@@ -487,25 +498,25 @@ async fn run_scope(state: &AppState, workflow: &Workflow, address: Address) -> R
     if scope.workspaces.is_empty() && !scope.is_superuser {
         return Err(gone());
     }
-    // The user must still be allowed to work in the workspace (USER or more); the principal's
-    // scope holds active workspaces only. A superuser's workspace is looked up.
-    let allowed = if scope.is_superuser {
-        let workspace = lector_store::WorkspaceRef::Id(workflow.workspace_id);
-        state
-            .store
-            .workspace_access(&scope, &workspace, Action::Edit)
-            .await
-            .is_ok()
-    } else {
-        scope
-            .role_in(workflow.workspace_id)
-            .is_some_and(|role| role >= Action::Edit.min_role())
-    };
-    if !allowed {
-        return Err(Error::conflict(format!(
-            "the workflow cannot run: its workspace is inactive, or the user who put it to work no longer holds \
-             the role USER there; an editor must {again} again"
-        )));
+    // The user must still be allowed to work in the workspace (USER or more), and the
+    // workspace must be active and take changes.
+    let workspace = lector_store::WorkspaceRef::Id(workflow.workspace_id);
+    match state.store.workspace_access(&scope, &workspace, Action::Edit).await {
+        Ok(_) => {}
+        Err(error) if error.code == ErrorCode::WorkspaceReadOnly => {
+            return Err(Error::new(
+                ErrorCode::WorkspaceReadOnly,
+                "the workflow's workspace is read-only and runs no workflow; a member with the role USER may \
+                 deactivate it",
+            ));
+        }
+        Err(error) if matches!(error.code, ErrorCode::NotFound | ErrorCode::Forbidden) => {
+            return Err(Error::conflict(format!(
+                "the workflow cannot run: its workspace is inactive, or the user who put it to work no longer \
+                 holds the role USER there; an editor must {again} again"
+            )));
+        }
+        Err(error) => return Err(error),
     }
     if scope.is_superuser {
         // A superuser's workflow still acts as an administrator of its own workspace only.

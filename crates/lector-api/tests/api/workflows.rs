@@ -1526,3 +1526,68 @@ mod background {
 
     backend_tests!(adjust: one_background_run; background_runs_are_bounded_per_node, a_run_outlives_a_caller_who_gives_up);
 }
+
+mod read_only {
+    //! A read-only workspace refuses every write: its workflows' addresses run and record nothing
+    //! (403 `workspace_read_only`, a test address staying armed), and a workflow there may still
+    //! be deactivated, which only stops it.
+    use super::*;
+
+    /// Sets the read-only flag of `workspace` as `who`.
+    async fn set_read_only(app: &TestApp, who: &Session, workspace: i64, flag: bool) {
+        let path = format!("/organizations/{workspace}");
+        let name = app.get(&path, &who.token).await.expect(200)["name"].clone();
+        app.put(&path, &who.token, json!({"name": name, "is_read_only": flag}))
+            .await
+            .expect(200);
+    }
+
+    async fn a_read_only_workspace_runs_no_workflow(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let definition = json!({"name": "Notes",
+            "trigger": {"path": "notes", "http_method": "POST", "response_mode": "last_step"},
+            "steps": [{"type": "notify", "user_id": ada.user_id, "message": "Got {{ body.text }}"}]});
+        let created = create(&app, &ada, definition.clone()).await;
+        let (workflow, workspace) = (id(&created), created["organization_id"].as_i64().unwrap());
+        activate(&app, &ada, workflow).await.expect(200);
+        app.post(&format!("/workflows/{workflow}/test"), &ada.token, json!({}))
+            .await
+            .expect(200);
+        set_read_only(&app, &ada, workspace, true).await;
+        for path in ["/webhook/notes", "/webhook-test/notes"] {
+            let refused = post_hook(&app, path, json!({"text": "one"})).await;
+            assert_eq!(
+                (refused.status, refused.json["code"].clone()),
+                (403, json!("workspace_read_only")),
+                "{path}: {}",
+                refused.text
+            );
+        }
+        assert!(executions(&app, &ada, workflow).await.is_empty(), "nothing recorded");
+        assert_eq!(app.get("/notifications", &ada.token).await.expect(200), json!([]));
+        // Changing or deleting the workflow stays refused; deactivating it only stops it.
+        let path = format!("/workflows/{workflow}");
+        app.put(&path, &ada.token, definition)
+            .await
+            .expect_problem(403, "workspace_read_only");
+        app.delete(&path, &ada.token)
+            .await
+            .expect_problem(403, "workspace_read_only");
+        let stopped = app
+            .post(&format!("{path}/deactivate"), &ada.token, json!({}))
+            .await
+            .expect(200);
+        assert_eq!(stopped["active"], false);
+        assert_eq!(post_hook(&app, "/webhook/notes", json!({})).await.status, 404);
+        activate(&app, &ada, workflow)
+            .await
+            .expect_problem(403, "workspace_read_only");
+        // The refused test call left the test address armed for the workspace's writable days.
+        set_read_only(&app, &ada, workspace, false).await;
+        let tested = post_hook(&app, "/webhook-test/notes", json!({"text": "two"})).await;
+        assert_eq!(tested.status, 200, "{}", tested.text);
+        assert_eq!(executions(&app, &ada, workflow).await.len(), 1);
+    }
+
+    backend_tests!(a_read_only_workspace_runs_no_workflow);
+}
