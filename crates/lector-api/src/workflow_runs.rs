@@ -9,6 +9,7 @@
 //! takes that scope, so a workflow can do no more than that user could, and nothing outside its
 //! workspace.
 
+use crate::background_runs::RunSlot;
 use crate::state::AppState;
 use crate::workflow_effects::ServiceEffects;
 use lector_core::time::Timestamp;
@@ -21,6 +22,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::OwnedSemaphorePermit;
 
 /// Which of a webhook's two addresses was called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,8 +172,8 @@ pub struct Admitted {
 /// `workspace_read_only` when its workspace is read-only, which refuses every write: the
 /// steps' effects and the execution's record). A refused call is answered, not recorded (on
 /// either address: anyone who knows a path could fill the executions with refusals), and
-/// leaves a test address armed; an admitted one takes it with [`take_test_window`] once its
-/// body is read.
+/// leaves a test address armed; an admitted one takes it with [`start_call`] once its body is
+/// read.
 pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
     let started = Timestamp::now();
     let method = Method::parse(&call.method);
@@ -215,17 +217,41 @@ pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
     })
 }
 
-/// Takes the test address's one call for an admitted call whose body was read (404 when
-/// another call took it meanwhile); a production address has nothing to take.
-pub async fn take_test_window(state: &AppState, call: &Incoming, admitted: &Admitted) -> Result<()> {
-    if call.address == Address::Production {
-        return Ok(());
+/// An admitted call that holds its place among the node's runs and, on a test address, the
+/// address's one call: it runs.
+pub struct Started {
+    admitted: Admitted,
+    place: Place,
+}
+
+/// A call's place among the node's runs, held while its steps run.
+enum Place {
+    /// An `immediately` run's, which the node keeps alive and waits for (`background_runs`).
+    Background(RunSlot),
+    /// A `last_step` run's, bounded by the node's connections (`background_runs::RunPlaces`).
+    Answering(OwnedSemaphorePermit),
+}
+
+/// Starts an admitted call whose body was read: takes its place among the node's runs first
+/// (503 with `Retry-After` when none is free: refused as the trigger's refusals are, answered,
+/// not recorded, a test address left armed), then a test address's one call (404 when another
+/// call took it meanwhile); a production address has nothing to take.
+pub async fn start_call(state: &AppState, call: &Incoming, admitted: Admitted) -> Result<Started> {
+    let place = match admitted.definition.trigger.response_mode {
+        ResponseMode::Immediately => state.background_runs.try_start().map(Place::Background),
+        ResponseMode::LastStep => state.answering_runs.try_start().map(Place::Answering),
+    };
+    let place = place.ok_or_else(|| busy(state))?;
+    if call.address == Address::Test {
+        let taken = state
+            .store
+            .take_test_address(admitted.method.as_str(), &call.path, admitted.workflow.id)
+            .await?;
+        if !taken {
+            return Err(not_registered(call));
+        }
     }
-    let taken = state
-        .store
-        .take_test_address(admitted.method.as_str(), &call.path, admitted.workflow.id)
-        .await?;
-    if taken { Ok(()) } else { Err(not_registered(call)) }
+    Ok(Started { admitted, place })
 }
 
 /// 404 naming the method and path.
@@ -329,15 +355,19 @@ fn hops_of(call: &Incoming) -> u32 {
         .unwrap_or(0)
 }
 
-/// Runs an admitted call's steps and answers as its trigger says; records the execution.
-pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, received: Received) -> Result<Answer> {
-    let Admitted {
-        workflow,
-        definition,
-        method,
-        started,
-        scope,
-    } = admitted;
+/// Runs a started call's steps and answers as its trigger says; records the execution.
+pub async fn run_call(state: &AppState, call: Incoming, started: Started, received: Received) -> Result<Answer> {
+    let Started {
+        admitted:
+            Admitted {
+                workflow,
+                definition,
+                method,
+                started,
+                scope,
+            },
+        place,
+    } = started;
     let hops = hops_of(&call);
     if hops >= MAX_WORKFLOW_HOPS {
         let error = Error::conflict(format!(
@@ -358,42 +388,35 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
         }
     };
     let trigger = definition.trigger.clone();
-    if trigger.response_mode == ResponseMode::Immediately {
-        // The run outlives the request (and its body's budget): a node takes as many as it is
-        // configured for, and refuses the rest before anything is recorded or run.
-        let mut slot = match state.background_runs.try_start() {
-            Some(slot) => slot,
-            None => {
-                // As a refused call: a test address's call is used up, so it is recorded.
-                let busy = busy(state);
-                if call.address == Address::Test {
-                    record(state, &workflow, call.address, method, started, failed_end(&busy)).await?;
+    // An `immediately` run outlives the request (and its body's budget): a node takes as many
+    // as it is configured for, the rest refused before anything was recorded or run
+    // (`start_call`).
+    let place = match place {
+        Place::Answering(place) => place,
+        Place::Background(mut slot) => {
+            let execution = state.store.start_execution(workflow.id, mode, method.as_str()).await?;
+            // The node keeps the execution alive while the run lasts, and waits for it when it
+            // stops (`background_runs`).
+            slot.running(execution);
+            let state = state.clone();
+            tokio::spawn(async move {
+                let _slot = slot;
+                let effects = ServiceEffects::new(&state, scope, &workflow, hops);
+                let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
+                let end = end_of(&outcome, keep, None);
+                if let Err(e) = state.store.finish_execution(execution, &end).await {
+                    tracing::error!(workflow.id = workflow.id, error = %e, "an execution's end was not recorded");
                 }
-                return Err(busy);
-            }
-        };
-        let execution = state.store.start_execution(workflow.id, mode, method.as_str()).await?;
-        // The node keeps the execution alive while the run lasts, and waits for it when it
-        // stops (`background_runs`).
-        slot.running(execution);
-        let state = state.clone();
-        tokio::spawn(async move {
-            let _slot = slot;
-            let effects = ServiceEffects::new(&state, scope, &workflow, hops);
-            let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
-            let end = end_of(&outcome, keep, None);
-            if let Err(e) = state.store.finish_execution(execution, &end).await {
-                tracing::error!(workflow.id = workflow.id, error = %e, "an execution's end was not recorded");
-            }
-        });
-        return Ok(Answer {
-            status: trigger.response_code,
-            reply: lector_workflow::run::started(),
-        });
-    }
-    // The run is a task of its own, awaited here: a caller who stops waiting drops this future,
-    // not the run, whose steps may have had effects already and which is recorded either way.
-    let place = state.answering_runs.try_start().ok_or_else(|| busy(state))?;
+            });
+            return Ok(Answer {
+                status: trigger.response_code,
+                reply: lector_workflow::run::started(),
+            });
+        }
+    };
+    // A `last_step` run is a task of its own, awaited here: a caller who stops waiting drops
+    // this future, not the run, whose steps may have had effects already and which is recorded
+    // either way.
     let state = state.clone();
     let address = call.address;
     let run = tokio::spawn(async move {

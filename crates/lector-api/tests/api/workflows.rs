@@ -1519,12 +1519,113 @@ mod background {
         assert_eq!(recorded[0]["status"], "success", "{:?}", recorded[0]);
     }
 
+    /// A call that finds no place among the node's runs is refused before it takes a test
+    /// address's one call: answered 503, not recorded, the address still armed.
+    async fn a_busy_node_leaves_a_test_address_armed(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (address, release) = holding().await;
+        let slow = create(
+            &app,
+            &ada,
+            json!({"name": "Slow", "trigger": {"path": "slow", "http_method": "POST"},
+            "steps": [{"type": "http_request", "method": "GET", "url": format!("http://{address}/hold")}]}),
+        )
+        .await;
+        activate(&app, &ada, id(&slow)).await.expect(200);
+        let quick = id(&create(
+            &app,
+            &ada,
+            json!({"name": "Quick", "trigger": {"path": "quick", "http_method": "POST"}}),
+        )
+        .await);
+        app.post(&format!("/workflows/{quick}/test"), &ada.token, json!({}))
+            .await
+            .expect(200);
+        assert_eq!(post_hook(&app, "/webhook/slow", json!({})).await.status, 200);
+        let refused = post_hook(&app, "/webhook-test/quick", json!({})).await;
+        assert_eq!(refused.status, 503, "{}", refused.text);
+        assert!(
+            executions(&app, &ada, quick).await.is_empty(),
+            "a refused call is not recorded"
+        );
+        release.send(()).unwrap();
+        let mut answered = 0;
+        for _ in 0..300 {
+            answered = post_hook(&app, "/webhook-test/quick", json!({})).await.status;
+            if answered != 503 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(answered, 200, "the test address stayed armed");
+        assert_eq!(executions(&app, &ada, quick).await.len(), 1);
+    }
+
+    /// The same for a `last_step` call, whose places are as many as the node's connections:
+    /// one here, held by a run whose caller gave up.
+    async fn a_busy_node_leaves_a_test_address_armed_for_last_step_runs(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (address, release) = holding().await;
+        let held = create(
+            &app,
+            &ada,
+            json!({"name": "Held", "trigger": {"path": "held", "http_method": "POST", "response_mode": "last_step"},
+            "steps": [{"type": "http_request", "method": "GET", "url": format!("http://{address}/hold")}]}),
+        )
+        .await;
+        activate(&app, &ada, id(&held)).await.expect(200);
+        let echoed = id(&create(&app, &ada, echo("Echo", "echo", "POST")).await);
+        app.post(&format!("/workflows/{echoed}/test"), &ada.token, json!({}))
+            .await
+            .expect(200);
+        let gave_up = app
+            .client
+            .post(app.url("/webhook/held"))
+            .json(&json!({}))
+            .timeout(std::time::Duration::from_millis(1500))
+            .send()
+            .await;
+        assert!(gave_up.is_err(), "the caller stopped waiting");
+        let refused = post_hook(&app, "/webhook-test/echo", json!({"n": 1})).await;
+        assert_eq!(refused.status, 503, "{}", refused.text);
+        assert!(
+            executions(&app, &ada, echoed).await.is_empty(),
+            "a refused call is not recorded"
+        );
+        release.send(()).unwrap();
+        let mut answered = post_hook(&app, "/webhook-test/echo", json!({"n": 2})).await;
+        for _ in 0..300 {
+            if answered.status != 503 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            answered = post_hook(&app, "/webhook-test/echo", json!({"n": 2})).await;
+        }
+        assert_eq!(answered.status, 200, "the test address stayed armed: {}", answered.text);
+        assert_eq!(answered.json, json!({"echo": {"n": 2}}));
+    }
+
+    fn one_connection_only(config: &mut lector_core::config::Config) {
+        config.http.max_connections = 1;
+        config.sources.allow_private = true;
+    }
+
+    mod one_connection {
+        use super::*;
+        backend_tests!(adjust: one_connection_only; a_busy_node_leaves_a_test_address_armed_for_last_step_runs);
+    }
+
     fn one_background_run(config: &mut lector_core::config::Config) {
         config.workflows.max_background_runs = 1;
         config.sources.allow_private = true;
     }
 
-    backend_tests!(adjust: one_background_run; background_runs_are_bounded_per_node, a_run_outlives_a_caller_who_gives_up);
+    backend_tests!(
+        adjust: one_background_run;
+        background_runs_are_bounded_per_node,
+        a_run_outlives_a_caller_who_gives_up,
+        a_busy_node_leaves_a_test_address_armed,
+    );
 }
 
 mod read_only {
