@@ -97,20 +97,18 @@ impl Effects for ServiceEffects<'_> {
     }
 
     async fn http(&self, call: HttpCall) -> Result<HttpAnswer> {
-        // The chain's count is the service's to write, whatever the step's own headers say.
-        let mut headers: Vec<(String, String)> = call
-            .headers
-            .into_iter()
-            .filter(|(name, _)| !name.eq_ignore_ascii_case(HOPS_HEADER))
-            .collect();
-        headers.push((HOPS_HEADER.to_owned(), (self.hops + 1).to_string()));
+        // The chain's count is the service's to write, whatever the step's own headers say, and
+        // it follows redirects to other origins, where the step's own headers (a key, often)
+        // do not go.
+        let hops = [(HOPS_HEADER.to_owned(), (self.hops + 1).to_string())];
         let answer = self
             .state
             .sources
             .call(
                 call.method.as_str(),
                 &call.url,
-                &headers,
+                &call.headers,
+                &hops,
                 call.body,
                 call.max_answer_bytes as u64,
             )

@@ -1257,6 +1257,58 @@ mod outbound {
         assert!(received.try_recv().is_err(), "the refused call sent nothing on");
     }
 
+    /// A step's call redirected to another origin keeps the service's own headers (the hop
+    /// count, so chains through a redirector still stop; the content type of the body sent
+    /// again) and drops the step's, which may carry a key.
+    async fn a_redirect_elsewhere_keeps_the_services_headers(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (target, mut arrived) =
+            receiver(|_| b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_vec()).await;
+        let (redirector, mut redirected) = receiver(move |_| {
+            format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://{target}/in\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            )
+            .into_bytes()
+        })
+        .await;
+        let workflow = create(
+            &app,
+            &ada,
+            json!({
+                "name": "Forward",
+                "trigger": {"path": "forward", "http_method": "POST", "response_mode": "last_step"},
+                "steps": [{"type": "http_request", "method": "POST", "url": format!("http://{redirector}/out"),
+                           "headers": {"Authorization": "Bearer s3cret", "X-Key": "k-1"}, "send_entry": true}]
+            }),
+        )
+        .await;
+        activate(&app, &ada, id(&workflow)).await.expect(200);
+        let answered = hook(
+            &app,
+            Method::POST,
+            "/webhook/forward",
+            Some(json!({"n": 1})),
+            &[("lector-workflow-hops", "2")],
+        )
+        .await;
+        assert_eq!(answered.status, 200, "{}", answered.text);
+        let first = next(&mut redirected).await;
+        assert_eq!(first.headers["authorization"], "Bearer s3cret");
+        let second = next(&mut arrived).await;
+        assert_eq!(second.request_line, "POST /in HTTP/1.1");
+        assert_eq!(
+            second.headers.get("lector-workflow-hops").map(String::as_str),
+            Some("3")
+        );
+        assert_eq!(
+            second.headers.get("content-type").map(String::as_str),
+            Some("application/json")
+        );
+        assert!(!second.headers.contains_key("authorization"), "{:?}", second.headers);
+        assert!(!second.headers.contains_key("x-key"), "{:?}", second.headers);
+        assert_eq!(second.body, first.body);
+    }
+
     fn loopback_allowed(config: &mut lector_core::config::Config) {
         config.sources.allow_private = true;
     }
@@ -1265,6 +1317,7 @@ mod outbound {
         adjust: loopback_allowed;
         an_invoice_is_extracted_and_posted_on,
         chains_of_workflow_calls_stop,
+        a_redirect_elsewhere_keeps_the_services_headers,
     );
 
     /// A caller's values are data in a step's address: encoded where they land after the host,
