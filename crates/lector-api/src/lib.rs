@@ -26,6 +26,7 @@ pub mod tls;
 pub mod turns;
 pub mod unread_bodies;
 pub mod web_app;
+mod workflow_effects;
 pub mod workflow_refs;
 pub mod workflow_runs;
 

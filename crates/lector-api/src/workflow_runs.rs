@@ -1,6 +1,6 @@
 //! Running a workflow for a call to one of its webhook addresses: the per-workflow rate limit,
-//! the trigger's authentication, the steps (through [`ServiceEffects`], the service's side of
-//! `lector_workflow::Effects`), the execution's record and the answer. The route
+//! the trigger's authentication, the steps (through `workflow_effects::ServiceEffects`, the
+//! service's side of `lector_workflow::Effects`), the execution's record and the answer. The route
 //! (`routes/webhooks.rs`) only turns the HTTP request into an [`Incoming`] call and the
 //! [`Answer`] back into a response.
 //!
@@ -9,20 +9,20 @@
 //! takes that scope, so a workflow can do no more than that user could, and nothing outside its
 //! workspace.
 
-use crate::routes::analyze::analyze_texts;
-use crate::routes::extraction::extract_file;
+use crate::background_runs::RunSlot;
 use crate::state::AppState;
+use crate::workflow_effects::ServiceEffects;
 use lector_core::time::Timestamp;
-use lector_core::{Action, Error, ErrorCode, NotificationType, Result, Scope};
+use lector_core::{Action, Error, ErrorCode, Result, Scope};
 use lector_store::{ExecutionEnd, FinishedExecution, WebhookTarget, Workflow};
 use lector_workflow::admission::{Verdict, admit};
-use lector_workflow::definition::{Level, Method, ResponseMode};
-use lector_workflow::run::{Analyzed, HttpAnswer, HttpCall};
-use lector_workflow::{Binary, Definition, Effects, Entry, Reply, Trigger};
+use lector_workflow::definition::{Method, ResponseMode};
+use lector_workflow::{Binary, Definition, Entry, Reply, Trigger};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::OwnedSemaphorePermit;
 
 /// Which of a webhook's two addresses was called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,19 +157,23 @@ impl HookCache {
 }
 
 /// The workflow a call reaches, admitted: found, within its rate, with the trigger's
-/// credentials. The body is read after this, so a refused caller cannot make the server read
-/// a large one.
+/// credentials, in a workspace that takes changes. The body is read after this, so a refused
+/// caller cannot make the server read a large one.
 pub struct Admitted {
     workflow: Arc<Workflow>,
     definition: Arc<Definition>,
     method: Method,
     started: Timestamp,
+    /// The scope the steps run with, or why they cannot run (recorded as the call's execution).
+    scope: Result<Scope>,
 }
 
-/// Finds and admits the workflow a call reaches (404, 405, 429, 401, 403 otherwise). A refused
-/// call is answered, not recorded (on either address: anyone who knows a path could fill the
-/// executions with refusals), and leaves a test address armed; an admitted one takes it with
-/// [`take_test_window`] once its body is read.
+/// Finds and admits the workflow a call reaches (404, 405, 429, 401, 403 otherwise; 403
+/// `workspace_read_only` when its workspace is read-only, which refuses every write: the
+/// steps' effects and the execution's record). A refused call is answered, not recorded (on
+/// either address: anyone who knows a path could fill the executions with refusals), and
+/// leaves a test address armed; an admitted one takes it with [`start_call`] once its body is
+/// read.
 pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
     let started = Timestamp::now();
     let method = Method::parse(&call.method);
@@ -200,25 +204,54 @@ pub async fn admit_call(state: &AppState, call: &Incoming) -> Result<Admitted> {
         Verdict::Missing => return Err(Error::unauthorized("this webhook needs its authentication")),
         Verdict::Wrong => return Err(Error::forbidden("the webhook's authentication data is wrong")),
     }
+    let scope = match run_scope(state, &workflow, call.address).await {
+        Err(error) if error.code == ErrorCode::WorkspaceReadOnly => return Err(error),
+        scope => scope,
+    };
     Ok(Admitted {
         workflow,
         definition,
         method,
         started,
+        scope,
     })
 }
 
-/// Takes the test address's one call for an admitted call whose body was read (404 when
-/// another call took it meanwhile); a production address has nothing to take.
-pub async fn take_test_window(state: &AppState, call: &Incoming, admitted: &Admitted) -> Result<()> {
-    if call.address == Address::Production {
-        return Ok(());
+/// An admitted call that holds its place among the node's runs and, on a test address, the
+/// address's one call: it runs.
+pub struct Started {
+    admitted: Admitted,
+    place: Place,
+}
+
+/// A call's place among the node's runs, held while its steps run.
+enum Place {
+    /// An `immediately` run's, which the node keeps alive and waits for (`background_runs`).
+    Background(RunSlot),
+    /// A `last_step` run's, bounded by the node's connections (`background_runs::RunPlaces`).
+    Answering(OwnedSemaphorePermit),
+}
+
+/// Starts an admitted call whose body was read: takes its place among the node's runs first
+/// (503 with `Retry-After` when none is free: refused as the trigger's refusals are, answered,
+/// not recorded, a test address left armed), then a test address's one call (404 when another
+/// call took it meanwhile); a production address has nothing to take.
+pub async fn start_call(state: &AppState, call: &Incoming, admitted: Admitted) -> Result<Started> {
+    let place = match admitted.definition.trigger.response_mode {
+        ResponseMode::Immediately => state.background_runs.try_start().map(Place::Background),
+        ResponseMode::LastStep => state.answering_runs.try_start().map(Place::Answering),
+    };
+    let place = place.ok_or_else(|| busy(state))?;
+    if call.address == Address::Test {
+        let taken = state
+            .store
+            .take_test_address(admitted.method.as_str(), &call.path, admitted.workflow.id)
+            .await?;
+        if !taken {
+            return Err(not_registered(call));
+        }
     }
-    let taken = state
-        .store
-        .take_test_address(admitted.method.as_str(), &call.path, admitted.workflow.id)
-        .await?;
-    if taken { Ok(()) } else { Err(not_registered(call)) }
+    Ok(Started { admitted, place })
 }
 
 /// 404 naming the method and path.
@@ -322,14 +355,19 @@ fn hops_of(call: &Incoming) -> u32 {
         .unwrap_or(0)
 }
 
-/// Runs an admitted call's steps and answers as its trigger says; records the execution.
-pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, received: Received) -> Result<Answer> {
-    let Admitted {
-        workflow,
-        definition,
-        method,
-        started,
-    } = admitted;
+/// Runs a started call's steps and answers as its trigger says; records the execution.
+pub async fn run_call(state: &AppState, call: Incoming, started: Started, received: Received) -> Result<Answer> {
+    let Started {
+        admitted:
+            Admitted {
+                workflow,
+                definition,
+                method,
+                started,
+                scope,
+            },
+        place,
+    } = started;
     let hops = hops_of(&call);
     if hops >= MAX_WORKFLOW_HOPS {
         let error = Error::conflict(format!(
@@ -342,7 +380,7 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
     let entry = entry_of(state, &call, received, &workflow, &definition);
     let keep = call.address == Address::Test || workflow.keep_data;
     let mode = call.address.as_str();
-    let scope = match run_scope(state, &workflow, call.address).await {
+    let scope = match scope {
         Ok(scope) => scope,
         Err(error) => {
             record(state, &workflow, call.address, method, started, failed_end(&error)).await?;
@@ -350,42 +388,35 @@ pub async fn run_call(state: &AppState, call: Incoming, admitted: Admitted, rece
         }
     };
     let trigger = definition.trigger.clone();
-    if trigger.response_mode == ResponseMode::Immediately {
-        // The run outlives the request (and its body's budget): a node takes as many as it is
-        // configured for, and refuses the rest before anything is recorded or run.
-        let mut slot = match state.background_runs.try_start() {
-            Some(slot) => slot,
-            None => {
-                // As a refused call: a test address's call is used up, so it is recorded.
-                let busy = busy(state);
-                if call.address == Address::Test {
-                    record(state, &workflow, call.address, method, started, failed_end(&busy)).await?;
+    // An `immediately` run outlives the request (and its body's budget): a node takes as many
+    // as it is configured for, the rest refused before anything was recorded or run
+    // (`start_call`).
+    let place = match place {
+        Place::Answering(place) => place,
+        Place::Background(mut slot) => {
+            let execution = state.store.start_execution(workflow.id, mode, method.as_str()).await?;
+            // The node keeps the execution alive while the run lasts, and waits for it when it
+            // stops (`background_runs`).
+            slot.running(execution);
+            let state = state.clone();
+            tokio::spawn(async move {
+                let _slot = slot;
+                let effects = ServiceEffects::new(&state, scope, &workflow, hops);
+                let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
+                let end = end_of(&outcome, keep, None);
+                if let Err(e) = state.store.finish_execution(execution, &end).await {
+                    tracing::error!(workflow.id = workflow.id, error = %e, "an execution's end was not recorded");
                 }
-                return Err(busy);
-            }
-        };
-        let execution = state.store.start_execution(workflow.id, mode, method.as_str()).await?;
-        // The node keeps the execution alive while the run lasts, and waits for it when it
-        // stops (`background_runs`).
-        slot.running(execution);
-        let state = state.clone();
-        tokio::spawn(async move {
-            let _slot = slot;
-            let effects = ServiceEffects::new(&state, scope, &workflow, hops);
-            let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
-            let end = end_of(&outcome, keep, None);
-            if let Err(e) = state.store.finish_execution(execution, &end).await {
-                tracing::error!(workflow.id = workflow.id, error = %e, "an execution's end was not recorded");
-            }
-        });
-        return Ok(Answer {
-            status: trigger.response_code,
-            reply: lector_workflow::run::started(),
-        });
-    }
-    // The run is a task of its own, awaited here: a caller who stops waiting drops this future,
-    // not the run, whose steps may have had effects already and which is recorded either way.
-    let place = state.answering_runs.try_start().ok_or_else(|| busy(state))?;
+            });
+            return Ok(Answer {
+                status: trigger.response_code,
+                reply: lector_workflow::run::started(),
+            });
+        }
+    };
+    // A `last_step` run is a task of its own, awaited here: a caller who stops waiting drops
+    // this future, not the run, whose steps may have had effects already and which is recorded
+    // either way.
     let state = state.clone();
     let address = call.address;
     let run = tokio::spawn(async move {
@@ -467,7 +498,8 @@ fn end_of(
 }
 
 /// The scope steps run with, in the workflow's workspace only: the role of who activated the
-/// workflow for its production address, of who armed it for its test address.
+/// workflow for its production address, of who armed it for its test address. A read-only
+/// workspace runs nothing (403 `workspace_read_only`).
 async fn run_scope(state: &AppState, workflow: &Workflow, address: Address) -> Result<Scope> {
     let again = match address {
         Address::Production => "activate it",
@@ -489,25 +521,25 @@ async fn run_scope(state: &AppState, workflow: &Workflow, address: Address) -> R
     if scope.workspaces.is_empty() && !scope.is_superuser {
         return Err(gone());
     }
-    // The user must still be allowed to work in the workspace (USER or more); the principal's
-    // scope holds active workspaces only. A superuser's workspace is looked up.
-    let allowed = if scope.is_superuser {
-        let workspace = lector_store::WorkspaceRef::Id(workflow.workspace_id);
-        state
-            .store
-            .workspace_access(&scope, &workspace, Action::Edit)
-            .await
-            .is_ok()
-    } else {
-        scope
-            .role_in(workflow.workspace_id)
-            .is_some_and(|role| role >= Action::Edit.min_role())
-    };
-    if !allowed {
-        return Err(Error::conflict(format!(
-            "the workflow cannot run: its workspace is inactive, or the user who put it to work no longer holds \
-             the role USER there; an editor must {again} again"
-        )));
+    // The user must still be allowed to work in the workspace (USER or more), and the
+    // workspace must be active and take changes.
+    let workspace = lector_store::WorkspaceRef::Id(workflow.workspace_id);
+    match state.store.workspace_access(&scope, &workspace, Action::Edit).await {
+        Ok(_) => {}
+        Err(error) if error.code == ErrorCode::WorkspaceReadOnly => {
+            return Err(Error::new(
+                ErrorCode::WorkspaceReadOnly,
+                "the workflow's workspace is read-only and runs no workflow; a member with the role USER may \
+                 deactivate it",
+            ));
+        }
+        Err(error) if matches!(error.code, ErrorCode::NotFound | ErrorCode::Forbidden) => {
+            return Err(Error::conflict(format!(
+                "the workflow cannot run: its workspace is inactive, or the user who put it to work no longer \
+                 holds the role USER there; an editor must {again} again"
+            )));
+        }
+        Err(error) => return Err(error),
     }
     if scope.is_superuser {
         // A superuser's workflow still acts as an administrator of its own workspace only.
@@ -559,121 +591,6 @@ fn entry_of(
     entry.json.insert("workflow_id".into(), json!(workflow.id));
     entry.binary = received.files.into_iter().collect();
     entry
-}
-
-/// The steps' ways out, for one workflow's run.
-struct ServiceEffects<'a> {
-    state: &'a AppState,
-    scope: Scope,
-    workspace_id: i64,
-    workflow_name: String,
-    /// The workflow calls that led to this run's call.
-    hops: u32,
-}
-
-impl<'a> ServiceEffects<'a> {
-    fn new(state: &'a AppState, scope: Scope, workflow: &Workflow, hops: u32) -> Self {
-        Self {
-            state,
-            scope,
-            workspace_id: workflow.workspace_id,
-            workflow_name: workflow.name.clone(),
-            hops,
-        }
-    }
-}
-
-impl Effects for ServiceEffects<'_> {
-    async fn analyze(&self, model_id: i64, texts: Vec<String>, split: bool) -> Result<Analyzed> {
-        let documents = texts.into_iter().map(|t| (None, t)).collect();
-        let analysis = analyze_texts(self.state, &self.scope, model_id, documents, split).await?;
-        let model = json!({"model": analysis.model, "model_id": analysis.model_id, "type": analysis.kind});
-        let documents = analysis
-            .documents
-            .iter()
-            .map(crate::routes::as_answered)
-            .collect::<Result<_>>()?;
-        Ok(Analyzed { model, documents })
-    }
-
-    async fn extract(&self, model_id: i64, file: &Binary) -> Result<Value> {
-        let result = extract_file(
-            self.state,
-            &self.scope,
-            model_id,
-            file.file_name.clone(),
-            file.bytes.to_vec(),
-        )
-        .await?;
-        // `fields`: each found field's value by label, for the steps after (`extraction.fields.total`).
-        let fields: serde_json::Map<String, Value> = result
-            .documents
-            .iter()
-            .flat_map(|d| &d.matches)
-            .map(|m| {
-                (
-                    m.label.clone(),
-                    Value::String(m.value.clone().unwrap_or_else(|| m.text.clone())),
-                )
-            })
-            .collect();
-        let mut value = crate::routes::as_answered(&result)?;
-        if let Value::Object(map) = &mut value {
-            map.remove("labels");
-            map.insert("fields".into(), Value::Object(fields));
-        }
-        Ok(value)
-    }
-
-    async fn notify(&self, user_id: i64, level: Level, message: String) -> Result<()> {
-        if !crate::workflow_refs::is_member(self.state, user_id, self.workspace_id).await? {
-            return Err(Error::new(
-                ErrorCode::ValidationFailed,
-                format!("user {user_id} is not a member of the workflow's workspace"),
-            ));
-        }
-        let kind = match level {
-            Level::Info => NotificationType::Info,
-            Level::Warning => NotificationType::Warning,
-        };
-        let title = format!("Workflow {}", self.workflow_name);
-        // The store cuts the text to what a notification holds.
-        self.state.store.notify(user_id, kind, &title, &message).await?;
-        Ok(())
-    }
-
-    async fn http(&self, call: HttpCall) -> Result<HttpAnswer> {
-        // The chain's count is the service's to write, whatever the step's own headers say.
-        let mut headers: Vec<(String, String)> = call
-            .headers
-            .into_iter()
-            .filter(|(name, _)| !name.eq_ignore_ascii_case(HOPS_HEADER))
-            .collect();
-        headers.push((HOPS_HEADER.to_owned(), (self.hops + 1).to_string()));
-        let answer = self
-            .state
-            .sources
-            .call(
-                call.method.as_str(),
-                &call.url,
-                &headers,
-                call.body,
-                call.max_answer_bytes as u64,
-            )
-            .await
-            .map_err(|mut error| {
-                // An answer too large is the called address's failing, not the caller's body.
-                if error.code == ErrorCode::PayloadTooLarge {
-                    error.code = ErrorCode::UpstreamFailed;
-                }
-                error
-            })?;
-        Ok(HttpAnswer {
-            status: answer.status,
-            content_type: answer.content_type,
-            body: answer.body,
-        })
-    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! This is the one place authorisation is decided. Handlers name an [`Action`]; the store
 //! resolves the workspace an object belongs to and asks [`Scope::authorize`]. A workspace the
 //! caller cannot see answers 404 (the same as one that does not exist), a role that is too low
-//! answers 403, and a read-only workspace refuses every write.
+//! answers 403, and a read-only workspace refuses every write but stopping what runs.
 
 use crate::{Error, ErrorCode, Result};
 use serde::{Deserialize, Serialize};
@@ -30,6 +30,10 @@ pub enum Action {
     Annotate,
     /// Create and change documents, groups, sessions, analyses; extraction; training.
     Edit,
+    /// Stop what runs (deactivate a workflow): the role of [`Action::Edit`], and allowed in a
+    /// read-only workspace, whose every other write is refused, so that nothing goes on acting
+    /// there.
+    Stop,
     /// Create, change, clone, transfer projects; classes, labels; HITL; models.
     Manage,
     /// Invite, add members, change roles (never above one's own).
@@ -46,15 +50,16 @@ impl Action {
         match self {
             Action::Read => Role::Viewer,
             Action::Annotate => Role::Annotator,
-            Action::Edit => Role::User,
+            Action::Edit | Action::Stop => Role::User,
             Action::Manage | Action::ManageMembers | Action::ReadInvitations => Role::Manager,
             Action::Administer => Role::Admin,
         }
     }
 
-    /// Whether the action changes anything (refused in a read-only workspace).
+    /// Whether a read-only workspace refuses the action: every change but stopping (reads,
+    /// a manager's included, are answered).
     pub fn is_write(self) -> bool {
-        !matches!(self, Action::Read | Action::ReadInvitations)
+        !matches!(self, Action::Read | Action::ReadInvitations | Action::Stop)
     }
 }
 
@@ -165,10 +170,11 @@ mod tests {
         }
     }
 
-    const ACTIONS: [Action; 7] = [
+    const ACTIONS: [Action; 8] = [
         Action::Read,
         Action::Annotate,
         Action::Edit,
+        Action::Stop,
         Action::Manage,
         Action::ManageMembers,
         Action::ReadInvitations,
@@ -197,11 +203,11 @@ mod tests {
     fn every_role_against_every_action() {
         // Rows follow DESIGN.md section 4: which actions each role may take.
         let table = [
-            (Role::Viewer, [true, false, false, false, false, false, false]),
-            (Role::Annotator, [true, true, false, false, false, false, false]),
-            (Role::User, [true, true, true, false, false, false, false]),
-            (Role::Manager, [true, true, true, true, true, true, false]),
-            (Role::Admin, [true, true, true, true, true, true, true]),
+            (Role::Viewer, [true, false, false, false, false, false, false, false]),
+            (Role::Annotator, [true, true, false, false, false, false, false, false]),
+            (Role::User, [true, true, true, true, false, false, false, false]),
+            (Role::Manager, [true, true, true, true, true, true, true, false]),
+            (Role::Admin, [true, true, true, true, true, true, true, true]),
         ];
         for (role, allowed) in table {
             for (action, allowed) in ACTIONS.iter().zip(allowed) {
@@ -244,6 +250,9 @@ mod tests {
         assert_eq!(err.code, ErrorCode::Forbidden);
         let err = member(Role::Admin).authorize(ro, Action::Edit).unwrap_err();
         assert_eq!(err.code, ErrorCode::WorkspaceReadOnly);
+        // Stopping what runs is no change a read-only workspace refuses; the role still counts.
+        assert!(member(Role::User).authorize(ro, Action::Stop).is_ok());
+        assert!(member(Role::Annotator).authorize(ro, Action::Stop).is_err());
         let gone = WorkspaceFacts { is_active: false, ..WS };
         assert_eq!(
             member(Role::Admin).authorize(gone, Action::Read).unwrap_err().code,

@@ -7,7 +7,7 @@ use crate::Limits;
 use crate::guard::NetPolicy;
 use lector_core::{Error, ErrorCode, Result};
 use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, LOCATION};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, LOCATION};
 use std::sync::Once;
 use url::Url;
 
@@ -116,8 +116,8 @@ async fn get_unbounded_in_time(
 
 /// POSTs `body` to `url` with `headers` (a webhook), within the policy and the time limit:
 /// each hop's addresses are checked, a 307 or 308 redirect is followed (at most five,
-/// `headers` dropped across origins), any other redirect or a non-2xx answer is an error.
-/// Answers the final status; the receiver's body is not read.
+/// `headers` but the body's content type dropped across origins), any other redirect or a
+/// non-2xx answer is an error. Answers the final status; the receiver's body is not read.
 pub(crate) async fn post(
     policy: &NetPolicy,
     limits: &Limits,
@@ -125,6 +125,10 @@ pub(crate) async fn post(
     body: Vec<u8>,
     headers: HeaderMap,
 ) -> Result<u16> {
+    let headers = Headers {
+        first_origin: headers,
+        every_hop: HeaderMap::new(),
+    };
     let posting = follow(policy, limits, reqwest::Method::POST, url, Some(body), headers);
     within(limits, "the address", async { Ok(posting.await?.status().as_u16()) }).await
 }
@@ -137,6 +141,36 @@ pub struct Answer {
     pub body: Vec<u8>,
 }
 
+/// The headers of a request that may be redirected.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Headers {
+    /// The caller's (a step's own, which may carry a key): sent to the first origin only, but
+    /// the body's content type, which goes with the body.
+    pub first_origin: HeaderMap,
+    /// The service's own (the workflow hop count): sent wherever a redirect leads.
+    pub every_hop: HeaderMap,
+}
+
+impl Headers {
+    /// What a request to `url` carries, the first request having gone to `origin`; `resent`
+    /// when it sends the body again.
+    fn for_hop(&self, url: &Url, origin: &url::Origin, resent: bool) -> HeaderMap {
+        let mut sent = if url.origin() == *origin {
+            self.first_origin.clone()
+        } else {
+            let mut kept = HeaderMap::new();
+            if resent && let Some(content_type) = self.first_origin.get(CONTENT_TYPE) {
+                kept.insert(CONTENT_TYPE, content_type.clone());
+            }
+            kept
+        };
+        for (name, value) in &self.every_hop {
+            sent.insert(name.clone(), value.clone());
+        }
+        sent
+    }
+}
+
 /// Calls `url` with any method (a workflow's outbound request), within the policy and the
 /// limits, following redirects as [`follow`] does; the body is read up to the byte limit.
 pub(crate) async fn call(
@@ -145,7 +179,7 @@ pub(crate) async fn call(
     method: reqwest::Method,
     url: Url,
     body: Option<Vec<u8>>,
-    headers: HeaderMap,
+    headers: Headers,
 ) -> Result<Answer> {
     within(limits, "the address", async {
         let response = follow(policy, limits, method, url, body, headers).await?;
@@ -167,25 +201,22 @@ pub(crate) async fn call(
 
 /// Sends `method` to `url` and follows its redirects: each hop is checked, 307 and 308 are
 /// followed with the same method and body, 301, 302 and 303 only for GET and HEAD (at most
-/// five, `headers` dropped across origins); a non-2xx answer is an error naming the status.
-/// Answers the final response, its body unread.
+/// five; across origins only the service's headers and the body's content type go on, see
+/// [`Headers`]); a non-2xx answer is an error naming the status. Answers the final response,
+/// its body unread.
 async fn follow(
     policy: &NetPolicy,
     limits: &Limits,
     method: reqwest::Method,
     mut url: Url,
     body: Option<Vec<u8>>,
-    headers: HeaderMap,
+    headers: Headers,
 ) -> Result<reqwest::Response> {
     let origin = url.origin();
     let safe = method == reqwest::Method::GET || method == reqwest::Method::HEAD;
     for _ in 0..=MAX_REDIRECTS {
         check_url(&url)?;
-        let headers = if url.origin() == origin {
-            headers.clone()
-        } else {
-            HeaderMap::new()
-        };
+        let headers = headers.for_hop(&url, &origin, body.is_some());
         let response = send_request(policy, limits, method.clone(), &url, &headers, body.clone()).await?;
         let status = response.status();
         let redirected = matches!(status, StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT)
@@ -356,4 +387,35 @@ fn causes<'a>(e: &'a (dyn std::error::Error + 'static)) -> Vec<&'a (dyn std::err
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::{AUTHORIZATION, HeaderValue};
+
+    #[test]
+    fn across_origins_only_the_services_headers_and_the_bodys_type_go_on() {
+        let mut headers = Headers::default();
+        headers
+            .first_origin
+            .insert(AUTHORIZATION, HeaderValue::from_static("Bearer s3cret"));
+        headers
+            .first_origin
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers
+            .every_hop
+            .insert("lector-workflow-hops", HeaderValue::from_static("3"));
+        let first = Url::parse("http://a.example:8080/x").unwrap();
+        let origin = first.origin();
+        let same = headers.for_hop(&Url::parse("http://a.example:8080/y").unwrap(), &origin, true);
+        assert_eq!(same.len(), 3);
+        let elsewhere = Url::parse("http://a.example:9090/y").unwrap();
+        let resent = headers.for_hop(&elsewhere, &origin, true);
+        assert_eq!(resent.get(AUTHORIZATION), None);
+        assert_eq!(resent.get(CONTENT_TYPE).unwrap(), "application/json");
+        assert_eq!(resent.get("lector-workflow-hops").unwrap(), "3");
+        let without_body = headers.for_hop(&elsewhere, &origin, false);
+        assert_eq!(without_body.len(), 1, "{without_body:?}");
+    }
 }

@@ -143,7 +143,9 @@ impl Sources {
     /// Calls `url` with `method` (GET, POST, PUT, PATCH, DELETE, HEAD), `headers` and an
     /// optional `body`, through the same guard as every source; answers the status, content
     /// type and body (at most `max_answer_bytes`, and never more than a fetch reads), or why
-    /// the call failed. It takes none of the fetch turns ([`Concurrency`]): a workflow's call
+    /// the call failed. `headers` (the caller's, which may carry a key) go to the first origin
+    /// only, but for the body's content type; `service_headers` (the service's own, such as a
+    /// workflow's hop count) go wherever a redirect leads, and win over `headers`. It takes none of the fetch turns ([`Concurrency`]): a workflow's call
     /// may lead to another workflow's call on the same node, which would wait for a turn the
     /// first holds; the runs themselves are bounded, and so is what each call reads.
     pub async fn call(
@@ -151,22 +153,19 @@ impl Sources {
         method: &str,
         url: &str,
         headers: &[(String, String)],
+        service_headers: &[(String, String)],
         body: Option<Vec<u8>>,
         max_answer_bytes: u64,
     ) -> Result<http::Answer> {
         let method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|_| lector_core::Error::bad_request("the method cannot be sent"))?;
         let url = url::Url::parse(url).map_err(|_| lector_core::Error::bad_request("the URL is not an address"))?;
-        let mut map = reqwest::header::HeaderMap::new();
-        for (name, value) in headers {
-            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| lector_core::Error::bad_request(format!("{name} is not a header name")))?;
-            let value = reqwest::header::HeaderValue::from_str(value)
-                .map_err(|_| lector_core::Error::bad_request(format!("the {name} header cannot be sent")))?;
-            map.insert(name, value);
-        }
-        if body.is_some() && !map.contains_key(reqwest::header::CONTENT_TYPE) {
-            map.insert(
+        let mut headers = http::Headers {
+            first_origin: header_map(headers)?,
+            every_hop: header_map(service_headers)?,
+        };
+        if body.is_some() && !headers.first_origin.contains_key(reqwest::header::CONTENT_TYPE) {
+            headers.first_origin.insert(
                 reqwest::header::CONTENT_TYPE,
                 reqwest::header::HeaderValue::from_static("application/json"),
             );
@@ -175,7 +174,7 @@ impl Sources {
             max_bytes: self.limits.max_bytes.min(max_answer_bytes),
             ..self.limits
         };
-        http::call(&self.policy, &limits, method, url, body, map).await
+        http::call(&self.policy, &limits, method, url, body, headers).await
     }
 
     /// Seals a checked secret for storage in a workspace's credential.
@@ -287,6 +286,19 @@ const MAX_FILE_NAME_CHARS: usize = 200;
 
 /// The last segment of the URL's path, or `download`, with an extension from the content type
 /// when it has none.
+/// Headers as a request sends them; a name or value that cannot be sent is a 400.
+fn header_map(headers: &[(String, String)]) -> Result<reqwest::header::HeaderMap> {
+    let mut map = reqwest::header::HeaderMap::new();
+    for (name, value) in headers {
+        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| lector_core::Error::bad_request(format!("{name} is not a header name")))?;
+        let value = reqwest::header::HeaderValue::from_str(value)
+            .map_err(|_| lector_core::Error::bad_request(format!("the {name} header cannot be sent")))?;
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
 fn file_name(url: &url::Url, content_type: Option<&str>) -> String {
     let last = url
         .path_segments()

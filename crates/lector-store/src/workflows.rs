@@ -283,9 +283,10 @@ impl Store {
         Ok(workflow)
     }
 
-    /// Deactivates a workflow (USER and up): its production address stops listening.
+    /// Deactivates a workflow (USER and up): its production address stops listening. A
+    /// read-only workspace allows it ([`Action::Stop`]): it only stops the workflow.
     pub async fn deactivate_workflow(&self, scope: &Scope, id: i64) -> Result<Workflow> {
-        self.workflow(scope, id, Action::Edit).await?;
+        self.workflow(scope, id, Action::Stop).await?;
         let mut tx = self.begin_write().await?;
         release(&mut tx, id, Address::Production).await?;
         let workflow = set_state(&mut tx, id, Some(false), scope.user_id).await?;

@@ -6,7 +6,7 @@
 
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::workflow_runs::{Address, Answer, Incoming, Received, admit_call, run_call, take_test_window};
+use crate::workflow_runs::{Address, Answer, Incoming, Received, admit_call, run_call, start_call};
 use axum::body::Body;
 use axum::extract::{FromRequest, Multipart, Path, State};
 use axum::http::{HeaderMap, Method, Request, StatusCode, Uri, header};
@@ -76,8 +76,8 @@ async fn serve(
     let answered = async {
         let admitted = admit_call(&state, &call).await?;
         let received = received(&state, &parts.headers, body).await?;
-        take_test_window(&state, &call, &admitted).await?;
-        run_call(&state, call, admitted, received).await
+        let started = start_call(&state, &call, admitted).await?;
+        run_call(&state, call, started, received).await
     }
     .await;
     match answered {

@@ -1257,6 +1257,58 @@ mod outbound {
         assert!(received.try_recv().is_err(), "the refused call sent nothing on");
     }
 
+    /// A step's call redirected to another origin keeps the service's own headers (the hop
+    /// count, so chains through a redirector still stop; the content type of the body sent
+    /// again) and drops the step's, which may carry a key.
+    async fn a_redirect_elsewhere_keeps_the_services_headers(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (target, mut arrived) =
+            receiver(|_| b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_vec()).await;
+        let (redirector, mut redirected) = receiver(move |_| {
+            format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://{target}/in\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            )
+            .into_bytes()
+        })
+        .await;
+        let workflow = create(
+            &app,
+            &ada,
+            json!({
+                "name": "Forward",
+                "trigger": {"path": "forward", "http_method": "POST", "response_mode": "last_step"},
+                "steps": [{"type": "http_request", "method": "POST", "url": format!("http://{redirector}/out"),
+                           "headers": {"Authorization": "Bearer s3cret", "X-Key": "k-1"}, "send_entry": true}]
+            }),
+        )
+        .await;
+        activate(&app, &ada, id(&workflow)).await.expect(200);
+        let answered = hook(
+            &app,
+            Method::POST,
+            "/webhook/forward",
+            Some(json!({"n": 1})),
+            &[("lector-workflow-hops", "2")],
+        )
+        .await;
+        assert_eq!(answered.status, 200, "{}", answered.text);
+        let first = next(&mut redirected).await;
+        assert_eq!(first.headers["authorization"], "Bearer s3cret");
+        let second = next(&mut arrived).await;
+        assert_eq!(second.request_line, "POST /in HTTP/1.1");
+        assert_eq!(
+            second.headers.get("lector-workflow-hops").map(String::as_str),
+            Some("3")
+        );
+        assert_eq!(
+            second.headers.get("content-type").map(String::as_str),
+            Some("application/json")
+        );
+        assert!(!second.headers.contains_key("authorization"), "{:?}", second.headers);
+        assert!(!second.headers.contains_key("x-key"), "{:?}", second.headers);
+        assert_eq!(second.body, first.body);
+    }
+
     fn loopback_allowed(config: &mut lector_core::config::Config) {
         config.sources.allow_private = true;
     }
@@ -1265,6 +1317,7 @@ mod outbound {
         adjust: loopback_allowed;
         an_invoice_is_extracted_and_posted_on,
         chains_of_workflow_calls_stop,
+        a_redirect_elsewhere_keeps_the_services_headers,
     );
 
     /// A caller's values are data in a step's address: encoded where they land after the host,
@@ -1519,10 +1572,176 @@ mod background {
         assert_eq!(recorded[0]["status"], "success", "{:?}", recorded[0]);
     }
 
+    /// A call that finds no place among the node's runs is refused before it takes a test
+    /// address's one call: answered 503, not recorded, the address still armed.
+    async fn a_busy_node_leaves_a_test_address_armed(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (address, release) = holding().await;
+        let slow = create(
+            &app,
+            &ada,
+            json!({"name": "Slow", "trigger": {"path": "slow", "http_method": "POST"},
+            "steps": [{"type": "http_request", "method": "GET", "url": format!("http://{address}/hold")}]}),
+        )
+        .await;
+        activate(&app, &ada, id(&slow)).await.expect(200);
+        let quick = id(&create(
+            &app,
+            &ada,
+            json!({"name": "Quick", "trigger": {"path": "quick", "http_method": "POST"}}),
+        )
+        .await);
+        app.post(&format!("/workflows/{quick}/test"), &ada.token, json!({}))
+            .await
+            .expect(200);
+        assert_eq!(post_hook(&app, "/webhook/slow", json!({})).await.status, 200);
+        let refused = post_hook(&app, "/webhook-test/quick", json!({})).await;
+        assert_eq!(refused.status, 503, "{}", refused.text);
+        assert!(
+            executions(&app, &ada, quick).await.is_empty(),
+            "a refused call is not recorded"
+        );
+        release.send(()).unwrap();
+        let mut answered = 0;
+        for _ in 0..300 {
+            answered = post_hook(&app, "/webhook-test/quick", json!({})).await.status;
+            if answered != 503 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(answered, 200, "the test address stayed armed");
+        assert_eq!(executions(&app, &ada, quick).await.len(), 1);
+    }
+
+    /// The same for a `last_step` call, whose places are as many as the node's connections:
+    /// one here, held by a run whose caller gave up.
+    async fn a_busy_node_leaves_a_test_address_armed_for_last_step_runs(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (address, release) = holding().await;
+        let held = create(
+            &app,
+            &ada,
+            json!({"name": "Held", "trigger": {"path": "held", "http_method": "POST", "response_mode": "last_step"},
+            "steps": [{"type": "http_request", "method": "GET", "url": format!("http://{address}/hold")}]}),
+        )
+        .await;
+        activate(&app, &ada, id(&held)).await.expect(200);
+        let echoed = id(&create(&app, &ada, echo("Echo", "echo", "POST")).await);
+        app.post(&format!("/workflows/{echoed}/test"), &ada.token, json!({}))
+            .await
+            .expect(200);
+        let gave_up = app
+            .client
+            .post(app.url("/webhook/held"))
+            .json(&json!({}))
+            .timeout(std::time::Duration::from_millis(1500))
+            .send()
+            .await;
+        assert!(gave_up.is_err(), "the caller stopped waiting");
+        let refused = post_hook(&app, "/webhook-test/echo", json!({"n": 1})).await;
+        assert_eq!(refused.status, 503, "{}", refused.text);
+        assert!(
+            executions(&app, &ada, echoed).await.is_empty(),
+            "a refused call is not recorded"
+        );
+        release.send(()).unwrap();
+        let mut answered = post_hook(&app, "/webhook-test/echo", json!({"n": 2})).await;
+        for _ in 0..300 {
+            if answered.status != 503 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            answered = post_hook(&app, "/webhook-test/echo", json!({"n": 2})).await;
+        }
+        assert_eq!(answered.status, 200, "the test address stayed armed: {}", answered.text);
+        assert_eq!(answered.json, json!({"echo": {"n": 2}}));
+    }
+
+    fn one_connection_only(config: &mut lector_core::config::Config) {
+        config.http.max_connections = 1;
+        config.sources.allow_private = true;
+    }
+
+    mod one_connection {
+        use super::*;
+        backend_tests!(adjust: one_connection_only; a_busy_node_leaves_a_test_address_armed_for_last_step_runs);
+    }
+
     fn one_background_run(config: &mut lector_core::config::Config) {
         config.workflows.max_background_runs = 1;
         config.sources.allow_private = true;
     }
 
-    backend_tests!(adjust: one_background_run; background_runs_are_bounded_per_node, a_run_outlives_a_caller_who_gives_up);
+    backend_tests!(
+        adjust: one_background_run;
+        background_runs_are_bounded_per_node,
+        a_run_outlives_a_caller_who_gives_up,
+        a_busy_node_leaves_a_test_address_armed,
+    );
+}
+
+mod read_only {
+    //! A read-only workspace refuses every write: its workflows' addresses run and record nothing
+    //! (403 `workspace_read_only`, a test address staying armed), and a workflow there may still
+    //! be deactivated, which only stops it.
+    use super::*;
+
+    /// Sets the read-only flag of `workspace` as `who`.
+    async fn set_read_only(app: &TestApp, who: &Session, workspace: i64, flag: bool) {
+        let path = format!("/organizations/{workspace}");
+        let name = app.get(&path, &who.token).await.expect(200)["name"].clone();
+        app.put(&path, &who.token, json!({"name": name, "is_read_only": flag}))
+            .await
+            .expect(200);
+    }
+
+    async fn a_read_only_workspace_runs_no_workflow(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let definition = json!({"name": "Notes",
+            "trigger": {"path": "notes", "http_method": "POST", "response_mode": "last_step"},
+            "steps": [{"type": "notify", "user_id": ada.user_id, "message": "Got {{ body.text }}"}]});
+        let created = create(&app, &ada, definition.clone()).await;
+        let (workflow, workspace) = (id(&created), created["organization_id"].as_i64().unwrap());
+        activate(&app, &ada, workflow).await.expect(200);
+        app.post(&format!("/workflows/{workflow}/test"), &ada.token, json!({}))
+            .await
+            .expect(200);
+        set_read_only(&app, &ada, workspace, true).await;
+        for path in ["/webhook/notes", "/webhook-test/notes"] {
+            let refused = post_hook(&app, path, json!({"text": "one"})).await;
+            assert_eq!(
+                (refused.status, refused.json["code"].clone()),
+                (403, json!("workspace_read_only")),
+                "{path}: {}",
+                refused.text
+            );
+        }
+        assert!(executions(&app, &ada, workflow).await.is_empty(), "nothing recorded");
+        assert_eq!(app.get("/notifications", &ada.token).await.expect(200), json!([]));
+        // Changing or deleting the workflow stays refused; deactivating it only stops it.
+        let path = format!("/workflows/{workflow}");
+        app.put(&path, &ada.token, definition)
+            .await
+            .expect_problem(403, "workspace_read_only");
+        app.delete(&path, &ada.token)
+            .await
+            .expect_problem(403, "workspace_read_only");
+        let stopped = app
+            .post(&format!("{path}/deactivate"), &ada.token, json!({}))
+            .await
+            .expect(200);
+        assert_eq!(stopped["active"], false);
+        assert_eq!(post_hook(&app, "/webhook/notes", json!({})).await.status, 404);
+        activate(&app, &ada, workflow)
+            .await
+            .expect_problem(403, "workspace_read_only");
+        // The refused test call left the test address armed for the workspace's writable days.
+        set_read_only(&app, &ada, workspace, false).await;
+        let tested = post_hook(&app, "/webhook-test/notes", json!({"text": "two"})).await;
+        assert_eq!(tested.status, 200, "{}", tested.text);
+        assert_eq!(executions(&app, &ada, workflow).await.len(), 1);
+    }
+
+    backend_tests!(a_read_only_workspace_runs_no_workflow);
 }

@@ -259,7 +259,7 @@ async fn a_webhook_reads_the_status_not_the_body() {
         let status = s.post_webhook(&url, b"{}".to_vec(), &[]).await;
         assert_eq!(status.map_err(|e| e.detail), Ok(200), "{path}");
         let called = s
-            .call("POST", &url, &[], Some(b"{}".to_vec()), u64::MAX)
+            .call("POST", &url, &[], &[], Some(b"{}".to_vec()), u64::MAX)
             .await
             .unwrap_err();
         assert_eq!(called.status(), 413, "{path}: {}", called.detail);
@@ -272,9 +272,9 @@ async fn a_call_keeps_to_the_callers_limit() {
     let port = serve().await;
     let s = sources(loopback_allowed(), limits());
     let url = format!("http://127.0.0.1:{port}/export");
-    let answered = s.call("GET", &url, &[], None, 9).await.unwrap();
+    let answered = s.call("GET", &url, &[], &[], None, 9).await.unwrap();
     assert_eq!(answered.body, b"[{\"a\":1}]");
-    let refused = s.call("GET", &url, &[], None, 8).await.unwrap_err();
+    let refused = s.call("GET", &url, &[], &[], None, 8).await.unwrap_err();
     assert_eq!(refused.status(), 413, "{}", refused.detail);
 }
 
