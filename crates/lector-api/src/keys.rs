@@ -24,6 +24,9 @@ const AUDIENCE: &str = "lector-api";
 const ACCESS: &str = "access";
 /// Product keys start with this, so a bearer token says which kind it is.
 pub const PRODUCT_KEY_PREFIX: &str = "lk_";
+/// Seconds past its `exp` (and before its `nbf`) that a token still verifies, for clocks a
+/// little apart: a revoked token must stay on the list that long after it expires.
+pub const TOKEN_LEEWAY_SECS: u64 = 5;
 
 /// The claims of an access token.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -71,7 +74,7 @@ impl AuthKeys {
         validation.set_audience(&[AUDIENCE]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.validate_nbf = true;
-        validation.leeway = 5;
+        validation.leeway = TOKEN_LEEWAY_SECS;
         let hashing = config.password_hashing;
         let decoy_hash = hash_password_now(hashing, &random_token()).map_err(|e| e.detail)?;
         Ok(Self {

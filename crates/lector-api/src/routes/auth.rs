@@ -213,10 +213,12 @@ pub async fn logout(State(state): State<AppState>, caller: Caller) -> ApiResult<
     let Some(claims) = caller.claims else {
         return Err(Error::bad_request("product keys are deleted, not logged out").into());
     };
-    state
-        .store
-        .revoke_token(&claims.jti, Timestamp(claims.exp.saturating_mul(1_000_000)))
-        .await?;
+    // Kept until the token can no longer verify: its expiry and the verifier's leeway.
+    let verifies_until = claims
+        .exp
+        .saturating_add(crate::keys::TOKEN_LEEWAY_SECS as i64)
+        .saturating_mul(1_000_000);
+    state.store.revoke_token(&claims.jti, Timestamp(verifies_until)).await?;
     Ok(Message::new("logged out"))
 }
 
