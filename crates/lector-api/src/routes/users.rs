@@ -115,8 +115,18 @@ pub async fn update_user(
     Body(body): Body<UpdateUserBody>,
 ) -> ApiResult<Json<UserDto>> {
     let email = body.email.as_deref().map(normalize_email);
-    if body.password.is_some() || email.as_ref().is_some_and(|e| *e != caller.user.email) {
+    let changes_email = email.as_ref().is_some_and(|e| *e != caller.user.email);
+    if body.password.is_some() || changes_email {
         require_current_password(&state, &caller, p.user_id, body.current_password.as_deref()).await?;
+    }
+    if changes_email {
+        // A taken address answers 409, so each try tells whether an address is registered: an
+        // account gets as many an hour as an address gets registrations.
+        let limit = state.config.rate_limits.register_per_hour;
+        state
+            .store
+            .hit_rate_limit(&format!("email-change:{}", caller.user.id), limit, 3600)
+            .await?;
     }
     let password_hash = match &body.password {
         Some(password) => Some(state.auth.hash_password(password).await?),

@@ -434,6 +434,29 @@ mod rate_limits {
         guesses_sent_at_once_are_limited_too,
     );
 
+    /// Changing one's e-mail answers 409 for an address that is taken, so it could tell who is
+    /// registered: an account has as many tries an hour as an address has registrations.
+    /// Before, it had no limit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn email_changes_are_limited() {
+        let Some(app) = TestApp::start_with(Backend::Sqlite, |c| c.rate_limits.register_per_hour = 3).await else {
+            return;
+        };
+        let ada = app.register("ada@example.org").await;
+        app.register("bob@example.org").await;
+        clear_of_the_window_edge(3600, 10).await;
+        let change = |email: &str| json!({"email": email, "current_password": "password-123"});
+        let me = format!("/users/{}", ada.user_id);
+        app.put(&me, &ada.token, change("bob@example.org")).await.expect(409);
+        app.put(&me, &ada.token, change("carol@example.org")).await.expect(200);
+        // A name alone is no e-mail change and counts nothing.
+        app.put(&me, &ada.token, json!({"first_name": "Ada"})).await.expect(200);
+        app.put(&me, &ada.token, change("dave@example.org")).await.expect(200);
+        let limited = app.put(&me, &ada.token, change("bob@example.org")).await;
+        assert!(limited.headers.contains_key("retry-after"), "{:?}", limited.headers);
+        limited.expect_problem(429, "rate_limited");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn login_attempts_are_limited_with_retry_after() {
         let Some(app) = TestApp::start_with(Backend::Sqlite, |c| c.rate_limits.login_per_minute = 3).await else {
