@@ -284,8 +284,6 @@ impl Sources {
 /// Longest file name kept from a URL.
 const MAX_FILE_NAME_CHARS: usize = 200;
 
-/// The last segment of the URL's path, or `download`, with an extension from the content type
-/// when it has none.
 /// Headers as a request sends them; a name or value that cannot be sent is a 400.
 fn header_map(headers: &[(String, String)]) -> Result<reqwest::header::HeaderMap> {
     let mut map = reqwest::header::HeaderMap::new();
@@ -299,6 +297,8 @@ fn header_map(headers: &[(String, String)]) -> Result<reqwest::header::HeaderMap
     Ok(map)
 }
 
+/// The last segment of the URL's path, or `download`, with an extension from the content type
+/// when it has none.
 fn file_name(url: &url::Url, content_type: Option<&str>) -> String {
     let last = url
         .path_segments()

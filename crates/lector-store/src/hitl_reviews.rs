@@ -80,10 +80,6 @@ impl Store {
     /// ([`waiting_reviews`]).
     pub async fn create_review(&self, hitl: &Hitl, new: &NewReview) -> Result<HitlReview> {
         let mut tx = self.begin_write().await?;
-        crate::lock_row_for_no_key_update(&mut tx, ("hitls", hitl.id)).await?;
-        if let Some(waiting) = same_review_waiting(&mut tx, hitl.id, new).await? {
-            return Ok(waiting);
-        }
         let now = Timestamp::now().micros();
         let assignee = match hitl.assigned_user_id {
             Some(user_id) => may_review_in(&mut tx, hitl.project_id, user_id)
@@ -125,7 +121,12 @@ impl Store {
             notify_in(&mut *tx, user_id, NotificationType::Info, title, &text).await?;
         }
         webhook_in(&mut tx, hitl, "review.created", &review).await?;
-        if waiting_reviews(&mut tx, hitl.id).await? > MAX_PENDING_REVIEWS_PER_HITL {
+        let waiting = waiting_reviews(&mut tx, hitl.id).await?;
+        if let Some(earlier) = same_review_waiting(&mut tx, &review, new).await? {
+            // Dropping the transaction takes back this review, its notification and its event.
+            return Ok(earlier);
+        }
+        if waiting > MAX_PENDING_REVIEWS_PER_HITL {
             return Err(Error::conflict(format!(
                 "HITL configuration {:?} has {MAX_PENDING_REVIEWS_PER_HITL} reviews waiting; submit some \
                  before extracting more with it",
@@ -363,35 +364,6 @@ pub(crate) async fn unassign_reviews_in(
 /// extractions queue behind each other at the limit without deadlocking with them. On
 /// PostgreSQL the lock is `FOR NO KEY UPDATE`, which the reviews' own foreign keys (key share)
 /// do not conflict with.
-/// The review of the configuration still waiting for the same document with the same answer,
-/// if there is one: an extraction repeated (a client's retry after a lost answer, or the same
-/// file sent again) finds the review it made, instead of making another for the same work and
-/// notifying its reviewer again. Called with the configuration's row locked.
-async fn same_review_waiting(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    hitl_id: i64,
-    new: &NewReview,
-) -> Result<Option<HitlReview>> {
-    let sql = format!(
-        "SELECT {REVIEW_COLUMNS} FROM hitl_reviews WHERE hitl_id = $1 AND status = 'PENDING' \
-         AND document_name = $2 AND page_num = $3 AND COALESCE(label, '') = $4 \
-         AND COALESCE(confidence_threshold, -1) = $5 AND extracted = $6 AND COALESCE(pages, '') = $7 \
-         ORDER BY id LIMIT 1"
-    );
-    let row = sqlx::query(&sql)
-        .bind(hitl_id)
-        .bind(&new.document_name)
-        .bind(new.page_num)
-        .bind(new.label.as_deref().unwrap_or_default())
-        .bind(new.confidence_threshold.unwrap_or(-1.0))
-        .bind(new.extracted.to_string())
-        .bind(new.pages.as_deref().unwrap_or_default())
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(db)?;
-    row.as_ref().map(HitlReview::decode).transpose()
-}
-
 async fn waiting_reviews(tx: &mut sqlx::Transaction<'static, sqlx::Any>, hitl_id: i64) -> Result<i64> {
     crate::lock_row_for_no_key_update(tx, ("hitls", hitl_id)).await?;
     sqlx::query_scalar("SELECT COUNT(*) FROM hitl_reviews WHERE hitl_id = $1 AND status = 'PENDING'")
@@ -399,6 +371,37 @@ async fn waiting_reviews(tx: &mut sqlx::Transaction<'static, sqlx::Any>, hitl_id
         .fetch_one(&mut **tx)
         .await
         .map_err(db)
+}
+
+/// The review of the configuration still waiting for the same document with the same answer,
+/// if there is one: an extraction repeated (a client's retry after a lost answer, or the same
+/// file sent again) finds the review it made, instead of making another for the same work and
+/// notifying its reviewer again. Called after [`waiting_reviews`] has locked the configuration,
+/// so of two such extractions at once the second sees the first's review.
+async fn same_review_waiting(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    made: &HitlReview,
+    new: &NewReview,
+) -> Result<Option<HitlReview>> {
+    let sql = format!(
+        "SELECT {REVIEW_COLUMNS} FROM hitl_reviews WHERE hitl_id = $1 AND id < $8 AND status = 'PENDING' \
+         AND document_name = $2 AND page_num = $3 AND COALESCE(label, '') = $4 \
+         AND COALESCE(confidence_threshold, -1) = $5 AND extracted = $6 AND COALESCE(pages, '') = $7 \
+         ORDER BY id LIMIT 1"
+    );
+    let row = sqlx::query(&sql)
+        .bind(made.hitl_id)
+        .bind(&new.document_name)
+        .bind(new.page_num)
+        .bind(new.label.as_deref().unwrap_or_default())
+        .bind(new.confidence_threshold.unwrap_or(-1.0))
+        .bind(new.extracted.to_string())
+        .bind(new.pages.as_deref().unwrap_or_default())
+        .bind(made.id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db)?;
+    row.as_ref().map(HitlReview::decode).transpose()
 }
 
 /// Queues the event of `review` for the configuration's webhook, if it has one, in `tx`.

@@ -225,7 +225,8 @@ impl Store {
 }
 
 /// Whether the sender of an invitation may still grant its role in its workspace: an active
-/// superuser, or an active member whose role is at least the invited one. Read in the
+/// superuser, or an active member who may still invite (a manager) and whose role is at least
+/// the invited one. Read in the
 /// accepting transaction, after the invitation's row was claimed.
 async fn sender_may_still_grant(tx: &mut Transaction<'static, Any>, invitation: &Invitation) -> Result<bool> {
     let row = sqlx::query(
@@ -247,7 +248,8 @@ async fn sender_may_still_grant(tx: &mut Transaction<'static, Any>, invitation: 
     }
     let role: Option<String> = row.try_get("role").map_err(db)?;
     match role {
-        Some(role) => Ok(crate::parse_stored::<Role>(&role)? >= invitation.role),
+        // Inviting at all takes a manager, whatever the role given.
+        Some(role) => Ok(crate::parse_stored::<Role>(&role)? >= invitation.role.max(Action::ManageMembers.min_role())),
         None => Ok(false),
     }
 }

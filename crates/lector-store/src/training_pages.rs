@@ -4,8 +4,8 @@
 //!
 //! Both are read within one [`PageBudget`], of pages and of the characters of their layouts
 //! together. A review keeps a whole document's layout (up to 4 MiB of JSON), so a count of
-//! pages alone let one training hold gigabytes: the sizes are read first, and only the pages
-//! that fit are read whole, one at a time.
+//! pages alone let one training hold gigabytes: the sizes are read first (of at most four times
+//! the pages left), and only the pages that fit are read whole, one at a time.
 
 use crate::jobs::Lease;
 use crate::{Store, db};
@@ -56,6 +56,13 @@ impl PageBudget {
         self.pages == 0 || self.chars == 0
     }
 
+    /// How many sizes to read for the pages left: a few times as many, so that those too large
+    /// for what is left can be passed over, but never every layout of a large project (the
+    /// database reads each value to measure it).
+    fn sizes_to_read(&self) -> i64 {
+        i64::try_from(self.pages.saturating_mul(4)).unwrap_or(i64::MAX)
+    }
+
     /// Of `sizes` (an id and its layout's characters), in their order, the ids that fit, taken
     /// out of the budget; one larger than what is left is passed over for the smaller ones after
     /// it.
@@ -94,13 +101,17 @@ impl Store {
         session_id: i64,
         budget: &mut PageBudget,
     ) -> Result<Vec<TrainingPage>> {
+        if budget.is_spent() {
+            return Ok(Vec::new());
+        }
         let rows = sqlx::query(
             "SELECT g.id, CAST(LENGTH(g.layout) AS BIGINT) AS size \
              FROM segment_statuses st JOIN segments g ON g.id = st.segment_id JOIN sessions s ON s.id = st.session_id \
-             WHERE st.session_id = $1 AND s.project_id = $2 AND g.layout IS NOT NULL ORDER BY g.id",
+             WHERE st.session_id = $1 AND s.project_id = $2 AND g.layout IS NOT NULL ORDER BY g.id LIMIT $3",
         )
         .bind(session_id)
         .bind(lease.job.project_id)
+        .bind(budget.sizes_to_read())
         .fetch_all(&self.pool)
         .await
         .map_err(db)?;
@@ -156,12 +167,16 @@ impl Store {
     /// The approved reviews of the project's HITL configurations that kept their pages and
     /// have values to learn, newest first; as many as `budget` holds, taken out of it.
     pub async fn reviewed_pages(&self, lease: &Lease, budget: &mut PageBudget) -> Result<Vec<ReviewedPages>> {
+        if budget.is_spent() {
+            return Ok(Vec::new());
+        }
         let rows = sqlx::query(
             "SELECT r.id, CAST(LENGTH(r.pages) AS BIGINT) AS size FROM hitl_reviews r JOIN hitls h ON h.id = r.hitl_id \
              WHERE h.project_id = $1 AND r.status = 'APPROVED' AND r.pages IS NOT NULL AND r.corrected IS NOT NULL \
-             AND r.corrected <> '{}' ORDER BY r.id DESC",
+             AND r.corrected <> '{}' ORDER BY r.id DESC LIMIT $2",
         )
         .bind(lease.job.project_id)
+        .bind(budget.sizes_to_read())
         .fetch_all(&self.pool)
         .await
         .map_err(db)?;

@@ -135,13 +135,14 @@ async fn a_waiting_http2_stream_does_not_stall_the_others() {
     let bob_project = project(&client, &bob, "Bob's").await;
     let upload = |project: i64| format!("/projects/{project}/upload-documents");
 
-    // Ada's first upload: 15 KB at 5,000 bytes a second, three seconds in all.
+    // Ada's first upload: 15 KB at 2,500 bytes a second, six seconds in all (room for a
+    // loaded machine to answer Bob meanwhile).
     let (first, mut first_body) = open_post(&client, &upload(ada_project), Some(&ada)).await;
     let slow = Bytes::from(documents(150));
     let trickle = tokio::spawn(async move {
         for piece in slow.chunks(500) {
             first_body.send_data(slow.slice_ref(piece), false).unwrap();
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
         first_body.send_data(Bytes::new(), true).unwrap();
     });

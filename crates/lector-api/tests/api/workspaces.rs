@@ -644,6 +644,12 @@ async fn an_invitation_ends_with_its_senders_authority(app: TestApp) {
         .await
         .expect(200);
     let alt = app.token_from_mail("alt@example.org").await;
+    // Root is also a plain USER of the team: as such it may invite nobody, not even a VIEWER.
+    app.add_member(&other.token, id, root.user_id, "USER").await.expect(200);
+    app.invite(&root.token, id, "VIEWER", ["low@example.org"])
+        .await
+        .expect(200);
+    let low = app.token_from_mail("low@example.org").await;
     app.invite(&other.token, id, "ADMIN", ["kept@example.org"])
         .await
         .expect(200);
@@ -661,6 +667,9 @@ async fn an_invitation_ends_with_its_senders_authority(app: TestApp) {
         .await
         .expect_problem(404, "not_found");
     assert!(problem["detail"].as_str().unwrap().contains("invitation"), "{problem}");
+    app.accept_invitation(json!({"token": low, "password": "password-123"}))
+        .await
+        .expect_problem(404, "not_found");
     let pending = app
         .get(&format!("/organizations/{id}/users/invites"), &ada.token)
         .await
@@ -676,7 +685,7 @@ async fn an_invitation_ends_with_its_senders_authority(app: TestApp) {
         .get(&format!("/organizations/{id}/permissions"), &ada.token)
         .await
         .expect(200);
-    assert_eq!(members.as_array().unwrap().len(), 1, "{members}");
+    assert_eq!(members.as_array().unwrap().len(), 2, "Ada and root: {members}");
     // The one still a superuser gives what it invited to.
     app.accept_invitation(json!({"token": kept, "password": "password-123"}))
         .await
