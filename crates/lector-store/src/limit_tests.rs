@@ -311,15 +311,9 @@ async fn reviews_stop_at_the_limit_of_their_configuration(backend: Backend) {
         5,
     )
     .await;
-    let review = crate::NewReview {
-        document_name: "racer.pdf".into(),
-        page_num: 1,
-        label: None,
-        confidence_threshold: None,
-        extracted: serde_json::json!({}),
-        pages: None,
-    };
-    let racers = (0..20).map(|_| store.create_review(&hitl, &review));
+    // Twenty documents (the same one again would find its waiting review).
+    let reviews: Vec<_> = (0..20).map(|n| racing_review(&format!("racer-{n}.pdf"))).collect();
+    let racers = reviews.iter().map(|review| store.create_review(&hitl, review));
     let results = join_all(racers).await;
     assert_eq!(created_and_refused(&results), (10, 10));
     let waiting = count(
@@ -329,6 +323,52 @@ async fn reviews_stop_at_the_limit_of_their_configuration(backend: Backend) {
     )
     .await;
     assert_eq!(waiting, MAX_PENDING_REVIEWS_PER_HITL);
+}
+
+fn racing_review(document_name: &str) -> crate::NewReview {
+    crate::NewReview {
+        document_name: document_name.into(),
+        page_num: 1,
+        label: None,
+        confidence_threshold: None,
+        extracted: serde_json::json!({}),
+        pages: None,
+    }
+}
+
+/// The same extraction sent twenty times at once makes one review: each looks for an earlier
+/// one behind the configuration's lock, so all but the first find it.
+async fn the_same_review_sent_at_once_is_made_once(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 8).await.expect("store");
+    let (scope, _, project) = owner_with_project(&store, "Invoices", ProjectType::Label).await;
+    let hitl = store
+        .create_hitl(&scope, project.id, &crate::NewHitl::plain("Check"))
+        .await
+        .expect("hitl");
+    let review = racing_review("same.pdf");
+    let results = join_all((0..20).map(|_| store.create_review(&hitl, &review))).await;
+    let ids: std::collections::BTreeSet<i64> = results.into_iter().map(|r| r.expect("answered").id).collect();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let waiting = count(
+        &store,
+        "SELECT COUNT(*) FROM hitl_reviews WHERE hitl_id = $1 AND status = 'PENDING'",
+        hitl.id,
+    )
+    .await;
+    assert_eq!(waiting, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_review_sent_at_once_is_made_once_sqlite() {
+    the_same_review_sent_at_once_is_made_once(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_review_sent_at_once_is_made_once_postgres() {
+    the_same_review_sent_at_once_is_made_once(Backend::Postgres).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
