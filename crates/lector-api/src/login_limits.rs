@@ -31,10 +31,7 @@ pub struct LoginAttempt {
 impl LoginAttempt {
     /// `email` normalised; without one (a first-time-login token), the account keys are unused.
     pub fn new(state: &AppState, parts: &Parts, email: Option<&str>) -> Self {
-        let client = state
-            .client_ip(parts)
-            .map(|ip| ip.to_string())
-            .unwrap_or_else(|| "unknown".into());
+        let client = state.client_key(parts);
         let email = token_hash(email.unwrap_or_default());
         Self {
             address: format!("login-fail:address:{client}"),

@@ -125,6 +125,27 @@ impl AppState {
         }
         Some(peer)
     }
+
+    /// The client as the rate limits count it ([`rate_key`]), `unknown` without an address.
+    pub fn client_key(&self, parts: &axum::http::request::Parts) -> String {
+        self.client_ip(parts).map_or_else(|| "unknown".into(), rate_key)
+    }
+}
+
+/// An address as the rate limits count it: an IPv4 address itself, an IPv6 one by the /64 it
+/// is in. A host given IPv6 is usually given a whole /64 (2^64 addresses), so a limit per
+/// address would let it start afresh with every request.
+fn rate_key(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let [a, b, c, d, ..] = v6.segments();
+                format!("{}/64", std::net::Ipv6Addr::new(a, b, c, d, 0, 0, 0, 0))
+            }
+        },
+    }
 }
 
 /// The client behind a trusted proxy `peer`: `X-Forwarded-For` read from the right, where each
@@ -188,6 +209,16 @@ mod tests {
             client(&chain, &["::ffff:198.51.100.7, ::ffff:10.0.0.5"]),
             "198.51.100.7"
         );
+    }
+
+    #[test]
+    fn rate_limits_count_an_ipv6_client_by_its_64() {
+        let key = |ip: &str| super::rate_key(ip.parse().unwrap());
+        assert_eq!(key("198.51.100.7"), "198.51.100.7");
+        assert_eq!(key("::ffff:198.51.100.7"), "198.51.100.7");
+        assert_eq!(key("2001:db8:1:2:3:4:5:6"), "2001:db8:1:2::/64");
+        assert_eq!(key("2001:db8:1:2::ffff"), key("2001:db8:1:2:3:4:5:6"));
+        assert_ne!(key("2001:db8:1:3::1"), key("2001:db8:1:2::1"));
     }
 
     #[test]

@@ -73,10 +73,7 @@ pub(crate) async fn limit_by_client(
     limit: i64,
     window_secs: i64,
 ) -> ApiResult<()> {
-    let client = state
-        .client_ip(parts)
-        .map(|ip| ip.to_string())
-        .unwrap_or_else(|| "unknown".into());
+    let client = state.client_key(parts);
     state
         .store
         .hit_rate_limit(&format!("{what}:{client}"), limit, window_secs)

@@ -432,6 +432,7 @@ mod rate_limits {
         backend: thirty_users_behind_one_address_sign_in,
         guesses_spread_over_addresses_are_limited_per_account,
         guesses_sent_at_once_are_limited_too,
+        guesses_from_one_ipv6_network_count_as_one_address,
     );
 
     /// Changing one's e-mail answers 409 for an address that is taken, so it could tell who is
@@ -594,6 +595,29 @@ mod rate_limits {
             .await
             .expect(401);
         login_from(&app, "198.51.100.7", "user1@example.org", "password-123")
+            .await
+            .expect(200);
+    }
+
+    /// A host given IPv6 holds a whole /64: its addresses count as one, so a new address for
+    /// every guess gains nothing. Before, each of them had a fresh count, and none was ever
+    /// refused.
+    async fn guesses_from_one_ipv6_network_count_as_one_address(backend: Backend) {
+        let Some(app) = behind_proxy(backend).await else { return };
+        register_from(&app, "ada@example.org", "192.0.2.1").await;
+        clear_of_the_window_edge(app.state.config.rate_limits.login_failure_window_secs, 30).await;
+        let per_address = app.state.config.rate_limits.login_failures_per_account_address as usize;
+        let mut statuses = Vec::new();
+        for guess in 0..per_address + 3 {
+            let address = format!("2001:db8:7:7::{:x}", guess + 1);
+            let answer = login_from(&app, &address, "ada@example.org", &format!("guess-{guess}")).await;
+            statuses.push(answer.status.as_u16());
+        }
+        let mut expected = vec![401; per_address];
+        expected.extend([429; 3]);
+        assert_eq!(statuses, expected);
+        // Another network is another client.
+        login_from(&app, "2001:db8:7:8::1", "ada@example.org", "password-123")
             .await
             .expect(200);
     }
