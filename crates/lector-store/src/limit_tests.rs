@@ -13,7 +13,7 @@ use crate::workspaces::{MAX_MEMBERS_PER_WORKSPACE, WorkspaceRef};
 use crate::{Backend, NewSession, NewUser, ProjectFields, Store};
 use futures_util::future::join_all;
 use lector_core::time::Timestamp;
-use lector_core::{ErrorCode, ProjectType, Result, Role};
+use lector_core::{ErrorCode, ProjectType, Result, Role, Scope};
 
 /// Inserts `n` rows by one statement: `insert` names the table and columns, `select` the
 /// values of row `i` (from 1) with `$1` bound to `owner`.
@@ -207,10 +207,15 @@ async fn members_stop_at_the_limit_of_their_workspace(backend: Backend) {
         racers.push(user.id);
     }
     let place = WorkspaceRef::Id(workspace.id);
+    // The racers share no workspace with the owner: a superuser adds them.
+    let root = Scope {
+        is_superuser: true,
+        ..scope.clone()
+    };
     let results = join_all(
         racers
             .iter()
-            .map(|id| store.add_member(&scope, &place, *id, Role::Viewer)),
+            .map(|id| store.add_member(&root, &place, *id, Role::Viewer)),
     )
     .await;
     assert_eq!(created_and_refused(&results), (10, 10));

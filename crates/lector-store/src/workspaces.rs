@@ -9,7 +9,7 @@ use crate::records::{
 };
 use crate::{Param, Store, db, db_unique};
 use lector_core::time::Timestamp;
-use lector_core::{Action, Error, Result, Role, Scope};
+use lector_core::{Action, Error, ErrorCode, Result, Role, Scope};
 use sqlx::{Any, Transaction};
 
 /// A workspace named in a path: by id, or by name (`{organization}` takes either).
@@ -75,17 +75,7 @@ impl Store {
     /// Creates a workspace with the caller as its ADMIN.
     pub async fn create_workspace(&self, scope: &Scope, name: &str, description: &str) -> Result<Workspace> {
         let mut tx = self.begin_write().await?;
-        let held = crate::count_under_lock(
-            &mut tx,
-            ("users", scope.user_id),
-            "SELECT COUNT(*) FROM memberships WHERE user_id = $1",
-        )
-        .await?;
-        if held >= MAX_WORKSPACES_PER_USER {
-            return Err(Error::conflict(format!(
-                "a user belongs to at most {MAX_WORKSPACES_PER_USER} workspaces"
-            )));
-        }
+        check_workspaces_held(&mut tx, scope.user_id).await?;
         let now = Timestamp::now().micros();
         let sql = format!(
             "INSERT INTO workspaces (name, description, created) VALUES ($1, $2, $3) RETURNING {}",
@@ -282,6 +272,12 @@ impl Store {
     }
 
     /// Adds an existing user to a workspace with a role no higher than the caller's.
+    ///
+    /// The membership answer names the user's e-mail address, so a caller who is no superuser
+    /// adds only a user they already share an active workspace with; anyone else is answered
+    /// exactly like an unknown id, so trying ids reveals no address. Strangers are invited by
+    /// e-mail. The added user's own limit ([`MAX_WORKSPACES_PER_USER`]) is counted in the
+    /// transaction that adds them, so nobody fills another's quota.
     pub async fn add_member(
         &self,
         scope: &Scope,
@@ -291,10 +287,15 @@ impl Store {
     ) -> Result<Membership> {
         let (found, own) = self.workspace_access(scope, workspace, Action::ManageMembers).await?;
         scope.may_grant(own, role)?;
-        if self.user_by_id(user_id).await?.is_none() {
-            return Err(Error::not_found("user"));
-        }
         let mut tx = self.begin_write().await?;
+        if !may_add_user(&mut tx, scope, user_id).await? {
+            return Err(if scope.is_superuser {
+                Error::not_found("user")
+            } else {
+                Error::new(ErrorCode::NotFound, UNKNOWN_TO_CALLER)
+            });
+        }
+        check_workspaces_held(&mut tx, user_id).await?;
         let id = insert_membership(&mut tx, found.id, user_id, role).await?;
         tx.commit().await.map_err(db)?;
         self.membership(found.id, id).await
@@ -372,6 +373,52 @@ impl Store {
         tx.commit().await.map_err(db)?;
         Ok(target)
     }
+}
+
+/// What [`Store::add_member`] answers for an unknown user id and for a user the caller shares
+/// no workspace with alike.
+const UNKNOWN_TO_CALLER: &str = "no user with this id that you share a workspace with; invite them by e-mail instead";
+
+/// Whether the caller may add `user_id` to a workspace: a superuser anyone who exists, anyone
+/// else a user who is a member (in any role) of an active workspace the caller is a member of.
+async fn may_add_user(tx: &mut Transaction<'static, Any>, scope: &Scope, user_id: i64) -> Result<bool> {
+    let found: Option<i64> = if scope.is_superuser {
+        sqlx::query_scalar("SELECT id FROM users WHERE id = $1")
+            .bind(user_id)
+            .fetch_optional(&mut **tx)
+            .await
+    } else {
+        sqlx::query_scalar(
+            "SELECT theirs.user_id FROM memberships mine \
+             JOIN memberships theirs ON theirs.workspace_id = mine.workspace_id \
+             JOIN workspaces w ON w.id = mine.workspace_id \
+             WHERE mine.user_id = $1 AND theirs.user_id = $2 AND w.is_active = $3 LIMIT 1",
+        )
+        .bind(scope.user_id)
+        .bind(user_id)
+        .bind(true)
+        .fetch_optional(&mut **tx)
+        .await
+    }
+    .map_err(db)?;
+    Ok(found.is_some())
+}
+
+/// Refuses one more membership for a user who holds [`MAX_WORKSPACES_PER_USER`] already
+/// (counted behind a lock on the user, so memberships added at once cannot all pass at the edge).
+async fn check_workspaces_held(tx: &mut Transaction<'static, Any>, user_id: i64) -> Result<()> {
+    let held = crate::count_under_lock(
+        tx,
+        ("users", user_id),
+        "SELECT COUNT(*) FROM memberships WHERE user_id = $1",
+    )
+    .await?;
+    if held >= MAX_WORKSPACES_PER_USER {
+        return Err(Error::conflict(format!(
+            "a user belongs to at most {MAX_WORKSPACES_PER_USER} workspaces"
+        )));
+    }
+    Ok(())
 }
 
 /// Adds a membership, up to [`MAX_MEMBERS_PER_WORKSPACE`] (counted behind a lock on the

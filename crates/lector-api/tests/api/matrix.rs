@@ -441,7 +441,8 @@ impl Actor {
 /// The workspace and its objects, each of which the path parameters can name.
 struct Fixture {
     admin: Session,
-    /// A user of no workspace but its own, added as a member by `add_workspace_member`.
+    /// A user who shares a workspace (not this one) with the admin and the manager, added as a
+    /// member by `add_workspace_member` (users one shares no workspace with are not).
     spare: Session,
     workspace_id: i64,
     workspace_name: String,
@@ -664,6 +665,10 @@ async fn build(app: &TestApp) -> (Fixture, Vec<Actor>) {
             .await
             .expect(200);
         members.push((member, added));
+    }
+    let lobby = app.workspace(&admin, "Lobby").await;
+    for user_id in [spare.user_id, members[MANAGER].0.user_id] {
+        app.add_member(&admin.token, lobby, user_id, "VIEWER").await.expect(200);
     }
     app.post(&format!("{org}/default"), &admin.token, json!({"default": true}))
         .await

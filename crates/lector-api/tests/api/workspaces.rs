@@ -11,6 +11,8 @@ backend_tests!(
     invitations_can_be_cancelled_and_resent,
     pending_invitations_stop_at_their_limit,
     members_and_roles,
+    only_users_one_shares_a_workspace_with_are_added,
+    a_user_at_the_workspace_limit_is_not_added,
     every_member_is_listed_without_paging,
     the_last_admin_stays_under_concurrency,
     role_policy_for_every_role_and_operation,
@@ -307,23 +309,33 @@ async fn members_and_roles(app: TestApp) {
     let cy = app.register("cy@example.org").await;
     let id = create(&app, &ada, "Team").await["id"].as_i64().unwrap();
     let members = format!("/organizations/{id}/permissions");
-    let bob_m = app.add_member(&ada.token, id, bob.user_id, "MANAGER").await.expect(200);
+    // Only users one shares a workspace with are added by id: Bob and Cy accept Ada's
+    // invitations to another workspace first.
+    app.try_add_member(&ada.token, id, bob.user_id, "MANAGER")
+        .await
+        .expect_problem(404, "not_found");
+    assert!(app.introduce(&ada.token, bob.user_id).await);
+    assert!(app.introduce(&ada.token, cy.user_id).await);
+    let bob_m = app
+        .try_add_member(&ada.token, id, bob.user_id, "MANAGER")
+        .await
+        .expect(200);
     assert_eq!(
         (bob_m["role"].as_str(), bob_m["user"].as_str()),
         (Some("MANAGER"), Some("bob@example.org"))
     );
-    app.add_member(&ada.token, id, bob.user_id, "VIEWER")
+    app.try_add_member(&ada.token, id, bob.user_id, "VIEWER")
         .await
         .expect_problem(409, "conflict");
-    app.add_member(&ada.token, id, 999999, "VIEWER")
+    app.try_add_member(&ada.token, id, 999999, "VIEWER")
         .await
         .expect_problem(404, "not_found");
 
     // A manager grants up to MANAGER, never ADMIN.
-    app.add_member(&bob.token, id, cy.user_id, "ADMIN")
+    app.try_add_member(&bob.token, id, cy.user_id, "ADMIN")
         .await
         .expect_problem(403, "forbidden");
-    let cy_m = app.add_member(&bob.token, id, cy.user_id, "USER").await.expect(200);
+    let cy_m = app.try_add_member(&bob.token, id, cy.user_id, "USER").await.expect(200);
     // The member list pages: Ada, Bob, Cy in the order they joined.
     let page = app
         .get(&format!("{members}?offset=1&limit=1"), &ada.token)
@@ -373,6 +385,96 @@ async fn members_and_roles(app: TestApp) {
             .len(),
         1
     );
+}
+
+/// A member who manages members adds by id only a user they share an active workspace with;
+/// a stranger's id is answered exactly like an unknown one (the answer would name the address),
+/// and a superuser adds anyone.
+async fn only_users_one_shares_a_workspace_with_are_added(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let eve = app.register("eve@example.org").await;
+    let root = app.superuser("root@example.org").await;
+    let team = create(&app, &ada, "Team").await["id"].as_i64().unwrap();
+    let stranger = app.try_add_member(&ada.token, team, eve.user_id, "VIEWER").await;
+    let unknown = app.try_add_member(&ada.token, team, 999_999, "VIEWER").await;
+    assert_eq!(stranger.status, 404, "{}", stranger.text);
+    assert_eq!(stranger.body["code"], "not_found");
+    assert_eq!(
+        stranger.body_without_request_id(),
+        unknown.body_without_request_id(),
+        "a stranger looks exactly like an unknown id"
+    );
+    assert!(stranger.text.contains("invite them by e-mail"), "{}", stranger.text);
+
+    // A shared workspace that was deactivated introduces nobody.
+    let old = create(&app, &ada, "Old").await["id"].as_i64().unwrap();
+    app.try_add_member(&root.token, old, eve.user_id, "VIEWER")
+        .await
+        .expect(200);
+    app.delete(&format!("/organizations/{old}"), &ada.token)
+        .await
+        .expect(200);
+    let after = app.try_add_member(&ada.token, team, eve.user_id, "VIEWER").await;
+    assert_eq!(after.body_without_request_id(), unknown.body_without_request_id());
+
+    // Bob shares Lab with Ada (a superuser put him there): Ada adds him to Team.
+    let lab = create(&app, &ada, "Lab").await["id"].as_i64().unwrap();
+    app.try_add_member(&root.token, lab, bob.user_id, "VIEWER")
+        .await
+        .expect(200);
+    let added = app
+        .try_add_member(&ada.token, team, bob.user_id, "ANNOTATOR")
+        .await
+        .expect(200);
+    assert_eq!(added["user"], "bob@example.org");
+    // A superuser adds a user nobody shares anything with; an unknown id stays unknown.
+    let team_m = app
+        .try_add_member(&root.token, team, eve.user_id, "VIEWER")
+        .await
+        .expect(200);
+    assert_eq!(team_m["user"], "eve@example.org");
+    app.try_add_member(&root.token, team, 999_999, "VIEWER")
+        .await
+        .expect_problem(404, "not_found");
+}
+
+/// Adding a member counts the added user's workspaces, so nobody fills another's quota: a user
+/// at [`lector_store::MAX_WORKSPACES_PER_USER`] is refused (409), by a superuser too.
+async fn a_user_at_the_workspace_limit_is_not_added(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let root = app.superuser("root@example.org").await;
+    let team = create(&app, &ada, "Team").await["id"].as_i64().unwrap();
+    let lab = create(&app, &ada, "Lab").await["id"].as_i64().unwrap();
+    app.try_add_member(&root.token, lab, bob.user_id, "VIEWER")
+        .await
+        .expect(200);
+    // Bob holds his personal workspace and Lab; the store makes him the rest (too many for HTTPS).
+    let scope = lector_core::Scope {
+        user_id: bob.user_id,
+        is_superuser: false,
+        workspaces: vec![],
+    };
+    for n in 2..lector_store::MAX_WORKSPACES_PER_USER {
+        app.state
+            .store
+            .create_workspace(&scope, &format!("Bob's {n}"), "")
+            .await
+            .expect("workspace");
+    }
+    for who in [&ada, &root] {
+        let full = app
+            .try_add_member(&who.token, team, bob.user_id, "VIEWER")
+            .await
+            .expect_problem(409, "conflict");
+        assert!(full["detail"].as_str().unwrap().contains("at most"), "{full}");
+    }
+    let members = app
+        .get(&format!("/organizations/{team}/permissions"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(members.as_array().unwrap().len(), 1, "{members}");
 }
 
 /// Two ADMINs demoting each other at the same moment, or both leaving: one goes through, the
@@ -454,6 +556,9 @@ async fn role_policy_for_every_role_and_operation(app: TestApp) {
         let member = app.register(&format!("member-{lower}@example.org")).await;
         let target = app.register(&format!("target-{lower}@example.org")).await;
         let outsider = app.register(&format!("outsider-{lower}@example.org")).await;
+        // The outsider shares a workspace with the member (not this one), so a member who
+        // manages members may add them by id.
+        assert!(app.introduce(&member.token, outsider.user_id).await);
         app.add_member(&owner.token, id, member.user_id, role).await.expect(200);
         let target_m = app
             .add_member(&owner.token, id, target.user_id, "VIEWER")
@@ -516,7 +621,7 @@ async fn role_policy_for_every_role_and_operation(app: TestApp) {
             (
                 "add_workspace_member",
                 manager,
-                app.add_member(t, id, outsider.user_id, "VIEWER").await,
+                app.try_add_member(t, id, outsider.user_id, "VIEWER").await,
             ),
             (
                 "update_workspace",
@@ -576,7 +681,7 @@ async fn other_workspaces_are_invisible(app: TestApp) {
     )
     .await
     .expect_problem(404, "not_found");
-    app.add_member(&eve.token, id, eve.user_id, "ADMIN")
+    app.try_add_member(&eve.token, id, eve.user_id, "ADMIN")
         .await
         .expect_problem(404, "not_found");
     app.delete(&format!("/organizations/{id}"), &eve.token)
@@ -601,7 +706,7 @@ async fn read_only_workspaces_refuse_writes(app: TestApp) {
     app.invite(&ada.token, id, "VIEWER", ["x@example.org"])
         .await
         .expect_problem(403, "workspace_read_only");
-    app.add_member(&ada.token, id, bob.user_id, "VIEWER")
+    app.try_add_member(&ada.token, id, bob.user_id, "VIEWER")
         .await
         .expect_problem(403, "workspace_read_only");
     app.get(&format!("/organizations/{id}/permissions"), &ada.token)
@@ -774,6 +879,8 @@ async fn pending_invitations_stop_at_their_limit(app: TestApp) {
 
 async fn every_member_is_listed_without_paging(app: TestApp) {
     let ada = app.register("ada@example.org").await;
+    // The members share no workspace with Ada: a superuser adds them.
+    let root = app.superuser("root@example.org").await;
     let id = create(&app, &ada, "Crowd").await["id"].as_i64().unwrap();
     for n in 0..120 {
         let user = app
@@ -788,12 +895,12 @@ async fn every_member_is_listed_without_paging(app: TestApp) {
             })
             .await
             .unwrap();
-        app.add_member(&ada.token, id, user.id, "VIEWER").await.expect(200);
+        app.try_add_member(&root.token, id, user.id, "VIEWER").await.expect(200);
     }
     let members = format!("/organizations/{id}/permissions");
     let all = app.get(&members, &ada.token).await.expect(200);
     let all = all.as_array().unwrap();
-    assert_eq!(all.len(), 121, "Ada and the 120 she added");
+    assert_eq!(all.len(), 121, "Ada and the 120 added");
     assert_eq!(all[0]["user"], "ada@example.org");
     assert_eq!(all[120]["user"], "member119@example.org");
     let page = app

@@ -395,11 +395,49 @@ impl TestApp {
         all.iter().filter(|n| n["title"] == title).count()
     }
 
-    /// Adds user `user_id` to `workspace` (an id or name) with `role`; answers the answer.
+    /// Adds user `user_id` to `workspace` (an id or name) with `role` as a client would: when the
+    /// caller shares no workspace with the user yet (answered like an unknown id), it first makes
+    /// them known by an invitation the user accepts ([`Self::introduce`]) and asks again.
+    /// Answers the last answer. Tests of the rule itself call [`Self::try_add_member`].
     pub async fn add_member(&self, token: &str, workspace: impl Display, user_id: i64, role: &str) -> Answer {
+        let workspace = workspace.to_string();
+        let first = self.try_add_member(token, &workspace, user_id, role).await;
+        let stranger = first.status == 404
+            && first.body["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("share a workspace"));
+        if !stranger || !self.introduce(token, user_id).await {
+            return first;
+        }
+        self.try_add_member(token, &workspace, user_id, role).await
+    }
+
+    /// Adds user `user_id` to `workspace` with `role` in one request; answers the answer.
+    pub async fn try_add_member(&self, token: &str, workspace: impl Display, user_id: i64, role: &str) -> Answer {
         let body = json!({"role": role, "user_id": user_id});
         self.post(&format!("/organizations/{workspace}/permissions"), token, body)
             .await
+    }
+
+    /// Makes user `user_id` known to the caller of `token` the way a client does with a
+    /// stranger: the caller invites their address (which the test knows) as VIEWER to the
+    /// caller's workspace `introductions-<caller's id>` (created on first use), and the user
+    /// accepts with the tests' password. Answers false for an unknown id.
+    pub async fn introduce(&self, token: &str, user_id: i64) -> bool {
+        let Some((user, _)) = self.state.store.principal(user_id).await.expect("user") else {
+            return false;
+        };
+        let status = self.get("/auth/status", token).await.expect(200);
+        let lobby = format!("introductions-{}", status["user"]["id"]);
+        let created = self.post("/organizations", token, json!({"name": lobby})).await;
+        assert!(matches!(created.status.as_u16(), 200 | 409), "{}", created.text);
+        let invited = self.invite(token, &lobby, "VIEWER", [&user.email]).await.expect(200);
+        assert_eq!(invited["invitations"].as_array().map(Vec::len), Some(1), "{invited}");
+        let mailed = self.token_from_mail(&user.email).await;
+        self.accept_invitation(json!({"token": mailed, "password": "password-123"}))
+            .await
+            .expect(200);
+        true
     }
 
     /// Invites `emails` (a list) to `workspace` with `role`; answers the answer.
