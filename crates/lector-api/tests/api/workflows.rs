@@ -1493,17 +1493,23 @@ mod background {
         (address, release)
     }
 
-    async fn background_runs_are_bounded_per_node(app: TestApp) {
-        let ada = app.register("ada@example.org").await;
+    /// An active workflow on `/webhook/slow` whose one step waits for [`holding`]'s release.
+    async fn slow_workflow(app: &TestApp, ada: &Session) -> (Value, tokio::sync::oneshot::Sender<()>) {
         let (address, release) = holding().await;
-        let workflow = create(
-            &app,
-            &ada,
+        let slow = create(
+            app,
+            ada,
             json!({"name": "Slow", "trigger": {"path": "slow", "http_method": "POST"},
             "steps": [{"type": "http_request", "method": "GET", "url": format!("http://{address}/hold")}]}),
         )
         .await;
-        activate(&app, &ada, id(&workflow)).await.expect(200);
+        activate(app, ada, id(&slow)).await.expect(200);
+        (slow, release)
+    }
+
+    async fn background_runs_are_bounded_per_node(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (workflow, release) = slow_workflow(&app, &ada).await;
         // The first run holds the only place until its call is answered.
         let started = post_hook(&app, "/webhook/slow", json!({})).await;
         assert_eq!(started.status, 200, "{}", started.text);
@@ -1576,15 +1582,7 @@ mod background {
     /// address's one call: answered 503, not recorded, the address still armed.
     async fn a_busy_node_leaves_a_test_address_armed(app: TestApp) {
         let ada = app.register("ada@example.org").await;
-        let (address, release) = holding().await;
-        let slow = create(
-            &app,
-            &ada,
-            json!({"name": "Slow", "trigger": {"path": "slow", "http_method": "POST"},
-            "steps": [{"type": "http_request", "method": "GET", "url": format!("http://{address}/hold")}]}),
-        )
-        .await;
-        activate(&app, &ada, id(&slow)).await.expect(200);
+        let (_slow, release) = slow_workflow(&app, &ada).await;
         let quick = id(&create(
             &app,
             &ada,
