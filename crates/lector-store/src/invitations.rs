@@ -6,7 +6,7 @@ use crate::accounts::{NewUser, insert_user};
 use crate::records::{
     FromAnyRow, INVITATION_COLUMNS, Invitation, InvitationStatus, User, Workspace, fetch_record, fetch_records,
 };
-use crate::workspaces::{WorkspaceRef, insert_membership};
+use crate::workspaces::{WorkspaceRef, check_workspaces_held, insert_membership};
 use crate::{Store, db};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Role, Scope};
@@ -217,6 +217,7 @@ impl Store {
                 .await
                 .map_err(db)?;
         if already.is_none() {
+            check_workspaces_held(&mut tx, user_id).await?;
             insert_membership(&mut tx, invitation.workspace_id, user_id, invitation.role).await?;
         }
         tx.commit().await.map_err(db)?;

@@ -406,7 +406,7 @@ async fn may_add_user(tx: &mut Transaction<'static, Any>, scope: &Scope, user_id
 
 /// Refuses one more membership for a user who holds [`MAX_WORKSPACES_PER_USER`] already
 /// (counted behind a lock on the user, so memberships added at once cannot all pass at the edge).
-async fn check_workspaces_held(tx: &mut Transaction<'static, Any>, user_id: i64) -> Result<()> {
+pub(crate) async fn check_workspaces_held(tx: &mut Transaction<'static, Any>, user_id: i64) -> Result<()> {
     let held = crate::count_under_lock(
         tx,
         ("users", user_id),

@@ -447,9 +447,11 @@ async fn a_user_at_the_workspace_limit_is_not_added(app: TestApp) {
     let root = app.superuser("root@example.org").await;
     let team = create(&app, &ada, "Team").await["id"].as_i64().unwrap();
     let lab = create(&app, &ada, "Lab").await["id"].as_i64().unwrap();
-    app.try_add_member(&root.token, lab, bob.user_id, "VIEWER")
+    let in_lab = app
+        .try_add_member(&root.token, lab, bob.user_id, "VIEWER")
         .await
-        .expect(200);
+        .expect(200)["id"]
+        .clone();
     // Bob holds his personal workspace and Lab; the store makes him the rest (too many for HTTPS).
     let scope = lector_core::Scope {
         user_id: bob.user_id,
@@ -470,11 +472,26 @@ async fn a_user_at_the_workspace_limit_is_not_added(app: TestApp) {
             .expect_problem(409, "conflict");
         assert!(full["detail"].as_str().unwrap().contains("at most"), "{full}");
     }
+    // Nor by his own acceptance of an invitation, which waits until he leaves one.
+    app.invite(&ada.token, team, "VIEWER", ["bob@example.org"])
+        .await
+        .expect(200);
+    let token = app.token_from_mail("bob@example.org").await;
+    let accept = json!({"token": token, "password": "password-123"});
+    let full = app
+        .accept_invitation(accept.clone())
+        .await
+        .expect_problem(409, "conflict");
+    assert!(full["detail"].as_str().unwrap().contains("at most"), "{full}");
     let members = app
         .get(&format!("/organizations/{team}/permissions"), &ada.token)
         .await
         .expect(200);
     assert_eq!(members.as_array().unwrap().len(), 1, "{members}");
+    app.delete(&format!("/organizations/{lab}/permissions/{in_lab}"), &ada.token)
+        .await
+        .expect(200);
+    app.accept_invitation(accept).await.expect(200);
 }
 
 /// Two ADMINs demoting each other at the same moment, or both leaving: one goes through, the
