@@ -358,6 +358,42 @@ pub(crate) async fn unassign_reviews_in(
     Ok(())
 }
 
+/// After project `project_id` moved to workspace `workspace_id`: its configurations and their
+/// waiting reviews no longer wait for users who may not review there (as when such a user
+/// leaves, [`unassign_reviews_in`]); otherwise their reviews were stuck with someone who could
+/// not open them, and only a MANAGER could take them back.
+pub(crate) async fn unassign_outsiders(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    project_id: i64,
+    workspace_id: i64,
+) -> Result<()> {
+    const REVIEWERS: &str = "SELECT m.user_id FROM memberships m JOIN users u ON u.id = m.user_id \
+         WHERE m.workspace_id = $2 AND (m.role <> 'VIEWER' OR u.is_superuser = $4)";
+    let now = Timestamp::now().micros();
+    let statements = [
+        format!(
+            "UPDATE hitls SET assigned_user_id = NULL, updated = $3 WHERE project_id = $1 \
+             AND assigned_user_id IS NOT NULL AND assigned_user_id NOT IN ({REVIEWERS})"
+        ),
+        format!(
+            "UPDATE hitl_reviews SET user_id = NULL, updated = $3 WHERE status = $5 AND user_id IS NOT NULL \
+             AND hitl_id IN (SELECT id FROM hitls WHERE project_id = $1) AND user_id NOT IN ({REVIEWERS})"
+        ),
+    ];
+    for sql in &statements {
+        sqlx::query(sql)
+            .bind(project_id)
+            .bind(workspace_id)
+            .bind(now)
+            .bind(true)
+            .bind(ReviewStatus::Pending.as_str())
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
+    Ok(())
+}
+
 /// The reviews of configuration `hitl_id` waiting, counted behind a lock on the configuration
 /// taken last in the writing transaction (after the review, its notification and its webhook
 /// job have locked what they refer to, in the order other writers take them), so concurrent

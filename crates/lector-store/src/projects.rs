@@ -226,7 +226,8 @@ impl Store {
     /// projects in both. The rows that carry a workspace of their own besides the project
     /// (its models, which are authorized by it; its uploads; its jobs) move in the same
     /// transaction; a model whose name the target workspace already uses answers 409 naming
-    /// it, and nothing moves.
+    /// it, and nothing moves. Its HITL configurations and waiting reviews stop waiting for
+    /// users who may not review in the target.
     pub async fn transfer_project(&self, scope: &Scope, project_id: i64, target: &Workspace) -> Result<Project> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
         scope.authorize(target.facts(), Action::Manage)?;
@@ -270,6 +271,7 @@ impl Store {
                 .await
                 .map_err(db_unique("a model of the project has a name the target workspace uses"))?;
         }
+        crate::hitl_reviews::unassign_outsiders(&mut tx, project.id, target.id).await?;
         tx.commit().await.map_err(db)?;
         Ok(Project {
             workspace_id: target.id,

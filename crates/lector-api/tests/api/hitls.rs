@@ -13,6 +13,7 @@ backend_tests!(
     a_viewer_is_never_the_assignee,
     reviews_are_listed_a_page_at_a_time,
     a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned,
+    a_moved_project_waits_for_nobody_outside_its_new_workspace,
     reviews_waiting_for_nobody_go_to_the_next_assignee,
     fields_of_the_model_stay_reviewable_after_a_rename,
     a_configuration_is_checked_against_its_model_and_address
@@ -282,6 +283,62 @@ async fn extracted_review(app: &TestApp, extract: &str, who: &Session, file: &st
         .await
         .expect(200);
     result["documents"][0]["hitl"]["review_id"].as_i64().expect("a review")
+}
+
+/// A project moved to another workspace keeps its configurations and their reviews, but they
+/// no longer wait for someone who may not review there: Bob (no member of the target) is
+/// unassigned from his configuration and his waiting review, Cy (an ANNOTATOR there) keeps
+/// hers. Before, Bob's review stayed his, though he could no longer open it.
+async fn a_moved_project_waits_for_nobody_outside_its_new_workspace(app: TestApp) {
+    let team = team(&app).await;
+    let (ada, bob, cy) = (&team.ada, &team.bob, &team.cy);
+    let hitls = team.hitls();
+    let mut made = Vec::new();
+    for (name, who) in [("Check Bob", bob), ("Check Cy", cy)] {
+        let hitl = app
+            .post(&hitls, &ada.token, team.configuration(name, Some(who.user_id)))
+            .await
+            .expect(201);
+        let at = format!("{hitls}/{}", hitl["id"]);
+        let review = team.review(&app, &format!("{name}.pdf"), &at).await;
+        // One live configuration a model: this one rests while the next is made.
+        let mut resting = team.configuration(name, Some(who.user_id));
+        resting["is_live"] = json!(false);
+        app.put(&at, &ada.token, resting).await.expect(200);
+        made.push((at, review));
+    }
+    let target = app
+        .post("/organizations", &ada.token, json!({"name": "Elsewhere"}))
+        .await
+        .expect(200)["id"]
+        .as_i64()
+        .unwrap();
+    app.try_add_member(&ada.token, target, cy.user_id, "ANNOTATOR")
+        .await
+        .expect(200);
+    app.post(
+        &format!("/projects/{}/transfer", team.project),
+        &ada.token,
+        json!({"organization_id": target}),
+    )
+    .await
+    .expect(200);
+    let [(bobs, bobs_review), (cys, cys_review)] = &made[..] else {
+        unreachable!()
+    };
+    assert_eq!(
+        app.get(bobs, &ada.token).await.expect(200)["assigned_user_id"],
+        Value::Null
+    );
+    assert_eq!(
+        app.get(bobs_review, &ada.token).await.expect(200)["user_id"],
+        Value::Null
+    );
+    assert_eq!(
+        app.get(cys, &ada.token).await.expect(200)["assigned_user_id"],
+        cy.user_id
+    );
+    assert_eq!(app.get(cys_review, &ada.token).await.expect(200)["user_id"], cy.user_id);
 }
 
 async fn a_member_who_leaves_or_becomes_a_viewer_is_no_longer_assigned(app: TestApp) {
