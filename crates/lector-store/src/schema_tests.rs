@@ -81,11 +81,28 @@ fn every_migration_is_listed() {
     );
 }
 
+/// Migration files that landed but were never a step of `migrations.rs`, so no installation
+/// ran them: kept byte for byte (landed files never change or go), never run. What
+/// `0028_lookups_for_limits` holds, steps 28 (`waiting_reviews`) and 29 (`model_lookups`) make.
+const LANDED_NEVER_RUN: &[&str] = &["0028_lookups_for_limits.sql"];
+
+/// The migration files that are steps: every one but [`LANDED_NEVER_RUN`].
+fn step_files() -> BTreeSet<String> {
+    migration_files()
+        .into_iter()
+        .filter(|file| {
+            !LANDED_NEVER_RUN
+                .iter()
+                .any(|never| file.ends_with(&format!("/{never}")))
+        })
+        .collect()
+}
+
 /// A migration file that is not a step of `migrations.rs` never runs (0028 sat in the folder,
 /// recorded and checked, for a session before anyone noticed its index did not exist).
 #[test]
 fn every_migration_file_is_a_step_that_runs() {
-    for file in migration_files() {
+    for file in step_files() {
         let (backend, name) = file.split_once('/').expect("backend/file");
         let version: i64 = name[..4].parse().expect("NNNN_name.sql");
         let step = crate::migrations::STEPS
@@ -105,7 +122,7 @@ fn every_migration_file_is_a_step_that_runs() {
     }
     assert_eq!(
         crate::migrations::STEPS.len() * 2,
-        migration_files().len(),
+        step_files().len(),
         "every step has its two files"
     );
 }
