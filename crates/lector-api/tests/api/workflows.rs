@@ -1493,18 +1493,45 @@ mod background {
         (address, release)
     }
 
-    /// An active workflow on `/webhook/slow` whose one step waits for [`holding`]'s release.
-    async fn slow_workflow(app: &TestApp, ada: &Session) -> (Value, tokio::sync::oneshot::Sender<()>) {
+    /// An active workflow named `name` with `trigger`, whose one step waits for [`holding`]'s
+    /// release.
+    async fn held_workflow(
+        app: &TestApp,
+        ada: &Session,
+        name: &str,
+        trigger: Value,
+    ) -> (Value, tokio::sync::oneshot::Sender<()>) {
         let (address, release) = holding().await;
-        let slow = create(
+        let workflow = create(
             app,
             ada,
-            json!({"name": "Slow", "trigger": {"path": "slow", "http_method": "POST"},
+            json!({"name": name, "trigger": trigger,
             "steps": [{"type": "http_request", "method": "GET", "url": format!("http://{address}/hold")}]}),
         )
         .await;
-        activate(app, ada, id(&slow)).await.expect(200);
-        (slow, release)
+        activate(app, ada, id(&workflow)).await.expect(200);
+        (workflow, release)
+    }
+
+    /// An active workflow on `/webhook/slow` whose run waits for the release.
+    async fn slow_workflow(app: &TestApp, ada: &Session) -> (Value, tokio::sync::oneshot::Sender<()>) {
+        held_workflow(app, ada, "Slow", json!({"path": "slow", "http_method": "POST"})).await
+    }
+
+    /// An active `last_step` workflow on `/webhook/held` whose run waits for the release, and a
+    /// call to it whose caller gives up waiting after 1.5 s.
+    async fn held_and_given_up(app: &TestApp, ada: &Session) -> (Value, tokio::sync::oneshot::Sender<()>) {
+        let trigger = json!({"path": "held", "http_method": "POST", "response_mode": "last_step"});
+        let held = held_workflow(app, ada, "Held", trigger).await;
+        let gave_up = app
+            .client
+            .post(app.url("/webhook/held"))
+            .json(&json!({}))
+            .timeout(std::time::Duration::from_millis(1500))
+            .send()
+            .await;
+        assert!(gave_up.is_err(), "the caller stopped waiting");
+        held
     }
 
     async fn background_runs_are_bounded_per_node(app: TestApp) {
@@ -1548,23 +1575,7 @@ mod background {
     /// call in the executions.
     async fn a_run_outlives_a_caller_who_gives_up(app: TestApp) {
         let ada = app.register("ada@example.org").await;
-        let (address, release) = holding().await;
-        let workflow = create(
-            &app,
-            &ada,
-            json!({"name": "Held", "trigger": {"path": "held", "http_method": "POST", "response_mode": "last_step"},
-            "steps": [{"type": "http_request", "method": "GET", "url": format!("http://{address}/hold")}]}),
-        )
-        .await;
-        activate(&app, &ada, id(&workflow)).await.expect(200);
-        let gave_up = app
-            .client
-            .post(app.url("/webhook/held"))
-            .json(&json!({}))
-            .timeout(std::time::Duration::from_millis(1500))
-            .send()
-            .await;
-        assert!(gave_up.is_err(), "the caller stopped waiting");
+        let (workflow, release) = held_and_given_up(&app, &ada).await;
         release.send(()).unwrap();
         let mut recorded = Vec::new();
         for _ in 0..300 {
@@ -1616,27 +1627,11 @@ mod background {
     /// one here, held by a run whose caller gave up.
     async fn a_busy_node_leaves_a_test_address_armed_for_last_step_runs(app: TestApp) {
         let ada = app.register("ada@example.org").await;
-        let (address, release) = holding().await;
-        let held = create(
-            &app,
-            &ada,
-            json!({"name": "Held", "trigger": {"path": "held", "http_method": "POST", "response_mode": "last_step"},
-            "steps": [{"type": "http_request", "method": "GET", "url": format!("http://{address}/hold")}]}),
-        )
-        .await;
-        activate(&app, &ada, id(&held)).await.expect(200);
         let echoed = id(&create(&app, &ada, echo("Echo", "echo", "POST")).await);
         app.post(&format!("/workflows/{echoed}/test"), &ada.token, json!({}))
             .await
             .expect(200);
-        let gave_up = app
-            .client
-            .post(app.url("/webhook/held"))
-            .json(&json!({}))
-            .timeout(std::time::Duration::from_millis(1500))
-            .send()
-            .await;
-        assert!(gave_up.is_err(), "the caller stopped waiting");
+        let (_held, release) = held_and_given_up(&app, &ada).await;
         let refused = post_hook(&app, "/webhook-test/echo", json!({"n": 1})).await;
         assert_eq!(refused.status, 503, "{}", refused.text);
         assert!(
