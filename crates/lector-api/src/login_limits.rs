@@ -56,18 +56,18 @@ impl LoginAttempt {
         }
         let window = limits.login_failure_window_secs;
         let (pair, pair_retry) = store.count_attempt(&self.pair, window).await?;
+        if pair > limits.login_failures_per_account_address {
+            // Refused before the account is counted: attempts refused here never make the
+            // account's count pass its limit, even for a moment, and refuse one that may go on.
+            store.uncount_attempt(&self.pair, window).await?;
+            self.did_not_fail(state, false).await?;
+            return Err(Error::rate_limited(pair_retry));
+        }
         let (account, account_retry) = store.count_attempt(&self.account, window).await?;
         // The counts include this attempt: `pair > 1` is "this address failed on it before".
-        let refused = if pair > limits.login_failures_per_account_address {
-            Some(pair_retry)
-        } else if pair > 1 && account > limits.login_failures_per_account {
-            Some(account_retry)
-        } else {
-            None
-        };
-        if let Some(retry) = refused {
+        if pair > 1 && account > limits.login_failures_per_account {
             self.did_not_fail(state, true).await?;
-            return Err(Error::rate_limited(retry));
+            return Err(Error::rate_limited(account_retry));
         }
         Ok(())
     }
