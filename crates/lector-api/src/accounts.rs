@@ -80,6 +80,16 @@ pub async fn request_password_reset(state: &AppState, email: &str) -> Result<()>
     if !is_email(&email) {
         return Ok(());
     }
+    // Counted for every address alike, under its digest: the limit says nothing about who is
+    // registered, and the mails already sent keep working.
+    state
+        .store
+        .hit_rate_limit(
+            &format!("reset-mail:to:{}", token_hash(&email)),
+            state.config.rate_limits.reset_mails_per_recipient_per_hour,
+            3600,
+        )
+        .await?;
     let token = random_token();
     let lifetime = state.config.reset_token_lifetime_secs;
     let text = format!(

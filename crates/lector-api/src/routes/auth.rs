@@ -247,6 +247,7 @@ pub struct ResetMailBody {
 impl WriteBody for ResetMailBody {}
 
 /// Mails a password-reset token if the address is registered; answers the same either way.
+/// A client, and an address, get a few an hour (429 past that).
 #[utoipa::path(post, path = "/password/email", tag = "auth",
     request_body = ResetMailBody, responses((status = 200, body = Message)))]
 pub async fn send_password_reset_email(

@@ -458,6 +458,38 @@ mod rate_limits {
         limited.expect_problem(429, "rate_limited");
     }
 
+    /// One address gets a few reset mails an hour, however many clients ask: before, each
+    /// client address could have five mailed to it an hour, so many clients could flood it.
+    /// Every address is counted alike, registered or not.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_address_gets_few_reset_mails_an_hour() {
+        let Some(app) = TestApp::start_with(Backend::Sqlite, |c| {
+            c.tls = lector_core::config::TlsMode::Proxy;
+            c.rate_limits.reset_mails_per_recipient_per_hour = 2;
+        })
+        .await
+        else {
+            return;
+        };
+        register_from(&app, "ada@example.org", "192.0.2.1").await;
+        clear_of_the_window_edge(3600, 30).await;
+        for email in ["ada@example.org", "nobody@example.org"] {
+            for client in ["198.51.100.1", "198.51.100.2"] {
+                reset_from(&app, client, email).await.expect(200);
+            }
+            let limited = reset_from(&app, "198.51.100.3", &format!(" {} ", email.to_uppercase())).await;
+            assert!(limited.headers.contains_key("retry-after"), "{:?}", limited.headers);
+            limited.expect_problem(429, "rate_limited");
+        }
+        assert_eq!(app.mails_to("ada@example.org").await.len(), 2);
+        // The mails sent still work.
+        let token = app.token_from_mail("ada@example.org").await;
+        let reset = json!({"reset_password_token": token, "password": "brand-new-pass"});
+        post_from(&app, "198.51.100.4", "/password/reset", reset)
+            .await
+            .expect(200);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn login_attempts_are_limited_with_retry_after() {
         let Some(app) = TestApp::start_with(Backend::Sqlite, |c| c.rate_limits.login_per_minute = 3).await else {
@@ -535,12 +567,22 @@ mod rate_limits {
     }
 
     async fn login_from(app: &TestApp, address: &str, email: &str, password: &str) -> crate::common::Answer {
+        let body = json!({"email": email, "password": password});
+        post_from(app, address, "/auth/login", body).await
+    }
+
+    async fn reset_from(app: &TestApp, address: &str, email: &str) -> crate::common::Answer {
+        post_from(app, address, "/password/email", json!({"email": email})).await
+    }
+
+    /// POSTs `body` as a client at `address` behind the trusted proxy.
+    async fn post_from(app: &TestApp, address: &str, path: &str, body: serde_json::Value) -> crate::common::Answer {
         let plain = app.base.replace("https://", "http://");
         let answer = reqwest::Client::new()
-            .post(format!("{plain}/auth/login"))
+            .post(format!("{plain}{path}"))
             .header("x-forwarded-proto", "https")
             .header("x-forwarded-for", address)
-            .json(&json!({"email": email, "password": password}))
+            .json(&body)
             .send()
             .await
             .unwrap();
@@ -691,16 +733,8 @@ mod rate_limits {
 
     /// Registers from its own address (registrations have their own per-address limit).
     async fn register_from(app: &TestApp, email: &str, address: &str) {
-        let plain = app.base.replace("https://", "http://");
-        let answer = reqwest::Client::new()
-            .post(format!("{plain}/auth/register"))
-            .header("x-forwarded-proto", "https")
-            .header("x-forwarded-for", address)
-            .json(&json!({"email": email, "password": "password-123"}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(answer.status(), 200);
+        let body = json!({"email": email, "password": "password-123"});
+        post_from(app, address, "/auth/register", body).await.expect(200);
     }
 }
 

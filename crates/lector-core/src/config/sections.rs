@@ -108,6 +108,9 @@ pub struct RateLimits {
     pub register_per_hour: i64,
     /// Password-reset mails per client address per hour.
     pub reset_mail_per_hour: i64,
+    /// Password-reset requests per e-mail address per hour, from any client: an address
+    /// cannot be flooded with reset mails from many clients.
+    pub reset_mails_per_recipient_per_hour: i64,
     /// Invitation mails per workspace per hour.
     pub invitations_per_hour: i64,
 }
@@ -129,6 +132,7 @@ impl Default for RateLimits {
             login_failure_window_secs: 900,
             register_per_hour: 20,
             reset_mail_per_hour: 5,
+            reset_mails_per_recipient_per_hour: 3,
             invitations_per_hour: 200,
         }
     }
