@@ -73,15 +73,23 @@ pub struct NewReview {
 pub const MAX_PENDING_REVIEWS_PER_HITL: i64 = 10_000;
 
 impl Store {
-    /// Creates a pending review of `hitl` and notifies its assigned user, in one transaction. An
-    /// assignee who no longer may submit reviews in the workspace (gone, or a lower role now) is
-    /// neither assigned nor told: the review waits for whoever is assigned next. 409 when the
-    /// configuration would hold more than [`MAX_PENDING_REVIEWS_PER_HITL`] waiting with it
+    /// Creates a pending review of `hitl` and notifies the user assigned to it now, in one
+    /// transaction (404 when it has been deleted). An assignee who no longer may submit reviews
+    /// in the workspace (gone, or a lower role now) is neither assigned nor told: the review
+    /// waits for whoever is assigned next. 409 when the configuration would hold more than [`MAX_PENDING_REVIEWS_PER_HITL`] waiting with it
     /// ([`waiting_reviews`]).
     pub async fn create_review(&self, hitl: &Hitl, new: &NewReview) -> Result<HitlReview> {
         let mut tx = self.begin_write().await?;
         let now = Timestamp::now().micros();
-        let assignee = match hitl.assigned_user_id {
+        // The configuration as it is now, not as it was when the extraction began: it may have
+        // been given to someone else, or deleted, while the document was read.
+        let assigned: Option<i64> = sqlx::query_scalar("SELECT assigned_user_id FROM hitls WHERE id = $1")
+            .bind(hitl.id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found("HITL configuration"))?;
+        let assignee = match assigned {
             Some(user_id) => may_review_in(&mut tx, hitl.project_id, user_id)
                 .await?
                 .then_some(user_id),
@@ -535,6 +543,65 @@ mod tests {
             .await
             .expect("submitted");
         assert_eq!(submitted.status, "APPROVED");
+    }
+
+    /// A review goes to whom the configuration names when the review is made, not when the
+    /// extraction read it; a configuration deleted meanwhile makes none (404). Before, the
+    /// user named when the extraction began was notified.
+    async fn a_review_follows_the_configuration_as_it_is_now(backend: Backend) {
+        let Some(database) = TestDatabase::create(backend).await else {
+            return;
+        };
+        let store = Store::open(&database.url, 2).await.expect("store");
+        let (scope, _, project) = owner_with_project(&store, "Invoices", ProjectType::Label).await;
+        let read_earlier = store
+            .create_hitl(&scope, project.id, &NewHitl::plain("Check"))
+            .await
+            .expect("hitl");
+        assert_eq!(read_earlier.assigned_user_id, None);
+        let assign = "UPDATE hitls SET assigned_user_id = $1 WHERE id = $2";
+        sqlx::query(assign)
+            .bind(scope.user_id)
+            .bind(read_earlier.id)
+            .execute(&store.pool)
+            .await
+            .expect("assigned meanwhile");
+        let new = NewReview {
+            document_name: "a.pdf".into(),
+            page_num: 1,
+            label: None,
+            confidence_threshold: None,
+            extracted: serde_json::json!({}),
+            pages: None,
+        };
+        let review = store.create_review(&read_earlier, &new).await.expect("review");
+        assert_eq!(review.user_id, Some(scope.user_id));
+        // As when its project is deleted while a document is read.
+        for gone in [
+            "DELETE FROM hitl_reviews WHERE hitl_id = $1",
+            "DELETE FROM hitls WHERE id = $1",
+        ] {
+            sqlx::query(gone)
+                .bind(read_earlier.id)
+                .execute(&store.pool)
+                .await
+                .expect("deleted meanwhile");
+        }
+        let gone = store
+            .create_review(&read_earlier, &new)
+            .await
+            .expect_err("no configuration");
+        assert_eq!(gone.status(), 404, "{gone:?}");
+    }
+
+    #[tokio::test]
+    async fn sqlite_a_review_follows_the_configuration_as_it_is_now() {
+        a_review_follows_the_configuration_as_it_is_now(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn postgres_a_review_follows_the_configuration_as_it_is_now() {
+        a_review_follows_the_configuration_as_it_is_now(Backend::Postgres).await;
     }
 
     #[tokio::test]
