@@ -44,6 +44,8 @@ impl Store {
         };
         let mut tx = self.begin_write().await?;
         crate::projects::room_for_a_project(&mut tx, target.id).await?;
+        // The copy's job is the target's work, counted behind the lock just taken.
+        crate::workspace_work::room_in_locked(&mut tx, target.id).await?;
         let sql = format!(
             "INSERT INTO projects (workspace_id, name, type, status, language, created) VALUES ($1, $2, $3, $4, $5, $6) \
              RETURNING {}",
@@ -212,12 +214,16 @@ async fn copy_vocabulary(tx: &mut Transaction<'static, Any>, source: i64, copy: 
     Ok(())
 }
 
+/// Copies the project's classes, labels and groups. A group still being filled (PROCESSING) is
+/// copied FAILED, as a session is: no job fills the copy, which would otherwise stay
+/// PROCESSING, refusing to be deleted or analysed, for good.
 async fn copy_vocabulary_and_groups(tx: &mut Transaction<'static, Any>, source: i64, copy: i64) -> Result<i64> {
     copy_vocabulary(tx, source, copy).await?;
     let groups = execute(
         tx,
         "INSERT INTO document_groups (project_id, name, source, status, created, cloned_from) \
-         SELECT $1, g.name, g.source, g.status, g.created, g.id FROM document_groups g WHERE g.project_id = $2 \
+         SELECT $1, g.name, g.source, CASE WHEN g.status = 'PROCESSING' THEN 'FAILED' ELSE g.status END, g.created, g.id \
+         FROM document_groups g WHERE g.project_id = $2 \
          AND NOT EXISTS (SELECT 1 FROM document_groups c WHERE c.project_id = $1 AND c.cloned_from = g.id)",
         &[copy, source],
     )

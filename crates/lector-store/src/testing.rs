@@ -197,6 +197,16 @@ pub async fn age_queued_jobs(store: &crate::Store, secs: i64) {
         .expect("the jobs aged");
 }
 
+/// Moves every queued job's next run `secs` later, as if it had been put off: the jobs queued
+/// after it run first.
+pub async fn put_off_queued_jobs(store: &crate::Store, secs: i64) {
+    sqlx::query("UPDATE jobs SET run_after = run_after + $1 WHERE state = 'QUEUED'")
+        .bind(secs * 1_000_000)
+        .execute(&store.pool)
+        .await
+        .expect("the jobs put off");
+}
+
 /// Ends a queued job's retry delay now (for tests that must not wait for a backoff); answers
 /// the delay that was left, from the job's last update.
 pub async fn end_retry_delay(store: &crate::Store, job_id: i64) -> std::time::Duration {

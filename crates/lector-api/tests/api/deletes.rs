@@ -17,6 +17,7 @@ backend_tests!(
     a_group_being_imported_is_not_deleted,
     a_session_being_imported_is_not_deleted,
     a_copy_whose_original_is_deleted_fails,
+    a_group_being_imported_is_copied_failed,
     a_copy_being_filled_is_not_moved,
     a_deleted_project_ends_its_jobs,
 );
@@ -222,6 +223,50 @@ async fn a_copy_whose_original_is_deleted_fails(app: TestApp) {
         .map(|n| n["title"].as_str().unwrap())
         .collect();
     assert_eq!(titles, ["Copy failed"]);
+}
+
+/// A group still being filled when its project is copied is copied FAILED, as a session is:
+/// no job fills the copy. Before, the copy stayed PROCESSING for good, and could be neither
+/// deleted nor analysed.
+async fn a_group_being_imported_is_copied_failed(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project(&ada, "Imports").await;
+    let group = app
+        .post(
+            &format!("/projects/{project}/upload-documents"),
+            &ada.token,
+            json!([{"text": "First."}, {"text": "Second."}]),
+        )
+        .await
+        .expect(202);
+    assert_eq!(group["status"], "PROCESSING");
+    // The import waits; the clone runs first.
+    lector_store::testing::put_off_queued_jobs(&app.state.store, 3600).await;
+    let copy = app
+        .post(&format!("/projects/{project}/clone"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    run_jobs(&app).await;
+    let copied = app
+        .get(&format!("/projects/{}", copy["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(copied["status"], "CREATED", "{copied}");
+    let groups = format!("/projects/{}/groups", copy["id"]);
+    let listed = app.get(&groups, &ada.token).await.expect(200);
+    let copied_group = &listed.as_array().unwrap()[0];
+    assert_eq!(copied_group["status"], "FAILED", "{listed}");
+    app.delete(&format!("{groups}/{}", copied_group["id"]), &ada.token)
+        .await
+        .expect(200);
+
+    lector_store::testing::age_queued_jobs(&app.state.store, 2 * 3600).await;
+    run_jobs(&app).await;
+    let filled = app
+        .get(&format!("/projects/{project}/groups/{}", group["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(filled["status"], "CREATED", "the original is filled: {filled}");
 }
 
 async fn a_copy_being_filled_is_not_moved(app: TestApp) {
