@@ -202,7 +202,8 @@ impl Store {
     /// artifact answers 409 naming its status.
     pub async fn model_for_analysis(&self, scope: &Scope, model_id: i64) -> Result<Model> {
         let model = self.model_access(scope, model_id, Action::Read).await?;
-        if scope.can_see(model.workspace) {
+        // A PUBLISHED model is every USER's, its own workspace's VIEWERs' too.
+        if scope.can_see(model.workspace) && model.status != ModelStatus::Published {
             scope.authorize(model.workspace, Action::Edit)?;
         } else {
             scope.may_somewhere(Action::Edit)?;

@@ -19,7 +19,7 @@ use axum::extract::State;
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
+use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems, TextKind, check_chars};
 use lector_core::{Action, Error, ErrorCode, FieldError, ModelStatus, Result};
 use lector_extract::learned::FieldModel;
 use lector_store::{MODEL_LANGUAGES, Model, NewUploadedModel, UploadTarget, WorkspaceRef};
@@ -222,6 +222,14 @@ async fn read_form(state: &AppState, mut form: Multipart) -> Result<(Vec<u8>, Ha
                     .text()
                     .await
                     .map_err(multipart_error(state.config.max_body_bytes))?;
+                // As a JSON body's strings are checked: a NUL failed on PostgreSQL (500), and
+                // a bidi override reached a model's name.
+                let kind = if known.ends_with("_description") {
+                    TextKind::Free
+                } else {
+                    TextKind::Short
+                };
+                check_chars(known, &value, kind)?;
                 fields.insert(name, value);
             }
             other => {

@@ -153,6 +153,19 @@ async fn class_model_story(app: TestApp) {
         .await
         .expect_problem(422, "validation_failed");
     assert_eq!(problem["errors"][0]["field"], "score", "{problem}");
+    // The form's text is held to the characters a JSON body's is: a NUL answered 500 on
+    // PostgreSQL, and a bidi override reached the name.
+    for (field, value) in [
+        ("display_name", "Tickets\u{0}"),
+        ("organization", "Team\u{202E}"),
+        ("short_description", "Line\u{7}"),
+    ] {
+        let refused = app
+            .upload_model(&ada.token, &bytes, &[("display_name", "Tickets odd"), (field, value)])
+            .await
+            .expect_problem(400, "invalid_characters");
+        assert_eq!(refused["errors"][0]["field"], field, "{refused}");
+    }
     // The language travels in the file: an upload may give another, and the file a download
     // gives records the model's language as it is now.
     assert_eq!(uploaded["language"], "en");
@@ -640,6 +653,18 @@ async fn models_follow_roles_and_tenancy(app: TestApp) {
     app.delete(&format!("/models/{pid}"), &eve.token)
         .await
         .expect_problem(403, "forbidden");
+    app.delete(&format!("/models/{pid}"), &root.token).await.expect(200);
+    // A VIEWER of the workspace a PUBLISHED model is in uses it too, as every user does
+    // (before, they alone were refused 403).
+    let here = [
+        ("display_name", "Everyone's here"),
+        ("status", "PUBLISHED"),
+        ("organization", workspace.as_str()),
+    ];
+    let published_here = app.upload_model(&root.token, &bytes, &here).await.expect(200);
+    let pid = published_here["id"].as_i64().unwrap();
+    let texts = json!({"model_id": pid, "documents": [{"text": "My parcel is late."}]});
+    app.post("/analyze", &vic.token, texts).await.expect(200);
     app.delete(&format!("/models/{pid}"), &root.token).await.expect(200);
 
     // Filters of list_models.
