@@ -63,7 +63,8 @@ impl Handler for PredictCorrection {
                 .await
                 .map_err(JobError::from_store)?;
             let model = model.clone();
-            scored = tokio::task::spawn_blocking(move || scored.add(&model, &batch))
+            let sample = payload.document_ids.is_none().then_some(payload.sample_size);
+            scored = tokio::task::spawn_blocking(move || scored.add(&model, &batch).within(sample))
                 .await
                 .map_err(|e| JobError::transient(format!("predicting failed: {e}")))?;
             let progress = ((done + 1) * BATCH) as f64 / candidates.len() as f64;
@@ -110,6 +111,26 @@ impl Scored {
             }
             self.least.push((document.id, least));
         }
+        self
+    }
+
+    /// Drops the tags of the documents that can no longer be among the `sample` least sure
+    /// (`None`: the documents are named, and all are kept): those surer than the sample's
+    /// surest so far. Ties stay, so [`Scored::choose`] chooses as with every tag kept, and the
+    /// tags held stay near the sample's however many candidates are scored.
+    fn within(mut self, sample: Option<usize>) -> Self {
+        let Some(sample) = sample.filter(|&s| s > 0 && s < self.least.len()) else {
+            return self;
+        };
+        let mut confidences: Vec<f32> = self.least.iter().map(|&(_, c)| c).collect();
+        let (_, &mut bound, _) = confidences.select_nth_unstable_by(sample - 1, f32::total_cmp);
+        let surer: HashSet<i64> = self
+            .least
+            .iter()
+            .filter(|&&(_, c)| c.total_cmp(&bound).is_gt())
+            .map(|&(id, _)| id)
+            .collect();
+        self.predictions.retain(|p| !surer.contains(&p.document_id));
         self
     }
 
@@ -193,6 +214,21 @@ mod tests {
         assert_eq!(chosen.documents, vec![2, 3]);
         let segments: Vec<i64> = chosen.predictions.iter().map(|p| p.segment_id).collect();
         assert_eq!(segments, vec![20, 21, 30]);
+    }
+
+    /// Scoring drops the tags of documents too sure to be chosen, and chooses the same.
+    #[test]
+    fn only_the_tags_of_possible_choices_are_kept() {
+        let kept = scored().within(Some(2));
+        let segments: Vec<i64> = kept.predictions.iter().map(|p| p.segment_id).collect();
+        assert_eq!(segments, vec![20, 21, 30]);
+        assert_eq!(kept.choose(&payload(2, None)).documents, vec![2, 3]);
+        // A tie with the sample's surest is kept; named documents keep everything.
+        let mut tied = scored();
+        tied.least[0].1 = 0.6;
+        assert_eq!(tied.within(Some(2)).predictions.len(), 4);
+        assert_eq!(scored().within(None).predictions.len(), 4);
+        assert_eq!(scored().within(Some(5)).predictions.len(), 4);
     }
 
     #[test]
