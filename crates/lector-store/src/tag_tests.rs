@@ -9,12 +9,10 @@ use crate::{Backend, ClassFields, NewDocument, NewSegment, NewSession, NewTag, S
 use futures_util::future::join_all;
 use lector_core::{ErrorCode, ProjectType};
 
-async fn twenty_tags_at_once_make_one(backend: Backend, kind: ProjectType) {
-    let Some(database) = TestDatabase::create(backend).await else {
-        return;
-    };
-    let store = Store::open(&database.url, 20).await.expect("store");
-    let (scope, _, project) = owner_with_project(&store, "Race", kind).await;
+/// A project of `kind` with the labels or classes spam and ham, one document "Buy now." of one
+/// segment, and a session of it: where that segment is tagged.
+async fn one_segment(store: &Store, kind: ProjectType) -> (lector_core::Scope, SegmentAt) {
+    let (scope, _, project) = owner_with_project(store, "Race", kind).await;
     let names = ["spam", "ham"];
     if kind == ProjectType::Label {
         for name in names {
@@ -58,6 +56,16 @@ async fn twenty_tags_at_once_make_one(backend: Backend, kind: ProjectType) {
         document_id: document.id,
         segment_id: segments[0].id,
     };
+    (scope, at)
+}
+
+async fn twenty_tags_at_once_make_one(backend: Backend, kind: ProjectType) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 20).await.expect("store");
+    let (scope, at) = one_segment(&store, kind).await;
+    let names = ["spam", "ham"];
     // The pool's connections open first, so that the racers do not wait for new ones one by one
     // (which spaces them out enough to hide a race).
     let warm: Vec<_> = join_all((0..store.pool_capacity()).map(|_| store.pool.acquire())).await;
@@ -99,4 +107,55 @@ async fn twenty_tags_at_once_make_one_sqlite() {
 async fn twenty_tags_at_once_make_one_postgres() {
     twenty_tags_at_once_make_one(Backend::Postgres, ProjectType::Class).await;
     twenty_tags_at_once_make_one(Backend::Postgres, ProjectType::Label).await;
+}
+
+/// A tag changed is held to what a new one is: in a LABEL project a label of a part turned into
+/// a label of the whole segment beside another part's is refused, as is a change into a tag the
+/// segment carries already. Before, only the duplicate was refused.
+async fn a_changed_tag_keeps_a_label_projects_rule(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (scope, at) = one_segment(&store, ProjectType::Label).await;
+    let part = |start: i64, end: i64, text: &str| NewTag {
+        label: Some("spam".into()),
+        part: Some((start, end, text.into())),
+        ..Default::default()
+    };
+    let buy = store
+        .add_segment_tag(&scope, at, part(0, 3, "Buy"))
+        .await
+        .expect("a part");
+    store
+        .add_segment_tag(&scope, at, part(4, 7, "now"))
+        .await
+        .expect("another part");
+    let whole = NewTag {
+        label: Some("spam".into()),
+        ..Default::default()
+    };
+    for refused in [whole, part(4, 7, "now")] {
+        let error = store
+            .update_segment_tag(&scope, at, buy.id, refused)
+            .await
+            .expect_err("a clash");
+        assert_eq!(error.code, ErrorCode::Conflict, "{error:?}");
+    }
+    store
+        .update_segment_tag(&scope, at, buy.id, part(0, 2, "Bu"))
+        .await
+        .expect("another part");
+    let stored = store.segment_tags(&scope, at).await.expect("the tags");
+    assert_eq!(stored.len(), 2, "{stored:?}");
+}
+
+#[tokio::test]
+async fn a_changed_tag_keeps_a_label_projects_rule_sqlite() {
+    a_changed_tag_keeps_a_label_projects_rule(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_changed_tag_keeps_a_label_projects_rule_postgres() {
+    a_changed_tag_keeps_a_label_projects_rule(Backend::Postgres).await;
 }

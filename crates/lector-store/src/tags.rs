@@ -206,8 +206,9 @@ impl Store {
         self.tag_by_id(session.id, segment.id, id).await
     }
 
-    /// Changes a tag's class, label or part, checking for a duplicate under the segment's lock
-    /// as [`Store::add_segment_tag`] does.
+    /// Changes a tag's class, label or part, checking it against the segment's other tags under
+    /// the segment's lock as [`Store::add_segment_tag`] does (no duplicate; in a LABEL project,
+    /// no whole-segment label beside another).
     pub async fn update_segment_tag(
         &self,
         scope: &Scope,
@@ -221,24 +222,8 @@ impl Store {
         let (class_id, label_id) = vocabulary.resolve(&tag, "tag")?;
         let mut tx = self.begin_write().await?;
         crate::lock_row(&mut tx, ("segments", segment.id)).await?;
-        let duplicate: Option<i64> = sqlx::query_scalar(
-            "SELECT id FROM segment_tags WHERE session_id = $1 AND segment_id = $2 AND id <> $3 \
-             AND COALESCE(class_id, 0) = $4 AND COALESCE(label_id, 0) = $5 \
-             AND COALESCE(span_start, -1) = $6 AND COALESCE(span_end, -1) = $7",
-        )
-        .bind(session.id)
-        .bind(segment.id)
-        .bind(tag_id)
-        .bind(class_id.unwrap_or(0))
-        .bind(label_id.unwrap_or(0))
-        .bind(tag.part.as_ref().map_or(-1, |p| p.0))
-        .bind(tag.part.as_ref().map_or(-1, |p| p.1))
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-        if duplicate.is_some() {
-            return Err(Error::conflict("the segment carries this tag already"));
-        }
+        let others = tags_beside(&mut tx, session.id, segment.id, Some(tag_id)).await?;
+        may_stand_beside(&others, (class_id, label_id), &tag, vocabulary.kind)?;
         let (start, end, text) = split_part(&tag.part);
         sqlx::query(
             "UPDATE segment_tags SET class_id = $1, label_id = $2, span_start = $3, span_end = $4, text = $5 \
@@ -339,35 +324,37 @@ fn split_part(part: &Option<(i64, i64, String)>) -> (Option<i64>, Option<i64>, O
     }
 }
 
-/// Inserts one tag after checking it is new on the segment (and, in a LABEL project, that a
-/// label of the whole segment is its only one; labels of parts, the fields of a page, may be
-/// many) and that the segment is under the per-segment limit. The checks hold only if no other
-/// transaction tags the segment meanwhile: the caller locks the segment
-/// ([`crate::lock_row`]) or tags a session or segments its own transaction has just made.
-pub(crate) async fn insert_tag(
+/// The class, label and span of the tags a segment carries in a session, but `except` (a tag
+/// being changed).
+async fn tags_beside(
     tx: &mut Transaction<'static, Any>,
     session_id: i64,
     segment_id: i64,
-    user_id: i64,
-    (class_id, label_id): (Option<i64>, Option<i64>),
-    tag: &NewTag,
-    kind: ProjectType,
-) -> Result<i64> {
-    let existing = sqlx::query(
-        "SELECT class_id, label_id, span_start, span_end FROM segment_tags WHERE session_id = $1 AND segment_id = $2",
+    except: Option<i64>,
+) -> Result<Vec<sqlx::any::AnyRow>> {
+    sqlx::query(
+        "SELECT class_id, label_id, span_start, span_end FROM segment_tags \
+         WHERE session_id = $1 AND segment_id = $2 AND id <> $3",
     )
     .bind(session_id)
     .bind(segment_id)
+    .bind(except.unwrap_or(0))
     .fetch_all(&mut **tx)
     .await
-    .map_err(db)?;
-    if existing.len() as i64 >= MAX_TAGS_PER_SEGMENT {
-        return Err(Error::conflict(format!(
-            "a segment carries at most {MAX_TAGS_PER_SEGMENT} tags"
-        )));
-    }
-    let (start, end, text) = split_part(&tag.part);
-    for row in &existing {
+    .map_err(db)
+}
+
+/// Refuses `tag` beside the segment's `existing` tags (409): the same tag again, or in a LABEL
+/// project a label of the whole segment beside any other, or a part's label beside a
+/// whole-segment one (labels of parts, the fields of a page, may be many).
+fn may_stand_beside(
+    existing: &[sqlx::any::AnyRow],
+    (class_id, label_id): (Option<i64>, Option<i64>),
+    tag: &NewTag,
+    kind: ProjectType,
+) -> Result<()> {
+    let (start, end, _) = split_part(&tag.part);
+    for row in existing {
         let same = row.try_get::<Option<i64>, _>("class_id").map_err(db)? == class_id
             && row.try_get::<Option<i64>, _>("label_id").map_err(db)? == label_id
             && row.try_get::<Option<i64>, _>("span_start").map_err(db)? == start
@@ -388,6 +375,31 @@ pub(crate) async fn insert_tag(
             "a segment of a LABEL project has one label; change its tag instead",
         ));
     }
+    Ok(())
+}
+
+/// Inserts one tag after checking it is new on the segment (and, in a LABEL project, that a
+/// label of the whole segment is its only one; labels of parts, the fields of a page, may be
+/// many) and that the segment is under the per-segment limit. The checks hold only if no other
+/// transaction tags the segment meanwhile: the caller locks the segment
+/// ([`crate::lock_row`]) or tags a session or segments its own transaction has just made.
+pub(crate) async fn insert_tag(
+    tx: &mut Transaction<'static, Any>,
+    session_id: i64,
+    segment_id: i64,
+    user_id: i64,
+    (class_id, label_id): (Option<i64>, Option<i64>),
+    tag: &NewTag,
+    kind: ProjectType,
+) -> Result<i64> {
+    let existing = tags_beside(tx, session_id, segment_id, None).await?;
+    if existing.len() as i64 >= MAX_TAGS_PER_SEGMENT {
+        return Err(Error::conflict(format!(
+            "a segment carries at most {MAX_TAGS_PER_SEGMENT} tags"
+        )));
+    }
+    may_stand_beside(&existing, (class_id, label_id), tag, kind)?;
+    let (start, end, text) = split_part(&tag.part);
     sqlx::query_scalar(
         "INSERT INTO segment_tags (session_id, segment_id, class_id, label_id, span_start, span_end, text, user_id, created) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
