@@ -10,7 +10,7 @@ use crate::projects::MAX_PROJECTS_PER_WORKSPACE;
 use crate::sessions::MAX_SESSIONS_PER_PROJECT;
 use crate::testing::{TestDatabase, count, owner_with_project};
 use crate::workspaces::{MAX_MEMBERS_PER_WORKSPACE, WorkspaceRef};
-use crate::{Backend, NewSession, NewUser, ProjectFields, Store};
+use crate::{Backend, MAX_WORK_PER_WORKSPACE, NewSession, NewUser, ProjectFields, Store};
 use futures_util::future::join_all;
 use lector_core::time::Timestamp;
 use lector_core::{ErrorCode, ProjectType, Result, Role, Scope};
@@ -157,6 +157,43 @@ async fn projects_stop_at_the_limit_of_their_workspace(backend: Backend) {
         MAX_PROJECTS_PER_WORKSPACE
     );
     assert_eq!(count(&store, in_workspace, elsewhere.id).await, 1);
+}
+
+/// A workspace's long jobs (trainings, analyses, corrections, clones) waiting or running stop
+/// at [`MAX_WORK_PER_WORKSPACE`], counted behind the workspace's lock: ten clones asked at once
+/// with five places left make five. Other jobs (mail) and ended ones do not count. Before,
+/// there was no limit, and one workspace could hold every worker for hours.
+async fn long_jobs_stop_at_the_limit_of_their_workspace(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 8).await.expect("store");
+    let (scope, workspace, project) = owner_with_project(&store, "Busy", ProjectType::Class).await;
+    let jobs = "INSERT INTO jobs (kind, payload, state, workspace_id, max_attempts, run_after, created, updated)";
+    for (kind, state, n) in [
+        (crate::TRAINING_JOB, "QUEUED", MAX_WORK_PER_WORKSPACE - 6),
+        (crate::ANALYSIS_JOB, "RUNNING", 1),
+        (crate::ANALYSIS_JOB, "DONE", 30),
+        (crate::MAIL_JOB, "QUEUED", 30),
+    ] {
+        let select = format!("SELECT '{kind}', '{{}}', '{state}', $1, 1, 0, 0, 0");
+        fill(&store, jobs, &select, workspace.id, n).await;
+    }
+    let racers = (0..10).map(|i| store.start_clone(&scope, project.id, &workspace, Some(format!("Copy {i}"))));
+    let results = join_all(racers).await;
+    assert_eq!(created_and_refused(&results), (5, 5));
+    let refused = results.into_iter().find_map(Result::err).expect("a refusal");
+    assert!(refused.detail.contains("waiting or running"), "{refused:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_jobs_stop_at_the_limit_of_their_workspace_sqlite() {
+    long_jobs_stop_at_the_limit_of_their_workspace(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_jobs_stop_at_the_limit_of_their_workspace_postgres() {
+    long_jobs_stop_at_the_limit_of_their_workspace(Backend::Postgres).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -188,6 +188,12 @@ pub(crate) const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0029_model_lookups.sql"),
         postgres: include_str!("../migrations/postgres/0029_model_lookups.sql"),
     },
+    Step {
+        version: 30,
+        description: "workspace work",
+        sqlite: include_str!("../migrations/sqlite/0030_workspace_work.sql"),
+        postgres: include_str!("../migrations/postgres/0030_workspace_work.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -3,7 +3,7 @@
 //! destination, the project's names and the base, and stores the artifact and its model.
 
 use crate::models::{Model, artifact_key};
-use crate::{Store, db_unique};
+use crate::{Store, db, db_unique};
 use lector_core::time::Timestamp;
 use lector_core::validate::Problems;
 use lector_core::{Action, Error, ErrorCode, FieldError, ModelStatus, ProjectType, Result, Scope};
@@ -159,7 +159,12 @@ impl Store {
         let key = artifact_key(&uuid, "upload");
         self.blobs()?.put_bytes(&key, artifact).await?;
         let now = Timestamp::now().micros();
-        let inserted = sqlx::query_scalar::<_, i64>(
+        let inserted = async {
+            let mut tx = self.begin_write().await?;
+            if let Some(project) = &project {
+                crate::projects::project_stays_put(&mut tx, project).await?;
+            }
+            let id = sqlx::query_scalar::<_, i64>(
             "INSERT INTO models (uuid, workspace_id, project_id, user_id, name, display_name, short_description, \
              long_description, type, status, progress, score, metrics, classes, labels, base_id, language, \
              artifact_key, field_model, version, created, updated, finished) \
@@ -185,13 +190,18 @@ impl Store {
         .bind(&key)
         .bind(&new.field_model)
         .bind(now)
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_unique("a model of this name exists in the workspace"))?;
+            tx.commit().await.map_err(db)?;
+            Ok::<i64, Error>(id)
+        }
         .await;
         let id = match inserted {
             Ok(id) => id,
             Err(e) => {
                 let _ = self.blobs()?.delete(&key).await;
-                return Err(db_unique("a model of this name exists in the workspace")(e));
+                return Err(e);
             }
         };
         self.model_again(scope, id).await

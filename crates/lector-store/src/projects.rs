@@ -511,6 +511,31 @@ pub(crate) async fn room_for_a_project(tx: &mut Transaction<'static, Any>, works
     Ok(())
 }
 
+/// Holds `project`'s row until the commit and checks it is still in the workspace it was
+/// authorized in: a write that records the project's workspace beside it (a model, a job) must
+/// not race a move, which would leave the new row in the old workspace. The row is locked as a
+/// move locks it (on PostgreSQL `FOR NO KEY UPDATE`; SQLite's write transactions take turns),
+/// so a move waits for this transaction, or this one sees the moved project: 409.
+pub(crate) async fn project_stays_put(tx: &mut Transaction<'static, Any>, project: &Project) -> Result<()> {
+    let sql = if tx.backend_name() == "PostgreSQL" {
+        "SELECT workspace_id FROM projects WHERE id = $1 FOR NO KEY UPDATE"
+    } else {
+        "SELECT workspace_id FROM projects WHERE id = $1"
+    };
+    let now: Option<i64> = sqlx::query_scalar(sql)
+        .bind(project.id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db)?;
+    match now {
+        None => Err(Error::not_found("project")),
+        Some(workspace_id) if workspace_id != project.workspace_id => Err(Error::conflict(
+            "the project moved to another workspace meanwhile; try again",
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
 async fn insert_absa_labels(tx: &mut Transaction<'static, Any>, project_id: i64) -> Result<()> {
     let now = Timestamp::now().micros();
     for name in ProjectType::ABSA_LABELS {
@@ -554,4 +579,53 @@ async fn end_jobs_of_project(tx: &mut sqlx::Transaction<'static, sqlx::Any>, pro
     .await
     .map_err(db)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::project_stays_put;
+    use crate::testing::{TestDatabase, owner_with_project};
+    use crate::{Backend, Store};
+    use lector_core::{ErrorCode, ProjectType};
+
+    /// A write that authorized a project in one workspace and finds it moved answers 409 instead
+    /// of recording the old workspace beside it (as a training or a model upload racing a move
+    /// did: the model stayed in the old workspace).
+    async fn a_project_moved_meanwhile_is_a_conflict(backend: Backend) {
+        let Some(database) = TestDatabase::create(backend).await else {
+            return;
+        };
+        let store = Store::open(&database.url, 4).await.expect("store");
+        let (scope, _, project) = owner_with_project(&store, "Moving", ProjectType::Class).await;
+        let elsewhere = store
+            .create_workspace(&scope, "Elsewhere", "")
+            .await
+            .expect("another workspace");
+        let mut tx = store.begin_write().await.expect("transaction");
+        project_stays_put(&mut tx, &project).await.expect("still there");
+        tx.rollback().await.expect("rolled back");
+        let scope = store
+            .principal(scope.user_id)
+            .await
+            .expect("principal")
+            .expect("user")
+            .1;
+        store
+            .transfer_project(&scope, project.id, &elsewhere)
+            .await
+            .expect("moved");
+        let mut tx = store.begin_write().await.expect("transaction");
+        let moved = project_stays_put(&mut tx, &project).await.expect_err("moved");
+        assert_eq!(moved.code, ErrorCode::Conflict, "{moved:?}");
+    }
+
+    #[tokio::test]
+    async fn a_project_moved_meanwhile_is_a_conflict_sqlite() {
+        a_project_moved_meanwhile_is_a_conflict(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn a_project_moved_meanwhile_is_a_conflict_postgres() {
+        a_project_moved_meanwhile_is_a_conflict(Backend::Postgres).await;
+    }
 }

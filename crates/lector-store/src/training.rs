@@ -81,6 +81,15 @@ fn base_problem(base: &Model, kind: ProjectType, language: &str) -> Option<Strin
     }
 }
 
+/// A model's name when the request gives none: the project's name and eight random hex digits,
+/// the project's name shortened so that the whole is a name the request could have given.
+fn default_model_name(project: &str) -> String {
+    let suffix = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    let room = lector_core::validate::MAX_NAME_CHARS - suffix.len() - 1;
+    let stem: String = project.chars().take(room).collect();
+    format!("{}-{suffix}", stem.trim_end())
+}
+
 /// Seed of the 80/20 split when the client names no test sessions.
 const SPLIT_SEED: u64 = 20_240_601;
 
@@ -133,7 +142,7 @@ impl Store {
             .clone()
             .or_else(|| new.display_name.clone())
             .map(|n| n.trim().to_owned())
-            .unwrap_or_else(|| format!("{}-{}", project.name, &uuid::Uuid::new_v4().simple().to_string()[..8]));
+            .unwrap_or_else(|| default_model_name(&project.name));
         problems.name("name", &name, lector_core::validate::MAX_NAME_CHARS);
         problems.finish()?;
         self.name_is_free(project.workspace_id, &name).await?;
@@ -141,6 +150,7 @@ impl Store {
         let uuid = uuid::Uuid::new_v4().to_string();
         let now = Timestamp::now().micros();
         let mut tx = self.begin_write().await?;
+        crate::workspace_work::room_for_work(&mut tx, &project).await?;
         // `base_id`'s foreign key holds the base model's row (key share) until the commit, so
         // `delete_model`, which locks that row before its checks, sees this training.
         let model_id: i64 = sqlx::query_scalar(
@@ -479,5 +489,27 @@ impl Store {
         if let Err(e) = deleted {
             tracing::warn!(model.id = model.id, error = %e.detail, "cannot delete an artifact nothing names");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_model_name;
+    use lector_core::validate::MAX_NAME_CHARS;
+
+    /// A project named with as many characters as a name may have still trains without a name
+    /// given: before, the default name was nine characters too long (422 on a field the client
+    /// never sent).
+    #[test]
+    fn a_default_name_fits_however_long_the_project_name() {
+        let longest = "é".repeat(MAX_NAME_CHARS);
+        let name = default_model_name(&longest);
+        assert_eq!(name.chars().count(), MAX_NAME_CHARS, "{name}");
+        assert!(name.starts_with("éé"), "{name}");
+        let short = default_model_name("Tickets");
+        assert!(
+            short.starts_with("Tickets-") && short.len() == "Tickets-".len() + 8,
+            "{short}"
+        );
     }
 }

@@ -334,7 +334,8 @@ impl WriteBody for CreateAnalysisBody {
 }
 
 /// Starts a batch analysis (USER of the model's workspace; the model READY): answers it
-/// QUEUED; a job tags every segment, then it is FINISHED, with a notification.
+/// QUEUED; a job tags every segment, then it is FINISHED, with a notification. 409 while the
+/// workspace has 20 trainings, analyses, corrections and copies waiting or running.
 #[utoipa::path(post, path = "/analyses", tag = "analyses", request_body = CreateAnalysisBody,
     responses((status = 201, body = AnalysisDto)))]
 pub async fn create_analysis(

@@ -163,7 +163,8 @@ pub struct ProjectPath {
 /// Creates a correction session (USER), PREDICTING: a job has the model tag the project's
 /// documents (its first 5,000) and keeps the ones it is least sure of (or the documents named,
 /// in their order), each segment with the model's tags and their confidence; the session then
-/// turns CREATED. Read it again (`get_correction_session`) to see it filled.
+/// turns CREATED. Read it again (`get_correction_session`) to see it filled. 409 while the
+/// workspace has 20 trainings, analyses, corrections and copies waiting or running.
 #[utoipa::path(post, path = "/projects/{project_id}/corrections", tag = "correction sessions",
     params(("project_id" = i64, Path)), request_body = CreateCorrectionBody,
     responses((status = 201, body = CorrectionDto)))]

@@ -409,7 +409,8 @@ pub async fn list_project_models(
 }
 
 /// Trains a model on the project's labeling sessions (USER): answers the model QUEUED with the
-/// `task_id` of its training job; poll the model or the task.
+/// `task_id` of its training job; poll the model or the task. 409 while the workspace has 20
+/// trainings, analyses, corrections and copies waiting or running.
 #[utoipa::path(post, path = "/projects/{project_id}/models", tag = "models",
     params(("project_id" = i64, Path)), request_body = TrainModelBody,
     responses((status = 201, body = ModelDto)))]

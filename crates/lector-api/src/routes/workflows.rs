@@ -397,7 +397,8 @@ pub async fn activate_workflow(
     Ok(Json(WorkflowDto::of(&state, active)?))
 }
 
-/// Deactivates a workflow (USER): its production address stops listening.
+/// Deactivates a workflow (USER): its production address stops listening. Allowed in a
+/// read-only workspace too, where nothing else about a workflow changes.
 #[utoipa::path(post, path = "/workflows/{workflow_id}/deactivate", tag = "workflows",
     params(("workflow_id" = i64, Path)), responses((status = 200, body = WorkflowDto)))]
 pub async fn deactivate_workflow(
