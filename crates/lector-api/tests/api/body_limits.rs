@@ -10,6 +10,8 @@ backend_tests!(
     only_editors_have_their_labeled_documents_prepared,
     group_documents_are_held_to_the_text_limit,
     meta_keys_are_bounded_per_document,
+    a_group_download_has_a_bounded_number_of_columns,
+    a_labeled_document_stops_at_its_segment_limit,
 );
 
 /// The server's per-segment tag limit (`lector_store::MAX_TAGS_PER_SEGMENT`).
@@ -191,4 +193,76 @@ async fn meta_keys_are_bounded_per_document(app: TestApp) {
     // A value as long as a file's cell may be, not longer.
     let long = json!({"text": "One.", "meta": {"note": "x".repeat((1 << 20) + 1)}});
     refused(documents, long, "meta.note").await;
+}
+
+/// A group's download makes a column of every meta key its documents have: past 1,002 (id, text
+/// and 1,000 keys) it answers 409 before a row is written (before, 200 with every row as wide as
+/// all the keys together).
+async fn a_group_download_has_a_bounded_number_of_columns(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with_classes(&ada, "Wide", "CLASS", &["a"]).await;
+    let keys = |prefix: &str, n: usize| -> Value {
+        (0..n)
+            .map(|i| (format!("{prefix}{i}"), json!("v")))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    };
+    let groups = format!("/projects/{project}/groups");
+    let body = json!({"name": "W", "documents": [
+        {"text": "One.", "meta": keys("a", 500)}, {"text": "Two.", "meta": keys("b", 500)}]});
+    let group = app.post(&groups, &ada.token, body).await.expect(201);
+    let download = format!("{groups}/{}/download?format=csv", group["id"]);
+    let (_, _, bytes) = app.download(&ada.token, &download).await;
+    let header = String::from_utf8(bytes).unwrap().lines().next().unwrap().to_owned();
+    assert_eq!(header.split(',').count(), 1002, "id, text and 1,000 keys");
+    let put = json!({"documents": [{"text": "Three.", "meta": {"one_more": 1}}]});
+    app.put(&format!("{groups}/{}", group["id"]), &ada.token, put)
+        .await
+        .expect(200);
+    let problem = app.get(&download, &ada.token).await.expect_problem(409, "conflict");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("1002 columns"),
+        "{problem}"
+    );
+}
+
+/// A labeled-data file whose rows all share one `document` key is one document: past 100,000
+/// segments (`lector_text::MAX_LABELED_SEGMENTS`) its import fails, naming the limit and the
+/// row. Before, the whole file became one document held in memory and stored in one
+/// transaction.
+async fn a_labeled_document_stops_at_its_segment_limit(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with_classes(&ada, "Long", "CLASS", &["a"]).await;
+    let mut csv = String::from("document,text\n");
+    for i in 0..=100_000 {
+        csv.push_str(&format!("1,s{i}\n"));
+    }
+    let created = app
+        .send_form(
+            &format!("/projects/{project}/annotations/upload"),
+            &ada.token,
+            "one.csv",
+            csv.as_bytes(),
+            &[],
+        )
+        .await
+        .expect(200);
+    let task = app
+        .wait_for_task(&ada.token, project, created["task_id"].as_i64().unwrap())
+        .await;
+    assert_eq!(task["status"], "FAILED", "{task}");
+    let error = task["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("number of segments of one document is over the limit of 100000 (at row 100001)"),
+        "{task}"
+    );
+    let session = app
+        .get(
+            &format!("/projects/{project}/annotations/{}", created["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(session["status"], "FAILED");
+    assert_eq!(session["document_count"], 0);
 }
