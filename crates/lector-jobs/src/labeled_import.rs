@@ -36,8 +36,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::mpsc;
 
-/// Documents read, prepared and written per batch.
+/// Documents read, prepared and written per batch at most.
 pub const LABELED_BATCH: usize = 200;
+/// Segments a batch holds before it is written: a batch of 200 documents of many segments each
+/// is written sooner, so a transaction (and the memory between reader and writer) holds about
+/// this many segments, or the one document that has more (at most
+/// [`lector_text::MAX_LABELED_SEGMENTS`], which `LabeledRows` enforces).
+pub const LABELED_BATCH_SEGMENTS: usize = 10_000;
 
 /// Fills a labeling session from an uploaded labeled-data file, or with the one document a
 /// PDF or image becomes (read in `sandbox`), its pages to annotate.
@@ -198,6 +203,7 @@ fn produce(
     let mut rows = open_rows(format, file, ReadOptions { header_first: true }, limits).map_err(ReadError::File)?;
     let mut labeled = LabeledRows::new(columns);
     let mut batch = Vec::with_capacity(LABELED_BATCH);
+    let mut segments = 0usize;
     // Answers false when the job stopped listening.
     let send = |batch: &mut Vec<LabeledDocument>| {
         let full = std::mem::replace(batch, Vec::with_capacity(LABELED_BATCH));
@@ -210,9 +216,14 @@ fn produce(
         }
         for row in chunk {
             if let Some(text) = labeled.push(&row.cells).map_err(ReadError::File)? {
-                batch.push(labeled_document(text, language).map_err(ReadError::Document)?);
-                if batch.len() >= LABELED_BATCH && !send(&mut batch) {
-                    return Ok(());
+                let document = labeled_document(text, language).map_err(ReadError::Document)?;
+                segments += document.document.segments.len();
+                batch.push(document);
+                if batch.len() >= LABELED_BATCH || segments >= LABELED_BATCH_SEGMENTS {
+                    segments = 0;
+                    if !send(&mut batch) {
+                        return Ok(());
+                    }
                 }
             }
         }

@@ -69,7 +69,9 @@ pub use projects::{
     ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
 };
 pub use security::{MAX_PRODUCT_KEYS, TokenPurpose};
-pub use sessions::{LabeledDocument, MarkTarget, NewSession, Session, SessionChanges, SessionFilter, Vocabulary};
+pub use sessions::{
+    LabeledDocument, MAX_TAGS_PER_SEGMENT, MarkTarget, NewSession, Session, SessionChanges, SessionFilter, Vocabulary,
+};
 pub use tags::{NewTag, SegmentAt, SegmentMark, SegmentTag, tags_by_segment};
 pub use training::{MODEL_LANGUAGES, NewTraining, TrainedModel, TrainingSegment};
 pub use training_pages::{MAX_TRAINING_LAYOUT_CHARS, MAX_TRAINING_PAGES, PageBudget, ReviewedPages, TrainingPage};

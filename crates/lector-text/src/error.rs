@@ -56,6 +56,10 @@ pub enum Limit {
     JsonDepth,
     DecompressedSize,
     CompressionRatio,
+    /// Segments of one labeled document (rows sharing its `document` key).
+    DocumentSegments,
+    /// Characters of one labeled document.
+    DocumentChars,
 }
 
 impl fmt::Display for Limit {
@@ -69,6 +73,8 @@ impl fmt::Display for Limit {
             Limit::JsonDepth => "JSON nesting depth",
             Limit::DecompressedSize => "decompressed size in bytes",
             Limit::CompressionRatio => "compression ratio",
+            Limit::DocumentSegments => "number of segments of one document",
+            Limit::DocumentChars => "length of one document in characters",
         })
     }
 }

@@ -9,7 +9,7 @@
 //! segment. With an `annotated` column a segment is annotated as it says; without one, when it
 //! has tags.
 
-use crate::error::{Location, Result, TextError};
+use crate::error::{Limit, Location, Result, TextError};
 use crate::table::{ColumnRef, Table};
 pub use lector_core::labeling::LabeledColumns;
 
@@ -129,13 +129,26 @@ impl ColumnMapping {
     }
 }
 
+/// Segments one labeled document may have: rows sharing a `document` key would otherwise make
+/// one document of the whole file, held in memory and stored in one transaction.
+pub const MAX_LABELED_SEGMENTS: usize = 100_000;
+/// Characters one labeled document may have, its segments joined by a space: the API's limit
+/// of a document's text (`MAX_DOCUMENT_CHARS`).
+pub const MAX_LABELED_CHARS: usize = 1_000_000;
+
 /// Turns rows into labeled documents one row at a time, so a file of any length is read with
 /// one document in memory: [`LabeledRows::push`] answers the document a row completes (the one
-/// before it, when the row starts another), [`LabeledRows::finish`] the last one.
+/// before it, when the row starts another), [`LabeledRows::finish`] the last one. A document
+/// past [`MAX_LABELED_SEGMENTS`] segments or [`MAX_LABELED_CHARS`] characters is refused at the
+/// row that takes it past.
 #[derive(Debug)]
 pub struct LabeledRows {
     columns: LabeledColumns,
     current: Option<LabeledText>,
+    /// Characters of the current document so far, its segments joined by a space.
+    chars: usize,
+    max_segments: usize,
+    max_chars: usize,
     last_key: Option<String>,
     /// The last row's `segment` cell, when the table has one and it was not empty.
     last_segment: Option<String>,
@@ -150,6 +163,18 @@ impl LabeledRows {
             last_key: None,
             last_segment: None,
             rows: 0,
+            chars: 0,
+            max_segments: MAX_LABELED_SEGMENTS,
+            max_chars: MAX_LABELED_CHARS,
+        }
+    }
+
+    /// The same, with other bounds on a document (tests).
+    pub fn with_bounds(columns: LabeledColumns, max_segments: usize, max_chars: usize) -> Self {
+        Self {
+            max_segments,
+            max_chars,
+            ..Self::new(columns)
         }
     }
 
@@ -185,8 +210,27 @@ impl LabeledRows {
         let done = if same_document { None } else { self.current.take() };
         self.last_key = key;
         self.last_segment = segment_key;
+        if !same_document {
+            self.chars = 0;
+        }
         let document = self.current.get_or_insert_with(|| LabeledText { segments: Vec::new() });
         if !same_document || !same_key || document.segments.last().is_none_or(|s| s.text != text) {
+            let separator = usize::from(!document.segments.is_empty());
+            self.chars = self.chars.saturating_add(separator + text.chars().count());
+            if document.segments.len() >= self.max_segments {
+                return Err(TextError::too_large(
+                    Limit::DocumentSegments,
+                    self.max_segments as u64,
+                    Some(Location::Row(self.rows)),
+                ));
+            }
+            if self.chars > self.max_chars {
+                return Err(TextError::too_large(
+                    Limit::DocumentChars,
+                    self.max_chars as u64,
+                    Some(Location::Row(self.rows)),
+                ));
+            }
             document.segments.push(LabeledSegment {
                 text,
                 tags: Vec::new(),
@@ -231,6 +275,37 @@ mod tests {
                 .map(|r| r.iter().map(|c| (*c).to_owned()).collect())
                 .collect(),
         }
+    }
+
+    #[test]
+    fn a_document_stops_at_its_segments_and_characters() {
+        let header: Vec<String> = ["document", "text"].iter().map(|h| (*h).to_owned()).collect();
+        let columns = ColumnMapping::from_header(&header).unwrap().resolve(&header).unwrap();
+        let row = |d: &str, text: &str| vec![d.to_owned(), text.to_owned()];
+        // Three segments pass, the fourth (data row 4) is refused, naming the limit and the row.
+        let mut rows = LabeledRows::with_bounds(columns, 3, 100);
+        for text in ["a", "b", "c"] {
+            assert!(rows.push(&row("1", text)).unwrap().is_none());
+        }
+        let error = rows.push(&row("1", "d")).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "the number of segments of one document is over the limit of 3 (at row 4)"
+        );
+        // Characters count the spaces that join the segments: "ab cd" is 5.
+        let mut rows = LabeledRows::with_bounds(columns, 10, 5);
+        rows.push(&row("1", "ab")).unwrap();
+        rows.push(&row("1", "cd")).unwrap();
+        let error = rows.push(&row("1", "e")).unwrap_err().to_string();
+        assert!(
+            error.contains("length of one document in characters is over the limit of 5 (at row 3)"),
+            "{error}"
+        );
+        // A new document starts counting again.
+        let mut rows = LabeledRows::with_bounds(columns, 1, 100);
+        rows.push(&row("1", "a")).unwrap();
+        assert!(rows.push(&row("2", "b")).unwrap().is_some());
+        assert!(rows.push(&row("3", "c")).unwrap().is_some());
     }
 
     #[test]

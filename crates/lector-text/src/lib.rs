@@ -20,7 +20,7 @@ use unicode_normalization::UnicodeNormalization;
 pub use error::{Limit, Location, Result, TextError};
 pub use labeled::{
     ColumnMapping, LABELED_HEADER, LabeledColumns, LabeledRows, LabeledSegment, LabeledTag, LabeledText,
-    labeled_documents,
+    MAX_LABELED_CHARS, MAX_LABELED_SEGMENTS, labeled_documents,
 };
 pub use limits::{Limits, RATIO_FLOOR};
 pub use read::{Format, Preview, ReadOptions, Row, RowReader, open_rows, preview, read_table};

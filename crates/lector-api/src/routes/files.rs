@@ -9,6 +9,7 @@
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{PathParams, QueryParams};
+use crate::routes::body_limits::MAX_META_KEYS;
 use crate::routes::classes::ClassDto;
 use crate::routes::document_uploads::{is_document, preview_document, refuse_document};
 use crate::routes::paths::{GroupPath, ProjectPath};
@@ -41,6 +42,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub const PREVIEW_ROWS: usize = 10;
 /// Documents read per query while a download is assembled.
 const DOWNLOAD_PAGE: i64 = 1000;
+/// Columns of a group's download: `id`, `text` and the meta keys of one document at most.
+const MAX_DOWNLOAD_COLUMNS: usize = 2 + MAX_META_KEYS;
 
 /// The multipart form of an upload.
 #[derive(Debug, ToSchema)]
@@ -536,6 +539,14 @@ pub async fn download_group(
                 if seen.insert(key.clone()) {
                     header.push(key.clone());
                 }
+            }
+            // Every row holds a cell per column: a group whose documents share no keys would
+            // make rows as wide as all their keys together.
+            if header.len() > MAX_DOWNLOAD_COLUMNS {
+                return Err(Error::conflict(format!(
+                    "the group's documents have more than {MAX_META_KEYS} meta keys between them, and a download has at most {MAX_DOWNLOAD_COLUMNS} columns (id, text and a column per key); read the documents with details=meta instead"
+                ))
+                .into());
             }
         }
     }

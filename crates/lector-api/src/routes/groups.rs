@@ -4,8 +4,10 @@
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{Body, PathParams, QueryParams, WholeList, WriteBody};
+use crate::routes::body_limits::check_meta;
 use crate::routes::documents::{
-    Details, DocumentDto, UploadBody, UploadOptions, UploadedDocument, document_dtos, language_for,
+    Details, DocumentDto, UploadBody, UploadOptions, UploadedDocument, check_text, document_dtos, language_for,
+    off_runtime,
 };
 use crate::routes::paths::{GroupPath, ProjectPath};
 use crate::routes::rfc3339;
@@ -78,23 +80,35 @@ impl From<DocumentGroup> for GroupDto {
     }
 }
 
-fn prepare_all(documents: Vec<UploadedDocument>, language: Option<&str>, split: Option<bool>) -> Vec<NewDocument> {
+/// Normalises and splits documents on a blocking thread; the caller has checked that the caller
+/// may edit the project (`language_for`).
+async fn prepare_all(
+    documents: Vec<UploadedDocument>,
+    language: Option<&str>,
+    split: Option<bool>,
+) -> Result<Vec<NewDocument>> {
+    if documents.is_empty() {
+        return Ok(Vec::new());
+    }
     let language = Language::from_code_or_default(language);
-    documents
-        .into_iter()
-        .map(|d| {
-            let mut meta = d.meta.unwrap_or_default();
-            if let Some(id) = d.id {
-                meta.insert("external_id".into(), id.into());
-            }
-            prepare_document(
-                &d.text,
-                serde_json::Value::Object(meta),
-                language,
-                split.unwrap_or(true),
-            )
-        })
-        .collect()
+    off_runtime(move || {
+        Ok(documents
+            .into_iter()
+            .map(|d| {
+                let mut meta = d.meta.unwrap_or_default();
+                if let Some(id) = d.id {
+                    meta.insert("external_id".into(), id.into());
+                }
+                prepare_document(
+                    &d.text,
+                    serde_json::Value::Object(meta),
+                    language,
+                    split.unwrap_or(true),
+                )
+            })
+            .collect())
+    })
+    .await
 }
 
 /// The fields of a group the server owns, refused in a group's creation and its change.
@@ -112,12 +126,23 @@ fn check_name_and_documents(problems: &mut Problems, name: Option<&str>, documen
         &format!("at most {MAX_GROUP_DOCUMENTS} documents per call; upload larger sets with upload_documents"),
     );
     for (i, d) in documents.iter().enumerate().take(MAX_GROUP_DOCUMENTS) {
-        problems.check(
-            !d.text.trim().is_empty(),
-            &format!("documents[{i}].text"),
-            "must not be empty",
-        );
+        check_document(problems, &format!("documents[{i}]"), d);
+        if problems.0.len() >= 20 {
+            break;
+        }
     }
+}
+
+/// Checks an uploaded document's text (`check_text`: not empty, at most `MAX_DOCUMENT_CHARS`)
+/// and meta (`check_meta`), as every route that takes documents does.
+pub(crate) fn check_document(problems: &mut Problems, field: &str, d: &UploadedDocument) {
+    check_text(problems, &format!("{field}.text"), &d.text);
+    check_meta(
+        problems,
+        &format!("{field}.meta"),
+        d.meta.as_ref(),
+        usize::from(d.id.is_some()),
+    );
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -225,7 +250,7 @@ pub async fn create_group(
         return Ok(create_group_from_file(&state, &caller, p.project_id, file_id, body).await?);
     }
     let name = body.group_name();
-    let documents = prepare_all(body.documents, body.language.as_deref(), body.split);
+    let documents = prepare_all(body.documents, body.language.as_deref(), body.split).await?;
     let group = state
         .store
         .create_group(&caller.scope, p.project_id, &name, documents)
@@ -403,7 +428,7 @@ pub async fn update_group(
     Body(mut body): Body<UpdateGroupBody>,
 ) -> ApiResult<Json<GroupDto>> {
     let language = language_for(&state, &caller, p.project_id, body.language.take()).await?;
-    let documents = prepare_all(body.documents, Some(&language), body.split);
+    let documents = prepare_all(body.documents, Some(&language), body.split).await?;
     let name = body.name.as_deref().map(str::trim);
     let group = state
         .store

@@ -13,12 +13,21 @@ use crate::routes::sources::{SourceRequest, fetch_to_upload};
 use crate::state::AppState;
 use lector_core::validate::Problems;
 use lector_core::{Error, Result};
-use lector_store::{LabeledColumns, LabeledDocument, LabeledFile, NewSession, NewTag, Session, Upload};
+use lector_store::{
+    LabeledColumns, LabeledDocument, LabeledFile, MAX_TAGS_PER_SEGMENT, NewSession, NewTag, Session, Upload,
+};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 /// Labeled documents one request may bring.
 pub const MAX_LABELED_DOCUMENTS: usize = 10_000;
+/// Tags one segment may carry (the store's limit), and so also the tags of a whole document,
+/// which go on each of its segments.
+const MAX_SEGMENT_TAGS: usize = MAX_TAGS_PER_SEGMENT as usize;
+/// Tags one request may make in all, a document's tags counted once for each of its segments:
+/// the tags are built in memory before they are stored, so this bounds that memory (a few
+/// MiB), whatever the body's segments and tags multiply to.
+pub const MAX_LABELED_TAGS: usize = 100_000;
 
 /// A tag as a client sends it: a class and/or a label by name, optionally on a part of the
 /// segment given by span or text.
@@ -87,6 +96,18 @@ impl LabeledDocumentBody {
     fn validate(&self, problems: &mut Problems, field: &str) {
         check_text(problems, &format!("{field}.text"), &self.text);
         language(&self.language, problems);
+        crate::routes::body_limits::check_meta(
+            problems,
+            &format!("{field}.meta"),
+            self.meta.as_ref(),
+            usize::from(self.id.is_some()),
+        );
+        let whole = self.tags.len();
+        problems.check(
+            whole <= MAX_SEGMENT_TAGS,
+            &format!("{field}.tags"),
+            &format!("a document's tags go on each of its segments, which carry at most {MAX_SEGMENT_TAGS} tags"),
+        );
         if let Some(segments) = &self.segments {
             for (i, segment) in segments.iter().enumerate() {
                 if let Some(status) = &segment.status {
@@ -96,12 +117,27 @@ impl LabeledDocumentBody {
                         "must be ANNOTATED",
                     );
                 }
+                if whole <= MAX_SEGMENT_TAGS && segment.tags.len() + whole > MAX_SEGMENT_TAGS {
+                    problems.push(
+                        &format!("{field}.segments[{i}].tags"),
+                        format!("a segment carries at most {MAX_SEGMENT_TAGS} tags, the document's included"),
+                    );
+                    return;
+                }
             }
         }
     }
 
-    fn prepare(self) -> Result<LabeledDocument> {
-        let mut meta = self.meta.unwrap_or_default();
+    /// The tags the document makes when its text has `segments` segments.
+    fn tag_count(&self, segments: usize) -> usize {
+        let own: usize = self.segments.iter().flatten().map(|s| s.tags.len()).sum();
+        own.saturating_add(self.tags.len().saturating_mul(segments))
+    }
+
+    /// Prepares the document, taking its tags from `budget` (what the request may still make)
+    /// before any is built; `field` names it in an error.
+    fn prepare(mut self, field: &str, budget: &mut usize) -> Result<LabeledDocument> {
+        let mut meta = self.meta.take().unwrap_or_default();
         if let Some(id) = self.id {
             meta.insert("external_id".into(), id.into());
         }
@@ -121,8 +157,18 @@ impl LabeledDocumentBody {
             self.split.unwrap_or(false),
             given.as_deref(),
         )?;
-        let whole: Vec<NewTag> = self.tags.iter().map(TagBody::whole).collect::<Result<_>>()?;
         let count = document.segments.len();
+        let made = self.tag_count(count);
+        if made > *budget {
+            return Err(Error::validation(vec![lector_core::FieldError::new(
+                format!("{field}.tags"),
+                format!(
+                    "a request makes at most {MAX_LABELED_TAGS} tags, a document's tags counted once for each of its segments"
+                ),
+            )]));
+        }
+        *budget -= made;
+        let whole: Vec<NewTag> = self.tags.iter().map(TagBody::whole).collect::<Result<_>>()?;
         let (tags, annotated) = match &self.segments {
             Some(segments) => {
                 let mut tags = Vec::with_capacity(count);
@@ -152,24 +198,57 @@ pub(crate) fn check_labeled(problems: &mut Problems, documents: &Option<Vec<Labe
         "documents",
         &format!("send at most {MAX_LABELED_DOCUMENTS} documents per request"),
     );
+    let mut tags = 0usize;
     for (i, document) in documents.iter().enumerate().take(MAX_LABELED_DOCUMENTS) {
-        document.validate(problems, &format!("documents[{i}]"));
+        let field = format!("documents[{i}]");
+        document.validate(problems, &field);
+        // The segments a text splits into are known once it is prepared (`prepare_all` counts
+        // those); given segments, or a text kept whole, are known now.
+        let segments = match &document.segments {
+            Some(segments) => Some(segments.len()),
+            None if !document.split.unwrap_or(false) => Some(1),
+            None => None,
+        };
+        if let Some(segments) = segments {
+            tags = tags.saturating_add(document.tag_count(segments));
+            if tags > MAX_LABELED_TAGS {
+                problems.push(
+                    &format!("{field}.tags"),
+                    format!(
+                        "a request makes at most {MAX_LABELED_TAGS} tags, a document's tags counted once for each of its segments"
+                    ),
+                );
+                break;
+            }
+        }
         if problems.0.len() >= 20 {
             break;
         }
     }
 }
 
-/// Prepares labeled documents; those that name no language take `language`.
-pub(crate) fn prepare_all(documents: Option<Vec<LabeledDocumentBody>>, language: &str) -> Result<Vec<LabeledDocument>> {
-    documents
-        .unwrap_or_default()
-        .into_iter()
-        .map(|mut d| {
-            d.language.get_or_insert_with(|| language.to_owned());
-            d.prepare()
-        })
-        .collect()
+/// Prepares labeled documents on a blocking thread (normalising and splitting are CPU work);
+/// those that name no language take `language`. The caller has checked that the caller may edit
+/// the project (`language_for`), and the request makes at most [`MAX_LABELED_TAGS`] tags.
+pub(crate) async fn prepare_all(
+    documents: Option<Vec<LabeledDocumentBody>>,
+    language: String,
+) -> Result<Vec<LabeledDocument>> {
+    let Some(documents) = documents.filter(|d| !d.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    crate::routes::documents::off_runtime(move || {
+        let mut budget = MAX_LABELED_TAGS;
+        documents
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut d)| {
+                d.language.get_or_insert_with(|| language.clone());
+                d.prepare(&format!("documents[{i}]"), &mut budget)
+            })
+            .collect()
+    })
+    .await
 }
 
 /// A column of a file: its 0-based index or its name.

@@ -10,6 +10,7 @@ pub mod analysis_documents;
 pub mod analyze;
 pub mod annotate;
 pub mod auth;
+pub mod body_limits;
 pub mod classes;
 pub mod corrections;
 pub mod credentials;

@@ -324,7 +324,7 @@ pub async fn create_labeling_session(
         classes: body.classes,
         labels: body.labels,
         document_ids: body.document_ids,
-        labeled: prepare_all(body.documents, &language)?,
+        labeled: prepare_all(body.documents, language.clone()).await?,
         sample: body.sample_size.map(|size| (size as usize, body.seed.unwrap_or(0))),
         auto: body.auto.unwrap_or(false),
     };
@@ -470,7 +470,7 @@ pub async fn update_labeling_session(
         classes: body.classes,
         labels: body.labels,
         document_ids: body.document_ids.unwrap_or_default(),
-        labeled: prepare_all(body.documents, &language)?,
+        labeled: prepare_all(body.documents, language).await?,
     };
     let session = state
         .store

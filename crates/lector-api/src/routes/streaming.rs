@@ -16,6 +16,8 @@ use tokio::sync::mpsc;
 
 /// Chunks waiting between the writing task and the client at most.
 const CHUNKS_IN_FLIGHT: usize = 4;
+/// Bytes a chunk gathers before it is sent, so a page of wide rows is not held whole.
+const CHUNK_BYTES: usize = 4 << 20;
 
 /// The writing end of a streamed download.
 pub(crate) struct RowSink {
@@ -24,7 +26,9 @@ pub(crate) struct RowSink {
 }
 
 impl RowSink {
-    /// Writes rows and sends them on; false when the client has gone (stop producing).
+    /// Writes rows and sends them on, in chunks of about [`CHUNK_BYTES`] at most (so memory
+    /// holds [`CHUNKS_IN_FLIGHT`] chunks and the page being written); false when the client has
+    /// gone (stop producing).
     pub(crate) async fn rows(&mut self, rows: impl IntoIterator<Item = Vec<String>>) -> bool {
         let mut bytes = Vec::new();
         for row in rows {
@@ -34,6 +38,15 @@ impl RowSink {
                     self.fail(Error::from(e)).await;
                     return false;
                 }
+            }
+            if bytes.len() >= CHUNK_BYTES
+                && self
+                    .sender
+                    .send(Ok(Bytes::from(std::mem::take(&mut bytes))))
+                    .await
+                    .is_err()
+            {
+                return false;
             }
         }
         bytes.is_empty() || self.sender.send(Ok(Bytes::from(bytes))).await.is_ok()

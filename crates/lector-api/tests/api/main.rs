@@ -11,6 +11,7 @@ mod analyses;
 mod auth;
 mod base_models;
 mod blobs_s3;
+mod body_limits;
 mod certificates;
 mod corrections;
 mod credentials;

@@ -1,0 +1,268 @@
+//! What one request body may make the server build: a labeled document's tags (multiplied onto
+//! each of its segments), a document's text and meta keys; and that nothing of a body is
+//! prepared for a caller who may not edit the project. Through HTTPS on both backends.
+
+use crate::common::{TestApp, problem_fields};
+use serde_json::{Value, json};
+
+backend_tests!(
+    labeled_tags_are_bounded_before_they_are_built,
+    only_editors_have_their_labeled_documents_prepared,
+    group_documents_are_held_to_the_text_limit,
+    meta_keys_are_bounded_per_document,
+    a_group_download_has_a_bounded_number_of_columns,
+    a_labeled_document_stops_at_its_segment_limit,
+);
+
+/// The server's per-segment tag limit (`lector_store::MAX_TAGS_PER_SEGMENT`).
+const MAX_TAGS: usize = 100;
+
+fn tags(n: usize) -> Vec<Value> {
+    vec![json!({"class": "a"}); n]
+}
+
+async fn labeled_tags_are_bounded_before_they_are_built(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with_classes(&ada, "Tags", "CLASS", &["a"]).await;
+    let sessions = format!("/projects/{project}/annotations");
+    let refused = |body: Value| {
+        let (app, token, sessions) = (&app, ada.token.clone(), sessions.clone());
+        async move {
+            let problem = app
+                .post(&sessions, &token, body)
+                .await
+                .expect_problem(422, "validation_failed");
+            problem_fields(&problem)
+                .iter()
+                .map(|f| f.to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+
+    // A document's tags go on each of its segments: more than a segment may carry is refused
+    // naming them (before, they were built for every segment and the store answered 409).
+    let body = json!({"documents": [{"text": "One. Two.", "split": true, "tags": tags(MAX_TAGS + 1)}]});
+    assert_eq!(refused(body).await, ["documents[0].tags"]);
+    // A segment's own tags with the document's.
+    let body = json!({"documents": [{"text": "One.", "tags": tags(50),
+        "segments": [{"text": "One.", "tags": tags(MAX_TAGS - 49)}]}]});
+    assert_eq!(refused(body).await, ["documents[0].segments[0].tags"]);
+    // A few kilobytes of text split into 1,001 sentences, each to carry the document's 100
+    // tags: 100,100 tags, past what one request may make; refused once the text is split,
+    // before one tag is built.
+    let text = (0..1001)
+        .map(|i| format!("Sentence {i}."))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let body = json!({"documents": [{"text": text, "split": true, "tags": tags(MAX_TAGS)}]});
+    assert_eq!(refused(body).await, ["documents[0].tags"]);
+
+    // The same bounds hold for documents added to a session.
+    let session = app.post(&sessions, &ada.token, json!({"name": "S"})).await.expect(201);
+    let body = json!({"documents": [{"text": "One.", "tags": tags(MAX_TAGS + 1)}]});
+    let problem = app
+        .put(&format!("{sessions}/{}", session["id"]), &ada.token, body)
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem_fields(&problem), ["documents[0].tags"]);
+
+    // Within the bounds, a document's tag goes on every segment.
+    let body = json!({"documents": [{"text": "One. Two.", "split": true, "tags": tags(1)}]});
+    let session = app.post(&sessions, &ada.token, body).await.expect(201);
+    assert_eq!(session["segment_count"], 2);
+    assert_eq!(session["annotated_count"], 2);
+}
+
+/// A VIEWER and an outsider are refused before their body is prepared: the body's segments do
+/// not match its text, which only preparing finds (422 for an editor). Before, both got that
+/// 422, the outsider's without the project ever being looked up (the body named its language).
+async fn only_editors_have_their_labeled_documents_prepared(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let vic = app.register("vic@example.org").await;
+    let eve = app.register("eve@example.org").await;
+    let personal = app.default_workspace_id(&ada).await;
+    app.add_member(&ada.token, personal, vic.user_id, "VIEWER")
+        .await
+        .expect(200);
+    let project = app.project_with_classes(&ada, "Roles", "CLASS", &["a"]).await;
+    let sessions = format!("/projects/{project}/annotations");
+    let body = json!({"language": "en",
+        "documents": [{"text": "One. Two.", "segments": [{"text": "Three."}], "tags": tags(1)}]});
+    app.post(&sessions, &ada.token, body.clone())
+        .await
+        .expect_problem(422, "validation_failed");
+    app.post(&sessions, &vic.token, body.clone()).await.expect(403);
+    app.post(&sessions, &eve.token, body.clone()).await.expect(404);
+
+    let session = app.post(&sessions, &ada.token, json!({"name": "S"})).await.expect(201);
+    let path = format!("{sessions}/{}", session["id"]);
+    let update = json!({"documents": body["documents"]});
+    app.put(&path, &ada.token, update.clone())
+        .await
+        .expect_problem(422, "validation_failed");
+    app.put(&path, &vic.token, update.clone()).await.expect(403);
+    app.put(&path, &eve.token, update).await.expect(404);
+}
+
+/// `MAX_DOCUMENT_CHARS` (1,000,000) holds for a group's documents as for any other (before,
+/// create_group and update_group stored a text of any length).
+async fn group_documents_are_held_to_the_text_limit(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with_classes(&ada, "Long", "CLASS", &["a"]).await;
+    let long = "a".repeat(1_000_001);
+    let groups = format!("/projects/{project}/groups");
+    let body = json!({"name": "G", "documents": [{"text": "Short."}, {"text": long}]});
+    let problem = app
+        .post(&groups, &ada.token, body)
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem_fields(&problem), ["documents[1].text"]);
+
+    let group = app
+        .post(
+            &groups,
+            &ada.token,
+            json!({"name": "G", "documents": [{"text": "Short."}]}),
+        )
+        .await
+        .expect(201);
+    let problem = app
+        .put(
+            &format!("{groups}/{}", group["id"]),
+            &ada.token,
+            json!({"documents": [{"text": long}]}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem_fields(&problem), ["documents[0].text"]);
+    let group = app
+        .get(&format!("{groups}/{}", group["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(group["document_count"], 1);
+}
+
+/// A document has at most 1,000 meta keys (what a file's columns give), the id given counting as
+/// one, wherever documents are sent; a group's download makes a column of each.
+async fn meta_keys_are_bounded_per_document(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with_classes(&ada, "Meta", "CLASS", &["a"]).await;
+    let meta = |n: usize| -> Value {
+        (0..n)
+            .map(|i| (format!("key{i}"), json!(i)))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    };
+    let documents = format!("/projects/{project}/documents");
+    let refused = |path: String, body: Value, field: &'static str| {
+        let (app, token) = (&app, ada.token.clone());
+        async move {
+            let problem = app
+                .post(&path, &token, body)
+                .await
+                .expect_problem(422, "validation_failed");
+            assert_eq!(problem_fields(&problem), [field], "{problem}");
+        }
+    };
+    refused(documents.clone(), json!({"text": "One.", "meta": meta(1001)}), "meta").await;
+    let created = app
+        .post(&documents, &ada.token, json!({"text": "One.", "meta": meta(1000)}))
+        .await
+        .expect(201);
+    let path = format!("{documents}/{}", created["id"]);
+    let problem = app
+        .put(&path, &ada.token, json!({"text": "One.", "meta": meta(1001)}))
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(problem_fields(&problem), ["meta"]);
+    let one_too_many = json!({"name": "G", "documents": [{"text": "One.", "id": 7, "meta": meta(1000)}]});
+    refused(
+        format!("/projects/{project}/groups"),
+        one_too_many.clone(),
+        "documents[0].meta",
+    )
+    .await;
+    refused(
+        format!("/projects/{project}/upload-documents"),
+        one_too_many["documents"].clone(),
+        "documents[0].meta",
+    )
+    .await;
+    let labeled = json!({"documents": [{"text": "One.", "meta": meta(1001)}]});
+    refused(format!("/projects/{project}/annotations"), labeled, "documents[0].meta").await;
+    // A value as long as a file's cell may be, not longer.
+    let long = json!({"text": "One.", "meta": {"note": "x".repeat((1 << 20) + 1)}});
+    refused(documents, long, "meta.note").await;
+}
+
+/// A group's download makes a column of every meta key its documents have: past 1,002 (id, text
+/// and 1,000 keys) it answers 409 before a row is written (before, 200 with every row as wide as
+/// all the keys together).
+async fn a_group_download_has_a_bounded_number_of_columns(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with_classes(&ada, "Wide", "CLASS", &["a"]).await;
+    let keys = |prefix: &str, n: usize| -> Value {
+        (0..n)
+            .map(|i| (format!("{prefix}{i}"), json!("v")))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    };
+    let groups = format!("/projects/{project}/groups");
+    let body = json!({"name": "W", "documents": [
+        {"text": "One.", "meta": keys("a", 500)}, {"text": "Two.", "meta": keys("b", 500)}]});
+    let group = app.post(&groups, &ada.token, body).await.expect(201);
+    let download = format!("{groups}/{}/download?format=csv", group["id"]);
+    let (_, _, bytes) = app.download(&ada.token, &download).await;
+    let header = String::from_utf8(bytes).unwrap().lines().next().unwrap().to_owned();
+    assert_eq!(header.split(',').count(), 1002, "id, text and 1,000 keys");
+    let put = json!({"documents": [{"text": "Three.", "meta": {"one_more": 1}}]});
+    app.put(&format!("{groups}/{}", group["id"]), &ada.token, put)
+        .await
+        .expect(200);
+    let problem = app.get(&download, &ada.token).await.expect_problem(409, "conflict");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("1002 columns"),
+        "{problem}"
+    );
+}
+
+/// A labeled-data file whose rows all share one `document` key is one document: past 100,000
+/// segments (`lector_text::MAX_LABELED_SEGMENTS`) its import fails, naming the limit and the
+/// row. Before, the whole file became one document held in memory and stored in one
+/// transaction.
+async fn a_labeled_document_stops_at_its_segment_limit(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project_with_classes(&ada, "Long", "CLASS", &["a"]).await;
+    let mut csv = String::from("document,text\n");
+    for i in 0..=100_000 {
+        csv.push_str(&format!("1,s{i}\n"));
+    }
+    let created = app
+        .send_form(
+            &format!("/projects/{project}/annotations/upload"),
+            &ada.token,
+            "one.csv",
+            csv.as_bytes(),
+            &[],
+        )
+        .await
+        .expect(200);
+    let task = app
+        .wait_for_task(&ada.token, project, created["task_id"].as_i64().unwrap())
+        .await;
+    assert_eq!(task["status"], "FAILED", "{task}");
+    let error = task["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("number of segments of one document is over the limit of 100000 (at row 100001)"),
+        "{task}"
+    );
+    let session = app
+        .get(
+            &format!("/projects/{project}/annotations/{}", created["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(session["status"], "FAILED");
+    assert_eq!(session["document_count"], 0);
+}
