@@ -75,20 +75,26 @@ pub async fn mail_first_login(state: &AppState, by: &User, user: &User, token: &
 /// Queues a password-reset mail to `email`, which a job sends only if the address belongs to
 /// an active account. The request does the same work whatever the address (makes a token,
 /// queues one job), so neither its answer nor its time says whether the address is registered.
-pub async fn request_password_reset(state: &AppState, email: &str) -> Result<()> {
+/// An address gets a few an hour from one client, and a few more from all (429 past either),
+/// counted under its digest for every address alike: many clients cannot flood an inbox, and one
+/// client cannot keep its owner from a mail. `client` is the caller's rate-limit key.
+pub async fn request_password_reset(state: &AppState, email: &str, client: &str) -> Result<()> {
     let email = normalize_email(email);
     if !is_email(&email) {
         return Ok(());
     }
-    // Counted for every address alike, under its digest: the limit says nothing about who is
-    // registered, and the mails already sent keep working.
-    state
-        .store
+    let limits = state.config.rate_limits;
+    let to = format!("reset-mail:to:{}", token_hash(&email));
+    let store = &state.store;
+    store
         .hit_rate_limit(
-            &format!("reset-mail:to:{}", token_hash(&email)),
-            state.config.rate_limits.reset_mails_per_recipient_per_hour,
+            &format!("{to}:from:{client}"),
+            limits.reset_mails_per_recipient_and_client_per_hour,
             3600,
         )
+        .await?;
+    store
+        .hit_rate_limit(&to, limits.reset_mails_per_recipient_per_hour, 3600)
         .await?;
     let token = random_token();
     let lifetime = state.config.reset_token_lifetime_secs;

@@ -263,7 +263,7 @@ pub async fn send_password_reset_email(
         3600,
     )
     .await?;
-    accounts::request_password_reset(&state, &body.email).await?;
+    accounts::request_password_reset(&state, &body.email, &state.client_key(&parts)).await?;
     Ok(Message::new(
         "if the address is registered, a reset token is on its way",
     ))

@@ -108,9 +108,12 @@ pub struct RateLimits {
     pub register_per_hour: i64,
     /// Password-reset mails per client address per hour.
     pub reset_mail_per_hour: i64,
-    /// Password-reset requests per e-mail address per hour, from any client: an address
-    /// cannot be flooded with reset mails from many clients.
+    /// Password-reset mails per e-mail address per hour, from all clients: an address cannot be
+    /// flooded with reset mails from many clients.
     pub reset_mails_per_recipient_per_hour: i64,
+    /// Password-reset mails per e-mail address and client address per hour: keeping an address
+    /// from its reset mails takes `reset_mails_per_recipient_per_hour` / this many clients.
+    pub reset_mails_per_recipient_and_client_per_hour: i64,
     /// Invitation mails per workspace per hour.
     pub invitations_per_hour: i64,
 }
@@ -132,7 +135,8 @@ impl Default for RateLimits {
             login_failure_window_secs: 900,
             register_per_hour: 20,
             reset_mail_per_hour: 5,
-            reset_mails_per_recipient_per_hour: 3,
+            reset_mails_per_recipient_per_hour: 10,
+            reset_mails_per_recipient_and_client_per_hour: 3,
             invitations_per_hour: 200,
         }
     }
