@@ -67,6 +67,21 @@ pub struct NewReview {
     pub pages: Option<String>,
 }
 
+#[cfg(test)]
+impl NewReview {
+    /// A review of page 1 of `document_name` with no field, threshold, answer or pages.
+    pub(crate) fn plain(document_name: &str) -> Self {
+        Self {
+            document_name: document_name.into(),
+            page_num: 1,
+            label: None,
+            confidence_threshold: None,
+            extracted: serde_json::json!({}),
+            pages: None,
+        }
+    }
+}
+
 /// Most reviews one configuration holds waiting (PENDING): past it, an extraction that would
 /// add one answers 409 until some are submitted, so a client repeating a failing extraction
 /// cannot fill the database and its reviewer's queue without bound.
@@ -76,9 +91,27 @@ impl Store {
     /// Creates a pending review of `hitl` and notifies the user assigned to it now, in one
     /// transaction (404 when it has been deleted). An assignee who no longer may submit reviews
     /// in the workspace (gone, or a lower role now) is neither assigned nor told: the review
-    /// waits for whoever is assigned next. 409 when the configuration would hold more than [`MAX_PENDING_REVIEWS_PER_HITL`] waiting with it
-    /// ([`waiting_reviews`]).
+    /// waits for whoever is assigned next. 409 when the configuration would hold more than
+    /// [`MAX_PENDING_REVIEWS_PER_HITL`] waiting with it ([`waiting_reviews`]).
     pub async fn create_review(&self, hitl: &Hitl, new: &NewReview) -> Result<HitlReview> {
+        for _ in 0..5 {
+            if let Some(review) = self.try_create_review(hitl, new).await? {
+                return Ok(review);
+            }
+        }
+        Err(Error::conflict(format!(
+            "HITL configuration {:?} was reassigned five times while its review was made; send the \
+             extraction again",
+            hitl.name
+        )))
+    }
+
+    /// [`Store::create_review`] once; `None` (nothing written) when the configuration was given
+    /// to someone else between the first read of its assignee and its lock. On PostgreSQL the
+    /// assignee is read before the configuration's row is locked (that lock comes last, as in
+    /// every writer of reviews), so a reassignment committed meanwhile would otherwise leave this
+    /// review, which the reassignment could not see, with the user it no longer names.
+    async fn try_create_review(&self, hitl: &Hitl, new: &NewReview) -> Result<Option<HitlReview>> {
         let mut tx = self.begin_write().await?;
         let now = Timestamp::now().micros();
         // The configuration as it is now, not as it was when the extraction began: it may have
@@ -130,9 +163,17 @@ impl Store {
         }
         webhook_in(&mut tx, hitl, "review.created", &review).await?;
         let waiting = waiting_reviews(&mut tx, hitl.id).await?;
-        if let Some(earlier) = same_review_waiting(&mut tx, &review, new).await? {
+        let still: Option<Option<i64>> = sqlx::query_scalar("SELECT assigned_user_id FROM hitls WHERE id = $1")
+            .bind(hitl.id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+        if still != Some(assigned) {
             // Dropping the transaction takes back this review, its notification and its event.
-            return Ok(earlier);
+            return Ok(None);
+        }
+        if let Some(earlier) = same_review_waiting(&mut tx, &review, new).await? {
+            return Ok(Some(earlier));
         }
         if waiting > MAX_PENDING_REVIEWS_PER_HITL {
             return Err(Error::conflict(format!(
@@ -143,7 +184,7 @@ impl Store {
         }
         tx.commit().await.map_err(db)?;
         self.wake_workers();
-        Ok(review)
+        Ok(Some(review))
     }
 
     /// A page of a configuration's reviews, newest first (any member).
@@ -506,15 +547,10 @@ mod tests {
         let (scope, _, project) = owner_with_project(&store, "Invoices", ProjectType::Label).await;
         let new = NewHitl::plain("Check");
         let hitl = store.create_hitl(&scope, project.id, &new).await.expect("hitl");
-        let review = NewReview {
-            document_name: "a.pdf".into(),
-            page_num: 1,
-            label: None,
-            confidence_threshold: None,
-            extracted: serde_json::json!({}),
-            pages: None,
-        };
-        let review = store.create_review(&hitl, &review).await.expect("review");
+        let review = store
+            .create_review(&hitl, &NewReview::plain("a.pdf"))
+            .await
+            .expect("review");
         assert_eq!(review.status, "PENDING");
         sqlx::query("UPDATE hitl_reviews SET status = 'pending' WHERE id = $1")
             .bind(review.id)
@@ -566,14 +602,7 @@ mod tests {
             .execute(&store.pool)
             .await
             .expect("assigned meanwhile");
-        let new = NewReview {
-            document_name: "a.pdf".into(),
-            page_num: 1,
-            label: None,
-            confidence_threshold: None,
-            extracted: serde_json::json!({}),
-            pages: None,
-        };
+        let new = NewReview::plain("a.pdf");
         let review = store.create_review(&read_earlier, &new).await.expect("review");
         assert_eq!(review.user_id, Some(scope.user_id));
         // As when its project is deleted while a document is read.
