@@ -98,7 +98,7 @@ impl Store {
         }
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let mut tx = self.begin_write().await?;
-        crate::workspace_work::room_for_work(&mut tx, &project).await?;
+        crate::workspace_work::room_for_work(&mut tx, scope.user_id, &project).await?;
         // Texts sent with the request or in a file fill a group of the analysis's own.
         let options = |file| ImportOptions {
             language: model.language.clone(),

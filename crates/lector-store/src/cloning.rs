@@ -43,9 +43,9 @@ impl Store {
             None => self.free_copy_name(target.id, &source.name).await?,
         };
         let mut tx = self.begin_write().await?;
+        // The copy's job is the target's work; the user's and the target's rows are held first.
+        crate::workspace_work::room_in(&mut tx, scope.user_id, target.id).await?;
         crate::projects::room_for_a_project(&mut tx, target.id).await?;
-        // The copy's job is the target's work, counted behind the lock just taken.
-        crate::workspace_work::room_in_locked(&mut tx, target.id).await?;
         let sql = format!(
             "INSERT INTO projects (workspace_id, name, type, status, language, created) VALUES ($1, $2, $3, $4, $5, $6) \
              RETURNING {}",

@@ -89,7 +89,7 @@ impl Store {
         };
         let (project, vocabulary) = self.session_plan(scope, project_id, &new).await?;
         let mut tx = self.begin_write().await?;
-        crate::workspace_work::room_for_work(&mut tx, &project).await?;
+        crate::workspace_work::room_for_work(&mut tx, scope.user_id, &project).await?;
         match &plan.document_ids {
             Some(named) => {
                 crate::documents::project_documents(&mut tx, project.id, Some(named)).await?;

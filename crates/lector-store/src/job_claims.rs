@@ -6,6 +6,9 @@
 //! reason ([`Store::hand_back_job`]). Neither waits for ever: once a job has waited
 //! [`UNHANDLED_JOB_GRACE_SECS`], any worker takes it and fails it with its trace (its resource
 //! FAILED, one notification), as a misconfigured installation must hear of it.
+//!
+//! Mails and webhook posts are taken first ([`SHORT_KINDS`]), then the rest oldest first: a
+//! workspace's queue of long jobs (at most `MAX_WORK_PER_WORKSPACE`) holds up nobody's mail.
 
 use crate::jobs::{JOB_COLUMNS, JobState, Lease, update_leased};
 use crate::records::FromAnyRow;
@@ -25,18 +28,24 @@ pub const LOST_WORKER_ALLOWANCE: i64 = 5;
 /// rolling upgrade takes. After that it fails for good.
 pub const UNHANDLED_JOB_GRACE_SECS: i64 = 3600;
 
+/// The kinds of job that take a moment (a mail, a webhook's post), as SQL strings: a worker
+/// takes them before any other, oldest first, so that a queue of trainings and analyses never
+/// holds up a password-reset mail or a review's event. The rest are taken oldest first.
+const SHORT_KINDS: &str = "'send_mail', 'send_password_reset', 'deliver_webhook'";
+
 /// Why a job whose every attempt was taken back from its worker fails.
 const ATTEMPTS_LOST: &str = "its worker stopped before it ended on every attempt (killed, out of memory, \
      or cut off from the database)";
 
 impl Store {
-    /// Claims the oldest runnable job of any kind, if any, for `lease_secs` (for tests and
-    /// tools; workers use [`Store::claim_job_of`]).
+    /// Claims the next runnable job of any kind (mails and webhook posts first, then the oldest),
+    /// if any, for `lease_secs` (for tests and tools; workers use [`Store::claim_job_of`]).
     pub async fn claim_job(&self, owner: &str, lease_secs: i64) -> Result<Option<Lease>> {
         self.claim(owner, lease_secs, None).await
     }
 
-    /// Claims the oldest runnable job of one of `kinds`, or of any kind once it has waited
+    /// Claims the next runnable job (mails and webhook posts first, then the oldest) of one of
+    /// `kinds`, or of any kind once it has waited
     /// [`UNHANDLED_JOB_GRACE_SECS`], for `lease_secs`. A job whose attempts are all used (its
     /// workers died or were cut off on each, and the reaper put it back) is not handed out
     /// again: it fails for good here, through [`Store::fail_job`] (its resource FAILED, one
@@ -86,7 +95,8 @@ impl Store {
         let sql = format!(
             "UPDATE jobs SET state = $5, lease_owner = $1, lease_expires = $2, fencing_token = fencing_token + 1, \
              attempts = attempts + 1, updated = $3 WHERE id = (\
-             SELECT id FROM jobs WHERE state = $4 AND run_after <= $3{handled} ORDER BY id LIMIT 1{lock}) \
+             SELECT id FROM jobs WHERE state = $4 AND run_after <= $3{handled} \
+             ORDER BY CASE WHEN kind IN ({SHORT_KINDS}) THEN 0 ELSE 1 END, id LIMIT 1{lock}) \
              RETURNING {JOB_COLUMNS}"
         );
         let query = sqlx::query(&sql)
@@ -163,6 +173,51 @@ mod tests {
             owner: "test".into(),
             token: 1,
         }
+    }
+
+    #[test]
+    fn the_short_kinds_are_the_mail_and_webhook_jobs() {
+        let named = format!(
+            "'{}', '{}', '{}'",
+            crate::MAIL_JOB,
+            crate::PASSWORD_RESET_JOB,
+            crate::WEBHOOK_JOB
+        );
+        assert_eq!(super::SHORT_KINDS, named);
+    }
+
+    /// A mail queued behind a training is taken first; then the training, then a later import
+    /// (oldest first). Before, the training went first, and a queue of them held every mail.
+    async fn mails_go_before_long_jobs(backend: crate::Backend) {
+        let Some(database) = crate::testing::TestDatabase::create(backend).await else {
+            return;
+        };
+        let store = crate::Store::open(&database.url, 2).await.expect("store");
+        for kind in [crate::TRAINING_JOB, crate::MAIL_JOB, crate::IMPORT_JOB] {
+            sqlx::query(
+                "INSERT INTO jobs (kind, payload, state, max_attempts, run_after, created, updated) \
+                 VALUES ($1, '{}', 'QUEUED', 1, 0, 0, 0)",
+            )
+            .bind(kind)
+            .execute(&store.pool)
+            .await
+            .expect("a queued job");
+        }
+        let mut taken = Vec::new();
+        while let Some(lease) = store.claim_job("worker", 60).await.expect("a claim") {
+            taken.push(lease.job.kind);
+        }
+        assert_eq!(taken, [crate::MAIL_JOB, crate::TRAINING_JOB, crate::IMPORT_JOB]);
+    }
+
+    #[tokio::test]
+    async fn mails_go_before_long_jobs_sqlite() {
+        mails_go_before_long_jobs(crate::Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn mails_go_before_long_jobs_postgres() {
+        mails_go_before_long_jobs(crate::Backend::Postgres).await;
     }
 
     #[test]

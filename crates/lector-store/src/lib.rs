@@ -80,7 +80,7 @@ pub use workflow_executions::{
     ABANDONED_EXECUTION, EXECUTION_ALIVE_SECS, Execution, ExecutionEnd, FinishedExecution, MAX_EXECUTIONS_PER_WORKFLOW,
 };
 pub use workflows::{MAX_WORKFLOWS_PER_WORKSPACE, NewWorkflow, WebhookTarget, Workflow};
-pub use workspace_work::MAX_WORK_PER_WORKSPACE;
+pub use workspace_work::{MAX_WORK_PER_USER, MAX_WORK_PER_WORKSPACE};
 pub use workspaces::{MAX_MEMBERS_PER_WORKSPACE, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod migrations;
 mod notifications;

@@ -10,7 +10,7 @@ use crate::projects::MAX_PROJECTS_PER_WORKSPACE;
 use crate::sessions::MAX_SESSIONS_PER_PROJECT;
 use crate::testing::{TestDatabase, count, owner_with_project};
 use crate::workspaces::{MAX_MEMBERS_PER_WORKSPACE, WorkspaceRef};
-use crate::{Backend, MAX_WORK_PER_WORKSPACE, NewSession, NewUser, ProjectFields, Store};
+use crate::{Backend, MAX_WORK_PER_USER, MAX_WORK_PER_WORKSPACE, NewSession, NewUser, ProjectFields, Store};
 use futures_util::future::join_all;
 use lector_core::time::Timestamp;
 use lector_core::{ErrorCode, ProjectType, Result, Role, Scope};
@@ -183,7 +183,42 @@ async fn long_jobs_stop_at_the_limit_of_their_workspace(backend: Backend) {
     let results = join_all(racers).await;
     assert_eq!(created_and_refused(&results), (5, 5));
     let refused = results.into_iter().find_map(Result::err).expect("a refusal");
-    assert!(refused.detail.contains("waiting or running"), "{refused:?}");
+    assert!(refused.detail.contains("the workspace has"), "{refused:?}");
+
+    // A user has at most MAX_WORK_PER_USER in all their workspaces: 5 clones, 35 more elsewhere.
+    let owned = "INSERT INTO jobs (kind, payload, state, user_id, max_attempts, run_after, created, updated)";
+    let select = format!("SELECT '{}', '{{}}', 'QUEUED', $1, 1, 0, 0, 0", crate::TRAINING_JOB);
+    fill(&store, owned, &select, scope.user_id, MAX_WORK_PER_USER - 5).await;
+    let elsewhere = store
+        .create_workspace(&scope, "Elsewhere", "")
+        .await
+        .expect("a workspace");
+    let scope = store
+        .principal(scope.user_id)
+        .await
+        .expect("principal")
+        .expect("user")
+        .1;
+    let refused = store
+        .start_clone(&scope, project.id, &elsewhere, Some("Copy elsewhere".into()))
+        .await
+        .expect_err("the user's limit");
+    assert!(refused.detail.contains("you have"), "{refused:?}");
+
+    // A project moved into a workspace takes its long jobs along: not past the target's limit.
+    let third = store.create_workspace(&scope, "Third", "").await.expect("a workspace");
+    let select = format!("SELECT '{}', '{{}}', 'QUEUED', $1, 1, 0, 0, 0", crate::ANALYSIS_JOB);
+    fill(&store, jobs, &select, third.id, MAX_WORK_PER_WORKSPACE).await;
+    let of_project = "INSERT INTO jobs (kind, payload, state, project_id, max_attempts, run_after, created, updated)";
+    fill(&store, of_project, &select, project.id, 1).await;
+    let scope = store
+        .principal(scope.user_id)
+        .await
+        .expect("principal")
+        .expect("user")
+        .1;
+    let moved = store.transfer_project(&scope, project.id, &third).await;
+    assert!(moved.expect_err("a full target").detail.contains("would give"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -354,7 +389,9 @@ async fn reviews_stop_at_the_limit_of_their_configuration(backend: Backend) {
     )
     .await;
     // Twenty documents (the same one again would find its waiting review).
-    let reviews: Vec<_> = (0..20).map(|n| racing_review(&format!("racer-{n}.pdf"))).collect();
+    let reviews: Vec<_> = (0..20)
+        .map(|n| crate::NewReview::plain(&format!("racer-{n}.pdf")))
+        .collect();
     let racers = reviews.iter().map(|review| store.create_review(&hitl, review));
     let results = join_all(racers).await;
     assert_eq!(created_and_refused(&results), (10, 10));
@@ -365,17 +402,6 @@ async fn reviews_stop_at_the_limit_of_their_configuration(backend: Backend) {
     )
     .await;
     assert_eq!(waiting, MAX_PENDING_REVIEWS_PER_HITL);
-}
-
-fn racing_review(document_name: &str) -> crate::NewReview {
-    crate::NewReview {
-        document_name: document_name.into(),
-        page_num: 1,
-        label: None,
-        confidence_threshold: None,
-        extracted: serde_json::json!({}),
-        pages: None,
-    }
 }
 
 /// The same extraction sent twenty times at once makes one review: each looks for an earlier
@@ -390,7 +416,7 @@ async fn the_same_review_sent_at_once_is_made_once(backend: Backend) {
         .create_hitl(&scope, project.id, &crate::NewHitl::plain("Check"))
         .await
         .expect("hitl");
-    let review = racing_review("same.pdf");
+    let review = crate::NewReview::plain("same.pdf");
     let results = join_all((0..20).map(|_| store.create_review(&hitl, &review))).await;
     let ids: std::collections::BTreeSet<i64> = results.into_iter().map(|r| r.expect("answered").id).collect();
     assert_eq!(ids.len(), 1, "{ids:?}");

@@ -236,6 +236,7 @@ impl Store {
         }
         let mut tx = self.begin_write().await?;
         room_for_a_project(&mut tx, target.id).await?;
+        crate::workspace_work::room_for_moved_work(&mut tx, target.id, project.id).await?;
         // A copy still being filled (CLONING) stays where its clone job writes it.
         let moved = sqlx::query("UPDATE projects SET workspace_id = $1 WHERE id = $2 AND status <> 'CLONING'")
             .bind(target.id)

@@ -150,7 +150,7 @@ impl Store {
         let uuid = uuid::Uuid::new_v4().to_string();
         let now = Timestamp::now().micros();
         let mut tx = self.begin_write().await?;
-        crate::workspace_work::room_for_work(&mut tx, &project).await?;
+        crate::workspace_work::room_for_work(&mut tx, scope.user_id, &project).await?;
         // `base_id`'s foreign key holds the base model's row (key share) until the commit, so
         // `delete_model`, which locks that row before its checks, sees this training.
         let model_id: i64 = sqlx::query_scalar(
