@@ -27,7 +27,7 @@ const MAX_SEGMENT_TAGS: usize = MAX_TAGS_PER_SEGMENT as usize;
 /// Tags one request may make in all, a document's tags counted once for each of its segments:
 /// the tags are built in memory before they are stored, so this bounds that memory (a few
 /// MiB), whatever the body's segments and tags multiply to.
-pub const MAX_LABELED_TAGS: usize = 100_000;
+pub const MAX_LABELED_TAGS: usize = 250_000;
 
 /// A tag as a client sends it: a class and/or a label by name, optionally on a part of the
 /// segment given by span or text.
@@ -162,9 +162,7 @@ impl LabeledDocumentBody {
         if made > *budget {
             return Err(Error::validation(vec![lector_core::FieldError::new(
                 format!("{field}.tags"),
-                format!(
-                    "a request makes at most {MAX_LABELED_TAGS} tags, a document's tags counted once for each of its segments"
-                ),
+                too_many_tags(),
             )]));
         }
         *budget -= made;
@@ -212,12 +210,7 @@ pub(crate) fn check_labeled(problems: &mut Problems, documents: &Option<Vec<Labe
         if let Some(segments) = segments {
             tags = tags.saturating_add(document.tag_count(segments));
             if tags > MAX_LABELED_TAGS {
-                problems.push(
-                    &format!("{field}.tags"),
-                    format!(
-                        "a request makes at most {MAX_LABELED_TAGS} tags, a document's tags counted once for each of its segments"
-                    ),
-                );
+                problems.push(&format!("{field}.tags"), too_many_tags());
                 break;
             }
         }
@@ -225,6 +218,14 @@ pub(crate) fn check_labeled(problems: &mut Problems, documents: &Option<Vec<Labe
             break;
         }
     }
+}
+
+/// Why a request's labeled documents are refused when they make too many tags, and what to do.
+fn too_many_tags() -> String {
+    format!(
+        "a request makes at most {MAX_LABELED_TAGS} tags, a document's tags counted once for each of its \
+         segments; send the documents in several requests, or as a labeled-data file (upload_labeling_file)"
+    )
 }
 
 /// Prepares labeled documents on a blocking thread (normalising and splitting are CPU work);

@@ -47,10 +47,10 @@ async fn labeled_tags_are_bounded_before_they_are_built(app: TestApp) {
     let body = json!({"documents": [{"text": "One.", "tags": tags(50),
         "segments": [{"text": "One.", "tags": tags(MAX_TAGS - 49)}]}]});
     assert_eq!(refused(body).await, ["documents[0].segments[0].tags"]);
-    // A few kilobytes of text split into 1,001 sentences, each to carry the document's 100
-    // tags: 100,100 tags, past what one request may make; refused once the text is split,
+    // Some forty kilobytes of text split into 2,501 sentences, each to carry the document's 100
+    // tags: 250,100 tags, past what one request may make; refused once the text is split,
     // before one tag is built.
-    let text = (0..1001)
+    let text = (0..2501)
         .map(|i| format!("Sentence {i}."))
         .collect::<Vec<_>>()
         .join(" ");

@@ -38,6 +38,22 @@ async fn run_jobs(app: &TestApp) {
     while runner.run_one(&state.store, "test-worker").await.unwrap() {}
 }
 
+/// A project "Imports" of `who` with a group of two documents queued for import (PROCESSING):
+/// the project's id and the group.
+async fn importing(app: &TestApp, who: &crate::common::Session) -> (i64, serde_json::Value) {
+    let project = app.project(who, "Imports").await;
+    let group = app
+        .post(
+            &format!("/projects/{project}/upload-documents"),
+            &who.token,
+            json!([{"text": "First."}, {"text": "Second."}]),
+        )
+        .await
+        .expect(202);
+    assert_eq!(group["status"], "PROCESSING");
+    (project, group)
+}
+
 async fn a_model_in_training_is_not_deleted(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
@@ -140,16 +156,7 @@ async fn a_model_in_use_is_not_deleted(app: TestApp) {
 
 async fn a_group_being_imported_is_not_deleted(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let project = app.project(&ada, "Imports").await;
-    let group = app
-        .post(
-            &format!("/projects/{project}/upload-documents"),
-            &ada.token,
-            json!([{"text": "First."}, {"text": "Second."}]),
-        )
-        .await
-        .expect(202);
-    assert_eq!(group["status"], "PROCESSING");
+    let (project, group) = importing(&app, &ada).await;
     let path = format!("/projects/{project}/groups/{}", group["id"]);
     let refused = app.delete(&path, &ada.token).await.expect_problem(409, "conflict");
     assert!(refused["detail"].as_str().unwrap().contains("import"), "{refused}");
@@ -230,16 +237,7 @@ async fn a_copy_whose_original_is_deleted_fails(app: TestApp) {
 /// deleted nor analysed.
 async fn a_group_being_imported_is_copied_failed(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let project = app.project(&ada, "Imports").await;
-    let group = app
-        .post(
-            &format!("/projects/{project}/upload-documents"),
-            &ada.token,
-            json!([{"text": "First."}, {"text": "Second."}]),
-        )
-        .await
-        .expect(202);
-    assert_eq!(group["status"], "PROCESSING");
+    let (project, group) = importing(&app, &ada).await;
     // The import waits; the clone runs first.
     lector_store::testing::put_off_queued_jobs(&app.state.store, 3600).await;
     let copy = app
@@ -302,14 +300,7 @@ async fn a_copy_being_filled_is_not_moved(app: TestApp) {
 /// against rows that are gone, and nobody is told of a failure in a project nobody has.
 async fn a_deleted_project_ends_its_jobs(app: TestApp) {
     let ada = app.register("ada@example.org").await;
-    let project = app.project(&ada, "Imports").await;
-    app.post(
-        &format!("/projects/{project}/upload-documents"),
-        &ada.token,
-        json!([{"text": "First."}, {"text": "Second."}]),
-    )
-    .await
-    .expect(202);
+    let (project, _) = importing(&app, &ada).await;
     let store = &app.state.store;
     // A worker has begun the import.
     let lease = store.claim_job("importer", 60).await.unwrap().expect("the import");
