@@ -8,7 +8,7 @@ use crate::hitl_reviews::MAX_PENDING_REVIEWS_PER_HITL;
 use crate::invitations::MAX_PENDING_INVITATIONS;
 use crate::projects::MAX_PROJECTS_PER_WORKSPACE;
 use crate::sessions::MAX_SESSIONS_PER_PROJECT;
-use crate::testing::{TestDatabase, count, owner_with_project};
+use crate::testing::{TestDatabase, another_workspace, count, owner_with_project};
 use crate::workspaces::{MAX_MEMBERS_PER_WORKSPACE, WorkspaceRef};
 use crate::{Backend, MAX_WORK_PER_USER, MAX_WORK_PER_WORKSPACE, NewSession, NewUser, ProjectFields, Store};
 use futures_util::future::join_all;
@@ -90,16 +90,7 @@ async fn projects_stop_at_the_limit_of_their_workspace(backend: Backend) {
     };
     let store = Store::open(&database.url, 8).await.expect("store");
     let (scope, workspace, first) = owner_with_project(&store, "First", ProjectType::Class).await;
-    let elsewhere = store
-        .create_workspace(&scope, "Elsewhere", "")
-        .await
-        .expect("another workspace");
-    let scope = store
-        .principal(scope.user_id)
-        .await
-        .expect("principal")
-        .expect("the user")
-        .1;
+    let (elsewhere, scope) = another_workspace(&store, &scope, "Elsewhere").await;
     let wanderer = store
         .create_project(
             &scope,
@@ -189,16 +180,7 @@ async fn long_jobs_stop_at_the_limit_of_their_workspace(backend: Backend) {
     let owned = "INSERT INTO jobs (kind, payload, state, user_id, max_attempts, run_after, created, updated)";
     let select = format!("SELECT '{}', '{{}}', 'QUEUED', $1, 1, 0, 0, 0", crate::TRAINING_JOB);
     fill(&store, owned, &select, scope.user_id, MAX_WORK_PER_USER - 5).await;
-    let elsewhere = store
-        .create_workspace(&scope, "Elsewhere", "")
-        .await
-        .expect("a workspace");
-    let scope = store
-        .principal(scope.user_id)
-        .await
-        .expect("principal")
-        .expect("user")
-        .1;
+    let (elsewhere, scope) = another_workspace(&store, &scope, "Elsewhere").await;
     let refused = store
         .start_clone(&scope, project.id, &elsewhere, Some("Copy elsewhere".into()))
         .await
@@ -206,17 +188,11 @@ async fn long_jobs_stop_at_the_limit_of_their_workspace(backend: Backend) {
     assert!(refused.detail.contains("you have"), "{refused:?}");
 
     // A project moved into a workspace takes its long jobs along: not past the target's limit.
-    let third = store.create_workspace(&scope, "Third", "").await.expect("a workspace");
+    let (third, scope) = another_workspace(&store, &scope, "Third").await;
     let select = format!("SELECT '{}', '{{}}', 'QUEUED', $1, 1, 0, 0, 0", crate::ANALYSIS_JOB);
     fill(&store, jobs, &select, third.id, MAX_WORK_PER_WORKSPACE).await;
     let of_project = "INSERT INTO jobs (kind, payload, state, project_id, max_attempts, run_after, created, updated)";
     fill(&store, of_project, &select, project.id, 1).await;
-    let scope = store
-        .principal(scope.user_id)
-        .await
-        .expect("principal")
-        .expect("user")
-        .1;
     let moved = store.transfer_project(&scope, project.id, &third).await;
     assert!(moved.expect_err("a full target").detail.contains("would give"));
 }

@@ -585,7 +585,7 @@ async fn end_jobs_of_project(tx: &mut sqlx::Transaction<'static, sqlx::Any>, pro
 #[cfg(test)]
 mod tests {
     use super::project_stays_put;
-    use crate::testing::{TestDatabase, owner_with_project};
+    use crate::testing::{TestDatabase, another_workspace, owner_with_project};
     use crate::{Backend, Store};
     use lector_core::{ErrorCode, ProjectType};
 
@@ -598,19 +598,10 @@ mod tests {
         };
         let store = Store::open(&database.url, 4).await.expect("store");
         let (scope, _, project) = owner_with_project(&store, "Moving", ProjectType::Class).await;
-        let elsewhere = store
-            .create_workspace(&scope, "Elsewhere", "")
-            .await
-            .expect("another workspace");
+        let (elsewhere, scope) = another_workspace(&store, &scope, "Elsewhere").await;
         let mut tx = store.begin_write().await.expect("transaction");
         project_stays_put(&mut tx, &project).await.expect("still there");
         tx.rollback().await.expect("rolled back");
-        let scope = store
-            .principal(scope.user_id)
-            .await
-            .expect("principal")
-            .expect("user")
-            .1;
         store
             .transfer_project(&scope, project.id, &elsewhere)
             .await

@@ -137,6 +137,25 @@ pub async fn owner_with_project(
     (scope, workspace, project)
 }
 
+/// A new workspace of `scope`'s user named `name`, and the user's scope with it (an ADMIN there).
+pub async fn another_workspace(
+    store: &crate::Store,
+    scope: &lector_core::Scope,
+    name: &str,
+) -> (crate::Workspace, lector_core::Scope) {
+    let workspace = store
+        .create_workspace(scope, name, "")
+        .await
+        .expect("another workspace");
+    let scope = store
+        .principal(scope.user_id)
+        .await
+        .expect("principal")
+        .expect("the user")
+        .1;
+    (workspace, scope)
+}
+
 /// A one-segment document of `text`, tagged with `class` and marked annotated: a labeled
 /// session's row, as training tests need them.
 pub fn labeled(text: &str, class: &str) -> crate::LabeledDocument {
