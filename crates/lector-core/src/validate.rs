@@ -15,6 +15,8 @@ pub const MAX_PASSWORD_CHARS: usize = 1024;
 pub const MAX_EMAIL_CHARS: usize = 254;
 pub const MAX_NAME_CHARS: usize = 120;
 pub const MAX_DESCRIPTION_CHARS: usize = 2000;
+/// Longest document text, in characters (however it arrives: a body, a file, a labeled file).
+pub const MAX_DOCUMENT_CHARS: usize = 1_000_000;
 /// Longest title and text of a notification, whoever writes it: a client's update is refused
 /// past them, and what the service writes itself is cut to them ([`shortened`]).
 pub const MAX_NOTIFICATION_TITLE_CHARS: usize = 200;

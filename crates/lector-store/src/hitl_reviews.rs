@@ -116,11 +116,8 @@ impl Store {
         let now = Timestamp::now().micros();
         // The configuration as it is now, not as it was when the extraction began: it may have
         // been given to someone else, or deleted, while the document was read.
-        let assigned: Option<i64> = sqlx::query_scalar("SELECT assigned_user_id FROM hitls WHERE id = $1")
-            .bind(hitl.id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?
+        let assigned = assignee_now(&mut tx, hitl.id)
+            .await?
             .ok_or_else(|| Error::not_found("HITL configuration"))?;
         let assignee = match assigned {
             Some(user_id) => may_review_in(&mut tx, hitl.project_id, user_id)
@@ -163,12 +160,7 @@ impl Store {
         }
         webhook_in(&mut tx, hitl, "review.created", &review).await?;
         let waiting = waiting_reviews(&mut tx, hitl.id).await?;
-        let still: Option<Option<i64>> = sqlx::query_scalar("SELECT assigned_user_id FROM hitls WHERE id = $1")
-            .bind(hitl.id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?;
-        if still != Some(assigned) {
+        if assignee_now(&mut tx, hitl.id).await? != Some(assigned) {
             // Dropping the transaction takes back this review, its notification and its event.
             return Ok(None);
         }
@@ -441,6 +433,16 @@ pub(crate) async fn unassign_outsiders(
             .map_err(db)?;
     }
     Ok(())
+}
+
+/// Whom configuration `hitl_id` names as its reviewer, as this transaction reads it; `None` when
+/// the configuration is gone.
+async fn assignee_now(tx: &mut sqlx::Transaction<'static, sqlx::Any>, hitl_id: i64) -> Result<Option<Option<i64>>> {
+    sqlx::query_scalar("SELECT assigned_user_id FROM hitls WHERE id = $1")
+        .bind(hitl_id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db)
 }
 
 /// The reviews of configuration `hitl_id` waiting, counted behind a lock on the configuration

@@ -132,9 +132,9 @@ impl ColumnMapping {
 /// Segments one labeled document may have: rows sharing a `document` key would otherwise make
 /// one document of the whole file, held in memory and stored in one transaction.
 pub const MAX_LABELED_SEGMENTS: usize = 100_000;
-/// Characters one labeled document may have, its segments joined by a space: the API's limit
-/// of a document's text (`MAX_DOCUMENT_CHARS`).
-pub const MAX_LABELED_CHARS: usize = 1_000_000;
+/// Characters one labeled document may have, its segments joined by a space: a document's
+/// limit however it arrives.
+pub const MAX_LABELED_CHARS: usize = lector_core::validate::MAX_DOCUMENT_CHARS;
 
 /// Turns rows into labeled documents one row at a time, so a file of any length is read with
 /// one document in memory: [`LabeledRows::push`] answers the document a row completes (the one

@@ -27,8 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_project_task))
 }
 
-/// Longest document text, in characters.
-pub const MAX_DOCUMENT_CHARS: usize = 1_000_000;
+pub use lector_core::validate::MAX_DOCUMENT_CHARS;
 /// Largest upload body, in bytes.
 pub const MAX_UPLOAD_BYTES: usize = 50 * 1024 * 1024;
 
