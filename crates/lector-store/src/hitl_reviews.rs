@@ -464,14 +464,15 @@ async fn waiting_reviews(tx: &mut sqlx::Transaction<'static, sqlx::Any>, hitl_id
 /// if there is one: an extraction repeated (a client's retry after a lost answer, or the same
 /// file sent again) finds the review it made, instead of making another for the same work and
 /// notifying its reviewer again. Called after [`waiting_reviews`] has locked the configuration,
-/// so of two such extractions at once the second sees the first's review.
+/// so of two such extractions at once the second sees the first's review, whichever of the two
+/// reviews has the lower id (the ids are drawn before the lock, in any order).
 async fn same_review_waiting(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     made: &HitlReview,
     new: &NewReview,
 ) -> Result<Option<HitlReview>> {
     let sql = format!(
-        "SELECT {REVIEW_COLUMNS} FROM hitl_reviews WHERE hitl_id = $1 AND id < $8 AND status = 'PENDING' \
+        "SELECT {REVIEW_COLUMNS} FROM hitl_reviews WHERE hitl_id = $1 AND id <> $8 AND status = 'PENDING' \
          AND document_name = $2 AND page_num = $3 AND COALESCE(label, '') = $4 \
          AND COALESCE(confidence_threshold, -1) = $5 AND extracted = $6 AND COALESCE(pages, '') = $7 \
          ORDER BY id LIMIT 1"
