@@ -9,9 +9,8 @@ use crate::{Backend, ClassFields, NewDocument, NewSegment, NewSession, NewTag, S
 use futures_util::future::join_all;
 use lector_core::{ErrorCode, ProjectType};
 
-/// A project of `kind` with the labels or classes spam and ham, one document "Buy now." of one
-/// segment, and a session of it: where that segment is tagged.
-async fn one_segment(store: &Store, kind: ProjectType) -> (lector_core::Scope, SegmentAt) {
+/// A project of `kind` with the labels or classes spam and ham.
+async fn spam_and_ham(store: &Store, kind: ProjectType) -> (lector_core::Scope, i64) {
     let (scope, _, project) = owner_with_project(store, "Race", kind).await;
     let names = ["spam", "ham"];
     if kind == ProjectType::Label {
@@ -28,8 +27,13 @@ async fn one_segment(store: &Store, kind: ProjectType) -> (lector_core::Scope, S
             .await
             .expect("classes");
     }
+    (scope, project.id)
+}
+
+/// The document "Buy now.", of one segment.
+fn buy_now() -> NewDocument {
     let text = "Buy now.".to_owned();
-    let document = NewDocument {
+    NewDocument {
         segments: vec![NewSegment {
             text: text.clone(),
             start: 0,
@@ -39,9 +43,15 @@ async fn one_segment(store: &Store, kind: ProjectType) -> (lector_core::Scope, S
         text,
         meta: serde_json::json!({}),
         language: "en".into(),
-    };
+    }
+}
+
+/// A project of `kind` with the labels or classes spam and ham, one document "Buy now." of one
+/// segment, and a session of it: where that segment is tagged.
+async fn one_segment(store: &Store, kind: ProjectType) -> (lector_core::Scope, SegmentAt) {
+    let (scope, project_id) = spam_and_ham(store, kind).await;
     let (document, segments) = store
-        .create_document(&scope, project.id, document)
+        .create_document(&scope, project_id, buy_now())
         .await
         .expect("a document");
     let new = NewSession {
@@ -49,9 +59,9 @@ async fn one_segment(store: &Store, kind: ProjectType) -> (lector_core::Scope, S
         document_ids: Some(vec![document.id]),
         ..Default::default()
     };
-    let session = store.create_session(&scope, project.id, new).await.expect("a session");
+    let session = store.create_session(&scope, project_id, new).await.expect("a session");
     let at = SegmentAt {
-        project_id: project.id,
+        project_id,
         session_id: session.id,
         document_id: document.id,
         segment_id: segments[0].id,
@@ -158,4 +168,71 @@ async fn a_changed_tag_keeps_a_label_projects_rule_sqlite() {
 #[tokio::test]
 async fn a_changed_tag_keeps_a_label_projects_rule_postgres() {
     a_changed_tag_keeps_a_label_projects_rule(Backend::Postgres).await;
+}
+
+/// Documents that arrive labeled with a session are held to the rules of a segment's tags, as
+/// one tag at a time is, though their tags are checked together and written many to a
+/// statement: the same tag twice, or two labels of the whole segment in a LABEL project, is a
+/// conflict that stores nothing; labels of parts may be many.
+async fn labeled_documents_keep_the_rules_of_a_segments_tags(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (scope, project_id) = spam_and_ham(&store, ProjectType::Label).await;
+    let label = |name: &str, part: Option<(i64, i64, &str)>| NewTag {
+        label: Some(name.into()),
+        part: part.map(|(start, end, text)| (start, end, text.to_owned())),
+        ..Default::default()
+    };
+    let session = |tags: Vec<NewTag>| NewSession {
+        name: "Labeled".into(),
+        labeled: vec![crate::LabeledDocument {
+            document: buy_now(),
+            tags: vec![tags],
+            annotated: vec![true],
+        }],
+        ..Default::default()
+    };
+    let refused = [
+        vec![label("spam", None), label("ham", None)],
+        vec![label("spam", None), label("spam", None)],
+        vec![label("spam", Some((0, 3, "Buy"))), label("ham", None)],
+        vec![label("spam", Some((0, 3, "Buy"))), label("spam", Some((0, 3, "Buy")))],
+    ];
+    for tags in refused {
+        let error = store
+            .create_session(&scope, project_id, session(tags.clone()))
+            .await
+            .expect_err("a clash");
+        assert_eq!(error.code, ErrorCode::Conflict, "{tags:?}: {error:?}");
+    }
+    let tags = vec![label("spam", Some((0, 3, "Buy"))), label("ham", Some((4, 7, "now")))];
+    store
+        .create_session(&scope, project_id, session(tags))
+        .await
+        .expect("labels of parts");
+    let stored: Vec<(Option<i64>, Option<i64>, Option<String>)> =
+        sqlx::query_as("SELECT span_start, span_end, text FROM segment_tags ORDER BY span_start")
+            .fetch_all(&store.pool)
+            .await
+            .expect("the tags");
+    assert_eq!(
+        stored,
+        [
+            (Some(0), Some(3), Some("Buy".into())),
+            (Some(4), Some(7), Some("now".into()))
+        ],
+        "only the session accepted has tags"
+    );
+}
+
+#[tokio::test]
+async fn labeled_documents_keep_the_rules_of_a_segments_tags_sqlite() {
+    labeled_documents_keep_the_rules_of_a_segments_tags(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn labeled_documents_keep_the_rules_of_a_segments_tags_postgres() {
+    labeled_documents_keep_the_rules_of_a_segments_tags(Backend::Postgres).await;
 }

@@ -223,7 +223,7 @@ impl Store {
         let mut tx = self.begin_write().await?;
         crate::lock_row(&mut tx, ("segments", segment.id)).await?;
         let others = tags_beside(&mut tx, session.id, segment.id, Some(tag_id)).await?;
-        may_stand_beside(&others, (class_id, label_id), &tag, vocabulary.kind)?;
+        may_stand_beside(&others, TagPlace::of((class_id, label_id), &tag), vocabulary.kind)?;
         let (start, end, text) = split_part(&tag.part);
         sqlx::query(
             "UPDATE segment_tags SET class_id = $1, label_id = $2, span_start = $3, span_end = $4, text = $5 \
@@ -324,6 +324,28 @@ fn split_part(part: &Option<(i64, i64, String)>) -> (Option<i64>, Option<i64>, O
     }
 }
 
+/// What a tag names and the part of its segment it covers: what the rules of a segment's tags
+/// compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TagPlace {
+    class_id: Option<i64>,
+    label_id: Option<i64>,
+    start: Option<i64>,
+    end: Option<i64>,
+}
+
+impl TagPlace {
+    fn of((class_id, label_id): (Option<i64>, Option<i64>), tag: &NewTag) -> Self {
+        let (start, end, _) = split_part(&tag.part);
+        Self {
+            class_id,
+            label_id,
+            start,
+            end,
+        }
+    }
+}
+
 /// The class, label and span of the tags a segment carries in a session, but `except` (a tag
 /// being changed).
 async fn tags_beside(
@@ -331,8 +353,8 @@ async fn tags_beside(
     session_id: i64,
     segment_id: i64,
     except: Option<i64>,
-) -> Result<Vec<sqlx::any::AnyRow>> {
-    sqlx::query(
+) -> Result<Vec<TagPlace>> {
+    let rows = sqlx::query(
         "SELECT class_id, label_id, span_start, span_end FROM segment_tags \
          WHERE session_id = $1 AND segment_id = $2 AND id <> $3",
     )
@@ -341,34 +363,30 @@ async fn tags_beside(
     .bind(except.unwrap_or(0))
     .fetch_all(&mut **tx)
     .await
-    .map_err(db)
+    .map_err(db)?;
+    let place = |row: &AnyRow| -> std::result::Result<TagPlace, sqlx::Error> {
+        Ok(TagPlace {
+            class_id: row.try_get("class_id")?,
+            label_id: row.try_get("label_id")?,
+            start: row.try_get("span_start")?,
+            end: row.try_get("span_end")?,
+        })
+    };
+    rows.iter().map(|row| place(row).map_err(db)).collect()
 }
 
 /// Refuses `tag` beside the segment's `existing` tags (409): the same tag again, or in a LABEL
 /// project a label of the whole segment beside any other, or a part's label beside a
 /// whole-segment one (labels of parts, the fields of a page, may be many).
-fn may_stand_beside(
-    existing: &[sqlx::any::AnyRow],
-    (class_id, label_id): (Option<i64>, Option<i64>),
-    tag: &NewTag,
-    kind: ProjectType,
-) -> Result<()> {
-    let (start, end, _) = split_part(&tag.part);
-    for row in existing {
-        let same = row.try_get::<Option<i64>, _>("class_id").map_err(db)? == class_id
-            && row.try_get::<Option<i64>, _>("label_id").map_err(db)? == label_id
-            && row.try_get::<Option<i64>, _>("span_start").map_err(db)? == start
-            && row.try_get::<Option<i64>, _>("span_end").map_err(db)? == end;
-        if same {
-            return Err(Error::conflict("the segment carries this tag already"));
-        }
+fn may_stand_beside(existing: &[TagPlace], tag: TagPlace, kind: ProjectType) -> Result<()> {
+    if existing.contains(&tag) {
+        return Err(Error::conflict("the segment carries this tag already"));
     }
-    let whole = |row: &sqlx::any::AnyRow| row.try_get::<Option<i64>, _>("span_start").ok().flatten().is_none();
-    let clashes = match tag.part {
+    let clashes = match tag.start {
         // A whole-segment label: the segment's only label.
         None => !existing.is_empty(),
         // A label of a part: beside other parts' labels, never beside a whole-segment one.
-        Some(_) => existing.iter().any(whole),
+        Some(_) => existing.iter().any(|other| other.start.is_none()),
     };
     if kind == ProjectType::Label && clashes {
         return Err(Error::conflict(
@@ -376,6 +394,17 @@ fn may_stand_beside(
         ));
     }
     Ok(())
+}
+
+/// Refuses `tag` as a new tag of a segment that carries `existing` (409): past the segment's
+/// limit of tags, or where it may not stand beside them ([`may_stand_beside`]).
+fn may_join(existing: &[TagPlace], tag: TagPlace, kind: ProjectType) -> Result<()> {
+    if existing.len() as i64 >= MAX_TAGS_PER_SEGMENT {
+        return Err(Error::conflict(format!(
+            "a segment carries at most {MAX_TAGS_PER_SEGMENT} tags"
+        )));
+    }
+    may_stand_beside(existing, tag, kind)
 }
 
 /// Inserts one tag after checking it is new on the segment (and, in a LABEL project, that a
@@ -393,12 +422,7 @@ pub(crate) async fn insert_tag(
     kind: ProjectType,
 ) -> Result<i64> {
     let existing = tags_beside(tx, session_id, segment_id, None).await?;
-    if existing.len() as i64 >= MAX_TAGS_PER_SEGMENT {
-        return Err(Error::conflict(format!(
-            "a segment carries at most {MAX_TAGS_PER_SEGMENT} tags"
-        )));
-    }
-    may_stand_beside(&existing, (class_id, label_id), tag, kind)?;
+    may_join(&existing, TagPlace::of((class_id, label_id), tag), kind)?;
     let (start, end, text) = split_part(&tag.part);
     sqlx::query_scalar(
         "INSERT INTO segment_tags (session_id, segment_id, class_id, label_id, span_start, span_end, text, user_id, created) \
@@ -472,6 +496,7 @@ pub(crate) async fn add_labeled(
     labeled: &[LabeledDocument],
 ) -> Result<Counts> {
     let mut added = Counts::default();
+    let (mut tags, now) = (Vec::new(), Timestamp::now().micros());
     for (i, item) in labeled.iter().enumerate() {
         let position = first_position.map(|first| first + i as i64);
         let inserted =
@@ -492,20 +517,67 @@ pub(crate) async fn add_labeled(
         let mut annotated = Vec::new();
         let field = format!("documents[{}].tags", position.unwrap_or(i as i64));
         for (at, segment_id) in segment_ids.iter().enumerate() {
+            // The document was made in this transaction, so its segments carry only the tags
+            // put on them here: checked in memory, written many to a statement.
+            let mut placed = Vec::new();
             for tag in item.tags.get(at).map(Vec::as_slice).unwrap_or_default() {
                 let ids = vocabulary.resolve(tag, &field)?;
-                insert_tag(tx, session_id, *segment_id, target.user_id, ids, tag, vocabulary.kind).await?;
+                let place = TagPlace::of(ids, tag);
+                may_join(&placed, place, vocabulary.kind)?;
+                placed.push(place);
+                tags.push(tag_row(target, *segment_id, place, tag, now));
             }
             if item.annotated.get(at).copied().unwrap_or(false) {
                 annotated.push(*segment_id);
             }
+        }
+        if tags.len() >= TAG_ROWS_PER_WRITE {
+            insert_tags(tx, std::mem::take(&mut tags)).await?;
         }
         let marked = mark_segments(tx, session_id, document_id, target.user_id, &annotated).await?;
         added.documents += 1;
         added.segments += segment_ids.len() as i64;
         added.annotated += marked as i64;
     }
+    insert_tags(tx, tags).await?;
     Ok(added)
+}
+
+/// How many tags of labeled documents are gathered before they are written: a few statements'
+/// worth, so that the rows waiting in memory stay few however many tags a request brings.
+const TAG_ROWS_PER_WRITE: usize = 10_000;
+
+/// A new tag of `segment_id`, by `target`'s user, as [`insert_tags`] writes it.
+fn tag_row(target: LabeledTarget, segment_id: i64, place: TagPlace, tag: &NewTag, now: i64) -> Vec<Param> {
+    let (_, _, text) = split_part(&tag.part);
+    vec![
+        Param::Int(target.session_id),
+        Param::Int(segment_id),
+        Param::MaybeInt(place.class_id),
+        Param::MaybeInt(place.label_id),
+        Param::MaybeInt(place.start),
+        Param::MaybeInt(place.end),
+        Param::MaybeText(text),
+        Param::Int(target.user_id),
+        Param::Int(now),
+    ]
+}
+
+/// Writes tags checked already ([`tag_row`]), many to a statement.
+async fn insert_tags(tx: &mut Transaction<'static, Any>, rows: Vec<Vec<Param>>) -> Result<()> {
+    let columns = [
+        "session_id",
+        "segment_id",
+        "class_id",
+        "label_id",
+        "span_start",
+        "span_end",
+        "text",
+        "user_id",
+        "created",
+    ];
+    crate::insert_many(tx, "segment_tags", &columns, rows, "").await?;
+    Ok(())
 }
 
 /// Tags and marks the documents whose attributes name the session's classes or labels.
