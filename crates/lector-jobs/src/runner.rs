@@ -38,8 +38,6 @@ use tracing::Instrument;
 pub const LEASE_SECS: i64 = 30;
 const IDLE_POLL: Duration = Duration::from_millis(200);
 const REAP_EVERY: Duration = Duration::from_secs(5);
-/// How long a job queued by a newer Lector waits before a worker of this one looks at it again.
-const HAND_BACK_SECS: i64 = 60;
 /// How long the loops have, once told to hand their jobs back, to do it and end.
 const HAND_BACK_WAIT: Duration = Duration::from_secs(10);
 
@@ -68,7 +66,8 @@ pub enum Retry {
     Later,
     /// This worker lacks what the job needs (a BASE model's files) and another may have it: the
     /// job goes back to the queue without counting the attempt, and fails for good once it has
-    /// waited [`lector_store::UNHANDLED_JOB_GRACE_SECS`] from when it was queued.
+    /// waited [`lector_store::UNHANDLED_JOB_GRACE_SECS`] from when a worker first could not run
+    /// it (its wait in the queue before that does not count).
     Elsewhere,
     /// The process is stopping ([`crate::Stopping::requested`]): the handler ended at a
     /// checkpoint; the job goes back to the queue as it is, and this claim does not count as an
@@ -288,6 +287,11 @@ impl Runner {
 
     async fn run_claimed(&self, store: &Store, lease: Lease, stopping: &Stopping) -> lector_core::Result<bool> {
         let Some(handler) = self.handlers.get(lease.job.kind.as_str()).cloned() else {
+            if !lease.waited_for_a_worker() {
+                tracing::warn!("no handler for this kind of job here; handing it back for a worker that has one");
+                store.hand_back_unrunnable(&lease).await?;
+                return Ok(true);
+            }
             tracing::error!("no handler for this kind of job");
             let cause = format!("this installation has no handler for jobs of kind {}", lease.job.kind);
             store.fail_job(&lease, &cause, false).await?;
@@ -295,7 +299,7 @@ impl Runner {
         };
         if lease.awaits_newer_worker(handler.version()) {
             tracing::warn!("a newer Lector queued this job; handing it back for a worker of that version");
-            store.hand_back_job(&lease, HAND_BACK_SECS).await?;
+            store.hand_back_unrunnable(&lease).await?;
             return Ok(true);
         }
         tracing::info!("job started");
@@ -360,7 +364,7 @@ impl Runner {
             }
             Some(Err(e)) if e.retry == Retry::Elsewhere && !lease.waited_for_a_worker() => {
                 tracing::warn!(error = %e.message, "this worker cannot run the job; handing it back for another");
-                if !store.hand_back_job(&lease, lease.next_look_after_secs()).await? {
+                if !store.hand_back_unrunnable(&lease).await? {
                     tracing::warn!("lease taken over; the job was not handed back");
                 }
             }

@@ -23,6 +23,7 @@ async fn kept_body(store: &Store, job_id: i64) -> Option<String> {
         job,
         owner: "test".into(),
         token: 0,
+        unrunnable_since: None,
     };
     match store.job_input::<String>(&lease).await {
         Ok(body) => Some(body),

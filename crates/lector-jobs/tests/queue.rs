@@ -156,6 +156,7 @@ async fn failures_retry_then_fail_with_one_notification(backend: Backend) {
         },
         token: first.token,
         owner: "a".into(),
+        unrunnable_since: None,
     };
     // The stale lease (token of the first claim) cannot fail the job again.
     assert!(!store.fail_job(&second, "late", false).await.unwrap());
@@ -216,7 +217,18 @@ async fn the_runner_runs_handlers_and_records_outcomes(backend: Backend) {
         let job = store.job_by_id(waiting).await.unwrap().unwrap();
         assert_eq!((job.state, job.attempts), (JobState::Queued, 0), "{job:?}");
     }
-    // After an hour nobody took them; they fail with their trace.
+    // An hour later: the newer payload, handed back an hour ago, fails; the unknown kind is
+    // looked at for the first time and handed back, as the hour counts from when a worker
+    // first could not run a job, not from when it was queued.
+    lector_store::testing::age_queued_jobs(&store, lector_store::UNHANDLED_JOB_GRACE_SECS + 120).await;
+    while runner.run_one(&store, "w").await.unwrap() {}
+    assert_eq!(
+        store.job_by_id(newer.id).await.unwrap().unwrap().state,
+        JobState::Failed
+    );
+    let waiting = store.job_by_id(unknown.id).await.unwrap().unwrap();
+    assert_eq!((waiting.state, waiting.attempts), (JobState::Queued, 0), "{waiting:?}");
+    // An hour after that nobody took it; it fails with its trace too.
     lector_store::testing::age_queued_jobs(&store, lector_store::UNHANDLED_JOB_GRACE_SECS + 120).await;
     while runner.run_one(&store, "w").await.unwrap() {}
 
@@ -443,8 +455,9 @@ async fn a_worker_goes_on_after_a_panic(backend: Backend) {
 }
 
 /// A handler that says this worker lacks what the job needs (a BASE model's files) has the job
-/// handed back, uncounted and unannounced, as often as it is claimed; once the job has waited
-/// the grace from when it was queued, it fails with the handler's reason and one notification.
+/// handed back, uncounted and unannounced, as often as it is claimed, however long it waited
+/// in the queue first; once the grace has passed since a worker first handed it back, it fails
+/// with the handler's reason and one notification.
 async fn a_job_this_worker_cannot_run_waits_then_fails_once(backend: Backend) {
     struct Lacking;
     impl Handler for Lacking {
@@ -458,6 +471,9 @@ async fn a_job_this_worker_cannot_run_waits_then_fails_once(backend: Backend) {
     };
     let runner = Runner::new().with(Lacking);
     let queued = store.enqueue(job(user, 3)).await.unwrap();
+    // It waited its turn in a busy queue for longer than the grace: that wait is not a wait
+    // for a worker that can run it, and the first worker that cannot hands it back.
+    lector_store::testing::age_queued_jobs(&store, lector_store::UNHANDLED_JOB_GRACE_SECS + 120).await;
     for _ in 0..5 {
         assert!(runner.run_one(&store, "w").await.unwrap());
         let job = store.job_by_id(queued.id).await.unwrap().unwrap();
@@ -498,6 +514,11 @@ async fn a_clone_without_a_handler_fails_its_project(backend: Backend) {
     assert!(
         !runner.run_one(&store, "w").await.unwrap(),
         "the copy waits for a worker that can make it"
+    );
+    lector_store::testing::age_queued_jobs(&store, lector_store::UNHANDLED_JOB_GRACE_SECS + 120).await;
+    assert!(
+        runner.run_one(&store, "w").await.unwrap(),
+        "an hour after it was queued a worker looks at it, and hands it back"
     );
     lector_store::testing::age_queued_jobs(&store, lector_store::UNHANDLED_JOB_GRACE_SECS + 120).await;
     let job = run_until_ended(&store, &runner, job_id).await;

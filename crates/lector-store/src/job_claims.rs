@@ -3,9 +3,12 @@
 //! A worker claims only the kinds of job it has handlers for, so that in a rolling upgrade a
 //! job of a kind a newer Lector added waits for a worker of that version instead of failing on
 //! an older one; a job whose payload a newer Lector wrote is handed back untouched for the same
-//! reason ([`Store::hand_back_job`]). Neither waits for ever: once a job has waited
-//! [`UNHANDLED_JOB_GRACE_SECS`], any worker takes it and fails it with its trace (its resource
-//! FAILED, one notification), as a misconfigured installation must hear of it.
+//! reason ([`Store::hand_back_unrunnable`]), as is one whose worker lacks what it needs (a
+//! BASE model's files). Neither waits for ever: a job of a kind no worker here knows is looked
+//! at by any worker once it was queued [`UNHANDLED_JOB_GRACE_SECS`] ago, and a job handed back
+//! fails with its trace (its resource FAILED, one notification) once that long has passed since
+//! a worker first could not run it, as a misconfigured installation must hear of it. Its wait
+//! for its turn in a busy queue does not count against it.
 //!
 //! Mails and webhook posts are taken first ([`SHORT_KINDS`]), then the rest oldest first: a
 //! workspace's queue of long jobs (at most `MAX_WORK_PER_WORKSPACE`) holds up nobody's mail.
@@ -23,9 +26,10 @@ use sqlx::Row;
 /// `max_attempts` + this many claims.
 pub const LOST_WORKER_ALLOWANCE: i64 = 5;
 
-/// How long a job that no worker can run (its kind unknown to every worker, or its payload
-/// written by a newer Lector) waits for one that can, from when it was queued: longer than a
-/// rolling upgrade takes. After that it fails for good.
+/// How long a job that no worker can run (its kind unknown to every worker, its payload written
+/// by a newer Lector, what it needs installed nowhere) waits for one that can, from when a
+/// worker first handed it back (a job of an unknown kind is first looked at this long after it
+/// was queued): longer than a rolling upgrade takes. After that it fails for good.
 pub const UNHANDLED_JOB_GRACE_SECS: i64 = 3600;
 
 /// The kinds of job that take a moment (a mail, a webhook's post), as SQL strings: a worker
@@ -97,7 +101,7 @@ impl Store {
              attempts = attempts + 1, updated = $3 WHERE id = (\
              SELECT id FROM jobs WHERE state = $4 AND run_after <= $3{handled} \
              ORDER BY CASE WHEN kind IN ({SHORT_KINDS}) THEN 0 ELSE 1 END, id LIMIT 1{lock}) \
-             RETURNING {JOB_COLUMNS}"
+             RETURNING {JOB_COLUMNS}, unrunnable_since"
         );
         let query = sqlx::query(&sql)
             .bind(owner)
@@ -110,36 +114,57 @@ impl Store {
             return Ok(None);
         };
         let token: i64 = row.try_get("fencing_token").map_err(db)?;
+        let unrunnable_since: Option<i64> = row.try_get("unrunnable_since").map_err(db)?;
         Ok(Some(Lease {
             job: crate::Job::decode(&row)?,
             owner: owner.to_owned(),
             token,
+            unrunnable_since: unrunnable_since.map(Timestamp),
         }))
     }
 
     /// Puts a claimed job back on the queue as it was, to be claimed again in `after_secs`:
-    /// the claim does not count as an attempt. For a job this worker cannot read (a newer
-    /// Lector wrote it). `false` when the lease is no longer current.
+    /// the claim does not count as an attempt. For a worker that is stopping. `false` when the
+    /// lease is no longer current.
     pub async fn hand_back_job(&self, lease: &Lease, after_secs: i64) -> Result<bool> {
+        self.hand_back(lease, after_secs, "").await
+    }
+
+    /// Puts a claimed job this worker cannot run (its kind unknown here, its payload a newer
+    /// Lector's, what it needs not installed here) back on the queue as it was, for another
+    /// worker, and records when the first worker could not: once that is
+    /// [`UNHANDLED_JOB_GRACE_SECS`] ago ([`Lease::waited_for_a_worker`]), a worker fails it
+    /// instead. It is looked at again after [`Lease::next_look_after_secs`]. `false` when the
+    /// lease is no longer current.
+    pub async fn hand_back_unrunnable(&self, lease: &Lease) -> Result<bool> {
+        let since = ", unrunnable_since = COALESCE(unrunnable_since, $2)";
+        self.hand_back(lease, lease.next_look_after_secs(), since).await
+    }
+
+    async fn hand_back(&self, lease: &Lease, after_secs: i64, also: &str) -> Result<bool> {
         let now = Timestamp::now();
-        let set = "state = $1, attempts = attempts - 1, lease_owner = NULL, lease_expires = NULL, \
-             updated = $2, run_after = $3";
+        let set = format!(
+            "state = $1, attempts = attempts - 1, lease_owner = NULL, lease_expires = NULL, \
+             updated = $2, run_after = $3{also}"
+        );
         let values = vec![
             Param::Text(JobState::Queued.as_str().to_owned()),
             Param::Int(now.micros()),
             Param::Int(now.plus_seconds(after_secs).micros()),
         ];
-        update_leased(&self.pool, lease, set, values).await
+        update_leased(&self.pool, lease, &set, values).await
     }
 }
 
 impl Lease {
     /// How long, in seconds, a job this worker cannot run waits before any worker looks at it
-    /// again: a tenth of the time it has waited since it was queued, from 10 s up to 2 minutes.
-    /// A worker that has what the job needs still starts it soon, and a lone worker without it
-    /// asks about forty times in the hour the job may wait, not every 10 s.
+    /// again: a tenth of the time it has waited since a worker first could not run it, from
+    /// 10 s up to 2 minutes. A worker that has what the job needs still starts it soon, and a
+    /// lone worker without it asks about forty times in the hour the job may wait, not every 10 s.
     pub fn next_look_after_secs(&self) -> i64 {
-        let waited = Timestamp::now().unix_seconds() - self.job.created.unix_seconds();
+        let waited = self
+            .unrunnable_since
+            .map_or(0, |since| Timestamp::now().unix_seconds() - since.unix_seconds());
         (waited / 10).clamp(10, 120)
     }
 }
@@ -149,8 +174,10 @@ mod tests {
     use crate::jobs::{Job, JobState, Lease};
     use lector_core::time::Timestamp;
 
-    fn queued_ago(seconds: i64) -> Lease {
-        let created = Timestamp::now().plus_seconds(-seconds);
+    /// A lease on a job that a worker first could not run `seconds` ago, queued an hour before.
+    fn unrunnable_for(seconds: i64) -> Lease {
+        let since = Timestamp::now().plus_seconds(-seconds);
+        let created = since.plus_seconds(-3600);
         let job = Job {
             id: 1,
             kind: "train_model".into(),
@@ -172,6 +199,7 @@ mod tests {
             job,
             owner: "test".into(),
             token: 1,
+            unrunnable_since: Some(since),
         }
     }
 
@@ -222,8 +250,19 @@ mod tests {
 
     #[test]
     fn a_job_no_worker_can_run_is_looked_at_less_and_less_often() {
-        assert_eq!(queued_ago(0).next_look_after_secs(), 10);
-        assert_eq!(queued_ago(300).next_look_after_secs(), 30);
-        assert_eq!(queued_ago(3000).next_look_after_secs(), 120);
+        assert_eq!(unrunnable_for(0).next_look_after_secs(), 10);
+        assert_eq!(unrunnable_for(300).next_look_after_secs(), 30);
+        assert_eq!(unrunnable_for(3000).next_look_after_secs(), 120);
+        let first_look = Lease {
+            unrunnable_since: None,
+            ..unrunnable_for(0)
+        };
+        assert_eq!(first_look.next_look_after_secs(), 10);
+        assert!(
+            !first_look.waited_for_a_worker(),
+            "queued an hour ago, but no worker has refused it yet"
+        );
+        assert!(!unrunnable_for(3500).waited_for_a_worker());
+        assert!(unrunnable_for(3700).waited_for_a_worker());
     }
 }

@@ -260,6 +260,9 @@ pub struct Lease {
     pub job: Job,
     pub owner: String,
     pub token: i64,
+    /// When a worker first handed the job back because it could not run it, if one has since
+    /// its last attempt ([`Store::hand_back_unrunnable`]).
+    pub unrunnable_since: Option<Timestamp>,
 }
 
 impl Lease {
@@ -295,10 +298,12 @@ impl Lease {
         written.is_some_and(|written| written > u64::from(version)) && !self.waited_for_a_worker()
     }
 
-    /// Whether the job has waited [`crate::UNHANDLED_JOB_GRACE_SECS`], from when it was queued,
-    /// for a worker that can run it: past that, any worker fails it with its trace.
+    /// Whether the job has waited [`crate::UNHANDLED_JOB_GRACE_SECS`] for a worker that can run
+    /// it, from when a worker first could not: past that, any worker fails it with its trace.
+    /// Time spent waiting its turn in the queue does not count.
     pub fn waited_for_a_worker(&self) -> bool {
-        self.job.created < Timestamp::now().plus_seconds(-crate::UNHANDLED_JOB_GRACE_SECS)
+        self.unrunnable_since
+            .is_some_and(|since| since < Timestamp::now().plus_seconds(-crate::UNHANDLED_JOB_GRACE_SECS))
     }
 
     /// What this job's terminal failure leaves behind, as stored with it.
@@ -413,8 +418,9 @@ impl Store {
             (JobState::Failed, Some(now.micros()), failure.reason(made, cause))
         };
         let delay = retry_delay_secs(&job.kind, job.attempts);
+        // An attempt made: the wait for a worker that can run it, should there be another, starts anew.
         let set = "state = $1, error = $2, lease_owner = NULL, lease_expires = NULL, updated = $3, \
-             finished = $4, run_after = $5";
+             finished = $4, run_after = $5, unrunnable_since = NULL";
         let values = vec![
             Param::Text(state.as_str().to_owned()),
             Param::Text(error.clone()),

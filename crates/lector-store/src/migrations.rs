@@ -194,6 +194,12 @@ pub(crate) const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0030_workspace_work.sql"),
         postgres: include_str!("../migrations/postgres/0030_workspace_work.sql"),
     },
+    Step {
+        version: 31,
+        description: "unrunnable jobs",
+        sqlite: include_str!("../migrations/sqlite/0031_unrunnable_jobs.sql"),
+        postgres: include_str!("../migrations/postgres/0031_unrunnable_jobs.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -424,6 +424,7 @@ mod tests {
             },
             owner: "w".into(),
             token: 1,
+            unrunnable_since: None,
         }
     }
 

@@ -209,11 +209,14 @@ pub async fn age_finished_jobs(store: &crate::Store, secs: i64) {
 
 /// Moves every queued job's queueing and next run back by `secs`, as if it had waited that long.
 pub async fn age_queued_jobs(store: &crate::Store, secs: i64) {
-    sqlx::query("UPDATE jobs SET created = created - $1, run_after = run_after - $1 WHERE state = 'QUEUED'")
-        .bind(secs * 1_000_000)
-        .execute(&store.pool)
-        .await
-        .expect("the jobs aged");
+    sqlx::query(
+        "UPDATE jobs SET created = created - $1, run_after = run_after - $1, \
+         unrunnable_since = unrunnable_since - $1 WHERE state = 'QUEUED'",
+    )
+    .bind(secs * 1_000_000)
+    .execute(&store.pool)
+    .await
+    .expect("the jobs aged");
 }
 
 /// Moves every queued job's next run `secs` later, as if it had been put off: the jobs queued
