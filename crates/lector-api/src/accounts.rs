@@ -207,7 +207,10 @@ const TOO_MANY_PENDING: &str =
     "the workspace has 1000 pending invitations, the most it may have: cancel some, or wait until they are accepted";
 
 /// Invites `emails` to a workspace with `role` (a manager of its members, who may grant that
-/// role), mailing each a token; addresses that cannot be invited come back with a reason.
+/// role), mailing each a token; addresses that cannot be invited come back with a reason. Each
+/// mail counts against the workspace's hourly limit and its address's, from every workspace
+/// (`rate_limits`): an address past its own is named with the reason, as are the rest of the
+/// list once the workspace reaches its own part-way (a list that reaches it at once is 429).
 pub async fn invite(
     state: &AppState,
     inviter: Inviter<'_>,
@@ -235,7 +238,23 @@ pub async fn invite(
             invited.not_invited.push((raw.clone(), reason));
             continue;
         }
-        count_invitation(state, &workspace).await?;
+        match count_invitation(state, &workspace).await {
+            Ok(()) => {}
+            // The invitations made so far stand and are answered; the rest are named.
+            Err(e) if e.code == ErrorCode::RateLimited && !invited.invitations.is_empty() => {
+                invited.not_invited.push((raw.clone(), WORKSPACE_LIMIT_REACHED));
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+        match count_recipient(state, &email).await {
+            Ok(()) => {}
+            Err(e) if e.code == ErrorCode::RateLimited => {
+                invited.not_invited.push((raw.clone(), RECIPIENT_LIMIT_REACHED));
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
         let token = random_token();
         let created = state
             .store
@@ -273,7 +292,12 @@ pub async fn resend_invitation(
         .store
         .workspace_access(inviter.scope, workspace, Action::ManageMembers)
         .await?;
+    let (pending, _) = state
+        .store
+        .pending_invitation(inviter.scope, workspace, invitation_id)
+        .await?;
     count_invitation(state, &found).await?;
+    count_recipient(state, &pending.email).await?;
     let token = random_token();
     let invitation = state
         .store
@@ -289,6 +313,13 @@ pub async fn resend_invitation(
     Ok(invitation)
 }
 
+/// Why an address is not invited once the workspace's hourly limit is reached part-way
+/// through a list (a list that reaches it with its first address is answered 429).
+const WORKSPACE_LIMIT_REACHED: &str = "the workspace has sent as many invitations as it may this hour";
+
+/// Why an address is not invited when it has had its hourly share of invitation mails.
+const RECIPIENT_LIMIT_REACHED: &str = "this address has had as many invitation mails as it may get this hour";
+
 /// Every invitation mailed counts against the workspace's hourly limit (429 past it).
 async fn count_invitation(state: &AppState, workspace: &Workspace) -> Result<()> {
     state
@@ -299,6 +330,14 @@ async fn count_invitation(state: &AppState, workspace: &Workspace) -> Result<()>
             3600,
         )
         .await
+}
+
+/// Every invitation mailed counts against its address's hourly limit, from every workspace
+/// (counted under the address's digest; 429 past it).
+async fn count_recipient(state: &AppState, email: &str) -> Result<()> {
+    let to = format!("invite-mail:to:{}", token_hash(email));
+    let limit = state.config.rate_limits.invitation_mails_per_recipient_per_hour;
+    state.store.hit_rate_limit(&to, limit, 3600).await
 }
 
 fn expiry(state: &AppState) -> Timestamp {

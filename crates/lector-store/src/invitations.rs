@@ -102,7 +102,14 @@ impl Store {
         .await
     }
 
-    async fn pending_invitation(&self, scope: &Scope, workspace: &WorkspaceRef, id: i64) -> Result<(Invitation, Role)> {
+    /// A pending invitation of a workspace, for a caller who manages its members and may grant
+    /// its role, with the caller's own role there.
+    pub async fn pending_invitation(
+        &self,
+        scope: &Scope,
+        workspace: &WorkspaceRef,
+        id: i64,
+    ) -> Result<(Invitation, Role)> {
         let (found, own) = self.workspace_access(scope, workspace, Action::ManageMembers).await?;
         let sql = format!("SELECT {INVITATION_COLUMNS} FROM invitations WHERE workspace_id = $1 AND id = $2");
         let invitation: Invitation =
@@ -181,8 +188,17 @@ impl Store {
     /// a superuser nor a member with at least the invited role (demoted, removed, or their flag
     /// taken away after inviting, or while inviting), the invitation is cancelled and answered
     /// like an unknown one (404).
+    ///
+    /// Rows are locked in the order every writer of memberships takes them: the user, the
+    /// workspace, then the invitation. (Claiming the invitation first deadlocked on PostgreSQL
+    /// with a removal, demotion or deactivation, which lock the workspace and then cancel its
+    /// pending invitations.)
     pub async fn accept_invitation(&self, invitation: &Invitation, invitee: Invitee) -> Result<User> {
         let mut tx = self.begin_write().await?;
+        if let Invitee::Existing(user_id) = &invitee {
+            crate::lock_row(&mut tx, ("users", *user_id)).await?;
+        }
+        crate::lock_row(&mut tx, ("workspaces", invitation.workspace_id)).await?;
         let claimed = sqlx::query("UPDATE invitations SET status = $1 WHERE id = $2 AND status = $3")
             .bind(InvitationStatus::Accepted.as_str())
             .bind(invitation.id)

@@ -496,6 +496,59 @@ mod rate_limits {
             .expect(200);
     }
 
+    /// An address gets a few invitation mails an hour from every workspace together, invitations
+    /// and resends alike: before, only each workspace's 200 an hour bounded them, so one account
+    /// with many workspaces could send an inbox thousands. A workspace that reaches its own limit
+    /// part-way through a list keeps what it invited and names the rest.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_address_gets_few_invitation_mails_an_hour() {
+        let Some(app) = TestApp::start_with(Backend::Sqlite, |c| {
+            c.rate_limits.invitation_mails_per_recipient_per_hour = 3;
+            c.rate_limits.invitations_per_hour = 4;
+        })
+        .await
+        else {
+            return;
+        };
+        let ada = app.register("ada@example.org").await;
+        clear_of_the_window_edge(3600, 30).await;
+        let team = app.workspace(&ada, "Team").await;
+        let lab = app.workspace(&ada, "Lab").await;
+        let first = app
+            .invite(&ada.token, team, "VIEWER", ["victim@example.org"])
+            .await
+            .expect(200);
+        let resend = format!(
+            "/organizations/{team}/invitation/{}/resend",
+            first["invitations"][0]["id"]
+        );
+        app.post(&resend, &ada.token, json!({})).await.expect(200);
+        let lab_invites = app
+            .invite(&ada.token, lab, "VIEWER", ["victim@example.org", "other@example.org"])
+            .await
+            .expect(200);
+        assert_eq!(lab_invites["invitations"].as_array().unwrap().len(), 2, "{lab_invites}");
+        let limited = app.post(&resend, &ada.token, json!({})).await;
+        assert!(limited.headers.contains_key("retry-after"), "{:?}", limited.headers);
+        limited.expect_problem(429, "rate_limited");
+        assert_eq!(app.mails_to("victim@example.org").await.len(), 3);
+        // Lab has sent two of its four; the third and fourth go, the fifth is named.
+        let emails = ["a@example.org", "b@example.org", "c@example.org"];
+        let partial = app.invite(&ada.token, lab, "VIEWER", emails).await.expect(200);
+        assert_eq!(partial["invitations"].as_array().unwrap().len(), 2, "{partial}");
+        assert_eq!(partial["not_invited"][0]["email"], "c@example.org", "{partial}");
+        assert!(
+            partial["not_invited"][0]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("this hour"),
+            "{partial}"
+        );
+        app.invite(&ada.token, lab, "VIEWER", ["d@example.org"])
+            .await
+            .expect_problem(429, "rate_limited");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn login_attempts_are_limited_with_retry_after() {
         let Some(app) = TestApp::start_with(Backend::Sqlite, |c| c.rate_limits.login_per_minute = 3).await else {

@@ -116,6 +116,9 @@ pub struct RateLimits {
     pub reset_mails_per_recipient_and_client_per_hour: i64,
     /// Invitation mails per workspace per hour.
     pub invitations_per_hour: i64,
+    /// Invitation mails per e-mail address per hour, from every workspace (invitations and
+    /// resends alike): nobody's inbox is flooded from many workspaces at once.
+    pub invitation_mails_per_recipient_per_hour: i64,
 }
 
 impl RateLimits {
@@ -138,6 +141,7 @@ impl Default for RateLimits {
             reset_mails_per_recipient_per_hour: 10,
             reset_mails_per_recipient_and_client_per_hour: 3,
             invitations_per_hour: 200,
+            invitation_mails_per_recipient_per_hour: 5,
         }
     }
 }
