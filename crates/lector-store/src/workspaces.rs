@@ -139,22 +139,29 @@ impl Store {
 
     /// Changes a workspace. ADMINs may always change its settings, read-only or not, so that
     /// read-only can be lifted again, except when a superuser made it read-only: then only a
-    /// superuser changes it. `is_beta` is for superusers.
+    /// superuser changes it. `is_beta` is for superusers. The workspace is read and written
+    /// behind a lock on its row, so a change made meanwhile (a superuser's read-only lock, an
+    /// ADMIN's description) is what this one starts from, never undone by it.
     pub async fn update_workspace(
         &self,
         scope: &Scope,
         workspace: &WorkspaceRef,
         changes: WorkspaceChanges,
     ) -> Result<Workspace> {
-        let found = self
+        let id = self
             .find_workspace(workspace)
             .await?
-            .ok_or_else(|| Error::not_found("workspace"))?;
+            .ok_or_else(|| Error::not_found("workspace"))?
+            .id;
+        let mut tx = self.begin_write().await?;
+        crate::lock_row(&mut tx, ("workspaces", id)).await?;
+        let sql = format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces w WHERE w.id = $1");
+        let found: Workspace = fetch_record(sqlx::query(&sql).bind(id), &mut *tx, "workspace").await?;
         let by_superuser: i64 = sqlx::query_scalar(
             "SELECT CAST(CASE WHEN read_only_by_superuser THEN 1 ELSE 0 END AS BIGINT) FROM workspaces WHERE id = $1",
         )
         .bind(found.id)
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *tx)
         .await
         .map_err(db)?;
         let locked = found.is_read_only && by_superuser == 1;
@@ -178,9 +185,10 @@ impl Store {
         .bind(changes.is_beta.unwrap_or(found.is_beta))
         .bind(locked)
         .bind(found.id)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(db_unique("a workspace with this name exists"))?;
+        tx.commit().await.map_err(db)?;
         self.find_workspace(&WorkspaceRef::Id(found.id))
             .await?
             .ok_or_else(|| Error::not_found("workspace"))
@@ -406,11 +414,15 @@ async fn may_add_user(tx: &mut Transaction<'static, Any>, scope: &Scope, user_id
 
 /// Refuses one more membership for a user who holds [`MAX_WORKSPACES_PER_USER`] already
 /// (counted behind a lock on the user, so memberships added at once cannot all pass at the edge).
+/// Workspaces deactivated do not count: their member can neither see nor leave them, so
+/// counting them would let whoever added someone to many and deactivated them lock that person
+/// out of every other workspace.
 pub(crate) async fn check_workspaces_held(tx: &mut Transaction<'static, Any>, user_id: i64) -> Result<()> {
     let held = crate::count_under_lock(
         tx,
         ("users", user_id),
-        "SELECT COUNT(*) FROM memberships WHERE user_id = $1",
+        "SELECT COUNT(*) FROM memberships m JOIN workspaces w ON w.id = m.workspace_id \
+         WHERE m.user_id = $1 AND w.is_active = TRUE",
     )
     .await?;
     if held >= MAX_WORKSPACES_PER_USER {

@@ -13,12 +13,14 @@ backend_tests!(
     members_and_roles,
     only_users_one_shares_a_workspace_with_are_added,
     a_user_at_the_workspace_limit_is_not_added,
+    invitations_accepted_while_their_sender_is_removed,
     every_member_is_listed_without_paging,
     the_last_admin_stays_under_concurrency,
     role_policy_for_every_role_and_operation,
     other_workspaces_are_invisible,
     read_only_workspaces_refuse_writes,
     read_only_set_by_a_superuser_is_lifted_by_a_superuser,
+    read_only_set_by_a_superuser_survives_changes_at_once,
     pending_invitations_are_listed_in_a_read_only_workspace,
     an_invitation_ends_with_its_senders_authority,
 );
@@ -440,7 +442,8 @@ async fn only_users_one_shares_a_workspace_with_are_added(app: TestApp) {
 }
 
 /// Adding a member counts the added user's workspaces, so nobody fills another's quota: a user
-/// at [`lector_store::MAX_WORKSPACES_PER_USER`] is refused (409), by a superuser too.
+/// at [`lector_store::MAX_WORKSPACES_PER_USER`] is refused (409), by a superuser too. A
+/// workspace deactivated no longer counts: its member can neither see nor leave it.
 async fn a_user_at_the_workspace_limit_is_not_added(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let bob = app.register("bob@example.org").await;
@@ -488,10 +491,66 @@ async fn a_user_at_the_workspace_limit_is_not_added(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(members.as_array().unwrap().len(), 1, "{members}");
-    app.delete(&format!("/organizations/{lab}/permissions/{in_lab}"), &ada.token)
+    // Ada deactivates Lab: gone for Bob (he cannot leave it), and no longer counted.
+    app.delete(&format!("/organizations/{lab}"), &ada.token)
         .await
         .expect(200);
+    app.delete(&format!("/organizations/{lab}/permissions/{in_lab}"), &bob.token)
+        .await
+        .expect_problem(404, "not_found");
     app.accept_invitation(accept).await.expect(200);
+}
+
+/// Invitations accepted at the moment their sender is removed: the removal goes through, and
+/// each acceptance either made its member first or finds the invitation cancelled with its
+/// sender's authority (404). On PostgreSQL an acceptance locked the invitation and then the
+/// workspace, the removal the workspace and then the invitations it cancels: one of the two
+/// could be chosen as a deadlock's victim and answer 500.
+async fn invitations_accepted_while_their_sender_is_removed(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let team = create(&app, &ada, "Team").await["id"].as_i64().unwrap();
+    let password = "password-123";
+    for round in 0..3 {
+        let email = format!("manager{round}@example.org");
+        app.invite(&ada.token, team, "MANAGER", [&email]).await.expect(200);
+        let token = app.token_from_mail(&email).await;
+        app.accept_invitation(json!({"token": token, "password": password}))
+            .await
+            .expect(200);
+        let manager = app.login(&email, password).await;
+        let invited: Vec<String> = (0..6).map(|n| format!("round{round}-{n}@example.org")).collect();
+        app.invite(&manager.token, team, "VIEWER", &invited).await.expect(200);
+        let mut tokens = Vec::new();
+        for address in &invited {
+            tokens.push(app.token_from_mail(address).await);
+        }
+        let members = app
+            .get(&format!("/organizations/{team}/permissions"), &ada.token)
+            .await
+            .expect(200);
+        let membership = members
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["user_id"] == manager.user_id)
+            .expect("the manager's membership")["id"]
+            .clone();
+        let accepts = tokens
+            .iter()
+            .map(|token| app.accept_invitation(json!({"token": token, "password": password})));
+        let path = format!("/organizations/{team}/permissions/{membership}");
+        let remove = app.delete(&path, &ada.token);
+        let (removed, accepted) = tokio::join!(remove, join_all(accepts));
+        removed.expect(200);
+        for answer in accepted {
+            let status = answer.status.as_u16();
+            assert!(
+                status == 200 || status == 404,
+                "round {round}: {status} {}",
+                answer.text
+            );
+        }
+    }
 }
 
 /// Two ADMINs demoting each other at the same moment, or both leaving: one goes through, the
@@ -840,6 +899,27 @@ async fn read_only_set_by_a_superuser_is_lifted_by_a_superuser(app: TestApp) {
     read_only(&app, &ada, id, false)
         .await
         .expect_problem(403, "workspace_read_only");
+}
+
+/// A superuser's read-only lock is not undone by ADMINs changing the workspace at the same
+/// moment: each change reads the workspace behind its row's lock, so one that read it before
+/// the lock was set cannot write the old flag back after it (it did, without the lock).
+async fn read_only_set_by_a_superuser_survives_changes_at_once(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let root = app.superuser("root@example.org").await;
+    let id = create(&app, &ada, "Archive").await["id"].as_i64().unwrap();
+    let path = format!("/organizations/{id}");
+    for round in 0..5 {
+        let renames = (0..8).map(|n| {
+            let body = json!({"description": format!("round {round}, change {n}")});
+            app.put(&path, &ada.token, body)
+        });
+        let (lock, _) = tokio::join!(read_only(&app, &root, id, true), join_all(renames));
+        lock.expect(200);
+        let now = app.get(&path, &ada.token).await.expect(200);
+        assert_eq!(now["is_read_only"], true, "round {round}: {now}");
+        read_only(&app, &root, id, false).await.expect(200);
+    }
 }
 
 /// The original client's organizations_organization_id_permissions_get cannot send offset or
