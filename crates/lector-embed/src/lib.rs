@@ -225,8 +225,7 @@ impl lector_ml::Embedder for MiniLm {
             seed,
             ..self.tune.clone()
         };
-        let max_tokens = self.max_tokens.min(options.max_tokens);
-        let inputs: Vec<Vec<u32>> = texts.iter().map(|t| self.vocab.encode(cut(t), max_tokens)).collect();
+        let inputs = self.tuning_inputs(texts, options.max_tokens);
         let top = TunedTop::train(&self.bert, &inputs, targets, outputs, &options, progress)?;
         Ok(Arc::new(self.tuned(top)))
     }
@@ -246,8 +245,7 @@ impl lector_ml::Embedder for MiniLm {
             seed,
             ..self.pairs.clone()
         };
-        let max_tokens = self.max_tokens.min(options.max_tokens);
-        let inputs: Vec<Vec<u32>> = texts.iter().map(|t| self.vocab.encode(cut(t), max_tokens)).collect();
+        let inputs = self.tuning_inputs(texts, options.max_tokens);
         let top = TunedTop::train_pairs(&self.bert, &inputs, labels, &options, progress)?;
         Ok(Arc::new(self.tuned(top)))
     }
@@ -258,6 +256,13 @@ impl lector_ml::Embedder for MiniLm {
 }
 
 impl MiniLm {
+    /// The token ids tuning reads for `texts`: each text's first tokens, no more than the
+    /// encoder reads nor than `max_tokens` (the tuning options' limit).
+    fn tuning_inputs(&self, texts: &[&str], max_tokens: usize) -> Vec<Vec<u32>> {
+        let max_tokens = self.max_tokens.min(max_tokens);
+        texts.iter().map(|t| self.vocab.encode(cut(t), max_tokens)).collect()
+    }
+
     fn tuned(&self, top: TunedTop) -> TunedMiniLm {
         TunedMiniLm {
             vocab: self.vocab.clone(),

@@ -22,6 +22,20 @@ pub struct Scored {
     pub probability: f32,
 }
 
+impl Scored {
+    /// Each of `names` with its probability, the one at the same place in `probabilities`.
+    fn each(names: &[String], probabilities: &[f32]) -> Vec<Scored> {
+        names
+            .iter()
+            .zip(probabilities)
+            .map(|(name, &probability)| Scored {
+                name: name.clone(),
+                probability,
+            })
+            .collect()
+    }
+}
+
 /// A tag the model decided on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PredictedTag {
@@ -435,16 +449,7 @@ impl Model {
             ProjectType::Label => {
                 softmax(&ws.scores, cal.temperature, &mut ws.probs);
                 let best = argmax(&ws.probs);
-                let labels: Vec<Scored> = self
-                    .info
-                    .labels
-                    .iter()
-                    .zip(&ws.probs)
-                    .map(|(name, &p)| Scored {
-                        name: name.clone(),
-                        probability: p,
-                    })
-                    .collect();
+                let labels = Scored::each(&self.info.labels, &ws.probs);
                 let confidence = ws.probs.get(best).copied().unwrap_or(0.0);
                 let tags = self
                     .info
@@ -487,16 +492,7 @@ impl Model {
                     confidence = confidence.min(probs[k]);
                     tags.push(k);
                 }
-                let classes: Vec<Scored> = self
-                    .info
-                    .classes
-                    .iter()
-                    .zip(&probs)
-                    .map(|(name, &p)| Scored {
-                        name: name.clone(),
-                        probability: p,
-                    })
-                    .collect();
+                let classes = Scored::each(&self.info.classes, &probs);
                 let tags = tags
                     .into_iter()
                     .map(|k| {
@@ -519,16 +515,7 @@ impl Model {
                                     class: Some(class),
                                     label: self.info.labels.get(best).cloned(),
                                     confidence: probs[k] * p_label,
-                                    labels: self
-                                        .info
-                                        .labels
-                                        .iter()
-                                        .zip(&ws.probs)
-                                        .map(|(name, &p)| Scored {
-                                            name: name.clone(),
-                                            probability: p,
-                                        })
-                                        .collect(),
+                                    labels: Scored::each(&self.info.labels, &ws.probs),
                                 }
                             }
                         }

@@ -4,7 +4,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{Body, PageInfo, Paging, PathParams, QueryParams, WriteBody, parse_query};
+use crate::extract::{Body, PageInfo, Paging, PathParams, QueryParams, WriteBody, also_immutable, parse_query};
 use crate::routes::classes::{ClassDto, LabelDto};
 use crate::routes::documents::{Details, DocumentDto, MAX_UPLOAD_BYTES, document_dtos, language, language_for};
 use crate::routes::labeled::{
@@ -208,21 +208,24 @@ pub struct CreateSessionBody {
     pub language: Option<String>,
 }
 
+/// The fields of a session the server owns: no creation or change sets them.
+const SESSION_IMMUTABLE: &[&str] = &[
+    "id",
+    "uuid",
+    "created",
+    "finished",
+    "status",
+    "progress",
+    "mode",
+    "type",
+    "document_count",
+    "segment_count",
+    "annotated_count",
+];
+
 impl WriteBody for CreateSessionBody {
     const MAX_BYTES: usize = MAX_UPLOAD_BYTES;
-    const IMMUTABLE: &'static [&'static str] = &[
-        "id",
-        "uuid",
-        "created",
-        "finished",
-        "status",
-        "progress",
-        "mode",
-        "type",
-        "document_count",
-        "segment_count",
-        "annotated_count",
-    ];
+    const IMMUTABLE: &'static [&'static str] = SESSION_IMMUTABLE;
 
     fn validate(&self, problems: &mut Problems) {
         check_session_fields(problems, session_fields!(self));
@@ -429,24 +432,16 @@ pub struct UpdateSessionBody {
 
 impl WriteBody for UpdateSessionBody {
     const MAX_BYTES: usize = MAX_UPLOAD_BYTES;
-    const IMMUTABLE: &'static [&'static str] = &[
-        "id",
-        "uuid",
-        "created",
-        "finished",
-        "status",
-        "progress",
-        "mode",
-        "project_id",
-        "organization_id",
-        "user_id",
-        "document_count",
-        "segment_count",
-        "annotated_count",
-        "document_group_id",
-        "model_id",
-        "type",
-    ];
+    const IMMUTABLE: &'static [&'static str] = &also_immutable::<16>(
+        SESSION_IMMUTABLE,
+        &[
+            "project_id",
+            "organization_id",
+            "user_id",
+            "document_group_id",
+            "model_id",
+        ],
+    );
 
     fn validate(&self, problems: &mut Problems) {
         check_session_fields(problems, session_fields!(self));
