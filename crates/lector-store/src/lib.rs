@@ -95,6 +95,7 @@ mod security;
 #[cfg(test)]
 mod session_count_tests;
 mod session_counts;
+mod session_pages;
 mod sessions;
 #[cfg(test)]
 mod tag_tests;

@@ -439,20 +439,6 @@ impl Store {
         Ok((session, documents, has_more))
     }
 
-    /// The page of documents of `session` (read through a scoped check) after the document
-    /// `after` in id order (keyset: `id > after`), for reading a whole session at a cost that
-    /// does not grow with the position; and whether more follow. The session is not read
-    /// again (when reading it still counted its documents, segments and marks, a download of a
-    /// session of 60,000 documents cost its size once per page).
-    pub async fn session_documents_after(
-        &self,
-        session: &Session,
-        after: i64,
-        limit: i64,
-    ) -> Result<(Vec<crate::Document>, bool)> {
-        self.documents_of_session(session, "d.id", Some(after), 0, limit).await
-    }
-
     async fn documents_of_session(
         &self,
         session: &Session,

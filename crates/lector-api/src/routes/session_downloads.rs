@@ -1,7 +1,9 @@
 //! Labeled data going out: a session's tags as a file (`download_labeling_session`) and every
 //! session of a project as one (`download_labeling_sessions`), one row per tag and one per
-//! segment without tags, in the columns a labeled-data upload reads back. CSV, JSON and JSONL
-//! stream page by page (keyset) through [`crate::routes::streaming`]; XLSX is built whole.
+//! segment without tags, in the columns a labeled-data upload reads back. Every format streams
+//! through [`crate::routes::streaming`], a page of documents at a time (keyset; a page ends at
+//! a number of documents or of characters), each row built as it is written: a segment's text
+//! is repeated on each of its tags' rows, so rows gathered first could reach gigabytes.
 //! Segments read from PDFs and images also give their page's number and the boxes of each
 //! tagged part's words (`page`, `boxes`).
 
@@ -12,11 +14,13 @@ use crate::routes::pages::boxes_of_part;
 use crate::routes::paths::ProjectPath;
 use crate::routes::sessions::SessionPath;
 use crate::routes::streaming::DOCUMENTS_PER_PAGE;
+use crate::routes::streaming::RowSink;
 use crate::state::AppState;
 use axum::extract::State;
 use lector_core::Result;
 use lector_extract::Page;
-use lector_store::{SegmentTag, Session, SessionFilter};
+use lector_store::{Segment, SegmentTag, Session, SessionFilter};
+use std::collections::HashSet;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -30,66 +34,106 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// of the words a tagged part of a page covers; empty for segments of text.
 pub const PAGE_COLUMNS: [&str; 2] = ["page", "boxes"];
 
-/// One page of a session's labeled data as [`lector_text::LABELED_HEADER`] rows, for the
-/// documents after `after` (a keyset): one row per tag, and one for each segment without tags;
-/// with `with_session`, a first column names the session. Answers the rows and the keyset of the
-/// next page, `None` after the last.
-async fn session_page(
-    state: &AppState,
-    session: &Session,
-    with_session: bool,
-    after: i64,
-) -> Result<(Vec<Vec<String>>, Option<i64>)> {
-    let (documents, has_more) = state
-        .store
-        .session_documents_after(session, after, DOCUMENTS_PER_PAGE)
-        .await?;
-    let next = documents.last().map(|d| d.id).filter(|_| has_more);
-    let segments = state.store.segments_of(&documents).await?;
-    let mut tags = lector_store::tags_by_segment(state.store.tags_of(&segments, Some(session)).await?);
-    let marked: std::collections::HashSet<i64> = state
-        .store
-        .marks_of(session, &segments)
-        .await?
-        .into_iter()
-        .map(|m| m.segment_id)
-        .collect();
-    let mut rows = Vec::new();
-    for segment in segments {
-        let prefix: Vec<String> = with_session.then(|| session.id.to_string()).into_iter().collect();
+/// Characters of text a page of a session download reads at most (a page holds at least one
+/// document, however long), beside [`DOCUMENTS_PER_PAGE`].
+const CHARS_PER_PAGE: i64 = 4 << 20;
+
+/// Segments whose tags and marks are read at once: a segment has at most
+/// `lector_store::MAX_TAGS_PER_SEGMENT` tags, so a read holds a bounded number of them.
+const SEGMENTS_PER_READ: usize = 500;
+
+/// What every row of a session's download starts with.
+struct SessionRows {
+    /// The first column naming the session, in a download of several.
+    prefix: Vec<String>,
+}
+
+impl SessionRows {
+    /// Writes the rows of one segment as [`lector_text::LABELED_HEADER`] rows: one per tag, or
+    /// one without a tag; each built as it is written, since each repeats the segment's text.
+    /// False when the client has gone.
+    async fn write_segment(
+        &self,
+        sink: &mut RowSink,
+        segment: &Segment,
+        tags: Option<Vec<SegmentTag>>,
+        marked: bool,
+    ) -> bool {
         let page: Option<Page> = segment.layout.as_deref().and_then(|l| serde_json::from_str(l).ok());
-        let base = |tag: Option<SegmentTag>| {
-            let (class, label, part, span) =
-                tag.map_or((None, None, None, None), |t| (t.class, t.label, t.text, t.span));
-            // A part of a page: the boxes of its words (its span counts in the document's text).
-            let boxes = match (&page, span) {
-                (Some(page), Some((start, end))) => {
-                    let relative = |at: i64| usize::try_from(at - segment.start).unwrap_or(0);
-                    let boxes = boxes_of_part(page, (relative(start), relative(end)), label.as_deref());
-                    serde_json::to_string(&boxes).unwrap_or_default()
-                }
-                _ => String::new(),
-            };
-            let mut row = prefix.clone();
-            row.extend([
-                segment.document_id.to_string(),
-                segment.id.to_string(),
-                segment.text.clone(),
-                class.unwrap_or_default(),
-                label.unwrap_or_default(),
-                part.unwrap_or_default(),
-                marked.contains(&segment.id).to_string(),
-                page.as_ref().map(|p| p.number.to_string()).unwrap_or_default(),
-                boxes,
-            ]);
-            row
+        let tags: Vec<Option<SegmentTag>> = match tags {
+            Some(own) => own.into_iter().map(Some).collect(),
+            None => vec![None],
         };
-        match tags.remove(&segment.id) {
-            Some(own) => rows.extend(own.into_iter().map(|t| base(Some(t)))),
-            None => rows.push(base(None)),
+        for tag in tags {
+            if !sink.row(&self.row(segment, page.as_ref(), tag, marked)).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn row(&self, segment: &Segment, page: Option<&Page>, tag: Option<SegmentTag>, marked: bool) -> Vec<String> {
+        let (class, label, part, span) = tag.map_or((None, None, None, None), |t| (t.class, t.label, t.text, t.span));
+        // A part of a page: the boxes of its words (its span counts in the document's text).
+        let boxes = match (page, span) {
+            (Some(page), Some((start, end))) => {
+                let relative = |at: i64| usize::try_from(at - segment.start).unwrap_or(0);
+                let boxes = boxes_of_part(page, (relative(start), relative(end)), label.as_deref());
+                serde_json::to_string(&boxes).unwrap_or_default()
+            }
+            _ => String::new(),
+        };
+        let mut row = self.prefix.clone();
+        row.extend([
+            segment.document_id.to_string(),
+            segment.id.to_string(),
+            segment.text.clone(),
+            class.unwrap_or_default(),
+            label.unwrap_or_default(),
+            part.unwrap_or_default(),
+            marked.to_string(),
+            page.map(|p| p.number.to_string()).unwrap_or_default(),
+            boxes,
+        ]);
+        row
+    }
+}
+
+/// Writes a session's labeled data to `sink`, a page of documents at a time (keyset), the
+/// tags and marks of [`SEGMENTS_PER_READ`] segments at a time. Answers false when the client
+/// has gone.
+async fn write_session(state: &AppState, sink: &mut RowSink, session: &Session, with_session: bool) -> Result<bool> {
+    let rows = SessionRows {
+        prefix: with_session.then(|| session.id.to_string()).into_iter().collect(),
+    };
+    let mut after = i64::MIN;
+    loop {
+        let (segments, next) = state
+            .store
+            .session_segments_after(session, after, DOCUMENTS_PER_PAGE, CHARS_PER_PAGE)
+            .await?;
+        for read in segments.chunks(SEGMENTS_PER_READ) {
+            let mut tags = lector_store::tags_by_segment(state.store.tags_of(read, Some(session)).await?);
+            let marks = state.store.marks_of(session, read).await?;
+            let marked: HashSet<i64> = marks.into_iter().map(|m| m.segment_id).collect();
+            for segment in read {
+                let own = tags.remove(&segment.id);
+                if !rows
+                    .write_segment(sink, segment, own, marked.contains(&segment.id))
+                    .await
+                {
+                    return Ok(false);
+                }
+            }
+        }
+        if !sink.flush().await {
+            return Ok(false);
+        }
+        match next {
+            Some(next) => after = next,
+            None => return Ok(true),
         }
     }
-    Ok((rows, next))
 }
 
 /// The labeled data of `sessions` as one file, streamed row by row.
@@ -106,9 +150,10 @@ async fn sessions_file(
     let state = state.clone();
     tokio::spawn(async move {
         for session in &sessions {
-            let page = |after| session_page(&state, session, with_session, after);
-            if !sink.pages(page).await {
-                return;
+            match write_session(&state, &mut sink, session, with_session).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => return sink.fail(e).await,
             }
         }
         sink.finish().await;

@@ -23,37 +23,48 @@ const CHUNK_BYTES: usize = 4 << 20;
 pub(crate) struct RowSink {
     sender: mpsc::Sender<std::io::Result<Bytes>>,
     writer: RowWriter,
+    /// Bytes written and not sent yet: fewer than [`CHUNK_BYTES`] between calls.
+    pending: Vec<u8>,
 }
 
 impl RowSink {
-    /// Writes rows and sends them on, in chunks of about [`CHUNK_BYTES`] at most (so memory
-    /// holds [`CHUNKS_IN_FLIGHT`] chunks and the page being written); false when the client has
-    /// gone (stop producing).
+    /// Writes rows and sends them on ([`RowSink::row`]), then what is pending; false when the
+    /// client has gone (stop producing).
     pub(crate) async fn rows(&mut self, rows: impl IntoIterator<Item = Vec<String>>) -> bool {
-        let mut bytes = Vec::new();
         for row in rows {
-            match self.writer.row(&row) {
-                Ok(more) => bytes.extend(more),
-                Err(e) => {
-                    self.fail(Error::from(e)).await;
-                    return false;
-                }
-            }
-            if bytes.len() >= CHUNK_BYTES
-                && self
-                    .sender
-                    .send(Ok(Bytes::from(std::mem::take(&mut bytes))))
-                    .await
-                    .is_err()
-            {
+            if !self.row(&row).await {
                 return false;
             }
         }
+        self.flush().await
+    }
+
+    /// Writes a row, and sends what is written on once it makes a chunk of about
+    /// [`CHUNK_BYTES`] (so memory holds [`CHUNKS_IN_FLIGHT`] chunks and the one being written);
+    /// false when the client has gone or the row could not be written (the body is then ended
+    /// early).
+    pub(crate) async fn row(&mut self, row: &[String]) -> bool {
+        match self.writer.row(row) {
+            Ok(more) => self.pending.extend(more),
+            Err(e) => {
+                self.fail(Error::from(e)).await;
+                return false;
+            }
+        }
+        self.pending.len() < CHUNK_BYTES || self.flush().await
+    }
+
+    /// Sends what is written and not sent yet; false when the client has gone.
+    pub(crate) async fn flush(&mut self) -> bool {
+        let bytes = std::mem::take(&mut self.pending);
         bytes.is_empty() || self.sender.send(Ok(Bytes::from(bytes))).await.is_ok()
     }
 
     /// Ends the file.
     pub(crate) async fn finish(mut self) {
+        if !self.flush().await {
+            return;
+        }
         match self.writer.finish() {
             Ok(end) if end.is_empty() => {}
             Ok(end) => {
@@ -110,7 +121,12 @@ pub(crate) fn streamed_response(format: Format, stem: &str, header: Vec<String>)
     let body = Body::from_stream(futures_util::StreamExt::chain(first, rest));
     let mut response = Response::new(body);
     set_download_headers(&mut response, format, stem);
-    Ok((response, RowSink { sender, writer }))
+    let sink = RowSink {
+        sender,
+        writer,
+        pending: Vec::new(),
+    };
+    Ok((response, sink))
 }
 
 /// The content type and file name of a download.

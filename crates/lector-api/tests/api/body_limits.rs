@@ -12,6 +12,7 @@ backend_tests!(
     meta_keys_are_bounded_per_document,
     a_group_download_has_a_bounded_number_of_columns,
     a_labeled_document_stops_at_its_segment_limit,
+    a_session_of_long_documents_downloads_whole,
 );
 
 /// The server's per-segment tag limit (`lector_store::MAX_TAGS_PER_SEGMENT`).
@@ -265,4 +266,37 @@ async fn a_labeled_document_stops_at_its_segment_limit(app: TestApp) {
         .expect(200);
     assert_eq!(session["status"], "FAILED");
     assert_eq!(session["document_count"], 0);
+}
+
+/// A session download reads a page of documents up to a number of characters as well as of
+/// documents (a page of 500 documents of a million characters each was held whole, and each
+/// tag's row repeated its segment's text): five documents of 900,000 characters, more than a
+/// page's 4 Mi together, come back whole, once each and in order, across the page's end, each
+/// row with its tag; every session of the project too.
+async fn a_session_of_long_documents_downloads_whole(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = app.project_with_classes(&ada, "Long", "CLASS", &["long", "wide"]).await;
+    let texts: Vec<String> = (0..5).map(|n| format!("{n} {}", "a".repeat(899_998))).collect();
+    let documents: Vec<Value> = texts
+        .iter()
+        .map(|text| json!({"text": text, "segments": [{"text": text, "tags": [{"class": "long"}, {"class": "wide"}]}]}))
+        .collect();
+    let session = app.labeled_session(&ada, id, "Long", documents).await;
+    for path in [
+        format!("/projects/{id}/annotations/{}/download?format=csv", session["id"]),
+        format!("/projects/{id}/annotations/download?format=csv"),
+    ] {
+        let (_, _, bytes) = app.download(&ada.token, &path).await;
+        let file = String::from_utf8(bytes).expect("UTF-8");
+        let rows: Vec<&str> = file.lines().skip(1).collect();
+        assert_eq!(rows.len(), 10, "two tags on each of five documents: {path}");
+        for (n, text) in texts.iter().enumerate() {
+            for (row, class) in rows[2 * n..2 * n + 2].iter().zip(["long", "wide"]) {
+                assert!(
+                    row.contains(&format!(",{text},{class},")),
+                    "{path}: row of document {n}"
+                );
+            }
+        }
+    }
 }
