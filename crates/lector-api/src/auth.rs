@@ -24,24 +24,27 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        // Authenticated already when the request took its turn ([`authenticated_for_turns`]).
+        if let Some(caller) = parts.extensions.get::<Caller>() {
+            return Ok(caller.clone());
+        }
         let token = bearer(parts).ok_or_else(|| Error::unauthorized("send Authorization: Bearer <token>"))?;
         authenticate(state, token).await.map_err(ApiError)
     }
 }
 
-/// Who a request comes from, for taking turns ([`crate::turns`]): an access token (its user
-/// and its id: a revoked token that still verifies then holds up only itself), or a product
-/// key (by its hash, unchecked: checking costs a query). `None` for a request without
-/// credentials or with a token that does not verify: those are answered without the
-/// database's heavy work (or are limited on their own, as log-ins and webhooks), and a forged
-/// token must not make another user's requests wait.
-pub(crate) fn caller_key(state: &AppState, parts: &Parts) -> Option<String> {
-    let token = bearer(parts)?;
-    if token.starts_with(PRODUCT_KEY_PREFIX) {
-        return Some(format!("key:{}", token_hash(token)));
-    }
-    let claims = state.auth.verify(token).ok()?;
-    Some(format!("token:{}:{}", claims.sub, claims.jti))
+/// Who a request comes from, for taking turns ([`crate::turns`]): the user its credentials
+/// authenticate, whatever they are (each log-in's token and each product key of one user take
+/// that user's turns, not turns of their own), kept in the request's extensions for the
+/// handler's [`Caller`]. `None` for a request without credentials or with credentials that do
+/// not authenticate (a forged, revoked or unknown token or key): those are answered without the
+/// database's heavy work (or are limited on their own, as log-ins and webhooks), and must not
+/// make the user they name wait.
+pub(crate) async fn authenticated_for_turns(state: &AppState, parts: &mut Parts) -> Option<i64> {
+    let caller = authenticate(state, bearer(parts)?).await.ok()?;
+    let user_id = caller.user.id;
+    parts.extensions.insert(caller);
+    Some(user_id)
 }
 
 fn bearer(parts: &Parts) -> Option<&str> {

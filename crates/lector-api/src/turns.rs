@@ -5,8 +5,10 @@
 //! user who sent thirty requests at once that each write tens of thousands of rows (a labeling
 //! session over every document of a large project) held them all, so every other user's
 //! requests, even `/auth/status`, waited ten seconds and answered 503. Now the burst is that
-//! caller's own queue. A caller is an access token that verifies, or a product key; a request
-//! without valid credentials takes no turn (`auth::caller_key` says why). A turn lasts until
+//! caller's own queue. A caller is the user a request's token or product key authenticates
+//! (every log-in and key of one user share the user's turns: keyed by token, twenty log-ins
+//! had twenty times the turns); a request without valid credentials takes no turn
+//! (`auth::authenticated_for_turns` says why). A turn lasts until
 //! the answer's body has been sent. More than [`MAX_WAITING`] waiting requests of one caller
 //! answer 429 with `Retry-After` at once.
 
@@ -96,10 +98,11 @@ impl Drop for InHand {
 /// written, so a turn given back with the head would let a caller's downloads all read at once.
 pub async fn callers_take_turns(State(state): State<AppState>, request: Request, next: Next) -> Response {
     use http_body_util::BodyExt;
-    let (parts, body) = request.into_parts();
-    let Some(key) = crate::auth::caller_key(&state, &parts) else {
+    let (mut parts, body) = request.into_parts();
+    let Some(user_id) = crate::auth::authenticated_for_turns(&state, &mut parts).await else {
         return next.run(Request::from_parts(parts, body)).await;
     };
+    let key = format!("user:{user_id}");
     let request = Request::from_parts(parts, body);
     let per_caller = state.config.http.requests_per_caller;
     let Some(in_hand) = state.turns.enter(key, per_caller) else {

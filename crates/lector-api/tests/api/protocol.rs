@@ -496,12 +496,18 @@ async fn generated_multipart_forms_get_an_answer_never_a_server_error() {
 
 /// An access token for a new user `email`, made the way `lector user create` makes one.
 pub(crate) async fn token_for(app: &TestApp, email: &str) -> String {
+    let user = account_for(app, email).await;
+    app.state.auth.issue(&user).expect("token")
+}
+
+/// A new account with the address `email`.
+async fn account_for(app: &TestApp, email: &str) -> lector_store::User {
     let body: lector_api::routes::users::CreateUserBody =
         serde_json::from_value(serde_json::json!({"email": email, "password": "password-123"})).expect("body");
     let (user, _) = lector_api::accounts::create_account(&app.state, body.into())
         .await
         .expect("account");
-    app.state.auth.issue(&user).expect("token")
+    user
 }
 
 /// Sends a request on a new connection and answers the status line of its answer.
@@ -520,13 +526,15 @@ fn status_request(token: &str) -> String {
 }
 
 /// One caller's requests take turns (`http.requests_per_caller`, here 1): while Ada's first
-/// request holds her turn (its body still arriving), her next waits and Bob's is answered;
+/// request holds her turn (its body still arriving), her next waits, as does one with another
+/// of her tokens (before, each token had turns of its own), and Bob's is answered;
 /// when the first ends, the next is answered. Before, a burst of heavy requests of one user
 /// took every database connection, and everyone's requests answered 503.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_callers_requests_take_turns() {
     let (app, address) = plain_app(|h| h.requests_per_caller = 1).await;
-    let ada = token_for(&app, "ada@example.org").await;
+    let ada_account = account_for(&app, "ada@example.org").await;
+    let ada = app.state.auth.issue(&ada_account).expect("token");
     let bob = token_for(&app, "bob@example.org").await;
     let mut held = tokio::net::TcpStream::connect(&address).await.unwrap();
     let body = r#"{"name": "Slow", "type": "CLASS"}"#;
@@ -550,6 +558,9 @@ async fn one_callers_requests_take_turns() {
         .await
         .expect("Ada's first request is in hand");
     let waiting = tokio::spawn(status_of(address.clone(), status_request(&ada)));
+    // A second log-in of Ada's takes her turns too, not turns of its own.
+    let ada_again = app.state.auth.issue(&ada_account).expect("another token");
+    let also_waiting = tokio::spawn(status_of(address.clone(), status_request(&ada_again)));
     assert_eq!(
         status_of(address.clone(), status_request(&bob)).await,
         "HTTP/1.1 200 OK",
@@ -557,12 +568,17 @@ async fn one_callers_requests_take_turns() {
     );
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert!(!waiting.is_finished(), "Ada's second request waits for her first");
+    assert!(
+        !also_waiting.is_finished(),
+        "so does her request with another log-in's token"
+    );
     held.write_all(&body.as_bytes()[5..]).await.unwrap();
     let first = read_until_closed(&mut held, std::time::Duration::from_secs(30))
         .await
         .unwrap_or_default();
     assert!(first.starts_with("HTTP/1.1 201"), "{first}");
     assert_eq!(waiting.await.unwrap(), "HTTP/1.1 200 OK");
+    assert_eq!(also_waiting.await.unwrap(), "HTTP/1.1 200 OK");
     assert_eq!(
         app.state.turns.callers(),
         0,

@@ -33,7 +33,7 @@ pub struct HttpConfig {
     /// without one) read and handled at once; further ones wait their turn. Bounds the memory
     /// that bulk uploads take together.
     pub large_bodies_mib: usize,
-    /// Requests of one caller (one access token, or one product key) handled at once, each
+    /// Requests of one caller (one user, with all their access tokens and product keys) handled at once, each
     /// until its answer has been sent; the caller's further requests wait their turn, and
     /// beyond 64 waiting answer 429. Keeps one caller's burst of heavy requests from taking
     /// every database connection from everyone else. Requests without valid credentials take
