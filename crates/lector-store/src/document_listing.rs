@@ -2,9 +2,8 @@
 //! session, analysis and the tags it found, coverage), one WHERE clause built for them, and
 //! the page and count that use it.
 
-use crate::documents::{DOCUMENT_COLUMNS, Document};
-use crate::records::FromAnyRow;
-use crate::{Backend, Param, Store, db};
+use crate::documents::Document;
+use crate::{Backend, Param, Store};
 use lector_core::{Action, Result, Scope};
 
 /// Which documents of a project to list.
@@ -37,6 +36,7 @@ pub struct DocumentFilter {
 
 impl Store {
     /// One page of a project's documents in id order; answers the page and whether more follow.
+    /// A page holding more than `MAX_LISTED_CHARS` characters of text is refused (400).
     pub async fn documents(
         &self,
         scope: &Scope,
@@ -47,20 +47,13 @@ impl Store {
     ) -> Result<(Vec<Document>, bool)> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
         let (conditions, params) = self.document_conditions(project.id, filter).await?;
-        let sql = format!(
-            "SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE {conditions} ORDER BY d.id LIMIT {} OFFSET {}",
+        let picked = format!(
+            "SELECT d.id, CAST(LENGTH(d.text) AS BIGINT) FROM documents d WHERE {conditions} \
+             ORDER BY d.id LIMIT {} OFFSET {}",
             limit + 1,
             offset
         );
-        let query = Param::bind_all(sqlx::query(&sql), params);
-        let rows = query.fetch_all(&self.pool).await.map_err(db)?;
-        let has_more = rows.len() as i64 > limit;
-        let documents = rows
-            .iter()
-            .take(limit as usize)
-            .map(Document::decode)
-            .collect::<Result<Vec<_>>>()?;
-        Ok((documents, has_more))
+        self.documents_picked(&picked, params, limit).await
     }
 
     /// The WHERE clause of a document listing and its parameters (`$1` is the project).

@@ -47,6 +47,7 @@ pub use cloning::CloneCounts;
 pub use corrections::{CorrectionAgreement, CorrectionPlan, NewCorrection, PredictedSegmentTag};
 pub use credentials::{Credential, MAX_CREDENTIALS_PER_WORKSPACE, NewCredential};
 pub use document_listing::DocumentFilter;
+pub use document_pages::MAX_LISTED_CHARS;
 pub use documents::{Document, DocumentGroup, NewDocument, NewSegment, Segment};
 pub use hitl_reviews::{HitlReview, NewReview};
 pub use hitls::{Hitl, HitlChange, MAX_HITLS_PER_PROJECT, NewHitl};
@@ -82,6 +83,7 @@ pub use workflow_executions::{
 pub use workflows::{MAX_WORKFLOWS_PER_WORKSPACE, NewWorkflow, WebhookTarget, Workflow};
 pub use workspace_work::{MAX_WORK_PER_USER, MAX_WORK_PER_WORKSPACE};
 pub use workspaces::{MAX_MEMBERS_PER_WORKSPACE, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
+mod document_pages;
 mod migrations;
 mod notifications;
 mod orphans;
@@ -95,7 +97,6 @@ mod security;
 #[cfg(test)]
 mod session_count_tests;
 mod session_counts;
-mod session_pages;
 mod sessions;
 #[cfg(test)]
 mod tag_tests;

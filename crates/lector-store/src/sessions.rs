@@ -447,26 +447,15 @@ impl Store {
         offset: i64,
         limit: i64,
     ) -> Result<(Vec<crate::Document>, bool)> {
-        let sql = format!(
-            "SELECT {} FROM documents d JOIN session_documents sd ON sd.document_id = d.id \
+        let picked = format!(
+            "SELECT d.id, CAST(LENGTH(d.text) AS BIGINT) FROM documents d \
+             JOIN session_documents sd ON sd.document_id = d.id \
              WHERE sd.session_id = $1 AND d.id > $2 ORDER BY {order} LIMIT {} OFFSET {}",
-            crate::documents::DOCUMENT_COLUMNS,
             limit + 1,
             offset
         );
-        let rows = sqlx::query(&sql)
-            .bind(session.id)
-            .bind(after.unwrap_or(i64::MIN))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        let has_more = rows.len() as i64 > limit;
-        let documents = rows
-            .iter()
-            .take(limit as usize)
-            .map(crate::Document::decode)
-            .collect::<Result<Vec<_>>>()?;
-        Ok((documents, has_more))
+        let params = vec![Param::Int(session.id), Param::Int(after.unwrap_or(i64::MIN))];
+        self.documents_picked(&picked, params, limit).await
     }
 
     /// One document of a session (404 when the session does not cover it).

@@ -13,6 +13,7 @@ backend_tests!(
     a_group_download_has_a_bounded_number_of_columns,
     a_labeled_document_stops_at_its_segment_limit,
     a_session_of_long_documents_downloads_whole,
+    a_listing_page_is_held_to_its_characters,
 );
 
 /// The server's per-segment tag limit (`lector_store::MAX_TAGS_PER_SEGMENT`).
@@ -298,5 +299,43 @@ async fn a_session_of_long_documents_downloads_whole(app: TestApp) {
                 );
             }
         }
+    }
+}
+
+/// A page of a document listing holds at most `MAX_LISTED_CHARS` characters of text: 38
+/// documents of 900,000 characters (34 million) asked for at once are refused before their
+/// text is read (400, naming the limit that fits: 37), in a project's listing and a session's;
+/// a page within it is answered, and the next one too. Before, a page of 1,000 documents of a
+/// million characters built about 2 GB of text for one answer.
+async fn a_listing_page_is_held_to_its_characters(app: TestApp) {
+    assert_eq!(lector_store::MAX_LISTED_CHARS, 32 << 20, "the test's sizes assume it");
+    let ada = app.register("ada@example.org").await;
+    let id = app.project_with_classes(&ada, "Long", "CLASS", &["long"]).await;
+    let mut ids = Vec::new();
+    for n in 0..38 {
+        let text = format!("{n:02} {}", "a".repeat(899_997));
+        ids.push(app.document(&ada, id, json!({"text": text})).await["id"].clone());
+    }
+    let session = app.session_over(&ada, id, "Long", &ids).await;
+    for listing in [
+        format!("/projects/{id}/documents"),
+        format!("/projects/{id}/annotations/{}/documents", session["id"]),
+    ] {
+        let refused = app
+            .get(&format!("{listing}?limit=1000"), &ada.token)
+            .await
+            .expect_problem(400, "invalid_parameter");
+        let detail = refused["detail"].as_str().unwrap();
+        assert!(detail.contains("ask for at most 37 with limit"), "{detail}");
+        let page = app.get(&format!("{listing}?limit=37"), &ada.token).await.expect(200);
+        let documents = page["documents"].as_array().expect("documents");
+        assert_eq!(documents.len(), 37, "{listing}");
+        assert_eq!(documents[36]["text"].as_str().unwrap().len(), 900_000);
+        assert_eq!(page["has_more"], true, "{listing}");
+        let rest = app
+            .get(&format!("{listing}?offset=37&limit=37"), &ada.token)
+            .await
+            .expect(200);
+        assert_eq!(rest["documents"][0]["id"], ids[37], "{listing}");
     }
 }
