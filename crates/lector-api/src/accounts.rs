@@ -208,9 +208,10 @@ const TOO_MANY_PENDING: &str =
 
 /// Invites `emails` to a workspace with `role` (a manager of its members, who may grant that
 /// role), mailing each a token; addresses that cannot be invited come back with a reason. Each
-/// mail counts against the workspace's hourly limit and its address's, from every workspace
+/// mail counts against the workspace's and its sender's hourly limits and its address's
 /// (`rate_limits`): an address past its own is named with the reason, as are the rest of the
-/// list once the workspace reaches its own part-way (a list that reaches it at once is 429).
+/// list once the workspace or sender reaches theirs part-way (a list that reaches one at once
+/// is 429).
 pub async fn invite(
     state: &AppState,
     inviter: Inviter<'_>,
@@ -238,7 +239,7 @@ pub async fn invite(
             invited.not_invited.push((raw.clone(), reason));
             continue;
         }
-        match count_invitation(state, &workspace).await {
+        match count_invitation(state, inviter.user, &workspace).await {
             Ok(()) => {}
             // The invitations made so far stand and are answered; the rest are named.
             Err(e) if e.code == ErrorCode::RateLimited && !invited.invitations.is_empty() => {
@@ -247,7 +248,7 @@ pub async fn invite(
             }
             Err(e) => return Err(e),
         }
-        match count_recipient(state, &email).await {
+        match count_recipient(state, inviter.user, &email).await {
             Ok(()) => {}
             Err(e) if e.code == ErrorCode::RateLimited => {
                 invited.not_invited.push((raw.clone(), RECIPIENT_LIMIT_REACHED));
@@ -296,8 +297,8 @@ pub async fn resend_invitation(
         .store
         .pending_invitation(inviter.scope, workspace, invitation_id)
         .await?;
-    count_invitation(state, &found).await?;
-    count_recipient(state, &pending.email).await?;
+    count_invitation(state, inviter.user, &found).await?;
+    count_recipient(state, inviter.user, &pending.email).await?;
     let token = random_token();
     let invitation = state
         .store
@@ -315,29 +316,47 @@ pub async fn resend_invitation(
 
 /// Why an address is not invited once the workspace's hourly limit is reached part-way
 /// through a list (a list that reaches it with its first address is answered 429).
-const WORKSPACE_LIMIT_REACHED: &str = "the workspace has sent as many invitations as it may this hour";
+const WORKSPACE_LIMIT_REACHED: &str = "the workspace, or you, have sent as many invitations as may be sent this hour";
 
 /// Why an address is not invited when it has had its hourly share of invitation mails.
 const RECIPIENT_LIMIT_REACHED: &str = "this address has had as many invitation mails as it may get this hour";
 
-/// Every invitation mailed counts against the workspace's hourly limit (429 past it).
-async fn count_invitation(state: &AppState, workspace: &Workspace) -> Result<()> {
-    state
-        .store
+/// Every invitation mailed counts against the workspace's hourly limit and its sender's, over
+/// all their workspaces (429 past either).
+async fn count_invitation(state: &AppState, sender: &User, workspace: &Workspace) -> Result<()> {
+    let limits = state.config.rate_limits;
+    let store = &state.store;
+    store
+        .hit_rate_limit(&format!("invite:{}", workspace.id), limits.invitations_per_hour, 3600)
+        .await?;
+    store
         .hit_rate_limit(
-            &format!("invite:{}", workspace.id),
-            state.config.rate_limits.invitations_per_hour,
+            &format!("invite-by:{}", sender.id),
+            limits.invitations_per_user_per_hour,
             3600,
         )
         .await
 }
 
-/// Every invitation mailed counts against its address's hourly limit, from every workspace
-/// (counted under the address's digest; 429 past it).
-async fn count_recipient(state: &AppState, email: &str) -> Result<()> {
+/// Every invitation mailed counts against its address's hourly limits (counted under the
+/// address's digest; 429 past either): from its sender, whatever the workspace, and from all
+/// senders. One account cannot flood an inbox, and keeping an address from its invitations
+/// takes several.
+async fn count_recipient(state: &AppState, sender: &User, email: &str) -> Result<()> {
+    let limits = state.config.rate_limits;
     let to = format!("invite-mail:to:{}", token_hash(email));
-    let limit = state.config.rate_limits.invitation_mails_per_recipient_per_hour;
-    state.store.hit_rate_limit(&to, limit, 3600).await
+    state
+        .store
+        .hit_rate_limit(
+            &format!("{to}:from:{}", sender.id),
+            limits.invitation_mails_per_recipient_and_sender_per_hour,
+            3600,
+        )
+        .await?;
+    state
+        .store
+        .hit_rate_limit(&to, limits.invitation_mails_per_recipient_per_hour, 3600)
+        .await
 }
 
 fn expiry(state: &AppState) -> Timestamp {

@@ -36,15 +36,31 @@ impl FromRequestParts<AppState> for Caller {
 /// Who a request comes from, for taking turns ([`crate::turns`]): the user its credentials
 /// authenticate, whatever they are (each log-in's token and each product key of one user take
 /// that user's turns, not turns of their own), kept in the request's extensions for the
-/// handler's [`Caller`]. `None` for a request without credentials or with credentials that do
-/// not authenticate (a forged, revoked or unknown token or key): those are answered without the
-/// database's heavy work (or are limited on their own, as log-ins and webhooks), and must not
-/// make the user they name wait.
-pub(crate) async fn authenticated_for_turns(state: &AppState, parts: &mut Parts) -> Option<i64> {
-    let caller = authenticate(state, bearer(parts)?).await.ok()?;
-    let user_id = caller.user.id;
-    parts.extensions.insert(caller);
-    Some(user_id)
+/// handler's [`Caller`] (the turn's taker drops it when the request had to wait: a role or a
+/// token may change meanwhile). `None` for a request without credentials or with credentials
+/// that do not authenticate (a forged, revoked or unknown token or key): those are answered
+/// without the database's heavy work (or are limited on their own, as log-ins and webhooks),
+/// and must not make the user they name wait. While the database does not answer within
+/// [`crate::metrics::DATABASE_WAIT`], a token is taken at its word (its signed user) and a
+/// product key by its digest, as nothing can be checked; the handler then checks again.
+pub(crate) async fn authenticated_for_turns(state: &AppState, parts: &mut Parts) -> Option<String> {
+    let token = bearer(parts)?;
+    let checked = tokio::time::timeout(crate::metrics::DATABASE_WAIT, authenticate(state, token)).await;
+    match checked {
+        Ok(Ok(caller)) => {
+            let key = format!("user:{}", caller.user.id);
+            parts.extensions.insert(caller);
+            Some(key)
+        }
+        Ok(Err(e)) if matches!(e.code, ErrorCode::Unauthorized | ErrorCode::InvalidCredentials) => None,
+        // Unchecked: the database is slow or down.
+        _ if token.starts_with(PRODUCT_KEY_PREFIX) => Some(format!("key:{}", token_hash(token))),
+        _ => state
+            .auth
+            .verify(token)
+            .ok()
+            .map(|claims| format!("user:{}", claims.sub)),
+    }
 }
 
 fn bearer(parts: &Parts) -> Option<&str> {

@@ -99,11 +99,10 @@ impl Drop for InHand {
 pub async fn callers_take_turns(State(state): State<AppState>, request: Request, next: Next) -> Response {
     use http_body_util::BodyExt;
     let (mut parts, body) = request.into_parts();
-    let Some(user_id) = crate::auth::authenticated_for_turns(&state, &mut parts).await else {
+    let Some(key) = crate::auth::authenticated_for_turns(&state, &mut parts).await else {
         return next.run(Request::from_parts(parts, body)).await;
     };
-    let key = format!("user:{user_id}");
-    let request = Request::from_parts(parts, body);
+    let mut request = Request::from_parts(parts, body);
     let per_caller = state.config.http.requests_per_caller;
     let Some(in_hand) = state.turns.enter(key, per_caller) else {
         let mut error = Error::rate_limited(1);
@@ -112,7 +111,18 @@ pub async fn callers_take_turns(State(state): State<AppState>, request: Request,
         );
         return crate::error::ApiError(error).into_response();
     };
-    let turn = in_hand.caller.turns.clone().acquire_owned().await;
+    let turns = in_hand.caller.turns.clone();
+    let turn = match turns.clone().try_acquire_owned() {
+        Ok(turn) => Ok(turn),
+        Err(_) => {
+            let turn = turns.acquire_owned().await;
+            // It waited, maybe long (a turn lasts until an answer's body is sent): the caller
+            // is authenticated again by the handler, so a role taken away or a token revoked
+            // meanwhile counts.
+            request.extensions_mut().remove::<crate::auth::Caller>();
+            turn
+        }
+    };
     // The turn is given back first, then the request counted out (a tuple drops in order).
     let held = (turn.expect("a caller's turns are never closed"), in_hand);
     let response = next.run(request).await;

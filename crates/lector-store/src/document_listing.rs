@@ -2,6 +2,7 @@
 //! session, analysis and the tags it found, coverage), one WHERE clause built for them, and
 //! the page and count that use it.
 
+use crate::document_pages::PageEnd;
 use crate::documents::Document;
 use crate::{Backend, Param, Store};
 use lector_core::{Action, Result, Scope};
@@ -35,8 +36,9 @@ pub struct DocumentFilter {
 }
 
 impl Store {
-    /// One page of a project's documents in id order; answers the page and whether more follow.
-    /// A page holding more than `MAX_LISTED_CHARS` characters of text is refused (400).
+    /// One page of a project's documents in id order, for a listing; answers the page and
+    /// whether more follow. A page holding more than `MAX_LISTED_CHARS` characters of text is
+    /// refused (400).
     pub async fn documents(
         &self,
         scope: &Scope,
@@ -44,6 +46,32 @@ impl Store {
         filter: &DocumentFilter,
         offset: i64,
         limit: i64,
+    ) -> Result<(Vec<Document>, bool)> {
+        self.documents_page(scope, project_id, filter, (offset, limit), PageEnd::Refuse)
+            .await
+    }
+
+    /// The next documents of a project in id order for a reader that pages by keyset
+    /// (`filter.after`): at most `limit`, ending early where they would hold more than
+    /// `MAX_LISTED_CHARS` characters (one document at least); and whether more follow.
+    pub async fn documents_to_read(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        filter: &DocumentFilter,
+        limit: i64,
+    ) -> Result<(Vec<Document>, bool)> {
+        self.documents_page(scope, project_id, filter, (0, limit), PageEnd::Cut)
+            .await
+    }
+
+    async fn documents_page(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        filter: &DocumentFilter,
+        (offset, limit): (i64, i64),
+        end: PageEnd,
     ) -> Result<(Vec<Document>, bool)> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
         let (conditions, params) = self.document_conditions(project.id, filter).await?;
@@ -53,7 +81,7 @@ impl Store {
             limit + 1,
             offset
         );
-        self.documents_picked(&picked, params, limit).await
+        self.documents_picked(&picked, params, limit, end).await
     }
 
     /// The WHERE clause of a document listing and its parameters (`$1` is the project).

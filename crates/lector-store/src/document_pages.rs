@@ -3,10 +3,10 @@
 //! (500) or of a listing (up to 1,000) of documents of a million characters each was 0.5 to
 //! 1 GB of text, read twice (the documents and their segments).
 //!
-//! A download's page ends where the characters run out ([`Store::session_segments_after`]); a
-//! listing's page, whose client asked for `limit` documents from `offset`, is refused instead
-//! (400 naming the limit that fits), as a shorter page would make a client that steps by its
-//! limit skip documents ([`Store::documents_picked`]).
+//! A reader's page (a download's, read by keyset) ends where the characters run out
+//! ([`PageEnd::Cut`]); a listing's page, whose client asked for `limit` documents from
+//! `offset`, is refused instead (400 naming the limit that fits, [`PageEnd::Refuse`]), as a
+//! shorter page would make a client that steps by its limit skip documents.
 
 use crate::documents::{DOCUMENT_COLUMNS, Document};
 use crate::records::FromAnyRow;
@@ -49,16 +49,28 @@ impl Store {
     }
 }
 
+/// What a page of documents does when its documents hold more than [`MAX_LISTED_CHARS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PageEnd {
+    /// Refused (400, naming the limit that fits): a listing asked for `limit` from `offset`.
+    Refuse,
+    /// Ends before the document that would pass it (one document at least), and says more
+    /// follow: a reader paging by keyset (`after`) goes on from the last document it got.
+    Cut,
+}
+
 impl Store {
-    /// The documents a listing picked, in its order: `picked` selects their ids and lengths
-    /// (`SELECT d.id, CAST(LENGTH(d.text) AS BIGINT) … LIMIT limit + 1 OFFSET …`) with
+    /// The documents a listing or reader picked, in its order: `picked` selects their ids and
+    /// lengths (`SELECT d.id, CAST(LENGTH(d.text) AS BIGINT) … LIMIT limit + 1 OFFSET …`) with
     /// `params`; answers the page of at most `limit` and whether more follow. A page holding
-    /// more than [`MAX_LISTED_CHARS`] characters is refused (400) before any text is read.
+    /// more than [`MAX_LISTED_CHARS`] characters is refused or cut short (`end`) before any
+    /// text is read.
     pub(crate) async fn documents_picked(
         &self,
         picked: &str,
         params: Vec<Param>,
         limit: i64,
+        end: PageEnd,
     ) -> Result<(Vec<Document>, bool)> {
         let rows = Param::bind_all(sqlx::query(picked), params)
             .fetch_all(&self.pool)
@@ -71,10 +83,13 @@ impl Store {
                 row.try_get::<i64, _>(1).map_err(db)?,
             ));
         }
-        let has_more = page.len() as i64 > limit;
+        let mut has_more = page.len() as i64 > limit;
         page.truncate(limit.max(0) as usize);
         let chars: i64 = page.iter().map(|(_, length)| length).sum();
-        if chars > MAX_LISTED_CHARS {
+        if chars > MAX_LISTED_CHARS && end == PageEnd::Cut {
+            page.truncate(documents_within(&page, limit, MAX_LISTED_CHARS));
+            has_more = true;
+        } else if chars > MAX_LISTED_CHARS {
             let fits = documents_within(&page, limit, MAX_LISTED_CHARS);
             return Err(Error::new(
                 ErrorCode::InvalidParameter,

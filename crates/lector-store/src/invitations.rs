@@ -190,15 +190,16 @@ impl Store {
     /// like an unknown one (404).
     ///
     /// Rows are locked in the order every writer of memberships takes them: the user, the
-    /// workspace, then the invitation. (Claiming the invitation first deadlocked on PostgreSQL
+    /// workspace, then the invitation (the first two as `count_under_lock` takes them, so an
+    /// insert that only refers to them does not wait). (Claiming the invitation first deadlocked on PostgreSQL
     /// with a removal, demotion or deactivation, which lock the workspace and then cancel its
     /// pending invitations.)
     pub async fn accept_invitation(&self, invitation: &Invitation, invitee: Invitee) -> Result<User> {
         let mut tx = self.begin_write().await?;
         if let Invitee::Existing(user_id) = &invitee {
-            crate::lock_row(&mut tx, ("users", *user_id)).await?;
+            crate::lock_row_for_no_key_update(&mut tx, ("users", *user_id)).await?;
         }
-        crate::lock_row(&mut tx, ("workspaces", invitation.workspace_id)).await?;
+        crate::lock_row_for_no_key_update(&mut tx, ("workspaces", invitation.workspace_id)).await?;
         let claimed = sqlx::query("UPDATE invitations SET status = $1 WHERE id = $2 AND status = $3")
             .bind(InvitationStatus::Accepted.as_str())
             .bind(invitation.id)

@@ -124,10 +124,11 @@ impl Store {
     }
 
     /// Puts a claimed job back on the queue as it was, to be claimed again in `after_secs`:
-    /// the claim does not count as an attempt. For a worker that is stopping. `false` when the
-    /// lease is no longer current.
+    /// the claim does not count as an attempt. For a worker that is stopping: the job ran, so a
+    /// wait for a worker that can run it starts anew. `false` when the lease is no longer
+    /// current.
     pub async fn hand_back_job(&self, lease: &Lease, after_secs: i64) -> Result<bool> {
-        self.hand_back(lease, after_secs, "").await
+        self.hand_back(lease, after_secs, ", unrunnable_since = NULL").await
     }
 
     /// Puts a claimed job this worker cannot run (its kind unknown here, its payload a newer
@@ -246,6 +247,58 @@ mod tests {
     #[tokio::test]
     async fn mails_go_before_long_jobs_postgres() {
         mails_go_before_long_jobs(crate::Backend::Postgres).await;
+    }
+
+    /// The wait for a worker that can run a job starts when one first hands it back, is kept
+    /// across such hand-backs, and starts anew once the job has run: handed back by a worker
+    /// that stopped, or taken back by the reaper from one that died. Before, only a failed
+    /// attempt cleared it, so a job that had run for an hour elsewhere failed at once.
+    async fn the_wait_for_a_worker_starts_anew_after_a_run(backend: crate::Backend) {
+        let Some(database) = crate::testing::TestDatabase::create(backend).await else {
+            return;
+        };
+        let store = crate::Store::open(&database.url, 2).await.expect("store");
+        sqlx::query(
+            "INSERT INTO jobs (kind, payload, state, max_attempts, run_after, created, updated) \
+             VALUES ('train_model', '{}', 'QUEUED', 3, 0, 0, 0)",
+        )
+        .execute(&store.pool)
+        .await
+        .expect("a queued job");
+        let since = |lease: &Lease| lease.unrunnable_since;
+        let claim = |lease_secs| store.claim_job("worker", lease_secs);
+        let first = claim(60).await.unwrap().expect("the job");
+        assert_eq!(since(&first), None);
+        assert!(store.hand_back_unrunnable(&first).await.unwrap());
+        crate::testing::end_retry_delay(&store, first.job.id).await;
+        let second = claim(60).await.unwrap().expect("the job");
+        let refused = since(&second).expect("a worker could not run it");
+        assert!(store.hand_back_unrunnable(&second).await.unwrap());
+        crate::testing::end_retry_delay(&store, first.job.id).await;
+        let third = claim(60).await.unwrap().expect("the job");
+        assert_eq!(since(&third), Some(refused), "kept from the first hand-back");
+        // It runs, and its worker stops: handed back as it is.
+        assert!(store.hand_back_job(&third, 0).await.unwrap());
+        let fourth = claim(-1).await.unwrap().expect("the job");
+        assert_eq!(since(&fourth), None, "it ran");
+        assert!(store.hand_back_unrunnable(&fourth).await.unwrap());
+        crate::testing::end_retry_delay(&store, first.job.id).await;
+        let fifth = claim(-1).await.unwrap().expect("the job");
+        assert!(since(&fifth).is_some());
+        // It runs, and its worker dies: the reaper takes it back.
+        assert_eq!(store.reap_expired_leases().await.unwrap(), 1);
+        let sixth = claim(60).await.unwrap().expect("the job");
+        assert_eq!(since(&sixth), None, "it ran");
+    }
+
+    #[tokio::test]
+    async fn the_wait_for_a_worker_starts_anew_after_a_run_sqlite() {
+        the_wait_for_a_worker_starts_anew_after_a_run(crate::Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn the_wait_for_a_worker_starts_anew_after_a_run_postgres() {
+        the_wait_for_a_worker_starts_anew_after_a_run(crate::Backend::Postgres).await;
     }
 
     #[test]

@@ -75,7 +75,8 @@ impl Store {
     }
 
     /// The statement that returns the running jobs matching `condition` to the queue,
-    /// answering their ids, kinds and attempts (`$1` the queued state, `$2` now). On PostgreSQL a job whose row
+    /// answering their ids, kinds and attempts (`$1` the queued state, `$2` now). They ran, so
+    /// a wait for a worker that can run them starts anew (`unrunnable_since`). On PostgreSQL a job whose row
     /// another transaction holds is skipped, not waited for: a worker paused in the middle of
     /// a write (SIGSTOP, a frozen machine) holds its job's row until the server ends its idle
     /// transaction (`Store::connect`), and waiting for it would stall every node's reaper.
@@ -86,8 +87,8 @@ impl Store {
             Backend::Sqlite => "",
         };
         format!(
-            "UPDATE jobs SET state = $1, lease_owner = NULL, lease_expires = NULL, updated = $2 \
-             WHERE id IN (SELECT id FROM jobs WHERE {condition}{lock}) RETURNING id, kind, attempts"
+            "UPDATE jobs SET state = $1, lease_owner = NULL, lease_expires = NULL, updated = $2, \
+             unrunnable_since = NULL WHERE id IN (SELECT id FROM jobs WHERE {condition}{lock}) RETURNING id, kind, attempts"
         )
     }
 

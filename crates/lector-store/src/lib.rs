@@ -423,13 +423,19 @@ pub(crate) fn placeholders(rows: usize, width: usize, backend: Backend) -> Strin
 /// Counts what a limit covers inside the transaction that will write, after locking the row
 /// the limit belongs to (`owner`: table and id), so that concurrent writers at the edge of the
 /// limit queue behind each other instead of all counting the same number and all passing.
-/// SQLite's write transactions (`BEGIN IMMEDIATE`) already hold the one write lock.
+/// The lock is [`lock_row_for_no_key_update`]: the counters queue behind each other, but a
+/// transaction only inserting a row that refers to the owner (a foreign key's key-share
+/// check: an invitation naming its sender, a project its workspace) does not wait for them,
+/// which could close a cycle (a user's acceptance of an invitation holding the user and
+/// waiting for the workspace, while an invitation that user sent held the workspace and
+/// waited for the user). SQLite's write transactions (`BEGIN IMMEDIATE`) already hold the one
+/// write lock.
 pub(crate) async fn count_under_lock(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     owner: (&str, i64),
     count_sql: &str,
 ) -> Result<i64> {
-    lock_row(tx, owner).await?;
+    lock_row_for_no_key_update(tx, owner).await?;
     sqlx::query_scalar(count_sql)
         .bind(owner.1)
         .fetch_one(&mut **tx)

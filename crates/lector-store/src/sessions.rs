@@ -455,7 +455,8 @@ impl Store {
             offset
         );
         let params = vec![Param::Int(session.id), Param::Int(after.unwrap_or(i64::MIN))];
-        self.documents_picked(&picked, params, limit).await
+        self.documents_picked(&picked, params, limit, crate::document_pages::PageEnd::Refuse)
+            .await
     }
 
     /// One document of a session (404 when the session does not cover it).

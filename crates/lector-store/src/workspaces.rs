@@ -29,7 +29,8 @@ impl WorkspaceRef {
     }
 }
 
-/// Memberships a user may hold; bounds what one account can create.
+/// Memberships of active workspaces a user may hold. (How fast one account creates workspaces
+/// is bounded by `rate_limits.workspaces_per_hour`: deactivated ones do not count here.)
 pub const MAX_WORKSPACES_PER_USER: i64 = 200;
 
 /// Members a workspace may have: the whole membership list fits one page of `list_members`

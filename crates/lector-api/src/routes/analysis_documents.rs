@@ -148,7 +148,7 @@ pub(crate) async fn first_documents(
     };
     let (documents, _) = state
         .store
-        .documents(scope, analysis.project_id, &filter, 0, count)
+        .documents_to_read(scope, analysis.project_id, &filter, count)
         .await?;
     shaped(state, analysis, documents, details).await
 }
@@ -227,7 +227,7 @@ async fn analysis_page(
     };
     let (documents, has_more) = state
         .store
-        .documents(scope, analysis.project_id, &filter, 0, DOCUMENTS_PER_PAGE)
+        .documents_to_read(scope, analysis.project_id, &filter, DOCUMENTS_PER_PAGE)
         .await?;
     let next = documents.last().map(|d| d.id).filter(|_| has_more);
     let mut segments = tagged_segments(state, analysis, &documents).await?;

@@ -598,7 +598,7 @@ impl<'a> GroupPages<'a> {
         let (page, more) = self
             .state
             .store
-            .documents(self.scope, self.project_id, &self.filter, 0, DOWNLOAD_PAGE)
+            .documents_to_read(self.scope, self.project_id, &self.filter, DOWNLOAD_PAGE)
             .await?;
         self.filter.after = page.last().map(|d| d.id).or(self.filter.after);
         self.done = !more;

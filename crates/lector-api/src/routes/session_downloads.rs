@@ -38,9 +38,33 @@ pub const PAGE_COLUMNS: [&str; 2] = ["page", "boxes"];
 /// document, however long), beside [`DOCUMENTS_PER_PAGE`].
 const CHARS_PER_PAGE: i64 = 4 << 20;
 
-/// Segments whose tags and marks are read at once: a segment has at most
+/// Segments whose tags and marks are read at once, at most: a segment has at most
 /// `lector_store::MAX_TAGS_PER_SEGMENT` tags, so a read holds a bounded number of them.
 const SEGMENTS_PER_READ: usize = 500;
+
+/// Characters of segment text whose tags are read at once, at most (one segment at least): a
+/// tag of a part carries the part's text, up to its segment's, so the tags of one read hold
+/// at most `MAX_TAGS_PER_SEGMENT` times this (or one long segment's 100 parts).
+const READ_CHARS: usize = 64 << 10;
+
+/// A page's segments (or anything with a `length` of text) split into reads of at most
+/// [`SEGMENTS_PER_READ`] holding at most [`READ_CHARS`] characters (one at least).
+fn reads<T>(segments: &[T], length: impl Fn(&T) -> usize) -> Vec<&[T]> {
+    let mut reads = Vec::new();
+    let (mut start, mut chars) = (0, 0);
+    for (at, segment) in segments.iter().enumerate() {
+        let length = length(segment);
+        if at > start && (at - start >= SEGMENTS_PER_READ || chars + length > READ_CHARS) {
+            reads.push(&segments[start..at]);
+            (start, chars) = (at, 0);
+        }
+        chars += length;
+    }
+    if start < segments.len() {
+        reads.push(&segments[start..]);
+    }
+    reads
+}
 
 /// What every row of a session's download starts with.
 struct SessionRows {
@@ -100,8 +124,8 @@ impl SessionRows {
 }
 
 /// Writes a session's labeled data to `sink`, a page of documents at a time (keyset), the
-/// tags and marks of [`SEGMENTS_PER_READ`] segments at a time. Answers false when the client
-/// has gone.
+/// tags and marks of a few segments at a time ([`reads`]). Answers false when the client has
+/// gone.
 async fn write_session(state: &AppState, sink: &mut RowSink, session: &Session, with_session: bool) -> Result<bool> {
     let rows = SessionRows {
         prefix: with_session.then(|| session.id.to_string()).into_iter().collect(),
@@ -112,7 +136,7 @@ async fn write_session(state: &AppState, sink: &mut RowSink, session: &Session, 
             .store
             .session_segments_after(session, after, DOCUMENTS_PER_PAGE, CHARS_PER_PAGE)
             .await?;
-        for read in segments.chunks(SEGMENTS_PER_READ) {
+        for read in reads(&segments, |segment| segment.text.chars().count()) {
             let mut tags = lector_store::tags_by_segment(state.store.tags_of(read, Some(session)).await?);
             let marks = state.store.marks_of(session, read).await?;
             let marked: HashSet<i64> = marks.into_iter().map(|m| m.segment_id).collect();
@@ -206,4 +230,21 @@ pub async fn download_labeling_sessions(
         .await?;
     let stem = format!("project-{}-annotations", p.project_id);
     Ok(sessions_file(&state, sessions, true, format, &stem).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{READ_CHARS, SEGMENTS_PER_READ, reads};
+
+    #[test]
+    fn reads_end_at_their_segments_or_their_characters() {
+        let lengths = |read: &[usize]| read.to_vec();
+        let short = vec![10; SEGMENTS_PER_READ + 1];
+        let split: Vec<usize> = reads(&short, |l| *l).iter().map(|r| r.len()).collect();
+        assert_eq!(split, [SEGMENTS_PER_READ, 1]);
+        let long = [READ_CHARS - 5, 10, READ_CHARS * 3, 1];
+        let split: Vec<Vec<usize>> = reads(&long, |l| *l).into_iter().map(lengths).collect();
+        assert_eq!(split, [vec![READ_CHARS - 5], vec![10], vec![READ_CHARS * 3], vec![1]]);
+        assert!(reads(&[] as &[usize], |l| *l).is_empty());
+    }
 }

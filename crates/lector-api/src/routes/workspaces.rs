@@ -173,7 +173,8 @@ pub async fn list_workspaces(State(state): State<AppState>, caller: Caller) -> A
     Ok(Json(workspaces.into_iter().map(MyWorkspaceDto::from).collect()))
 }
 
-/// Creates a workspace with the caller as its ADMIN.
+/// Creates a workspace with the caller as its ADMIN (`rate_limits.workspaces_per_hour` a user
+/// an hour; 429 past it).
 #[utoipa::path(post, path = "/organizations", tag = "workspaces",
     request_body = WorkspaceBody, responses((status = 200, body = WorkspaceDto)))]
 pub async fn create_workspace(
@@ -181,6 +182,11 @@ pub async fn create_workspace(
     caller: Caller,
     Body(body): Body<WorkspaceBody>,
 ) -> ApiResult<Json<WorkspaceDto>> {
+    let limit = state.config.rate_limits.workspaces_per_hour;
+    state
+        .store
+        .hit_rate_limit(&format!("create-workspace:{}", caller.user.id), limit, 3600)
+        .await?;
     let workspace = state
         .store
         .create_workspace(&caller.scope, body.name.trim(), body.description.trim())

@@ -496,24 +496,31 @@ mod rate_limits {
             .expect(200);
     }
 
-    /// An address gets a few invitation mails an hour from every workspace together, invitations
-    /// and resends alike: before, only each workspace's 200 an hour bounded them, so one account
-    /// with many workspaces could send an inbox thousands. A workspace that reaches its own limit
-    /// part-way through a list keeps what it invited and names the rest.
+    /// An address gets a few invitation mails an hour from one sender, whatever the workspace,
+    /// and a few more from all senders, invitations and resends alike: before, only each
+    /// workspace's 200 an hour bounded them, so one account with many workspaces could send an
+    /// inbox thousands. A workspace that reaches its own limit part-way through a list keeps
+    /// what it invited and names the rest; a user creates a few workspaces an hour.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_address_gets_few_invitation_mails_an_hour() {
         let Some(app) = TestApp::start_with(Backend::Sqlite, |c| {
-            c.rate_limits.invitation_mails_per_recipient_per_hour = 3;
+            c.rate_limits.invitation_mails_per_recipient_and_sender_per_hour = 3;
+            c.rate_limits.invitation_mails_per_recipient_per_hour = 4;
             c.rate_limits.invitations_per_hour = 4;
+            c.rate_limits.workspaces_per_hour = 2;
         })
         .await
         else {
             return;
         };
         let ada = app.register("ada@example.org").await;
+        let bob = app.register("bob@example.org").await;
         clear_of_the_window_edge(3600, 30).await;
         let team = app.workspace(&ada, "Team").await;
         let lab = app.workspace(&ada, "Lab").await;
+        app.post("/organizations", &ada.token, json!({"name": "Third"}))
+            .await
+            .expect_problem(429, "rate_limited");
         let first = app
             .invite(&ada.token, team, "VIEWER", ["victim@example.org"])
             .await
@@ -528,10 +535,24 @@ mod rate_limits {
             .await
             .expect(200);
         assert_eq!(lab_invites["invitations"].as_array().unwrap().len(), 2, "{lab_invites}");
+        // Ada has sent the address her three.
         let limited = app.post(&resend, &ada.token, json!({})).await;
         assert!(limited.headers.contains_key("retry-after"), "{:?}", limited.headers);
         limited.expect_problem(429, "rate_limited");
-        assert_eq!(app.mails_to("victim@example.org").await.len(), 3);
+        // Bob may still send one, the fourth from all senders; not a fifth.
+        let bobs = app.workspace(&bob, "Bob's").await;
+        let sent = app
+            .invite(&bob.token, bobs, "VIEWER", ["victim@example.org"])
+            .await
+            .expect(200);
+        let again = format!(
+            "/organizations/{bobs}/invitation/{}/resend",
+            sent["invitations"][0]["id"]
+        );
+        app.post(&again, &bob.token, json!({}))
+            .await
+            .expect_problem(429, "rate_limited");
+        assert_eq!(app.mails_to("victim@example.org").await.len(), 4);
         // Lab has sent two of its four; the third and fourth go, the fifth is named.
         let emails = ["a@example.org", "b@example.org", "c@example.org"];
         let partial = app.invite(&ada.token, lab, "VIEWER", emails).await.expect(200);
@@ -547,6 +568,35 @@ mod rate_limits {
         app.invite(&ada.token, lab, "VIEWER", ["d@example.org"])
             .await
             .expect_problem(429, "rate_limited");
+    }
+
+    /// A wrong `current_password` counts as a failed log-in of the account: past the limit the
+    /// change is refused (429) before the password is checked, the right one too, and so is a
+    /// log-in from the same address. Before, an access token or product key alone could guess
+    /// the account's password as fast as it could send requests.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn current_password_guesses_are_limited() {
+        let Some(app) = TestApp::start_with(Backend::Sqlite, |c| {
+            c.rate_limits.login_failures_per_account_address = 3;
+        })
+        .await
+        else {
+            return;
+        };
+        let ada = app.register("ada@example.org").await;
+        clear_of_the_window_edge(900, 30).await;
+        let me = format!("/users/{}", ada.user_id);
+        let change = |current: &str| json!({"password": "brand-new-pass", "current_password": current});
+        for _ in 0..3 {
+            app.put(&me, &ada.token, change("guess-1234"))
+                .await
+                .expect_problem(403, "forbidden");
+        }
+        app.put(&me, &ada.token, change("password-123"))
+            .await
+            .expect_problem(429, "rate_limited");
+        let login = json!({"email": "ada@example.org", "password": "password-123"});
+        assert_eq!(app.post_signed_out("/auth/login", login).await.status, 429);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

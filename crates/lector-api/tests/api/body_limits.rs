@@ -305,8 +305,9 @@ async fn a_session_of_long_documents_downloads_whole(app: TestApp) {
 /// A page of a document listing holds at most `MAX_LISTED_CHARS` characters of text: 38
 /// documents of 900,000 characters (34 million) asked for at once are refused before their
 /// text is read (400, naming the limit that fits: 37), in a project's listing and a session's;
-/// a page within it is answered, and the next one too. Before, a page of 1,000 documents of a
-/// million characters built about 2 GB of text for one answer.
+/// a page within it is answered, and the next one too; a group's download, which reads by
+/// keyset, ends its pages early instead and gives every document. Before, a page of 1,000
+/// documents of a million characters built about 2 GB of text for one answer.
 async fn a_listing_page_is_held_to_its_characters(app: TestApp) {
     assert_eq!(lector_store::MAX_LISTED_CHARS, 32 << 20, "the test's sizes assume it");
     let ada = app.register("ada@example.org").await;
@@ -337,5 +338,18 @@ async fn a_listing_page_is_held_to_its_characters(app: TestApp) {
             .await
             .expect(200);
         assert_eq!(rest["documents"][0]["id"], ids[37], "{listing}");
+    }
+    // A download reads by keyset, so its pages end early instead: all 38 come back, in order.
+    let group = app.group(&ada, id, json!({"name": "Long"})).await;
+    let path = format!("/projects/{id}/groups/{}", group["id"]);
+    app.put(&path, &ada.token, json!({"document_ids": ids}))
+        .await
+        .expect(200);
+    let (_, _, bytes) = app.download(&ada.token, &format!("{path}/download?format=csv")).await;
+    let file = String::from_utf8(bytes).expect("UTF-8");
+    let rows: Vec<&str> = file.lines().skip(1).collect();
+    assert_eq!(rows.len(), 38, "every document of the group");
+    for (row, id) in rows.iter().zip(&ids) {
+        assert!(row.starts_with(&format!("{id},")), "in order");
     }
 }

@@ -527,7 +527,8 @@ fn status_request(token: &str) -> String {
 
 /// One caller's requests take turns (`http.requests_per_caller`, here 1): while Ada's first
 /// request holds her turn (its body still arriving), her next waits, as does one with another
-/// of her tokens (before, each token had turns of its own), and Bob's is answered;
+/// of her tokens (before, each token had turns of its own), and Bob's is answered; those that
+/// waited are authenticated again when their turn comes (her password changed meanwhile);
 /// when the first ends, the next is answered. Before, a burst of heavy requests of one user
 /// took every database connection, and everyone's requests answered 503.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -572,13 +573,34 @@ async fn one_callers_requests_take_turns() {
         !also_waiting.is_finished(),
         "so does her request with another log-in's token"
     );
+    // Her password changes meanwhile, which ends her tokens: the requests that waited are
+    // authenticated again when their turn comes, and refused (they went ahead as they were
+    // when the check was made before waiting).
+    let password_hash = Some(app.state.auth.hash_password("another-pass-456").await.unwrap());
+    let own = lector_core::Scope {
+        user_id: ada_account.id,
+        is_superuser: false,
+        workspaces: vec![],
+    };
+    let changes = lector_store::UserChanges {
+        password_hash,
+        ..Default::default()
+    };
+    app.state
+        .store
+        .update_user(&own, ada_account.id, changes)
+        .await
+        .unwrap();
     held.write_all(&body.as_bytes()[5..]).await.unwrap();
     let first = read_until_closed(&mut held, std::time::Duration::from_secs(30))
         .await
         .unwrap_or_default();
-    assert!(first.starts_with("HTTP/1.1 201"), "{first}");
-    assert_eq!(waiting.await.unwrap(), "HTTP/1.1 200 OK");
-    assert_eq!(also_waiting.await.unwrap(), "HTTP/1.1 200 OK");
+    assert!(
+        first.starts_with("HTTP/1.1 201"),
+        "authenticated when it began: {first}"
+    );
+    assert_eq!(waiting.await.unwrap(), "HTTP/1.1 401 Unauthorized");
+    assert_eq!(also_waiting.await.unwrap(), "HTTP/1.1 401 Unauthorized");
     assert_eq!(
         app.state.turns.callers(),
         0,

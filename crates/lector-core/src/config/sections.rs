@@ -116,9 +116,19 @@ pub struct RateLimits {
     pub reset_mails_per_recipient_and_client_per_hour: i64,
     /// Invitation mails per workspace per hour.
     pub invitations_per_hour: i64,
-    /// Invitation mails per e-mail address per hour, from every workspace (invitations and
-    /// resends alike): nobody's inbox is flooded from many workspaces at once.
+    /// Invitation mails one user sends per hour, from all their workspaces together.
+    pub invitations_per_user_per_hour: i64,
+    /// Invitation mails per e-mail address per hour from one sender (invitations and resends
+    /// alike): one account cannot flood an inbox from many workspaces.
+    pub invitation_mails_per_recipient_and_sender_per_hour: i64,
+    /// Invitation mails per e-mail address per hour from all senders: many accounts cannot
+    /// flood it either, and keeping an address from its invitations takes
+    /// this / `invitation_mails_per_recipient_and_sender_per_hour` accounts.
     pub invitation_mails_per_recipient_per_hour: i64,
+    /// Workspaces one user creates per hour: a deactivated workspace no longer counts toward
+    /// a user's memberships, so this bounds how fast one account makes (and squats names
+    /// with) new ones.
+    pub workspaces_per_hour: i64,
 }
 
 impl RateLimits {
@@ -141,7 +151,10 @@ impl Default for RateLimits {
             reset_mails_per_recipient_per_hour: 10,
             reset_mails_per_recipient_and_client_per_hour: 3,
             invitations_per_hour: 200,
-            invitation_mails_per_recipient_per_hour: 5,
+            invitations_per_user_per_hour: 400,
+            invitation_mails_per_recipient_and_sender_per_hour: 3,
+            invitation_mails_per_recipient_per_hour: 20,
+            workspaces_per_hour: 20,
         }
     }
 }
