@@ -97,12 +97,25 @@ pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
+/// Whether a field of this kind refuses `c`.
+fn refuses(kind: TextKind, c: char) -> bool {
+    let allowed_control = kind == TextKind::Free && matches!(c, '\n' | '\r' | '\t');
+    (c.is_control() && !allowed_control) || is_bidi_control(c)
+}
+
 /// The first character of `value` that a field of this kind refuses.
 pub fn forbidden_char(value: &str, kind: TextKind) -> Option<char> {
-    value.chars().find(|&c| {
-        let allowed_control = kind == TextKind::Free && matches!(c, '\n' | '\r' | '\t');
-        (c.is_control() && !allowed_control) || is_bidi_control(c)
-    })
+    value.chars().find(|&c| refuses(kind, c))
+}
+
+/// `value` without the characters a field of this kind refuses: for text the service writes
+/// from what others sent (a workflow's notification made from a webhook's body), which must
+/// hold to what a client's own write may (and to what PostgreSQL stores: no NUL).
+pub fn without_forbidden(value: &str, kind: TextKind) -> std::borrow::Cow<'_, str> {
+    match forbidden_char(value, kind) {
+        None => std::borrow::Cow::Borrowed(value),
+        Some(_) => std::borrow::Cow::Owned(value.chars().filter(|&c| !refuses(kind, c)).collect()),
+    }
 }
 
 /// A 400 `invalid_characters` error for `field`, or `Ok` when the value is clean.
@@ -205,6 +218,17 @@ mod tests {
         for bad in ["", "a", "a@b", "@b.co", "a@@b.co", "a b@c.de", "a@.b.co", "a@b..co"] {
             assert!(!is_email(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn what_a_field_refuses_can_be_left_out() {
+        assert_eq!(without_forbidden("from a\u{0}b\u{202E}", TextKind::Short), "from ab");
+        assert_eq!(without_forbidden("line\none\t\u{0}", TextKind::Free), "line\none\t");
+        assert_eq!(without_forbidden("line\none", TextKind::Short), "lineone");
+        assert!(matches!(
+            without_forbidden("clean", TextKind::Short),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]

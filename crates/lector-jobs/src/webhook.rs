@@ -47,11 +47,12 @@ impl Handler for DeliverWebhook {
             ("Lector-Event", payload.event_type.clone()),
             ("Lector-Delivery", payload.event_id.clone()),
         ];
-        let status = self
-            .0
-            .post_webhook(&url, body, &headers)
-            .await
-            .map_err(|e| JobError::transient(format!("posting to {url}: {}", e.detail)))?;
+        let status = self.0.post_webhook(&url, body, &headers).await.map_err(|e| {
+            // The host only: the address's path or query may carry the receiver's key, and
+            // this message is logged and kept with the job.
+            let host = lector_sources::Sources::host_of(&url);
+            JobError::transient(format!("posting to the webhook at {host}: {}", e.detail))
+        })?;
         Ok(Outcome {
             result: serde_json::json!({"event": payload.event_id, "type": payload.event_type, "status": status}),
             notice: None,

@@ -125,6 +125,15 @@ impl Sources {
         }
     }
 
+    /// The host an address names, for logs and messages that must not carry the whole address
+    /// (a webhook's path or query may hold its key); "its address" when it names none.
+    pub fn host_of(url: &str) -> String {
+        url::Url::parse(url)
+            .ok()
+            .and_then(|url| url.host_str().map(str::to_owned))
+            .unwrap_or_else(|| "its address".to_owned())
+    }
+
     /// POSTs a webhook's `body` to `url` with `headers`, through the same guard as every source
     /// (addresses checked on every hop, 307 and 308 followed and checked again); answers the
     /// receiver's status, or why it could not be reached or refused.

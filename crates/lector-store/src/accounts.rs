@@ -120,18 +120,29 @@ impl Store {
     /// Changes a profile. A new password bumps the token version, so earlier tokens stop working,
     /// and uses up the user's unused one-time tokens (see [`Store::reset_password`]); so does a
     /// new e-mail address, since those tokens were mailed to the old one.
+    /// Only the fields given are written, and the address is compared with the one stored
+    /// behind a lock on the user's row: a change read before another committed must not write
+    /// that one's fields back.
     pub async fn update_user(&self, scope: &Scope, user_id: i64, changes: UserChanges) -> Result<User> {
-        let current = self.user(scope, user_id).await?;
+        ensure_self_or_superuser(scope, user_id)?;
         let bump = i64::from(changes.password_hash.is_some());
-        let moved = changes.email.as_ref().is_some_and(|e| *e != current.email);
         let mut tx = self.begin_write().await?;
+        crate::lock_row_for_no_key_update(&mut tx, ("users", user_id)).await?;
+        let stored: String = sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
+            .bind(user_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found("user"))?;
+        let moved = changes.email.as_ref().is_some_and(|e| *e != stored);
         sqlx::query(
-            "UPDATE users SET email = $1, first_name = $2, last_name = $3, \
-             password_hash = COALESCE($4, password_hash), token_version = token_version + $5 WHERE id = $6",
+            "UPDATE users SET email = COALESCE($1, email), first_name = COALESCE($2, first_name), \
+             last_name = COALESCE($3, last_name), password_hash = COALESCE($4, password_hash), \
+             token_version = token_version + $5 WHERE id = $6",
         )
-        .bind(changes.email.unwrap_or(current.email))
-        .bind(changes.first_name.unwrap_or(current.first_name))
-        .bind(changes.last_name.unwrap_or(current.last_name))
+        .bind(changes.email)
+        .bind(changes.first_name)
+        .bind(changes.last_name)
         .bind(changes.password_hash)
         .bind(bump)
         .bind(user_id)
@@ -198,13 +209,18 @@ impl Store {
                 ));
             }
         }
-        sqlx::query("UPDATE users SET is_superuser = $1, is_betauser = $2 WHERE id = $3")
-            .bind(is_superuser.unwrap_or(current.is_superuser))
-            .bind(is_betauser.unwrap_or(current.is_betauser))
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        // Only the flags given are written: one read before another superuser's change
+        // committed must not write that flag back.
+        sqlx::query(
+            "UPDATE users SET is_superuser = COALESCE($1, is_superuser), \
+             is_betauser = COALESCE($2, is_betauser) WHERE id = $3",
+        )
+        .bind(is_superuser)
+        .bind(is_betauser)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
         tx.commit().await.map_err(db)?;
         self.user(scope, user_id).await
     }

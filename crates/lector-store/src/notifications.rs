@@ -4,15 +4,21 @@
 use crate::records::{FromAnyRow, NOTIFICATION_COLUMNS, Notification, fetch_record, fetch_records};
 use crate::{Store, db};
 use lector_core::time::Timestamp;
-use lector_core::validate::{MAX_NOTIFICATION_TEXT_CHARS, MAX_NOTIFICATION_TITLE_CHARS, shortened};
+use lector_core::validate::{
+    MAX_NOTIFICATION_TEXT_CHARS, MAX_NOTIFICATION_TITLE_CHARS, TextKind, shortened, without_forbidden,
+};
 use lector_core::{NotificationType, Result, Scope};
 
 /// A notification's title and text as the service writes them: within what a client's update
-/// may hold, so that nothing the service writes is more than its API accepts.
+/// may hold (their length, and no character it refuses: a workflow's notification made from a
+/// webhook's body with a NUL in it failed on PostgreSQL), so that nothing the service writes is
+/// more than its API accepts.
 pub(crate) fn within_limits(title: &str, text: &str) -> (String, String) {
+    let title = without_forbidden(title, TextKind::Short);
+    let text = without_forbidden(text, TextKind::Free);
     (
-        shortened(title, MAX_NOTIFICATION_TITLE_CHARS).into_owned(),
-        shortened(text, MAX_NOTIFICATION_TEXT_CHARS).into_owned(),
+        shortened(&title, MAX_NOTIFICATION_TITLE_CHARS).into_owned(),
+        shortened(&text, MAX_NOTIFICATION_TEXT_CHARS).into_owned(),
     )
 }
 

@@ -4,11 +4,13 @@ use crate::accounts::{self, NewAccount};
 use crate::auth::{Caller, PRODUCT_KEY_PREFIX, random_token, token_hash};
 use crate::error::ApiResult;
 use crate::extract::{Body, PathParams, WriteBody};
+use crate::login_limits::LoginAttempt;
 use crate::routes::rfc3339;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use lector_core::validate::{MAX_NAME_CHARS, Problems, normalize_email};
 use lector_core::{ErrorCode, Result};
 use lector_store::{ProductKey, User, UserChanges};
@@ -110,6 +112,7 @@ pub async fn get_user(
     request_body = UpdateUserBody, responses((status = 200, body = UserDto)))]
 pub async fn update_user(
     State(state): State<AppState>,
+    parts: Parts,
     caller: Caller,
     PathParams(p): PathParams<UserPath>,
     Body(body): Body<UpdateUserBody>,
@@ -117,7 +120,8 @@ pub async fn update_user(
     let email = body.email.as_deref().map(normalize_email);
     let changes_email = email.as_ref().is_some_and(|e| *e != caller.user.email);
     if body.password.is_some() || changes_email {
-        require_current_password(&state, &caller, p.user_id, body.current_password.as_deref()).await?;
+        let current = body.current_password.as_deref();
+        require_current_password(&state, &parts, &caller, p.user_id, current).await?;
     }
     if changes_email {
         // A taken address answers 409, so each try tells whether an address is registered: an
@@ -145,9 +149,13 @@ pub async fn update_user(
 
 /// Proof for a password or e-mail change: the caller's own present password. A superuser
 /// changing another account is exempt, and the change is logged; callers who may not change the
-/// account at all are refused later by the store, as for any other field.
+/// account at all are refused later by the store, as for any other field. A wrong password
+/// counts as a failed log-in of the account from the caller's address, and the log-in limits
+/// refuse further tries (429) before the password is checked: a stolen access token or product
+/// key cannot be used to guess the password it does not carry.
 async fn require_current_password(
     state: &AppState,
+    parts: &Parts,
     caller: &Caller,
     user_id: i64,
     current: Option<&str>,
@@ -184,6 +192,8 @@ async fn require_current_password(
             "is required to change the password or e-mail",
         ));
     };
+    let attempt = LoginAttempt::new(state, parts, Some(&caller.user.email));
+    attempt.reserve(state, true).await?;
     if !state.auth.verify_password(current, stored.as_deref()).await {
         return Err(field(
             ErrorCode::Forbidden,
@@ -191,7 +201,7 @@ async fn require_current_password(
             "is not the account's password",
         ));
     }
-    Ok(())
+    attempt.did_not_fail(state, true).await
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -74,6 +74,9 @@ async fn serve(
         query: query_of(&parts.uri),
     };
     let answered = async {
+        // A path no workflow may register (a NUL, say) is refused before any look-up: on
+        // PostgreSQL a NUL in a query's text is an error, which answered 500.
+        lector_core::validate::check_chars("path", &call.path, lector_core::validate::TextKind::Short)?;
         let admitted = admit_call(&state, &call).await?;
         let received = received(&state, &parts.headers, body).await?;
         let started = start_call(&state, &call, admitted).await?;
