@@ -76,10 +76,10 @@ async fn step_problem(
     }
 }
 
-/// Whether `user_id` is a member of `workspace_id` now (what a notify step may notify).
+/// Whether `user_id` is an active member of `workspace_id` now (what a notify step may notify).
 pub(crate) async fn is_member(state: &AppState, user_id: i64, workspace_id: i64) -> Result<bool> {
     Ok(match state.store.principal(user_id).await? {
-        Some((_, scope)) => scope.role_in(workspace_id).is_some(),
+        Some((user, scope)) => user.is_active && scope.role_in(workspace_id).is_some(),
         None => false,
     })
 }

@@ -507,8 +507,8 @@ async fn run_scope(state: &AppState, workflow: &Workflow, address: Address) -> R
     };
     let gone = || {
         Error::conflict(format!(
-            "the user who put this workflow to work is no longer a member of its workspace, or the workspace is \
-             inactive; an editor must {again} again"
+            "the user who put this workflow to work is no longer an active member of its workspace, or the \
+             workspace is inactive; an editor must {again} again"
         ))
     };
     let user = match address {
@@ -516,7 +516,11 @@ async fn run_scope(state: &AppState, workflow: &Workflow, address: Address) -> R
         Address::Test => workflow.test_run_as.or(workflow.run_as),
     };
     let user = user.ok_or_else(gone)?;
-    let (_, mut scope) = state.store.principal(user).await?.ok_or_else(gone)?;
+    let (user, mut scope) = state.store.principal(user).await?.ok_or_else(gone)?;
+    // A deactivated account acts nowhere, as its own tokens and keys do not.
+    if !user.is_active {
+        return Err(gone());
+    }
     scope.workspaces.retain(|w| w.workspace_id == workflow.workspace_id);
     if scope.workspaces.is_empty() && !scope.is_superuser {
         return Err(gone());

@@ -207,6 +207,16 @@ pub async fn age_finished_jobs(store: &crate::Store, secs: i64) {
         .expect("the jobs aged");
 }
 
+/// Deactivates a user as an operator would by hand (no route does): its `is_active` cleared.
+pub async fn deactivate_user(store: &crate::Store, user_id: i64) {
+    sqlx::query("UPDATE users SET is_active = $1 WHERE id = $2")
+        .bind(false)
+        .bind(user_id)
+        .execute(&store.pool)
+        .await
+        .expect("the user deactivated");
+}
+
 /// Moves every queued job's queueing and next run back by `secs`, as if it had waited that long.
 pub async fn age_queued_jobs(store: &crate::Store, secs: i64) {
     sqlx::query(

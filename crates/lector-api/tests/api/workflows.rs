@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 backend_tests!(
     workflows_are_a_resource_of_their_workspace,
     the_production_address_listens_while_active,
+    a_deactivated_user_runs_no_workflow,
     responses_follow_the_trigger,
     one_registration_per_path_and_method,
     a_deactivated_workspace_frees_its_addresses,
@@ -260,6 +261,27 @@ async fn workflows_are_a_resource_of_their_workspace(app: TestApp) {
     assert_eq!(app.get("/workflows", &vera.token).await.expect(200)["count"], 2);
     app.delete(&one, &uma.token).await.expect(200);
     app.get(&one, &ada.token).await.expect_problem(404, "not_found");
+}
+
+/// A workflow runs as the user who put it to work; once that account is deactivated (by hand:
+/// no route does), it runs no more (409), as the account's own tokens stop working. Before,
+/// workflow runs looked at the memberships only.
+async fn a_deactivated_user_runs_no_workflow(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let workflow = id(&create(&app, &ada, echo("Orders", "shop/orders", "POST")).await);
+    activate(&app, &ada, workflow).await.expect(200);
+    assert_eq!(
+        post_hook(&app, "/webhook/shop/orders", json!({"n": 1})).await.status,
+        200
+    );
+    lector_store::testing::deactivate_user(&app.state.store, ada.user_id).await;
+    let refused = post_hook(&app, "/webhook/shop/orders", json!({"n": 2})).await;
+    assert_eq!(
+        (refused.status, refused.json["code"].clone()),
+        (409, json!("conflict")),
+        "{}",
+        refused.text
+    );
 }
 
 async fn the_production_address_listens_while_active(app: TestApp) {
