@@ -42,24 +42,36 @@ impl FromRequestParts<AppState> for Caller {
 /// without the database's heavy work (or are limited on their own, as log-ins and webhooks),
 /// and must not make the user they name wait. While the database does not answer within
 /// [`crate::metrics::DATABASE_WAIT`], a token is taken at its word (its signed user) and a
-/// product key by its digest, as nothing can be checked; the handler then checks again.
+/// product key by what this node remembers of it ([`crate::turns::Turns::key_of_unchecked`]),
+/// as nothing can be checked; the handler then checks again. `/metrics` takes no turn: it has
+/// its own rule for an outage ([`MetricsReader`]), and waiting here too would take a scrape
+/// past its timeout.
 pub(crate) async fn authenticated_for_turns(state: &AppState, parts: &mut Parts) -> Option<String> {
+    if parts.uri.path() == "/metrics" {
+        return None;
+    }
     let token = bearer(parts)?;
     let checked = tokio::time::timeout(crate::metrics::DATABASE_WAIT, authenticate(state, token)).await;
+    let key = token.starts_with(PRODUCT_KEY_PREFIX).then(|| token_hash(token));
     match checked {
         Ok(Ok(caller)) => {
-            let key = format!("user:{}", caller.user.id);
+            if let Some(digest) = &key {
+                state.turns.remember_key(digest, caller.user.id);
+            }
+            let turns = format!("user:{}", caller.user.id);
             parts.extensions.insert(caller);
-            Some(key)
+            Some(turns)
         }
         Ok(Err(e)) if matches!(e.code, ErrorCode::Unauthorized | ErrorCode::InvalidCredentials) => None,
         // Unchecked: the database is slow or down.
-        _ if token.starts_with(PRODUCT_KEY_PREFIX) => Some(format!("key:{}", token_hash(token))),
-        _ => state
-            .auth
-            .verify(token)
-            .ok()
-            .map(|claims| format!("user:{}", claims.sub)),
+        _ => match key {
+            Some(digest) => Some(state.turns.key_of_unchecked(&digest)),
+            None => state
+                .auth
+                .verify(token)
+                .ok()
+                .map(|claims| format!("user:{}", claims.sub)),
+        },
     }
 }
 

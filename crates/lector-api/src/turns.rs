@@ -28,7 +28,14 @@ pub const MAX_WAITING: usize = 64;
 #[derive(Clone, Default)]
 pub struct Turns {
     callers: Arc<Mutex<HashMap<String, Arc<Caller>>>>,
+    /// Product keys this node has authenticated, by digest, with their user: while the
+    /// database does not answer, a key seen before still takes its user's turns, and one never
+    /// seen takes the turns every such key shares ([`Turns::key_of_unchecked`]).
+    known_keys: Arc<Mutex<HashMap<String, i64>>>,
 }
+
+/// Product keys a node remembers at most; past it, it forgets them all and starts again.
+const MAX_KNOWN_KEYS: usize = 10_000;
 
 impl std::fmt::Debug for Turns {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -70,6 +77,26 @@ impl Turns {
         let mut callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
         if caller.in_hand.fetch_sub(1, Ordering::Relaxed) == 1 {
             callers.remove(key);
+        }
+    }
+
+    /// Remembers that the product key of digest `digest` belongs to `user_id`.
+    pub(crate) fn remember_key(&self, digest: &str, user_id: i64) {
+        let mut known = self.known_keys.lock().unwrap_or_else(|e| e.into_inner());
+        if known.len() >= MAX_KNOWN_KEYS && !known.contains_key(digest) {
+            known.clear();
+        }
+        known.insert(digest.to_owned(), user_id);
+    }
+
+    /// Whose turns a product key takes that could not be checked (the database did not
+    /// answer): its user's when this node has seen it, else the turns all such keys share, so
+    /// that a user's many keys never get turns of their own.
+    pub(crate) fn key_of_unchecked(&self, digest: &str) -> String {
+        let known = self.known_keys.lock().unwrap_or_else(|e| e.into_inner());
+        match known.get(digest) {
+            Some(user_id) => format!("user:{user_id}"),
+            None => "keys:unchecked".to_owned(),
         }
     }
 
@@ -154,6 +181,15 @@ mod tests {
         assert_eq!(turns.callers(), 1);
         drop(second);
         assert_eq!(turns.callers(), 0);
+    }
+
+    #[test]
+    fn unchecked_keys_take_their_users_turns_or_share_one() {
+        let turns = Turns::default();
+        assert_eq!(turns.key_of_unchecked("a"), "keys:unchecked");
+        turns.remember_key("a", 7);
+        assert_eq!(turns.key_of_unchecked("a"), "user:7");
+        assert_eq!(turns.key_of_unchecked("b"), "keys:unchecked");
     }
 
     #[test]

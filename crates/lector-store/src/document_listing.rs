@@ -47,22 +47,36 @@ impl Store {
         offset: i64,
         limit: i64,
     ) -> Result<(Vec<Document>, bool)> {
-        self.documents_page(scope, project_id, filter, (offset, limit), PageEnd::Refuse)
-            .await
+        let page = (offset, limit, crate::MAX_LISTED_CHARS);
+        let (documents, has_more, _) = self
+            .documents_page(scope, project_id, filter, page, PageEnd::Refuse)
+            .await?;
+        Ok((documents, has_more))
     }
 
     /// The next documents of a project in id order for a reader that pages by keyset
     /// (`filter.after`): at most `limit`, ending early where they would hold more than
-    /// `MAX_LISTED_CHARS` characters (one document at least); and whether more follow.
+    /// `max_chars` characters of text (one document at least); and whether more follow. A page
+    /// whose documents were all deleted before their text was read is passed over, not
+    /// answered empty (which would end a reader early).
     pub async fn documents_to_read(
         &self,
         scope: &Scope,
         project_id: i64,
         filter: &DocumentFilter,
-        limit: i64,
+        (limit, max_chars): (i64, i64),
     ) -> Result<(Vec<Document>, bool)> {
-        self.documents_page(scope, project_id, filter, (0, limit), PageEnd::Cut)
-            .await
+        let mut filter = filter.clone();
+        loop {
+            let page = (0, limit, max_chars);
+            let (documents, has_more, last) = self
+                .documents_page(scope, project_id, &filter, page, PageEnd::Cut)
+                .await?;
+            if !documents.is_empty() || !has_more {
+                return Ok((documents, has_more));
+            }
+            filter.after = last;
+        }
     }
 
     async fn documents_page(
@@ -70,9 +84,9 @@ impl Store {
         scope: &Scope,
         project_id: i64,
         filter: &DocumentFilter,
-        (offset, limit): (i64, i64),
+        (offset, limit, max_chars): (i64, i64, i64),
         end: PageEnd,
-    ) -> Result<(Vec<Document>, bool)> {
+    ) -> Result<(Vec<Document>, bool, Option<i64>)> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
         let (conditions, params) = self.document_conditions(project.id, filter).await?;
         let picked = format!(
@@ -81,7 +95,7 @@ impl Store {
             limit + 1,
             offset
         );
-        self.documents_picked(&picked, params, limit, end).await
+        self.documents_picked(&picked, params, (limit, max_chars), end).await
     }
 
     /// The WHERE clause of a document listing and its parameters (`$1` is the project).

@@ -62,16 +62,17 @@ pub(crate) enum PageEnd {
 impl Store {
     /// The documents a listing or reader picked, in its order: `picked` selects their ids and
     /// lengths (`SELECT d.id, CAST(LENGTH(d.text) AS BIGINT) … LIMIT limit + 1 OFFSET …`) with
-    /// `params`; answers the page of at most `limit` and whether more follow. A page holding
-    /// more than [`MAX_LISTED_CHARS`] characters is refused or cut short (`end`) before any
-    /// text is read.
+    /// `params`; answers the page of at most `limit`, whether more follow, and the last id the
+    /// page picked (a reader goes on after it even when those documents were deleted before
+    /// their text was read). A page holding more than `max_chars` characters is refused or cut
+    /// short (`end`) before any text is read.
     pub(crate) async fn documents_picked(
         &self,
         picked: &str,
         params: Vec<Param>,
-        limit: i64,
+        (limit, max_chars): (i64, i64),
         end: PageEnd,
-    ) -> Result<(Vec<Document>, bool)> {
+    ) -> Result<(Vec<Document>, bool, Option<i64>)> {
         let rows = Param::bind_all(sqlx::query(picked), params)
             .fetch_all(&self.pool)
             .await
@@ -86,16 +87,16 @@ impl Store {
         let mut has_more = page.len() as i64 > limit;
         page.truncate(limit.max(0) as usize);
         let chars: i64 = page.iter().map(|(_, length)| length).sum();
-        if chars > MAX_LISTED_CHARS && end == PageEnd::Cut {
-            page.truncate(documents_within(&page, limit, MAX_LISTED_CHARS));
+        if chars > max_chars && end == PageEnd::Cut {
+            page.truncate(documents_within(&page, limit, max_chars));
             has_more = true;
-        } else if chars > MAX_LISTED_CHARS {
-            let fits = documents_within(&page, limit, MAX_LISTED_CHARS);
+        } else if chars > max_chars {
+            let fits = documents_within(&page, limit, max_chars);
             return Err(Error::new(
                 ErrorCode::InvalidParameter,
                 format!(
                     "the {} documents of this page hold {chars} characters of text, more than the \
-                     {MAX_LISTED_CHARS} a page may hold: ask for at most {fits} with limit",
+                     {max_chars} a page may hold: ask for at most {fits} with limit",
                     page.len()
                 ),
             ));
@@ -117,8 +118,9 @@ impl Store {
             }
         }
         // A document deleted between the two reads is left out of the page.
+        let last_picked = page.last().map(|(id, _)| *id);
         let documents = page.iter().filter_map(|(id, _)| found.remove(id)).collect();
-        Ok((documents, has_more))
+        Ok((documents, has_more, last_picked))
     }
 }
 

@@ -455,8 +455,15 @@ impl Store {
             offset
         );
         let params = vec![Param::Int(session.id), Param::Int(after.unwrap_or(i64::MIN))];
-        self.documents_picked(&picked, params, limit, crate::document_pages::PageEnd::Refuse)
-            .await
+        let (documents, has_more, _) = self
+            .documents_picked(
+                &picked,
+                params,
+                (limit, crate::MAX_LISTED_CHARS),
+                crate::document_pages::PageEnd::Refuse,
+            )
+            .await?;
+        Ok((documents, has_more))
     }
 
     /// One document of a session (404 when the session does not cover it).

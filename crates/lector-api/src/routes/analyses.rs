@@ -175,7 +175,9 @@ pub struct ProjectAnalysesQuery {
 const MAX_DETAILED_DOCUMENTS: i64 = 1000;
 
 /// The project's analyses, oldest first (a plain array, paged by offset and limit); with
-/// `details`, each with its first documents.
+/// `details`, each with its first documents, as many as the page's budget of text
+/// (`MAX_LISTED_CHARS` over all its analyses) holds: later analyses may answer none, and
+/// `list_analysis_documents` gives the rest.
 #[utoipa::path(get, path = "/projects/{project_id}/analyses", tag = "projects",
     params(("project_id" = i64, Path), ProjectAnalysesQuery), responses((status = 200, body = Vec<AnalysisDto>)))]
 pub async fn list_project_analyses(
@@ -191,12 +193,20 @@ pub async fn list_project_analyses(
         .project_analyses(&caller.scope, p.project_id, paging.offset, paging.limit)
         .await?;
     let each = (MAX_DETAILED_DOCUMENTS / analyses.len().max(1) as i64).clamp(1, crate::extract::default_limit());
+    // The page's documents share one budget of text: once it is spent, the analyses after
+    // answer no documents (their own listing gives them).
+    let mut chars_left = lector_store::MAX_LISTED_CHARS;
     let mut answer = Vec::with_capacity(analyses.len());
     for analysis in &analyses {
-        let documents = if details.segments || details.meta || details.tags {
-            Some(first_documents(&state, &caller.scope, analysis, &details, each).await?)
-        } else {
+        let documents = if !(details.segments || details.meta || details.tags) {
             None
+        } else if chars_left <= 0 {
+            Some(Vec::new())
+        } else {
+            let (documents, chars) =
+                first_documents(&state, &caller.scope, analysis, &details, (each, chars_left)).await?;
+            chars_left -= chars;
+            Some(documents)
         };
         answer.push(documents);
     }

@@ -133,24 +133,27 @@ pub async fn list_analysis_documents(
     }))
 }
 
-/// The first documents of an analysis (at most a default page, 100) with the parts `details`
-/// names, for `list_project_analyses`; the rest are read through `list_analysis_documents`.
+/// The first documents of an analysis (at most `count`, holding at most `max_chars`
+/// characters of text but one document at least) with the parts `details` names, for
+/// `list_project_analyses`, and the characters they hold; the rest are read through
+/// `list_analysis_documents`.
 pub(crate) async fn first_documents(
     state: &AppState,
     scope: &Scope,
     analysis: &Analysis,
     details: &Details,
-    count: i64,
-) -> Result<Vec<AnalysisDocumentDto>> {
+    (count, max_chars): (i64, i64),
+) -> Result<(Vec<AnalysisDocumentDto>, i64)> {
     let filter = DocumentFilter {
         analysis_id: Some(analysis.id),
         ..Default::default()
     };
     let (documents, _) = state
         .store
-        .documents_to_read(scope, analysis.project_id, &filter, count)
+        .documents_to_read(scope, analysis.project_id, &filter, (count, max_chars))
         .await?;
-    shaped(state, analysis, documents, details).await
+    let chars = documents.iter().map(|d| d.text.chars().count() as i64).sum();
+    Ok((shaped(state, analysis, documents, details).await?, chars))
 }
 
 /// Documents of `analysis` shaped for an answer with the parts `details` names.
@@ -227,7 +230,12 @@ async fn analysis_page(
     };
     let (documents, has_more) = state
         .store
-        .documents_to_read(scope, analysis.project_id, &filter, DOCUMENTS_PER_PAGE)
+        .documents_to_read(
+            scope,
+            analysis.project_id,
+            &filter,
+            (DOCUMENTS_PER_PAGE, lector_store::MAX_LISTED_CHARS),
+        )
         .await?;
     let next = documents.last().map(|d| d.id).filter(|_| has_more);
     let mut segments = tagged_segments(state, analysis, &documents).await?;

@@ -598,7 +598,12 @@ impl<'a> GroupPages<'a> {
         let (page, more) = self
             .state
             .store
-            .documents_to_read(self.scope, self.project_id, &self.filter, DOWNLOAD_PAGE)
+            .documents_to_read(
+                self.scope,
+                self.project_id,
+                &self.filter,
+                (DOWNLOAD_PAGE, lector_store::MAX_LISTED_CHARS),
+            )
             .await?;
         self.filter.after = page.last().map(|d| d.id).or(self.filter.after);
         self.done = !more;

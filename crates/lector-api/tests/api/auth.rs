@@ -517,6 +517,10 @@ mod rate_limits {
         let bob = app.register("bob@example.org").await;
         clear_of_the_window_edge(3600, 30).await;
         let team = app.workspace(&ada, "Team").await;
+        // A creation refused (a taken name) does not count.
+        app.post("/organizations", &ada.token, json!({"name": "Team"}))
+            .await
+            .expect_problem(409, "conflict");
         let lab = app.workspace(&ada, "Lab").await;
         app.post("/organizations", &ada.token, json!({"name": "Third"}))
             .await

@@ -125,9 +125,9 @@ pub struct RateLimits {
     /// flood it either, and keeping an address from its invitations takes
     /// this / `invitation_mails_per_recipient_and_sender_per_hour` accounts.
     pub invitation_mails_per_recipient_per_hour: i64,
-    /// Workspaces one user creates per hour: a deactivated workspace no longer counts toward
-    /// a user's memberships, so this bounds how fast one account makes (and squats names
-    /// with) new ones.
+    /// Workspaces one user creates per hour (superusers aside; only those made count): a
+    /// deactivated workspace no longer counts toward a user's memberships, so this bounds how
+    /// fast one account makes (and squats names with) new ones.
     pub workspaces_per_hour: i64,
 }
 
@@ -152,9 +152,9 @@ impl Default for RateLimits {
             reset_mails_per_recipient_and_client_per_hour: 3,
             invitations_per_hour: 200,
             invitations_per_user_per_hour: 400,
-            invitation_mails_per_recipient_and_sender_per_hour: 3,
+            invitation_mails_per_recipient_and_sender_per_hour: 5,
             invitation_mails_per_recipient_per_hour: 20,
-            workspaces_per_hour: 20,
+            workspaces_per_hour: 30,
         }
     }
 }
