@@ -42,7 +42,8 @@ impl FromRequestParts<AppState> for Caller {
 /// without the database's heavy work (or are limited on their own, as log-ins and webhooks),
 /// and must not make the user they name wait. While the database does not answer within
 /// [`crate::metrics::DATABASE_WAIT`], a token is taken at its word (its signed user) and a
-/// product key by what this node remembers of it ([`crate::turns::Turns::key_of_unchecked`]),
+/// product key by what this node remembers of it, else by its client's address
+/// ([`crate::turns::Turns::key_of_unchecked`]),
 /// as nothing can be checked; the handler then checks again. `/metrics` takes no turn: it has
 /// its own rule for an outage ([`MetricsReader`]), and waiting here too would take a scrape
 /// past its timeout.
@@ -62,10 +63,15 @@ pub(crate) async fn authenticated_for_turns(state: &AppState, parts: &mut Parts)
             parts.extensions.insert(caller);
             Some(turns)
         }
-        Ok(Err(e)) if matches!(e.code, ErrorCode::Unauthorized | ErrorCode::InvalidCredentials) => None,
+        Ok(Err(e)) if matches!(e.code, ErrorCode::Unauthorized | ErrorCode::InvalidCredentials) => {
+            if let Some(digest) = &key {
+                state.turns.forget_key(digest);
+            }
+            None
+        }
         // Unchecked: the database is slow or down.
         _ => match key {
-            Some(digest) => Some(state.turns.key_of_unchecked(&digest)),
+            Some(digest) => Some(state.turns.key_of_unchecked(&digest, &state.client_key(parts))),
             None => state
                 .auth
                 .verify(token)

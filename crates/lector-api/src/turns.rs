@@ -89,14 +89,21 @@ impl Turns {
         known.insert(digest.to_owned(), user_id);
     }
 
+    /// Forgets the product key of digest `digest` (it was refused: deleted, or its user gone).
+    pub(crate) fn forget_key(&self, digest: &str) {
+        let mut known = self.known_keys.lock().unwrap_or_else(|e| e.into_inner());
+        known.remove(digest);
+    }
+
     /// Whose turns a product key takes that could not be checked (the database did not
-    /// answer): its user's when this node has seen it, else the turns all such keys share, so
-    /// that a user's many keys never get turns of their own.
-    pub(crate) fn key_of_unchecked(&self, digest: &str) -> String {
+    /// answer): its user's when this node has seen it, else those of the client address it
+    /// came from (`client`), so that neither a user's many keys nor made-up ones get turns of
+    /// their own, and made-up ones hold up only their sender.
+    pub(crate) fn key_of_unchecked(&self, digest: &str, client: &str) -> String {
         let known = self.known_keys.lock().unwrap_or_else(|e| e.into_inner());
         match known.get(digest) {
             Some(user_id) => format!("user:{user_id}"),
-            None => "keys:unchecked".to_owned(),
+            None => format!("unchecked-keys:{client}"),
         }
     }
 
@@ -186,10 +193,12 @@ mod tests {
     #[test]
     fn unchecked_keys_take_their_users_turns_or_share_one() {
         let turns = Turns::default();
-        assert_eq!(turns.key_of_unchecked("a"), "keys:unchecked");
+        assert_eq!(turns.key_of_unchecked("a", "192.0.2.1"), "unchecked-keys:192.0.2.1");
         turns.remember_key("a", 7);
-        assert_eq!(turns.key_of_unchecked("a"), "user:7");
-        assert_eq!(turns.key_of_unchecked("b"), "keys:unchecked");
+        assert_eq!(turns.key_of_unchecked("a", "192.0.2.1"), "user:7");
+        assert_eq!(turns.key_of_unchecked("b", "192.0.2.1"), "unchecked-keys:192.0.2.1");
+        turns.forget_key("a");
+        assert_eq!(turns.key_of_unchecked("a", "192.0.2.2"), "unchecked-keys:192.0.2.2");
     }
 
     #[test]

@@ -72,10 +72,10 @@ impl Store {
             let (documents, has_more, last) = self
                 .documents_page(scope, project_id, &filter, page, PageEnd::Cut)
                 .await?;
-            if !documents.is_empty() || !has_more {
-                return Ok((documents, has_more));
+            match last {
+                Some(last) if documents.is_empty() && has_more => filter.after = Some(last),
+                _ => return Ok((documents, has_more)),
             }
-            filter.after = last;
         }
     }
 

@@ -163,7 +163,8 @@ impl AnalysesQuery {
 pub struct ProjectAnalysesQuery {
     /// Comma-separated: segments, meta, tags. Each analysis then answers its first documents
     /// with these parts: 100 each, fewer on a page of more than 10 analyses (1,000 documents
-    /// a page in all, as `list_analysis_documents` answers at most), but at least one each.
+    /// a page in all, as `list_analysis_documents` answers at most), and within one budget of
+    /// 32 Mi characters of text a page: analyses after it is spent come without `documents`.
     pub details: Option<String>,
     #[serde(default)]
     pub offset: i64,
@@ -176,8 +177,8 @@ const MAX_DETAILED_DOCUMENTS: i64 = 1000;
 
 /// The project's analyses, oldest first (a plain array, paged by offset and limit); with
 /// `details`, each with its first documents, as many as the page's budget of text
-/// (`MAX_LISTED_CHARS` over all its analyses) holds: later analyses may answer none, and
-/// `list_analysis_documents` gives the rest.
+/// (`MAX_LISTED_CHARS` over all its analyses) holds: later analyses may come without
+/// `documents`, and `list_analysis_documents` gives them.
 #[utoipa::path(get, path = "/projects/{project_id}/analyses", tag = "projects",
     params(("project_id" = i64, Path), ProjectAnalysesQuery), responses((status = 200, body = Vec<AnalysisDto>)))]
 pub async fn list_project_analyses(
@@ -201,7 +202,8 @@ pub async fn list_project_analyses(
         let documents = if !(details.segments || details.meta || details.tags) {
             None
         } else if chars_left <= 0 {
-            Some(Vec::new())
+            // Left out, not answered empty: an empty list would say it has no documents.
+            None
         } else {
             let (documents, chars) =
                 first_documents(&state, &caller.scope, analysis, &details, (each, chars_left)).await?;

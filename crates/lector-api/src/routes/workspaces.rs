@@ -182,27 +182,23 @@ pub async fn create_workspace(
     caller: Caller,
     Body(body): Body<WorkspaceBody>,
 ) -> ApiResult<Json<WorkspaceDto>> {
+    // Only workspaces made count: the count is read before and added to after a creation, so
+    // a taken name or a full account costs nothing (creations at once may pass it by the
+    // caller's turns, three).
     let limited = (!caller.scope.is_superuser).then(|| format!("create-workspace:{}", caller.user.id));
     if let Some(key) = &limited {
-        let (made, retry_after) = state.store.count_attempt(key, 3600).await?;
-        if made > state.config.rate_limits.workspaces_per_hour {
-            state.store.uncount_attempt(key, 3600).await?;
+        let (made, retry_after) = state.store.rate_count(key, 3600).await?;
+        if made >= state.config.rate_limits.workspaces_per_hour {
             return Err(lector_core::Error::rate_limited(retry_after).into());
         }
     }
-    let created = state
+    let workspace = state
         .store
         .create_workspace(&caller.scope, body.name.trim(), body.description.trim())
-        .await;
-    let workspace = match (created, &limited) {
-        (Ok(workspace), _) => workspace,
-        // Only workspaces made count: a taken name or a full account costs nothing.
-        (Err(e), Some(key)) => {
-            state.store.uncount_attempt(key, 3600).await?;
-            return Err(e.into());
-        }
-        (Err(e), None) => return Err(e.into()),
-    };
+        .await?;
+    if let Some(key) = &limited {
+        state.store.count_attempt(key, 3600).await?;
+    }
     tracing::info!(
         workspace.id = workspace.id,
         user.id = caller.user.id,
