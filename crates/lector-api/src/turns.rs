@@ -30,7 +30,7 @@ pub struct Turns {
     callers: Arc<Mutex<HashMap<String, Arc<Caller>>>>,
     /// Product keys this node has authenticated, by digest, with their user: while the
     /// database does not answer, a key seen before still takes its user's turns, and one never
-    /// seen takes the turns every such key shares ([`Turns::key_of_unchecked`]).
+    /// seen those of its client's address ([`Turns::key_of_unchecked`]).
     known_keys: Arc<Mutex<HashMap<String, i64>>>,
 }
 

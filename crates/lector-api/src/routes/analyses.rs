@@ -70,7 +70,8 @@ pub struct AnalysisDto {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<Vec<LabelDto>>,
     /// With `details` (`list_project_analyses`): its first documents, at most 100, with the
-    /// parts asked for; all of them through `list_analysis_documents`.
+    /// parts asked for; all of them through `list_analysis_documents`. Left out, even with
+    /// `details`, for the analyses after the page's budget of text is spent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub documents: Option<Vec<AnalysisDocumentDto>>,
     /// `get_analysis` of a FINISHED analysis: how many of its tags name each class and each
