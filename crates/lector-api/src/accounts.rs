@@ -1,6 +1,7 @@
 //! Accounts and invitations as the service's rules, apart from HTTP: an account created (by
 //! registering, by a superuser, from the command line), a password reset asked for and done,
-//! people invited, invitations mailed again and accepted. The route files parse a request, call
+//! a workspace created within its creator's hourly limit, people invited, invitations mailed
+//! again and accepted. The route files parse a request, call
 //! one function here and answer; the command line calls the same functions. The mails' texts
 //! are here as well, so a reader sees what a person receives and why.
 
@@ -205,6 +206,35 @@ pub struct Invited {
 /// [`lector_store::MAX_PENDING_INVITATIONS`].
 const TOO_MANY_PENDING: &str =
     "the workspace has 1000 pending invitations, the most it may have: cancel some, or wait until they are accepted";
+
+/// Creates a workspace with the caller of `scope` as its ADMIN, at most
+/// `rate_limits.workspaces_per_hour` a user an hour (superusers aside; 429 past it). Only
+/// workspaces made count: the count is read before and added to after a creation, so a taken
+/// name or a full account costs nothing (creations at once may pass it by the caller's turns,
+/// three on each API node).
+pub async fn create_workspace(state: &AppState, scope: &Scope, name: &str, description: &str) -> Result<Workspace> {
+    let limited = (!scope.is_superuser).then(|| format!("create-workspace:{}", scope.user_id));
+    if let Some(key) = &limited {
+        let (made, retry_after) = state.store.rate_count(key, 3600).await?;
+        if made >= state.config.rate_limits.workspaces_per_hour {
+            return Err(Error::rate_limited(retry_after));
+        }
+    }
+    let workspace = state.store.create_workspace(scope, name, description).await?;
+    if let Some(key) = limited {
+        // The workspace is made: counted in a task of its own (awaited, but not cancelled with
+        // the request), so neither a client gone meanwhile nor a slow database keeps it from
+        // the count or answers it with an error.
+        let store = state.store.clone();
+        let counted = tokio::spawn(async move {
+            if let Err(e) = store.count_attempt(&key, 3600).await {
+                tracing::warn!(error = %e.detail, "a workspace made was not counted against its creator's hourly limit");
+            }
+        });
+        let _ = counted.await;
+    }
+    Ok(workspace)
+}
 
 /// Invites `emails` to a workspace with `role` (a manager of its members, who may grant that
 /// role), mailing each a token; addresses that cannot be invited come back with a reason. Each

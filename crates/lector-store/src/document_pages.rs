@@ -49,7 +49,8 @@ impl Store {
     }
 }
 
-/// What a page of documents does when its documents hold more than [`MAX_LISTED_CHARS`].
+/// What a page of documents does when its documents hold more characters than it may (for a
+/// listing, [`MAX_LISTED_CHARS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PageEnd {
     /// Refused (400, naming the limit that fits): a listing asked for `limit` from `offset`.

@@ -191,9 +191,9 @@ impl Store {
     ///
     /// Rows are locked in the order every writer of memberships takes them: the user, the
     /// workspace, then the invitation (the first two as `count_under_lock` takes them, so an
-    /// insert that only refers to them does not wait). (Claiming the invitation first deadlocked on PostgreSQL
-    /// with a removal, demotion or deactivation, which lock the workspace and then cancel its
-    /// pending invitations.)
+    /// insert that only refers to them does not wait). Claiming the invitation first
+    /// deadlocked on PostgreSQL with a removal, demotion or deactivation, which lock the
+    /// workspace and then cancel its pending invitations.
     pub async fn accept_invitation(&self, invitation: &Invitation, invitee: Invitee) -> Result<User> {
         let mut tx = self.begin_write().await?;
         if let Invitee::Existing(user_id) = &invitee {

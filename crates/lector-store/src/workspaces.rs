@@ -155,7 +155,9 @@ impl Store {
             .ok_or_else(|| Error::not_found("workspace"))?
             .id;
         let mut tx = self.begin_write().await?;
-        crate::lock_row(&mut tx, ("workspaces", id)).await?;
+        // As `count_under_lock` takes it: writers of the workspace queue behind each other,
+        // inserts that only refer to it do not.
+        crate::lock_row_for_no_key_update(&mut tx, ("workspaces", id)).await?;
         let sql = format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces w WHERE w.id = $1");
         let found: Workspace = fetch_record(sqlx::query(&sql).bind(id), &mut *tx, "workspace").await?;
         let by_superuser: i64 = sqlx::query_scalar(

@@ -66,70 +66,71 @@ fn reads<T>(segments: &[T], length: impl Fn(&T) -> usize) -> Vec<&[T]> {
     reads
 }
 
-/// What every row of a session's download starts with.
-struct SessionRows {
-    /// The first column naming the session, in a download of several.
-    prefix: Vec<String>,
+/// Writes the rows of one segment as [`lector_text::LABELED_HEADER`] rows after `prefix` (the
+/// column naming the session, in a download of several): one per tag, or one without a tag;
+/// each built as it is written, since each repeats the segment's text. False when the client
+/// has gone.
+async fn write_segment(
+    sink: &mut RowSink,
+    prefix: &[String],
+    segment: &Segment,
+    tags: Option<Vec<SegmentTag>>,
+    marked: bool,
+) -> bool {
+    let page: Option<Page> = segment.layout.as_deref().and_then(|l| serde_json::from_str(l).ok());
+    let tags: Vec<Option<SegmentTag>> = match tags {
+        Some(own) => own.into_iter().map(Some).collect(),
+        None => vec![None],
+    };
+    for tag in tags {
+        if !sink
+            .row(&segment_row(prefix, segment, page.as_ref(), tag, marked))
+            .await
+        {
+            return false;
+        }
+    }
+    true
 }
 
-impl SessionRows {
-    /// Writes the rows of one segment as [`lector_text::LABELED_HEADER`] rows: one per tag, or
-    /// one without a tag; each built as it is written, since each repeats the segment's text.
-    /// False when the client has gone.
-    async fn write_segment(
-        &self,
-        sink: &mut RowSink,
-        segment: &Segment,
-        tags: Option<Vec<SegmentTag>>,
-        marked: bool,
-    ) -> bool {
-        let page: Option<Page> = segment.layout.as_deref().and_then(|l| serde_json::from_str(l).ok());
-        let tags: Vec<Option<SegmentTag>> = match tags {
-            Some(own) => own.into_iter().map(Some).collect(),
-            None => vec![None],
-        };
-        for tag in tags {
-            if !sink.row(&self.row(segment, page.as_ref(), tag, marked)).await {
-                return false;
-            }
+/// One row of a segment's ([`write_segment`]).
+fn segment_row(
+    prefix: &[String],
+    segment: &Segment,
+    page: Option<&Page>,
+    tag: Option<SegmentTag>,
+    marked: bool,
+) -> Vec<String> {
+    let (class, label, part, span) = tag.map_or((None, None, None, None), |t| (t.class, t.label, t.text, t.span));
+    // A part of a page: the boxes of its words (its span counts in the document's text).
+    let boxes = match (page, span) {
+        (Some(page), Some((start, end))) => {
+            let relative = |at: i64| usize::try_from(at - segment.start).unwrap_or(0);
+            let boxes = boxes_of_part(page, (relative(start), relative(end)), label.as_deref());
+            serde_json::to_string(&boxes).unwrap_or_default()
         }
-        true
-    }
-
-    fn row(&self, segment: &Segment, page: Option<&Page>, tag: Option<SegmentTag>, marked: bool) -> Vec<String> {
-        let (class, label, part, span) = tag.map_or((None, None, None, None), |t| (t.class, t.label, t.text, t.span));
-        // A part of a page: the boxes of its words (its span counts in the document's text).
-        let boxes = match (page, span) {
-            (Some(page), Some((start, end))) => {
-                let relative = |at: i64| usize::try_from(at - segment.start).unwrap_or(0);
-                let boxes = boxes_of_part(page, (relative(start), relative(end)), label.as_deref());
-                serde_json::to_string(&boxes).unwrap_or_default()
-            }
-            _ => String::new(),
-        };
-        let mut row = self.prefix.clone();
-        row.extend([
-            segment.document_id.to_string(),
-            segment.id.to_string(),
-            segment.text.clone(),
-            class.unwrap_or_default(),
-            label.unwrap_or_default(),
-            part.unwrap_or_default(),
-            marked.to_string(),
-            page.map(|p| p.number.to_string()).unwrap_or_default(),
-            boxes,
-        ]);
-        row
-    }
+        _ => String::new(),
+    };
+    let mut row = prefix.to_vec();
+    row.extend([
+        segment.document_id.to_string(),
+        segment.id.to_string(),
+        segment.text.clone(),
+        class.unwrap_or_default(),
+        label.unwrap_or_default(),
+        part.unwrap_or_default(),
+        marked.to_string(),
+        page.map(|p| p.number.to_string()).unwrap_or_default(),
+        boxes,
+    ]);
+    row
 }
 
 /// Writes a session's labeled data to `sink`, a page of documents at a time (keyset), the
 /// tags and marks of a few segments at a time ([`reads`]). Answers false when the client has
 /// gone.
 async fn write_session(state: &AppState, sink: &mut RowSink, session: &Session, with_session: bool) -> Result<bool> {
-    let rows = SessionRows {
-        prefix: with_session.then(|| session.id.to_string()).into_iter().collect(),
-    };
+    let prefix: Vec<String> = with_session.then(|| session.id.to_string()).into_iter().collect();
     let mut after = i64::MIN;
     loop {
         let (segments, next) = state
@@ -142,10 +143,7 @@ async fn write_session(state: &AppState, sink: &mut RowSink, session: &Session, 
             let marked: HashSet<i64> = marks.into_iter().map(|m| m.segment_id).collect();
             for segment in read {
                 let own = tags.remove(&segment.id);
-                if !rows
-                    .write_segment(sink, segment, own, marked.contains(&segment.id))
-                    .await
-                {
+                if !write_segment(sink, &prefix, segment, own, marked.contains(&segment.id)).await {
                     return Ok(false);
                 }
             }

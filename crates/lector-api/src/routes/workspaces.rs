@@ -182,32 +182,8 @@ pub async fn create_workspace(
     caller: Caller,
     Body(body): Body<WorkspaceBody>,
 ) -> ApiResult<Json<WorkspaceDto>> {
-    // Only workspaces made count: the count is read before and added to after a creation, so
-    // a taken name or a full account costs nothing (creations at once may pass it by the
-    // caller's turns: three on each API node).
-    let limited = (!caller.scope.is_superuser).then(|| format!("create-workspace:{}", caller.user.id));
-    if let Some(key) = &limited {
-        let (made, retry_after) = state.store.rate_count(key, 3600).await?;
-        if made >= state.config.rate_limits.workspaces_per_hour {
-            return Err(lector_core::Error::rate_limited(retry_after).into());
-        }
-    }
-    let workspace = state
-        .store
-        .create_workspace(&caller.scope, body.name.trim(), body.description.trim())
-        .await?;
-    if let Some(key) = limited {
-        // The workspace is made: counted in a task of its own (awaited, but not cancelled with
-        // the request), so neither a client gone meanwhile nor a slow database keeps it from
-        // the count or answers it with an error.
-        let store = state.store.clone();
-        let counted = tokio::spawn(async move {
-            if let Err(e) = store.count_attempt(&key, 3600).await {
-                tracing::warn!(error = %e.detail, "a workspace made was not counted against its creator's hourly limit");
-            }
-        });
-        let _ = counted.await;
-    }
+    let (name, description) = (body.name.trim(), body.description.trim());
+    let workspace = crate::accounts::create_workspace(&state, &caller.scope, name, description).await?;
     tracing::info!(
         workspace.id = workspace.id,
         user.id = caller.user.id,
