@@ -12,7 +12,7 @@
 //! The encoder can also be tuned to a model's classes (`tune`): [`MiniLm`]'s
 //! [`lector_ml::Embedder::tune`] adapts a copy of its top two layers, and the copy
 //! ([`TunedMiniLm`]) scores the classes. With a few examples per label,
-//! [`lector_ml::Embedder::tune_pairs`] tunes the copy on pairs of examples instead (same label
+//! [`lector_ml::TuneTarget::Pairs`] tunes the copy on pairs of examples instead (same label
 //! or not, as SetFit does), and the copy gives a sentence vector adapted to the labels.
 //!
 //! Everything runs on one thread in a fixed order, so a text always gets the same vector.
@@ -32,6 +32,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use lector_ml::{TuneGoal, TuneSet, TuneTarget, Tuned};
 use sha2::{Digest, Sha256};
 
 pub use base::{BaseDescription, BaseModels, DESCRIPTION_FILE, InstalledBase, MINILM};
@@ -209,48 +210,33 @@ impl lector_ml::Embedder for MiniLm {
         MiniLm::embed(self, text)
     }
 
-    fn can_tune(&self) -> bool {
+    fn can_tune(&self, _goal: TuneGoal) -> bool {
         true
     }
 
-    fn tune(
-        &self,
-        texts: &[&str],
-        targets: &[Vec<usize>],
-        outputs: usize,
-        seed: u64,
-        progress: &mut lector_ml::ProgressFn<'_>,
-    ) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
-        let options = TuneOptions {
-            seed,
-            ..self.tune.clone()
+    fn tune(&self, set: &TuneSet<'_>, progress: &mut lector_ml::ProgressFn<'_>) -> lector_ml::Result<Arc<dyn Tuned>> {
+        let top = match set.target {
+            TuneTarget::Classes { targets, outputs } => {
+                let options = TuneOptions {
+                    seed: set.seed,
+                    ..self.tune.clone()
+                };
+                let inputs = self.tuning_inputs(set.texts, options.max_tokens);
+                TunedTop::train(&self.bert, &inputs, targets, outputs, &options, progress)?
+            }
+            TuneTarget::Pairs { labels } => {
+                let options = PairTuneOptions {
+                    seed: set.seed,
+                    ..self.pairs.clone()
+                };
+                let inputs = self.tuning_inputs(set.texts, options.max_tokens);
+                TunedTop::train_pairs(&self.bert, &inputs, labels, &options, progress)?
+            }
         };
-        let inputs = self.tuning_inputs(texts, options.max_tokens);
-        let top = TunedTop::train(&self.bert, &inputs, targets, outputs, &options, progress)?;
         Ok(Arc::new(self.tuned(top)))
     }
 
-    fn can_tune_pairs(&self) -> bool {
-        true
-    }
-
-    fn tune_pairs(
-        &self,
-        texts: &[&str],
-        labels: &[usize],
-        seed: u64,
-        progress: &mut lector_ml::ProgressFn<'_>,
-    ) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
-        let options = PairTuneOptions {
-            seed,
-            ..self.pairs.clone()
-        };
-        let inputs = self.tuning_inputs(texts, options.max_tokens);
-        let top = TunedTop::train_pairs(&self.bert, &inputs, labels, &options, progress)?;
-        Ok(Arc::new(self.tuned(top)))
-    }
-
-    fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
+    fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn Tuned>> {
         Ok(Arc::new(self.tuned(TunedTop::from_bytes(&self.bert, bytes)?)))
     }
 }
@@ -285,7 +271,7 @@ pub struct TunedMiniLm {
     top: TunedTop,
 }
 
-impl lector_ml::Tuned for TunedMiniLm {
+impl Tuned for TunedMiniLm {
     fn embed_and_score(&self, text: &str) -> (Vec<f32>, Vec<f32>) {
         let h = self.bert.config().hidden;
         let ids = self.vocab.encode(cut(text), self.max_tokens);

@@ -131,7 +131,7 @@ fn a_model_with_the_tuned_encoder_round_trips() {
 fn the_tuned_copy_gives_the_encoders_own_vector() {
     use std::ops::ControlFlow;
 
-    use lector_ml::Embedder;
+    use lector_ml::{Embedder, TuneSet, TuneTarget};
 
     let options = lector_embed::TuneOptions {
         epochs: 2,
@@ -142,7 +142,17 @@ fn the_tuned_copy_gives_the_encoders_own_vector() {
     let texts = ["the food was great .", "slow service .", "great", "services"];
     let targets = [vec![0], vec![1], vec![0], vec![1]];
     let tuned = m
-        .tune(&texts, &targets, 2, 7, &mut |_| ControlFlow::Continue(()))
+        .tune(
+            &TuneSet {
+                texts: &texts,
+                target: TuneTarget::Classes {
+                    targets: &targets,
+                    outputs: 2,
+                },
+                seed: 7,
+            },
+            &mut |_| ControlFlow::Continue(()),
+        )
         .unwrap();
     for text in ["great", "the food was great and the service was slow ."] {
         let (vector, logits) = tuned.embed_and_score(text);

@@ -7,14 +7,14 @@
 //!
 //! An encoder that can be tuned ([`Embedder::can_tune`], like the MiniLM) does more for the
 //! multi-label heads (CLASS, CLASSLABEL, ABSA): training also adapts a copy of it to the
-//! model's classes ([`Embedder::tune`]), and that copy's logits are added to the n-gram
+//! model's classes ([`Embedder::tune`] with [`TuneTarget::Classes`]), and that copy's logits are added to the n-gram
 //! head's margins ([`Tuned::embed_and_score`]): two different models of the same classes,
 //! whose sum is more accurate than either. The tuned weights travel in the artifact
 //! ([`Embedder::load_tuned`]).
 //!
 //! With a few examples per label (a LABEL head, at most
 //! [`FEW_SHOT_MAX_PER_LABEL`](crate::dense::FEW_SHOT_MAX_PER_LABEL) per label on average) the
-//! copy is tuned on pairs of examples instead ([`Embedder::tune_pairs`], SetFit's recipe): the
+//! copy is tuned on pairs of examples instead ([`TuneTarget::Pairs`], SetFit's recipe): the
 //! vectors of the same label are drawn together, and the main head reads the tuned copy's
 //! vector in place of the encoder's ([`DenseConfig::contrastive`]).
 
@@ -35,43 +35,19 @@ pub trait Embedder: Send + Sync + fmt::Debug {
     /// The vector of `text`: `dim()` values of length at most 1, the same on every call.
     fn embed(&self, text: &str) -> Vec<f32>;
 
-    /// Whether [`Embedder::tune`] can adapt this encoder (by default it cannot).
-    fn can_tune(&self) -> bool {
+    /// Whether [`Embedder::tune`] can adapt this encoder toward `goal` (by default it cannot).
+    fn can_tune(&self, goal: TuneGoal) -> bool {
+        let _ = goal;
         false
     }
 
-    /// A copy of the encoder adapted to predict `targets`, each text's positive outputs among
-    /// `outputs`, from `texts`; the same from the same `seed`. `progress` gets the fraction
-    /// done and may cancel ([`Error::Cancelled`]).
-    fn tune(
-        &self,
-        texts: &[&str],
-        targets: &[Vec<usize>],
-        outputs: usize,
-        seed: u64,
-        progress: &mut ProgressFn<'_>,
-    ) -> Result<Arc<dyn Tuned>> {
-        let _ = (texts, targets, outputs, seed, progress);
-        Err(Error::input("this sentence encoder cannot be tuned"))
-    }
-
-    /// Whether [`Embedder::tune_pairs`] can adapt this encoder (by default it cannot).
-    fn can_tune_pairs(&self) -> bool {
-        false
-    }
-
-    /// A copy of the encoder whose sentence vectors are adapted to `labels` (each text's label
-    /// index): texts of a label drawn together, of different labels apart (contrastive
-    /// tuning on pairs). Its [`Tuned::embed_and_score`] gives the adapted vector and no
-    /// logits. The same from the same `seed`; `progress` as for [`Embedder::tune`].
-    fn tune_pairs(
-        &self,
-        texts: &[&str],
-        labels: &[usize],
-        seed: u64,
-        progress: &mut ProgressFn<'_>,
-    ) -> Result<Arc<dyn Tuned>> {
-        let _ = (texts, labels, seed, progress);
+    /// A copy of the encoder adapted to `set`: to predict each text's classes
+    /// ([`TuneTarget::Classes`]), or with its sentence vectors drawn together for texts of a
+    /// label and apart for texts of different labels ([`TuneTarget::Pairs`], contrastive
+    /// tuning; its [`Tuned::embed_and_score`] gives the adapted vector and no logits). The same
+    /// from the same seed; `progress` gets the fraction done and may cancel ([`Error::Cancelled`]).
+    fn tune(&self, set: &TuneSet<'_>, progress: &mut ProgressFn<'_>) -> Result<Arc<dyn Tuned>> {
+        let _ = (set, progress);
         Err(Error::input("this sentence encoder cannot be tuned"))
     }
 
@@ -95,6 +71,41 @@ pub trait Tuned: Send + Sync + fmt::Debug {
     fn to_bytes(&self) -> Vec<u8>;
 }
 
+/// What a copy of an encoder is tuned toward, asked before there is anything to tune on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TuneGoal {
+    /// Predicting each text's classes (the multi-label heads).
+    Classes,
+    /// Sentence vectors of the same label near each other (few examples of a LABEL head).
+    Pairs,
+}
+
+/// What a tuning learns from: the texts, what each is, and the seed that makes it repeatable.
+#[derive(Debug, Clone, Copy)]
+pub struct TuneSet<'a> {
+    pub texts: &'a [&'a str],
+    pub target: TuneTarget<'a>,
+    pub seed: u64,
+}
+
+/// What each text of a [`TuneSet`] is.
+#[derive(Debug, Clone, Copy)]
+pub enum TuneTarget<'a> {
+    /// Each text's positive classes among `outputs`.
+    Classes { targets: &'a [Vec<usize>], outputs: usize },
+    /// Each text's label index.
+    Pairs { labels: &'a [usize] },
+}
+
+impl TuneTarget<'_> {
+    pub fn goal(&self) -> TuneGoal {
+        match self {
+            TuneTarget::Classes { .. } => TuneGoal::Classes,
+            TuneTarget::Pairs { .. } => TuneGoal::Pairs,
+        }
+    }
+}
+
 /// The dense part of a model's features, stored in its header.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DenseConfig {
@@ -108,7 +119,7 @@ pub struct DenseConfig {
     /// added to the main head's margins.
     #[serde(default)]
     pub tuned: bool,
-    /// A copy of the encoder was tuned on pairs of the examples ([`Embedder::tune_pairs`]):
+    /// A copy of the encoder was tuned on pairs of the examples ([`TuneTarget::Pairs`]):
     /// its vector, not the encoder's, joins the n-grams.
     #[serde(default)]
     pub contrastive: bool,
@@ -128,7 +139,7 @@ impl DenseConfig {
 }
 
 /// A LABEL model whose examples number at most this many per label on average has its
-/// encoder (if it can be tuned) tuned on pairs of examples ([`Embedder::tune_pairs`]): below
+/// encoder (if it can be tuned) tuned on pairs of examples ([`TuneTarget::Pairs`]): below
 /// it the tuned vector scored higher than the frozen one in the few-shot benchmark
 /// (`docs/BENCHMARKS.md`), and tuning on pairs costs more the more examples there are.
 pub const FEW_SHOT_MAX_PER_LABEL: usize = 64;

@@ -61,7 +61,7 @@ pub use artifact::{
     header_len,
 };
 pub use calibrate::Platt;
-pub use dense::{DenseConfig, Embedder, FEW_SHOT_MAX_PER_LABEL, Tuned};
+pub use dense::{DenseConfig, Embedder, FEW_SHOT_MAX_PER_LABEL, TuneGoal, TuneSet, TuneTarget, Tuned};
 pub use error::{Error, Result};
 pub use example::{Example, Tag};
 pub use features::FeatureConfig;

@@ -5,7 +5,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use lector_core::ProjectType;
-use lector_ml::{Embedder, Error, Example, FeatureConfig, Model, Options, Tag};
+use lector_ml::{Embedder, Error, Example, FeatureConfig, Model, Options, Tag, TuneGoal, TuneSet, TuneTarget, Tuned};
 use support::{class_set, go};
 
 mod support;
@@ -178,7 +178,7 @@ struct TunedConcepts {
     taught: Taught,
 }
 
-impl lector_ml::Tuned for TunedConcepts {
+impl Tuned for TunedConcepts {
     fn embed_and_score(&self, text: &str) -> (Vec<f32>, Vec<f32>) {
         let v = self.concepts.embed(text);
         let dot = |w: &[f32]| w.iter().zip(&v).map(|(w, x)| w * x).sum::<f32>();
@@ -209,32 +209,14 @@ impl lector_ml::Tuned for TunedConcepts {
     }
 }
 
-impl Embedder for TunableConcepts {
-    fn id(&self) -> String {
-        self.concepts.id()
-    }
-
-    fn dim(&self) -> usize {
-        self.concepts.dim()
-    }
-
-    fn embed(&self, text: &str) -> Vec<f32> {
-        self.concepts.embed(text)
-    }
-
-    fn can_tune(&self) -> bool {
-        true
-    }
-
-    fn tune(
+impl TunableConcepts {
+    fn tune_classes(
         &self,
         texts: &[&str],
         targets: &[Vec<usize>],
         outputs: usize,
-        _seed: u64,
         progress: &mut lector_ml::ProgressFn<'_>,
-    ) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
-        self.tuned_calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    ) -> lector_ml::Result<Arc<dyn Tuned>> {
         let mut rows = Vec::new();
         for k in 0..outputs {
             if progress(k as f64 / outputs as f64).is_break() {
@@ -265,20 +247,12 @@ impl Embedder for TunableConcepts {
         Ok(self.copy(Taught::Centroids(rows)))
     }
 
-    fn can_tune_pairs(&self) -> bool {
-        self.pairs
-    }
-
-    /// The "tuned" copy moves every text's vector towards its label's mean vector; its stored
-    /// form is the means.
     fn tune_pairs(
         &self,
         texts: &[&str],
         labels: &[usize],
-        _seed: u64,
         progress: &mut lector_ml::ProgressFn<'_>,
-    ) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
-        self.tuned_calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    ) -> lector_ml::Result<Arc<dyn Tuned>> {
         if progress(0.5).is_break() {
             return Err(Error::Cancelled);
         }
@@ -289,8 +263,38 @@ impl Embedder for TunableConcepts {
         }
         Ok(self.copy(Taught::Pulled(means)))
     }
+}
 
-    fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn lector_ml::Tuned>> {
+impl Embedder for TunableConcepts {
+    fn id(&self) -> String {
+        self.concepts.id()
+    }
+
+    fn dim(&self) -> usize {
+        self.concepts.dim()
+    }
+
+    fn embed(&self, text: &str) -> Vec<f32> {
+        self.concepts.embed(text)
+    }
+
+    fn can_tune(&self, goal: TuneGoal) -> bool {
+        goal == TuneGoal::Classes || self.pairs
+    }
+
+    /// Tuned to classes, the copy scores each class by its nearest centroid (the mean vector
+    /// of its texts against that of the rest); tuned on pairs, it moves every text's vector
+    /// towards its label's mean vector, and its stored form is the means.
+    fn tune(&self, set: &TuneSet<'_>, progress: &mut lector_ml::ProgressFn<'_>) -> lector_ml::Result<Arc<dyn Tuned>> {
+        self.tuned_calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let texts = set.texts;
+        match set.target {
+            TuneTarget::Classes { targets, outputs } => self.tune_classes(texts, targets, outputs, progress),
+            TuneTarget::Pairs { labels } => self.tune_pairs(texts, labels, progress),
+        }
+    }
+
+    fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn Tuned>> {
         if bytes.first() == Some(&b'P') {
             let values = floats(&bytes[1..]);
             let means = values.chunks_exact(4).map(|r| [r[0], r[1], r[2], r[3]]).collect();
@@ -315,7 +319,7 @@ fn floats(bytes: &[u8]) -> Vec<f32> {
 
 impl TunableConcepts {
     /// A copy of these concepts with what tuning taught it.
-    fn copy(&self, taught: Taught) -> Arc<dyn lector_ml::Tuned> {
+    fn copy(&self, taught: Taught) -> Arc<dyn Tuned> {
         Arc::new(TunedConcepts {
             concepts: Concepts(self.concepts.0),
             taught,

@@ -6,6 +6,7 @@
 use crate::invitations::cancel_invitations_by;
 use crate::records::{
     FromAnyRow, MEMBERSHIP_COLUMNS, Membership, MyWorkspace, WORKSPACE_COLUMNS, Workspace, fetch_record, fetch_records,
+    flag,
 };
 use crate::{Param, Store, db, db_unique};
 use lector_core::time::Timestamp;
@@ -158,16 +159,11 @@ impl Store {
         // As `count_under_lock` takes it: writers of the workspace queue behind each other,
         // inserts that only refer to it do not.
         crate::lock_row_for_no_key_update(&mut tx, ("workspaces", id)).await?;
-        let sql = format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces w WHERE w.id = $1");
-        let found: Workspace = fetch_record(sqlx::query(&sql).bind(id), &mut *tx, "workspace").await?;
-        let by_superuser: i64 = sqlx::query_scalar(
-            "SELECT CAST(CASE WHEN read_only_by_superuser THEN 1 ELSE 0 END AS BIGINT) FROM workspaces WHERE id = $1",
-        )
-        .bind(found.id)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db)?;
-        let locked = found.is_read_only && by_superuser == 1;
+        let sql = format!("SELECT {WORKSPACE_COLUMNS}, w.read_only_by_superuser FROM workspaces w WHERE w.id = $1");
+        let row = sqlx::query(&sql).bind(id).fetch_optional(&mut *tx).await.map_err(db)?;
+        let row = row.ok_or_else(|| Error::not_found("workspace"))?;
+        let found = Workspace::decode(&row)?;
+        let locked = found.is_read_only && flag(&row, "read_only_by_superuser").map_err(db)?;
         let facts = lector_core::policy::WorkspaceFacts {
             is_read_only: locked && !scope.is_superuser,
             ..found.facts()
@@ -178,23 +174,28 @@ impl Store {
         }
         let read_only = changes.is_read_only.unwrap_or(found.is_read_only);
         let locked = read_only && (locked || (scope.is_superuser && changes.is_read_only == Some(true)));
+        let changed = Workspace {
+            name: changes.name.unwrap_or(found.name),
+            description: changes.description.unwrap_or(found.description),
+            is_read_only: read_only,
+            is_beta: changes.is_beta.unwrap_or(found.is_beta),
+            ..found
+        };
         sqlx::query(
             "UPDATE workspaces SET name = $1, description = $2, is_read_only = $3, is_beta = $4, \
              read_only_by_superuser = $5 WHERE id = $6",
         )
-        .bind(changes.name.unwrap_or(found.name))
-        .bind(changes.description.unwrap_or(found.description))
-        .bind(read_only)
-        .bind(changes.is_beta.unwrap_or(found.is_beta))
+        .bind(&changed.name)
+        .bind(&changed.description)
+        .bind(changed.is_read_only)
+        .bind(changed.is_beta)
         .bind(locked)
-        .bind(found.id)
+        .bind(changed.id)
         .execute(&mut *tx)
         .await
         .map_err(db_unique("a workspace with this name exists"))?;
         tx.commit().await.map_err(db)?;
-        self.find_workspace(&WorkspaceRef::Id(found.id))
-            .await?
-            .ok_or_else(|| Error::not_found("workspace"))
+        Ok(changed)
     }
 
     /// Deactivates a workspace: it disappears for its members. Personal workspaces stay.

@@ -160,15 +160,8 @@ pub async fn list_classes(
     caller: Caller,
     PathParams(p): PathParams<ProjectPath>,
 ) -> ApiResult<Json<Vec<ClassDto>>> {
-    Ok(Json(
-        state
-            .store
-            .classes(&caller.scope, p.project_id)
-            .await?
-            .into_iter()
-            .map(ClassDto::from)
-            .collect(),
-    ))
+    let classes = state.store.classes(&caller.scope, p.project_id).await?;
+    Ok(Json(classes.into_iter().map(ClassDto::from).collect()))
 }
 
 /// Adds a class (MANAGER); an `id` in the body is ignored (the class gets a new one).
@@ -213,9 +206,8 @@ pub async fn get_class(
     caller: Caller,
     PathParams(p): PathParams<ClassPath>,
 ) -> ApiResult<Json<ClassDto>> {
-    Ok(Json(
-        state.store.class(&caller.scope, p.project_id, p.class_id).await?.into(),
-    ))
+    let class = state.store.class(&caller.scope, p.project_id, p.class_id).await?;
+    Ok(Json(class.into()))
 }
 
 /// Changes a class (MANAGER); an `id` in the body must be the path's class id.
@@ -235,13 +227,11 @@ pub async fn update_class(
         )])
         .into());
     }
-    Ok(Json(
-        state
-            .store
-            .update_class(&caller.scope, p.project_id, p.class_id, body.fields())
-            .await?
-            .into(),
-    ))
+    let class = state
+        .store
+        .update_class(&caller.scope, p.project_id, p.class_id, body.fields())
+        .await?;
+    Ok(Json(class.into()))
 }
 
 /// Deletes a class (MANAGER); answers the deleted class.
@@ -252,13 +242,11 @@ pub async fn delete_class(
     caller: Caller,
     PathParams(p): PathParams<ClassPath>,
 ) -> ApiResult<Json<ClassDto>> {
-    Ok(Json(
-        state
-            .store
-            .delete_class(&caller.scope, p.project_id, p.class_id)
-            .await?
-            .into(),
-    ))
+    let class = state
+        .store
+        .delete_class(&caller.scope, p.project_id, p.class_id)
+        .await?;
+    Ok(Json(class.into()))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -283,15 +271,8 @@ pub async fn list_labels(
     caller: Caller,
     PathParams(p): PathParams<ProjectPath>,
 ) -> ApiResult<Json<Vec<LabelDto>>> {
-    Ok(Json(
-        state
-            .store
-            .labels(&caller.scope, p.project_id)
-            .await?
-            .into_iter()
-            .map(LabelDto::from)
-            .collect(),
-    ))
+    let labels = state.store.labels(&caller.scope, p.project_id).await?;
+    Ok(Json(labels.into_iter().map(LabelDto::from).collect()))
 }
 
 /// Adds a label (MANAGER); ABSA projects refuse.
@@ -318,9 +299,8 @@ pub async fn get_label(
     caller: Caller,
     PathParams(p): PathParams<LabelPath>,
 ) -> ApiResult<Json<LabelDto>> {
-    Ok(Json(
-        state.store.label(&caller.scope, p.project_id, p.label_id).await?.into(),
-    ))
+    let label = state.store.label(&caller.scope, p.project_id, p.label_id).await?;
+    Ok(Json(label.into()))
 }
 
 /// Renames a label found by id (MANAGER).
@@ -365,11 +345,9 @@ pub async fn delete_label(
     caller: Caller,
     PathParams(p): PathParams<LabelPath>,
 ) -> ApiResult<Json<LabelDto>> {
-    Ok(Json(
-        state
-            .store
-            .delete_label(&caller.scope, p.project_id, p.label_id)
-            .await?
-            .into(),
-    ))
+    let label = state
+        .store
+        .delete_label(&caller.scope, p.project_id, p.label_id)
+        .await?;
+    Ok(Json(label.into()))
 }

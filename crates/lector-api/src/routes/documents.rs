@@ -610,11 +610,6 @@ pub async fn get_project_task(
     caller: Caller,
     PathParams(p): PathParams<TaskPath>,
 ) -> ApiResult<Json<TaskDto>> {
-    Ok(Json(
-        state
-            .store
-            .project_job(&caller.scope, p.project_id, p.task_id)
-            .await?
-            .into(),
-    ))
+    let task = state.store.project_job(&caller.scope, p.project_id, p.task_id).await?;
+    Ok(Json(task.into()))
 }

@@ -384,9 +384,8 @@ pub async fn get_group(
     caller: Caller,
     PathParams(p): PathParams<GroupPath>,
 ) -> ApiResult<Json<GroupDto>> {
-    Ok(Json(
-        state.store.group(&caller.scope, p.project_id, p.group_id).await?.into(),
-    ))
+    let group = state.store.group(&caller.scope, p.project_id, p.group_id).await?;
+    Ok(Json(group.into()))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -452,13 +451,11 @@ pub async fn delete_group(
     caller: Caller,
     PathParams(p): PathParams<GroupPath>,
 ) -> ApiResult<Json<GroupDto>> {
-    Ok(Json(
-        state
-            .store
-            .delete_group(&caller.scope, p.project_id, p.group_id)
-            .await?
-            .into(),
-    ))
+    let group = state
+        .store
+        .delete_group(&caller.scope, p.project_id, p.group_id)
+        .await?;
+    Ok(Json(group.into()))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

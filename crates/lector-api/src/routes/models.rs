@@ -526,9 +526,8 @@ pub async fn star_model(
     caller: Caller,
     PathParams(p): PathParams<ModelPath>,
 ) -> ApiResult<Json<ModelDto>> {
-    Ok(Json(
-        state.store.star_model(&caller.scope, p.model_id, true).await?.into(),
-    ))
+    let model = state.store.star_model(&caller.scope, p.model_id, true).await?;
+    Ok(Json(model.into()))
 }
 
 /// Takes the caller's star off a model (any reader).
@@ -539,9 +538,8 @@ pub async fn unstar_model(
     caller: Caller,
     PathParams(p): PathParams<ModelPath>,
 ) -> ApiResult<Json<ModelDto>> {
-    Ok(Json(
-        state.store.star_model(&caller.scope, p.model_id, false).await?.into(),
-    ))
+    let model = state.store.star_model(&caller.scope, p.model_id, false).await?;
+    Ok(Json(model.into()))
 }
 
 /// `update_model` and `update_project_model` once the model is found: the changed model.

@@ -160,13 +160,11 @@ async fn update(
     id: i64,
     body: UpdateNotificationBody,
 ) -> ApiResult<Json<NotificationDto>> {
-    Ok(Json(
-        state
-            .store
-            .change_notification(&caller.scope, user_id, id, body.changes())
-            .await?
-            .into(),
-    ))
+    let notification = state
+        .store
+        .change_notification(&caller.scope, user_id, id, body.changes())
+        .await?;
+    Ok(Json(notification.into()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -204,13 +202,11 @@ pub async fn get_notification(
     caller: Caller,
     PathParams(p): PathParams<NotificationPath>,
 ) -> ApiResult<Json<NotificationDto>> {
-    Ok(Json(
-        state
-            .store
-            .notification(&caller.scope, caller.user.id, p.notification_id)
-            .await?
-            .into(),
-    ))
+    let notification = state
+        .store
+        .notification(&caller.scope, caller.user.id, p.notification_id)
+        .await?;
+    Ok(Json(notification.into()))
 }
 
 /// Changes a notification: marks it read or unread, and sets its title, text, type or
@@ -247,13 +243,11 @@ pub async fn get_user_notification(
     caller: Caller,
     PathParams(p): PathParams<UserNotificationPath>,
 ) -> ApiResult<Json<NotificationDto>> {
-    Ok(Json(
-        state
-            .store
-            .notification(&caller.scope, p.user_id, p.notification_id)
-            .await?
-            .into(),
-    ))
+    let notification = state
+        .store
+        .notification(&caller.scope, p.user_id, p.notification_id)
+        .await?;
+    Ok(Json(notification.into()))
 }
 
 /// Alias of update_notification for a given user.

@@ -262,13 +262,11 @@ pub async fn update_workspace(
         is_read_only: body.is_read_only,
         is_beta: body.is_beta,
     };
-    Ok(Json(
-        state
-            .store
-            .update_workspace(&caller.scope, &p.workspace(), changes)
-            .await?
-            .into(),
-    ))
+    let workspace = state
+        .store
+        .update_workspace(&caller.scope, &p.workspace(), changes)
+        .await?;
+    Ok(Json(workspace.into()))
 }
 
 /// Deactivates a workspace (ADMIN); it disappears for its members.
@@ -307,13 +305,11 @@ pub async fn set_default_workspace(
     PathParams(p): PathParams<OrgPath>,
     Body(body): Body<DefaultBody>,
 ) -> ApiResult<Json<MyWorkspaceDto>> {
-    Ok(Json(
-        state
-            .store
-            .set_default_workspace(&caller.scope, &p.workspace(), body.default)
-            .await?
-            .into(),
-    ))
+    let my_workspace = state
+        .store
+        .set_default_workspace(&caller.scope, &p.workspace(), body.default)
+        .await?;
+    Ok(Json(my_workspace.into()))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -438,13 +434,11 @@ pub async fn add_workspace_member(
     PathParams(p): PathParams<OrgPath>,
     Body(body): Body<AddMemberBody>,
 ) -> ApiResult<Json<MembershipDto>> {
-    Ok(Json(
-        state
-            .store
-            .add_member(&caller.scope, &p.workspace(), body.user_id, body.role)
-            .await?
-            .into(),
-    ))
+    let membership = state
+        .store
+        .add_member(&caller.scope, &p.workspace(), body.user_id, body.role)
+        .await?;
+    Ok(Json(membership.into()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -475,13 +469,11 @@ pub async fn update_member_role(
     Body(body): Body<RoleBody>,
 ) -> ApiResult<Json<MembershipDto>> {
     let workspace = WorkspaceRef::parse(&p.organization);
-    Ok(Json(
-        state
-            .store
-            .update_member_role(&caller.scope, &workspace, p.permission_id, body.role)
-            .await?
-            .into(),
-    ))
+    let membership = state
+        .store
+        .update_member_role(&caller.scope, &workspace, p.permission_id, body.role)
+        .await?;
+    Ok(Json(membership.into()))
 }
 
 /// Removes a member (MANAGER), or lets a member leave; answers the removed membership.
@@ -494,13 +486,11 @@ pub async fn remove_member(
     PathParams(p): PathParams<MemberPath>,
 ) -> ApiResult<Json<MembershipDto>> {
     let workspace = WorkspaceRef::parse(&p.organization);
-    Ok(Json(
-        state
-            .store
-            .remove_member(&caller.scope, &workspace, p.permission_id)
-            .await?
-            .into(),
-    ))
+    let membership = state
+        .store
+        .remove_member(&caller.scope, &workspace, p.permission_id)
+        .await?;
+    Ok(Json(membership.into()))
 }
 
 #[derive(Debug, Deserialize)]

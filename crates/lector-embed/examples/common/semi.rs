@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use lector_embed::MiniLm;
-use lector_ml::{Embedder, Example, Model, ProgressFn, Tag, Tuned};
+use lector_ml::{Embedder, Example, Model, ProgressFn, Tag, TuneGoal, TuneSet, Tuned};
 
 /// The MiniLM with every vector it made kept by text, and kept on disk between runs
 /// (`--vector-cache`): the benchmark embeds the same few thousand texts in every run.
@@ -92,17 +92,11 @@ impl Embedder for Cached {
         self.map.lock().unwrap().insert(text.to_string(), v.clone());
         v
     }
-    fn can_tune_pairs(&self) -> bool {
-        true
+    fn can_tune(&self, goal: TuneGoal) -> bool {
+        goal == TuneGoal::Pairs
     }
-    fn tune_pairs(
-        &self,
-        texts: &[&str],
-        labels: &[usize],
-        seed: u64,
-        progress: &mut ProgressFn<'_>,
-    ) -> lector_ml::Result<Arc<dyn Tuned>> {
-        self.inner.tune_pairs(texts, labels, seed, progress)
+    fn tune(&self, set: &TuneSet<'_>, progress: &mut ProgressFn<'_>) -> lector_ml::Result<Arc<dyn Tuned>> {
+        self.inner.tune(set, progress)
     }
     fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn Tuned>> {
         self.inner.load_tuned(bytes)

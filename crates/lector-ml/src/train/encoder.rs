@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use lector_core::ProjectType;
 
-use crate::dense::{DenseConfig, Embedder, FEW_SHOT_MAX_PER_LABEL, Tuned, TunedEncoder, scaled};
+use crate::dense::{
+    DenseConfig, Embedder, FEW_SHOT_MAX_PER_LABEL, TuneGoal, TuneSet, TuneTarget, Tuned, TunedEncoder, scaled,
+};
 use crate::error::{Error, Result};
 use crate::example::Example;
 use crate::features::SparseVec;
@@ -57,10 +59,9 @@ pub(super) fn choose(
             )));
         }
         Some(e) => {
-            let can_tune = options.tune_encoder && e.can_tune();
-            let tuned = can_tune && project_type != ProjectType::Label;
+            let tuned = options.tune_encoder && e.can_tune(TuneGoal::Classes) && project_type != ProjectType::Label;
             let contrastive = options.tune_encoder
-                && e.can_tune_pairs()
+                && e.can_tune(TuneGoal::Pairs)
                 && project_type == ProjectType::Label
                 && per_label <= FEW_SHOT_MAX_PER_LABEL as f64;
             // Encoding costs far more per text than hashing n-grams, and tuning more still:
@@ -108,14 +109,22 @@ impl<'a> Tuning<'a> {
         self.rows.iter().map(|&i| self.examples[i].text.as_str()).collect()
     }
 
+    fn set<'s>(&self, texts: &'s [&'s str], target: TuneTarget<'s>) -> TuneSet<'s> {
+        TuneSet {
+            texts,
+            target,
+            seed: self.seed,
+        }
+    }
+
     /// Where the encoder is to be tuned on pairs ([`DenseConfig::contrastive`]), the copy
     /// tuned on the rows' labels (`targets`, single-label).
     pub(super) fn tune_pairs(&self, progress: &mut Progress<'_, '_>) -> Result<Option<Arc<dyn Tuned>>> {
         Ok(match (self.embedder, self.dense, self.targets) {
             (Some(e), Some(d), Targets::Single { y, .. }) if d.contrastive => {
-                let texts = self.texts();
+                let target = TuneTarget::Pairs { labels: y };
                 Some(reporting_tuning(self.text_units, progress, |report| {
-                    e.tune_pairs(&texts, y, self.seed, report)
+                    e.tune(&self.set(&self.texts(), target), report)
                 })?)
             }
             _ => None,
@@ -132,9 +141,12 @@ impl<'a> Tuning<'a> {
     ) -> Result<Option<TunedEncoder>> {
         Ok(match (self.embedder, self.dense, self.targets) {
             (Some(e), Some(d), Targets::Multi { y, k }) if d.tuned => {
-                let texts = self.texts();
+                let target = TuneTarget::Classes {
+                    targets: y,
+                    outputs: *k,
+                };
                 let tuned = reporting_tuning(self.text_units, progress, |report| {
-                    e.tune(&texts, y, *k, self.seed, report)
+                    e.tune(&self.set(&self.texts(), target), report)
                 })?;
                 // A class's score is its margin plus the tuned logit, decided at even odds.
                 calibration.thresholds = vec![0.5; *k];
