@@ -19,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use lector_core::Error;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
 /// Requests of one caller that may wait for a turn; more answer 429.
@@ -28,14 +29,24 @@ pub const MAX_WAITING: usize = 64;
 #[derive(Clone, Default)]
 pub struct Turns {
     callers: Arc<Mutex<HashMap<String, Arc<Caller>>>>,
-    /// Product keys this node has authenticated, by digest, with their user: while the
-    /// database does not answer, a key seen before still takes its user's turns, and one never
-    /// seen those of its client's address ([`Turns::key_of_unchecked`]).
-    known_keys: Arc<Mutex<HashMap<String, i64>>>,
+    /// Product keys this node has authenticated, by digest, with their user and when: while
+    /// the database does not answer, a key seen lately still takes its user's turns, and one
+    /// not seen lately those of its client's address ([`Turns::key_of_unchecked`]).
+    known_keys: Arc<Mutex<HashMap<String, KnownKey>>>,
 }
 
 /// Product keys a node remembers at most; past it, it forgets them all and starts again.
 const MAX_KNOWN_KEYS: usize = 10_000;
+
+/// How long a node takes a product key it authenticated for its user's, while the database
+/// does not answer: a key deleted meanwhile (on any node) is its user's no longer than this.
+const KNOWN_KEY_LIFETIME: Duration = Duration::from_secs(15 * 60);
+
+#[derive(Clone, Copy)]
+struct KnownKey {
+    user_id: i64,
+    seen: Instant,
+}
 
 impl std::fmt::Debug for Turns {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -86,7 +97,8 @@ impl Turns {
         if known.len() >= MAX_KNOWN_KEYS && !known.contains_key(digest) {
             known.clear();
         }
-        known.insert(digest.to_owned(), user_id);
+        let seen = Instant::now();
+        known.insert(digest.to_owned(), KnownKey { user_id, seen });
     }
 
     /// Forgets the product key of digest `digest` (it was refused: deleted, or its user gone).
@@ -96,14 +108,20 @@ impl Turns {
     }
 
     /// Whose turns a product key takes that could not be checked (the database did not
-    /// answer): its user's when this node has seen it, else those of the client address it
-    /// came from (`client`), so that neither a user's many keys nor made-up ones get turns of
-    /// their own, and made-up ones hold up only their sender.
+    /// answer): its user's when this node authenticated it within [`KNOWN_KEY_LIFETIME`], else
+    /// those of the client address it came from (`client`), so that neither a user's many keys
+    /// nor made-up or deleted ones get turns of their own, and those hold up only their sender.
     pub(crate) fn key_of_unchecked(&self, digest: &str, client: &str) -> String {
+        self.key_of_unchecked_at(digest, client, Instant::now())
+    }
+
+    fn key_of_unchecked_at(&self, digest: &str, client: &str, now: Instant) -> String {
         let known = self.known_keys.lock().unwrap_or_else(|e| e.into_inner());
         match known.get(digest) {
-            Some(user_id) => format!("user:{user_id}"),
-            None => format!("unchecked-keys:{client}"),
+            Some(key) if now.saturating_duration_since(key.seen) < KNOWN_KEY_LIFETIME => {
+                format!("user:{}", key.user_id)
+            }
+            _ => format!("unchecked-keys:{client}"),
         }
     }
 
@@ -199,6 +217,21 @@ mod tests {
         assert_eq!(turns.key_of_unchecked("b", "192.0.2.1"), "unchecked-keys:192.0.2.1");
         turns.forget_key("a");
         assert_eq!(turns.key_of_unchecked("a", "192.0.2.2"), "unchecked-keys:192.0.2.2");
+    }
+
+    /// A key deleted on another node is never refused here while the database is down: it is
+    /// its former user's only until the node's memory of it runs out.
+    #[test]
+    fn a_remembered_key_is_its_users_for_a_while_only() {
+        let turns = Turns::default();
+        turns.remember_key("a", 7);
+        let later = |secs| std::time::Instant::now() + Duration::from_secs(secs);
+        assert_eq!(turns.key_of_unchecked_at("a", "192.0.2.1", later(60)), "user:7");
+        let past = later(KNOWN_KEY_LIFETIME.as_secs() + 1);
+        assert_eq!(
+            turns.key_of_unchecked_at("a", "192.0.2.1", past),
+            "unchecked-keys:192.0.2.1"
+        );
     }
 
     #[test]
