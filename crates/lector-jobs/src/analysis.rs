@@ -14,7 +14,7 @@
 use crate::base_models::missing_here;
 use crate::ingest::fill_group;
 use crate::runner::{Handler, JobContext, JobError, Outcome, notice_for};
-use lector_core::NotificationType;
+use lector_core::{ErrorCode, NotificationType};
 use lector_embed::BaseModels;
 use lector_extract::sandbox::Sandbox;
 use lector_store::{AnalysisPayload, AnalysisTag, Lease, PendingDocument, Store};
@@ -36,10 +36,13 @@ impl Handler for AnalyzeDocuments {
 
     async fn run(&self, job: JobContext<'_>, payload: AnalysisPayload) -> Result<Outcome, JobError> {
         let JobContext { store, lease, stopping } = job;
-        let analysis = store
-            .analysis_for_job(lease, payload.analysis_id)
-            .await
-            .map_err(JobError::from_store)?;
+        // Deleting an analysis waits until it is FINISHED or FAILED: one gone was finished by
+        // an earlier run that died before the job ended.
+        let analysis = match store.analysis_for_job(lease, payload.analysis_id).await {
+            Ok(analysis) => analysis,
+            Err(e) if e.code == ErrorCode::NotFound => return Ok(deleted(&payload)),
+            Err(e) => return Err(JobError::from_store(e)),
+        };
         // The model comes first: a worker without the sentence encoder it was trained with
         // hands the job back while the analysis is still QUEUED.
         let model = match analysis.status.as_str() {
@@ -170,11 +173,20 @@ fn predict(model: &lector_ml::Model, documents: &[PendingDocument]) -> Vec<Analy
     tags
 }
 
+/// The end of a job whose analysis was deleted after it finished: nobody is told again.
+fn deleted(payload: &AnalysisPayload) -> Outcome {
+    Outcome {
+        result: serde_json::json!({"analysis_id": payload.analysis_id, "deleted": true}),
+        notice: None,
+    }
+}
+
 async fn finished(store: &Store, lease: &Lease, payload: &AnalysisPayload) -> Result<Outcome, JobError> {
-    let analysis = store
-        .analysis_for_job(lease, payload.analysis_id)
-        .await
-        .map_err(JobError::from_store)?;
+    let analysis = match store.analysis_for_job(lease, payload.analysis_id).await {
+        Ok(analysis) => analysis,
+        Err(e) if e.code == ErrorCode::NotFound => return Ok(deleted(payload)),
+        Err(e) => return Err(JobError::from_store(e)),
+    };
     Ok(Outcome {
         result: serde_json::json!({"analysis_id": analysis.id, "status": analysis.status, "documents": analysis.document_count}),
         notice: notice_for(

@@ -457,6 +457,22 @@ impl Store {
                 group.id
             )));
         }
+        // An analysis of the group reads its documents by the group: with the group gone it
+        // would find none and finish as if it had analysed them all.
+        let analysis: Option<i64> =
+            sqlx::query_scalar("SELECT MIN(id) FROM analyses WHERE document_group_id = $1 AND status IN ($2, $3)")
+                .bind(group.id)
+                .bind(crate::models::ANALYSIS_RUNNING[0])
+                .bind(crate::models::ANALYSIS_RUNNING[1])
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db)?;
+        if let Some(analysis) = analysis {
+            return Err(Error::conflict(format!(
+                "analysis {analysis} is analysing group {}; delete the group once the analysis has finished or failed",
+                group.id
+            )));
+        }
         sqlx::query("UPDATE documents SET group_id = NULL, group_position = NULL WHERE group_id = $1")
             .bind(group.id)
             .execute(&mut *tx)

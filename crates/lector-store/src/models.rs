@@ -54,7 +54,7 @@ pub struct Model {
 }
 
 /// The statuses of an analysis whose job is still to work with its model.
-const ANALYSIS_RUNNING: [&str; 2] = ["QUEUED", "ANALYZING"];
+pub(crate) const ANALYSIS_RUNNING: [&str; 2] = ["QUEUED", "ANALYZING"];
 
 /// Every read binds the caller's user id as `$1` (for `starred`). What training found (metrics
 /// and demoset, up to megabytes of JSON) is read only where it is shown: [`Store::model_evaluation`].

@@ -10,7 +10,7 @@ use crate::records::{
 };
 use crate::{Store, count_under_lock, db, db_unique, numbered};
 use lector_core::time::Timestamp;
-use lector_core::{Action, Error, ErrorCode, ProjectType, Result, Role, Scope};
+use lector_core::{Action, Error, ErrorCode, ModelStatus, ProjectType, Result, Role, Scope};
 use sqlx::{Any, Transaction};
 
 /// Classes one project may have.
@@ -192,6 +192,7 @@ impl Store {
     pub async fn delete_project(&self, scope: &Scope, project_id: i64) -> Result<Project> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
         let mut tx = self.begin_write().await?;
+        models_not_bases_in_training(&mut tx, project.id).await?;
         // The models go with the project (ON DELETE CASCADE); their artifacts after the commit.
         let artifacts: Vec<String> =
             sqlx::query_scalar("SELECT artifact_key FROM models WHERE project_id = $1 AND artifact_key IS NOT NULL")
@@ -580,6 +581,32 @@ async fn end_jobs_of_project(tx: &mut sqlx::Transaction<'static, sqlx::Any>, pro
     .await
     .map_err(db)?;
     Ok(())
+}
+
+/// Refuses (409) while a model of another project is being trained from one of the project's
+/// models (its base), as `delete_model` refuses to delete such a base: gone with the project,
+/// the training would lose its base and silently train afresh. (On PostgreSQL a training
+/// queued in the moment between this look and the deletion is not seen: its models are not
+/// locked here, as locking them before the project's rows could deadlock with the writers that
+/// lock the project first.)
+async fn models_not_bases_in_training(tx: &mut Transaction<'static, Any>, project_id: i64) -> Result<()> {
+    let trainee: Option<(i64, i64)> = sqlx::query_as(
+        "SELECT t.id, t.base_id FROM models t JOIN models b ON b.id = t.base_id \
+         WHERE b.project_id = $1 AND t.project_id <> $1 AND t.status IN ($2, $3) ORDER BY t.id LIMIT 1",
+    )
+    .bind(project_id)
+    .bind(ModelStatus::Queued.as_str())
+    .bind(ModelStatus::Training.as_str())
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db)?;
+    match trainee {
+        Some((trainee, base)) => Err(Error::conflict(format!(
+            "model {trainee} of another project is being trained from model {base} of this project (its \
+             base); delete the project once that training has finished or failed"
+        ))),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

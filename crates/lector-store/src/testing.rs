@@ -254,3 +254,17 @@ pub async fn end_retry_delay(store: &crate::Store, job_id: i64) -> std::time::Du
         .expect("the job made runnable");
     std::time::Duration::from_micros((run_after - updated).max(0) as u64)
 }
+
+/// Puts a job that ended back on the queue as it was before its end was written, as if the
+/// worker that ran it had died after the job's own writes and before it ended the job.
+pub async fn run_again(store: &crate::Store, job_id: i64) {
+    sqlx::query(
+        "UPDATE jobs SET state = $1, finished = NULL, result = NULL, error = NULL, lease_owner = NULL, \
+         lease_expires = NULL, run_after = updated WHERE id = $2",
+    )
+    .bind(crate::JobState::Queued.as_str())
+    .bind(job_id)
+    .execute(&store.pool)
+    .await
+    .expect("the job queued again");
+}

@@ -64,7 +64,8 @@ pub struct AnalysisDto {
     pub task_id: Option<i64>,
     /// Why it failed, when it did.
     pub failure: Option<String>,
-    /// The project's classes and labels.
+    /// The project's classes and labels; left out for the analyses of a page after its budget
+    /// of their text is spent (`get_analysis` gives them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<ClassDto>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -452,58 +453,69 @@ async fn with_vocabulary(state: &AppState, caller: &Caller, analysis: Analysis) 
 }
 
 /// Analyses as answered, each with its project's classes and labels (read once a project; none
-/// for a project deleted since the analyses were read).
+/// for a project deleted since the analyses were read). Every analysis carries its own copy of
+/// them, so a page holds them while their characters (with a little for each entry's other
+/// fields) fit [`lector_store::MAX_LISTED_CHARS`]; the analyses after that answer none, as a
+/// page of analyses of a project with large descriptions could otherwise build gigabytes.
 pub(crate) async fn with_vocabularies(
     state: &AppState,
     caller: &Caller,
     analyses: Vec<Analysis>,
 ) -> Result<Vec<AnalysisDto>> {
-    let mut vocabularies: HashMap<i64, (Vec<ClassDto>, Vec<LabelDto>)> = HashMap::new();
+    let mut vocabularies: HashMap<i64, Vocabulary> = HashMap::new();
+    let mut chars_left = lector_store::MAX_LISTED_CHARS;
     let mut answer = Vec::with_capacity(analyses.len());
     for analysis in analyses {
         if let Entry::Vacant(slot) = vocabularies.entry(analysis.project_id) {
             slot.insert(project_vocabulary(state, caller, analysis.project_id).await?);
         }
-        let (classes, labels) = &vocabularies[&analysis.project_id];
+        let vocabulary = &vocabularies[&analysis.project_id];
+        let fits = vocabulary.chars <= chars_left;
+        if fits {
+            chars_left -= vocabulary.chars;
+        }
         answer.push(AnalysisDto {
-            classes: Some(classes.clone()),
-            labels: Some(labels.clone()),
+            classes: fits.then(|| vocabulary.classes.clone()),
+            labels: fits.then(|| vocabulary.labels.clone()),
             ..AnalysisDto::from(analysis)
         });
     }
     Ok(answer)
 }
 
+/// A project's classes and labels as answered, and about how many characters a copy holds.
+struct Vocabulary {
+    classes: Vec<ClassDto>,
+    labels: Vec<LabelDto>,
+    chars: i64,
+}
+
+/// What an entry's id, time and field names add to its text, about.
+const ENTRY_CHARS: usize = 64;
+
 /// A project's classes and labels as answered; none for a project deleted meanwhile.
-async fn project_vocabulary(
-    state: &AppState,
-    caller: &Caller,
-    project_id: i64,
-) -> Result<(Vec<ClassDto>, Vec<LabelDto>)> {
-    match state
+async fn project_vocabulary(state: &AppState, caller: &Caller, project_id: i64) -> Result<Vocabulary> {
+    let (classes, labels) = match state
         .store
         .project_access(&caller.scope, project_id, Action::Read)
         .await
     {
-        Ok((project, _)) => Ok((
-            state
-                .store
-                .classes_of(&project)
-                .await?
-                .into_iter()
-                .map(ClassDto::from)
-                .collect(),
-            state
-                .store
-                .labels_of(&project)
-                .await?
-                .into_iter()
-                .map(LabelDto::from)
-                .collect(),
-        )),
-        Err(e) if e.code == lector_core::ErrorCode::NotFound => Ok((vec![], vec![])),
-        Err(e) => Err(e),
-    }
+        Ok((project, _)) => (
+            state.store.classes_of(&project).await?,
+            state.store.labels_of(&project).await?,
+        ),
+        Err(e) if e.code == lector_core::ErrorCode::NotFound => (vec![], vec![]),
+        Err(e) => return Err(e),
+    };
+    let class_chars = classes
+        .iter()
+        .map(|c| c.name.len() + c.example.len() + c.description.len() + ENTRY_CHARS);
+    let label_chars = labels.iter().map(|l| l.name.len() + ENTRY_CHARS);
+    Ok(Vocabulary {
+        chars: (class_chars.sum::<usize>() + label_chars.sum::<usize>()) as i64,
+        classes: classes.into_iter().map(ClassDto::from).collect(),
+        labels: labels.into_iter().map(LabelDto::from).collect(),
+    })
 }
 
 /// What `update_analysis` changes.

@@ -6,7 +6,11 @@
 use crate::common::{Session, TestApp};
 use serde_json::{Value, json};
 
-backend_tests!(batch_analysis_of_a_file_story, analyses_follow_roles_and_tenancy);
+backend_tests!(
+    batch_analysis_of_a_file_story,
+    analyses_follow_roles_and_tenancy,
+    a_page_of_analyses_holds_a_bounded_vocabulary
+);
 
 const TOPICS: [(&str, [&str; 6]); 3] = [
     (
@@ -532,4 +536,67 @@ async fn analyses_follow_roles_and_tenancy(app: TestApp) {
             .or(documents.as_array().map(|a| a.len() as i64)),
         Some(2)
     );
+}
+
+/// Every analysis of a page carries its project's classes and labels, so a page holds them
+/// within one budget of their text (`MAX_LISTED_CHARS`): past it an analysis comes without
+/// them (`get_analysis` still gives them). Before, a page of 1,000 analyses of a project with
+/// 1,000 long-described classes built about 4 GB of copies for one answer.
+async fn a_page_of_analyses_holds_a_bounded_vocabulary(app: TestApp) {
+    assert_eq!(lector_store::MAX_LISTED_CHARS, 32 << 20, "the test's sizes assume it");
+    let ada = app.register("ada@example.org").await;
+    let (project, model) = trained_tickets(&app, &ada).await;
+    // 997 more classes of about 4,000 characters each: about 4 M characters a copy, so eight
+    // copies fit the budget and a ninth does not.
+    let long = "d".repeat(2000);
+    let classes: Vec<Value> = (0..997)
+        .map(|i| json!({"name": format!("c{i:03}"), "example": long, "description": long}))
+        .collect();
+    for batch in classes.chunks(250) {
+        let path = format!("/projects/{project}/upload-classes");
+        app.post(&path, &ada.token, json!(batch)).await.expect(201);
+    }
+    let mut ids = Vec::new();
+    for n in 0..9 {
+        let texts = json!([{"text": format!("My invoice is wrong ({n}).")}]);
+        let created = app
+            .post("/analyses", &ada.token, json!({"model_id": model, "documents": texts}))
+            .await
+            .expect(201);
+        ids.push(finished(&app, &ada, &created).await["id"].clone());
+    }
+    for listing in [
+        format!("/projects/{project}/analyses"),
+        "/analyses".to_string(),
+        format!("/models/{model}/analyses"),
+    ] {
+        let page = app.get(&listing, &ada.token).await.expect(200);
+        // A plain array, but a page with `analyses` for a model's.
+        let analyses = page.as_array().or(page["analyses"].as_array()).expect("analyses");
+        assert_eq!(analyses.len(), 9, "{listing}");
+        let carrying: Vec<bool> = analyses.iter().map(|a| a["classes"].is_array()).collect();
+        assert_eq!(
+            carrying,
+            [true, true, true, true, true, true, true, true, false],
+            "{listing}"
+        );
+        assert_eq!(analyses[0]["classes"].as_array().unwrap().len(), 1000, "{listing}");
+        assert!(analyses[8].get("labels").is_none(), "{listing}");
+    }
+    let last = app.get(&format!("/analyses/{}", ids[8]), &ada.token).await.expect(200);
+    assert_eq!(last["classes"].as_array().unwrap().len(), 1000);
+
+    // An analysis deleted once finished, whose job runs again (its worker died after
+    // finishing it and before ending the job), is not reported failed: before, the job failed
+    // on the missing analysis and told its user "Analysis failed".
+    app.delete(&format!("/analyses/{}", ids[8]), &ada.token)
+        .await
+        .expect(200);
+    let task = last["task_id"].as_i64().unwrap();
+    lector_store::testing::run_again(&app.state.store, task).await;
+    let again = app.wait_for_task(&ada.token, project, task).await;
+    assert_eq!(again["status"], "DONE", "{again}");
+    let failures = app.notifications(&ada).await;
+    let failures: Vec<&Value> = failures.iter().filter(|n| n["title"] == "Analysis failed").collect();
+    assert!(failures.is_empty(), "{failures:?}");
 }

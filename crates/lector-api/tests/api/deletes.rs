@@ -1,5 +1,6 @@
 //! Deleting what a job is working on, through HTTPS on both backends: a model in training (or
-//! analysing, or the base of a model in training), a group being imported and a session whose labeled file is being imported answer 409 until
+//! analysing, or the base of a model in training, in its project or another), a group being
+//! imported or analysed and a session whose labeled file is being imported answer 409 until
 //! their job ends, and can be deleted after; a project deleted while it is being cloned fails
 //! its copy, a copy is not moved to another workspace while it is being filled, and a deleted
 //! project's jobs end with it. No worker runs in these apps: the test holds each job where it wants it and runs
@@ -140,7 +141,59 @@ async fn a_model_in_use_is_not_deleted(app: TestApp) {
         .await
         .expect(201);
     refused(format!("model {} is being trained from model {id}", warm["id"])).await;
+    // A model of another project trained from it keeps the whole project from being deleted
+    // (its models would go with it, and the training would silently start afresh).
+    let (elsewhere, _) = labeled_tickets(&app, &ada, "Elsewhere").await;
+    let trainee = app
+        .post(
+            &format!("/projects/{elsewhere}/models"),
+            &ada.token,
+            json!({"display_name": "Borrowed", "base_id": id}),
+        )
+        .await
+        .expect(201);
+    let gone = app
+        .delete(&format!("/projects/{project}"), &ada.token)
+        .await
+        .expect_problem(409, "conflict");
+    let says = format!(
+        "model {} of another project is being trained from model {id}",
+        trainee["id"]
+    );
+    assert!(gone["detail"].as_str().unwrap().contains(&says), "{gone}");
+    // An analysis of a group keeps the group until it has ended: gone, the analysis would find
+    // no documents and finish as if it had analysed them all.
+    let group = app.group(&ada, project, json!({"name": "Some"})).await;
+    let group_path = format!("/projects/{project}/groups/{}", group["id"]);
+    let listed = app
+        .get(&format!("/projects/{project}/documents?limit=3"), &ada.token)
+        .await
+        .expect(200);
+    let some: Vec<_> = listed["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].clone())
+        .collect();
+    app.put(&group_path, &ada.token, json!({"document_ids": some}))
+        .await
+        .expect(200);
+    let of_group = app
+        .post(
+            "/analyses",
+            &ada.token,
+            json!({"model_id": id, "document_group_id": group["id"]}),
+        )
+        .await
+        .expect(201);
+    let kept = app
+        .delete(&group_path, &ada.token)
+        .await
+        .expect_problem(409, "conflict");
+    let says = format!("analysis {} is analysing group {}", of_group["id"], group["id"]);
+    assert!(kept["detail"].as_str().unwrap().contains(&says), "{kept}");
     run_jobs(&app).await;
+    app.delete(&group_path, &ada.token).await.expect(200);
     let warm = app
         .get(&format!("/models/{}", warm["id"]), &ada.token)
         .await
@@ -151,7 +204,15 @@ async fn a_model_in_use_is_not_deleted(app: TestApp) {
         (&json!("READY"), &json!(id)),
         "{warm}"
     );
+    let borrowed = app
+        .get(&format!("/models/{}", trainee["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(borrowed["models"][0]["base_id"], json!(id), "{borrowed}");
     app.delete(&path, &ada.token).await.expect(200);
+    app.delete(&format!("/projects/{project}"), &ada.token)
+        .await
+        .expect(200);
 }
 
 async fn a_group_being_imported_is_not_deleted(app: TestApp) {
