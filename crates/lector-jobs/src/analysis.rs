@@ -20,8 +20,11 @@ use lector_extract::sandbox::Sandbox;
 use lector_store::{AnalysisPayload, AnalysisTag, Lease, PendingDocument, Store};
 use std::sync::Arc;
 
-/// Documents read, predicted and written per transaction.
+/// Documents read, predicted and written per transaction, at the most ...
 pub const ANALYSIS_BATCH: i64 = 500;
+/// ... and characters of their text (one document at least): 500 documents of a million
+/// characters made one batch of half a billion characters and millions of tags in memory.
+pub const ANALYSIS_BATCH_CHARS: i64 = 4 << 20;
 
 /// Runs a batch analysis, loading models with the BASE models they were trained with and
 /// reading document files (PDFs, images) in `sandbox`.
@@ -119,7 +122,13 @@ async fn analyse(
             return Err(JobError::stopped());
         }
         let batch = store
-            .pending_analysis_documents(lease, payload.analysis_id, payload.group_id, after, ANALYSIS_BATCH)
+            .pending_analysis_documents(
+                lease,
+                payload.analysis_id,
+                payload.group_id,
+                after,
+                (ANALYSIS_BATCH, ANALYSIS_BATCH_CHARS),
+            )
             .await
             .map_err(JobError::from_store)?;
         let Some(last) = batch.last() else { break };

@@ -404,29 +404,34 @@ impl Store {
     }
 
     /// The next documents of the group (ids above `after`) the analysis does not cover yet, with
-    /// their segments.
+    /// their segments: at most `max_documents` holding at most `max_chars` characters of text,
+    /// but at least one (the batch's last id is where the next one starts).
     pub async fn pending_analysis_documents(
         &self,
         lease: &Lease,
         analysis_id: i64,
         group_id: i64,
         after: i64,
-        limit: i64,
+        (max_documents, max_chars): (i64, i64),
     ) -> Result<Vec<PendingDocument>> {
         let project_id = lease.job.project_id.unwrap_or_default();
-        let ids: Vec<i64> = sqlx::query_scalar(&format!(
-            "SELECT d.id FROM documents d WHERE d.group_id = $1 AND d.project_id = $2 AND d.id > $3 \
+        let documents: Vec<(i64, i64)> = sqlx::query_as(
+            "SELECT d.id, CAST(LENGTH(d.text) AS BIGINT) FROM documents d WHERE d.group_id = $1 \
+             AND d.project_id = $2 AND d.id > $3 \
              AND NOT EXISTS (SELECT 1 FROM analysis_documents ad WHERE ad.analysis_id = $4 AND ad.document_id = d.id) \
-             ORDER BY d.id LIMIT {limit}"
-        ))
+             ORDER BY d.id LIMIT $5",
+        )
         .bind(group_id)
         .bind(project_id)
         .bind(after)
         .bind(analysis_id)
+        .bind(max_documents)
         .fetch_all(&self.pool)
         .await
         .map_err(db)?;
-        self.with_segments(ids).await
+        let taken = crate::document_pages::documents_within(&documents, max_documents, max_chars);
+        self.with_segments(documents[..taken].iter().map(|(id, _)| *id).collect())
+            .await
     }
 
     /// These documents with their segments, in the order given (a job's reader: the caller

@@ -283,7 +283,8 @@ impl Store {
             .ok_or_else(|| Error::not_found("tag"))
     }
 
-    /// How the segments corrected so far compare with what the model predicted on them.
+    /// How the segments corrected so far compare with what the model predicted on them; reads
+    /// the predictions and tags of those segments only, not of the whole session.
     pub async fn correction_agreement(&self, session: &Session) -> Result<CorrectionAgreement> {
         let marked: Vec<i64> = sqlx::query_scalar("SELECT segment_id FROM segment_statuses WHERE session_id = $1")
             .bind(session.id)
@@ -292,7 +293,8 @@ impl Store {
             .map_err(db)?;
         let mut predicted: HashMap<i64, TagSet> = HashMap::new();
         let rows: Vec<(i64, Option<String>, Option<String>)> = sqlx::query_as(
-            "SELECT segment_id, class_name, label_name FROM correction_predictions WHERE session_id = $1",
+            "SELECT segment_id, class_name, label_name FROM correction_predictions WHERE session_id = $1 \
+             AND segment_id IN (SELECT segment_id FROM segment_statuses WHERE session_id = $1)",
         )
         .bind(session.id)
         .fetch_all(&self.pool)
@@ -304,7 +306,8 @@ impl Store {
         let mut current: HashMap<i64, TagSet> = HashMap::new();
         let rows: Vec<(i64, Option<String>, Option<String>)> = sqlx::query_as(
             "SELECT t.segment_id, c.name, l.name FROM segment_tags t LEFT JOIN classes c ON c.id = t.class_id \
-             LEFT JOIN labels l ON l.id = t.label_id WHERE t.session_id = $1",
+             LEFT JOIN labels l ON l.id = t.label_id WHERE t.session_id = $1 \
+             AND t.segment_id IN (SELECT segment_id FROM segment_statuses WHERE session_id = $1)",
         )
         .bind(session.id)
         .fetch_all(&self.pool)

@@ -127,7 +127,7 @@ impl Store {
 
 /// How many of `documents` (id and characters, in page order) a page takes: at most
 /// `max_documents`, holding at most `max_chars` characters, and at least one.
-fn documents_within(documents: &[(i64, i64)], max_documents: i64, max_chars: i64) -> usize {
+pub(crate) fn documents_within(documents: &[(i64, i64)], max_documents: i64, max_chars: i64) -> usize {
     let mut chars = 0;
     for (taken, (_, length)) in documents.iter().enumerate() {
         chars += length;

@@ -208,7 +208,8 @@ impl Store {
 
     /// Changes a tag's class, label or part, checking it against the segment's other tags under
     /// the segment's lock as [`Store::add_segment_tag`] does (no duplicate; in a LABEL project,
-    /// no whole-segment label beside another).
+    /// no whole-segment label beside another). A change loses the tag's confidence and status
+    /// (a predicted tag's), which were the model's and a confirmation of what it said.
     pub async fn update_segment_tag(
         &self,
         scope: &Scope,
@@ -225,19 +226,28 @@ impl Store {
         let others = tags_beside(&mut tx, session.id, segment.id, Some(tag_id)).await?;
         may_stand_beside(&others, TagPlace::of((class_id, label_id), &tag), vocabulary.kind)?;
         let (start, end, text) = split_part(&tag.part);
-        sqlx::query(
-            "UPDATE segment_tags SET class_id = $1, label_id = $2, span_start = $3, span_end = $4, text = $5 \
-             WHERE id = $6",
-        )
-        .bind(class_id)
-        .bind(label_id)
-        .bind(start)
-        .bind(end)
-        .bind(text)
-        .bind(tag_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+        // A predicted tag (a correction session's) changed to say something else is the
+        // person's, as one they add: the model's confidence and its confirmation no longer
+        // hold for it. Every expression reads the row as it was.
+        let unchanged = "COALESCE(class_id, -1) = COALESCE(CAST($1 AS BIGINT), -1) \
+             AND COALESCE(label_id, -1) = COALESCE(CAST($2 AS BIGINT), -1) \
+             AND COALESCE(span_start, -1) = COALESCE(CAST($3 AS BIGINT), -1) \
+             AND COALESCE(span_end, -1) = COALESCE(CAST($4 AS BIGINT), -1)";
+        let sql = format!(
+            "UPDATE segment_tags SET confidence = CASE WHEN {unchanged} THEN confidence ELSE NULL END, \
+             status = CASE WHEN {unchanged} THEN status ELSE NULL END, \
+             class_id = $1, label_id = $2, span_start = $3, span_end = $4, text = $5 WHERE id = $6"
+        );
+        sqlx::query(&sql)
+            .bind(class_id)
+            .bind(label_id)
+            .bind(start)
+            .bind(end)
+            .bind(text)
+            .bind(tag_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
         tx.commit().await.map_err(db)?;
         self.tag_by_id(session.id, segment.id, tag_id).await
     }

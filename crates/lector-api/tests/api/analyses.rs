@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 backend_tests!(
     batch_analysis_of_a_file_story,
     analyses_follow_roles_and_tenancy,
-    a_page_of_analyses_holds_a_bounded_vocabulary
+    a_page_of_analyses_holds_a_bounded_vocabulary,
+    an_analysis_of_long_documents_covers_them_all
 );
 
 const TOPICS: [(&str, [&str; 6]); 3] = [
@@ -599,4 +600,45 @@ async fn a_page_of_analyses_holds_a_bounded_vocabulary(app: TestApp) {
     let failures = app.notifications(&ada).await;
     let failures: Vec<&Value> = failures.iter().filter(|n| n["title"] == "Analysis failed").collect();
     assert!(failures.is_empty(), "{failures:?}");
+}
+
+/// An analysis reads its group in batches of at most 500 documents and 4 Mi characters (one
+/// document at least), so six documents of 900,000 characters take several batches: every
+/// one is analysed, once. Before, a batch was 500 documents whatever their length (500 of a
+/// million characters: half a billion characters and their tags in memory at once).
+async fn an_analysis_of_long_documents_covers_them_all(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, model) = trained_tickets(&app, &ada).await;
+    let sentence = "My invoice is wrong and the parcel is late. ";
+    let mut ids = Vec::new();
+    for n in 0..6 {
+        let text = format!("{n} {}", sentence.repeat(900_000 / sentence.len()));
+        ids.push(app.document(&ada, project, json!({"text": text})).await["id"].clone());
+    }
+    let group = app.group(&ada, project, json!({"name": "Long"})).await;
+    let path = format!("/projects/{project}/groups/{}", group["id"]);
+    app.put(&path, &ada.token, json!({"document_ids": ids}))
+        .await
+        .expect(200);
+    let created = app
+        .post(
+            "/analyses",
+            &ada.token,
+            json!({"model_id": model, "document_group_id": group["id"]}),
+        )
+        .await
+        .expect(201);
+    let analysis = finished(&app, &ada, &created).await;
+    assert_eq!(analysis["document_count"], 6, "{analysis}");
+    let page = app
+        .get(&format!("/analyses/{}/documents?limit=10", analysis["id"]), &ada.token)
+        .await
+        .expect(200);
+    let analysed: Vec<Value> = page["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].clone())
+        .collect();
+    assert_eq!(analysed, ids);
 }

@@ -229,6 +229,9 @@ async fn correction_story(app: TestApp) {
         .expect(200);
     assert_eq!(changed["tag"]["class"], other);
     assert_eq!(changed["tag"]["id"], tag);
+    // Now the annotator's tag, as one added: the model's confidence and status are not kept.
+    assert!(changed["tag"]["confidence"].is_null(), "{changed}");
+    assert!(changed["tag"]["status"].is_null(), "{changed}");
     assert_eq!(changed["segment"]["id"], segment["id"]);
     assert!(changed["segment"]["annotated"].is_null(), "not marked yet: {changed}");
     assert_eq!(changed["predicted_score"], model["score"], "nothing corrected yet");
