@@ -39,11 +39,11 @@ impl Handler for AnalyzeDocuments {
 
     async fn run(&self, job: JobContext<'_>, payload: AnalysisPayload) -> Result<Outcome, JobError> {
         let JobContext { store, lease, stopping } = job;
-        // Deleting an analysis waits until it is FINISHED or FAILED: one gone was finished by
-        // an earlier run that died before the job ended.
+        // Deleting an analysis waits until it is FINISHED or FAILED (a failed one's job has
+        // ended): one gone was finished by an earlier run that died before the job ended.
         let analysis = match store.analysis_for_job(lease, payload.analysis_id).await {
             Ok(analysis) => analysis,
-            Err(e) if e.code == ErrorCode::NotFound => return Ok(deleted(&payload)),
+            Err(e) if was_deleted(&e, lease) => return Ok(deleted(lease, &payload)),
             Err(e) => return Err(JobError::from_store(e)),
         };
         // The model comes first: a worker without the sentence encoder it was trained with
@@ -182,18 +182,32 @@ fn predict(model: &lector_ml::Model, documents: &[PendingDocument]) -> Vec<Analy
     tags
 }
 
-/// The end of a job whose analysis was deleted after it finished: nobody is told again.
-fn deleted(payload: &AnalysisPayload) -> Outcome {
+/// Whether `error` says the job's analysis is gone (not that the job names no project).
+fn was_deleted(error: &lector_core::Error, lease: &Lease) -> bool {
+    error.code == ErrorCode::NotFound && lease.job.project_id.is_some()
+}
+
+/// The end of a job whose analysis finished and was deleted before the job ended (its worker
+/// died in between): told once, as every job's end is.
+fn deleted(lease: &Lease, payload: &AnalysisPayload) -> Outcome {
     Outcome {
         result: serde_json::json!({"analysis_id": payload.analysis_id, "deleted": true}),
-        notice: None,
+        notice: notice_for(
+            lease,
+            NotificationType::Info,
+            "Analysis finished",
+            format!(
+                "Analysis {:?} is finished; it has been deleted since.",
+                payload.analysis_name
+            ),
+        ),
     }
 }
 
 async fn finished(store: &Store, lease: &Lease, payload: &AnalysisPayload) -> Result<Outcome, JobError> {
     let analysis = match store.analysis_for_job(lease, payload.analysis_id).await {
         Ok(analysis) => analysis,
-        Err(e) if e.code == ErrorCode::NotFound => return Ok(deleted(payload)),
+        Err(e) if was_deleted(&e, lease) => return Ok(deleted(lease, payload)),
         Err(e) => return Err(JobError::from_store(e)),
     };
     Ok(Outcome {

@@ -23,8 +23,10 @@ use std::sync::Arc;
 /// Most documents scored to find the least sure ones: the project's first documents by id
 /// when it has more.
 pub const MAX_CANDIDATES: i64 = 5000;
-/// Documents read and scored per batch.
+/// Documents read and scored per batch, at the most ...
 const BATCH: usize = 250;
+/// ... and characters of their text (one document at least).
+const BATCH_CHARS: i64 = 4 << 20;
 
 /// Fills correction sessions, loading models with the BASE models they were trained with.
 #[derive(Debug)]
@@ -49,7 +51,8 @@ impl Handler for PredictCorrection {
             .await
             .map_err(JobError::from_store)?;
         let mut scored = Scored::default();
-        for (done, chunk) in candidates.chunks(BATCH).enumerate() {
+        let mut done = 0;
+        while done < candidates.len() {
             if stopping.requested() {
                 return Err(JobError::stopped());
             }
@@ -58,16 +61,18 @@ impl Handler for PredictCorrection {
                 Err(e) if e.code == ErrorCode::NotFound => return Ok(deleted(&payload)),
                 found => found.map_err(JobError::from_store)?,
             };
-            let batch = store
-                .segments_for_job(lease, chunk)
+            let next = &candidates[done..candidates.len().min(done + BATCH)];
+            let (batch, covered) = store
+                .segments_for_job(lease, next, BATCH_CHARS)
                 .await
                 .map_err(JobError::from_store)?;
+            done += covered;
             let model = model.clone();
             let sample = payload.document_ids.is_none().then_some(payload.sample_size);
             scored = tokio::task::spawn_blocking(move || scored.add(&model, &batch).within(sample))
                 .await
                 .map_err(|e| JobError::transient(format!("predicting failed: {e}")))?;
-            let progress = ((done + 1) * BATCH) as f64 / candidates.len() as f64;
+            let progress = done as f64 / candidates.len() as f64;
             store
                 .report_progress(lease, progress.min(0.99))
                 .await

@@ -20,7 +20,7 @@ mod uploaded;
 pub mod webhook;
 mod writes;
 
-pub use analysis::AnalyzeDocuments;
+pub use analysis::{ANALYSIS_BATCH, ANALYSIS_BATCH_CHARS, AnalyzeDocuments};
 pub use base_models::publish_base_models;
 pub use cloning::CloneProject;
 pub use correction::PredictCorrection;

@@ -107,6 +107,9 @@ impl Store {
         };
         let (group_id, import, input) = match new.source {
             AnalysisSource::Group(id) => {
+                // Locked as `delete_group` locks it, so that a deletion either waits for this
+                // analysis (and then refuses) or goes first (and this one finds no group).
+                crate::lock_row(&mut tx, ("document_groups", id)).await?;
                 let status: Option<String> =
                     sqlx::query_scalar("SELECT status FROM document_groups WHERE id = $1 AND project_id = $2")
                         .bind(id)

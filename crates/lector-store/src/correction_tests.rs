@@ -70,7 +70,15 @@ async fn a_correction_job_fills_its_session_once(backend: Backend) {
         named
     );
     // The middle document goes while the model scores the three.
-    let scored = store.segments_for_job(&lease, &named).await.unwrap();
+    // A batch ends at its characters, one document at least; an id not in the project is
+    // passed over (and counted as covered).
+    let (first, covered) = store
+        .segments_for_job(&lease, &[i64::MAX, named[0], named[1]], 1)
+        .await
+        .unwrap();
+    assert_eq!((first.len(), first[0].id, covered), (1, named[0], 2));
+    let (scored, covered) = store.segments_for_job(&lease, &named, i64::MAX).await.unwrap();
+    assert_eq!(covered, named.len());
     store.delete_document(&scope, project, named[1]).await.unwrap();
     // The last one is edited: its segments are new, the model's tags were for the old ones.
     let text = "An entirely new text.";

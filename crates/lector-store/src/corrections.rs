@@ -22,6 +22,7 @@ use crate::{Param, Store, Vocabulary, db};
 use lector_core::labeling::{SessionMode, SessionStatus};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, FieldError, Result, Scope};
+use sqlx::Row;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// A tag the model predicted on a segment of a document.
@@ -163,12 +164,36 @@ impl Store {
         Ok(named.iter().copied().filter(|id| known.contains(id)).collect())
     }
 
-    /// These documents of the job's project with their segments, in the order given (those
-    /// not in the project, or deleted since, left out).
-    pub async fn segments_for_job(&self, lease: &Lease, ids: &[i64]) -> Result<Vec<PendingDocument>> {
-        let known = self.documents_of_job(lease, ids).await?;
-        self.with_segments(ids.iter().copied().filter(|id| known.contains(id)).collect())
-            .await
+    /// The first of these documents of the job's project with their segments, in the order
+    /// given, holding at most `max_chars` characters of text (one document at least); and how
+    /// many of `ids` that covers (those not in the project, or deleted since, are passed over).
+    pub async fn segments_for_job(
+        &self,
+        lease: &Lease,
+        ids: &[i64],
+        max_chars: i64,
+    ) -> Result<(Vec<PendingDocument>, usize)> {
+        let project_id = lease.job.project_id.unwrap_or_default();
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        let select = "SELECT id, CAST(LENGTH(text) AS BIGINT) AS chars FROM documents WHERE project_id = $1 AND id";
+        let rows = crate::documents::rows_where_in(&mut tx, select, Some(project_id), ids).await?;
+        let lengths = rows
+            .iter()
+            .map(|row| Ok((row.try_get::<i64, _>("id")?, row.try_get::<i64, _>("chars")?)))
+            .collect::<std::result::Result<HashMap<i64, i64>, sqlx::Error>>()
+            .map_err(db)?;
+        let (mut taken, mut chars, mut covered) = (Vec::new(), 0, 0);
+        for id in ids {
+            if let Some(length) = lengths.get(id) {
+                if !taken.is_empty() && chars + length > max_chars {
+                    break;
+                }
+                chars += length;
+                taken.push(*id);
+            }
+            covered += 1;
+        }
+        Ok((self.with_segments(taken).await?, covered))
     }
 
     /// Which of these documents are the job's project's.

@@ -585,11 +585,20 @@ async fn end_jobs_of_project(tx: &mut sqlx::Transaction<'static, sqlx::Any>, pro
 
 /// Refuses (409) while a model of another project is being trained from one of the project's
 /// models (its base), as `delete_model` refuses to delete such a base: gone with the project,
-/// the training would lose its base and silently train afresh. (On PostgreSQL a training
-/// queued in the moment between this look and the deletion is not seen: its models are not
-/// locked here, as locking them before the project's rows could deadlock with the writers that
-/// lock the project first.)
+/// the training would lose its base and silently train afresh. On PostgreSQL the project's row
+/// and then its models are locked first, in the order every writer of a project takes them
+/// (the project, then a model): a training that started from one of them meanwhile (its base
+/// held by `model_still_there`) is waited for and then seen, one that starts after waits for
+/// this deletion and then finds its base gone.
 async fn models_not_bases_in_training(tx: &mut Transaction<'static, Any>, project_id: i64) -> Result<()> {
+    crate::lock_row(tx, ("projects", project_id)).await?;
+    if tx.backend_name() == "PostgreSQL" {
+        sqlx::query("SELECT id FROM models WHERE project_id = $1 ORDER BY id FOR UPDATE")
+            .bind(project_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
     let trainee: Option<(i64, i64)> = sqlx::query_as(
         "SELECT t.id, t.base_id FROM models t JOIN models b ON b.id = t.base_id \
          WHERE b.project_id = $1 AND t.project_id <> $1 AND t.status IN ($2, $3) ORDER BY t.id LIMIT 1",

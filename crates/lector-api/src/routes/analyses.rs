@@ -470,10 +470,9 @@ pub(crate) async fn with_vocabularies(
             slot.insert(project_vocabulary(state, caller, analysis.project_id).await?);
         }
         let vocabulary = &vocabularies[&analysis.project_id];
-        let fits = vocabulary.chars <= chars_left;
-        if fits {
-            chars_left -= vocabulary.chars;
-        }
+        // Once one does not fit, none after it comes with them (not the next smaller one).
+        let fits = chars_left >= 0 && vocabulary.chars <= chars_left;
+        chars_left = if fits { chars_left - vocabulary.chars } else { -1 };
         answer.push(AnalysisDto {
             classes: fits.then(|| vocabulary.classes.clone()),
             labels: fits.then(|| vocabulary.labels.clone()),
@@ -507,10 +506,11 @@ async fn project_vocabulary(state: &AppState, caller: &Caller, project_id: i64) 
         Err(e) if e.code == lector_core::ErrorCode::NotFound => (vec![], vec![]),
         Err(e) => return Err(e),
     };
+    let chars = |text: &str| text.chars().count();
     let class_chars = classes
         .iter()
-        .map(|c| c.name.len() + c.example.len() + c.description.len() + ENTRY_CHARS);
-    let label_chars = labels.iter().map(|l| l.name.len() + ENTRY_CHARS);
+        .map(|c| chars(&c.name) + chars(&c.example) + chars(&c.description) + ENTRY_CHARS);
+    let label_chars = labels.iter().map(|l| chars(&l.name) + ENTRY_CHARS);
     Ok(Vocabulary {
         chars: (class_chars.sum::<usize>() + label_chars.sum::<usize>()) as i64,
         classes: classes.into_iter().map(ClassDto::from).collect(),

@@ -27,18 +27,6 @@ fn no_workers(config: &mut Config) {
     config.workers = 0;
 }
 
-/// Runs every runnable job to its end, as a worker would.
-async fn run_jobs(app: &TestApp) {
-    let state = &app.state;
-    let runner = lector_jobs::standard_runner(
-        state.mailer.clone(),
-        state.base_models.clone(),
-        state.sandbox.clone(),
-        state.sources.clone(),
-    );
-    while runner.run_one(&state.store, "test-worker").await.unwrap() {}
-}
-
 /// A project "Imports" of `who` with a group of two documents queued for import (PROCESSING):
 /// the project's id and the group.
 async fn importing(app: &TestApp, who: &crate::common::Session) -> (i64, serde_json::Value) {
@@ -85,7 +73,7 @@ async fn a_model_in_training_is_not_deleted(app: TestApp) {
         app.delete(path, &ada.token).await.expect_problem(409, "conflict");
     }
     assert_eq!(store.reap_expired_leases().await.unwrap(), 1);
-    run_jobs(&app).await;
+    app.run_jobs().await;
     let ready = app.get(&format!("/models/{id}"), &ada.token).await.expect(200);
     assert_eq!(ready["models"][0]["status"], "READY", "{ready}");
     app.delete(&paths[0], &ada.token).await.expect(200);
@@ -104,7 +92,7 @@ async fn a_model_in_use_is_not_deleted(app: TestApp) {
         .post(&models, &ada.token, json!({"display_name": "Triage"}))
         .await
         .expect(201);
-    run_jobs(&app).await;
+    app.run_jobs().await;
     let id = model["id"].as_i64().unwrap();
     let path = format!("/models/{id}");
     let refused = async |says: String| {
@@ -129,7 +117,7 @@ async fn a_model_in_use_is_not_deleted(app: TestApp) {
     assert_eq!(store.begin_analysis(&lease, analysis_id).await.unwrap(), "ANALYZING");
     refused(format!("(analysis {analysis_id})")).await;
     assert_eq!(store.reap_expired_leases().await.unwrap(), 1);
-    run_jobs(&app).await;
+    app.run_jobs().await;
     let done = app
         .get(&format!("/analyses/{analysis_id}"), &ada.token)
         .await
@@ -192,7 +180,7 @@ async fn a_model_in_use_is_not_deleted(app: TestApp) {
         .expect_problem(409, "conflict");
     let says = format!("analysis {} is analysing group {}", of_group["id"], group["id"]);
     assert!(kept["detail"].as_str().unwrap().contains(&says), "{kept}");
-    run_jobs(&app).await;
+    app.run_jobs().await;
     app.delete(&group_path, &ada.token).await.expect(200);
     let warm = app
         .get(&format!("/models/{}", warm["id"]), &ada.token)
@@ -221,7 +209,7 @@ async fn a_group_being_imported_is_not_deleted(app: TestApp) {
     let path = format!("/projects/{project}/groups/{}", group["id"]);
     let refused = app.delete(&path, &ada.token).await.expect_problem(409, "conflict");
     assert!(refused["detail"].as_str().unwrap().contains("import"), "{refused}");
-    run_jobs(&app).await;
+    app.run_jobs().await;
     let filled = app.get(&path, &ada.token).await.expect(200);
     assert_eq!(
         (filled["status"].as_str(), filled["document_count"].as_i64()),
@@ -250,7 +238,7 @@ async fn a_session_being_imported_is_not_deleted(app: TestApp) {
     assert!(refused["detail"].as_str().unwrap().contains("import"), "{refused}");
     let group = format!("/projects/{project}/groups/{}", created["document_group_id"]);
     app.delete(&group, &ada.token).await.expect_problem(409, "conflict");
-    run_jobs(&app).await;
+    app.run_jobs().await;
     let filled = app.get(&path, &ada.token).await.expect(200);
     assert_ne!(filled["status"], "STARTED", "{filled}");
     assert_eq!(filled["document_count"], 2, "{filled}");
@@ -271,7 +259,7 @@ async fn a_copy_whose_original_is_deleted_fails(app: TestApp) {
     app.delete(&format!("/projects/{original}"), &ada.token)
         .await
         .expect(200);
-    run_jobs(&app).await;
+    app.run_jobs().await;
     let task = app
         .get(&format!("/projects/{copy_id}/tasks/{}", copy["task_id"]), &ada.token)
         .await
@@ -305,7 +293,7 @@ async fn a_group_being_imported_is_copied_failed(app: TestApp) {
         .post(&format!("/projects/{project}/clone"), &ada.token, json!({}))
         .await
         .expect(200);
-    run_jobs(&app).await;
+    app.run_jobs().await;
     let copied = app
         .get(&format!("/projects/{}", copy["id"]), &ada.token)
         .await
@@ -320,7 +308,7 @@ async fn a_group_being_imported_is_copied_failed(app: TestApp) {
         .expect(200);
 
     lector_store::testing::age_queued_jobs(&app.state.store, 2 * 3600).await;
-    run_jobs(&app).await;
+    app.run_jobs().await;
     let filled = app
         .get(&format!("/projects/{project}/groups/{}", group["id"]), &ada.token)
         .await
@@ -345,7 +333,7 @@ async fn a_copy_being_filled_is_not_moved(app: TestApp) {
         problem["detail"].as_str().unwrap().contains("being copied"),
         "{problem}"
     );
-    run_jobs(&app).await;
+    app.run_jobs().await;
     let moved = app
         .post(&transfer, &ada.token, json!({"organization_id": target}))
         .await
@@ -376,7 +364,7 @@ async fn a_deleted_project_ends_its_jobs(app: TestApp) {
         !store.heartbeat(&lease, 60).await.unwrap(),
         "the worker's lease is gone"
     );
-    run_jobs(&app).await;
+    app.run_jobs().await;
     let notes = app.get("/notifications", &ada.token).await.expect(200);
     assert_eq!(notes, json!([]), "nobody is told");
 }

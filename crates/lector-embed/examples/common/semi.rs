@@ -96,6 +96,11 @@ impl Embedder for Cached {
         goal == TuneGoal::Pairs
     }
     fn tune(&self, set: &TuneSet<'_>, progress: &mut ProgressFn<'_>) -> lector_ml::Result<Arc<dyn Tuned>> {
+        if set.target.goal() != TuneGoal::Pairs {
+            return Err(lector_ml::Error::InvalidInput(
+                "this encoder is tuned on pairs only".into(),
+            ));
+        }
         self.inner.tune(set, progress)
     }
     fn load_tuned(&self, bytes: &[u8]) -> lector_ml::Result<Arc<dyn Tuned>> {

@@ -516,6 +516,19 @@ impl TestApp {
             .expect(201)
     }
 
+    /// Runs every runnable job to its end, as a worker would (for apps started without workers,
+    /// whose tests hold each job where they want it).
+    pub async fn run_jobs(&self) {
+        let state = &self.state;
+        let runner = lector_jobs::standard_runner(
+            state.mailer.clone(),
+            state.base_models.clone(),
+            state.sandbox.clone(),
+            state.sources.clone(),
+        );
+        while runner.run_one(&state.store, "test-worker").await.unwrap() {}
+    }
+
     /// Trains a model of `project` with `body` and waits for its job; answers the model as
     /// `get_project_model` gives it (READY or FAILED: the caller checks).
     pub async fn train_model(&self, who: &Session, project: i64, body: Value) -> Value {
