@@ -52,7 +52,10 @@ impl Process {
         }
         match start_time(pid) {
             Some(now) => now != started,
-            None => std::path::Path::new("/proc/self").exists(),
+            // Gone, if this process could see it: with `/proc` mounted `hidepid` (or systemd's
+            // `ProtectProc=invisible`) another user's processes are hidden, and so is pid 1
+            // unless it is this user's, so a hidden process is not taken for a dead one.
+            None => std::path::Path::new("/proc/1/stat").exists(),
         }
     }
 }

@@ -287,7 +287,7 @@ impl Runner {
 
     async fn run_claimed(&self, store: &Store, lease: Lease, stopping: &Stopping) -> lector_core::Result<bool> {
         let Some(handler) = self.handlers.get(lease.job.kind.as_str()).cloned() else {
-            if !lease.waited_for_a_worker() {
+            if !gave_up_on_a_worker(store, &lease).await? {
                 tracing::warn!("no handler for this kind of job here; handing it back for a worker that has one");
                 store.hand_back_unrunnable(&lease).await?;
                 return Ok(true);
@@ -334,22 +334,29 @@ impl Runner {
             tokio::spawn(async move { handler.run(&store, &lease, &stopping).await }.in_current_span())
         };
         let outcome = tokio::select! {
-            joined = &mut task => Some(joined.unwrap_or_else(|e| {
-                let message = panic_message(e);
-                tracing::error!(panic = %message, "the job's handler panicked");
-                Err(JobError::transient(message))
-            })),
+            joined = &mut task => Some(ended(joined)),
             _ = &mut lease_lost => {
                 tracing::warn!("lease lost; abandoning the job");
                 task.abort();
                 None
             }
             () = stopping.hand_back_now() => {
-                // What its fenced writes committed stays; the next claim bumps the token, so
-                // nothing this attempt left in flight can land after it.
-                task.abort();
-                let _ = tokio::time::timeout(HAND_BACK_WAIT, task).await;
-                Some(Err(JobError::stopped()))
+                if task.is_finished() {
+                    // It ended as the hand-back came: its outcome stands (a mail sent is not
+                    // sent again).
+                    Some(ended(task.await))
+                } else {
+                    // Handed back before the aborted task is waited for, so that the hand-back
+                    // is done within the stop's own wait. What its fenced writes committed
+                    // stays; the next claim bumps the token, so nothing this attempt left in
+                    // flight can land after it.
+                    task.abort();
+                    heartbeat.abort();
+                    let handed_back = store.hand_back_job(&lease, 0).await?;
+                    tracing::warn!(handed_back, "the worker is stopping; the job goes back to the queue");
+                    let _ = tokio::time::timeout(HAND_BACK_WAIT, task).await;
+                    return Ok(true);
+                }
             }
         };
         heartbeat.abort();
@@ -362,7 +369,7 @@ impl Runner {
                 let handed_back = store.hand_back_job(&lease, 0).await?;
                 tracing::warn!(handed_back, "the worker is stopping; the job goes back to the queue");
             }
-            Some(Err(e)) if e.retry == Retry::Elsewhere && !lease.waited_for_a_worker() => {
+            Some(Err(e)) if e.retry == Retry::Elsewhere && !gave_up_on_a_worker(store, &lease).await? => {
                 tracing::warn!(error = %e.message, "this worker cannot run the job; handing it back for another");
                 if !store.hand_back_unrunnable(&lease).await? {
                     tracing::warn!("lease taken over; the job was not handed back");
@@ -434,6 +441,22 @@ async fn join(tasks: &mut Vec<tokio::task::JoinHandle<()>>) -> bool {
         tasks.pop();
     }
     clean
+}
+
+/// Whether a job no worker here can run has waited long enough for one that can: handed back
+/// first [`lector_store::UNHANDLED_JOB_GRACE_SECS`] ago, and no worker of another process
+/// runs a job of its kind now (one that does may be the one it waits for, busy).
+async fn gave_up_on_a_worker(store: &Store, lease: &Lease) -> lector_core::Result<bool> {
+    Ok(lease.waited_for_a_worker() && !store.kind_runs_elsewhere(lease).await?)
+}
+
+/// A handler's task as it ended: its outcome, or a panic as a failed attempt.
+fn ended(joined: Result<Result<Outcome, JobError>, tokio::task::JoinError>) -> Result<Outcome, JobError> {
+    joined.unwrap_or_else(|e| {
+        let message = panic_message(e);
+        tracing::error!(panic = %message, "the job's handler panicked");
+        Err(JobError::transient(message))
+    })
 }
 
 /// What a task that did not finish says about it: "the job panicked: <its message>".

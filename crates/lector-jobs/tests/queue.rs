@@ -456,8 +456,9 @@ async fn a_worker_goes_on_after_a_panic(backend: Backend) {
 
 /// A handler that says this worker lacks what the job needs (a BASE model's files) has the job
 /// handed back, uncounted and unannounced, as often as it is claimed, however long it waited
-/// in the queue first; once the grace has passed since a worker first handed it back, it fails
-/// with the handler's reason and one notification.
+/// in the queue first; once the grace has passed since a worker first handed it back, and no
+/// worker of another process runs a job of its kind, it fails with the handler's reason and one
+/// notification.
 async fn a_job_this_worker_cannot_run_waits_then_fails_once(backend: Backend) {
     struct Lacking;
     impl Handler for Lacking {
@@ -485,7 +486,23 @@ async fn a_job_this_worker_cannot_run_waits_then_fails_once(backend: Backend) {
         lector_store::testing::end_retry_delay(&store, queued.id).await;
     }
     assert_eq!(notifications(&store, user).await, 0);
+    // Past the grace, while a worker of another process runs a job of the kind (one that may
+    // be able to run this one, busy), it is handed back again, not failed.
+    lector_store::testing::put_off_queued_jobs(&store, 600).await;
+    let other = store.enqueue(job(user, 4)).await.unwrap();
+    let busy = store
+        .claim_job_of("elsewhere/7/9/0", 60, &[CountPayload::KIND])
+        .await
+        .unwrap();
+    let busy = busy.expect("the other job");
+    assert_eq!(busy.job.id, other.id);
     lector_store::testing::age_queued_jobs(&store, lector_store::UNHANDLED_JOB_GRACE_SECS + 120).await;
+    assert!(runner.run_one(&store, "w").await.unwrap());
+    let job = store.job_by_id(queued.id).await.unwrap().unwrap();
+    assert_eq!((job.state, job.attempts), (JobState::Queued, 0), "{job:?}");
+    assert!(store.finish_job(&busy, serde_json::json!({}), None).await.unwrap());
+    // Once none does, the next worker that cannot run it fails it.
+    lector_store::testing::end_retry_delay(&store, queued.id).await;
     assert!(runner.run_one(&store, "w").await.unwrap());
     let job = store.job_by_id(queued.id).await.unwrap().unwrap();
     assert_eq!(job.state, JobState::Failed);

@@ -142,6 +142,31 @@ impl Store {
         self.hand_back(lease, lease.next_look_after_secs(), since).await
     }
 
+    /// Whether a worker of another process runs a job of the lease's kind now. A job this
+    /// worker cannot run is not failed for its wait while one does: that worker may be the one
+    /// that can run it, busy (a training of an hour and a half on the only node with the
+    /// encoder), and it takes the job once it is free.
+    pub async fn kind_runs_elsewhere(&self, lease: &Lease) -> Result<bool> {
+        // Owners are `host/pid/started/loop`: the loops of this process share all but the last.
+        let process = lease
+            .owner
+            .rsplit_once('/')
+            .map_or(lease.owner.as_str(), |(process, _)| process);
+        let running: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM jobs WHERE kind = $1 AND state = $2 AND id <> $3 AND lease_owner <> $4 \
+             AND lease_owner NOT LIKE $5",
+        )
+        .bind(&lease.job.kind)
+        .bind(JobState::Running.as_str())
+        .bind(lease.job.id)
+        .bind(&lease.owner)
+        .bind(format!("{process}/%"))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(running > 0)
+    }
+
     async fn hand_back(&self, lease: &Lease, after_secs: i64, also: &str) -> Result<bool> {
         let now = Timestamp::now();
         let set = format!(

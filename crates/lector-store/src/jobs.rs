@@ -387,7 +387,7 @@ impl Store {
         if !update_leased(&mut *tx, lease, set, values).await? {
             return Ok(false);
         }
-        count_ended(&mut tx, &lease.job.kind, JobState::Done).await?;
+        count_ended(&mut tx, &lease.job.kind, JobState::Done, 1).await?;
         if let Some(notice) = notice {
             insert_notice(&mut tx, &notice).await?;
         }
@@ -432,7 +432,7 @@ impl Store {
             return Ok(false);
         }
         if !again {
-            count_ended(&mut tx, &job.kind, JobState::Failed).await?;
+            count_ended(&mut tx, &job.kind, JobState::Failed, 1).await?;
             if let Some(resource) = failure.resource {
                 mark_failed(&mut tx, resource, &error).await?;
             }
@@ -546,14 +546,20 @@ pub(crate) async fn set_task(
     Ok(())
 }
 
-/// Counts a job of `kind` that ended in `state` ([`Store::job_statistics`]).
-async fn count_ended(tx: &mut Transaction<'static, Any>, kind: &str, state: JobState) -> Result<()> {
+/// Counts `jobs` jobs of `kind` that ended in `state` ([`Store::job_statistics`]).
+pub(crate) async fn count_ended(
+    tx: &mut Transaction<'static, Any>,
+    kind: &str,
+    state: JobState,
+    jobs: i64,
+) -> Result<()> {
     sqlx::query(
-        "INSERT INTO job_totals (kind, state, jobs) VALUES ($1, $2, 1) \
-         ON CONFLICT (kind, state) DO UPDATE SET jobs = job_totals.jobs + 1",
+        "INSERT INTO job_totals (kind, state, jobs) VALUES ($1, $2, $3) \
+         ON CONFLICT (kind, state) DO UPDATE SET jobs = job_totals.jobs + excluded.jobs",
     )
     .bind(kind)
     .bind(state.as_str())
+    .bind(jobs)
     .execute(&mut **tx)
     .await
     .map_err(db)?;

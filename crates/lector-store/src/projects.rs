@@ -559,6 +559,19 @@ async fn end_jobs_of_project(tx: &mut sqlx::Transaction<'static, sqlx::Any>, pro
     use crate::JobState;
     let unfinished = "project_id = $1 AND (state = $2 OR state = $3)";
     let (queued, running) = (JobState::Queued.as_str(), JobState::Running.as_str());
+    // Counted as failed, as every job that ends is (`/metrics`).
+    let ending: Vec<(String, i64)> = sqlx::query_as(&format!(
+        "SELECT kind, COUNT(*) FROM jobs WHERE {unfinished} GROUP BY kind ORDER BY kind"
+    ))
+    .bind(project_id)
+    .bind(queued)
+    .bind(running)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(db)?;
+    for (kind, jobs) in ending {
+        crate::jobs::count_ended(tx, &kind, JobState::Failed, jobs).await?;
+    }
     sqlx::query(&format!(
         "DELETE FROM job_inputs WHERE job_id IN (SELECT id FROM jobs WHERE {unfinished})"
     ))

@@ -360,6 +360,13 @@ async fn a_deleted_project_ends_its_jobs(app: TestApp) {
     let ended = "SELECT state || ': ' || error FROM jobs WHERE project_id = $1";
     let states = lector_store::testing::texts(store, ended, project).await;
     assert_eq!(states, ["FAILED: its project was deleted"]);
+    // Counted as failed, as every job that ends is (`/metrics`).
+    let statistics = store.job_statistics().await.unwrap();
+    let failed = statistics
+        .jobs
+        .iter()
+        .find(|c| c.kind == lector_store::IMPORT_JOB && c.state == lector_store::JobState::Failed);
+    assert_eq!(failed.map(|c| c.jobs), Some(1), "{statistics:?}");
     assert!(
         !store.heartbeat(&lease, 60).await.unwrap(),
         "the worker's lease is gone"
