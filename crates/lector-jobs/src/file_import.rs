@@ -87,6 +87,7 @@ pub(crate) async fn import_file(
         };
         if stopping.requested() {
             // The reader stops at its next batch: the channel closes with this function.
+            writes.settle().await;
             return Err(JobError::stopped());
         }
         stored += batch.documents.len() as u64;

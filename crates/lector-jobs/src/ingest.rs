@@ -90,6 +90,7 @@ async fn import(
     let mut writes = Writes::default();
     for (batch, documents) in all.chunks(IMPORT_BATCH).enumerate() {
         if stopping.requested() {
+            writes.settle().await;
             return Err(JobError::stopped());
         }
         let first = batch * IMPORT_BATCH;

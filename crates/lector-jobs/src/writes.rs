@@ -44,6 +44,14 @@ impl Writes {
         self.0.is_empty()
     }
 
+    /// Lets the writes under way end, whatever they answer: an import that stops between
+    /// batches keeps what they store (its re-run skips it) instead of aborting them.
+    pub(crate) async fn settle(&mut self) {
+        while let Some(write) = self.0.pop_front() {
+            let _ = write.await;
+        }
+    }
+
     /// Waits for the oldest write; answers how many documents it stored.
     pub(crate) async fn finish_oldest(&mut self) -> Result<usize, JobError> {
         let Some(write) = self.0.pop_front() else {

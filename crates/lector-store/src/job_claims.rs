@@ -105,7 +105,7 @@ impl Store {
         );
         let query = sqlx::query(&sql)
             .bind(owner)
-            .bind(now.plus_seconds(lease_secs).micros())
+            .bind(self.lease_clock().plus_seconds(lease_secs).micros())
             .bind(now.micros())
             .bind(JobState::Queued.as_str())
             .bind(JobState::Running.as_str());

@@ -58,7 +58,7 @@ impl Store {
     /// reclaimed lease; answers how many.
     async fn requeue_running(&self, condition: &str, owner: Option<&str>) -> Result<u64> {
         let mut tx = self.begin_write().await?;
-        let now = Timestamp::now().micros();
+        let now = self.lease_clock().micros();
         let sql = self.requeue_sql(condition);
         let mut query = sqlx::query_as::<_, (i64, String, i64)>(&sql)
             .bind(JobState::Queued.as_str())
@@ -95,7 +95,34 @@ impl Store {
     /// Returns jobs whose lease expired to the queue, counting each as a reclaimed lease;
     /// answers how many.
     pub async fn reap_expired_leases(&self) -> Result<u64> {
+        self.read_lease_clock().await?;
         self.requeue_running("state = $3 AND lease_expires < $2", None).await
+    }
+
+    /// Now, by the clock leases are written and judged by: on PostgreSQL the database's (as
+    /// last read by [`Store::reap_expired_leases`], every few seconds on every node), so that
+    /// nodes whose clocks disagree by more than a lease neither take each other's live jobs
+    /// back nor write leases that have already run out; on SQLite, one process's own.
+    pub(crate) fn lease_clock(&self) -> Timestamp {
+        let offset = self.clock_offset.load(std::sync::atomic::Ordering::Relaxed);
+        Timestamp(Timestamp::now().micros().saturating_add(offset))
+    }
+
+    /// Reads the database's clock (PostgreSQL) into [`Store::lease_clock`]'s offset.
+    async fn read_lease_clock(&self) -> Result<()> {
+        if self.backend != Backend::Postgres {
+            return Ok(());
+        }
+        let before = Timestamp::now().micros();
+        let database: i64 =
+            sqlx::query_scalar("SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)")
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db)?;
+        let after = Timestamp::now().micros();
+        let offset = database - before / 2 - after / 2;
+        self.clock_offset.store(offset, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 
     /// The queue as operators watch it (`/metrics`): jobs by kind and state, how long the
@@ -239,5 +266,34 @@ mod tests {
         let next = store.claim_job("next", 30).await.unwrap().expect("claimed again");
         assert_eq!(next.job.id, queued.id);
         assert!(next.token > paused.token);
+    }
+
+    /// Nodes whose clocks disagree by more than a lease: on PostgreSQL leases are written and
+    /// judged by the database's clock, so a node whose own clock runs two minutes ahead does not
+    /// take back a live job (before, it took every other node's jobs back on every pass).
+    #[tokio::test]
+    async fn a_node_whose_clock_runs_ahead_leaves_live_jobs_alone() {
+        let Some(database) = TestDatabase::create(Backend::Postgres).await else {
+            return;
+        };
+        let store = Store::open(&database.url, 4).await.unwrap();
+        let ahead = Store::open(&database.url, 4).await.unwrap();
+        store.enqueue(NewJob::of(&Nap { minutes: 1 }).unwrap()).await.unwrap();
+        let live = store.claim_job("live", 30).await.unwrap().expect("claimed");
+        // As if its clock ran two minutes ahead and it had read nothing yet.
+        ahead
+            .clock_offset
+            .store(120_000_000, std::sync::atomic::Ordering::Relaxed);
+        assert!(ahead.lease_clock().micros() > lector_core::time::Timestamp::now().micros() + 100_000_000);
+        assert_eq!(ahead.reap_expired_leases().await.unwrap(), 0);
+        assert!(
+            store.heartbeat(&live, 30).await.unwrap(),
+            "the lease is still the worker's"
+        );
+        // An expired lease is still taken back.
+        assert!(store.finish_job(&live, serde_json::json!({}), None).await.unwrap());
+        store.enqueue(NewJob::of(&Nap { minutes: 2 }).unwrap()).await.unwrap();
+        store.claim_job("gone", -1).await.unwrap().expect("claimed");
+        assert_eq!(ahead.reap_expired_leases().await.unwrap(), 1);
     }
 }

@@ -349,10 +349,9 @@ impl Store {
 
     /// Extends a lease; `false` means the lease is lost and the worker must stop.
     pub async fn heartbeat(&self, lease: &Lease, lease_secs: i64) -> Result<bool> {
-        let now = Timestamp::now();
         let values = vec![
-            Param::Int(now.plus_seconds(lease_secs).micros()),
-            Param::Int(now.micros()),
+            Param::Int(self.lease_clock().plus_seconds(lease_secs).micros()),
+            Param::Int(Timestamp::now().micros()),
         ];
         update_leased(&self.pool, lease, "lease_expires = $1, updated = $2", values).await
     }

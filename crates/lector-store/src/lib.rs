@@ -159,6 +159,9 @@ pub struct Store {
     /// Rung after a transaction that queued jobs commits, so this process's idle workers claim
     /// them at once instead of at their next poll.
     jobs_queued: std::sync::Arc<tokio::sync::Notify>,
+    /// The database's clock less this process's, in microseconds, as last read
+    /// ([`Store::reap_expired_leases`]): leases are written and judged by it.
+    clock_offset: std::sync::Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl Store {
@@ -212,6 +215,7 @@ impl Store {
             backend,
             blobs: None,
             jobs_queued: Default::default(),
+            clock_offset: Default::default(),
         })
     }
 
