@@ -287,7 +287,7 @@ impl Runner {
 
     async fn run_claimed(&self, store: &Store, lease: Lease, stopping: &Stopping) -> lector_core::Result<bool> {
         let Some(handler) = self.handlers.get(lease.job.kind.as_str()).cloned() else {
-            if !gave_up_on_a_worker(store, &lease).await? {
+            if !gave_up_on_a_worker(store, &lease).await {
                 tracing::warn!("no handler for this kind of job here; handing it back for a worker that has one");
                 store.hand_back_unrunnable(&lease).await?;
                 return Ok(true);
@@ -369,7 +369,7 @@ impl Runner {
                 let handed_back = store.hand_back_job(&lease, 0).await?;
                 tracing::warn!(handed_back, "the worker is stopping; the job goes back to the queue");
             }
-            Some(Err(e)) if e.retry == Retry::Elsewhere && !gave_up_on_a_worker(store, &lease).await? => {
+            Some(Err(e)) if e.retry == Retry::Elsewhere && !gave_up_on_a_worker(store, &lease).await => {
                 tracing::warn!(error = %e.message, "this worker cannot run the job; handing it back for another");
                 if !store.hand_back_unrunnable(&lease).await? {
                     tracing::warn!("lease taken over; the job was not handed back");
@@ -444,10 +444,15 @@ async fn join(tasks: &mut Vec<tokio::task::JoinHandle<()>>) -> bool {
 }
 
 /// Whether a job no worker here can run has waited long enough for one that can: handed back
-/// first [`lector_store::UNHANDLED_JOB_GRACE_SECS`] ago, and no worker of another process
-/// runs a job of its kind now (one that does may be the one it waits for, busy).
-async fn gave_up_on_a_worker(store: &Store, lease: &Lease) -> lector_core::Result<bool> {
-    Ok(lease.waited_for_a_worker() && !store.kind_runs_elsewhere(lease).await?)
+/// first [`lector_store::UNHANDLED_JOB_GRACE_SECS`] ago, and no worker of another process runs
+/// a job of its kind now (one that does may be the one it waits for, busy), or three times
+/// that long ago whatever runs. A failed look counts as a worker running one: the job is
+/// handed back, not failed for the database's hiccup.
+async fn gave_up_on_a_worker(store: &Store, lease: &Lease) -> bool {
+    if !lease.waited_for_a_worker() {
+        return false;
+    }
+    lease.waited_past_busy_workers() || !store.kind_runs_elsewhere(lease).await.unwrap_or(true)
 }
 
 /// A handler's task as it ended: its outcome, or a panic as a failed attempt.

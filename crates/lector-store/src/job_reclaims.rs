@@ -100,7 +100,8 @@ impl Store {
     }
 
     /// Now, by the clock leases are written and judged by: on PostgreSQL the database's (as
-    /// last read by [`Store::reap_expired_leases`], every few seconds on every node), so that
+    /// last read when the store connected and by [`Store::reap_expired_leases`], every few
+    /// seconds on every node), so that
     /// nodes whose clocks disagree by more than a lease neither take each other's live jobs
     /// back nor write leases that have already run out; on SQLite, one process's own.
     pub(crate) fn lease_clock(&self) -> Timestamp {
@@ -109,14 +110,16 @@ impl Store {
     }
 
     /// Reads the database's clock (PostgreSQL) into [`Store::lease_clock`]'s offset.
-    async fn read_lease_clock(&self) -> Result<()> {
+    pub(crate) async fn read_lease_clock(&self) -> Result<()> {
         if self.backend != Backend::Postgres {
             return Ok(());
         }
+        // Timed around the query alone, not the wait for a connection.
+        let mut connection = self.pool.acquire().await.map_err(db)?;
         let before = Timestamp::now().micros();
         let database: i64 =
             sqlx::query_scalar("SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)")
-                .fetch_one(&self.pool)
+                .fetch_one(&mut *connection)
                 .await
                 .map_err(db)?;
         let after = Timestamp::now().micros();

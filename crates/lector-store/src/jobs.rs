@@ -302,8 +302,20 @@ impl Lease {
     /// it, from when a worker first could not: past that, any worker fails it with its trace.
     /// Time spent waiting its turn in the queue does not count.
     pub fn waited_for_a_worker(&self) -> bool {
+        self.unrunnable_since_over(crate::UNHANDLED_JOB_GRACE_SECS)
+    }
+
+    /// Whether the job has waited three times [`crate::UNHANDLED_JOB_GRACE_SECS`] for a worker
+    /// that can run it: past that it fails even while workers run other jobs of its kind
+    /// ([`Store::kind_runs_elsewhere`]), which may be of other models, or be held for the same
+    /// want themselves.
+    pub fn waited_past_busy_workers(&self) -> bool {
+        self.unrunnable_since_over(3 * crate::UNHANDLED_JOB_GRACE_SECS)
+    }
+
+    fn unrunnable_since_over(&self, secs: i64) -> bool {
         self.unrunnable_since
-            .is_some_and(|since| since < Timestamp::now().plus_seconds(-crate::UNHANDLED_JOB_GRACE_SECS))
+            .is_some_and(|since| since < Timestamp::now().plus_seconds(-secs))
     }
 
     /// What this job's terminal failure leaves behind, as stored with it.

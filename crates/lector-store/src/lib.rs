@@ -210,13 +210,16 @@ impl Store {
             tracing::error!(error = %e, "cannot connect to the database");
             Error::dependency_down(format!("cannot connect to the database: {e}"))
         })?;
-        Ok(Self {
+        let store = Self {
             pool,
             backend,
             blobs: None,
             jobs_queued: Default::default(),
             clock_offset: Default::default(),
-        })
+        };
+        // Before any lease is written by it (`Store::lease_clock`).
+        store.read_lease_clock().await?;
+        Ok(store)
     }
 
     /// Connects and brings the schema up to date, with the default configuration's limit on

@@ -557,42 +557,37 @@ async fn insert_absa_labels(tx: &mut Transaction<'static, Any>, project_id: i64)
 /// worker's fenced writes fail, and it lets the job go). Their inputs go with them.
 async fn end_jobs_of_project(tx: &mut sqlx::Transaction<'static, sqlx::Any>, project_id: i64) -> Result<()> {
     use crate::JobState;
-    let unfinished = "project_id = $1 AND (state = $2 OR state = $3)";
-    let (queued, running) = (JobState::Queued.as_str(), JobState::Running.as_str());
-    // Counted as failed, as every job that ends is (`/metrics`).
-    let ending: Vec<(String, i64)> = sqlx::query_as(&format!(
-        "SELECT kind, COUNT(*) FROM jobs WHERE {unfinished} GROUP BY kind ORDER BY kind"
-    ))
+    let ended: Vec<(i64, String)> = sqlx::query_as(
+        "UPDATE jobs SET state = $4, error = 'its project was deleted', lease_owner = NULL, \
+         lease_expires = NULL, updated = $5, finished = $5 \
+         WHERE project_id = $1 AND (state = $2 OR state = $3) RETURNING id, kind",
+    )
     .bind(project_id)
-    .bind(queued)
-    .bind(running)
+    .bind(JobState::Queued.as_str())
+    .bind(JobState::Running.as_str())
+    .bind(JobState::Failed.as_str())
+    .bind(lector_core::time::Timestamp::now().micros())
     .fetch_all(&mut **tx)
     .await
     .map_err(db)?;
-    for (kind, jobs) in ending {
-        crate::jobs::count_ended(tx, &kind, JobState::Failed, jobs).await?;
+    // Counted as failed, as every job that ends is (`/metrics`): those this statement ended,
+    // not those a look before it saw (one a worker finished meanwhile is counted done).
+    let mut kinds: std::collections::BTreeMap<&str, i64> = std::collections::BTreeMap::new();
+    for (_, kind) in &ended {
+        *kinds.entry(kind.as_str()).or_default() += 1;
     }
-    sqlx::query(&format!(
-        "DELETE FROM job_inputs WHERE job_id IN (SELECT id FROM jobs WHERE {unfinished})"
-    ))
-    .bind(project_id)
-    .bind(queued)
-    .bind(running)
-    .execute(&mut **tx)
-    .await
-    .map_err(db)?;
-    sqlx::query(&format!(
-        "UPDATE jobs SET state = $4, error = 'its project was deleted', lease_owner = NULL, \
-         lease_expires = NULL, updated = $5, finished = $5 WHERE {unfinished}"
-    ))
-    .bind(project_id)
-    .bind(queued)
-    .bind(running)
-    .bind(JobState::Failed.as_str())
-    .bind(lector_core::time::Timestamp::now().micros())
-    .execute(&mut **tx)
-    .await
-    .map_err(db)?;
+    for (kind, jobs) in kinds {
+        crate::jobs::count_ended(tx, kind, JobState::Failed, jobs).await?;
+    }
+    let ids: Vec<i64> = ended.iter().map(|(id, _)| *id).collect();
+    for chunk in ids.chunks(500) {
+        let sql = format!("DELETE FROM job_inputs WHERE job_id IN ({})", numbered(1, chunk.len()));
+        let params = chunk.iter().map(|id| crate::Param::Int(*id)).collect();
+        crate::Param::bind_all(sqlx::query(&sql), params)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
     Ok(())
 }
 

@@ -7,7 +7,7 @@
 //! it itself.
 
 use crate::common::TestApp;
-use crate::common::tickets::labeled_tickets;
+use crate::common::tickets::{labeled_tickets, queue_training};
 use lector_core::config::Config;
 use serde_json::json;
 
@@ -46,14 +46,7 @@ async fn importing(app: &TestApp, who: &crate::common::Session) -> (i64, serde_j
 async fn a_model_in_training_is_not_deleted(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
-    let model = app
-        .post(
-            &format!("/projects/{project}/models"),
-            &ada.token,
-            json!({"display_name": "Triage"}),
-        )
-        .await
-        .expect(201);
+    let model = queue_training(&app, &ada, project, "Triage").await;
     let id = model["id"].as_i64().unwrap();
     let paths = [format!("/models/{id}"), format!("/projects/{project}/models/{id}")];
     for path in &paths {
@@ -88,10 +81,7 @@ async fn a_model_in_use_is_not_deleted(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
     let models = format!("/projects/{project}/models");
-    let model = app
-        .post(&models, &ada.token, json!({"display_name": "Triage"}))
-        .await
-        .expect(201);
+    let model = queue_training(&app, &ada, project, "Triage").await;
     app.run_jobs().await;
     let id = model["id"].as_i64().unwrap();
     let path = format!("/models/{id}");

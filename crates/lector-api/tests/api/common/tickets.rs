@@ -82,6 +82,14 @@ pub fn labeled(texts: &[&str], class: &str) -> Vec<Value> {
         .collect()
 }
 
+/// Queues the training of a model of `project` called `name` (201, QUEUED); answers the model.
+pub async fn queue_training(app: &TestApp, who: &Session, project: i64, name: &str) -> Value {
+    let path = format!("/projects/{project}/models");
+    app.post(&path, &who.token, json!({"display_name": name}))
+        .await
+        .expect(201)
+}
+
 /// A CLASS project with a labeling session of 42 annotated segments; answers (project, session).
 pub async fn labeled_tickets(app: &TestApp, owner: &Session, name: &str) -> (i64, i64) {
     let project = app
