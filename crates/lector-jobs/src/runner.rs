@@ -379,7 +379,7 @@ impl Runner {
                 let message = match e.retry {
                     Retry::Elsewhere => format!(
                         "it waited {} minutes for a worker that could run it: {}",
-                        lector_store::UNHANDLED_JOB_GRACE_SECS / 60,
+                        lease.minutes_waited_for_a_worker(),
                         e.message
                     ),
                     _ => e.message,
@@ -445,8 +445,8 @@ async fn join(tasks: &mut Vec<tokio::task::JoinHandle<()>>) -> bool {
 
 /// Whether a job no worker here can run has waited long enough for one that can: handed back
 /// first [`lector_store::UNHANDLED_JOB_GRACE_SECS`] ago, and no worker of another process runs
-/// a job of its kind now (one that does may be the one it waits for, busy), or three times
-/// that long ago whatever runs. A failed look counts as a worker running one: the job is
+/// a job of its kind now (one that does may be the one it waits for, busy), or
+/// [`lector_store::BUSY_WORKER_GRACE_SECS`] ago whatever runs. A failed look counts as a worker running one: the job is
 /// handed back, not failed for the database's hiccup.
 async fn gave_up_on_a_worker(store: &Store, lease: &Lease) -> bool {
     if !lease.waited_for_a_worker() {

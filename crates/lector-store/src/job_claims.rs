@@ -32,6 +32,12 @@ pub const LOST_WORKER_ALLOWANCE: i64 = 5;
 /// was queued): longer than a rolling upgrade takes. After that it fails for good.
 pub const UNHANDLED_JOB_GRACE_SECS: i64 = 3600;
 
+/// How long such a job waits at the most while workers of other processes run jobs of its kind
+/// ([`Store::kind_runs_elsewhere`]): one may be the worker it waits for, busy with a queue of
+/// long trainings, but they may as well be jobs of other models, or jobs held back for the same
+/// want, so the wait ends some time.
+pub const BUSY_WORKER_GRACE_SECS: i64 = 6 * 3600;
+
 /// The kinds of job that take a moment (a mail, a webhook's post), as SQL strings: a worker
 /// takes them before any other, oldest first, so that a queue of trainings and analyses never
 /// holds up a password-reset mail or a review's event. The rest are taken oldest first.

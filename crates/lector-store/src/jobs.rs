@@ -305,12 +305,16 @@ impl Lease {
         self.unrunnable_since_over(crate::UNHANDLED_JOB_GRACE_SECS)
     }
 
-    /// Whether the job has waited three times [`crate::UNHANDLED_JOB_GRACE_SECS`] for a worker
-    /// that can run it: past that it fails even while workers run other jobs of its kind
-    /// ([`Store::kind_runs_elsewhere`]), which may be of other models, or be held for the same
-    /// want themselves.
+    /// Whether the job has waited [`crate::BUSY_WORKER_GRACE_SECS`] for a worker that can run
+    /// it: past that it fails even while workers run other jobs of its kind.
     pub fn waited_past_busy_workers(&self) -> bool {
-        self.unrunnable_since_over(3 * crate::UNHANDLED_JOB_GRACE_SECS)
+        self.unrunnable_since_over(crate::BUSY_WORKER_GRACE_SECS)
+    }
+
+    /// Whole minutes since a worker first could not run the job (0 if none has).
+    pub fn minutes_waited_for_a_worker(&self) -> i64 {
+        self.unrunnable_since
+            .map_or(0, |since| (Timestamp::now().unix_seconds() - since.unix_seconds()) / 60)
     }
 
     fn unrunnable_since_over(&self, secs: i64) -> bool {

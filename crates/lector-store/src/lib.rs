@@ -52,7 +52,7 @@ pub use documents::{Document, DocumentGroup, NewDocument, NewSegment, Segment};
 pub use hitl_reviews::{HitlReview, NewReview};
 pub use hitls::{Hitl, HitlChange, MAX_HITLS_PER_PROJECT, NewHitl};
 pub use invitations::{Invitee, MAX_PENDING_INVITATIONS};
-pub use job_claims::{LOST_WORKER_ALLOWANCE, UNHANDLED_JOB_GRACE_SECS};
+pub use job_claims::{BUSY_WORKER_GRACE_SECS, LOST_WORKER_ALLOWANCE, UNHANDLED_JOB_GRACE_SECS};
 pub use job_reclaims::{JobCount, JobStatistics};
 pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
 pub use labeled_imports::LabeledFile;
@@ -217,8 +217,12 @@ impl Store {
             jobs_queued: Default::default(),
             clock_offset: Default::default(),
         };
-        // Before any lease is written by it (`Store::lease_clock`).
-        store.read_lease_clock().await?;
+        // Before any lease is written by it (`Store::lease_clock`); its failure told whole, as
+        // the connection's.
+        store.read_lease_clock().await.map_err(|e| {
+            tracing::error!(error = %e.detail, "cannot read the database's clock");
+            Error::dependency_down(format!("cannot read the database's clock: {}", e.detail))
+        })?;
         Ok(store)
     }
 

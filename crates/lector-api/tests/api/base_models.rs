@@ -295,7 +295,7 @@ async fn handed_back_story(backend: Backend) {
     assert_eq!(model["status"], "FAILED", "{model}");
     let failure = model["failure"].as_str().expect("a failure");
     assert!(
-        failure.contains("waited 60 minutes")
+        failure.contains("waited 62 minutes")
             && failure.contains("base model tiny-encoder is not installed on this worker")
             && failure.contains("lector base-models install"),
         "{failure}"
