@@ -416,6 +416,7 @@ impl Store {
                 .await
                 .map_err(db)?;
         }
+        documents_not_analysed_elsewhere(&mut tx, group.id, document_ids).await?;
         for id in document_ids {
             let moved = sqlx::query(
                 "UPDATE documents SET group_id = $1, group_position = NULL WHERE id = $2 AND project_id = $3",
@@ -634,6 +635,28 @@ pub(crate) async fn documents_among(
     found.sort_unstable();
     found.dedup();
     Ok(found)
+}
+
+/// Refuses (409) to move into group `group_id` a document of another group that an analysis
+/// is reading (QUEUED or ANALYZING): it reads its group's documents as it goes, and would miss
+/// the document without a word.
+async fn documents_not_analysed_elsewhere(
+    tx: &mut Transaction<'static, Any>,
+    group_id: i64,
+    document_ids: &[i64],
+) -> Result<()> {
+    let [queued, analysing] = crate::models::ANALYSIS_RUNNING;
+    let select = format!(
+        "SELECT d.id FROM documents d JOIN analyses a ON a.document_group_id = d.group_id \
+         WHERE a.status IN ('{queued}', '{analysing}') AND d.group_id <> $1 AND d.id"
+    );
+    let read = ids_where_in(tx, &select, Some(group_id), document_ids).await?;
+    match read.first() {
+        Some(id) => Err(Error::conflict(format!(
+            "document {id} is in a group an analysis is reading; move it once the analysis has finished or failed"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The `id`s `select` (`SELECT id FROM … WHERE … column`, with `$1` bound to `first` when

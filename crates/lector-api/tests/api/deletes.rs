@@ -170,7 +170,16 @@ async fn a_model_in_use_is_not_deleted(app: TestApp) {
         .expect_problem(409, "conflict");
     let says = format!("analysis {} is analysing group {}", of_group["id"], group["id"]);
     assert!(kept["detail"].as_str().unwrap().contains(&says), "{kept}");
+    // Nor are its documents moved to another group meanwhile: the analysis would miss them.
+    let other = app.group(&ada, project, json!({"name": "Other"})).await;
+    let other_path = format!("/projects/{project}/groups/{}", other["id"]);
+    let moved = json!({"document_ids": [some[0]]});
+    let refused = app.put(&other_path, &ada.token, moved.clone()).await;
+    let refused = refused.expect_problem(409, "conflict");
+    let says = format!("document {} is in a group an analysis is reading", some[0]);
+    assert!(refused["detail"].as_str().unwrap().contains(&says), "{refused}");
     app.run_jobs().await;
+    app.put(&other_path, &ada.token, moved).await.expect(200);
     app.delete(&group_path, &ada.token).await.expect(200);
     let warm = app
         .get(&format!("/models/{}", warm["id"]), &ada.token)
