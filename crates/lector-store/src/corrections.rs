@@ -176,7 +176,7 @@ impl Store {
         let project_id = lease.job.project_id.unwrap_or_default();
         let mut tx = self.pool.begin().await.map_err(db)?;
         let select = "SELECT id, CAST(LENGTH(text) AS BIGINT) AS chars FROM documents WHERE project_id = $1 AND id";
-        let rows = crate::documents::rows_where_in(&mut tx, select, Some(project_id), ids).await?;
+        let rows = crate::id_lists::rows_where_in(&mut tx, select, Some(project_id), ids).await?;
         let lengths = rows
             .iter()
             .map(|row| Ok((row.try_get::<i64, _>("id")?, row.try_get::<i64, _>("chars")?)))
@@ -359,7 +359,7 @@ async fn segments_of_documents(
 ) -> Result<HashSet<i64>> {
     let documents: Vec<i64> = documents.iter().copied().collect();
     let select = "SELECT id FROM segments WHERE document_id";
-    let found = crate::documents::ids_where_in(tx, select, None, &documents).await?;
+    let found = crate::id_lists::ids_where_in(tx, select, None, &documents).await?;
     Ok(found.into_iter().collect())
 }
 

@@ -11,10 +11,10 @@ use crate::payloads::{ImportOptions, ImportPayload, ImportedDocument};
 use crate::records::{FromAnyRow, Project, fetch_record, fetch_records, from_row};
 use crate::session_counts::DocumentSessions;
 use crate::uploads::{Upload, mark_used_in};
-use crate::{Backend, Param, Store, db, numbered};
+use crate::{Backend, Store, db, numbered};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope};
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, Transaction};
 
 /// A document to store, with its segments (spans in code points).
 #[derive(Debug, Clone)]
@@ -631,7 +631,7 @@ pub(crate) async fn documents_among(
     ids: &[i64],
 ) -> Result<Vec<i64>> {
     let select = "SELECT id FROM documents WHERE project_id = $1 AND id";
-    let mut found = ids_where_in(tx, select, Some(project_id), ids).await?;
+    let mut found = crate::id_lists::ids_where_in(tx, select, Some(project_id), ids).await?;
     found.sort_unstable();
     found.dedup();
     Ok(found)
@@ -650,48 +650,13 @@ async fn documents_not_analysed_elsewhere(
         "SELECT d.id FROM documents d JOIN analyses a ON a.document_group_id = d.group_id \
          WHERE a.status IN ('{queued}', '{analysing}') AND d.group_id <> $1 AND d.id"
     );
-    let read = ids_where_in(tx, &select, Some(group_id), document_ids).await?;
+    let read = crate::id_lists::ids_where_in(tx, &select, Some(group_id), document_ids).await?;
     match read.first() {
         Some(id) => Err(Error::conflict(format!(
             "document {id} is in a group an analysis is reading; move it once the analysis has finished or failed"
         ))),
         None => Ok(()),
     }
-}
-
-/// The `id`s `select` (`SELECT id FROM … WHERE … column`, with `$1` bound to `first` when
-/// given) answers for `column IN ids`, asked 500 ids at a time.
-pub(crate) async fn ids_where_in(
-    tx: &mut Transaction<'static, Any>,
-    select: &str,
-    first: Option<i64>,
-    ids: &[i64],
-) -> Result<Vec<i64>> {
-    let rows = rows_where_in(tx, select, first, ids).await?;
-    rows.iter().map(|row| row.try_get::<i64, _>("id").map_err(db)).collect()
-}
-
-/// The rows `select` (`SELECT … FROM … WHERE … column`, with `$1` bound to `first` when given)
-/// answers for `column IN ids`, asked 500 ids at a time.
-pub(crate) async fn rows_where_in(
-    tx: &mut Transaction<'static, Any>,
-    select: &str,
-    first: Option<i64>,
-    ids: &[i64],
-) -> Result<Vec<sqlx::any::AnyRow>> {
-    let mut found = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(500) {
-        let mut params: Vec<Param> = first.into_iter().map(Param::Int).collect();
-        let places = numbered(params.len() + 1, chunk.len());
-        let sql = format!("{select} IN ({places})");
-        params.extend(chunk.iter().map(|id| Param::Int(*id)));
-        let rows = Param::bind_all(sqlx::query(&sql), params)
-            .fetch_all(&mut **tx)
-            .await
-            .map_err(db)?;
-        found.extend(rows);
-    }
-    Ok(found)
 }
 
 /// A group of the project as `executor` sees it: read in the transaction that queues its

@@ -84,6 +84,7 @@ pub use workflows::{MAX_WORKFLOWS_PER_WORKSPACE, NewWorkflow, WebhookTarget, Wor
 pub use workspace_work::{MAX_WORK_PER_USER, MAX_WORK_PER_WORKSPACE};
 pub use workspaces::{MAX_MEMBERS_PER_WORKSPACE, MAX_WORKSPACES_PER_USER, WorkspaceChanges};
 mod document_pages;
+mod id_lists;
 mod migrations;
 mod notifications;
 mod orphans;
