@@ -17,7 +17,7 @@ use crate::runner::{Handler, JobContext, JobError, Outcome, notice_for};
 use lector_core::{ErrorCode, NotificationType};
 use lector_embed::BaseModels;
 use lector_extract::sandbox::Sandbox;
-use lector_store::{AnalysisPayload, AnalysisTag, Lease, PendingDocument, Store};
+use lector_store::{AnalysisPayload, AnalysisTag, DocumentAsRead, Lease, PendingDocument, Store};
 use std::sync::Arc;
 
 /// Documents read, predicted and written per transaction, at the most ...
@@ -25,6 +25,10 @@ pub const ANALYSIS_BATCH: i64 = 500;
 /// ... and characters of their text (one document at least): 500 documents of a million
 /// characters made one batch of half a billion characters and millions of tags in memory.
 pub const ANALYSIS_BATCH_CHARS: i64 = 4 << 20;
+/// Times in a row a batch may find documents edited since it read them (they are read again)
+/// before the attempt fails, to be retried later: someone is editing them as fast as the
+/// model reads.
+const MAX_REREADS: u32 = 5;
 
 /// Runs a batch analysis, loading models with the BASE models they were trained with and
 /// reading document files (PDFs, images) in `sandbox`.
@@ -116,7 +120,7 @@ async fn analyse(
         .analysis_extent(lease, payload.analysis_id, payload.group_id)
         .await
         .map_err(JobError::from_store)?;
-    let mut after = 0;
+    let (mut after, mut rereads) = (0, 0);
     loop {
         if stopping.requested() {
             return Err(JobError::stopped());
@@ -133,7 +137,7 @@ async fn analyse(
             .map_err(JobError::from_store)?;
         let Some(last) = batch.last() else { break };
         after = last.id;
-        let ids: Vec<i64> = batch.iter().map(|d| d.id).collect();
+        let read: Vec<DocumentAsRead> = batch.iter().map(PendingDocument::as_read).collect();
         let tags = {
             let model = model.clone();
             tokio::task::spawn_blocking(move || predict(&model, &batch))
@@ -148,12 +152,25 @@ async fn analyse(
                 (tag, class_id, label_id)
             })
             .collect();
-        done += ids.len() as i64;
+        done += read.len() as i64;
         let progress = done as f64 / total.max(1) as f64;
-        store
-            .store_analysis_batch(lease, payload.analysis_id, &ids, &tags, progress.min(0.99))
+        let changed = store
+            .store_analysis_batch(lease, payload.analysis_id, &read, &tags, progress.min(0.99))
             .await
             .map_err(|e| JobError::transient(e.detail))?;
+        // Documents edited while the model read them are read again, from the first of them.
+        if let Some(first) = changed.iter().min() {
+            rereads += 1;
+            if rereads > MAX_REREADS {
+                return Err(JobError::transient(format!(
+                    "document {first} changed each time the model read it; the analysis tries again later"
+                )));
+            }
+            after = first - 1;
+            done -= changed.len() as i64;
+        } else {
+            rereads = 0;
+        }
         store
             .report_progress(lease, progress.min(0.99))
             .await

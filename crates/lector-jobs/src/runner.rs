@@ -15,6 +15,11 @@
 //! back for a worker that has it, and fails with the handler's reason once it has waited as
 //! long from when it was queued.
 //!
+//! Besides its `workers` loops, a runner with handlers for mails or webhook posts keeps one
+//! loop that claims only those, so that a password-reset mail is sent while every other loop
+//! runs an hour-long training; which job each loop takes next (the least busy workspace's) is
+//! lector-store's `job_claims`.
+//!
 //! At start, the reaper first hands back the leases of this host's workers that died (see
 //! [`crate::owner`]), so a worker restarted after kill -9 resumes its jobs at once.
 //!
@@ -174,7 +179,20 @@ pub struct Runner {
     /// The kinds it has handlers for, the only ones its workers claim (until a job of another
     /// kind has waited [`lector_store::UNHANDLED_JOB_GRACE_SECS`] for a worker that has one).
     kinds: Vec<&'static str>,
+    /// Those of them that take a moment ([`lector_store::SHORT_JOB_KINDS`]): a loop of their
+    /// own takes only these.
+    short_kinds: Vec<&'static str>,
     lease_secs: i64,
+}
+
+/// Which jobs a loop claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    /// Any the runner has a handler for (and any other once it waited long for one).
+    Every,
+    /// Mails and webhook posts only: one such loop per runner, so that trainings on every
+    /// other loop never hold up a password-reset mail for an hour.
+    Short,
 }
 
 impl Default for Runner {
@@ -182,6 +200,7 @@ impl Default for Runner {
         Self {
             handlers: HashMap::new(),
             kinds: Vec::new(),
+            short_kinds: Vec::new(),
             lease_secs: LEASE_SECS,
         }
     }
@@ -210,70 +229,61 @@ impl Runner {
     pub fn with<H: Handler>(mut self, handler: H) -> Self {
         self.handlers.insert(H::Payload::KIND, Arc::new(Typed(handler)));
         self.kinds = self.handlers.keys().copied().collect();
+        self.short_kinds = (self.kinds.iter().copied())
+            .filter(|kind| lector_store::SHORT_JOB_KINDS.contains(kind))
+            .collect();
         self
     }
 
-    /// Starts `workers` loops and a reaper, until [`Workers::stop`].
+    /// Starts `workers` loops and a reaper, until [`Workers::stop`]; with at least one loop, and
+    /// handlers for mails or webhook posts, one loop more that runs those alone.
     pub fn spawn(&self, store: Store, workers: usize) -> Workers {
         let (phase, watched) = watch::channel(Phase::Running);
         let stopping = Stopping::new(watched);
-        let mut tasks = Vec::with_capacity(workers + 1);
-        let reaper_store = store.clone();
-        let reaper_stop = stopping.clone();
-        tasks.push(tokio::spawn(async move {
-            // A worker of this host killed before this start left leases nobody renews.
-            let me = Process::current();
-            match reaper_store
-                .release_leases_of_gone_holders(|owner| me.holder_is_gone(owner))
-                .await
-            {
-                Ok(0) => {}
-                Ok(n) => tracing::warn!(jobs = n, "returned the jobs of a dead worker of this host to the queue"),
-                Err(e) => tracing::error!(error = %e, "could not release the leases of dead workers"),
-            }
-            loop {
-                match reaper_store.reap_expired_leases().await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::warn!(jobs = n, "returned jobs with expired leases to the queue"),
-                    Err(e) => tracing::error!(error = %e, "reaper failed"),
-                }
-                if wait_or_stop(&reaper_stop, REAP_EVERY).await {
+        let mut tasks = Vec::with_capacity(workers + 2);
+        tasks.push(tokio::spawn(reap(store.clone(), stopping.clone())));
+        for n in 0..workers {
+            tasks.push(self.spawn_loop(&store, &stopping, n, Lane::Every));
+        }
+        if workers > 0 && !self.short_kinds.is_empty() {
+            tasks.push(self.spawn_loop(&store, &stopping, workers, Lane::Short));
+        }
+        Workers { phase, tasks }
+    }
+
+    /// The `n`th loop: claims a job of its lane and runs it, until the stop.
+    fn spawn_loop(&self, store: &Store, stopping: &Stopping, n: usize, lane: Lane) -> tokio::task::JoinHandle<()> {
+        let (runner, store, stopping) = (self.clone(), store.clone(), stopping.clone());
+        let owner = Process::current().owner(n);
+        tokio::spawn(async move {
+            while !stopping.requested() {
+                let worked = match runner.run_next(&store, &owner, &stopping, lane).await {
+                    Ok(worked) => worked,
+                    Err(e) => {
+                        tracing::error!(error = %e, "worker could not claim a job");
+                        false
+                    }
+                };
+                if !worked && idle(&store, &stopping).await {
                     break;
                 }
             }
-        }));
-        for n in 0..workers {
-            let runner = self.clone();
-            let store = store.clone();
-            let stopping = stopping.clone();
-            let owner = Process::current().owner(n);
-            tasks.push(tokio::spawn(async move {
-                while !stopping.requested() {
-                    let worked = match runner.run_next(&store, &owner, &stopping).await {
-                        Ok(worked) => worked,
-                        Err(e) => {
-                            tracing::error!(error = %e, "worker could not claim a job");
-                            false
-                        }
-                    };
-                    if !worked && idle(&store, &stopping).await {
-                        break;
-                    }
-                }
-            }));
-        }
-        Workers { phase, tasks }
+        })
     }
 
     /// Claims and runs one job; `false` when the queue had none. Everything the job logs
     /// (the runner, its heartbeat, its handler) is in a `job` span carrying `job.id`,
     /// `job.kind` and `job.attempt`.
     pub async fn run_one(&self, store: &Store, owner: &str) -> lector_core::Result<bool> {
-        self.run_next(store, owner, &Stopping::never()).await
+        self.run_next(store, owner, &Stopping::never(), Lane::Every).await
     }
 
-    async fn run_next(&self, store: &Store, owner: &str, stopping: &Stopping) -> lector_core::Result<bool> {
-        let Some(lease) = store.claim_job_of(owner, self.lease_secs, &self.kinds).await? else {
+    async fn run_next(&self, store: &Store, owner: &str, stopping: &Stopping, lane: Lane) -> lector_core::Result<bool> {
+        let claimed = match lane {
+            Lane::Every => store.claim_job_of(owner, self.lease_secs, &self.kinds).await?,
+            Lane::Short => (store.claim_job_only(owner, self.lease_secs, &self.short_kinds)).await?,
+        };
+        let Some(lease) = claimed else {
             return Ok(false);
         };
         let span = tracing::info_span!(
@@ -429,6 +439,30 @@ impl Workers {
             clean = false;
         }
         clean
+    }
+}
+
+/// The reaper: first hands back the leases of this host's workers that died before this start
+/// (nobody renews them), then every [`REAP_EVERY`] the expired leases, until the stop.
+async fn reap(store: Store, stopping: Stopping) {
+    let me = Process::current();
+    match store
+        .release_leases_of_gone_holders(|owner| me.holder_is_gone(owner))
+        .await
+    {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(jobs = n, "returned the jobs of a dead worker of this host to the queue"),
+        Err(e) => tracing::error!(error = %e, "could not release the leases of dead workers"),
+    }
+    loop {
+        match store.reap_expired_leases().await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(jobs = n, "returned jobs with expired leases to the queue"),
+            Err(e) => tracing::error!(error = %e, "reaper failed"),
+        }
+        if wait_or_stop(&stopping, REAP_EVERY).await {
+            break;
+        }
     }
 }
 

@@ -671,7 +671,82 @@ async fn stopped_workers_hand_their_jobs_back(backend: Backend) {
     assert_eq!(notifications(&store, user_id).await, 0);
 }
 
+/// A test mail: a job of the mail's kind that sends nothing.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct QuietMail {
+    to: String,
+}
+
+impl JobPayload for QuietMail {
+    const KIND: &'static str = lector_store::MAIL_JOB;
+    const MAX_ATTEMPTS: i64 = 1;
+
+    fn failure(&self) -> Failure {
+        Failure::of(None, "Mail not sent", format!("A mail to {}", self.to), "send it again")
+    }
+}
+
+/// A mail is sent while the runner's every loop runs a long job: the runner keeps a loop for
+/// mails and webhook posts. Before, a password-reset mail waited behind the trainings running.
+async fn a_mail_is_sent_while_every_worker_is_busy(backend: Backend) {
+    let Some((store, _database, user_id)) = store(backend).await else {
+        return;
+    };
+    /// Runs until the workers stop.
+    struct Long;
+    impl Handler for Long {
+        type Payload = CountPayload;
+        async fn run(&self, job: JobContext<'_>, _: CountPayload) -> Result<Outcome, JobError> {
+            job.stopping.requested_now().await;
+            Err(JobError::stopped())
+        }
+    }
+    struct Sends;
+    impl Handler for Sends {
+        type Payload = QuietMail;
+        async fn run(&self, _: JobContext<'_>, mail: QuietMail) -> Result<Outcome, JobError> {
+            Ok(Outcome {
+                result: json!({"sent": mail.to}),
+                notice: None,
+            })
+        }
+    }
+    let long = store.enqueue(job(user_id, 3)).await.unwrap().id;
+    let workers = Runner::new().with(Long).with(Sends).spawn(store.clone(), 1);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while store.job_by_id(long).await.unwrap().unwrap().state != JobState::Running {
+        assert!(Instant::now() < deadline, "the worker did not take the long job");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mail = NewJob::of(&QuietMail {
+        to: "ada@example.org".into(),
+    })
+    .unwrap()
+    .owned_by(user_id);
+    let mail = store.enqueue(mail).await.unwrap().id;
+    let sent = loop {
+        let sent = store.job_by_id(mail).await.unwrap().unwrap();
+        if sent.state == JobState::Done {
+            break sent;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the mail waited behind the long job: {sent:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(sent.result, Some(json!({"sent": "ada@example.org"})));
+    assert_eq!(store.job_by_id(long).await.unwrap().unwrap().state, JobState::Running);
+    assert!(
+        workers.stop(Duration::from_secs(60)).await,
+        "the long job ends at the stop"
+    );
+    let long = store.job_by_id(long).await.unwrap().unwrap();
+    assert_eq!((long.state, long.attempts), (JobState::Queued, 0), "handed back");
+}
+
 on_both_backends!(
+    a_mail_is_sent_while_every_worker_is_busy,
     a_taken_over_lease_can_no_longer_commit,
     failures_retry_then_fail_with_one_notification,
     the_runner_runs_handlers_and_records_outcomes,

@@ -8,6 +8,7 @@
 //! Readers take the caller's scope: an analysis is seen by the readers of its project.
 
 use crate::analyses::{ANALYSIS_COLUMNS, Analysis};
+use crate::batch_reads::{DocumentAsRead, Reread};
 use crate::documents::{Document, import_group};
 use crate::jobs::{NewJob, check_fence, enqueue_in, set_task};
 use crate::models::Model;
@@ -16,7 +17,7 @@ use crate::uploads::mark_used_in;
 use crate::{AnalysisPayload, ImportOptions, ImportedDocument, Lease, Param, Store, Upload, db};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, Result, Scope};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Where a batch analysis finds its texts.
 #[derive(Debug, Clone)]
@@ -80,6 +81,16 @@ pub struct TagCounts {
 pub struct PendingDocument {
     pub id: i64,
     pub segments: Vec<(i64, String)>,
+}
+
+impl PendingDocument {
+    /// The document as read, for the write that follows ([`Store::store_analysis_batch`]).
+    pub fn as_read(&self) -> DocumentAsRead {
+        DocumentAsRead {
+            id: self.id,
+            segment_ids: self.segments.iter().map(|(id, _)| *id).collect(),
+        }
+    }
 }
 
 impl Store {
@@ -475,20 +486,24 @@ impl Store {
 
     /// Stores the tags of a batch of documents and marks them covered, under the job's lease;
     /// what an earlier run stored for these documents is replaced. Raises the analysis's
-    /// progress to `progress` (never lowers it).
+    /// progress to `progress` (never lowers it). Only the documents still as the batch `read`
+    /// them are written ([`crate::batch_reads`]): answers those edited since, to be read again
+    /// (those deleted since are passed over).
     pub async fn store_analysis_batch(
         &self,
         lease: &Lease,
         analysis_id: i64,
-        document_ids: &[i64],
+        read: &[DocumentAsRead],
         tags: &[(AnalysisTag, Option<i64>, Option<i64>)],
         progress: f64,
-    ) -> Result<()> {
-        if document_ids.is_empty() {
-            return Ok(());
+    ) -> Result<Vec<i64>> {
+        if read.is_empty() {
+            return Ok(Vec::new());
         }
         let mut tx = self.begin_write().await?;
         check_fence(&mut tx, lease).await?;
+        let Reread { unchanged, changed } = crate::batch_reads::reread(&mut tx, read).await?;
+        let document_ids = &unchanged;
         for chunk in document_ids.chunks(1000) {
             let mut params = vec![Param::Int(analysis_id)];
             params.extend(chunk.iter().map(|id| Param::Int(*id)));
@@ -501,8 +516,10 @@ impl Store {
                 .await
                 .map_err(db)?;
         }
+        let written: HashSet<i64> = unchanged.iter().copied().collect();
         let rows = tags
             .iter()
+            .filter(|(tag, _, _)| written.contains(&tag.document_id))
             .map(|(tag, class_id, label_id)| {
                 vec![
                     Param::Int(analysis_id),
@@ -551,7 +568,8 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-        tx.commit().await.map_err(db)
+        tx.commit().await.map_err(db)?;
+        Ok(changed)
     }
 
     /// Marks the analysis FINISHED (progress 1) under the job's lease.

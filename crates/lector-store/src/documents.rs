@@ -186,6 +186,9 @@ impl Store {
         let document = self.document_of(project.id, id).await?;
         let mut tx = self.begin_write().await?;
         let sessions = DocumentSessions::before_deletion(&mut tx, document.id).await?;
+        // Before its segments go, as an edit updates the row first: a job writing what it
+        // found in the document waits, or is waited for ([`crate::batch_reads`]).
+        crate::lock_row_for_no_key_update(&mut tx, ("documents", document.id)).await?;
         remove_placed_segments(&mut tx, document.id).await?;
         sqlx::query("DELETE FROM documents WHERE id = $1")
             .bind(document.id)

@@ -10,8 +10,13 @@
 //! a worker first could not run it, as a misconfigured installation must hear of it. Its wait
 //! for its turn in a busy queue does not count against it.
 //!
-//! Mails and webhook posts are taken first ([`SHORT_KINDS`]), then the rest oldest first: a
-//! workspace's queue of long jobs (at most `MAX_WORK_PER_WORKSPACE`) holds up nobody's mail.
+//! Workers share themselves out between workspaces: the next job is one of the workspace with
+//! the fewest jobs running (a job of no workspace, such as a password-reset mail, counts as one
+//! of an idle one), so a workspace that queued two hundred imports, or whose webhook receiver
+//! hangs, holds up another's training by one job at most. Among those, mails and webhook posts
+//! go first ([`SHORT_JOB_KINDS`]), then the oldest. A runner also keeps one loop for those
+//! alone ([`Store::claim_job_only`]), so that trainings on every other loop never hold up a
+//! password-reset mail.
 
 use crate::jobs::{JOB_COLUMNS, JobState, Lease, update_leased};
 use crate::records::FromAnyRow;
@@ -38,35 +43,55 @@ pub const UNHANDLED_JOB_GRACE_SECS: i64 = 3600;
 /// want, so the wait ends some time.
 pub const BUSY_WORKER_GRACE_SECS: i64 = 6 * 3600;
 
-/// The kinds of job that take a moment (a mail, a webhook's post), as SQL strings: a worker
-/// takes them before any other, oldest first, so that a queue of trainings and analyses never
-/// holds up a password-reset mail or a review's event. The rest are taken oldest first.
-const SHORT_KINDS: &str = "'send_mail', 'send_password_reset', 'deliver_webhook'";
+/// The kinds of job that take a moment (a mail, a webhook's post): among the jobs of the least
+/// busy workspaces a worker takes them first, so that a queue of trainings and analyses never
+/// holds up a password-reset mail or a review's event.
+pub const SHORT_JOB_KINDS: [&str; 3] = [crate::MAIL_JOB, crate::PASSWORD_RESET_JOB, crate::WEBHOOK_JOB];
+
+/// Which jobs a claim may take.
+#[derive(Debug, Clone, Copy)]
+enum Among<'a> {
+    /// Any job (tests and tools).
+    Any,
+    /// Jobs of these kinds, or of any kind once queued [`UNHANDLED_JOB_GRACE_SECS`] ago.
+    Handled(&'a [&'a str]),
+    /// Jobs of these kinds only.
+    Only(&'a [&'a str]),
+}
 
 /// Why a job whose every attempt was taken back from its worker fails.
 const ATTEMPTS_LOST: &str = "its worker stopped before it ended on every attempt (killed, out of memory, \
      or cut off from the database)";
 
 impl Store {
-    /// Claims the next runnable job of any kind (mails and webhook posts first, then the oldest),
+    /// Claims the next runnable job of any kind (see the module's documentation for which),
     /// if any, for `lease_secs` (for tests and tools; workers use [`Store::claim_job_of`]).
     pub async fn claim_job(&self, owner: &str, lease_secs: i64) -> Result<Option<Lease>> {
-        self.claim(owner, lease_secs, None).await
+        self.claim(owner, lease_secs, Among::Any).await
     }
 
-    /// Claims the next runnable job (mails and webhook posts first, then the oldest) of one of
-    /// `kinds`, or of any kind once it has waited
+    /// Claims the next runnable job (one of the least busy workspace's, mails and webhook posts
+    /// first, then the oldest) of one of `kinds`, or of any kind once it has waited
     /// [`UNHANDLED_JOB_GRACE_SECS`], for `lease_secs`. A job whose attempts are all used (its
     /// workers died or were cut off on each, and the reaper put it back) is not handed out
     /// again: it fails for good here, through [`Store::fail_job`] (its resource FAILED, one
     /// notification), and the next job is claimed instead.
     pub async fn claim_job_of(&self, owner: &str, lease_secs: i64, kinds: &[&str]) -> Result<Option<Lease>> {
-        self.claim(owner, lease_secs, Some(kinds)).await
+        self.claim(owner, lease_secs, Among::Handled(kinds)).await
     }
 
-    async fn claim(&self, owner: &str, lease_secs: i64, kinds: Option<&[&str]>) -> Result<Option<Lease>> {
+    /// As [`Store::claim_job_of`], but of one of `kinds` only, however long a job of another
+    /// kind has waited: for the loop a runner keeps for [`SHORT_JOB_KINDS`].
+    pub async fn claim_job_only(&self, owner: &str, lease_secs: i64, kinds: &[&str]) -> Result<Option<Lease>> {
+        if kinds.is_empty() {
+            return Ok(None);
+        }
+        self.claim(owner, lease_secs, Among::Only(kinds)).await
+    }
+
+    async fn claim(&self, owner: &str, lease_secs: i64, among: Among<'_>) -> Result<Option<Lease>> {
         loop {
-            let Some(lease) = self.claim_next(owner, lease_secs, kinds).await? else {
+            let Some(lease) = self.claim_next(owner, lease_secs, among).await? else {
                 return Ok(None);
             };
             if lease.job.attempts <= lease.job.max_attempts + LOST_WORKER_ALLOWANCE {
@@ -83,30 +108,41 @@ impl Store {
         }
     }
 
-    async fn claim_next(&self, owner: &str, lease_secs: i64, kinds: Option<&[&str]>) -> Result<Option<Lease>> {
+    async fn claim_next(&self, owner: &str, lease_secs: i64, among: Among<'_>) -> Result<Option<Lease>> {
         let now = Timestamp::now();
-        let (handled, values) = match kinds {
-            None => (String::new(), Vec::new()),
-            Some(kinds) => {
-                let waited = Param::Int(now.plus_seconds(-UNHANDLED_JOB_GRACE_SECS).micros());
-                let named = kinds.iter().map(|k| Param::Text((*k).to_owned()));
-                let sql = match kinds.len() {
-                    0 => " AND created < $6".to_owned(),
-                    n => format!(" AND (created < $6 OR kind IN ({}))", numbered(7, n)),
-                };
-                (sql, std::iter::once(waited).chain(named).collect())
+        let named = |kinds: &[&str], first: usize| {
+            let names = kinds.iter().map(|k| Param::Text((*k).to_owned())).collect::<Vec<_>>();
+            (numbered(first, kinds.len()), names)
+        };
+        let (among, values) = match among {
+            Among::Any => (String::new(), Vec::new()),
+            Among::Handled([]) => (" AND j.created < $6".to_owned(), vec![unhandled_since(now)]),
+            Among::Handled(kinds) => {
+                let (places, names) = named(kinds, 7);
+                let sql = format!(" AND (j.created < $6 OR j.kind IN ({places}))");
+                (sql, std::iter::once(unhandled_since(now)).chain(names).collect())
+            }
+            Among::Only(kinds) => {
+                let (places, names) = named(kinds, 6);
+                (format!(" AND j.kind IN ({places})"), names)
             }
         };
         let lock = match self.backend {
-            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            Backend::Postgres => " FOR UPDATE OF j SKIP LOCKED",
             // SQLite has one writer at a time, so the sub-select and the update are atomic.
             Backend::Sqlite => "",
         };
+        let short = SHORT_JOB_KINDS.map(|kind| format!("'{kind}'")).join(", ");
+        // The jobs running now, by workspace: the next job is one of the least busy's.
         let sql = format!(
             "UPDATE jobs SET state = $5, lease_owner = $1, lease_expires = $2, fencing_token = fencing_token + 1, \
              attempts = attempts + 1, updated = $3 WHERE id = (\
-             SELECT id FROM jobs WHERE state = $4 AND run_after <= $3{handled} \
-             ORDER BY CASE WHEN kind IN ({SHORT_KINDS}) THEN 0 ELSE 1 END, id LIMIT 1{lock}) \
+             SELECT j.id FROM jobs j LEFT JOIN (SELECT workspace_id, COUNT(*) AS running FROM jobs \
+             WHERE state = $5 AND workspace_id IS NOT NULL GROUP BY workspace_id) busy \
+             ON busy.workspace_id = j.workspace_id \
+             WHERE j.state = $4 AND j.run_after <= $3{among} \
+             ORDER BY COALESCE(busy.running, 0), CASE WHEN j.kind IN ({short}) THEN 0 ELSE 1 END, j.id \
+             LIMIT 1{lock}) \
              RETURNING {JOB_COLUMNS}, unrunnable_since"
         );
         let query = sqlx::query(&sql)
@@ -188,6 +224,11 @@ impl Store {
     }
 }
 
+/// Queued before this, a job of a kind no worker claims is looked at by any worker.
+fn unhandled_since(now: Timestamp) -> Param {
+    Param::Int(now.plus_seconds(-UNHANDLED_JOB_GRACE_SECS).micros())
+}
+
 impl Lease {
     /// How long, in seconds, a job this worker cannot run waits before any worker looks at it
     /// again: a tenth of the time it has waited since a worker first could not run it, from
@@ -235,17 +276,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_short_kinds_are_the_mail_and_webhook_jobs() {
-        let named = format!(
-            "'{}', '{}', '{}'",
-            crate::MAIL_JOB,
-            crate::PASSWORD_RESET_JOB,
-            crate::WEBHOOK_JOB
-        );
-        assert_eq!(super::SHORT_KINDS, named);
-    }
-
     /// A mail queued behind a training is taken first; then the training, then a later import
     /// (oldest first). Before, the training went first, and a queue of them held every mail.
     async fn mails_go_before_long_jobs(backend: crate::Backend) {
@@ -278,6 +308,91 @@ mod tests {
     #[tokio::test]
     async fn mails_go_before_long_jobs_postgres() {
         mails_go_before_long_jobs(crate::Backend::Postgres).await;
+    }
+
+    /// Queues a job of `kind` in `workspace` (none: a job of no workspace), runnable at once.
+    async fn queue(store: &crate::Store, kind: &str, workspace: Option<i64>) -> i64 {
+        sqlx::query_scalar(
+            "INSERT INTO jobs (kind, payload, state, workspace_id, max_attempts, run_after, created, updated) \
+             VALUES ($1, '{}', 'QUEUED', $2, 1, 0, 0, 0) RETURNING id",
+        )
+        .bind(kind)
+        .bind(workspace)
+        .fetch_one(&store.pool)
+        .await
+        .expect("a queued job")
+    }
+
+    /// A workspace that queued many jobs first gets one worker while another workspace has
+    /// jobs waiting: the next claim takes the idle workspace's job, mails of a workspace with
+    /// jobs running go after it, and the busy workspace's other jobs come last. Before, jobs
+    /// were taken oldest first, and two hundred imports held every worker for hours.
+    async fn workers_are_shared_between_workspaces(backend: crate::Backend) {
+        let Some(database) = crate::testing::TestDatabase::create(backend).await else {
+            return;
+        };
+        let store = crate::Store::open(&database.url, 2).await.expect("store");
+        let (user, scope) = crate::testing::owner(&store).await;
+        let busy = user.personal_workspace_id.expect("a workspace");
+        let (other, _) = crate::testing::another_workspace(&store, &scope, "Other").await;
+        let mut imports = Vec::new();
+        for _ in 0..3 {
+            imports.push(queue(&store, crate::IMPORT_JOB, Some(busy)).await);
+        }
+        let invitation = queue(&store, crate::MAIL_JOB, Some(busy)).await;
+        let training = queue(&store, crate::TRAINING_JOB, Some(other.id)).await;
+        let reset = queue(&store, crate::PASSWORD_RESET_JOB, None).await;
+        let mut taken = Vec::new();
+        while let Some(lease) = store.claim_job("worker", 60).await.expect("a claim") {
+            taken.push(lease.job.id);
+        }
+        // With nothing running, the mails first (the busy workspace's invitation, then the reset
+        // of no workspace); then, the busy workspace running its invitation, the other's
+        // training before the busy one's older imports.
+        let expected = [invitation, reset, training, imports[0], imports[1], imports[2]];
+        assert_eq!(taken, expected);
+        // Among short jobs only, the imports running: the mails, the idle workspace's first,
+        // and never the training, queued long ago.
+        for id in [invitation, reset, training] {
+            sqlx::query("UPDATE jobs SET state = 'QUEUED' WHERE id = $1")
+                .bind(id)
+                .execute(&store.pool)
+                .await
+                .unwrap();
+        }
+        let short = store
+            .claim_job_only("short", 60, &super::SHORT_JOB_KINDS)
+            .await
+            .unwrap();
+        assert_eq!(
+            short.map(|lease| lease.job.id),
+            Some(reset),
+            "the idle workspace's first"
+        );
+        let short = store
+            .claim_job_only("short", 60, &super::SHORT_JOB_KINDS)
+            .await
+            .unwrap();
+        assert_eq!(short.map(|lease| lease.job.id), Some(invitation));
+        let short = store
+            .claim_job_only("short", 60, &super::SHORT_JOB_KINDS)
+            .await
+            .unwrap();
+        assert!(
+            short.is_none(),
+            "the training is not a short job, however long it waited"
+        );
+        assert!(store.claim_job_only("short", 60, &[]).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn workers_are_shared_between_workspaces_sqlite() {
+        workers_are_shared_between_workspaces(crate::Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn workers_are_shared_between_workspaces_postgres() {
+        workers_are_shared_between_workspaces(crate::Backend::Postgres).await;
     }
 
     /// The wait for a worker that can run a job starts when one first hands it back, is kept

@@ -342,11 +342,12 @@ pub struct JobNotice {
 }
 
 /// Seconds before a job of `kind` that failed its `attempts`-th attempt runs again: 2^n
-/// seconds, or for mail 30 s · 2^(n-1) up to an hour, so that its attempts
-/// ([`crate::MailPayload`]'s cap) span about a day and a mail server down for hours loses no
-/// reset or invitation mail.
+/// seconds, or for a mail or a webhook's post 30 s · 2^(n-1) up to an hour, so that their
+/// attempts ([`crate::MailPayload`]'s and [`crate::WebhookPayload`]'s caps) span about a day:
+/// a mail server down for hours loses no reset or invitation mail, and a receiver being
+/// redeployed or down for the night still gets its review events.
 pub(crate) fn retry_delay_secs(kind: &str, attempts: i64) -> i64 {
-    if kind == crate::MAIL_JOB || kind == crate::PASSWORD_RESET_JOB {
+    if [crate::MAIL_JOB, crate::PASSWORD_RESET_JOB, crate::WEBHOOK_JOB].contains(&kind) {
         let doublings = (attempts - 1).clamp(0, 7) as u32;
         return (30 * 2_i64.pow(doublings)).min(3600);
     }

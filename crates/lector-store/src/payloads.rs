@@ -305,7 +305,8 @@ impl JobPayload for WebhookPayload {
     const KIND: &'static str = "deliver_webhook";
     /// 2: the address, secret and data left the payload.
     const VERSION: u32 = 2;
-    const MAX_ATTEMPTS: i64 = 8;
+    /// As many as a mail's: retried over about a day (`retry_delay_secs`).
+    const MAX_ATTEMPTS: i64 = 31;
 
     fn failure(&self) -> Failure {
         Failure::of(
@@ -461,9 +462,16 @@ mod tests {
             schedule(ImportPayload::KIND, ImportPayload::MAX_ATTEMPTS),
             [2, 4, 8, 16]
         );
-        assert_eq!(
-            schedule(WebhookPayload::KIND, WebhookPayload::MAX_ATTEMPTS),
-            [2, 4, 8, 16, 32, 64, 128]
-        );
+    }
+
+    /// A receiver down for a redeploy or a night still gets the event; before, the retries
+    /// ended four minutes after the first attempt.
+    #[test]
+    fn webhook_posts_are_retried_for_about_a_day() {
+        let posts = schedule(WebhookPayload::KIND, WebhookPayload::MAX_ATTEMPTS);
+        assert_eq!(posts[..4], [30, 60, 120, 240]);
+        assert!(posts.iter().all(|&d| d <= 3600), "{posts:?}");
+        let total: i64 = posts.iter().sum();
+        assert!((23 * 3600..=26 * 3600).contains(&total), "{total} s");
     }
 }

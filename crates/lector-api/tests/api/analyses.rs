@@ -608,7 +608,8 @@ mod batches {
     use lector_jobs::{ANALYSIS_BATCH, ANALYSIS_BATCH_CHARS};
     use serde_json::json;
 
-    backend_tests!(adjust: no_workers; an_analysis_reads_long_documents_in_bounded_batches);
+    backend_tests!(adjust: no_workers; an_analysis_reads_long_documents_in_bounded_batches,
+        a_document_edited_while_analysed_is_read_again);
 
     fn no_workers(config: &mut lector_core::config::Config) {
         config.workers = 0;
@@ -692,5 +693,92 @@ mod batches {
             .map(|d| d["id"].as_i64().unwrap())
             .collect();
         assert_eq!(analysed, ids);
+    }
+
+    /// A document edited between the batch's read and its write (the model predicting) is not
+    /// written with the batch: its old segments are gone, and the new ones would have no tags.
+    /// It is read again, and every tag of the finished analysis is on a segment of its
+    /// document. Before, the batch wrote the old segments' tags and the document counted as
+    /// analysed.
+    async fn a_document_edited_while_analysed_is_read_again(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
+        let model = queue_training(&app, &ada, project, "Tickets").await;
+        let mut ids = Vec::new();
+        for text in [
+            "My invoice is wrong. Please fix it.",
+            "The parcel is late. Where is it?",
+        ] {
+            let document = app.document(&ada, project, json!({"text": text})).await;
+            ids.push(document["id"].as_i64().unwrap());
+        }
+        let group = app.group(&ada, project, json!({"name": "Edited"})).await;
+        let path = format!("/projects/{project}/groups/{}", group["id"]);
+        app.put(&path, &ada.token, json!({"document_ids": ids}))
+            .await
+            .expect(200);
+        app.run_jobs().await;
+        let of_group = json!({"model_id": model["id"], "document_group_id": group["id"]});
+        let created = app.post("/analyses", &ada.token, of_group).await.expect(201);
+        let (analysis, group) = (created["id"].as_i64().unwrap(), group["id"].as_i64().unwrap());
+
+        let store = &app.state.store;
+        let kinds = [lector_store::ANALYSIS_JOB];
+        let lease = store
+            .claim_job_of("worker", 600, &kinds)
+            .await
+            .unwrap()
+            .expect("the job");
+        let limits = (ANALYSIS_BATCH, ANALYSIS_BATCH_CHARS);
+        let batch = store
+            .pending_analysis_documents(&lease, analysis, group, 0, limits)
+            .await
+            .unwrap();
+        assert_eq!(batch.iter().map(|d| d.id).collect::<Vec<_>>(), ids);
+        // While the model reads, the first document gets a new text.
+        let edited = format!("/projects/{project}/documents/{}", ids[0]);
+        let new_text = json!({"text": "Refund me now. The charge was double. Thanks."});
+        app.put(&edited, &ada.token, new_text).await.expect(200);
+        let tags: Vec<_> = (batch.iter())
+            .flat_map(|d| d.segments.iter().map(move |(segment, _)| (d.id, *segment)))
+            .map(|(document_id, segment_id)| {
+                let tag = lector_store::AnalysisTag {
+                    document_id,
+                    segment_id,
+                    class: Some("billing".into()),
+                    label: None,
+                    confidence: 0.9,
+                };
+                (tag, None, None)
+            })
+            .collect();
+        let read: Vec<_> = batch.iter().map(|d| d.as_read()).collect();
+        let changed = store
+            .store_analysis_batch(&lease, analysis, &read, &tags, 0.5)
+            .await
+            .unwrap();
+        assert_eq!(changed, ids[..1], "the edited document is to be read again");
+        assert!(store.hand_back_job(&lease, 0).await.unwrap());
+
+        app.run_jobs().await;
+        let done = app.get(&format!("/analyses/{analysis}"), &ada.token).await.expect(200);
+        assert_eq!(
+            (&done["status"], &done["document_count"]),
+            (&json!("FINISHED"), &json!(2)),
+            "{done}"
+        );
+        let count = |sql| lector_store::testing::count(store, sql, analysis);
+        let astray = "SELECT COUNT(*) FROM analysis_tags t WHERE t.analysis_id = $1 \
+             AND NOT EXISTS (SELECT 1 FROM segments s WHERE s.id = t.segment_id AND s.document_id = t.document_id)";
+        assert_eq!(count(astray).await, 0, "no tag on a segment that is gone");
+        let untagged = "SELECT COUNT(*) FROM segments s WHERE s.document_id IN \
+             (SELECT document_id FROM analysis_documents WHERE analysis_id = $1) \
+             AND NOT EXISTS (SELECT 1 FROM analysis_tags t WHERE t.analysis_id = $1 AND t.segment_id = s.id)";
+        assert_eq!(
+            count(untagged).await,
+            0,
+            "every segment of the new text has the model's tag"
+        );
+        assert_eq!(count("SELECT COUNT(*) FROM segments WHERE document_id IN (SELECT document_id FROM analysis_documents WHERE analysis_id = $1)").await, 5);
     }
 }

@@ -494,6 +494,25 @@ async fn receiver(failures: usize) -> (std::net::SocketAddr, tokio::sync::mpsc::
     .await
 }
 
+/// The review event's delivery the receiver refused, once it waits for its retry.
+async fn refused_delivery(app: &TestApp) -> i64 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let jobs = app.state.store.unfinished_jobs().await.unwrap();
+        let refused = jobs.iter().find(|j| {
+            j.kind == lector_store::WEBHOOK_JOB && j.state == lector_store::JobState::Queued && j.attempts > 0
+        });
+        if let Some(job) = refused {
+            return job.id;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no delivery waits for its retry: {jobs:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// HMAC-SHA256 written out from SHA-256 (RFC 2104), to check the server's signature with
 /// nothing of its own code.
 fn hmac_sha256(key: &[u8], message: &[u8]) -> String {
@@ -563,6 +582,9 @@ async fn review_events_are_posted_signed(app: TestApp) {
     let result = extracted(&app, &ada, &path(&org, project, model, ""), "rechnung.pdf", &invoice()).await;
     let review_id = result["documents"][0]["hitl"]["review_id"].as_i64().unwrap();
     let first = next(&mut received).await;
+    let delivery = refused_delivery(&app).await;
+    let wait = lector_store::testing::end_retry_delay(&app.state.store, delivery).await;
+    assert_eq!(wait.as_secs(), 30, "the first retry waits half a minute");
     let second = next(&mut received).await;
     let (event, again) = (verified(&first, &secret), verified(&second, &secret));
     assert_eq!(event["id"], again["id"], "the same event, delivered again");
@@ -611,20 +633,16 @@ async fn a_removed_webhook_gets_no_queued_events(app: TestApp) {
     .await
     .expect(200);
     let store = &app.state.store;
-    let waiting = store.unfinished_jobs().await.unwrap();
-    let delivery = waiting
-        .iter()
-        .find(|j| j.kind == lector_store::WEBHOOK_JOB)
-        .expect("the delivery waits for its retry");
+    let delivery = refused_delivery(&app).await;
     let every = "SELECT payload FROM jobs WHERE id >= $1";
-    let payloads = lector_store::testing::texts(store, every, delivery.id).await;
+    let payloads = lector_store::testing::texts(store, every, delivery).await;
     assert!(
         payloads
             .iter()
             .all(|p| !p.contains(&secret) && !p.contains("rechnung.pdf")),
         "{payloads:?}"
     );
-    lector_store::testing::end_retry_delay(store, delivery.id).await;
+    lector_store::testing::end_retry_delay(store, delivery).await;
     let left = app.settle_jobs(std::time::Duration::from_secs(30)).await;
     assert!(left.is_empty(), "{left:?}");
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
