@@ -18,6 +18,7 @@ use lector_core::{ErrorCode, NotificationType};
 use lector_embed::BaseModels;
 use lector_extract::sandbox::Sandbox;
 use lector_store::{AnalysisPayload, AnalysisTag, DocumentAsRead, Lease, PendingDocument, Store};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Documents read, predicted and written per transaction, at the most ...
@@ -25,9 +26,8 @@ pub const ANALYSIS_BATCH: i64 = 500;
 /// ... and characters of their text (one document at least): 500 documents of a million
 /// characters made one batch of half a billion characters and millions of tags in memory.
 pub const ANALYSIS_BATCH_CHARS: i64 = 4 << 20;
-/// Times in a row a batch may find documents edited since it read them (they are read again)
-/// before the attempt fails, to be retried later: someone is editing them as fast as the
-/// model reads.
+/// Times one document may be found edited since a batch read it (it is read again) before the
+/// attempt fails, to be retried later: someone edits it as fast as the model reads.
 const MAX_REREADS: u32 = 5;
 
 /// Runs a batch analysis, loading models with the BASE models they were trained with and
@@ -120,7 +120,8 @@ async fn analyse(
         .analysis_extent(lease, payload.analysis_id, payload.group_id)
         .await
         .map_err(JobError::from_store)?;
-    let (mut after, mut rereads) = (0, 0);
+    let mut after = 0;
+    let mut rereads = Rereads::default();
     loop {
         if stopping.requested() {
             return Err(JobError::stopped());
@@ -158,25 +159,37 @@ async fn analyse(
             .store_analysis_batch(lease, payload.analysis_id, &read, &tags, progress.min(0.99))
             .await
             .map_err(|e| JobError::transient(e.detail))?;
-        // Documents edited while the model read them are read again, from the first of them.
-        if let Some(first) = changed.iter().min() {
-            rereads += 1;
-            if rereads > MAX_REREADS {
-                return Err(JobError::transient(format!(
-                    "document {first} changed each time the model read it; the analysis tries again later"
-                )));
-            }
-            after = first - 1;
-            done -= changed.len() as i64;
-        } else {
-            rereads = 0;
-        }
+        after = rereads.next_after(after, &changed)?;
+        done -= changed.len() as i64;
         store
             .report_progress(lease, progress.min(0.99))
             .await
             .map_err(|e| JobError::transient(e.detail))?;
     }
     Ok(())
+}
+
+/// The documents a run found edited since their batch read them, and how often each.
+#[derive(Debug, Default)]
+struct Rereads(HashMap<i64, u32>);
+
+impl Rereads {
+    /// Where the next batch starts, once a batch that read up to `last` found `changed` edited
+    /// since: at the first of them, which are read again; after `last` if none. Fails the
+    /// attempt once a document has been found edited more than [`MAX_REREADS`] times.
+    fn next_after(&mut self, last: i64, changed: &[i64]) -> Result<i64, JobError> {
+        for id in changed {
+            let times = self.0.entry(*id).or_default();
+            *times += 1;
+            if *times > MAX_REREADS {
+                return Err(JobError::transient(format!(
+                    "document {id} changed each of the {MAX_REREADS} times the model read it; \
+                     the analysis tries again later"
+                )));
+            }
+        }
+        Ok(changed.iter().min().map_or(last, |first| first - 1))
+    }
 }
 
 /// The model's tags of every segment of these documents.
@@ -239,4 +252,33 @@ async fn finished(store: &Store, lease: &Lease, payload: &AnalysisPayload) -> Re
             ),
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_REREADS, Rereads};
+
+    #[test]
+    fn documents_edited_under_a_batch_are_read_again_a_few_times() {
+        let mut rereads = Rereads::default();
+        assert_eq!(
+            rereads.next_after(40, &[]).unwrap(),
+            40,
+            "nothing edited: on after the batch"
+        );
+        assert_eq!(rereads.next_after(40, &[31, 17]).unwrap(), 16, "from the first edited");
+        // Many documents edited once each (a busy group) never fail the run.
+        for id in 100..200 {
+            assert_eq!(rereads.next_after(300, &[id]).unwrap(), id - 1);
+        }
+        for _ in 1..MAX_REREADS {
+            rereads.next_after(40, &[17]).unwrap();
+        }
+        let error = rereads.next_after(40, &[17]).unwrap_err();
+        assert!(
+            error.message.contains("document 17 changed each of the 5 times"),
+            "{}",
+            error.message
+        );
+    }
 }

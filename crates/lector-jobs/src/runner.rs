@@ -281,7 +281,7 @@ impl Runner {
     async fn run_next(&self, store: &Store, owner: &str, stopping: &Stopping, lane: Lane) -> lector_core::Result<bool> {
         let claimed = match lane {
             Lane::Every => store.claim_job_of(owner, self.lease_secs, &self.kinds).await?,
-            Lane::Short => (store.claim_job_only(owner, self.lease_secs, &self.short_kinds)).await?,
+            Lane::Short => (store.claim_short_job(owner, self.lease_secs, &self.short_kinds)).await?,
         };
         let Some(lease) = claimed else {
             return Ok(false);

@@ -1,8 +1,9 @@
 //! Delivering HITL review events to their configuration's `webhook_url` (a `deliver_webhook`
 //! job): the body `{id, type, created, data}` is signed when it is sent (`Lector-Signature`,
 //! see `lector_core::webhook`), posted through the sources' guard against server-side request
-//! forgery (every address checked, redirects checked again), and retried with backoff until
-//! the receiver answers 2xx or the attempts run out (then one notification says so). The
+//! forgery (every address checked, redirects checked again), and retried with backoff for about
+//! a day until the receiver answers 2xx or the attempts run out (then the job, a task of the
+//! project, fails with the last reason; it is no user's, so no notification is sent). The
 //! address and secret are the configuration's when the event is sent: one whose webhook was
 //! removed, or that was deleted, sends nothing.
 

@@ -2,9 +2,10 @@
 //! their segments), and writes what it found later. A person may edit or delete a document
 //! meanwhile: its segments are then other rows, and what the job found for the old ones would
 //! be written for segments that are gone, next to none for the new ones. So the writing
-//! transaction first holds the documents (a share lock on PostgreSQL: an edit, which updates
-//! the document's row first, waits for it or is waited for whole; a deletion first locks the
-//! row too), then compares each document's segments with those the batch read.
+//! transaction first holds the documents (a share lock on PostgreSQL: an edit or a deletion,
+//! which lock the document's row before anything else, `session_counts::DocumentSessions`,
+//! waits for it or is waited for whole), then compares each document's segments with those the
+//! batch read.
 
 use crate::db;
 use crate::id_lists::{ids_where_in_held, rows_where_in};

@@ -186,9 +186,6 @@ impl Store {
         let document = self.document_of(project.id, id).await?;
         let mut tx = self.begin_write().await?;
         let sessions = DocumentSessions::before_deletion(&mut tx, document.id).await?;
-        // Before its segments go, as an edit updates the row first: a job writing what it
-        // found in the document waits, or is waited for ([`crate::batch_reads`]).
-        crate::lock_row_for_no_key_update(&mut tx, ("documents", document.id)).await?;
         remove_placed_segments(&mut tx, document.id).await?;
         sqlx::query("DELETE FROM documents WHERE id = $1")
             .bind(document.id)
@@ -420,7 +417,12 @@ impl Store {
                 .map_err(db)?;
         }
         documents_not_analysed_elsewhere(&mut tx, group.id, document_ids).await?;
-        for id in document_ids {
+        // In the order of their ids, as an analysis's batch holds them (`batch_reads`): two
+        // writers taking rows in different orders can each wait for the other.
+        let mut in_order = document_ids.to_vec();
+        in_order.sort_unstable();
+        in_order.dedup();
+        for id in &in_order {
             let moved = sqlx::query(
                 "UPDATE documents SET group_id = $1, group_position = NULL WHERE id = $2 AND project_id = $3",
             )

@@ -13,9 +13,10 @@
 //! Workers share themselves out between workspaces: the next job is one of the workspace with
 //! the fewest jobs running (a job of no workspace, such as a password-reset mail, counts as one
 //! of an idle one), so a workspace that queued two hundred imports, or whose webhook receiver
-//! hangs, holds up another's training by one job at most. Among those, mails and webhook posts
-//! go first ([`SHORT_JOB_KINDS`]), then the oldest. A runner also keeps one loop for those
-//! alone ([`Store::claim_job_only`]), so that trainings on every other loop never hold up a
+//! hangs, holds up another's training by one job at most; a job that has waited
+//! [`FAIR_SHARE_PATIENCE_SECS`] counts as an idle workspace's, so none waits without end. Among
+//! those, mails and webhook posts go first ([`SHORT_JOB_KINDS`]), then the oldest. A runner also keeps one loop for those
+//! alone ([`Store::claim_short_job`]), so that trainings on every other loop never hold up a
 //! password-reset mail.
 
 use crate::jobs::{JOB_COLUMNS, JobState, Lease, update_leased};
@@ -48,6 +49,12 @@ pub const BUSY_WORKER_GRACE_SECS: i64 = 6 * 3600;
 /// holds up a password-reset mail or a review's event.
 pub const SHORT_JOB_KINDS: [&str; 3] = [crate::MAIL_JOB, crate::PASSWORD_RESET_JOB, crate::WEBHOOK_JOB];
 
+/// How long a job waits, runnable, before the workspaces' shares no longer count for it: a
+/// job of a workspace with jobs running goes after those of idle workspaces, but not for ever
+/// (many workspaces taking turns could keep it waiting without end); past this it is taken as
+/// one of an idle workspace's, oldest first.
+pub const FAIR_SHARE_PATIENCE_SECS: i64 = 30 * 60;
+
 /// Which jobs a claim may take.
 #[derive(Debug, Clone, Copy)]
 enum Among<'a> {
@@ -55,8 +62,8 @@ enum Among<'a> {
     Any,
     /// Jobs of these kinds, or of any kind once queued [`UNHANDLED_JOB_GRACE_SECS`] ago.
     Handled(&'a [&'a str]),
-    /// Jobs of these kinds only.
-    Only(&'a [&'a str]),
+    /// Jobs of the [`SHORT_JOB_KINDS`] among these only.
+    Short(&'a [&'a str]),
 }
 
 /// Why a job whose every attempt was taken back from its worker fails.
@@ -80,13 +87,15 @@ impl Store {
         self.claim(owner, lease_secs, Among::Handled(kinds)).await
     }
 
-    /// As [`Store::claim_job_of`], but of one of `kinds` only, however long a job of another
-    /// kind has waited: for the loop a runner keeps for [`SHORT_JOB_KINDS`].
-    pub async fn claim_job_only(&self, owner: &str, lease_secs: i64, kinds: &[&str]) -> Result<Option<Lease>> {
-        if kinds.is_empty() {
+    /// As [`Store::claim_job_of`], but only a mail or webhook post ([`SHORT_JOB_KINDS`]) of one
+    /// of `kinds`, however long a job of another kind has waited: for the loop a runner keeps
+    /// for them, which polls for them while the other loops run long jobs (an index holds their
+    /// queue alone, so a poll does not read a queue of thousands of imports).
+    pub async fn claim_short_job(&self, owner: &str, lease_secs: i64, kinds: &[&str]) -> Result<Option<Lease>> {
+        if !SHORT_JOB_KINDS.iter().any(|kind| kinds.contains(kind)) {
             return Ok(None);
         }
-        self.claim(owner, lease_secs, Among::Only(kinds)).await
+        self.claim(owner, lease_secs, Among::Short(kinds)).await
     }
 
     async fn claim(&self, owner: &str, lease_secs: i64, among: Among<'_>) -> Result<Option<Lease>> {
@@ -110,46 +119,11 @@ impl Store {
 
     async fn claim_next(&self, owner: &str, lease_secs: i64, among: Among<'_>) -> Result<Option<Lease>> {
         let now = Timestamp::now();
-        let named = |kinds: &[&str], first: usize| {
-            let names = kinds.iter().map(|k| Param::Text((*k).to_owned())).collect::<Vec<_>>();
-            (numbered(first, kinds.len()), names)
-        };
-        let (among, values) = match among {
-            Among::Any => (String::new(), Vec::new()),
-            Among::Handled([]) => (" AND j.created < $6".to_owned(), vec![unhandled_since(now)]),
-            Among::Handled(kinds) => {
-                let (places, names) = named(kinds, 7);
-                let sql = format!(" AND (j.created < $6 OR j.kind IN ({places}))");
-                (sql, std::iter::once(unhandled_since(now)).chain(names).collect())
-            }
-            Among::Only(kinds) => {
-                let (places, names) = named(kinds, 6);
-                (format!(" AND j.kind IN ({places})"), names)
-            }
-        };
-        let lock = match self.backend {
-            Backend::Postgres => " FOR UPDATE OF j SKIP LOCKED",
-            // SQLite has one writer at a time, so the sub-select and the update are atomic.
-            Backend::Sqlite => "",
-        };
-        let short = SHORT_JOB_KINDS.map(|kind| format!("'{kind}'")).join(", ");
-        // The jobs running now, by workspace: the next job is one of the least busy's.
-        let sql = format!(
-            "UPDATE jobs SET state = $5, lease_owner = $1, lease_expires = $2, fencing_token = fencing_token + 1, \
-             attempts = attempts + 1, updated = $3 WHERE id = (\
-             SELECT j.id FROM jobs j LEFT JOIN (SELECT workspace_id, COUNT(*) AS running FROM jobs \
-             WHERE state = $5 AND workspace_id IS NOT NULL GROUP BY workspace_id) busy \
-             ON busy.workspace_id = j.workspace_id \
-             WHERE j.state = $4 AND j.run_after <= $3{among} \
-             ORDER BY COALESCE(busy.running, 0), CASE WHEN j.kind IN ({short}) THEN 0 ELSE 1 END, j.id \
-             LIMIT 1{lock}) \
-             RETURNING {JOB_COLUMNS}, unrunnable_since"
-        );
+        let (sql, values) = self.claim_sql(among, now);
         let query = sqlx::query(&sql)
             .bind(owner)
             .bind(self.lease_clock().plus_seconds(lease_secs).micros())
             .bind(now.micros())
-            .bind(JobState::Queued.as_str())
             .bind(JobState::Running.as_str());
         let query = Param::bind_all(query, values);
         let Some(row) = query.fetch_optional(&self.pool).await.map_err(db)? else {
@@ -163,6 +137,48 @@ impl Store {
             token,
             unrunnable_since: unrunnable_since.map(Timestamp),
         }))
+    }
+
+    /// The claim's statement, to bind `$1` (the owner), `$2` (the lease's end), `$3` (now)
+    /// and `$4` (RUNNING) to, then the values answered.
+    fn claim_sql(&self, among: Among<'_>, now: Timestamp) -> (String, Vec<Param>) {
+        let waited = Param::Int(now.plus_seconds(-FAIR_SHARE_PATIENCE_SECS).micros());
+        let (among, values) = match among {
+            Among::Any => (String::new(), vec![waited]),
+            Among::Handled([]) => (" AND j.created < $6".to_owned(), vec![waited, unhandled_since(now)]),
+            Among::Handled(kinds) => {
+                let names = kinds.iter().map(|k| Param::Text((*k).to_owned()));
+                let sql = format!(" AND (j.created < $6 OR j.kind IN ({}))", numbered(7, kinds.len()));
+                (sql, [waited, unhandled_since(now)].into_iter().chain(names).collect())
+            }
+            // Written out, as the index of their queue names them (`jobs_short_queue`), so
+            // that the planner can use it.
+            Among::Short(kinds) => {
+                let short = SHORT_JOB_KINDS.iter().filter(|kind| kinds.contains(kind)).copied();
+                (format!(" AND j.kind IN ({})", quoted(short)), vec![waited])
+            }
+        };
+        let lock = match self.backend {
+            Backend::Postgres => " FOR UPDATE OF j SKIP LOCKED",
+            // SQLite has one writer at a time, so the sub-select and the update are atomic.
+            Backend::Sqlite => "",
+        };
+        let (queued, short) = (JobState::Queued.as_str(), quoted(SHORT_JOB_KINDS.into_iter()));
+        // The jobs running now, by workspace: the next job is one of the least busy's, or one
+        // that has waited past the patience.
+        let sql = format!(
+            "UPDATE jobs SET state = $4, lease_owner = $1, lease_expires = $2, fencing_token = fencing_token + 1, \
+             attempts = attempts + 1, updated = $3 WHERE id = (\
+             SELECT j.id FROM jobs j LEFT JOIN (SELECT workspace_id, COUNT(*) AS running FROM jobs \
+             WHERE state = $4 AND workspace_id IS NOT NULL GROUP BY workspace_id) busy \
+             ON busy.workspace_id = j.workspace_id \
+             WHERE j.state = '{queued}' AND j.run_after <= $3{among} \
+             ORDER BY CASE WHEN j.run_after < $5 THEN 0 ELSE COALESCE(busy.running, 0) END, \
+             CASE WHEN j.kind IN ({short}) THEN 0 ELSE 1 END, j.id \
+             LIMIT 1{lock}) \
+             RETURNING {JOB_COLUMNS}, unrunnable_since"
+        );
+        (sql, values)
     }
 
     /// Puts a claimed job back on the queue as it was, to be claimed again in `after_secs`:
@@ -222,6 +238,12 @@ impl Store {
         ];
         update_leased(&self.pool, lease, &set, values).await
     }
+}
+
+/// `kinds` as an SQL list of strings: only for the kinds this crate names (never a caller's
+/// text).
+fn quoted<'a>(kinds: impl Iterator<Item = &'a str>) -> String {
+    kinds.map(|kind| format!("'{kind}'")).collect::<Vec<_>>().join(", ")
 }
 
 /// Queued before this, a job of a kind no worker claims is looked at by any worker.
@@ -310,17 +332,25 @@ mod tests {
         mails_go_before_long_jobs(crate::Backend::Postgres).await;
     }
 
-    /// Queues a job of `kind` in `workspace` (none: a job of no workspace), runnable at once.
-    async fn queue(store: &crate::Store, kind: &str, workspace: Option<i64>) -> i64 {
+    /// Queues a job of `kind` in `workspace` (none: a job of no workspace), runnable since
+    /// `waited` seconds.
+    async fn queue_waited(store: &crate::Store, kind: &str, workspace: Option<i64>, waited: i64) -> i64 {
+        let since = Timestamp::now().plus_seconds(-waited).micros();
         sqlx::query_scalar(
             "INSERT INTO jobs (kind, payload, state, workspace_id, max_attempts, run_after, created, updated) \
-             VALUES ($1, '{}', 'QUEUED', $2, 1, 0, 0, 0) RETURNING id",
+             VALUES ($1, '{}', 'QUEUED', $2, 1, $3, $3, $3) RETURNING id",
         )
         .bind(kind)
         .bind(workspace)
+        .bind(since)
         .fetch_one(&store.pool)
         .await
         .expect("a queued job")
+    }
+
+    /// Queues a job of `kind` in `workspace`, runnable now.
+    async fn queue(store: &crate::Store, kind: &str, workspace: Option<i64>) -> i64 {
+        queue_waited(store, kind, workspace, 0).await
     }
 
     /// A workspace that queued many jobs first gets one worker while another workspace has
@@ -361,7 +391,7 @@ mod tests {
                 .unwrap();
         }
         let short = store
-            .claim_job_only("short", 60, &super::SHORT_JOB_KINDS)
+            .claim_short_job("short", 60, &super::SHORT_JOB_KINDS)
             .await
             .unwrap();
         assert_eq!(
@@ -370,19 +400,78 @@ mod tests {
             "the idle workspace's first"
         );
         let short = store
-            .claim_job_only("short", 60, &super::SHORT_JOB_KINDS)
+            .claim_short_job("short", 60, &super::SHORT_JOB_KINDS)
             .await
             .unwrap();
         assert_eq!(short.map(|lease| lease.job.id), Some(invitation));
         let short = store
-            .claim_job_only("short", 60, &super::SHORT_JOB_KINDS)
+            .claim_short_job("short", 60, &super::SHORT_JOB_KINDS)
             .await
             .unwrap();
         assert!(
             short.is_none(),
             "the training is not a short job, however long it waited"
         );
-        assert!(store.claim_job_only("short", 60, &[]).await.unwrap().is_none());
+        assert!(store.claim_short_job("short", 60, &[]).await.unwrap().is_none());
+        let kinds = [crate::TRAINING_JOB, crate::IMPORT_JOB];
+        assert!(store.claim_short_job("short", 60, &kinds).await.unwrap().is_none());
+
+        // A job of the busy workspace (four running) that has waited past the patience goes
+        // before a new one of the other (one running).
+        let claim = || async { store.claim_job("worker", 60).await.unwrap().map(|lease| lease.job.id) };
+        assert_eq!(claim().await, Some(training));
+        let patience = super::FAIR_SHARE_PATIENCE_SECS;
+        let waited = queue_waited(&store, crate::IMPORT_JOB, Some(busy), patience + 60).await;
+        let fresh = queue(&store, crate::IMPORT_JOB, Some(other.id)).await;
+        let not_yet = queue_waited(&store, crate::IMPORT_JOB, Some(busy), patience - 60).await;
+        assert_eq!(claim().await, Some(waited));
+        assert_eq!(claim().await, Some(fresh));
+        assert_eq!(claim().await, Some(not_yet));
+    }
+
+    /// The loop for mails and webhook posts reads the index of their queue, not the queue of
+    /// long jobs: with 20,000 imports queued and no mail, PostgreSQL's plan for its claim goes
+    /// through `jobs_short_queue` (before, every poll walked the whole runnable queue).
+    #[tokio::test]
+    async fn the_short_lane_reads_the_index_of_its_queue_postgres() {
+        let Some(database) = crate::testing::TestDatabase::create(crate::Backend::Postgres).await else {
+            return;
+        };
+        let store = crate::Store::open(&database.url, 2).await.expect("store");
+        sqlx::query(
+            "INSERT INTO jobs (kind, payload, state, max_attempts, run_after, created, updated) \
+             SELECT $1, '{}', 'QUEUED', 1, 0, 0, 0 FROM generate_series(1, 20000)",
+        )
+        .bind(crate::IMPORT_JOB)
+        .execute(&store.pool)
+        .await
+        .expect("queued imports");
+        sqlx::query("ANALYZE jobs")
+            .execute(&store.pool)
+            .await
+            .expect("analysed");
+        let now = Timestamp::now();
+        let (sql, values) = store.claim_sql(super::Among::Short(&super::SHORT_JOB_KINDS), now);
+        let explain = format!("EXPLAIN {sql}");
+        let query = sqlx::query(&explain)
+            .bind("worker")
+            .bind(now.micros())
+            .bind(now.micros())
+            .bind(JobState::Running.as_str());
+        let rows = crate::Param::bind_all(query, values)
+            .fetch_all(&store.pool)
+            .await
+            .expect("the plan");
+        let plan: Vec<String> = rows.iter().map(|row| sqlx::Row::get(row, 0)).collect();
+        assert!(plan.iter().any(|line| line.contains("jobs_short_queue")), "{plan:#?}");
+        assert!(
+            store
+                .claim_short_job("worker", 60, &super::SHORT_JOB_KINDS)
+                .await
+                .unwrap()
+                .is_none(),
+            "no import is a short job"
+        );
     }
 
     #[tokio::test]

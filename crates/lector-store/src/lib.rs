@@ -54,7 +54,9 @@ pub use documents::{Document, DocumentGroup, NewDocument, NewSegment, Segment};
 pub use hitl_reviews::{HitlReview, NewReview};
 pub use hitls::{Hitl, HitlChange, MAX_HITLS_PER_PROJECT, NewHitl};
 pub use invitations::{Invitee, MAX_PENDING_INVITATIONS};
-pub use job_claims::{BUSY_WORKER_GRACE_SECS, LOST_WORKER_ALLOWANCE, SHORT_JOB_KINDS, UNHANDLED_JOB_GRACE_SECS};
+pub use job_claims::{
+    BUSY_WORKER_GRACE_SECS, FAIR_SHARE_PATIENCE_SECS, LOST_WORKER_ALLOWANCE, SHORT_JOB_KINDS, UNHANDLED_JOB_GRACE_SECS,
+};
 pub use job_reclaims::{JobCount, JobStatistics};
 pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease, NewJob};
 pub use labeled_imports::LabeledFile;

@@ -200,6 +200,12 @@ pub(crate) const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0031_unrunnable_jobs.sql"),
         postgres: include_str!("../migrations/postgres/0031_unrunnable_jobs.sql"),
     },
+    Step {
+        version: 32,
+        description: "short jobs queue",
+        sqlite: include_str!("../migrations/sqlite/0032_short_jobs_queue.sql"),
+        postgres: include_str!("../migrations/postgres/0032_short_jobs_queue.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -192,6 +192,12 @@ impl Store {
     pub async fn delete_project(&self, scope: &Scope, project_id: i64) -> Result<Project> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
         let mut tx = self.begin_write().await?;
+        // The project's row first: a job queued for it meanwhile waits, then finds it gone.
+        // Then its jobs, before the rows their writes touch (models, classes): a job's write
+        // holds its job's row first (`check_fence`), so this waits for one under way instead
+        // of each waiting for the other.
+        crate::lock_row(&mut tx, ("projects", project.id)).await?;
+        end_jobs_of_project(&mut tx, project.id).await?;
         models_not_bases_in_training(&mut tx, project.id).await?;
         // The models go with the project (ON DELETE CASCADE); their artifacts after the commit.
         let artifacts: Vec<String> =
@@ -207,7 +213,6 @@ impl Store {
                 .await
                 .map_err(db)?;
         }
-        end_jobs_of_project(&mut tx, project.id).await?;
         sqlx::query("DELETE FROM projects WHERE id = $1")
             .bind(project.id)
             .execute(&mut *tx)
@@ -593,13 +598,12 @@ async fn end_jobs_of_project(tx: &mut sqlx::Transaction<'static, sqlx::Any>, pro
 
 /// Refuses (409) while a model of another project is being trained from one of the project's
 /// models (its base), as `delete_model` refuses to delete such a base: gone with the project,
-/// the training would lose its base and silently train afresh. On PostgreSQL the project's row
-/// and then its models are locked first, in the order every writer of a project takes them
-/// (the project, then a model): a training that started from one of them meanwhile (its base
+/// the training would lose its base and silently train afresh. On PostgreSQL its models are
+/// locked, the caller holding the project's row, in the order every writer of a project takes
+/// them (the project, then a model): a training that started from one of them meanwhile (its base
 /// held by `model_still_there`) is waited for and then seen, one that starts after waits for
 /// this deletion and then finds its base gone.
 async fn models_not_bases_in_training(tx: &mut Transaction<'static, Any>, project_id: i64) -> Result<()> {
-    crate::lock_row(tx, ("projects", project_id)).await?;
     if tx.backend_name() == "PostgreSQL" {
         sqlx::query("SELECT id FROM models WHERE project_id = $1 ORDER BY id FOR UPDATE")
             .bind(project_id)

@@ -615,6 +615,27 @@ mod batches {
         config.workers = 0;
     }
 
+    /// An analysis by `model` of a new group of the documents `ids` (the training run first):
+    /// what `create_analysis` answered, the analysis's id and the group's.
+    async fn analysis_of_group(
+        app: &TestApp,
+        ada: &crate::common::Session,
+        project: i64,
+        model: &serde_json::Value,
+        ids: &[i64],
+    ) -> (serde_json::Value, i64, i64) {
+        let group = app.group(ada, project, json!({"name": "Analysed"})).await;
+        let path = format!("/projects/{project}/groups/{}", group["id"]);
+        app.put(&path, &ada.token, json!({"document_ids": ids}))
+            .await
+            .expect(200);
+        app.run_jobs().await;
+        let of_group = json!({"model_id": model["id"], "document_group_id": group["id"]});
+        let created = app.post("/analyses", &ada.token, of_group).await.expect(201);
+        let analysis = created["id"].as_i64().unwrap();
+        (created, analysis, group["id"].as_i64().unwrap())
+    }
+
     /// An analysis reads its group in batches of at most 500 documents and 4 Mi characters
     /// (one document at least): six documents of 900,000 characters are read four, then two,
     /// and every one is analysed once. Before, a batch was 500 documents whatever their length
@@ -638,15 +659,7 @@ mod batches {
                     .unwrap(),
             );
         }
-        let group = app.group(&ada, project, json!({"name": "Long"})).await;
-        let path = format!("/projects/{project}/groups/{}", group["id"]);
-        app.put(&path, &ada.token, json!({"document_ids": ids}))
-            .await
-            .expect(200);
-        app.run_jobs().await;
-        let of_group = json!({"model_id": model["id"], "document_group_id": group["id"]});
-        let created = app.post("/analyses", &ada.token, of_group).await.expect(201);
-        let (analysis, group) = (created["id"].as_i64().unwrap(), group["id"].as_i64().unwrap());
+        let (created, analysis, group) = analysis_of_group(&app, &ada, project, &model, &ids).await;
 
         // A worker takes the job (and dies: its lease has run out) after reading the batches.
         let store = &app.state.store;
@@ -712,15 +725,7 @@ mod batches {
             let document = app.document(&ada, project, json!({"text": text})).await;
             ids.push(document["id"].as_i64().unwrap());
         }
-        let group = app.group(&ada, project, json!({"name": "Edited"})).await;
-        let path = format!("/projects/{project}/groups/{}", group["id"]);
-        app.put(&path, &ada.token, json!({"document_ids": ids}))
-            .await
-            .expect(200);
-        app.run_jobs().await;
-        let of_group = json!({"model_id": model["id"], "document_group_id": group["id"]});
-        let created = app.post("/analyses", &ada.token, of_group).await.expect(201);
-        let (analysis, group) = (created["id"].as_i64().unwrap(), group["id"].as_i64().unwrap());
+        let (_, analysis, group) = analysis_of_group(&app, &ada, project, &model, &ids).await;
 
         let store = &app.state.store;
         let kinds = [lector_store::ANALYSIS_JOB];
