@@ -29,6 +29,9 @@ pub const ANALYSIS_BATCH_CHARS: i64 = 4 << 20;
 /// Times one document may be found edited since a batch read it (it is read again) before the
 /// attempt fails, to be retried later: someone edits it as fast as the model reads.
 const MAX_REREADS: u32 = 5;
+/// Passes from the start a run makes at the end of its group ([`Cursor::sweep`]); documents
+/// moved into the group as fast as it reads may still be left out, as if added after the end.
+const MAX_SWEEPS: u32 = 3;
 
 /// Runs a batch analysis, loading models with the BASE models they were trained with and
 /// reading document files (PDFs, images) in `sandbox`.
@@ -120,8 +123,7 @@ async fn analyse(
         .analysis_extent(lease, payload.analysis_id, payload.group_id)
         .await
         .map_err(JobError::from_store)?;
-    let mut after = 0;
-    let mut rereads = Rereads::default();
+    let mut cursor = Cursor::default();
     loop {
         if stopping.requested() {
             return Err(JobError::stopped());
@@ -131,13 +133,18 @@ async fn analyse(
                 lease,
                 payload.analysis_id,
                 payload.group_id,
-                after,
+                cursor.after,
                 (ANALYSIS_BATCH, ANALYSIS_BATCH_CHARS),
             )
             .await
             .map_err(JobError::from_store)?;
-        let Some(last) = batch.last() else { break };
-        after = last.id;
+        let Some(last) = batch.last() else {
+            if cursor.sweep() {
+                continue;
+            }
+            break;
+        };
+        let last = last.id;
         let read: Vec<DocumentAsRead> = batch.iter().map(PendingDocument::as_read).collect();
         let tags = {
             let model = model.clone();
@@ -159,7 +166,7 @@ async fn analyse(
             .store_analysis_batch(lease, payload.analysis_id, &read, &tags, progress.min(0.99))
             .await
             .map_err(|e| JobError::transient(e.detail))?;
-        after = rereads.next_after(after, &changed)?;
+        cursor.written(last, &changed)?;
         done -= changed.len() as i64;
         store
             .report_progress(lease, progress.min(0.99))
@@ -169,26 +176,47 @@ async fn analyse(
     Ok(())
 }
 
-/// The documents a run found edited since their batch read them, and how often each.
+/// Where a run reads next in its group: the documents above a document id that the analysis
+/// does not cover yet, in batches, in the order of their ids.
 #[derive(Debug, Default)]
-struct Rereads(HashMap<i64, u32>);
+struct Cursor {
+    /// The next batch reads the documents above this id.
+    after: i64,
+    /// Passes from the start made at the end of the group ([`Cursor::sweep`]).
+    sweeps: u32,
+    /// The documents found edited since their batch read them, and how often each.
+    rereads: HashMap<i64, u32>,
+}
 
-impl Rereads {
-    /// Where the next batch starts, once a batch that read up to `last` found `changed` edited
-    /// since: at the first of them, which are read again; after `last` if none. Fails the
+impl Cursor {
+    /// After a batch that read up to document `last` and found `changed` edited since: the
+    /// next reads from the first of those (read again), or after `last` if none. Fails the
     /// attempt once a document has been found edited more than [`MAX_REREADS`] times.
-    fn next_after(&mut self, last: i64, changed: &[i64]) -> Result<i64, JobError> {
+    fn written(&mut self, last: i64, changed: &[i64]) -> Result<(), JobError> {
         for id in changed {
-            let times = self.0.entry(*id).or_default();
+            let times = self.rereads.entry(*id).or_default();
             *times += 1;
             if *times > MAX_REREADS {
                 return Err(JobError::transient(format!(
-                    "document {id} changed each of the {MAX_REREADS} times the model read it; \
+                    "document {id} was edited each of the {times} times the model read it; \
                      the analysis tries again later"
                 )));
             }
         }
-        Ok(changed.iter().min().map_or(last, |first| first - 1))
+        self.after = changed.iter().min().map_or(last, |first| first - 1);
+        Ok(())
+    }
+
+    /// At the end of the group: whether to read it again from the start, for documents moved
+    /// into the group meanwhile whose ids are below where the run had read (at most
+    /// [`MAX_SWEEPS`] times; a pass from the start that finds none ends the run).
+    fn sweep(&mut self) -> bool {
+        if self.after == 0 || self.sweeps >= MAX_SWEEPS {
+            return false;
+        }
+        self.sweeps += 1;
+        self.after = 0;
+        true
     }
 }
 
@@ -256,29 +284,47 @@ async fn finished(store: &Store, lease: &Lease, payload: &AnalysisPayload) -> Re
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_REREADS, Rereads};
+    use super::{Cursor, MAX_REREADS, MAX_SWEEPS};
 
     #[test]
     fn documents_edited_under_a_batch_are_read_again_a_few_times() {
-        let mut rereads = Rereads::default();
-        assert_eq!(
-            rereads.next_after(40, &[]).unwrap(),
-            40,
-            "nothing edited: on after the batch"
-        );
-        assert_eq!(rereads.next_after(40, &[31, 17]).unwrap(), 16, "from the first edited");
+        let mut cursor = Cursor::default();
+        cursor.written(40, &[]).unwrap();
+        assert_eq!(cursor.after, 40, "nothing edited: on after the batch");
+        cursor.written(80, &[61, 47]).unwrap();
+        assert_eq!(cursor.after, 46, "from the first edited");
         // Many documents edited once each (a busy group) never fail the run.
         for id in 100..200 {
-            assert_eq!(rereads.next_after(300, &[id]).unwrap(), id - 1);
+            cursor.written(300, &[id]).unwrap();
+            assert_eq!(cursor.after, id - 1);
         }
         for _ in 1..MAX_REREADS {
-            rereads.next_after(40, &[17]).unwrap();
+            cursor.written(80, &[47]).unwrap();
         }
-        let error = rereads.next_after(40, &[17]).unwrap_err();
+        let error = cursor.written(80, &[47]).unwrap_err();
         assert!(
-            error.message.contains("document 17 changed each of the 5 times"),
+            error.message.contains("document 47 was edited each of the 6 times"),
             "{}",
             error.message
         );
+    }
+
+    /// At the end of the group the run reads it again from the start (documents moved in below
+    /// where it had read), until a pass from the start finds none, and at most three times.
+    #[test]
+    fn the_end_of_the_group_is_swept_from_the_start() {
+        let mut cursor = Cursor::default();
+        assert!(!cursor.sweep(), "an empty group: nothing to sweep");
+        cursor.written(40, &[]).unwrap();
+        assert!(cursor.sweep());
+        assert_eq!(cursor.after, 0);
+        assert!(!cursor.sweep(), "the sweep from the start found nothing: the end");
+        let mut busy = Cursor::default();
+        for _ in 0..MAX_SWEEPS {
+            busy.written(40, &[]).unwrap();
+            assert!(busy.sweep(), "each sweep found documents moved in");
+        }
+        busy.written(40, &[]).unwrap();
+        assert!(!busy.sweep(), "at most {MAX_SWEEPS} sweeps");
     }
 }

@@ -7,7 +7,7 @@
 //! fenced steps that each skip what an earlier run copied: a killed worker's successor finishes
 //! the copy without doubling anything.
 
-use crate::jobs::{Lease, NewJob, check_fence, enqueue_in};
+use crate::jobs::{Lease, NewJob, check_fence_in_project, enqueue_in};
 use crate::payloads::ClonePayload;
 use crate::records::{FromAnyRow, PROJECT_COLUMNS, Project, Workspace};
 use crate::{Store, db, db_unique};
@@ -178,7 +178,7 @@ impl Store {
         ) -> std::pin::Pin<Box<dyn Future<Output = Result<i64>> + Send + 't>>,
     {
         let mut tx = self.begin_write().await?;
-        check_fence(&mut tx, lease).await?;
+        check_fence_in_project(&mut tx, lease).await?;
         let copied = step(&mut tx).await?;
         tx.commit().await.map_err(db)?;
         Ok(copied)

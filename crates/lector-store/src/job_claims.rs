@@ -10,13 +10,15 @@
 //! a worker first could not run it, as a misconfigured installation must hear of it. Its wait
 //! for its turn in a busy queue does not count against it.
 //!
-//! Workers share themselves out between workspaces: the next job is one of the workspace with
-//! the fewest jobs running (a job of no workspace, such as a password-reset mail, counts as one
-//! of an idle one), so a workspace that queued two hundred imports, or whose webhook receiver
-//! hangs, holds up another's training by one job at most; a job that has waited
-//! [`FAIR_SHARE_PATIENCE_SECS`] counts as an idle workspace's, so none waits without end. Among
-//! those, mails and webhook posts go first ([`SHORT_JOB_KINDS`]), then the oldest. A runner also keeps one loop for those
-//! alone ([`Store::claim_short_job`]), so that trainings on every other loop never hold up a
+//! Workers share themselves out between workspaces: jobs are taken in the order they became
+//! runnable, but each job a workspace has running puts its waiting jobs
+//! [`FAIR_SHARE_PATIENCE_SECS`] later in that order (a job of no workspace, such as a
+//! password-reset mail, is an idle workspace's). A workspace that queued two hundred imports,
+//! or whose webhook receiver hangs, lets a job of an idle workspace go before any of its own
+//! that waited less than half an hour per job it runs; and no job waits without end, as many
+//! workspaces taking turns would otherwise keep a busy one's. Mails and webhook posts count as
+//! queued that much earlier ([`SHORT_JOB_KINDS`]). A runner also keeps one loop for those alone
+//! ([`Store::claim_short_job`]), so that trainings on every other loop never hold up a
 //! password-reset mail.
 
 use crate::jobs::{JOB_COLUMNS, JobState, Lease, update_leased};
@@ -49,10 +51,8 @@ pub const BUSY_WORKER_GRACE_SECS: i64 = 6 * 3600;
 /// holds up a password-reset mail or a review's event.
 pub const SHORT_JOB_KINDS: [&str; 3] = [crate::MAIL_JOB, crate::PASSWORD_RESET_JOB, crate::WEBHOOK_JOB];
 
-/// How long a job waits, runnable, before the workspaces' shares no longer count for it: a
-/// job of a workspace with jobs running goes after those of idle workspaces, but not for ever
-/// (many workspaces taking turns could keep it waiting without end); past this it is taken as
-/// one of an idle workspace's, oldest first.
+/// How much later than it became runnable a job counts, in the claim's order, per job its
+/// workspace has running (and how much earlier a mail or a webhook post counts).
 pub const FAIR_SHARE_PATIENCE_SECS: i64 = 30 * 60;
 
 /// Which jobs a claim may take.
@@ -142,21 +142,30 @@ impl Store {
     /// The claim's statement, to bind `$1` (the owner), `$2` (the lease's end), `$3` (now)
     /// and `$4` (RUNNING) to, then the values answered.
     fn claim_sql(&self, among: Among<'_>, now: Timestamp) -> (String, Vec<Param>) {
-        let waited = Param::Int(now.plus_seconds(-FAIR_SHARE_PATIENCE_SECS).micros());
+        let among_is_short = matches!(among, Among::Short(_));
+        let patience = Param::Int(FAIR_SHARE_PATIENCE_SECS * 1_000_000);
         let (among, values) = match among {
-            Among::Any => (String::new(), vec![waited]),
-            Among::Handled([]) => (" AND j.created < $6".to_owned(), vec![waited, unhandled_since(now)]),
+            Among::Any => (String::new(), vec![patience]),
+            Among::Handled([]) => (" AND j.created < $6".to_owned(), vec![patience, unhandled_since(now)]),
             Among::Handled(kinds) => {
                 let names = kinds.iter().map(|k| Param::Text((*k).to_owned()));
                 let sql = format!(" AND (j.created < $6 OR j.kind IN ({}))", numbered(7, kinds.len()));
-                (sql, [waited, unhandled_since(now)].into_iter().chain(names).collect())
+                (sql, [patience, unhandled_since(now)].into_iter().chain(names).collect())
             }
-            // Written out, as the index of their queue names them (`jobs_short_queue`), so
-            // that the planner can use it.
+            // Written out as the index of their queue names them (`jobs_short_queue`): the
+            // planners use it only then (SQLite only when told to, below).
             Among::Short(kinds) => {
-                let short = SHORT_JOB_KINDS.iter().filter(|kind| kinds.contains(kind)).copied();
-                (format!(" AND j.kind IN ({})", quoted(short)), vec![waited])
+                let mut sql = format!(" AND j.kind IN ({})", quoted(SHORT_JOB_KINDS.into_iter()));
+                if !SHORT_JOB_KINDS.iter().all(|kind| kinds.contains(kind)) {
+                    let handled = SHORT_JOB_KINDS.iter().filter(|kind| kinds.contains(kind)).copied();
+                    sql.push_str(&format!(" AND j.kind IN ({})", quoted(handled)));
+                }
+                (sql, vec![patience])
             }
+        };
+        let index = match (among_is_short, self.backend) {
+            (true, Backend::Sqlite) => " INDEXED BY jobs_short_queue",
+            _ => "",
         };
         let lock = match self.backend {
             Backend::Postgres => " FOR UPDATE OF j SKIP LOCKED",
@@ -164,18 +173,17 @@ impl Store {
             Backend::Sqlite => "",
         };
         let (queued, short) = (JobState::Queued.as_str(), quoted(SHORT_JOB_KINDS.into_iter()));
-        // The jobs running now, by workspace: the next job is one of the least busy's, or one
-        // that has waited past the patience.
+        // The jobs running now, by workspace: each puts its workspace's waiting jobs `$5` (the
+        // patience, in microseconds) later in the order.
         let sql = format!(
             "UPDATE jobs SET state = $4, lease_owner = $1, lease_expires = $2, fencing_token = fencing_token + 1, \
              attempts = attempts + 1, updated = $3 WHERE id = (\
-             SELECT j.id FROM jobs j LEFT JOIN (SELECT workspace_id, COUNT(*) AS running FROM jobs \
+             SELECT j.id FROM jobs j{index} LEFT JOIN (SELECT workspace_id, COUNT(*) AS running FROM jobs \
              WHERE state = $4 AND workspace_id IS NOT NULL GROUP BY workspace_id) busy \
              ON busy.workspace_id = j.workspace_id \
              WHERE j.state = '{queued}' AND j.run_after <= $3{among} \
-             ORDER BY CASE WHEN j.run_after < $5 THEN 0 ELSE COALESCE(busy.running, 0) END, \
-             CASE WHEN j.kind IN ({short}) THEN 0 ELSE 1 END, j.id \
-             LIMIT 1{lock}) \
+             ORDER BY j.run_after + COALESCE(busy.running, 0) * $5 - CASE WHEN j.kind IN ({short}) THEN $5 ELSE 0 END, \
+             j.id LIMIT 1{lock}) \
              RETURNING {JOB_COLUMNS}, unrunnable_since"
         );
         (sql, values)
@@ -355,8 +363,9 @@ mod tests {
 
     /// A workspace that queued many jobs first gets one worker while another workspace has
     /// jobs waiting: the next claim takes the idle workspace's job, mails of a workspace with
-    /// jobs running go after it, and the busy workspace's other jobs come last. Before, jobs
-    /// were taken oldest first, and two hundred imports held every worker for hours.
+    /// jobs running go after it, and the busy workspace's other jobs come last, unless they
+    /// have waited half an hour per job it runs. Before, jobs were taken oldest first, and two
+    /// hundred imports held every worker for hours.
     async fn workers_are_shared_between_workspaces(backend: crate::Backend) {
         let Some(database) = crate::testing::TestDatabase::create(backend).await else {
             return;
@@ -364,7 +373,8 @@ mod tests {
         let store = crate::Store::open(&database.url, 2).await.expect("store");
         let (user, scope) = crate::testing::owner(&store).await;
         let busy = user.personal_workspace_id.expect("a workspace");
-        let (other, _) = crate::testing::another_workspace(&store, &scope, "Other").await;
+        let (other, scope) = crate::testing::another_workspace(&store, &scope, "Other").await;
+        let (idle, _) = crate::testing::another_workspace(&store, &scope, "Idle").await;
         let mut imports = Vec::new();
         for _ in 0..3 {
             imports.push(queue(&store, crate::IMPORT_JOB, Some(busy)).await);
@@ -372,75 +382,69 @@ mod tests {
         let invitation = queue(&store, crate::MAIL_JOB, Some(busy)).await;
         let training = queue(&store, crate::TRAINING_JOB, Some(other.id)).await;
         let reset = queue(&store, crate::PASSWORD_RESET_JOB, None).await;
+        let claim = || async { store.claim_job("worker", 60).await.unwrap().map(|lease| lease.job.id) };
         let mut taken = Vec::new();
-        while let Some(lease) = store.claim_job("worker", 60).await.expect("a claim") {
-            taken.push(lease.job.id);
+        while let Some(id) = claim().await {
+            taken.push(id);
         }
         // With nothing running, the mails first (the busy workspace's invitation, then the reset
         // of no workspace); then, the busy workspace running its invitation, the other's
         // training before the busy one's older imports.
         let expected = [invitation, reset, training, imports[0], imports[1], imports[2]];
         assert_eq!(taken, expected);
+
         // Among short jobs only, the imports running: the mails, the idle workspace's first,
-        // and never the training, queued long ago.
+        // and never the training, though queued long before.
         for id in [invitation, reset, training] {
-            sqlx::query("UPDATE jobs SET state = 'QUEUED' WHERE id = $1")
+            sqlx::query("UPDATE jobs SET state = 'QUEUED', created = 0 WHERE id = $1")
                 .bind(id)
                 .execute(&store.pool)
                 .await
                 .unwrap();
         }
-        let short = store
-            .claim_short_job("short", 60, &super::SHORT_JOB_KINDS)
-            .await
-            .unwrap();
+        let short = || async {
+            let lease = store.claim_short_job("short", 60, &super::SHORT_JOB_KINDS).await;
+            lease.unwrap().map(|lease| lease.job.id)
+        };
+        assert_eq!(short().await, Some(reset), "the idle workspace's first");
+        assert_eq!(short().await, Some(invitation));
         assert_eq!(
-            short.map(|lease| lease.job.id),
-            Some(reset),
-            "the idle workspace's first"
-        );
-        let short = store
-            .claim_short_job("short", 60, &super::SHORT_JOB_KINDS)
-            .await
-            .unwrap();
-        assert_eq!(short.map(|lease| lease.job.id), Some(invitation));
-        let short = store
-            .claim_short_job("short", 60, &super::SHORT_JOB_KINDS)
-            .await
-            .unwrap();
-        assert!(
-            short.is_none(),
-            "the training is not a short job, however long it waited"
+            short().await,
+            None,
+            "the training is no short job, however long it waited"
         );
         assert!(store.claim_short_job("short", 60, &[]).await.unwrap().is_none());
         let kinds = [crate::TRAINING_JOB, crate::IMPORT_JOB];
         assert!(store.claim_short_job("short", 60, &kinds).await.unwrap().is_none());
-
-        // A job of the busy workspace (four running) that has waited past the patience goes
-        // before a new one of the other (one running).
-        let claim = || async { store.claim_job("worker", 60).await.unwrap().map(|lease| lease.job.id) };
         assert_eq!(claim().await, Some(training));
+
+        // The busy workspace runs four jobs: its import that waited two hours and a minute goes
+        // before a new one of the other (one running), one that waited forty minutes after a
+        // new one of a workspace with nothing running.
         let patience = super::FAIR_SHARE_PATIENCE_SECS;
-        let waited = queue_waited(&store, crate::IMPORT_JOB, Some(busy), patience + 60).await;
-        let fresh = queue(&store, crate::IMPORT_JOB, Some(other.id)).await;
-        let not_yet = queue_waited(&store, crate::IMPORT_JOB, Some(busy), patience - 60).await;
-        assert_eq!(claim().await, Some(waited));
-        assert_eq!(claim().await, Some(fresh));
-        assert_eq!(claim().await, Some(not_yet));
+        let long_waiting = queue_waited(&store, crate::IMPORT_JOB, Some(busy), 4 * patience + 60).await;
+        let of_other = queue(&store, crate::IMPORT_JOB, Some(other.id)).await;
+        assert_eq!(claim().await, Some(long_waiting));
+        assert_eq!(claim().await, Some(of_other));
+        let waiting = queue_waited(&store, crate::IMPORT_JOB, Some(busy), 40 * 60).await;
+        let of_idle = queue(&store, crate::IMPORT_JOB, Some(idle.id)).await;
+        assert_eq!(claim().await, Some(of_idle));
+        assert_eq!(claim().await, Some(waiting));
     }
 
     /// The loop for mails and webhook posts reads the index of their queue, not the queue of
-    /// long jobs: with 20,000 imports queued and no mail, PostgreSQL's plan for its claim goes
-    /// through `jobs_short_queue` (before, every poll walked the whole runnable queue).
-    #[tokio::test]
-    async fn the_short_lane_reads_the_index_of_its_queue_postgres() {
-        let Some(database) = crate::testing::TestDatabase::create(crate::Backend::Postgres).await else {
+    /// long jobs: with 20,000 imports queued and no mail, the plan of its claim goes through
+    /// `jobs_short_queue` (before, every poll walked the whole runnable queue), also for a
+    /// runner that handles only some of those kinds.
+    async fn the_short_lane_reads_the_index_of_its_queue(backend: crate::Backend) {
+        let Some(database) = crate::testing::TestDatabase::create(backend).await else {
             return;
         };
         let store = crate::Store::open(&database.url, 2).await.expect("store");
         sqlx::query(
-            "INSERT INTO jobs (kind, payload, state, max_attempts, run_after, created, updated) \
-             SELECT $1, '{}', 'QUEUED', 1, 0, 0, 0 FROM generate_series(1, 20000)",
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) \
+             INSERT INTO jobs (kind, payload, state, max_attempts, run_after, created, updated) \
+             SELECT $1, '{}', 'QUEUED', 1, 0, 0, 0 FROM n",
         )
         .bind(crate::IMPORT_JOB)
         .execute(&store.pool)
@@ -451,27 +455,46 @@ mod tests {
             .await
             .expect("analysed");
         let now = Timestamp::now();
-        let (sql, values) = store.claim_sql(super::Among::Short(&super::SHORT_JOB_KINDS), now);
-        let explain = format!("EXPLAIN {sql}");
-        let query = sqlx::query(&explain)
-            .bind("worker")
-            .bind(now.micros())
-            .bind(now.micros())
-            .bind(JobState::Running.as_str());
-        let rows = crate::Param::bind_all(query, values)
-            .fetch_all(&store.pool)
-            .await
-            .expect("the plan");
-        let plan: Vec<String> = rows.iter().map(|row| sqlx::Row::get(row, 0)).collect();
-        assert!(plan.iter().any(|line| line.contains("jobs_short_queue")), "{plan:#?}");
-        assert!(
-            store
-                .claim_short_job("worker", 60, &super::SHORT_JOB_KINDS)
+        let explain = match backend {
+            crate::Backend::Postgres => "EXPLAIN",
+            crate::Backend::Sqlite => "EXPLAIN QUERY PLAN",
+        };
+        for kinds in [&super::SHORT_JOB_KINDS[..], &[crate::MAIL_JOB]] {
+            let (sql, values) = store.claim_sql(super::Among::Short(kinds), now);
+            let explained = format!("{explain} {sql}");
+            let query = sqlx::query(&explained)
+                .bind("worker")
+                .bind(now.micros())
+                .bind(now.micros())
+                .bind(JobState::Running.as_str());
+            let rows = crate::Param::bind_all(query, values)
+                .fetch_all(&store.pool)
                 .await
-                .unwrap()
-                .is_none(),
-            "no import is a short job"
-        );
+                .expect("the plan");
+            let plan: Vec<String> = rows
+                .iter()
+                .map(|row| match backend {
+                    crate::Backend::Postgres => sqlx::Row::get(row, 0),
+                    crate::Backend::Sqlite => sqlx::Row::get(row, "detail"),
+                })
+                .collect();
+            assert!(
+                plan.iter().any(|line| line.contains("jobs_short_queue")),
+                "{kinds:?}: {plan:#?}"
+            );
+            let claimed = store.claim_short_job("worker", 60, kinds).await.unwrap();
+            assert!(claimed.is_none(), "no import is a short job");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_short_lane_reads_the_index_of_its_queue_sqlite() {
+        the_short_lane_reads_the_index_of_its_queue(crate::Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn the_short_lane_reads_the_index_of_its_queue_postgres() {
+        the_short_lane_reads_the_index_of_its_queue(crate::Backend::Postgres).await;
     }
 
     #[tokio::test]

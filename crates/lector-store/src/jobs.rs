@@ -582,6 +582,17 @@ pub(crate) async fn count_ended(
     Ok(())
 }
 
+/// [`check_fence`] for a write that adds rows to the job's project (documents, classes, groups):
+/// first holds the project's row as those rows' foreign keys do (a key share, on PostgreSQL),
+/// so that a deletion of the project, which locks its row and then its jobs' rows, is waited
+/// for instead of each waiting for the other.
+pub(crate) async fn check_fence_in_project(tx: &mut Transaction<'static, Any>, lease: &Lease) -> Result<()> {
+    if let Some(project_id) = lease.job.project_id {
+        crate::lock_row_for_key_share(tx, ("projects", project_id)).await?;
+    }
+    check_fence(tx, lease).await
+}
+
 /// Fails unless `lease` is still the job's current lease; call first in a result transaction.
 pub(crate) async fn check_fence(tx: &mut Transaction<'static, Any>, lease: &Lease) -> Result<()> {
     let now = vec![Param::Int(Timestamp::now().micros())];

@@ -6,7 +6,7 @@
 //!
 //! Reading and parsing the file is the job's; nothing here touches the blob store.
 
-use crate::jobs::{Lease, NewJob, check_fence, enqueue_in, set_task};
+use crate::jobs::{Lease, NewJob, check_fence, check_fence_in_project, enqueue_in, set_task};
 use crate::payloads::{LabeledColumns, LabeledImportPayload};
 use crate::session_counts::{add_counts, end_import_status, lock_session, recount};
 use crate::sessions::{insert_session, session_group};
@@ -93,7 +93,7 @@ impl Store {
             user_id: payload.user_id,
         };
         let mut tx = self.begin_write().await?;
-        check_fence(&mut tx, lease).await?;
+        check_fence_in_project(&mut tx, lease).await?;
         lock_session(&mut tx, session.id).await?;
         let added = add_labeled(&mut tx, target, &vocabulary, Some(first_position), documents).await?;
         // The session shows the import's progress; its status stays STARTED until the end.

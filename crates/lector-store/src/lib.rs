@@ -477,6 +477,15 @@ pub(crate) async fn lock_row_for_no_key_update(
     lock_row_as(tx, owner, "FOR NO KEY UPDATE").await
 }
 
+/// [`lock_row`] as a foreign key's check takes it (`FOR KEY SHARE`): the row's deletion and
+/// key updates wait, other writers of it do not.
+pub(crate) async fn lock_row_for_key_share(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    owner: (&str, i64),
+) -> Result<()> {
+    lock_row_as(tx, owner, "FOR KEY SHARE").await
+}
+
 async fn lock_row_as(tx: &mut sqlx::Transaction<'static, sqlx::Any>, owner: (&str, i64), lock: &str) -> Result<()> {
     let (table, id) = owner;
     if tx.backend_name() == "PostgreSQL" {

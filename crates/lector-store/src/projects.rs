@@ -194,8 +194,9 @@ impl Store {
         let mut tx = self.begin_write().await?;
         // The project's row first: a job queued for it meanwhile waits, then finds it gone.
         // Then its jobs, before the rows their writes touch (models, classes): a job's write
-        // holds its job's row first (`check_fence`), so this waits for one under way instead
-        // of each waiting for the other.
+        // holds its job's row first (`check_fence`), or the project's row and then its job's
+        // when it adds rows to the project (`check_fence_in_project`), so this waits for one
+        // under way instead of each waiting for the other.
         crate::lock_row(&mut tx, ("projects", project.id)).await?;
         end_jobs_of_project(&mut tx, project.id).await?;
         models_not_bases_in_training(&mut tx, project.id).await?;
