@@ -17,8 +17,8 @@
 //!
 //! Besides its `workers` loops, a runner with handlers for mails or webhook posts keeps one
 //! loop that claims only those, so that a password-reset mail is sent while every other loop
-//! runs an hour-long training; which job each loop takes next (the least busy workspace's) is
-//! lector-store's `job_claims`.
+//! runs an hour-long training; which job each loop takes next (workspaces with fewer jobs
+//! running first, then the jobs that became runnable first) is lector-store's `job_claims`.
 //!
 //! At start, the reaper first hands back the leases of this host's workers that died (see
 //! [`crate::owner`]), so a worker restarted after kill -9 resumes its jobs at once.

@@ -16,10 +16,12 @@
 //! password-reset mail, is an idle workspace's). A workspace that queued two hundred imports,
 //! or whose webhook receiver hangs, lets a job of an idle workspace go before any of its own
 //! that waited less than half an hour per job it runs; and no job waits without end, as many
-//! workspaces taking turns would otherwise keep a busy one's. Mails and webhook posts count as
-//! queued that much earlier ([`SHORT_JOB_KINDS`]). A runner also keeps one loop for those alone
-//! ([`Store::claim_short_job`]), so that trainings on every other loop never hold up a
-//! password-reset mail.
+//! workspaces taking turns would otherwise keep a busy one's. A mail or webhook post
+//! ([`SHORT_JOB_KINDS`]) of a workspace with nothing running counts as queued that much
+//! earlier. A runner also keeps one loop for those alone ([`Store::claim_short_job`]), where
+//! only a workspace's running mails and posts count against it, so that trainings on every
+//! other loop never hold up a password-reset mail. A job handed back at once keeps its place,
+//! and one no worker could run counts from when the first could not.
 
 use crate::jobs::{JOB_COLUMNS, JobState, Lease, update_leased};
 use crate::records::FromAnyRow;
@@ -46,9 +48,10 @@ pub const UNHANDLED_JOB_GRACE_SECS: i64 = 3600;
 /// want, so the wait ends some time.
 pub const BUSY_WORKER_GRACE_SECS: i64 = 6 * 3600;
 
-/// The kinds of job that take a moment (a mail, a webhook's post): among the jobs of the least
-/// busy workspaces a worker takes them first, so that a queue of trainings and analyses never
-/// holds up a password-reset mail or a review's event.
+/// The kinds of job that take a moment (a mail, a webhook's post): a loop of every runner takes
+/// only these, and the others take those of idle workspaces ahead of other jobs, so that a
+/// queue of trainings and analyses never holds up a password-reset mail or a review's event.
+/// Migration 0032's index (`jobs_short_queue`) names them as [`quoted`] writes them.
 pub const SHORT_JOB_KINDS: [&str; 3] = [crate::MAIL_JOB, crate::PASSWORD_RESET_JOB, crate::WEBHOOK_JOB];
 
 /// How much later than it became runnable a job counts, in the claim's order, per job its
@@ -77,8 +80,8 @@ impl Store {
         self.claim(owner, lease_secs, Among::Any).await
     }
 
-    /// Claims the next runnable job (one of the least busy workspace's, mails and webhook posts
-    /// first, then the oldest) of one of `kinds`, or of any kind once it has waited
+    /// Claims the next runnable job (in the order of the module's documentation) of one of
+    /// `kinds`, or of any kind once it has waited
     /// [`UNHANDLED_JOB_GRACE_SECS`], for `lease_secs`. A job whose attempts are all used (its
     /// workers died or were cut off on each, and the reaper put it back) is not handed out
     /// again: it fails for good here, through [`Store::fail_job`] (its resource FAILED, one
@@ -173,23 +176,33 @@ impl Store {
             Backend::Sqlite => "",
         };
         let (queued, short) = (JobState::Queued.as_str(), quoted(SHORT_JOB_KINDS.into_iter()));
-        // The jobs running now, by workspace: each puts its workspace's waiting jobs `$5` (the
-        // patience, in microseconds) later in the order.
+        // The jobs running now, by workspace (for the short lane, its own kinds only: a
+        // workspace's trainings do not hold up its mails there): each puts its workspace's
+        // waiting jobs `$5` (the patience, in microseconds) later in the order, which starts
+        // from when a job became runnable, or for one no worker could run, when the first
+        // could not (the delays of its hand-backs do not put it behind the queue). A mail or
+        // webhook post of a workspace with nothing running counts as that much earlier.
+        let running_kinds = match among_is_short {
+            true => format!(" AND kind IN ({short})"),
+            false => String::new(),
+        };
         let sql = format!(
             "UPDATE jobs SET state = $4, lease_owner = $1, lease_expires = $2, fencing_token = fencing_token + 1, \
              attempts = attempts + 1, updated = $3 WHERE id = (\
              SELECT j.id FROM jobs j{index} LEFT JOIN (SELECT workspace_id, COUNT(*) AS running FROM jobs \
-             WHERE state = $4 AND workspace_id IS NOT NULL GROUP BY workspace_id) busy \
+             WHERE state = $4 AND workspace_id IS NOT NULL{running_kinds} GROUP BY workspace_id) busy \
              ON busy.workspace_id = j.workspace_id \
              WHERE j.state = '{queued}' AND j.run_after <= $3{among} \
-             ORDER BY j.run_after + COALESCE(busy.running, 0) * $5 - CASE WHEN j.kind IN ({short}) THEN $5 ELSE 0 END, \
+             ORDER BY COALESCE(j.unrunnable_since, j.run_after) + COALESCE(busy.running, 0) * $5 \
+             - CASE WHEN j.kind IN ({short}) AND busy.running IS NULL THEN $5 ELSE 0 END, \
              j.id LIMIT 1{lock}) \
              RETURNING {JOB_COLUMNS}, unrunnable_since"
         );
         (sql, values)
     }
 
-    /// Puts a claimed job back on the queue as it was, to be claimed again in `after_secs`:
+    /// Puts a claimed job back on the queue as it was, to be claimed again in `after_secs`
+    /// (with 0, at once and in its place in the queue: its `run_after` is kept):
     /// the claim does not count as an attempt. For a worker that is stopping: the job ran, so a
     /// wait for a worker that can run it starts anew. `false` when the lease is no longer
     /// current.
@@ -235,15 +248,24 @@ impl Store {
 
     async fn hand_back(&self, lease: &Lease, after_secs: i64, also: &str) -> Result<bool> {
         let now = Timestamp::now();
-        let set = format!(
-            "state = $1, attempts = attempts - 1, lease_owner = NULL, lease_expires = NULL, \
-             updated = $2, run_after = $3{also}"
-        );
-        let values = vec![
+        let mut values = vec![
             Param::Text(JobState::Queued.as_str().to_owned()),
             Param::Int(now.micros()),
-            Param::Int(now.plus_seconds(after_secs).micros()),
         ];
+        // Runnable at once, it keeps its place in the claim's order (its `run_after`, when it
+        // first became runnable); a job that was put back long after it was claimed would
+        // otherwise queue behind all that came meanwhile.
+        let later = match after_secs {
+            0 => "",
+            _ => {
+                values.push(Param::Int(now.plus_seconds(after_secs).micros()));
+                ", run_after = $3"
+            }
+        };
+        let set = format!(
+            "state = $1, attempts = attempts - 1, lease_owner = NULL, lease_expires = NULL, \
+             updated = $2{later}{also}"
+        );
         update_leased(&self.pool, lease, &set, values).await
     }
 }
@@ -306,8 +328,10 @@ mod tests {
         }
     }
 
-    /// A mail queued behind a training is taken first; then the training, then a later import
-    /// (oldest first). Before, the training went first, and a queue of them held every mail.
+    /// A mail queued just behind a training (both of no workspace, as a password-reset mail is)
+    /// is taken first; then the training, then a later import (oldest first). Before, the
+    /// training went first, and a queue of them held every mail. (The loop kept for mails is
+    /// `lector-jobs`' `queue::a_mail_is_sent_while_every_worker_is_busy`.)
     async fn mails_go_before_long_jobs(backend: crate::Backend) {
         let Some(database) = crate::testing::TestDatabase::create(backend).await else {
             return;
@@ -338,6 +362,46 @@ mod tests {
     #[tokio::test]
     async fn mails_go_before_long_jobs_postgres() {
         mails_go_before_long_jobs(crate::Backend::Postgres).await;
+    }
+
+    /// The index of the short jobs' queue names their kinds as the claim writes them: otherwise
+    /// SQLite cannot use it (`INDEXED BY` then fails every claim) and PostgreSQL does not.
+    #[test]
+    fn the_short_queue_index_names_the_short_kinds() {
+        let kinds = format!("kind IN ({})", super::quoted(super::SHORT_JOB_KINDS.into_iter()));
+        for migration in [
+            include_str!("../migrations/sqlite/0032_short_jobs_queue.sql"),
+            include_str!("../migrations/postgres/0032_short_jobs_queue.sql"),
+        ] {
+            assert!(migration.contains(&kinds), "{migration}");
+        }
+    }
+
+    /// A job handed back by a stopping worker (or a test) keeps its place in the queue: it is
+    /// claimed again before the jobs queued after it. Before, the hand-back made it runnable
+    /// "now", behind every job queued while it ran.
+    async fn a_job_handed_back_keeps_its_place(backend: crate::Backend) {
+        let Some(database) = crate::testing::TestDatabase::create(backend).await else {
+            return;
+        };
+        let store = crate::Store::open(&database.url, 2).await.expect("store");
+        let first = queue_waited(&store, crate::ANALYSIS_JOB, None, 60).await;
+        let lease = store.claim_job("worker", 60).await.unwrap().expect("the analysis");
+        assert_eq!(lease.job.id, first);
+        let later = queue(&store, crate::IMPORT_JOB, None).await;
+        assert!(store.hand_back_job(&lease, 0).await.unwrap());
+        let again = store.claim_job("worker", 60).await.unwrap().expect("a job");
+        assert_eq!(again.job.id, first, "handed back, it goes before {later}");
+    }
+
+    #[tokio::test]
+    async fn a_job_handed_back_keeps_its_place_sqlite() {
+        a_job_handed_back_keeps_its_place(crate::Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn a_job_handed_back_keeps_its_place_postgres() {
+        a_job_handed_back_keeps_its_place(crate::Backend::Postgres).await;
     }
 
     /// Queues a job of `kind` in `workspace` (none: a job of no workspace), runnable since
@@ -393,8 +457,9 @@ mod tests {
         let expected = [invitation, reset, training, imports[0], imports[1], imports[2]];
         assert_eq!(taken, expected);
 
-        // Among short jobs only, the imports running: the mails, the idle workspace's first,
-        // and never the training, though queued long before.
+        // Among short jobs only, the imports running: the mails in the order they were queued
+        // (on this loop only running mails and posts count against a workspace, not its
+        // imports), and never the training, though queued long before.
         for id in [invitation, reset, training] {
             sqlx::query("UPDATE jobs SET state = 'QUEUED', created = 0 WHERE id = $1")
                 .bind(id)
@@ -406,8 +471,12 @@ mod tests {
             let lease = store.claim_short_job("short", 60, &super::SHORT_JOB_KINDS).await;
             lease.unwrap().map(|lease| lease.job.id)
         };
-        assert_eq!(short().await, Some(reset), "the idle workspace's first");
-        assert_eq!(short().await, Some(invitation));
+        assert_eq!(
+            short().await,
+            Some(invitation),
+            "its workspace's imports do not count here"
+        );
+        assert_eq!(short().await, Some(reset));
         assert_eq!(
             short().await,
             None,
