@@ -9,16 +9,17 @@
 //! then the job fails for good with its trace), and the worker goes on with the next job.
 //!
 //! Its workers claim only the kinds of job it has handlers for, and hand back a job a newer
-//! Lector wrote, so that in a rolling upgrade such jobs wait for a newer worker (for an hour at
-//! most; see lector-store's `job_claims`). Likewise a job whose handler says this worker lacks
-//! what it needs ([`Retry::Elsewhere`]: a BASE model's files, installed per node) is handed
-//! back for a worker that has it, and fails with the handler's reason once it has waited as
-//! long from when it was queued.
+//! Lector wrote, so that in a rolling upgrade such jobs wait for a newer worker (an hour from
+//! when a worker first handed it back, up to six while another process runs jobs of its kind;
+//! see lector-store's `job_claims`). Likewise a job whose handler says this worker lacks what
+//! it needs ([`Retry::Elsewhere`]: a BASE model's files, installed per node) is handed back for
+//! a worker that has it, and fails with the handler's reason once it has waited as long.
 //!
 //! Besides its `workers` loops, a runner with handlers for mails or webhook posts keeps one
 //! loop that claims only those, so that a password-reset mail is sent while every other loop
-//! runs an hour-long training; which job each loop takes next (workspaces with fewer jobs
-//! running first, then the jobs that became runnable first) is lector-store's `job_claims`.
+//! runs an hour-long training; which job each loop takes next (in the order jobs became
+//! runnable, each job its workspace runs putting it half an hour later) is lector-store's
+//! `job_claims`.
 //!
 //! At start, the reaper first hands back the leases of this host's workers that died (see
 //! [`crate::owner`]), so a worker restarted after kill -9 resumes its jobs at once.

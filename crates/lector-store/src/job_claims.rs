@@ -49,13 +49,14 @@ pub const UNHANDLED_JOB_GRACE_SECS: i64 = 3600;
 pub const BUSY_WORKER_GRACE_SECS: i64 = 6 * 3600;
 
 /// The kinds of job that take a moment (a mail, a webhook's post): a loop of every runner takes
-/// only these, and the others take those of idle workspaces ahead of other jobs, so that a
+/// only these, and the others take those of idle workspaces half an hour ahead, so that a
 /// queue of trainings and analyses never holds up a password-reset mail or a review's event.
-/// Migration 0032's index (`jobs_short_queue`) names them as [`quoted`] writes them.
+/// Migration 0032's index (`jobs_short_queue`) names them as the claim writes them.
 pub const SHORT_JOB_KINDS: [&str; 3] = [crate::MAIL_JOB, crate::PASSWORD_RESET_JOB, crate::WEBHOOK_JOB];
 
-/// How much later than it became runnable a job counts, in the claim's order, per job its
-/// workspace has running (and how much earlier a mail or a webhook post counts).
+/// How much later a job counts in the claim's order (from when it became runnable, or when a
+/// worker first could not run it) per job its workspace has running; and how much earlier a
+/// mail or webhook post of a workspace with nothing running counts.
 pub const FAIR_SHARE_PATIENCE_SECS: i64 = 30 * 60;
 
 /// Which jobs a claim may take.
@@ -402,6 +403,53 @@ mod tests {
     #[tokio::test]
     async fn a_job_handed_back_keeps_its_place_postgres() {
         a_job_handed_back_keeps_its_place(crate::Backend::Postgres).await;
+    }
+
+    /// On the other loops a mail of a workspace with a job running has no head start: it goes
+    /// after an import of an idle workspace queued ten minutes after it. A job no worker could
+    /// run counts from when the first could not, not from its last hand-back: once its delay
+    /// is over, it goes before an import queued after that first hand-back.
+    async fn mails_of_busy_workspaces_and_unrunnable_jobs_keep_their_turn(backend: crate::Backend) {
+        let Some(database) = crate::testing::TestDatabase::create(backend).await else {
+            return;
+        };
+        let store = crate::Store::open(&database.url, 2).await.expect("store");
+        let (user, scope) = crate::testing::owner(&store).await;
+        let busy = user.personal_workspace_id.expect("a workspace");
+        let (idle, _) = crate::testing::another_workspace(&store, &scope, "Idle").await;
+        let claim = || async { store.claim_job("worker", 60).await.unwrap().map(|lease| lease.job.id) };
+        let running = queue_waited(&store, crate::TRAINING_JOB, Some(busy), 3600).await;
+        assert_eq!(claim().await, Some(running));
+        let mail = queue_waited(&store, crate::MAIL_JOB, Some(busy), 20 * 60).await;
+        let import = queue_waited(&store, crate::IMPORT_JOB, Some(idle.id), 10 * 60).await;
+        assert_eq!(claim().await, Some(import));
+        assert_eq!(claim().await, Some(mail));
+
+        let unrunnable = queue_waited(&store, crate::ANALYSIS_JOB, None, 60).await;
+        let lease = store.claim_job("worker", 60).await.unwrap().expect("the analysis");
+        assert_eq!(lease.job.id, unrunnable);
+        assert!(store.hand_back_unrunnable(&lease).await.unwrap());
+        let later = queue(&store, crate::IMPORT_JOB, None).await;
+        // Its delay over, a moment after the import was queued.
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        sqlx::query("UPDATE jobs SET run_after = $1 WHERE id = $2")
+            .bind(Timestamp::now().micros())
+            .bind(unrunnable)
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        assert_eq!(claim().await, Some(unrunnable), "before {later}");
+        assert_eq!(claim().await, Some(later));
+    }
+
+    #[tokio::test]
+    async fn mails_of_busy_workspaces_and_unrunnable_jobs_keep_their_turn_sqlite() {
+        mails_of_busy_workspaces_and_unrunnable_jobs_keep_their_turn(crate::Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn mails_of_busy_workspaces_and_unrunnable_jobs_keep_their_turn_postgres() {
+        mails_of_busy_workspaces_and_unrunnable_jobs_keep_their_turn(crate::Backend::Postgres).await;
     }
 
     /// Queues a job of `kind` in `workspace` (none: a job of no workspace), runnable since

@@ -135,10 +135,13 @@ impl Store {
     pub async fn job_statistics(&self) -> Result<JobStatistics> {
         let now = Timestamp::now().micros();
         // Queued and running jobs are counted live (few, and found through the queue's index);
-        // ended ones were counted as they ended (`job_totals`).
+        // ended ones were counted as they ended (`job_totals`). A job's wait starts when it
+        // became runnable, or when it was last put back (a job handed back keeps its
+        // `run_after`, its place in the queue, and its run is no wait).
         let rows = sqlx::query(
             "SELECT kind, state, COUNT(*) AS jobs, \
-             MIN(CASE WHEN state = $1 AND run_after <= $2 THEN run_after END) AS oldest \
+             MIN(CASE WHEN state = $1 AND run_after <= $2 THEN \
+             CASE WHEN updated > run_after THEN updated ELSE run_after END END) AS oldest \
              FROM jobs WHERE state IN ($1, $3) GROUP BY kind, state \
              UNION ALL SELECT kind, state, jobs, NULL AS oldest FROM job_totals \
              ORDER BY kind, state",
