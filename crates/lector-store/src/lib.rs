@@ -27,6 +27,8 @@ mod hitls;
 #[cfg(test)]
 mod import_tests;
 mod invitations;
+#[cfg(test)]
+mod job_claim_tests;
 mod job_claims;
 mod job_reclaims;
 mod job_retention;
