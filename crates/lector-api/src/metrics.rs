@@ -226,7 +226,7 @@ fn register_queue(registry: &mut Registry, statistics: &JobStatistics) {
     );
     registry.register(
         "job_queue_oldest_age_seconds",
-        "How long the oldest runnable queued job of each kind has waited",
+        "How long the oldest runnable queued job of each kind has waited since it became runnable or was last put back",
         oldest,
     );
     registry.register(

@@ -10,10 +10,11 @@
 //!
 //! Its workers claim only the kinds of job it has handlers for, and hand back a job a newer
 //! Lector wrote, so that in a rolling upgrade such jobs wait for a newer worker (an hour from
-//! when a worker first handed it back, up to six while another process runs jobs of its kind;
-//! see lector-store's `job_claims`). Likewise a job whose handler says this worker lacks what
-//! it needs ([`Retry::Elsewhere`]: a BASE model's files, installed per node) is handed back for
-//! a worker that has it, and fails with the handler's reason once it has waited as long.
+//! when a worker first handed it back; see lector-store's `job_claims`). Likewise a job of a
+//! kind no handler here knows, or whose handler says this worker lacks what it needs
+//! ([`Retry::Elsewhere`]: a BASE model's files, installed per node), is handed back for a
+//! worker that has it, and fails (with the handler's reason) an hour after the first
+//! hand-back, or up to six while a worker of another process runs jobs of its kind.
 //!
 //! Besides its `workers` loops, a runner with handlers for mails or webhook posts keeps one
 //! loop that claims only those, so that a password-reset mail is sent while every other loop

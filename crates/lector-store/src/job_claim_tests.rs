@@ -102,6 +102,14 @@ async fn a_job_handed_back_keeps_its_place(backend: crate::Backend) {
     assert_eq!(lease.job.id, first);
     let later = queue(&store, crate::IMPORT_JOB, None).await;
     assert!(store.hand_back_job(&lease, 0).await.unwrap());
+    // Its place kept, its wait (`/metrics`) starts at the hand-back, not a minute ago: its
+    // run was no wait.
+    let statistics = store.job_statistics().await.unwrap();
+    let waited = statistics
+        .oldest_queued_secs
+        .iter()
+        .find(|(kind, _)| kind == crate::ANALYSIS_JOB);
+    assert!(waited.is_some_and(|(_, secs)| *secs < 30.0), "{waited:?}");
     let again = store.claim_job("worker", 60).await.unwrap().expect("a job");
     assert_eq!(again.job.id, first, "handed back, it goes before {later}");
 }

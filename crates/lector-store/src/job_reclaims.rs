@@ -25,7 +25,8 @@ pub struct JobStatistics {
     /// without jobs are absent.
     pub jobs: Vec<JobCount>,
     /// Per kind with a queued job whose time has come: seconds the oldest has waited since
-    /// it became runnable (enqueued, or its retry delay ended).
+    /// it became runnable (enqueued, or its retry delay ended) or was last put back (handed
+    /// back, or taken back from a worker that died).
     pub oldest_queued_secs: Vec<(String, f64)>,
     /// Per kind: leases taken back from workers that stopped renewing them or died, since the
     /// installation began.
