@@ -181,9 +181,6 @@ pub struct Runner {
     /// The kinds it has handlers for, the only ones its workers claim (until a job of another
     /// kind has waited [`lector_store::UNHANDLED_JOB_GRACE_SECS`] for a worker that has one).
     kinds: Vec<&'static str>,
-    /// Those of them that take a moment ([`lector_store::SHORT_JOB_KINDS`]): a loop of their
-    /// own takes only these.
-    short_kinds: Vec<&'static str>,
     lease_secs: i64,
 }
 
@@ -202,7 +199,6 @@ impl Default for Runner {
         Self {
             handlers: HashMap::new(),
             kinds: Vec::new(),
-            short_kinds: Vec::new(),
             lease_secs: LEASE_SECS,
         }
     }
@@ -231,9 +227,6 @@ impl Runner {
     pub fn with<H: Handler>(mut self, handler: H) -> Self {
         self.handlers.insert(H::Payload::KIND, Arc::new(Typed(handler)));
         self.kinds = self.handlers.keys().copied().collect();
-        self.short_kinds = (self.kinds.iter().copied())
-            .filter(|kind| lector_store::SHORT_JOB_KINDS.contains(kind))
-            .collect();
         self
     }
 
@@ -247,7 +240,11 @@ impl Runner {
         for n in 0..workers {
             tasks.push(self.spawn_loop(&store, &stopping, n, Lane::Every));
         }
-        if workers > 0 && !self.short_kinds.is_empty() {
+        let short = self
+            .kinds
+            .iter()
+            .any(|kind| lector_store::SHORT_JOB_KINDS.contains(kind));
+        if workers > 0 && short {
             tasks.push(self.spawn_loop(&store, &stopping, workers, Lane::Short));
         }
         Workers { phase, tasks }
@@ -283,7 +280,8 @@ impl Runner {
     async fn run_next(&self, store: &Store, owner: &str, stopping: &Stopping, lane: Lane) -> lector_core::Result<bool> {
         let claimed = match lane {
             Lane::Every => store.claim_job_of(owner, self.lease_secs, &self.kinds).await?,
-            Lane::Short => (store.claim_short_job(owner, self.lease_secs, &self.short_kinds)).await?,
+            // The store takes the mails and webhook posts among them.
+            Lane::Short => (store.claim_short_job(owner, self.lease_secs, &self.kinds)).await?,
         };
         let Some(lease) = claimed else {
             return Ok(false);

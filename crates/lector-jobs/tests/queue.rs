@@ -630,36 +630,44 @@ async fn a_clone_run_twice_copies_once(backend: Backend) {
     assert_eq!(count(copy.id).await, count(project.id).await);
 }
 
+/// A count that waits: `upto` 0 waits for the stop and ends at it; any other count never ends
+/// by itself.
+struct Waits;
+
+impl Handler for Waits {
+    type Payload = CountPayload;
+    async fn run(&self, job: JobContext<'_>, payload: CountPayload) -> Result<Outcome, JobError> {
+        let JobContext { stopping, .. } = job;
+        if payload.upto == 0 {
+            stopping.requested_now().await;
+            return Err(JobError::stopped());
+        }
+        std::future::pending().await
+    }
+}
+
+/// Waits (a minute at most) until workers have taken each of these jobs.
+async fn until_running(store: &Store, ids: &[i64]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for id in ids {
+        while store.job_by_id(*id).await.unwrap().unwrap().state != JobState::Running {
+            assert!(Instant::now() < deadline, "the workers did not take job {id}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
 /// Stopping workers: a handler that looks at its `Stopping` ends at its checkpoint, one that
 /// does not is cut off after the grace; both jobs go back to the queue without a used attempt.
 async fn stopped_workers_hand_their_jobs_back(backend: Backend) {
     let Some((store, _database, user_id)) = store(backend).await else {
         return;
     };
-    /// `upto` 0 waits for the stop and ends at it; any other count never ends by itself.
-    struct Waits;
-    impl Handler for Waits {
-        type Payload = CountPayload;
-        async fn run(&self, job: JobContext<'_>, payload: CountPayload) -> Result<Outcome, JobError> {
-            let JobContext { stopping, .. } = job;
-            if payload.upto == 0 {
-                stopping.requested_now().await;
-                return Err(JobError::stopped());
-            }
-            std::future::pending().await
-        }
-    }
     let queue = |upto| NewJob::of(&CountPayload { upto }).unwrap().owned_by(user_id);
     let checkpointed = store.enqueue(queue(0)).await.unwrap().id;
     let stuck = store.enqueue(queue(1)).await.unwrap().id;
     let workers = Runner::new().with(Waits).spawn(store.clone(), 2);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    for id in [checkpointed, stuck] {
-        while store.job_by_id(id).await.unwrap().unwrap().state != JobState::Running {
-            assert!(Instant::now() < deadline, "the workers did not take the jobs");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
+    until_running(&store, &[checkpointed, stuck]).await;
     assert!(
         !workers.stop(Duration::from_secs(1)).await,
         "the stuck job outlasted the grace"
@@ -692,15 +700,6 @@ async fn a_mail_is_sent_while_every_worker_is_busy(backend: Backend) {
     let Some((store, _database, user_id)) = store(backend).await else {
         return;
     };
-    /// Runs until the workers stop.
-    struct Long;
-    impl Handler for Long {
-        type Payload = CountPayload;
-        async fn run(&self, job: JobContext<'_>, _: CountPayload) -> Result<Outcome, JobError> {
-            job.stopping.requested_now().await;
-            Err(JobError::stopped())
-        }
-    }
     struct Sends;
     impl Handler for Sends {
         type Payload = QuietMail;
@@ -711,13 +710,12 @@ async fn a_mail_is_sent_while_every_worker_is_busy(backend: Backend) {
             })
         }
     }
-    let long = store.enqueue(job(user_id, 3)).await.unwrap().id;
-    let workers = Runner::new().with(Long).with(Sends).spawn(store.clone(), 1);
+    // Runs until the workers stop.
+    let long = NewJob::of(&CountPayload { upto: 0 }).unwrap().owned_by(user_id);
+    let long = store.enqueue(long).await.unwrap().id;
+    let workers = Runner::new().with(Waits).with(Sends).spawn(store.clone(), 1);
+    until_running(&store, &[long]).await;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while store.job_by_id(long).await.unwrap().unwrap().state != JobState::Running {
-        assert!(Instant::now() < deadline, "the worker did not take the long job");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     let mail = NewJob::of(&QuietMail {
         to: "ada@example.org".into(),
     })

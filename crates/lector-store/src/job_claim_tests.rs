@@ -52,10 +52,9 @@ fn unrunnable_for(seconds: i64) -> Lease {
 /// training went first, and a queue of them held every mail. (The loop kept for mails is
 /// `lector-jobs`' `queue::a_mail_is_sent_while_every_worker_is_busy`.)
 async fn mails_go_before_long_jobs(backend: crate::Backend) {
-    let Some(database) = crate::testing::TestDatabase::create(backend).await else {
+    let Some((store, _database)) = store(backend).await else {
         return;
     };
-    let store = crate::Store::open(&database.url, 2).await.expect("store");
     for kind in [crate::TRAINING_JOB, crate::MAIL_JOB, crate::IMPORT_JOB] {
         sqlx::query(
             "INSERT INTO jobs (kind, payload, state, max_attempts, run_after, created, updated) \
@@ -93,10 +92,9 @@ fn the_short_queue_index_names_the_short_kinds() {
 /// claimed again before the jobs queued after it. Before, the hand-back made it runnable
 /// "now", behind every job queued while it ran.
 async fn a_job_handed_back_keeps_its_place(backend: crate::Backend) {
-    let Some(database) = crate::testing::TestDatabase::create(backend).await else {
+    let Some((store, _database)) = store(backend).await else {
         return;
     };
-    let store = crate::Store::open(&database.url, 2).await.expect("store");
     let first = queue_waited(&store, crate::ANALYSIS_JOB, None, 60).await;
     let lease = store.claim_job("worker", 60).await.unwrap().expect("the analysis");
     assert_eq!(lease.job.id, first);
@@ -119,10 +117,9 @@ async fn a_job_handed_back_keeps_its_place(backend: crate::Backend) {
 /// run counts from when the first could not, not from its last hand-back: once its delay
 /// is over, it goes before an import queued after that first hand-back.
 async fn mails_of_busy_workspaces_and_unrunnable_jobs_keep_their_turn(backend: crate::Backend) {
-    let Some(database) = crate::testing::TestDatabase::create(backend).await else {
+    let Some((store, _database)) = store(backend).await else {
         return;
     };
-    let store = crate::Store::open(&database.url, 2).await.expect("store");
     let (user, scope) = crate::testing::owner(&store).await;
     let busy = user.personal_workspace_id.expect("a workspace");
     let (idle, _) = crate::testing::another_workspace(&store, &scope, "Idle").await;
@@ -149,6 +146,14 @@ async fn mails_of_busy_workspaces_and_unrunnable_jobs_keep_their_turn(backend: c
         .unwrap();
     assert_eq!(claim().await, Some(unrunnable), "before {later}");
     assert_eq!(claim().await, Some(later));
+}
+
+/// A store on a fresh database of `backend` (none where that backend is not at hand); the
+/// database lives as long as the second value.
+async fn store(backend: crate::Backend) -> Option<(crate::Store, crate::testing::TestDatabase)> {
+    let database = crate::testing::TestDatabase::create(backend).await?;
+    let store = crate::Store::open(&database.url, 2).await.expect("store");
+    Some((store, database))
 }
 
 /// Queues a job of `kind` in `workspace` (none: a job of no workspace), runnable since
@@ -178,10 +183,9 @@ async fn queue(store: &crate::Store, kind: &str, workspace: Option<i64>) -> i64 
 /// have waited half an hour per job it runs. Before, jobs were taken oldest first, and two
 /// hundred imports held every worker for hours.
 async fn workers_are_shared_between_workspaces(backend: crate::Backend) {
-    let Some(database) = crate::testing::TestDatabase::create(backend).await else {
+    let Some((store, _database)) = store(backend).await else {
         return;
     };
-    let store = crate::Store::open(&database.url, 2).await.expect("store");
     let (user, scope) = crate::testing::owner(&store).await;
     let busy = user.personal_workspace_id.expect("a workspace");
     let (other, scope) = crate::testing::another_workspace(&store, &scope, "Other").await;
@@ -255,10 +259,9 @@ async fn workers_are_shared_between_workspaces(backend: crate::Backend) {
 /// `jobs_short_queue` (before, every poll walked the whole runnable queue), also for a
 /// runner that handles only some of those kinds.
 async fn the_short_lane_reads_the_index_of_its_queue(backend: crate::Backend) {
-    let Some(database) = crate::testing::TestDatabase::create(backend).await else {
+    let Some((store, _database)) = store(backend).await else {
         return;
     };
-    let store = crate::Store::open(&database.url, 2).await.expect("store");
     sqlx::query(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) \
          INSERT INTO jobs (kind, payload, state, max_attempts, run_after, created, updated) \
@@ -310,10 +313,9 @@ async fn the_short_lane_reads_the_index_of_its_queue(backend: crate::Backend) {
 /// that stopped, or taken back by the reaper from one that died. Before, only a failed
 /// attempt cleared it, so a job that had run for an hour elsewhere failed at once.
 async fn the_wait_for_a_worker_starts_anew_after_a_run(backend: crate::Backend) {
-    let Some(database) = crate::testing::TestDatabase::create(backend).await else {
+    let Some((store, _database)) = store(backend).await else {
         return;
     };
-    let store = crate::Store::open(&database.url, 2).await.expect("store");
     sqlx::query(
         "INSERT INTO jobs (kind, payload, state, max_attempts, run_after, created, updated) \
          VALUES ('train_model', '{}', 'QUEUED', 3, 0, 0, 0)",

@@ -615,6 +615,17 @@ mod batches {
         config.workers = 0;
     }
 
+    /// Runs the queued jobs; the analysis then is FINISHED over `documents` documents.
+    async fn finishes_with(app: &TestApp, ada: &crate::common::Session, analysis: i64, documents: i64) {
+        app.run_jobs().await;
+        let done = app.get(&format!("/analyses/{analysis}"), &ada.token).await.expect(200);
+        assert_eq!(
+            (&done["status"], &done["document_count"]),
+            (&json!("FINISHED"), &json!(documents)),
+            "{done}"
+        );
+    }
+
     /// An analysis by `model` of a new group of the documents `ids` (the training run first):
     /// what `create_analysis` answered, the analysis's id and the group's.
     async fn analysis_of_group(
@@ -688,13 +699,7 @@ mod batches {
         let job = store.job_by_id(lease.job.id).await.unwrap().expect("the job");
         assert_eq!(job.state, lector_store::JobState::Queued);
 
-        app.run_jobs().await;
-        let done = app.get(&format!("/analyses/{analysis}"), &ada.token).await.expect(200);
-        assert_eq!(
-            (&done["status"], &done["document_count"]),
-            (&json!("FINISHED"), &json!(6)),
-            "{done}"
-        );
+        finishes_with(&app, &ada, analysis, 6).await;
         let page = app
             .get(&format!("/analyses/{analysis}/documents?limit=10"), &ada.token)
             .await
@@ -765,13 +770,7 @@ mod batches {
         assert_eq!(changed, ids[..1], "the edited document is to be read again");
         assert!(store.hand_back_job(&lease, 0).await.unwrap());
 
-        app.run_jobs().await;
-        let done = app.get(&format!("/analyses/{analysis}"), &ada.token).await.expect(200);
-        assert_eq!(
-            (&done["status"], &done["document_count"]),
-            (&json!("FINISHED"), &json!(2)),
-            "{done}"
-        );
+        finishes_with(&app, &ada, analysis, 2).await;
         let count = |sql| lector_store::testing::count(store, sql, analysis);
         let astray = "SELECT COUNT(*) FROM analysis_tags t WHERE t.analysis_id = $1 \
              AND NOT EXISTS (SELECT 1 FROM segments s WHERE s.id = t.segment_id AND s.document_id = t.document_id)";
