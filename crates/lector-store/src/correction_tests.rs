@@ -7,8 +7,7 @@
 use crate::PredictedSegmentTag;
 use crate::training_tests::training_queued;
 use crate::{
-    Backend, CORRECTION_JOB, CorrectionPayload, CorrectionPlan, DocumentFilter, NewCorrection, NewDocument, NewSegment,
-    SessionChanges,
+    Backend, CORRECTION_JOB, CorrectionPayload, CorrectionPlan, DocumentFilter, NewCorrection, SessionChanges,
 };
 use lector_core::Action;
 use lector_core::labeling::SessionStatus;
@@ -81,18 +80,7 @@ async fn a_correction_job_fills_its_session_once(backend: Backend) {
     assert_eq!(covered, named.len());
     store.delete_document(&scope, project, named[1]).await.unwrap();
     // The last one is edited: its segments are new, the model's tags were for the old ones.
-    let text = "An entirely new text.";
-    let edited = NewDocument {
-        text: text.into(),
-        meta: serde_json::json!({}),
-        language: "en".into(),
-        segments: vec![NewSegment {
-            text: text.into(),
-            start: 0,
-            end: text.chars().count() as i64,
-            layout: None,
-        }],
-    };
+    let edited = crate::testing::one_segment_document("An entirely new text.");
     store.update_document(&scope, project, named[2], edited).await.unwrap();
     let predictions = scored
         .iter()

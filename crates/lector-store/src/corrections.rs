@@ -223,7 +223,13 @@ impl Store {
         }
         // Read under the lock: the session's classes and labels do not change while it predicts.
         let vocabulary = self.session_vocabulary(&session).await?;
-        let known: HashSet<i64> = crate::documents::documents_among(&mut tx, session.project_id, &chosen.documents)
+        // Held until the commit: an edit that would replace a document's segments under the
+        // predictions written for them waits (`batch_reads.rs`).
+        let select = format!(
+            "SELECT id FROM documents WHERE project_id = {} AND id",
+            session.project_id
+        );
+        let known: HashSet<i64> = crate::id_lists::ids_where_in_held(&mut tx, &select, &chosen.documents)
             .await?
             .into_iter()
             .collect();

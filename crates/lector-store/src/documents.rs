@@ -166,6 +166,7 @@ impl Store {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let current = self.document_of(project.id, id).await?;
         let mut tx = self.begin_write().await?;
+        crate::hold_project(&mut tx, project.id).await?;
         let sessions = DocumentSessions::before_new_text(&mut tx, current.id).await?;
         sqlx::query("UPDATE documents SET text = $1, meta = $2, language = $3 WHERE id = $4")
             .bind(&document.text)
@@ -185,6 +186,7 @@ impl Store {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let document = self.document_of(project.id, id).await?;
         let mut tx = self.begin_write().await?;
+        crate::hold_project(&mut tx, project.id).await?;
         let sessions = DocumentSessions::before_deletion(&mut tx, document.id).await?;
         remove_placed_segments(&mut tx, document.id).await?;
         sqlx::query("DELETE FROM documents WHERE id = $1")
@@ -253,6 +255,8 @@ impl Store {
             return Err(Error::not_found("uploaded file"));
         }
         let mut tx = self.begin_write().await?;
+        // The project's row before the file's: a move of the project takes them in that order.
+        crate::hold_project(&mut tx, project.id).await?;
         mark_used_in(&mut tx, upload.id).await?;
         let group_id = queue_import(&mut tx, scope, &project, name, "file", options, None).await?;
         let group = group_in(&mut *tx, project.id, group_id).await?;
@@ -408,6 +412,7 @@ impl Store {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let group = self.group_of(project.id, group_id).await?;
         let mut tx = self.begin_write().await?;
+        crate::hold_project(&mut tx, project.id).await?;
         if let Some(name) = name {
             sqlx::query("UPDATE document_groups SET name = $1 WHERE id = $2")
                 .bind(name)
@@ -416,7 +421,7 @@ impl Store {
                 .await
                 .map_err(db)?;
         }
-        documents_not_analysed_elsewhere(&mut tx, group.id, document_ids).await?;
+        crate::analyses::documents_not_analysed_elsewhere(&mut tx, group.id, document_ids).await?;
         // In the order of their ids, as an analysis's batch holds them (`batch_reads`): two
         // writers taking rows in different orders can each wait for the other.
         let mut in_order = document_ids.to_vec();
@@ -449,6 +454,7 @@ impl Store {
         let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
         let group = self.group_of(project.id, group_id).await?;
         let mut tx = self.begin_write().await?;
+        crate::hold_project(&mut tx, project.id).await?;
         // Taken (and on PostgreSQL locked) only while no import fills it: the import's job
         // would write into a group that is gone.
         let idle = sqlx::query("UPDATE document_groups SET status = status WHERE id = $1 AND status <> $2")
@@ -640,28 +646,6 @@ pub(crate) async fn documents_among(
     found.sort_unstable();
     found.dedup();
     Ok(found)
-}
-
-/// Refuses (409) to move into group `group_id` a document of another group that an analysis
-/// is reading (QUEUED or ANALYZING): it reads its group's documents as it goes, and would miss
-/// the document without a word.
-async fn documents_not_analysed_elsewhere(
-    tx: &mut Transaction<'static, Any>,
-    group_id: i64,
-    document_ids: &[i64],
-) -> Result<()> {
-    let [queued, analysing] = crate::models::ANALYSIS_RUNNING;
-    let select = format!(
-        "SELECT d.id FROM documents d JOIN analyses a ON a.document_group_id = d.group_id \
-         WHERE a.status IN ('{queued}', '{analysing}') AND d.group_id <> $1 AND d.id"
-    );
-    let read = crate::id_lists::ids_where_in(tx, &select, Some(group_id), document_ids).await?;
-    match read.first() {
-        Some(id) => Err(Error::conflict(format!(
-            "document {id} is in a group an analysis is reading; move it once the analysis has finished or failed"
-        ))),
-        None => Ok(()),
-    }
 }
 
 /// A group of the project as `executor` sees it: read in the transaction that queues its

@@ -36,13 +36,17 @@ pub(crate) async fn ids_where_in_held(
     select: &str,
     ids: &[i64],
 ) -> Result<Vec<i64>> {
-    // In the order of their ids, as other writers of several rows take them.
+    // In the order of their ids, as other writers of several rows take them: across the
+    // statements of a long list too.
     let lock = if tx.backend_name() == "PostgreSQL" {
         " ORDER BY id FOR SHARE"
     } else {
         ""
     };
-    let rows = rows_where_in_then(tx, select, None, ids, lock).await?;
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let rows = rows_where_in_then(tx, select, None, &ids, lock).await?;
     rows.iter().map(|row| row.try_get::<i64, _>("id").map_err(db)).collect()
 }
 

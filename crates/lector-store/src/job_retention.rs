@@ -18,16 +18,24 @@ impl Store {
     /// analysis names as its task; answers how many went.
     pub async fn prune_finished_jobs(&self, kept_secs: i64) -> Result<u64> {
         let cutoff = Timestamp::now().plus_seconds(-kept_secs).micros();
-        let sql = "DELETE FROM jobs WHERE id IN (\
+        // On PostgreSQL a job another writer holds (a project's move updates all its jobs) is
+        // left for the next pruning rather than waited for in an order of its own.
+        let skip = match self.backend {
+            crate::Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            crate::Backend::Sqlite => "",
+        };
+        let sql = format!(
+            "DELETE FROM jobs WHERE id IN (\
                 SELECT j.id FROM jobs j WHERE j.finished IS NOT NULL AND j.finished < $1 \
                 AND NOT EXISTS (SELECT 1 FROM document_groups g WHERE g.task_id = j.id) \
                 AND NOT EXISTS (SELECT 1 FROM models m WHERE m.task_id = j.id) \
                 AND NOT EXISTS (SELECT 1 FROM analyses a WHERE a.task_id = j.id) \
-                ORDER BY j.id LIMIT $2)";
+                ORDER BY j.id LIMIT $2{skip})"
+        );
         let mut pruned = 0;
         loop {
             let mut tx = self.begin_write().await?;
-            let deleted = sqlx::query(sql)
+            let deleted = sqlx::query(&sql)
                 .bind(cutoff)
                 .bind(BATCH)
                 .execute(&mut *tx)

@@ -49,12 +49,14 @@
 //! ("The import into group 7 failed after 5 attempts: ...; upload the documents again") as the
 //! job's `error`, and writes exactly one WARNING notification to the job's user.
 
+use crate::job_failures::mark_failed;
+pub use crate::job_failures::{Failure, JobResource};
 use crate::records::{FromAnyRow, fetch_record, fetch_records, from_row};
 use crate::{Param, Store, db};
 use lector_core::time::Timestamp;
-use lector_core::{Action, Error, ErrorCode, ModelStatus, NotificationType, Result, Scope};
+use lector_core::{Action, Error, ErrorCode, NotificationType, Result, Scope};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use sqlx::{Any, Transaction};
 
 /// One kind of job: the struct its payload is, written by the enqueuer and read by the handler.
@@ -75,71 +77,6 @@ pub trait JobPayload: Serialize + DeserializeOwned + Send + Sync + 'static {
     const MAX_ATTEMPTS: i64;
     /// What this job's terminal failure marks FAILED and says to its user.
     fn failure(&self) -> Failure;
-}
-
-/// What a job works on, marked FAILED when the job fails for good.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", content = "id", rename_all = "snake_case")]
-pub enum JobResource {
-    /// A document group an import fills.
-    DocumentGroup(i64),
-    /// A project a clone fills.
-    Project(i64),
-    /// A model a training job trains (its `failure` column gets the reason).
-    Model(i64),
-    /// A labeling session a labeled-file import fills (with its document group).
-    Session(i64),
-    /// A batch analysis (its `failure` column gets the reason; its own group, if still
-    /// PROCESSING, fails with it).
-    Analysis(i64),
-}
-
-/// The trace a job's terminal failure leaves: its resource FAILED and one notification.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Failure {
-    pub resource: Option<JobResource>,
-    /// The notification's title, e.g. "Import failed".
-    pub title: String,
-    /// What the job was doing, starting a sentence: "The import into group 7".
-    pub subject: String,
-    /// What a person can do about it: "upload the documents again".
-    pub advice: String,
-}
-
-impl Failure {
-    pub fn of(
-        resource: Option<JobResource>,
-        title: impl Into<String>,
-        subject: impl Into<String>,
-        advice: impl Into<String>,
-    ) -> Self {
-        Self {
-            resource,
-            title: title.into(),
-            subject: subject.into(),
-            advice: advice.into(),
-        }
-    }
-
-    /// "The import into group 7 failed after 5 attempts: the file is gone; upload it again."
-    pub fn reason(&self, attempts: i64, cause: &str) -> String {
-        let times = if attempts == 1 { "attempt" } else { "attempts" };
-        let cause = cause.trim_end_matches('.');
-        format!(
-            "{} failed after {attempts} {times}: {cause}; {}.",
-            self.subject, self.advice
-        )
-    }
-
-    /// The trace of a job stored without one (or whose stored payload is damaged).
-    fn generic(job: &Job) -> Self {
-        Self::of(
-            None,
-            "Task failed",
-            format!("Task {} ({})", job.id, job.kind),
-            "start the work again, or ask an administrator to look at the server's log",
-        )
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -342,12 +279,12 @@ pub struct JobNotice {
 }
 
 /// Seconds before a job of `kind` that failed its `attempts`-th attempt runs again: 2^n
-/// seconds, or for a mail or a webhook's post 30 s · 2^(n-1) up to an hour, so that their
+/// seconds, or for a mail or a webhook's post (the [`crate::SHORT_JOB_KINDS`]) 30 s · 2^(n-1) up to an hour, so that their
 /// attempts ([`crate::MailPayload`]'s and [`crate::WebhookPayload`]'s caps) span about a day:
 /// a mail server down for hours loses no reset or invitation mail, and a receiver being
 /// redeployed or down for the night still gets its review events.
 pub(crate) fn retry_delay_secs(kind: &str, attempts: i64) -> i64 {
-    if [crate::MAIL_JOB, crate::PASSWORD_RESET_JOB, crate::WEBHOOK_JOB].contains(&kind) {
+    if crate::SHORT_JOB_KINDS.contains(&kind) {
         let doublings = (attempts - 1).clamp(0, 7) as u32;
         return (30 * 2_i64.pow(doublings)).min(3600);
     }
@@ -433,6 +370,11 @@ impl Store {
         } else {
             (JobState::Failed, Some(now.micros()), failure.reason(made, cause))
         };
+        if !again && let Some(project_id) = job.project_id {
+            // A terminal failure writes rows of the project (a copy's own row turns FAILED):
+            // its row first, as a deletion of the project takes it before its jobs' rows.
+            crate::lock_row_for_key_share(&mut tx, ("projects", project_id)).await?;
+        }
         let delay = retry_delay_secs(&job.kind, job.attempts);
         // An attempt made: the wait for a worker that can run it, should there be another, starts anew.
         let set = "state = $1, error = $2, lease_owner = NULL, lease_expires = NULL, updated = $3, \
@@ -628,58 +570,6 @@ pub(crate) async fn update_leased<'c>(
         .await
         .map_err(db)?;
     Ok(done.rows_affected() == 1)
-}
-
-/// Marks what a job worked on FAILED (a job's terminal failure); a model keeps the reason.
-async fn mark_failed(tx: &mut Transaction<'static, Any>, resource: JobResource, reason: &str) -> Result<()> {
-    let failed = |sql: &'static str, id: i64| sqlx::query(sql).bind("FAILED").bind(id);
-    let queries = match resource {
-        JobResource::DocumentGroup(id) => vec![failed("UPDATE document_groups SET status = $1 WHERE id = $2", id)],
-        JobResource::Project(id) => vec![failed("UPDATE projects SET status = $1 WHERE id = $2", id)],
-        // A session its job filled already (a late duplicate failure) keeps its status.
-        JobResource::Session(id) => vec![
-            failed(
-                "UPDATE sessions SET status = $1 WHERE id = $2 AND status IN ('STARTED', 'PREDICTING')",
-                id,
-            ),
-            failed(
-                "UPDATE document_groups SET status = $1 \
-                 WHERE id = (SELECT document_group_id FROM sessions WHERE id = $2)",
-                id,
-            ),
-        ],
-        JobResource::Analysis(id) => vec![
-            sqlx::query(
-                "UPDATE analyses SET status = $1, failure = $2, finished = $3 WHERE id = $4 AND status <> 'FINISHED'",
-            )
-            .bind("FAILED")
-            .bind(reason)
-            .bind(Timestamp::now().micros())
-            .bind(id),
-            failed(
-                "UPDATE document_groups SET status = $1 WHERE status = 'PROCESSING' \
-                 AND id = (SELECT document_group_id FROM analyses WHERE id = $2)",
-                id,
-            ),
-        ],
-        // A model that is READY already (a late duplicate failure) stays READY.
-        JobResource::Model(id) => vec![
-            sqlx::query(
-                "UPDATE models SET status = $1, failure = $2, updated = $3, finished = $3 \
-                 WHERE id = $4 AND status IN ($5, $6)",
-            )
-            .bind(ModelStatus::Failed.as_str())
-            .bind(reason)
-            .bind(Timestamp::now().micros())
-            .bind(id)
-            .bind(ModelStatus::Queued.as_str())
-            .bind(ModelStatus::Training.as_str()),
-        ],
-    };
-    for query in queries {
-        query.execute(&mut **tx).await.map_err(db)?;
-    }
-    Ok(())
 }
 
 /// Drops a job's bulk input once the job has ended: nothing it carries outlives the job.

@@ -42,6 +42,8 @@ impl Store {
             return Err(Error::not_found("uploaded file"));
         }
         let mut tx = self.begin_write().await?;
+        // The project's row before the file's: a move of the project takes them in that order.
+        crate::hold_project(&mut tx, project.id).await?;
         mark_used_in(&mut tx, upload.id).await?;
         let session_id = insert_session(&mut tx, scope, &project, &vocabulary, &new, false).await?;
         sqlx::query("UPDATE sessions SET status = $1 WHERE id = $2")

@@ -30,12 +30,15 @@ mod invitations;
 #[cfg(test)]
 mod job_claim_tests;
 mod job_claims;
+mod job_failures;
 mod job_reclaims;
 mod job_retention;
 mod jobs;
 mod labeled_imports;
 #[cfg(test)]
 mod limit_tests;
+#[cfg(test)]
+mod lock_order_tests;
 mod model_uploads;
 mod models;
 mod new_text;
@@ -479,6 +482,24 @@ pub(crate) async fn lock_row_for_no_key_update(
     lock_row_as(tx, owner, "FOR NO KEY UPDATE").await
 }
 
+/// Holds a project's row as its rows' foreign keys do (`FOR KEY SHARE` on PostgreSQL), first in
+/// a transaction that changes rows of the project: a deletion of the project, which holds its
+/// row and then takes its rows, is waited for whole (after which the project is not found)
+/// rather than each waiting for a row the other holds.
+pub(crate) async fn hold_project(tx: &mut sqlx::Transaction<'static, sqlx::Any>, project_id: i64) -> Result<()> {
+    let lock = if tx.backend_name() == "PostgreSQL" {
+        " FOR KEY SHARE"
+    } else {
+        ""
+    };
+    let found: Option<i64> = sqlx::query_scalar(&format!("SELECT id FROM projects WHERE id = $1{lock}"))
+        .bind(project_id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db)?;
+    found.map(|_| ()).ok_or_else(|| Error::not_found("project"))
+}
+
 /// [`lock_row`] as a foreign key's check takes it (`FOR KEY SHARE`): the row's deletion and
 /// key updates wait, other writers of it do not.
 pub(crate) async fn lock_row_for_key_share(
@@ -523,6 +544,16 @@ pub(crate) fn db(e: sqlx::Error) -> Error {
             database_unreachable()
         }
         sqlx::Error::Database(d) if d.is_unique_violation() => Error::conflict("the object exists already"),
+        // PostgreSQL ended this transaction to let another go on (a deadlock, 40P01, or a
+        // serialisation failure, 40001): nothing was written, and the same request sent again
+        // meets no such race (a job's attempt counts as a transient failure and runs again).
+        sqlx::Error::Database(d) if matches!(d.code().as_deref(), Some("40P01" | "40001")) => {
+            tracing::warn!(error = %e, "transaction ended by the database to resolve a conflict");
+            Error {
+                retry_after: Some(1),
+                ..Error::unavailable("the request met a concurrent change to the same data; send it again")
+            }
+        }
         // Rows are checked before they are written to; a row they refer to can still be deleted
         // in between (a tag on a segment whose document got a new text meanwhile).
         sqlx::Error::Database(d) if d.is_foreign_key_violation() => {

@@ -260,7 +260,12 @@ async fn concurrent_writers_do_not_deadlock(backend: Backend) {
         );
         edited.expect("new text");
         if let Err(e) = tagged {
-            assert_ne!(e.code, lector_core::ErrorCode::Internal, "{e:?}");
+            // A deadlock's victim would answer Unavailable (send again): neither may happen.
+            let failed = matches!(
+                e.code,
+                lector_core::ErrorCode::Internal | lector_core::ErrorCode::Unavailable
+            );
+            assert!(!failed, "{e:?}");
         }
     }
     assert_eq!(counts(&store, &scope, &session).await.0, 21);

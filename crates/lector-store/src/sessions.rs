@@ -317,6 +317,7 @@ impl Store {
             },
         };
         let mut tx = self.begin_write().await?;
+        crate::hold_project(&mut tx, project.id).await?;
         let reshapes = changes.classes.is_some()
             || changes.labels.is_some()
             || !changes.document_ids.is_empty()

@@ -191,6 +191,7 @@ impl Store {
         let vocabulary = self.session_vocabulary(&session).await?;
         let ids = vocabulary.resolve(&tag, "tag")?;
         let mut tx = self.begin_write().await?;
+        crate::hold_project(&mut tx, session.project_id).await?;
         crate::lock_row(&mut tx, ("segments", segment.id)).await?;
         let id = insert_tag(
             &mut tx,
@@ -222,6 +223,7 @@ impl Store {
         let vocabulary = self.session_vocabulary(&session).await?;
         let (class_id, label_id) = vocabulary.resolve(&tag, "tag")?;
         let mut tx = self.begin_write().await?;
+        crate::hold_project(&mut tx, session.project_id).await?;
         crate::lock_row(&mut tx, ("segments", segment.id)).await?;
         let others = tags_beside(&mut tx, session.id, segment.id, Some(tag_id)).await?;
         may_stand_beside(&others, TagPlace::of((class_id, label_id), &tag), vocabulary.kind)?;

@@ -100,6 +100,21 @@ fn with_database(url: &str, name: &str) -> String {
     format!("{root}/{name}{query}")
 }
 
+/// A document whose text is one segment, as a person types it.
+pub fn one_segment_document(text: &str) -> crate::NewDocument {
+    crate::NewDocument {
+        text: text.into(),
+        meta: serde_json::json!({}),
+        language: "en".into(),
+        segments: vec![crate::NewSegment {
+            text: text.into(),
+            start: 0,
+            end: text.chars().count() as i64,
+            layout: None,
+        }],
+    }
+}
+
 /// A user (ada@example.org) with its scope: the owner most store-level tests start from.
 pub async fn owner(store: &crate::Store) -> (crate::User, lector_core::Scope) {
     let user = store

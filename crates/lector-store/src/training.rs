@@ -336,7 +336,26 @@ impl Store {
         ))
     }
 
-    /// The annotated segments of a session of the job's project, with that session's tags.
+    /// Not found (the training's failure, in words its user reads) when a session a training
+    /// was started from has been deleted since: the model would learn or be scored on less
+    /// than was asked, without a word.
+    async fn session_still_there(&self, lease: &Lease, session_id: i64) -> Result<()> {
+        let found: Option<i64> = sqlx::query_scalar("SELECT id FROM sessions WHERE id = $1 AND project_id = $2")
+            .bind(session_id)
+            .bind(lease.job.project_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        found.map(|_| ()).ok_or_else(|| {
+            Error::new(
+                ErrorCode::NotFound,
+                format!("labeling session {session_id} was deleted after the training was started"),
+            )
+        })
+    }
+
+    /// The annotated segments of a session of the job's project, with that session's tags;
+    /// not found when the session was deleted.
     pub async fn training_segments(&self, lease: &Lease, session_id: i64) -> Result<Vec<TrainingSegment>> {
         let rows = sqlx::query(
             "SELECT st.segment_id, g.text FROM segment_statuses st JOIN segments g ON g.id = st.segment_id \
@@ -348,6 +367,9 @@ impl Store {
         .fetch_all(&self.pool)
         .await
         .map_err(db)?;
+        if rows.is_empty() {
+            self.session_still_there(lease, session_id).await?;
+        }
         let mut segments = Vec::with_capacity(rows.len());
         for row in &rows {
             segments.push(TrainingSegment {

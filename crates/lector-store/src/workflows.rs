@@ -247,6 +247,8 @@ impl Store {
     pub async fn delete_workflow(&self, scope: &Scope, id: i64) -> Result<Workflow> {
         let workflow = self.workflow(scope, id, Action::Edit).await?;
         let mut tx = self.begin_write().await?;
+        // The workflow's row before its registrations, as every writer of both takes them.
+        crate::lock_row(&mut tx, ("workflows", id)).await?;
         for table in ["webhook_registrations", "workflow_executions"] {
             sqlx::query(&format!("DELETE FROM {table} WHERE workflow_id = $1"))
                 .bind(id)
@@ -288,6 +290,7 @@ impl Store {
     pub async fn deactivate_workflow(&self, scope: &Scope, id: i64) -> Result<Workflow> {
         self.workflow(scope, id, Action::Stop).await?;
         let mut tx = self.begin_write().await?;
+        crate::lock_row_for_no_key_update(&mut tx, ("workflows", id)).await?;
         release(&mut tx, id, Address::Production).await?;
         let workflow = set_state(&mut tx, id, Some(false), scope.user_id).await?;
         tx.commit().await.map_err(db)?;
@@ -359,7 +362,11 @@ impl Store {
              OR (webhook_registrations.production = $6 AND (webhook_registrations.test_until IS NULL \
              OR webhook_registrations.test_until < $7))"
         );
-        for (method, path) in routes {
+        // In one order (bytes: `take_test_address` sorts by the "C" collation), so that two
+        // workflows claiming the same routes do not each hold one.
+        let mut routes = routes.to_vec();
+        routes.sort();
+        for (method, path) in &routes {
             let claimed = sqlx::query(&sql)
                 .bind(method)
                 .bind(path)
@@ -467,15 +474,20 @@ impl Store {
     /// so that a call refused before it runs (authentication, rate, body) leaves it armed.
     pub async fn take_test_address(&self, method: &str, path: &str, workflow_id: i64) -> Result<bool> {
         let mut tx = self.begin_write().await?;
-        // The workflow's rows, locked in one order before any is changed: two calls taking the
-        // window of one workflow on two methods would otherwise each hold one row and wait for
-        // the other's (a deadlock on PostgreSQL, answered 500).
+        // The workflow's row, then its registrations' rows in one order, before any is changed:
+        // two calls taking the window of one workflow on two methods, or a call and the
+        // workflow's re-arming, would otherwise each hold a row the other waits for (a
+        // deadlock on PostgreSQL, answered 500).
+        crate::lock_row_for_no_key_update(&mut tx, ("workflows", workflow_id)).await?;
         if self.backend == crate::Backend::Postgres {
-            sqlx::query("SELECT 1 FROM webhook_registrations WHERE workflow_id = $1 ORDER BY method, path FOR UPDATE")
-                .bind(workflow_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
+            sqlx::query(
+                "SELECT 1 FROM webhook_registrations WHERE workflow_id = $1 \
+                 ORDER BY method COLLATE \"C\", path COLLATE \"C\" FOR UPDATE",
+            )
+            .bind(workflow_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
         }
         let taken: Option<i64> = sqlx::query_scalar(
             "UPDATE webhook_registrations SET test_until = NULL \
@@ -499,6 +511,15 @@ impl Store {
 /// Deactivates every workflow of a workspace being deactivated, and gives up all their
 /// addresses (production and test).
 pub(crate) async fn deactivate_workflows_in(tx: &mut Tx, workspace_id: i64) -> Result<()> {
+    // Their rows before their registrations' (and in the order of their ids), as the writers of
+    // one workflow take them.
+    if tx.backend_name() == "PostgreSQL" {
+        sqlx::query("SELECT id FROM workflows WHERE workspace_id = $1 ORDER BY id FOR NO KEY UPDATE")
+            .bind(workspace_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
     sqlx::query(
         "DELETE FROM webhook_registrations WHERE workflow_id IN (SELECT id FROM workflows WHERE workspace_id = $1)",
     )

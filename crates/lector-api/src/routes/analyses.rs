@@ -277,7 +277,8 @@ pub struct CreateAnalysisBody {
     pub column_name: Option<String>,
     /// Whether the file's first row is a header (default true).
     pub header_first: Option<bool>,
-    /// Split texts into sentences (default true).
+    /// Split texts into sentences (default true); with `documents` or `file_id` only (a
+    /// group's documents keep their segments; given with `document_group_id`, 422).
     pub split: Option<bool>,
     /// Instead of texts: an existing group of the model's project.
     pub document_group_id: Option<i64>,
@@ -339,6 +340,12 @@ impl WriteBody for CreateAnalysisBody {
                 problems.check(!given, field, "goes with file_id");
             }
         }
+        // A group's documents keep the segments they have.
+        problems.check(
+            !(self.document_group_id.is_some() && self.split.is_some()),
+            "split",
+            "goes with documents or file_id: a group's documents keep their segments",
+        );
         problems.check(
             !(self.column.is_some() && self.column_name.is_some()),
             "column_name",
@@ -369,7 +376,12 @@ pub async fn create_analysis(
             .store
             .analysis_upload(&caller.scope, file_id)
             .await
-            .map_err(|_| bad_field("file_id", "no file of yours with this id waits for an analysis"))?;
+            .map_err(|e| match e.code {
+                lector_core::ErrorCode::NotFound => {
+                    bad_field("file_id", "no file of yours with this id waits for an analysis")
+                }
+                _ => e,
+            })?;
         let header_first = body.header_first.unwrap_or(upload.format != "txt");
         let max_rows = state.config.uploads.max_rows;
         crate::routes::groups::check_import(

@@ -67,6 +67,8 @@ pub struct AnalysisDocumentDto {
 /// A segment of an analysed document.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AnalysisSegmentDto {
+    /// The segment's id, as a document's segments carry it (tags and marks name it).
+    pub id: i64,
     pub text: String,
     /// `[start, end)` in code points of the (normalised) text.
     pub span: [usize; 2],
@@ -174,7 +176,8 @@ async fn shaped(
             segments: segments.as_mut().map(|s| {
                 let own = s.remove(&d.id).unwrap_or_default();
                 own.into_iter()
-                    .map(|segment| AnalysisSegmentDto {
+                    .map(|(id, segment)| AnalysisSegmentDto {
+                        id,
                         text: segment.text,
                         span: segment.span,
                         tags: details.tags.then_some(segment.tags),
@@ -189,12 +192,12 @@ async fn shaped(
         .collect())
 }
 
-/// The segments of `documents` with the analysis's tags, by document.
+/// The segments of `documents` (each with its id) with the analysis's tags, by document.
 async fn tagged_segments(
     state: &AppState,
     analysis: &Analysis,
     documents: &[Document],
-) -> Result<HashMap<i64, Vec<AnalyzedSegment>>> {
+) -> Result<HashMap<i64, Vec<(i64, AnalyzedSegment)>>> {
     let segments = state.store.segments_of(documents).await?;
     let mut tags: HashMap<i64, Vec<AnalyzedTag>> = HashMap::new();
     for tag in state.store.analysis_tags_of(analysis, documents).await? {
@@ -204,13 +207,14 @@ async fn tagged_segments(
             confidence: tag.confidence as f32,
         });
     }
-    let mut out: HashMap<i64, Vec<AnalyzedSegment>> = HashMap::new();
+    let mut out: HashMap<i64, Vec<(i64, AnalyzedSegment)>> = HashMap::new();
     for segment in segments {
-        out.entry(segment.document_id).or_default().push(AnalyzedSegment {
+        let analysed = AnalyzedSegment {
             tags: tags.remove(&segment.id).unwrap_or_default(),
             span: [segment.start as usize, segment.end as usize],
             text: segment.text,
-        });
+        };
+        out.entry(segment.document_id).or_default().push((segment.id, analysed));
     }
     Ok(out)
 }
@@ -244,7 +248,7 @@ async fn analysis_page(
         let Some(own) = segments.remove(&document.id) else {
             continue;
         };
-        for (position, segment) in own.into_iter().enumerate() {
+        for (position, (_, segment)) in own.into_iter().enumerate() {
             let row = |class: Option<String>, label: Option<String>, confidence: String| {
                 vec![
                     document.id.to_string(),

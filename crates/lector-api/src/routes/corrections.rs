@@ -24,7 +24,7 @@ use axum::http::StatusCode;
 use lector_core::corrections::predicted_score;
 use lector_core::labeling::{SessionMode, SessionStatus};
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
-use lector_core::{Action, Error, Result};
+use lector_core::{Action, Result};
 use lector_store::{CorrectionPlan, MarkTarget, Session, SessionFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -113,12 +113,13 @@ async fn predicted(state: &AppState, caller: &Caller, session: &Session) -> Resu
 pub struct CreateCorrectionBody {
     /// The READY model of this project to correct (required).
     pub model_id: Option<i64>,
-    /// Documents to correct (default 20, at most 1000).
+    /// Documents to correct (default 20, at most 1000); not with `document_ids` (422).
     pub sample_size: Option<i64>,
     /// Default: "Corrections of" and the model's name.
     pub name: Option<String>,
     pub description: Option<String>,
-    /// Seeds the sample (default 0): the same seed picks the same documents.
+    /// Seeds the sample (default 0): the same seed picks the same documents; not with
+    /// `document_ids` (422).
     pub seed: Option<u64>,
     /// Correct these documents, in this order, instead of the least sure ones.
     pub document_ids: Option<Vec<i64>>,
@@ -145,6 +146,13 @@ impl WriteBody for CreateCorrectionBody {
             );
             let distinct: std::collections::HashSet<&i64> = ids.iter().collect();
             problems.check(distinct.len() == ids.len(), "document_ids", "names a document twice");
+            // They choose a sample; the named documents are all corrected, in their order.
+            for (field, given) in [
+                ("sample_size", self.sample_size.is_some()),
+                ("seed", self.seed.is_some()),
+            ] {
+                problems.check(!given, field, "goes with a sample, not with document_ids");
+            }
         }
         if let Some(name) = &self.name {
             problems.name("name", name, MAX_NAME_CHARS);
@@ -222,15 +230,11 @@ pub async fn list_correction_sessions(
     PathParams(p): PathParams<ProjectPath>,
     QueryParams(q): QueryParams<CorrectionsQuery>,
 ) -> ApiResult<Json<Vec<CorrectionDto>>> {
-    let status = match q.status.as_deref() {
-        None => None,
-        Some(s) => Some(s.parse::<SessionStatus>().map_err(|_| {
-            Error::validation(vec![lector_core::FieldError::new(
-                "status",
-                format!("{s:?} is no session status"),
-            )])
-        })?),
-    };
+    let status = q
+        .status
+        .as_deref()
+        .map(|s| crate::extract::parse_query::<SessionStatus>("status", s))
+        .transpose()?;
     let filter = SessionFilter {
         modes: vec![SessionMode::Correction],
         status,

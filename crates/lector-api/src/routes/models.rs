@@ -296,6 +296,8 @@ pub struct UpdateModelBody {
 
 impl WriteBody for UpdateModelBody {
     const IMMUTABLE: &'static [&'static str] = SERVER_FIELDS;
+    /// Paragraphs, as an uploaded model's file may carry them.
+    const FREE_TEXT: &'static [&'static str] = &["short_description", "long_description"];
 
     fn validate(&self, problems: &mut Problems) {
         check_model_names(problems, &self.name, &self.display_name);

@@ -331,6 +331,23 @@ async fn analyses_follow_roles_and_tenancy(app: TestApp) {
     assert_eq!(first["meta"]["external_id"], "a-1");
     assert_eq!(first["segments"].as_array().unwrap().len(), 2, "split into sentences");
     assert!(first["segments"][0]["tags"].is_array(), "{first}");
+    // Each segment carries its id, as the document's own segments do.
+    let document = app
+        .get(
+            &format!("/projects/{project}/documents/{}?details=segments", first["id"]),
+            &ada.token,
+        )
+        .await
+        .expect(200);
+    let ids = |segments: &Value| -> Vec<i64> {
+        segments
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_i64().expect("an id"))
+            .collect()
+    };
+    assert_eq!(ids(&first["segments"]), ids(&document["segments"]), "{document}");
 
     // details names the parts, as for every document list.
     let parts = |query: &'static str| {
@@ -466,6 +483,16 @@ async fn analyses_follow_roles_and_tenancy(app: TestApp) {
     )
     .await
     .expect(404);
+    // A group's documents keep their segments: splitting them is refused, not ignored.
+    let refused = app
+        .post(
+            "/analyses",
+            &ada.token,
+            json!({"model_id": model, "document_group_id": 999_999, "split": false}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(refused["errors"][0]["field"], "split", "{refused}");
 
     // Changes: name and description; the job's fields are refused.
     let renamed = app

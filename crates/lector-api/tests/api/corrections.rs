@@ -344,6 +344,10 @@ async fn correction_story(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(listed.as_array().unwrap().len(), 1);
+    // A status that is none answers as the labeling sessions' list does: a bad parameter.
+    app.get(&format!("{corrections}?status=DONE"), &ada.token)
+        .await
+        .expect_problem(400, "invalid_parameter");
     assert_eq!(
         app.get(&corrections, &ada.token)
             .await
@@ -415,6 +419,16 @@ async fn corrections_are_checked_and_kept_apart(app: TestApp) {
     )
     .await
     .expect_problem(422, "validation_failed");
+    // A sample's size goes with a sample, not with named documents (it was ignored).
+    let refused = app
+        .post(
+            &corrections,
+            &ada.token,
+            json!({"model_id": model["id"], "document_ids": [1], "sample_size": 5}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(refused["errors"][0]["field"], "sample_size", "{refused}");
     // Documents named keep their order.
     let documents = app
         .get(&format!("/projects/{project}/documents?limit=1000"), &ada.token)

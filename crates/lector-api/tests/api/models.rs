@@ -606,11 +606,13 @@ async fn models_follow_roles_and_tenancy(app: TestApp) {
         .put(
             &format!("/projects/{project}/models/{id}"),
             &ada.token,
-            json!({"display_name": "Tickets", "short_description": "routes tickets", "collection_id": 3}),
+            json!({"display_name": "Tickets", "short_description": "routes tickets", "collection_id": 3,
+                "long_description": "Routes tickets.\n\tTrained on Q3."}),
         )
         .await
         .expect(200);
     assert_eq!(changed["display_name"], "Tickets");
+    assert_eq!(changed["long_description"], "Routes tickets.\n\tTrained on Q3.");
     assert_eq!(changed["score"], model["score"]);
     let workspace = personal.to_string();
     let form = [("display_name", "No"), ("organization", workspace.as_str())];
@@ -992,4 +994,48 @@ async fn a_damaged_model_file_is_not_vouched_for(app: TestApp) {
         Err(_) => None,
     };
     assert_eq!(downloaded, None, "the download ends early");
+}
+
+/// Trainings whose jobs the tests hold where they want them (no workers run).
+mod held {
+    use crate::common::TestApp;
+    use crate::common::tickets::{BILLING, labeled, labeled_tickets};
+    use serde_json::json;
+
+    backend_tests!(adjust: no_workers; a_session_deleted_before_its_training_fails_it_readably);
+
+    fn no_workers(config: &mut lector_core::config::Config) {
+        config.workers = 0;
+    }
+
+    /// A test session deleted while its training waits for a worker: the model fails, saying
+    /// which session went, instead of turning READY without a score as if none had been named.
+    async fn a_session_deleted_before_its_training_fails_it_readably(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (project, train) = labeled_tickets(&app, &ada, "Held").await;
+        let test = app
+            .labeled_session(&ada, project, "Test", labeled(&BILLING[..3], "billing"))
+            .await;
+        let test = test["id"].as_i64().unwrap();
+        let body =
+            json!({"display_name": "Held", "trainset_annotation_ids": [train], "testset_annotation_ids": [test]});
+        let model = app
+            .post(&format!("/projects/{project}/models"), &ada.token, body)
+            .await
+            .expect(201);
+        app.delete(&format!("/projects/{project}/annotations/{test}"), &ada.token)
+            .await
+            .expect(200);
+        app.run_jobs().await;
+        let failed = app
+            .get(&format!("/projects/{project}/models/{}", model["id"]), &ada.token)
+            .await
+            .expect(200);
+        assert_eq!(failed["status"], "FAILED", "{failed}");
+        let failure = failed["failure"].as_str().unwrap_or_default();
+        assert!(
+            failure.contains(&format!("labeling session {test} was deleted")),
+            "{failed}"
+        );
+    }
 }
