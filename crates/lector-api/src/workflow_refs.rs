@@ -3,6 +3,7 @@
 //! notify. Checked when a workflow is created, changed or activated, so that a step that could
 //! never run is refused then (422 naming the step's field), rather than failing every call of a
 //! webhook whose callers cannot fix it. A run checks again: what exists now may be gone later.
+//! A model an active workflow of its workspace runs is not deleted (409) while it does.
 
 use crate::state::AppState;
 use lector_core::{Action, ErrorCode, FieldError, ModelStatus, ModelType, Result, Scope};
@@ -82,4 +83,29 @@ pub(crate) async fn is_member(state: &AppState, user_id: i64, workspace_id: i64)
         Some((user, scope)) => user.is_active && scope.role_in(workspace_id).is_some(),
         None => false,
     })
+}
+
+/// 409 when an active workflow of the model's workspace runs `model`: deleting it would fail
+/// every call of that workflow's address. (A workflow of another workspace analysing with a
+/// published model is not the owner's to see; its runs check the model again.)
+pub async fn model_not_in_use(state: &AppState, scope: &Scope, model: &lector_store::Model) -> Result<()> {
+    let limit = lector_store::MAX_WORKFLOWS_PER_WORKSPACE;
+    let (workflows, _) = state.store.workflows(scope, Some(model.workspace_id), 0, limit).await?;
+    for workflow in workflows.iter().filter(|w| w.active) {
+        // A definition that no longer parses cannot run this model either.
+        let Ok(definition) = serde_json::from_str::<Definition>(&workflow.definition) else {
+            continue;
+        };
+        let mut steps = definition
+            .steps
+            .iter()
+            .chain(definition.steps_by_method.values().flatten());
+        if steps.any(|step| step.model_id() == Some(model.id)) {
+            return Err(lector_core::Error::conflict(format!(
+                "the active workflow {:?} ({}) runs this model; deactivate it or change its steps first",
+                workflow.name, workflow.id
+            )));
+        }
+    }
+    Ok(())
 }

@@ -425,7 +425,11 @@ pub async fn run_call(state: &AppState, call: Incoming, started: Started, receiv
         let outcome = lector_workflow::run::run(definition.steps_for(method), entry, &effects).await;
         let reply = reply_of(&trigger, &outcome);
         let end = end_of(&outcome, keep, reply.as_ref().err().map(|e| e.detail.clone()));
-        record(&state, &workflow, address, method, started, end).await?;
+        // The steps have had their effects: a record that cannot be written is logged, and the
+        // caller still gets the answer (an error here would have it send the call again).
+        if let Err(e) = record(&state, &workflow, address, method, started, end).await {
+            tracing::error!(workflow.id = workflow.id, error = %e.detail, "a finished run could not be recorded");
+        }
         Ok(Answer {
             status: trigger.response_code,
             reply: reply?,
@@ -470,11 +474,13 @@ fn busy(state: &AppState) -> Error {
 }
 
 /// The error a failing step answers: the step's own status, but 502 when an outbound call
-/// failed, and never a 401 (the caller's credentials were fine).
+/// failed, never a 401 (the caller's credentials were fine), and 409 when what a step names
+/// is gone (a 404 would read as an address nobody listens on).
 fn step_error(failed: &lector_workflow::Failed) -> Error {
     let code = match (failed.kind, failed.error.code) {
         ("http_request", ErrorCode::BadRequest) => ErrorCode::UpstreamFailed,
         (_, ErrorCode::Unauthorized | ErrorCode::InvalidCredentials) => ErrorCode::Forbidden,
+        (_, ErrorCode::NotFound) => ErrorCode::Conflict,
         (_, code) => code,
     };
     Error::new(code, failed.message())

@@ -149,6 +149,8 @@ pub struct Sandbox {
     wall_clock: Duration,
     /// Where each child's scratch directory is made: the system's temporary directory.
     scratch_in: PathBuf,
+    /// Most bytes of answer taken from a child ([`MAX_ANSWER_BYTES`]).
+    max_answer_bytes: u64,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -187,6 +189,7 @@ impl Sandbox {
             slots: Arc::new(Semaphore::new(slots)),
             wall_clock: Duration::from_secs(config.sandbox_cpu_secs + 10),
             scratch_in: std::env::temp_dir(),
+            max_answer_bytes: MAX_ANSWER_BYTES,
         })
     }
 
@@ -300,28 +303,24 @@ impl Sandbox {
             let _ = stdin.write_all(&bytes).await;
             drop(stdin);
         };
-        let mut answer = Vec::new();
-        let mut errors = Vec::new();
-        let mut stdout = stdout.take(MAX_ANSWER_BYTES + 1);
-        let mut stderr = stderr.take(MAX_STDERR_BYTES);
+        // Each pipe is closed once its bound is read: a child with more to say then fails its
+        // next write and ends, instead of waiting on a full pipe until the wall clock.
+        let answer = read_bounded(stdout, self.max_answer_bytes + 1);
+        let errors = read_bounded(stderr, MAX_STDERR_BYTES);
         let ended = tokio::time::timeout(self.wall_clock, async {
-            tokio::join!(
-                feed,
-                stdout.read_to_end(&mut answer),
-                stderr.read_to_end(&mut errors),
-                child.wait()
-            )
+            tokio::join!(feed, answer, errors, child.wait())
         })
         .await;
         running.end().await;
-        let Ok((_, read_out, _, status)) = ended else {
+        let Ok((_, answer, (_, errors), status)) = ended else {
             return Err(self.too_slow());
         };
         let status = status.map_err(|_| Error::internal())?;
+        let (read_out, answer) = answer;
         if read_out.is_err() {
             return Err(Error::internal());
         }
-        if answer.len() as u64 > MAX_ANSWER_BYTES {
+        if answer.len() as u64 > self.max_answer_bytes {
             return Err(too_large("the document holds more text than one read may give".into()));
         }
         if status.success()
@@ -408,6 +407,13 @@ fn kill_group(child: &tokio::process::Child) {
     }
 }
 
+/// Up to `limit` bytes of a child's pipe; the pipe is closed when this ends.
+async fn read_bounded(pipe: impl tokio::io::AsyncRead + Unpin, limit: u64) -> (std::io::Result<usize>, Vec<u8>) {
+    let mut bytes = Vec::new();
+    let read = pipe.take(limit).read_to_end(&mut bytes).await;
+    (read, bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -455,5 +461,22 @@ mod tests {
         let error = sandbox.read(b"%PDF-1.7 a page".to_vec()).await.unwrap_err();
         assert!(error.detail.contains("took longer"), "{}", error.detail);
         assert_eq!(left_in(&sandbox.scratch_in), Vec::<PathBuf>::new());
+    }
+
+    /// A child with more to say than one read may give is cut off and the read refused as too
+    /// large (413). Before, the child waited on the full pipe and the read ended at the wall
+    /// clock, blamed on the time the file took.
+    #[tokio::test]
+    async fn an_answer_over_its_bound_is_too_large_not_too_slow() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sandbox = scripted(
+            &dir.path().join("talks"),
+            "cat > /dev/null
+exec cat /dev/zero",
+        );
+        sandbox.max_answer_bytes = 1024 * 1024;
+        sandbox.wall_clock = Duration::from_secs(60);
+        let error = sandbox.read(b"%PDF-1.7 a page".to_vec()).await.unwrap_err();
+        assert_eq!(error.code, ErrorCode::PayloadTooLarge, "{}", error.detail);
     }
 }

@@ -47,6 +47,8 @@ pub struct HitlDto {
     pub assigned_user_id: Option<i64>,
     pub model_id: Option<i64>,
     pub is_live: bool,
+    /// Where review events go; to a member who does not manage the project, only its origin
+    /// (`https://hooks.example.org/…`): its path or query may carry the receiver's key.
     pub webhook_url: Option<String>,
     /// Field settings by label name.
     #[schema(value_type = std::collections::HashMap<String, HitlFieldSetting>)]
@@ -58,6 +60,22 @@ pub struct HitlDto {
 }
 
 impl HitlDto {
+    /// The configuration as a member who does not manage the project reads it: the receiver's
+    /// address cut to its origin, since its path or query may carry the receiver's key.
+    fn for_reader(hitl: Hitl) -> Self {
+        let shown = hitl
+            .webhook_url
+            .as_deref()
+            .map(|address| match url::Url::parse(address) {
+                Ok(parsed) => format!("{}/…", parsed.origin().ascii_serialization()),
+                Err(_) => "…".to_owned(),
+            });
+        Self {
+            webhook_url: shown,
+            ..Self::from(hitl)
+        }
+    }
+
     /// The configuration with its webhook secret, for a MANAGER's change.
     fn with_secret(hitl: Hitl) -> Self {
         let secret = hitl.webhook_secret.clone();
@@ -98,6 +116,8 @@ pub struct HitlBody {
     pub model_id: Option<i64>,
     #[serde(default)]
     pub is_live: bool,
+    /// Where review events go; to a member who does not manage the project, only its origin
+    /// (`https://hooks.example.org/…`): its path or query may carry the receiver's key.
     pub webhook_url: Option<String>,
     /// Field settings by label name.
     #[schema(value_type = Option<std::collections::HashMap<String, HitlFieldSetting>>)]
@@ -386,7 +406,7 @@ fn all_reviews() -> i64 {
     1000
 }
 
-/// The project's HITL configurations (any member).
+/// The project's HITL configurations (any member; the receiver's address whole to a MANAGER).
 #[utoipa::path(get, path = "/projects/{project_id}/hitls", tag = "hitl",
     params(("project_id" = i64, Path)), responses((status = 200, body = Vec<HitlDto>)))]
 pub async fn list_hitls(
@@ -395,7 +415,8 @@ pub async fn list_hitls(
     PathParams(p): PathParams<ProjectPath>,
 ) -> ApiResult<Json<Vec<HitlDto>>> {
     let hitls = state.store.hitls(&caller.scope, p.project_id).await?;
-    Ok(Json(hitls.into_iter().map(HitlDto::from).collect()))
+    let shown = shown_as(&state, &caller, p.project_id).await;
+    Ok(Json(hitls.into_iter().map(shown).collect()))
 }
 
 /// Adds a HITL configuration (MANAGER).
@@ -415,7 +436,7 @@ pub async fn create_hitl(
     Ok((StatusCode::CREATED, Json(HitlDto::with_secret(hitl))))
 }
 
-/// One HITL configuration (any member).
+/// One HITL configuration (any member; the receiver's address whole to a MANAGER).
 #[utoipa::path(get, path = "/projects/{project_id}/hitls/{hitl_id}", tag = "hitl",
     params(("project_id" = i64, Path), ("hitl_id" = i64, Path)), responses((status = 200, body = HitlDto)))]
 pub async fn get_hitl(
@@ -427,7 +448,18 @@ pub async fn get_hitl(
         .store
         .hitl(&caller.scope, p.project_id, p.hitl_id, Action::Read)
         .await?;
-    Ok(Json(hitl.into()))
+    Ok(Json(shown_as(&state, &caller, p.project_id).await(hitl)))
+}
+
+/// How the caller reads a project's configurations: whole when it manages the project, with
+/// the receiver's address cut to its origin otherwise ([`HitlDto::for_reader`]).
+async fn shown_as(state: &AppState, caller: &Caller, project_id: i64) -> fn(Hitl) -> HitlDto {
+    let manages = state
+        .store
+        .project_access(&caller.scope, project_id, Action::Manage)
+        .await
+        .is_ok();
+    if manages { HitlDto::from } else { HitlDto::for_reader }
 }
 
 /// Changes a HITL configuration (MANAGER); the body has the fields of adding one, each

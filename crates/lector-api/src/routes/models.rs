@@ -557,6 +557,7 @@ async fn update_found(
 
 /// `delete_model` and `delete_project_model` once the model is found: the deleted model.
 async fn delete_found(state: &AppState, caller: &Caller, model: &Model) -> ApiResult<Json<ModelDto>> {
+    crate::workflow_refs::model_not_in_use(state, &caller.scope, model).await?;
     let deleted = state.store.delete_model(&caller.scope, model).await?;
     tracing::info!(model.id = deleted.id, user.id = caller.user.id, "model deleted");
     Ok(Json(deleted.into()))

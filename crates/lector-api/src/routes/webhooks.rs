@@ -8,7 +8,7 @@ use crate::error::ApiError;
 use crate::state::AppState;
 use crate::workflow_runs::{Address, Answer, Incoming, Received, admit_call, run_call, start_call};
 use axum::body::Body;
-use axum::extract::{FromRequest, Multipart, Path, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, Request, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
@@ -179,24 +179,21 @@ async fn read_body(headers: &HeaderMap, bytes: bytes::Bytes) -> lector_core::Res
 /// Most parts one multipart body may have.
 const MAX_FORM_PARTS: usize = 100;
 
+/// Reads a form already read whole (bounded by `workflows.max_body_bytes`). multer is given
+/// the bytes directly: axum's extractor on a request built here would hold it to its own
+/// default of 2 MiB, refusing the larger forms the configured limit allows.
 async fn read_form(content_type: &str, bytes: bytes::Bytes) -> lector_core::Result<Received> {
-    let request = Request::builder()
-        .header(header::CONTENT_TYPE, content_type)
-        .body(Body::from(bytes))
-        .map_err(|_| Error::bad_request("the multipart body cannot be read"))?;
-    let mut form = Multipart::from_request(request, &())
-        .await
-        .map_err(|e| Error::bad_request(e.body_text()))?;
+    let boundary = multer::parse_boundary(content_type)
+        .map_err(|e| Error::bad_request(format!("the multipart body cannot be read: {e}")))?;
+    let whole = futures_util::stream::once(async move { Ok::<_, std::convert::Infallible>(bytes) });
+    let mut form = multer::Multipart::new(whole, boundary);
+    let malformed = |e: multer::Error| Error::bad_request(format!("the multipart body is malformed: {e}"));
     let mut received = Received {
         body: Value::Object(Map::new()),
         files: Vec::new(),
     };
     let mut parts = 0;
-    while let Some(field) = form
-        .next_field()
-        .await
-        .map_err(|e| Error::bad_request(format!("the multipart body is malformed: {}", e.body_text())))?
-    {
+    while let Some(field) = form.next_field().await.map_err(malformed)? {
         parts += 1;
         if parts > MAX_FORM_PARTS {
             return Err(Error::bad_request(format!("a form has at most {MAX_FORM_PARTS} parts")));
@@ -205,11 +202,10 @@ async fn read_form(content_type: &str, bytes: bytes::Bytes) -> lector_core::Resu
         let file_name = field
             .file_name()
             .map(|n| lector_core::validate::file_name(n).into_owned());
-        let mime_type = field.content_type().unwrap_or("application/octet-stream").to_owned();
-        let data = field
-            .bytes()
-            .await
-            .map_err(|e| Error::bad_request(format!("the multipart body is malformed: {}", e.body_text())))?;
+        let mime_type = field
+            .content_type()
+            .map_or_else(|| "application/octet-stream".to_owned(), |m| m.to_string());
+        let data = field.bytes().await.map_err(malformed)?;
         match file_name {
             Some(file_name) => received.files.push((
                 name,

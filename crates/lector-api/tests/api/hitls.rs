@@ -154,6 +154,18 @@ async fn a_viewer_is_never_the_assignee(app: TestApp) {
     )
     .await
     .expect(200);
+
+    // The receiver's address may carry its key: a member who does not manage the project
+    // reads only its origin.
+    let address = "https://hooks.example.org/services/T123/key-456?token=abc";
+    app.put(&at, &ada.token, json!({"webhook_url": address}))
+        .await
+        .expect(200);
+    assert_eq!(app.get(&at, &ada.token).await.expect(200)["webhook_url"], address);
+    let seen = app.get(&at, &vic.token).await.expect(200);
+    assert_eq!(seen["webhook_url"], "https://hooks.example.org/…", "{seen}");
+    let listed = app.get(&hitls, &vic.token).await.expect(200);
+    assert_eq!(listed[0]["webhook_url"], "https://hooks.example.org/…", "{listed}");
 }
 
 async fn reviews_are_listed_a_page_at_a_time(app: TestApp) {

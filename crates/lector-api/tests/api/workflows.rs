@@ -1093,6 +1093,11 @@ async fn files_and_forms_reach_the_steps(app: TestApp) {
         .await
         .unwrap();
     assert_eq!(text.json::<Value>().await.unwrap(), json!({"got": "plain words"}));
+    // A form larger than axum's own default limit (2 MiB), within `workflows.max_body_bytes`:
+    // it was refused as malformed.
+    let scan = vec![b'x'; 3 * 1024 * 1024];
+    let answered = form_hook(&app, "/webhook/forms", &[("customer", "Bo".into())], "scan.pdf", &scan).await;
+    assert_eq!(answered, (200, json!({"got": {"customer": "Bo"}})));
     let broken = app
         .client
         .post(app.url("/webhook/forms"))
@@ -1173,6 +1178,18 @@ async fn a_customer_email_is_answered_with_its_class(app: TestApp) {
         .unwrap()
         .clone();
     assert!(tags.iter().any(|t| &t["confidence"] == step), "{step} among {tags:?}");
+
+    // The model stays while an active workflow runs it: deleting it would fail every call.
+    let path = format!("/models/{}", model["id"]);
+    let refused = app.delete(&path, &ada.token).await.expect_problem(409, "conflict");
+    let detail = refused["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("Support triage") || detail.contains("Raw"), "{refused}");
+    for workflow in [id(&workflow), id(&raw)] {
+        app.post(&format!("/workflows/{workflow}/deactivate"), &ada.token, json!({}))
+            .await
+            .expect(200);
+    }
+    app.delete(&path, &ada.token).await.expect(200);
 }
 
 mod outbound {

@@ -574,10 +574,12 @@ fn check_steps(field: &str, steps: &[Step], problems: &mut Problems) {
             }
             Step::HttpRequest { url, headers, into, .. } => {
                 check_template(problems, &at("url"), url);
+                // A URL made whole by an earlier step (`{{ url }}`) is checked as the address
+                // it renders to, by the outbound guard (`data::render_url`).
                 problems.check(
-                    url.starts_with("https://") || url.starts_with("http://"),
+                    url.starts_with("https://") || url.starts_with("http://") || url.starts_with("{{"),
                     &at("url"),
-                    "must be an http or https address",
+                    "must be an http or https address, or start with a placeholder",
                 );
                 problems.check(headers.len() <= MAX_FIELDS, &at("headers"), "at most 50 headers");
                 for (name, value) in headers {

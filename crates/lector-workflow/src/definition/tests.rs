@@ -76,6 +76,17 @@ fn every_problem_is_named_by_its_field() {
     }
 }
 
+/// A URL that an earlier step made whole is taken (the docs' `{{ url }}`); a scheme other than
+/// http or https written out is not.
+#[test]
+fn a_url_may_start_with_a_placeholder() {
+    let steps = |url: &str| parse(json!({"trigger": {"path": "a"}, "steps": [{"type": "http_request", "url": url}]}));
+    assert!(problems_of(&steps("{{ url }}")).is_empty());
+    assert!(problems_of(&steps("{{ scheme }}://api.example.org/")).is_empty());
+    assert!(problems_of(&steps("https://api.example.org/{{ id }}")).is_empty());
+    assert_eq!(problems_of(&steps("ftp://x/{{ id }}")), ["steps[0].url"]);
+}
+
 #[test]
 fn a_stored_secret_may_be_left_out() {
     let d = parse(json!({"trigger": {"path": "x", "authentication": {"type": "basic", "user": "shop"}}}));
