@@ -81,10 +81,10 @@ impl Effects for ServiceEffects<'_> {
 
     async fn notify(&self, user_id: i64, level: Level, message: String) -> Result<()> {
         if !crate::workflow_refs::is_member(self.state, user_id, self.workspace_id).await? {
-            return Err(Error::new(
-                ErrorCode::ValidationFailed,
-                format!("user {user_id} is not a member of the workflow's workspace"),
-            ));
+            // Checked when the workflow was saved: the user has gone since (409, as a model gone).
+            return Err(Error::conflict(format!(
+                "user {user_id} is not a member of the workflow's workspace"
+            )));
         }
         let kind = match level {
             Level::Info => NotificationType::Info,

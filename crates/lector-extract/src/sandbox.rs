@@ -303,10 +303,16 @@ impl Sandbox {
             let _ = stdin.write_all(&bytes).await;
             drop(stdin);
         };
-        // Each pipe is closed once its bound is read: a child with more to say then fails its
-        // next write and ends, instead of waiting on a full pipe until the wall clock.
+        // The answer's pipe is closed once its bound is read: a child with more to say then
+        // fails its next write and ends, instead of waiting on a full pipe until the wall
+        // clock. Error output past its bound is read and dropped: it does not fail a read.
         let answer = read_bounded(stdout, self.max_answer_bytes + 1);
-        let errors = read_bounded(stderr, MAX_STDERR_BYTES);
+        let errors = async {
+            let mut stderr = stderr;
+            let kept = read_bounded(&mut stderr, MAX_STDERR_BYTES).await;
+            let _ = tokio::io::copy(&mut stderr, &mut tokio::io::sink()).await;
+            kept
+        };
         let ended = tokio::time::timeout(self.wall_clock, async {
             tokio::join!(feed, answer, errors, child.wait())
         })
@@ -407,7 +413,7 @@ fn kill_group(child: &tokio::process::Child) {
     }
 }
 
-/// Up to `limit` bytes of a child's pipe; the pipe is closed when this ends.
+/// Up to `limit` bytes of a child's pipe; a pipe given by value is closed when this ends.
 async fn read_bounded(pipe: impl tokio::io::AsyncRead + Unpin, limit: u64) -> (std::io::Result<usize>, Vec<u8>) {
     let mut bytes = Vec::new();
     let read = pipe.take(limit).read_to_end(&mut bytes).await;

@@ -453,12 +453,13 @@ pub async fn get_hitl(
 
 /// How the caller reads a project's configurations: whole when it manages the project, with
 /// the receiver's address cut to its origin otherwise ([`HitlDto::for_reader`]).
+/// (A MANAGER of a read-only workspace reads it whole too: reading is not a change.)
 async fn shown_as(state: &AppState, caller: &Caller, project_id: i64) -> fn(Hitl) -> HitlDto {
-    let manages = state
+    let role = state
         .store
-        .project_access(&caller.scope, project_id, Action::Manage)
-        .await
-        .is_ok();
+        .project_access(&caller.scope, project_id, Action::Read)
+        .await;
+    let manages = role.is_ok_and(|(_, role)| role >= Action::Manage.min_role());
     if manages { HitlDto::from } else { HitlDto::for_reader }
 }
 

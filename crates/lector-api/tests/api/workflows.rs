@@ -956,6 +956,14 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
     .await;
     activate(&app, &uma, id(&hers)).await.expect(200);
     assert_eq!(hook(&app, Method::POST, "/webhook/hers", None, &[]).await.status, 200);
+    let tell = create(
+        &app,
+        &ada,
+        json!({"name": "Tell uma", "trigger": {"path": "tell-uma", "http_method": "POST", "response_mode": "last_step"},
+               "steps": [{"type": "notify", "user_id": uma.user_id, "message": "hi"}]}),
+    )
+    .await;
+    activate(&app, &ada, id(&tell)).await.expect(200);
     // Arming the test of ada's active workflow runs that test as uma; its production address
     // keeps ada's role, and keeps running after uma goes.
     let adas = create(
@@ -998,6 +1006,10 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
         .expect(200);
     let gone = hook(&app, Method::POST, "/webhook/hers", None, &[]).await;
     assert_eq!(gone.status, 409, "{}", gone.text);
+    // A step whose user has left since the workflow was saved answers 409, as a gone model.
+    let told = hook(&app, Method::POST, "/webhook/tell-uma", None, &[]).await;
+    assert_eq!(told.status, 409, "{}", told.text);
+    assert!(told.text.contains("not a member"), "{}", told.text);
     assert!(
         gone.json["detail"].as_str().unwrap().contains("activate it"),
         "{}",
