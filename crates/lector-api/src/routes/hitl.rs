@@ -109,6 +109,8 @@ impl From<Hitl> for HitlDto {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HitlBody {
+    /// Default "Human review" (SPEC marks no field of a HITL required).
+    #[serde(default = "default_name")]
     pub name: String,
     #[serde(default)]
     pub description: String,
@@ -116,8 +118,7 @@ pub struct HitlBody {
     pub model_id: Option<i64>,
     #[serde(default)]
     pub is_live: bool,
-    /// Where review events go; to a member who does not manage the project, only its origin
-    /// (`https://hooks.example.org/…`): its path or query may carry the receiver's key.
+    /// Where review events go (docs/WEBHOOKS.md): an http or https address.
     pub webhook_url: Option<String>,
     /// Field settings by label name.
     #[schema(value_type = Option<std::collections::HashMap<String, HitlFieldSetting>>)]
@@ -159,6 +160,10 @@ pub struct HitlChangeBody {
     /// Field settings by label name; replaces the settings as a whole.
     #[schema(value_type = Option<std::collections::HashMap<String, HitlFieldSetting>>)]
     pub labels: Option<serde_json::Value>,
+}
+
+fn default_name() -> String {
+    "Human review".to_owned()
 }
 
 /// SPEC's bounds (name 120, description 255, webhook_url 255) and the settings' shape are

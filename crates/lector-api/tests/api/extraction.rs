@@ -433,6 +433,9 @@ async fn hitl_configurations_are_checked(app: TestApp) {
     let fine = json!({"name": long(120), "description": long(255),
         "webhook_url": format!("https://example.org/{}", long(235))});
     app.post(&hitls, &ada.token, fine).await.expect(201);
+    // No field is required: a configuration without a name gets one.
+    let unnamed = app.post(&hitls, &ada.token, json!({})).await.expect(201);
+    assert_eq!(unnamed["name"], "Human review", "{unnamed}");
     let other = app.project_with_classes(&ada, "Other", "LABEL", &[]).await;
     let problem = app
         .post(
