@@ -34,6 +34,10 @@ const MODE_VAR: &str = "LECTOR_EXTRACT_SANDBOX_MODE";
 const MAX_ANSWER_BYTES: u64 = 256 * 1024 * 1024;
 /// Most bytes of a child's error output kept for the log.
 const MAX_STDERR_BYTES: u64 = 64 * 1024;
+/// Variables of this process's environment a child keeps (it starts from an empty one): where
+/// tesseract finds its language data, on an installation that says so. Without it, the start-up
+/// check (run here) passed while every scan failed in the child.
+const PASSED_TO_CHILD: [&str; 1] = ["TESSDATA_PREFIX"];
 
 /// What a child answers.
 #[derive(Debug, Serialize, Deserialize)]
@@ -151,6 +155,8 @@ pub struct Sandbox {
     scratch_in: PathBuf,
     /// Most bytes of answer taken from a child ([`MAX_ANSWER_BYTES`]).
     max_answer_bytes: u64,
+    /// What a child keeps of this process's environment ([`PASSED_TO_CHILD`]).
+    passed: Vec<(&'static str, std::ffi::OsString)>,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -190,6 +196,10 @@ impl Sandbox {
             wall_clock: Duration::from_secs(config.sandbox_cpu_secs + 10),
             scratch_in: std::env::temp_dir(),
             max_answer_bytes: MAX_ANSWER_BYTES,
+            passed: PASSED_TO_CHILD
+                .iter()
+                .filter_map(|name| Some((*name, std::env::var_os(name)?)))
+                .collect(),
         })
     }
 
@@ -278,6 +288,7 @@ impl Sandbox {
             .env("TMPDIR", scratch.path())
             .env(PAGES_VAR, pages.map(|n| n.to_string()).unwrap_or_default())
             .env(MODE_VAR, mode)
+            .envs(self.passed.iter().cloned())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -467,6 +478,18 @@ mod tests {
         let error = sandbox.read(b"%PDF-1.7 a page".to_vec()).await.unwrap_err();
         assert!(error.detail.contains("took longer"), "{}", error.detail);
         assert_eq!(left_in(&sandbox.scratch_in), Vec::<PathBuf>::new());
+    }
+
+    /// Where tesseract finds its language data reaches the child, whose environment starts
+    /// empty: the child here answers with what it was given.
+    #[tokio::test]
+    async fn the_child_keeps_where_ocr_finds_its_languages() {
+        let dir = tempfile::tempdir().unwrap();
+        let answer = r#"printf '{"Refused":{"code":"bad_request","detail":"data in %s"}}' "$TESSDATA_PREFIX""#;
+        let mut sandbox = scripted(&dir.path().join("ocr"), &format!("cat > /dev/null\n{answer}"));
+        sandbox.passed = vec![("TESSDATA_PREFIX", "/opt/tessdata".into())];
+        let error = sandbox.read(b"%PDF-1.7 a page".to_vec()).await.unwrap_err();
+        assert_eq!(error.detail, "data in /opt/tessdata");
     }
 
     /// A child with more to say than one read may give is cut off and the read refused as too

@@ -154,25 +154,3 @@ pub(crate) async fn analysis_in<'c>(
     let sql = format!("SELECT {ANALYSIS_COLUMNS} FROM analyses a WHERE a.project_id = $1 AND a.id = $2");
     fetch_record(sqlx::query(&sql).bind(project_id).bind(id), executor, "analysis").await
 }
-
-/// Refuses (409) to move into group `group_id` a document of another group that an analysis
-/// is reading (QUEUED or ANALYZING): it reads its group's documents as it goes, and would miss
-/// the document without a word.
-pub(crate) async fn documents_not_analysed_elsewhere(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    group_id: i64,
-    document_ids: &[i64],
-) -> Result<()> {
-    let [queued, analysing] = crate::models::ANALYSIS_RUNNING;
-    let select = format!(
-        "SELECT d.id FROM documents d JOIN analyses a ON a.document_group_id = d.group_id \
-         WHERE a.status IN ('{queued}', '{analysing}') AND d.group_id <> $1 AND d.id"
-    );
-    let read = crate::id_lists::ids_where_in(tx, &select, Some(group_id), document_ids).await?;
-    match read.first() {
-        Some(id) => Err(lector_core::Error::conflict(format!(
-            "document {id} is in a group an analysis is reading; move it once the analysis has finished or failed"
-        ))),
-        None => Ok(()),
-    }
-}

@@ -499,7 +499,13 @@ async fn webhook_in(
     event_type: &str,
     review: &HitlReview,
 ) -> Result<()> {
-    if hitl.webhook_url.is_none() {
+    // The address as it is now: one set while the document was read gets this review's events.
+    let address: Option<Option<String>> = sqlx::query_scalar("SELECT webhook_url FROM hitls WHERE id = $1")
+        .bind(hitl.id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db)?;
+    if address.flatten().is_none() {
         return Ok(());
     }
     let payload = crate::WebhookPayload {
@@ -585,8 +591,9 @@ mod tests {
     }
 
     /// A review goes to whom the configuration names when the review is made, not when the
-    /// extraction read it; a configuration deleted meanwhile makes none (404). Before, the
-    /// user named when the extraction began was notified.
+    /// extraction read it, and its event to the address it names then; a configuration deleted
+    /// meanwhile makes none (404). Before, the user named when the extraction began was
+    /// notified, and an address set meanwhile missed the review's creation.
     async fn a_review_follows_the_configuration_as_it_is_now(backend: Backend) {
         let Some(database) = TestDatabase::create(backend).await else {
             return;
@@ -598,16 +605,19 @@ mod tests {
             .await
             .expect("hitl");
         assert_eq!(read_earlier.assigned_user_id, None);
-        let assign = "UPDATE hitls SET assigned_user_id = $1 WHERE id = $2";
+        let assign = "UPDATE hitls SET assigned_user_id = $1, webhook_url = 'https://example.org/in' WHERE id = $2";
         sqlx::query(assign)
             .bind(scope.user_id)
             .bind(read_earlier.id)
             .execute(&store.pool)
             .await
-            .expect("assigned meanwhile");
+            .expect("assigned and given an address meanwhile");
         let new = NewReview::plain("a.pdf");
         let review = store.create_review(&read_earlier, &new).await.expect("review");
         assert_eq!(review.user_id, Some(scope.user_id));
+        // The address set meanwhile is told of the review (it would hear of its submission).
+        let events = "SELECT COUNT(*) FROM jobs WHERE kind = 'deliver_webhook' AND project_id = $1";
+        assert_eq!(crate::testing::count(&store, events, project.id).await, 1);
         // As when its project is deleted while a document is read.
         for gone in [
             "DELETE FROM hitl_reviews WHERE hitl_id = $1",

@@ -174,6 +174,43 @@ async fn batches_written_at_once_keep_file_order(backend: Backend) {
     );
 }
 
+/// A document of a group an import is filling is neither deleted nor moved (409): its place
+/// would be empty again, and the import, run again after a crash, would store it once more.
+async fn documents_being_imported_keep_their_places(backend: Backend) {
+    let Some((_database, store, scope, project, group)) = import_under_way(backend).await else {
+        return;
+    };
+    let lease = store.claim_job("a", 30).await.unwrap().expect("the import job");
+    let rows: Vec<(i64, NewDocument)> = (0..3).map(|n| (n, document(n))).collect();
+    assert_eq!(place(&store, &lease, project, group, &rows).await, 3);
+    let filter = DocumentFilter {
+        group_id: Some(group),
+        ..Default::default()
+    };
+    let (stored, _) = store.documents(&scope, project, &filter, 0, 100).await.unwrap();
+    let deleted = store.delete_document(&scope, project, stored[1].id).await.unwrap_err();
+    assert_eq!(deleted.code, ErrorCode::Conflict, "{deleted:?}");
+    let moved = store
+        .update_group(&scope, project, group, None, &[stored[0].id], Vec::new())
+        .await
+        .unwrap_err();
+    assert_eq!(moved.code, ErrorCode::Conflict, "{moved:?}");
+    // The import run again stores nothing twice.
+    assert_eq!(place(&store, &lease, project, group, &rows).await, 0);
+    let (again, _) = store.documents(&scope, project, &filter, 0, 100).await.unwrap();
+    assert_eq!(again.len(), 3);
+}
+
+#[tokio::test]
+async fn documents_being_imported_keep_their_places_sqlite() {
+    documents_being_imported_keep_their_places(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn documents_being_imported_keep_their_places_postgres() {
+    documents_being_imported_keep_their_places(Backend::Postgres).await;
+}
+
 #[tokio::test]
 async fn batches_written_at_once_keep_file_order_sqlite() {
     batches_written_at_once_keep_file_order(Backend::Sqlite).await;

@@ -18,6 +18,7 @@ mod cloning;
 mod correction_tests;
 mod corrections;
 mod credentials;
+mod document_guards;
 mod document_listing;
 mod documents;
 #[cfg(test)]

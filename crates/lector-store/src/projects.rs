@@ -82,12 +82,19 @@ impl Store {
         Ok((project, role))
     }
 
-    /// Projects of the caller's workspaces (or of one of them), oldest first.
+    /// Projects of the caller's workspaces (or of one of them, which answers 404 when the
+    /// caller may not read it, as its other objects do), oldest first.
     pub async fn projects(&self, scope: &Scope, workspace_id: Option<i64>) -> Result<Vec<Project>> {
+        if let Some(id) = workspace_id {
+            self.workspace_access(scope, &crate::WorkspaceRef::Id(id), Action::Read)
+                .await?;
+        }
+        // A superuser reads a workspace it is no member of.
         let ids: Vec<i64> = scope
             .workspaces
             .iter()
             .map(|w| w.workspace_id)
+            .chain(workspace_id)
             .filter(|id| workspace_id.is_none_or(|wanted| wanted == *id))
             .collect();
         if ids.is_empty() {

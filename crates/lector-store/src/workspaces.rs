@@ -330,6 +330,13 @@ impl Store {
         if role != Role::Admin {
             keep_an_admin(&mut tx, found.id, target.id).await?;
         }
+        // The owner of a personal workspace, who may not leave it, may not be put below another
+        // ADMIN of it either: they could never take it back.
+        if role < target.role && owns_as_personal(&mut tx, target.user_id, found.id).await? {
+            return Err(Error::conflict(
+                "the owner of a personal workspace keeps their role in it",
+            ));
+        }
         sqlx::query("UPDATE memberships SET role = $1 WHERE id = $2")
             .bind(role.as_str())
             .bind(target.id)
@@ -363,14 +370,7 @@ impl Store {
         }
         let mut tx = self.begin_write().await?;
         keep_an_admin(&mut tx, found.id, target.id).await?;
-        let personal: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM users WHERE id = $1 AND personal_workspace_id = $2")
-                .bind(target.user_id)
-                .bind(found.id)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db)?;
-        if personal.is_some() {
+        if owns_as_personal(&mut tx, target.user_id, found.id).await? {
             return Err(Error::conflict("nobody leaves their own personal workspace"));
         }
         sqlx::query("DELETE FROM memberships WHERE id = $1")
@@ -489,4 +489,19 @@ async fn keep_an_admin(tx: &mut Transaction<'static, Any>, workspace_id: i64, me
         return Err(Error::conflict("a workspace keeps at least one ADMIN"));
     }
     Ok(())
+}
+
+/// Whether `workspace_id` is `user_id`'s personal workspace.
+async fn owns_as_personal(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    user_id: i64,
+    workspace_id: i64,
+) -> Result<bool> {
+    let personal: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE id = $1 AND personal_workspace_id = $2")
+        .bind(user_id)
+        .bind(workspace_id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db)?;
+    Ok(personal.is_some())
 }

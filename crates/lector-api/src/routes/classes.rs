@@ -104,6 +104,33 @@ impl WriteBody for ClassBody {
     }
 }
 
+/// A change of a class: what is left out keeps its value (a rename keeps the example and the
+/// description annotators read).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClassChangeBody {
+    /// When given, the path's class id.
+    pub id: Option<i64>,
+    pub name: Option<String>,
+    pub example: Option<String>,
+    pub description: Option<String>,
+}
+
+impl WriteBody for ClassChangeBody {
+    const IMMUTABLE: &'static [&'static str] = &["created"];
+
+    fn validate(&self, problems: &mut Problems) {
+        if let Some(name) = &self.name {
+            problems.name("name", name, MAX_NAME_CHARS);
+        }
+        for (field, value) in [("example", &self.example), ("description", &self.description)] {
+            if let Some(value) = value {
+                problems.max_len(field, value, MAX_DESCRIPTION_CHARS);
+            }
+        }
+    }
+}
+
 /// Several classes at once.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(transparent)]
@@ -210,15 +237,16 @@ pub async fn get_class(
     Ok(Json(class.into()))
 }
 
-/// Changes a class (MANAGER); an `id` in the body must be the path's class id.
+/// Changes a class (MANAGER); an `id` in the body must be the path's class id, and a field
+/// left out keeps its value.
 #[utoipa::path(put, path = "/projects/{project_id}/classes/{class_id}", tag = "classes",
-    params(("project_id" = i64, Path), ("class_id" = i64, Path)), request_body = ClassBody,
+    params(("project_id" = i64, Path), ("class_id" = i64, Path)), request_body = ClassChangeBody,
     responses((status = 200, body = ClassDto)))]
 pub async fn update_class(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<ClassPath>,
-    Body(body): Body<ClassBody>,
+    Body(body): Body<ClassChangeBody>,
 ) -> ApiResult<Json<ClassDto>> {
     if body.id.is_some_and(|id| id != p.class_id) {
         return Err(lector_core::Error::validation(vec![lector_core::FieldError::new(
@@ -227,9 +255,15 @@ pub async fn update_class(
         )])
         .into());
     }
+    let current = state.store.class(&caller.scope, p.project_id, p.class_id).await?;
+    let fields = ClassFields {
+        name: body.name.map_or(current.name, |n| n.trim().to_owned()),
+        example: body.example.unwrap_or(current.example),
+        description: body.description.unwrap_or(current.description),
+    };
     let class = state
         .store
-        .update_class(&caller.scope, p.project_id, p.class_id, body.fields())
+        .update_class(&caller.scope, p.project_id, p.class_id, fields)
         .await?;
     Ok(Json(class.into()))
 }

@@ -398,9 +398,11 @@ pub async fn get_document(
     Ok(Json(document_dtos(&state, vec![document], details).await?.remove(0)))
 }
 
-/// Replaces a document's text (and segments, meta, language). A sentence the new text keeps
-/// keeps its segment id, its tags (their spans moved with it) and its marks in every session;
-/// the tags and marks of changed sentences go with them.
+/// Replaces a document's text and segments (and its meta and language, when given: without
+/// them it keeps its own, as a client of the original API, which sends only the text,
+/// expects). A sentence the new text keeps keeps its segment id, its tags (their spans moved
+/// with it) and its marks in every session; the tags and marks of changed sentences go with
+/// them.
 #[utoipa::path(put, path = "/projects/{project_id}/documents/{document_id}", tag = "documents",
     params(("project_id" = i64, Path), ("document_id" = i64, Path)), request_body = DocumentBody,
     responses((status = 200, body = DocumentDto)))]
@@ -410,7 +412,12 @@ pub async fn update_document(
     PathParams(p): PathParams<DocumentPath>,
     Body(mut body): Body<DocumentBody>,
 ) -> ApiResult<Json<DocumentDto>> {
-    body.language = Some(language_for(&state, &caller, p.project_id, body.language).await?);
+    let current = state.store.document(&caller.scope, p.project_id, p.document_id).await?;
+    let language = body.language.take().unwrap_or(current.language);
+    body.language = Some(language_for(&state, &caller, p.project_id, Some(language)).await?);
+    if body.meta.is_none() {
+        body.meta = current.meta.as_object().cloned();
+    }
     let prepared = off_runtime(move || body.prepare()).await?;
     let (document, _) = state
         .store
@@ -555,6 +562,9 @@ impl WriteBody for UploadBody {
             }
         }
         language(&language_field, problems);
+        if let UploadBody::WithOptions(UploadOptions { name: Some(name), .. }) = self {
+            problems.name("name", name, lector_core::validate::MAX_NAME_CHARS);
+        }
     }
 }
 

@@ -117,6 +117,8 @@ pub async fn update_user(
     PathParams(p): PathParams<UserPath>,
     Body(body): Body<UpdateUserBody>,
 ) -> ApiResult<Json<UserDto>> {
+    // The user itself or a superuser: refused before any password is hashed for it.
+    state.store.user(&caller.scope, p.user_id).await?;
     let email = body.email.as_deref().map(normalize_email);
     let changes_email = email.as_ref().is_some_and(|e| *e != caller.user.email);
     if body.password.is_some() || changes_email {
@@ -149,7 +151,7 @@ pub async fn update_user(
 
 /// Proof for a password or e-mail change: the caller's own present password. A superuser
 /// changing another account is exempt, and the change is logged; callers who may not change the
-/// account at all are refused later by the store, as for any other field. A wrong password
+/// account at all were refused before (`update_user`'s first line). A wrong password
 /// counts as a failed log-in of the account from the caller's address, and the log-in limits
 /// refuse further tries (429) before the password is checked: a stolen access token or product
 /// key cannot be used to guess the password it does not carry.

@@ -158,7 +158,14 @@ async fn documents_are_normalised_and_segmented(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(spans(&updated).len(), 2);
-    assert_eq!(updated["meta"], json!({}));
+    // Only the text changed (as the original API sends it): the meta stays; given, it is replaced.
+    let kept = app.get(&format!("{path}?details=meta"), &ada.token).await.expect(200);
+    assert_eq!(kept["meta"]["source"], "mail", "{kept}");
+    let cleared = app
+        .put(&path, &ada.token, json!({"text": "New text. Second one.", "meta": {}}))
+        .await
+        .expect(200);
+    assert_eq!(cleared["meta"], json!({}));
     app.delete(&path, &ada.token).await.expect(200);
     app.get(&path, &ada.token).await.expect_problem(404, "not_found");
 }
@@ -341,6 +348,15 @@ async fn upload_runs_as_a_task_and_fills_a_group(app: TestApp) {
     app.post(&format!("/projects/{id}/upload-documents"), &ada.token, json!([]))
         .await
         .expect_problem(422, "validation_failed");
+    // The group's name is held to a group's rules (it was stored as sent, blank or of megabytes).
+    for name in [" ".to_owned(), "n".repeat(121)] {
+        let body = json!({"documents": [{"text": "A text."}], "name": name});
+        let refused = app
+            .post(&format!("/projects/{id}/upload-documents"), &ada.token, body)
+            .await
+            .expect_problem(422, "validation_failed");
+        assert_eq!(refused["errors"][0]["field"], "name", "{refused}");
+    }
     app.get(&format!("/projects/{id}/tasks/999999"), &ada.token)
         .await
         .expect_problem(404, "not_found");

@@ -223,9 +223,18 @@ async fn classes_and_labels(app: TestApp) {
         )
         .await
         .expect(200);
+    // What the change leaves out keeps its value: the example annotators read stays.
     assert_eq!(
         (changed["name"].as_str(), changed["example"].as_str()),
-        (Some("invoices"), Some(""))
+        (Some("invoices"), Some("My invoice is wrong"))
+    );
+    let described = app
+        .put(&billing_path, &ada.token, json!({"description": "bills"}))
+        .await
+        .expect(200);
+    assert_eq!(
+        (described["name"].as_str(), described["description"].as_str()),
+        (Some("invoices"), Some("bills"))
     );
     app.put(&billing_path, &ada.token, json!({"name": "login"}))
         .await

@@ -387,6 +387,23 @@ async fn members_and_roles(app: TestApp) {
             .len(),
         1
     );
+
+    // Another ADMIN of Ada's personal workspace cannot put her below them there: she could
+    // never take it back (she may not leave it either).
+    let personal = app.default_workspace_id(&ada).await;
+    app.try_add_member(&ada.token, personal, bob.user_id, "ADMIN")
+        .await
+        .expect(200);
+    let own = app
+        .get(&format!("/organizations/{personal}/permissions"), &ada.token)
+        .await
+        .expect(200);
+    let ada_there = format!("/organizations/{personal}/permissions/{}", own[0]["id"]);
+    assert_eq!(own[0]["user"], "ada@example.org", "{own}");
+    app.put(&ada_there, &bob.token, json!({"role": "VIEWER"}))
+        .await
+        .expect_problem(409, "conflict");
+    app.delete(&ada_there, &ada.token).await.expect_problem(409, "conflict");
 }
 
 /// A member who manages members adds by id only a user they share an active workspace with;
@@ -763,8 +780,24 @@ async fn other_workspaces_are_invisible(app: TestApp) {
     app.delete(&format!("/organizations/{id}"), &eve.token)
         .await
         .expect_problem(404, "not_found");
+    // Its projects are listed to none but its members (and superusers): not as an empty list.
+    app.post(
+        "/projects",
+        &ada.token,
+        json!({"name": "Plans", "type": "CLASS", "organization_id": id}),
+    )
+    .await
+    .expect(201);
+    app.get(&format!("/projects?organization_id={id}"), &eve.token)
+        .await
+        .expect_problem(404, "not_found");
     let root = app.superuser("root@example.org").await;
     app.get(&format!("/organizations/{id}"), &root.token).await.expect(200);
+    let listed = app
+        .get(&format!("/projects?organization_id={id}"), &root.token)
+        .await
+        .expect(200);
+    assert_eq!(listed[0]["name"], "Plans", "{listed}");
 }
 
 /// Sets the read-only flag of workspace `id` (named Archive) as `who`; answers the answer.

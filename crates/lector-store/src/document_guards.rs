@@ -1,0 +1,48 @@
+//! Documents a job is working through, which a person's change must not pull from under it:
+//! an analysis reads its group's documents as it goes, and an import fills its group's places
+//! (a re-run after a crash fills every place still empty). Each check answers 409 naming the
+//! document and what to wait for.
+
+use crate::id_lists::ids_where_in;
+use lector_core::{Error, Result};
+use sqlx::{Any, Transaction};
+
+/// Refuses (409) to move into group `group_id` a document of another group that an analysis
+/// is reading (QUEUED or ANALYZING): it reads its group's documents as it goes, and would miss
+/// the document without a word.
+pub(crate) async fn documents_not_analysed_elsewhere(
+    tx: &mut Transaction<'static, Any>,
+    group_id: i64,
+    document_ids: &[i64],
+) -> Result<()> {
+    let [queued, analysing] = crate::models::ANALYSIS_RUNNING;
+    let select = format!(
+        "SELECT d.id FROM documents d JOIN analyses a ON a.document_group_id = d.group_id \
+         WHERE a.status IN ('{queued}', '{analysing}') AND d.group_id <> $1 AND d.id"
+    );
+    let read = ids_where_in(tx, &select, Some(group_id), document_ids).await?;
+    match read.first() {
+        Some(id) => Err(Error::conflict(format!(
+            "document {id} is in a group an analysis is reading; move it once the analysis has finished or failed"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Refuses (409) to move or delete a document of a group an import is filling (PROCESSING): its
+/// place would be empty again, and the import, run again after a crash or a restart, would fill
+/// it with the document once more.
+pub(crate) async fn documents_not_being_imported(
+    tx: &mut Transaction<'static, Any>,
+    document_ids: &[i64],
+) -> Result<()> {
+    let select = "SELECT d.id FROM documents d JOIN document_groups g ON g.id = d.group_id \
+                  WHERE g.status = 'PROCESSING' AND d.id";
+    let filled = ids_where_in(tx, select, None, document_ids).await?;
+    match filled.first() {
+        Some(id) => Err(Error::conflict(format!(
+            "document {id} is in a group an import is filling; move or delete it once the import has finished or failed"
+        ))),
+        None => Ok(()),
+    }
+}
