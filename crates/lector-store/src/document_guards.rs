@@ -7,8 +7,8 @@ use crate::id_lists::ids_where_in;
 use lector_core::{Error, Result};
 use sqlx::{Any, Transaction};
 
-/// Refuses (409) to move into group `group_id` a document of another group that an analysis
-/// is reading (QUEUED or ANALYZING): it reads its group's documents as it goes, and would miss
+/// Refuses (409) to move into group `group_id` a document of its project from another group
+/// that an analysis is reading (QUEUED or ANALYZING): it reads its group's documents as it goes, and would miss
 /// the document without a word.
 pub(crate) async fn documents_not_analysed_elsewhere(
     tx: &mut Transaction<'static, Any>,
@@ -18,7 +18,8 @@ pub(crate) async fn documents_not_analysed_elsewhere(
     let [queued, analysing] = crate::models::ANALYSIS_RUNNING;
     let select = format!(
         "SELECT d.id FROM documents d JOIN analyses a ON a.document_group_id = d.group_id \
-         WHERE a.status IN ('{queued}', '{analysing}') AND d.group_id <> $1 AND d.id"
+         WHERE a.status IN ('{queued}', '{analysing}') AND d.group_id <> $1 \
+         AND d.project_id = (SELECT project_id FROM document_groups WHERE id = $1) AND d.id"
     );
     let read = ids_where_in(tx, &select, Some(group_id), document_ids).await?;
     match read.first() {
@@ -34,11 +35,13 @@ pub(crate) async fn documents_not_analysed_elsewhere(
 /// it with the document once more.
 pub(crate) async fn documents_not_being_imported(
     tx: &mut Transaction<'static, Any>,
+    project_id: i64,
     document_ids: &[i64],
 ) -> Result<()> {
+    // Of the project only: another project's document is answered as not found, later.
     let select = "SELECT d.id FROM documents d JOIN document_groups g ON g.id = d.group_id \
-                  WHERE g.status = 'PROCESSING' AND d.id";
-    let filled = ids_where_in(tx, select, None, document_ids).await?;
+                  WHERE d.project_id = $1 AND g.status = 'PROCESSING' AND d.id";
+    let filled = ids_where_in(tx, select, Some(project_id), document_ids).await?;
     match filled.first() {
         Some(id) => Err(Error::conflict(format!(
             "document {id} is in a group an import is filling; move or delete it once the import has finished or failed"

@@ -187,7 +187,7 @@ impl Store {
         let document = self.document_of(project.id, id).await?;
         let mut tx = self.begin_write().await?;
         crate::hold_project(&mut tx, project.id).await?;
-        crate::document_guards::documents_not_being_imported(&mut tx, &[document.id]).await?;
+        crate::document_guards::documents_not_being_imported(&mut tx, project.id, &[document.id]).await?;
         let sessions = DocumentSessions::before_deletion(&mut tx, document.id).await?;
         remove_placed_segments(&mut tx, document.id).await?;
         sqlx::query("DELETE FROM documents WHERE id = $1")
@@ -423,7 +423,7 @@ impl Store {
                 .map_err(db)?;
         }
         crate::document_guards::documents_not_analysed_elsewhere(&mut tx, group.id, document_ids).await?;
-        crate::document_guards::documents_not_being_imported(&mut tx, document_ids).await?;
+        crate::document_guards::documents_not_being_imported(&mut tx, project.id, document_ids).await?;
         // In the order of their ids, as an analysis's batch holds them (`batch_reads`): two
         // writers taking rows in different orders can each wait for the other.
         let mut in_order = document_ids.to_vec();

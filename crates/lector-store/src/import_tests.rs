@@ -195,6 +195,36 @@ async fn documents_being_imported_keep_their_places(backend: Backend) {
         .await
         .unwrap_err();
     assert_eq!(moved.code, ErrorCode::Conflict, "{moved:?}");
+    // Named to a group of another project, the same document is not found there: the check
+    // does not tell about another project's imports.
+    let (other, _) = store
+        .project_access(&scope, project, lector_core::Action::Read)
+        .await
+        .unwrap();
+    let (workspace, _) = store
+        .workspace_access(
+            &scope,
+            &crate::WorkspaceRef::Id(other.workspace_id),
+            lector_core::Action::Manage,
+        )
+        .await
+        .unwrap();
+    let fields = crate::ProjectFields {
+        name: "Elsewhere".into(),
+        kind: ProjectType::Class,
+        external_id: None,
+        language: "en".into(),
+    };
+    let elsewhere = store.create_project(&scope, &workspace, fields).await.unwrap();
+    let there = store
+        .create_group(&scope, elsewhere.id, "there", Vec::new())
+        .await
+        .unwrap();
+    let foreign = store
+        .update_group(&scope, elsewhere.id, there.id, None, &[stored[0].id], Vec::new())
+        .await
+        .unwrap_err();
+    assert_eq!(foreign.code, ErrorCode::NotFound, "{foreign:?}");
     // The import run again stores nothing twice.
     assert_eq!(place(&store, &lease, project, group, &rows).await, 0);
     let (again, _) = store.documents(&scope, project, &filter, 0, 100).await.unwrap();

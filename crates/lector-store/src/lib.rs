@@ -77,7 +77,7 @@ pub use payloads::{
     WEBHOOK_JOB, WebhookPayload,
 };
 pub use projects::{
-    ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
+    ClassChanges, ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
 };
 pub use security::{MAX_PRODUCT_KEYS, TokenPurpose};
 pub use sessions::{

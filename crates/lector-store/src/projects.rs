@@ -47,6 +47,14 @@ pub struct ClassFields {
     pub description: String,
 }
 
+/// A change of a class: `None` keeps the field as it is when the change is written.
+#[derive(Debug, Clone, Default)]
+pub struct ClassChanges {
+    pub name: Option<String>,
+    pub example: Option<String>,
+    pub description: Option<String>,
+}
+
 fn absa_refuses_labels() -> Error {
     Error::validation(vec![lector_core::FieldError::new(
         "name",
@@ -357,24 +365,26 @@ impl Store {
         scope: &Scope,
         project_id: i64,
         class_id: i64,
-        fields: ClassFields,
+        changes: ClassChanges,
     ) -> Result<Class> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
         let class = self.class_of(project.id, class_id).await?;
-        sqlx::query("UPDATE classes SET name = $1, example = $2, description = $3 WHERE id = $4")
-            .bind(&fields.name)
-            .bind(&fields.example)
-            .bind(&fields.description)
-            .bind(class.id)
-            .execute(&self.pool)
+        // Each field as given or as it is then: two changes of different fields both stay.
+        let sql = format!(
+            "UPDATE classes SET name = COALESCE($1, name), example = COALESCE($2, example), \
+             description = COALESCE($3, description) WHERE id = $4 RETURNING {CLASS_COLUMNS}"
+        );
+        let query = sqlx::query(&sql)
+            .bind(&changes.name)
+            .bind(&changes.example)
+            .bind(&changes.description)
+            .bind(class.id);
+        let name = changes.name.as_deref().unwrap_or(&class.name);
+        let row = query
+            .fetch_one(&self.pool)
             .await
-            .map_err(|e| db_unique_named(e, "class", &fields.name))?;
-        Ok(Class {
-            name: fields.name,
-            example: fields.example,
-            description: fields.description,
-            ..class
-        })
+            .map_err(|e| db_unique_named(e, "class", name))?;
+        Class::decode(&row)
     }
 
     pub async fn delete_class(&self, scope: &Scope, project_id: i64, class_id: i64) -> Result<Class> {

@@ -330,9 +330,9 @@ impl Store {
         if role != Role::Admin {
             keep_an_admin(&mut tx, found.id, target.id).await?;
         }
-        // The owner of a personal workspace, who may not leave it, may not be put below another
-        // ADMIN of it either: they could never take it back.
-        if role < target.role && owns_as_personal(&mut tx, target.user_id, found.id).await? {
+        // The owner of a personal workspace, who may not leave it, is not put below its other
+        // ADMINs either (nor by themselves): they could never take it back. A superuser could.
+        if role < target.role && !scope.is_superuser && owns_as_personal(&mut tx, target.user_id, found.id).await? {
             return Err(Error::conflict(
                 "the owner of a personal workspace keeps their role in it",
             ));

@@ -9,7 +9,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Problems};
-use lector_store::{Class, ClassFields, Label, LabelKey, MAX_CLASSES_PER_PROJECT};
+use lector_store::{Class, ClassChanges, ClassFields, Label, LabelKey, MAX_CLASSES_PER_PROJECT};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -255,15 +255,14 @@ pub async fn update_class(
         )])
         .into());
     }
-    let current = state.store.class(&caller.scope, p.project_id, p.class_id).await?;
-    let fields = ClassFields {
-        name: body.name.map_or(current.name, |n| n.trim().to_owned()),
-        example: body.example.unwrap_or(current.example),
-        description: body.description.unwrap_or(current.description),
+    let changes = ClassChanges {
+        name: body.name.map(|n| n.trim().to_owned()),
+        example: body.example,
+        description: body.description,
     };
     let class = state
         .store
-        .update_class(&caller.scope, p.project_id, p.class_id, fields)
+        .update_class(&caller.scope, p.project_id, p.class_id, changes)
         .await?;
     Ok(Json(class.into()))
 }

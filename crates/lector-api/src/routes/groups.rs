@@ -560,9 +560,10 @@ pub async fn upload_documents(
             ImportedDocument { text: d.text, meta }
         })
         .collect();
-    let name = options
-        .name
-        .unwrap_or_else(|| format!("Upload {}", rfc3339(lector_core::time::Timestamp::now())));
+    let name = options.name.map_or_else(
+        || format!("Upload {}", rfc3339(lector_core::time::Timestamp::now())),
+        |name| name.trim().to_owned(),
+    );
     let language = language_for(&state, &caller, p.project_id, options.language).await?;
     let language = Language::from_code_or_default(Some(&language));
     let import = ImportOptions {
