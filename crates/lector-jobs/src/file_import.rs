@@ -123,9 +123,12 @@ fn produce(
     let options = ReadOptions {
         header_first: source.header_first,
     };
+    // A cell becomes a document's text (or a meta value): held to the length a document sent
+    // through the API is held to, so what an import stores can be sent back unchanged.
     let limits = Limits {
         max_bytes: source.max_bytes,
         max_rows: source.max_rows,
+        max_cell_chars: lector_core::validate::MAX_DOCUMENT_CHARS,
         ..Limits::default()
     };
     let mut rows = open_rows(format, file, options, &limits)?;
@@ -173,4 +176,30 @@ pub(crate) fn failed(lease: &Lease, error: TextError) -> JobError {
         return JobError::transient("reading the uploaded file failed");
     }
     JobError::fatal(format!("the file cannot be imported: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table whose text cell is longer than a document may be stops the import, naming the
+    /// limit; the reader's own limit (2^20 characters) let 48,576 more through, which a change
+    /// of the document or a labeled upload of its download then refused.
+    #[test]
+    fn a_cell_longer_than_a_document_stops_the_import() {
+        let source = FileSource {
+            upload_id: uuid::Uuid::nil(),
+            column_index: None,
+            column_name: None,
+            header_first: true,
+            max_bytes: 8 << 20,
+            max_rows: 10,
+        };
+        let long = "a".repeat(lector_core::validate::MAX_DOCUMENT_CHARS + 1);
+        let file = format!("text\nshort\n{long}\n");
+        let (sender, _batches) = mpsc::channel(4);
+        let ended = produce(file.as_bytes(), Format::Csv, &source, Language::En, false, &sender);
+        let error = ended.expect_err("the long cell is refused");
+        assert!(error.to_string().contains("1000000"), "{error}");
+    }
 }

@@ -92,12 +92,25 @@ impl std::fmt::Display for ColumnRef {
     }
 }
 
-/// Column names for a file: its first row when `header_first`, else "0", "1", …
+/// Column names for a file: its first row when `header_first`, else "0", "1", … Each name is
+/// one column's: a name the row gives twice (or a blank cell's number that a column is named)
+/// is followed by `_2`, `_3`, … where it comes again, so no column's cells are lost in a
+/// document's meta under another's name.
 pub(crate) fn header_names(first_row: Option<&[String]>, width: usize, header_first: bool) -> Vec<String> {
+    let mut taken = std::collections::HashSet::new();
     (0..width)
         .map(|index| match first_row.and_then(|row| row.get(index)) {
             Some(name) if header_first && !name.trim().is_empty() => name.clone(),
             _ => index.to_string(),
+        })
+        .map(|name| {
+            if taken.insert(name.clone()) {
+                return name;
+            }
+            (2..)
+                .map(|n| format!("{name}_{n}"))
+                .find(|other| taken.insert(other.clone()))
+                .unwrap_or(name)
         })
         .collect()
 }
@@ -148,5 +161,19 @@ mod tests {
         let first = ["a".to_string(), " ".to_string()];
         assert_eq!(header_names(Some(&first), 3, true), ["a", "1", "2"]);
         assert_eq!(header_names(Some(&first), 2, false), ["0", "1"]);
+    }
+
+    #[test]
+    fn a_name_given_twice_names_two_columns() {
+        let row: Vec<String> = ["text", "tag", "tag", "tag_2", " ", "1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            header_names(Some(&row), 6, true),
+            ["text", "tag", "tag_2", "tag_2_2", "4", "1"]
+        );
+        let blank: Vec<String> = ["1", " "].iter().map(|s| s.to_string()).collect();
+        assert_eq!(header_names(Some(&blank), 2, true), ["1", "1_2"]);
     }
 }
