@@ -515,6 +515,8 @@ fn db_unique_named(e: sqlx::Error, what: &str, name: &str) -> Error {
         sqlx::Error::Database(d) if d.is_unique_violation() => {
             Error::conflict(format!("the {what} {name:?} exists already"))
         }
+        // Deleted since it was read (an UPDATE … RETURNING that found no row).
+        sqlx::Error::RowNotFound => Error::not_found(what),
         _ => db(e),
     }
 }

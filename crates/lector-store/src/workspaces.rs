@@ -212,17 +212,12 @@ impl Store {
             return Err(Error::conflict("a personal workspace cannot be deactivated"));
         }
         let mut tx = self.begin_write().await?;
-        // Its name is set free (names are unique, and nobody sees or reopens a deactivated
-        // workspace); the answer keeps the name it had.
-        sqlx::query(
-            "UPDATE workspaces SET is_active = $1, name = name || ' (deactivated ' || CAST(id AS TEXT) || ')' \
-             WHERE id = $2",
-        )
-        .bind(false)
-        .bind(found.id)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+        sqlx::query("UPDATE workspaces SET is_active = $1 WHERE id = $2")
+            .bind(false)
+            .bind(found.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
         crate::workflows::deactivate_workflows_in(&mut tx, found.id).await?;
         cancel_invitations_by(&mut tx, found.id, None).await?;
         tx.commit().await.map_err(db)?;

@@ -5,6 +5,7 @@
 //! by its index the same way, so every column can be chosen by name as well as by 0-based index.
 
 use crate::error::{Result, TextError};
+use std::collections::{HashMap, HashSet};
 
 /// A whole file read into memory (bounded by [`crate::Limits`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -93,24 +94,42 @@ impl std::fmt::Display for ColumnRef {
 }
 
 /// Column names for a file: its first row when `header_first`, else "0", "1", … Each name is
-/// one column's: a name the row gives twice (or a blank cell's number that a column is named)
-/// is followed by `_2`, `_3`, … where it comes again, so no column's cells are lost in a
-/// document's meta under another's name.
+/// one column's, and a name the row gives is that column's: a name given again (or a blank
+/// cell's number, when a column is named so) is followed by `_2`, `_3`, … skipping every name
+/// the row gives, so no column's cells are lost in a document's meta under another's name.
 pub(crate) fn header_names(first_row: Option<&[String]>, width: usize, header_first: bool) -> Vec<String> {
-    let mut taken = std::collections::HashSet::new();
-    (0..width)
-        .map(|index| match first_row.and_then(|row| row.get(index)) {
-            Some(name) if header_first && !name.trim().is_empty() => name.clone(),
-            _ => index.to_string(),
+    let given: Vec<Option<&String>> = (0..width)
+        .map(|index| {
+            first_row
+                .and_then(|row| row.get(index))
+                .filter(|name| header_first && !name.trim().is_empty())
         })
-        .map(|name| {
-            if taken.insert(name.clone()) {
-                return name;
-            }
-            (2..)
-                .map(|n| format!("{name}_{n}"))
-                .find(|other| taken.insert(other.clone()))
-                .unwrap_or(name)
+        .collect();
+    let reserved: HashSet<&str> = given.iter().flatten().map(|name| name.as_str()).collect();
+    let mut taken: HashSet<String> = HashSet::new();
+    let mut next_suffix: HashMap<String, usize> = HashMap::new();
+    given
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            let base = name.map_or_else(|| index.to_string(), |name| name.to_string());
+            let free = |candidate: &str, taken: &HashSet<String>| {
+                !taken.contains(candidate) && ((name.is_some() && candidate == base) || !reserved.contains(candidate))
+            };
+            let chosen = if free(&base, &taken) {
+                base
+            } else {
+                let n = next_suffix.entry(base.clone()).or_insert(2);
+                loop {
+                    let candidate = format!("{base}_{n}");
+                    *n += 1;
+                    if !taken.contains(&candidate) && !reserved.contains(candidate.as_str()) {
+                        break candidate;
+                    }
+                }
+            };
+            taken.insert(chosen.clone());
+            chosen
         })
         .collect()
 }
@@ -169,11 +188,17 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
+        // The row's own `tag_2` keeps its name; the second `tag` takes the next free one.
         assert_eq!(
             header_names(Some(&row), 6, true),
-            ["text", "tag", "tag_2", "tag_2_2", "4", "1"]
+            ["text", "tag", "tag_3", "tag_2", "4", "1"]
         );
-        let blank: Vec<String> = ["1", " "].iter().map(|s| s.to_string()).collect();
-        assert_eq!(header_names(Some(&blank), 2, true), ["1", "1_2"]);
+        // A blank cell's number gives way to a column named so, wherever it stands.
+        let blank: Vec<String> = [" ", "0"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(header_names(Some(&blank), 2, true), ["0_2", "0"]);
+        // A thousand columns of one name are named in one pass (no search from _2 each time).
+        let same: Vec<String> = (0..1000).map(|_| "x".to_string()).collect();
+        let named = header_names(Some(&same), 1000, true);
+        assert_eq!((named[0].as_str(), named[999].as_str()), ("x", "x_1000"));
     }
 }
