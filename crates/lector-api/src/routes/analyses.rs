@@ -278,7 +278,7 @@ pub struct CreateAnalysisBody {
     /// Whether the file's first row is a header (default true).
     pub header_first: Option<bool>,
     /// Split texts into sentences (default true); with `documents` or `file_id` only (a
-    /// group's documents keep their segments; given with `document_group_id`, 422).
+    /// group's documents keep their segments; `false` with `document_group_id` is 422).
     pub split: Option<bool>,
     /// Instead of texts: an existing group of the model's project.
     pub document_group_id: Option<i64>,
@@ -340,9 +340,10 @@ impl WriteBody for CreateAnalysisBody {
                 problems.check(!given, field, "goes with file_id");
             }
         }
-        // A group's documents keep the segments they have.
+        // A group's documents keep the segments they have: asking not to split them cannot be
+        // done (`true`, the default, changes nothing and is taken).
         problems.check(
-            !(self.document_group_id.is_some() && self.split.is_some()),
+            !(self.document_group_id.is_some() && self.split == Some(false)),
             "split",
             "goes with documents or file_id: a group's documents keep their segments",
         );

@@ -483,7 +483,8 @@ async fn analyses_follow_roles_and_tenancy(app: TestApp) {
     )
     .await
     .expect(404);
-    // A group's documents keep their segments: splitting them is refused, not ignored.
+    // A group's documents keep their segments: not splitting them is refused, not ignored;
+    // `true`, the default, changes nothing (a client's fixed body may carry it).
     let refused = app
         .post(
             "/analyses",
@@ -493,6 +494,13 @@ async fn analyses_follow_roles_and_tenancy(app: TestApp) {
         .await
         .expect_problem(422, "validation_failed");
     assert_eq!(refused["errors"][0]["field"], "split", "{refused}");
+    app.post(
+        "/analyses",
+        &ada.token,
+        json!({"model_id": model, "document_group_id": 999_999, "split": true}),
+    )
+    .await
+    .expect(404);
 
     // Changes: name and description; the job's fields are refused.
     let renamed = app
