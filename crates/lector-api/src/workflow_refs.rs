@@ -96,11 +96,7 @@ pub async fn model_not_in_use(state: &AppState, scope: &Scope, model: &lector_st
         let Ok(definition) = serde_json::from_str::<Definition>(&workflow.definition) else {
             continue;
         };
-        let mut steps = definition
-            .steps
-            .iter()
-            .chain(definition.steps_by_method.values().flatten());
-        if steps.any(|step| step.model_id() == Some(model.id)) {
+        if definition.all_steps().any(|step| step.model_id() == Some(model.id)) {
             return Err(lector_core::Error::conflict(format!(
                 "the active workflow {:?} ({}) runs this model; deactivate it or change its steps first",
                 workflow.name, workflow.id
