@@ -122,20 +122,29 @@ pub async fn request_password_reset(state: &AppState, email: &str, client: &str)
 /// Sets a new password with a reset token; every earlier access token stops working and the
 /// account's product keys are deleted.
 pub async fn reset_password(state: &AppState, token: &str, password: &str) -> Result<()> {
-    let user_id = state
+    // 422 naming the field, not 401: the caller is not the one refused (a client that signs in
+    // again on 401 would misread it), the token in the body is.
+    let unknown = || {
+        Error::validation(vec![FieldError::new(
+            "reset_password_token",
+            "is unknown, used or expired; ask for a new reset mail",
+        )])
+    };
+    let token_hash = token_hash(token);
+    // Checked before the hash is made, used with the new password: a failure between them
+    // (a busy database) leaves the mailed link working for another try.
+    state
         .store
-        .consume_one_time_token(TokenPurpose::PasswordReset, &token_hash(token))
+        .one_time_token_user(TokenPurpose::PasswordReset, &token_hash)
         .await?
-        .ok_or_else(|| {
-            // 422 naming the field, not 401: the caller is not the one refused (a client that
-            // signs in again on 401 would misread it), the token in the body is.
-            Error::validation(vec![FieldError::new(
-                "reset_password_token",
-                "is unknown, used or expired; ask for a new reset mail",
-            )])
-        })?;
+        .ok_or_else(unknown)?;
     let hash = state.auth.hash_password(password).await?;
-    state.store.reset_password(user_id, &hash).await
+    state
+        .store
+        .reset_password(&token_hash, &hash)
+        .await?
+        .ok_or_else(unknown)?;
+    Ok(())
 }
 
 /// An invitation being accepted: its token, and the account it is accepted with.

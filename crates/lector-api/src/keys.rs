@@ -4,6 +4,12 @@
 //!
 //! Tokens carry the user's token version: a password change or reset bumps it, which refuses
 //! every token issued before. Logout revokes one token by its `jti`.
+//!
+//! Hashes run a few at a time ([`AuthKeys::hashing_slots`]): each takes `memory_kib` (19 MiB by
+//! default), and a flood of log-ins from many addresses would otherwise run as many at once as
+//! the runtime has blocking threads (512), gigabytes. A stored hash made with other parameters
+//! than the configured ones is made again at the next log-in ([`AuthKeys::needs_rehash`]), so a
+//! wrong password for a known e-mail costs what the unknown e-mail's decoy costs.
 
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use argon2::{Algorithm, Argon2, Params, Version};
@@ -18,6 +24,8 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
+use std::sync::Arc;
+use tokio::sync::Semaphore;
 
 const ISSUER: &str = "lector";
 const AUDIENCE: &str = "lector-api";
@@ -52,6 +60,8 @@ pub struct AuthKeys {
     /// A hash of a random password, verified against when an e-mail is unknown, so that
     /// unknown e-mails and wrong passwords take the same time.
     decoy_hash: String,
+    /// Hashes (made or checked) that may run at once: one per core, two at least.
+    hashing_slots: Arc<Semaphore>,
 }
 
 impl std::fmt::Debug for AuthKeys {
@@ -84,6 +94,7 @@ impl AuthKeys {
             lifetime_secs: config.token_lifetime_secs,
             hashing,
             decoy_hash,
+            hashing_slots: Arc::new(Semaphore::new(hashing_slots())),
         })
     }
 
@@ -119,12 +130,8 @@ impl AuthKeys {
     /// Hashes a password with argon2id off the async threads.
     pub async fn hash_password(&self, password: &str) -> Result<String> {
         let (hashing, password) = (self.hashing, password.to_owned());
-        tokio::task::spawn_blocking(move || hash_password_now(hashing, &password))
-            .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "password hashing task failed");
-                Error::internal()
-            })?
+        self.in_hashing_slot(move || hash_password_now(hashing, &password))
+            .await?
     }
 
     /// Checks a password against a stored hash; `None` (no such user, or no password set)
@@ -133,15 +140,45 @@ impl AuthKeys {
         let matches_real = stored.is_some();
         let hash = stored.unwrap_or(&self.decoy_hash).to_owned();
         let password = password.to_owned();
-        let verified = tokio::task::spawn_blocking(move || {
-            Argon2::default()
-                .verify_password(password.as_bytes(), hash.as_str())
-                .is_ok()
-        })
-        .await
-        .unwrap_or(false);
+        let verified = self
+            .in_hashing_slot(move || {
+                Argon2::default()
+                    .verify_password(password.as_bytes(), hash.as_str())
+                    .is_ok()
+            })
+            .await
+            .unwrap_or(false);
         verified && matches_real
     }
+
+    /// Whether a stored hash was made with other parameters than the configured ones (or is
+    /// not one we read), so the password should be hashed again once it is known.
+    pub fn needs_rehash(&self, stored: &str) -> bool {
+        let Ok(hash) = argon2::password_hash::phc::PasswordHash::new(stored) else {
+            return true;
+        };
+        let Ok(params) = Params::try_from(&hash) else {
+            return true;
+        };
+        hash.algorithm != Algorithm::Argon2id.ident()
+            || params.m_cost() != self.hashing.memory_kib
+            || params.t_cost() != self.hashing.iterations
+            || params.p_cost() != 1
+    }
+
+    /// Runs a hash on a blocking thread once one of the hashing slots is free.
+    async fn in_hashing_slot<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+        let _slot = self.hashing_slots.acquire().await.map_err(|_| Error::internal())?;
+        tokio::task::spawn_blocking(work).await.map_err(|e| {
+            tracing::error!(error = %e, "password hashing task failed");
+            Error::internal()
+        })
+    }
+}
+
+/// How many hashes run at once: one per core, two at least.
+fn hashing_slots() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
 fn hash_password_now(hashing: PasswordHashing, password: &str) -> Result<String> {
@@ -186,4 +223,53 @@ pub fn token_hash(token: &str) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn keys(memory_kib: u32, iterations: u32) -> AuthKeys {
+        let mut config = Config::default();
+        config.jwt_secret = Some(lector_core::config::Secret::new("k".repeat(32)));
+        config.password_hashing = PasswordHashing { memory_kib, iterations };
+        AuthKeys::load(&config).expect("keys")
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn hashes_run_a_few_at_a_time() {
+        let keys = Arc::new(keys(64, 1));
+        let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let calls = (0..24).map(|_| {
+            let (keys, running, most) = (keys.clone(), running.clone(), most.clone());
+            tokio::spawn(async move {
+                keys.in_hashing_slot(move || {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                })
+                .await
+            })
+        });
+        for call in futures_util::future::join_all(calls).await {
+            call.expect("the call").expect("a slot");
+        }
+        let most = most.load(Ordering::SeqCst);
+        assert!((1..=hashing_slots()).contains(&most), "{most} at once");
+    }
+
+    #[tokio::test]
+    async fn a_hash_of_other_parameters_is_made_again() {
+        let (old, new) = (keys(64, 1), keys(128, 1));
+        let stored = old.hash_password("password-123").await.expect("a hash");
+        assert!(!old.needs_rehash(&stored));
+        assert!(new.needs_rehash(&stored));
+        assert!(
+            new.verify_password("password-123", Some(&stored)).await,
+            "still verifies"
+        );
+        assert!(new.needs_rehash("not a hash"));
+    }
 }

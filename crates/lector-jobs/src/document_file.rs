@@ -9,6 +9,7 @@
 use crate::prepare::prepare_pages;
 use crate::runner::JobError;
 use crate::uploaded::{Filled, gone};
+use lector_core::validate::MAX_DOCUMENT_CHARS;
 use lector_extract::ReadDocument;
 use lector_extract::sandbox::Sandbox;
 use lector_store::{ImportPayload, Lease, NewDocument, Store, Upload};
@@ -27,7 +28,7 @@ pub(crate) async fn import_document_file(
         .report_progress(lease, 0.9)
         .await
         .map_err(|e| JobError::transient(e.detail))?;
-    let document = document_of(read, upload, &payload.language);
+    let document = document_of(read, &upload.file_name, &payload.language)?;
     let added = store
         .import_placed(lease, payload.project_id, payload.group_id, &[(0, &document)])
         .await
@@ -64,12 +65,62 @@ pub(crate) async fn read_upload(store: &Store, upload: &Upload, sandbox: &Sandbo
     })
 }
 
-/// The document a read file becomes: a segment per page, the file named in its meta.
-pub(crate) fn document_of(read: ReadDocument, upload: &Upload, language: &str) -> NewDocument {
+/// The document a read file becomes: a segment per page, the file named in its meta. A file
+/// whose pages hold more text than a document may (`MAX_DOCUMENT_CHARS`, as a document sent
+/// through the API) fails for good, saying so: stored, it could not be edited or labeled.
+pub(crate) fn document_of(read: ReadDocument, file_name: &str, language: &str) -> Result<NewDocument, JobError> {
     let meta = serde_json::json!({
-        "file_name": upload.file_name,
+        "file_name": file_name,
         "format": read.format.name(),
         "pages": read.pages.len(),
     });
-    prepare_pages(read, meta, Language::from_code_or_default(Some(language)))
+    let document = prepare_pages(read, meta, Language::from_code_or_default(Some(language)));
+    let chars = document.text.chars().count();
+    if chars > MAX_DOCUMENT_CHARS {
+        return Err(JobError::fatal(format!(
+            "the file cannot be imported: its pages hold {chars} characters of text, and a document \
+             holds at most {MAX_DOCUMENT_CHARS}"
+        )));
+    }
+    Ok(document)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lector_extract::{DocumentFormat, Line, Page, Quad, TextSource, Word};
+
+    /// A read PDF of `pages` pages, each one word of `chars` letters.
+    fn read_pdf(pages: u32, chars: usize) -> ReadDocument {
+        let page = |number| Page {
+            number,
+            width: 595.0,
+            height: 842.0,
+            source: TextSource::TextLayer,
+            lines: vec![Line {
+                words: vec![Word {
+                    text: "a".repeat(chars),
+                    quad: Quad::rect(0.1, 0.1, 0.2, 0.2),
+                    confidence: 1.0,
+                }],
+            }],
+        };
+        ReadDocument {
+            format: DocumentFormat::Pdf,
+            pages: (1..=pages).map(page).collect(),
+        }
+    }
+
+    #[test]
+    fn a_file_is_a_document_within_a_documents_length() {
+        let document = document_of(read_pdf(1, MAX_DOCUMENT_CHARS), "scan.pdf", "en").expect("within the limit");
+        assert_eq!(document.text.chars().count(), MAX_DOCUMENT_CHARS);
+        assert_eq!(document.meta["file_name"], "scan.pdf");
+        assert_eq!(document.meta["pages"], 1);
+
+        // Two pages of half the limit, and the form feed between them.
+        let refused = document_of(read_pdf(2, MAX_DOCUMENT_CHARS / 2), "long.pdf", "en").unwrap_err();
+        assert!(refused.message.contains("1000001 characters"), "{}", refused.message);
+        assert!(refused.message.contains("at most 1000000"), "{}", refused.message);
+    }
 }

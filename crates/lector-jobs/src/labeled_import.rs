@@ -76,7 +76,7 @@ async fn import_labeled(
         let read = read_upload(store, &upload, sandbox).await?;
         let pages = read.pages.len();
         let labeled = LabeledDocument {
-            document: document_of(read, &upload, &payload.language),
+            document: document_of(read, &upload.file_name, &payload.language)?,
             tags: vec![Vec::new(); pages],
             annotated: vec![false; pages],
         };
@@ -266,7 +266,7 @@ pub fn labeled_document(mut labeled: LabeledText, language: Language) -> lector_
                 }
             }
             let part = match &tag.part {
-                Some(part) => locate_part(&document.text, (stored.start, stored.end), None, Some(part))
+                Some(part) => locate_part(&document.text, (stored.start, stored.end), None, Some(&normalize(part)))
                     .map_err(|e| Error::validation(vec![e]))?,
                 None => None,
             };

@@ -129,6 +129,17 @@ impl Handler for SendPasswordReset {
     async fn run(&self, job: JobContext<'_>, reset: PasswordResetPayload) -> Result<Outcome, JobError> {
         let JobContext { store, lease, .. } = job;
         let mail: PasswordResetMail = store.job_input(lease).await.map_err(JobError::from_store)?;
+        // A retry past the token's lifetime would mail a link that no longer works.
+        if Timestamp(mail.expires) <= Timestamp::now() {
+            tracing::info!(
+                job.id = lease.job.id,
+                "password reset not sent: its token expired first"
+            );
+            return Ok(Outcome {
+                result: serde_json::json!({"sent": false, "expired": true}),
+                notice: None,
+            });
+        }
         let has_account = store
             .record_reset_token(&reset.email, &mail.token_hash, Timestamp(mail.expires))
             .await

@@ -124,3 +124,23 @@ async fn a_labeled_import_run_twice_stores_once(backend: Backend) {
 }
 
 on_both_backends!(a_labeled_import_run_twice_stores_once);
+
+/// A part in another Unicode form than its segment (a decomposed "é", as macOS writes it) is
+/// found, as the stored text is normalised.
+#[test]
+fn a_part_is_found_in_either_unicode_form() {
+    let text = LabeledText {
+        segments: vec![LabeledSegment {
+            text: "Le cafe\u{301} est bon.".into(),
+            tags: vec![LabeledTag {
+                class: Some("FOOD".into()),
+                label: None,
+                part: Some("cafe\u{301}".into()),
+            }],
+            annotated: false,
+        }],
+    };
+    let labeled = labeled_document(text, Language::En).expect("the part is found");
+    assert_eq!(labeled.document.text, "Le café est bon.");
+    assert_eq!(labeled.tags[0][0].part, Some((3, 7, "café".to_owned())));
+}

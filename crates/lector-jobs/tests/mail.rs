@@ -1,14 +1,15 @@
 //! Mail as a job on both backends: a mail server that refuses is retried without losing the
 //! message, the body (with its one-time token) is gone from the database once delivered, and a
-//! mail that can never go out fails with one notification.
+//! mail that can never go out fails with one notification, and a reset mail whose token expired
+//! before it could go out is not sent.
 
 mod common;
 use common::on_both_backends;
 use lector_core::config::{MailConfig, Secret};
 use lector_core::{ErrorCode, Scope};
-use lector_jobs::{Mailer, Runner, SendMail};
+use lector_jobs::{Mailer, Runner, SendMail, SendPasswordReset};
 use lector_store::testing::TestDatabase;
-use lector_store::{Backend, JobState, Lease, MailPayload, Store};
+use lector_store::{Backend, JobState, Lease, MailPayload, PasswordResetMail, Store};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -128,7 +129,37 @@ async fn a_mail_that_cannot_go_out_fails_once_with_a_notification(backend: Backe
     );
 }
 
+async fn a_reset_mail_past_its_tokens_lifetime_is_not_sent(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    user(&store).await;
+    let outbox = tempfile::tempdir().unwrap();
+    let runner = Runner::new().with(SendPasswordReset(Arc::new(
+        Mailer::new(&MailConfig::default(), outbox.path()).unwrap(),
+    )));
+    let now = lector_core::time::Timestamp::now();
+    for (token, expires) in [("late", now.plus_seconds(-1)), ("live", now.plus_seconds(600))] {
+        let mail = PasswordResetMail {
+            token_hash: token.into(),
+            expires: expires.micros(),
+            subject: "Reset your Lector password".into(),
+            text: format!("Token: {token}\n"),
+        };
+        store.queue_password_reset("ada@example.org", &mail).await.unwrap();
+        assert!(runner.run_one(&store, "w").await.unwrap());
+    }
+    let sent: Vec<String> = std::fs::read_dir(outbox.path())
+        .unwrap()
+        .map(|file| std::fs::read_to_string(file.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(sent.len(), 1, "only the live token's mail goes out");
+    assert!(sent[0].contains("Token: live"), "{}", sent[0]);
+}
+
 on_both_backends!(
     a_refused_mail_is_retried_and_its_body_deleted_once_sent,
-    a_mail_that_cannot_go_out_fails_once_with_a_notification
+    a_mail_that_cannot_go_out_fails_once_with_a_notification,
+    a_reset_mail_past_its_tokens_lifetime_is_not_sent
 );

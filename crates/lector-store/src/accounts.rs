@@ -48,6 +48,19 @@ impl Store {
             .transpose()
     }
 
+    /// Replaces a password's hash by one of the same password made with other parameters, unless
+    /// the password was changed meanwhile (the stored hash is no longer `old`). Tokens stay valid.
+    pub async fn rehash_password(&self, user_id: i64, old: &str, new: &str) -> Result<()> {
+        sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2 AND password_hash = $3")
+            .bind(new)
+            .bind(user_id)
+            .bind(old)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
     /// The user behind a verified token, with the workspaces it may act in.
     pub async fn principal(&self, user_id: i64) -> Result<Option<(User, Scope)>> {
         self.principal_unless_revoked(user_id, "").await
@@ -156,13 +169,29 @@ impl Store {
         self.user(scope, user_id).await
     }
 
-    /// Sets a new password for a user who proved it by a one-time token; revokes earlier access
-    /// tokens, uses up the user's other unused one-time tokens (a second reset mail, a
-    /// first-login link) and deletes the user's product keys, so none of them opens the account
-    /// after its password changed. A reset is how the owner of an address takes the account
-    /// back from whoever registered it first, and that person's keys must not outlive it.
-    pub async fn reset_password(&self, user_id: i64, password_hash: &str) -> Result<()> {
+    /// Sets a new password for the user whose password-reset token `token_hash` is, using the
+    /// token in the same transaction (a failure keeps it for another try; `None`: unknown, used
+    /// or expired, nothing written); revokes earlier access tokens, uses up the user's other
+    /// unused one-time tokens (a second reset mail, a first-login link) and deletes the user's
+    /// product keys, so none of them opens the account after its password changed. A reset is
+    /// how the owner of an address takes the account back from whoever registered it first,
+    /// and that person's keys must not outlive it.
+    pub async fn reset_password(&self, token_hash: &str, password_hash: &str) -> Result<Option<i64>> {
         let mut tx = self.begin_write().await?;
+        let now = Timestamp::now().micros();
+        let user_id: Option<i64> = sqlx::query_scalar(
+            "UPDATE one_time_tokens SET used = $1 WHERE token_hash = $2 AND purpose = $3 AND used IS NULL \
+             AND expires > $1 RETURNING user_id",
+        )
+        .bind(now)
+        .bind(token_hash)
+        .bind(crate::TokenPurpose::PasswordReset.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+        let Some(user_id) = user_id else {
+            return Ok(None);
+        };
         sqlx::query("UPDATE users SET password_hash = $1, token_version = token_version + 1 WHERE id = $2")
             .bind(password_hash)
             .bind(user_id)
@@ -175,7 +204,8 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-        tx.commit().await.map_err(db)
+        tx.commit().await.map_err(db)?;
+        Ok(Some(user_id))
     }
 
     /// Changes `is_superuser` and `is_betauser`; only superusers may, and the installation keeps

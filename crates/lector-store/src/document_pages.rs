@@ -49,6 +49,39 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Fails (404) once `session` was deleted: a reader paging through it (a download) checks
+    /// before each page, so a deletion midway ends the file with an error, not as if complete.
+    pub async fn session_still_readable(&self, session: &Session) -> Result<()> {
+        let found: Option<i64> = sqlx::query_scalar("SELECT id FROM sessions WHERE id = $1 AND project_id = $2")
+            .bind(session.id)
+            .bind(session.project_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        found
+            .map(|_| ())
+            .ok_or_else(|| Error::not_found("labeling session (deleted while it was read)"))
+    }
+
+    /// The status of a group of the caller's project (PROCESSING while an import fills it), or
+    /// 404 once it was deleted; cheaper than [`Store::group`], which counts its documents, for
+    /// a reader that checks before each page.
+    pub async fn group_status(&self, scope: &lector_core::Scope, project_id: i64, group_id: i64) -> Result<String> {
+        let (project, _) = self
+            .project_access(scope, project_id, lector_core::Action::Read)
+            .await?;
+        let status: Option<String> =
+            sqlx::query_scalar("SELECT status FROM document_groups WHERE id = $1 AND project_id = $2")
+                .bind(group_id)
+                .bind(project.id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?;
+        status.ok_or_else(|| Error::not_found("document group"))
+    }
+}
+
 /// What a page of documents does when its documents hold more characters than it may (for a
 /// listing, [`MAX_LISTED_CHARS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -111,7 +111,7 @@ impl Store {
         self.document_with_segments(project.id, id).await
     }
 
-    async fn document_with_segments(&self, project_id: i64, id: i64) -> Result<(Document, Vec<Segment>)> {
+    pub(crate) async fn document_with_segments(&self, project_id: i64, id: i64) -> Result<(Document, Vec<Segment>)> {
         let document = self.document_of(project_id, id).await?;
         let segments = self.segments_by_document(&[document.id]).await?;
         Ok((document, segments))
@@ -151,35 +151,6 @@ impl Store {
             }
         }
         Ok(segments)
-    }
-
-    /// Replaces a document's text, meta and segments. A segment whose text the new one keeps
-    /// keeps its tags, marks and predictions ([`crate::new_text`]); what was said of the others
-    /// goes with them.
-    pub async fn update_document(
-        &self,
-        scope: &Scope,
-        project_id: i64,
-        id: i64,
-        document: NewDocument,
-    ) -> Result<(Document, Vec<Segment>)> {
-        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
-        let current = self.document_of(project.id, id).await?;
-        let mut tx = self.begin_write().await?;
-        crate::hold_project(&mut tx, project.id).await?;
-        let sessions = DocumentSessions::before_new_text(&mut tx, current.id).await?;
-        sqlx::query("UPDATE documents SET text = $1, meta = $2, language = $3 WHERE id = $4")
-            .bind(&document.text)
-            .bind(document.meta.to_string())
-            .bind(&document.language)
-            .bind(current.id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        crate::new_text::replace_segments(&mut tx, current.id, &document.segments).await?;
-        sessions.restore(&mut tx).await?;
-        tx.commit().await.map_err(db)?;
-        self.document_with_segments(project.id, id).await
     }
 
     pub async fn delete_document(&self, scope: &Scope, project_id: i64, id: i64) -> Result<Document> {

@@ -184,6 +184,8 @@ impl Store {
     /// Accepts an invitation once: creates the user if needed and adds the membership, all in
     /// one transaction. A second acceptance of the same invitation finds it gone (404).
     ///
+    /// A read-only workspace refuses the acceptance (403), as it refuses every other change.
+    ///
     /// An invitation gives no more than its sender may still give: when the sender is no longer
     /// a superuser nor a member with at least the invited role (demoted, removed, or their flag
     /// taken away after inviting, or while inviting), the invitation is cancelled and answered
@@ -200,6 +202,20 @@ impl Store {
             crate::lock_row_for_no_key_update(&mut tx, ("users", *user_id)).await?;
         }
         crate::lock_row_for_no_key_update(&mut tx, ("workspaces", invitation.workspace_id)).await?;
+        // A read-only workspace takes no new members, by invitation as by an ADMIN's addition;
+        // the invitation stays pending for when the workspace is writable again.
+        let read_only: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM workspaces WHERE id = $1 AND is_read_only = $2")
+            .bind(invitation.workspace_id)
+            .bind(true)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+        if read_only > 0 {
+            return Err(Error::new(
+                lector_core::ErrorCode::WorkspaceReadOnly,
+                "the workspace is read-only and takes no new members; ask its owner to make it writable",
+            ));
+        }
         let claimed = sqlx::query("UPDATE invitations SET status = $1 WHERE id = $2 AND status = $3")
             .bind(InvitationStatus::Accepted.as_str())
             .bind(invitation.id)

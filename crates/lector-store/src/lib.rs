@@ -69,6 +69,7 @@ pub use labeled_imports::LabeledFile;
 pub use migrations::SchemaStatus;
 pub use model_uploads::{NewUploadedModel, UploadTarget};
 pub use models::{Model, ModelChanges, ModelFilter};
+pub use new_text::DocumentChange;
 pub use notifications::NotificationChanges;
 pub use payloads::{
     ANALYSIS_JOB, AnalysisPayload, CLONE_JOB, CORRECTION_JOB, ClonePayload, CorrectionPayload, FileSource, IMPORT_JOB,

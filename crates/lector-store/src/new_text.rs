@@ -7,10 +7,81 @@
 //! The segments whose text is gone are deleted with everything said of them; the new ones come
 //! without tags.
 
-use crate::db;
-use crate::documents::NewSegment;
+use crate::documents::{Document, NewDocument, NewSegment, Segment};
+use crate::session_counts::DocumentSessions;
+use crate::{Store, db};
+use lector_core::{Action, Error, Result, Scope};
 use sqlx::{Any, Transaction};
 use std::collections::{HashMap, VecDeque};
+
+/// A document's new text, and whether its meta and language were given with it or are the ones
+/// it has. What was not given is not written back: a change of the meta made meanwhile stays.
+#[derive(Debug, Clone)]
+pub struct DocumentChange {
+    pub document: NewDocument,
+    /// False: the document keeps its meta as it is when the change is written.
+    pub meta_given: bool,
+    /// False: `document.language` is the one the document had when the change was prepared (its
+    /// sentences were split in it); if another change set a different one meanwhile, this change
+    /// is refused (409) rather than write sentences split in the wrong language.
+    pub language_given: bool,
+}
+
+impl From<NewDocument> for DocumentChange {
+    fn from(document: NewDocument) -> Self {
+        DocumentChange {
+            document,
+            meta_given: true,
+            language_given: true,
+        }
+    }
+}
+
+impl Store {
+    /// Replaces a document's text and segments, and its meta and language when given. A segment
+    /// whose text the new one keeps keeps its tags, marks and predictions; what was said of the
+    /// others goes with them.
+    pub async fn update_document(
+        &self,
+        scope: &Scope,
+        project_id: i64,
+        id: i64,
+        change: impl Into<DocumentChange>,
+    ) -> Result<(Document, Vec<Segment>)> {
+        let change = change.into();
+        let document = &change.document;
+        let (project, _) = self.project_access(scope, project_id, Action::Edit).await?;
+        let current = self.document_of(project.id, id).await?;
+        let mut tx = self.begin_write().await?;
+        crate::hold_project(&mut tx, project.id).await?;
+        let sessions = DocumentSessions::before_new_text(&mut tx, current.id).await?;
+        let same_language = if change.language_given {
+            ""
+        } else {
+            " AND language = $3"
+        };
+        let sql = format!(
+            "UPDATE documents SET text = $1, meta = COALESCE($2, meta), language = $3 WHERE id = $4{same_language}"
+        );
+        let written = sqlx::query(&sql)
+            .bind(&document.text)
+            .bind(change.meta_given.then(|| document.meta.to_string()))
+            .bind(&document.language)
+            .bind(current.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        if written.rows_affected() == 0 {
+            return Err(Error::conflict(
+                "the document's language was changed while this change was prepared; send it again",
+            ));
+        }
+        replace_segments(&mut tx, current.id, &document.segments).await?;
+        sessions.restore(&mut tx).await?;
+        tx.commit().await.map_err(db)?;
+        self.document_with_segments(project.id, id).await
+    }
+}
 
 /// Replaces the segments of `document_id` by `segments`, keeping the rows of unchanged ones.
 /// The caller holds the document's sessions ([`crate::session_counts::DocumentSessions`]).
@@ -18,7 +89,7 @@ pub(crate) async fn replace_segments(
     tx: &mut Transaction<'static, Any>,
     document_id: i64,
     segments: &[NewSegment],
-) -> crate::Result<()> {
+) -> Result<()> {
     let old: Vec<(i64, i64, String)> =
         sqlx::query_as("SELECT id, span_start, text FROM segments WHERE document_id = $1 ORDER BY position")
             .bind(document_id)
@@ -97,5 +168,83 @@ mod tests {
         assert_eq!(kept_segments(&["A."], &["B."]), [None]);
         assert!(kept_segments(&["A."], &[]).is_empty());
         assert_eq!(kept_segments(&[], &["A."]), [None]);
+    }
+
+    use crate::testing::{TestDatabase, one_segment_document, owner_with_project};
+    use crate::{Backend, DocumentChange, Store};
+    use lector_core::ProjectType;
+    use serde_json::json;
+
+    /// A change prepared from a document read before another change of its meta or language:
+    /// the meta it did not give is the newer one, and a language it did not give but split
+    /// its sentences in is refused once another change set a different one.
+    async fn a_change_keeps_what_it_did_not_give(backend: Backend) {
+        let Some(database) = TestDatabase::create(backend).await else {
+            return;
+        };
+        let store = Store::open(&database.url, 4).await.expect("store");
+        let (scope, _, project) = owner_with_project(&store, "Texts", ProjectType::Class).await;
+        let mut original = one_segment_document("First text.");
+        original.meta = json!({"external_id": "a-1"});
+        let (read, _) = store
+            .create_document(&scope, project.id, original)
+            .await
+            .expect("a document");
+
+        // Meanwhile another client sets the meta.
+        let mut with_meta = one_segment_document("First text.");
+        with_meta.meta = json!({"external_id": "a-2"});
+        store
+            .update_document(&scope, project.id, read.id, with_meta)
+            .await
+            .expect("meta");
+
+        // The text-only change, prepared from what was read first, keeps the newer meta.
+        let mut text_only = one_segment_document("Second text.");
+        text_only.meta = read.meta.clone();
+        let change = DocumentChange {
+            document: text_only,
+            meta_given: false,
+            language_given: false,
+        };
+        let (now, segments) = store
+            .update_document(&scope, project.id, read.id, change)
+            .await
+            .expect("text");
+        assert_eq!(
+            (now.text.as_str(), now.meta.clone()),
+            ("Second text.", json!({"external_id": "a-2"}))
+        );
+        assert_eq!(segments.len(), 1);
+
+        // Another client sets the language; a change split in the old one is refused, unwritten.
+        let mut german = one_segment_document("Zweiter Text.");
+        german.language = "de".into();
+        store
+            .update_document(&scope, project.id, read.id, german)
+            .await
+            .expect("language");
+        let stale = DocumentChange {
+            document: one_segment_document("Third text."),
+            meta_given: false,
+            language_given: false,
+        };
+        let refused = store
+            .update_document(&scope, project.id, read.id, stale)
+            .await
+            .unwrap_err();
+        assert_eq!(refused.status(), 409, "{}", refused.detail);
+        let kept = store.document(&scope, project.id, read.id).await.expect("the document");
+        assert_eq!((kept.text.as_str(), kept.language.as_str()), ("Zweiter Text.", "de"));
+    }
+
+    #[tokio::test]
+    async fn a_change_keeps_what_it_did_not_give_sqlite() {
+        a_change_keeps_what_it_did_not_give(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn a_change_keeps_what_it_did_not_give_postgres() {
+        a_change_keeps_what_it_did_not_give(Backend::Postgres).await;
     }
 }

@@ -16,7 +16,7 @@ pub enum TokenPurpose {
 }
 
 impl TokenPurpose {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             TokenPurpose::PasswordReset => "password_reset",
             TokenPurpose::FirstLogin => "first_login",
@@ -68,6 +68,21 @@ impl Store {
     }
 
     /// Uses a one-time token up: the first caller gets the user id, every later one `None`.
+    /// The user an unused, unexpired one-time token belongs to, leaving it unused (a check
+    /// before work that the token's use then commits with, as a password reset's hash).
+    pub async fn one_time_token_user(&self, purpose: TokenPurpose, token_hash: &str) -> Result<Option<i64>> {
+        sqlx::query_scalar(
+            "SELECT user_id FROM one_time_tokens WHERE token_hash = $1 AND purpose = $2 AND used IS NULL \
+             AND expires > $3",
+        )
+        .bind(token_hash)
+        .bind(purpose.as_str())
+        .bind(Timestamp::now().micros())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db)
+    }
+
     pub async fn consume_one_time_token(&self, purpose: TokenPurpose, token_hash: &str) -> Result<Option<i64>> {
         let now = Timestamp::now().micros();
         sqlx::query_scalar(
@@ -327,6 +342,48 @@ mod tests {
             Some(user.id)
         );
         assert_eq!(store.prune_spent_counters(3600).await.unwrap(), 0);
+    }
+
+    /// A reset uses its token and sets the password in one transaction: a token that did not
+    /// set a password (unknown, or used meanwhile) changes nothing, and one that did is used.
+    async fn a_reset_uses_its_token_with_the_password(backend: Backend) {
+        let Some(database) = TestDatabase::create(backend).await else {
+            return;
+        };
+        let store = Store::open(&database.url, 4).await.expect("store");
+        let (user, _) = owner(&store).await;
+        let expires = Timestamp::now().plus_seconds(600);
+        store
+            .create_one_time_token(user.id, TokenPurpose::PasswordReset, "mailed", expires)
+            .await
+            .unwrap();
+        let hash_of = |store: &Store| {
+            let store = store.clone();
+            async move { store.login_candidate("ada@example.org").await.unwrap().unwrap().1 }
+        };
+        let before = hash_of(&store).await;
+        assert_eq!(store.reset_password("unknown", "new-hash").await.unwrap(), None);
+        assert_eq!(hash_of(&store).await, before);
+        let checked = store.one_time_token_user(TokenPurpose::PasswordReset, "mailed").await;
+        assert_eq!(checked.unwrap(), Some(user.id), "a check leaves the token unused");
+        assert_eq!(store.reset_password("mailed", "new-hash").await.unwrap(), Some(user.id));
+        assert_eq!(hash_of(&store).await.as_deref(), Some("new-hash"));
+        assert_eq!(
+            store.reset_password("mailed", "other-hash").await.unwrap(),
+            None,
+            "used"
+        );
+        assert_eq!(hash_of(&store).await.as_deref(), Some("new-hash"));
+    }
+
+    #[tokio::test]
+    async fn a_reset_uses_its_token_with_the_password_sqlite() {
+        a_reset_uses_its_token_with_the_password(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn a_reset_uses_its_token_with_the_password_postgres() {
+        a_reset_uses_its_token_with_the_password(Backend::Postgres).await;
     }
 
     #[tokio::test]

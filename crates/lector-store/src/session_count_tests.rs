@@ -1,7 +1,8 @@
 //! The counts kept on a session's row (documents, segments, marks) follow every write that
 //! changes them, and so does the status they imply: marks, added and labeled documents, a
 //! document's new text, a deleted document, a document in two sessions, and twenty marks at
-//! once, on both backends; an import's status is kept; concurrent writers do not deadlock.
+//! once, on both backends; an import's status is kept; concurrent writers do not deadlock, and
+//! two that add a session's first labeled documents at once make it one group.
 
 use crate::testing::{TestDatabase, labeled, owner_with_project};
 use crate::{
@@ -269,6 +270,19 @@ async fn concurrent_writers_do_not_deadlock(backend: Backend) {
         }
     }
     assert_eq!(counts(&store, &scope, &session).await.0, 21);
+    // The first of two concurrent additions gave the session its group; the other used it.
+    let groups = crate::testing::count(
+        &store,
+        "SELECT COUNT(*) FROM document_groups WHERE project_id = $1",
+        project.id,
+    );
+    assert_eq!(groups.await, 1, "one group for the session's added documents");
+    let grouped = crate::testing::count(
+        &store,
+        "SELECT COUNT(*) FROM documents WHERE group_id IS NOT NULL AND project_id = $1",
+        project.id,
+    );
+    assert_eq!(grouped.await, 20);
 }
 
 #[tokio::test]

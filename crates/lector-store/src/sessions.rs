@@ -322,10 +322,13 @@ impl Store {
             || changes.labels.is_some()
             || !changes.document_ids.is_empty()
             || !changes.labeled.is_empty();
+        // The session as it is under its lock: a concurrent change may have given it a group.
+        let mut group_now = session.document_group_id;
         if reshapes {
             // A job fills a STARTED or PREDICTING session; what it offers and holds waits for it.
             crate::session_counts::lock_session(&mut tx, session.id).await?;
             let now = session_in(&mut *tx, project.id, session.id).await?;
+            group_now = now.document_group_id;
             if matches!(now.status, SessionStatus::Started | SessionStatus::Predicting) {
                 return Err(Error::conflict(format!(
                     "session {} is being filled ({}); change its classes, labels or documents once \
@@ -359,7 +362,7 @@ impl Store {
             add_session_documents(&mut tx, session.id, &ids).await?;
         }
         if !changes.labeled.is_empty() {
-            let group_id = match session.document_group_id {
+            let group_id = match group_now {
                 Some(id) => id,
                 None => session_group(&mut tx, project.id, session.id, &session.name, "CREATED").await?,
             };

@@ -301,9 +301,12 @@ impl Store {
                     .ok()
                     .and_then(|p| pages.get(p).copied())
                     .ok_or_else(|| Error::not_found("page"))?;
+                // A blank page's segment is empty, at the page's place (a PDF's segment n is
+                // its page n): it is that page's, though it overlaps nothing.
+                let blank_page_segment = |s: &&crate::Segment| start == end && s.start == start && s.end == start;
                 segments
                     .iter()
-                    .filter(|s| s.start < end.max(start + 1) && s.end > start)
+                    .filter(|s| (s.start < end.max(start + 1) && s.end > start) || blank_page_segment(s))
                     .map(|s| s.id)
                     .collect()
             }
@@ -535,7 +538,12 @@ pub(crate) async fn add_labeled(
             for tag in item.tags.get(at).map(Vec::as_slice).unwrap_or_default() {
                 let ids = vocabulary.resolve(tag, &field)?;
                 let place = TagPlace::of(ids, tag);
-                may_join(&placed, place, vocabulary.kind)?;
+                // Tags of the input that clash with each other are a fault of the input (422,
+                // naming where), not of the session's state (409).
+                may_join(&placed, place, vocabulary.kind).map_err(|e| {
+                    let at = format!("documents[{}].segments[{at}].tags", position.unwrap_or(i as i64));
+                    Error::validation(vec![lector_core::FieldError::new(at, e.detail)])
+                })?;
                 placed.push(place);
                 tags.push(tag_row(target, *segment_id, place, tag, now));
             }

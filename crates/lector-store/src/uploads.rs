@@ -208,11 +208,15 @@ impl Store {
 
     /// Deletes an upload and its bytes (a file whose preview failed, for example).
     pub async fn discard_upload(&self, upload: &Upload) -> Result<()> {
-        sqlx::query("DELETE FROM uploads WHERE id = $1")
+        // One a group or session took meanwhile (a request that failed after its commit) stays.
+        let deleted = sqlx::query("DELETE FROM uploads WHERE id = $1 AND used IS NULL")
             .bind(upload.id.to_string())
             .execute(&self.pool)
             .await
             .map_err(db)?;
+        if deleted.rows_affected() == 0 {
+            return Ok(());
+        }
         self.blobs()?.delete(&upload.blob_key()).await
     }
 

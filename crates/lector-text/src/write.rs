@@ -3,7 +3,9 @@
 //! Every file written here reads back through [`crate::read_table`] to the same header and cells,
 //! so a downloaded labeling session can be uploaded again unchanged. Cells are always written as
 //! text (a "007" stays "007"); XLSX cells become inline strings, so no shared-string table is
-//! needed, and a sheet can be written as its rows come.
+//! needed, and a sheet can be written as its rows come; characters XML cannot hold are written
+//! as the workbook format's `_xHHHH_` escapes. Excel holds at most 32,767 characters in a cell;
+//! a longer document is still written whole (our reader reads it back whole), not cut.
 //! CSV cells that a spreadsheet would run as a formula get a leading `'` ([`crate::formula`]),
 //! which the CSV reader removes again.
 
@@ -285,20 +287,34 @@ pub(crate) fn workbook(sheet: &str) -> Result<Vec<u8>> {
     Ok(zip.finish().map_err(failed)?.into_inner())
 }
 
-/// XML text: markup characters escaped, characters XML 1.0 cannot hold dropped.
+/// A cell's text in a sheet's XML. Markup characters become entities; what XML 1.0 cannot
+/// hold (control characters, such as a PDF's form feeds between pages) or would change (a
+/// carriage return, which XML readers turn into a line feed) is written as the workbook's own
+/// escape, `_xHHHH_` (ECMA-376's ST_Xstring), which Excel, LibreOffice and our reader turn
+/// back into the character; and text that already reads as such an escape has its `_`
+/// escaped (`_x005F_`), so it reads back as written.
 fn escape(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
+    for (at, c) in text.char_indices() {
         match c {
             '&' => escaped.push_str("&amp;"),
             '<' => escaped.push_str("&lt;"),
             '>' => escaped.push_str("&gt;"),
-            '\t' | '\n' | '\r' => escaped.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
+            '\t' | '\n' => escaped.push(c),
+            '_' if reads_as_escape(&text[at..]) => escaped.push_str("_x005F_"),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {
+                escaped.push_str(&format!("_x{:04X}_", c as u32));
+            }
             c => escaped.push(c),
         }
     }
     escaped
+}
+
+/// Whether `text` starts with `_xHHHH_` (four hexadecimal digits, either case).
+fn reads_as_escape(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() >= 7 && bytes.starts_with(b"_x") && bytes[2..6].iter().all(u8::is_ascii_hexdigit) && bytes[6] == b'_'
 }
 
 #[cfg(test)]
@@ -365,7 +381,23 @@ mod tests {
     }
 
     #[test]
-    fn control_characters_are_dropped_from_xml() {
-        assert_eq!(escape("a\u{1}b\tc&"), "ab\tc&amp;");
+    fn xml_holds_control_characters_as_the_workbooks_escapes() {
+        assert_eq!(escape("a\u{1}b\tc&\r\n"), "a_x0001_b\tc&amp;_x000D_\n");
+        assert_eq!(escape("_x00e9_ _x12_ _y0041_"), "_x005F_x00e9_ _x12_ _y0041_");
+    }
+
+    #[test]
+    fn an_xlsx_cell_reads_back_with_its_control_characters_and_escape_lookalikes() {
+        let table = Table {
+            header: vec!["text".into(), "_x0041_".into()],
+            rows: vec![vec![
+                "Page 1\u{c}Page 2\r\nend\u{1}\u{FFFF}".into(),
+                "_x000D_ and _X0041_ and _x00".into(),
+            ]],
+        };
+        let mut bytes = Vec::new();
+        write_table(Format::Xlsx, &table, &mut bytes).unwrap();
+        let back = read_table(Format::Xlsx, &bytes[..], ReadOptions::default(), &Limits::default()).unwrap();
+        assert_eq!(back, table);
     }
 }

@@ -228,13 +228,10 @@ async fn new_tag(state: &AppState, scope: &Scope, p: &SegmentPath, body: TagBody
             .into_iter()
             .find(|s| s.id == p.segment_id)
             .ok_or_else(|| Error::not_found("segment"))?;
-        labeling::locate_part(
-            &document.text,
-            (segment.start, segment.end),
-            body.span,
-            body.text.as_deref(),
-        )
-        .map_err(|e| Error::validation(vec![e]))?
+        // The part's text as the document's was stored (NFC), so a decomposed "é" finds it.
+        let text = body.text.as_deref().map(lector_text::normalize);
+        labeling::locate_part(&document.text, (segment.start, segment.end), body.span, text.as_deref())
+            .map_err(|e| Error::validation(vec![e]))?
     } else {
         None
     };

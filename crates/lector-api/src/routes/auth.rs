@@ -199,8 +199,25 @@ async fn login_once(state: &AppState, body: LoginBody, email: Option<String>) ->
     let stored = candidate.as_ref().and_then(|(_, hash)| hash.as_deref());
     let verified = state.auth.verify_password(&password, stored).await;
     match candidate {
-        Some((user, _)) if verified && user.is_active => answer(state, &user, "logged in", "OK"),
+        Some((user, stored)) if verified && user.is_active => {
+            if let Some(stored) = stored.filter(|hash| state.auth.needs_rehash(hash)) {
+                rehash(state, user.id, &stored, &password).await;
+            }
+            answer(state, &user, "logged in", "OK")
+        }
         _ => Err(refused()),
+    }
+}
+
+/// Hashes a password that just verified again with the configured parameters; a failure is
+/// logged, and the log-in goes on (the next one tries again).
+async fn rehash(state: &AppState, user_id: i64, stored: &str, password: &str) {
+    let rehashed = match state.auth.hash_password(password).await {
+        Ok(new) => state.store.rehash_password(user_id, stored, &new).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = rehashed {
+        tracing::warn!(user.id = user_id, error = %e.detail, "cannot hash a password again");
     }
 }
 

@@ -12,7 +12,9 @@ use axum::http::StatusCode;
 use lector_core::validate::Problems;
 use lector_core::{Error, ErrorCode, Result};
 use lector_jobs::{prepare_document, use_given_segments};
-use lector_store::{Document, DocumentFilter, Job, NewDocument, Segment, SegmentTag, Session, tags_by_segment};
+use lector_store::{
+    Document, DocumentChange, DocumentFilter, Job, NewDocument, Segment, SegmentTag, Session, tags_by_segment,
+};
 use lector_text::{ClientSegment, Language};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -413,15 +415,19 @@ pub async fn update_document(
     Body(mut body): Body<DocumentBody>,
 ) -> ApiResult<Json<DocumentDto>> {
     let current = state.store.document(&caller.scope, p.project_id, p.document_id).await?;
+    let language_given = body.language.is_some();
     let language = body.language.take().unwrap_or(current.language);
     body.language = Some(language_for(&state, &caller, p.project_id, Some(language)).await?);
-    if body.meta.is_none() {
-        body.meta = current.meta.as_object().cloned();
-    }
-    let prepared = off_runtime(move || body.prepare()).await?;
+    let meta_given = body.meta.is_some();
+    let document = off_runtime(move || body.prepare()).await?;
+    let change = DocumentChange {
+        document,
+        meta_given,
+        language_given,
+    };
     let (document, _) = state
         .store
-        .update_document(&caller.scope, p.project_id, p.document_id, prepared)
+        .update_document(&caller.scope, p.project_id, p.document_id, change)
         .await?;
     let details = Details {
         segments: true,

@@ -9,10 +9,9 @@
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{PathParams, QueryParams};
-use crate::routes::body_limits::MAX_META_KEYS;
 use crate::routes::classes::ClassDto;
 use crate::routes::document_uploads::{is_document, preview_document, refuse_document};
-use crate::routes::paths::{GroupPath, ProjectPath};
+use crate::routes::paths::ProjectPath;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -22,7 +21,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use lector_core::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, TextKind, forbidden_char};
 use lector_core::{Error, ErrorCode, FieldError, Result};
-use lector_store::{ClassFields, DocumentFilter, MAX_CLASSES_PER_PROJECT, Upload, UploadFor};
+use lector_store::{ClassFields, MAX_CLASSES_PER_PROJECT, Upload, UploadFor};
 use lector_text::{ColumnRef, Format, Limits, Location, ReadOptions, Row, Table, TextError};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -33,17 +32,12 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(upload_group_file))
         .routes(routes!(upload_classes_file))
-        .routes(routes!(download_group))
         .routes(routes!(download_classes))
         .routes(routes!(download_labels))
 }
 
 /// Data rows in an upload's preview (after its header row).
 pub const PREVIEW_ROWS: usize = 10;
-/// Documents read per query while a download is assembled.
-const DOWNLOAD_PAGE: i64 = 1000;
-/// Columns of a group's download: `id`, `text` and the meta keys of one document at most.
-const MAX_DOWNLOAD_COLUMNS: usize = 2 + MAX_META_KEYS;
 
 /// The multipart form of an upload.
 #[derive(Debug, ToSchema)]
@@ -510,118 +504,6 @@ pub(crate) fn file_response(table: Table, format: Format, stem: &str) -> Result<
     let mut response = bytes.into_response();
     crate::routes::streaming::set_download_headers(&mut response, format, stem);
     Ok(response)
-}
-
-/// The documents of a group as a file: columns `id`, `text`, then each meta attribute; uploads
-/// again with `column_name: "text"`.
-#[utoipa::path(get, path = "/projects/{project_id}/groups/{group_id}/download", tag = "groups",
-    params(("project_id" = i64, Path), ("group_id" = i64, Path), DownloadQuery),
-    responses((status = 200, description = "the file in the format asked for", content_type = "application/vnd.lector.table")))]
-pub async fn download_group(
-    State(state): State<AppState>,
-    caller: Caller,
-    PathParams(p): PathParams<GroupPath>,
-    QueryParams(q): QueryParams<DownloadQuery>,
-) -> ApiResult<Response> {
-    let format = q.format()?;
-    let group = state.store.group(&caller.scope, p.project_id, p.group_id).await?;
-    let filter = DocumentFilter {
-        group_id: Some(group.id),
-        ..DocumentFilter::default()
-    };
-    // The header needs every meta key before the first row: one pass over the documents first.
-    let mut header = vec!["id".to_owned(), "text".to_owned()];
-    let mut seen: std::collections::HashSet<String> = header.iter().cloned().collect();
-    let mut pages = GroupPages::new(&state, &caller.scope, p.project_id, filter.clone());
-    while let Some(page) = pages.next().await? {
-        for document in &page {
-            for key in document.meta.as_object().into_iter().flat_map(|meta| meta.keys()) {
-                if seen.insert(key.clone()) {
-                    header.push(key.clone());
-                }
-            }
-            // Every row holds a cell per column: a group whose documents share no keys would
-            // make rows as wide as all their keys together.
-            if header.len() > MAX_DOWNLOAD_COLUMNS {
-                return Err(Error::conflict(format!(
-                    "the group's documents have more than {MAX_META_KEYS} meta keys between them, and a download has at most {MAX_DOWNLOAD_COLUMNS} columns (id, text and a column per key); read the documents with details=meta instead"
-                ))
-                .into());
-            }
-        }
-    }
-    let stem = format!("group-{}", group.id);
-    let (response, mut sink) = crate::routes::streaming::streamed_response(format, &stem, header.clone())?;
-    let (state, scope, project_id) = (state.clone(), caller.scope.clone(), p.project_id);
-    tokio::spawn(async move {
-        let mut pages = GroupPages::new(&state, &scope, project_id, filter);
-        loop {
-            match pages.next().await {
-                Ok(Some(page)) => {
-                    let rows = page.into_iter().map(|d| group_row(d, &header[2..]));
-                    if !sink.rows(rows).await {
-                        return;
-                    }
-                }
-                Ok(None) => return sink.finish().await,
-                Err(e) => return sink.fail(e).await,
-            }
-        }
-    });
-    Ok(response)
-}
-
-/// A group's documents page by page in id order, with a keyset.
-struct GroupPages<'a> {
-    state: &'a AppState,
-    scope: &'a lector_core::Scope,
-    project_id: i64,
-    filter: DocumentFilter,
-    done: bool,
-}
-
-impl<'a> GroupPages<'a> {
-    fn new(state: &'a AppState, scope: &'a lector_core::Scope, project_id: i64, filter: DocumentFilter) -> Self {
-        Self {
-            state,
-            scope,
-            project_id,
-            filter,
-            done: false,
-        }
-    }
-
-    async fn next(&mut self) -> Result<Option<Vec<lector_store::Document>>> {
-        if self.done {
-            return Ok(None);
-        }
-        let (page, more) = self
-            .state
-            .store
-            .documents_to_read(
-                self.scope,
-                self.project_id,
-                &self.filter,
-                (DOWNLOAD_PAGE, lector_store::MAX_LISTED_CHARS),
-            )
-            .await?;
-        self.filter.after = page.last().map(|d| d.id).or(self.filter.after);
-        self.done = !more;
-        Ok((!page.is_empty()).then_some(page))
-    }
-}
-
-/// A document as a row of its group's download: id, text, then the meta keys of `keys`.
-fn group_row(document: lector_store::Document, keys: &[String]) -> Vec<String> {
-    let mut row = vec![document.id.to_string(), document.text];
-    for key in keys {
-        row.push(match document.meta.get(key) {
-            Some(serde_json::Value::String(text)) => text.clone(),
-            Some(serde_json::Value::Null) | None => String::new(),
-            Some(other) => other.to_string(),
-        });
-    }
-    row
 }
 
 /// The classes of a project as a file with columns `name`, `example`, `description`; uploads

@@ -88,10 +88,13 @@ pub(crate) async fn session_from_upload(
     upload: lector_store::Upload,
 ) -> lector_core::Result<SessionDto> {
     let language = language_for(state, caller, project_id, None).await?;
+    // The file's name without its extension; a name that is only an extension (".csv") whole.
     let name = upload
         .file_name
         .rsplit_once('.')
-        .map_or(upload.file_name.as_str(), |(stem, _)| stem);
+        .map(|(stem, _)| stem.trim())
+        .filter(|stem| !stem.is_empty())
+        .unwrap_or(upload.file_name.as_str());
     let new = NewSession {
         name: name.chars().take(MAX_NAME_CHARS).collect(),
         ..NewSession::default()
@@ -102,7 +105,14 @@ pub(crate) async fn session_from_upload(
         discard(state, &upload).await;
         return Err(e);
     }
-    let (session, task_id) = start_from_file(state, caller, project_id, new, &upload, None, language).await?;
+    let started = start_from_file(state, caller, project_id, new, &upload, None, language).await;
+    let (session, task_id) = match started {
+        Ok(started) => started,
+        Err(e) => {
+            discard(state, &upload).await;
+            return Err(e);
+        }
+    };
     let mut answer = session_dto(state, session).await?;
     answer.task_id = Some(task_id);
     Ok(answer)

@@ -18,6 +18,7 @@ pub mod document_uploads;
 pub mod documents;
 pub mod extraction;
 pub mod files;
+pub mod group_downloads;
 pub mod groups;
 pub mod hitl;
 pub mod labeled;
@@ -64,6 +65,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(extraction::router())
         .merge(hitl::router())
         .merge(files::router())
+        .merge(group_downloads::router())
         .merge(sources::router())
         .merge(workflows::router())
         .merge(webhooks::router())

@@ -133,6 +133,8 @@ async fn write_session(state: &AppState, sink: &mut RowSink, session: &Session, 
     let prefix: Vec<String> = with_session.then(|| session.id.to_string()).into_iter().collect();
     let mut after = i64::MIN;
     loop {
+        // A session deleted midway ends the file with an error, not as if it were whole.
+        state.store.session_still_readable(session).await?;
         let (segments, next) = state
             .store
             .session_segments_after(session, after, DOCUMENTS_PER_PAGE, CHARS_PER_PAGE)
@@ -153,7 +155,10 @@ async fn write_session(state: &AppState, sink: &mut RowSink, session: &Session, 
         }
         match next {
             Some(next) => after = next,
-            None => return Ok(true),
+            None => {
+                state.store.session_still_readable(session).await?;
+                return Ok(true);
+            }
         }
     }
 }

@@ -319,6 +319,12 @@ pub async fn create_labeling_session(
     let language = language_for(&state, &caller, p.project_id, body.language.take()).await?;
     let source = SourceRequest::from_fields(body.credential_id, body.source, body.parameters)?;
     let file = session_file(&state, &caller, p.project_id, body.file_id, source).await?;
+    // Documents given, if none (`"documents": []`), as document_ids given and empty: a session
+    // of no documents, not one of all the project's (SPEC §4.6: all only when neither is given).
+    let document_ids = match (&body.documents, body.document_ids) {
+        (Some(documents), None) if documents.is_empty() => Some(Vec::new()),
+        (_, ids) => ids,
+    };
     let new = NewSession {
         name: body
             .name
@@ -326,7 +332,7 @@ pub async fn create_labeling_session(
         description: body.description.unwrap_or_default(),
         classes: body.classes,
         labels: body.labels,
-        document_ids: body.document_ids,
+        document_ids,
         labeled: prepare_all(body.documents, language.clone()).await?,
         sample: body.sample_size.map(|size| (size as usize, body.seed.unwrap_or(0))),
         auto: body.auto.unwrap_or(false),

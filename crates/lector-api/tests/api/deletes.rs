@@ -3,7 +3,8 @@
 //! imported or analysed and a session whose labeled file is being imported answer 409 until
 //! their job ends, and can be deleted after; a project deleted while it is being cloned fails
 //! its copy, a copy is not moved to another workspace while it is being filled, and a deleted
-//! project's jobs end with it. No worker runs in these apps: the test holds each job where it wants it and runs
+//! project's jobs end with it; a group deleted while its download is read ends the file with
+//! an error. No worker runs in these apps: the test holds each job where it wants it and runs
 //! it itself.
 
 use crate::common::TestApp;
@@ -21,6 +22,7 @@ backend_tests!(
     a_group_being_imported_is_copied_failed,
     a_copy_being_filled_is_not_moved,
     a_deleted_project_ends_its_jobs,
+    a_group_deleted_while_downloaded_cuts_the_file_off,
 );
 
 fn no_workers(config: &mut Config) {
@@ -208,12 +210,17 @@ async fn a_group_being_imported_is_not_deleted(app: TestApp) {
     let path = format!("/projects/{project}/groups/{}", group["id"]);
     let refused = app.delete(&path, &ada.token).await.expect_problem(409, "conflict");
     assert!(refused["detail"].as_str().unwrap().contains("import"), "{refused}");
+    // Nor downloaded: the file would hold what the import has stored so far, as if whole.
+    let download = format!("{path}/download?format=csv");
+    let refused = app.get(&download, &ada.token).await.expect_problem(409, "conflict");
+    assert!(refused["detail"].as_str().unwrap().contains("import"), "{refused}");
     app.run_jobs().await;
     let filled = app.get(&path, &ada.token).await.expect(200);
     assert_eq!(
         (filled["status"].as_str(), filled["document_count"].as_i64()),
         (Some("CREATED"), Some(2))
     );
+    app.download(&ada.token, &download).await;
     app.delete(&path, &ada.token).await.expect(200);
     app.get(&path, &ada.token).await.expect_problem(404, "not_found");
 }
@@ -373,4 +380,45 @@ async fn a_deleted_project_ends_its_jobs(app: TestApp) {
     app.run_jobs().await;
     let notes = app.get("/notifications", &ada.token).await.expect(200);
     assert_eq!(notes, json!([]), "nobody is told");
+}
+
+/// A group deleted while its download is read ends the download with an error, not cleanly
+/// with the rows sent so far (which a client would take for the whole group). The group holds
+/// more text (64 MB) than the stream holds in flight, so the writer is still reading it when
+/// the group goes.
+async fn a_group_deleted_while_downloaded_cuts_the_file_off(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project(&ada, "Long texts").await;
+    let text = "word ".repeat(200_000);
+    let documents: Vec<serde_json::Value> = (0..8).map(|_| json!({"text": text})).collect();
+    let groups = format!("/projects/{project}/groups");
+    let group = app
+        .post(
+            &groups,
+            &ada.token,
+            json!({"name": "Long", "documents": documents, "split": false}),
+        )
+        .await
+        .expect(201);
+    let path = format!("{groups}/{}", group["id"]);
+    for _ in 1..8 {
+        app.put(&path, &ada.token, json!({"documents": documents, "split": false}))
+            .await
+            .expect(200);
+    }
+    let response = app
+        .client
+        .get(app.url(&format!("{path}/download?format=jsonl")))
+        .bearer_auth(&ada.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    app.delete(&path, &ada.token).await.expect(200);
+    let read = response.bytes().await;
+    assert!(
+        read.is_err(),
+        "the file ended as if whole: {:?} bytes",
+        read.map(|b| b.len())
+    );
 }

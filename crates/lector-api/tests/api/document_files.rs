@@ -15,6 +15,7 @@ backend_tests!(
     scans_and_images_are_read_by_ocr,
     table_operations_refuse_documents,
     a_pdf_uploaded_as_labeled_data_becomes_a_session_of_pages,
+    a_blank_page_is_marked_as_the_others,
 );
 
 mod crafted {
@@ -169,6 +170,42 @@ async fn a_text_pdf_becomes_a_document_with_a_segment_per_page(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(alone["segments"][0]["page"], segments[0]["page"]);
+}
+
+/// A blank page's segment is empty; marking that page marks it, so a session marked page by
+/// page finishes.
+async fn a_blank_page_is_marked_as_the_others(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = app.project_with_classes(&ada, "Letters", "LABEL", &[]).await;
+    let pages = vec![
+        vec![TextRun::new(50.0, 100.0, 14.0, "Page one")],
+        vec![],
+        vec![TextRun::new(50.0, 100.0, 14.0, "Page three")],
+    ];
+    let (_, documents) = app
+        .import_file(&ada, id, "letter.pdf", &samples::text_pdf(&pages))
+        .await;
+    let document = &documents[0];
+    let segments = document["segments"].as_array().unwrap();
+    let texts: Vec<&str> = segments.iter().map(|s| s["text"].as_str().unwrap()).collect();
+    assert_eq!(texts, ["Page one", "", "Page three"]);
+    let session = app.session_over(&ada, id, "Pages", [&document["id"]]).await;
+    let at = format!(
+        "/projects/{id}/annotations/{}/documents/{}",
+        session["id"], document["id"]
+    );
+    for (page, segment) in segments.iter().enumerate() {
+        let mark = app
+            .mark_annotated(&ada, &format!("{at}/pages/{page}"))
+            .await
+            .expect(200);
+        assert_eq!(mark["segment_ids"], json!([segment["id"]]), "page {page}: {mark}");
+    }
+    let now = app
+        .get(&format!("/projects/{id}/annotations/{}", session["id"]), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(now["status"], "FINISHED", "{now}");
 }
 
 async fn scans_and_images_are_read_by_ocr(app: TestApp) {

@@ -9,7 +9,48 @@ backend_tests!(
     sessions_follow_roles_and_tenancy,
     clones_copy_everything_as_a_task,
     an_edited_text_keeps_what_was_said_of_its_unchanged_sentences,
+    a_part_is_found_in_either_unicode_form,
 );
+
+/// A tag's part sent in another Unicode form than the stored text (NFC), as a decomposed "é"
+/// from macOS, is found; tags of the input that clash are named.
+async fn a_part_is_found_in_either_unicode_form(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let id = app.project_with_classes(&ada, "Cafés", "CLASS", &["FOOD"]).await;
+    let cafe = app.document(&ada, id, json!({"text": "Le café est bon."})).await;
+    let session = app.session_over(&ada, id, "Round 1", [&cafe["id"]]).await;
+    let tags = format!(
+        "/projects/{id}/annotations/{}/documents/{}/segments/{}/tags",
+        session["id"],
+        cafe["id"],
+        segment_ids(&cafe)[0]
+    );
+    let found = app
+        .post(&tags, &ada.token, json!({"class": "FOOD", "text": "cafe\u{301}"}))
+        .await
+        .expect(201);
+    assert_eq!(
+        (&found["span"], &found["text"]),
+        (&json!([3, 7]), &json!("café")),
+        "{found}"
+    );
+
+    // Tags of the input that clash (one class given for the document and its segment) are a
+    // fault of the input: 422 naming the segment's tags, and nothing is stored.
+    let clash = json!({"name": "Clash", "documents": [{"text": "Good soup.", "tags": [{"class": "FOOD"}],
+        "segments": [{"text": "Good soup.", "tags": [{"class": "FOOD"}]}]}]});
+    let sessions = format!("/projects/{id}/annotations");
+    let problem = app
+        .post(&sessions, &ada.token, clash)
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(
+        problem["errors"][0]["field"], "documents[0].segments[0].tags",
+        "{problem}"
+    );
+    let listed = app.get(&sessions, &ada.token).await.expect(200);
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+}
 
 fn segment_ids(document: &Value) -> Vec<i64> {
     ids(&document["segments"])
@@ -49,6 +90,14 @@ async fn sessions_cover_documents_and_track_progress(app: TestApp) {
         .await
         .expect(201);
     assert_eq!(session["document_count"], 3, "no documents given: all of the project");
+    let empty = app
+        .post(&sessions, &ada.token, json!({"name": "Empty", "documents": []}))
+        .await
+        .expect(201);
+    assert_eq!(empty["document_count"], 0, "documents given, if none: {empty}");
+    app.delete(&format!("{sessions}/{}", empty["id"]), &ada.token)
+        .await
+        .expect(200);
     assert_eq!(session["segment_count"], 5);
     assert_eq!(session["status"], "CREATED");
     assert_eq!(session["mode"], "ANNOTATION");

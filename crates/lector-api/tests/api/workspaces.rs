@@ -844,6 +844,14 @@ async fn pending_invitations_are_listed_in_a_read_only_workspace(app: TestApp) {
     assert_eq!(pending[0]["email"], "x@example.org", "{pending}");
     assert_eq!(pending.as_array().unwrap().len(), 1);
     app.get(&invites, &bob.token).await.expect_problem(403, "forbidden");
+    // Pending, but not accepted while the workspace is read-only; accepted once it is writable.
+    let token = app.token_from_mail("x@example.org").await;
+    let accept = json!({"token": token, "password": "password-123"});
+    app.accept_invitation(accept.clone())
+        .await
+        .expect_problem(403, "workspace_read_only");
+    read_only(&app, &ada, id, false).await.expect(200);
+    app.accept_invitation(accept).await.expect(200);
 }
 
 /// An invitation gives what its sender may still give when it is accepted: a superuser's
