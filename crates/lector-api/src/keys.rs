@@ -168,7 +168,19 @@ impl AuthKeys {
 
     /// Runs a hash on a blocking thread once one of the hashing slots is free.
     async fn in_hashing_slot<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
-        let _slot = self.hashing_slots.acquire().await.map_err(|_| Error::internal())?;
+        // Held by the hash itself: a request dropped meanwhile (its client gone) does not free
+        // the slot while its hash still runs.
+        let slot = self
+            .hashing_slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::internal())?;
+        let work = move || {
+            let done = work();
+            drop(slot);
+            done
+        };
         tokio::task::spawn_blocking(work).await.map_err(|e| {
             tracing::error!(error = %e, "password hashing task failed");
             Error::internal()

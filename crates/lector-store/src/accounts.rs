@@ -177,7 +177,13 @@ impl Store {
     /// how the owner of an address takes the account back from whoever registered it first,
     /// and that person's keys must not outlive it.
     pub async fn reset_password(&self, token_hash: &str, password_hash: &str) -> Result<Option<i64>> {
+        let purpose = crate::TokenPurpose::PasswordReset;
+        let Some(owner) = self.one_time_token_user(purpose, token_hash).await? else {
+            return Ok(None);
+        };
         let mut tx = self.begin_write().await?;
+        // The user's row before its tokens, as a password or e-mail change takes them.
+        crate::lock_row_for_no_key_update(&mut tx, ("users", owner)).await?;
         let now = Timestamp::now().micros();
         let user_id: Option<i64> = sqlx::query_scalar(
             "UPDATE one_time_tokens SET used = $1 WHERE token_hash = $2 AND purpose = $3 AND used IS NULL \
@@ -185,7 +191,7 @@ impl Store {
         )
         .bind(now)
         .bind(token_hash)
-        .bind(crate::TokenPurpose::PasswordReset.as_str())
+        .bind(purpose.as_str())
         .fetch_optional(&mut *tx)
         .await
         .map_err(db)?;

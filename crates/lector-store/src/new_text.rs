@@ -72,9 +72,18 @@ impl Store {
             .await
             .map_err(db)?;
         if written.rows_affected() == 0 {
-            return Err(Error::conflict(
-                "the document's language was changed while this change was prepared; send it again",
-            ));
+            // Deleted meanwhile, or (a language not given) its language changed.
+            let there: Option<i64> = sqlx::query_scalar("SELECT id FROM documents WHERE id = $1")
+                .bind(current.id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?;
+            return Err(match there {
+                None => Error::not_found("document"),
+                Some(_) => {
+                    Error::conflict("the document's language was changed while this change was prepared; send it again")
+                }
+            });
         }
         replace_segments(&mut tx, current.id, &document.segments).await?;
         sessions.restore(&mut tx).await?;

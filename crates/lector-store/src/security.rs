@@ -67,7 +67,6 @@ impl Store {
         Ok(true)
     }
 
-    /// Uses a one-time token up: the first caller gets the user id, every later one `None`.
     /// The user an unused, unexpired one-time token belongs to, leaving it unused (a check
     /// before work that the token's use then commits with, as a password reset's hash).
     pub async fn one_time_token_user(&self, purpose: TokenPurpose, token_hash: &str) -> Result<Option<i64>> {
@@ -83,6 +82,7 @@ impl Store {
         .map_err(db)
     }
 
+    /// Uses a one-time token up: the first caller gets the user id, every later one `None`.
     pub async fn consume_one_time_token(&self, purpose: TokenPurpose, token_hash: &str) -> Result<Option<i64>> {
         let now = Timestamp::now().micros();
         sqlx::query_scalar(

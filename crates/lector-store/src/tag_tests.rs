@@ -173,7 +173,7 @@ async fn a_changed_tag_keeps_a_label_projects_rule_postgres() {
 /// Documents that arrive labeled with a session are held to the rules of a segment's tags, as
 /// one tag at a time is, though their tags are checked together and written many to a
 /// statement: the same tag twice, or two labels of the whole segment in a LABEL project, is a fault
-/// of the input (422 naming the segment) that stores nothing; labels of parts may be many.
+/// of the input (422 naming the document and its segment) that stores nothing; labels of parts may be many.
 async fn labeled_documents_keep_the_rules_of_a_segments_tags(backend: Backend) {
     let Some(database) = TestDatabase::create(backend).await else {
         return;
@@ -207,7 +207,11 @@ async fn labeled_documents_keep_the_rules_of_a_segments_tags(backend: Backend) {
             .expect_err("a clash");
         // A fault of the input, named where it is.
         assert_eq!(error.code, ErrorCode::ValidationFailed, "{tags:?}: {error:?}");
-        assert_eq!(error.errors[0].field, "documents[0].segments[0].tags", "{error:?}");
+        assert_eq!(error.errors[0].field, "documents[0]", "{error:?}");
+        assert!(
+            error.errors[0].message.starts_with("the tags of its segment 0"),
+            "{error:?}"
+        );
     }
     let tags = vec![label("spam", Some((0, 3, "Buy"))), label("ham", Some((4, 7, "now")))];
     store

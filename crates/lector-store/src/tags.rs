@@ -538,11 +538,13 @@ pub(crate) async fn add_labeled(
             for tag in item.tags.get(at).map(Vec::as_slice).unwrap_or_default() {
                 let ids = vocabulary.resolve(tag, &field)?;
                 let place = TagPlace::of(ids, tag);
-                // Tags of the input that clash with each other are a fault of the input (422,
-                // naming where), not of the session's state (409).
+                // Tags of the input that clash are a fault of the input (422), not of the
+                // session's state (409). Named by the document, with its segment's place: a
+                // document's own tags stand on each of its segments, given or not.
                 may_join(&placed, place, vocabulary.kind).map_err(|e| {
-                    let at = format!("documents[{}].segments[{at}].tags", position.unwrap_or(i as i64));
-                    Error::validation(vec![lector_core::FieldError::new(at, e.detail)])
+                    let document = format!("documents[{}]", position.unwrap_or(i as i64));
+                    let detail = format!("the tags of its segment {at} (from 0): {}", e.detail);
+                    Error::validation(vec![lector_core::FieldError::new(document, detail)])
                 })?;
                 placed.push(place);
                 tags.push(tag_row(target, *segment_id, place, tag, now));

@@ -26,7 +26,7 @@ pub use limits::{Limits, RATIO_FLOOR};
 pub use read::{Format, Preview, ReadOptions, Row, RowReader, open_rows, preview, read_table};
 pub use segment::{ClientSegment, Language, Segment, check_segments, segment, split_sentences, whole_segment};
 pub use table::{ColumnRef, Table};
-pub use write::{RowWriter, write_table};
+pub use write::{RowWriter, XLSX_MAX_ROWS, write_table};
 
 /// Documents are stored NFC-normalised so spans and searches agree on one form.
 ///

@@ -5,7 +5,8 @@
 //! text (a "007" stays "007"); XLSX cells become inline strings, so no shared-string table is
 //! needed, and a sheet can be written as its rows come; characters XML cannot hold are written
 //! as the workbook format's `_xHHHH_` escapes. Excel holds at most 32,767 characters in a cell;
-//! a longer document is still written whole (our reader reads it back whole), not cut.
+//! a longer document is still written whole (our reader reads it back whole), not cut. A sheet
+//! holds [`XLSX_MAX_ROWS`] rows; the row past them fails the writer.
 //! CSV cells that a spreadsheet would run as a formula get a leading `'` ([`crate::formula`]),
 //! which the CSV reader removes again.
 
@@ -14,7 +15,7 @@ use std::io::Write;
 use zip::CompressionMethod;
 use zip::write::{SimpleFileOptions, StreamWriter, ZipWriter};
 
-use crate::error::{Location, Result, TextError};
+use crate::error::{Limit, Location, Result, TextError};
 use crate::read::Format;
 use crate::table::Table;
 
@@ -156,6 +157,9 @@ impl Write for Written {
     }
 }
 
+/// Rows a sheet holds (its header among them): Excel's limit, 2^20.
+pub const XLSX_MAX_ROWS: u32 = 1 << 20;
+
 /// A workbook of one sheet written as a stream: the fixed parts first, then the sheet's rows
 /// as inline strings as they come.
 struct XlsxSheet {
@@ -183,6 +187,11 @@ impl XlsxSheet {
     }
 
     fn row(&mut self, row: &[String]) -> Result<()> {
+        // Past the sheet's last row a workbook is damaged (Excel cuts it when it repairs it):
+        // the download fails there rather than end in a file that is not whole.
+        if self.rows >= XLSX_MAX_ROWS {
+            return Err(TextError::too_large(Limit::Rows, XLSX_MAX_ROWS as u64, None));
+        }
         let xml = row_xml(self.rows, row);
         self.rows += 1;
         self.zip.write_all(xml.as_bytes()).map_err(TextError::Io)
@@ -378,6 +387,28 @@ mod tests {
         let text = String::from_utf8(bytes).unwrap();
         let formula = text.lines().last().unwrap();
         assert_eq!(formula, "\"'=HYPERLINK(\"\"x\"\")\",'+1,''-2,'@me\tand");
+    }
+
+    #[test]
+    fn a_sheet_ends_at_its_last_row() {
+        let mut writer = RowWriter::new(Format::Xlsx, vec!["text".into()]).unwrap();
+        writer.start().unwrap();
+        let row = vec!["a".to_owned()];
+        for _ in 1..XLSX_MAX_ROWS {
+            writer.row(&row).unwrap();
+        }
+        let refused = writer.row(&row).unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                TextError::TooLarge {
+                    limit: Limit::Rows,
+                    max: 1_048_576,
+                    ..
+                }
+            ),
+            "{refused:?}"
+        );
     }
 
     #[test]

@@ -42,6 +42,14 @@ pub async fn download_group(
 ) -> ApiResult<Response> {
     let format = q.format()?;
     let group = state.store.group(&caller.scope, p.project_id, p.group_id).await?;
+    if format == lector_text::Format::Xlsx && group.document_count >= i64::from(lector_text::XLSX_MAX_ROWS) {
+        let rows = lector_text::XLSX_MAX_ROWS;
+        let many = format!(
+            "a sheet holds {rows} rows, the header's among them, and group {} has {} documents; download it as csv or jsonl",
+            group.id, group.document_count
+        );
+        return Err(Error::conflict(many).into());
+    }
     if group.status == "PROCESSING" {
         let busy = format!(
             "group {} is being filled by an import; download it once it is CREATED",
@@ -126,11 +134,6 @@ impl<'a> GroupPages<'a> {
     }
 
     async fn next(&mut self) -> Result<Option<Vec<lector_store::Document>>> {
-        let group_id = self.group_id;
-        self.state
-            .store
-            .group_status(self.scope, self.project_id, group_id)
-            .await?;
         if self.done {
             return Ok(None);
         }
@@ -143,6 +146,12 @@ impl<'a> GroupPages<'a> {
                 &self.filter,
                 (DOWNLOAD_PAGE, lector_store::MAX_LISTED_CHARS),
             )
+            .await?;
+        // Checked after the read: a page read empty because the group went meanwhile (its
+        // documents ungrouped) is not taken for the end.
+        self.state
+            .store
+            .group_status(self.scope, self.project_id, self.group_id)
             .await?;
         self.filter.after = page.last().map(|d| d.id).or(self.filter.after);
         self.done = !more;

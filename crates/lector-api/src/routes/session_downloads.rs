@@ -177,6 +177,13 @@ async fn sessions_file(
     let state = state.clone();
     tokio::spawn(async move {
         for session in &sessions {
+            // In the file of all sessions, one deleted before its turn is left out (none of its
+            // rows were sent); one deleted midway, or the one session asked for, fails the file.
+            match state.store.session_still_readable(session).await {
+                Err(e) if with_session && e.code == lector_core::ErrorCode::NotFound => continue,
+                Err(e) => return sink.fail(e).await,
+                Ok(()) => {}
+            }
             match write_session(&state, &mut sink, session, with_session).await {
                 Ok(true) => {}
                 Ok(false) => return,
