@@ -89,16 +89,35 @@ pub(crate) async fn is_member(state: &AppState, user_id: i64, workspace_id: i64)
 /// every call of that workflow's address. (A workflow of another workspace analysing with a
 /// published model is not the owner's to see; its runs check the model again.)
 pub async fn model_not_in_use(state: &AppState, scope: &Scope, model: &lector_store::Model) -> Result<()> {
+    models_not_in_use(state, scope, model.workspace_id, &[model.id], "this model").await
+}
+
+/// 409 when an active workflow of the project's workspace runs one of the project's models:
+/// deleting the project deletes them, and moving it takes them to another workspace, where the
+/// workflow's runs no longer find them.
+pub async fn project_models_not_in_use(state: &AppState, scope: &Scope, project_id: i64) -> Result<()> {
+    let models = state.store.project_models(scope, project_id).await?;
+    let Some(first) = models.first() else {
+        return Ok(());
+    };
+    let ids: Vec<i64> = models.iter().map(|m| m.id).collect();
+    models_not_in_use(state, scope, first.workspace_id, &ids, "a model of this project").await
+}
+
+async fn models_not_in_use(state: &AppState, scope: &Scope, workspace_id: i64, ids: &[i64], what: &str) -> Result<()> {
     let limit = lector_store::MAX_WORKFLOWS_PER_WORKSPACE;
-    let (workflows, _) = state.store.workflows(scope, Some(model.workspace_id), 0, limit).await?;
+    let (workflows, _) = state.store.workflows(scope, Some(workspace_id), 0, limit).await?;
     for workflow in workflows.iter().filter(|w| w.active) {
-        // A definition that no longer parses cannot run this model either.
+        // A definition that no longer parses cannot run these models either.
         let Ok(definition) = serde_json::from_str::<Definition>(&workflow.definition) else {
             continue;
         };
-        if definition.all_steps().any(|step| step.model_id() == Some(model.id)) {
+        if definition
+            .all_steps()
+            .any(|step| step.model_id().is_some_and(|id| ids.contains(&id)))
+        {
             return Err(lector_core::Error::conflict(format!(
-                "the active workflow {:?} ({}) runs this model; deactivate it or change its steps first",
+                "the active workflow {:?} ({}) runs {what}; deactivate it or change its steps first",
                 workflow.name, workflow.id
             )));
         }

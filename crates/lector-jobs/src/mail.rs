@@ -71,26 +71,61 @@ impl Mailer {
 
     /// Sends one plain-text message.
     pub async fn send(&self, to: &str, subject: &str, body: &str) -> Result<(), String> {
-        let to: Mailbox = to.parse().map_err(|e| format!("recipient: {e}"))?;
+        self.send_message(to, subject, body).await.map_err(|e| e.reason)
+    }
+
+    /// [`Mailer::send`], telling a refusal that sending again cannot change (an SMTP 5xx
+    /// answer: no such mailbox or domain, a message refused) from one that may pass later.
+    async fn send_message(&self, to: &str, subject: &str, body: &str) -> Result<(), SendError> {
+        let to: Mailbox = to
+            .parse()
+            .map_err(|e| SendError::permanent(format!("recipient: {e}")))?;
         let message = Message::builder()
             .from(self.from.clone())
             .to(to)
             .subject(subject)
             .body(body.to_owned())
-            .map_err(|e| format!("message: {e}"))?;
+            .map_err(|e| SendError::permanent(format!("message: {e}")))?;
         match &self.transport {
-            Transport::Outbox(t) => t.send(message).await.map(|_| ()).map_err(|e| format!("outbox: {e}")),
-            Transport::Smtp(t) => t.send(message).await.map(|_| ()).map_err(|e| format!("smtp: {e}")),
+            Transport::Outbox(t) => t.send(message).await.map(|_| ()).map_err(|e| SendError {
+                reason: format!("outbox: {e}"),
+                permanent: false,
+            }),
+            Transport::Smtp(t) => t.send(message).await.map(|_| ()).map_err(|e| SendError {
+                permanent: e.is_permanent(),
+                reason: format!("smtp: {e}"),
+            }),
         }
     }
 }
 
-/// Sends a job's message; a transport that fails is a failed attempt, retried with backoff.
+/// Why a message was not sent, and whether sending it again could change that.
+struct SendError {
+    reason: String,
+    permanent: bool,
+}
+
+impl SendError {
+    fn permanent(reason: String) -> Self {
+        Self {
+            reason,
+            permanent: true,
+        }
+    }
+}
+
+/// Sends a job's message: a transport that fails is a failed attempt, retried with backoff; a
+/// refusal the server says is for good fails the job at once (its sender is told now, not
+/// after a day of retries).
 async fn deliver(mailer: &Mailer, to: &str, subject: &str, body: &str) -> Result<(), JobError> {
-    mailer
-        .send(to, subject, body)
-        .await
-        .map_err(|e| JobError::transient(format!("the mail could not be sent: {e}")))
+    mailer.send_message(to, subject, body).await.map_err(|e| {
+        let reason = format!("the mail could not be sent: {}", e.reason);
+        if e.permanent {
+            JobError::fatal(reason)
+        } else {
+            JobError::transient(reason)
+        }
+    })
 }
 
 /// Delivers a `send_mail` job's message through the configured transport.

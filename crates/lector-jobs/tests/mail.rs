@@ -1,7 +1,7 @@
 //! Mail as a job on both backends: a mail server that refuses is retried without losing the
 //! message, the body (with its one-time token) is gone from the database once delivered, and a
-//! mail that can never go out fails with one notification, and a reset mail whose token expired
-//! before it could go out is not sent.
+//! mail that can never go out (a recipient the server refuses for good) fails at once with one
+//! notification, and a reset mail whose token expired before it could go out is not sent.
 
 mod common;
 use common::on_both_backends;
@@ -129,6 +129,65 @@ async fn a_mail_that_cannot_go_out_fails_once_with_a_notification(backend: Backe
     );
 }
 
+/// A mail server on a free port of localhost that refuses every recipient for good (550);
+/// answers its address.
+async fn refusing_mail_server() -> String {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (read, mut write) = stream.into_split();
+                let mut lines = BufReader::new(read).lines();
+                write.write_all(b"220 refusing ESMTP\r\n").await.unwrap();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let command = line.to_ascii_uppercase();
+                    let answer: &[u8] = if command.starts_with("RCPT") {
+                        b"550 5.1.1 no such mailbox\r\n"
+                    } else if command.starts_with("QUIT") {
+                        b"221 bye\r\n"
+                    } else {
+                        b"250 ok\r\n"
+                    };
+                    if write.write_all(answer).await.is_err() || command.starts_with("QUIT") {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    format!("smtp://127.0.0.1:{port}")
+}
+
+/// A recipient the mail server refuses for good (550) fails the mail at once, with the
+/// server's reason and one notification, instead of a day of retries.
+async fn a_recipient_refused_for_good_fails_at_once(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let scope = user(&store).await;
+    let job_id = store
+        .queue_mail(&mail("nobody@example.org"), "Token: t\n", Some(scope.user_id))
+        .await
+        .unwrap();
+    let config = MailConfig {
+        smtp_url: Some(Secret::new(refusing_mail_server().await)),
+        ..MailConfig::default()
+    };
+    let runner = Runner::new().with(SendMail(Arc::new(Mailer::new(&config, "unused".as_ref()).unwrap())));
+    assert!(runner.run_one(&store, "w").await.unwrap());
+    let job = store.job_by_id(job_id).await.unwrap().unwrap();
+    assert_eq!((job.state, job.attempts), (JobState::Failed, 1), "{job:?}");
+    assert!(
+        job.error.as_deref().unwrap_or("").contains("no such mailbox"),
+        "{job:?}"
+    );
+    let notes = store.notifications(&scope, scope.user_id, 0, 10).await.unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+}
+
 async fn a_reset_mail_past_its_tokens_lifetime_is_not_sent(backend: Backend) {
     let Some(database) = TestDatabase::create(backend).await else {
         return;
@@ -161,5 +220,6 @@ async fn a_reset_mail_past_its_tokens_lifetime_is_not_sent(backend: Backend) {
 on_both_backends!(
     a_refused_mail_is_retried_and_its_body_deleted_once_sent,
     a_mail_that_cannot_go_out_fails_once_with_a_notification,
-    a_reset_mail_past_its_tokens_lifetime_is_not_sent
+    a_reset_mail_past_its_tokens_lifetime_is_not_sent,
+    a_recipient_refused_for_good_fails_at_once
 );

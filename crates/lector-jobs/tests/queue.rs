@@ -302,10 +302,11 @@ impl Handler for Flaky {
     }
 }
 
-/// A user with a project and an empty group, and a flaky job on that group.
+/// A user with a project and an empty group (PROCESSING), and a flaky job on that group.
 async fn flaky_setup(store: &Store, panics: i64) -> (Scope, i64, i64, i64) {
     let (scope, _, project) = owner_with_project(store, "Flaky", ProjectType::Class).await;
     let group = store.create_group(&scope, project.id, "Batch", vec![]).await.unwrap();
+    lector_store::testing::group_being_filled(store, group.id).await;
     let job = NewJob::of(&FlakyPayload {
         group_id: group.id,
         panics,
@@ -348,8 +349,9 @@ async fn a_panic_is_a_failed_attempt_and_the_retry_succeeds(backend: Backend) {
     let job = run_until_ended(&store, &runner, job_id).await;
     assert_eq!((job.state, job.attempts), (JobState::Done, 2), "{job:?}");
     assert_eq!(job.result, Some(json!({"attempt": 2})));
+    assert_eq!(job.error, None, "a DONE task keeps no error of an earlier attempt");
     let group = store.group(&scope, project_id, group_id).await.unwrap();
-    assert_eq!(group.status, "CREATED");
+    assert_eq!(group.status, "PROCESSING", "not FAILED: the retry succeeded");
     assert_eq!(notifications(&store, scope.user_id).await, 1);
 }
 

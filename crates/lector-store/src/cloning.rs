@@ -47,8 +47,8 @@ impl Store {
         crate::workspace_work::room_in(&mut tx, scope.user_id, target.id).await?;
         crate::projects::room_for_a_project(&mut tx, target.id).await?;
         let sql = format!(
-            "INSERT INTO projects (workspace_id, name, type, status, language, created) VALUES ($1, $2, $3, $4, $5, $6) \
-             RETURNING {}",
+            "INSERT INTO projects (workspace_id, name, type, status, language, created, external_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {}",
             PROJECT_COLUMNS.replace("p.", "")
         );
         let row = sqlx::query(&sql)
@@ -58,6 +58,7 @@ impl Store {
             .bind("CLONING")
             .bind(&source.language)
             .bind(Timestamp::now().micros())
+            .bind(source.external_id)
             .fetch_one(&mut *tx)
             .await
             .map_err(db_unique("a project with this name exists in the workspace"))?;
@@ -78,13 +79,18 @@ impl Store {
         Ok((copy, job.id))
     }
 
+    /// "NAME (copy)", or "NAME (copy N)" when that is taken, within a name's length (the
+    /// original's name cut to make room for the suffix).
     async fn free_copy_name(&self, workspace_id: i64, original: &str) -> Result<String> {
         for n in 1..=100 {
-            let name = if n == 1 {
-                format!("{original} (copy)")
+            let suffix = if n == 1 {
+                " (copy)".to_owned()
             } else {
-                format!("{original} (copy {n})")
+                format!(" (copy {n})")
             };
+            let room = lector_core::validate::MAX_NAME_CHARS.saturating_sub(suffix.chars().count());
+            let kept: String = original.chars().take(room).collect();
+            let name = format!("{}{suffix}", kept.trim_end());
             let taken: Option<i64> =
                 sqlx::query_scalar("SELECT id FROM projects WHERE workspace_id = $1 AND name = $2")
                     .bind(workspace_id)

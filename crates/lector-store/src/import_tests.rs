@@ -1,7 +1,8 @@
 //! The import's batch writes ([`Store::import_placed`]) on both backends: what goes in comes
 //! back unchanged (texts with tabs, line breaks, backslashes and characters beyond ASCII;
 //! layouts and their absence), ids follow the group's places, a re-run stores only the places
-//! still empty, and a worker whose lease was taken over stores nothing (on PostgreSQL these
+//! still empty, a worker whose lease was taken over stores nothing, a late terminal failure
+//! leaves a filled group as it is and tells nobody (on PostgreSQL these
 //! transactions commit without waiting for the disk, `Store::begin_redoable_write`, which
 //! must change none of that).
 
@@ -104,6 +105,25 @@ async fn batches_store_each_place_once(backend: Backend) {
     // Later writes go on from the ids the import took.
     let (later, _) = store.create_document(&scope, project, document(99)).await.unwrap();
     assert!(later.id > stored.last().unwrap().id);
+}
+
+/// A terminal failure that comes after the import filled its group (the worker died between
+/// the group's last write and the job's end) leaves the group as the import made it.
+async fn a_filled_group_survives_a_late_failure(backend: Backend) {
+    let Some((_database, store, scope, project, group)) = import_under_way(backend).await else {
+        return;
+    };
+    let lease = store.claim_job("a", 30).await.unwrap().expect("the import job");
+    assert_eq!(place(&store, &lease, project, group, &[(0, document(0))]).await, 1);
+    store.set_import_status(&lease, group, "CREATED").await.unwrap();
+    assert!(store.fail_job(&lease, "the worker was lost", false).await.unwrap());
+    let filled = store.group(&scope, project, group).await.unwrap();
+    assert_eq!((filled.status.as_str(), filled.document_count), ("CREATED", 1));
+    let notes = store.notifications(&scope, scope.user_id, 0, 10).await.unwrap();
+    assert!(
+        notes.is_empty(),
+        "nobody is told of a failure that failed nothing: {notes:?}"
+    );
 }
 
 async fn a_taken_over_lease_stores_nothing(backend: Backend) {
@@ -259,6 +279,16 @@ async fn batches_store_each_place_once_sqlite() {
 #[tokio::test]
 async fn batches_store_each_place_once_postgres() {
     batches_store_each_place_once(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_filled_group_survives_a_late_failure_sqlite() {
+    a_filled_group_survives_a_late_failure(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_filled_group_survives_a_late_failure_postgres() {
+    a_filled_group_survives_a_late_failure(Backend::Postgres).await;
 }
 
 #[tokio::test]

@@ -74,11 +74,25 @@ impl Failure {
 }
 
 /// Marks what a job worked on FAILED (a job's terminal failure); a model keeps the reason.
-pub(crate) async fn mark_failed(tx: &mut Transaction<'static, Any>, resource: JobResource, reason: &str) -> Result<()> {
+/// Answers whether it was still unfinished (false: its job had finished it, or it is gone, and
+/// nobody needs to hear of the failure).
+pub(crate) async fn mark_failed(
+    tx: &mut Transaction<'static, Any>,
+    resource: JobResource,
+    reason: &str,
+) -> Result<bool> {
     let failed = |sql: &'static str, id: i64| sqlx::query(sql).bind("FAILED").bind(id);
     let queries = match resource {
-        JobResource::DocumentGroup(id) => vec![failed("UPDATE document_groups SET status = $1 WHERE id = $2", id)],
-        JobResource::Project(id) => vec![failed("UPDATE projects SET status = $1 WHERE id = $2", id)],
+        // A group its import filled already (a late duplicate failure: the worker died after
+        // the group's last write) keeps its status, as a session, a model or an analysis does.
+        JobResource::DocumentGroup(id) => vec![failed(
+            "UPDATE document_groups SET status = $1 WHERE id = $2 AND status = 'PROCESSING'",
+            id,
+        )],
+        JobResource::Project(id) => vec![failed(
+            "UPDATE projects SET status = $1 WHERE id = $2 AND status = 'CLONING'",
+            id,
+        )],
         // A session its job filled already (a late duplicate failure) keeps its status.
         JobResource::Session(id) => vec![
             failed(
@@ -86,8 +100,8 @@ pub(crate) async fn mark_failed(tx: &mut Transaction<'static, Any>, resource: Jo
                 id,
             ),
             failed(
-                "UPDATE document_groups SET status = $1 \
-                 WHERE id = (SELECT document_group_id FROM sessions WHERE id = $2)",
+                "UPDATE document_groups SET status = $1 WHERE status = 'PROCESSING' \
+                 AND id = (SELECT document_group_id FROM sessions WHERE id = $2)",
                 id,
             ),
         ],
@@ -119,8 +133,10 @@ pub(crate) async fn mark_failed(tx: &mut Transaction<'static, Any>, resource: Jo
             .bind(ModelStatus::Training.as_str()),
         ],
     };
+    let mut unfinished = None;
     for query in queries {
-        query.execute(&mut **tx).await.map_err(db)?;
+        let marked = query.execute(&mut **tx).await.map_err(db)?.rows_affected() > 0;
+        unfinished.get_or_insert(marked);
     }
-    Ok(())
+    Ok(unfinished.unwrap_or(false))
 }

@@ -330,8 +330,9 @@ impl Store {
     ) -> Result<bool> {
         let mut tx = self.begin_write().await?;
         let now = Timestamp::now().micros();
-        let set = "state = $1, progress = 1, result = $2, lease_owner = NULL, lease_expires = NULL, \
-             updated = $3, finished = $3";
+        // An earlier attempt's error goes: a DONE task answers none.
+        let set = "state = $1, progress = 1, result = $2, error = NULL, lease_owner = NULL, \
+             lease_expires = NULL, updated = $3, finished = $3";
         let values = vec![
             Param::Text(JobState::Done.as_str().to_owned()),
             Param::Text(result.to_string()),
@@ -391,10 +392,11 @@ impl Store {
         }
         if !again {
             count_ended(&mut tx, &job.kind, JobState::Failed, 1).await?;
-            if let Some(resource) = failure.resource {
-                mark_failed(&mut tx, resource, &error).await?;
-            }
-            if let Some(user_id) = job.user_id {
+            let unfinished = match failure.resource {
+                Some(resource) => mark_failed(&mut tx, resource, &error).await?,
+                None => true,
+            };
+            if unfinished && let Some(user_id) = job.user_id {
                 let notice = JobNotice {
                     user_id,
                     kind: NotificationType::Warning,

@@ -195,3 +195,49 @@ async fn a_deadlock_victim_is_told_to_send_again() {
     assert_eq!(ended.retry_after, Some(1));
     drop(second);
 }
+
+/// A project's change waits for another change of the project, then writes only what it
+/// changes and judges its type as it is then: a rename while the project turns from ABSA into
+/// a CLASS project (its fixed labels going) keeps the new type, not the ABSA it read before.
+#[tokio::test]
+async fn a_projects_change_keeps_a_change_made_meanwhile() {
+    let Some(database) = TestDatabase::create(Backend::Postgres).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (scope, _, project) = owner_with_project(&store, "Aspects", ProjectType::Absa).await;
+
+    // The other change, on a connection of its own: the project's row, then its new type.
+    let mut other = sqlx::PgConnection::connect(&database.url).await.expect("connect");
+    let mut tx = other.begin().await.expect("begin");
+    sqlx::query("SELECT id FROM projects WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(project.id)
+        .execute(&mut *tx)
+        .await
+        .expect("the project's row");
+    let rename = {
+        let (store, scope) = (store.clone(), scope.clone());
+        tokio::spawn(async move {
+            let changes = crate::ProjectChanges {
+                name: Some("Renamed".into()),
+                ..Default::default()
+            };
+            store.update_project(&scope, project.id, changes).await
+        })
+    };
+    until_a_lock_is_awaited(&store).await;
+    sqlx::query("UPDATE projects SET type = 'CLASS' WHERE id = $1")
+        .bind(project.id)
+        .execute(&mut *tx)
+        .await
+        .expect("the new type");
+    sqlx::query("DELETE FROM labels WHERE project_id = $1")
+        .bind(project.id)
+        .execute(&mut *tx)
+        .await
+        .expect("the fixed labels gone");
+    tx.commit().await.expect("commit");
+
+    let renamed = rename.await.expect("the rename ran").expect("renamed");
+    assert_eq!((renamed.name.as_str(), renamed.kind), ("Renamed", ProjectType::Class));
+}

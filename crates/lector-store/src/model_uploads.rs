@@ -141,17 +141,16 @@ impl Store {
         }
         let base_id = match &new.base {
             None => None,
-            Some(base) => {
-                let workspace = crate::WorkspaceRef::Id(workspace_id);
-                match self.workspace_model(scope, &workspace, base, Action::Read).await {
-                    Ok(model) => Some(model.id),
-                    Err(e) if e.code == ErrorCode::NotFound => {
-                        problems.push("base", format!("the workspace has no model {base:?}"));
-                        None
-                    }
-                    Err(e) => return Err(e),
+            Some(base) => match self.base_named(scope, workspace_id, base).await? {
+                Some(id) => Some(id),
+                None => {
+                    problems.push(
+                        "base",
+                        format!("no model {base:?} in the workspace, nor a published one"),
+                    );
+                    None
                 }
-            }
+            },
         };
         problems.finish()?;
         self.name_is_free(workspace_id, &new.name).await?;
@@ -205,5 +204,26 @@ impl Store {
             }
         };
         self.model_again(scope, id).await
+    }
+}
+
+impl Store {
+    /// The model an uploaded model names as its base: one of the workspace's (by id or name),
+    /// else a PUBLISHED one of that name (a BASE encoder, as training takes it), the newest.
+    async fn base_named(&self, scope: &Scope, workspace_id: i64, base: &str) -> Result<Option<i64>> {
+        let workspace = crate::WorkspaceRef::Id(workspace_id);
+        match self.workspace_model(scope, &workspace, base, Action::Read).await {
+            Ok(model) => return Ok(Some(model.id)),
+            Err(e) if e.code == ErrorCode::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        let published: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM models WHERE name = $1 AND status = $2 ORDER BY id DESC LIMIT 1")
+                .bind(base)
+                .bind(ModelStatus::Published.as_str())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?;
+        Ok(published)
     }
 }

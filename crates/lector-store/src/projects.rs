@@ -150,26 +150,29 @@ impl Store {
 
     /// Renames a project or changes its type. The type changes only while the project has no
     /// classes and no labels of its own (an ABSA project's fixed labels go and come with it).
+    /// The project's row is held first and what is not changed is not written, so two changes
+    /// at once (a rename, a new language) both stay, and a type is judged as it is then.
     pub async fn update_project(&self, scope: &Scope, project_id: i64, changes: ProjectChanges) -> Result<Project> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
-        let fields = ProjectFields {
-            name: changes.name.unwrap_or_else(|| project.name.clone()),
-            kind: changes.kind.unwrap_or(project.kind),
-            external_id: changes.external_id.or(project.external_id),
-            language: changes.language.unwrap_or_else(|| project.language.clone()),
-        };
         let mut tx = self.begin_write().await?;
-        if fields.kind != project.kind {
-            let classes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM classes WHERE project_id = $1")
-                .bind(project.id)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(db)?;
-            let own_labels = if project.kind == ProjectType::Absa {
-                0
-            } else {
-                self.label_count(project.id).await?
-            };
+        crate::lock_row_for_no_key_update(&mut tx, ("projects", project.id)).await?;
+        let kind_now: String = sqlx::query_scalar("SELECT type FROM projects WHERE id = $1")
+            .bind(project.id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+        let kind_now: ProjectType = kind_now.parse().map_err(|_| Error::internal())?;
+        let kind = changes.kind.unwrap_or(kind_now);
+        if kind != kind_now {
+            let (classes, labels): (i64, i64) = sqlx::query_as(
+                "SELECT (SELECT COUNT(*) FROM classes WHERE project_id = $1), \
+                 (SELECT COUNT(*) FROM labels WHERE project_id = $1)",
+            )
+            .bind(project.id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+            let own_labels = if kind_now == ProjectType::Absa { 0 } else { labels };
             if classes > 0 || own_labels > 0 {
                 return Err(Error::conflict(
                     "the type of a project with classes or labels cannot change",
@@ -180,27 +183,24 @@ impl Store {
                 .execute(&mut *tx)
                 .await
                 .map_err(db)?;
-            if fields.kind == ProjectType::Absa {
+            if kind == ProjectType::Absa {
                 insert_absa_labels(&mut tx, project.id).await?;
             }
         }
-        sqlx::query("UPDATE projects SET name = $1, type = $2, external_id = $3, language = $4 WHERE id = $5")
-            .bind(&fields.name)
-            .bind(fields.kind.as_str())
-            .bind(fields.external_id)
-            .bind(&fields.language)
-            .bind(project.id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_unique("a project with this name exists in the workspace"))?;
+        sqlx::query(
+            "UPDATE projects SET name = COALESCE($1, name), type = $2, external_id = COALESCE($3, external_id), \
+             language = COALESCE($4, language) WHERE id = $5",
+        )
+        .bind(changes.name)
+        .bind(kind.as_str())
+        .bind(changes.external_id)
+        .bind(changes.language)
+        .bind(project.id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_unique("a project with this name exists in the workspace"))?;
         tx.commit().await.map_err(db)?;
-        Ok(Project {
-            name: fields.name,
-            kind: fields.kind,
-            external_id: fields.external_id,
-            language: fields.language,
-            ..project
-        })
+        Ok(self.project_access(scope, project.id, Action::Read).await?.0)
     }
 
     /// Deletes a project with its classes and labels; answers what was deleted.
@@ -411,14 +411,6 @@ impl Store {
         fetch_records(sqlx::query(&sql).bind(project_id), &self.pool).await
     }
 
-    async fn label_count(&self, project_id: i64) -> Result<i64> {
-        sqlx::query_scalar("SELECT COUNT(*) FROM labels WHERE project_id = $1")
-            .bind(project_id)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db)
-    }
-
     pub async fn label(&self, scope: &Scope, project_id: i64, label_id: i64) -> Result<Label> {
         let (project, _) = self.project_access(scope, project_id, Action::Read).await?;
         self.label_where(project.id, "id = $2", LabelKey::Id(label_id)).await
@@ -451,6 +443,16 @@ impl Store {
             return Err(Error::conflict(format!(
                 "a project has at most {MAX_LABELS_PER_PROJECT} labels"
             )));
+        }
+        // Under the project's lock, its type as it is now: a change to ABSA meanwhile holds.
+        let absa: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM projects WHERE id = $1 AND type = $2")
+            .bind(project.id)
+            .bind(ProjectType::Absa.as_str())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+        if absa > 0 {
+            return Err(absa_refuses_labels());
         }
         let sql =
             format!("INSERT INTO labels (project_id, name, created) VALUES ($1, $2, $3) RETURNING {LABEL_COLUMNS}");

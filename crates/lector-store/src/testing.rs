@@ -232,6 +232,16 @@ pub async fn deactivate_user(store: &crate::Store, user_id: i64) {
         .expect("the user deactivated");
 }
 
+/// Marks a group PROCESSING, as a job that fills it finds it (a test job of its own kind).
+pub async fn group_being_filled(store: &crate::Store, group_id: i64) {
+    sqlx::query("UPDATE document_groups SET status = $1 WHERE id = $2")
+        .bind("PROCESSING")
+        .bind(group_id)
+        .execute(&store.pool)
+        .await
+        .expect("the group PROCESSING");
+}
+
 /// Moves every queued job's queueing and next run back by `secs`, as if it had waited that long.
 pub async fn age_queued_jobs(store: &crate::Store, secs: i64) {
     sqlx::query(

@@ -136,6 +136,11 @@ pub async fn upload_classes_file(
     PathParams(p): PathParams<ProjectPath>,
     multipart: std::result::Result<Multipart, MultipartRejection>,
 ) -> ApiResult<Json<Vec<ClassDto>>> {
+    // A MANAGER's, as adding classes is: checked before the file is received and read.
+    state
+        .store
+        .project_access(&caller.scope, p.project_id, lector_core::Action::Manage)
+        .await?;
     let upload = receive_upload(&state, &caller, UploadFor::Project(p.project_id), multipart?).await?;
     let read = {
         let state = state.clone();

@@ -33,7 +33,8 @@ const MAX_DOWNLOAD_COLUMNS: usize = 2 + MAX_META_KEYS;
 #[utoipa::path(get, path = "/projects/{project_id}/groups/{group_id}/download", tag = "groups",
     params(("project_id" = i64, Path), ("group_id" = i64, Path), DownloadQuery),
     responses((status = 200, description = "the file in the format asked for", content_type = "application/vnd.lector.table"),
-        (status = 409, description = "an import is filling the group, or its documents have too many meta keys")))]
+        (status = 409, description = "an import is filling the group, its documents have too many meta keys, \
+            or more than a sheet's rows for xlsx")))]
 pub async fn download_group(
     State(state): State<AppState>,
     caller: Caller,

@@ -261,14 +261,17 @@ pub async fn update_project(
     Ok(Json(ProjectDto::detailed(&state, &caller.scope, project).await?))
 }
 
-/// Deletes a project with its classes and labels; answers the deleted project.
+/// Deletes a project with its classes and labels; answers the deleted project. Not while an
+/// active workflow of its workspace runs one of its models (409).
 #[utoipa::path(delete, path = "/projects/{project_id}", tag = "projects", params(("project_id" = i64, Path)),
-    responses((status = 200, body = ProjectDto)))]
+    responses((status = 200, body = ProjectDto),
+        (status = 409, description = "an active workflow runs one of the project's models, or a job holds it")))]
 pub async fn delete_project(
     State(state): State<AppState>,
     caller: Caller,
     PathParams(p): PathParams<ProjectPath>,
 ) -> ApiResult<Json<ProjectDto>> {
+    crate::workflow_refs::project_models_not_in_use(&state, &caller.scope, p.project_id).await?;
     let project = state.store.delete_project(&caller.scope, p.project_id).await?;
     tracing::info!(project.id = project.id, "project deleted");
     Ok(Json(ProjectDto::plain(project)))
@@ -283,9 +286,13 @@ pub struct TransferBody {
 
 impl WriteBody for TransferBody {}
 
-/// Moves a project, with everything in it, to another workspace.
+/// Moves a project, with everything in it, to another workspace; not while an active workflow
+/// of its workspace runs one of its models (409: the models go with it). A move to the
+/// workspace it is in moves nothing.
 #[utoipa::path(post, path = "/projects/{project_id}/transfer", tag = "projects", params(("project_id" = i64, Path)),
-    request_body = TransferBody, responses((status = 200, body = ProjectDto)))]
+    request_body = TransferBody, responses((status = 200, body = ProjectDto),
+        (status = 409, description = "an active workflow of its workspace runs one of the project's models, \
+            or the target has no room")))]
 pub async fn transfer_project(
     State(state): State<AppState>,
     caller: Caller,
@@ -296,6 +303,15 @@ pub async fn transfer_project(
         .store
         .workspace_access(&caller.scope, &WorkspaceRef::Id(body.organization_id), Action::Manage)
         .await?;
+    let (before, _) = state
+        .store
+        .project_access(&caller.scope, p.project_id, Action::Manage)
+        .await?;
+    if before.workspace_id == target.id {
+        // Nothing moves, and nobody is told it did.
+        return Ok(Json(ProjectDto::detailed(&state, &caller.scope, before).await?));
+    }
+    crate::workflow_refs::project_models_not_in_use(&state, &caller.scope, p.project_id).await?;
     let project = state
         .store
         .transfer_project(&caller.scope, p.project_id, &target)
@@ -359,7 +375,12 @@ pub async fn clone_project(
         .await?;
     let (copy, task_id) = state
         .store
-        .start_clone(&caller.scope, p.project_id, &target, body.name)
+        .start_clone(
+            &caller.scope,
+            p.project_id,
+            &target,
+            body.name.map(|n| n.trim().to_owned()),
+        )
         .await?;
     tracing::info!(
         project.id = p.project_id,

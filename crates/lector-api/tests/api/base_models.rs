@@ -164,6 +164,17 @@ async fn base_model_story(backend: Backend) {
         .await
         .expect("a second server");
     predicts_the_same_on(&other, "cy@example.org", &bytes, &texts, &result).await;
+    // An upload may name the BASE model it was derived from, which lives in no workspace.
+    assert_eq!(model["base"], "tiny-encoder", "{model}");
+    let named = app
+        .upload_model(
+            &ada.token,
+            &bytes,
+            &[("display_name", "Tickets based"), ("base", "tiny-encoder")],
+        )
+        .await
+        .expect(200);
+    assert_eq!(named["base"], "tiny-encoder", "{named}");
 
     // Another node starts on the same database without the files (a node just added; `lector
     // user create` publishes nothing at all): the BASE model stays PUBLISHED for everyone, and

@@ -440,6 +440,23 @@ async fn classes_files_add_all_or_nothing(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(all.as_array().unwrap().len(), 7, "nothing was added: {all}");
+    // A USER may not add classes: refused before the file is read (a broken file is 403 too).
+    let bob = app.register("bob@example.org").await;
+    let workspace = app.default_workspace_id(&ada).await;
+    app.add_member(&ada.token, workspace, bob.user_id, "USER")
+        .await
+        .expect(200);
+    app.send_form(
+        &path,
+        &bob.token,
+        "bad.csv",
+        b"name,description
+,y
+",
+        &[],
+    )
+    .await
+    .expect_problem(403, "forbidden");
     assert_eq!(blob_files(&app), 0, "classes files are not kept");
 }
 

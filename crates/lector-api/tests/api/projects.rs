@@ -334,8 +334,13 @@ async fn transfer_needs_manager_in_both_workspaces(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(names(&in_target), ["Mail"]);
+    // A move to the workspace it is in moves nothing, and tells nobody it did.
+    app.post(&transfer, &ada.token, json!({"organization_id": target}))
+        .await
+        .expect(200);
     let notices = app.notifications(&ada).await;
-    assert!(notices.iter().any(|n| n["title"] == "Transfer finished"), "{notices:?}");
+    let moved = notices.iter().filter(|n| n["title"] == "Transfer finished").count();
+    assert_eq!(moved, 1, "{notices:?}");
 }
 
 async fn a_transferred_project_takes_its_models_along(app: TestApp) {

@@ -541,6 +541,9 @@ async fn clones_copy_everything_as_a_task(app: TestApp) {
         .project_with_classes(&ada, "Original", "CLASSLABEL", &["FOOD", "SERVICE"])
         .await;
     app.add_labels(&ada, id, &["good"]).await;
+    app.put(&format!("/projects/{id}"), &ada.token, json!({"external_id": 7}))
+        .await
+        .expect(200);
     app.group(
         &ada,
         id,
@@ -602,6 +605,7 @@ async fn clones_copy_everything_as_a_task(app: TestApp) {
         .expect(200);
     assert_eq!(copy["name"], "Original (copy)");
     assert_eq!(copy["organization_id"], team);
+    assert_eq!(copy["external_id"], 7, "the client's id for it comes along");
     let copy_id = copy["id"].as_i64().unwrap();
     let task = app
         .wait_for_task(&ada.token, copy_id, copy["task_id"].as_i64().unwrap())
@@ -626,13 +630,26 @@ async fn clones_copy_everything_as_a_task(app: TestApp) {
         .expect(200);
     assert_eq!(second["name"], "Original (copy) (copy)");
     assert_eq!(second["organization_id"], team);
+    // A name given is trimmed, as a project's is: " Original (copy) " is the copy's name.
     app.post(
         &format!("/projects/{copy_id}/clone"),
         &ada.token,
-        json!({"name": "Original (copy)"}),
+        json!({"name": " Original (copy) "}),
     )
     .await
     .expect_problem(409, "conflict");
+    // A default name stays within a name's length, the original's cut to make room.
+    let long = "L".repeat(lector_core::validate::MAX_NAME_CHARS);
+    app.put(&format!("/projects/{copy_id}"), &ada.token, json!({"name": long}))
+        .await
+        .expect(200);
+    let third = app
+        .post(&format!("/projects/{copy_id}/clone"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    let name = third["name"].as_str().unwrap();
+    assert_eq!(name.chars().count(), lector_core::validate::MAX_NAME_CHARS, "{name}");
+    assert!(name.ends_with("L (copy)"), "{name}");
     app.post(&format!("/projects/{copy_id}/clone"), &bob.token, json!({}))
         .await
         .expect_problem(404, "not_found");

@@ -1196,6 +1196,19 @@ async fn a_customer_email_is_answered_with_its_class(app: TestApp) {
     let refused = app.delete(&path, &ada.token).await.expect_problem(409, "conflict");
     let detail = refused["detail"].as_str().unwrap_or_default();
     assert!(detail.contains("Support triage") || detail.contains("Raw"), "{refused}");
+    // So does its project: deleted, or moved to another workspace (the models go with it,
+    // where the workflow's runs no longer find them).
+    let project = format!("/projects/{}", model["project_id"]);
+    let refused = app.delete(&project, &ada.token).await.expect_problem(409, "conflict");
+    assert!(
+        refused["detail"].as_str().unwrap().contains("a model of this project"),
+        "{refused}"
+    );
+    let team = app.workspace(&ada, "Team").await;
+    let transfer = format!("{project}/transfer");
+    app.post(&transfer, &ada.token, json!({"organization_id": team}))
+        .await
+        .expect_problem(409, "conflict");
     for workflow in [id(&workflow), id(&raw)] {
         app.post(&format!("/workflows/{workflow}/deactivate"), &ada.token, json!({}))
             .await
