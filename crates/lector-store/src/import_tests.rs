@@ -2,7 +2,7 @@
 //! back unchanged (texts with tabs, line breaks, backslashes and characters beyond ASCII;
 //! layouts and their absence), ids follow the group's places, a re-run stores only the places
 //! still empty, a worker whose lease was taken over stores nothing, a late terminal failure
-//! leaves a filled group as it is and tells nobody (on PostgreSQL these
+//! leaves a filled group as it is and tells nobody, a failed one leaves no documents (on PostgreSQL these
 //! transactions commit without waiting for the disk, `Store::begin_redoable_write`, which
 //! must change none of that).
 
@@ -124,6 +124,40 @@ async fn a_filled_group_survives_a_late_failure(backend: Backend) {
         notes.is_empty(),
         "nobody is told of a failure that failed nothing: {notes:?}"
     );
+}
+
+/// An import that fails for good leaves nothing of itself: the documents its first batches
+/// stored go (uploading the file again would store them twice), and a session that took one of
+/// them meanwhile is counted without it.
+async fn a_failed_import_leaves_no_documents(backend: Backend) {
+    let Some((_database, store, scope, project, group)) = import_under_way(backend).await else {
+        return;
+    };
+    let (kept, _) = store.create_document(&scope, project, document(9)).await.unwrap();
+    let lease = store.claim_job("a", 30).await.unwrap().expect("the import job");
+    assert_eq!(
+        place(&store, &lease, project, group, &[(0, document(0)), (1, document(1))]).await,
+        2
+    );
+    let filter = DocumentFilter::default();
+    let (stored, _) = store.documents(&scope, project, &filter, 0, 100).await.unwrap();
+    let ids: Vec<i64> = stored.iter().map(|d| d.id).collect();
+    let new = crate::NewSession {
+        name: "Early".into(),
+        document_ids: Some(ids),
+        ..Default::default()
+    };
+    let session = store.create_session(&scope, project, new).await.unwrap();
+    assert_eq!(session.document_count, 3);
+
+    assert!(store.fail_job(&lease, "row 3 cannot be read", false).await.unwrap());
+    let failed = store.group(&scope, project, group).await.unwrap();
+    assert_eq!((failed.status.as_str(), failed.document_count), ("FAILED", 0));
+    let (left, _) = store.documents(&scope, project, &filter, 0, 100).await.unwrap();
+    assert_eq!(left.iter().map(|d| d.id).collect::<Vec<_>>(), [kept.id]);
+    let session = store.session(&scope, project, session.id).await.unwrap();
+    assert_eq!((session.document_count, session.segment_count), (1, 2));
+    assert_eq!(store.miscounted_sessions().await.unwrap(), Vec::<String>::new());
 }
 
 async fn a_taken_over_lease_stores_nothing(backend: Backend) {
@@ -289,6 +323,16 @@ async fn a_filled_group_survives_a_late_failure_sqlite() {
 #[tokio::test]
 async fn a_filled_group_survives_a_late_failure_postgres() {
     a_filled_group_survives_a_late_failure(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_failed_import_leaves_no_documents_sqlite() {
+    a_failed_import_leaves_no_documents(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_failed_import_leaves_no_documents_postgres() {
+    a_failed_import_leaves_no_documents(Backend::Postgres).await;
 }
 
 #[tokio::test]

@@ -392,10 +392,15 @@ impl Store {
         }
         if !again {
             count_ended(&mut tx, &job.kind, JobState::Failed, 1).await?;
+            let filling = crate::import_rollback::group_being_filled(&mut tx, job.id).await?;
             let unfinished = match failure.resource {
                 Some(resource) => mark_failed(&mut tx, resource, &error).await?,
                 None => true,
             };
+            // What an import stored before it failed goes with it (`import_rollback`).
+            if let Some(group_id) = filling {
+                crate::import_rollback::remove_failed_import(&mut tx, group_id).await?;
+            }
             if unfinished && let Some(user_id) = job.user_id {
                 let notice = JobNotice {
                     user_id,

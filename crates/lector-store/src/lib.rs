@@ -25,6 +25,7 @@ mod documents;
 mod foreign_key_tests;
 mod hitl_reviews;
 mod hitls;
+mod import_rollback;
 #[cfg(test)]
 mod import_tests;
 mod invitations;

@@ -397,8 +397,15 @@ async fn labeled_files_map_their_columns(app: TestApp) {
     .expect_problem(422, "validation_failed");
     let all = app.get(&sessions, &ada.token).await.expect(200);
     assert_eq!(all.as_array().unwrap().len(), 1, "refused files make no session");
-    // A row the session cannot take fails the task: the session turns FAILED with the reason.
-    let bad = "text,class,label\nFine.,DRINKS,positive\n";
+    // A row the session cannot take fails the task: the session turns FAILED with the reason,
+    // and what the rows before it stored (a batch of 200 here) goes with it.
+    let documents = format!("/projects/{id}/documents");
+    let before = app.get(&documents, &ada.token).await.expect(200)["count"].clone();
+    let mut bad = String::from("text,class,label\n");
+    for i in 0..250 {
+        bad.push_str(&format!("Review {i} liked the soup.,FOOD,positive\n"));
+    }
+    bad.push_str("Fine.,DRINKS,positive\n");
     let refused = app
         .send_form(
             &format!("/projects/{id}/annotations/upload"),
@@ -419,6 +426,9 @@ async fn labeled_files_map_their_columns(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(refused["status"], "FAILED");
+    assert_eq!(refused["document_count"], 0, "{refused}");
+    let after = app.get(&documents, &ada.token).await.expect(200)["count"].clone();
+    assert_eq!(after, before, "the failed import left no documents");
     let notices = app.get("/notifications", &ada.token).await.expect(200);
     assert!(notices.to_string().contains("Import failed"), "{notices}");
 }
