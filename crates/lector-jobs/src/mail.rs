@@ -74,8 +74,8 @@ impl Mailer {
         self.send_message(to, subject, body).await.map_err(|e| e.reason)
     }
 
-    /// [`Mailer::send`], telling a refusal that sending again cannot change (an SMTP 5xx
-    /// answer: no such mailbox or domain, a message refused) from one that may pass later.
+    /// [`Mailer::send`], telling a refusal that sending again cannot change (a recipient the
+    /// server refuses for good) from one that may pass later.
     async fn send_message(&self, to: &str, subject: &str, body: &str) -> Result<(), SendError> {
         let to: Mailbox = to
             .parse()
@@ -92,11 +92,20 @@ impl Mailer {
                 permanent: false,
             }),
             Transport::Smtp(t) => t.send(message).await.map(|_| ()).map_err(|e| SendError {
-                permanent: e.is_permanent(),
+                permanent: refuses_the_recipient(&e),
                 reason: format!("smtp: {e}"),
             }),
         }
     }
+}
+
+/// Whether the server refused the recipient for good: 550 (no such mailbox), 551 (not local)
+/// or 553 (a name it does not take). Other 5xx answers (a failed log-in, TLS required, a
+/// greeting that refuses this server) are the installation's to mend, and the mail waits for it.
+fn refuses_the_recipient(error: &lettre::transport::smtp::Error) -> bool {
+    error
+        .status()
+        .is_some_and(|code| error.is_permanent() && matches!(u16::from(code), 550 | 551 | 553))
 }
 
 /// Why a message was not sent, and whether sending it again could change that.
@@ -115,7 +124,7 @@ impl SendError {
 }
 
 /// Sends a job's message: a transport that fails is a failed attempt, retried with backoff; a
-/// refusal the server says is for good fails the job at once (its sender is told now, not
+/// recipient the server refuses for good fails the job at once (its sender is told now, not
 /// after a day of retries).
 async fn deliver(mailer: &Mailer, to: &str, subject: &str, body: &str) -> Result<(), JobError> {
     mailer.send_message(to, subject, body).await.map_err(|e| {

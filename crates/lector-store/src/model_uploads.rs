@@ -209,7 +209,7 @@ impl Store {
 
 impl Store {
     /// The model an uploaded model names as its base: one of the workspace's (by id or name),
-    /// else a PUBLISHED one of that name (a BASE encoder, as training takes it), the newest.
+    /// else the BASE encoder of that name (published to every user, in no workspace of theirs).
     async fn base_named(&self, scope: &Scope, workspace_id: i64, base: &str) -> Result<Option<i64>> {
         let workspace = crate::WorkspaceRef::Id(workspace_id);
         match self.workspace_model(scope, &workspace, base, Action::Read).await {
@@ -217,13 +217,15 @@ impl Store {
             Err(e) if e.code == ErrorCode::NotFound => {}
             Err(e) => return Err(e),
         }
-        let published: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM models WHERE name = $1 AND status = $2 ORDER BY id DESC LIMIT 1")
-                .bind(base)
-                .bind(ModelStatus::Published.as_str())
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db)?;
+        let published: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM models WHERE name = $1 AND status = $2 AND type = $3 ORDER BY id DESC LIMIT 1",
+        )
+        .bind(base)
+        .bind(ModelStatus::Published.as_str())
+        .bind(lector_core::ModelType::Base.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db)?;
         Ok(published)
     }
 }

@@ -155,13 +155,21 @@ impl Store {
     pub async fn update_project(&self, scope: &Scope, project_id: i64, changes: ProjectChanges) -> Result<Project> {
         let (project, _) = self.project_access(scope, project_id, Action::Manage).await?;
         let mut tx = self.begin_write().await?;
-        crate::lock_row_for_no_key_update(&mut tx, ("projects", project.id)).await?;
-        let kind_now: String = sqlx::query_scalar("SELECT type FROM projects WHERE id = $1")
+        // FOR UPDATE, not NO KEY UPDATE: a rename changes a unique key, and upgrading to that
+        // lock later would wait for a key-share holder waiting for this one (a deadlock).
+        crate::lock_row(&mut tx, ("projects", project.id)).await?;
+        let (kind_now, status): (String, String) = sqlx::query_as("SELECT type, status FROM projects WHERE id = $1")
             .bind(project.id)
-            .fetch_one(&mut *tx)
+            .fetch_optional(&mut *tx)
             .await
-            .map_err(db)?;
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found("project"))?;
         let kind_now: ProjectType = kind_now.parse().map_err(|_| Error::internal())?;
+        if changes.kind.is_some_and(|kind| kind != kind_now) && status == "CLONING" {
+            return Err(Error::conflict(
+                "the project is being filled as a copy; change its type once it is CREATED",
+            ));
+        }
         let kind = changes.kind.unwrap_or(kind_now);
         if kind != kind_now {
             let (classes, labels): (i64, i64) = sqlx::query_as(

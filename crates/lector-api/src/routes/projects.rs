@@ -271,6 +271,11 @@ pub async fn delete_project(
     caller: Caller,
     PathParams(p): PathParams<ProjectPath>,
 ) -> ApiResult<Json<ProjectDto>> {
+    // A MANAGER's, checked before the workflows are (a USER is refused, not told of them).
+    state
+        .store
+        .project_access(&caller.scope, p.project_id, Action::Manage)
+        .await?;
     crate::workflow_refs::project_models_not_in_use(&state, &caller.scope, p.project_id).await?;
     let project = state.store.delete_project(&caller.scope, p.project_id).await?;
     tracing::info!(project.id = project.id, "project deleted");

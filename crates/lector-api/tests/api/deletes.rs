@@ -349,6 +349,21 @@ async fn a_copy_being_filled_is_not_moved(app: TestApp) {
         (&json!("CREATED"), &json!(target)),
         "{moved}"
     );
+    // Nor does its type change while its classes and labels may still be coming.
+    let plain = app.project(&ada, "Plain").await;
+    let copy = app
+        .post(&format!("/projects/{plain}/clone"), &ada.token, json!({}))
+        .await
+        .expect(200);
+    let path = format!("/projects/{}", copy["id"]);
+    let problem = app
+        .put(&path, &ada.token, json!({"type": "ABSA"}))
+        .await
+        .expect_problem(409, "conflict");
+    assert!(problem["detail"].as_str().unwrap().contains("being filled"), "{problem}");
+    app.run_jobs().await;
+    let changed = app.put(&path, &ada.token, json!({"type": "ABSA"})).await.expect(200);
+    assert_eq!(changed["type"], "ABSA", "{changed}");
 }
 
 /// A project deleted while its documents are imported takes its jobs along: none runs again
