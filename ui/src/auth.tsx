@@ -1,6 +1,7 @@
 // Who is signed in, and which workspace the pages work in.
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from "react";
 import { api, getToken, onUnauthorized, setToken, unwrap, type Schemas } from "./api/client";
+import { READ_ONLY } from "./lib/roles";
 
 type Status = Schemas["AuthStatus"];
 export type MyWorkspace = Schemas["MyWorkspaceDto"];
@@ -98,11 +99,16 @@ export function AuthProvider({ children }: { children: ReactNode }) {
   return <AuthContext.Provider value={value}>{children}</AuthContext.Provider>;
 }
 
-/** The user's role in a workspace (a superuser's is ADMIN everywhere); null when not a member. */
+/**
+ * The user's role in a workspace (a superuser's is ADMIN everywhere); READ_ONLY in a read-only
+ * workspace, where nobody may change anything; null when not a member.
+ */
 export function useRole(workspaceId: number | null | undefined): string | null {
   const { status } = useAuth();
+  const member = status?.workspaces.find((w) => w.id === workspaceId);
+  if (member?.is_read_only) return READ_ONLY;
   if (status?.user.is_superuser) return "ADMIN";
-  return status?.workspaces.find((w) => w.id === workspaceId)?.role ?? null;
+  return member?.role ?? null;
 }
 
 export function useAuth(): Auth {

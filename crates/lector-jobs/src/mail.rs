@@ -99,13 +99,14 @@ impl Mailer {
     }
 }
 
-/// Whether the server refused the recipient for good: 550 (no such mailbox), 551 (not local)
-/// or 553 (a name it does not take). Other 5xx answers (a failed log-in, TLS required, a
+/// Whether the server refused the recipient's address for good: 550, 551 or 553 with an
+/// enhanced status of the address class (`5.1.x`: no such mailbox, a bad address). Other 5xx
+/// answers (a failed log-in, TLS required, relaying or a sender refused by policy, `5.7.x`, a
 /// greeting that refuses this server) are the installation's to mend, and the mail waits for it.
 fn refuses_the_recipient(error: &lettre::transport::smtp::Error) -> bool {
-    error
-        .status()
-        .is_some_and(|code| error.is_permanent() && matches!(u16::from(code), 550 | 551 | 553))
+    let code = error.status().map(u16::from);
+    let address_class = error.to_string().contains(" 5.1.");
+    error.is_permanent() && matches!(code, Some(550 | 551 | 553)) && address_class
 }
 
 /// Why a message was not sent, and whether sending it again could change that.

@@ -393,6 +393,21 @@ impl Store {
                 .await
                 .map_err(db)?;
         }
+        if !document_ids.is_empty() || !documents.is_empty() {
+            // Not into a group an import is filling: what it places there goes if it fails.
+            let idle = sqlx::query("UPDATE document_groups SET status = status WHERE id = $1 AND status <> $2")
+                .bind(group.id)
+                .bind("PROCESSING")
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+            if idle.rows_affected() == 0 {
+                return Err(Error::conflict(format!(
+                    "group {} is being filled by an import; add documents once it has finished",
+                    group.id
+                )));
+            }
+        }
         crate::document_guards::documents_not_analysed_elsewhere(&mut tx, group.id, document_ids).await?;
         crate::document_guards::documents_not_being_imported(&mut tx, project.id, document_ids).await?;
         // In the order of their ids, as an analysis's batch holds them (`batch_reads`): two

@@ -6,35 +6,56 @@
 //! (`job_failures::mark_failed`, in the transaction that ends the job) now removes them.
 
 use crate::db;
-use crate::session_counts::refresh_status;
+use crate::session_counts::{lock_session, refresh_status};
 use lector_core::Result;
 use sqlx::{Any, Transaction};
 
-/// Deletes the documents of `group_id`, a group the failed import was filling, with what was
-/// said of them (tags, marks, predictions), and recounts the sessions that held any of them.
-/// Answers how many documents went.
+/// Deletes the documents the failed import placed in `group_id` (a document moved or added
+/// into the group by a person has no place there, and stays), with what was said of them
+/// (tags, marks, predictions), and recounts the sessions that held any of them. Answers how
+/// many documents went.
+///
+/// Rows are taken in the order a document's own deletion takes them: the documents (in id
+/// order, which also keeps a session from taking one of them meanwhile), then their sessions,
+/// then what hangs off them.
 pub(crate) async fn remove_failed_import(tx: &mut Transaction<'static, Any>, group_id: i64) -> Result<u64> {
-    // The sessions first, read before their rows go; locked (and recounted from scratch) after
-    // the documents, which a text change of one of them locks before its sessions too.
+    let lock = if tx.backend_name() == "PostgreSQL" {
+        " FOR UPDATE"
+    } else {
+        ""
+    };
+    let placed: Vec<i64> = sqlx::query_scalar(&format!(
+        "SELECT id FROM documents WHERE group_id = $1 AND group_position IS NOT NULL ORDER BY id{lock}"
+    ))
+    .bind(group_id)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(db)?;
+    if placed.is_empty() {
+        return Ok(0);
+    }
     let sessions: Vec<i64> = sqlx::query_scalar(
         "SELECT DISTINCT sd.session_id FROM session_documents sd JOIN documents d ON d.id = sd.document_id \
-         WHERE d.group_id = $1 ORDER BY sd.session_id",
+         WHERE d.group_id = $1 AND d.group_position IS NOT NULL ORDER BY sd.session_id",
     )
     .bind(group_id)
     .fetch_all(&mut **tx)
     .await
     .map_err(db)?;
+    for session_id in &sessions {
+        lock_session(tx, *session_id).await?;
+    }
     // What names segments without a foreign key to them goes first; the rest goes with the
     // documents (their segments, tags, marks and places in sessions).
     sqlx::query(
-        "DELETE FROM correction_predictions WHERE segment_id IN \
-         (SELECT s.id FROM segments s JOIN documents d ON d.id = s.document_id WHERE d.group_id = $1)",
+        "DELETE FROM correction_predictions WHERE segment_id IN (SELECT s.id FROM segments s \
+         JOIN documents d ON d.id = s.document_id WHERE d.group_id = $1 AND d.group_position IS NOT NULL)",
     )
     .bind(group_id)
     .execute(&mut **tx)
     .await
     .map_err(db)?;
-    let removed = sqlx::query("DELETE FROM documents WHERE group_id = $1")
+    let removed = sqlx::query("DELETE FROM documents WHERE group_id = $1 AND group_position IS NOT NULL")
         .bind(group_id)
         .execute(&mut **tx)
         .await

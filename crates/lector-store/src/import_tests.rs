@@ -149,6 +149,12 @@ async fn a_failed_import_leaves_no_documents(backend: Backend) {
     };
     let session = store.create_session(&scope, project, new).await.unwrap();
     assert_eq!(session.document_count, 3);
+    // Nobody adds documents of their own to the group meanwhile: they would go with it.
+    let refused = store
+        .update_group(&scope, project, group, None, &[kept.id], vec![])
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), 409, "{}", refused.detail);
 
     assert!(store.fail_job(&lease, "row 3 cannot be read", false).await.unwrap());
     let failed = store.group(&scope, project, group).await.unwrap();

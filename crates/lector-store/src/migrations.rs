@@ -206,6 +206,12 @@ pub(crate) const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0032_short_jobs_queue.sql"),
         postgres: include_str!("../migrations/postgres/0032_short_jobs_queue.sql"),
     },
+    Step {
+        version: 33,
+        description: "deletion lookups",
+        sqlite: include_str!("../migrations/sqlite/0033_deletion_lookups.sql"),
+        postgres: include_str!("../migrations/postgres/0033_deletion_lookups.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { atLeast, NEEDS, roleNote } from "./roles";
+import { atLeast, effectiveRole, grantable, NEEDS, READ_ONLY, roleNote } from "./roles";
 
 describe("roles", () => {
   it("allow each role what the ones below it may do", () => {
@@ -20,5 +20,17 @@ describe("roles", () => {
       "Training a model needs the role user or higher in this workspace; you are annotator.",
     );
     expect(roleNote("MANAGER", NEEDS.work, "Training a model")).toBeNull();
+  });
+  it("allow no change in a read-only workspace, and say so", () => {
+    const role = effectiveRole("ADMIN", true);
+    expect(role).toBe(READ_ONLY);
+    expect(atLeast(role, NEEDS.tag)).toBe(false);
+    expect(roleNote(role, NEEDS.tag, "Tagging")).toBe("Tagging is not possible: this workspace is read-only.");
+    expect(effectiveRole("USER", false)).toBe("USER");
+  });
+  it("offer only the roles at or below one's own", () => {
+    expect(grantable("MANAGER")).toEqual(["VIEWER", "ANNOTATOR", "USER", "MANAGER"]);
+    expect(grantable("ADMIN")).toContain("ADMIN");
+    expect(grantable(READ_ONLY)).toEqual([]);
   });
 });

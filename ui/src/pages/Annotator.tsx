@@ -649,7 +649,13 @@ export function AnnotatorPage({ mode }: { mode: Mode }) {
               The model is tagging the documents it is least sure of; they appear here when it is done.
             </p>
           )}
-          {!loading && fresh && !doc && !predicting && <p className="empty">This session has no documents.</p>}
+          {page?.status === "FAILED" && (
+            <p className="error" role="alert">
+              This session failed: the model could not tag its documents, or its file could not be read. Your
+              notifications say why.
+            </p>
+          )}
+          {!loading && fresh && !doc && !predicting && page?.status !== "FAILED" && <p className="empty">This session has no documents.</p>}
           {shown && (
             <div className="annotator-body">
               {/* A button clicked with the mouse lets go of the focus: the Enter after it marks the

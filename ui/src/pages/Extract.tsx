@@ -10,7 +10,7 @@ import { useAction, useLoad, useOffset, useQuery } from "../lib/hooks";
 import { isId } from "../lib/links";
 import { arrayPage } from "../lib/paging";
 import { configurationToOpen, hasPendingReview } from "../lib/reviews";
-import { NEEDS, roleNote } from "../lib/roles";
+import { atLeast, NEEDS, roleNote } from "../lib/roles";
 import { Empty, ErrorBox, Field, Loading, ModelOptions, PageTitle, Pager, StatusBadge, Table } from "../components/ui";
 import { CancelButton } from "../components/upload";
 import { useProject } from "./Project";
@@ -129,7 +129,6 @@ function MatchesTable({ matches, missing }: { matches: Match[]; missing: string[
 export function ExtractPage() {
   const { project, role } = useProject();
   const note = roleNote(role, NEEDS.work, "Extracting fields");
-  const { workspace } = useAuth();
   const models = useLoad(() => unwrap(api.GET("/projects/{project_id}/models", { params: { path: { project_id: project.id } } })), [project.id]);
   const ready = (models.data ?? []).filter((m) => ["READY", "ACTIVE", "PUBLISHED"].includes(m.status));
   const [modelId, setModelId] = useState<number | "">("");
@@ -142,16 +141,16 @@ export function ExtractPage() {
   const extract = (e: FormEvent) => {
     e.preventDefault();
     const file = fileInput.current?.files?.[0];
-    if (!file || !chosen || !workspace) return;
+    if (!file || !chosen) return;
     abort.current = new AbortController();
     setResult(null);
     void action.run(async () => {
       const form = new FormData();
       form.append("file", file);
-      const org = encodeURIComponent(workspace.name);
+      // The project's own workspace (by id), whichever one the top bar has picked.
       setResult(
         await postForm<Result>(
-          `/organizations/${org}/projects/${project.id}/models/${chosen}/extract?return_bboxes=true&return_annotated_pages=true`,
+          `/organizations/${project.organization_id}/projects/${project.id}/models/${chosen}/extract?return_bboxes=true&return_annotated_pages=true`,
           form,
           abort.current!.signal,
         ),
@@ -429,7 +428,7 @@ export function ReviewsPage() {
 
 export function ReviewPage() {
   const { project, role } = useProject();
-  const submitNote = roleNote(role, NEEDS.tag, "Submitting a review");
+  const { status: me } = useAuth();
   const params = useParams();
   const hitlId = Number(params.hitlId);
   const reviewId = Number(params.reviewId);
@@ -472,6 +471,11 @@ export function ReviewPage() {
     });
   };
   const pending = r?.status === "PENDING";
+  // A review that waits for someone is theirs or a manager's to submit (the server refuses others).
+  const waitsForAnother = r?.user_id != null && r.user_id !== me?.user.id && !atLeast(role, NEEDS.manage);
+  const submitNote =
+    roleNote(role, NEEDS.tag, "Submitting a review") ??
+    (waitsForAnother ? `This review waits for its assignee (user ${r?.user_id}); only they or a manager may submit it.` : null);
   return (
     <>
       <p className="crumbs">

@@ -5,14 +5,14 @@ import { useAuth } from "../auth";
 import { when } from "../lib/format";
 import { useAction, useLoad, useOffset } from "../lib/hooks";
 import { arrayPage } from "../lib/paging";
-import { atLeast, NEEDS, ROLES } from "../lib/roles";
+import { atLeast, effectiveRole, grantable, NEEDS } from "../lib/roles";
 import { Empty, ErrorBox, Field, Loading, PageTitle, Pager, Table } from "../components/ui";
 
 /** Members a page shows (the list's default limit), oldest membership first. */
 const MEMBERS_PAGE = 100;
 
 export function WorkspacePage() {
-  const { workspace, refresh, chooseWorkspace } = useAuth();
+  const { workspace, refresh, chooseWorkspace, status } = useAuth();
   const name = workspace?.name ?? "";
   const org = { params: { path: { organization: name } } };
   const [memberOffset, setMemberOffset] = useOffset(name);
@@ -27,6 +27,12 @@ export function WorkspacePage() {
   );
   // Invitations are a manager's business: the others are not shown them (the server refuses).
   const canManage = atLeast(workspace?.role, NEEDS.manage);
+  // What the user may change: nothing in a read-only workspace, and no role above their own
+  // (given, or of a member whose role they change or who they remove), as the server rules.
+  const mine = effectiveRole(workspace?.role, workspace?.is_read_only);
+  const canChange = atLeast(mine, NEEDS.manage);
+  const offered = grantable(mine);
+  const mayChange = (m: Schemas["MembershipDto"]) => canChange && atLeast(mine, m.role as (typeof offered)[number]);
   const invites = useLoad(
     () => (canManage ? unwrap(api.GET("/organizations/{organization}/users/invites", org)) : Promise.resolve([])),
     [name, canManage],
@@ -53,11 +59,13 @@ export function WorkspacePage() {
       invites.reload();
     });
   };
-  /** Sends one change, then reloads the list it changed. */
-  const change = (request: () => Promise<unknown>, list: { reload: () => void }) =>
+  /** Sends one change, then reloads the list it changed (and, when it was the user's own
+   * membership, what the whole app knows of the user's roles). */
+  const change = (request: () => Promise<unknown>, list: { reload: () => void }, own = false) =>
     void action.run(async () => {
       await request();
       list.reload();
+      if (own) await refresh();
     });
   const membership = (m: Schemas["MembershipDto"]) => ({ params: { path: { organization: name, permission_id: m.id } } });
   const invitation = (i: Schemas["InvitationDto"]) => ({ params: { path: { organization: name, invitation_id: i.id } } });
@@ -65,10 +73,11 @@ export function WorkspacePage() {
     change(
       () => unwrap(api.PUT("/organizations/{organization}/permissions/{permission_id}", { ...membership(m), body: { role: newRole } })),
       members,
+      m.user_id === status?.user.id,
     );
   const remove = (m: Schemas["MembershipDto"]) => {
     if (!window.confirm(`Remove ${m.user} from ${name}?`)) return;
-    change(() => unwrap(api.DELETE("/organizations/{organization}/permissions/{permission_id}", membership(m))), members);
+    change(() => unwrap(api.DELETE("/organizations/{organization}/permissions/{permission_id}", membership(m))), members, m.user_id === status?.user.id);
   };
   const cancel = (i: Schemas["InvitationDto"]) =>
     change(() => unwrap(api.DELETE("/organizations/{organization}/invitation/{invitation_id}", invitation(i))), invites);
@@ -107,6 +116,7 @@ export function WorkspacePage() {
         {workspace.description || "No description."} You are {workspace.role.toLowerCase()}
         {workspace.is_default ? "; this is your default workspace." : "."}
       </p>
+      {workspace.is_read_only && <p className="notice">This workspace is read-only: nothing in it can be changed.</p>}
       <ErrorBox error={action.error} />
 
       <section aria-labelledby="members-h">
@@ -114,18 +124,18 @@ export function WorkspacePage() {
         <ErrorBox error={members.error} onRetry={members.reload} />
         {members.loading && !members.data && <Loading />}
         {members.data && (
-          <Table head={["Member", "Role", "Since", canManage && "Actions"]} label="Members">
+          <Table head={["Member", "Role", "Since", canChange && "Actions"]} label="Members">
             {members.data.items.map((m) => (
               <tr key={m.id}>
                 <td>{m.user}</td>
                 <td>
-                  {canManage ? (
+                  {mayChange(m) ? (
                     <select
                       aria-label={`Role of ${m.user}`}
                       value={m.role}
                       onChange={(e) => changeRole(m, e.target.value)}
                     >
-                      {ROLES.map((r) => (
+                      {offered.map((r) => (
                         <option key={r}>{r}</option>
                       ))}
                     </select>
@@ -134,11 +144,13 @@ export function WorkspacePage() {
                   )}
                 </td>
                 <td>{when(m.created)}</td>
-                {canManage && (
+                {canChange && (
                   <td>
-                    <button type="button" className="link danger" onClick={() => remove(m)}>
-                      Remove
-                    </button>
+                    {mayChange(m) && (
+                      <button type="button" className="link danger" onClick={() => remove(m)}>
+                        Remove
+                      </button>
+                    )}
                   </td>
                 )}
               </tr>
@@ -161,17 +173,22 @@ export function WorkspacePage() {
                   <td>{i.role}</td>
                   <td>{when(i.expires)}</td>
                   <td className="row-actions">
-                    <button type="button" className="link" onClick={() => resend(i)}>
-                      Resend
-                    </button>
-                    <button type="button" className="link danger" onClick={() => cancel(i)}>
-                      Cancel
-                    </button>
+                    {canChange && (
+                      <>
+                        <button type="button" className="link" onClick={() => resend(i)}>
+                          Resend
+                        </button>
+                        <button type="button" className="link danger" onClick={() => cancel(i)}>
+                          Cancel
+                        </button>
+                      </>
+                    )}
                   </td>
                 </tr>
               ))}
             </Table>
           )}
+          {canChange && (
           <form onSubmit={invite} className="inline-form">
             <Field label="E-mail addresses" hint="Separate several with commas or spaces.">
               {(id, hint) => (
@@ -181,7 +198,7 @@ export function WorkspacePage() {
             <Field label="Role">
               {(id) => (
                 <select id={id} value={role} onChange={(e) => setRole(e.target.value)}>
-                  {ROLES.map((r) => (
+                  {offered.map((r) => (
                     <option key={r}>{r}</option>
                   ))}
                 </select>
@@ -191,6 +208,7 @@ export function WorkspacePage() {
               Invite
             </button>
           </form>
+          )}
           {notInvited.length > 0 && (
             <ul className="error-list" aria-label="Not invited">
               {notInvited.map((n) => (

@@ -360,7 +360,10 @@ async fn a_copy_being_filled_is_not_moved(app: TestApp) {
         .put(&path, &ada.token, json!({"type": "ABSA"}))
         .await
         .expect_problem(409, "conflict");
-    assert!(problem["detail"].as_str().unwrap().contains("being filled"), "{problem}");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("being filled"),
+        "{problem}"
+    );
     app.run_jobs().await;
     let changed = app.put(&path, &ada.token, json!({"type": "ABSA"})).await.expect(200);
     assert_eq!(changed["type"], "ABSA", "{changed}");
