@@ -100,13 +100,23 @@ impl Mailer {
 }
 
 /// Whether the server refused the recipient's address for good: 550, 551 or 553 with an
-/// enhanced status of the address class (`5.1.x`: no such mailbox, a bad address). Other 5xx
-/// answers (a failed log-in, TLS required, relaying or a sender refused by policy, `5.7.x`, a
-/// greeting that refuses this server) are the installation's to mend, and the mail waits for it.
+/// enhanced status that says so of the destination (RFC 3463: 5.1.1 no such mailbox, 5.1.2 no
+/// such domain, 5.1.3 a malformed address, 5.1.6 moved, 5.1.10 a null MX). Other 5xx answers
+/// (a failed log-in, TLS required, relaying or a sender refused by policy, 5.7.x, a sender's
+/// address refused, 5.1.7 and 5.1.8, a greeting that refuses this server) are the
+/// installation's to mend, and the mail waits for it.
 fn refuses_the_recipient(error: &lettre::transport::smtp::Error) -> bool {
     let code = error.status().map(u16::from);
-    let address_class = error.to_string().contains(" 5.1.");
-    error.is_permanent() && matches!(code, Some(550 | 551 | 553)) && address_class
+    error.is_permanent()
+        && matches!(code, Some(550 | 551 | 553))
+        && matches!(enhanced_address_detail(&error.to_string()), Some(1 | 2 | 3 | 6 | 10))
+}
+
+/// The `N` of the first enhanced status `5.1.N` in a server's answer.
+fn enhanced_address_detail(answer: &str) -> Option<u16> {
+    let at = answer.find(" 5.1.")? + " 5.1.".len();
+    let digits: String = answer[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// Why a message was not sent, and whether sending it again could change that.
@@ -203,6 +213,30 @@ impl Handler for SendPasswordReset {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_enhanced_status_of_an_address_is_read() {
+        assert_eq!(
+            enhanced_address_detail("permanent error (550): 5.1.1 no such mailbox"),
+            Some(1)
+        );
+        assert_eq!(
+            enhanced_address_detail("permanent error (553): 5.1.10 null MX"),
+            Some(10)
+        );
+        assert_eq!(
+            enhanced_address_detail("permanent error (553): 5.1.8 sender domain"),
+            Some(8)
+        );
+        assert_eq!(
+            enhanced_address_detail("permanent error (550): 5.7.1 relaying denied"),
+            None
+        );
+        assert_eq!(
+            enhanced_address_detail("permanent error (550): mailbox unavailable"),
+            None
+        );
+    }
 
     #[tokio::test]
     async fn writes_one_file_per_message_to_the_outbox() {

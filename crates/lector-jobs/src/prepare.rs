@@ -42,6 +42,51 @@ fn stored(segments: Vec<Segment>) -> Vec<NewSegment> {
         .collect()
 }
 
+/// How a stored document's text was cut into segments, so that a new text its sender says
+/// nothing of how to cut (no `split`, no `segments`, as the original API's clients send it) is
+/// cut the same way: a PDF's pages stay pages (keeping their words' boxes where a page's text
+/// is unchanged), a text kept whole stays whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    Sentences,
+    /// One segment holding a text of several sentences (made with `split: false`).
+    Whole,
+    /// A segment per page, with the page's layout (a PDF or an image).
+    Pages,
+}
+
+impl Cut {
+    /// The cut of a stored document of `text` and `segments` (`(start, end, has a layout)`).
+    pub fn of(text: &str, segments: &[(i64, i64, bool)], language: Language) -> Cut {
+        if segments.iter().any(|&(_, _, layout)| layout) {
+            return Cut::Pages;
+        }
+        let whole = text.chars().count() as i64;
+        if let [(0, end, _)] = segments
+            && *end == whole
+            && segment(text, language, true).len() > 1
+        {
+            return Cut::Whole;
+        }
+        Cut::Sentences
+    }
+}
+
+/// Cuts a prepared document's text into its pages at the form feeds, blank pages too, as a
+/// PDF's document is (without layouts: a page whose text is unchanged keeps its stored one).
+pub fn cut_into_pages(document: &mut NewDocument) {
+    let chars: Vec<char> = document.text.chars().collect();
+    document.segments = lector_core::labeling::page_spans(&document.text)
+        .into_iter()
+        .map(|(start, end)| NewSegment {
+            text: chars[start as usize..end as usize].iter().collect(),
+            start,
+            end,
+            layout: None,
+        })
+        .collect();
+}
+
 /// What separates pages in a document's text: a form feed, as `mark_page_annotated` and
 /// `lector_core::labeling::page_spans` read pages.
 const PAGE_BREAK: &str = "\u{c}";
@@ -101,6 +146,34 @@ mod tests {
             source: TextSource::Ocr,
             lines: vec![Line { words }],
         }
+    }
+
+    #[test]
+    fn a_documents_cut_is_read_from_its_segments() {
+        let two = "One here. Two there.";
+        assert_eq!(Cut::of(two, &[(0, 20, false)], Language::En), Cut::Whole);
+        assert_eq!(
+            Cut::of(two, &[(0, 9, false), (10, 20, false)], Language::En),
+            Cut::Sentences
+        );
+        assert_eq!(Cut::of("One here.", &[(0, 9, false)], Language::En), Cut::Sentences);
+        assert_eq!(
+            Cut::of("A\u{c}B", &[(0, 1, true), (2, 3, true)], Language::En),
+            Cut::Pages
+        );
+        let mut document = prepare_document(
+            "Page one.\u{c}\u{c}Page three.",
+            serde_json::json!({}),
+            Language::En,
+            true,
+        );
+        cut_into_pages(&mut document);
+        let pages: Vec<(&str, i64, i64)> = document
+            .segments
+            .iter()
+            .map(|s| (s.text.as_str(), s.start, s.end))
+            .collect();
+        assert_eq!(pages, [("Page one.", 0, 9), ("", 10, 10), ("Page three.", 11, 22)]);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use crate::document_pages::PageEnd;
 use crate::documents::Document;
-use crate::{Backend, Param, Store};
+use crate::{Backend, Param, Store, db};
 use lector_core::{Action, Result, Scope};
 
 /// Which documents of a project to list.
@@ -106,6 +106,15 @@ impl Store {
             conditions.push(contains_any_case(self.backend, &["d.text"], search, &mut params));
         }
         if let Some(group_id) = filter.group_id {
+            // A group of another project (or none) is not found, as a session or analysis is.
+            let found: Option<i64> =
+                sqlx::query_scalar("SELECT id FROM document_groups WHERE id = $1 AND project_id = $2")
+                    .bind(group_id)
+                    .bind(project_id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db)?;
+            found.ok_or_else(|| lector_core::Error::not_found("document group"))?;
             params.push(Param::Int(group_id));
             conditions.push(format!("d.group_id = ${}", params.len()));
         }

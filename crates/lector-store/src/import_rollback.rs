@@ -24,14 +24,15 @@ pub(crate) async fn remove_failed_import(tx: &mut Transaction<'static, Any>, gro
     } else {
         ""
     };
-    let placed: Vec<i64> = sqlx::query_scalar(&format!(
-        "SELECT id FROM documents WHERE group_id = $1 AND group_position IS NOT NULL ORDER BY id{lock}"
+    let placed: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM (SELECT id FROM documents WHERE group_id = $1 AND group_position IS NOT NULL \
+         ORDER BY id{lock}) AS held"
     ))
     .bind(group_id)
-    .fetch_all(&mut **tx)
+    .fetch_one(&mut **tx)
     .await
     .map_err(db)?;
-    if placed.is_empty() {
+    if placed == 0 {
         return Ok(0);
     }
     let sessions: Vec<i64> = sqlx::query_scalar(

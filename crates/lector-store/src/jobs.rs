@@ -392,15 +392,16 @@ impl Store {
         }
         if !again {
             count_ended(&mut tx, &job.kind, JobState::Failed, 1).await?;
-            let filling = crate::import_rollback::group_being_filled(&mut tx, job.id).await?;
+            // What an import stored before it failed goes with it (`import_rollback`), first:
+            // its documents, then their sessions, before the resource (a labeled import's
+            // session) is marked, as a document's edit takes them.
+            if let Some(group_id) = crate::import_rollback::group_being_filled(&mut tx, job.id).await? {
+                crate::import_rollback::remove_failed_import(&mut tx, group_id).await?;
+            }
             let unfinished = match failure.resource {
                 Some(resource) => mark_failed(&mut tx, resource, &error).await?,
                 None => true,
             };
-            // What an import stored before it failed goes with it (`import_rollback`).
-            if let Some(group_id) = filling {
-                crate::import_rollback::remove_failed_import(&mut tx, group_id).await?;
-            }
             if unfinished && let Some(user_id) = job.user_id {
                 let notice = JobNotice {
                     user_id,

@@ -29,10 +29,12 @@ export function WorkspacePage() {
   const canManage = atLeast(workspace?.role, NEEDS.manage);
   // What the user may change: nothing in a read-only workspace, and no role above their own
   // (given, or of a member whose role they change or who they remove), as the server rules.
-  const mine = effectiveRole(workspace?.role, workspace?.is_read_only);
+  const mine = effectiveRole(status?.user.is_superuser ? "ADMIN" : workspace?.role, workspace?.is_read_only);
   const canChange = atLeast(mine, NEEDS.manage);
   const offered = grantable(mine);
   const mayChange = (m: Schemas["MembershipDto"]) => canChange && atLeast(mine, m.role as (typeof offered)[number]);
+  // Anyone may leave a workspace, a read-only one too.
+  const mayRemove = (m: Schemas["MembershipDto"]) => mayChange(m) || m.user_id === status?.user.id;
   const invites = useLoad(
     () => (canManage ? unwrap(api.GET("/organizations/{organization}/users/invites", org)) : Promise.resolve([])),
     [name, canManage],
@@ -116,7 +118,9 @@ export function WorkspacePage() {
         {workspace.description || "No description."} You are {workspace.role.toLowerCase()}
         {workspace.is_default ? "; this is your default workspace." : "."}
       </p>
-      {workspace.is_read_only && <p className="notice">This workspace is read-only: nothing in it can be changed.</p>}
+      {workspace.is_read_only && (
+        <p className="notice">This workspace is read-only: its projects, members and invitations cannot be changed.</p>
+      )}
       <ErrorBox error={action.error} />
 
       <section aria-labelledby="members-h">
@@ -124,7 +128,7 @@ export function WorkspacePage() {
         <ErrorBox error={members.error} onRetry={members.reload} />
         {members.loading && !members.data && <Loading />}
         {members.data && (
-          <Table head={["Member", "Role", "Since", canChange && "Actions"]} label="Members">
+          <Table head={["Member", "Role", "Since", "Actions"]} label="Members">
             {members.data.items.map((m) => (
               <tr key={m.id}>
                 <td>{m.user}</td>
@@ -144,15 +148,13 @@ export function WorkspacePage() {
                   )}
                 </td>
                 <td>{when(m.created)}</td>
-                {canChange && (
-                  <td>
-                    {mayChange(m) && (
-                      <button type="button" className="link danger" onClick={() => remove(m)}>
-                        Remove
-                      </button>
-                    )}
-                  </td>
-                )}
+                <td>
+                  {mayRemove(m) && (
+                    <button type="button" className="link danger" onClick={() => remove(m)}>
+                      {m.user_id === status?.user.id ? "Leave" : "Remove"}
+                    </button>
+                  )}
+                </td>
               </tr>
             ))}
           </Table>

@@ -117,7 +117,12 @@ pub async fn list_analysis_documents(
     let paging = Paging::checked(q.offset, q.limit)?;
     let details = Details::parse(q.details.as_deref())?;
     let filter = DocumentFilter {
-        search: q.search.clone().filter(|s| !s.is_empty()),
+        // As the texts are stored (NFC), so a decomposed "ü" finds its composed twin.
+        search: q
+            .search
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(lector_text::normalize),
         analysis_id: Some(analysis.id),
         analysis_classes: ids("classes", &q.classes)?,
         analysis_labels: ids("labels", &q.labels)?,

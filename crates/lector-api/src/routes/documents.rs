@@ -11,7 +11,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use lector_core::validate::Problems;
 use lector_core::{Error, ErrorCode, Result};
-use lector_jobs::{prepare_document, use_given_segments};
+use lector_jobs::{Cut, cut_into_pages, prepare_document, use_given_segments};
 use lector_store::{
     Document, DocumentChange, DocumentFilter, Job, NewDocument, Segment, SegmentTag, Session, tags_by_segment,
 };
@@ -228,7 +228,10 @@ pub(crate) fn language(field: &Option<String>, problems: &mut Problems) {
     }
 }
 
+/// Checks a text as it will be stored (normalised: NFC, NUL dropped), so a text of NULs is
+/// empty and the limit counts the characters a later change of the same text is held to.
 pub(crate) fn check_text(problems: &mut Problems, field: &str, text: &str) {
+    let text = &lector_text::normalize(text);
     problems.check(!text.trim().is_empty(), field, "must not be empty");
     problems.check(
         text.chars().count() <= MAX_DOCUMENT_CHARS,
@@ -303,6 +306,13 @@ impl WriteBody for DocumentBody {
         check_text(problems, "text", &self.text);
         crate::routes::body_limits::check_meta(problems, "meta", self.meta.as_ref(), 0);
         language(&self.language, problems);
+        if let Some(SegmentsBody::Many(segments)) = &self.segments {
+            problems.check(
+                !segments.is_empty(),
+                "segments",
+                "must hold a segment at least; leave segments out to split the text",
+            );
+        }
     }
 }
 
@@ -415,11 +425,29 @@ pub async fn update_document(
     Body(mut body): Body<DocumentBody>,
 ) -> ApiResult<Json<DocumentDto>> {
     let current = state.store.document(&caller.scope, p.project_id, p.document_id).await?;
+    // Cut as it was when the sender says nothing of how (`Cut`): a PDF's pages stay pages.
+    let cut = match (body.split, &body.segments) {
+        (None, None) => {
+            let segments = state.store.segments_of(std::slice::from_ref(&current)).await?;
+            let spans: Vec<(i64, i64, bool)> = segments.iter().map(|s| (s.start, s.end, s.layout.is_some())).collect();
+            let language = Language::from_code_or_default(Some(&current.language));
+            Some(Cut::of(&current.text, &spans, language))
+        }
+        _ => None,
+    };
+    body.split = body.split.or(cut.map(|cut| cut != Cut::Whole));
     let language_given = body.language.is_some();
     let language = body.language.take().unwrap_or(current.language);
     body.language = Some(language_for(&state, &caller, p.project_id, Some(language)).await?);
     let meta_given = body.meta.is_some();
-    let document = off_runtime(move || body.prepare()).await?;
+    let document = off_runtime(move || {
+        let mut document = body.prepare()?;
+        if cut == Some(Cut::Pages) {
+            cut_into_pages(&mut document);
+        }
+        Ok(document)
+    })
+    .await?;
     let change = DocumentChange {
         document,
         meta_given,
@@ -504,7 +532,8 @@ pub async fn list_documents(
         None => None,
     };
     let filter = DocumentFilter {
-        search: q.search,
+        // As the texts are stored (NFC), so a decomposed "ü" finds its composed twin.
+        search: q.search.as_deref().map(lector_text::normalize),
         group_id: q.group_id,
         grouped: q.grouped,
         session_id: q.annotation_id,

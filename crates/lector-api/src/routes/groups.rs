@@ -191,9 +191,7 @@ impl WriteBody for CreateGroupBody {
 
     fn validate(&self, problems: &mut Problems) {
         check_name_and_documents(problems, self.name.as_deref(), &self.documents);
-        if let Some(code) = &self.language {
-            problems.check(Language::from_code(code).is_some(), "language", "must be en, de or ar");
-        }
+        crate::routes::documents::language(&self.language, problems);
         let from_file = self.file_id.is_some() || self.credential_id.is_some();
         problems.check(
             !from_file || self.documents.is_empty(),
@@ -408,6 +406,7 @@ impl WriteBody for UpdateGroupBody {
 
     fn validate(&self, problems: &mut Problems) {
         check_name_and_documents(problems, self.name.as_deref(), &self.documents);
+        crate::routes::documents::language(&self.language, problems);
         problems.check(
             self.document_ids.len() <= MAX_GROUP_DOCUMENTS,
             "document_ids",
@@ -479,7 +478,7 @@ async fn group_documents(
     let paging = crate::extract::Paging::checked(q.offset, q.limit)?;
     let group = state.store.group(&caller.scope, p.project_id, p.group_id).await?;
     let filter = DocumentFilter {
-        search: q.search,
+        search: q.search.as_deref().map(lector_text::normalize),
         group_id: Some(group.id),
         ..DocumentFilter::default()
     };

@@ -170,6 +170,23 @@ async fn a_text_pdf_becomes_a_document_with_a_segment_per_page(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(alone["segments"][0]["page"], segments[0]["page"]);
+
+    // A new text sent as the original API sends it (no split, no segments) is cut into pages
+    // as the file was: a page whose text is unchanged keeps its words and their boxes.
+    let text = document["text"].as_str().unwrap().replace("Köln", "Bonn");
+    let edited = app
+        .put(
+            &format!("/projects/{id}/documents/{}", document["id"]),
+            &ada.token,
+            json!({"text": text}),
+        )
+        .await
+        .expect(200);
+    let pages = edited["segments"].as_array().unwrap();
+    assert_eq!(pages.len(), 2, "a segment per page: {edited}");
+    assert_eq!(pages[0]["page"], segments[0]["page"], "page 1 keeps its boxes");
+    assert_eq!(pages[1]["text"], "Seite zwei: Grüße aus Bonn");
+    assert!(pages[1]["page"].is_null(), "page 2's words changed: {edited}");
 }
 
 /// A blank page's segment is empty; marking that page marks it, so a session marked page by

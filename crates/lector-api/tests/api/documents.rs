@@ -5,6 +5,7 @@ use crate::common::TestApp;
 use serde_json::{Value, json};
 
 backend_tests!(
+    a_new_text_is_cut_as_the_old_one,
     documents_are_normalised_and_segmented,
     paging_and_filters_never_drop_or_repeat,
     search_ignores_the_case_of_every_letter,
@@ -263,6 +264,55 @@ async fn search_ignores_the_case_of_every_letter(app: TestApp) {
     assert_eq!(found("%3Fm").await, ["Stars * and ?marks [x]."]);
     assert_eq!(found("%3Fx").await, Vec::<String>::new(), "? is no wildcard");
     assert_eq!(found("%5Bx").await, ["Stars * and ?marks [x]."]);
+    // A decomposed "ü" (as macOS and PDF copies give it) finds the stored, composed one.
+    assert_eq!(found("Bu%CC%88ro").await, ["Ärger im Büro."]);
+    // A group of no project of the caller's is not found, as a session or analysis is not.
+    app.get(&format!("/projects/{project}/documents?group_id=999999"), &ada.token)
+        .await
+        .expect_problem(404, "not_found");
+}
+
+/// A text is checked as it is stored (a text of NULs is empty), a document has a segment at
+/// least, and a new text the sender says nothing of how to cut is cut as the old one was: a
+/// text kept whole stays whole.
+async fn a_new_text_is_cut_as_the_old_one(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let project = app.project(&ada, "Cuts").await;
+    let path = format!("/projects/{project}/documents");
+    app.post(&path, &ada.token, json!({"text": "\u{0}\u{0}"}))
+        .await
+        .expect_problem(422, "validation_failed");
+    app.post(&path, &ada.token, json!({"text": "One. Two.", "segments": []}))
+        .await
+        .expect_problem(422, "validation_failed");
+    let whole = app
+        .document(&ada, project, json!({"text": "One here. Two there.", "split": false}))
+        .await;
+    assert_eq!(whole["segments"].as_array().unwrap().len(), 1);
+    let changed = app
+        .put(
+            &format!("{path}/{}", whole["id"]),
+            &ada.token,
+            json!({"text": "One here. Two there. Three."}),
+        )
+        .await
+        .expect(200);
+    let segments = changed["segments"].as_array().unwrap();
+    assert_eq!(segments.len(), 1, "kept whole: {changed}");
+    assert_eq!(segments[0]["text"], "One here. Two there. Three.");
+    let split = app
+        .put(
+            &format!("{path}/{}", whole["id"]),
+            &ada.token,
+            json!({"text": "One here. Two there.", "split": true}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        split["segments"].as_array().unwrap().len(),
+        2,
+        "split when asked: {split}"
+    );
 }
 
 async fn upload_runs_as_a_task_and_fills_a_group(app: TestApp) {
@@ -442,6 +492,11 @@ async fn groups_of_documents(app: TestApp) {
     assert!(name.starts_with("Group 20") && name.ends_with('Z'), "{unnamed}");
     assert_eq!(unnamed["document_count"], 1);
     app.post(&groups, &ada.token, json!({"name": " "}))
+        .await
+        .expect_problem(422, "validation_failed");
+    // A language is checked on a change as on a creation (it was taken for English).
+    let french = json!({"documents": [{"text": "Bonjour."}], "language": "fr"});
+    app.put(&path, &ada.token, french)
         .await
         .expect_problem(422, "validation_failed");
 
