@@ -295,7 +295,8 @@ pub struct DocumentBody {
     pub meta: Option<serde_json::Map<String, serde_json::Value>>,
     /// en (default), de or ar: the sentence rules.
     pub language: Option<String>,
-    /// `false` keeps the whole text as one segment.
+    /// `false` keeps the whole text as one segment. On a change, absent: the text is cut as the
+    /// document's was.
     pub split: Option<bool>,
 }
 
@@ -412,9 +413,11 @@ pub async fn get_document(
 
 /// Replaces a document's text and segments (and its meta and language, when given: without
 /// them it keeps its own, as a client of the original API, which sends only the text,
-/// expects). A sentence the new text keeps keeps its segment id, its tags (their spans moved
-/// with it) and its marks in every session; the tags and marks of changed sentences go with
-/// them.
+/// expects). Without `split` or `segments` the new text is cut as the old one was: a PDF's or
+/// image's into pages (a page whose text is unchanged keeps its words' boxes), a text kept
+/// whole whole, others into sentences. A segment the new text keeps keeps its id, its tags
+/// (their spans moved with it) and its marks in every session; the tags and marks of changed
+/// ones go with them.
 #[utoipa::path(put, path = "/projects/{project_id}/documents/{document_id}", tag = "documents",
     params(("project_id" = i64, Path), ("document_id" = i64, Path)), request_body = DocumentBody,
     responses((status = 200, body = DocumentDto)))]

@@ -415,10 +415,10 @@ impl WriteBody for UpdateGroupBody {
     }
 }
 
-/// Renames a group and adds documents to it.
+/// Renames a group and adds documents to it; not while an import fills it (409).
 #[utoipa::path(put, path = "/projects/{project_id}/groups/{group_id}", tag = "groups",
     params(("project_id" = i64, Path), ("group_id" = i64, Path)), request_body = UpdateGroupBody,
-    responses((status = 200, body = GroupDto)))]
+    responses((status = 200, body = GroupDto), (status = 409, description = "an import is filling the group")))]
 pub async fn update_group(
     State(state): State<AppState>,
     caller: Caller,
