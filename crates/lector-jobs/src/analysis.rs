@@ -66,16 +66,19 @@ impl Handler for AnalyzeDocuments {
         let model = match (status.as_str(), model) {
             ("ANALYZING", Some(model)) => model,
             // An earlier run finished it and died before the job ended.
-            ("FINISHED", _) => return finished(store, lease, &payload).await,
+            ("FINISHED", _) => return finished(store, lease, &payload, 0).await,
             (other, _) => return Err(JobError::fatal(format!("the analysis is {other}"))),
         };
+        // Rows of its file left out for an empty text, said in the notice as an import says
+        // them (known to the run that filled the group).
+        let mut blank = 0;
         if let Some(import) = &payload.import {
             let group = store
                 .group_status_for_job(lease, payload.group_id)
                 .await
                 .map_err(JobError::from_store)?;
             if group == "PROCESSING" {
-                fill_group(store, lease, stopping, import, &self.sandbox).await?;
+                blank = fill_group(store, lease, stopping, import, &self.sandbox).await?.blank;
             }
         }
         analyse(store, lease, stopping, &model, &payload).await?;
@@ -83,7 +86,7 @@ impl Handler for AnalyzeDocuments {
             .complete_analysis(lease, payload.analysis_id)
             .await
             .map_err(JobError::from_store)?;
-        finished(store, lease, &payload).await
+        finished(store, lease, &payload, blank).await
     }
 }
 
@@ -262,23 +265,30 @@ fn deleted(lease: &Lease, payload: &AnalysisPayload) -> Outcome {
     }
 }
 
-async fn finished(store: &Store, lease: &Lease, payload: &AnalysisPayload) -> Result<Outcome, JobError> {
+async fn finished(store: &Store, lease: &Lease, payload: &AnalysisPayload, blank: u64) -> Result<Outcome, JobError> {
     let analysis = match store.analysis_for_job(lease, payload.analysis_id).await {
         Ok(analysis) => analysis,
         Err(e) if was_deleted(&e, lease) => return Ok(deleted(lease, payload)),
         Err(e) => return Err(JobError::from_store(e)),
     };
-    Ok(Outcome {
-        result: serde_json::json!({"analysis_id": analysis.id, "status": analysis.status, "documents": analysis.document_count}),
-        notice: notice_for(
-            lease,
-            NotificationType::Info,
-            "Analysis finished",
+    let analysed = format!(
+        "Analysis {:?} is finished: {} documents analysed",
+        analysis.name, analysis.document_count
+    );
+    let (kind, text) = match blank {
+        0 => (NotificationType::Info, format!("{analysed}.")),
+        n => (
+            NotificationType::Warning,
             format!(
-                "Analysis {:?} is finished: {} documents analysed.",
-                analysis.name, analysis.document_count
+                "{analysed}; {} with an empty text left out.",
+                crate::ingest::rows_were(n)
             ),
         ),
+    };
+    Ok(Outcome {
+        result: serde_json::json!({"analysis_id": analysis.id, "status": analysis.status,
+            "documents": analysis.document_count, "left_out": blank}),
+        notice: notice_for(lease, kind, "Analysis finished", text),
     })
 }
 

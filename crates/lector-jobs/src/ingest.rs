@@ -150,7 +150,7 @@ pub(crate) fn documents_are(count: u64) -> String {
 }
 
 /// "1 row was", "3 rows were".
-fn rows_were(count: u64) -> String {
+pub(crate) fn rows_were(count: u64) -> String {
     match count {
         1 => "1 row was".to_owned(),
         n => format!("{n} rows were"),

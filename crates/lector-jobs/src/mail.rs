@@ -112,10 +112,12 @@ fn refuses_the_recipient(error: &lettre::transport::smtp::Error) -> bool {
         && matches!(enhanced_address_detail(&error.to_string()), Some(1 | 2 | 3 | 6 | 10))
 }
 
-/// The `N` of the first enhanced status `5.1.N` in a server's answer.
+/// The `N` of the enhanced status `5.1.N` that opens a server's answer (lettre writes it as
+/// "permanent error (550): 5.1.1 …").
 fn enhanced_address_detail(answer: &str) -> Option<u16> {
-    let at = answer.find(" 5.1.")? + " 5.1.".len();
-    let digits: String = answer[at..].chars().take_while(char::is_ascii_digit).collect();
+    let (_, message) = answer.split_once("): ")?;
+    let rest = message.trim_start().strip_prefix("5.1.")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
 }
 
@@ -234,6 +236,10 @@ mod tests {
         );
         assert_eq!(
             enhanced_address_detail("permanent error (550): mailbox unavailable"),
+            None
+        );
+        assert_eq!(
+            enhanced_address_detail("permanent error (550): denied for 5.1.2.3"),
             None
         );
     }

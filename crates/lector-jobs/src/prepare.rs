@@ -6,7 +6,7 @@
 use lector_core::{Error, FieldError};
 use lector_extract::ReadDocument;
 use lector_store::{NewDocument, NewSegment};
-use lector_text::{ClientSegment, Language, Segment, check_segments, normalize, segment};
+use lector_text::{ClientSegment, Language, Segment, check_segments, normalize, segment, whole_segment};
 
 /// Normalises a text (NFC) and splits it into sentences of `language`, or keeps it whole.
 pub fn prepare_document(text: &str, meta: serde_json::Value, language: Language, split: bool) -> NewDocument {
@@ -44,8 +44,7 @@ fn stored(segments: Vec<Segment>) -> Vec<NewSegment> {
 
 /// How a stored document's text was cut into segments, so that a new text its sender says
 /// nothing of how to cut (no `split`, no `segments`, as the original API's clients send it) is
-/// cut the same way: a PDF's pages stay pages (keeping their words' boxes where a page's text
-/// is unchanged), a text kept whole stays whole.
+/// cut the same way ([`recut`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cut {
     Sentences,
@@ -56,14 +55,14 @@ pub enum Cut {
 }
 
 impl Cut {
-    /// The cut of a stored document of `text` and `segments` (`(start, end, has a layout)`).
-    pub fn of(text: &str, segments: &[(i64, i64, bool)], language: Language) -> Cut {
-        if segments.iter().any(|&(_, _, layout)| layout) {
+    /// The cut of a stored document of `text` and `segments`.
+    pub fn of(text: &str, segments: &[NewSegment], language: Language) -> Cut {
+        if segments.iter().any(|s| s.layout.is_some()) {
             return Cut::Pages;
         }
-        let whole = text.chars().count() as i64;
-        if let [(0, end, _)] = segments
-            && *end == whole
+        let whole = whole_segment(text);
+        if let ([only], [kept]) = (segments, whole.as_slice())
+            && (only.start, only.end) == (kept.start() as i64, kept.end() as i64)
             && segment(text, language, true).len() > 1
         {
             return Cut::Whole;
@@ -72,8 +71,50 @@ impl Cut {
     }
 }
 
+/// A stored document's new text whose sender said nothing of how to cut it: the same text
+/// keeps its segments as they are (a client's own cut too); another is cut as the old one was
+/// ([`Cut`]): a page document into its pages (a page whose text is unchanged, at the same
+/// place, keeps its words' boxes; at most `max_pages` pages), a text kept whole whole, others
+/// into sentences.
+pub fn recut(
+    text: &str,
+    meta: serde_json::Value,
+    language: Language,
+    old_text: &str,
+    old: &[NewSegment],
+    max_pages: usize,
+) -> lector_core::Result<NewDocument> {
+    let mut document = prepare_document(text, meta, language, false);
+    if document.text == old_text {
+        document.segments = old.to_vec();
+        return Ok(document);
+    }
+    match Cut::of(old_text, old, language) {
+        Cut::Whole => {}
+        Cut::Sentences => document.segments = stored(segment(&document.text, language, true)),
+        Cut::Pages => {
+            cut_into_pages(&mut document);
+            if document.segments.len() > max_pages {
+                return Err(Error::validation(vec![FieldError::new(
+                    "text",
+                    format!(
+                        "the document is one of pages; a text of {} pages has more than {max_pages}",
+                        document.segments.len()
+                    ),
+                )]));
+            }
+            for (page, kept) in document.segments.iter_mut().zip(old) {
+                if page.text == kept.text {
+                    page.layout = kept.layout.clone();
+                }
+            }
+        }
+    }
+    Ok(document)
+}
+
 /// Cuts a prepared document's text into its pages at the form feeds, blank pages too, as a
-/// PDF's document is (without layouts: a page whose text is unchanged keeps its stored one).
+/// PDF's document is (without layouts).
 pub fn cut_into_pages(document: &mut NewDocument) {
     let chars: Vec<char> = document.text.chars().collect();
     document.segments = lector_core::labeling::page_spans(&document.text)
@@ -148,32 +189,72 @@ mod tests {
         }
     }
 
+    fn plain(start: i64, end: i64, text: &str) -> NewSegment {
+        NewSegment {
+            text: text.into(),
+            start,
+            end,
+            layout: None,
+        }
+    }
+
     #[test]
     fn a_documents_cut_is_read_from_its_segments() {
-        let two = "One here. Two there.";
-        assert_eq!(Cut::of(two, &[(0, 20, false)], Language::En), Cut::Whole);
+        let two = "One here. Two there.\n";
+        assert_eq!(Cut::of(two, &[plain(0, 20, two.trim())], Language::En), Cut::Whole);
+        let sentences = [plain(0, 9, "One here."), plain(10, 20, "Two there.")];
+        assert_eq!(Cut::of(two, &sentences, Language::En), Cut::Sentences);
         assert_eq!(
-            Cut::of(two, &[(0, 9, false), (10, 20, false)], Language::En),
+            Cut::of("One here.", &[plain(0, 9, "One here.")], Language::En),
             Cut::Sentences
         );
-        assert_eq!(Cut::of("One here.", &[(0, 9, false)], Language::En), Cut::Sentences);
-        assert_eq!(
-            Cut::of("A\u{c}B", &[(0, 1, true), (2, 3, true)], Language::En),
-            Cut::Pages
-        );
-        let mut document = prepare_document(
-            "Page one.\u{c}\u{c}Page three.",
-            serde_json::json!({}),
-            Language::En,
-            true,
-        );
-        cut_into_pages(&mut document);
-        let pages: Vec<(&str, i64, i64)> = document
+        let mut page = plain(0, 1, "A");
+        page.layout = Some("{}".into());
+        assert_eq!(Cut::of("A\u{c}B", &[page], Language::En), Cut::Pages);
+    }
+
+    #[test]
+    fn a_new_text_is_cut_as_the_old_one() {
+        let meta = || serde_json::json!({});
+        // The same text keeps a client's own cut.
+        let own = [plain(0, 5, "A. B."), plain(6, 8, "C.")];
+        let same = recut("A. B. C.", meta(), Language::En, "A. B. C.", &own, 10).unwrap();
+        assert_eq!(same.segments.len(), 2);
+        // Pages: an unchanged page at its place keeps its layout; a blank one stays.
+        let mut first = plain(0, 9, "Page one.");
+        first.layout = Some("{\"number\":1}".into());
+        let old = [first, plain(10, 10, ""), plain(11, 22, "Page three.")];
+        let text = "Page one.\u{c}\u{c}Page 3.";
+        let pages = recut(text, meta(), Language::En, "Page one.\u{c}\u{c}Page three.", &old, 10).unwrap();
+        let got: Vec<(&str, bool)> = pages
             .segments
             .iter()
-            .map(|s| (s.text.as_str(), s.start, s.end))
+            .map(|s| (s.text.as_str(), s.layout.is_some()))
             .collect();
-        assert_eq!(pages, [("Page one.", 0, 9), ("", 10, 10), ("Page three.", 11, 22)]);
+        assert_eq!(got, [("Page one.", true), ("", false), ("Page 3.", false)]);
+        let refused = recut(text, meta(), Language::En, "x", &old, 2).unwrap_err();
+        assert_eq!(refused.status(), 422);
+        // Whole stays whole; sentences are split again.
+        let whole = [plain(0, 20, "One here. Two there.")];
+        let kept = recut(
+            "One here. Two there. Three.",
+            meta(),
+            Language::En,
+            "One here. Two there.",
+            &whole,
+            10,
+        );
+        assert_eq!(kept.unwrap().segments.len(), 1);
+        let split = [plain(0, 9, "One here."), plain(10, 20, "Two there.")];
+        let again = recut(
+            "One here. Two there. Three.",
+            meta(),
+            Language::En,
+            "One here. Two there.",
+            &split,
+            10,
+        );
+        assert_eq!(again.unwrap().segments.len(), 3);
     }
 
     #[test]

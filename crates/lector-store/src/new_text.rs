@@ -113,11 +113,7 @@ pub(crate) async fn replace_segments(
     for (position, (segment, old_index)) in segments.iter().zip(&kept).enumerate() {
         let Some(old_index) = old_index else { continue };
         let (id, old_start, _) = &old[*old_index];
-        // A kept segment given no layout keeps its own (a page whose text is unchanged keeps
-        // its words' boxes).
-        sqlx::query(
-            "UPDATE segments SET position = $2, span_start = $3, span_end = $4, layout = COALESCE($5, layout) WHERE id = $1",
-        )
+        sqlx::query("UPDATE segments SET position = $2, span_start = $3, span_end = $4, layout = $5 WHERE id = $1")
             .bind(id)
             .bind(-1 - position as i64)
             .bind(segment.start)

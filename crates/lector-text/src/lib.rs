@@ -37,11 +37,21 @@ pub fn normalize(text: &str) -> String {
     text.chars().filter(|&c| c != '\0').nfc().collect()
 }
 
+/// Whether [`normalize`] would leave `text` as it is, found without building a copy (a quick
+/// NFC check answers for most texts): a request's checks read long texts this way.
+pub fn is_normalized(text: &str) -> bool {
+    !text.contains('\0')
+        && unicode_normalization::is_nfc_quick(text.chars()) == unicode_normalization::IsNormalized::Yes
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn composes_to_nfc() {
         assert_eq!(super::normalize("e\u{301}"), "\u{e9}");
+        assert!(super::is_normalized("Grüße"));
+        assert!(!super::is_normalized("e\u{301}"));
+        assert!(!super::is_normalized("a\u{0}b"));
     }
 
     #[test]

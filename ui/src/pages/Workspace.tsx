@@ -26,7 +26,7 @@ export function WorkspacePage() {
     [name, memberOffset],
   );
   // Invitations are a manager's business: the others are not shown them (the server refuses).
-  const canManage = atLeast(workspace?.role, NEEDS.manage);
+  const canManage = atLeast(status?.user.is_superuser ? "ADMIN" : workspace?.role, NEEDS.manage);
   // What the user may change: nothing in a read-only workspace, and no role above their own
   // (given, or of a member whose role they change or who they remove), as the server rules.
   const mine = effectiveRole(status?.user.is_superuser ? "ADMIN" : workspace?.role, workspace?.is_read_only);
@@ -78,7 +78,8 @@ export function WorkspacePage() {
       m.user_id === status?.user.id,
     );
   const remove = (m: Schemas["MembershipDto"]) => {
-    if (!window.confirm(`Remove ${m.user} from ${name}?`)) return;
+    const own = m.user_id === status?.user.id;
+    if (!window.confirm(own ? `Leave ${name}?` : `Remove ${m.user} from ${name}?`)) return;
     change(() => unwrap(api.DELETE("/organizations/{organization}/permissions/{permission_id}", membership(m))), members, m.user_id === status?.user.id);
   };
   const cancel = (i: Schemas["InvitationDto"]) =>

@@ -11,9 +11,10 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use lector_core::validate::Problems;
 use lector_core::{Error, ErrorCode, Result};
-use lector_jobs::{Cut, cut_into_pages, prepare_document, use_given_segments};
+use lector_jobs::{prepare_document, use_given_segments};
 use lector_store::{
-    Document, DocumentChange, DocumentFilter, Job, NewDocument, Segment, SegmentTag, Session, tags_by_segment,
+    Document, DocumentChange, DocumentFilter, Job, NewDocument, NewSegment, Segment, SegmentTag, Session,
+    tags_by_segment,
 };
 use lector_text::{ClientSegment, Language};
 use serde::{Deserialize, Serialize};
@@ -231,7 +232,13 @@ pub(crate) fn language(field: &Option<String>, problems: &mut Problems) {
 /// Checks a text as it will be stored (normalised: NFC, NUL dropped), so a text of NULs is
 /// empty and the limit counts the characters a later change of the same text is held to.
 pub(crate) fn check_text(problems: &mut Problems, field: &str, text: &str) {
-    let text = &lector_text::normalize(text);
+    let normalized;
+    let text = if lector_text::is_normalized(text) {
+        text
+    } else {
+        normalized = lector_text::normalize(text);
+        &normalized
+    };
     problems.check(!text.trim().is_empty(), field, "must not be empty");
     problems.check(
         text.chars().count() <= MAX_DOCUMENT_CHARS,
@@ -428,27 +435,36 @@ pub async fn update_document(
     Body(mut body): Body<DocumentBody>,
 ) -> ApiResult<Json<DocumentDto>> {
     let current = state.store.document(&caller.scope, p.project_id, p.document_id).await?;
-    // Cut as it was when the sender says nothing of how (`Cut`): a PDF's pages stay pages.
-    let cut = match (body.split, &body.segments) {
+    // Without `split` or `segments`, cut as it was (`lector_jobs::recut`): a PDF's pages stay
+    // pages with their boxes, the same text keeps its segments.
+    let old = match (body.split, &body.segments) {
         (None, None) => {
             let segments = state.store.segments_of(std::slice::from_ref(&current)).await?;
-            let spans: Vec<(i64, i64, bool)> = segments.iter().map(|s| (s.start, s.end, s.layout.is_some())).collect();
-            let language = Language::from_code_or_default(Some(&current.language));
-            Some(Cut::of(&current.text, &spans, language))
+            let old: Vec<NewSegment> = segments
+                .into_iter()
+                .map(|s| NewSegment {
+                    text: s.text,
+                    start: s.start,
+                    end: s.end,
+                    layout: s.layout,
+                })
+                .collect();
+            Some((current.text.clone(), old))
         }
         _ => None,
     };
-    body.split = body.split.or(cut.map(|cut| cut != Cut::Whole));
     let language_given = body.language.is_some();
     let language = body.language.take().unwrap_or(current.language);
     body.language = Some(language_for(&state, &caller, p.project_id, Some(language)).await?);
     let meta_given = body.meta.is_some();
-    let document = off_runtime(move || {
-        let mut document = body.prepare()?;
-        if cut == Some(Cut::Pages) {
-            cut_into_pages(&mut document);
+    let max_pages = state.config.extract.max_pages;
+    let document = off_runtime(move || match old {
+        Some((old_text, old)) => {
+            let language = Language::from_code_or_default(body.language.as_deref());
+            let meta = serde_json::Value::Object(body.meta.unwrap_or_default());
+            lector_jobs::recut(&body.text, meta, language, &old_text, &old, max_pages)
         }
-        Ok(document)
+        None => body.prepare(),
     })
     .await?;
     let change = DocumentChange {

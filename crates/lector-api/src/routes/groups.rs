@@ -415,7 +415,7 @@ impl WriteBody for UpdateGroupBody {
     }
 }
 
-/// Renames a group and adds documents to it; not while an import fills it (409).
+/// Renames a group and adds documents to it; adds none while an import fills it (409).
 #[utoipa::path(put, path = "/projects/{project_id}/groups/{group_id}", tag = "groups",
     params(("project_id" = i64, Path), ("group_id" = i64, Path)), request_body = UpdateGroupBody,
     responses((status = 200, body = GroupDto), (status = 409, description = "an import is filling the group")))]

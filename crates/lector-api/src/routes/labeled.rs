@@ -109,6 +109,11 @@ impl LabeledDocumentBody {
             &format!("a document's tags go on each of its segments, which carry at most {MAX_SEGMENT_TAGS} tags"),
         );
         if let Some(segments) = &self.segments {
+            problems.check(
+                !segments.is_empty(),
+                &format!("{field}.segments"),
+                "must hold a segment at least; leave segments out to keep the text whole",
+            );
             for (i, segment) in segments.iter().enumerate() {
                 if let Some(status) = &segment.status {
                     problems.check(

@@ -93,6 +93,8 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
             phrases[n % 6]
         ));
     }
+    // Two rows without a text: left out, and the notice says so.
+    csv.push_str("1000,\n1001,\"  \"\n");
     let upload = app
         .send_form("/analyses/upload", &ada.token, "tickets.csv", csv.as_bytes(), &[])
         .await
@@ -111,6 +113,11 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
     assert_eq!(analysis["status"], "FINISHED", "{analysis}");
     assert_eq!(analysis["document_count"], 1000);
     assert_eq!(analysis["progress"], 1.0);
+    app.settle_jobs(std::time::Duration::from_secs(30)).await;
+    let notices = app.notifications(&ada).await;
+    let told = notices.iter().find(|n| n["title"] == "Analysis finished").expect("a notice");
+    assert_eq!(told["type"], "WARNING", "{told}");
+    assert!(told["text"].as_str().unwrap().ends_with("2 rows were with an empty text left out."), "{told}");
     assert_eq!(analysis["type"], "CLASS");
     assert_eq!(analysis["classes"].as_array().unwrap().len(), 3);
     let id = analysis["id"].as_i64().unwrap();

@@ -77,11 +77,15 @@ async fn sessions_cover_documents_and_track_progress(app: TestApp) {
         .put(
             &format!("/projects/{id}/documents/{}", paged["id"]),
             &ada.token,
-            json!({"text": "Page one.\u{c}Page two."}),
+            json!({"text": "Page one.\u{c}Page two.", "split": true}),
         )
         .await
         .expect(200);
-    assert_eq!(segment_ids(&paged).len(), 2, "one sentence per page");
+    assert_eq!(
+        segment_ids(&paged).len(),
+        2,
+        "one sentence per page, once asked to split"
+    );
 
     let sessions = format!("/projects/{id}/annotations");
     let session = app
