@@ -56,6 +56,10 @@ pub struct AnalyzeDocument {
 }
 
 impl WriteBody for AnalyzeBody {
+    /// Room for a text of the length a document may have (1,000,000 characters) as a client
+    /// may send it: Python's `json=` writes each character beyond ASCII as a six-byte escape.
+    const MAX_BYTES: usize = 8 * 1024 * 1024;
+
     fn validate(&self, problems: &mut Problems) {
         problems.check(!self.documents.is_empty(), "documents", "must not be empty");
         problems.check(

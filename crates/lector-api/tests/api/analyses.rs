@@ -115,9 +115,18 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
     assert_eq!(analysis["progress"], 1.0);
     app.settle_jobs(std::time::Duration::from_secs(30)).await;
     let notices = app.notifications(&ada).await;
-    let told = notices.iter().find(|n| n["title"] == "Analysis finished").expect("a notice");
+    let told = notices
+        .iter()
+        .find(|n| n["title"] == "Analysis finished")
+        .expect("a notice");
     assert_eq!(told["type"], "WARNING", "{told}");
-    assert!(told["text"].as_str().unwrap().ends_with("2 rows were with an empty text left out."), "{told}");
+    assert!(
+        told["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("2 rows were with an empty text left out."),
+        "{told}"
+    );
     assert_eq!(analysis["type"], "CLASS");
     assert_eq!(analysis["classes"].as_array().unwrap().len(), 3);
     let id = analysis["id"].as_i64().unwrap();

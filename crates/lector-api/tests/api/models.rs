@@ -78,6 +78,23 @@ async fn class_model_story(app: TestApp) {
             .expect_problem(422, "validation_failed");
         assert_eq!(problem["errors"][0]["field"], "documents[1].text", "{problem}");
     }
+    // A long text beyond ASCII, each character escaped as Python's json= writes it (2.4 MB of
+    // body for 400,000 characters), is taken as a document of its length is.
+    let escaped = format!(
+        "{{\"model_id\": {}, \"documents\": [{{\"text\": \"{}\"}}]}}",
+        model["id"],
+        "\\u0628".repeat(400_000)
+    );
+    let answer = app
+        .client
+        .post(app.url("/analyze"))
+        .bearer_auth(&ada.token)
+        .header("content-type", "application/json")
+        .body(escaped)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
     assert_eq!(result["type"], "CLASS");
     let predicted = top_classes(&result);
     let right = predicted
