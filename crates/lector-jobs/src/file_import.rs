@@ -148,7 +148,10 @@ fn produce(
             let place = position;
             position += 1;
             let text = row.cells.get(column).map_or("", String::as_str);
-            if text.trim().is_empty() {
+            // Blank as it would be stored (a cell of NULs is empty once they are dropped).
+            let blank_once_stored =
+                || !lector_text::is_normalized(text) && lector_text::normalize(text).trim().is_empty();
+            if text.trim().is_empty() || blank_once_stored() {
                 batch.blank += 1;
                 continue;
             }

@@ -27,7 +27,7 @@ pub use correction::PredictCorrection;
 pub use ingest::ImportDocuments;
 pub use labeled_import::ImportLabeled;
 pub use mail::{Mailer, SendMail, SendPasswordReset};
-pub use prepare::{Cut, prepare_document, recut, use_given_segments};
+pub use prepare::{Cut, Stored, prepare_document, recut, use_given_segments};
 pub use runner::{Handler, JobContext, JobError, Outcome, Retry, Runner, Workers};
 pub use shutdown::Stopping;
 pub use training::TrainModel;

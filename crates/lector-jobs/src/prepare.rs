@@ -71,25 +71,49 @@ impl Cut {
     }
 }
 
-/// A stored document's new text whose sender said nothing of how to cut it: the same text
-/// keeps its segments as they are (a client's own cut too); another is cut as the old one was
-/// ([`Cut`]): a page document into its pages (a page whose text is unchanged, at the same
-/// place, keeps its words' boxes; at most `max_pages` pages), a text kept whole whole, others
-/// into sentences.
+/// The document a new text is replacing, as it was read: its text, language and segments.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub text: String,
+    pub language: Language,
+    pub segments: Vec<NewSegment>,
+}
+
+impl Stored {
+    /// Whether the segments are the text's (read in two steps, a change between them could
+    /// pair the text with another one's segments).
+    fn segments_fit(&self) -> bool {
+        let chars: Vec<char> = self.text.chars().collect();
+        self.segments.iter().all(|s| {
+            let (start, end) = (s.start as usize, s.end as usize);
+            start <= end && end <= chars.len() && chars[start..end].iter().copied().eq(s.text.chars())
+        })
+    }
+}
+
+/// A stored document's new text whose sender said nothing of how to cut it: the same text in
+/// the same language keeps its segments as they are (a client's own cut too); otherwise it is
+/// cut as the old one was ([`Cut`], judged in the old language): a page document into its
+/// pages (at most `max_pages`; a page whose text is unchanged, at the same place, keeps its
+/// layout, a changed one keeps its page's number and size without its words), a text kept
+/// whole whole, others into sentences of the new language.
 pub fn recut(
     text: &str,
     meta: serde_json::Value,
     language: Language,
-    old_text: &str,
-    old: &[NewSegment],
+    old: &Stored,
     max_pages: usize,
 ) -> lector_core::Result<NewDocument> {
     let mut document = prepare_document(text, meta, language, false);
-    if document.text == old_text {
-        document.segments = old.to_vec();
+    if !old.segments_fit() {
+        document.segments = stored(segment(&document.text, language, true));
         return Ok(document);
     }
-    match Cut::of(old_text, old, language) {
+    if document.text == old.text && language == old.language {
+        document.segments = old.segments.clone();
+        return Ok(document);
+    }
+    match Cut::of(&old.text, &old.segments, old.language) {
         Cut::Whole => {}
         Cut::Sentences => document.segments = stored(segment(&document.text, language, true)),
         Cut::Pages => {
@@ -103,14 +127,25 @@ pub fn recut(
                     ),
                 )]));
             }
-            for (page, kept) in document.segments.iter_mut().zip(old) {
-                if page.text == kept.text {
-                    page.layout = kept.layout.clone();
-                }
+            for (page, kept) in document.segments.iter_mut().zip(&old.segments) {
+                page.layout = if page.text == kept.text {
+                    kept.layout.clone()
+                } else {
+                    kept.layout.as_deref().and_then(without_words)
+                };
             }
         }
     }
     Ok(document)
+}
+
+/// A page's layout without its words (its number and size kept), for a page whose text
+/// changed: the document stays one of pages.
+fn without_words(layout: &str) -> Option<String> {
+    let mut page: serde_json::Value = serde_json::from_str(layout).ok()?;
+    page.as_object_mut()?
+        .insert("lines".into(), serde_json::Value::Array(Vec::new()));
+    Some(page.to_string())
 }
 
 /// Cuts a prepared document's text into its pages at the form feeds, blank pages too, as a
@@ -213,47 +248,59 @@ mod tests {
         assert_eq!(Cut::of("A\u{c}B", &[page], Language::En), Cut::Pages);
     }
 
+    fn stored_as(text: &str, segments: Vec<NewSegment>) -> Stored {
+        Stored {
+            text: text.into(),
+            language: Language::En,
+            segments,
+        }
+    }
+
     #[test]
     fn a_new_text_is_cut_as_the_old_one() {
         let meta = || serde_json::json!({});
-        // The same text keeps a client's own cut.
-        let own = [plain(0, 5, "A. B."), plain(6, 8, "C.")];
-        let same = recut("A. B. C.", meta(), Language::En, "A. B. C.", &own, 10).unwrap();
+        // The same text keeps a client's own cut; in another language it is split again.
+        let text = "Die Suppe war kalt. Der Kellner war nett. Wir gingen.";
+        let own = stored_as(text, vec![plain(0, 41, &text[..41]), plain(42, 53, &text[42..])]);
+        let same = recut(text, meta(), Language::En, &own, 10).unwrap();
         assert_eq!(same.segments.len(), 2);
-        // Pages: an unchanged page at its place keeps its layout; a blank one stays.
+        let german = recut(text, meta(), Language::De, &own, 10).unwrap();
+        assert_eq!(german.segments.len(), 3, "split again in the new language");
+        // Segments that are not the text's (read across another change) are not kept.
+        let stale = stored_as(text, vec![plain(0, 5, "Wir g")]);
+        assert_eq!(recut(text, meta(), Language::En, &stale, 10).unwrap().segments.len(), 3);
+        // Pages: an unchanged page at its place keeps its layout, a changed one its number.
         let mut first = plain(0, 9, "Page one.");
-        first.layout = Some("{\"number\":1}".into());
-        let old = [first, plain(10, 10, ""), plain(11, 22, "Page three.")];
+        first.layout = Some("{\"number\":1,\"lines\":[1]}".into());
+        let mut third = plain(11, 22, "Page three.");
+        third.layout = Some("{\"number\":3,\"lines\":[1]}".into());
+        let old = stored_as("Page one.\u{c}\u{c}Page three.", vec![first, plain(10, 10, ""), third]);
         let text = "Page one.\u{c}\u{c}Page 3.";
-        let pages = recut(text, meta(), Language::En, "Page one.\u{c}\u{c}Page three.", &old, 10).unwrap();
-        let got: Vec<(&str, bool)> = pages
+        let pages = recut(text, meta(), Language::En, &old, 10).unwrap();
+        let got: Vec<(&str, Option<&str>)> = pages
             .segments
             .iter()
-            .map(|s| (s.text.as_str(), s.layout.is_some()))
+            .map(|s| (s.text.as_str(), s.layout.as_deref()))
             .collect();
-        assert_eq!(got, [("Page one.", true), ("", false), ("Page 3.", false)]);
-        let refused = recut(text, meta(), Language::En, "x", &old, 2).unwrap_err();
+        assert_eq!(
+            got,
+            [
+                ("Page one.", Some("{\"number\":1,\"lines\":[1]}")),
+                ("", None),
+                ("Page 3.", Some("{\"lines\":[],\"number\":3}"))
+            ]
+        );
+        let refused = recut("x\u{c}y\u{c}z", meta(), Language::En, &old, 2).unwrap_err();
         assert_eq!(refused.status(), 422);
         // Whole stays whole; sentences are split again.
-        let whole = [plain(0, 20, "One here. Two there.")];
-        let kept = recut(
-            "One here. Two there. Three.",
-            meta(),
-            Language::En,
-            "One here. Two there.",
-            &whole,
-            10,
-        );
+        let whole = stored_as("One here. Two there.", vec![plain(0, 20, "One here. Two there.")]);
+        let kept = recut("One here. Two there. Three.", meta(), Language::En, &whole, 10);
         assert_eq!(kept.unwrap().segments.len(), 1);
-        let split = [plain(0, 9, "One here."), plain(10, 20, "Two there.")];
-        let again = recut(
-            "One here. Two there. Three.",
-            meta(),
-            Language::En,
+        let split = stored_as(
             "One here. Two there.",
-            &split,
-            10,
+            vec![plain(0, 9, "One here."), plain(10, 20, "Two there.")],
         );
+        let again = recut("One here. Two there. Three.", meta(), Language::En, &split, 10);
         assert_eq!(again.unwrap().segments.len(), 3);
     }
 

@@ -449,7 +449,12 @@ pub async fn update_document(
                     layout: s.layout,
                 })
                 .collect();
-            Some((current.text.clone(), old))
+            let language = Language::from_code_or_default(Some(&current.language));
+            Some(lector_jobs::Stored {
+                text: current.text.clone(),
+                language,
+                segments: old,
+            })
         }
         _ => None,
     };
@@ -459,10 +464,10 @@ pub async fn update_document(
     let meta_given = body.meta.is_some();
     let max_pages = state.config.extract.max_pages;
     let document = off_runtime(move || match old {
-        Some((old_text, old)) => {
+        Some(old) => {
             let language = Language::from_code_or_default(body.language.as_deref());
             let meta = serde_json::Value::Object(body.meta.unwrap_or_default());
-            lector_jobs::recut(&body.text, meta, language, &old_text, &old, max_pages)
+            lector_jobs::recut(&body.text, meta, language, &old, max_pages)
         }
         None => body.prepare(),
     })
