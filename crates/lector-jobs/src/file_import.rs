@@ -148,10 +148,9 @@ fn produce(
             let place = position;
             position += 1;
             let text = row.cells.get(column).map_or("", String::as_str);
-            // Blank as it would be stored (a cell of NULs is empty once they are dropped).
-            let blank_once_stored =
-                || !lector_text::is_normalized(text) && lector_text::normalize(text).trim().is_empty();
-            if text.trim().is_empty() || blank_once_stored() {
+            // Blank as it would be stored: NULs are dropped, and NFC never turns a visible
+            // character into a space or back.
+            if text.chars().all(|c| c == '\0' || c.is_whitespace()) {
                 batch.blank += 1;
                 continue;
             }

@@ -80,6 +80,16 @@ pub struct Stored {
 }
 
 impl Stored {
+    /// Whether the segments are the text's sentences, as its language splits them.
+    fn is_split_in_its_language(&self) -> bool {
+        let sentences = segment(&self.text, self.language, true);
+        sentences.len() == self.segments.len()
+            && sentences
+                .iter()
+                .zip(&self.segments)
+                .all(|(s, kept)| (s.start() as i64, s.end() as i64) == (kept.start, kept.end))
+    }
+
     /// Whether the segments are the text's (read in two steps, a change between them could
     /// pair the text with another one's segments).
     fn segments_fit(&self) -> bool {
@@ -109,7 +119,9 @@ pub fn recut(
         document.segments = stored(segment(&document.text, language, true));
         return Ok(document);
     }
-    if document.text == old.text && language == old.language {
+    // The same text keeps its segments, unless they are its sentences and the language changed
+    // (then they are split again in the new one): a client's own cut is kept in any language.
+    if document.text == old.text && (language == old.language || !old.is_split_in_its_language()) {
         document.segments = old.segments.clone();
         return Ok(document);
     }
@@ -259,13 +271,21 @@ mod tests {
     #[test]
     fn a_new_text_is_cut_as_the_old_one() {
         let meta = || serde_json::json!({});
-        // The same text keeps a client's own cut; in another language it is split again.
+        // The same text keeps a client's own cut, in any language; its sentences are split
+        // again in a new language.
         let text = "Die Suppe war kalt. Der Kellner war nett. Wir gingen.";
         let own = stored_as(text, vec![plain(0, 41, &text[..41]), plain(42, 53, &text[42..])]);
-        let same = recut(text, meta(), Language::En, &own, 10).unwrap();
-        assert_eq!(same.segments.len(), 2);
-        let german = recut(text, meta(), Language::De, &own, 10).unwrap();
-        assert_eq!(german.segments.len(), 3, "split again in the new language");
+        assert_eq!(recut(text, meta(), Language::En, &own, 10).unwrap().segments.len(), 2);
+        assert_eq!(recut(text, meta(), Language::De, &own, 10).unwrap().segments.len(), 2);
+        let sentences = prepare_document(text, meta(), Language::En, true);
+        let split = stored_as(text, sentences.segments.clone());
+        assert!(split.is_split_in_its_language());
+        let again = recut(text, meta(), Language::De, &split, 10).unwrap();
+        let spans = |segments: &[NewSegment]| segments.iter().map(|s| (s.start, s.end)).collect::<Vec<_>>();
+        assert_eq!(
+            spans(&again.segments),
+            spans(&stored(segment(text, Language::De, true)))
+        );
         // Segments that are not the text's (read across another change) are not kept.
         let stale = stored_as(text, vec![plain(0, 5, "Wir g")]);
         assert_eq!(recut(text, meta(), Language::En, &stale, 10).unwrap().segments.len(), 3);

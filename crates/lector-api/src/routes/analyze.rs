@@ -26,6 +26,15 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Most documents one ad-hoc analysis takes; larger sets go through batch analyses.
 pub const MAX_ADHOC_DOCUMENTS: usize = 1000;
+/// The body of a request carrying one document's text: room for a text of the length a
+/// document may have (1,000,000 characters) as a client may send it, Python's `json=` writing
+/// each character beyond ASCII as a six-byte escape.
+pub(crate) const MAX_TEXT_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// Segments one call to `/analyze` answers at most, whatever the model: the answer is held
+/// whole, a segment and its tags a few hundred bytes.
+const MAX_ADHOC_SEGMENTS: usize = 100_000;
+
 /// Most segments one ad-hoc analysis reads with a model that runs a sentence encoder on each
 /// (25–75 a second on one core, `docs/BENCHMARKS.md`): about a minute of a core, where a body
 /// of short sentences could otherwise hold one for a quarter of an hour.
@@ -56,9 +65,7 @@ pub struct AnalyzeDocument {
 }
 
 impl WriteBody for AnalyzeBody {
-    /// Room for a text of the length a document may have (1,000,000 characters) as a client
-    /// may send it: Python's `json=` writes each character beyond ASCII as a six-byte escape.
-    const MAX_BYTES: usize = 8 * 1024 * 1024;
+    const MAX_BYTES: usize = MAX_TEXT_BODY_BYTES;
 
     fn validate(&self, problems: &mut Problems) {
         problems.check(!self.documents.is_empty(), "documents", "must not be empty");
@@ -160,6 +167,16 @@ pub(crate) async fn analyze_texts(
             })
             .collect();
         let count: usize = segmented.iter().map(|(_, _, segments)| segments.len()).sum();
+        // Every answer is held whole: a body of short sentences makes millions of segments.
+        if count > MAX_ADHOC_SEGMENTS {
+            return Err(Error::validation(vec![lector_core::FieldError::new(
+                "documents",
+                format!(
+                    "at most {MAX_ADHOC_SEGMENTS} segments per call, and these texts have {count}; analyse larger \
+                     sets with create_analysis"
+                ),
+            )]));
+        }
         if loaded.embedder().is_some() && count > MAX_ADHOC_ENCODED_SEGMENTS {
             return Err(Error::validation(vec![lector_core::FieldError::new(
                 "documents",

@@ -95,6 +95,15 @@ async fn class_model_story(app: TestApp) {
         .await
         .unwrap();
     assert_eq!(answer.status().as_u16(), 200);
+    // An answer is held whole: at most 100,000 segments a call, whatever the model.
+    let sentences: String = (0..101).map(|i| format!("My parcel {i} is late. ")).collect();
+    let documents: Vec<Value> = (0..1000).map(|_| json!({"text": sentences})).collect();
+    let many = json!({"model_id": model["id"], "documents": documents});
+    let problem = app
+        .post("/analyze", &ada.token, many)
+        .await
+        .expect_problem(422, "validation_failed");
+    assert!(problem.to_string().contains("100000 segments"), "{problem}");
     assert_eq!(result["type"], "CLASS");
     let predicted = top_classes(&result);
     let right = predicted
