@@ -101,8 +101,9 @@ impl Stored {
     }
 }
 
-/// A stored document's new text whose sender said nothing of how to cut it: the same text in
-/// the same language keeps its segments as they are (a client's own cut too); otherwise it is
+/// A stored document's new text whose sender said nothing of how to cut it: the same text keeps
+/// its segments as they are (a client's own cut in any language; sentences of the old language
+/// are split again in a new one); otherwise it is
 /// cut as the old one was ([`Cut`], judged in the old language): a page document into its
 /// pages (at most `max_pages`; a page whose text is unchanged, at the same place, keeps its
 /// layout, a changed one keeps its page's number and size without its words), a text kept

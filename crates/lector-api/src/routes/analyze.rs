@@ -40,6 +40,52 @@ const MAX_ADHOC_SEGMENTS: usize = 100_000;
 /// of short sentences could otherwise hold one for a quarter of an hour.
 pub const MAX_ADHOC_ENCODED_SEGMENTS: usize = 2000;
 
+/// The 422 of a call whose texts have more than `most` segments.
+fn too_many_segments(most: usize, encoded: bool) -> Error {
+    let why = if encoded {
+        "the model reads every sentence with a sentence encoder"
+    } else {
+        "the answer is held whole"
+    };
+    Error::validation(vec![lector_core::FieldError::new(
+        "documents",
+        format!(
+            "{why}: at most {most} segments per call, and these texts have more; analyse larger sets with create_analysis"
+        ),
+    )])
+}
+
+/// A client's id for a text, answered back as sent: a string or a number, read without building
+/// a tree of whatever else a body may hold there (an 8 MiB array would be a gigabyte of one).
+fn scalar_id<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<serde_json::Value>, D::Error> {
+    struct ScalarId;
+    impl serde::de::Visitor<'_> for ScalarId {
+        type Value = Option<serde_json::Value>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a string or a number")
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+            Ok(Some(v.into()))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Some(v.into()))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Some(v.into()))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+            Ok(serde_json::Number::from_f64(v).map(serde_json::Value::Number))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(v.into()))
+        }
+    }
+    deserializer.deserialize_any(ScalarId)
+}
+
 /// Texts to analyse with a model.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -59,8 +105,9 @@ fn yes() -> bool {
 #[serde(deny_unknown_fields)]
 pub struct AnalyzeDocument {
     pub text: String,
-    /// The client's own id, answered back.
+    /// The client's own id (a string or a number), answered back.
     #[schema(value_type = Option<Object>)]
+    #[serde(default, deserialize_with = "scalar_id")]
     pub id: Option<serde_json::Value>,
 }
 
@@ -158,34 +205,23 @@ pub(crate) async fn analyze_texts(
     let _stop_when_dropped = StopWhenDropped(abandoned.clone());
     let metrics = state.metrics.clone();
     let documents = tokio::task::spawn_blocking(move || {
-        let segmented: Vec<_> = documents
-            .into_iter()
-            .map(|(id, text)| {
-                let text = lector_text::normalize(&text);
-                let segments = lector_text::segment(&text, language, split);
-                (id, text, segments)
-            })
-            .collect();
-        let count: usize = segmented.iter().map(|(_, _, segments)| segments.len()).sum();
-        // Every answer is held whole: a body of short sentences makes millions of segments.
-        if count > MAX_ADHOC_SEGMENTS {
-            return Err(Error::validation(vec![lector_core::FieldError::new(
-                "documents",
-                format!(
-                    "at most {MAX_ADHOC_SEGMENTS} segments per call, and these texts have {count}; analyse larger \
-                     sets with create_analysis"
-                ),
-            )]));
-        }
-        if loaded.embedder().is_some() && count > MAX_ADHOC_ENCODED_SEGMENTS {
-            return Err(Error::validation(vec![lector_core::FieldError::new(
-                "documents",
-                format!(
-                    "the model reads every sentence with a sentence encoder: at most \
-                     {MAX_ADHOC_ENCODED_SEGMENTS} sentences per call, and these texts have {count}; \
-                     analyse larger sets with create_analysis"
-                ),
-            )]));
+        // Counted as the texts are split, so a body of short sentences stops at the limit
+        // instead of making millions of segments first; an encoder model's limit is said first.
+        let most = if loaded.embedder().is_some() {
+            MAX_ADHOC_ENCODED_SEGMENTS
+        } else {
+            MAX_ADHOC_SEGMENTS
+        };
+        let mut segmented = Vec::with_capacity(documents.len());
+        let mut count = 0;
+        for (id, text) in documents {
+            let text = lector_text::normalize(&text);
+            let segments = lector_text::segment(&text, language, split);
+            count += segments.len();
+            if count > most {
+                return Err(too_many_segments(most, loaded.embedder().is_some()));
+            }
+            segmented.push((id, text, segments));
         }
         let mut workspace = lector_ml::Workspace::default();
         let mut documents = Vec::with_capacity(segmented.len());

@@ -309,9 +309,6 @@ pub struct DocumentBody {
 
 impl WriteBody for DocumentBody {
     const IMMUTABLE: &'static [&'static str] = &["id", "created", "group_id"];
-    /// Room for a document of its full length sent as Python's `json=` writes it (six bytes a
-    /// character beyond ASCII), as `/analyze` has.
-    const MAX_BYTES: usize = crate::routes::analyze::MAX_TEXT_BODY_BYTES;
 
     fn validate(&self, problems: &mut Problems) {
         check_text(problems, "text", &self.text);

@@ -132,8 +132,8 @@ async fn base_model_story(backend: Backend) {
         wrong.is_empty() && tagged >= 8,
         "{tagged} tagged right; wrong: {wrong:?}"
     );
-    // The encoder reads every sentence: one call takes at most 2,000 of them, counted before
-    // any is read (here 1,000 texts of three sentences).
+    // The encoder reads every sentence: one call takes at most 2,000 of them, counted as the
+    // texts are split, before any is read (here 1,000 texts of three sentences).
     let many: Vec<Value> = (0..1000)
         .map(|i| json!({"text": format!("Parcel {i} is late. Where is it? Please help.")}))
         .collect();
@@ -145,7 +145,10 @@ async fn base_model_story(backend: Backend) {
         )
         .await
         .expect_problem(422, "validation_failed");
-    assert!(refused.to_string().contains("have 3000"), "{refused}");
+    assert!(
+        refused.to_string().contains("sentence encoder: at most 2000 segments"),
+        "{refused}"
+    );
 
     // Its file moves to a server where the same encoder is installed, under any name.
     let (_, _, bytes) = app

@@ -104,6 +104,10 @@ async fn class_model_story(app: TestApp) {
         .await
         .expect_problem(422, "validation_failed");
     assert!(problem.to_string().contains("100000 segments"), "{problem}");
+    // A text's id is a string or a number, never a tree of whatever size.
+    let treed = json!({"model_id": model["id"], "documents": [{"text": "Fine.", "id": [[1], {"a": 2}]}]});
+    let refused = app.post("/analyze", &ada.token, treed).await;
+    assert!(matches!(refused.status.as_u16(), 400 | 422), "{}", refused.status);
     assert_eq!(result["type"], "CLASS");
     let predicted = top_classes(&result);
     let right = predicted
