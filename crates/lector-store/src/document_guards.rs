@@ -7,6 +7,27 @@ use crate::id_lists::ids_where_in;
 use lector_core::{Error, Result};
 use sqlx::{Any, Transaction};
 
+/// Takes a group's row (locked on PostgreSQL) only while no import fills it (PROCESSING);
+/// otherwise refuses (409) to `what` ("delete it") until the import has finished or failed.
+pub(crate) async fn group_not_being_filled(
+    tx: &mut Transaction<'static, Any>,
+    group_id: i64,
+    what: &str,
+) -> Result<()> {
+    let idle = sqlx::query("UPDATE document_groups SET status = status WHERE id = $1 AND status <> $2")
+        .bind(group_id)
+        .bind("PROCESSING")
+        .execute(&mut **tx)
+        .await
+        .map_err(crate::db)?;
+    if idle.rows_affected() == 0 {
+        return Err(Error::conflict(format!(
+            "group {group_id} is being filled by an import; {what} once the import has finished or failed"
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses (409) to move into group `group_id` a document of its project from another group
 /// that an analysis is reading (QUEUED or ANALYZING): it reads its group's documents as it goes, and would miss
 /// the document without a word.

@@ -395,18 +395,7 @@ impl Store {
         }
         if !document_ids.is_empty() || !documents.is_empty() {
             // Not into a group an import is filling: what it places there goes if it fails.
-            let idle = sqlx::query("UPDATE document_groups SET status = status WHERE id = $1 AND status <> $2")
-                .bind(group.id)
-                .bind("PROCESSING")
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
-            if idle.rows_affected() == 0 {
-                return Err(Error::conflict(format!(
-                    "group {} is being filled by an import; add documents once it has finished",
-                    group.id
-                )));
-            }
+            crate::document_guards::group_not_being_filled(&mut tx, group.id, "add documents to it").await?;
         }
         crate::document_guards::documents_not_analysed_elsewhere(&mut tx, group.id, document_ids).await?;
         crate::document_guards::documents_not_being_imported(&mut tx, project.id, document_ids).await?;
@@ -443,20 +432,8 @@ impl Store {
         let group = self.group_of(project.id, group_id).await?;
         let mut tx = self.begin_write().await?;
         crate::hold_project(&mut tx, project.id).await?;
-        // Taken (and on PostgreSQL locked) only while no import fills it: the import's job
-        // would write into a group that is gone.
-        let idle = sqlx::query("UPDATE document_groups SET status = status WHERE id = $1 AND status <> $2")
-            .bind(group.id)
-            .bind("PROCESSING")
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        if idle.rows_affected() == 0 {
-            return Err(Error::conflict(format!(
-                "group {} is being filled by an import; delete it once the import has finished or failed",
-                group.id
-            )));
-        }
+        // Only while no import fills it: the import's job would write into a group that is gone.
+        crate::document_guards::group_not_being_filled(&mut tx, group.id, "delete it").await?;
         // An analysis of the group reads its documents by the group: with the group gone it
         // would find none and finish as if it had analysed them all.
         let analysis: Option<i64> =
