@@ -79,7 +79,7 @@ pub use payloads::{
     WEBHOOK_JOB, WebhookPayload,
 };
 pub use projects::{
-    ClassChanges, ClassFields, LabelKey, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
+    ClassChanges, ClassFields, MAX_CLASSES_PER_PROJECT, MAX_LABELS_PER_PROJECT, ProjectChanges, ProjectFields,
 };
 pub use security::{MAX_PRODUCT_KEYS, TokenPurpose};
 pub use sessions::{
@@ -101,6 +101,8 @@ mod migrations;
 mod notifications;
 mod orphans;
 mod payloads;
+mod project_labels;
+pub use project_labels::LabelKey;
 mod projects;
 mod records;
 mod s3;
