@@ -13,11 +13,12 @@
 
 use crate::base_models::missing_here;
 use crate::ingest::fill_group;
+use crate::progress::Phase;
 use crate::runner::{Handler, JobContext, JobError, Outcome, notice_for};
 use lector_core::{ErrorCode, NotificationType};
 use lector_embed::BaseModels;
 use lector_extract::sandbox::Sandbox;
-use lector_store::{AnalysisPayload, AnalysisTag, DocumentAsRead, Lease, PendingDocument, Store};
+use lector_store::{AnalysisPayload, AnalysisTag, DocumentAsRead, Lease, ModelVocabulary, PendingDocument, Store};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -32,6 +33,9 @@ const MAX_REREADS: u32 = 5;
 /// Passes from the start a run makes at the end of its group ([`Cursor::sweep`]); documents
 /// moved into the group as fast as it reads may still be left out, as if added after the end.
 const MAX_SWEEPS: u32 = 3;
+/// The share of an analysis's progress that importing its texts takes, when it brings them (the
+/// model's pass over them takes the rest).
+const IMPORT_SHARE: f64 = 0.25;
 
 /// Runs a batch analysis, loading models with the BASE models they were trained with and
 /// reading document files (PDFs, images) in `sandbox`.
@@ -72,16 +76,21 @@ impl Handler for AnalyzeDocuments {
         // Rows of its file left out for an empty text, said in the notice as an import says
         // them (known to the run that filled the group).
         let mut blank = 0;
+        let mut model_phase = Phase::WHOLE;
         if let Some(import) = &payload.import {
             let group = store
                 .group_status_for_job(lease, payload.group_id)
                 .await
                 .map_err(JobError::from_store)?;
             if group == "PROCESSING" {
-                blank = fill_group(store, lease, stopping, import, &self.sandbox).await?.blank;
+                let phase = Phase::new(0.0, IMPORT_SHARE);
+                blank = fill_group(store, lease, stopping, (import, phase), &self.sandbox)
+                    .await?
+                    .blank;
             }
+            model_phase = Phase::new(IMPORT_SHARE, 1.0);
         }
-        analyse(store, lease, stopping, &model, &payload).await?;
+        analyse(store, lease, stopping, (&model, model_phase), &payload).await?;
         store
             .complete_analysis(lease, payload.analysis_id)
             .await
@@ -118,10 +127,13 @@ async fn analyse(
     store: &Store,
     lease: &Lease,
     stopping: &crate::Stopping,
-    model: &Arc<lector_ml::Model>,
+    (model, phase): (&Arc<lector_ml::Model>, Phase),
     payload: &AnalysisPayload,
 ) -> Result<(), JobError> {
-    let (classes, labels) = store.vocabulary_for_job(lease).await.map_err(JobError::from_store)?;
+    let vocabulary = store
+        .model_vocabulary_for_job(lease, payload.model_id)
+        .await
+        .map_err(JobError::from_store)?;
     let (total, mut done) = store
         .analysis_extent(lease, payload.analysis_id, payload.group_id)
         .await
@@ -155,15 +167,10 @@ async fn analyse(
                 .await
                 .map_err(|e| JobError::transient(format!("predicting failed: {e}")))?
         };
-        let tags: Vec<(AnalysisTag, Option<i64>, Option<i64>)> = tags
-            .into_iter()
-            .map(|tag| {
-                let class_id = tag.class.as_ref().and_then(|c| classes.get(c)).copied();
-                let label_id = tag.label.as_ref().and_then(|l| labels.get(l)).copied();
-                (tag, class_id, label_id)
-            })
-            .collect();
+        let tags: Vec<(AnalysisTag, Option<i64>, Option<i64>)> =
+            tags.into_iter().map(|tag| in_project(tag, &vocabulary)).collect();
         done += read.len() as i64;
+        // The analysis's own progress is its documents'; its task's counts the import too.
         let progress = done as f64 / total.max(1) as f64;
         let changed = store
             .store_analysis_batch(lease, payload.analysis_id, &read, &tags, progress.min(0.99))
@@ -172,7 +179,7 @@ async fn analyse(
         cursor.written(last, &changed)?;
         done -= changed.len() as i64;
         store
-            .report_progress(lease, progress.min(0.99))
+            .report_progress(lease, phase.of_job(progress).min(0.99))
             .await
             .map_err(|e| JobError::transient(e.detail))?;
     }
@@ -241,6 +248,21 @@ fn predict(model: &lector_ml::Model, documents: &[PendingDocument]) -> Vec<Analy
         }
     }
     tags
+}
+
+/// A tag of the model as the project knows it: with the class and label it matched, named as
+/// they are named now (a tag of a class the project does not have keeps the model's name).
+fn in_project(mut tag: AnalysisTag, vocabulary: &ModelVocabulary) -> (AnalysisTag, Option<i64>, Option<i64>) {
+    let class = tag.class.as_deref().and_then(|c| vocabulary.class(c));
+    let label = tag.label.as_deref().and_then(|l| vocabulary.label(l));
+    let ids = (class.map(|(id, _)| id), label.map(|(id, _)| id));
+    if let Some((_, name)) = class {
+        tag.class = Some(name.to_owned());
+    }
+    if let Some((_, name)) = label {
+        tag.label = Some(name.to_owned());
+    }
+    (tag, ids.0, ids.1)
 }
 
 /// Whether `error` says the job's analysis is gone (not that the job names no project).

@@ -7,6 +7,7 @@
 //! good with the reader's reason; a reader that could not run is worth another attempt.
 
 use crate::prepare::prepare_pages;
+use crate::progress::Phase;
 use crate::runner::JobError;
 use crate::uploaded::{Filled, gone};
 use lector_core::validate::MAX_DOCUMENT_CHARS;
@@ -19,13 +20,13 @@ use std::io::Read;
 pub(crate) async fn import_document_file(
     store: &Store,
     lease: &Lease,
-    payload: &ImportPayload,
+    (payload, phase): (&ImportPayload, Phase),
     upload: &Upload,
     sandbox: &Sandbox,
 ) -> Result<Filled, JobError> {
     let read = read_upload(store, upload, sandbox).await?;
     store
-        .report_progress(lease, 0.9)
+        .report_progress(lease, phase.of_job(0.9))
         .await
         .map_err(|e| JobError::transient(e.detail))?;
     let document = document_of(read, &upload.file_name, &payload.language)?;

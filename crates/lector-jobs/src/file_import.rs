@@ -11,6 +11,7 @@
 
 use crate::document_file::import_document_file;
 use crate::prepare::prepare_document;
+use crate::progress::Phase;
 use crate::runner::{JobError, panic_message};
 use crate::uploaded::{Counting, Filled, gone};
 use crate::writes::{Writes, transient};
@@ -41,13 +42,13 @@ pub(crate) async fn import_file(
     store: &Store,
     lease: &Lease,
     stopping: &crate::Stopping,
-    payload: &ImportPayload,
+    (payload, phase): (&ImportPayload, Phase),
     source: &FileSource,
     sandbox: &Sandbox,
 ) -> Result<Filled, JobError> {
     let upload = store.upload_for_job(lease, source.upload_id).await.map_err(gone)?;
     if lector_extract::DocumentFormat::from_name(&upload.format).is_some() {
-        return import_document_file(store, lease, payload, &upload, sandbox).await;
+        return import_document_file(store, lease, (payload, phase), &upload, sandbox).await;
     }
     let format = Format::from_extension(&upload.format)
         .ok_or_else(|| JobError::fatal(format!("files of format {:?} cannot be read", upload.format)))?;
@@ -72,7 +73,7 @@ pub(crate) async fn import_file(
     let report = |added| async move {
         let progress = 0.99 * read.load(Ordering::Relaxed) as f64 / size;
         store
-            .report_progress(lease, progress.min(0.99))
+            .report_progress(lease, phase.of_job(progress.min(0.99)))
             .await
             .map_err(transient)?;
         Ok::<usize, JobError>(added)

@@ -3,6 +3,7 @@
 
 use crate::file_import::import_file;
 use crate::prepare::prepare_document;
+use crate::progress::Phase;
 use crate::runner::{Handler, JobContext, JobError, Outcome, notice_for};
 use crate::uploaded::Filled;
 use crate::writes::{Writes, transient};
@@ -25,7 +26,7 @@ impl Handler for ImportDocuments {
 
     async fn run(&self, job: JobContext<'_>, payload: ImportPayload) -> Result<Outcome, JobError> {
         let JobContext { store, lease, stopping } = job;
-        let filled = fill_group(store, lease, stopping, &payload, &self.0).await?;
+        let filled = fill_group(store, lease, stopping, (&payload, Phase::WHOLE), &self.0).await?;
         Ok(finished(lease, &payload, &filled))
     }
 }
@@ -33,19 +34,19 @@ impl Handler for ImportDocuments {
 /// Fills the group of `payload` from its job's input or its uploaded file, then marks the group
 /// CREATED. Used by the import job and by jobs that bring their own documents (batch analyses).
 /// Each batch is a checkpoint: once `stopping` is requested it answers [`JobError::stopped`],
-/// and a later run skips the batches stored.
+/// and a later run skips the batches stored. Its progress is reported as `phase` of the job's.
 pub async fn fill_group(
     store: &Store,
     lease: &Lease,
     stopping: &crate::Stopping,
-    payload: &ImportPayload,
+    (payload, phase): (&ImportPayload, Phase),
     sandbox: &Sandbox,
 ) -> Result<Filled, JobError> {
     if let Some(file) = &payload.file {
-        return import_file(store, lease, stopping, payload, file, sandbox).await;
+        return import_file(store, lease, stopping, (payload, phase), file, sandbox).await;
     }
     let documents: Vec<ImportedDocument> = store.job_input(lease).await.map_err(JobError::from_store)?;
-    import(store, lease, stopping, payload, &documents).await
+    import(store, lease, stopping, (payload, phase), &documents).await
 }
 
 /// The import job's outcome: a notice of what the group holds.
@@ -81,7 +82,7 @@ async fn import(
     store: &Store,
     lease: &Lease,
     stopping: &crate::Stopping,
-    payload: &ImportPayload,
+    (payload, phase): (&ImportPayload, Phase),
     all: &[ImportedDocument],
 ) -> Result<Filled, JobError> {
     let language = Language::from_code_or_default(Some(&payload.language));
@@ -105,11 +106,11 @@ async fn import(
             .collect();
         writes.start(store, lease, payload, prepared).await?;
         while writes.full(store) {
-            added += finish_batch(store, lease, &mut writes, &mut finished, total).await?;
+            added += finish_batch(store, lease, &mut writes, (&mut finished, total), phase).await?;
         }
     }
     while !writes.is_empty() {
-        added += finish_batch(store, lease, &mut writes, &mut finished, total).await?;
+        added += finish_batch(store, lease, &mut writes, (&mut finished, total), phase).await?;
     }
     store
         .set_import_status(lease, payload.group_id, "CREATED")
@@ -122,20 +123,20 @@ async fn import(
     })
 }
 
-/// Waits for the oldest batch being written and reports the share of the documents written;
-/// answers how many documents the batch stored.
+/// Waits for the oldest batch being written and reports the share of the documents written
+/// (as `phase` of the job's progress); answers how many documents the batch stored.
 async fn finish_batch(
     store: &Store,
     lease: &Lease,
     writes: &mut Writes,
-    finished: &mut usize,
-    total: usize,
+    (finished, total): (&mut usize, usize),
+    phase: Phase,
 ) -> Result<usize, JobError> {
     let added = writes.finish_oldest().await?;
     *finished += 1;
     let written = (*finished * IMPORT_BATCH).min(total);
     store
-        .report_progress(lease, written as f64 / total.max(1) as f64)
+        .report_progress(lease, phase.of_job(written as f64 / total.max(1) as f64))
         .await
         .map_err(transient)?;
     Ok(added)

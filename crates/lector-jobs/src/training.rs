@@ -26,7 +26,9 @@ use lector_embed::BaseModels;
 use lector_extract::Page;
 use lector_extract::learned::{Annotation, FieldModel, locate};
 use lector_ml::{Example, Model as MlModel, Options, Tag, split_examples};
-use lector_store::{Lease, Model, PageBudget, ReviewedPages, Store, TrainedModel, TrainingPage, TrainingPayload};
+use lector_store::{
+    LearntFrom, Lease, Model, PageBudget, ReviewedPages, Store, TrainedModel, TrainingPage, TrainingPayload,
+};
 use std::collections::{BTreeSet, HashSet};
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -158,9 +160,9 @@ async fn train(
     let reading = std::time::Instant::now();
     // One set of segments seen for both sides: a test session sharing segments with a training
     // session (over the same documents) tests only on those the model does not learn from.
-    let mut seen = HashSet::new();
-    let mut train = examples(store, lease, kind, &payload.train_session_ids, &mut seen).await?;
-    let mut test = examples(store, lease, kind, &payload.test_session_ids, &mut seen).await?;
+    let mut read = Read::default();
+    let mut train = examples(store, lease, kind, &payload.train_session_ids, &mut read).await?;
+    let mut test = examples(store, lease, kind, &payload.test_session_ids, &mut read).await?;
     check_examples(kind, &train)?;
     if payload.test_session_ids.is_empty() {
         let split = split_examples(kind, &train, TEST_FRACTION, payload.seed);
@@ -212,9 +214,19 @@ async fn train(
     };
     let language = Some(model.language.clone());
     let model_id = model.id;
-    tokio::task::spawn_blocking(move || learnt.written(model_id, field_model, language))
+    let mut trained = tokio::task::spawn_blocking(move || learnt.written(model_id, field_model, language))
         .await
-        .map_err(|e| Stop::Transient(format!("writing the model stopped unexpectedly: {e}")))
+        .map_err(|e| Stop::Transient(format!("writing the model stopped unexpectedly: {e}")))?;
+    trained.learnt_from = read.learnt_from;
+    Ok(trained)
+}
+
+/// What reading the sessions has seen so far: the segments taken (a segment is an example
+/// once, on one side), and the class and label ids their tags' names were read from.
+#[derive(Debug, Default)]
+struct Read {
+    segments: HashSet<i64>,
+    learnt_from: LearntFrom,
 }
 
 /// The learning's cancel flag, raised when the training's future is dropped too (its task
@@ -393,6 +405,8 @@ impl Learnt {
             demoset: self.demoset,
             classes: self.model.classes().to_vec(),
             labels: self.model.labels().to_vec(),
+            examples: i64::try_from(self.model.info().examples).unwrap_or(i64::MAX),
+            learnt_from: LearntFrom::default(),
         }
     }
 }
@@ -467,20 +481,20 @@ fn learn(
     })
 }
 
-/// The examples of some sessions: each annotated segment not yet in `seen` once (and then in
-/// it), with its tags as the project type reads them; in a LABEL project, a segment whose parts
+/// The examples of some sessions: each annotated segment not yet `read` once (and then read),
+/// with its tags as the project type reads them; in a LABEL project, a segment whose parts
 /// carry labels (a page's fields) gives each part as an example of its label.
 async fn examples(
     store: &Store,
     lease: &Lease,
     kind: ProjectType,
     sessions: &[i64],
-    seen: &mut HashSet<i64>,
+    read: &mut Read,
 ) -> Result<Vec<Example>, Stop> {
     let mut examples = Vec::new();
     for &session in sessions {
-        for segment in store.training_segments(lease, session).await? {
-            if !seen.insert(segment.segment_id) {
+        for segment in store.training_segments(lease, session, &mut read.learnt_from).await? {
+            if !read.segments.insert(segment.segment_id) {
                 continue;
             }
             // A page's fields: a LABEL model learns what each labelled part reads like.

@@ -57,7 +57,8 @@ pub struct AnalysisTag {
     pub confidence: f64,
 }
 
-/// A tag as stored: with the project's class and label it matched, by name.
+/// A tag as stored: with the project's class and label it matched, and their names when the
+/// analysis wrote it (the model's own where it matched none).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredAnalysisTag {
     pub segment_id: i64,
@@ -68,8 +69,8 @@ pub struct StoredAnalysisTag {
     pub confidence: f64,
 }
 
-/// How many of an analysis's tags name each class and each label, by the names the model gave,
-/// most first: its distribution over all its documents, however many.
+/// How many of an analysis's tags name each class and each label, by the names they had when
+/// it was written, most first: its distribution over all its documents, however many.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TagCounts {
     pub classes: Vec<(String, i64)>,
@@ -466,22 +467,6 @@ impl Store {
                 segments: by_document.remove(&id).unwrap_or_default(),
             })
             .collect())
-    }
-
-    /// The ids of the project's classes and labels by name, for matching a model's tags.
-    pub async fn vocabulary_for_job(&self, lease: &Lease) -> Result<(HashMap<String, i64>, HashMap<String, i64>)> {
-        let project_id = lease.job.project_id.unwrap_or_default();
-        let mut out = (HashMap::new(), HashMap::new());
-        for (table, names) in [("classes", &mut out.0), ("labels", &mut out.1)] {
-            let rows: Vec<(i64, String)> =
-                sqlx::query_as(&format!("SELECT id, name FROM {table} WHERE project_id = $1"))
-                    .bind(project_id)
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(db)?;
-            names.extend(rows.into_iter().map(|(id, name)| (name, id)));
-        }
-        Ok(out)
     }
 
     /// Stores the tags of a batch of documents and marks them covered, under the job's lease;

@@ -339,8 +339,12 @@ async fn copy_session(tx: &mut Transaction<'static, Any>, copy: i64, original: i
         "INSERT INTO segment_statuses (session_id, segment_id, document_id, name, user_id, created) \
          SELECT $1, ns.id, c.id, x.name, x.user_id, x.created FROM segment_statuses x {segment_map} \
          WHERE x.session_id = $3",
-        "INSERT INTO correction_predictions (session_id, segment_id, class_name, label_name, confidence) \
-         SELECT $1, ns.id, x.class_name, x.label_name, x.confidence FROM correction_predictions x {segment_map} \
+        "INSERT INTO correction_predictions (session_id, segment_id, class_name, label_name, confidence, class_id, \
+         label_id) \
+         SELECT $1, ns.id, x.class_name, x.label_name, x.confidence, nc.id, nl.id FROM correction_predictions x \
+         {segment_map} \
+         LEFT JOIN classes oc ON oc.id = x.class_id LEFT JOIN classes nc ON nc.project_id = $2 AND nc.name = oc.name \
+         LEFT JOIN labels ol ON ol.id = x.label_id LEFT JOIN labels nl ON nl.project_id = $2 AND nl.name = ol.name \
          WHERE x.session_id = $3",
     ];
     for sql in per_segment {

@@ -18,7 +18,7 @@ use crate::payloads::CorrectionPayload;
 use crate::session_counts::{lock_session, refresh_status};
 use crate::sessions::{NewSession, Session, insert_session, session_in};
 use crate::tags::SegmentAt;
-use crate::{Param, Store, Vocabulary, db};
+use crate::{ModelVocabulary, Param, Store, Vocabulary, db};
 use lector_core::labeling::{SessionMode, SessionStatus};
 use lector_core::time::Timestamp;
 use lector_core::{Action, Error, FieldError, Result, Scope};
@@ -54,8 +54,30 @@ pub struct NewCorrection {
     pub predictions: Vec<PredictedSegmentTag>,
 }
 
-/// The (class, label) names of a segment's tags.
-type TagSet = BTreeSet<(Option<String>, Option<String>)>;
+/// The (class, label) of each of a segment's tags.
+type TagSet = BTreeSet<(TagKey, TagKey)>;
+
+/// A prediction as the agreement reads it: its segment, and its class and label by id (where
+/// matched) and by name.
+type PredictionRow = (i64, Option<i64>, Option<String>, Option<i64>, Option<String>);
+
+/// A tag's class (or label): the project's, by id, or a name the project has no class of.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum TagKey {
+    None,
+    Id(i64),
+    Name(String),
+}
+
+impl TagKey {
+    fn of(id: Option<i64>, name: Option<String>) -> Self {
+        match (id, name) {
+            (Some(id), _) => TagKey::Id(id),
+            (None, Some(name)) => TagKey::Name(name),
+            (None, None) => TagKey::None,
+        }
+    }
+}
 
 /// How the corrections so far compare with the model's predictions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,7 +244,22 @@ impl Store {
             return Ok(session);
         }
         // Read under the lock: the session's classes and labels do not change while it predicts.
-        let vocabulary = self.session_vocabulary(&session).await?;
+        let offered = self.session_vocabulary(&session).await?;
+        let mut vocabulary = self.model_vocabulary_for_job(lease, payload.model_id).await?;
+        // Held until the commit, as the predictions' foreign keys will be: a class deleted
+        // since it was read is matched by none (its deletion waits for none of them).
+        let (class_ids, label_ids) = vocabulary.ids();
+        let select = "SELECT id FROM classes WHERE id";
+        let classes: HashSet<i64> = crate::id_lists::ids_where_in_held(&mut tx, select, &class_ids)
+            .await?
+            .into_iter()
+            .collect();
+        let select = "SELECT id FROM labels WHERE id";
+        let labels: HashSet<i64> = crate::id_lists::ids_where_in_held(&mut tx, select, &label_ids)
+            .await?
+            .into_iter()
+            .collect();
+        vocabulary.keep_only((&classes, &labels));
         // Held until the commit: an edit that would replace a document's segments under the
         // predictions written for them waits (`batch_reads.rs`).
         let select = format!(
@@ -258,7 +295,7 @@ impl Store {
             .iter()
             .filter(|p| segments.contains(&p.segment_id))
             .collect();
-        write_predictions(&mut tx, session.id, &vocabulary, &predictions).await?;
+        write_predictions(&mut tx, session.id, (&offered, &vocabulary), &predictions).await?;
         sqlx::query("UPDATE sessions SET status = $1 WHERE id = $2")
             .bind(SessionStatus::Created.as_str())
             .bind(session.id)
@@ -322,30 +359,37 @@ impl Store {
             .fetch_all(&self.pool)
             .await
             .map_err(db)?;
+        // A prediction written before its ids were kept (or of a class deleted since) is
+        // matched by name, in the session's project.
         let mut predicted: HashMap<i64, TagSet> = HashMap::new();
-        let rows: Vec<(i64, Option<String>, Option<String>)> = sqlx::query_as(
-            "SELECT segment_id, class_name, label_name FROM correction_predictions WHERE session_id = $1 \
-             AND segment_id IN (SELECT segment_id FROM segment_statuses WHERE session_id = $1)",
+        let rows: Vec<PredictionRow> = sqlx::query_as(
+            "SELECT p.segment_id, COALESCE(p.class_id, c.id), p.class_name, COALESCE(p.label_id, l.id), p.label_name \
+             FROM correction_predictions p \
+             LEFT JOIN classes c ON p.class_id IS NULL AND c.project_id = $2 AND c.name = p.class_name \
+             LEFT JOIN labels l ON p.label_id IS NULL AND l.project_id = $2 AND l.name = p.label_name \
+             WHERE p.session_id = $1 AND p.segment_id IN (SELECT segment_id FROM segment_statuses WHERE session_id = $1)",
         )
         .bind(session.id)
+        .bind(session.project_id)
         .fetch_all(&self.pool)
         .await
         .map_err(db)?;
-        for (segment, class, label) in rows {
-            predicted.entry(segment).or_default().insert((class, label));
+        for (segment, class_id, class, label_id, label) in rows {
+            let tag = (TagKey::of(class_id, class), TagKey::of(label_id, label));
+            predicted.entry(segment).or_default().insert(tag);
         }
         let mut current: HashMap<i64, TagSet> = HashMap::new();
-        let rows: Vec<(i64, Option<String>, Option<String>)> = sqlx::query_as(
-            "SELECT t.segment_id, c.name, l.name FROM segment_tags t LEFT JOIN classes c ON c.id = t.class_id \
-             LEFT JOIN labels l ON l.id = t.label_id WHERE t.session_id = $1 \
+        let rows: Vec<(i64, Option<i64>, Option<i64>)> = sqlx::query_as(
+            "SELECT t.segment_id, t.class_id, t.label_id FROM segment_tags t WHERE t.session_id = $1 \
              AND t.segment_id IN (SELECT segment_id FROM segment_statuses WHERE session_id = $1)",
         )
         .bind(session.id)
         .fetch_all(&self.pool)
         .await
         .map_err(db)?;
-        for (segment, class, label) in rows {
-            current.entry(segment).or_default().insert((class, label));
+        for (segment, class_id, label_id) in rows {
+            let tag = (TagKey::of(class_id, None), TagKey::of(label_id, None));
+            current.entry(segment).or_default().insert(tag);
         }
         let agreeing = marked
             .iter()
@@ -371,29 +415,35 @@ async fn segments_of_documents(
 
 /// Writes the model's tags on a correction session's segments: each shown as a tag (with its
 /// confidence, CORRECTING) unless it names a class or label the session does not offer, and
-/// each kept apart as predicted.
+/// each kept apart as predicted, by the class and label it matched (named as they are now) or
+/// by the model's names where it matched none.
 async fn write_predictions(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     session_id: i64,
-    vocabulary: &Vocabulary,
+    (offered, vocabulary): (&Vocabulary, &ModelVocabulary),
     predicted: &[&PredictedSegmentTag],
 ) -> Result<()> {
-    let classes: HashMap<&str, i64> = vocabulary.classes.iter().map(|c| (c.name.as_str(), c.id)).collect();
-    let labels: HashMap<&str, i64> = vocabulary.labels.iter().map(|l| (l.name.as_str(), l.id)).collect();
+    let classes: HashSet<i64> = offered.classes.iter().map(|c| c.id).collect();
+    let labels: HashSet<i64> = offered.labels.iter().map(|l| l.id).collect();
     let now = Timestamp::now().micros();
     let mut tags = Vec::new();
     let mut predictions = Vec::new();
     for p in predicted {
-        let class_id = p.class.as_deref().and_then(|c| classes.get(c)).copied();
-        let label_id = p.label.as_deref().and_then(|l| labels.get(l)).copied();
+        let class = p.class.as_deref().and_then(|c| vocabulary.class(c));
+        let label = p.label.as_deref().and_then(|l| vocabulary.label(l));
+        let (class_id, label_id) = (class.map(|(id, _)| id), label.map(|(id, _)| id));
         predictions.push(vec![
             Param::Int(session_id),
             Param::Int(p.segment_id),
-            Param::MaybeText(p.class.clone()),
-            Param::MaybeText(p.label.clone()),
+            Param::MaybeText(class.map(|(_, name)| name.to_owned()).or_else(|| p.class.clone())),
+            Param::MaybeText(label.map(|(_, name)| name.to_owned()).or_else(|| p.label.clone())),
             Param::Float(p.confidence),
+            Param::MaybeInt(class_id),
+            Param::MaybeInt(label_id),
         ]);
-        if (p.class.is_some() && class_id.is_none()) || (p.label.is_some() && label_id.is_none()) {
+        let offered =
+            |named: bool, id: Option<i64>, ids: &HashSet<i64>| !named || id.is_some_and(|id| ids.contains(&id));
+        if !offered(p.class.is_some(), class_id, &classes) || !offered(p.label.is_some(), label_id, &labels) {
             continue;
         }
         tags.push(vec![
@@ -419,7 +469,15 @@ async fn write_predictions(
     crate::insert_many(
         tx,
         "correction_predictions",
-        &["session_id", "segment_id", "class_name", "label_name", "confidence"],
+        &[
+            "session_id",
+            "segment_id",
+            "class_name",
+            "label_name",
+            "confidence",
+            "class_id",
+            "label_id",
+        ],
         predictions,
         "",
     )

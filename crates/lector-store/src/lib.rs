@@ -42,6 +42,7 @@ mod limit_tests;
 #[cfg(test)]
 mod lock_order_tests;
 mod model_uploads;
+mod model_vocabulary;
 mod models;
 mod new_text;
 #[cfg(test)]
@@ -69,6 +70,7 @@ pub use jobs::{Failure, Job, JobNotice, JobPayload, JobResource, JobState, Lease
 pub use labeled_imports::LabeledFile;
 pub use migrations::SchemaStatus;
 pub use model_uploads::{NewUploadedModel, UploadTarget};
+pub use model_vocabulary::{LearntFrom, ModelVocabulary, NamesRead};
 pub use models::{Model, ModelChanges, ModelFilter};
 pub use new_text::DocumentChange;
 pub use notifications::NotificationChanges;

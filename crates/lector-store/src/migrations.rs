@@ -212,6 +212,12 @@ pub(crate) const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/0033_deletion_lookups.sql"),
         postgres: include_str!("../migrations/postgres/0033_deletion_lookups.sql"),
     },
+    Step {
+        version: 34,
+        description: "model vocabulary",
+        sqlite: include_str!("../migrations/sqlite/0034_model_vocabulary.sql"),
+        postgres: include_str!("../migrations/postgres/0034_model_vocabulary.sql"),
+    },
 ];
 
 pub(crate) fn migrator(backend: Backend) -> Migrator {

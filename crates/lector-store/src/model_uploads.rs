@@ -35,6 +35,8 @@ pub struct NewUploadedModel {
     pub metrics: Option<serde_json::Value>,
     pub classes: Vec<String>,
     pub labels: Vec<String>,
+    /// How many segments it learnt from, as the artifact records it.
+    pub examples: i64,
     /// What the model learnt of its fields (JSON), as the artifact carries it.
     pub field_model: Option<String>,
 }
@@ -166,8 +168,9 @@ impl Store {
             let id = sqlx::query_scalar::<_, i64>(
             "INSERT INTO models (uuid, workspace_id, project_id, user_id, name, display_name, short_description, \
              long_description, type, status, progress, score, metrics, classes, labels, base_id, language, \
-             artifact_key, field_model, version, created, updated, finished) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, $11, $12, $13, $14, $15, $16, $17, $18, 1, $19, $19, $19) \
+             artifact_key, field_model, version, created, updated, finished, examples) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, $11, $12, $13, $14, $15, $16, $17, $18, 1, $19, $19, $19, \
+             $20) \
              RETURNING id",
         )
         .bind(&uuid)
@@ -189,9 +192,14 @@ impl Store {
         .bind(&key)
         .bind(&new.field_model)
         .bind(now)
+        .bind(new.examples)
         .fetch_one(&mut *tx)
         .await
         .map_err(db_unique("a model of this name exists in the workspace"))?;
+            if let Some(project) = &project {
+                let names = (new.classes.as_slice(), new.labels.as_slice());
+                crate::model_vocabulary::record_by_name(&mut tx, (id, project.id), names).await?;
+            }
             tx.commit().await.map_err(db)?;
             Ok::<i64, Error>(id)
         }

@@ -34,6 +34,8 @@ pub struct Model {
     pub status: ModelStatus,
     pub progress: f64,
     pub score: Option<f64>,
+    /// How many segments it learnt from, where recorded (its artifact knows it too).
+    pub examples: Option<i64>,
     pub classes: Vec<String>,
     pub labels: Vec<String>,
     pub base_id: Option<i64>,
@@ -60,7 +62,7 @@ pub(crate) const ANALYSIS_RUNNING: [&str; 2] = ["QUEUED", "ANALYZING"];
 /// and demoset, up to megabytes of JSON) is read only where it is shown: [`Store::model_evaluation`].
 pub(crate) const MODEL_SELECT: &str = "SELECT m.id, m.uuid, m.workspace_id, m.project_id, m.user_id, \
      u.email AS owner, m.name, m.display_name, m.short_description, m.long_description, m.type, m.status, \
-     m.progress, m.score, m.classes, m.labels, m.base_id, b.name AS base_name, m.language, \
+     m.progress, m.score, m.examples, m.classes, m.labels, m.base_id, b.name AS base_name, m.language, \
      m.artifact_key, m.version, m.collection_id, m.task_id, m.failure, m.created, m.updated, m.finished, \
      (SELECT COUNT(*) FROM model_stars ms WHERE ms.model_id = m.id AND ms.user_id = $1) AS starred, \
      w.is_active, w.is_read_only \
@@ -92,6 +94,7 @@ impl FromAnyRow for Model {
             status: status.parse().map_err(decode)?,
             progress: row.try_get("progress")?,
             score: row.try_get("score")?,
+            examples: row.try_get("examples")?,
             classes: names("classes")?,
             labels: names("labels")?,
             base_id: row.try_get("base_id")?,
@@ -535,6 +538,19 @@ impl Store {
         };
         query.execute(&self.pool).await.map_err(db)?;
         self.model_again(scope, model.id).await
+    }
+
+    /// Records how many segments a model learnt from, read from its artifact (`version`), for
+    /// a model stored before the count was kept; a count already there stays.
+    pub async fn note_examples(&self, model: &Model, examples: usize) -> Result<()> {
+        sqlx::query("UPDATE models SET examples = $1 WHERE id = $2 AND version = $3 AND examples IS NULL")
+            .bind(i64::try_from(examples).unwrap_or(i64::MAX))
+            .bind(model.id)
+            .bind(model.version)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(())
     }
 
     /// The artifact of a model the caller may read (409 while it has none).

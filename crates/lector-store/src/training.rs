@@ -10,7 +10,7 @@
 use crate::jobs::{Job, Lease, NewJob, check_fence, enqueue_in, set_task};
 use crate::models::{MODEL_SELECT, Model, artifact_key};
 use crate::records::{FromAnyRow, fetch_record};
-use crate::{SessionFilter, Store, TrainingPayload, db, db_unique};
+use crate::{LearntFrom, NamesRead, SessionFilter, Store, TrainingPayload, db, db_unique};
 use lector_core::time::Timestamp;
 use lector_core::validate::Problems;
 use lector_core::{Action, Error, ErrorCode, ModelStatus, ProjectType, Result, Scope};
@@ -53,6 +53,10 @@ pub struct TrainedModel {
     pub demoset: serde_json::Value,
     pub classes: Vec<String>,
     pub labels: Vec<String>,
+    /// How many segments it learnt from.
+    pub examples: i64,
+    /// The ids of the project's classes and labels the names were read from.
+    pub learnt_from: LearntFrom,
 }
 
 /// Why `base` cannot be started from by a model of `kind` in `language`, if it cannot: a BASE
@@ -355,8 +359,14 @@ impl Store {
     }
 
     /// The annotated segments of a session of the job's project, with that session's tags;
-    /// not found when the session was deleted.
-    pub async fn training_segments(&self, lease: &Lease, session_id: i64) -> Result<Vec<TrainingSegment>> {
+    /// not found when the session was deleted. Notes in `learnt_from` the class and label ids
+    /// the tags' names were read from.
+    pub async fn training_segments(
+        &self,
+        lease: &Lease,
+        session_id: i64,
+        learnt_from: &mut LearntFrom,
+    ) -> Result<Vec<TrainingSegment>> {
         let rows = sqlx::query(
             "SELECT st.segment_id, g.text FROM segment_statuses st JOIN segments g ON g.id = st.segment_id \
              JOIN sessions s ON s.id = st.session_id WHERE st.session_id = $1 AND s.project_id = $2 \
@@ -381,7 +391,8 @@ impl Store {
         }
         // The session's tags in one pass (not by chunks of segment ids), in segment order.
         let rows = sqlx::query(
-            "SELECT t.segment_id, c.name AS class_name, l.name AS label_name, t.span_start, t.text FROM segment_tags t \
+            "SELECT t.segment_id, c.id AS class_id, c.name AS class_name, l.id AS label_id, l.name AS label_name, \
+             t.span_start, t.text FROM segment_tags t \
              LEFT JOIN classes c ON c.id = t.class_id LEFT JOIN labels l ON l.id = t.label_id \
              WHERE t.session_id = $1 ORDER BY t.segment_id, t.id",
         )
@@ -397,13 +408,14 @@ impl Store {
                 at += 1;
             }
             if let Some(segment) = segments.get_mut(at).filter(|s| s.segment_id == segment_id) {
-                let label: Option<String> = row.try_get("label_name").map_err(db)?;
+                let class = learnt_name(row, ("class_id", "class_name"), &mut learnt_from.classes)?;
+                let label = learnt_name(row, ("label_id", "label_name"), &mut learnt_from.labels)?;
                 let part: Option<i64> = row.try_get("span_start").map_err(db)?;
                 let text: Option<String> = row.try_get("text").map_err(db)?;
                 if let (Some(label), Some(_), Some(text)) = (&label, part, text) {
                     segment.labelled_parts.push((label.clone(), text));
                 }
-                segment.tags.push((row.try_get("class_name").map_err(db)?, label));
+                segment.tags.push((class, label));
             }
         }
         Ok(segments)
@@ -477,7 +489,7 @@ impl Store {
         let updated = sqlx::query(
             "UPDATE models SET status = $1, progress = 1, score = $2, metrics = $3, demoset = $4, classes = $5, \
              labels = $6, artifact_key = $7, version = version + 1, failure = NULL, updated = $8, finished = $8, \
-             field_model = $11 WHERE id = $9 AND status = $10",
+             field_model = $11, examples = $12 WHERE id = $9 AND status = $10",
         )
         .bind(ModelStatus::Ready.as_str())
         .bind(trained.score)
@@ -490,6 +502,7 @@ impl Store {
         .bind(model.id)
         .bind(ModelStatus::Training.as_str())
         .bind(&trained.field_model)
+        .bind(trained.examples)
         .execute(&mut *tx)
         .await
         .map_err(db)?;
@@ -498,6 +511,8 @@ impl Store {
             self.discard_artifact(model, &key).await;
             return Err(Error::not_found("model"));
         }
+        let names = (trained.classes.as_slice(), trained.labels.as_slice());
+        crate::model_vocabulary::record(&mut tx, model.id, names, &trained.learnt_from).await?;
         tx.commit().await.map_err(db)
     }
 
@@ -512,6 +527,16 @@ impl Store {
             tracing::warn!(model.id = model.id, error = %e.detail, "cannot delete an artifact nothing names");
         }
     }
+}
+
+/// The name a tag's class (or label) is learnt under: the first its id was read with.
+fn learnt_name(row: &sqlx::any::AnyRow, (id, name): (&str, &str), read: &mut NamesRead) -> Result<Option<String>> {
+    let id: Option<i64> = row.try_get(id).map_err(db)?;
+    let name: Option<String> = row.try_get(name).map_err(db)?;
+    Ok(match (id, name) {
+        (Some(id), Some(name)) => Some(read.learn(id, name)),
+        (_, name) => name,
+    })
 }
 
 #[cfg(test)]

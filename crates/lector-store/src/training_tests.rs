@@ -52,6 +52,8 @@ pub(crate) fn trained(artifact: &[u8]) -> TrainedModel {
         demoset: serde_json::json!([]),
         classes: vec!["billing".into(), "login".into()],
         labels: vec![],
+        examples: 6,
+        learnt_from: Default::default(),
     }
 }
 
@@ -234,4 +236,151 @@ async fn a_model_filling_a_correction_session_is_not_deleted_sqlite() {
 #[tokio::test]
 async fn a_model_filling_a_correction_session_is_not_deleted_postgres() {
     a_model_filling_a_correction_session_is_not_deleted(Backend::Postgres).await;
+}
+
+/// A training records which class each of the model's names was read from: renamed, the class
+/// still takes the model's tags (a new class of the old name does not); deleted, the name is
+/// matched by name again. The model keeps how many segments it learnt from.
+async fn a_model_knows_its_classes_by_id(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((_database, store, scope, model)) = training_queued(backend, dir.path()).await else {
+        return;
+    };
+    let lease = claim_expired(&store, "a", &model).await;
+    let mut learnt_from = crate::LearntFrom::default();
+    let sessions = store
+        .sessions(&scope, model.project_id.unwrap(), &Default::default())
+        .await
+        .unwrap();
+    let segments = store
+        .training_segments(&lease, sessions[0].id, &mut learnt_from)
+        .await
+        .unwrap();
+    assert_eq!(segments.len(), 6);
+    let project = model.project_id.unwrap();
+    let classes = store.classes(&scope, project).await.unwrap();
+    let id = |name: &str| classes.iter().find(|c| c.name == name).unwrap().id;
+    assert_eq!(learnt_from.classes.id("billing"), Some(id("billing")));
+    assert_eq!(learnt_from.classes.id("login"), Some(id("login")));
+    let mut done = trained(b"ready");
+    done.learnt_from = learnt_from;
+    store.complete_training(&lease, &model, done).await.unwrap();
+    let ready = store.model_access(&scope, model.id, Action::Read).await.unwrap();
+    assert_eq!(ready.examples, Some(6));
+
+    let renamed = crate::ClassChanges {
+        name: Some("Payments".into()),
+        ..Default::default()
+    };
+    store
+        .update_class(&scope, project, id("billing"), renamed)
+        .await
+        .unwrap();
+    let again = [ClassFields {
+        name: "billing".into(),
+        ..Default::default()
+    }];
+    store.add_classes(&scope, project, again.to_vec()).await.unwrap();
+    store.delete_class(&scope, project, id("login")).await.unwrap();
+    let login = [ClassFields {
+        name: "login".into(),
+        ..Default::default()
+    }];
+    store.add_classes(&scope, project, login.to_vec()).await.unwrap();
+    let classes = store.classes(&scope, project).await.unwrap();
+    let new_login = classes.iter().find(|c| c.name == "login").unwrap().id;
+
+    let vocabulary = store.model_vocabulary_for_job(&lease, model.id).await.unwrap();
+    assert_eq!(vocabulary.class("billing"), Some((id("billing"), "Payments")));
+    assert_eq!(vocabulary.class("login"), Some((new_login, "login")));
+    assert_eq!(vocabulary.class("shipping"), None);
+
+    // The class the model read "billing" from, renamed to the name of the class its "login"
+    // was read from (deleted): "login" is not matched to it by name.
+    let renamed = |name: &str| crate::ClassChanges {
+        name: Some(name.into()),
+        ..Default::default()
+    };
+    store
+        .update_class(&scope, project, new_login, renamed("Logins"))
+        .await
+        .unwrap();
+    store
+        .update_class(&scope, project, id("billing"), renamed("login"))
+        .await
+        .unwrap();
+    let vocabulary = store.model_vocabulary_for_job(&lease, model.id).await.unwrap();
+    assert_eq!(vocabulary.class("billing"), Some((id("billing"), "login")));
+    assert_eq!(vocabulary.class("login"), None);
+}
+
+#[tokio::test]
+async fn a_model_knows_its_classes_by_id_sqlite() {
+    a_model_knows_its_classes_by_id(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_model_knows_its_classes_by_id_postgres() {
+    a_model_knows_its_classes_by_id(Backend::Postgres).await;
+}
+
+/// Migration 0034 matches what was stored before it by name: a model's names to the classes
+/// of its project that bear them, a correction's predictions to their session's project's.
+async fn what_was_stored_before_0034_is_matched_by_name(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((_database, store, scope, model)) = training_queued(backend, dir.path()).await else {
+        return;
+    };
+    let lease = claim_expired(&store, "a", &model).await;
+    // Trained as before the step: nothing recorded.
+    store
+        .complete_training(&lease, &model, trained(b"ready"))
+        .await
+        .unwrap();
+    let project = model.project_id.unwrap();
+    let sessions = store.sessions(&scope, project, &Default::default()).await.unwrap();
+    sqlx::query(
+        "INSERT INTO correction_predictions (session_id, segment_id, class_name, label_name, confidence) \
+         VALUES ($1, 1, 'login', NULL, 0.5), ($1, 2, 'shipping', NULL, 0.5)",
+    )
+    .bind(sessions[0].id)
+    .execute(&store.pool)
+    .await
+    .unwrap();
+    let step = crate::migrations::STEPS.iter().find(|s| s.version == 34).unwrap();
+    let sql = match backend {
+        Backend::Sqlite => step.sqlite,
+        Backend::Postgres => step.postgres,
+    };
+    let backfill = &sql[sql
+        .find("-- The models and predictions written before this step")
+        .unwrap()..];
+    sqlx::raw_sql(backfill).execute(&store.pool).await.unwrap();
+
+    let classes = store.classes(&scope, project).await.unwrap();
+    let id = |name: &str| classes.iter().find(|c| c.name == name).unwrap().id;
+    let recorded: Vec<(String, i64)> =
+        sqlx::query_as("SELECT name, class_id FROM model_classes WHERE model_id = $1 ORDER BY name")
+            .bind(model.id)
+            .fetch_all(&store.pool)
+            .await
+            .unwrap();
+    let expected = vec![("billing".to_owned(), id("billing")), ("login".to_owned(), id("login"))];
+    assert_eq!(recorded, expected);
+    let predicted: Vec<(i64, Option<i64>)> =
+        sqlx::query_as("SELECT segment_id, class_id FROM correction_predictions ORDER BY segment_id")
+            .fetch_all(&store.pool)
+            .await
+            .unwrap();
+    assert_eq!(predicted, vec![(1, Some(id("login"))), (2, None)]);
+}
+
+#[tokio::test]
+async fn what_was_stored_before_0034_is_matched_by_name_sqlite() {
+    what_was_stored_before_0034_is_matched_by_name(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn what_was_stored_before_0034_is_matched_by_name_postgres() {
+    what_was_stored_before_0034_is_matched_by_name(Backend::Postgres).await;
 }

@@ -81,7 +81,8 @@ pub struct AnalysisDto {
     pub tag_counts: Option<TagCountsDto>,
 }
 
-/// The distribution of an analysis's tags, by the names the model gave, most first.
+/// The distribution of an analysis's tags, by the names of the classes and labels when it was
+/// written (the model's own names where the project had none), most first.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TagCountsDto {
     pub classes: Vec<TagCountDto>,

@@ -94,9 +94,16 @@ async fn predicted(state: &AppState, caller: &Caller, session: &Session) -> Resu
         return Ok(None);
     };
     let Some(score) = model.score else { return Ok(None) };
-    let trained_on = match state.models.get(&state.store, &model).await {
-        Ok(loaded) => loaded.info().examples,
-        Err(_) => return Ok(None),
+    // Recorded with the model; a model stored before the record is loaded for it once.
+    let trained_on = match model.examples {
+        Some(examples) => usize::try_from(examples).unwrap_or(0),
+        None => match state.models.get(&state.store, &model).await {
+            Ok(loaded) => {
+                state.store.note_examples(&model, loaded.info().examples).await?;
+                loaded.info().examples
+            }
+            Err(_) => return Ok(None),
+        },
     };
     let agreement = state.store.correction_agreement(session).await?;
     Ok(Some(predicted_score(

@@ -197,6 +197,7 @@ fn new_model(
         metrics: metrics.and_then(|m| serde_json::to_value(m).ok()),
         classes: artifact.classes().to_vec(),
         labels: artifact.labels().to_vec(),
+        examples: i64::try_from(artifact.info().examples).unwrap_or(i64::MAX),
         field_model,
     })
 }

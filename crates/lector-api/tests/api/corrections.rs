@@ -6,7 +6,11 @@
 use crate::common::{Session, TestApp, ids};
 use serde_json::{Value, json};
 
-backend_tests!(correction_story, corrections_are_checked_and_kept_apart);
+backend_tests!(
+    correction_story,
+    corrections_are_checked_and_kept_apart,
+    a_class_renamed_after_training_keeps_the_models_tags
+);
 
 const TOPICS: [(&str, [&str; 4]); 3] = [
     (
@@ -498,4 +502,118 @@ async fn corrections_are_checked_and_kept_apart(app: TestApp) {
     app.post(&corrections, &eve.token, json!({"model_id": model["id"]}))
         .await
         .expect(404);
+}
+
+/// A class renamed after the training keeps the model's tags, under its new name: in a batch
+/// analysis (found by the class's id) and in a correction session, where a segment marked as
+/// the model tagged it agrees with the model. A new class of the old name takes none of them.
+async fn a_class_renamed_after_training_keeps_the_models_tags(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, _, model) = trained(&app, &ada).await;
+    let classes = app
+        .get(&format!("/projects/{project}/classes"), &ada.token)
+        .await
+        .expect(200);
+    let billing = classes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "billing")
+        .unwrap()["id"]
+        .clone();
+    app.put(
+        &format!("/projects/{project}/classes/{billing}"),
+        &ada.token,
+        json!({"name": "Payments"}),
+    )
+    .await
+    .expect(200);
+    let newcomer = app
+        .post(
+            &format!("/projects/{project}/classes"),
+            &ada.token,
+            json!({"name": "billing"}),
+        )
+        .await
+        .expect(201)["id"]
+        .clone();
+
+    let texts = json!([{"text": "Sadly my invoice is wrong."}, {"text": "Hello, my refund the payment."}]);
+    let created = app
+        .post(
+            "/analyses",
+            &ada.token,
+            json!({"model_id": model["id"], "documents": texts}),
+        )
+        .await
+        .expect(201);
+    let task = app
+        .wait_for_task(&ada.token, project, created["task_id"].as_i64().unwrap())
+        .await;
+    assert_eq!(task["status"], "DONE", "{task}");
+    let analysis = created["id"].as_i64().unwrap();
+    let found = |class: &Value| format!("/analyses/{analysis}/documents?classes={class}&details=tags");
+    let page = app.get(&found(&billing), &ada.token).await.expect(200);
+    assert_eq!(page["count"], 2, "both found by the renamed class: {page}");
+    let named: Vec<&Value> = page["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| d["segments"].as_array().unwrap())
+        .flat_map(|s| s["tags"].as_array().unwrap())
+        .map(|t| &t["class"])
+        .collect();
+    assert!(named.contains(&&json!("Payments")), "{page}");
+    assert!(!named.contains(&&json!("billing")), "{page}");
+    let page = app.get(&found(&newcomer), &ada.token).await.expect(200);
+    assert_eq!(page["count"], 0, "{page}");
+
+    let document = app
+        .get(
+            &format!("/projects/{project}/documents?search=refund%20for%20my%20invoice"),
+            &ada.token,
+        )
+        .await
+        .expect(200)["documents"][0]["id"]
+        .clone();
+    let session = app
+        .correction(
+            &ada.token,
+            project,
+            json!({"model_id": model["id"], "document_ids": [document], "name": "After the rename"}),
+        )
+        .await;
+    let corrections = format!("/projects/{project}/corrections/{}", session["id"]);
+    let page = app
+        .get(&format!("{corrections}/documents?details=tags"), &ada.token)
+        .await
+        .expect(200);
+    let segment = &page["documents"][0]["segments"][0];
+    let tags = segment["tags"].as_array().unwrap();
+    assert!(tags.iter().any(|t| t["class"] == "Payments"), "{segment}");
+    assert!(tags.iter().all(|t| t["class"] != "billing"), "{segment}");
+    // Renamed again once the session holds the model's tags: they still agree with it.
+    app.put(
+        &format!("/projects/{project}/classes/{billing}"),
+        &ada.token,
+        json!({"name": "Invoices"}),
+    )
+    .await
+    .expect(200);
+    let at = format!("{corrections}/documents/{document}/segments/{}", segment["id"]);
+    let agreeing = app.mark_annotated(&ada, &at).await.expect(200)["predicted_score"]
+        .as_f64()
+        .unwrap();
+    assert!(agreeing >= model["score"].as_f64().unwrap(), "{agreeing} {model}");
+    let payments = tags.iter().find(|t| t["class"] == "Payments").unwrap();
+    let disagreeing = app
+        .delete(&format!("{at}/tags/{}", payments["id"]), &ada.token)
+        .await
+        .expect(200)["predicted_score"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        disagreeing < agreeing,
+        "the segment as the model tagged it agrees ({agreeing}), without its tag it does not ({disagreeing})"
+    );
 }
