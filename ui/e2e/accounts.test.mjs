@@ -1,11 +1,13 @@
 // Accounts through the pages: inviting a member who accepts with the token from the mail,
-// changing the member's role, resetting a password with the mailed token, and the account page
-// (name, product keys, password).
+// changing the member's role, leaving a workspace (never one's personal one), resetting a
+// password with the mailed token, the account page (name, product keys, password), and a
+// superuser in a read-only workspace they are no member of.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { BASE, DATA, apiGet, checkA11y, launch, newPage, shot } from "./harness.mjs";
+import { BASE, BINARY, DATA, apiCall, apiGet, checkA11y, launch, newPage, shot } from "./harness.mjs";
 
 let browser;
 before(async () => {
@@ -97,12 +99,25 @@ test("an invitation is accepted with the mailed token, then the member's role ch
   await bob.getByRole("cell", { name: bobEmail }).waitFor();
   assert.equal(await bob.getByRole("heading", { name: "Invitations" }).count(), 0, "no invitations list for an annotator");
   assert.equal(await bob.getByRole("alert").count(), 0, "no error on the members page");
+  // Bob may leave Grace's workspace, but not his own personal one (the server answers 409 there).
+  await bob.getByRole("row", { name: new RegExp(bobEmail) }).getByRole("button", { name: "Leave" }).waitFor();
   await checkA11y(bob, "project and members as an annotator");
+  await bob.getByLabel("Workspace", { exact: true }).selectOption({ label: options.find((o) => o.includes("(admin)")) });
+  await bob.goto(`${BASE}/app/workspace`);
+  await bob.getByRole("cell", { name: bobEmail }).waitFor();
+  assert.equal(await bob.getByRole("button", { name: "Leave" }).count(), 0, "no Leave in one's personal workspace");
+  await bob.getByText("It is your personal workspace, which you cannot leave.").waitFor();
   assert.deepEqual(bob.cspViolations, []);
 
   await owner.reload();
   const role = owner.getByLabel(`Role of ${bobEmail}`);
   await role.waitFor();
+  // Grace's workspace is her personal one: she may remove Bob, but neither leave nor lower
+  // her own role.
+  await owner.getByRole("row", { name: new RegExp(bobEmail) }).getByRole("button", { name: "Remove" }).waitFor();
+  assert.equal(await owner.getByRole("button", { name: "Leave" }).count(), 0, "no Leave in one's personal workspace");
+  assert.equal(await owner.getByLabel(`Role of ${ownerEmail}`).count(), 0, "no lower role for the owner of a personal workspace");
+  await owner.getByText("It is your personal workspace, which you cannot leave.").waitFor();
   assert.equal(await role.inputValue(), "ANNOTATOR");
   await role.selectOption("USER");
   const status = await apiGet(owner, "/auth/status");
@@ -189,5 +204,56 @@ test("a password is reset with the mailed token, then the account page changes t
   const old = await page.request.post(`${BASE}/auth/login`, { data: { email, password: "new password 2" } });
   assert.equal(old.status(), 401, "the old password is refused");
   await signIn(page, email, "third password 3");
+  assert.deepEqual(page.cspViolations, []);
+});
+
+test("a superuser who is no member of a read-only workspace is offered no change in it", async () => {
+  assert.ok(BINARY && DATA, "UI_LECTOR_BINARY and UI_DATA_DIR name the server's binary and data directory");
+  const page = await newPage(browser);
+  const ownerEmail = `archivist-${process.pid}@example.org`;
+  const reg = await page.request.post(`${BASE}/auth/register`, { data: { email: ownerEmail, password: "owner password 1", first_name: "Ada" } });
+  assert.equal(reg.status(), 200);
+  const ownerToken = (await reg.json()).auth_token;
+  const ws = await apiCall(page, ownerToken, "POST", "/organizations", { name: `Archive ${process.pid}` });
+  const project = await apiCall(page, ownerToken, "POST", "/projects", { name: "Archived", type: "CLASS", organization_id: ws.id });
+
+  const rootEmail = `root-${process.pid}@example.org`;
+  execFileSync(BINARY, ["--data-dir", DATA, "user", "create", "--email", rootEmail, "--password-stdin", "--superuser"], {
+    input: "root password 1\n",
+    stdio: ["pipe", "ignore", "inherit"],
+  });
+  await signIn(page, rootEmail, "root password 1");
+  const rootToken = await page.evaluate(() => localStorage.getItem("lector.token"));
+  await page.goto(`${BASE}/app/projects/${project.id}`);
+  await page.getByRole("heading", { level: 1, name: "Archived" }).waitFor();
+  // While the workspace may be changed, the superuser is offered what an ADMIN is.
+  await page.getByRole("button", { name: "Clone project" }).waitFor();
+
+  await apiCall(page, ownerToken, "PUT", `/organizations/${ws.id}`, { name: ws.name, is_read_only: true });
+  // Read-only, it refuses the superuser's changes too...
+  const refused = await page.request.post(`${BASE}/projects/${project.id}/classes`, {
+    headers: { authorization: `Bearer ${rootToken}` },
+    data: { name: "Late" },
+  });
+  assert.equal(refused.status(), 403);
+  assert.equal((await refused.json()).code, "workspace_read_only");
+  // ...and the pages offer none, though the superuser's /auth/status does not list it.
+  const status = await apiGet(page, "/auth/status");
+  assert.ok(status.user.is_superuser && !status.workspaces.some((w) => w.id === ws.id), "a superuser who is no member");
+  await page.reload();
+  await page.getByText("Changing the project, its classes and labels is not possible: this workspace is read-only.").waitFor();
+  assert.equal(await page.getByRole("button", { name: "Clone project" }).count(), 0, "no Clone in a read-only workspace");
+  assert.equal(await page.getByRole("button", { name: "Delete" }).count(), 0, "no Delete in a read-only workspace");
+  assert.equal(await page.getByLabel("New class").count(), 0, "no class form in a read-only workspace");
+  await checkA11y(page, "a read-only project as a superuser");
+  await shot(page, "13-read-only-superuser");
+  const tabs = page.getByRole("navigation", { name: "Project" });
+  await tabs.getByRole("link", { name: "Import" }).click();
+  await page.getByText("Importing documents is not possible: this workspace is read-only.").waitFor();
+  await tabs.getByRole("link", { name: "Labeling" }).click();
+  await page.getByText("Starting a labeling or correction session is not possible: this workspace is read-only.").waitFor();
+  await tabs.getByRole("link", { name: "Models" }).click();
+  await page.getByText("Training a model is not possible: this workspace is read-only.").waitFor();
+  assert.equal(await page.getByRole("button", { name: "Train a model" }).count(), 0, "no training in a read-only workspace");
   assert.deepEqual(page.cspViolations, []);
 });

@@ -11,6 +11,8 @@ const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
 
 export const BASE = process.env.UI_BASE_URL ?? "https://127.0.0.1:8443";
 export const DATA = process.env.UI_DATA_DIR ?? "";
+/** The lector binary serving BASE, for what only its command line does (making a superuser). */
+export const BINARY = process.env.UI_LECTOR_BINARY ?? "";
 export const SHOTS = process.env.UI_SCREENSHOTS ?? path.resolve("test-results/screenshots");
 mkdirSync(SHOTS, { recursive: true });
 

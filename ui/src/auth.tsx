@@ -1,7 +1,8 @@
 // Who is signed in, and which workspace the pages work in.
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from "react";
 import { api, getToken, onUnauthorized, setToken, unwrap, type Schemas } from "./api/client";
-import { READ_ONLY } from "./lib/roles";
+import { useLoad } from "./lib/hooks";
+import { roleIn } from "./lib/roles";
 
 type Status = Schemas["AuthStatus"];
 export type MyWorkspace = Schemas["MyWorkspaceDto"];
@@ -101,14 +102,22 @@ export function AuthProvider({ children }: { children: ReactNode }) {
 
 /**
  * The user's role in a workspace (a superuser's is ADMIN everywhere); READ_ONLY in a read-only
- * workspace, where nobody may change anything; null when not a member.
+ * workspace, where nobody may change anything, a superuser included; null when not a member.
+ * The workspace is read afresh (`GET /organizations/{id}`): a workspace made read-only since
+ * sign-in, and one a superuser is no member of (which `/auth/status` does not list), say so only
+ * there. undefined while that is not known yet (see `roleIn`); null when it cannot be read.
  */
-export function useRole(workspaceId: number | null | undefined): string | null {
+export function useRole(workspaceId: number | null | undefined): string | null | undefined {
   const { status } = useAuth();
-  const member = status?.workspaces.find((w) => w.id === workspaceId);
-  if (member?.is_read_only) return READ_ONLY;
-  if (status?.user.is_superuser) return "ADMIN";
-  return member?.role ?? null;
+  const workspace = useLoad(
+    () =>
+      workspaceId == null
+        ? Promise.resolve(null)
+        : unwrap(api.GET("/organizations/{organization}", { params: { path: { organization: String(workspaceId) } } })),
+    [workspaceId],
+  );
+  const role = roleIn(status, workspaceId, workspace.data);
+  return role === undefined && workspace.error ? null : role;
 }
 
 export function useAuth(): Auth {

@@ -29,7 +29,9 @@ export function ProjectLayout() {
   const project = useLoad(() => unwrap(api.GET("/projects/{project_id}", { params: { path: { project_id: id } } })), [id]);
   const role = useRole(project.data?.organization_id);
   if (project.error) return <ErrorBox error={project.error} onRetry={project.reload} />;
-  if (!project.data) return <Loading />;
+  // Until the workspace is read, what the user may change there is not known (a superuser's
+  // in a read-only workspace they are no member of): no control is offered before that.
+  if (!project.data || role === undefined) return <Loading />;
   const p = project.data;
   return (
     <>

@@ -1,11 +1,11 @@
 // The current workspace: members with roles, pending invitations, inviting, and new workspaces.
 import { useState, type FormEvent } from "react";
 import { api, unwrap, type Schemas } from "../api/client";
-import { useAuth } from "../auth";
+import { useAuth, useRole } from "../auth";
 import { when } from "../lib/format";
 import { useAction, useLoad, useOffset } from "../lib/hooks";
 import { arrayPage } from "../lib/paging";
-import { atLeast, effectiveRole, grantable, NEEDS } from "../lib/roles";
+import { atLeast, grantable, isPersonal, memberControls, NEEDS, READ_ONLY } from "../lib/roles";
 import { Empty, ErrorBox, Field, Loading, PageTitle, Pager, Table } from "../components/ui";
 
 /** Members a page shows (the list's default limit), oldest membership first. */
@@ -27,14 +27,17 @@ export function WorkspacePage() {
   );
   // Invitations are a manager's business: the others are not shown them (the server refuses).
   const canManage = atLeast(status?.user.is_superuser ? "ADMIN" : workspace?.role, NEEDS.manage);
-  // What the user may change: nothing in a read-only workspace, and no role above their own
-  // (given, or of a member whose role they change or who they remove), as the server rules.
-  const mine = effectiveRole(status?.user.is_superuser ? "ADMIN" : workspace?.role, workspace?.is_read_only);
+  // What the user may change: nothing in a read-only workspace (as the workspace itself says),
+  // and no role above their own (given, or of a member whose role they change or who they
+  // remove), as the server rules.
+  const mine = useRole(workspace?.id);
+  const readOnly = mine === READ_ONLY;
   const canChange = atLeast(mine, NEEDS.manage);
   const offered = grantable(mine);
-  const mayChange = (m: Schemas["MembershipDto"]) => canChange && atLeast(mine, m.role as (typeof offered)[number]);
-  // Anyone may leave a workspace, a read-only one too.
-  const mayRemove = (m: Schemas["MembershipDto"]) => mayChange(m) || m.user_id === status?.user.id;
+  const personal = !!workspace && !!status && isPersonal(workspace, status.user);
+  const own = (m: Schemas["MembershipDto"]) => m.user_id === status?.user.id;
+  const controls = (m: Schemas["MembershipDto"]) =>
+    memberControls(mine, { role: m.role, own: own(m) }, { personal, superuser: !!status?.user.is_superuser });
   const invites = useLoad(
     () => (canManage ? unwrap(api.GET("/organizations/{organization}/users/invites", org)) : Promise.resolve([])),
     [name, canManage],
@@ -75,12 +78,11 @@ export function WorkspacePage() {
     change(
       () => unwrap(api.PUT("/organizations/{organization}/permissions/{permission_id}", { ...membership(m), body: { role: newRole } })),
       members,
-      m.user_id === status?.user.id,
+      own(m),
     );
   const remove = (m: Schemas["MembershipDto"]) => {
-    const own = m.user_id === status?.user.id;
-    if (!window.confirm(own ? `Leave ${name}?` : `Remove ${m.user} from ${name}?`)) return;
-    change(() => unwrap(api.DELETE("/organizations/{organization}/permissions/{permission_id}", membership(m))), members, m.user_id === status?.user.id);
+    if (!window.confirm(own(m) ? `Leave ${name}?` : `Remove ${m.user} from ${name}?`)) return;
+    change(() => unwrap(api.DELETE("/organizations/{organization}/permissions/{permission_id}", membership(m))), members, own(m));
   };
   const cancel = (i: Schemas["InvitationDto"]) =>
     change(() => unwrap(api.DELETE("/organizations/{organization}/invitation/{invitation_id}", invitation(i))), invites);
@@ -118,8 +120,9 @@ export function WorkspacePage() {
       <p className="muted">
         {workspace.description || "No description."} You are {workspace.role.toLowerCase()}
         {workspace.is_default ? "; this is your default workspace." : "."}
+        {personal && " It is your personal workspace, which you cannot leave."}
       </p>
-      {workspace.is_read_only && (
+      {readOnly && (
         <p className="notice">This workspace is read-only: its projects, members and invitations cannot be changed.</p>
       )}
       <ErrorBox error={action.error} />
@@ -134,7 +137,7 @@ export function WorkspacePage() {
               <tr key={m.id}>
                 <td>{m.user}</td>
                 <td>
-                  {mayChange(m) ? (
+                  {controls(m).changeRole ? (
                     <select
                       aria-label={`Role of ${m.user}`}
                       value={m.role}
@@ -150,9 +153,9 @@ export function WorkspacePage() {
                 </td>
                 <td>{when(m.created)}</td>
                 <td>
-                  {mayRemove(m) && (
+                  {controls(m).remove && (
                     <button type="button" className="link danger" onClick={() => remove(m)}>
-                      {m.user_id === status?.user.id ? "Leave" : "Remove"}
+                      {own(m) ? "Leave" : "Remove"}
                     </button>
                   )}
                 </td>
