@@ -1,7 +1,8 @@
 // Accounts through the pages: inviting a member who accepts with the token from the mail,
 // changing the member's role, leaving a workspace (never one's personal one), resetting a
-// password with the mailed token, the account page (name, product keys, password), and a
-// superuser in a read-only workspace they are no member of.
+// password with the mailed token, the account page (name, product keys, password), a
+// superuser in a read-only workspace they are no member of, and what is never offered for the
+// owner of a personal workspace (`owner_id`) or a workspace's only ADMIN.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -256,4 +257,88 @@ test("a superuser who is no member of a read-only workspace is offered no change
   await page.getByText("Training a model is not possible: this workspace is read-only.").waitFor();
   assert.equal(await page.getByRole("button", { name: "Train a model" }).count(), 0, "no training in a read-only workspace");
   assert.deepEqual(page.cspViolations, []);
+});
+
+test("nobody is offered to remove the owner of a personal workspace, nor to lower them, nor the only admin to leave", async () => {
+  assert.ok(BINARY && DATA, "UI_LECTOR_BINARY and UI_DATA_DIR name the server's binary and data directory");
+  const ada = await newPage(browser);
+  const adaEmail = `ada-owner-${process.pid}@example.org`;
+  const bobEmail = `bob-admin-${process.pid}@example.org`;
+  const rootEmail = `root-owner-${process.pid}@example.org`;
+  const register = async (email, first_name) => {
+    const r = await ada.request.post(`${BASE}/auth/register`, { data: { email, password: "some password 1", first_name } });
+    assert.equal(r.status(), 200);
+    return r.json();
+  };
+  const adaReg = await register(adaEmail, "Ada");
+  const bobReg = await register(bobEmail, "Bob");
+  const adaToken = adaReg.auth_token;
+  const personal = (await apiCall(ada, adaToken, "GET", "/auth/status")).default_workspace_id;
+  const team = await apiCall(ada, adaToken, "POST", "/organizations", { name: `Team ${process.pid}` });
+  const membershipOf = async (token, ws, email) =>
+    (await apiCall(ada, token, "GET", `/organizations/${ws}/permissions`)).find((m) => m.user === email);
+  const row = (page, email) => page.getByRole("row", { name: new RegExp(email) });
+  const openMembers = async (page, ws, email) => {
+    await page.getByLabel("Workspace", { exact: true }).selectOption(String(ws));
+    await page.getByRole("link", { name: "Members" }).click();
+    await page.getByRole("heading", { level: 1, name: /^Workspace / }).waitFor();
+    await row(page, email).waitFor();
+  };
+
+  // Ada is the only ADMIN of the team she made: no Leave, no lower role (the server answers 409).
+  const adaInTeam = await membershipOf(adaToken, team.id, adaEmail);
+  const leave = await ada.request.delete(`${BASE}/organizations/${team.id}/permissions/${adaInTeam.id}`, {
+    headers: { authorization: `Bearer ${adaToken}` },
+  });
+  assert.equal(leave.status(), 409, "the only ADMIN cannot leave");
+  await signIn(ada, adaEmail, "some password 1");
+  await openMembers(ada, team.id, adaEmail);
+  await ada.getByText("You are its only admin: make another member admin before you leave it.").waitFor();
+  assert.equal(await row(ada, adaEmail).getByRole("button", { name: "Leave" }).count(), 0, "no Leave for the only ADMIN");
+  assert.equal(await ada.getByLabel(`Role of ${adaEmail}`).count(), 0, "no lower role for the only ADMIN");
+
+  // A superuser makes Bob an ADMIN of the team and of Ada's personal workspace, and joins that too.
+  execFileSync(BINARY, ["--data-dir", DATA, "user", "create", "--email", rootEmail, "--password-stdin", "--superuser"], {
+    input: "root password 1\n",
+    stdio: ["pipe", "ignore", "inherit"],
+  });
+  const login = await ada.request.post(`${BASE}/auth/login`, { data: { email: rootEmail, password: "root password 1" } });
+  assert.equal(login.status(), 200);
+  const root = await login.json();
+  for (const [ws, user] of [[team.id, bobReg.user_id], [personal, bobReg.user_id], [personal, root.user_id]]) {
+    await apiCall(ada, root.auth_token, "POST", `/organizations/${ws}/permissions`, { user_id: user, role: "ADMIN" });
+  }
+  // With another ADMIN, Ada may leave the team and change her role there.
+  await ada.reload();
+  await row(ada, adaEmail).getByRole("button", { name: "Leave" }).waitFor();
+  await ada.getByLabel(`Role of ${adaEmail}`).waitFor();
+  assert.equal(await ada.getByText(/You are its only admin/).count(), 0);
+  assert.deepEqual(ada.cspViolations, []);
+
+  // Bob, an ADMIN of Ada's personal workspace, may neither remove her nor lower her role (409).
+  const adaInPersonal = await membershipOf(root.auth_token, personal, adaEmail);
+  const path = `/organizations/${personal}/permissions/${adaInPersonal.id}`;
+  const asBob = { authorization: `Bearer ${bobReg.auth_token}` };
+  assert.equal((await ada.request.delete(BASE + path, { headers: asBob })).status(), 409);
+  assert.equal((await ada.request.put(BASE + path, { headers: asBob, data: { role: "USER" } })).status(), 409);
+  const bob = await newPage(browser);
+  await signIn(bob, bobEmail, "some password 1");
+  await openMembers(bob, personal, adaEmail);
+  assert.equal(await row(bob, adaEmail).getByRole("button").count(), 0, "no Remove for the owner of a personal workspace");
+  assert.equal(await bob.getByLabel(`Role of ${adaEmail}`).count(), 0, "no lower role for the owner of a personal workspace");
+  await row(bob, bobEmail).getByRole("button", { name: "Leave" }).waitFor();
+  await row(bob, rootEmail).getByRole("button", { name: "Remove" }).waitFor();
+  await checkA11y(bob, "members of another's personal workspace");
+  assert.deepEqual(bob.cspViolations, []);
+
+  // A superuser may lower her role there, but not remove her either.
+  const rootPage = await newPage(browser);
+  await signIn(rootPage, rootEmail, "root password 1");
+  await openMembers(rootPage, personal, adaEmail);
+  const adaRole = rootPage.getByLabel(`Role of ${adaEmail}`);
+  await adaRole.waitFor();
+  assert.deepEqual(await adaRole.locator("option").allInnerTexts(), ["VIEWER", "ANNOTATOR", "USER", "MANAGER", "ADMIN"]);
+  assert.equal(await row(rootPage, adaEmail).getByRole("button").count(), 0, "no Remove for the owner, a superuser asking");
+  await row(rootPage, bobEmail).getByRole("button", { name: "Remove" }).waitFor();
+  assert.deepEqual(rootPage.cspViolations, []);
 });

@@ -198,11 +198,16 @@ pub struct Workspace {
     pub is_beta: bool,
     pub is_read_only: bool,
     pub is_active: bool,
+    /// The user whose personal workspace it is (`users.personal_workspace_id`), who can neither
+    /// leave it nor be put below its other ADMINs; `None` for every other workspace.
+    pub owner_id: Option<i64>,
     pub(crate) checked: Checked,
 }
 
-pub(crate) const WORKSPACE_COLUMNS: &str =
-    "w.id, w.name, w.description, w.created, w.is_beta, w.is_read_only, w.is_active";
+/// [`Workspace`]'s columns of the table aliased `w`; the owner is looked up by the workspace's
+/// id, so a statement that reads workspaces reads them through this list alone.
+pub(crate) const WORKSPACE_COLUMNS: &str = "w.id, w.name, w.description, w.created, w.is_beta, w.is_read_only, \
+     w.is_active, (SELECT u.id FROM users u WHERE u.personal_workspace_id = w.id) AS owner_id";
 
 impl Workspace {
     pub fn facts(&self) -> lector_core::policy::WorkspaceFacts {
@@ -216,7 +221,7 @@ impl Workspace {
 
 from_row! {
     Workspace {
-        id, name, description, created, is_beta, is_read_only, is_active,
+        id, name, description, created, is_beta, is_read_only, is_active, owner_id,
     }; checked: CHECKED
 }
 

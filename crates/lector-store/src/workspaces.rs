@@ -79,18 +79,17 @@ impl Store {
         let mut tx = self.begin_write().await?;
         check_workspaces_held(&mut tx, scope.user_id).await?;
         let now = Timestamp::now().micros();
-        let sql = format!(
-            "INSERT INTO workspaces (name, description, created) VALUES ($1, $2, $3) RETURNING {}",
-            WORKSPACE_COLUMNS.replace("w.", "")
-        );
-        let row = sqlx::query(&sql)
-            .bind(name)
-            .bind(description)
-            .bind(now)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db_unique("a workspace with this name exists"))?;
-        let workspace = Workspace::decode(&row)?;
+        let id: i64 =
+            sqlx::query_scalar("INSERT INTO workspaces (name, description, created) VALUES ($1, $2, $3) RETURNING id")
+                .bind(name)
+                .bind(description)
+                .bind(now)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_unique("a workspace with this name exists"))?;
+        // Read back as every workspace is read ([`WORKSPACE_COLUMNS`]), in the transaction.
+        let sql = format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces w WHERE w.id = $1");
+        let workspace: Workspace = fetch_record(sqlx::query(&sql).bind(id), &mut *tx, "workspace").await?;
         insert_membership(&mut tx, workspace.id, scope.user_id, Role::Admin).await?;
         tx.commit().await.map_err(db)?;
         Ok(workspace)

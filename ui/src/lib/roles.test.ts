@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { atLeast, effectiveRole, grantable, isPersonal, memberControls, NEEDS, READ_ONLY, roleIn, roleNote } from "./roles";
+import { atLeast, effectiveRole, grantable, isPersonal, memberControls, NEEDS, onlyAdmin, READ_ONLY, roleIn, roleNote } from "./roles";
 
 describe("roles", () => {
   it("allow each role what the ones below it may do", () => {
@@ -53,26 +53,46 @@ describe("roles", () => {
     expect(roleIn(member, 7, { id: 7, is_read_only: false })).toBeNull();
     expect(roleIn(null, 9, archive)).toBeNull();
   });
-  it("know one's personal workspace by its being created with the account", () => {
-    const user = { created: "2025-03-01T10:00:00.123456Z" };
-    expect(isPersonal({ created: "2025-03-01T10:00:00.123456Z" }, user)).toBe(true);
-    // Made a microsecond later (another workspace of the user's), or before (one joined).
-    expect(isPersonal({ created: "2025-03-01T10:00:00.123457Z" }, user)).toBe(false);
-    expect(isPersonal({ created: "2024-12-24T08:00:00Z" }, user)).toBe(false);
-    expect(isPersonal({ created: "" }, { created: "" })).toBe(false);
+  it("know one's personal workspace by the owner the server names", () => {
+    const user = { id: 7 };
+    expect(isPersonal({ owner_id: 7 }, user)).toBe(true);
+    // Someone else's personal workspace, and a workspace made or joined later (no owner).
+    expect(isPersonal({ owner_id: 8 }, user)).toBe(false);
+    expect(isPersonal({ owner_id: null }, user)).toBe(false);
+    expect(isPersonal({}, user)).toBe(false);
   });
-  it("offer Leave anywhere but in one's personal workspace", () => {
-    const mine = { role: "ADMIN", own: true };
-    const elsewhere = { personal: false, superuser: false };
-    const personal = { personal: true, superuser: false };
-    expect(memberControls("ADMIN", mine, elsewhere)).toEqual({ changeRole: true, remove: true });
-    expect(memberControls("ADMIN", mine, personal)).toEqual({ changeRole: false, remove: false });
-    expect(memberControls("ADMIN", mine, { personal: true, superuser: true })).toEqual({ changeRole: true, remove: false });
+  it("know the only ADMIN from a members list shown whole", () => {
+    const admin = { role: "ADMIN" };
+    const whole = { offset: 0, hasMore: false, items: [admin, { role: "USER" }] };
+    expect(onlyAdmin(whole, admin)).toBe(true);
+    expect(onlyAdmin(whole, { role: "USER" })).toBe(false);
+    expect(onlyAdmin({ ...whole, items: [admin, { role: "ADMIN" }] }, admin)).toBe(false);
+    // A page of a longer list may leave other ADMINs out: not known, so not hidden.
+    expect(onlyAdmin({ ...whole, hasMore: true }, admin)).toBe(false);
+    expect(onlyAdmin({ ...whole, offset: 100 }, admin)).toBe(false);
+  });
+  it("offer Leave, Remove and roles only where the server allows them", () => {
+    const member = { role: "ADMIN", own: false, owner: false, onlyAdmin: false };
+    const all = ["VIEWER", "ANNOTATOR", "USER", "MANAGER", "ADMIN"];
+    // One's own membership: Leave and any role, but not in one's personal workspace...
+    expect(memberControls("ADMIN", { ...member, own: true }, false)).toEqual({ roles: all, changeRole: true, remove: true });
+    expect(memberControls("ADMIN", { ...member, own: true, owner: true }, false)).toEqual({ roles: ["ADMIN"], changeRole: false, remove: false });
+    // ...where a superuser may take a lower role, but not leave.
+    expect(memberControls("ADMIN", { ...member, own: true, owner: true }, true)).toEqual({ roles: all, changeRole: true, remove: false });
+    // Nor as its only ADMIN (no lower role either), whoever asks.
+    expect(memberControls("ADMIN", { ...member, own: true, onlyAdmin: true }, false)).toEqual({ roles: ["ADMIN"], changeRole: false, remove: false });
+    expect(memberControls("ADMIN", { ...member, onlyAdmin: true }, true)).toEqual({ roles: ["ADMIN"], changeRole: false, remove: false });
     // Leaving a read-only workspace, or one joined as a viewer, is allowed.
-    expect(memberControls(READ_ONLY, { role: "VIEWER", own: true }, elsewhere)).toEqual({ changeRole: false, remove: true });
+    expect(memberControls(READ_ONLY, { ...member, role: "VIEWER", own: true }, false)).toEqual({ roles: [], changeRole: false, remove: true });
     // Others: a manager up to their own role, nobody in a read-only workspace.
-    expect(memberControls("MANAGER", { role: "ANNOTATOR", own: false }, personal)).toEqual({ changeRole: true, remove: true });
-    expect(memberControls("MANAGER", { role: "ADMIN", own: false }, elsewhere)).toEqual({ changeRole: false, remove: false });
-    expect(memberControls(READ_ONLY, { role: "VIEWER", own: false }, elsewhere)).toEqual({ changeRole: false, remove: false });
+    expect(memberControls("MANAGER", { ...member, role: "ANNOTATOR" }, false)).toEqual({ roles: all.slice(0, 4), changeRole: true, remove: true });
+    expect(memberControls("MANAGER", member, false)).toEqual({ roles: [], changeRole: false, remove: false });
+    expect(memberControls(READ_ONLY, { ...member, role: "VIEWER" }, false)).toEqual({ roles: [], changeRole: false, remove: false });
+    // The owner of someone else's personal workspace: never removed; a higher role only,
+    // unless a superuser gives it.
+    const owner = { ...member, role: "USER", owner: true };
+    expect(memberControls("MANAGER", owner, false)).toEqual({ roles: ["USER", "MANAGER"], changeRole: true, remove: false });
+    expect(memberControls("ADMIN", { ...owner, role: "ADMIN" }, false)).toEqual({ roles: ["ADMIN"], changeRole: false, remove: false });
+    expect(memberControls("ADMIN", { ...owner, role: "ADMIN" }, true)).toEqual({ roles: all, changeRole: true, remove: false });
   });
 });

@@ -61,16 +61,11 @@ export function roleIn(
 
 /**
  * Whether `workspace` is `user`'s personal workspace, the one made with the account, which
- * its owner cannot leave (the server answers 409) nor take a lower role in.
- *
- * The API serves no flag for it. The server makes an account, its personal workspace and the
- * owner's membership in one transaction with one timestamp, so that workspace alone was created
- * at the very microsecond the user was (both served as the same RFC 3339 text, compared as
- * text: a Date would keep milliseconds only). A workspace the user makes or joins later was
- * created at another moment.
+ * its owner cannot leave (the server answers 409) nor take a lower role in: the workspace's
+ * `owner_id` (the user whose personal workspace it is; null for any other) is the user's id.
  */
-export function isPersonal(workspace: { created: string }, user: { created: string }): boolean {
-  return workspace.created !== "" && workspace.created === user.created;
+export function isPersonal(workspace: { owner_id?: number | null }, user: { id: number }): boolean {
+  return workspace.owner_id === user.id;
 }
 
 /** Whether `role` (as `/auth/status` names it; unknown or none: no rights) is `need` or higher. */
@@ -93,18 +88,42 @@ export function grantable(role: string | null | undefined): Role[] {
 }
 
 /**
- * What the user may do to one membership of a workspace, as the server rules: change its role
- * when they may manage members and it is not above their own (`mine`, READ_ONLY in a read-only
- * workspace); take it out likewise, or, when it is their own, leave, a read-only workspace
- * too. The owner of a personal workspace neither leaves it nor takes a lower role in it (409;
- * a superuser may lower their own).
+ * Whether `member` is known to be the only ADMIN of the workspace whose members `list` shows
+ * (the server answers 409 to removing it, its leaving, and a lower role for it: "a workspace
+ * keeps at least one ADMIN"). Known only from a list shown whole, its first page with none
+ * after it: a part of the list may leave other ADMINs out, and then it is not known.
+ */
+export function onlyAdmin(
+  list: { offset: number; hasMore: boolean; items: ReadonlyArray<{ role: string }> },
+  member: { role: string },
+): boolean {
+  const whole = list.offset === 0 && !list.hasMore;
+  return whole && member.role === "ADMIN" && list.items.filter((m) => m.role === "ADMIN").length === 1;
+}
+
+/**
+ * What the user may do to one membership of a workspace, as the server rules it.
+ *
+ * `roles`: the roles its select offers (its own among them; no select unless there are
+ * others): those the user may give when they may manage members and its role is not above
+ * their own (`mine`, READ_ONLY in a read-only workspace); none below its role for the `owner`
+ * of the workspace (whose personal workspace it is), unless a superuser asks; none but ADMIN
+ * for the workspace's `onlyAdmin`.
+ *
+ * `remove`: Remove (or, when `own`, Leave: a read-only workspace too) when the user may
+ * manage it or it is their own, never for the owner (nobody leaves their own personal
+ * workspace, nor is removed from it, not even by a superuser) nor for the only ADMIN.
  */
 export function memberControls(
   mine: string | null | undefined,
-  member: { role: string; own: boolean },
-  place: { personal: boolean; superuser: boolean },
-): { changeRole: boolean; remove: boolean } {
-  const changeRole =
-    atLeast(mine, NEEDS.manage) && atLeast(mine, member.role as Role) && !(member.own && place.personal && !place.superuser);
-  return { changeRole, remove: member.own ? !place.personal : changeRole };
+  member: { role: string; own: boolean; owner: boolean; onlyAdmin: boolean },
+  superuser: boolean,
+): { roles: Role[]; changeRole: boolean; remove: boolean } {
+  const manage = atLeast(mine, NEEDS.manage) && atLeast(mine, member.role as Role);
+  const lower = (r: Role) => !atLeast(r, member.role as Role);
+  const roles = (manage ? grantable(mine) : []).filter(
+    (r) => !(member.owner && !superuser && lower(r)) && !(member.onlyAdmin && r !== "ADMIN"),
+  );
+  const remove = !member.owner && !member.onlyAdmin && (member.own || manage);
+  return { roles, changeRole: roles.length > 1, remove };
 }

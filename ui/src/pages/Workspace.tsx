@@ -5,7 +5,7 @@ import { useAuth, useRole } from "../auth";
 import { when } from "../lib/format";
 import { useAction, useLoad, useOffset } from "../lib/hooks";
 import { arrayPage } from "../lib/paging";
-import { atLeast, grantable, isPersonal, memberControls, NEEDS, READ_ONLY } from "../lib/roles";
+import { atLeast, grantable, isPersonal, memberControls, NEEDS, onlyAdmin, READ_ONLY } from "../lib/roles";
 import { Empty, ErrorBox, Field, Loading, PageTitle, Pager, Table } from "../components/ui";
 
 /** Members a page shows (the list's default limit), oldest membership first. */
@@ -29,15 +29,22 @@ export function WorkspacePage() {
   const canManage = atLeast(status?.user.is_superuser ? "ADMIN" : workspace?.role, NEEDS.manage);
   // What the user may change: nothing in a read-only workspace (as the workspace itself says),
   // and no role above their own (given, or of a member whose role they change or who they
-  // remove), as the server rules.
+  // remove), as the server rules; nor what it refuses of the owner of a personal workspace
+  // (`owner_id`) and of the only ADMIN (known when the list is shown whole).
   const mine = useRole(workspace?.id);
   const readOnly = mine === READ_ONLY;
   const canChange = atLeast(mine, NEEDS.manage);
   const offered = grantable(mine);
   const personal = !!workspace && !!status && isPersonal(workspace, status.user);
   const own = (m: Schemas["MembershipDto"]) => m.user_id === status?.user.id;
+  const last = (m: Schemas["MembershipDto"]) => !!members.data && onlyAdmin(members.data, m);
   const controls = (m: Schemas["MembershipDto"]) =>
-    memberControls(mine, { role: m.role, own: own(m) }, { personal, superuser: !!status?.user.is_superuser });
+    memberControls(
+      mine,
+      { role: m.role, own: own(m), owner: m.user_id === workspace?.owner_id, onlyAdmin: last(m) },
+      !!status?.user.is_superuser,
+    );
+  const lastAdmin = !personal && !!members.data?.items.some((m) => own(m) && last(m));
   const invites = useLoad(
     () => (canManage ? unwrap(api.GET("/organizations/{organization}/users/invites", org)) : Promise.resolve([])),
     [name, canManage],
@@ -121,6 +128,7 @@ export function WorkspacePage() {
         {workspace.description || "No description."} You are {workspace.role.toLowerCase()}
         {workspace.is_default ? "; this is your default workspace." : "."}
         {personal && " It is your personal workspace, which you cannot leave."}
+        {lastAdmin && " You are its only admin: make another member admin before you leave it."}
       </p>
       {readOnly && (
         <p className="notice">This workspace is read-only: its projects, members and invitations cannot be changed.</p>
@@ -143,7 +151,7 @@ export function WorkspacePage() {
                       value={m.role}
                       onChange={(e) => changeRole(m, e.target.value)}
                     >
-                      {offered.map((r) => (
+                      {controls(m).roles.map((r) => (
                         <option key={r}>{r}</option>
                       ))}
                     </select>

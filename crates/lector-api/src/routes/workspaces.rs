@@ -44,6 +44,10 @@ pub struct WorkspaceDto {
     pub is_beta: bool,
     pub is_read_only: bool,
     pub is_active: bool,
+    /// The id of the user whose personal workspace this is (made with their account); null for
+    /// any other workspace. Its owner cannot leave it (409), nor be given a lower role in it
+    /// except by a superuser (409).
+    pub owner_id: Option<i64>,
 }
 
 impl From<Workspace> for WorkspaceDto {
@@ -56,6 +60,7 @@ impl From<Workspace> for WorkspaceDto {
             is_beta: w.is_beta,
             is_read_only: w.is_read_only,
             is_active: w.is_active,
+            owner_id: w.owner_id,
         }
     }
 }
@@ -132,7 +137,7 @@ fn invitation_dto(state: &AppState, i: Invitation) -> InvitationDto {
     }
 }
 
-const WORKSPACE_IMMUTABLE: &[&str] = &["id", "created", "is_active"];
+const WORKSPACE_IMMUTABLE: &[&str] = &["id", "created", "is_active", "owner_id"];
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

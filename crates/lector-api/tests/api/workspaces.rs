@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 backend_tests!(
     workspace_lifecycle,
+    a_personal_workspace_names_its_owner,
     invitations_end_to_end,
     invitations_can_be_cancelled_and_resent,
     pending_invitations_stop_at_their_limit,
@@ -121,6 +122,72 @@ async fn workspace_lifecycle(app: TestApp) {
             .len(),
         1
     );
+}
+
+/// `owner_id` is the id of the user whose personal workspace it is, wherever a workspace is
+/// served (one, the caller's list, `/auth/status`, a change's answer), and null for any other;
+/// a body that echoes it back is refused like one that echoes `created`.
+async fn a_personal_workspace_names_its_owner(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let bob = app.register("bob@example.org").await;
+    let personal = app.default_workspace_id(&ada).await;
+    let one = app
+        .get(&format!("/organizations/{personal}"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(one["owner_id"], ada.user_id);
+    let made = create(&app, &ada, "Research").await;
+    assert_eq!(made["owner_id"], Value::Null);
+    let made_id = made["id"].as_i64().unwrap();
+    let read = app
+        .get(&format!("/organizations/{made_id}"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(read["owner_id"], Value::Null);
+
+    // Bob, a member of Ada's personal workspace, is told it is hers; his own is his.
+    app.add_member(&ada.token, personal, bob.user_id, "MANAGER")
+        .await
+        .expect(200);
+    let owners = |listed: &Value| -> Vec<(i64, Value)> {
+        let all = listed.as_array().expect("a list");
+        all.iter()
+            .map(|w| (w["id"].as_i64().unwrap(), w["owner_id"].clone()))
+            .collect()
+    };
+    let adas = app.get("/organizations", &ada.token).await.expect(200);
+    assert!(owners(&adas).contains(&(personal, json!(ada.user_id))));
+    assert!(owners(&adas).contains(&(made_id, Value::Null)));
+    let bobs_personal = app.default_workspace_id(&bob).await;
+    let bobs = app.get("/organizations", &bob.token).await.expect(200);
+    assert!(owners(&bobs).contains(&(personal, json!(ada.user_id))));
+    assert!(owners(&bobs).contains(&(bobs_personal, json!(bob.user_id))));
+    let status = app.get("/auth/status", &bob.token).await.expect(200);
+    assert!(owners(&status["workspaces"]).contains(&(personal, json!(ada.user_id))));
+
+    // A change answers the owner too; the owner is no field a body sets.
+    let path = format!("/organizations/{personal}");
+    let changed = app
+        .put(&path, &ada.token, json!({"name": one["name"], "description": "mine"}))
+        .await
+        .expect(200);
+    assert_eq!(changed["owner_id"], ada.user_id);
+    let echoed = json!({"name": one["name"], "owner_id": bob.user_id});
+    app.put(&path, &ada.token, echoed)
+        .await
+        .expect_problem(400, "immutable_field");
+    app.post(
+        "/organizations",
+        &ada.token,
+        json!({"name": "Mine", "owner_id": ada.user_id}),
+    )
+    .await
+    .expect_problem(400, "immutable_field");
+    let gone = app
+        .delete(&format!("/organizations/{made_id}"), &ada.token)
+        .await
+        .expect(200);
+    assert_eq!(gone["owner_id"], Value::Null);
 }
 
 async fn invitations_end_to_end(app: TestApp) {
