@@ -11,7 +11,6 @@
 
 use lector_core::Result;
 use lector_store::{FinishedExecution, Store};
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
@@ -26,8 +25,6 @@ const BATCH: usize = 500;
 const BATCH_BYTES: usize = 8 * 1024 * 1024;
 /// What a record costs besides its error and data: its other columns, as bytes to count.
 const RECORD_OVERHEAD_BYTES: usize = 256;
-/// Records written between two trims of the workflows that had them.
-const TRIM_EVERY: usize = 500;
 
 enum Message {
     /// A record, holding its bytes of the log's budget until it is written.
@@ -71,7 +68,7 @@ impl ExecutionLog {
     pub async fn record(&self, store: &Store, execution: FinishedExecution) -> Result<()> {
         match self.enqueue(execution) {
             None => Ok(()),
-            Some(execution) => store.record_executions(&[execution], &[]).await,
+            Some(execution) => store.record_executions(&[execution]).await,
         }
     }
 
@@ -118,7 +115,6 @@ fn batch_len(sizes: &[usize], max_records: usize, max_bytes: usize) -> usize {
 
 async fn write_batches(store: Store, mut receiver: mpsc::Receiver<Message>) {
     let mut messages = Vec::with_capacity(BATCH);
-    let mut trims = Trims::default();
     while receiver.recv_many(&mut messages, BATCH).await > 0 {
         let mut records = Vec::with_capacity(messages.len());
         let mut waiting = Vec::new();
@@ -133,34 +129,14 @@ async fn write_batches(store: Store, mut receiver: mpsc::Receiver<Message>) {
             let rest = records.split_off(batch_len(&sizes, BATCH, BATCH_BYTES));
             // The permits go back once the batch is written: the budget counts it until then.
             let (batch, _permits): (Vec<_>, Vec<_>) = std::mem::replace(&mut records, rest).into_iter().unzip();
-            let trim = trims.after(&batch);
-            if let Err(e) = store.record_executions(&batch, &trim).await {
+            // The store trims each workflow of the batch to its newest executions.
+            if let Err(e) = store.record_executions(&batch).await {
                 tracing::error!(error = %e, records = batch.len(), "workflow executions were not recorded");
             }
         }
         for done in waiting {
             let _ = done.send(());
         }
-    }
-}
-
-/// Which workflows' old executions to trim: every [`TRIM_EVERY`] records, those that had some.
-#[derive(Debug, Default)]
-struct Trims {
-    since: usize,
-    touched: BTreeSet<i64>,
-}
-
-impl Trims {
-    /// Counts a batch; answers the workflows to trim with it (none most times).
-    fn after(&mut self, batch: &[FinishedExecution]) -> Vec<i64> {
-        self.since += batch.len();
-        self.touched.extend(batch.iter().map(|r| r.workflow_id));
-        if self.since < TRIM_EVERY {
-            return Vec::new();
-        }
-        self.since = 0;
-        std::mem::take(&mut self.touched).into_iter().collect()
     }
 }
 

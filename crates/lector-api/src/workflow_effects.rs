@@ -9,6 +9,7 @@ use crate::routes::extraction::extract_file;
 use crate::state::AppState;
 use crate::workflow_runs::HOPS_HEADER;
 use lector_core::{Error, ErrorCode, NotificationType, Result, Scope};
+use lector_sources::Fault;
 use lector_store::Workflow;
 use lector_workflow::definition::Level;
 use lector_workflow::run::{Analyzed, HttpAnswer, HttpCall};
@@ -113,17 +114,34 @@ impl Effects for ServiceEffects<'_> {
                 call.max_answer_bytes as u64,
             )
             .await
-            .map_err(|mut error| {
-                // An answer too large is the called address's failing, not the caller's body.
-                if error.code == ErrorCode::PayloadTooLarge {
-                    error.code = ErrorCode::UpstreamFailed;
-                }
-                error
-            })?;
+            .map_err(call_error)?;
         Ok(HttpAnswer {
             status: answer.status,
             content_type: answer.content_type,
             body: answer.body,
         })
     }
+}
+
+/// How a step's failed call is answered, by whose fault it is: 422 for a request the call's
+/// data made unsendable (a URL that is not one, a header value with a control character),
+/// 409 for an address the guard refuses (the step's configuration: change its url, or allow
+/// the network), 502 for the called address's failings (an answer too large among them, not
+/// the caller's body). A server fault stays one.
+fn call_error(failed: lector_sources::CallError) -> Error {
+    let lector_sources::CallError { fault, mut error } = failed;
+    if error.code == ErrorCode::Internal {
+        return error;
+    }
+    match fault {
+        Fault::Unsendable => error.code = ErrorCode::ValidationFailed,
+        Fault::Refused => {
+            error = Error::conflict(format!(
+                "{}: change the step's url, or allow the address (sources.allow_private, sources.allowed_networks)",
+                error.detail
+            ));
+        }
+        Fault::Upstream => error.code = ErrorCode::UpstreamFailed,
+    }
+    error
 }

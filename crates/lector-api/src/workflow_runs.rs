@@ -473,15 +473,15 @@ fn busy(state: &AppState) -> Error {
     }
 }
 
-/// The error a failing step answers: the step's own status, but 502 when an outbound call
-/// failed, never a 401 (the caller's credentials were fine), and 409 when what a step names
-/// is gone (a 404 would read as an address nobody listens on).
+/// The error a failing step answers: the step's own status (an outbound call's by whose fault
+/// it failed: `workflow_effects::call_error`), never a 401 (the caller's credentials were
+/// fine), and 409 when what a step names is gone (a 404 would read as an address nobody
+/// listens on).
 fn step_error(failed: &lector_workflow::Failed) -> Error {
-    let code = match (failed.kind, failed.error.code) {
-        ("http_request", ErrorCode::BadRequest) => ErrorCode::UpstreamFailed,
-        (_, ErrorCode::Unauthorized | ErrorCode::InvalidCredentials) => ErrorCode::Forbidden,
-        (_, ErrorCode::NotFound) => ErrorCode::Conflict,
-        (_, code) => code,
+    let code = match failed.error.code {
+        ErrorCode::Unauthorized | ErrorCode::InvalidCredentials => ErrorCode::Forbidden,
+        ErrorCode::NotFound => ErrorCode::Conflict,
+        code => code,
     };
     Error::new(code, failed.message())
 }

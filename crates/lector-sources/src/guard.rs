@@ -47,6 +47,13 @@ impl NetPolicy {
     /// Resolves `host` (a name or an IP literal) and returns its addresses when every one of
     /// them is permitted.
     pub async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>> {
+        let addrs = self.lookup(host, port).await?;
+        self.check(host, &addrs)?;
+        Ok(addrs)
+    }
+
+    /// The addresses of `host` (a name or an IP literal), unchecked; 400 when it has none.
+    pub(crate) async fn lookup(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>> {
         let literal = host.trim_start_matches('[').trim_end_matches(']');
         let addrs: Vec<SocketAddr> = match literal.parse::<IpAddr>() {
             Ok(ip) => vec![SocketAddr::new(ip, port)],
@@ -59,13 +66,18 @@ impl NetPolicy {
         if addrs.is_empty() {
             return Err(Error::bad_request(format!("the host {host} does not resolve")));
         }
+        Ok(addrs)
+    }
+
+    /// The guard's refusal (400) when one of the addresses `host` resolved to is not permitted.
+    pub(crate) fn check(&self, host: &str, addrs: &[SocketAddr]) -> Result<()> {
         if addrs.iter().any(|a| !self.permits(a.ip())) {
             tracing::info!(host, "a source was refused: the host resolves to a non-public address");
             return Err(Error::bad_request(format!(
                 "the host {host} resolves to a private or reserved address, which sources may not reach"
             )));
         }
-        Ok(addrs)
+        Ok(())
     }
 }
 

@@ -41,18 +41,44 @@ fn install_crypto_provider() {
 
 /// Checks what a URL may be before anything is resolved: http or https, a host, no user info.
 pub(crate) fn check_url(url: &Url) -> Result<()> {
+    match url_fault(url) {
+        None => Ok(()),
+        Some(fault @ UrlFault::UserInfo) => Err(Error::bad_request(format!(
+            "a source URL {fault}; keep them in the credential"
+        ))),
+        Some(fault) => Err(Error::bad_request(format!("a source URL {fault}"))),
+    }
+}
+
+/// What keeps a URL from being called at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UrlFault {
+    Scheme,
+    NoHost,
+    UserInfo,
+}
+
+impl std::fmt::Display for UrlFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            UrlFault::Scheme => "must start with http:// or https://",
+            UrlFault::NoHost => "must name a host",
+            UrlFault::UserInfo => "must not carry a user name or password",
+        })
+    }
+}
+
+/// What keeps `url` from being called (its scheme, host or user information), if anything.
+pub(crate) fn url_fault(url: &Url) -> Option<UrlFault> {
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(Error::bad_request("a source URL must start with http:// or https://"));
+        Some(UrlFault::Scheme)
+    } else if url.host_str().is_none_or(str::is_empty) {
+        Some(UrlFault::NoHost)
+    } else if !url.username().is_empty() || url.password().is_some() {
+        Some(UrlFault::UserInfo)
+    } else {
+        None
     }
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err(Error::bad_request("a source URL must name a host"));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(Error::bad_request(
-            "a source URL must not carry a user name or password; keep them in the credential",
-        ));
-    }
-    Ok(())
 }
 
 /// GETs `url` with `headers`, within the policy and the limits. `headers` go to the first
@@ -130,7 +156,48 @@ pub(crate) async fn post(
         every_hop: HeaderMap::new(),
     };
     let posting = follow(policy, limits, reqwest::Method::POST, url, Some(body), headers);
-    within(limits, "the address", async { Ok(posting.await?.status().as_u16()) }).await
+    within(limits, "the address", async {
+        Ok(posting.await.map_err(|e| e.error)?.status().as_u16())
+    })
+    .await
+}
+
+/// Whose fault a failed call ([`crate::Sources::call`]) is, which decides how a workflow's
+/// caller is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// What the call was given cannot be sent: an address that is not an http or https URL
+    /// with a host, a header value that cannot be sent (the data the call was made from).
+    Unsendable,
+    /// The guard refuses the address the call names: a private or reserved one, which the
+    /// configuration does not allow.
+    Refused,
+    /// The far side: a host that does not resolve, no answer or none in time, an error status,
+    /// a redirect that fails or leads to an address the guard refuses, an answer past its limit.
+    Upstream,
+}
+
+/// A failed call: whose fault, and why (400, or 413 for an answer past its limit).
+#[derive(Debug)]
+pub struct CallError {
+    pub fault: Fault,
+    pub error: Error,
+}
+
+impl CallError {
+    pub(crate) fn unsendable(error: Error) -> Self {
+        Self {
+            fault: Fault::Unsendable,
+            error,
+        }
+    }
+
+    fn upstream(error: Error) -> Self {
+        Self {
+            fault: Fault::Upstream,
+            error,
+        }
+    }
 }
 
 /// What a call brought back.
@@ -180,8 +247,8 @@ pub(crate) async fn call(
     url: Url,
     body: Option<Vec<u8>>,
     headers: Headers,
-) -> Result<Answer> {
-    within(limits, "the address", async {
+) -> std::result::Result<Answer, CallError> {
+    let calling = async {
         let response = follow(policy, limits, method, url, body, headers).await?;
         let status = response.status().as_u16();
         let content_type = response
@@ -189,14 +256,18 @@ pub(crate) async fn call(
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let body = read_bounded(response, limits.max_bytes).await?;
+        let body = read_bounded(response, limits.max_bytes)
+            .await
+            .map_err(CallError::upstream)?;
         Ok(Answer {
             status,
             content_type,
             body,
         })
-    })
-    .await
+    };
+    tokio::time::timeout(limits.timeout, calling)
+        .await
+        .unwrap_or_else(|_| Err(CallError::upstream(late(limits, "the address"))))
 }
 
 /// Sends `method` to `url` and follows its redirects: each hop is checked, 307 and 308 are
@@ -211,13 +282,26 @@ async fn follow(
     mut url: Url,
     body: Option<Vec<u8>>,
     headers: Headers,
-) -> Result<reqwest::Response> {
+) -> std::result::Result<reqwest::Response, CallError> {
     let origin = url.origin();
     let safe = method == reqwest::Method::GET || method == reqwest::Method::HEAD;
-    for _ in 0..=MAX_REDIRECTS {
-        check_url(&url)?;
+    for hop in 0..=MAX_REDIRECTS {
+        // The first address is what the call was given; those after it, where the far side
+        // redirected it.
+        check_url(&url).map_err(|error| match hop {
+            0 => CallError::unsendable(error),
+            _ => CallError::upstream(error),
+        })?;
         let headers = headers.for_hop(&url, &origin, body.is_some());
-        let response = send_request(policy, limits, method.clone(), &url, &headers, body.clone()).await?;
+        let response = send_request(policy, limits, method.clone(), &url, &headers, body.clone())
+            .await
+            .map_err(|e| match (hop, e.fault) {
+                (1.., Fault::Refused) => CallError::upstream(Error::bad_request(format!(
+                    "the address redirected to one the guard refuses: {}",
+                    e.error.detail
+                ))),
+                _ => e,
+            })?;
         let status = response.status();
         let redirected = matches!(status, StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT)
             || (safe
@@ -226,30 +310,35 @@ async fn follow(
                     StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND | StatusCode::SEE_OTHER
                 ));
         if redirected {
-            url = redirect_target(&response, &url, "the address")?;
+            url = redirect_target(&response, &url, "the address").map_err(CallError::upstream)?;
             continue;
         }
         if !status.is_success() {
-            return Err(Error::bad_request(format!(
+            return Err(CallError::upstream(Error::bad_request(format!(
                 "the address answered HTTP {}",
                 status.as_u16()
-            )));
+            ))));
         }
         return Ok(response);
     }
-    Err(Error::bad_request(format!(
+    Err(CallError::upstream(Error::bad_request(format!(
         "the address redirected more than {MAX_REDIRECTS} times"
-    )))
+    ))))
 }
 
 /// Runs `work` within the limits' time; `who` names the far side in the error.
 async fn within<T>(limits: &Limits, who: &str, work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-    tokio::time::timeout(limits.timeout, work).await.unwrap_or_else(|_| {
-        Err(Error::bad_request(format!(
-            "{who} did not answer within {} seconds",
-            limits.timeout.as_secs()
-        )))
-    })
+    tokio::time::timeout(limits.timeout, work)
+        .await
+        .unwrap_or_else(|_| Err(late(limits, who)))
+}
+
+/// The error of a far side (`who`) that did not answer within the limits' time.
+fn late(limits: &Limits, who: &str) -> Error {
+    Error::bad_request(format!(
+        "{who} did not answer within {} seconds",
+        limits.timeout.as_secs()
+    ))
 }
 
 /// Where a redirect of `from` points (its Location, relative to `from`); `who` names the far
@@ -266,10 +355,13 @@ fn redirect_target(response: &reqwest::Response, from: &Url, who: &str) -> Resul
 
 /// One GET to the checked addresses of the URL's host.
 async fn send(policy: &NetPolicy, limits: &Limits, url: &Url, headers: &HeaderMap) -> Result<reqwest::Response> {
-    send_request(policy, limits, reqwest::Method::GET, url, headers, None).await
+    send_request(policy, limits, reqwest::Method::GET, url, headers, None)
+        .await
+        .map_err(|e| e.error)
 }
 
-/// One request of `method` to the checked addresses of the URL's host.
+/// One request of `method` to the checked addresses of the URL's host; the guard's refusal
+/// is told apart from the far side's failings.
 async fn send_request(
     policy: &NetPolicy,
     limits: &Limits,
@@ -277,11 +369,15 @@ async fn send_request(
     url: &Url,
     headers: &HeaderMap,
     body: Option<Vec<u8>>,
-) -> Result<reqwest::Response> {
+) -> std::result::Result<reqwest::Response, CallError> {
     install_crypto_provider();
     let host = url.host_str().unwrap_or_default();
     let port = url.port_or_known_default().unwrap_or(443);
-    let addrs = policy.resolve(host, port).await?;
+    let addrs = policy.lookup(host, port).await.map_err(CallError::upstream)?;
+    policy.check(host, &addrs).map_err(|error| CallError {
+        fault: Fault::Refused,
+        error,
+    })?;
     let mut builder = reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
@@ -292,7 +388,7 @@ async fn send_request(
     }
     let client = builder.build().map_err(|e| {
         tracing::error!(error = %e, "cannot build an HTTP client");
-        Error::internal()
+        CallError::upstream(Error::internal())
     })?;
     let request = client.request(method, url.clone());
     let request = match body {
@@ -303,7 +399,7 @@ async fn send_request(
         .headers(headers.clone())
         .send()
         .await
-        .map_err(|e| transport_error(&e))
+        .map_err(|e| CallError::upstream(transport_error(&e)))
 }
 
 /// Reads the body, stopping as soon as it exceeds `max_bytes`.

@@ -7,11 +7,12 @@
 //! ([`guard`]), and turns a sealed credential plus a fetch's `parameters` into the bytes of one
 //! file ([`Sources::fetch`]), bounded in bytes, rows and time, and in fetches going on at once
 //! on the node ([`Concurrency`]). A failure answers 400 with a reason (private address,
-//! connection refused, authentication failed), never what the remote side sent.
+//! connection refused, authentication failed), never what the remote side sent; a workflow's
+//! call ([`Sources::call`]) also says whose fault it was ([`Fault`]).
 
 pub mod guard;
 mod http;
-pub use http::Answer;
+pub use http::{Answer, CallError, Fault};
 mod postgres;
 mod s3;
 pub mod seal;
@@ -125,6 +126,16 @@ impl Sources {
         }
     }
 
+    /// What keeps `url` from ever being called, if anything: it is not a URL, or not an http
+    /// or https one with a host and without a user name or password. What a configuration can
+    /// be told when it is saved, as [`Sources::never_reaches`].
+    pub fn unusable(url: &str) -> Option<String> {
+        match url::Url::parse(url) {
+            Err(_) => Some("is not a URL".into()),
+            Ok(url) => http::url_fault(&url).map(|fault| fault.to_string()),
+        }
+    }
+
     /// The host an address names, for logs and messages that must not carry the whole address
     /// (a webhook's path or query may hold its key); "its address" when it names none.
     pub fn host_of(url: &str) -> String {
@@ -152,7 +163,7 @@ impl Sources {
     /// Calls `url` with `method` (GET, POST, PUT, PATCH, DELETE, HEAD), `headers` and an
     /// optional `body`, through the same guard as every source; answers the status, content
     /// type and body (at most `max_answer_bytes`, and never more than a fetch reads), or why
-    /// the call failed. `headers` (the caller's, which may carry a key) go to the first origin
+    /// the call failed and whose fault that is ([`Fault`]). `headers` (the caller's, which may carry a key) go to the first origin
     /// only, but for the body's content type; `service_headers` (the service's own, such as a
     /// workflow's hop count) go wherever a redirect leads, and win over `headers`. It takes none of the fetch turns ([`Concurrency`]): a workflow's call
     /// may lead to another workflow's call on the same node, which would wait for a turn the
@@ -165,13 +176,14 @@ impl Sources {
         service_headers: &[(String, String)],
         body: Option<Vec<u8>>,
         max_answer_bytes: u64,
-    ) -> Result<http::Answer> {
-        let method = reqwest::Method::from_bytes(method.as_bytes())
-            .map_err(|_| lector_core::Error::bad_request("the method cannot be sent"))?;
-        let url = url::Url::parse(url).map_err(|_| lector_core::Error::bad_request("the URL is not an address"))?;
+    ) -> std::result::Result<http::Answer, CallError> {
+        let unsendable = |detail: &str| CallError::unsendable(lector_core::Error::bad_request(detail));
+        let method =
+            reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| unsendable("the method cannot be sent"))?;
+        let url = url::Url::parse(url).map_err(|_| unsendable("the URL is not an address"))?;
         let mut headers = http::Headers {
-            first_origin: header_map(headers)?,
-            every_hop: header_map(service_headers)?,
+            first_origin: header_map(headers).map_err(CallError::unsendable)?,
+            every_hop: header_map(service_headers).map_err(CallError::unsendable)?,
         };
         if body.is_some() && !headers.first_origin.contains_key(reqwest::header::CONTENT_TYPE) {
             headers.first_origin.insert(

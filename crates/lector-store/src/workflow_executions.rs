@@ -16,6 +16,10 @@ use lector_core::{Action, Result, Scope};
 /// Executions a workflow keeps; older ones are deleted as new ones are recorded.
 pub const MAX_EXECUTIONS_PER_WORKFLOW: i64 = 1000;
 
+/// Executions a workflow may hold past [`MAX_EXECUTIONS_PER_WORKFLOW`] before they are deleted,
+/// together: one delete every so many records instead of one with each.
+pub(crate) const EXECUTIONS_PRUNED_TOGETHER: i64 = 50;
+
 /// How long a running execution counts as alive after its node last renewed it; nodes renew
 /// their runs every third of it.
 pub const EXECUTION_ALIVE_SECS: i64 = 60;
@@ -87,7 +91,7 @@ impl Store {
         .fetch_one(&self.pool)
         .await
         .map_err(db)?;
-        self.prune_executions(workflow_id, id).await?;
+        self.prune_executions(workflow_id).await?;
         Ok(id)
     }
 
@@ -148,10 +152,10 @@ impl Store {
     }
 
     /// Records finished executions in one transaction (the service's execution log gathers
-    /// them), then trims the workflows named in `trim` to their newest 1,000. The records of
-    /// workflows deleted meanwhile are dropped, not written: one of them would otherwise fail
-    /// the whole batch on its foreign key.
-    pub async fn record_executions(&self, executions: &[FinishedExecution], trim: &[i64]) -> Result<()> {
+    /// them, or a call writes its own), then trims each of their workflows to its newest 1,000.
+    /// The records of workflows deleted meanwhile are dropped, not written: one of them would
+    /// otherwise fail the whole batch on its foreign key.
+    pub async fn record_executions(&self, executions: &[FinishedExecution]) -> Result<()> {
         let mut tx = self.begin_write().await?;
         let existing = existing_workflows(&mut tx, executions, self.backend).await?;
         let (executions, dropped): (Vec<&FinishedExecution>, Vec<&FinishedExecution>) =
@@ -189,15 +193,27 @@ impl Store {
             query.execute(&mut *tx).await.map_err(db)?;
         }
         tx.commit().await.map_err(db)?;
-        for workflow_id in trim {
-            self.prune_executions(*workflow_id, 0).await?;
+        let workflows: std::collections::BTreeSet<i64> = executions.iter().map(|e| e.workflow_id).collect();
+        for workflow_id in workflows {
+            self.prune_executions(workflow_id).await?;
         }
         Ok(())
     }
 
-    /// Every 50th execution, deletes a workflow's executions beyond the newest 1,000.
-    async fn prune_executions(&self, workflow_id: i64, newest: i64) -> Result<()> {
-        if newest % 50 != 0 {
+    /// Deletes a workflow's executions beyond its newest [`MAX_EXECUTIONS_PER_WORKFLOW`] once
+    /// it holds [`EXECUTIONS_PRUNED_TOGETHER`] more: a condition on the workflow's own rows
+    /// (ids are shared by every workflow, so a rule on the new row's id could skip one
+    /// workflow for ever). The check reads the workflow's newest ids in its index only.
+    async fn prune_executions(&self, workflow_id: i64) -> Result<()> {
+        let past_kept: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM workflow_executions WHERE workflow_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2",
+        )
+        .bind(workflow_id)
+        .bind(MAX_EXECUTIONS_PER_WORKFLOW + EXECUTIONS_PRUNED_TOGETHER - 1)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db)?;
+        if past_kept.is_none() {
             return Ok(());
         }
         sqlx::query(

@@ -1,10 +1,14 @@
 //! The execution log's batches ([`Store::record_executions`]) on both backends: a batch that
 //! holds a record of a workflow deleted since its call still writes every other record, and
 //! drops that one, instead of failing whole on its foreign key. And the background runs left
-//! running by a node that went away ([`Store::end_abandoned_executions`]).
+//! running by a node that went away ([`Store::end_abandoned_executions`]), and the trimming of
+//! every workflow to its newest executions.
 
 use crate::testing::{TestDatabase, owner};
-use crate::{ABANDONED_EXECUTION, Backend, ExecutionEnd, FinishedExecution, NewWorkflow, Store};
+use crate::workflow_executions::EXECUTIONS_PRUNED_TOGETHER;
+use crate::{
+    ABANDONED_EXECUTION, Backend, ExecutionEnd, FinishedExecution, MAX_EXECUTIONS_PER_WORKFLOW, NewWorkflow, Store,
+};
 use lector_core::time::Timestamp;
 
 fn finished(workflow_id: i64) -> FinishedExecution {
@@ -50,10 +54,7 @@ async fn a_deleted_workflow_does_not_lose_the_batch(backend: Backend) {
     store.delete_workflow(&scope, gone.id).await.expect("deleted");
 
     let batch = [finished(kept.id), finished(gone.id), finished(kept.id)];
-    store
-        .record_executions(&batch, &[kept.id, gone.id])
-        .await
-        .expect("the batch is written");
+    store.record_executions(&batch).await.expect("the batch is written");
     let (executions, _) = store
         .workflow_executions(&scope, kept.id, 0, 10)
         .await
@@ -178,11 +179,16 @@ async fn only_the_newest_thousand_executions_are_listed(backend: Backend) {
         .create_workflow(&scope, workspace, &workflow("busy"))
         .await
         .expect("a workflow");
-    let batch: Vec<FinishedExecution> = (0..1100).map(|_| finished(busy.id)).collect();
-    store
-        .record_executions(&batch, &[])
-        .await
-        .expect("written, not trimmed");
+    // Fewer past the kept 1,000 than trimming waits for.
+    let batch: Vec<FinishedExecution> = (0..1040).map(|_| finished(busy.id)).collect();
+    store.record_executions(&batch).await.expect("written, not trimmed");
+    let held = crate::testing::count(
+        &store,
+        "SELECT COUNT(*) FROM workflow_executions WHERE workflow_id = $1",
+        busy.id,
+    )
+    .await;
+    assert_eq!(held, 1040);
     let listed = |offset, limit| store.workflow_executions(&scope, busy.id, offset, limit);
     let (last, more) = listed(900, 1000).await.expect("a page");
     assert_eq!((last.len(), more), (100, false));
@@ -257,4 +263,61 @@ async fn routes_from_a_replaced_definition_are_refused_sqlite() {
 #[tokio::test]
 async fn routes_from_a_replaced_definition_are_refused_postgres() {
     routes_from_a_replaced_definition_are_refused(Backend::Postgres).await;
+}
+
+/// Every workflow is trimmed to its newest executions whichever ids its rows get: two
+/// workflows recorded in turn (one calling the other) both are, and so are the records a call
+/// writes itself when the execution log is full. Before, a workflow was trimmed when its new
+/// row's id, shared by every workflow, was a multiple of 50, which one of two workflows taking
+/// turns never had; and a call's own record trimmed nothing.
+async fn every_workflow_keeps_its_newest_executions(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (user, scope) = owner(&store).await;
+    let workspace = user.personal_workspace_id.expect("a personal workspace");
+    let mut flows = Vec::new();
+    for name in ["caller", "called", "logged"] {
+        let flow = store
+            .create_workflow(&scope, workspace, &workflow(name))
+            .await
+            .expect("a workflow");
+        flows.push(flow.id);
+    }
+    let held = |id: i64| {
+        crate::testing::count(
+            &store,
+            "SELECT COUNT(*) FROM workflow_executions WHERE workflow_id = $1",
+            id,
+        )
+    };
+    let most = MAX_EXECUTIONS_PER_WORKFLOW + EXECUTIONS_PRUNED_TOGETHER;
+    // Two workflows taking turns: their rows' ids alternate, so only one of them ever got a
+    // multiple of 50.
+    for _ in 0..most + 20 {
+        for &flow in &flows[..2] {
+            store.start_execution(flow, "production", "POST").await.unwrap();
+        }
+    }
+    for _ in 0..most + 20 {
+        store.record_executions(&[finished(flows[2])]).await.unwrap();
+    }
+    for flow in flows {
+        let held = held(flow).await;
+        assert!(
+            (MAX_EXECUTIONS_PER_WORKFLOW..most).contains(&held),
+            "workflow {flow} holds {held} executions"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_workflow_keeps_its_newest_executions_sqlite() {
+    every_workflow_keeps_its_newest_executions(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn every_workflow_keeps_its_newest_executions_postgres() {
+    every_workflow_keeps_its_newest_executions(Backend::Postgres).await;
 }

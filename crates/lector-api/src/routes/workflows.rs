@@ -9,13 +9,13 @@ use crate::extract::{Body, PageInfo, Paging, PathParams, QueryParams, WriteBody}
 use crate::routes::rfc3339;
 use crate::routes::workspaces::named_or_default_workspace;
 use crate::state::AppState;
-use crate::workflow_refs::check_references;
+use crate::workflow_refs::{Moment, check_references};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use lector_core::validate::{MAX_NAME_CHARS, Problems};
 use lector_core::{Action, Error, Role};
-use lector_store::{Execution, NewWorkflow, Workflow};
+use lector_store::{Execution, NewWorkflow, Workflow, WorkspaceRef};
 use lector_workflow::Definition;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -310,8 +310,14 @@ pub async fn create_workflow(
 ) -> ApiResult<(StatusCode, Json<WorkflowDto>)> {
     caller.scope.may_somewhere(Action::Edit)?;
     let workspace_id = named_or_default_workspace(&state, &caller, body.organization_id).await?;
+    // Access first: the checks of the definition answer about the workspace (who is a member
+    // of it), which a caller who may not work there must not learn; 404 as for no workspace.
+    state
+        .store
+        .workspace_access(&caller.scope, &WorkspaceRef::Id(workspace_id), Action::Edit)
+        .await?;
     let new = body.prepare(None)?;
-    check_references(&state, &caller.scope, workspace_id, &body.definition()?).await?;
+    check_references(&state, &caller.scope, workspace_id, &body.definition()?, Moment::Saving).await?;
     let created = state.store.create_workflow(&caller.scope, workspace_id, &new).await?;
     tracing::info!(
         workflow.id = created.id,
@@ -353,7 +359,13 @@ pub async fn update_workflow(
         .into());
     }
     let new = body.prepare(Some(&current))?;
-    check_references(&state, &caller.scope, current.workspace_id, &body.definition()?).await?;
+    // An active workflow runs its new steps from the next call.
+    let moment = if current.active {
+        Moment::Activating
+    } else {
+        Moment::Saving
+    };
+    check_references(&state, &caller.scope, current.workspace_id, &body.definition()?, moment).await?;
     let updated = state.store.update_workflow(&caller.scope, current.id, &new).await?;
     state.webhook_hooks.clear();
     Ok(Json(WorkflowDto::of(&state, updated)?))
@@ -389,6 +401,7 @@ pub async fn activate_workflow(
         &caller.scope,
         workflow.workspace_id,
         &stored_definition(&workflow)?,
+        Moment::Activating,
     )
     .await?;
     let active = state.store.activate_workflow(&caller.scope, &workflow, &routes).await?;

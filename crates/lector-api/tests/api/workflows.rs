@@ -19,6 +19,7 @@ backend_tests!(
     the_trigger_authenticates_its_callers,
     each_method_may_lead_to_its_own_steps,
     a_failing_step_stops_the_execution,
+    a_request_the_calls_data_spoils_is_the_callers,
     a_template_past_its_cap_fails_the_run,
     files_and_forms_reach_the_steps,
     a_customer_email_is_answered_with_its_class,
@@ -257,6 +258,22 @@ async fn workflows_are_a_resource_of_their_workspace(app: TestApp) {
     app.post("/workflows", &eve.token, in_other)
         .await
         .expect_problem(404, "not_found");
+    // Nor does a stranger learn who its members are from a notify step's check: a member, a
+    // stranger and a workspace that does not exist are answered alike (it was 422 naming the
+    // step for a user who is not a member).
+    for (workspace, user) in [
+        (workspace, ada.user_id),
+        (workspace, eve.user_id),
+        (workspace + 1000, eve.user_id),
+    ] {
+        let probe = json!({"name": "P", "organization_id": workspace, "trigger": {"path": "p"},
+            "steps": [{"type": "notify", "user_id": user, "message": "hi"}]});
+        let refused = app
+            .post("/workflows", &eve.token, probe)
+            .await
+            .expect_problem(404, "not_found");
+        assert_eq!(refused["detail"], "workspace not found", "{refused}");
+    }
 
     assert_eq!(app.get("/workflows", &vera.token).await.expect(200)["count"], 2);
     app.delete(&one, &uma.token).await.expect(200);
@@ -873,7 +890,9 @@ async fn each_method_may_lead_to_its_own_steps(app: TestApp) {
 async fn a_failing_step_stops_the_execution(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let bob = app.register("bob@example.org").await;
-    // An outbound call to a private address is refused by the guard: 502.
+    // An outbound call to a private address is refused by the guard: the step's configuration
+    // must change (409), nothing the called address did (it was 502). The host comes from the
+    // call here: one written out in the step is refused when the workflow is saved.
     let workflow = create(
         &app,
         &ada,
@@ -881,22 +900,28 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
         "response_mode": "last_step"},
         "steps": [
             {"type": "notify", "user_id": ada.user_id, "message": "New ticket: {{ body.text }}", "level": "WARNING"},
-            {"type": "http_request", "url": "http://127.0.0.1:9/x"},
+            {"type": "http_request", "url": "http://{{ body.host }}:9/x"},
             {"type": "notify", "user_id": ada.user_id, "message": "never"}
         ]}),
     )
     .await;
     activate(&app, &ada, id(&workflow)).await.expect(200);
     // A NUL in the body is left out of the notification made from it (PostgreSQL refused it: 500).
-    let failed = post_hook(&app, "/webhook/fails", json!({"text": "Where is my\u{0} parcel?"})).await;
+    let failed = post_hook(
+        &app,
+        "/webhook/fails",
+        json!({"text": "Where is my\u{0} parcel?", "host": "127.0.0.1"}),
+    )
+    .await;
     assert_eq!(
         (failed.status, failed.json["code"].clone()),
-        (502, json!("upstream_failed")),
+        (409, json!("conflict")),
         "{}",
         failed.text
     );
     let detail = failed.json["detail"].as_str().unwrap();
     assert!(detail.starts_with("step 2 (http_request) failed: "), "{detail}");
+    assert!(detail.contains("change the step's url"), "{detail}");
     let recorded = executions(&app, &ada, id(&workflow)).await;
     assert_eq!(recorded[0]["status"], "error");
     assert_eq!(recorded[0]["error"], detail);
@@ -937,6 +962,24 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
     app.put(&format!("/workflows/{}", id(&workflow)), &ada.token, foreign)
         .await
         .expect_problem(422, "validation_failed");
+    // So is an address written out in a step that could never be called: one the guard never
+    // reaches (HITL webhooks are told so too), or none at all.
+    for (url, why) in [
+        ("http://127.0.0.1:9/x", "private or reserved address"),
+        ("http://localhost/{{ body.id }}", "private or reserved address"),
+        ("http://user:pw@api.example.org/x", "user name or password"),
+        ("https://exa mple.org/", "is not a URL"),
+    ] {
+        let body = json!({"name": "Out", "trigger": {"path": "out", "http_method": "POST"},
+            "steps": [{"type": "http_request", "url": url}]});
+        let refused = app
+            .post("/workflows", &ada.token, body)
+            .await
+            .expect_problem(422, "validation_failed");
+        assert_eq!(crate::common::problem_fields(&refused), ["steps[0].url"], "{url}");
+        let message = refused["errors"][0]["message"].as_str().unwrap();
+        assert!(message.contains(why), "{url}: {message}");
+    }
     assert_eq!(app.get("/notifications", &bob.token).await.expect(200), json!([]));
 
     // A workflow whose user left the workspace does not run.
@@ -1019,6 +1062,48 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
     assert_eq!(tested.status, 409, "the test was uma's: {}", tested.text);
     assert!(tested.json["detail"].as_str().unwrap().contains("arm its test address"));
     assert_eq!(hook(&app, Method::POST, "/webhook/adas", None, &[]).await.status, 200);
+}
+
+/// A call whose data makes a step's request unsendable (a URL that is not one, a header value
+/// with a control character) is the caller's to fix: 422, not 502 as if the called address
+/// had failed.
+async fn a_request_the_calls_data_spoils_is_the_callers(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let workflow = create(
+        &app,
+        &ada,
+        json!({"name": "Relay", "trigger": {"path": "relay", "http_method": "POST", "response_mode": "last_step"},
+               "steps": [{"type": "http_request", "url": "{{ body.url }}", "headers": {"X-Note": "{{ body.note }}"}}]}),
+    )
+    .await;
+    activate(&app, &ada, id(&workflow)).await.expect(200);
+    for (body, why) in [
+        (
+            json!({"url": "not an address", "note": "hi"}),
+            "the URL is not an address",
+        ),
+        (
+            json!({"url": "ftp://files.example.org/x", "note": "hi"}),
+            "http:// or https://",
+        ),
+        (
+            json!({"url": "https://api.example.org/x", "note": "a\r\nX-Evil: 1"}),
+            "header cannot be sent",
+        ),
+    ] {
+        let refused = post_hook(&app, "/webhook/relay", body.clone()).await;
+        assert_eq!(
+            (refused.status, refused.json["code"].clone()),
+            (422, json!("validation_failed")),
+            "{body}: {}",
+            refused.text
+        );
+        let detail = refused.json["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with("step 1 (http_request) failed: ") && detail.contains(why),
+            "{detail}"
+        );
+    }
 }
 
 /// A template that renders past 1 MiB (placeholders for the whole body, many times over) fails
@@ -1447,6 +1532,125 @@ mod outbound {
         use super::*;
         backend_tests!(adjust: loopback_allowed_small_answers; caller_values_stay_data_in_a_steps_address);
     }
+}
+
+mod unready_models {
+    //! A step's model must be one that predicts: one still training may be saved in a
+    //! workflow but not activated, and a FAILED one, or an extraction model of no project, is
+    //! refused when the workflow is saved (422 naming the step and what to do), rather than
+    //! answering 409 on every call. Workers are off: the test runs each job when it wants.
+    use super::*;
+    use crate::common::tickets::{BILLING, labeled, queue_training};
+
+    /// The message of the one field error a 422 names, checking the field.
+    fn refusal(problem: &Value, field: &str) -> String {
+        assert_eq!(crate::common::problem_fields(problem), [field], "{problem}");
+        problem["errors"][0]["message"].as_str().unwrap().to_owned()
+    }
+
+    fn analyze_with(name: &str, path: &str, model: &Value) -> Value {
+        json!({"name": name, "trigger": {"path": path, "http_method": "POST"},
+               "steps": [{"type": "analyze", "model_id": model["id"]}]})
+    }
+
+    async fn steps_name_models_that_predict(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (project, train) = labeled_tickets(&app, &ada, "Tickets").await;
+        // A training that fails when it runs: its test session is deleted before.
+        let test = app
+            .labeled_session(&ada, project, "Test", labeled(&BILLING[..3], "billing"))
+            .await;
+        let test = test["id"].as_i64().unwrap();
+        let failing = app
+            .post(
+                &format!("/projects/{project}/models"),
+                &ada.token,
+                json!({"display_name": "Held", "trainset_annotation_ids": [train],
+                       "testset_annotation_ids": [test]}),
+            )
+            .await
+            .expect(201);
+        app.delete(&format!("/projects/{project}/annotations/{test}"), &ada.token)
+            .await
+            .expect(200);
+        let queued = queue_training(&app, &ada, project, "Tickets v1").await;
+
+        // Saved while its model trains, activated once the model is READY.
+        let triage = id(&create(&app, &ada, analyze_with("Triage", "triage", &queued)).await);
+        let refused = activate(&app, &ada, triage)
+            .await
+            .expect_problem(422, "validation_failed");
+        let why = refusal(&refused, "steps[0].model_id");
+        assert!(
+            why.contains("QUEUED") && why.contains("once the model is READY"),
+            "{why}"
+        );
+        app.run_jobs().await;
+        let path = format!("/projects/{project}/models");
+        let failed = app
+            .get(&format!("{path}/{}", failing["id"]), &ada.token)
+            .await
+            .expect(200);
+        assert_eq!(failed["status"], "FAILED", "{failed}");
+        activate(&app, &ada, triage).await.expect(200);
+
+        // A FAILED model never predicts: refused on creation and on change.
+        let refused = app
+            .post("/workflows", &ada.token, analyze_with("Never", "never", &failing))
+            .await
+            .expect_problem(422, "validation_failed");
+        let why = refusal(&refused, "steps[0].model_id");
+        assert!(why.contains("FAILED") && why.contains("train a new model"), "{why}");
+        let refused = app
+            .put(
+                &format!("/workflows/{triage}"),
+                &ada.token,
+                analyze_with("Triage", "triage", &failing),
+            )
+            .await
+            .expect_problem(422, "validation_failed");
+        refusal(&refused, "steps[0].model_id");
+
+        // An extraction model of no project (uploaded into the workspace) cannot extract: its
+        // fields' settings are its project's.
+        let fields = app.project_with(&ada, "LABEL", &[], &["total", "date"]).await;
+        let totals: Vec<Value> = (0..12)
+            .map(|n| match n % 2 {
+                0 => json!({"text": format!("Total amount {n},50 EUR"), "tags": [{"label": "total"}]}),
+                _ => json!({"text": format!("Invoice date {n:02}.03.2024"), "tags": [{"label": "date"}]}),
+            })
+            .collect();
+        app.labeled_session(&ada, fields, "Totals", totals).await;
+        let extractor = queue_training(&app, &ada, fields, "Totals v1").await;
+        app.run_jobs().await;
+        let extractor_id = extractor["id"].as_i64().unwrap();
+        let (_, _, file) = app
+            .download(&ada.token, &format!("/models/{extractor_id}/download"))
+            .await;
+        let loose = app
+            .upload_model(&ada.token, &file, &[("display_name", "Totals loose")])
+            .await
+            .expect(200);
+        assert_eq!(loose["project_id"], Value::Null, "{loose}");
+        let extract_with = |model: &Value| {
+            json!({"name": "Invoices", "trigger": {"path": "invoices", "http_method": "POST"},
+                   "steps": [{"type": "extract", "model_id": model["id"]}]})
+        };
+        let refused = app
+            .post("/workflows", &ada.token, extract_with(&loose))
+            .await
+            .expect_problem(422, "validation_failed");
+        let why = refusal(&refused, "steps[0].model_id");
+        assert!(why.contains("no project"), "{why}");
+        let invoices = id(&create(&app, &ada, extract_with(&extractor)).await);
+        activate(&app, &ada, invoices).await.expect(200);
+    }
+
+    fn no_workers(config: &mut lector_core::config::Config) {
+        config.workers = 0;
+    }
+
+    backend_tests!(adjust: no_workers; steps_name_models_that_predict);
 }
 
 mod windows {

@@ -2,7 +2,7 @@
 
 use crate::{WS, closed_port, limits, localhost_tls, loopback_allowed, read_head, sealed, sources};
 use lector_core::SourceKind;
-use lector_sources::{CredentialSecret, Limits, NetPolicy, Sources};
+use lector_sources::{CredentialSecret, Fault, Limits, NetPolicy, Sources};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -262,7 +262,8 @@ async fn a_webhook_reads_the_status_not_the_body() {
             .call("POST", &url, &[], &[], Some(b"{}".to_vec()), u64::MAX)
             .await
             .unwrap_err();
-        assert_eq!(called.status(), 413, "{path}: {}", called.detail);
+        assert_eq!(called.fault, Fault::Upstream, "{path}");
+        assert_eq!(called.error.status(), 413, "{path}: {}", called.error.detail);
     }
 }
 
@@ -275,7 +276,57 @@ async fn a_call_keeps_to_the_callers_limit() {
     let answered = s.call("GET", &url, &[], &[], None, 9).await.unwrap();
     assert_eq!(answered.body, b"[{\"a\":1}]");
     let refused = s.call("GET", &url, &[], &[], None, 8).await.unwrap_err();
-    assert_eq!(refused.status(), 413, "{}", refused.detail);
+    assert_eq!(refused.error.status(), 413, "{}", refused.error.detail);
+}
+
+/// A failed call says whose fault it is, which decides how a workflow's caller is answered:
+/// what it was given cannot be sent, the guard refuses the address it names, or the far side
+/// failed (a redirect to an address the guard refuses among them).
+#[tokio::test]
+async fn a_failed_call_says_whose_fault_it_is() {
+    let port = serve().await;
+    let closed = closed_port().await;
+    let s = sources(loopback_allowed(), limits());
+    let fault = |url: String, headers: Vec<(String, String)>, sources: Sources| async move {
+        let failed = sources
+            .call("GET", &url, &headers, &[], None, u64::MAX)
+            .await
+            .unwrap_err();
+        (failed.fault, failed.error.detail)
+    };
+    let base = format!("http://127.0.0.1:{port}");
+    let refused = fault(
+        format!("{base}/export"),
+        vec![],
+        sources(NetPolicy::public_only(), limits()),
+    )
+    .await;
+    assert_eq!(refused.0, Fault::Refused, "{}", refused.1);
+    for url in [
+        "not a url".to_owned(),
+        "ftp://example.org/x".to_owned(),
+        format!("http://user:pw@127.0.0.1:{port}/"),
+    ] {
+        assert_eq!(
+            fault(url.clone(), vec![], s.clone()).await.0,
+            Fault::Unsendable,
+            "{url}"
+        );
+    }
+    let header = vec![("X-Note".to_owned(), "a\nb".to_owned())];
+    assert_eq!(
+        fault(format!("{base}/export"), header, s.clone()).await.0,
+        Fault::Unsendable
+    );
+    for url in [
+        format!("{base}/to-other-loopback"),
+        format!("{base}/to-file"),
+        format!("{base}/fails"),
+        format!("http://127.0.0.1:{closed}/x"),
+    ] {
+        let (found, detail) = fault(url.clone(), vec![], s.clone()).await;
+        assert_eq!(found, Fault::Upstream, "{url}: {detail}");
+    }
 }
 
 #[tokio::test]

@@ -468,8 +468,10 @@ impl Authentication {
             ),
             AuthKind::Header => {
                 let name = self.name.as_deref().unwrap_or_default();
+                // No `_`: nginx and other proxies drop such headers by default
+                // (`underscores_in_headers off`), and every call would then answer 401.
                 problems.check(
-                    !name.is_empty() && name.len() <= 100 && name.bytes().all(is_token_byte),
+                    !name.is_empty() && name.len() <= 100 && name.bytes().all(is_inbound_name_byte),
                     &format!("{field}.name"),
                     "must be a header name (letters, digits and -, at most 100)",
                 );
@@ -526,8 +528,14 @@ fn check_secret(problems: &mut Problems, field: &str, secret: &Option<String>) {
     }
 }
 
-fn is_token_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
+/// A byte of a header name a caller sends through the proxies in front of the service.
+fn is_inbound_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-'
+}
+
+/// A byte of a header name a step sends out: `_` too, which the called service may want.
+fn is_outbound_name_byte(b: u8) -> bool {
+    is_inbound_name_byte(b) || b == b'_'
 }
 
 /// Whether `path` may be a webhook's path: 1 to 200 characters of letters, digits, `-`, `_`,
@@ -584,11 +592,16 @@ fn check_steps(field: &str, steps: &[Step], problems: &mut Problems) {
                 problems.check(headers.len() <= MAX_FIELDS, &at("headers"), "at most 50 headers");
                 for (name, value) in headers {
                     problems.check(
-                        !name.is_empty() && name.len() <= 100 && name.bytes().all(is_token_byte),
+                        !name.is_empty() && name.len() <= 100 && name.bytes().all(is_outbound_name_byte),
                         &at("headers"),
-                        "header names are letters, digits and '-' (at most 100)",
+                        "header names are letters, digits, '-' and '_' (at most 100)",
                     );
                     check_template(problems, &at("headers"), value);
+                    problems.check(
+                        !value.chars().any(|c| c.is_control() && c != '\t'),
+                        &at("headers"),
+                        "header values hold no control characters (but tabs)",
+                    );
                 }
                 check_data_path(problems, &at("into"), into, false);
             }

@@ -87,6 +87,40 @@ fn a_url_may_start_with_a_placeholder() {
     assert_eq!(problems_of(&steps("ftp://x/{{ id }}")), ["steps[0].url"]);
 }
 
+/// A trigger's key header is refused with `_`, as its message says: nginx drops such headers
+/// by default, so every call would answer 401. A step's outbound header may have one.
+#[test]
+fn a_key_header_has_no_underscore() {
+    let keyed = |name: &str| {
+        parse(json!({"trigger": {"path": "x",
+            "authentication": {"type": "header", "name": name, "value": "k1"}}}))
+    };
+    assert!(problems_of(&keyed("X-Api-Key")).is_empty());
+    for bad in ["X_Api_Key", "_", "X Key", ""] {
+        assert_eq!(problems_of(&keyed(bad)), ["trigger.authentication.name"], "{bad:?}");
+    }
+    let outbound = parse(json!({"trigger": {"path": "x"},
+        "steps": [{"type": "http_request", "url": "https://api.example.org/",
+                   "headers": {"X_Api_Key": "k", "X-Other": "v"}}]}));
+    assert!(problems_of(&outbound).is_empty());
+    let spaced = parse(json!({"trigger": {"path": "x"},
+        "steps": [{"type": "http_request", "url": "https://api.example.org/", "headers": {"X Key": "k"}}]}));
+    assert_eq!(problems_of(&spaced), ["steps[0].headers"]);
+}
+
+/// A header value written with a control character could never be sent: refused when saved,
+/// not answered 502 on every call.
+#[test]
+fn header_values_hold_no_control_characters() {
+    let with_value = |value: &str| {
+        parse(json!({"trigger": {"path": "x"},
+            "steps": [{"type": "http_request", "url": "https://api.example.org/",
+                       "headers": {"X-Note": value}}]}))
+    };
+    assert!(problems_of(&with_value("a\tb {{ body.note }}")).is_empty());
+    assert_eq!(problems_of(&with_value("a\r\nX-Evil: 1")), ["steps[0].headers"]);
+}
+
 #[test]
 fn a_stored_secret_may_be_left_out() {
     let d = parse(json!({"trigger": {"path": "x", "authentication": {"type": "basic", "user": "shop"}}}));
