@@ -156,7 +156,7 @@ impl Store {
                     .map_or("a field".to_owned(), |l| format!("field {l}"))
             );
             let title = "A review is waiting for you";
-            notify_in(&mut *tx, user_id, NotificationType::Info, title, &text).await?;
+            notify_in(&mut tx, user_id, NotificationType::Info, title, &text).await?;
         }
         webhook_in(&mut tx, hitl, "review.created", &review).await?;
         let waiting = waiting_reviews(&mut tx, hitl.id).await?;
@@ -363,7 +363,7 @@ pub(crate) async fn give_waiting_reviews(
         ),
     };
     let title = "Reviews are waiting for you";
-    notify_in(&mut **tx, user_id, NotificationType::Info, title, &text).await
+    notify_in(tx, user_id, NotificationType::Info, title, &text).await
 }
 
 /// Takes a member's review work in a workspace from them, when they leave it or take a role

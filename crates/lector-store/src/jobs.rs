@@ -591,5 +591,5 @@ async fn delete_input(tx: &mut Transaction<'static, Any>, job_id: i64) -> Result
 }
 
 async fn insert_notice(tx: &mut Transaction<'static, Any>, notice: &JobNotice) -> Result<()> {
-    crate::notifications::notify_in(&mut **tx, notice.user_id, notice.kind, &notice.title, &notice.text).await
+    crate::notifications::notify_in(tx, notice.user_id, notice.kind, &notice.title, &notice.text).await
 }

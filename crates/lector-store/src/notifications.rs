@@ -1,5 +1,6 @@
 //! Notifications: the internal [`Store::notify`] other parts call when long work ends, and the
-//! caller's own list, read and unread.
+//! caller's own list, read and unread. A user keeps the newest [`MAX_NOTIFICATIONS_PER_USER`]:
+//! a workflow's notify step, which any caller of its webhook runs, grew the list without end.
 
 use crate::records::{FromAnyRow, NOTIFICATION_COLUMNS, Notification, fetch_record, fetch_records};
 use crate::{Store, db};
@@ -22,10 +23,18 @@ pub(crate) fn within_limits(title: &str, text: &str) -> (String, String) {
     )
 }
 
+/// The notifications a user keeps, the newest: older ones are deleted once there are
+/// [`NOTIFICATIONS_TRIMMED_TOGETHER`] more, read or not.
+pub const MAX_NOTIFICATIONS_PER_USER: i64 = 1_000;
+
+/// Notifications past [`MAX_NOTIFICATIONS_PER_USER`] deleted together, so that a new one costs
+/// one look at the user's index and a deletion only every so many.
+const NOTIFICATIONS_TRIMMED_TOGETHER: i64 = 50;
+
 /// Records a notification for a user as part of a larger write (a job's end, a review made or
 /// handed over), so that it is written if and only if the rest is.
-pub(crate) async fn notify_in<'e>(
-    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+pub(crate) async fn notify_in(
+    connection: &mut sqlx::AnyConnection,
     user_id: i64,
     kind: NotificationType,
     title: &str,
@@ -38,7 +47,39 @@ pub(crate) async fn notify_in<'e>(
         .bind(title)
         .bind(text)
         .bind(Timestamp::now().micros())
-        .execute(executor)
+        .execute(&mut *connection)
+        .await
+        .map_err(db)?;
+    trim(connection, user_id).await
+}
+
+/// Deletes a user's notifications past the newest [`MAX_NOTIFICATIONS_PER_USER`], once there
+/// are [`NOTIFICATIONS_TRIMMED_TOGETHER`] of them.
+async fn trim(connection: &mut sqlx::AnyConnection, user_id: i64) -> Result<()> {
+    let nth_newest = |n: i64| {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT id FROM notifications WHERE user_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2",
+        )
+        .bind(user_id)
+        .bind(n - 1)
+    };
+    let due = MAX_NOTIFICATIONS_PER_USER + NOTIFICATIONS_TRIMMED_TOGETHER;
+    if nth_newest(due)
+        .fetch_optional(&mut *connection)
+        .await
+        .map_err(db)?
+        .is_none()
+    {
+        return Ok(());
+    }
+    let oldest_kept = nth_newest(MAX_NOTIFICATIONS_PER_USER)
+        .fetch_one(&mut *connection)
+        .await
+        .map_err(db)?;
+    sqlx::query("DELETE FROM notifications WHERE user_id = $1 AND id < $2")
+        .bind(user_id)
+        .bind(oldest_kept)
+        .execute(&mut *connection)
         .await
         .map_err(db)?;
     Ok(())
@@ -52,15 +93,17 @@ impl Store {
              RETURNING {NOTIFICATION_COLUMNS}"
         );
         let (title, text) = within_limits(title, text);
+        let mut connection = self.pool.acquire().await.map_err(db)?;
         let row = sqlx::query(&sql)
             .bind(user_id)
             .bind(kind.as_str())
             .bind(title)
             .bind(text)
             .bind(Timestamp::now().micros())
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *connection)
             .await
             .map_err(db)?;
+        trim(&mut connection, user_id).await?;
         Notification::decode(&row)
     }
 
@@ -142,4 +185,56 @@ pub struct NotificationChanges {
     pub created: Option<Timestamp>,
     /// `Some(None)` marks the notification unread, `Some(Some(t))` read at `t`.
     pub read: Option<Option<Timestamp>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_NOTIFICATIONS_PER_USER, NOTIFICATIONS_TRIMMED_TOGETHER};
+    use crate::testing::{TestDatabase, owner};
+    use crate::{Backend, Store};
+    use lector_core::NotificationType;
+
+    /// A user keeps the newest notifications: the older go, in a batch, once there are enough
+    /// more; the newest stay in order.
+    async fn a_user_keeps_the_newest_notifications(backend: Backend) {
+        let Some(database) = TestDatabase::create(backend).await else {
+            return;
+        };
+        let store = Store::open(&database.url, 4).await.expect("store");
+        let (user, scope) = owner(&store).await;
+        let count = || async {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM notifications WHERE user_id = $1")
+                .bind(user.id)
+                .fetch_one(&store.pool)
+                .await
+                .unwrap()
+        };
+        let before = count().await;
+        let due = MAX_NOTIFICATIONS_PER_USER + NOTIFICATIONS_TRIMMED_TOGETHER;
+        for n in before..due - 1 {
+            store
+                .notify(user.id, NotificationType::Info, "Called", &format!("call {n}"))
+                .await
+                .unwrap();
+        }
+        assert_eq!(count().await, due - 1, "none deleted before the batch is due");
+        store
+            .notify(user.id, NotificationType::Info, "Called", "the last")
+            .await
+            .unwrap();
+        assert_eq!(count().await, MAX_NOTIFICATIONS_PER_USER);
+        let newest = store.notifications(&scope, user.id, 0, 2).await.unwrap();
+        assert_eq!(newest[0].text, "the last");
+        assert_eq!(newest[1].text, format!("call {}", due - 2));
+    }
+
+    #[tokio::test]
+    async fn a_user_keeps_the_newest_notifications_sqlite() {
+        a_user_keeps_the_newest_notifications(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn a_user_keeps_the_newest_notifications_postgres() {
+        a_user_keeps_the_newest_notifications(Backend::Postgres).await;
+    }
 }

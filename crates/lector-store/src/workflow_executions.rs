@@ -33,6 +33,11 @@ pub const ABANDONED_EXECUTION: &str = "the server running this workflow stopped 
 
 const EXECUTION_COLUMNS: &str = "id, workflow_id, mode, method, status, started, finished, error, data";
 
+/// The most characters of kept data one page of executions carries (a kept record holds up to
+/// 4 MiB, and a listing parses each into a tree many times its size): past it, the page's
+/// later executions come without their data, which a smaller page from there gives.
+pub const MAX_EXECUTION_PAGE_DATA_CHARS: i64 = 4 << 20;
+
 /// A recorded execution.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Execution {
@@ -48,9 +53,12 @@ pub struct Execution {
     pub error: Option<String>,
     /// JSON: what each step made, when kept.
     pub data: Option<String>,
+    /// Kept, but left out of this page, whose data had reached
+    /// [`MAX_EXECUTION_PAGE_DATA_CHARS`] before it.
+    pub data_left_out: bool,
 }
 
-from_row! { Execution { id, workflow_id, mode, method, status, started, finished, error, data } }
+from_row! { Execution { id, workflow_id, mode, method, status, started, finished, error, data, data_left_out } }
 
 /// An execution's end, as recorded.
 #[derive(Debug, Clone, PartialEq)]
@@ -230,7 +238,8 @@ impl Store {
 
     /// A workflow's newest [`MAX_EXECUTIONS_PER_WORKFLOW`] executions, newest first, a page at a
     /// time (any member); answers whether more follow. Older rows, which trimming deletes in
-    /// batches, are never listed.
+    /// batches, are never listed. The page carries the executions' data up to
+    /// [`MAX_EXECUTION_PAGE_DATA_CHARS`] in all (the first execution's always).
     pub async fn workflow_executions(
         &self,
         scope: &Scope,
@@ -243,14 +252,21 @@ impl Store {
         if limit <= 0 {
             return Ok((Vec::new(), false));
         }
+        // The data each row's page holds with it, summed over the page alone (newest first).
         let sql = format!(
-            "SELECT {EXECUTION_COLUMNS} FROM workflow_executions WHERE workflow_id = $1 \
-             ORDER BY id DESC LIMIT $2 OFFSET $3"
+            "SELECT id, workflow_id, mode, method, status, started, finished, error, \
+             CASE WHEN carried <= $4 OR first = 1 THEN data END AS data, \
+             CASE WHEN data IS NOT NULL AND carried > $4 AND first = 0 THEN 1 ELSE 0 END AS data_left_out \
+             FROM (SELECT p.*, SUM(COALESCE(LENGTH(p.data), 0)) OVER (ORDER BY p.id DESC ROWS UNBOUNDED PRECEDING) \
+             AS carried, CASE WHEN ROW_NUMBER() OVER (ORDER BY p.id DESC) = 1 THEN 1 ELSE 0 END AS first \
+             FROM (SELECT {EXECUTION_COLUMNS} FROM workflow_executions WHERE workflow_id = $1 \
+             ORDER BY id DESC LIMIT $2 OFFSET $3) p) w ORDER BY id DESC"
         );
         let rows = sqlx::query(&sql)
             .bind(workflow.id)
             .bind(limit + 1)
             .bind(offset)
+            .bind(MAX_EXECUTION_PAGE_DATA_CHARS)
             .fetch_all(&self.pool)
             .await
             .map_err(db)?;

@@ -321,3 +321,71 @@ async fn every_workflow_keeps_its_newest_executions_sqlite() {
 async fn every_workflow_keeps_its_newest_executions_postgres() {
     every_workflow_keeps_its_newest_executions(Backend::Postgres).await;
 }
+
+/// A page of executions carries their kept data up to its bound, the first's always: the
+/// later ones say theirs was left out, and a page starting at one of them carries it.
+async fn a_page_of_executions_carries_bounded_data(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (user, scope) = owner(&store).await;
+    let workspace = user.personal_workspace_id.expect("a personal workspace");
+    let kept = store
+        .create_workflow(&scope, workspace, &workflow("kept"))
+        .await
+        .expect("a workflow");
+    // Three of these (with their JSON's four characters) fit the bound; with 104 more, not.
+    let third = (crate::workflow_executions::MAX_EXECUTION_PAGE_DATA_CHARS / 3) as usize - 10;
+    let with_data = |n: usize| {
+        let mut execution = finished(kept.id);
+        execution.end.data = Some(format!("[\"{}\"]", "x".repeat(n)));
+        execution
+    };
+    // Oldest first: a small one, then three of a third of the bound, then a bare one.
+    let batch = [
+        with_data(100),
+        with_data(third),
+        with_data(third),
+        with_data(third),
+        finished(kept.id),
+    ];
+    store.record_executions(&batch).await.expect("recorded");
+    let (page, more) = store.workflow_executions(&scope, kept.id, 0, 10).await.expect("a page");
+    assert!(!more);
+    let carried: Vec<(bool, bool)> = page.iter().map(|e| (e.data.is_some(), e.data_left_out)).collect();
+    // Newest first: bare, three thirds (the third of them past the bound), the small one.
+    assert_eq!(
+        carried,
+        vec![
+            (false, false),
+            (true, false),
+            (true, false),
+            (true, false),
+            (false, true)
+        ],
+        "{carried:?}"
+    );
+    let (page, _) = store.workflow_executions(&scope, kept.id, 1, 10).await.expect("a page");
+    let carried: Vec<(bool, bool)> = page.iter().map(|e| (e.data.is_some(), e.data_left_out)).collect();
+    assert_eq!(
+        carried,
+        vec![(true, false), (true, false), (true, false), (false, true)]
+    );
+    let huge = with_data(2 * crate::workflow_executions::MAX_EXECUTION_PAGE_DATA_CHARS as usize);
+    store.record_executions(&[huge]).await.expect("recorded");
+    let (page, _) = store.workflow_executions(&scope, kept.id, 0, 3).await.expect("a page");
+    assert!(page[0].data.is_some(), "the first execution's data always comes");
+    assert!(page[1].data.is_none() && !page[1].data_left_out, "the bare one");
+    assert!(page[2].data_left_out);
+}
+
+#[tokio::test]
+async fn a_page_of_executions_carries_bounded_data_sqlite() {
+    a_page_of_executions_carries_bounded_data(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_page_of_executions_carries_bounded_data_postgres() {
+    a_page_of_executions_carries_bounded_data(Backend::Postgres).await;
+}

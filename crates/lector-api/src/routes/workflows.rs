@@ -225,6 +225,10 @@ pub struct ExecutionDto {
     /// made, `[{step, type, entries: [{json, binary?}]}]`, the webhook's entry first.
     #[schema(value_type = Option<Vec<Object>>)]
     pub data: Option<serde_json::Value>,
+    /// Set when the execution's data is kept but not in this page: a page carries up to 4 Mi
+    /// characters of data (the first execution's always); ask for a smaller `limit` from here.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub data_left_out: bool,
 }
 
 impl From<Execution> for ExecutionDto {
@@ -239,6 +243,7 @@ impl From<Execution> for ExecutionDto {
             finished: e.finished.map(rfc3339),
             error: e.error,
             data: e.data.and_then(|d| serde_json::from_str(&d).ok()),
+            data_left_out: e.data_left_out,
         }
     }
 }
