@@ -100,6 +100,7 @@ pub use workspaces::{MAX_MEMBERS_PER_WORKSPACE, MAX_WORKSPACES_PER_USER, Workspa
 mod document_pages;
 mod id_lists;
 mod migrations;
+mod model_changes;
 mod notifications;
 mod orphans;
 mod payloads;

@@ -241,3 +241,61 @@ async fn a_projects_change_keeps_a_change_made_meanwhile() {
     let renamed = rename.await.expect("the rename ran").expect("renamed");
     assert_eq!((renamed.name.as_str(), renamed.kind), ("Renamed", ProjectType::Class));
 }
+
+/// A model's change waits for another change of the model, then writes only what it changes:
+/// a new display name while another request writes the short description keeps both. Before,
+/// it wrote every column from what it read first, and put the old description back.
+#[tokio::test]
+async fn a_models_change_keeps_a_change_made_meanwhile() {
+    let Some(database) = TestDatabase::create(Backend::Postgres).await else {
+        return;
+    };
+    let store = Store::open(&database.url, 4).await.expect("store");
+    let (scope, workspace, project) = owner_with_project(&store, "Tickets", ProjectType::Class).await;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO models (uuid, workspace_id, project_id, name, display_name, type, status, language, \
+         created, updated) VALUES ('m-1', $1, $2, 'tickets', 'Tickets', 'CLASS', 'READY', 'en', 0, 0) RETURNING id",
+    )
+    .bind(workspace.id)
+    .bind(project.id)
+    .fetch_one(&store.pool)
+    .await
+    .expect("a model");
+    let model = store
+        .model_access(&scope, id, lector_core::Action::Manage)
+        .await
+        .expect("the model");
+
+    // The other change, on a connection of its own: the model's row, then its description.
+    let mut other = sqlx::PgConnection::connect(&database.url).await.expect("connect");
+    let mut tx = other.begin().await.expect("begin");
+    sqlx::query("SELECT id FROM models WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(id)
+        .execute(&mut *tx)
+        .await
+        .expect("the model's row");
+    let rename = {
+        let (store, scope) = (store.clone(), scope.clone());
+        tokio::spawn(async move {
+            let changes = crate::ModelChanges {
+                display_name: Some("Tickets v2".into()),
+                ..Default::default()
+            };
+            store.update_model(&scope, &model, changes).await
+        })
+    };
+    until_a_lock_is_awaited(&store).await;
+    sqlx::query("UPDATE models SET short_description = 'routes tickets' WHERE id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await
+        .expect("the description");
+    tx.commit().await.expect("commit");
+
+    let renamed = rename.await.expect("the rename ran").expect("renamed");
+    assert_eq!(
+        (renamed.display_name.as_str(), renamed.short_description.as_str()),
+        ("Tickets v2", "routes tickets")
+    );
+    store.close().await;
+}

@@ -8,7 +8,7 @@
 //! knows when to load one again. This module does not load or run models.
 
 use crate::records::{FromAnyRow, fetch_records, flag};
-use crate::{Param, Store, db, db_unique, numbered};
+use crate::{Param, Store, db, numbered};
 use lector_core::labeling::SessionStatus;
 use lector_core::policy::WorkspaceFacts;
 use lector_core::time::Timestamp;
@@ -135,7 +135,8 @@ pub struct ModelFilter {
     pub exclude_id: Option<i64>,
 }
 
-/// Model fields a MANAGER changes; `None` leaves a field as it is.
+/// Model fields a MANAGER changes (`Store::update_model`, in `model_changes`); `None` leaves a
+/// field as it is.
 #[derive(Debug, Clone, Default)]
 pub struct ModelChanges {
     pub name: Option<String>,
@@ -143,12 +144,13 @@ pub struct ModelChanges {
     pub short_description: Option<String>,
     pub long_description: Option<String>,
     pub language: Option<String>,
-    pub collection_id: Option<i64>,
+    /// `Some(None)` takes the model out of its collection.
+    pub collection_id: Option<Option<i64>>,
 }
 
 /// 409 for a BASE model: its files are installed on each server (`lector base-models
 /// install`), never uploaded, downloaded, changed or deleted through the API.
-fn refuse_base(model: &Model) -> Result<()> {
+pub(crate) fn refuse_base(model: &Model) -> Result<()> {
     if model.kind == ModelType::Base {
         return Err(Error::conflict(format!(
             "model {} is a BASE model: its files are installed on each server with `lector base-models install`, \
@@ -401,28 +403,6 @@ impl Store {
     pub async fn models_of(&self, scope: &Scope, project: &crate::Project) -> Result<Vec<Model>> {
         let sql = format!("{MODEL_SELECT} WHERE m.project_id = $2 ORDER BY m.id");
         fetch_records(sqlx::query(&sql).bind(scope.user_id).bind(project.id), &self.pool).await
-    }
-
-    /// Changes a model's descriptive fields (MANAGER of its workspace); a taken name is 409.
-    pub async fn update_model(&self, scope: &Scope, model: &Model, changes: ModelChanges) -> Result<Model> {
-        let model = self.model_access(scope, model.id, Action::Manage).await?;
-        refuse_base(&model)?;
-        sqlx::query(
-            "UPDATE models SET name = $1, display_name = $2, short_description = $3, long_description = $4, \
-             language = $5, collection_id = $6, updated = $7 WHERE id = $8",
-        )
-        .bind(changes.name.unwrap_or(model.name))
-        .bind(changes.display_name.unwrap_or(model.display_name))
-        .bind(changes.short_description.unwrap_or(model.short_description))
-        .bind(changes.long_description.unwrap_or(model.long_description))
-        .bind(changes.language.unwrap_or(model.language))
-        .bind(changes.collection_id.or(model.collection_id))
-        .bind(Timestamp::now().micros())
-        .bind(model.id)
-        .execute(&self.pool)
-        .await
-        .map_err(db_unique("a model of this name exists in the workspace"))?;
-        self.model_again(scope, model.id).await
     }
 
     /// Deletes a model (MANAGER of its workspace) and then its artifact; answers what was

@@ -289,9 +289,13 @@ pub struct UpdateModelBody {
     pub display_name: Option<String>,
     pub short_description: Option<String>,
     pub long_description: Option<String>,
-    /// en, de or ar.
+    /// en, de or ar; a model trained on a sentence encoder keeps the encoder's, and one being
+    /// trained keeps its own until the training has ended.
     pub language: Option<String>,
-    pub collection_id: Option<i64>,
+    /// 1 or more; null takes the model out of its collection.
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
+    #[schema(value_type = Option<i64>, nullable)]
+    pub collection_id: Option<Option<i64>>,
 }
 
 impl WriteBody for UpdateModelBody {
@@ -314,6 +318,13 @@ impl WriteBody for UpdateModelBody {
                 MODEL_LANGUAGES.contains(&language.as_str()),
                 "language",
                 "must be en, de or ar",
+            );
+        }
+        if let Some(Some(id)) = self.collection_id {
+            problems.check(
+                id >= 1,
+                "collection_id",
+                "must be 1 or more, or null to take the model out of its collection",
             );
         }
     }

@@ -116,6 +116,20 @@ async fn base_model_story(backend: Backend) {
     assert_eq!(model["status"], "READY", "{model}");
     assert_eq!(model["base_id"], base_id);
     assert_eq!(model["base"], "tiny-encoder");
+    // It keeps its encoder's language, as its training did (a change to de was taken).
+    let path = format!("/models/{}", model["id"]);
+    let refused = app
+        .put(&path, &ada.token, json!({"language": "de"}))
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(refused["errors"][0]["field"], "language", "{refused}");
+    let message = refused["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("base model tiny-encoder (id {base_id})")),
+        "{refused}"
+    );
+    let kept = app.put(&path, &ada.token, json!({"language": "en"})).await.expect(200);
+    assert_eq!(kept["language"], "en");
     let texts: Vec<&str> = UNSEEN.iter().map(|(t, _)| *t).collect();
     let result = analyze(&app, &ada, &model["id"], &texts).await;
     // The tiny encoder reads every word as unknown, so it adds nothing but noise: the test

@@ -1028,11 +1028,15 @@ async fn a_damaged_model_file_is_not_vouched_for(app: TestApp) {
 
 /// Trainings whose jobs the tests hold where they want them (no workers run).
 mod held {
-    use crate::common::TestApp;
     use crate::common::tickets::{BILLING, labeled, labeled_tickets};
-    use serde_json::json;
+    use crate::common::{Session, TestApp};
+    use serde_json::{Value, json};
 
-    backend_tests!(adjust: no_workers; a_session_deleted_before_its_training_fails_it_readably);
+    backend_tests!(
+        adjust: no_workers;
+        a_session_deleted_before_its_training_fails_it_readably,
+        a_model_change_writes_what_it_names_when_it_may
+    );
 
     fn no_workers(config: &mut lector_core::config::Config) {
         config.workers = 0;
@@ -1067,5 +1071,101 @@ mod held {
             failure.contains(&format!("labeling session {test} was deleted")),
             "{failed}"
         );
+    }
+
+    /// A CLASS project that trains in a moment: two segments of each of two classes, in a
+    /// labeling session named "Four"; answers the project and the session.
+    async fn tiny_project(app: &TestApp, ada: &Session) -> (i64, Value) {
+        let project = app
+            .project_with_classes(ada, "Tiny", "CLASS", &["billing", "login"])
+            .await;
+        let documents: Vec<Value> = [
+            ("I was charged twice.", "billing"),
+            ("Refund my invoice.", "billing"),
+            ("I cannot log in.", "login"),
+            ("My password fails.", "login"),
+        ]
+        .iter()
+        .map(|(text, class)| json!({"text": text, "tags": [{"class": class}]}))
+        .collect();
+        let session = app.labeled_session(ada, project, "Four", documents).await;
+        (project, session)
+    }
+
+    /// `update_model` writes only the fields it is sent: `collection_id: null` takes the model
+    /// out of its collection (it changed nothing) and an id below 1 is refused (it was kept);
+    /// a language is refused while the training reads it (it was written, and the artifact
+    /// then said another). A model of no sentence encoder changes its language once READY.
+    async fn a_model_change_writes_what_it_names_when_it_may(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (project, _) = tiny_project(&app, &ada).await;
+        let queued = app
+            .post(
+                &format!("/projects/{project}/models"),
+                &ada.token,
+                json!({"display_name": "Tiny"}),
+            )
+            .await
+            .expect(201);
+        let path = format!("/models/{}", queued["id"]);
+        let refused = app
+            .put(&path, &ada.token, json!({"language": "de"}))
+            .await
+            .expect_problem(422, "validation_failed");
+        assert_eq!(crate::common::problem_fields(&refused), ["language"], "{refused}");
+        let message = refused["errors"][0]["message"].as_str().unwrap();
+        assert!(message.contains("being trained for en"), "{refused}");
+        // The language it has, and other fields, are taken meanwhile.
+        let named = app
+            .put(
+                &path,
+                &ada.token,
+                json!({"language": "en", "short_description": "queued"}),
+            )
+            .await
+            .expect(200);
+        assert_eq!((&named["status"], &named["language"]), (&json!("QUEUED"), &json!("en")));
+        app.run_jobs().await;
+
+        let model = app.get(&path, &ada.token).await.expect(200)["models"][0].clone();
+        assert_eq!(
+            (&model["status"], &model["short_description"]),
+            (&json!("READY"), &json!("queued"))
+        );
+        let german = app.put(&path, &ada.token, json!({"language": "de"})).await.expect(200);
+        assert_eq!(german["language"], "de");
+        let filed = app
+            .put(&path, &ada.token, json!({"collection_id": 3}))
+            .await
+            .expect(200);
+        assert_eq!(filed["collection_id"], 3);
+        let renamed = app
+            .put(&path, &ada.token, json!({"display_name": "Tiny v2"}))
+            .await
+            .expect(200);
+        assert_eq!(
+            (
+                &renamed["collection_id"],
+                &renamed["language"],
+                &renamed["short_description"]
+            ),
+            (&json!(3), &json!("de"), &json!("queued")),
+            "fields not sent are kept: {renamed}"
+        );
+        for id in [0, -1] {
+            let problem = app
+                .put(&path, &ada.token, json!({"collection_id": id}))
+                .await
+                .expect_problem(422, "validation_failed");
+            assert_eq!(crate::common::problem_fields(&problem), ["collection_id"], "{problem}");
+        }
+        let cleared = app
+            .put(&path, &ada.token, json!({"collection_id": null}))
+            .await
+            .expect(200);
+        assert_eq!(cleared["collection_id"], Value::Null, "{cleared}");
+        assert_eq!(cleared["display_name"], "Tiny v2");
+        let listed = app.get("/models?collection_id=3", &ada.token).await.expect(200);
+        assert_eq!(listed["count"], 0, "{listed}");
     }
 }
