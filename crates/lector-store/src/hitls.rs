@@ -198,6 +198,16 @@ impl Store {
              updated = $11 WHERE id = $12 AND project_id = $13 RETURNING {HITL_COLUMNS}"
         );
         let mut tx = self.begin_write().await?;
+        // A configuration that is live after the change holds its model's row, as the writers
+        // of analyses do (`models::model_still_there`): a `delete_model` under way is waited
+        // for, and one that comes after sees the configuration live and refuses (a new
+        // model_id's foreign key check would hold the row anyway, but not a bare is_live).
+        if let (true, Some(model_id)) = (
+            change.is_live.unwrap_or(current.is_live),
+            change.model_id.unwrap_or(current.model_id),
+        ) {
+            crate::lock_row_for_key_share(&mut tx, ("models", model_id)).await?;
+        }
         let row = sqlx::query(&sql)
             .bind(&change.name)
             .bind(&change.description)

@@ -408,11 +408,13 @@ impl Store {
     /// Deletes a model (MANAGER of its workspace) and then its artifact; answers what was
     /// deleted. 409 while something works with it: its own training (QUEUED or TRAINING), an
     /// analysis with it (QUEUED or ANALYZING), the training of a model that starts from it
-    /// (its `base_id`, which the deletion would clear, silently training that model afresh), or
-    /// a correction session it is filling (PREDICTING).
+    /// (its `base_id`, which the deletion would clear, silently training that model afresh),
+    /// a correction session it is filling (PREDICTING), or a live HITL configuration whose
+    /// extractions it makes (its `model_id`, which the deletion would clear, silently ending
+    /// the reviews).
     /// The same conditions hold in the DELETE itself, behind a lock on the model's row that
-    /// the writers of analyses and warm starts take too ([`model_still_there`]), so one that
-    /// begins meanwhile keeps it on both backends.
+    /// the writers of analyses, warm starts and live configurations take too
+    /// ([`model_still_there`]), so one that begins meanwhile keeps it on both backends.
     pub async fn delete_model(&self, scope: &Scope, model: &Model) -> Result<Model> {
         let model = self.model_access(scope, model.id, Action::Manage).await?;
         refuse_base(&model)?;
@@ -427,7 +429,8 @@ impl Store {
             "DELETE FROM models WHERE id = $1 AND status NOT IN ($2, $3) \
              AND NOT EXISTS (SELECT 1 FROM analyses a WHERE a.model_id = $1 AND a.status IN ($4, $5)) \
              AND NOT EXISTS (SELECT 1 FROM models t WHERE t.base_id = $1 AND t.status IN ($2, $3)) \
-             AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.model_id = $1 AND s.status = $6)",
+             AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.model_id = $1 AND s.status = $6) \
+             AND NOT EXISTS (SELECT 1 FROM hitls h WHERE h.model_id = $1 AND h.is_live = $7)",
         )
         .bind(model.id)
         .bind(ModelStatus::Queued.as_str())
@@ -435,6 +438,7 @@ impl Store {
         .bind(ANALYSIS_RUNNING[0])
         .bind(ANALYSIS_RUNNING[1])
         .bind(SessionStatus::Predicting.as_str())
+        .bind(true)
         .execute(&mut *tx)
         .await
         .map_err(db)?;
@@ -458,7 +462,8 @@ impl Store {
             "SELECT m.status, \
              (SELECT MIN(a.id) FROM analyses a WHERE a.model_id = m.id AND a.status IN ($4, $5)) AS analysis, \
              (SELECT MIN(t.id) FROM models t WHERE t.base_id = m.id AND t.status IN ($2, $3)) AS trainee, \
-             (SELECT MIN(s.id) FROM sessions s WHERE s.model_id = m.id AND s.status = $6) AS correction \
+             (SELECT MIN(s.id) FROM sessions s WHERE s.model_id = m.id AND s.status = $6) AS correction, \
+             (SELECT MIN(h.id) FROM hitls h WHERE h.model_id = m.id AND h.is_live = $7) AS hitl \
              FROM models m WHERE m.id = $1",
         )
         .bind(id)
@@ -467,6 +472,7 @@ impl Store {
         .bind(ANALYSIS_RUNNING[0])
         .bind(ANALYSIS_RUNNING[1])
         .bind(SessionStatus::Predicting.as_str())
+        .bind(true)
         .fetch_optional(&self.pool)
         .await
         .map_err(db)?;
@@ -475,6 +481,17 @@ impl Store {
         let analysis: Option<i64> = row.try_get("analysis").map_err(db)?;
         let trainee: Option<i64> = row.try_get("trainee").map_err(db)?;
         let correction: Option<i64> = row.try_get("correction").map_err(db)?;
+        let hitl: Option<i64> = row.try_get("hitl").map_err(db)?;
+        let hitl = match hitl {
+            Some(hitl) => {
+                sqlx::query_as::<_, (i64, i64, String)>("SELECT id, project_id, name FROM hitls WHERE id = $1")
+                    .bind(hitl)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db)?
+            }
+            None => None,
+        };
         let training = [ModelStatus::Queued.as_str(), ModelStatus::Training.as_str()];
         Ok(if training.contains(&status.as_str()) {
             Some(format!(
@@ -490,11 +507,17 @@ impl Store {
                 "model {trainee} is being trained from model {id} (its base); delete model {id} once \
                  that training has finished or failed"
             ))
+        } else if let Some(session) = correction {
+            Some(format!(
+                "model {id} is tagging the documents of correction session {session}; delete it once \
+                 the session is ready or failed"
+            ))
         } else {
-            correction.map(|session| {
+            hitl.map(|(hitl, project, name)| {
                 format!(
-                    "model {id} is tagging the documents of correction session {session}; delete it once \
-                     the session is ready or failed"
+                    "model {id} makes the extractions of the live HITL configuration {hitl} ({name:?}) of \
+                     project {project}; turn the configuration off first (is_live: false) or give it another \
+                     model, then delete the model"
                 )
             })
         }

@@ -16,7 +16,8 @@ backend_tests!(
     a_moved_project_waits_for_nobody_outside_its_new_workspace,
     reviews_waiting_for_nobody_go_to_the_next_assignee,
     fields_of_the_model_stay_reviewable_after_a_rename,
-    a_configuration_is_checked_against_its_model_and_address
+    a_configuration_is_checked_against_its_model_and_address,
+    a_live_configurations_model_is_not_deleted
 );
 
 async fn a_hitl_change_keeps_what_it_leaves_out(app: TestApp) {
@@ -623,4 +624,42 @@ async fn a_configuration_is_checked_against_its_model_and_address(app: TestApp) 
         .await
         .expect(200);
     assert_eq!(reviewed["status"], "PENDING");
+}
+
+/// Deleting the model of a live configuration is refused, naming the configuration and what to
+/// do (the deletion cleared its `model_id`, silently ending its reviews); once the
+/// configuration is off, the model goes and the configuration stays, without a model.
+async fn a_live_configurations_model_is_not_deleted(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let (project, model) = invoice_model(&app, &ada).await;
+    let hitl = app
+        .post(
+            &format!("/projects/{project}/hitls"),
+            &ada.token,
+            json!({"name": "Invoice check", "model_id": model, "is_live": true}),
+        )
+        .await
+        .expect(201);
+    let at = format!("/projects/{project}/hitls/{}", hitl["id"]);
+    for path in [
+        format!("/models/{model}"),
+        format!("/projects/{project}/models/{model}"),
+    ] {
+        let refused = app.delete(&path, &ada.token).await.expect_problem(409, "conflict");
+        let detail = refused["detail"].as_str().unwrap();
+        assert!(
+            detail.contains(&format!("live HITL configuration {} (\"Invoice check\")", hitl["id"]))
+                && detail.contains("is_live: false"),
+            "{refused}"
+        );
+    }
+    assert_eq!(app.get(&at, &ada.token).await.expect(200)["model_id"], model);
+    app.put(&at, &ada.token, json!({"is_live": false})).await.expect(200);
+    app.delete(&format!("/models/{model}"), &ada.token).await.expect(200);
+    let kept = app.get(&at, &ada.token).await.expect(200);
+    assert_eq!(
+        (&kept["model_id"], &kept["is_live"]),
+        (&Value::Null, &json!(false)),
+        "{kept}"
+    );
 }
