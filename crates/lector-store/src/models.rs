@@ -161,6 +161,16 @@ pub(crate) fn refuse_base(model: &Model) -> Result<()> {
     Ok(())
 }
 
+/// The 409 detail of a FAILED model, which never becomes READY: that it failed, why (its
+/// stored `failure`), what that means (`so_it`) and what to do instead.
+fn failed(model: &Model, so_it: &str) -> String {
+    format!(
+        "model {} failed to train ({}), so it {so_it}: train a new model",
+        model.id,
+        model.failure.as_deref().unwrap_or("no reason was recorded")
+    )
+}
+
 /// The blob key of a model artifact written by `origin` (a job id, or `upload`).
 pub(crate) fn artifact_key(uuid: &str, origin: &str) -> String {
     format!("models/{uuid}/{origin}.lector-model")
@@ -219,6 +229,9 @@ impl Store {
                  base_id {} and analyse with that",
                 model.id, model.id
             )));
+        }
+        if model.status == ModelStatus::Failed {
+            return Err(Error::conflict(failed(&model, "analyses nothing")));
         }
         if !model.status.predicts() || model.artifact_key.is_none() {
             return Err(Error::conflict(format!(
@@ -580,13 +593,36 @@ impl Store {
     /// download streams it: an artifact can hold hundreds of megabytes); 409 while it has none.
     pub async fn model_artifact_file(&self, model: &Model) -> Result<std::fs::File> {
         refuse_base(model)?;
-        let key = model.artifact_key.as_deref().ok_or_else(|| {
-            Error::new(
-                ErrorCode::Conflict,
-                format!("model {} has no artifact yet (status {})", model.id, model.status),
-            )
+        let key = model.artifact_key.as_deref().ok_or_else(|| match model.status {
+            ModelStatus::Failed => Error::conflict(failed(model, "has no file")),
+            status => Error::conflict(format!("model {} has no artifact yet (status {status})", model.id)),
         })?;
-        self.blobs()?.open_file(key).await
+        match self.blobs()?.open_file(key).await {
+            Err(e) if e.code == ErrorCode::NotFound => Err(self.artifact_gone(model, key).await),
+            opened => opened,
+        }
+    }
+
+    /// Why the artifact `key` of `model` (read before) is not in the blob store: the model was
+    /// deleted meanwhile (an analysis or a download racing `delete_model`), which is 404
+    /// naming the model; a model still there lost its file, which is the server's fault.
+    async fn artifact_gone(&self, model: &Model, key: &str) -> Error {
+        let found = sqlx::query_scalar::<_, i64>("SELECT id FROM models WHERE id = $1")
+            .bind(model.id)
+            .fetch_optional(&self.pool)
+            .await;
+        match found {
+            Ok(None) => Error::not_found("model"),
+            Ok(Some(_)) => {
+                tracing::error!(
+                    model.id = model.id,
+                    blob = key,
+                    "a model's artifact is missing from the blob store"
+                );
+                Error::internal()
+            }
+            Err(e) => db(e),
+        }
     }
 
     /// 409 when the workspace has a model of this name.

@@ -1035,7 +1035,8 @@ mod held {
     backend_tests!(
         adjust: no_workers;
         a_session_deleted_before_its_training_fails_it_readably,
-        a_model_change_writes_what_it_names_when_it_may
+        a_model_change_writes_what_it_names_when_it_may,
+        a_failed_or_deleted_model_says_so
     );
 
     fn no_workers(config: &mut lector_core::config::Config) {
@@ -1167,5 +1168,71 @@ mod held {
         assert_eq!(cleared["display_name"], "Tiny v2");
         let listed = app.get("/models?collection_id=3", &ada.token).await.expect(200);
         assert_eq!(listed["count"], 0, "{listed}");
+    }
+
+    /// A FAILED model never analyses nor has a file: both say it failed, why, and to train a
+    /// new model (they said it analyses once READY, and "no artifact yet"). An analysis that
+    /// read a model its deletion then took answers 404 naming the model, not a file.
+    async fn a_failed_or_deleted_model_says_so(app: TestApp) {
+        let ada = app.register("ada@example.org").await;
+        let (project, train) = tiny_project(&app, &ada).await;
+        let documents = json!([{"text": "Charge me once.", "tags": [{"class": "billing"}]}]);
+        let test = app.labeled_session(&ada, project, "Test", documents).await;
+        let body = json!({"display_name": "Doomed", "trainset_annotation_ids": [train["id"]],
+            "testset_annotation_ids": [test["id"]]});
+        let doomed = app
+            .post(&format!("/projects/{project}/models"), &ada.token, body)
+            .await
+            .expect(201);
+        app.delete(&format!("/projects/{project}/annotations/{}", test["id"]), &ada.token)
+            .await
+            .expect(200);
+        app.run_jobs().await;
+        let id = &doomed["id"];
+        let failed = app.get(&format!("/models/{id}"), &ada.token).await.expect(200)["models"][0].clone();
+        assert_eq!(failed["status"], "FAILED", "{failed}");
+        let failure = failed["failure"].as_str().expect("a failure");
+        let texts = json!({"model_id": id, "documents": [{"text": "Refund me."}]});
+        let analysis = app
+            .post("/analyze", &ada.token, texts)
+            .await
+            .expect_problem(409, "conflict");
+        let download = app
+            .get(&format!("/models/{id}/download"), &ada.token)
+            .await
+            .expect_problem(409, "conflict");
+        for problem in [&analysis, &download] {
+            let detail = problem["detail"].as_str().unwrap();
+            assert!(
+                detail.starts_with(&format!("model {id} failed to train ({failure})"))
+                    && detail.ends_with("train a new model"),
+                "{problem}"
+            );
+        }
+
+        let ready = app
+            .post(
+                &format!("/projects/{project}/models"),
+                &ada.token,
+                json!({"display_name": "Ready"}),
+            )
+            .await
+            .expect(201);
+        app.run_jobs().await;
+        let ready = app
+            .get(&format!("/projects/{project}/models/{}", ready["id"]), &ada.token)
+            .await
+            .expect(200);
+        assert_eq!(ready["status"], "READY", "{ready}");
+        let id = ready["id"].as_i64().unwrap();
+        // What /analyze read before the deletion took the model and its file.
+        let (_, scope) = app.state.store.principal(ada.user_id).await.unwrap().unwrap();
+        let read = app.state.store.model_for_analysis(&scope, id).await.unwrap();
+        app.delete(&format!("/models/{id}"), &ada.token).await.expect(200);
+        let gone = app.state.store.model_artifact(&read).await.unwrap_err();
+        assert_eq!(
+            (gone.code, gone.detail.as_str()),
+            (lector_core::ErrorCode::NotFound, "model not found")
+        );
     }
 }
