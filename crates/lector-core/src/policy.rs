@@ -3,7 +3,8 @@
 //! This is the one place authorisation is decided. Handlers name an [`Action`]; the store
 //! resolves the workspace an object belongs to and asks [`Scope::authorize`]. A workspace the
 //! caller cannot see answers 404 (the same as one that does not exist), a role that is too low
-//! answers 403, and a read-only workspace refuses every write but stopping what runs.
+//! answers 403, and a read-only workspace refuses every write but stopping what runs, and
+//! answers what writes nothing (reads, and using a model without storing anything).
 
 use crate::{Error, ErrorCode, Result};
 use serde::{Deserialize, Serialize};
@@ -34,6 +35,10 @@ pub enum Action {
     /// read-only workspace, whose every other write is refused, so that nothing goes on acting
     /// there.
     Stop,
+    /// Use what is there without writing anything (an ad-hoc analysis, answered within the
+    /// request and stored nowhere): the role of [`Action::Edit`], and allowed in a read-only
+    /// workspace, which refuses writes only.
+    Use,
     /// Create, change, clone, transfer projects; classes, labels; HITL; models.
     Manage,
     /// Invite, add members, change roles (never above one's own).
@@ -50,16 +55,19 @@ impl Action {
         match self {
             Action::Read => Role::Viewer,
             Action::Annotate => Role::Annotator,
-            Action::Edit | Action::Stop => Role::User,
+            Action::Edit | Action::Stop | Action::Use => Role::User,
             Action::Manage | Action::ManageMembers | Action::ReadInvitations => Role::Manager,
             Action::Administer => Role::Admin,
         }
     }
 
     /// Whether a read-only workspace refuses the action: every change but stopping (reads,
-    /// a manager's included, are answered).
+    /// a manager's included, and uses that store nothing are answered).
     pub fn is_write(self) -> bool {
-        !matches!(self, Action::Read | Action::ReadInvitations | Action::Stop)
+        !matches!(
+            self,
+            Action::Read | Action::ReadInvitations | Action::Stop | Action::Use
+        )
     }
 }
 
@@ -170,11 +178,12 @@ mod tests {
         }
     }
 
-    const ACTIONS: [Action; 8] = [
+    const ACTIONS: [Action; 9] = [
         Action::Read,
         Action::Annotate,
         Action::Edit,
         Action::Stop,
+        Action::Use,
         Action::Manage,
         Action::ManageMembers,
         Action::ReadInvitations,
@@ -203,11 +212,17 @@ mod tests {
     fn every_role_against_every_action() {
         // Rows follow DESIGN.md section 4: which actions each role may take.
         let table = [
-            (Role::Viewer, [true, false, false, false, false, false, false, false]),
-            (Role::Annotator, [true, true, false, false, false, false, false, false]),
-            (Role::User, [true, true, true, true, false, false, false, false]),
-            (Role::Manager, [true, true, true, true, true, true, true, false]),
-            (Role::Admin, [true, true, true, true, true, true, true, true]),
+            (
+                Role::Viewer,
+                [true, false, false, false, false, false, false, false, false],
+            ),
+            (
+                Role::Annotator,
+                [true, true, false, false, false, false, false, false, false],
+            ),
+            (Role::User, [true, true, true, true, true, false, false, false, false]),
+            (Role::Manager, [true, true, true, true, true, true, true, true, false]),
+            (Role::Admin, [true, true, true, true, true, true, true, true, true]),
         ];
         for (role, allowed) in table {
             for (action, allowed) in ACTIONS.iter().zip(allowed) {
@@ -253,6 +268,11 @@ mod tests {
         // Stopping what runs is no change a read-only workspace refuses; the role still counts.
         assert!(member(Role::User).authorize(ro, Action::Stop).is_ok());
         assert!(member(Role::Annotator).authorize(ro, Action::Stop).is_err());
+        // Neither is a use that stores nothing (an ad-hoc analysis): a USER's, read-only or not.
+        assert_eq!(member(Role::User).authorize(ro, Action::Use), Ok(Role::User));
+        let err = member(Role::Annotator).authorize(ro, Action::Use).unwrap_err();
+        assert_eq!(err.code, ErrorCode::Forbidden);
+        assert!(!Action::Use.is_write() && Action::Edit.is_write());
         let gone = WorkspaceFacts { is_active: false, ..WS };
         assert_eq!(
             member(Role::Admin).authorize(gone, Action::Read).unwrap_err().code,

@@ -212,16 +212,27 @@ impl Store {
         Ok(model)
     }
 
-    /// A model the caller may analyse with: one of a workspace where the caller is a USER or
-    /// more, or a PUBLISHED one for a caller who is a USER somewhere. A model without a usable
-    /// artifact answers 409 naming its status.
+    /// A model the caller may analyse with in a write (a batch analysis, a correction session,
+    /// an extraction): one of a workspace where the caller is a USER or more, or a PUBLISHED one
+    /// for a caller who is a USER somewhere. A model without a usable artifact answers 409
+    /// naming its status (and, for a FAILED one, why it failed).
     pub async fn model_for_analysis(&self, scope: &Scope, model_id: i64) -> Result<Model> {
+        self.model_to_use(scope, model_id, Action::Edit).await
+    }
+
+    /// [`Store::model_for_analysis`] for an analysis that stores nothing (`analyze`): a USER
+    /// of a read-only workspace uses its models too (`Action::Use`).
+    pub async fn model_for_ad_hoc_analysis(&self, scope: &Scope, model_id: i64) -> Result<Model> {
+        self.model_to_use(scope, model_id, Action::Use).await
+    }
+
+    async fn model_to_use(&self, scope: &Scope, model_id: i64, action: Action) -> Result<Model> {
         let model = self.model_access(scope, model_id, Action::Read).await?;
         // A PUBLISHED model is every USER's, its own workspace's VIEWERs' too.
         if scope.can_see(model.workspace) && model.status != ModelStatus::Published {
-            scope.authorize(model.workspace, Action::Edit)?;
+            scope.authorize(model.workspace, action)?;
         } else {
-            scope.may_somewhere(Action::Edit)?;
+            scope.may_somewhere(action)?;
         }
         if model.kind == ModelType::Base {
             return Err(Error::conflict(format!(

@@ -164,8 +164,8 @@ pub struct AdHocAnalysis {
     pub documents: Vec<AnalyzedDocument>,
 }
 
-/// Analyses texts with a READY model within the request (USER; a PUBLISHED model for a USER
-/// of any workspace).
+/// Analyses texts with a READY model within the request (USER, in a read-only workspace too:
+/// nothing is stored; a PUBLISHED model for a USER of any workspace).
 #[utoipa::path(post, path = "/analyze", tag = "analyses", request_body = AnalyzeBody,
     responses((status = 200, body = AdHocAnalysis)))]
 pub async fn analyze(
@@ -198,7 +198,8 @@ pub(crate) async fn analyze_texts(
     documents: Vec<(Option<serde_json::Value>, String)>,
     split: bool,
 ) -> lector_core::Result<AdHocAnalysis> {
-    let model = state.store.model_for_analysis(scope, model_id).await?;
+    // Stores nothing, so a read-only workspace's USERs analyse with its models too.
+    let model = state.store.model_for_ad_hoc_analysis(scope, model_id).await?;
     let loaded = state.models.get(&state.store, &model).await?;
     let language = Language::from_code_or_default(Some(&model.language));
     let abandoned = Arc::new(AtomicBool::new(false));

@@ -18,7 +18,8 @@ backend_tests!(
     a_model_is_tested_only_on_what_it_did_not_learn,
     models_follow_roles_and_tenancy,
     a_project_shows_its_models_and_takes_their_files_when_deleted,
-    a_damaged_model_file_is_not_vouched_for
+    a_damaged_model_file_is_not_vouched_for,
+    a_read_only_workspace_analyses_what_it_does_not_store
 );
 
 /// The name of the caller's default workspace, as a path segment.
@@ -750,6 +751,60 @@ async fn models_follow_roles_and_tenancy(app: TestApp) {
     app.get(&path, &ada.token).await.expect_problem(404, "not_found");
 }
 
+/// A read-only workspace refuses writes only: its USERs analyse texts with its models through
+/// `/analyze`, which stores nothing (it was refused 403 `workspace_read_only`), while a batch
+/// analysis, a correction session and an extraction, which store what they make (an extraction
+/// a HITL review), stay refused; a VIEWER still may not analyse.
+async fn a_read_only_workspace_analyses_what_it_does_not_store(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let usa = app.register("usa@example.org").await;
+    let vic = app.register("vic@example.org").await;
+    let workspace = app.default_workspace_id(&ada).await;
+    for (who, role) in [(&usa, "USER"), (&vic, "VIEWER")] {
+        app.add_member(&ada.token, workspace, who.user_id, role)
+            .await
+            .expect(200);
+    }
+    let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
+    let model = app.train_model(&ada, project, json!({"display_name": "Tickets"})).await;
+    assert_eq!(model["status"], "READY", "{model}");
+    let at = format!("/organizations/{workspace}");
+    let name = app.get(&at, &ada.token).await.expect(200)["name"].clone();
+    let locked = app
+        .put(&at, &ada.token, json!({"name": name, "is_read_only": true}))
+        .await
+        .expect(200);
+    assert_eq!(locked["is_read_only"], true, "{locked}");
+
+    let texts = json!({"model_id": model["id"], "documents": [{"text": "My parcel is late."}]});
+    for who in [&usa, &ada] {
+        let result = app.post("/analyze", &who.token, texts.clone()).await.expect(200);
+        assert_eq!(
+            result["documents"][0]["segments"].as_array().map(Vec::len),
+            Some(1),
+            "{result}"
+        );
+    }
+    app.post("/analyze", &vic.token, texts)
+        .await
+        .expect_problem(403, "forbidden");
+    let batch = json!({"model_id": model["id"], "name": "Batch", "documents": [{"text": "Late again."}]});
+    app.post("/analyses", &usa.token, batch)
+        .await
+        .expect_problem(403, "workspace_read_only");
+    let correction = json!({"model_id": model["id"], "sample_size": 2});
+    app.post(&format!("/projects/{project}/corrections"), &usa.token, correction)
+        .await
+        .expect_problem(403, "workspace_read_only");
+    let extraction = format!(
+        "/organizations/{workspace}/projects/{project}/models/{}/extract",
+        model["id"]
+    );
+    app.send_form(&extraction, &usa.token, "invoice.pdf", b"%PDF-1.4", &[])
+        .await
+        .expect_problem(403, "workspace_read_only");
+}
+
 /// The (class, label) of the most confident tag of each document's first segment.
 fn top_tags(result: &Value) -> Vec<(Option<String>, Option<String>)> {
     result["documents"]
@@ -1227,7 +1282,7 @@ mod held {
         let id = ready["id"].as_i64().unwrap();
         // What /analyze read before the deletion took the model and its file.
         let (_, scope) = app.state.store.principal(ada.user_id).await.unwrap().unwrap();
-        let read = app.state.store.model_for_analysis(&scope, id).await.unwrap();
+        let read = app.state.store.model_for_ad_hoc_analysis(&scope, id).await.unwrap();
         app.delete(&format!("/models/{id}"), &ada.token).await.expect(200);
         let gone = app.state.store.model_artifact(&read).await.unwrap_err();
         assert_eq!(
