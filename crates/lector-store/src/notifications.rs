@@ -1,6 +1,7 @@
 //! Notifications: the internal [`Store::notify`] other parts call when long work ends, and the
-//! caller's own list, read and unread. A user keeps the newest [`MAX_NOTIFICATIONS_PER_USER`]:
-//! a workflow's notify step, which any caller of its webhook runs, grew the list without end.
+//! caller's own list, read and unread. A user keeps the newest [`MAX_NOTIFICATIONS_PER_USER`],
+//! trimmed as [`Store::notify`] writes one: a workflow's notify step, which any caller of its
+//! webhook runs, grew the list without end.
 
 use crate::records::{FromAnyRow, NOTIFICATION_COLUMNS, Notification, fetch_record, fetch_records};
 use crate::{Store, db};
@@ -24,12 +25,17 @@ pub(crate) fn within_limits(title: &str, text: &str) -> (String, String) {
 }
 
 /// The notifications a user keeps, the newest: older ones are deleted once there are
-/// [`NOTIFICATIONS_TRIMMED_TOGETHER`] more, read or not.
+/// [`NOTIFICATIONS_TRIMMED_TOGETHER`] more, read or not, when [`Store::notify`] writes one
+/// (a job's or a review's notice, written in its transaction, leaves the trimming to it).
 pub const MAX_NOTIFICATIONS_PER_USER: i64 = 1_000;
 
 /// Notifications past [`MAX_NOTIFICATIONS_PER_USER`] deleted together, so that a new one costs
 /// one look at the user's index and a deletion only every so many.
 const NOTIFICATIONS_TRIMMED_TOGETHER: i64 = 50;
+
+/// The most notifications one trimming deletes: a list grown long before the limit loses its
+/// backlog a batch at each later notification.
+const MOST_NOTIFICATIONS_TRIMMED_AT_ONCE: i64 = 1_000;
 
 /// Records a notification for a user as part of a larger write (a job's end, a review made or
 /// handed over), so that it is written if and only if the rest is.
@@ -50,11 +56,13 @@ pub(crate) async fn notify_in(
         .execute(&mut *connection)
         .await
         .map_err(db)?;
-    trim(connection, user_id).await
+    Ok(())
 }
 
 /// Deletes a user's notifications past the newest [`MAX_NOTIFICATIONS_PER_USER`], once there
-/// are [`NOTIFICATIONS_TRIMMED_TOGETHER`] of them.
+/// are [`NOTIFICATIONS_TRIMMED_TOGETHER`] of them, at most [`MOST_NOTIFICATIONS_TRIMMED_AT_ONCE`].
+/// Its own statements, outside any other write's transaction: rows it waits for are never held
+/// by a writer that waits for it.
 async fn trim(connection: &mut sqlx::AnyConnection, user_id: i64) -> Result<()> {
     let nth_newest = |n: i64| {
         sqlx::query_scalar::<_, i64>(
@@ -76,12 +84,16 @@ async fn trim(connection: &mut sqlx::AnyConnection, user_id: i64) -> Result<()> 
         .fetch_one(&mut *connection)
         .await
         .map_err(db)?;
-    sqlx::query("DELETE FROM notifications WHERE user_id = $1 AND id < $2")
-        .bind(user_id)
-        .bind(oldest_kept)
-        .execute(&mut *connection)
-        .await
-        .map_err(db)?;
+    sqlx::query(
+        "DELETE FROM notifications WHERE id IN (SELECT id FROM notifications WHERE user_id = $1 AND id < $2 \
+         ORDER BY id LIMIT $3)",
+    )
+    .bind(user_id)
+    .bind(oldest_kept)
+    .bind(MOST_NOTIFICATIONS_TRIMMED_AT_ONCE)
+    .execute(&mut *connection)
+    .await
+    .map_err(db)?;
     Ok(())
 }
 
@@ -103,7 +115,10 @@ impl Store {
             .fetch_one(&mut *connection)
             .await
             .map_err(db)?;
-        trim(&mut connection, user_id).await?;
+        // Best effort: the notification is written; a failed trim is tried again by the next.
+        if let Err(e) = trim(&mut connection, user_id).await {
+            tracing::warn!(user.id = user_id, error = %e.detail, "cannot trim a user's notifications");
+        }
         Notification::decode(&row)
     }
 

@@ -33,10 +33,16 @@ pub const ABANDONED_EXECUTION: &str = "the server running this workflow stopped 
 
 const EXECUTION_COLUMNS: &str = "id, workflow_id, mode, method, status, started, finished, error, data";
 
-/// The most characters of kept data one page of executions carries (a kept record holds up to
+/// The most bytes of kept data one page of executions carries (a kept record holds up to
 /// 4 MiB, and a listing parses each into a tree many times its size): past it, the page's
-/// later executions come without their data, which a smaller page from there gives.
-pub const MAX_EXECUTION_PAGE_DATA_CHARS: i64 = 4 << 20;
+/// later executions come without their data, which a smaller page from there gives. Counted
+/// with `octet_length`, which both backends answer from the value's header, not its content.
+pub const MAX_EXECUTION_PAGE_DATA_BYTES: i64 = 4 << 20;
+
+/// The most executions one trimming deletes: a workflow never trimmed before (stored before
+/// trimming was per workflow) loses its backlog a batch at each later execution, not all at
+/// once in the call that records one.
+const MOST_EXECUTIONS_TRIMMED_AT_ONCE: i64 = 1_000;
 
 /// A recorded execution.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,7 +60,7 @@ pub struct Execution {
     /// JSON: what each step made, when kept.
     pub data: Option<String>,
     /// Kept, but left out of this page, whose data had reached
-    /// [`MAX_EXECUTION_PAGE_DATA_CHARS`] before it.
+    /// [`MAX_EXECUTION_PAGE_DATA_BYTES`] before it.
     pub data_left_out: bool,
 }
 
@@ -99,7 +105,7 @@ impl Store {
         .fetch_one(&self.pool)
         .await
         .map_err(db)?;
-        self.prune_executions(workflow_id).await?;
+        self.prune_executions(workflow_id).await;
         Ok(id)
     }
 
@@ -203,7 +209,7 @@ impl Store {
         tx.commit().await.map_err(db)?;
         let workflows: std::collections::BTreeSet<i64> = executions.iter().map(|e| e.workflow_id).collect();
         for workflow_id in workflows {
-            self.prune_executions(workflow_id).await?;
+            self.prune_executions(workflow_id).await;
         }
         Ok(())
     }
@@ -211,8 +217,16 @@ impl Store {
     /// Deletes a workflow's executions beyond its newest [`MAX_EXECUTIONS_PER_WORKFLOW`] once
     /// it holds [`EXECUTIONS_PRUNED_TOGETHER`] more: a condition on the workflow's own rows
     /// (ids are shared by every workflow, so a rule on the new row's id could skip one
-    /// workflow for ever). The check reads the workflow's newest ids in its index only.
-    async fn prune_executions(&self, workflow_id: i64) -> Result<()> {
+    /// workflow for ever). The check reads the workflow's newest ids in its index only; at most
+    /// [`MOST_EXECUTIONS_TRIMMED_AT_ONCE`] go in one call. Best effort, after the recording it
+    /// follows has committed: a failure is logged, and the next execution trims again.
+    async fn prune_executions(&self, workflow_id: i64) {
+        if let Err(e) = self.try_prune_executions(workflow_id).await {
+            tracing::warn!(workflow.id = workflow_id, error = %e.detail, "cannot trim a workflow's executions");
+        }
+    }
+
+    async fn try_prune_executions(&self, workflow_id: i64) -> Result<()> {
         let past_kept: Option<i64> = sqlx::query_scalar(
             "SELECT id FROM workflow_executions WHERE workflow_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2",
         )
@@ -225,11 +239,13 @@ impl Store {
             return Ok(());
         }
         sqlx::query(
-            "DELETE FROM workflow_executions WHERE workflow_id = $1 AND id < (SELECT MIN(id) FROM \
-             (SELECT id FROM workflow_executions WHERE workflow_id = $1 ORDER BY id DESC LIMIT $2) AS kept)",
+            "DELETE FROM workflow_executions WHERE id IN (SELECT id FROM workflow_executions \
+             WHERE workflow_id = $1 AND id < (SELECT MIN(id) FROM (SELECT id FROM workflow_executions \
+             WHERE workflow_id = $1 ORDER BY id DESC LIMIT $2) AS kept) ORDER BY id LIMIT $3)",
         )
         .bind(workflow_id)
         .bind(MAX_EXECUTIONS_PER_WORKFLOW)
+        .bind(MOST_EXECUTIONS_TRIMMED_AT_ONCE)
         .execute(&self.pool)
         .await
         .map_err(db)?;
@@ -239,7 +255,7 @@ impl Store {
     /// A workflow's newest [`MAX_EXECUTIONS_PER_WORKFLOW`] executions, newest first, a page at a
     /// time (any member); answers whether more follow. Older rows, which trimming deletes in
     /// batches, are never listed. The page carries the executions' data up to
-    /// [`MAX_EXECUTION_PAGE_DATA_CHARS`] in all (the first execution's always).
+    /// [`MAX_EXECUTION_PAGE_DATA_BYTES`] in all (the first execution's always).
     pub async fn workflow_executions(
         &self,
         scope: &Scope,
@@ -257,7 +273,7 @@ impl Store {
             "SELECT id, workflow_id, mode, method, status, started, finished, error, \
              CASE WHEN carried <= $4 OR first = 1 THEN data END AS data, \
              CASE WHEN data IS NOT NULL AND carried > $4 AND first = 0 THEN 1 ELSE 0 END AS data_left_out \
-             FROM (SELECT p.*, SUM(COALESCE(LENGTH(p.data), 0)) OVER (ORDER BY p.id DESC ROWS UNBOUNDED PRECEDING) \
+             FROM (SELECT p.*, SUM(COALESCE(OCTET_LENGTH(p.data), 0)) OVER (ORDER BY p.id DESC ROWS UNBOUNDED PRECEDING) \
              AS carried, CASE WHEN ROW_NUMBER() OVER (ORDER BY p.id DESC) = 1 THEN 1 ELSE 0 END AS first \
              FROM (SELECT {EXECUTION_COLUMNS} FROM workflow_executions WHERE workflow_id = $1 \
              ORDER BY id DESC LIMIT $2 OFFSET $3) p) w ORDER BY id DESC"
@@ -266,7 +282,7 @@ impl Store {
             .bind(workflow.id)
             .bind(limit + 1)
             .bind(offset)
-            .bind(MAX_EXECUTION_PAGE_DATA_CHARS)
+            .bind(MAX_EXECUTION_PAGE_DATA_BYTES)
             .fetch_all(&self.pool)
             .await
             .map_err(db)?;

@@ -336,7 +336,7 @@ async fn a_page_of_executions_carries_bounded_data(backend: Backend) {
         .await
         .expect("a workflow");
     // Three of these (with their JSON's four characters) fit the bound; with 104 more, not.
-    let third = (crate::workflow_executions::MAX_EXECUTION_PAGE_DATA_CHARS / 3) as usize - 10;
+    let third = (crate::workflow_executions::MAX_EXECUTION_PAGE_DATA_BYTES / 3) as usize - 10;
     let with_data = |n: usize| {
         let mut execution = finished(kept.id);
         execution.end.data = Some(format!("[\"{}\"]", "x".repeat(n)));
@@ -372,7 +372,7 @@ async fn a_page_of_executions_carries_bounded_data(backend: Backend) {
         carried,
         vec![(true, false), (true, false), (true, false), (false, true)]
     );
-    let huge = with_data(2 * crate::workflow_executions::MAX_EXECUTION_PAGE_DATA_CHARS as usize);
+    let huge = with_data(2 * crate::workflow_executions::MAX_EXECUTION_PAGE_DATA_BYTES as usize);
     store.record_executions(&[huge]).await.expect("recorded");
     let (page, _) = store.workflow_executions(&scope, kept.id, 0, 3).await.expect("a page");
     assert!(page[0].data.is_some(), "the first execution's data always comes");

@@ -99,7 +99,10 @@ async fn predicted(state: &AppState, caller: &Caller, session: &Session) -> Resu
         Some(examples) => usize::try_from(examples).unwrap_or(0),
         None => match state.models.get(&state.store, &model).await {
             Ok(loaded) => {
-                state.store.note_examples(&model, loaded.info().examples).await?;
+                // Best effort: a reader is answered whether or not the count is kept.
+                if let Err(e) = state.store.note_examples(&model, loaded.info().examples).await {
+                    tracing::warn!(model.id = model.id, error = %e.detail, "cannot keep a model's example count");
+                }
                 loaded.info().examples
             }
             Err(_) => return Ok(None),

@@ -225,8 +225,8 @@ pub struct ExecutionDto {
     /// made, `[{step, type, entries: [{json, binary?}]}]`, the webhook's entry first.
     #[schema(value_type = Option<Vec<Object>>)]
     pub data: Option<serde_json::Value>,
-    /// Set when the execution's data is kept but not in this page: a page carries up to 4 Mi
-    /// characters of data (the first execution's always); ask for a smaller `limit` from here.
+    /// Set when the execution's data is kept but not in this page: a page carries up to 4 MiB
+    /// of data (the first execution's always); ask for a smaller `limit` from here.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub data_left_out: bool,
 }
