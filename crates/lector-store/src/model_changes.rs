@@ -55,31 +55,20 @@ impl Store {
 
 /// Why model `id` cannot take `language` now, if it cannot: while it is QUEUED or TRAINING its
 /// job reads the language as it starts and writes it into the model's file (a change then would
-/// be lost or split the two); a model trained on a BASE model (a sentence encoder) keeps the
-/// encoder's language, as `train_model` refuses any other (`training::base_problem`).
+/// be lost or split the two); a model whose chain of bases starts at a BASE model (a sentence
+/// encoder) keeps the encoder's language, as `train_model` refuses any other
+/// (`training::base_problem`): a warm start keeps its base's encoder, however far back.
 async fn language_problem(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     id: i64,
     language: &str,
 ) -> Result<Option<String>> {
-    type Row = (
-        String,
-        String,
-        Option<i64>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-    );
-    let row: Option<Row> = sqlx::query_as(
-        "SELECT m.status, m.language, m.base_id, b.type, b.language, b.name FROM models m \
-         LEFT JOIN models b ON b.id = m.base_id WHERE m.id = $1",
-    )
-    .bind(id)
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(db)?;
-    let (status, current, base_id, base_type, base_language, base_name) =
-        row.ok_or_else(|| Error::not_found("model"))?;
+    let row: Option<(String, String)> = sqlx::query_as("SELECT status, language FROM models WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db)?;
+    let (status, current) = row.ok_or_else(|| Error::not_found("model"))?;
     if language == current {
         return Ok(None);
     }
@@ -89,17 +78,54 @@ async fn language_problem(
              writes it into the model's file; change it once the training has ended"
         )));
     }
-    Ok(match (base_id, base_type, base_language) {
-        (Some(base_id), Some(kind), Some(base_language))
-            if kind == ModelType::Base.as_str() && base_language != language =>
-        {
-            Some(format!(
-                "model {id} reads texts with base model {} (id {base_id}), a sentence encoder for \
-                 {base_language} only, so its language stays {base_language}; for {language}, train a \
-                 model on a base that reads it",
-                base_name.unwrap_or_default()
-            ))
-        }
-        _ => None,
-    })
+    Ok(encoder_of(&mut **tx, id)
+        .await?
+        .filter(|encoder| encoder.language != language)
+        .map(|encoder| {
+            format!(
+                "model {id} reads texts with base model {} (id {}), a sentence encoder for {} only, so \
+                 its language stays {}; for {language}, train a model on a base that reads it",
+                encoder.name, encoder.id, encoder.language, encoder.language
+            )
+        }))
+}
+
+/// How many steps [`encoder_of`] follows `base_id`: a bound against a cycle, which no write
+/// makes (a model's base is an older row, set once), far above any chain of warm starts.
+const MAX_BASE_CHAIN: i64 = 256;
+
+/// The BASE model (sentence encoder) a model reads texts with, by the language its row records.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Encoder {
+    pub id: i64,
+    pub name: String,
+    pub language: String,
+}
+
+/// The sentence encoder model `id` reads texts with, if any: the BASE row its chain of bases
+/// (`base_id`, followed up to [`MAX_BASE_CHAIN`] steps) starts at, `id` itself if it is one.
+/// A warm start keeps its base's encoder (`lector-ml`'s `train::encoder::choose`), so a model
+/// warm-started from a classifier trained on an encoder reads with that encoder too; a chain
+/// that starts at a model trained without a base has none.
+pub(crate) async fn encoder_of<'e>(
+    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    id: i64,
+) -> Result<Option<Encoder>> {
+    let row: Option<(i64, String, String)> = sqlx::query_as(
+        "WITH RECURSIVE chain (id, base_id, depth) AS ( \
+           SELECT id, base_id, 0 FROM models WHERE id = $1 \
+           UNION ALL \
+           SELECT m.id, m.base_id, c.depth + 1 FROM models m JOIN chain c ON m.id = c.base_id \
+           WHERE c.depth < $2 \
+         ) \
+         SELECT m.id, m.name, m.language FROM chain c JOIN models m ON m.id = c.id \
+         WHERE m.type = $3 ORDER BY c.depth LIMIT 1",
+    )
+    .bind(id)
+    .bind(MAX_BASE_CHAIN)
+    .bind(ModelType::Base.as_str())
+    .fetch_optional(executor)
+    .await
+    .map_err(db)?;
+    Ok(row.map(|(id, name, language)| Encoder { id, name, language }))
 }

@@ -8,6 +8,7 @@
 //! the job in `lector-jobs`; this module never loads a model.
 
 use crate::jobs::{Job, Lease, NewJob, check_fence, enqueue_in, set_task};
+use crate::model_changes::{Encoder, encoder_of};
 use crate::models::{MODEL_SELECT, Model, artifact_key};
 use crate::records::{FromAnyRow, fetch_record};
 use crate::{LearntFrom, NamesRead, SessionFilter, Store, TrainingPayload, db, db_unique};
@@ -62,8 +63,9 @@ pub struct TrainedModel {
 /// Why `base` cannot be started from by a model of `kind` in `language`, if it cannot: a BASE
 /// model (a sentence encoder) must be PUBLISHED (some node has installed it; a row FAILED by an
 /// older version is not) and read the language; a classifier must be of the project's type and
-/// have an artifact.
-fn base_problem(base: &Model, kind: ProjectType, language: &str) -> Option<String> {
+/// have an artifact, and the encoder it reads with (`encoder`, the start of its chain of bases,
+/// which a warm start keeps) must read the language too.
+fn base_problem(base: &Model, encoder: Option<&Encoder>, kind: ProjectType, language: &str) -> Option<String> {
     let id = base.id;
     match base.kind.project_type() {
         None if base.status != ModelStatus::Published => Some(format!(
@@ -81,7 +83,13 @@ fn base_problem(base: &Model, kind: ProjectType, language: &str) -> Option<Strin
         Some(_) if !base.status.predicts() || base.artifact_key.is_none() => {
             Some(format!("model {id} is {}, not ready to start from", base.status))
         }
-        Some(_) => None,
+        Some(_) => encoder.filter(|e| e.language != language).map(|e| {
+            format!(
+                "model {id} reads texts with base model {} (id {}), a sentence encoder for {} only, \
+                 which a model started from it keeps; this model is trained for {language}",
+                e.name, e.id, e.language
+            )
+        }),
     }
 }
 
@@ -127,7 +135,12 @@ impl Store {
         let base = match new.base_id {
             None => None,
             Some(id) => match self.model_access(scope, id, Action::Read).await {
-                Ok(base) => match base_problem(&base, project.kind, &language) {
+                Ok(base) => match base_problem(
+                    &base,
+                    encoder_of(&self.pool, base.id).await?.as_ref(),
+                    project.kind,
+                    &language,
+                ) {
                     Some(problem) => {
                         problems.push("base_id", problem);
                         None

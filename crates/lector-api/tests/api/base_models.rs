@@ -130,6 +130,52 @@ async fn base_model_story(backend: Backend) {
     );
     let kept = app.put(&path, &ada.token, json!({"language": "en"})).await.expect(200);
     assert_eq!(kept["language"], "en");
+    // A model warm-started from it keeps the same encoder, so neither its training nor a change
+    // takes a language the encoder does not read, however far back the encoder is.
+    let refused = app
+        .post(
+            &format!("/projects/{project}/models"),
+            &ada.token,
+            json!({"name": "Warm German", "language": "de", "base_id": model["id"]}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(refused["errors"][0]["field"], "base_id", "{refused}");
+    let message = refused["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("base model tiny-encoder (id {base_id})")) && message.contains("for de"),
+        "{refused}"
+    );
+    let warm = app
+        .train_model(&ada, project, json!({"name": "Warm", "base_id": model["id"]}))
+        .await;
+    assert_eq!(warm["status"], "READY", "{warm}");
+    assert_eq!(warm["base_id"], model["id"]);
+    let warm_path = format!("/models/{}", warm["id"]);
+    for who in [&warm_path, &path] {
+        let refused = app
+            .put(who, &ada.token, json!({"language": "de"}))
+            .await
+            .expect_problem(422, "validation_failed");
+        assert_eq!(refused["errors"][0]["field"], "language", "{refused}");
+        let message = refused["errors"][0]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("base model tiny-encoder (id {base_id})")),
+            "{refused}"
+        );
+    }
+    let refused = app
+        .post(
+            &format!("/projects/{project}/models"),
+            &ada.token,
+            json!({"name": "Warmer German", "language": "de", "base_id": warm["id"]}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert!(refused.to_string().contains("tiny-encoder"), "{refused}");
+    app.put(&warm_path, &ada.token, json!({"display_name": "Warm again"}))
+        .await
+        .expect(200);
     let texts: Vec<&str> = UNSEEN.iter().map(|(t, _)| *t).collect();
     let result = analyze(&app, &ada, &model["id"], &texts).await;
     // The tiny encoder reads every word as unknown, so it adds nothing but noise: the test
