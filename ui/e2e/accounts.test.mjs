@@ -1,14 +1,15 @@
 // Accounts through the pages: inviting a member who accepts with the token from the mail,
 // changing the member's role, leaving a workspace (never one's personal one), resetting a
 // password with the mailed token, the account page (name, product keys, password), a
-// superuser in a read-only workspace they are no member of, and what is never offered for the
-// owner of a personal workspace (`owner_id`) or a workspace's only ADMIN.
+// superuser in a read-only workspace they are no member of, a USER of a read-only workspace who
+// analyses a text (which stores nothing) but no file, and what is never offered for the owner of
+// a personal workspace (`owner_id`) or a workspace's only ADMIN.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { BASE, BINARY, DATA, apiCall, apiGet, checkA11y, launch, newPage, shot } from "./harness.mjs";
+import { BASE, BILLING, BINARY, DATA, LOGIN, apiCall, apiGet, checkA11y, launch, newPage, shot } from "./harness.mjs";
 
 let browser;
 before(async () => {
@@ -256,6 +257,61 @@ test("a superuser who is no member of a read-only workspace is offered no change
   await tabs.getByRole("link", { name: "Models" }).click();
   await page.getByText("Training a model is not possible: this workspace is read-only.").waitFor();
   assert.equal(await page.getByRole("button", { name: "Train a model" }).count(), 0, "no training in a read-only workspace");
+  assert.deepEqual(page.cspViolations, []);
+});
+
+test("a user of a read-only workspace analyses a text with its model, but no file", async () => {
+  const page = await newPage(browser);
+  const register = async (email, first_name) => {
+    const r = await page.request.post(`${BASE}/auth/register`, { data: { email, password: "some password 1", first_name } });
+    assert.equal(r.status(), 200);
+    return r.json();
+  };
+  const owner = await register(`olga-${process.pid}@example.org`, "Olga");
+  const call = (method, p, data) => apiCall(page, owner.auth_token, method, p, data);
+  const ws = await call("POST", "/organizations", { name: `Closed ${process.pid}` });
+  const umaEmail = `uma-${process.pid}@example.org`;
+  await call("POST", `/organizations/${ws.id}/users/invite`, { role: "USER", emails: [umaEmail] });
+  const accepted = await page.request.post(`${BASE}/organizations/users/invite/accept`, {
+    data: { token: await mailedToken(umaEmail, /invited you/), password: "some password 1", first_name: "Uma" },
+  });
+  assert.equal(accepted.status(), 200, await accepted.text());
+  const project = await call("POST", "/projects", { name: "Old tickets", type: "CLASS", organization_id: ws.id });
+  for (const name of ["billing", "login"]) await call("POST", `/projects/${project.id}/classes`, { name });
+  const documents = [
+    ...BILLING.map((text) => ({ text, tags: [{ class: "billing" }] })),
+    ...LOGIN.map((text) => ({ text, tags: [{ class: "login" }] })),
+  ];
+  await call("POST", `/projects/${project.id}/annotations`, { name: "Labelled", documents });
+  let model = await call("POST", `/projects/${project.id}/models`, { display_name: "Old tickets v1" });
+  for (let i = 0; i < 600 && !["READY", "FAILED"].includes(model.status); i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    model = await call("GET", `/projects/${project.id}/models/${model.id}`);
+  }
+  assert.equal(model.status, "READY", JSON.stringify(model.failure));
+  await call("PUT", `/organizations/${ws.id}`, { name: ws.name, is_read_only: true });
+
+  await signIn(page, umaEmail, "some password 1");
+  await page.getByLabel("Workspace", { exact: true }).selectOption(String(ws.id));
+  // The model's page offers to analyse with it, though the workspace is read-only.
+  await page.goto(`${BASE}/app/projects/${project.id}/models/${model.id}`);
+  await page.getByRole("heading", { level: 1, name: "Old tickets v1" }).waitFor();
+  await page.getByRole("link", { name: "Analyse with it" }).click();
+  await page.getByRole("heading", { level: 1, name: "Analyses" }).waitFor();
+  // No file is offered: its analysis stores its results.
+  await page.getByText("Analysing a file, which stores its results, is not possible: this workspace is read-only.").waitFor();
+  assert.equal(await page.getByLabel("File to analyse").count(), 0, "no file analysis in a read-only workspace");
+  // A text is analysed (answered within the request, stored nowhere).
+  assert.equal(await page.getByLabel("Model").inputValue(), String(model.id), "the model linked from its page is chosen");
+  await page.getByLabel("Text to analyse").fill("I was charged twice for the same invoice");
+  await page.getByRole("button", { name: "Analyse text" }).click();
+  const result = page.getByRole("list", { name: "Result" });
+  await result.waitFor();
+  assert.match(await result.innerText(), /charged twice.*(billing|login) \(\d+ %\)/);
+  await checkA11y(page, "ad-hoc analysis in a read-only workspace");
+  await shot(page, "13b-read-only-analysis");
+  const analyses = await apiGet(page, "/analyses");
+  assert.deepEqual(analyses, [], "nothing stored");
   assert.deepEqual(page.cspViolations, []);
 });
 

@@ -2,7 +2,7 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from "react";
 import { api, getToken, onUnauthorized, setToken, unwrap, type Schemas } from "./api/client";
 import { useLoad } from "./lib/hooks";
-import { roleIn } from "./lib/roles";
+import { roleIn, type Purpose } from "./lib/roles";
 
 type Status = Schemas["AuthStatus"];
 export type MyWorkspace = Schemas["MyWorkspaceDto"];
@@ -108,6 +108,15 @@ export function AuthProvider({ children }: { children: ReactNode }) {
  * there. undefined while that is not known yet (see `roleIn`); null when it cannot be read.
  */
 export function useRole(workspaceId: number | null | undefined): string | null | undefined {
+  return useRoles(workspaceId).change;
+}
+
+/**
+ * The user's role in a workspace for each purpose (`roleIn`), from one read of it: `change`
+ * as `useRole` answers it, `use` for what stores nothing (an ad-hoc analysis), which a
+ * read-only workspace allows its USERs and above.
+ */
+export function useRoles(workspaceId: number | null | undefined): Record<Purpose, string | null | undefined> {
   const { status } = useAuth();
   const workspace = useLoad(
     () =>
@@ -116,8 +125,11 @@ export function useRole(workspaceId: number | null | undefined): string | null |
         : unwrap(api.GET("/organizations/{organization}", { params: { path: { organization: String(workspaceId) } } })),
     [workspaceId],
   );
-  const role = roleIn(status, workspaceId, workspace.data);
-  return role === undefined && workspace.error ? null : role;
+  const answer = (purpose: Purpose) => {
+    const role = roleIn(status, workspaceId, workspace.data, purpose);
+    return role === undefined && workspace.error ? null : role;
+  };
+  return { change: answer("change"), use: answer("use") };
 }
 
 export function useAuth(): Auth {

@@ -53,6 +53,34 @@ describe("roles", () => {
     expect(roleIn(member, 7, { id: 7, is_read_only: false })).toBeNull();
     expect(roleIn(null, 9, archive)).toBeNull();
   });
+  it("allow what stores nothing in a read-only workspace to its users and above", () => {
+    const archive = { id: 9, is_read_only: true };
+    const as = (role: string) => ({ user: { is_superuser: false }, workspaces: [{ id: 9, role, is_read_only: true }] });
+    const adHoc = "Analysing with this workspace's models";
+    // An ad-hoc analysis (the server's Action::Use): a USER and above, read-only or not.
+    for (const role of ["USER", "MANAGER", "ADMIN"]) {
+      expect(roleIn(as(role), 9, archive, "use")).toBe(role);
+      expect(roleNote(roleIn(as(role), 9, archive, "use"), NEEDS.work, adHoc)).toBeNull();
+      // What stores its results (an analysis of a file) stays refused.
+      expect(roleIn(as(role), 9, archive)).toBe(READ_ONLY);
+      expect(roleNote(roleIn(as(role), 9, archive, "change"), NEEDS.work, "Analysing a file")).toBe(
+        "Analysing a file is not possible: this workspace is read-only.",
+      );
+    }
+    expect(roleNote(roleIn(as("ANNOTATOR"), 9, archive, "use"), NEEDS.work, adHoc)).toBe(
+      `${adHoc} needs the role user or higher in this workspace; you are annotator.`,
+    );
+    expect(roleNote(roleIn(as("VIEWER"), 9, archive, "use"), NEEDS.work, adHoc)).not.toBeNull();
+    // A superuser acts as ADMIN; a stranger has no rights; not known before the workspace is read.
+    const superuser = { user: { is_superuser: true }, workspaces: [] };
+    expect(roleIn(superuser, 9, archive, "use")).toBe("ADMIN");
+    expect(roleIn(superuser, 9, undefined, "use")).toBeUndefined();
+    expect(roleIn(as("USER"), 7, { id: 7, is_read_only: true }, "use")).toBeNull();
+    // A writable workspace: the same role for both.
+    const open = { id: 9, is_read_only: false };
+    expect(roleIn(as("USER"), 9, open, "use")).toBe("USER");
+    expect(roleIn(as("USER"), 9, open, "change")).toBe("USER");
+  });
   it("know one's personal workspace by the owner the server names", () => {
     const user = { id: 7 };
     expect(isPersonal({ owner_id: 7 }, user)).toBe(true);

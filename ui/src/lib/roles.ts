@@ -27,6 +27,14 @@ export function effectiveRole(role: string | null | undefined, isReadOnly: boole
   return role ?? null;
 }
 
+/**
+ * What a role is asked for: to `change` something (stored; refused to everyone in a read-only
+ * workspace, so the role is READ_ONLY there), or to `use` the workspace's models without storing
+ * anything (an ad-hoc analysis of a text, the server's `Action::Use`), which a read-only
+ * workspace allows its USERs and above: the role there is the member's own.
+ */
+export type Purpose = "change" | "use";
+
 /** What the role of the signed-in user in a workspace is decided from, as the API serves it. */
 export type Signed = {
   user: { is_superuser: boolean };
@@ -38,7 +46,8 @@ export type Signed = {
  * The role that decides what the signed-in user may change in the workspace `id`: READ_ONLY
  * when the workspace is read-only, whoever asks (the server refuses every change there, a
  * superuser's too), else ADMIN for a superuser, else the user's role there (null when not a
- * member).
+ * member). For `purpose` "use" (what stores nothing) a read-only workspace does not count: the
+ * answer is ADMIN for a superuser, else the user's role there.
  *
  * Whether it is read-only is the workspace's own field: `workspace` as `GET
  * /organizations/{id}` served it, else the user's entry for it in `/auth/status` (the same
@@ -50,13 +59,14 @@ export function roleIn(
   status: Signed | null | undefined,
   id: number | null | undefined,
   workspace?: { id: number; is_read_only: boolean } | null,
+  purpose: Purpose = "change",
 ): string | null | undefined {
   if (!status || id == null) return null;
   const member = status.workspaces.find((w) => w.id === id);
   const superuser = status.user.is_superuser;
   const readOnly = workspace?.id === id ? workspace.is_read_only : member?.is_read_only;
   if (readOnly === undefined) return superuser ? undefined : null;
-  return effectiveRole(superuser ? "ADMIN" : member?.role, readOnly);
+  return effectiveRole(superuser ? "ADMIN" : member?.role, purpose === "change" && readOnly);
 }
 
 /**

@@ -4,7 +4,7 @@
 import { useCallback, useMemo, useRef, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { api, download, unwrap, type Schemas } from "../api/client";
-import { useAuth, useRole } from "../auth";
+import { useAuth, useRoles } from "../auth";
 import { isFailed, isFinal, percent, when } from "../lib/format";
 import { useAction, useLoad, useOffset, usePoll, useQuery } from "../lib/hooks";
 import { readIds, readOffset } from "../lib/links";
@@ -37,7 +37,11 @@ const ANALYSES_PAGE = 50;
 export function AnalysesPage() {
   const [search] = useSearchParams();
   const { workspace } = useAuth();
-  const analyseNote = roleNote(useRole(workspace?.id), NEEDS.work, "Analysing with this workspace's models");
+  // An analysis of a file stores its results (refused in a read-only workspace); a text tried
+  // here is answered within the request and stores nothing (a USER of a read-only one may).
+  const roles = useRoles(workspace?.id);
+  const analyseNote = roleNote(roles.use, NEEDS.work, "Analysing with this workspace's models");
+  const fileNote = roleNote(roles.change, NEEDS.work, "Analysing a file, which stores its results,");
   const navigate = useNavigate();
   const models = useReadyModels();
   // The list answers oldest first with no count: the page of the newest is found from its end,
@@ -115,7 +119,7 @@ export function AnalysesPage() {
       {analyses.data && <Pager page={analyses.data} size={ANALYSES_PAGE} what="Analyses" onChange={setListOffset} />}
 
       <section className="panel" aria-labelledby="new-analysis-h">
-        <h2 id="new-analysis-h">Analyse a file</h2>
+        <h2 id="new-analysis-h">{fileNote && !analyseNote ? "Analyse a text" : "Analyse a file"}</h2>
         <ErrorBox error={models.error} onRetry={models.reload} />
         {analyseNote && <p className="notice">{analyseNote}</p>}
         {!analyseNote && models.data && models.data.length === 0 && (
@@ -131,8 +135,12 @@ export function AnalysesPage() {
                 </select>
               )}
             </Field>
-            <UploadForm upload={file} busy={action.busy} label="File to analyse" accept=".csv,.tsv,.txt,.json,.jsonl,.xlsx" />
-            {uploaded && (
+            {fileNote ? (
+              <p className="notice">{fileNote} A text tried below is analysed without being stored.</p>
+            ) : (
+              <UploadForm upload={file} busy={action.busy} label="File to analyse" accept=".csv,.tsv,.txt,.json,.jsonl,.xlsx" />
+            )}
+            {!fileNote && uploaded && (
               <form onSubmit={start} className="stack">
                 <ColumnPicker upload={file} preview={uploaded.preview} />
                 <Field label="Name of the analysis">
@@ -149,7 +157,7 @@ export function AnalysesPage() {
                 {modelId === "" && <p className="muted">Choose a model above first.</p>}
               </form>
             )}
-            <h3>Or try a text</h3>
+            {!fileNote && <h3>Or try a text</h3>}
             <form onSubmit={analyse} className="stack">
               <Field label="Text to analyse">
                 {(fid) => <textarea id={fid} rows={3} value={text} onChange={(e) => setText(e.target.value)} />}

@@ -190,7 +190,7 @@ function Compare({ projectId, ids }: { projectId: number; ids: number[] }) {
 }
 
 export function ModelPage() {
-  const { project, role } = useProject();
+  const { project, role, roleForUse } = useProject();
   const mid = Number(useParams().modelId);
   const navigate = useNavigate();
   const model = usePoll(
@@ -216,7 +216,8 @@ export function ModelPage() {
             <>
               {["READY", "ACTIVE", "PUBLISHED"].includes(m.status) && (
                 <>
-                  {atLeast(role, NEEDS.work) && (
+                  {/* Its ad-hoc analysis stores nothing: offered in a read-only workspace too. */}
+                  {atLeast(roleForUse, NEEDS.work) && (
                     <Link className="button" to={`/analyses?model=${m.id}`}>
                       Analyse with it
                     </Link>

@@ -5,13 +5,15 @@ import { api, download, unwrap, type Schemas } from "../api/client";
 import { tagKinds, TYPE_NAMES, when } from "../lib/format";
 import { useAction, useLoad } from "../lib/hooks";
 import { NEEDS, roleNote } from "../lib/roles";
-import { useRole } from "../auth";
+import { useRoles } from "../auth";
 import { Empty, ErrorBox, Field, Loading, PageTitle, StatusBadge, Table } from "../components/ui";
 
 export type ProjectCtx = {
   project: Schemas["ProjectDto"];
-  /** The user's role in the project's workspace. */
+  /** The user's role in the project's workspace, for changes (READ_ONLY in a read-only one). */
   role: string | null;
+  /** The user's role there for what stores nothing (an ad-hoc analysis), read-only or not. */
+  roleForUse: string | null;
   reload: () => void;
 };
 
@@ -27,7 +29,8 @@ export function useProjectId(): number {
 export function ProjectLayout() {
   const id = useProjectId();
   const project = useLoad(() => unwrap(api.GET("/projects/{project_id}", { params: { path: { project_id: id } } })), [id]);
-  const role = useRole(project.data?.organization_id);
+  const roles = useRoles(project.data?.organization_id);
+  const role = roles.change;
   if (project.error) return <ErrorBox error={project.error} onRetry={project.reload} />;
   // Until the workspace is read, what the user may change there is not known (a superuser's
   // in a read-only workspace they are no member of): no control is offered before that.
@@ -48,7 +51,7 @@ export function ProjectLayout() {
         <NavLink to={`/projects/${id}/extract`}>Extract</NavLink>
         <NavLink to={`/projects/${id}/reviews`}>Reviews</NavLink>
       </nav>
-      <Outlet context={{ project: p, role, reload: project.reload } satisfies ProjectCtx} />
+      <Outlet context={{ project: p, role, roleForUse: roles.use ?? null, reload: project.reload } satisfies ProjectCtx} />
     </>
   );
 }
