@@ -114,7 +114,7 @@ impl Effects for ServiceEffects<'_> {
                 call.max_answer_bytes as u64,
             )
             .await
-            .map_err(call_error)?;
+            .map_err(|failed| call_error(failed, call.address_from_data))?;
         Ok(HttpAnswer {
             status: answer.status,
             content_type: answer.content_type,
@@ -124,17 +124,21 @@ impl Effects for ServiceEffects<'_> {
 }
 
 /// How a step's failed call is answered, by whose fault it is: 422 for a request the call's
-/// data made unsendable (a URL that is not one, a header value with a control character),
-/// 409 for an address the guard refuses (the step's configuration: change its url, or allow
-/// the network), 502 for the called address's failings (an answer too large among them, not
-/// the caller's body). A server fault stays one.
-fn call_error(failed: lector_sources::CallError) -> Error {
+/// data made unsendable (a URL that is not one, a header value with a control character) or
+/// sent to an address the guard refuses (`address_from_data`: the step's url takes its host
+/// from the data, so the caller chose it), 409 for an address the guard refuses that the
+/// step's url writes out (the step's configuration: change its url, or allow the network),
+/// 502 for the called address's failings (an answer too large among them, not the caller's
+/// body). A server fault stays one.
+fn call_error(failed: lector_sources::CallError, address_from_data: bool) -> Error {
     let lector_sources::CallError { fault, mut error } = failed;
     if error.code == ErrorCode::Internal {
         return error;
     }
     match fault {
         Fault::Unsendable => error.code = ErrorCode::ValidationFailed,
+        // Nothing to tell the caller about the server's settings: it is their address to change.
+        Fault::Refused if address_from_data => error.code = ErrorCode::ValidationFailed,
         Fault::Refused => {
             error = Error::conflict(format!(
                 "{}: change the step's url, or allow the address (sources.allow_private, sources.allowed_networks)",

@@ -305,14 +305,19 @@ impl Sources {
 /// Longest file name kept from a URL.
 const MAX_FILE_NAME_CHARS: usize = 200;
 
-/// Headers as a request sends them; a name or value that cannot be sent is a 400.
+/// Headers as a request sends them; a name or value that cannot be sent is a 400. A value is
+/// sent as its UTF-8 bytes (`Zürich`: obs-text, which HTTP carries), not only as visible
+/// ASCII; a control character (but tab) is refused, as a workflow's definition refuses it.
 fn header_map(headers: &[(String, String)]) -> Result<reqwest::header::HeaderMap> {
     let mut map = reqwest::header::HeaderMap::new();
     for (name, value) in headers {
         let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| lector_core::Error::bad_request(format!("{name} is not a header name")))?;
-        let value = reqwest::header::HeaderValue::from_str(value)
-            .map_err(|_| lector_core::Error::bad_request(format!("the {name} header cannot be sent")))?;
+        let unsendable = || lector_core::Error::bad_request(format!("the {name} header cannot be sent"));
+        if value.chars().any(|c| c.is_control() && c != '\t') {
+            return Err(unsendable());
+        }
+        let value = reqwest::header::HeaderValue::from_bytes(value.as_bytes()).map_err(|_| unsendable())?;
         map.insert(name, value);
     }
     Ok(map)
@@ -368,5 +373,18 @@ mod tests {
             "download.json"
         );
         assert_eq!(file_name(&url("https://x.org/a%2F..%2Fb"), None), "a..b");
+    }
+
+    /// A value beyond visible ASCII is sent as its UTF-8 bytes; a control character is not.
+    #[test]
+    fn header_values_go_out_as_utf8() {
+        let one = |value: &str| header_map(&[("X-City".to_owned(), value.to_owned())]);
+        for sent in ["Zürich", "São Paulo\tBR", "東京", "plain"] {
+            let map = one(sent).unwrap_or_else(|e| panic!("{sent:?}: {e:?}"));
+            assert_eq!(map["x-city"].as_bytes(), sent.as_bytes());
+        }
+        for refused in ["a\nb", "a\rb", "nul\0", "del\u{7f}", "c1\u{85}"] {
+            assert!(one(refused).is_err(), "{refused:?}");
+        }
     }
 }

@@ -121,6 +121,16 @@ pub fn render_url(template: &str, object: &Map<String, Value>) -> Result<String>
     })
 }
 
+/// Whether a URL template lets the data name the address: a placeholder in its scheme, host
+/// or port (or one that makes the whole URL). Then a refused address is the data's doing, not
+/// the template's author's, who wrote no host.
+pub fn address_from_data(template: &str) -> bool {
+    // The first placeholder is the earliest: if it stands in the path or after, all do.
+    template
+        .find("{{")
+        .is_some_and(|at| matches!(url_part(&template[..at]), UrlPart::Scheme | UrlPart::Authority))
+}
+
 /// Where in a URL the text after `before` stands.
 enum UrlPart {
     /// No `://` yet: the scheme, or a whole URL.
@@ -315,6 +325,29 @@ mod tests {
                 let error = render_url(template, &o).unwrap_err();
                 assert_eq!(error.code, ErrorCode::ValidationFailed, "{template} with {steering}");
             }
+        }
+    }
+
+    /// Whose an address is: the data's when a placeholder stands in the scheme, host or port.
+    #[test]
+    fn an_address_comes_from_the_data_through_its_host() {
+        for data in [
+            "{{ url }}",
+            "{{ scheme }}://api.example/x",
+            "http://{{ body.host }}/x",
+            "https://api.{{ region }}.example/",
+            "https://api.example:{{ port }}/x",
+            "https://api.example{{ rest }}",
+        ] {
+            assert!(address_from_data(data), "{data}");
+        }
+        for written in [
+            "https://api.example/",
+            "https://api.example/{{ id }}/x:{{ y }}",
+            "http://127.0.0.1:9/x?host={{ host }}",
+            "https://api.example#{{ f }}",
+        ] {
+            assert!(!address_from_data(written), "{written}");
         }
     }
 

@@ -18,6 +18,9 @@ use std::future::Future;
 pub struct HttpCall {
     pub method: Method,
     pub url: String,
+    /// Whether the step's url template lets the data name the host ([`data::address_from_data`]):
+    /// an address refused is then the call's data's fault, not the step's.
+    pub address_from_data: bool,
     pub headers: Vec<(String, String)>,
     /// A JSON body, when the step sends its entry.
     pub body: Option<Vec<u8>>,
@@ -219,6 +222,7 @@ async fn run_step<E: Effects>(step: &Step, mut entries: Vec<Entry>, effects: &E,
                 let call = HttpCall {
                     method: *method,
                     url: data::render_url(url, &entry.json)?,
+                    address_from_data: data::address_from_data(url),
                     headers: headers
                         .iter()
                         .map(|(name, value)| Ok((name.clone(), data::render(value, &entry.json)?)))

@@ -17,9 +17,11 @@ backend_tests!(
     a_deactivated_workspace_frees_its_addresses,
     a_test_address_serves_one_call_and_keeps_its_data,
     the_trigger_authenticates_its_callers,
+    a_key_header_name_stored_with_an_underscore_stays_editable,
     each_method_may_lead_to_its_own_steps,
     a_failing_step_stops_the_execution,
     a_request_the_calls_data_spoils_is_the_callers,
+    a_written_host_refused_is_the_steps_configuration,
     a_template_past_its_cap_fails_the_run,
     files_and_forms_reach_the_steps,
     a_customer_email_is_answered_with_its_class,
@@ -841,6 +843,75 @@ async fn the_trigger_authenticates_its_callers(app: TestApp) {
     assert_eq!(tests, ["success"], "only the call that ran");
 }
 
+/// A key header name with `_` was taken before such names were refused (proxies drop them).
+/// A workflow stored with one stays editable: an update that keeps the name (leaving
+/// `authentication` out keeps the stored one) is saved; a new `_` name is refused, saying why.
+async fn a_key_header_name_stored_with_an_underscore_stays_editable(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let keyed = json!({"name": "Old keyed", "trigger": {"path": "old-keyed", "http_method": "POST",
+        "response_mode": "last_step", "authentication": {"type": "header", "name": "X-Shop-Key", "value": "k-123"}}});
+    let workflow = id(&create(&app, &ada, keyed).await);
+    // The row as an older release stored it, written past today's checks.
+    let (_, scope) = app.state.store.principal(ada.user_id).await.unwrap().unwrap();
+    let stored = app
+        .state
+        .store
+        .workflow(&scope, workflow, lector_core::Action::Edit)
+        .await
+        .unwrap();
+    let old = lector_store::NewWorkflow {
+        name: stored.name.clone(),
+        definition: stored.definition.replace("X-Shop-Key", "X_Shop_Key"),
+        auth_digest: stored.auth_digest.clone(),
+        keep_data: stored.keep_data,
+        routes: vec![("POST".into(), "old-keyed".into())],
+    };
+    assert_ne!(old.definition, stored.definition);
+    app.state.store.update_workflow(&scope, workflow, &old).await.unwrap();
+
+    let at = format!("/workflows/{workflow}");
+    let renamed = json!({"name": "Old keyed, renamed", "trigger": {"path": "old-keyed", "http_method": "POST",
+        "response_mode": "last_step"}});
+    let saved = app.put(&at, &ada.token, renamed).await.expect(200);
+    assert_eq!(saved["name"], "Old keyed, renamed");
+    assert_eq!(
+        saved["trigger"]["authentication"],
+        json!({"type": "header", "name": "X_Shop_Key"})
+    );
+    // Naming it again, with its secret left out, keeps it too.
+    let same = json!({"name": "Old keyed", "trigger": {"path": "old-keyed", "http_method": "POST",
+        "response_mode": "last_step", "authentication": {"type": "header", "name": "X_Shop_Key"}}});
+    app.put(&at, &ada.token, same).await.expect(200);
+    activate(&app, &ada, workflow).await.expect(200);
+    let admitted = hook(
+        &app,
+        Method::POST,
+        "/webhook/old-keyed",
+        None,
+        &[("X_Shop_Key", "k-123")],
+    )
+    .await;
+    assert_eq!(admitted.status, 200, "{}", admitted.text);
+
+    let changed = json!({"name": "Old keyed", "trigger": {"path": "old-keyed", "http_method": "POST",
+        "response_mode": "last_step", "authentication": {"type": "header", "name": "X_Other_Key", "value": "k-9"}}});
+    let refused = app
+        .put(&at, &ada.token, changed)
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(crate::common::problem_fields(&refused), ["trigger.authentication.name"]);
+    let message = refused["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("no `_`") && message.contains("nginx"), "{message}");
+    // The same name on a new workflow is refused alike.
+    let fresh = json!({"name": "New keyed", "trigger": {"path": "new-keyed", "http_method": "POST",
+        "authentication": {"type": "header", "name": "X_Shop_Key", "value": "k-1"}}});
+    let refused = app
+        .post("/workflows", &ada.token, fresh)
+        .await
+        .expect_problem(422, "validation_failed");
+    assert_eq!(crate::common::problem_fields(&refused), ["trigger.authentication.name"]);
+}
+
 async fn each_method_may_lead_to_its_own_steps(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let workflow = create(
@@ -890,9 +961,10 @@ async fn each_method_may_lead_to_its_own_steps(app: TestApp) {
 async fn a_failing_step_stops_the_execution(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let bob = app.register("bob@example.org").await;
-    // An outbound call to a private address is refused by the guard: the step's configuration
-    // must change (409), nothing the called address did (it was 502). The host comes from the
-    // call here: one written out in the step is refused when the workflow is saved.
+    // An outbound call to a private address is refused by the guard, nothing the called address
+    // did (it was 502). The host comes from the call's data here: the caller's to change (422,
+    // without a word of the server's settings; it was 409). A host written out in the step is
+    // refused when the workflow is saved (below), or answers 409 (`a_written_host_refused_...`).
     let workflow = create(
         &app,
         &ada,
@@ -915,13 +987,17 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
     .await;
     assert_eq!(
         (failed.status, failed.json["code"].clone()),
-        (409, json!("conflict")),
+        (422, json!("validation_failed")),
         "{}",
         failed.text
     );
     let detail = failed.json["detail"].as_str().unwrap();
     assert!(detail.starts_with("step 2 (http_request) failed: "), "{detail}");
-    assert!(detail.contains("change the step's url"), "{detail}");
+    assert!(detail.contains("private or reserved address"), "{detail}");
+    assert!(
+        !detail.contains("change the step's url") && !detail.contains("sources."),
+        "{detail}"
+    );
     let recorded = executions(&app, &ada, id(&workflow)).await;
     assert_eq!(recorded[0]["status"], "error");
     assert_eq!(recorded[0]["error"], detail);
@@ -1067,6 +1143,82 @@ async fn a_failing_step_stops_the_execution(app: TestApp) {
 /// A call whose data makes a step's request unsendable (a URL that is not one, a header value
 /// with a control character) is the caller's to fix: 422, not 502 as if the called address
 /// had failed.
+/// A step whose url writes out a host the guard refuses (saved while the server allowed it,
+/// say) answers 409 naming what to change: the step's url or the server's settings. The same
+/// refusal of a host the caller's data names is the caller's (422).
+async fn a_written_host_refused_is_the_steps_configuration(app: TestApp) {
+    let ada = app.register("ada@example.org").await;
+    let written = create(
+        &app,
+        &ada,
+        json!({"name": "Written", "trigger": {"path": "written", "http_method": "POST", "response_mode": "last_step"},
+               "steps": [{"type": "http_request", "url": "http://8.8.8.8:9/x?host={{ body.host }}"}]}),
+    )
+    .await;
+    activate(&app, &ada, id(&written)).await.expect(200);
+    // The row as saved when the server still allowed private networks: written past the check
+    // a save makes today, before any call (nothing of it is cached yet).
+    let (_, scope) = app.state.store.principal(ada.user_id).await.unwrap().unwrap();
+    let stored = app
+        .state
+        .store
+        .workflow(&scope, id(&written), lector_core::Action::Edit)
+        .await
+        .unwrap();
+    let private = lector_store::NewWorkflow {
+        name: stored.name.clone(),
+        definition: stored.definition.replace("8.8.8.8", "127.0.0.1"),
+        auth_digest: None,
+        keep_data: stored.keep_data,
+        routes: vec![("POST".into(), "written".into())],
+    };
+    assert_ne!(private.definition, stored.definition);
+    app.state
+        .store
+        .update_workflow(&scope, id(&written), &private)
+        .await
+        .unwrap();
+    let failed = post_hook(&app, "/webhook/written", json!({"host": "127.0.0.1"})).await;
+    assert_eq!(
+        (failed.status, failed.json["code"].clone()),
+        (409, json!("conflict")),
+        "{}",
+        failed.text
+    );
+    let detail = failed.json["detail"].as_str().unwrap();
+    assert!(detail.starts_with("step 1 (http_request) failed: "), "{detail}");
+    assert!(
+        detail.contains("change the step's url") && detail.contains("sources.allow_private"),
+        "{detail}"
+    );
+
+    // A host in the data, whole or in part: the caller's (422).
+    for (path, url) in [
+        ("whole", "{{ body.url }}"),
+        ("part", "http://127.0.0.{{ body.last }}:9/x"),
+        ("host", "http://{{ body.host }}:9/x"),
+    ] {
+        let workflow = create(
+            &app,
+            &ada,
+            json!({"name": path, "trigger": {"path": path, "http_method": "POST", "response_mode": "last_step"},
+                   "steps": [{"type": "http_request", "url": url}]}),
+        )
+        .await;
+        activate(&app, &ada, id(&workflow)).await.expect(200);
+        let body = json!({"url": "http://127.0.0.1:9/x", "host": "127.0.0.1", "last": "1"});
+        let refused = post_hook(&app, &format!("/webhook/{path}"), body).await;
+        assert_eq!(
+            (refused.status, refused.json["code"].clone()),
+            (422, json!("validation_failed")),
+            "{url}: {}",
+            refused.text
+        );
+        let detail = refused.json["detail"].as_str().unwrap();
+        assert!(!detail.contains("sources."), "{url}: {detail}");
+    }
+}
+
 async fn a_request_the_calls_data_spoils_is_the_callers(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let workflow = create(

@@ -26,6 +26,18 @@ async fn serve() -> u16 {
                     .any(|l| l.eq_ignore_ascii_case("authorization: Bearer t0k3n"));
                 let answer = if path.starts_with("/data-bucket/") {
                     respond_s3(&path, &head)
+                } else if path == "/note" {
+                    // Answers the X-Note header as it arrived.
+                    let note = head
+                        .lines()
+                        .filter_map(|l| l.split_once(':'))
+                        .find_map(|(name, value)| name.eq_ignore_ascii_case("x-note").then(|| value.trim()))
+                        .unwrap_or_default();
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        note.len()
+                    );
+                    [head.as_bytes(), note.as_bytes()].concat()
                 } else {
                     respond(&path, port, authorized)
                 };
@@ -318,6 +330,10 @@ async fn a_failed_call_says_whose_fault_it_is() {
         fault(format!("{base}/export"), header, s.clone()).await.0,
         Fault::Unsendable
     );
+    // A value beyond ASCII is not: it goes out as its UTF-8 bytes.
+    let city = vec![("X-Note".to_owned(), "Zürich".to_owned())];
+    let sent = s.call("GET", &format!("{base}/note"), &city, &[], None, u64::MAX).await;
+    assert_eq!(sent.expect("a UTF-8 value is sent").body, "Zürich".as_bytes());
     for url in [
         format!("{base}/to-other-loopback"),
         format!("{base}/to-file"),

@@ -369,7 +369,13 @@ impl Definition {
     /// Every rule and bound; problems are named by field (`trigger.path`, `steps[2].model_id`).
     /// `has_secret` says whether a secret is stored already (an update may leave it out).
     pub fn check(&self, problems: &mut Problems, has_secret: bool) {
-        self.trigger.check(problems, has_secret);
+        self.check_against(problems, has_secret, None);
+    }
+
+    /// [`Definition::check`] of an update: `stored_key_name` is the key header name of the
+    /// stored definition, which stays accepted as it was saved (see `Authentication::check`).
+    fn check_against(&self, problems: &mut Problems, has_secret: bool, stored_key_name: Option<&str>) {
+        self.trigger.check(problems, has_secret, stored_key_name);
         check_steps("steps", &self.steps, problems);
         let methods = self.trigger.methods();
         for (method, steps) in &self.steps_by_method {
@@ -400,8 +406,9 @@ impl Definition {
             .filter(|(old, _)| old.trigger.authentication.kind == self.trigger.authentication.kind)
             .and_then(|(_, digest)| digest)
             .filter(|_| self.trigger.authentication.kind != AuthKind::None);
+        let stored_key_name = previous.and_then(|(old, _)| old.trigger.authentication.name.as_deref());
         let mut problems = Problems::default();
-        self.check(&mut problems, kept.is_some());
+        self.check_against(&mut problems, kept.is_some(), stored_key_name);
         problems.finish()?;
         let auth_digest = match self.trigger.authentication.take_secret().filter(|s| !s.is_empty()) {
             Some(secret) => Some(crate::admission::digest(&secret)),
@@ -423,7 +430,7 @@ impl Definition {
 }
 
 impl Trigger {
-    fn check(&self, problems: &mut Problems, has_secret: bool) {
+    fn check(&self, problems: &mut Problems, has_secret: bool, stored_key_name: Option<&str>) {
         if let Err(why) = check_path(&self.path) {
             problems.push("trigger.path", why);
         }
@@ -452,12 +459,13 @@ impl Trigger {
             "trigger.rate_limit_per_minute",
             "must be from 1 to 600000",
         );
-        self.authentication.check(problems, has_secret);
+        self.authentication.check(problems, has_secret, stored_key_name);
     }
 }
 
 impl Authentication {
-    fn check(&self, problems: &mut Problems, has_secret: bool) {
+    /// `stored_key_name`: the key header name stored before this update, if any.
+    fn check(&self, problems: &mut Problems, has_secret: bool, stored_key_name: Option<&str>) {
         let field = "trigger.authentication";
         let given = |value: &Option<String>| value.as_deref().is_some_and(|v| !v.is_empty());
         match self.kind {
@@ -469,11 +477,17 @@ impl Authentication {
             AuthKind::Header => {
                 let name = self.name.as_deref().unwrap_or_default();
                 // No `_`: nginx and other proxies drop such headers by default
-                // (`underscores_in_headers off`), and every call would then answer 401.
+                // (`underscores_in_headers off`), and every call would then answer 401. A name
+                // saved before that rule stays as it is (its callers and proxy may well pass it):
+                // an update that keeps it, as one leaving `authentication` out does, is accepted.
+                let kept = stored_key_name == Some(name);
                 problems.check(
-                    !name.is_empty() && name.len() <= 100 && name.bytes().all(is_inbound_name_byte),
+                    !name.is_empty()
+                        && name.len() <= 100
+                        && name.bytes().all(|b| is_inbound_name_byte(b) || (kept && b == b'_')),
                     &format!("{field}.name"),
-                    "must be a header name (letters, digits and -, at most 100)",
+                    "must be a header name of letters, digits and - (at most 100); no `_`: proxies such as nginx \
+                     drop such headers by default",
                 );
                 problems.check(
                     !name.eq_ignore_ascii_case("authorization") && !name.eq_ignore_ascii_case("content-type"),

@@ -106,6 +106,16 @@ fn a_key_header_has_no_underscore() {
     let spaced = parse(json!({"trigger": {"path": "x"},
         "steps": [{"type": "http_request", "url": "https://api.example.org/", "headers": {"X Key": "k"}}]}));
     assert_eq!(problems_of(&spaced), ["steps[0].headers"]);
+
+    // A name stored before the rule stays accepted by an update that keeps it; not a new one.
+    let stored = keyed("X_Api_Key");
+    let kept = keyed("X_Api_Key").prepare(Some((&stored, Some("digest"))));
+    assert!(kept.is_ok(), "{kept:?}");
+    let Err(changed) = keyed("X_Other_Key").prepare(Some((&stored, Some("digest")))) else {
+        panic!("a new `_` name is refused");
+    };
+    assert_eq!(changed.errors[0].field, "trigger.authentication.name");
+    assert!(changed.errors[0].message.contains("nginx"), "{changed:?}");
 }
 
 /// A header value written with a control character could never be sent: refused when saved,
