@@ -31,8 +31,6 @@ const UNRENEWED_ALIVE_SECS: i64 = 3600;
 /// The error of an execution whose node went away before the run ended.
 pub const ABANDONED_EXECUTION: &str = "the server running this workflow stopped before the run ended";
 
-const EXECUTION_COLUMNS: &str = "id, workflow_id, mode, method, status, started, finished, error, data";
-
 /// The most bytes of kept data one page of executions carries (a kept record holds up to
 /// 4 MiB, and a listing parses each into a tree many times its size): past it, the page's
 /// later executions come without their data, which a smaller page from there gives. Counted
@@ -269,16 +267,16 @@ impl Store {
             return Ok((Vec::new(), false));
         }
         // The data each row's page holds with it, summed over the page alone (newest first).
-        let sql = format!(
-            "SELECT id, workflow_id, mode, method, status, started, finished, error, \
-             CASE WHEN carried <= $4 OR first = 1 THEN data END AS data, \
-             CASE WHEN data IS NOT NULL AND carried > $4 AND first = 0 THEN 1 ELSE 0 END AS data_left_out \
-             FROM (SELECT p.*, SUM(COALESCE(OCTET_LENGTH(p.data), 0)) OVER (ORDER BY p.id DESC ROWS UNBOUNDED PRECEDING) \
-             AS carried, CASE WHEN ROW_NUMBER() OVER (ORDER BY p.id DESC) = 1 THEN 1 ELSE 0 END AS first \
-             FROM (SELECT {EXECUTION_COLUMNS} FROM workflow_executions WHERE workflow_id = $1 \
-             ORDER BY id DESC LIMIT $2 OFFSET $3) p) w ORDER BY id DESC"
-        );
-        let rows = sqlx::query(&sql)
+        // The page's rows are sized first (no value read) and joined back for the data carried.
+        let sql = "SELECT e.id, e.workflow_id, e.mode, e.method, e.status, e.started, e.finished, e.error, \
+             CASE WHEN w.carried <= $4 OR w.first = 1 THEN e.data END AS data, \
+             CASE WHEN e.data IS NOT NULL AND w.carried > $4 AND w.first = 0 THEN 1 ELSE 0 END AS data_left_out \
+             FROM (SELECT p.id, SUM(p.size) OVER (ORDER BY p.id DESC ROWS UNBOUNDED PRECEDING) AS carried, \
+             CASE WHEN ROW_NUMBER() OVER (ORDER BY p.id DESC) = 1 THEN 1 ELSE 0 END AS first \
+             FROM (SELECT id, COALESCE(OCTET_LENGTH(data), 0) AS size FROM workflow_executions \
+             WHERE workflow_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3) p) w \
+             JOIN workflow_executions e ON e.id = w.id ORDER BY e.id DESC";
+        let rows = sqlx::query(sql)
             .bind(workflow.id)
             .bind(limit + 1)
             .bind(offset)

@@ -335,11 +335,12 @@ async fn a_page_of_executions_carries_bounded_data(backend: Backend) {
         .create_workflow(&scope, workspace, &workflow("kept"))
         .await
         .expect("a workflow");
-    // Three of these (with their JSON's four characters) fit the bound; with 104 more, not.
-    let third = (crate::workflow_executions::MAX_EXECUTION_PAGE_DATA_BYTES / 3) as usize - 10;
+    // Three of these (with their JSON's four bytes) fit the bound; with 204 more, not. Counted
+    // in bytes: "é" is two (as characters, all five would fit).
+    let third = (crate::workflow_executions::MAX_EXECUTION_PAGE_DATA_BYTES / 6) as usize - 5;
     let with_data = |n: usize| {
         let mut execution = finished(kept.id);
-        execution.end.data = Some(format!("[\"{}\"]", "x".repeat(n)));
+        execution.end.data = Some(format!("[\"{}\"]", "é".repeat(n)));
         execution
     };
     // Oldest first: a small one, then three of a third of the bound, then a bare one.
