@@ -103,7 +103,9 @@ pub(crate) struct Encoder {
 }
 
 /// The sentence encoder model `id` reads texts with, if any: the BASE row its chain of bases
-/// (`base_id`, followed up to [`MAX_BASE_CHAIN`] steps) starts at, `id` itself if it is one.
+/// (`base_id`, followed up to [`MAX_BASE_CHAIN`] steps) starts at, `id` itself if it is one,
+/// or the first `encoder_id` recorded along the way (a training records its encoder as it
+/// starts, so a chain broken by a deleted model still knows it).
 /// A warm start keeps its base's encoder (`lector-ml`'s `train::encoder::choose`), so a model
 /// warm-started from a classifier trained on an encoder reads with that encoder too; a chain
 /// that starts at a model trained without a base has none.
@@ -118,8 +120,9 @@ pub(crate) async fn encoder_of<'e>(
            SELECT m.id, m.base_id, c.depth + 1 FROM models m JOIN chain c ON m.id = c.base_id \
            WHERE c.depth < $2 \
          ) \
-         SELECT m.id, m.name, m.language FROM chain c JOIN models m ON m.id = c.id \
-         WHERE m.type = $3 ORDER BY c.depth LIMIT 1",
+         SELECT e.id, e.name, e.language FROM chain c JOIN models m ON m.id = c.id \
+         JOIN models e ON e.id = CASE WHEN m.type = $3 THEN m.id ELSE m.encoder_id END \
+         WHERE e.type = $3 ORDER BY c.depth LIMIT 1",
     )
     .bind(id)
     .bind(MAX_BASE_CHAIN)

@@ -132,21 +132,20 @@ impl Store {
                 problems.push(field, why);
             }
         }
+        let mut encoder = None;
         let base = match new.base_id {
             None => None,
             Some(id) => match self.model_access(scope, id, Action::Read).await {
-                Ok(base) => match base_problem(
-                    &base,
-                    encoder_of(&self.pool, base.id).await?.as_ref(),
-                    project.kind,
-                    &language,
-                ) {
-                    Some(problem) => {
-                        problems.push("base_id", problem);
-                        None
+                Ok(base) => {
+                    encoder = encoder_of(&self.pool, base.id).await?;
+                    match base_problem(&base, encoder.as_ref(), project.kind, &language) {
+                        Some(problem) => {
+                            problems.push("base_id", problem);
+                            None
+                        }
+                        None => Some(base),
                     }
-                    None => Some(base),
-                },
+                }
                 Err(e) if e.code == ErrorCode::NotFound => {
                     problems.push("base_id", format!("no model {id} that you may read"));
                     None
@@ -172,8 +171,8 @@ impl Store {
         // `delete_model`, which locks that row before its checks, sees this training.
         let model_id: i64 = sqlx::query_scalar(
             "INSERT INTO models (uuid, workspace_id, project_id, user_id, name, display_name, type, status, \
-             base_id, language, created, updated) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) \
-             RETURNING id",
+             base_id, language, created, updated, encoder_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+             $11, $12) RETURNING id",
         )
         .bind(&uuid)
         .bind(project.workspace_id)
@@ -186,6 +185,7 @@ impl Store {
         .bind(base.as_ref().map(|b| b.id))
         .bind(&language)
         .bind(now)
+        .bind(encoder.as_ref().map(|e| e.id))
         .fetch_one(&mut *tx)
         .await
         .map_err(db_unique("a model of this name exists in the workspace"))?;

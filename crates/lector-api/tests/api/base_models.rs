@@ -176,6 +176,27 @@ async fn base_model_story(backend: Backend) {
     app.put(&warm_path, &ada.token, json!({"display_name": "Warm again"}))
         .await
         .expect(200);
+    // Its training recorded the encoder: a model between them deleted later (its base_id set
+    // to null) does not free its language.
+    let between = app
+        .train_model(&ada, project, json!({"name": "Between", "base_id": model["id"]}))
+        .await;
+    let last = app
+        .train_model(&ada, project, json!({"name": "Last", "base_id": between["id"]}))
+        .await;
+    assert_eq!(last["status"], "READY", "{last}");
+    app.delete(&format!("/models/{}", between["id"]), &ada.token)
+        .await
+        .expect(200);
+    let refused = app
+        .put(
+            &format!("/models/{}", last["id"]),
+            &ada.token,
+            json!({"language": "de"}),
+        )
+        .await
+        .expect_problem(422, "validation_failed");
+    assert!(refused.to_string().contains("tiny-encoder"), "{refused}");
     let texts: Vec<&str> = UNSEEN.iter().map(|(t, _)| *t).collect();
     let result = analyze(&app, &ada, &model["id"], &texts).await;
     // The tiny encoder reads every word as unknown, so it adds nothing but noise: the test

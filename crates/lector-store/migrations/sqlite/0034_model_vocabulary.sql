@@ -29,6 +29,13 @@ CREATE INDEX correction_predictions_label ON correction_predictions(label_id);
 -- correction sessions loaded every one of their models). NULL: read it from the artifact.
 ALTER TABLE models ADD COLUMN examples BIGINT;
 
+-- The sentence encoder (BASE model) a model reads texts with, recorded when its training
+-- starts: a warm start keeps its base's encoder, and the chain of bases leading to it breaks
+-- when a model in it is deleted (base_id is SET NULL), so the language checks read this first.
+-- NULL: found along base_id, as before.
+ALTER TABLE models ADD COLUMN encoder_id BIGINT REFERENCES models(id) ON DELETE SET NULL;
+CREATE INDEX models_encoder ON models(encoder_id);
+
 -- Whose personal workspace a workspace is, served with every workspace (`owner_id`): found
 -- by the owner's row, which nothing indexed.
 CREATE INDEX users_personal_workspace ON users(personal_workspace_id);
