@@ -194,17 +194,7 @@ async fn batch_analysis_of_a_file_story(app: TestApp) {
     assert_eq!(analysis["tag_counts"]["labels"], json!([]));
 
     // Filters: by class id, by text, and paging.
-    let classes = app
-        .get(&format!("/projects/{project}/classes"), &ada.token)
-        .await
-        .expect(200);
-    let billing = classes
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "billing")
-        .unwrap()["id"]
-        .clone();
+    let billing = app.class_id(&ada.token, project, "billing").await;
     let page = app
         .get(
             &format!("/analyses/{id}/documents?classes={billing}&details=tags&limit=5"),

@@ -510,17 +510,7 @@ async fn corrections_are_checked_and_kept_apart(app: TestApp) {
 async fn a_class_renamed_after_training_keeps_the_models_tags(app: TestApp) {
     let ada = app.register("ada@example.org").await;
     let (project, _, model) = trained(&app, &ada).await;
-    let classes = app
-        .get(&format!("/projects/{project}/classes"), &ada.token)
-        .await
-        .expect(200);
-    let billing = classes
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "billing")
-        .unwrap()["id"]
-        .clone();
+    let billing = app.class_id(&ada.token, project, "billing").await;
     app.put(
         &format!("/projects/{project}/classes/{billing}"),
         &ada.token,

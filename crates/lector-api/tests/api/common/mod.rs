@@ -371,6 +371,16 @@ impl TestApp {
         id
     }
 
+    /// The id of the project's class named `name`, as list_classes gives it.
+    pub async fn class_id(&self, token: &str, project: i64, name: &str) -> Value {
+        let classes = self
+            .get(&format!("/projects/{project}/classes"), token)
+            .await
+            .expect(200);
+        let found = classes.as_array().unwrap().iter().find(|c| c["name"] == name);
+        found.unwrap_or_else(|| panic!("no class {name:?}: {classes}"))["id"].clone()
+    }
+
     /// Creates a workspace named `name` (200); answers its id.
     pub async fn workspace(&self, owner: &Session, name: &str) -> i64 {
         let created = self.post("/organizations", &owner.token, json!({"name": name})).await;
