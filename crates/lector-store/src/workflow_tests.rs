@@ -36,17 +36,45 @@ fn workflow(name: &str) -> NewWorkflow {
     }
 }
 
-async fn a_deleted_workflow_does_not_lose_the_batch(backend: Backend) {
-    let Some(database) = TestDatabase::create(backend).await else {
-        return;
-    };
+/// A store, its owner's scope and personal workspace, and one workflow there.
+struct Setup {
+    _database: TestDatabase,
+    store: Store,
+    scope: lector_core::Scope,
+    workspace: i64,
+    flow: crate::Workflow,
+}
+
+/// A fresh database (none without PostgreSQL for that backend) with one workflow named `name`.
+async fn with_workflow(backend: Backend, name: &str) -> Option<Setup> {
+    let database = TestDatabase::create(backend).await?;
     let store = Store::open(&database.url, 4).await.expect("store");
     let (user, scope) = owner(&store).await;
     let workspace = user.personal_workspace_id.expect("a personal workspace");
-    let kept = store
-        .create_workflow(&scope, workspace, &workflow("kept"))
+    let flow = store
+        .create_workflow(&scope, workspace, &workflow(name))
         .await
         .expect("a workflow");
+    Some(Setup {
+        _database: database,
+        store,
+        scope,
+        workspace,
+        flow,
+    })
+}
+
+async fn a_deleted_workflow_does_not_lose_the_batch(backend: Backend) {
+    let Some(Setup {
+        _database,
+        store,
+        scope,
+        workspace,
+        flow: kept,
+    }) = with_workflow(backend, "kept").await
+    else {
+        return;
+    };
     let gone = store
         .create_workflow(&scope, workspace, &workflow("gone"))
         .await
@@ -82,16 +110,16 @@ async fn a_deleted_workflow_does_not_lose_the_batch_postgres() {
 /// running, whoever sweeps; a run from before renewals is given its start plus an hour; a run
 /// that ends late records its end over the sweep's.
 async fn abandoned_runs_end_as_errors(backend: Backend) {
-    let Some(database) = TestDatabase::create(backend).await else {
+    let Some(Setup {
+        _database,
+        store,
+        scope: _,
+        workspace: _,
+        flow,
+    }) = with_workflow(backend, "runs").await
+    else {
         return;
     };
-    let store = Store::open(&database.url, 4).await.expect("store");
-    let (user, scope) = owner(&store).await;
-    let workspace = user.personal_workspace_id.expect("a personal workspace");
-    let flow = store
-        .create_workflow(&scope, workspace, &workflow("runs"))
-        .await
-        .expect("a workflow");
     let start = || store.start_execution(flow.id, "production", "POST");
     let (gone, live, old, fresh_old) = (
         start().await.unwrap(),
@@ -169,16 +197,16 @@ async fn abandoned_runs_end_as_errors_postgres() {
 /// A workflow lists its newest 1,000 executions and no more, though trimming, done in batches,
 /// may not yet have deleted the older ones.
 async fn only_the_newest_thousand_executions_are_listed(backend: Backend) {
-    let Some(database) = TestDatabase::create(backend).await else {
+    let Some(Setup {
+        _database,
+        store,
+        scope,
+        workspace: _,
+        flow: busy,
+    }) = with_workflow(backend, "busy").await
+    else {
         return;
     };
-    let store = Store::open(&database.url, 4).await.expect("store");
-    let (user, scope) = owner(&store).await;
-    let workspace = user.personal_workspace_id.expect("a personal workspace");
-    let busy = store
-        .create_workflow(&scope, workspace, &workflow("busy"))
-        .await
-        .expect("a workflow");
     // Fewer past the kept 1,000 than trimming waits for.
     let batch: Vec<FinishedExecution> = (0..1040).map(|_| finished(busy.id)).collect();
     store.record_executions(&batch).await.expect("written, not trimmed");
@@ -219,16 +247,16 @@ async fn only_the_newest_thousand_executions_are_listed_postgres() {
 /// `PUT` has replaced meanwhile answers 409 and registers nothing: the old path would
 /// otherwise listen with the new definition behind it.
 async fn routes_from_a_replaced_definition_are_refused(backend: Backend) {
-    let Some(database) = TestDatabase::create(backend).await else {
+    let Some(Setup {
+        _database,
+        store,
+        scope,
+        workspace: _,
+        flow: seen,
+    }) = with_workflow(backend, "hook").await
+    else {
         return;
     };
-    let store = Store::open(&database.url, 4).await.expect("store");
-    let (user, scope) = owner(&store).await;
-    let workspace = user.personal_workspace_id.expect("a personal workspace");
-    let seen = store
-        .create_workflow(&scope, workspace, &workflow("hook"))
-        .await
-        .expect("a workflow");
     let old_routes = vec![("POST".to_owned(), "old".to_owned())];
     let replaced = NewWorkflow {
         definition: r#"{"trigger": {"path": "new"}}"#.into(),
@@ -325,16 +353,16 @@ async fn every_workflow_keeps_its_newest_executions_postgres() {
 /// A page of executions carries their kept data up to its bound, the first's always: the
 /// later ones say theirs was left out, and a page starting at one of them carries it.
 async fn a_page_of_executions_carries_bounded_data(backend: Backend) {
-    let Some(database) = TestDatabase::create(backend).await else {
+    let Some(Setup {
+        _database,
+        store,
+        scope,
+        workspace: _,
+        flow: kept,
+    }) = with_workflow(backend, "kept").await
+    else {
         return;
     };
-    let store = Store::open(&database.url, 4).await.expect("store");
-    let (user, scope) = owner(&store).await;
-    let workspace = user.personal_workspace_id.expect("a personal workspace");
-    let kept = store
-        .create_workflow(&scope, workspace, &workflow("kept"))
-        .await
-        .expect("a workflow");
     // Three of these (with their JSON's four bytes) fit the bound; with 204 more, not. Counted
     // in bytes: "é" is two (as characters, all five would fit).
     let third = (crate::workflow_executions::MAX_EXECUTION_PAGE_DATA_BYTES / 6) as usize - 5;

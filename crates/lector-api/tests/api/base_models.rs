@@ -52,6 +52,20 @@ async fn listed_bases(app: &TestApp, who: &Session) -> Vec<Value> {
     page["models"].as_array().expect("a page of models").clone()
 }
 
+/// A training `body` asks of `project`, refused (422).
+async fn refused_training(app: &TestApp, who: &Session, project: i64, body: Value) -> Value {
+    app.post(&format!("/projects/{project}/models"), &who.token, body)
+        .await
+        .expect_problem(422, "validation_failed")
+}
+
+/// A change of the model at `path` to `language`, refused (422).
+async fn refused_language(app: &TestApp, who: &Session, path: &str, language: &str) -> Value {
+    app.put(path, &who.token, json!({"language": language}))
+        .await
+        .expect_problem(422, "validation_failed")
+}
+
 async fn base_model_story(backend: Backend) {
     let Some((_bases, app)) = with_tiny(backend, "tiny-encoder", "Tiny encoder").await else {
         return;
@@ -101,14 +115,13 @@ async fn base_model_story(backend: Backend) {
 
     // Trained with it: the base is checked up front, then the model is READY and analyses.
     let (project, _) = labeled_tickets(&app, &ada, "Tickets").await;
-    let refused = app
-        .post(
-            &format!("/projects/{project}/models"),
-            &ada.token,
-            json!({"name": "German", "language": "de", "base_id": base_id}),
-        )
-        .await
-        .expect_problem(422, "validation_failed");
+    let refused = refused_training(
+        &app,
+        &ada,
+        project,
+        json!({"name": "German", "language": "de", "base_id": base_id}),
+    )
+    .await;
     assert!(refused.to_string().contains("base_id"), "{refused}");
     let model = app
         .train_model(&ada, project, json!({"name": "Tickets on tiny", "base_id": base_id}))
@@ -118,10 +131,7 @@ async fn base_model_story(backend: Backend) {
     assert_eq!(model["base"], "tiny-encoder");
     // It keeps its encoder's language, as its training did (a change to de was taken).
     let path = format!("/models/{}", model["id"]);
-    let refused = app
-        .put(&path, &ada.token, json!({"language": "de"}))
-        .await
-        .expect_problem(422, "validation_failed");
+    let refused = refused_language(&app, &ada, &path, "de").await;
     assert_eq!(refused["errors"][0]["field"], "language", "{refused}");
     let message = refused["errors"][0]["message"].as_str().unwrap();
     assert!(
@@ -132,14 +142,13 @@ async fn base_model_story(backend: Backend) {
     assert_eq!(kept["language"], "en");
     // A model warm-started from it keeps the same encoder, so neither its training nor a change
     // takes a language the encoder does not read, however far back the encoder is.
-    let refused = app
-        .post(
-            &format!("/projects/{project}/models"),
-            &ada.token,
-            json!({"name": "Warm German", "language": "de", "base_id": model["id"]}),
-        )
-        .await
-        .expect_problem(422, "validation_failed");
+    let refused = refused_training(
+        &app,
+        &ada,
+        project,
+        json!({"name": "Warm German", "language": "de", "base_id": model["id"]}),
+    )
+    .await;
     assert_eq!(refused["errors"][0]["field"], "base_id", "{refused}");
     let message = refused["errors"][0]["message"].as_str().unwrap();
     assert!(
@@ -153,10 +162,7 @@ async fn base_model_story(backend: Backend) {
     assert_eq!(warm["base_id"], model["id"]);
     let warm_path = format!("/models/{}", warm["id"]);
     for who in [&warm_path, &path] {
-        let refused = app
-            .put(who, &ada.token, json!({"language": "de"}))
-            .await
-            .expect_problem(422, "validation_failed");
+        let refused = refused_language(&app, &ada, who, "de").await;
         assert_eq!(refused["errors"][0]["field"], "language", "{refused}");
         let message = refused["errors"][0]["message"].as_str().unwrap();
         assert!(
@@ -164,14 +170,13 @@ async fn base_model_story(backend: Backend) {
             "{refused}"
         );
     }
-    let refused = app
-        .post(
-            &format!("/projects/{project}/models"),
-            &ada.token,
-            json!({"name": "Warmer German", "language": "de", "base_id": warm["id"]}),
-        )
-        .await
-        .expect_problem(422, "validation_failed");
+    let refused = refused_training(
+        &app,
+        &ada,
+        project,
+        json!({"name": "Warmer German", "language": "de", "base_id": warm["id"]}),
+    )
+    .await;
     assert!(refused.to_string().contains("tiny-encoder"), "{refused}");
     app.put(&warm_path, &ada.token, json!({"display_name": "Warm again"}))
         .await
@@ -188,14 +193,7 @@ async fn base_model_story(backend: Backend) {
     app.delete(&format!("/models/{}", between["id"]), &ada.token)
         .await
         .expect(200);
-    let refused = app
-        .put(
-            &format!("/models/{}", last["id"]),
-            &ada.token,
-            json!({"language": "de"}),
-        )
-        .await
-        .expect_problem(422, "validation_failed");
+    let refused = refused_language(&app, &ada, &format!("/models/{}", last["id"]), "de").await;
     assert!(refused.to_string().contains("tiny-encoder"), "{refused}");
     let texts: Vec<&str> = UNSEEN.iter().map(|(t, _)| *t).collect();
     let result = analyze(&app, &ada, &model["id"], &texts).await;
